@@ -1,0 +1,175 @@
+// The public API: validates what callers pass, then calls the internal layer,
+// which trusts its input. The CLI is a thin layer over these functions.
+import { errors } from './errors.js';
+import { assertSessionId } from './ids.js';
+import { openRepo, type Repo } from './repo.js';
+import { loadSettings } from './config.js';
+import {
+  listSessions,
+  loadSession,
+  recordCheckpoint,
+  recordPost,
+  recordPre,
+  selectSession,
+  sessionForSnap,
+  stepRef,
+  type SessionSummary,
+  type SnapshotResult,
+} from './session.js';
+import { diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './read.js';
+import type { Session, Step } from './model.js';
+import type { StepPostEvent } from './journal.js';
+
+export interface RepoOptions {
+  /** Directory inside the worktree (default: process.cwd()). */
+  cwd?: string;
+  /** Environment to read AGENTSNAP_* and git variables from (default: process.env). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface SessionOptions extends RepoOptions {
+  session?: string | undefined;
+}
+
+function repoFor(opts: RepoOptions): Promise<Repo> {
+  return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+}
+
+function checkStepNumber(n: unknown, what = 'step'): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
+    throw errors.invalidArgument(`${what} must be a whole number of 0 or more, not ${JSON.stringify(n)}.`, { data: { value: n } });
+  }
+  return n;
+}
+
+function checkSession(id: string | undefined): string | undefined {
+  return id === undefined ? undefined : assertSessionId(id);
+}
+
+export interface SnapOptions extends SessionOptions {
+  phase?: 'pre' | 'post' | undefined;
+  step?: number | undefined;
+  tool?: string | undefined;
+  message?: string | undefined;
+  status?: StepPostEvent['status'] | undefined;
+  onProgress?: (phase: string) => void;
+}
+
+export interface SnapOutcome extends SnapshotResult {
+  phase: 'pre' | 'post' | 'checkpoint';
+  /** Set when this call started the session (its baseline is step 0). */
+  startedSession: boolean;
+  ref: string;
+}
+
+/** `agentsnap snap`: a checkpoint, or the pre or post snapshot of a tool call. */
+export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
+  const session = checkSession(opts.session);
+  if (opts.phase !== undefined && opts.phase !== 'pre' && opts.phase !== 'post') {
+    throw errors.invalidArgument(`--phase must be pre or post, not ${JSON.stringify(opts.phase)}.`);
+  }
+  if (opts.step !== undefined) {
+    checkStepNumber(opts.step);
+    if (opts.phase !== 'post') throw errors.invalidArgument('--step goes with --phase post (pre and checkpoints allocate the next step).');
+  }
+  const repo = await repoFor(opts);
+  const settings = await loadSettings(repo);
+  const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
+  const { id, created } = await sessionForSnap(repo, { session, settings, ...progress });
+  const common = { settings, ...progress };
+  let res: SnapshotResult;
+  let phase: SnapOutcome['phase'];
+  if (opts.phase === 'pre') {
+    phase = 'pre';
+    res = await recordPre(repo, id, { ...common, tool: opts.tool ?? null, message: opts.message ?? null });
+  } else if (opts.phase === 'post') {
+    phase = 'post';
+    res = await recordPost(repo, id, { ...common, ...(opts.step !== undefined ? { step: opts.step } : {}), ...(opts.status ? { status: opts.status } : {}) });
+  } else {
+    phase = 'checkpoint';
+    res = await recordCheckpoint(repo, id, { ...common, tool: opts.tool ?? null, message: opts.message ?? null });
+  }
+  return { ...res, phase, startedSession: created !== null, ref: stepRef(id, res.step) };
+}
+
+/** `agentsnap sessions`: every session of the repository, most recently active first. */
+export async function sessions(opts: RepoOptions = {}): Promise<SessionSummary[]> {
+  return listSessions(await repoFor(opts));
+}
+
+export interface ResolvedSession {
+  repo: Repo;
+  session: Session;
+  source: 'flag' | 'env' | 'recent';
+}
+
+/** The session a command operates on (--session, AGENTSNAP_SESSION, or the most recent of this worktree). */
+export async function resolveSession(opts: SessionOptions = {}): Promise<ResolvedSession> {
+  const session = checkSession(opts.session);
+  const repo = await repoFor(opts);
+  const sel = await selectSession(repo, { session });
+  return { repo, session: loadSession(repo, sel.id), source: sel.source };
+}
+
+export interface LogOptions extends SessionOptions {
+  tool?: string | undefined;
+  last?: number | undefined;
+  paths?: string[] | undefined;
+}
+
+/** `agentsnap log`: the steps of a session, filtered. */
+export async function log(opts: LogOptions = {}): Promise<{ session: Session; steps: Step[]; source: ResolvedSession['source'] }> {
+  if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
+  const r = await resolveSession(opts);
+  const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
+  return { session: r.session, steps: filterSteps(r.session, { tool: opts.tool, last: opts.last, paths }), source: r.source };
+}
+
+/** A path given on the command line (relative to the caller's directory) as a worktree-relative path. */
+export function toRepoPath(repo: Repo, p: string): string {
+  const joined = repo.prefix ? `${repo.prefix}${p}` : p;
+  const parts: string[] = [];
+  for (const part of joined.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (parts.length === 0) {
+        throw errors.invalidArgument(`${p} is outside the worktree.`, { data: { path: p } });
+      }
+      parts.pop();
+    } else parts.push(part);
+  }
+  return parts.join('/') || '.';
+}
+
+export interface ShowOptions extends SessionOptions {
+  step: number;
+  color?: boolean;
+  stat?: boolean;
+}
+
+/** `agentsnap show N`: what step N changed. */
+export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; diff: string; source: ResolvedSession['source'] }> {
+  checkStepNumber(opts.step);
+  const r = await resolveSession(opts);
+  stepOf(r.session, opts.step);
+  const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });
+  return { session: r.session, step: out.step, diff: out.diff, source: r.source };
+}
+
+export interface DiffCommandOptions extends SessionOptions {
+  from: string;
+  to?: string | undefined;
+  color?: boolean;
+  stat?: boolean;
+  paths?: string[] | undefined;
+}
+
+/** `agentsnap diff A [B]`: between two states of a session, or a state and the worktree. */
+export async function diff(opts: DiffCommandOptions): Promise<{ session: Session; from: StatePoint; to: StatePoint | 'worktree'; diff: string; source: ResolvedSession['source'] }> {
+  const from = parseStatePoint(opts.from);
+  const to = opts.to === undefined ? 'worktree' : parseStatePoint(opts.to);
+  const r = await resolveSession(opts);
+  const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
+  const text = await diffStates(r.repo, r.session.id, from, to, { color: !!opts.color, stat: !!opts.stat, paths });
+  return { session: r.session, from, to, diff: text, source: r.source };
+}

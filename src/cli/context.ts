@@ -1,0 +1,28 @@
+import type { CommandModule } from 'yargs';
+import type { CliIO, Output } from './output.js';
+
+/** What every command handler gets: where it runs and how to print. Passed in, never global. */
+export interface CliContext {
+  io: CliIO;
+  /** Set by main before the handler runs (depends on --json). */
+  output(argv: { json?: boolean; quiet?: boolean }): Output;
+}
+
+export type CommandFactory = (ctx: CliContext) => CommandModule;
+
+export const sessionOption = {
+  session: {
+    type: 'string',
+    describe: 'session id (default: $AGENTSNAP_SESSION, else the most recent session of this worktree)',
+  },
+} as const;
+
+export const jsonOption = {
+  json: { type: 'boolean', default: false, describe: 'print machine-readable JSON on stdout' },
+} as const;
+
+/** Describes where the session came from, for the "which session" line on stderr. */
+export function sessionSourceNote(id: string, source: 'flag' | 'env' | 'recent'): string {
+  const why = source === 'flag' ? '' : source === 'env' ? ' (from AGENTSNAP_SESSION)' : ' (most recent in this worktree)';
+  return `session ${id}${why}`;
+}

@@ -1,0 +1,94 @@
+// The CLI entry: registers each command explicitly, maps errors to one clear
+// message and a documented exit code. No stack traces unless AGENTSNAP_DEBUG=1.
+import yargs from 'yargs';
+import { AgentsnapError, ExitCode, isAgentsnapError } from '../errors.js';
+import type { CliContext, CommandFactory } from './context.js';
+import { makeOutput, type CliIO } from './output.js';
+import { snapCommand } from './commands/snap.js';
+import { diffCommand, logCommand, sessionsCommand, showCommand } from './commands/read.js';
+
+export const COMMANDS: CommandFactory[] = [snapCommand, sessionsCommand, logCommand, showCommand, diffCommand];
+
+class UsageError extends AgentsnapError {
+  constructor(message: string) {
+    super('Usage', 'usage', message, { hint: 'See `agentsnap --help`, or `agentsnap <command> --help`.' });
+  }
+}
+
+function version(): string {
+  return '0.1.0';
+}
+
+/** Runs the CLI with the given arguments; returns the exit code instead of exiting. */
+export async function run(args: string[], io: CliIO): Promise<number> {
+  const wantsJson = args.includes('--json');
+  const ctx: CliContext = {
+    io,
+    output: (argv) => makeOutput(io, { json: !!argv.json, quiet: !!argv.quiet }),
+  };
+  const parser = yargs(args)
+    .scriptName('agentsnap')
+    .usage('$0 <command> [options]\n\nExact, safe undo for AI coding agents: every tool call snapshotted into hidden git refs.')
+    .parserConfiguration({ 'populate--': true })
+    .strict()
+    .demandCommand(1, 'Name a command.')
+    .recommendCommands()
+    .help()
+    .alias('h', 'help')
+    .version(version())
+    .wrap(Math.min(100, (io.stdout as { columns?: number }).columns ?? 100))
+    .exitProcess(false)
+    .fail((msg, err) => {
+      if (err) throw err;
+      throw new UsageError(msg ?? 'invalid usage');
+    });
+  for (const make of COMMANDS) parser.command(make(ctx));
+  let helpShown = false;
+  parser.showHelpOnFail(false);
+  try {
+    await parser.parseAsync(args, {}, (err, _argv, output) => {
+      if (output && !err) {
+        helpShown = true;
+        io.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
+      }
+    });
+    void helpShown;
+    return ExitCode.ok;
+  } catch (e) {
+    return reportError(e, io, wantsJson);
+  }
+}
+
+export function reportError(e: unknown, io: CliIO, json: boolean): number {
+  const debug = io.env.AGENTSNAP_DEBUG === '1';
+  let err: AgentsnapError;
+  if (isAgentsnapError(e)) err = e;
+  else {
+    const message = e instanceof Error ? e.message : String(e);
+    err = new AgentsnapError('Internal', 'internal', `internal error: ${message}`, {
+      hint: 'This is a bug in agentsnap. Run again with AGENTSNAP_DEBUG=1 and report the output.',
+      cause: e,
+    });
+  }
+  if (json) {
+    io.stdout.write(`${JSON.stringify({ error: err.toJSON() }, null, 2)}\n`);
+  } else {
+    io.stderr.write(`agentsnap: ${err.message}\n`);
+    if (err.hint) io.stderr.write(`  ${err.hint}\n`);
+  }
+  if (debug) {
+    io.stderr.write(`${(e instanceof Error && e.stack) || String(e)}\n`);
+    if (isAgentsnapError(e) && Object.keys(e.data).length > 0) io.stderr.write(`${JSON.stringify(e.data, null, 2)}\n`);
+  }
+  return err.exitCode;
+}
+
+export async function main(): Promise<void> {
+  const code = await run(process.argv.slice(2), {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    cwd: process.cwd(),
+  });
+  process.exitCode = code;
+}

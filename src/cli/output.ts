@@ -1,0 +1,125 @@
+// Terminal output: colour only on a TTY and never with NO_COLOR; a progress
+// indicator only on a TTY and only for work that takes over a second.
+import { Chalk, type ChalkInstance } from 'chalk';
+import type { Writable } from 'node:stream';
+import type { ChangedPath, SkippedFile } from '../journal.js';
+
+export interface CliIO {
+  stdout: Writable & { isTTY?: boolean };
+  stderr: Writable & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+export interface Output {
+  readonly json: boolean;
+  readonly color: ChalkInstance;
+  /** Whether stdout is a colour-capable terminal (for git's --color). */
+  readonly stdoutColor: boolean;
+  out(text: string): void;
+  err(text: string): void;
+  /** One informational line on stderr (suppressed with --json and --quiet). */
+  note(text: string): void;
+  printJson(value: unknown): void;
+  progress(): Progress;
+}
+
+export interface Progress {
+  update(phase: string): void;
+  done(): void;
+}
+
+function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
+  if (env.TERM === 'dumb') return false;
+  return stream.isTTY === true;
+}
+
+export function makeOutput(io: CliIO, opts: { json: boolean; quiet?: boolean }): Output {
+  const errColor = colorWanted(io.stderr, io.env);
+  const outColor = colorWanted(io.stdout, io.env);
+  const color = new Chalk({ level: outColor ? 1 : 0 });
+  const errChalk = new Chalk({ level: errColor ? 1 : 0 });
+  return {
+    json: opts.json,
+    color,
+    stdoutColor: outColor,
+    out: (text) => io.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
+    err: (text) => io.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+    note(text) {
+      if (opts.json || opts.quiet) return;
+      io.stderr.write(`${errChalk.dim(text)}\n`);
+    },
+    printJson: (value) => io.stdout.write(`${JSON.stringify(value, null, 2)}\n`),
+    progress() {
+      if (opts.json || io.stderr.isTTY !== true) return { update() {}, done() {} };
+      return spinner(io.stderr, errChalk);
+    },
+  };
+}
+
+const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+function spinner(stream: Writable, c: ChalkInstance): Progress {
+  const started = Date.now();
+  let phase = 'working';
+  let frame = 0;
+  let shown = false;
+  const timer = setInterval(() => {
+    if (Date.now() - started < 1000) return;
+    shown = true;
+    stream.write(`\r\x1b[2K${c.cyan(FRAMES[frame++ % FRAMES.length])} ${phase}…`);
+  }, 100);
+  timer.unref();
+  return {
+    update(p) {
+      phase = p;
+    },
+    done() {
+      clearInterval(timer);
+      if (shown) stream.write('\r\x1b[2K');
+    },
+  };
+}
+
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
+const SKIP_REASON: Record<SkippedFile['reason'], string> = {
+  secret: 'looks like a secret',
+  'too-large': 'over the size cap',
+  excluded: 'excluded by agentsnap.exclude',
+  'nested-repo-without-commit': 'nested repository without a commit',
+  unreadable: 'unreadable',
+};
+
+export function describeSkipped(s: SkippedFile): string {
+  const size = s.size !== undefined && s.reason === 'too-large' ? `, ${formatSize(s.size)}` : '';
+  return `${s.path} (${SKIP_REASON[s.reason] ?? s.reason}${size})`;
+}
+
+export function countChanges(changed: ChangedPath[]): { files: number; added: number; deleted: number } {
+  let added = 0;
+  let deleted = 0;
+  for (const c of changed) {
+    added += c.added ?? 0;
+    deleted += c.deleted ?? 0;
+  }
+  return { files: changed.length, added, deleted };
+}
+
+/** Prints a path the way a terminal can show it (control characters escaped). */
+export function printablePath(p: string): string {
+  // eslint-disable-next-line no-control-regex
+  return /[\x00-\x1f\x7f]/.test(p) ? JSON.stringify(p) : p;
+}

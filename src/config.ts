@@ -1,0 +1,164 @@
+// Settings: git config `agentsnap.*` (repository, global and system levels,
+// the git way) over an optional checked-in `.agentsnap.json` holding data
+// only (patterns, caps). Nothing read from the repository is ever executed.
+import fs from 'node:fs';
+import path from 'node:path';
+import { errors } from './errors.js';
+import { splitNul } from './git/run.js';
+import type { Repo } from './repo.js';
+
+export const PROJECT_FILE = '.agentsnap.json';
+
+/** Untracked files that look like secrets are left out of snapshots unless agentsnap.excludeSecrets=false. */
+export const SECRET_PATTERNS = [
+  '**/.env',
+  '**/.env.*',
+  '**/*.pem',
+  '**/*.key',
+  '**/*.p12',
+  '**/*.pfx',
+  '**/*.keystore',
+  '**/*.jks',
+  '**/id_rsa*',
+  '**/id_dsa*',
+  '**/id_ecdsa*',
+  '**/id_ed25519*',
+  '**/.npmrc',
+  '**/.pypirc',
+  '**/.netrc',
+  '**/.git-credentials',
+  '**/credentials.json',
+  '**/*.tfvars',
+  '**/.aws/credentials',
+];
+
+/** Templates of .env files are meant to be shared and are not secrets. */
+export const SECRET_ALLOW = ['**/.env.example', '**/.env.sample', '**/.env.template', '**/*.pub'];
+
+export interface Settings {
+  /** Extra picomatch globs for untracked files to leave out. */
+  exclude: string[];
+  /** Untracked files larger than this (bytes) are left out; 0 means no cap. */
+  maxFileSize: number;
+  excludeSecrets: boolean;
+  lockTimeoutMs: number;
+  /** git's own settings that change how content enters git (see snapshot: exact bytes). */
+  autocrlf: string | null;
+  filterDrivers: string[];
+  attributesFile: string | null;
+}
+
+export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+
+export type GitConfig = Map<string, string[]>;
+
+/** Reads the effective git config once: `git config -z --list`. */
+export async function readGitConfig(repo: Repo): Promise<GitConfig> {
+  const res = await repo.git(['config', '-z', '--list'], { okCodes: [1] });
+  const map: GitConfig = new Map();
+  for (const entry of splitNul(res.stdout)) {
+    const nl = entry.indexOf('\n');
+    const key = (nl === -1 ? entry : entry.slice(0, nl)).toLowerCase();
+    const value = nl === -1 ? 'true' : entry.slice(nl + 1);
+    const list = map.get(key);
+    if (list) list.push(value);
+    else map.set(key, [value]);
+  }
+  return map;
+}
+
+export function lastValue(cfg: GitConfig, key: string): string | undefined {
+  const list = cfg.get(key.toLowerCase());
+  return list?.[list.length - 1];
+}
+
+export function parseBool(key: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  const v = value.trim().toLowerCase();
+  if (['true', 'yes', 'on', '1', ''].includes(v)) return true;
+  if (['false', 'no', 'off', '0'].includes(v)) return false;
+  throw errors.invalidConfig(`${key} = ${JSON.stringify(value)} is not a boolean.`, {
+    hint: `Set it to true or false: git config ${key} false`,
+    data: { key, value },
+  });
+}
+
+export function parseSize(key: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const m = /^\s*(\d+)\s*([kmg]?)i?b?\s*$/i.exec(value);
+  if (!m) {
+    throw errors.invalidConfig(`${key} = ${JSON.stringify(value)} is not a size.`, {
+      hint: `Use a number of bytes with an optional k, m or g suffix: git config ${key} 10m`,
+      data: { key, value },
+    });
+  }
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(m[2] ?? '').toLowerCase() as '' | 'k' | 'm' | 'g'];
+  return Number(m[1]) * unit;
+}
+
+export function parseInteger(key: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\s*\d+\s*$/.test(value)) {
+    throw errors.invalidConfig(`${key} = ${JSON.stringify(value)} is not a whole number.`, { data: { key, value } });
+  }
+  return Number(value);
+}
+
+interface ProjectFile {
+  exclude?: string[];
+  maxFileSize?: string | number;
+}
+
+function readProjectFile(worktree: string): ProjectFile {
+  const file = path.join(worktree, PROJECT_FILE);
+  let text: string;
+  try {
+    const st = fs.lstatSync(file);
+    if (!st.isFile() || st.size > 256 * 1024) return {};
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return {};
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw errors.invalidConfig(`${PROJECT_FILE} is not valid JSON.`, {
+      hint: `Fix or remove ${file}.`,
+      data: { file },
+    });
+  }
+  if (!data || typeof data !== 'object' || Array.isArray(data)) return {};
+  const out: ProjectFile = {};
+  const d = data as Record<string, unknown>;
+  if (Array.isArray(d.exclude)) out.exclude = d.exclude.filter((x): x is string => typeof x === 'string');
+  if (typeof d.maxFileSize === 'string' || typeof d.maxFileSize === 'number') out.maxFileSize = d.maxFileSize;
+  return out;
+}
+
+export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
+  const project = readProjectFile(worktree);
+  const projectSize = project.maxFileSize === undefined ? undefined : String(project.maxFileSize);
+  const filterDrivers = new Set<string>();
+  for (const key of cfg.keys()) {
+    const m = /^filter\.(.+)\.(clean|process|smudge|required)$/.exec(key);
+    if (m?.[1]) filterDrivers.add(m[1]);
+  }
+  return {
+    exclude: [...(project.exclude ?? []), ...(cfg.get('agentsnap.exclude') ?? [])],
+    maxFileSize: parseSize(
+      'agentsnap.maxFileSize',
+      lastValue(cfg, 'agentsnap.maxfilesize') ?? projectSize,
+      DEFAULT_MAX_FILE_SIZE,
+    ),
+    excludeSecrets: parseBool('agentsnap.excludeSecrets', lastValue(cfg, 'agentsnap.excludesecrets'), true),
+    lockTimeoutMs: parseInteger('agentsnap.lockTimeout', lastValue(cfg, 'agentsnap.locktimeout'), 30_000),
+    autocrlf: lastValue(cfg, 'core.autocrlf') ?? null,
+    filterDrivers: [...filterDrivers],
+    attributesFile: lastValue(cfg, 'core.attributesfile') ?? null,
+  };
+}
+
+export async function loadSettings(repo: Repo): Promise<Settings> {
+  return settingsFrom(await readGitConfig(repo), repo.worktree);
+}

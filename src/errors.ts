@@ -1,0 +1,77 @@
+// Errors are classes with a stable string `code` and structured `data`, so the
+// CLI can map them to exit codes and `--json` output without parsing messages.
+
+/** Documented process exit codes (README "Exit codes"). */
+export const ExitCode = {
+  ok: 0,
+  user: 1,
+  usage: 2,
+  refused: 3,
+  conflict: 4,
+  busy: 5,
+  internal: 70,
+} as const;
+export type ExitCodeName = keyof typeof ExitCode;
+
+export interface ErrorDetails {
+  /** What to do about it: one short sentence. */
+  hint?: string;
+  data?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class AgentsnapError extends Error {
+  readonly code: string;
+  readonly exit: ExitCodeName;
+  readonly hint: string | undefined;
+  readonly data: Record<string, unknown>;
+
+  constructor(code: string, exit: ExitCodeName, message: string, details: ErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'AgentsnapError';
+    this.code = code;
+    this.exit = exit;
+    this.hint = details.hint;
+    this.data = details.data ?? {};
+  }
+
+  get exitCode(): number {
+    return ExitCode[this.exit];
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { code: this.code, message: this.message, hint: this.hint, data: this.data, exitCode: this.exitCode };
+  }
+}
+
+const make =
+  (code: string, exit: ExitCodeName) =>
+  (message: string, details?: ErrorDetails): AgentsnapError =>
+    new AgentsnapError(code, exit, message, details);
+
+export const errors = {
+  notARepository: make('NotARepository', 'user'),
+  bareRepository: make('BareRepository', 'user'),
+  gitMissing: make('GitMissing', 'user'),
+  gitTooOld: make('GitTooOld', 'user'),
+  invalidSessionId: make('InvalidSessionId', 'user'),
+  unknownSession: make('UnknownSession', 'user'),
+  noSession: make('NoSession', 'user'),
+  sessionNotRunning: make('SessionNotRunning', 'user'),
+  stepOutOfRange: make('StepOutOfRange', 'user'),
+  noOpenStep: make('NoOpenStep', 'user'),
+  ambiguousOpenStep: make('AmbiguousOpenStep', 'user'),
+  invalidArgument: make('InvalidArgument', 'usage'),
+  invalidConfig: make('InvalidConfig', 'user'),
+  unreadableFile: make('UnreadableFile', 'user'),
+  snapshotFailed: make('SnapshotFailed', 'internal'),
+  busy: make('Busy', 'busy'),
+  refused: make('Refused', 'refused'),
+  conflict: make('Conflict', 'conflict'),
+  gitFailed: make('GitFailed', 'internal'),
+  internal: make('Internal', 'internal'),
+};
+
+export function isAgentsnapError(err: unknown): err is AgentsnapError {
+  return err instanceof AgentsnapError;
+}

@@ -1,0 +1,205 @@
+// Small git functions, one plumbing call each, over Repo.git().
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Repo } from '../repo.js';
+import type { ChangedPath } from '../journal.js';
+import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, splitNul } from './run.js';
+
+export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+export const ZERO_OID = '0000000000000000000000000000000000000000';
+
+/** Options that keep git from transforming content, running user programs, or printing advice. */
+export const SNAPSHOT_GIT_CONFIG = [
+  '-c', 'core.autocrlf=false',
+  '-c', 'core.safecrlf=false',
+  '-c', 'core.fsmonitor=false',
+  '-c', 'advice.addEmbeddedRepo=false',
+  '-c', 'advice.addIgnoredFile=false',
+  '-c', 'gc.auto=0',
+  '-c', 'maintenance.auto=false',
+];
+
+export function indexEnv(indexFile: string): Record<string, string> {
+  return { GIT_INDEX_FILE: indexFile };
+}
+
+/** Untracked, non-ignored paths relative to the worktree; nested repositories end with "/". */
+export async function listUntracked(repo: Repo, indexFile: string): Promise<string[]> {
+  const res = await repo.git([...SNAPSHOT_GIT_CONFIG, 'ls-files', '-z', '--others', '--exclude-standard'], {
+    extraEnv: indexEnv(indexFile),
+  });
+  return splitNul(res.stdout);
+}
+
+/** Updates every entry of the index from the worktree (modifications, deletions, mode changes). */
+export async function addTracked(repo: Repo, indexFile: string): Promise<void> {
+  await repo.git([...SNAPSHOT_GIT_CONFIG, 'add', '--update'], { extraEnv: indexEnv(indexFile) });
+}
+
+/** Adds exactly these paths (literal, NUL-separated, no pathspec magic). */
+export async function addPaths(repo: Repo, indexFile: string, paths: string[]): Promise<void> {
+  if (paths.length === 0) return;
+  await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--add', '--remove', '-z', '--stdin'], {
+    extraEnv: indexEnv(indexFile),
+    input: paths.join('\0') + '\0',
+  });
+}
+
+export async function writeTree(repo: Repo, indexFile: string): Promise<string> {
+  const res = await repo.git(['write-tree'], { extraEnv: indexEnv(indexFile) });
+  return res.stdout.toString('utf8').trim();
+}
+
+export interface CommitSpec {
+  tree: string;
+  parents: string[];
+  message: string;
+}
+
+/** Writes a commit with agentsnap's fixed identity; never signed. */
+export async function commitTree(repo: Repo, spec: CommitSpec): Promise<string> {
+  const args = ['commit-tree', '--no-gpg-sign', spec.tree];
+  for (const p of spec.parents) args.push('-p', p);
+  args.push('-F', '-');
+  const res = await repo.git(args, {
+    input: spec.message,
+    extraEnv: {
+      GIT_AUTHOR_NAME: AGENTSNAP_NAME,
+      GIT_AUTHOR_EMAIL: AGENTSNAP_EMAIL,
+      GIT_COMMITTER_NAME: AGENTSNAP_NAME,
+      GIT_COMMITTER_EMAIL: AGENTSNAP_EMAIL,
+    },
+  });
+  return res.stdout.toString('utf8').trim();
+}
+
+export interface RefUpdate {
+  ref: string;
+  /** New value; null deletes the ref. */
+  value: string | null;
+}
+
+/** All-or-nothing ref transaction (`update-ref --stdin` with start/prepare/commit). */
+export async function updateRefs(repo: Repo, updates: RefUpdate[]): Promise<void> {
+  if (updates.length === 0) return;
+  const lines = ['start'];
+  for (const u of updates) lines.push(u.value === null ? `delete ${u.ref}` : `update ${u.ref} ${u.value}`);
+  lines.push('prepare', 'commit', '');
+  await repo.git(['update-ref', '--stdin'], { input: lines.join('\n') });
+}
+
+/** Resolves `rev` to a commit id, or null when it does not exist. */
+export async function resolveCommit(repo: Repo, rev: string): Promise<string | null> {
+  const res = await repo.git(['rev-parse', '-q', '--verify', '--end-of-options', `${rev}^{commit}`], { okCodes: [1, 128] });
+  return res.code === 0 ? res.stdout.toString('utf8').trim() : null;
+}
+
+export interface RefEntry {
+  ref: string;
+  oid: string;
+}
+
+export async function listRefs(repo: Repo, prefix: string): Promise<RefEntry[]> {
+  const res = await repo.git(['for-each-ref', '--format=%(objectname) %(refname)', prefix]);
+  return res.stdout
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const sp = line.indexOf(' ');
+      return { oid: line.slice(0, sp), ref: line.slice(sp + 1) };
+    });
+}
+
+/** Changed paths between two trees, with line counts (null for binary files). */
+export async function diffTrees(repo: Repo, from: string, to: string): Promise<ChangedPath[]> {
+  if (from === to) return [];
+  const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', '--numstat', from, to]);
+  const tokens = splitNul(res.stdout);
+  const byPath = new Map<string, ChangedPath>();
+  const order: ChangedPath[] = [];
+  let i = 0;
+  while (i < tokens.length) {
+    const tok = tokens[i] ?? '';
+    const raw = /^:(\d{6}) (\d{6}) [0-9a-f]+ [0-9a-f]+ ([AMDT])$/.exec(tok);
+    if (raw) {
+      const p = tokens[i + 1] ?? '';
+      const entry: ChangedPath = { path: p, change: raw[3] as ChangedPath['change'], added: null, deleted: null };
+      byPath.set(p, entry);
+      order.push(entry);
+      i += 2;
+      continue;
+    }
+    const num = /^(\d+|-)\t(\d+|-)\t([\s\S]*)$/.exec(tok);
+    if (num) {
+      const entry = byPath.get(num[3] ?? '');
+      if (entry) {
+        entry.added = num[1] === '-' ? null : Number(num[1]);
+        entry.deleted = num[2] === '-' ? null : Number(num[2]);
+      }
+    }
+    i += 1;
+  }
+  return order;
+}
+
+/** Tree id of a commit. */
+export async function treeOf(repo: Repo, commit: string): Promise<string> {
+  const res = await repo.git(['rev-parse', '--verify', '--end-of-options', `${commit}^{tree}`]);
+  return res.stdout.toString('utf8').trim();
+}
+
+/**
+ * The user's HEAD commit, read from the ref files directly (cheaper than a git
+ * process on the per-tool-call path); falls back to git for other ref backends.
+ * Returns null for an unborn branch.
+ */
+export async function readHead(repo: Repo): Promise<{ commit: string | null; branch: string | null }> {
+  try {
+    const head = fs.readFileSync(path.join(repo.gitDir, 'HEAD'), 'utf8').trim();
+    if (/^[0-9a-f]{40,64}$/.test(head)) return { commit: head, branch: null };
+    const m = /^ref: (refs\/.+)$/.exec(head);
+    if (m?.[1] && !fs.existsSync(path.join(repo.commonDir, 'reftable'))) {
+      const ref = m[1];
+      const branch = ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : ref;
+      const loose = readLooseRef(repo, ref);
+      if (loose !== undefined) return { commit: loose, branch };
+      return { commit: readPackedRef(repo.commonDir, ref), branch };
+    }
+  } catch {
+    /* fall through to git */
+  }
+  const res = await repo.git(['rev-parse', '-q', '--verify', 'HEAD'], { okCodes: [1, 128] });
+  const sym = await repo.git(['symbolic-ref', '-q', '--short', 'HEAD'], { okCodes: [1, 128] });
+  return {
+    commit: res.code === 0 ? res.stdout.toString('utf8').trim() : null,
+    branch: sym.code === 0 ? sym.stdout.toString('utf8').trim() : null,
+  };
+}
+
+function readLooseRef(repo: Repo, ref: string): string | undefined {
+  for (const dir of [repo.commonDir, repo.gitDir]) {
+    try {
+      const v = fs.readFileSync(path.join(dir, ref), 'utf8').trim();
+      if (/^[0-9a-f]{40,64}$/.test(v)) return v;
+      const m = /^ref: (refs\/.+)$/.exec(v);
+      if (m?.[1]) return readLooseRef(repo, m[1]) ?? readPackedRef(repo.commonDir, m[1]) ?? undefined;
+    } catch {
+      /* not here */
+    }
+  }
+  return undefined;
+}
+
+function readPackedRef(commonDir: string, ref: string): string | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(commonDir, 'packed-refs'), 'utf8');
+  } catch {
+    return null;
+  }
+  for (const line of text.split('\n')) {
+    if (line.endsWith(` ${ref}`) && /^[0-9a-f]{40,64} /.test(line)) return line.slice(0, line.indexOf(' '));
+  }
+  return null;
+}

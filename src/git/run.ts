@@ -1,0 +1,121 @@
+// The single door to git. Every git process agentsnap starts goes through
+// runGit(), which builds a clean environment so nothing inherited from a
+// surrounding git hook or agent (GIT_INDEX_FILE, GIT_DIR, ...) can redirect
+// agentsnap into the user's index or another repository.
+import { spawn } from 'node:child_process';
+import { errors } from '../errors.js';
+
+/** Variables from the caller's environment that are safe to pass on to git. */
+const KEPT_GIT_VARS = new Set([
+  'GIT_CONFIG_GLOBAL',
+  'GIT_CONFIG_SYSTEM',
+  'GIT_CONFIG_NOSYSTEM',
+  'GIT_EXEC_PATH',
+  'GIT_CEILING_DIRECTORIES',
+  'GIT_DISCOVERY_ACROSS_FILESYSTEM',
+  'GIT_SSH',
+  'GIT_SSH_COMMAND',
+  'GIT_SSH_VARIANT',
+  'GIT_ASKPASS',
+  'GIT_TERMINAL_PROMPT',
+  'GIT_TRACE',
+  'GIT_TRACE2',
+  'GIT_TRACE2_EVENT',
+  'GIT_TRACE2_PERF',
+  'GIT_TRACE_PERFORMANCE',
+  'GIT_HTTP_USER_AGENT',
+  'GIT_SSL_NO_VERIFY',
+  'GIT_SSL_CAINFO',
+]);
+
+/** The fixed identity every agentsnap commit carries (see hooks: exact recognition). */
+export const AGENTSNAP_NAME = 'agentsnap';
+export const AGENTSNAP_EMAIL = 'agentsnap@agentsnap.invalid';
+
+/** A copy of `base` with every git-redirecting variable removed. */
+export function cleanGitEnv(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(base)) {
+    if (value === undefined) continue;
+    if (key.startsWith('GIT_') && !KEPT_GIT_VARS.has(key)) continue;
+    env[key] = value;
+  }
+  // Never take optional locks: a read-only command must not refresh (rewrite) the user's index.
+  env.GIT_OPTIONAL_LOCKS = '0';
+  env.GIT_TERMINAL_PROMPT = '0';
+  // Messages agentsnap recognises are English; paths are bytes either way.
+  env.LC_ALL = 'C';
+  env.LANGUAGE = 'C';
+  return env;
+}
+
+export interface GitOptions {
+  /** Working directory for the process. */
+  cwd: string;
+  /** Environment to start from: already cleaned by the caller (see GitContext). */
+  env: NodeJS.ProcessEnv;
+  /** Extra variables on top of env (e.g. GIT_INDEX_FILE for the private index). */
+  extraEnv?: Record<string, string>;
+  /** Data written to stdin. */
+  input?: string | Buffer;
+  /** Exit codes that are not failures (besides 0). */
+  okCodes?: number[];
+}
+
+export interface GitResult {
+  code: number;
+  stdout: Buffer;
+  stderr: string;
+}
+
+/** Runs git and collects its output; throws GitFailed on unexpected exit codes. */
+export function runGit(args: string[], opts: GitOptions): Promise<GitResult> {
+  return new Promise((resolve, reject) => {
+    const env = opts.extraEnv ? { ...opts.env, ...opts.extraEnv } : opts.env;
+    const child = spawn('git', args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => err.push(d));
+    child.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') {
+        reject(
+          errors.gitMissing('git was not found on PATH.', {
+            hint: 'Install git 2.30 or newer and make sure `git` is on PATH.',
+          }),
+        );
+      } else {
+        reject(errors.gitFailed(`could not start git: ${e.message}`, { cause: e }));
+      }
+    });
+    child.stdin.on('error', () => {
+      /* git may exit before reading all input; its exit code tells what happened */
+    });
+    child.on('close', (code, signal) => {
+      const stdout = Buffer.concat(out);
+      const stderr = Buffer.concat(err).toString('utf8');
+      const exit = code ?? 128;
+      if (exit === 0 || opts.okCodes?.includes(exit)) {
+        resolve({ code: exit, stdout, stderr });
+        return;
+      }
+      const first = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' / ');
+      reject(
+        errors.gitFailed(`git ${args[0] ?? ''} failed${signal ? ` (${signal})` : ''}: ${first || `exit ${exit}`}`, {
+          data: { args, exitCode: exit, stderr },
+        }),
+      );
+    });
+    if (opts.input !== undefined) child.stdin.end(opts.input);
+    else child.stdin.end();
+  });
+}
+
+/** Splits NUL-terminated git output into strings (paths are UTF-8 on the filesystems we support). */
+export function splitNul(buf: Buffer): string[] {
+  const s = buf.toString('utf8');
+  if (s.length === 0) return [];
+  const parts = s.split('\0');
+  if (parts[parts.length - 1] === '') parts.pop();
+  return parts;
+}

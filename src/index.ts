@@ -1,0 +1,33 @@
+// agentsnap's library API. The CLI (src/cli) is a thin layer over it.
+export * from './api.js';
+export { AgentsnapError, ExitCode, errors, isAgentsnapError } from './errors.js';
+export type { ExitCodeName } from './errors.js';
+export { openRepo, MIN_GIT_VERSION } from './repo.js';
+export type { Repo } from './repo.js';
+export { assertSessionId, newSessionId, sessionIdProblem } from './ids.js';
+export {
+  startSession,
+  recordPre,
+  recordPost,
+  recordCheckpoint,
+  endSession,
+  listSessions,
+  loadSession,
+  selectSession,
+  sessionPaths,
+  stepRef,
+  headRef,
+  STEP_REF_PREFIX,
+  META_REF_PREFIX,
+} from './session.js';
+export type { SessionSummary, SnapshotResult } from './session.js';
+export type { Session, Step } from './model.js';
+export type {
+  JournalEvent,
+  ChangedPath,
+  SkippedFile,
+  StepStatus,
+  SessionStatus,
+} from './journal.js';
+export { readJournal, JOURNAL_VERSION } from './journal.js';
+export { AGENTSNAP_NAME, AGENTSNAP_EMAIL } from './git/run.js';

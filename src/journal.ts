@@ -1,0 +1,224 @@
+// The session journal: one append-only JSONL file per session. Each event is
+// written with a single write() followed by fsync(); a torn last line (the
+// writer was killed mid-write) is ignored by readers and cut off by the next
+// append. The journal is the source of truth; refs and state.json are derived.
+import fs from 'node:fs';
+
+export const JOURNAL_VERSION = 1;
+
+/** A file left out of a snapshot, and why. */
+export interface SkippedFile {
+  path: string;
+  reason: 'secret' | 'too-large' | 'excluded' | 'nested-repo-without-commit' | 'unreadable';
+  size?: number;
+}
+
+/** One changed path between two snapshots. `added`/`deleted` are line counts (null for binary). */
+export interface ChangedPath {
+  path: string;
+  /** A added, M modified, D deleted, T type changed (file/symlink/gitlink). */
+  change: 'A' | 'M' | 'D' | 'T';
+  added: number | null;
+  deleted: number | null;
+}
+
+export type StepStatus = 'open' | 'done' | 'failed' | 'interrupted' | 'unprotected';
+export type SessionStatus = 'running' | 'ended' | 'discarded';
+export type StepPhase = 'pre' | 'post' | 'checkpoint';
+
+export interface TranscriptPosition {
+  path: string;
+  /** Byte length of the transcript when the tool call started. */
+  offset?: number;
+  /** uuid of the transcript line holding the tool call. */
+  uuid?: string;
+}
+
+interface EventBase {
+  v: number;
+  time: string;
+  session: string;
+}
+
+export interface SessionStartEvent extends EventBase {
+  type: 'session.start';
+  cwd: string;
+  worktree: string;
+  gitDir: string;
+  /** The user's HEAD commit when the session started (null on an unborn branch). */
+  baseHead: string | null;
+  branch: string | null;
+  agent: string | null;
+  command: string[] | null;
+  /** The wrapping process, if any: the session runs while it lives. */
+  owner: { pid: number; start: string | null; host: string } | null;
+  /** Step 0: the baseline snapshot. */
+  baseline: string;
+  tree: string;
+  skipped: SkippedFile[];
+}
+
+export interface StepPreEvent extends EventBase {
+  type: 'step.pre';
+  step: number;
+  tool: string | null;
+  input?: unknown;
+  toolUseId?: string | null;
+  message?: string | null;
+  /** Commit of the pre-snapshot. */
+  commit: string;
+  tree: string;
+  parent: string;
+  /** Steps still open when this one started (overlapping calls). */
+  overlaps: number[];
+  /** Paths that changed since the session's previous snapshot (outside any tool call). */
+  changed: ChangedPath[];
+  skipped: SkippedFile[];
+  transcript?: TranscriptPosition | null;
+  agentVersion?: string | null;
+}
+
+export interface StepPostEvent extends EventBase {
+  type: 'step.post';
+  step: number;
+  status: Exclude<StepStatus, 'open'>;
+  commit: string;
+  tree: string;
+  output?: unknown;
+  error?: string | null;
+  durationMs: number | null;
+  changed: ChangedPath[];
+  skipped: SkippedFile[];
+}
+
+export interface StepCheckpointEvent extends EventBase {
+  type: 'step.checkpoint';
+  step: number;
+  tool: string | null;
+  message?: string | null;
+  commit: string;
+  tree: string;
+  parent: string;
+  changed: ChangedPath[];
+  skipped: SkippedFile[];
+}
+
+/** A snapshot that could not be taken: the step is recorded but not protected. */
+export interface StepUnprotectedEvent extends EventBase {
+  type: 'step.unprotected';
+  step: number;
+  phase: StepPhase;
+  tool: string | null;
+  reason: string;
+}
+
+export interface SessionEndEvent extends EventBase {
+  type: 'session.end';
+  exitCode: number | null;
+  signal: string | null;
+  /** Final snapshot, when the worktree changed after the last step. */
+  commit: string | null;
+  tree: string | null;
+  changed: ChangedPath[];
+}
+
+export type JournalEvent =
+  | SessionStartEvent
+  | StepPreEvent
+  | StepPostEvent
+  | StepCheckpointEvent
+  | StepUnprotectedEvent
+  | SessionEndEvent
+  // Later event types (undo, redo, apply, discard...) are read as unknown events and kept.
+  | (EventBase & { type: string; [key: string]: unknown });
+
+export interface JournalRead {
+  events: JournalEvent[];
+  /** Lines in the middle that could not be parsed (1-based line numbers). */
+  corruptLines: number[];
+  /** Whether the last line was torn (no newline, not valid JSON). */
+  tornTail: boolean;
+  /** Byte length of the valid part of the file. */
+  size: number;
+}
+
+/** Reads a journal; never throws on bad content, only on I/O errors other than a missing file. */
+export function readJournal(file: string): JournalRead {
+  let buf: Buffer;
+  try {
+    buf = fs.readFileSync(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { events: [], corruptLines: [], tornTail: false, size: 0 };
+    throw e;
+  }
+  const events: JournalEvent[] = [];
+  const corruptLines: number[] = [];
+  let tornTail = false;
+  let start = 0;
+  let lineNo = 0;
+  let size = 0;
+  while (start < buf.length) {
+    const nl = buf.indexOf(0x0a, start);
+    const end = nl === -1 ? buf.length : nl;
+    lineNo++;
+    const line = buf.subarray(start, end).toString('utf8');
+    if (nl === -1) {
+      // No newline: the writer died mid-line. Valid JSON or not, it is not committed.
+      tornTail = line.trim().length > 0;
+      break;
+    }
+    start = nl + 1;
+    size = start;
+    if (line.trim() === '') continue;
+    try {
+      const ev = JSON.parse(line) as JournalEvent;
+      if (ev && typeof ev === 'object' && typeof ev.type === 'string') events.push(ev);
+      else corruptLines.push(lineNo);
+    } catch {
+      corruptLines.push(lineNo);
+    }
+  }
+  return { events, corruptLines, tornTail, size };
+}
+
+/** Appends one event: cuts a torn tail, then one write and an fsync. Caller holds the session lock. */
+export function appendEvent(file: string, event: JournalEvent): number {
+  const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
+  try {
+    const { size } = fs.fstatSync(fd);
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      fs.readSync(fd, last, 0, 1, size - 1);
+      if (last[0] !== 0x0a) repairTornTail(fd, size);
+    }
+    const line = Buffer.from(JSON.stringify(event) + '\n', 'utf8');
+    const at = fs.fstatSync(fd).size;
+    fs.writeSync(fd, line, 0, line.length, at);
+    fs.fsyncSync(fd);
+    return at + line.length;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function repairTornTail(fd: number, size: number): void {
+  // Find the last newline and truncate after it.
+  const chunk = 64 * 1024;
+  let pos = size;
+  while (pos > 0) {
+    const from = Math.max(0, pos - chunk);
+    const buf = Buffer.alloc(pos - from);
+    fs.readSync(fd, buf, 0, buf.length, from);
+    const idx = buf.lastIndexOf(0x0a);
+    if (idx !== -1) {
+      fs.ftruncateSync(fd, from + idx + 1);
+      return;
+    }
+    pos = from;
+  }
+  fs.ftruncateSync(fd, 0);
+}
+
+export function eventBase(session: string): EventBase {
+  return { v: JOURNAL_VERSION, time: new Date().toISOString(), session };
+}

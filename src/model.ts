@@ -1,0 +1,244 @@
+// Folding a journal into the session it describes. Pure: no I/O.
+import type {
+  ChangedPath,
+  JournalEvent,
+  SessionEndEvent,
+  SessionStartEvent,
+  SessionStatus,
+  SkippedFile,
+  StepCheckpointEvent,
+  StepPostEvent,
+  StepPreEvent,
+  StepStatus,
+  StepUnprotectedEvent,
+  TranscriptPosition,
+} from './journal.js';
+
+export interface Step {
+  step: number;
+  kind: 'call' | 'checkpoint';
+  tool: string | null;
+  status: StepStatus;
+  /** Pre-snapshot commit (state before the call); equals post for checkpoints. */
+  pre: string | null;
+  preTree: string | null;
+  /** Post-snapshot commit (state after the call); null while open. */
+  post: string | null;
+  postTree: string | null;
+  startedAt: string;
+  endedAt: string | null;
+  durationMs: number | null;
+  toolUseId: string | null;
+  input?: unknown;
+  output?: unknown;
+  error?: string | null;
+  message?: string | null;
+  /** What the call changed (pre to post). */
+  changed: ChangedPath[];
+  /** What changed between the previous snapshot and this call's start (not made by a recorded call). */
+  changedBefore: ChangedPath[];
+  skipped: SkippedFile[];
+  /** Steps that were still open when this one started. */
+  overlaps: number[];
+  transcript: TranscriptPosition | null;
+  unprotectedReason: string | null;
+}
+
+export interface Session {
+  id: string;
+  worktree: string;
+  gitDir: string;
+  cwd: string;
+  createdAt: string;
+  lastActivity: string;
+  agent: string | null;
+  command: string[] | null;
+  owner: SessionStartEvent['owner'];
+  baseHead: string | null;
+  branch: string | null;
+  baseline: string;
+  baselineTree: string | null;
+  /** The session's latest snapshot (chain tip). */
+  head: string;
+  headTree: string | null;
+  ended: SessionEndEvent | null;
+  discarded: boolean;
+  steps: Step[];
+  nextStep: number;
+  /** Every event of the journal, for event types this module does not fold. */
+  extraEvents: JournalEvent[];
+}
+
+/** Steps still open, lowest first. */
+export function openSteps(s: Session): Step[] {
+  return s.steps.filter((st) => st.status === 'open');
+}
+
+/** The status of a session, given whether its owning wrapper is still alive. */
+export function sessionStatus(s: Session, ownerAlive: boolean): SessionStatus {
+  if (s.discarded) return 'discarded';
+  if (s.ended) return 'ended';
+  if (s.owner && !ownerAlive) return 'ended';
+  return 'running';
+}
+
+function blankStep(n: number, time: string): Step {
+  return {
+    step: n,
+    kind: 'call',
+    tool: null,
+    status: 'open',
+    pre: null,
+    preTree: null,
+    post: null,
+    postTree: null,
+    startedAt: time,
+    endedAt: null,
+    durationMs: null,
+    toolUseId: null,
+    changed: [],
+    changedBefore: [],
+    skipped: [],
+    overlaps: [],
+    transcript: null,
+    unprotectedReason: null,
+  };
+}
+
+/** A session with no steps yet, from its start event. */
+export function sessionFromStart(start: SessionStartEvent): Session {
+  return {
+    id: start.session,
+    worktree: start.worktree,
+    gitDir: start.gitDir,
+    cwd: start.cwd,
+    createdAt: start.time,
+    lastActivity: start.time,
+    agent: start.agent,
+    command: start.command,
+    owner: start.owner,
+    baseHead: start.baseHead,
+    branch: start.branch,
+    baseline: start.baseline,
+    baselineTree: start.tree,
+    head: start.baseline,
+    headTree: start.tree,
+    ended: null,
+    discarded: false,
+    steps: [],
+    nextStep: 1,
+    extraEvents: [],
+  };
+}
+
+function stepFor(s: Session, n: number, time: string): Step {
+  let st = s.steps.find((x) => x.step === n);
+  if (!st) {
+    st = blankStep(n, time);
+    s.steps.push(st);
+  }
+  if (n >= s.nextStep) s.nextStep = n + 1;
+  return st;
+}
+
+/** Applies one journal event to a session (in place). Events of other sessions are ignored. */
+export function applyEvent(s: Session, ev: JournalEvent): void {
+  if (ev.session !== s.id) return;
+  s.lastActivity = ev.time;
+  const tree = ((ev as { tree?: unknown }).tree as string | undefined) ?? null;
+  switch (ev.type) {
+    case 'session.start':
+      break;
+    case 'step.pre': {
+      const e = ev as StepPreEvent;
+      Object.assign(stepFor(s, e.step, e.time), {
+        tool: e.tool,
+        pre: e.commit,
+        preTree: tree,
+        startedAt: e.time,
+        toolUseId: e.toolUseId ?? null,
+        input: e.input,
+        message: e.message ?? null,
+        changedBefore: e.changed,
+        skipped: e.skipped,
+        overlaps: e.overlaps,
+        transcript: e.transcript ?? null,
+      });
+      s.head = e.commit;
+      s.headTree = tree;
+      break;
+    }
+    case 'step.post': {
+      const e = ev as StepPostEvent;
+      const st = stepFor(s, e.step, e.time);
+      Object.assign(st, {
+        status: e.status,
+        post: e.commit,
+        postTree: tree,
+        endedAt: e.time,
+        durationMs: e.durationMs,
+        output: e.output,
+        error: e.error ?? null,
+        changed: e.changed,
+        skipped: e.skipped.length > 0 ? e.skipped : st.skipped,
+      });
+      s.head = e.commit;
+      s.headTree = tree;
+      break;
+    }
+    case 'step.checkpoint': {
+      const e = ev as StepCheckpointEvent;
+      Object.assign(stepFor(s, e.step, e.time), {
+        kind: 'checkpoint',
+        tool: e.tool,
+        status: 'done',
+        pre: e.commit,
+        preTree: tree,
+        post: e.commit,
+        postTree: tree,
+        startedAt: e.time,
+        endedAt: e.time,
+        durationMs: 0,
+        message: e.message ?? null,
+        changedBefore: e.changed,
+        skipped: e.skipped,
+      });
+      s.head = e.commit;
+      s.headTree = tree;
+      break;
+    }
+    case 'step.unprotected': {
+      const e = ev as StepUnprotectedEvent;
+      const st = stepFor(s, e.step, e.time);
+      st.status = 'unprotected';
+      st.tool = st.tool ?? e.tool;
+      st.unprotectedReason = e.reason;
+      if (e.phase !== 'pre') st.endedAt = st.endedAt ?? e.time;
+      break;
+    }
+    case 'session.end': {
+      const e = ev as SessionEndEvent;
+      s.ended = e;
+      if (e.commit) {
+        s.head = e.commit;
+        s.headTree = tree;
+      }
+      break;
+    }
+    case 'session.discard':
+      s.discarded = true;
+      break;
+    default:
+      s.extraEvents.push(ev);
+  }
+}
+
+/** Builds the session from its journal events; returns null when there is no start event. */
+export function foldJournal(events: JournalEvent[]): Session | null {
+  const start = events.find((e): e is SessionStartEvent => e.type === 'session.start');
+  if (!start) return null;
+  const s = sessionFromStart(start);
+  for (const ev of events) applyEvent(s, ev);
+  s.steps.sort((a, b) => a.step - b.step);
+  return s;
+}

@@ -1,0 +1,619 @@
+// Sessions and steps: allocation, snapshots, journal, refs. Every mutation
+// runs under the session's lock and follows one order: write objects, append
+// the journal event (the truth), move the refs, then refresh state.json (a
+// cache). A crash between any two leaves something the next call repairs.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { errors } from './errors.js';
+import { assertSessionId, newSessionId } from './ids.js';
+import {
+  appendEvent,
+  eventBase,
+  readJournal,
+  type ChangedPath,
+  type JournalEvent,
+  type SessionStatus,
+  type SkippedFile,
+  type StepPostEvent,
+  type TranscriptPosition,
+} from './journal.js';
+import { acquireLock, currentOwner, ownerAlive, withLock } from './lock.js';
+import { applyEvent, foldJournal, openSteps, sessionStatus, type Session, type Step } from './model.js';
+import { commitTree, diffTrees, readHead, updateRefs, type RefUpdate } from './git/plumbing.js';
+import { loadSettings, type Settings } from './config.js';
+import { snapshotTree } from './snapshot.js';
+import type { Repo } from './repo.js';
+import { checkGitVersion } from './repo.js';
+import { maybeMaintain } from './maintenance.js';
+
+export const STEP_REF_PREFIX = 'refs/agent/';
+export const META_REF_PREFIX = 'refs/agentsnap/';
+
+export function stepRef(session: string, step: number): string {
+  return `${STEP_REF_PREFIX}${session}/${step}`;
+}
+export function headRef(session: string): string {
+  return `${META_REF_PREFIX}sessions/${session}/head`;
+}
+
+export interface SessionPaths {
+  dir: string;
+  index: string;
+  journal: string;
+  state: string;
+  lock: string;
+}
+
+export function sessionsDir(repo: Repo): string {
+  return path.join(repo.stateDir, 'sessions');
+}
+
+export function sessionPaths(repo: Repo, id: string): SessionPaths {
+  const dir = path.join(sessionsDir(repo), id);
+  return {
+    dir,
+    index: path.join(dir, 'index'),
+    journal: path.join(dir, 'journal.jsonl'),
+    state: path.join(dir, 'state.json'),
+    lock: path.join(dir, 'lock'),
+  };
+}
+
+function worktreeLockFile(repo: Repo): string {
+  const key = createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
+  return path.join(repo.stateDir, 'locks', `worktree-${key}.lock`);
+}
+
+function ensureDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+}
+
+/** The small per-session cache the per-tool-call path reads instead of the whole journal. */
+interface SessionState {
+  v: 1;
+  journalSize: number;
+  session: Omit<Session, 'steps' | 'extraEvents'> & { stepCount: number; open: Step[] };
+  /** Snapshots written since agentsnap last packed this session's objects. */
+  unpacked: number;
+  packedHead: string | null;
+}
+
+function stateFrom(s: Session, journalSize: number, prev: SessionState | null): SessionState {
+  const { steps, extraEvents, ...rest } = s;
+  void steps;
+  void extraEvents;
+  return {
+    v: 1,
+    journalSize,
+    session: { ...rest, stepCount: rest.nextStep - 1, open: openSteps(s) },
+    unpacked: prev?.unpacked ?? 0,
+    packedHead: prev?.packedHead ?? null,
+  };
+}
+
+function writeState(file: string, state: SessionState): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, JSON.stringify(state), { mode: 0o600 });
+  fs.renameSync(tmp, file);
+}
+
+function readState(file: string): SessionState | null {
+  try {
+    const st = JSON.parse(fs.readFileSync(file, 'utf8')) as SessionState;
+    return st.v === 1 ? st : null;
+  } catch {
+    return null;
+  }
+}
+
+function journalSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Loads the full session from its journal. Throws UnknownSession when there is none. */
+export function loadSession(repo: Repo, id: string): Session {
+  assertSessionId(id);
+  const p = sessionPaths(repo, id);
+  const read = readJournal(p.journal);
+  const s = foldJournal(read.events);
+  if (!s) {
+    throw errors.unknownSession(`no session ${id} in this repository.`, {
+      hint: 'List sessions with `agentsnap sessions`.',
+      data: { session: id },
+    });
+  }
+  return s;
+}
+
+/** State for the hot path: the cache when it matches the journal, else rebuilt (and refs repaired). */
+async function loadState(repo: Repo, id: string): Promise<SessionState> {
+  const p = sessionPaths(repo, id);
+  const cached = readState(p.state);
+  const size = journalSize(p.journal);
+  if (cached && cached.journalSize === size && size > 0) return cached;
+  const read = readJournal(p.journal);
+  const s = foldJournal(read.events);
+  if (!s) {
+    throw errors.unknownSession(`no session ${id} in this repository.`, {
+      hint: 'List sessions with `agentsnap sessions`.',
+      data: { session: id },
+    });
+  }
+  // The journal is ahead of the cache: a previous command died after journaling. Make the refs agree.
+  await updateRefs(repo, refsFor(s));
+  const state = stateFrom(s, size, cached);
+  writeState(p.state, state);
+  return state;
+}
+
+function refsFor(s: Session): RefUpdate[] {
+  const updates: RefUpdate[] = [{ ref: stepRef(s.id, 0), value: s.baseline }, { ref: headRef(s.id), value: s.head }];
+  for (const st of s.steps) {
+    const commit = st.post ?? st.pre;
+    if (commit) updates.push({ ref: stepRef(s.id, st.step), value: commit });
+  }
+  return updates;
+}
+
+export interface SessionSummary {
+  id: string;
+  worktree: string;
+  status: SessionStatus;
+  steps: number;
+  openSteps: number;
+  createdAt: string;
+  lastActivity: string;
+  agent: string | null;
+  command: string[] | null;
+  head: string;
+  baseline: string;
+  baseHead: string | null;
+  branch: string | null;
+}
+
+function summaryOf(state: SessionState): SessionSummary {
+  const s = state.session;
+  const alive = s.owner ? ownerAlive(s.owner) : true;
+  return {
+    id: s.id,
+    worktree: s.worktree,
+    status: sessionStatus({ ...s, steps: [], extraEvents: [] }, alive),
+    steps: s.stepCount,
+    openSteps: s.open.length,
+    createdAt: s.createdAt,
+    lastActivity: s.lastActivity,
+    agent: s.agent,
+    command: s.command,
+    head: s.head,
+    baseline: s.baseline,
+    baseHead: s.baseHead,
+    branch: s.branch,
+  };
+}
+
+/** Every session of the repository (all worktrees), most recently active first. */
+export async function listSessions(repo: Repo): Promise<SessionSummary[]> {
+  let names: string[];
+  try {
+    names = fs.readdirSync(sessionsDir(repo));
+  } catch {
+    return [];
+  }
+  const out: SessionSummary[] = [];
+  for (const name of names) {
+    if (!fs.existsSync(sessionPaths(repo, name).journal)) continue;
+    try {
+      out.push(summaryOf(await loadState(repo, name)));
+    } catch {
+      /* an unreadable session is reported by doctor, not here */
+    }
+  }
+  return out.sort((a, b) => (a.lastActivity < b.lastActivity ? 1 : a.lastActivity > b.lastActivity ? -1 : 0));
+}
+
+export interface SelectOptions {
+  session?: string | undefined;
+}
+
+/** Session selection: --session, else AGENTSNAP_SESSION, else the most recently active, non-discarded session of this worktree. */
+export async function selectSession(repo: Repo, opts: SelectOptions = {}): Promise<{ id: string; source: 'flag' | 'env' | 'recent' }> {
+  if (opts.session) {
+    loadSessionExists(repo, opts.session);
+    return { id: opts.session, source: 'flag' };
+  }
+  const fromEnv = repo.callerEnv.AGENTSNAP_SESSION;
+  if (fromEnv) {
+    loadSessionExists(repo, fromEnv);
+    return { id: fromEnv, source: 'env' };
+  }
+  const recent = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status !== 'discarded');
+  if (!recent) {
+    throw errors.noSession(`no agentsnap session in this worktree (${repo.worktree}).`, {
+      hint: 'Start one with `agentsnap wrap -- <agent>` or `agentsnap snap`.',
+      data: { worktree: repo.worktree },
+    });
+  }
+  return { id: recent.id, source: 'recent' };
+}
+
+function loadSessionExists(repo: Repo, id: string): void {
+  assertSessionId(id);
+  if (!fs.existsSync(sessionPaths(repo, id).journal)) {
+    throw errors.unknownSession(`no session ${id} in this repository.`, {
+      hint: 'List sessions with `agentsnap sessions`.',
+      data: { session: id },
+    });
+  }
+}
+
+export interface SnapshotContext {
+  settings?: Settings;
+  onProgress?: (phase: string) => void;
+}
+
+export interface StartOptions extends SnapshotContext {
+  id?: string;
+  agent?: string | null;
+  command?: string[] | null;
+  /** Process whose life the session follows (a wrapper); null for sessions driven by `snap`. */
+  owner?: { pid: number; start: string | null; host: string } | null;
+}
+
+export interface SnapshotResult {
+  session: string;
+  step: number;
+  commit: string;
+  tree: string;
+  changed: ChangedPath[];
+  skipped: SkippedFile[];
+}
+
+function commitMessage(fields: {
+  summary: string;
+  session: string;
+  step: number | null;
+  phase: string;
+  tool: string | null;
+  head: string | null;
+  kind?: string;
+}): string {
+  const oneLine = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 200);
+  const lines = [
+    `agentsnap: ${oneLine(fields.summary)}`,
+    '',
+    `Agentsnap-Session: ${fields.session}`,
+    `Agentsnap-Kind: ${fields.kind ?? 'step'}`,
+  ];
+  if (fields.step !== null) lines.push(`Agentsnap-Step: ${fields.step}`);
+  lines.push(`Agentsnap-Phase: ${fields.phase}`);
+  if (fields.tool) lines.push(`Agentsnap-Tool: ${oneLine(fields.tool)}`);
+  lines.push(`Agentsnap-Head: ${fields.head ?? 'unborn'}`);
+  return lines.join('\n') + '\n';
+}
+
+/** Starts a session: validates the id, takes the baseline (step 0) and journals the start. */
+export async function startSession(repo: Repo, opts: StartOptions = {}): Promise<SnapshotResult> {
+  const id = opts.id ? assertSessionId(opts.id) : newSessionId();
+  await checkGitVersion(repo.env);
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const p = sessionPaths(repo, id);
+  ensureDir(path.dirname(p.dir));
+  if (fs.existsSync(p.journal)) {
+    throw errors.invalidArgument(`session ${id} already exists.`, {
+      hint: 'Pick another id, or leave --session out to get a generated one.',
+      data: { session: id },
+    });
+  }
+  ensureDir(p.dir);
+  return withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'start session' }, async () => {
+    const head = await readHead(repo);
+    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: null, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const commit = await commitTree(repo, {
+      tree: snap.tree,
+      parents: [],
+      message: commitMessage({ summary: `session ${id} baseline`, session: id, step: 0, phase: 'baseline', tool: null, head: head.commit }),
+    });
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'session.start',
+      cwd: process.cwd(),
+      worktree: repo.worktree,
+      gitDir: repo.gitDir,
+      baseHead: head.commit,
+      branch: head.branch,
+      agent: opts.agent ?? null,
+      command: opts.command ?? null,
+      owner: opts.owner ?? null,
+      baseline: commit,
+      tree: snap.tree,
+      skipped: snap.skipped,
+    };
+    const size = appendEvent(p.journal, ev);
+    await updateRefs(repo, [
+      { ref: stepRef(id, 0), value: commit },
+      { ref: headRef(id), value: commit },
+    ]);
+    const s = foldJournal([ev]);
+    if (s) writeState(p.state, stateFrom(s, size, null));
+    return { session: id, step: 0, commit, tree: snap.tree, changed: [], skipped: snap.skipped };
+  });
+}
+
+/** Runs fn under the session lock with fresh state; refuses sessions that are not running. */
+async function mutate<T>(
+  repo: Repo,
+  id: string,
+  settings: Settings,
+  purpose: string,
+  fn: (state: SessionState, p: SessionPaths) => Promise<T>,
+): Promise<T> {
+  loadSessionExists(repo, id);
+  const p = sessionPaths(repo, id);
+  const lock = await acquireLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose });
+  try {
+    const state = await loadState(repo, id);
+    if (state.session.ended || state.session.discarded) {
+      throw errors.sessionNotRunning(`session ${id} has ${state.session.discarded ? 'been discarded' : 'ended'}.`, {
+        hint: 'Start a new session (leave --session out).',
+        data: { session: id },
+      });
+    }
+    return await fn(state, p);
+  } finally {
+    lock.release();
+  }
+}
+
+/** Journal, refs, state: in that order (see the module comment). */
+async function commitEvent(repo: Repo, p: SessionPaths, state: SessionState, ev: JournalEvent, refs: RefUpdate[]): Promise<void> {
+  const size = appendEvent(p.journal, ev);
+  await updateRefs(repo, refs);
+  // Fold the cached state forward: re-reading the whole journal would make each step cost O(steps).
+  const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
+  applyEvent(s, ev);
+  const next = stateFrom(s, size, state);
+  next.unpacked = state.unpacked + 1;
+  writeState(p.state, next);
+  Object.assign(state, next);
+}
+
+export interface PreOptions extends SnapshotContext {
+  tool?: string | null;
+  input?: unknown;
+  toolUseId?: string | null;
+  message?: string | null;
+  transcript?: TranscriptPosition | null;
+  agentVersion?: string | null;
+}
+
+/** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
+export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): Promise<SnapshotResult> {
+  const settings = opts.settings ?? (await loadSettings(repo));
+  return mutate(repo, id, settings, 'snapshot (pre)', async (state, p) => {
+    const s = state.session;
+    const step = s.nextStep;
+    const head = await readHead(repo);
+    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const commit = await commitTree(repo, {
+      tree: snap.tree,
+      parents: [s.head],
+      message: commitMessage({ summary: `step ${step} pre ${opts.tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool: opts.tool ?? null, head: head.commit }),
+    });
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'step.pre',
+      step,
+      tool: opts.tool ?? null,
+      input: opts.input,
+      toolUseId: opts.toolUseId ?? null,
+      message: opts.message ?? null,
+      commit,
+      tree: snap.tree,
+      parent: s.head,
+      overlaps: s.open.map((o) => o.step),
+      changed: snap.changed,
+      skipped: snap.skipped,
+      transcript: opts.transcript ?? null,
+      agentVersion: opts.agentVersion ?? null,
+    };
+    await commitEvent(repo, p, state, ev, [
+      { ref: stepRef(id, step), value: commit },
+      { ref: headRef(id), value: commit },
+    ]);
+    await maybeMaintain(repo, p, state);
+    return { session: id, step, commit, tree: snap.tree, changed: snap.changed, skipped: snap.skipped };
+  });
+}
+
+export interface PostOptions extends SnapshotContext {
+  step?: number;
+  toolUseId?: string | null;
+  status?: StepPostEvent['status'];
+  output?: unknown;
+  error?: string | null;
+  durationMs?: number | null;
+}
+
+/** Picks the open step a post belongs to: by number, by tool_use_id, or the only one open. */
+function findOpenStep(state: SessionState, opts: PostOptions): Step {
+  const open = state.session.open;
+  const id = state.session.id;
+  if (opts.step !== undefined) {
+    const st = open.find((o) => o.step === opts.step);
+    if (st) return st;
+    if (opts.step < 1 || opts.step >= state.session.nextStep) {
+      throw errors.stepOutOfRange(`session ${id} has no step ${opts.step} (steps are 1 to ${state.session.nextStep - 1}).`, {
+        hint: 'See `agentsnap log` for the steps of the session.',
+        data: { session: id, step: opts.step },
+      });
+    }
+    throw errors.noOpenStep(`step ${opts.step} of session ${id} is not open.`, {
+      hint: 'Only a step started with `snap --phase pre` and not yet closed can be closed.',
+      data: { session: id, step: opts.step },
+    });
+  }
+  if (opts.toolUseId) {
+    const st = open.find((o) => o.toolUseId === opts.toolUseId);
+    if (st) return st;
+  }
+  if (open.length === 1 && open[0]) return open[0];
+  if (open.length === 0) {
+    throw errors.noOpenStep(`session ${id} has no open step to close.`, {
+      hint: 'Start one with `agentsnap snap --phase pre`, or take a checkpoint with `agentsnap snap`.',
+      data: { session: id },
+    });
+  }
+  throw errors.ambiguousOpenStep(`session ${id} has ${open.length} open steps (${open.map((o) => o.step).join(', ')}).`, {
+    hint: 'Say which one with --step N.',
+    data: { session: id, open: open.map((o) => o.step) },
+  });
+}
+
+/** Phase post: snapshots the worktree after the call and closes its step. */
+export async function recordPost(repo: Repo, id: string, opts: PostOptions = {}): Promise<SnapshotResult> {
+  const settings = opts.settings ?? (await loadSettings(repo));
+  return mutate(repo, id, settings, 'snapshot (post)', async (state, p) => {
+    const s = state.session;
+    const st = findOpenStep(state, opts);
+    const head = await readHead(repo);
+    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const pre = st.pre ?? s.head;
+    // First parent: the pre-snapshot; second: the chain tip when other snapshots came between (overlapping calls).
+    const parents = s.head !== pre ? [pre, s.head] : [pre];
+    const commit = await commitTree(repo, {
+      tree: snap.tree,
+      parents,
+      message: commitMessage({ summary: `step ${st.step} post ${st.tool ?? ''}`.trim(), session: id, step: st.step, phase: 'post', tool: st.tool, head: head.commit }),
+    });
+    const changed = st.preTree ? await diffTrees(repo, st.preTree, snap.tree) : snap.changed;
+    const startedMs = Date.parse(st.startedAt);
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'step.post',
+      step: st.step,
+      status: opts.status ?? 'done',
+      commit,
+      tree: snap.tree,
+      output: opts.output,
+      error: opts.error ?? null,
+      durationMs: opts.durationMs ?? (Number.isFinite(startedMs) ? Date.now() - startedMs : null),
+      changed,
+      skipped: snap.skipped,
+    };
+    await commitEvent(repo, p, state, ev, [
+      { ref: stepRef(id, st.step), value: commit },
+      { ref: headRef(id), value: commit },
+    ]);
+    await maybeMaintain(repo, p, state);
+    return { session: id, step: st.step, commit, tree: snap.tree, changed, skipped: snap.skipped };
+  });
+}
+
+export interface CheckpointOptions extends SnapshotContext {
+  tool?: string | null;
+  message?: string | null;
+}
+
+/** A checkpoint step: one snapshot, pre and post the same. */
+export async function recordCheckpoint(repo: Repo, id: string, opts: CheckpointOptions = {}): Promise<SnapshotResult> {
+  const settings = opts.settings ?? (await loadSettings(repo));
+  return mutate(repo, id, settings, 'snapshot (checkpoint)', async (state, p) => {
+    const s = state.session;
+    const step = s.nextStep;
+    const head = await readHead(repo);
+    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const commit = await commitTree(repo, {
+      tree: snap.tree,
+      parents: [s.head],
+      message: commitMessage({ summary: `step ${step} checkpoint${opts.message ? `: ${opts.message}` : ''}`, session: id, step, phase: 'checkpoint', tool: opts.tool ?? null, head: head.commit }),
+    });
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'step.checkpoint',
+      step,
+      tool: opts.tool ?? null,
+      message: opts.message ?? null,
+      commit,
+      tree: snap.tree,
+      parent: s.head,
+      changed: snap.changed,
+      skipped: snap.skipped,
+    };
+    await commitEvent(repo, p, state, ev, [
+      { ref: stepRef(id, step), value: commit },
+      { ref: headRef(id), value: commit },
+    ]);
+    await maybeMaintain(repo, p, state);
+    return { session: id, step, commit, tree: snap.tree, changed: snap.changed, skipped: snap.skipped };
+  });
+}
+
+export interface EndOptions extends SnapshotContext {
+  exitCode?: number | null;
+  signal?: string | null;
+}
+
+/** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
+export async function endSession(repo: Repo, id: string, opts: EndOptions = {}): Promise<{ commit: string | null; changed: ChangedPath[] }> {
+  const settings = opts.settings ?? (await loadSettings(repo));
+  for (const st of [...(await loadState(repo, id)).session.open]) {
+    await recordPost(repo, id, { settings, step: st.step, status: 'interrupted' });
+  }
+  return mutate(repo, id, settings, 'end session', async (state, p) => {
+    const s = state.session;
+    const head = await readHead(repo);
+    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: s.headTree });
+    let commit: string | null = null;
+    if (snap.tree !== s.headTree) {
+      commit = await commitTree(repo, {
+        tree: snap.tree,
+        parents: [s.head],
+        message: commitMessage({ summary: `session ${id} final`, session: id, step: null, phase: 'final', tool: null, head: head.commit }),
+      });
+    }
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'session.end',
+      exitCode: opts.exitCode ?? null,
+      signal: opts.signal ?? null,
+      commit,
+      tree: commit ? snap.tree : null,
+      changed: commit ? snap.changed : [],
+    };
+    await commitEvent(repo, p, state, ev, commit ? [{ ref: headRef(id), value: commit }] : []);
+    await maybeMaintain(repo, p, state, true);
+    return { commit, changed: commit ? snap.changed : [] };
+  });
+}
+
+/** The owner record for a wrapper process. */
+export function wrapperOwner(): { pid: number; start: string | null; host: string } {
+  const o = currentOwner('wrap');
+  return { pid: o.pid, start: o.start, host: os.hostname() };
+}
+
+/**
+ * The session a `snap` should use: the selected one when given or set in the
+ * environment, else the running session of this worktree, else a new one
+ * (created under the worktree lock, so concurrent calls share one session).
+ */
+export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotContext): Promise<{ id: string; created: SnapshotResult | null }> {
+  if (opts.session || repo.callerEnv.AGENTSNAP_SESSION) {
+    return { id: (await selectSession(repo, opts)).id, created: null };
+  }
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const lockFile = worktreeLockFile(repo);
+  ensureDir(path.dirname(lockFile));
+  return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'select session' }, async () => {
+    const running = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status === 'running');
+    if (running) return { id: running.id, created: null };
+    const created = await startSession(repo, { settings, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    return { id: created.session, created };
+  });
+}

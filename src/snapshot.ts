@@ -1,0 +1,272 @@
+// The snapshot engine: the whole worktree (tracked files as they are on disk,
+// untracked files that are not ignored) into a git tree, through a private
+// index. The user's index, HEAD, refs and config are never read for writing.
+import fs from 'node:fs';
+import path from 'node:path';
+import picomatch from 'picomatch';
+import { errors, isAgentsnapError } from './errors.js';
+import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
+import type { ChangedPath, SkippedFile } from './journal.js';
+import type { Repo } from './repo.js';
+import { addPaths, addTracked, diffTrees, indexEnv, listUntracked, writeTree } from './git/plumbing.js';
+import { cleanGitEnv, runGit, splitNul } from './git/run.js';
+
+export interface TreeSnapshot {
+  tree: string;
+  skipped: SkippedFile[];
+}
+
+export interface SnapshotOptions {
+  /** The private index file; created from the worktree's own index when missing. */
+  indexFile: string;
+  settings: Settings;
+  /** Called with a short description of slow phases (for a progress indicator). */
+  onProgress?: (phase: string) => void;
+}
+
+/** Seeds a new private index from the worktree's own index so the first snapshot re-hashes nothing. */
+export function seedPrivateIndex(repo: Repo, indexFile: string): boolean {
+  if (fs.existsSync(indexFile)) return false;
+  fs.mkdirSync(path.dirname(indexFile), { recursive: true, mode: 0o700 });
+  const userIndex = path.join(repo.gitDir, 'index');
+  const tmp = `${indexFile}.seed-${process.pid}`;
+  try {
+    fs.copyFileSync(userIndex, tmp);
+    fs.chmodSync(tmp, 0o600);
+    fs.renameSync(tmp, indexFile);
+  } catch (e) {
+    try {
+      fs.unlinkSync(tmp);
+    } catch {
+      /* nothing to clean */
+    }
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    // No index yet (fresh `git init`): git creates the private one on first add.
+  }
+  return true;
+}
+
+export interface Classifier {
+  (relPath: string, size: number): SkippedFile['reason'] | null;
+}
+
+/** Decides which untracked files stay out of snapshots (secrets, excludes, size cap). */
+export function untrackedClassifier(settings: Settings): Classifier {
+  const opts = { dot: true };
+  const isSecret = picomatch(SECRET_PATTERNS, opts);
+  const isAllowed = picomatch(SECRET_ALLOW, opts);
+  const isExcluded = settings.exclude.length > 0 ? picomatch(settings.exclude, opts) : () => false;
+  return (rel, size) => {
+    if (isExcluded(rel)) return 'excluded';
+    if (settings.excludeSecrets && isSecret(rel) && !isAllowed(rel)) return 'secret';
+    if (settings.maxFileSize > 0 && size > settings.maxFileSize) return 'too-large';
+    return null;
+  };
+}
+
+async function nestedRepoHasCommit(repo: Repo, dir: string): Promise<boolean> {
+  const res = await runGit(['rev-parse', '-q', '--verify', 'HEAD^{commit}'], {
+    cwd: dir,
+    env: cleanGitEnv(repo.env),
+    okCodes: [1, 128],
+  });
+  return res.code === 0;
+}
+
+function unreadable(rel: string, e: unknown): never {
+  const code = (e as NodeJS.ErrnoException).code ?? 'error';
+  throw errors.unreadableFile(`cannot snapshot: ${rel} is not readable (${code}).`, {
+    hint: 'Fix its permissions, or exclude it with `git config --add agentsnap.exclude <glob>`. No snapshot was written.',
+    data: { path: rel, errno: code },
+  });
+}
+
+/** Turns git's "cannot read/open file" failures into a message that names the file. */
+function explainAddFailure(e: unknown): never {
+  if (isAgentsnapError(e) && e.code === 'GitFailed') {
+    const stderr = String(e.data.stderr ?? '');
+    const m = /(?:open|read|stat)\("?(.+?)"?\): (.+)/.exec(stderr) ?? /unable to (?:index|read|stat) file '?(.+?)'?$/m.exec(stderr);
+    if (m?.[1]) {
+      throw errors.unreadableFile(`cannot snapshot: ${m[1]} could not be read (${(m[2] ?? 'read error').trim()}).`, {
+        hint: 'Fix its permissions, or exclude it with `git config --add agentsnap.exclude <glob>`. No snapshot was written.',
+        data: { path: m[1], stderr },
+      });
+    }
+    throw errors.snapshotFailed(`snapshot failed: ${e.message}`, { data: e.data, hint: 'No snapshot was written. Run with AGENTSNAP_DEBUG=1 for details.' });
+  }
+  throw e;
+}
+
+export interface SnapshotTreeOptions extends SnapshotOptions {
+  /** Tree of the session's previous snapshot, to report what changed since (null for a baseline). */
+  parentTree: string | null;
+}
+
+export interface TreeSnapshotResult extends TreeSnapshot {
+  /** Whether the private index was created by this call. */
+  seeded: boolean;
+  /** Changes against parentTree. */
+  changed: ChangedPath[];
+}
+
+/**
+ * Writes the worktree into a tree object and returns it with the list of
+ * untracked files left out. Either the whole tree is written or the call
+ * throws: a partial tree would make a later undo delete work.
+ */
+export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promise<TreeSnapshotResult> {
+  const { indexFile, settings } = opts;
+  const seeded = seedPrivateIndex(repo, indexFile);
+  if (seeded) opts.onProgress?.('indexing the worktree');
+
+  // Tracked updates and the untracked listing do not depend on each other.
+  const [untracked] = await Promise.all([
+    listUntracked(repo, indexFile),
+    addTracked(repo, indexFile).catch(explainAddFailure),
+  ]);
+
+  const classify = untrackedClassifier(settings);
+  const skipped: SkippedFile[] = [];
+  const toAdd: string[] = [];
+  for (const rel of untracked) {
+    const abs = path.join(repo.worktree, rel);
+    if (rel.endsWith('/')) {
+      // ls-files shows a nested repository as its directory: record it as a gitlink if it has a commit.
+      const dir = rel.slice(0, -1);
+      if (await nestedRepoHasCommit(repo, abs)) toAdd.push(dir);
+      else skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
+      continue;
+    }
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(abs);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since listed
+      unreadable(rel, e);
+    }
+    const reason = classify(rel, st.size);
+    if (reason) skipped.push({ path: rel, reason, size: st.size });
+    else toAdd.push(rel);
+  }
+  if (toAdd.length > 0) {
+    opts.onProgress?.(`adding ${toAdd.length} new files`);
+    await addPaths(repo, indexFile, toAdd).catch(explainAddFailure);
+  }
+  let tree = await writeTree(repo, indexFile);
+  let changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
+
+  // Entries git may have transformed on the way in: all of them on a fresh
+  // index (the user's index holds filtered blobs), else only what changed.
+  const candidates = seeded
+    ? await allEntriesIfAttributed(repo, indexFile, settings)
+    : changed.filter((c) => c.change !== 'D').map((c) => c.path);
+  if (candidates.length > 0 && (await keepExactBytes(repo, indexFile, settings, candidates))) {
+    tree = await writeTree(repo, indexFile);
+    if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
+  }
+  return { tree, skipped, seeded, changed };
+}
+
+/** Attribute names whose presence means git may change bytes on the way in. */
+const TRANSFORMING_ATTRS = ['text', 'eol', 'crlf', 'filter', 'ident', 'working-tree-encoding'];
+
+function autocrlfOn(settings: Settings): boolean {
+  return !!settings.autocrlf && !['false', 'no', 'off', '0'].includes(settings.autocrlf.toLowerCase());
+}
+
+async function allEntriesIfAttributed(repo: Repo, indexFile: string, settings: Settings): Promise<string[]> {
+  const attributed =
+    autocrlfOn(settings) ||
+    !!settings.attributesFile ||
+    fs.existsSync(path.join(repo.commonDir, 'info', 'attributes')) ||
+    (await repo.git(['ls-files', '-z', '--', ':(glob)**/.gitattributes'], { extraEnv: indexEnv(indexFile) })).stdout.length > 0;
+  if (!attributed) return [];
+  const res = await repo.git(['ls-files', '-z'], { extraEnv: indexEnv(indexFile) });
+  return splitNul(res.stdout);
+}
+
+/** Of `paths`, those whose attributes (or core.autocrlf) may transform content. */
+async function transformedPaths(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
+  const res = await repo.git(['check-attr', '-z', '--stdin', ...TRANSFORMING_ATTRS], { input: paths.join('\0') + '\0' });
+  const tokens = splitNul(res.stdout);
+  const hit = new Set<string>();
+  const auto = autocrlfOn(settings);
+  for (let i = 0; i + 2 < tokens.length + 1; i += 3) {
+    const p = tokens[i];
+    const attr = tokens[i + 1];
+    const value = tokens[i + 2];
+    if (p === undefined || attr === undefined || value === undefined) break;
+    if (value === 'unspecified') {
+      if (attr === 'text' && auto) hit.add(p);
+      continue;
+    }
+    if (value === 'unset') continue;
+    hit.add(p);
+  }
+  return paths.filter((p) => hit.has(p));
+}
+
+interface IndexEntry {
+  mode: string;
+  oid: string;
+  path: string;
+}
+
+async function readEntries(repo: Repo, indexFile: string, paths: string[]): Promise<IndexEntry[]> {
+  if (paths.length === 0) return [];
+  const res = await repo.git(['ls-files', '-s', '-z', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+    extraEnv: { ...indexEnv(indexFile), GIT_LITERAL_PATHSPECS: '1' },
+    input: paths.join('\0') + '\0',
+  });
+  const out: IndexEntry[] = [];
+  for (const rec of splitNul(res.stdout)) {
+    const tab = rec.indexOf('\t');
+    const [mode, oid, stage] = rec.slice(0, tab).split(' ');
+    if (!mode || !oid || stage !== '0') continue;
+    out.push({ mode, oid, path: rec.slice(tab + 1) });
+  }
+  return out;
+}
+
+async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
+  // --stdin-paths is line based: paths with a newline are hashed one by one.
+  const simple = paths.filter((p) => !p.includes('\n'));
+  const out = new Map<string, string>();
+  if (simple.length > 0) {
+    const res = await repo.git(['hash-object', '-w', '--no-filters', '--stdin-paths'], { input: simple.join('\n') + '\n' });
+    const oids = res.stdout.toString('utf8').trim().split('\n');
+    simple.forEach((p, i) => out.set(p, oids[i] ?? ''));
+  }
+  for (const p of paths.filter((x) => x.includes('\n'))) {
+    const res = await repo.git(['hash-object', '-w', '--no-filters', '--', p]);
+    out.set(p, res.stdout.toString('utf8').trim());
+  }
+  return paths.map((p) => out.get(p) ?? '');
+}
+
+/**
+ * git applies .gitattributes (eol normalisation, clean filters such as LFS,
+ * ident, working-tree-encoding) and core.autocrlf when content enters the
+ * index. A snapshot holds the bytes as they are on disk, so entries that may
+ * have been transformed are re-hashed with --no-filters and replaced where
+ * they differ. Returns whether the index changed.
+ */
+async function keepExactBytes(repo: Repo, indexFile: string, settings: Settings, candidates: string[]): Promise<boolean> {
+  const suspects = await transformedPaths(repo, settings, candidates);
+  if (suspects.length === 0) return false;
+  const entries = (await readEntries(repo, indexFile, suspects)).filter((e) => e.mode === '100644' || e.mode === '100755');
+  if (entries.length === 0) return false;
+  let raw: string[];
+  try {
+    raw = await hashRaw(repo, entries.map((e) => e.path));
+  } catch (e) {
+    explainAddFailure(e);
+  }
+  const fixes = entries
+    .map((e, i) => ({ ...e, raw: raw[i] ?? '' }))
+    .filter((e) => e.raw && e.raw !== e.oid)
+    .map((e) => `${e.mode} ${e.raw}\t${e.path}`);
+  if (fixes.length === 0) return false;
+  await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: fixes.join('\0') + '\0' });
+  return true;
+}
