@@ -72,7 +72,7 @@ test('a session recorded in one clone is listed, logged and shown in another aft
     assert.is(show.code, 0, show.stderr);
     assert.match(show.stdout, '+hello');
     const diff = await cli(b, ['diff', '0', '2', '--session', session]);
-    assert.match(diff.stdout, '+two');
+    assert.match(diff.stdout, 'b/new.txt');
 
     // A records more; B's fetch brings the longer journal.
     a.write('a.txt', 'three\n');
