@@ -83,7 +83,14 @@ test('a merge that brings in a snapshot is refused (merge commit and git commit 
     const c = repo.gitRaw(['commit', '-q', '-m', 'conclude']);
     assert.is.not(c.status, 0);
     assert.match(c.stderr, 'refusing a merge');
-    assert.is(refsUnder(repo, 'refs/heads/').get('refs/heads/main'), repo.git(['rev-parse', 'main']).trim());
+    repo.gitRaw(['merge', '--abort']);
+    repo.git(['reset', '-q', '--hard']);
+    // --no-verify skips pre-merge-commit; reference-transaction still refuses moving the branch.
+    const main = repo.git(['rev-parse', 'main']).trim();
+    const nv = repo.gitRaw(['merge', '--no-verify', '--no-ff', '--allow-unrelated-histories', '-X', 'theirs', '-m', 'nv', `refs/agent/${session}/1`]);
+    assert.is.not(nv.status, 0);
+    assert.match(nv.stderr, 'refusing to set refs/heads/main');
+    assert.is(repo.git(['rev-parse', 'main']).trim(), main);
   } finally {
     repo.cleanup();
   }
