@@ -31,3 +31,7 @@ export type {
 } from './journal.js';
 export { readJournal, JOURNAL_VERSION } from './journal.js';
 export { AGENTSNAP_NAME, AGENTSNAP_EMAIL } from './git/run.js';
+export { hooks, remoteAdd, remoteRemove, push, fetch, doctor } from './sync-api.js';
+export type { HooksReport, HookStatus, InstallResult } from './hooks-install.js';
+export type { PushResult, FetchResult, FetchedSession, RemoteAddResult } from './sync.js';
+export type { DoctorReport, Check } from './doctor.js';

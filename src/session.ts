@@ -152,7 +152,8 @@ async function loadState(repo: Repo, id: string): Promise<SessionState> {
   return state;
 }
 
-function refsFor(s: Session): RefUpdate[] {
+/** The refs a session's journal says it has: baseline, each step's latest snapshot, and the head. */
+export function refsFor(s: Session): RefUpdate[] {
   const updates: RefUpdate[] = [{ ref: stepRef(s.id, 0), value: s.baseline }, { ref: headRef(s.id), value: s.head }];
   for (const st of s.steps) {
     const commit = st.post ?? st.pre;

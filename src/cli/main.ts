@@ -6,8 +6,22 @@ import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
 import { snapCommand } from './commands/snap.js';
 import { diffCommand, logCommand, sessionsCommand, showCommand } from './commands/read.js';
+import { hooksCommand } from './commands/hooks.js';
+import { fetchCommand, pushCommand, remoteCommand } from './commands/sync.js';
+import { doctorCommand } from './commands/doctor.js';
 
-export const COMMANDS: CommandFactory[] = [snapCommand, sessionsCommand, logCommand, showCommand, diffCommand];
+export const COMMANDS: CommandFactory[] = [
+  snapCommand,
+  sessionsCommand,
+  logCommand,
+  showCommand,
+  diffCommand,
+  hooksCommand,
+  remoteCommand,
+  pushCommand,
+  fetchCommand,
+  doctorCommand,
+];
 
 class UsageError extends AgentsnapError {
   constructor(message: string) {
@@ -53,7 +67,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       }
     });
     void helpShown;
-    return ExitCode.ok;
+    return ctx.exitCode ?? ExitCode.ok;
   } catch (e) {
     return reportError(e, io, wantsJson);
   }

@@ -1,0 +1,57 @@
+// `agentsnap hooks install|uninstall|status`.
+import { hooks } from '../../sync-api.js';
+import type { HooksReport, InstallResult } from '../../hooks-install.js';
+import type { CommandFactory } from '../context.js';
+import { jsonOption } from '../context.js';
+import type { Output } from '../output.js';
+
+const STATE_TEXT: Record<string, string> = {
+  current: 'installed, current',
+  outdated: 'installed, outdated (run `agentsnap hooks install`)',
+  missing: 'not installed',
+  foreign: "not installed (another program's hook is there)",
+};
+
+function printReport(out: Output, r: HooksReport): void {
+  out.out(`hooks directory: ${r.dir}${r.hooksPath ? ` (core.hooksPath = ${r.hooksPath})` : ''}`);
+  for (const h of r.hooks) {
+    const state = h.state === 'current' ? out.color.green(STATE_TEXT[h.state]) : out.color.yellow(STATE_TEXT[h.state] ?? h.state);
+    out.out(`  ${h.name.padEnd(22)} ${state}${h.chained ? `; chains ${h.chained}` : ''}`);
+  }
+}
+
+export const hooksCommand: CommandFactory = (ctx) => ({
+  command: 'hooks <action>',
+  describe: 'Install, remove or inspect the git hooks that keep snapshots out of real history',
+  builder: (y) =>
+    y
+      .positional('action', { choices: ['install', 'uninstall', 'status'] as const, describe: 'what to do' })
+      .options({
+        force: { type: 'boolean', default: false, describe: 'install: change hook files even when the hooks directory is checked in' },
+        ...jsonOption,
+      })
+      .example('$0 hooks install', 'install (chaining any hook already there)')
+      .example('$0 hooks status --json', 'what is installed where'),
+  handler: async (raw) => {
+    const argv = raw as unknown as { action: 'install' | 'uninstall' | 'status'; force: boolean; json: boolean };
+    const out = ctx.output(argv);
+    const res = await hooks(argv.action, { cwd: ctx.io.cwd, env: ctx.io.env, force: argv.force });
+    if (out.json) {
+      out.printJson(res);
+      return;
+    }
+    if ('actions' in res) {
+      for (const a of (res as InstallResult).actions) {
+        if (a.action === 'unchanged' || a.action === 'absent') continue;
+        const what =
+          a.action === 'chained'
+            ? `installed ${a.name}, chaining the hook that was there (kept as ${a.name}.agentsnap-orig)`
+            : a.action === 'restored'
+              ? `removed ${a.name} and restored the hook that was there before`
+              : `${a.action} ${a.name}`;
+        out.note(`agentsnap: ${what}`);
+      }
+    }
+    printReport(out, res);
+  },
+});

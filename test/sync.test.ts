@@ -1,0 +1,132 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli, refsUnder, tempRepo, type TempRepo } from './helpers.js';
+
+/** Clone A records a session; clone B is a second clone of the same project; both share a bare backup remote. */
+function twoClones(): { a: TempRepo; b: TempRepo; backup: string; cleanup(): void } {
+  const a = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const backup = path.join(a.base, 'snaps.git');
+  a.git(['init', '-q', '--bare', backup]);
+  const bDir = path.join(a.base, 'clone-b');
+  a.git(['clone', '-q', a.dir, bDir]);
+  const b: TempRepo = {
+    ...a,
+    dir: bDir,
+    git: (args, o = {}) => a.git(args, { cwd: bDir, ...o }),
+    gitRaw: (args, o = {}) => a.gitRaw(args, { cwd: bDir, ...o }),
+    write: (rel, content) => fs.writeFileSync(path.join(bDir, rel), content),
+    read: (rel) => fs.readFileSync(path.join(bDir, rel)),
+  };
+  return { a, b, backup, cleanup: () => a.cleanup() };
+}
+
+function journalOf(repo: TempRepo, session: string): Buffer {
+  const common = path.resolve(repo.dir, repo.git(['rev-parse', '--git-common-dir']).trim());
+  return fs.readFileSync(path.join(common, 'agentsnap', 'sessions', session, 'journal.jsonl'));
+}
+
+test('a session recorded in one clone is listed, logged and shown in another after push and fetch', async () => {
+  const { a, b, backup, cleanup } = twoClones();
+  try {
+    a.write('a.txt', 'two\n');
+    const s1 = JSON.parse((await cli(a, ['snap', '--json', '-m', 'first'])).stdout) as { session: string };
+    a.write('new.txt', 'hello\n');
+    await cli(a, ['snap', '-m', 'second']);
+    const session = s1.session;
+    // Not a backup remote yet: refused.
+    a.git(['remote', 'add', 'snaps', backup]);
+    const refused = await cli(a, ['push', 'snaps']);
+    assert.is(refused.code, 3);
+    assert.match(refused.stderr, 'agentsnap remote add snaps');
+    assert.is((await cli(a, ['remote', 'add', 'snaps'])).code, 0);
+    assert.is(a.git(['config', '--get-all', 'agentsnap.backupRemote']).trim(), 'snaps');
+    await cli(a, ['hooks', 'install']);
+    const pushed = await cli(a, ['push', 'snaps', '--json']);
+    assert.is(pushed.code, 0, pushed.stderr);
+    const remoteRefs = a.git(['--git-dir', backup, 'for-each-ref', '--format=%(refname)']).split('\n').filter(Boolean);
+    assert.ok(remoteRefs.includes(`refs/agent/${session}/2`));
+    assert.ok(remoteRefs.includes(`refs/agentsnap/journals/${session}`));
+    // The journal commit carries agentsnap's identity and trailers, like every snapshot.
+    const meta = a.git(['--git-dir', backup, 'log', '-1', '--format=%an <%ae>|%cn <%ce>|%(trailers:key=Agentsnap-Session,valueonly)', `refs/agentsnap/journals/${session}`]);
+    assert.is(meta.trim(), `agentsnap <agentsnap@agentsnap.invalid>|agentsnap <agentsnap@agentsnap.invalid>|${session}`);
+    // A second push sends nothing new.
+    const again = JSON.parse((await cli(a, ['push', 'snaps', '--json'])).stdout) as { pushed: string[] };
+    assert.equal(again.pushed, []);
+
+    assert.is((await cli(b, ['remote', 'add', 'snaps', backup])).code, 0);
+    const fetched = await cli(b, ['fetch', 'snaps', '--json']);
+    assert.is(fetched.code, 0, fetched.stderr);
+    assert.equal((JSON.parse(fetched.stdout) as { sessions: unknown[] }).sessions, [{ session, action: 'added', events: 3 }]);
+    assert.equal(journalOf(b, session), journalOf(a, session));
+    assert.equal(refsUnder(b, `refs/agent/${session}/`), refsUnder(a, `refs/agent/${session}/`));
+    assert.equal([...refsUnder(b, 'refs/agentsnap/fetch/').keys()], []);
+    const list = await cli(b, ['sessions']);
+    assert.match(list.stdout, session);
+    const log = await cli(b, ['log', '--session', session]);
+    assert.is(log.code, 0, log.stderr);
+    assert.match(log.stdout, '"first"');
+    assert.match(log.stdout, '"second"');
+    const show = await cli(b, ['show', '2', '--session', session]);
+    assert.is(show.code, 0, show.stderr);
+    assert.match(show.stdout, '+hello');
+    const diff = await cli(b, ['diff', '0', '2', '--session', session]);
+    assert.match(diff.stdout, 'b/new.txt');
+
+    // A records more; B's fetch brings the longer journal.
+    a.write('a.txt', 'three\n');
+    await cli(a, ['snap', '-m', 'third']);
+    assert.is((await cli(a, ['push', 'snaps'])).code, 0);
+    const upd = JSON.parse((await cli(b, ['fetch', 'snaps', '--json'])).stdout) as { sessions: { action: string }[] };
+    assert.is(upd.sessions[0]?.action, 'updated');
+    assert.equal(journalOf(b, session), journalOf(a, session));
+    assert.match((await cli(b, ['show', '3', '--session', session])).stdout, '+three');
+  } finally {
+    cleanup();
+  }
+});
+
+test('fetch never overwrites a local journal that has more events', async () => {
+  const { a, backup, cleanup } = twoClones();
+  try {
+    a.write('a.txt', 'two\n');
+    const { session } = JSON.parse((await cli(a, ['snap', '--json'])).stdout) as { session: string };
+    await cli(a, ['remote', 'add', 'snaps', backup]);
+    assert.is((await cli(a, ['push', 'snaps'])).code, 0);
+    a.write('a.txt', 'three\n');
+    await cli(a, ['snap']);
+    const before = journalOf(a, session);
+    const refsBefore = refsUnder(a, 'refs/agent/');
+    const res = await cli(a, ['fetch', 'snaps']);
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, `${session}  local-ahead`);
+    assert.match(res.stdout, 'kept it');
+    assert.equal(journalOf(a, session), before);
+    assert.equal(refsUnder(a, 'refs/agent/'), refsBefore);
+  } finally {
+    cleanup();
+  }
+});
+
+test('remote add creates a remote from a URL, refuses a conflicting URL, and remove only undesignates', async () => {
+  const { a, backup, cleanup } = twoClones();
+  try {
+    const add = await cli(a, ['remote', 'add', 'snaps', backup]);
+    assert.is(add.code, 0, add.stderr);
+    assert.is(a.git(['config', 'remote.snaps.url']).trim(), backup);
+    const conflict = await cli(a, ['remote', 'add', 'snaps', '/elsewhere.git']);
+    assert.is(conflict.code, 4);
+    const missing = await cli(a, ['remote', 'add', 'nope']);
+    assert.is(missing.code, 2);
+    assert.match(missing.stderr, 'give its URL');
+    assert.is((await cli(a, ['remote', 'remove', 'snaps'])).code, 0);
+    assert.is(a.gitRaw(['config', '--get-all', 'agentsnap.backupRemote']).status, 1);
+    assert.is(a.git(['config', 'remote.snaps.url']).trim(), backup);
+    assert.is((await cli(a, ['fetch', 'snaps'])).code, 3);
+  } finally {
+    cleanup();
+  }
+});
+
+test.run();
