@@ -31,3 +31,11 @@ export type {
 } from './journal.js';
 export { readJournal, JOURNAL_VERSION } from './journal.js';
 export { AGENTSNAP_NAME, AGENTSNAP_EMAIL } from './git/run.js';
+export { wrap, detectAgent, claudeHookSettings, AGENTSNAP_BIN } from './wrap.js';
+export type { WrapOptions, WrapResult, WrapStart, AgentChoice } from './wrap.js';
+export { runHook, parseHookCall, AGENTS } from './hook.js';
+export type { Agent, HookCall, HookOptions, HookOutcome } from './hook.js';
+export { replay, replayMarkdown, buildReplay } from './replay.js';
+export type { ReplayEntry, ReplayOptions } from './replay.js';
+export { redactText, redactValue, truncateValue } from './redact.js';
+export { resumeSession, recordUnprotected } from './session.js';

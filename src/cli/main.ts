@@ -6,8 +6,11 @@ import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
 import { snapCommand } from './commands/snap.js';
 import { diffCommand, logCommand, sessionsCommand, showCommand } from './commands/read.js';
+import { wrapCommand } from './commands/wrap.js';
+import { hookCommand, runHookCli } from './commands/hook.js';
+import { replayCommand } from './commands/replay.js';
 
-export const COMMANDS: CommandFactory[] = [snapCommand, sessionsCommand, logCommand, showCommand, diffCommand];
+export const COMMANDS: CommandFactory[] = [snapCommand, wrapCommand, hookCommand, replayCommand, sessionsCommand, logCommand, showCommand, diffCommand];
 
 class UsageError extends AgentsnapError {
   constructor(message: string) {
@@ -21,10 +24,16 @@ function version(): string {
 
 /** Runs the CLI with the given arguments; returns the exit code instead of exiting. */
 export async function run(args: string[], io: CliIO): Promise<number> {
+  // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
+  if (args[0] === 'hook' && !args.includes('--help') && !args.includes('-h')) return runHookCli(args.slice(1), io);
   const wantsJson = args.includes('--json');
+  let exitCode: number = ExitCode.ok;
   const ctx: CliContext = {
     io,
     output: (argv) => makeOutput(io, { json: !!argv.json, quiet: !!argv.quiet }),
+    setExitCode: (code) => {
+      exitCode = code;
+    },
   };
   const parser = yargs(args)
     .scriptName('agentsnap')
@@ -53,7 +62,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       }
     });
     void helpShown;
-    return ExitCode.ok;
+    return exitCode;
   } catch (e) {
     return reportError(e, io, wantsJson);
   }
@@ -89,6 +98,10 @@ export async function main(): Promise<void> {
     stderr: process.stderr,
     env: process.env,
     cwd: process.cwd(),
+    // A getter: touching process.stdin creates a handle, and wrap's agent must get the terminal untouched.
+    get stdin() {
+      return process.stdin;
+    },
   });
   process.exitCode = code;
 }
