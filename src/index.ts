@@ -39,3 +39,5 @@ export { replay, replayMarkdown, buildReplay } from './replay.js';
 export type { ReplayEntry, ReplayOptions } from './replay.js';
 export { redactText, redactValue, truncateValue } from './redact.js';
 export { resumeSession, recordUnprotected } from './session.js';
+export { openSession } from './toolcall.js';
+export type { AgentSession, OpenSessionOptions, ToolCallOptions } from './toolcall.js';

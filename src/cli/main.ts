@@ -9,8 +9,9 @@ import { diffCommand, logCommand, sessionsCommand, showCommand } from './command
 import { wrapCommand } from './commands/wrap.js';
 import { hookCommand, runHookCli } from './commands/hook.js';
 import { replayCommand } from './commands/replay.js';
+import { initCommand } from './commands/init.js';
 
-export const COMMANDS: CommandFactory[] = [snapCommand, wrapCommand, hookCommand, replayCommand, sessionsCommand, logCommand, showCommand, diffCommand];
+export const COMMANDS: CommandFactory[] = [snapCommand, wrapCommand, hookCommand, initCommand, replayCommand, sessionsCommand, logCommand, showCommand, diffCommand];
 
 class UsageError extends AgentsnapError {
   constructor(message: string) {
