@@ -46,6 +46,25 @@ export interface Settings {
   autocrlf: string | null;
   filterDrivers: string[];
   attributesFile: string | null;
+  /** Tool inputs and outputs are journaled up to this many characters (agentsnap.outputLimit). */
+  outputLimit: number;
+  /** Extra regular expressions whose matches are redacted before journaling (agentsnap.redactPattern, multi-valued). */
+  redactPatterns: RegExp[];
+}
+
+export const DEFAULT_OUTPUT_LIMIT = 32 * 1024;
+
+function parseRegexes(key: string, values: string[]): RegExp[] {
+  return values.map((value) => {
+    try {
+      return new RegExp(value, 'g');
+    } catch (e) {
+      throw errors.invalidConfig(`${key} = ${JSON.stringify(value)} is not a valid regular expression: ${(e as Error).message}`, {
+        hint: `Fix it with: git config --unset-all ${key}; git config --add ${key} '<regex>'`,
+        data: { key, value },
+      });
+    }
+  });
 }
 
 export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
@@ -156,6 +175,8 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
     autocrlf: lastValue(cfg, 'core.autocrlf') ?? null,
     filterDrivers: [...filterDrivers],
     attributesFile: lastValue(cfg, 'core.attributesfile') ?? null,
+    outputLimit: parseSize('agentsnap.outputLimit', lastValue(cfg, 'agentsnap.outputlimit'), DEFAULT_OUTPUT_LIMIT),
+    redactPatterns: parseRegexes('agentsnap.redactPattern', cfg.get('agentsnap.redactpattern') ?? []),
   };
 }
 

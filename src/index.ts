@@ -35,3 +35,13 @@ export { hooks, remoteAdd, remoteRemove, push, fetch, doctor } from './sync-api.
 export type { HooksReport, HookStatus, InstallResult } from './hooks-install.js';
 export type { PushResult, FetchResult, FetchedSession, RemoteAddResult } from './sync.js';
 export type { DoctorReport, Check } from './doctor.js';
+export { wrap, detectAgent, claudeHookSettings, AGENTSNAP_BIN } from './wrap.js';
+export type { WrapOptions, WrapResult, WrapStart, AgentChoice } from './wrap.js';
+export { runHook, parseHookCall, AGENTS } from './hook.js';
+export type { Agent, HookCall, HookOptions, HookOutcome } from './hook.js';
+export { replay, replayMarkdown, buildReplay } from './replay.js';
+export type { ReplayEntry, ReplayOptions } from './replay.js';
+export { redactText, redactValue, truncateValue } from './redact.js';
+export { resumeSession, recordUnprotected } from './session.js';
+export { openSession } from './toolcall.js';
+export type { AgentSession, OpenSessionOptions, ToolCallOptions } from './toolcall.js';

@@ -76,6 +76,8 @@ export interface StepPreEvent extends EventBase {
   skipped: SkippedFile[];
   transcript?: TranscriptPosition | null;
   agentVersion?: string | null;
+  /** The model that asked for the call, when the agent says (added with wrap). */
+  model?: string | null;
 }
 
 export interface StepPostEvent extends EventBase {
@@ -110,6 +112,17 @@ export interface StepUnprotectedEvent extends EventBase {
   phase: StepPhase;
   tool: string | null;
   reason: string;
+  /** Added with wrap: the agent's id of the call and its input, so a later post can find the step. */
+  toolUseId?: string | null;
+  input?: unknown;
+}
+
+/** A session continued by a new wrapper (`wrap --session ID`) after its previous one ended. */
+export interface SessionResumeEvent extends EventBase {
+  type: 'session.resume';
+  agent: string | null;
+  command: string[] | null;
+  owner: { pid: number; start: string | null; host: string } | null;
 }
 
 export interface SessionEndEvent extends EventBase {
@@ -129,6 +142,7 @@ export type JournalEvent =
   | StepCheckpointEvent
   | StepUnprotectedEvent
   | SessionEndEvent
+  | SessionResumeEvent
   // Later event types (undo, redo, apply, discard...) are read as unknown events and kept.
   | (EventBase & { type: string; [key: string]: unknown });
 

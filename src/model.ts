@@ -3,6 +3,7 @@ import type {
   ChangedPath,
   JournalEvent,
   SessionEndEvent,
+  SessionResumeEvent,
   SessionStartEvent,
   SessionStatus,
   SkippedFile,
@@ -42,6 +43,8 @@ export interface Step {
   overlaps: number[];
   transcript: TranscriptPosition | null;
   unprotectedReason: string | null;
+  agentVersion?: string | null;
+  model?: string | null;
 }
 
 export interface Session {
@@ -163,6 +166,8 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         skipped: e.skipped,
         overlaps: e.overlaps,
         transcript: e.transcript ?? null,
+        ...(e.agentVersion ? { agentVersion: e.agentVersion } : {}),
+        ...(e.model ? { model: e.model } : {}),
       });
       s.head = e.commit;
       s.headTree = tree;
@@ -213,6 +218,8 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       st.status = 'unprotected';
       st.tool = st.tool ?? e.tool;
       st.unprotectedReason = e.reason;
+      if (e.toolUseId) st.toolUseId = e.toolUseId;
+      if (e.input !== undefined && st.input === undefined) st.input = e.input;
       if (e.phase !== 'pre') st.endedAt = st.endedAt ?? e.time;
       break;
     }
@@ -223,6 +230,14 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         s.head = e.commit;
         s.headTree = tree;
       }
+      break;
+    }
+    case 'session.resume': {
+      const e = ev as SessionResumeEvent;
+      s.ended = null;
+      s.owner = e.owner;
+      if (e.agent) s.agent = e.agent;
+      if (e.command) s.command = e.command;
       break;
     }
     case 'session.discard':

@@ -391,6 +391,7 @@ export interface PreOptions extends SnapshotContext {
   message?: string | null;
   transcript?: TranscriptPosition | null;
   agentVersion?: string | null;
+  model?: string | null;
 }
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
@@ -422,6 +423,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       skipped: snap.skipped,
       transcript: opts.transcript ?? null,
       agentVersion: opts.agentVersion ?? null,
+      ...(opts.model ? { model: opts.model } : {}),
     };
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, step), value: commit },
@@ -439,6 +441,8 @@ export interface PostOptions extends SnapshotContext {
   output?: unknown;
   error?: string | null;
   durationMs?: number | null;
+  /** With toolUseId: close only the step of that call, never fall back to the only open one (hooks of concurrent calls). */
+  exactToolUseId?: boolean;
 }
 
 /** Picks the open step a post belongs to: by number, by tool_use_id, or the only one open. */
@@ -462,6 +466,11 @@ function findOpenStep(state: SessionState, opts: PostOptions): Step {
   if (opts.toolUseId) {
     const st = open.find((o) => o.toolUseId === opts.toolUseId);
     if (st) return st;
+    if (opts.exactToolUseId) {
+      throw errors.noOpenStep(`session ${id} has no open step for tool call ${opts.toolUseId}.`, {
+        data: { session: id, toolUseId: opts.toolUseId },
+      });
+    }
   }
   if (open.length === 1 && open[0]) return open[0];
   if (open.length === 0) {
@@ -553,6 +562,76 @@ export async function recordCheckpoint(repo: Repo, id: string, opts: CheckpointO
     await maybeMaintain(repo, p, state);
     return { session: id, step, commit, tree: snap.tree, changed: snap.changed, skipped: snap.skipped };
   });
+}
+
+export interface UnprotectedOptions {
+  /** The step whose snapshot failed; a new step is allocated when it is not given (a failed pre). */
+  step?: number;
+  phase: 'pre' | 'post' | 'checkpoint';
+  tool?: string | null;
+  reason: string;
+  toolUseId?: string | null;
+  input?: unknown;
+  settings?: Settings;
+}
+
+/** Journals that a snapshot could not be taken: the step exists but is not protected (undo across it needs --force). */
+export async function recordUnprotected(repo: Repo, id: string, opts: UnprotectedOptions): Promise<{ session: string; step: number }> {
+  const settings = opts.settings ?? (await loadSettings(repo));
+  return mutate(repo, id, settings, 'record unprotected step', async (state, p) => {
+    const step = opts.step ?? state.session.nextStep;
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'step.unprotected',
+      step,
+      phase: opts.phase,
+      tool: opts.tool ?? null,
+      reason: opts.reason,
+      ...(opts.toolUseId ? { toolUseId: opts.toolUseId } : {}),
+      ...(opts.input !== undefined ? { input: opts.input } : {}),
+    };
+    await commitEvent(repo, p, state, ev, []);
+    return { session: id, step };
+  });
+}
+
+export interface ResumeOptions extends SnapshotContext {
+  agent?: string | null;
+  command?: string[] | null;
+  owner?: { pid: number; start: string | null; host: string } | null;
+}
+
+/**
+ * Continues a session under a new wrapper: refuses discarded sessions and
+ * sessions another live wrapper still runs, journals `session.resume`, then
+ * checkpoints the worktree as the new run's starting point.
+ */
+export async function resumeSession(repo: Repo, id: string, opts: ResumeOptions = {}): Promise<SnapshotResult> {
+  loadSessionExists(repo, id);
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const p = sessionPaths(repo, id);
+  await withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'resume session' }, async () => {
+    const state = await loadState(repo, id);
+    const s = state.session;
+    if (s.discarded) {
+      throw errors.sessionNotRunning(`session ${id} has been discarded.`, { hint: 'Start a new session (leave --session out).', data: { session: id } });
+    }
+    if (s.worktree !== repo.worktree) {
+      throw errors.invalidArgument(`session ${id} belongs to the worktree ${s.worktree}, not ${repo.worktree}.`, {
+        hint: 'Run the command in that worktree, or start a new session here.',
+        data: { session: id, worktree: s.worktree },
+      });
+    }
+    if (!s.ended && s.owner && ownerAlive(s.owner)) {
+      throw errors.busy(`session ${id} is still running under process ${s.owner.pid}.`, {
+        hint: 'Wait for that wrapper to end, or start a new session (leave --session out).',
+        data: { session: id, pid: s.owner.pid },
+      });
+    }
+    const ev: JournalEvent = { ...eventBase(id), type: 'session.resume', agent: opts.agent ?? null, command: opts.command ?? null, owner: opts.owner ?? null };
+    await commitEvent(repo, p, state, ev, []);
+  });
+  return recordCheckpoint(repo, id, { settings, message: 'session resumed', ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
 }
 
 export interface EndOptions extends SnapshotContext {

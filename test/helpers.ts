@@ -153,13 +153,14 @@ export async function cli(repo: Pick<TempRepo, 'dir' | 'env'>, args: string[], o
 export function cliProcess(
   repo: Pick<TempRepo, 'dir' | 'env'>,
   args: string[],
-  opts: { cwd?: string; env?: Record<string, string>; input?: string } = {},
+  opts: { cwd?: string; env?: Record<string, string>; input?: string; /** SIGTERM after this long (tests that run real agents). */ timeoutMs?: number } = {},
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: opts.cwd ?? repo.dir,
       env: { ...repo.env, ...(opts.env ?? {}) },
       stdio: ['pipe', 'pipe', 'pipe'],
+      ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];

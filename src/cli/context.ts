@@ -6,8 +6,8 @@ export interface CliContext {
   io: CliIO;
   /** Set by main before the handler runs (depends on --json). */
   output(argv: { json?: boolean; quiet?: boolean }): Output;
-  /** Set by a command that finished but must exit non-zero without an error (doctor: problems found). */
-  exitCode?: number;
+  /** For commands whose exit code is not theirs to choose (wrap exits with the agent's code). */
+  setExitCode(code: number): void;
 }
 
 export type CommandFactory = (ctx: CliContext) => CommandModule;

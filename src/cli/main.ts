@@ -9,13 +9,21 @@ import { diffCommand, logCommand, sessionsCommand, showCommand } from './command
 import { hooksCommand } from './commands/hooks.js';
 import { fetchCommand, pushCommand, remoteCommand } from './commands/sync.js';
 import { doctorCommand } from './commands/doctor.js';
+import { wrapCommand } from './commands/wrap.js';
+import { hookCommand, runHookCli } from './commands/hook.js';
+import { replayCommand } from './commands/replay.js';
+import { initCommand } from './commands/init.js';
 
 export const COMMANDS: CommandFactory[] = [
+  wrapCommand,
   snapCommand,
   sessionsCommand,
   logCommand,
   showCommand,
   diffCommand,
+  replayCommand,
+  initCommand,
+  hookCommand,
   hooksCommand,
   remoteCommand,
   pushCommand,
@@ -35,10 +43,16 @@ function version(): string {
 
 /** Runs the CLI with the given arguments; returns the exit code instead of exiting. */
 export async function run(args: string[], io: CliIO): Promise<number> {
+  // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
+  if (args[0] === 'hook' && !args.includes('--help') && !args.includes('-h')) return runHookCli(args.slice(1), io);
   const wantsJson = args.includes('--json');
+  let exitCode: number = ExitCode.ok;
   const ctx: CliContext = {
     io,
     output: (argv) => makeOutput(io, { json: !!argv.json, quiet: !!argv.quiet }),
+    setExitCode: (code) => {
+      exitCode = code;
+    },
   };
   const parser = yargs(args)
     .scriptName('agentsnap')
@@ -67,7 +81,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       }
     });
     void helpShown;
-    return ctx.exitCode ?? ExitCode.ok;
+    return exitCode;
   } catch (e) {
     return reportError(e, io, wantsJson);
   }
@@ -103,6 +117,10 @@ export async function main(): Promise<void> {
     stderr: process.stderr,
     env: process.env,
     cwd: process.cwd(),
+    // A getter: touching process.stdin creates a handle, and wrap's agent must get the terminal untouched.
+    get stdin() {
+      return process.stdin;
+    },
   });
   process.exitCode = code;
 }

@@ -9,6 +9,8 @@ export interface CliIO {
   stderr: Writable & { isTTY?: boolean };
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** Read only by commands that take input (hook payloads). */
+  stdin?: NodeJS.ReadableStream;
 }
 
 export interface Output {

@@ -15,7 +15,7 @@ export const doctorCommand: CommandFactory = (ctx) => ({
     const argv = raw as unknown as { fix: boolean; json: boolean };
     const out = ctx.output(argv);
     const res = await doctor({ cwd: ctx.io.cwd, env: ctx.io.env, fix: argv.fix });
-    ctx.exitCode = res.healthy ? 0 : 1;
+    ctx.setExitCode(res.healthy ? 0 : 1);
     if (out.json) return out.printJson(res);
     const c = out.color;
     for (const f of res.fixed) out.out(`${c.cyan('fixed')}    ${f}`);

@@ -1,0 +1,21 @@
+import { init, INIT_AGENTS } from '../../init.js';
+import type { CommandFactory } from '../context.js';
+
+export const initCommand: CommandFactory = (ctx) => ({
+  command: 'init <agent>',
+  describe: "Record every tool call without the wrapper: hooks in the agent's personal, uncommitted project settings",
+  builder: (y) =>
+    y
+      .positional('agent', { choices: [...INIT_AGENTS], describe: 'the agent to configure' })
+      .options({ remove: { type: 'boolean', default: false, describe: 'take agentsnap\'s hooks out again' } })
+      .example('$0 init claude', 'hooks in .claude/settings.local.json')
+      .example('$0 init claude --remove', 'remove them'),
+  handler: async (raw) => {
+    const argv = raw as unknown as { agent: string; remove: boolean };
+    const out = ctx.output({});
+    const res = await init({ cwd: ctx.io.cwd, env: ctx.io.env, agent: argv.agent, remove: argv.remove });
+    if (!res.changed) out.note(`agentsnap: ${res.file} already ${res.removed ? 'has no agentsnap hooks' : 'has the agentsnap hooks'}`);
+    else out.note(`agentsnap: ${res.removed ? 'removed the hooks from' : 'wrote the hooks into'} ${res.file}`);
+    if (res.excluded) out.note('agentsnap: added it to .git/info/exclude so it is never committed');
+  },
+});

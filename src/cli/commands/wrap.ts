@@ -1,0 +1,58 @@
+import { wrap, type AgentChoice } from '../../wrap.js';
+import { AGENTS } from '../../hook.js';
+import type { CommandFactory } from '../context.js';
+import { sessionOption } from '../context.js';
+
+interface WrapArgs {
+  session?: string;
+  agent: AgentChoice;
+  quiet: boolean;
+  command?: string[];
+  '--'?: string[];
+}
+
+export const wrapCommand: CommandFactory = (ctx) => ({
+  command: 'wrap [command..]',
+  describe: 'Run an agent with a snapshot before and after every tool call (its exit code is the agent\'s)',
+  builder: (y) =>
+    y
+      .positional('command', { type: 'string', array: true, describe: 'the agent command, after --' })
+      .options({
+        session: { ...sessionOption.session, describe: 'session id to start, or to resume when it exists (default: a new one)' },
+        agent: {
+          choices: ['auto', ...AGENTS] as const,
+          default: 'auto' as AgentChoice,
+          describe: 'which agent it is: auto recognises claude, codex and gemini from the command; generic gets AGENTSNAP_SESSION only',
+        },
+        quiet: { type: 'boolean', alias: 'q', default: false, describe: 'no session line on stderr' },
+      })
+      .example('$0 wrap -- claude', 'every Claude Code tool call becomes an undoable step')
+      .example('$0 wrap --session fix-login -- claude --continue', 'resume a session')
+      .example('$0 wrap -- ./my-agent.sh', 'a generic agent calls `agentsnap snap --phase pre|post` itself'),
+  handler: async (raw) => {
+    const argv = raw as unknown as WrapArgs;
+    const out = ctx.output({ quiet: argv.quiet });
+    const command = [...(argv.command ?? []), ...(argv['--'] ?? [])].map(String);
+    const progress = out.progress();
+    const res = await wrap({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      command,
+      session: argv.session,
+      agent: argv.agent,
+      onProgress: (p) => progress.update(p),
+      onStart: (info) => {
+        progress.done();
+        const verb = info.resumed ? 'resumed' : 'started';
+        const how = info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`;
+        out.note(`agentsnap: ${verb} session ${info.session} (refs ${info.refPrefix}<n>; ${how})`);
+      },
+    });
+    if (res.endError) {
+      out.err(`agentsnap: warning: the final snapshot of session ${res.session} failed: ${res.endError.message}`);
+    } else {
+      out.note(`agentsnap: session ${res.session} ended; see \`agentsnap log --session ${res.session}\``);
+    }
+    ctx.setExitCode(res.exitCode);
+  },
+});

@@ -1,0 +1,262 @@
+// The agent hook entry point (`agentsnap hook <agent> <event>`): turns one
+// hook call of Claude Code, Codex CLI, Gemini CLI or a generic agent into the
+// pre or post snapshot of its step. A hook never breaks the agent: failures
+// come back as a warning (the CLI prints one line and exits 0) and a
+// snapshot that failed marks its step unprotected.
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { isAgentsnapError } from './errors.js';
+import { openRepo, type Repo } from './repo.js';
+import { loadSettings, type Settings } from './config.js';
+import { withLock } from './lock.js';
+import {
+  endSession,
+  loadSession,
+  recordCheckpoint,
+  recordPost,
+  recordPre,
+  recordUnprotected,
+  sessionPaths,
+  startSession,
+} from './session.js';
+import { sanitize } from './redact.js';
+import { locateToolCall } from './transcript.js';
+import type { StepPostEvent, TranscriptPosition } from './journal.js';
+
+export const AGENTS = ['claude', 'codex', 'gemini', 'generic'] as const;
+export type Agent = (typeof AGENTS)[number];
+
+/** What one hook call means, whatever agent sent it. */
+export interface HookCall {
+  phase: 'pre' | 'post' | 'end' | 'ignore';
+  status: StepPostEvent['status'];
+  tool: string | null;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  toolUseId: string | null;
+  agentSessionId: string | null;
+  transcriptPath: string | null;
+  cwd: string | null;
+  durationMs: number | null;
+  agentVersion: string | null;
+  model: string | null;
+}
+
+const PRE_EVENTS = new Set(['pretooluse', 'beforetool', 'pre']);
+const POST_EVENTS = new Set(['posttooluse', 'aftertool', 'post']);
+const FAILURE_EVENTS = new Set(['posttoolusefailure', 'failure', 'failed']);
+const END_EVENTS = new Set(['sessionend', 'end']);
+
+function str(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v : null;
+}
+
+function num(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+/** Reads an agent's payload (Claude Code's field names; Codex and Gemini use the same ones where they have them). */
+export function parseHookCall(agent: string, event: string, payload: Record<string, unknown>): HookCall {
+  const name = (str(payload.hook_event_name) ?? event).toLowerCase();
+  const ev = event ? event.toLowerCase() : name;
+  const response = payload.tool_response ?? payload.tool_output ?? payload.output;
+  const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;
+  let phase: HookCall['phase'] = 'ignore';
+  let status: HookCall['status'] = 'done';
+  let error = str(payload.error) ?? (responseObj ? str(responseObj.error) ?? str((responseObj.error as { message?: unknown } | undefined)?.message) : null);
+  if (PRE_EVENTS.has(ev)) phase = 'pre';
+  else if (FAILURE_EVENTS.has(ev)) {
+    phase = 'post';
+    status = payload.is_interrupt === true ? 'interrupted' : 'failed';
+    error = error ?? 'failed';
+  } else if (POST_EVENTS.has(ev)) {
+    phase = 'post';
+    // Gemini reports a failed tool inside tool_response; Codex has an exit code on shell calls.
+    const exit = responseObj ? num(responseObj.exit_code ?? responseObj.exitCode) : null;
+    if (error || (exit !== null && exit !== 0)) status = 'failed';
+  } else if (END_EVENTS.has(ev)) phase = 'end';
+  void agent;
+  return {
+    phase,
+    status,
+    tool: str(payload.tool_name),
+    input: payload.tool_input,
+    output: response,
+    error,
+    toolUseId: str(payload.tool_use_id) ?? str(payload.tool_call_id) ?? str(payload.call_id),
+    agentSessionId: str(payload.session_id),
+    transcriptPath: str(payload.transcript_path),
+    cwd: str(payload.cwd),
+    durationMs: num(payload.duration_ms),
+    agentVersion: str(payload.agent_version) ?? str(payload.version),
+    model: str(payload.model),
+  };
+}
+
+export interface HookOptions {
+  agent: string;
+  event: string;
+  /** The agent's payload as it arrived on stdin. */
+  input: string;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** Set by the hooks `wrap` injects; a hook written by `init` stands aside while a wrapper's hooks run. */
+  wrapped?: boolean;
+}
+
+export interface HookOutcome {
+  action: 'pre' | 'post' | 'checkpoint' | 'end' | 'ignored' | 'unprotected' | 'failed';
+  session: string | null;
+  step: number | null;
+  /** One line for stderr when something went wrong; the agent goes on either way. */
+  warning: string | null;
+}
+
+function message(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? 'unknown error';
+}
+
+/** Handles one hook call; never throws. */
+export async function runHook(opts: HookOptions): Promise<HookOutcome> {
+  const none = (warning: string | null, action: HookOutcome['action'] = 'ignored'): HookOutcome => ({ action, session: null, step: null, warning });
+  const injected = (opts.env.AGENTSNAP_HOOKS ?? '').split(',');
+  if (!opts.wrapped && injected.includes(opts.agent)) return none(null); // the wrapper's own hooks record this call
+  let payload: Record<string, unknown> = {};
+  if (opts.input.trim()) {
+    try {
+      const parsed = JSON.parse(opts.input) as unknown;
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) payload = parsed as Record<string, unknown>;
+    } catch {
+      return none(`agentsnap: warning: ${opts.agent} hook payload is not JSON; this call was not snapshotted`, 'failed');
+    }
+  }
+  const call = parseHookCall(opts.agent, opts.event, payload);
+  if (call.phase === 'ignore') return none(null);
+  let repo: Repo;
+  let id: string;
+  let settings: Settings;
+  try {
+    const wrappedBy = opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE;
+    // Always the session's worktree, whatever directory the payload names (the agent may have cd'ed).
+    repo = await openRepo(wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : call.cwd ?? opts.cwd, { env: opts.env });
+    settings = await loadSettings(repo);
+    if (wrappedBy) id = opts.env.AGENTSNAP_SESSION as string;
+    else {
+      if (call.phase === 'end') {
+        const mapped = call.agentSessionId ? readMapping(repo, opts.agent, call.agentSessionId) : null;
+        if (!mapped) return none(null);
+        await endSession(repo, mapped, { settings });
+        return { action: 'end', session: mapped, step: null, warning: null };
+      }
+      id = await sessionForAgent(repo, opts.agent, call.agentSessionId, settings);
+    }
+  } catch (e) {
+    return none(`agentsnap: warning: no snapshot for this ${call.tool ?? 'tool'} call: ${message(e)}`, 'failed');
+  }
+  if (call.phase === 'end') return none(null); // a wrapper ends its own session
+  const limit = settings.outputLimit;
+  const clean = <T>(v: T): T => sanitize(v, { limit, patterns: settings.redactPatterns });
+  const tool = call.tool ? clean(call.tool) : null;
+  if (call.phase === 'pre') {
+    const input = clean(call.input);
+    let transcript: TranscriptPosition | null = null;
+    let agentVersion = call.agentVersion;
+    let model = call.model;
+    if (call.transcriptPath) {
+      const loc = locateToolCall(call.transcriptPath, call.toolUseId);
+      transcript = { path: loc.path, ...(loc.offset !== undefined ? { offset: loc.offset } : {}), ...(loc.uuid ? { uuid: loc.uuid } : {}) };
+      agentVersion = agentVersion ?? (loc.agentVersion ? `${agentName(opts.agent)} ${loc.agentVersion}` : null);
+      model = model ?? loc.model ?? null;
+    }
+    try {
+      const res = await recordPre(repo, id, { settings, tool, input, toolUseId: call.toolUseId, transcript, agentVersion, model });
+      return { action: 'pre', session: id, step: res.step, warning: null };
+    } catch (e) {
+      return unprotected(repo, id, settings, { phase: 'pre', tool, input, toolUseId: call.toolUseId }, e);
+    }
+  }
+  const output = clean(call.output);
+  const error = call.error ? clean(call.error) : null;
+  try {
+    const res = await recordPost(repo, id, {
+      settings,
+      ...(call.toolUseId ? { toolUseId: call.toolUseId, exactToolUseId: true } : {}),
+      status: call.status,
+      output,
+      error,
+      durationMs: call.durationMs,
+    });
+    return { action: 'post', session: id, step: res.step, warning: null };
+  } catch (e) {
+    if (isAgentsnapError(e) && e.code === 'NoOpenStep') {
+      // Either the pre already failed (the step is unprotected: nothing more to record), or no pre ever came.
+      const known = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId) : undefined;
+      if (known) return { action: 'ignored', session: id, step: known.step, warning: null };
+      try {
+        const res = await recordCheckpoint(repo, id, { settings, tool, message: `after ${tool ?? 'a tool call'} (no pre snapshot)` });
+        return { action: 'checkpoint', session: id, step: res.step, warning: null };
+      } catch (e2) {
+        return none(`agentsnap: warning: no snapshot after this ${tool ?? 'tool'} call: ${message(e2)}`, 'failed');
+      }
+    }
+    const open = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId && s.status === 'open') : undefined;
+    return unprotected(repo, id, settings, { phase: 'post', tool, toolUseId: call.toolUseId, ...(open ? { step: open.step } : {}) }, e);
+  }
+}
+
+function agentName(agent: string): string {
+  return agent === 'claude' ? 'claude-code' : agent === 'codex' ? 'codex-cli' : agent === 'gemini' ? 'gemini-cli' : agent;
+}
+
+async function unprotected(
+  repo: Repo,
+  id: string,
+  settings: Settings,
+  what: { phase: 'pre' | 'post'; tool: string | null; input?: unknown; toolUseId: string | null; step?: number },
+  cause: unknown,
+): Promise<HookOutcome> {
+  const reason = message(cause);
+  const warning = `agentsnap: warning: ${what.phase} snapshot of this ${what.tool ?? 'tool'} call failed (${reason}); the step is marked unprotected`;
+  if (isAgentsnapError(cause) && (cause.code === 'SessionNotRunning' || cause.code === 'UnknownSession' || cause.code === 'Busy')) {
+    return { action: 'failed', session: id, step: null, warning: `agentsnap: warning: no ${what.phase} snapshot of this ${what.tool ?? 'tool'} call: ${reason}` };
+  }
+  try {
+    const res = await recordUnprotected(repo, id, { settings, reason, ...what });
+    return { action: 'unprotected', session: id, step: res.step, warning };
+  } catch (e) {
+    return { action: 'failed', session: id, step: null, warning: `${warning}; journaling that failed too: ${message(e)}` };
+  }
+}
+
+// Hooks written by `init` run without a wrapper: the agent's own session id maps to an agentsnap session.
+function mappingFile(repo: Repo, agent: string, agentSessionId: string): string {
+  const key = createHash('sha1').update(`${agent}\0${agentSessionId}\0${repo.worktree}`).digest('hex').slice(0, 24);
+  return path.join(repo.stateDir, 'agent-sessions', `${agent}-${key}`);
+}
+
+function readMapping(repo: Repo, agent: string, agentSessionId: string): string | null {
+  try {
+    const id = fs.readFileSync(mappingFile(repo, agent, agentSessionId), 'utf8').trim();
+    return fs.existsSync(sessionPaths(repo, id).journal) ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+async function sessionForAgent(repo: Repo, agent: string, agentSessionId: string | null, settings: Settings): Promise<string> {
+  const key = agentSessionId ?? 'default';
+  const file = mappingFile(repo, agent, key);
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  return withLock(`${file}.lock`, { timeoutMs: settings.lockTimeoutMs, purpose: 'map agent session' }, async () => {
+    const mapped = readMapping(repo, agent, key);
+    if (mapped) {
+      const s = loadSession(repo, mapped);
+      if (!s.ended && !s.discarded) return mapped;
+    }
+    const created = await startSession(repo, { settings, agent, command: null, owner: null });
+    fs.writeFileSync(file, `${created.session}\n`, { mode: 0o600 });
+    return created.session;
+  });
+}

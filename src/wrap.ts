@@ -1,0 +1,292 @@
+// `agentsnap wrap -- <agent>`: runs an agent inside a session. Baseline first
+// (no baseline, no agent), then the agent with the terminal inherited and
+// hooks injected for the agents that have them, then a final snapshot and the
+// session's end. The wrapper's exit code is the agent's.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AgentsnapError, errors, isAgentsnapError } from './errors.js';
+import { openRepo } from './repo.js';
+import { loadSettings, type Settings } from './config.js';
+import { endSession, resumeSession, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
+import { AGENTS, type Agent } from './hook.js';
+import { redactValue } from './redact.js';
+import { assertSessionId } from './ids.js';
+
+/** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
+export const AGENTSNAP_BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'agentsnap.js');
+
+export type AgentChoice = Agent | 'auto';
+
+export interface WrapOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** The command and its arguments. */
+  command: string[];
+  session?: string | undefined;
+  agent?: AgentChoice | undefined;
+  /** Called once the baseline is taken, before the agent starts. */
+  onStart?: (info: WrapStart) => void;
+  onProgress?: (phase: string) => void;
+}
+
+export interface WrapStart {
+  session: string;
+  refPrefix: string;
+  resumed: boolean;
+  agent: Agent;
+  /** The command as it is run (with injected hook settings). */
+  argv: string[];
+}
+
+export interface WrapResult {
+  session: string;
+  agent: Agent;
+  /** What the wrapper exits with: the agent's code, or 128 + signal number. */
+  exitCode: number;
+  signal: string | null;
+  /** Set when the final snapshot or the end of the session could not be recorded. */
+  endError: AgentsnapError | null;
+}
+
+/** Recognises the agent from the command: its program name, or the script a runner (node, npx…) starts. */
+export function detectAgent(command: string[]): Agent {
+  const runners = new Set(['node', 'npx', 'bunx', 'bun', 'pnpx', 'deno', 'env', 'exec']);
+  for (const arg of command.slice(0, 4)) {
+    if (arg.startsWith('-')) continue;
+    const base = path.basename(arg).replace(/\.(exe|cmd|js|mjs|cjs)$/i, '').replace(/@[\d.]+.*$/, '').toLowerCase();
+    if (base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code')) return 'claude';
+    if (base === 'codex' || arg.includes('@openai/codex')) return 'codex';
+    if (base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli')) return 'gemini';
+    if (!runners.has(base)) break;
+  }
+  return 'generic';
+}
+
+/** Quotes one word for the POSIX shell that agents run hook commands with. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The hook command line an agent runs: this node, this install, `hook <agent> <event>`. */
+export function hookCommand(agent: Agent, event: string, opts: { wrapped: boolean }): string {
+  const words = [process.execPath, AGENTSNAP_BIN, 'hook', agent, event];
+  if (opts.wrapped) words.push('--wrapped');
+  return words.map(shellQuote).join(' ');
+}
+
+type HookEntries = Record<string, { matcher: string; hooks: { type: 'command'; command: string; timeout?: number }[] }[]>;
+
+/** Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure). */
+export function claudeHookSettings(opts: { wrapped: boolean; sessionEnd?: boolean }): { hooks: HookEntries } {
+  const events = ['PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(opts.sessionEnd ? ['SessionEnd'] : [])];
+  const hooks: HookEntries = {};
+  for (const ev of events) hooks[ev] = [{ matcher: '*', hooks: [{ type: 'command', command: hookCommand('claude', ev, opts) }] }];
+  return { hooks };
+}
+
+function mergeHooks(base: Record<string, unknown>, add: { hooks: HookEntries }): Record<string, unknown> {
+  const hooks = { ...((base.hooks && typeof base.hooks === 'object' ? base.hooks : {}) as Record<string, unknown[]>) };
+  for (const [ev, entries] of Object.entries(add.hooks)) hooks[ev] = [...(Array.isArray(hooks[ev]) ? hooks[ev] : []), ...entries];
+  return { ...base, hooks };
+}
+
+/**
+ * The claude command with agentsnap's hooks added through `--settings`
+ * (merged by Claude Code with the user's settings; no file is edited). A
+ * `--settings` the user gave is kept: its content is merged with ours.
+ */
+export function claudeArgv(command: string[], cwd: string): string[] {
+  const ours = claudeHookSettings({ wrapped: true });
+  const rest = command.slice(1);
+  const out: string[] = [];
+  let merged = false;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i] as string;
+    if (arg === '--') {
+      out.push(...rest.slice(i));
+      break;
+    }
+    let value: string | undefined;
+    if (arg === '--settings' && i + 1 < rest.length) value = rest[++i];
+    else if (arg.startsWith('--settings=')) value = arg.slice('--settings='.length);
+    if (value === undefined) {
+      out.push(arg);
+      continue;
+    }
+    out.push('--settings', JSON.stringify(mergeHooks(readSettingsArg(value, cwd), ours)));
+    merged = true;
+  }
+  if (!merged) out.unshift('--settings', JSON.stringify(ours));
+  return [command[0] as string, ...out];
+}
+
+function readSettingsArg(value: string, cwd: string): Record<string, unknown> {
+  let text = value;
+  if (!value.trim().startsWith('{')) {
+    try {
+      text = fs.readFileSync(path.resolve(cwd, value), 'utf8');
+    } catch (e) {
+      throw errors.invalidArgument(`cannot read the --settings file ${value}: ${(e as Error).message}`, { data: { file: value } });
+    }
+  }
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    /* reported below */
+  }
+  throw errors.invalidArgument(`the --settings given to claude is not a JSON object: ${value.slice(0, 80)}`, {
+    hint: 'agentsnap merges its hooks into it; fix the settings and try again.',
+  });
+}
+
+/** Finds the program the way the shell would (PATH search for a bare name); throws when it cannot be started. */
+export function resolveProgram(program: string, env: NodeJS.ProcessEnv, cwd: string): string {
+  const candidates = program.includes('/')
+    ? [path.resolve(cwd, program)]
+    : (env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(path.resolve(cwd, dir), program));
+  let found: string | null = null;
+  for (const file of candidates) {
+    try {
+      const st = fs.statSync(file);
+      if (!st.isFile()) continue;
+      found = found ?? file;
+      fs.accessSync(file, fs.constants.X_OK);
+      return file;
+    } catch {
+      /* next */
+    }
+  }
+  if (found) {
+    throw errors.invalidArgument(`cannot start ${program}: ${found} is not executable.`, {
+      hint: `Make it executable (chmod +x ${found}) or run it through its interpreter.`,
+      data: { program, path: found },
+    });
+  }
+  throw errors.invalidArgument(`cannot start ${program}: command not found.`, {
+    hint: program.includes('/') ? 'Check the path.' : 'Check the name, or that the directory holding it is on PATH.',
+    data: { program },
+  });
+}
+
+/** Whether this process is in its terminal's foreground process group (then the terminal signals the agent too). */
+function inTerminalForeground(): boolean {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const [pgrp, ttyNr, tpgid] = [Number(f[2]), Number(f[4]), Number(f[5])];
+    return ttyNr !== 0 && pgrp === tpgid;
+  } catch {
+    return process.stdin.isTTY === true;
+  }
+}
+
+/** Signals the terminal sends to its whole foreground group: the agent already got them. */
+const TERMINAL_SIGNALS = new Set<NodeJS.Signals>(['SIGINT', 'SIGQUIT', 'SIGHUP']);
+const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGTERM', 'SIGUSR1', 'SIGUSR2'];
+
+function runChild(program: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, argv.slice(1), { cwd, env, stdio: 'inherit', argv0: argv[0] });
+    const handlers = new Map<NodeJS.Signals, () => void>();
+    const cleanup = () => {
+      for (const [sig, h] of handlers) process.off(sig, h);
+    };
+    for (const sig of FORWARDED_SIGNALS) {
+      const h = () => {
+        // Ctrl-C and friends reach the agent straight from the terminal; sending them again would deliver them twice.
+        if (TERMINAL_SIGNALS.has(sig) && inTerminalForeground()) return;
+        try {
+          child.kill(sig);
+        } catch {
+          /* already gone */
+        }
+      };
+      handlers.set(sig, h);
+      process.on(sig, h);
+    }
+    child.on('error', (e) => {
+      cleanup();
+      reject(e);
+    });
+    child.on('exit', (code, signal) => {
+      cleanup();
+      resolve({ code, signal });
+    });
+  });
+}
+
+function wrapFailed(what: string, e: unknown): AgentsnapError {
+  const inner = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
+  return new AgentsnapError(inner.code, inner.exit, `${what}: ${inner.message}`, {
+    hint: `The agent was not started, so nothing ran unprotected. ${inner.hint ?? 'Fix the cause and run the same command again, or run the agent without agentsnap.'}`,
+    data: inner.data,
+    cause: e,
+  });
+}
+
+/** Runs `command` as an agent inside an agentsnap session. */
+export async function wrap(opts: WrapOptions): Promise<WrapResult> {
+  const command = opts.command;
+  if (command.length === 0 || !command[0]) {
+    throw errors.invalidArgument('name the agent command to run after `--`.', { hint: 'For example: agentsnap wrap -- claude' });
+  }
+  const choice = opts.agent ?? 'auto';
+  if (choice !== 'auto' && !(AGENTS as readonly string[]).includes(choice)) {
+    throw errors.invalidArgument(`--agent must be auto, ${AGENTS.join(', ')}; not ${JSON.stringify(choice)}.`);
+  }
+  if (opts.session !== undefined) assertSessionId(opts.session);
+  const program = resolveProgram(command[0], opts.env, opts.cwd);
+  const agent: Agent = choice === 'auto' ? detectAgent(command) : choice;
+  const argv = agent === 'claude' ? claudeArgv(command, opts.cwd) : [...command];
+
+  const repo = await openRepo(opts.cwd, { env: opts.env });
+  const owner = wrapperOwner();
+  const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
+  const resumed = !!opts.session && fs.existsSync(path.join(repo.stateDir, 'sessions', opts.session, 'journal.jsonl'));
+  let session: string;
+  let settings: Settings;
+  try {
+    settings = await loadSettings(repo);
+    // The command line is journaled: redact tokens passed as arguments.
+    const journaled = redactValue(command, settings.redactPatterns);
+    if (resumed && opts.session) {
+      session = (await resumeSession(repo, opts.session, { settings, agent, command: journaled, owner, ...progress })).session;
+    } else {
+      session = (await startSession(repo, { settings, agent, command: journaled, owner, ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
+    }
+  } catch (e) {
+    throw wrapFailed(resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot', e);
+  }
+  opts.onStart?.({ session, refPrefix: `${STEP_REF_PREFIX}${session}/`, resumed, agent, argv });
+
+  const env: NodeJS.ProcessEnv = {
+    ...opts.env,
+    AGENTSNAP_SESSION: session,
+    AGENTSNAP_WORKTREE: repo.worktree,
+    AGENTSNAP_BIN,
+    AGENTSNAP_NODE: process.execPath,
+    AGENTSNAP_AGENT: agent,
+    // Hooks that `init` wrote into the agent's settings stand aside: the injected ones record the calls.
+    AGENTSNAP_HOOKS: agent === 'generic' ? '' : agent,
+  };
+  let exit: { code: number | null; signal: NodeJS.Signals | null };
+  try {
+    exit = await runChild(program, argv, opts.cwd, env);
+  } catch (e) {
+    await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
+    throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
+  }
+  const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
+  const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
+  let endError: AgentsnapError | null = null;
+  try {
+    await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
+  } catch (e) {
+    endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
+  }
+  return { session, agent, exitCode, signal: exit.signal, endError };
+}

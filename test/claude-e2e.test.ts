@@ -1,0 +1,90 @@
+// End to end with the real Claude Code binary under `agentsnap wrap`, driven
+// offline by a scripted stand-in for the Messages API.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cliProcess, tempRepo, treeFiles } from './helpers.js';
+import { startMessagesStub, type ScriptedTurn } from './support/messages-stub.js';
+import { claudeBinary } from './support/claude-code.js';
+import { loadSession } from '../src/session.js';
+import { openRepo } from '../src/repo.js';
+
+const claude = claudeBinary();
+
+test('claude under wrap: one step per tool call, right tools and statuses, post trees equal the files after each call', async () => {
+  if (!claude) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
+  const d = (rel: string) => path.join(repo.dir, rel);
+  const script: ScriptedTurn[] = [
+    { text: 'I will create hello.txt.', tools: [{ name: 'Write', input: { file_path: d('hello.txt'), content: 'hello\n' } }] },
+    { tools: [{ name: 'Edit', input: { file_path: d('a.txt'), old_string: 'one', new_string: 'two' } }] },
+    { tools: [{ name: 'Read', input: { file_path: d('a.txt') } }, { name: 'Write', input: { file_path: d('sub/new.txt'), content: 'nested\n' } }] },
+    { tools: [{ name: 'Bash', input: { command: 'rm gone.txt && echo made > made.txt', description: 'delete and create' } }] },
+    { tools: [{ name: 'Bash', input: { command: 'echo partial > fail.txt; exit 3', description: 'a failing command' } }] },
+    { text: 'All done.' },
+  ];
+  // The files expected after each call, in order.
+  const expected: Record<string, string>[] = [];
+  let files: Record<string, string> = { 'a.txt': 'one\n', 'gone.txt': 'bye\n' };
+  const after = (change: (f: Record<string, string>) => void) => {
+    files = { ...files };
+    change(files);
+    expected.push(files);
+  };
+  after((f) => (f['hello.txt'] = 'hello\n'));
+  after((f) => (f['a.txt'] = 'two\n'));
+  after(() => undefined);
+  after((f) => (f['sub/new.txt'] = 'nested\n'));
+  after((f) => {
+    delete f['gone.txt'];
+    f['made.txt'] = 'made\n';
+  });
+  after((f) => (f['fail.txt'] = 'partial\n'));
+  const stub = await startMessagesStub(script);
+  try {
+    const env = {
+      IS_SANDBOX: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      ANTHROPIC_BASE_URL: stub.url,
+      ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+    };
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], { env, timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, 'All done.');
+    assert.match(res.stderr, 'claude hooks injected');
+    assert.not.match(res.stderr, 'warning');
+    const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
+    const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
+    assert.is(s.agent, 'claude');
+    assert.ok(s.ended);
+    assert.is(s.steps.length, stub.toolUses.length, 'one step per tool call');
+    s.steps.forEach((st, i) => {
+      const call = stub.toolUses[i];
+      assert.is(st.tool, call?.name, `step ${st.step}`);
+      assert.is(st.toolUseId, call?.id);
+      assert.equal(st.input && typeof st.input === 'object' ? Object.fromEntries(Object.entries(call?.input ?? {}).map(([k]) => [k, (st.input as Record<string, unknown>)[k]])) : null, call?.input);
+      assert.is(st.status, i === 5 ? 'failed' : 'done', `status of step ${st.step}`);
+      const tree = treeFiles(repo, st.post as string);
+      assert.equal(Object.fromEntries([...tree].map(([p, v]) => [p, v.content.toString()])), expected[i], `files after step ${st.step}`);
+      // The transcript line holding the call, and the transcript's length when it started.
+      const tr = st.transcript;
+      assert.ok(tr?.path && tr.uuid && tr.offset, `transcript position of step ${st.step}`);
+      const text = fs.readFileSync(tr.path, 'utf8');
+      assert.ok(tr.offset <= Buffer.byteLength(text));
+      const line = text.split('\n').find((l) => l.includes(`"uuid":"${tr.uuid}"`)) ?? '';
+      assert.ok(line.includes(call?.id ?? '?'), 'the uuid names the line holding the tool_use');
+    });
+    assert.is(s.steps[5]?.error, 'Exit code 3');
+    assert.match(String(s.steps[0]?.agentVersion), /^claude-code \d/);
+    const replay = await cliProcess(repo, ['replay', '--session', id]);
+    assert.match(replay.stdout, '## User\n\nMake the changes.');
+    assert.match(replay.stdout, '### Step 6: Bash (failed');
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test.run();
