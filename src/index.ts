@@ -31,3 +31,6 @@ export type {
 } from './journal.js';
 export { readJournal, JOURNAL_VERSION } from './journal.js';
 export { AGENTSNAP_NAME, AGENTSNAP_EMAIL } from './git/run.js';
+export * from './api-undo.js';
+export { opRef } from './undo.js';
+export { outsideEffect } from './effects.js';

@@ -6,8 +6,20 @@ import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
 import { snapCommand } from './commands/snap.js';
 import { diffCommand, logCommand, sessionsCommand, showCommand } from './commands/read.js';
+import { redoCommand, restoreCommand, revertCommand, statusCommand, undoCommand } from './commands/undo.js';
 
-export const COMMANDS: CommandFactory[] = [snapCommand, sessionsCommand, logCommand, showCommand, diffCommand];
+export const COMMANDS: CommandFactory[] = [
+  snapCommand,
+  sessionsCommand,
+  logCommand,
+  showCommand,
+  diffCommand,
+  undoCommand,
+  redoCommand,
+  restoreCommand,
+  revertCommand,
+  statusCommand,
+];
 
 class UsageError extends AgentsnapError {
   constructor(message: string) {
