@@ -111,6 +111,9 @@ export function forkClaudeTranscript(step: Step, opts: { cwd: string; newId?: st
     if (!l.obj || typeof l.obj.sessionId !== 'string') return l.raw;
     return JSON.stringify({ ...l.obj, sessionId: id });
   });
+  // Claude Code finds sessions by project directory: resume from the directory the conversation ran in.
+  const at = lines[cut.index]?.obj?.cwd;
+  const cwd = typeof at === 'string' ? at : opts.cwd;
   const file = path.join(path.dirname(t.path), `${id}.jsonl`);
   const tmp = `${file}.tmp-${process.pid}`;
   fs.writeFileSync(tmp, kept.length > 0 ? kept.join('\n') + '\n' : '', { mode: 0o600, flag: 'wx' });
@@ -120,7 +123,7 @@ export function forkClaudeTranscript(step: Step, opts: { cwd: string; newId?: st
     file,
     original: t.path,
     sessionId: id,
-    cwd: opts.cwd,
+    cwd,
     resumeCommand: `claude --resume ${id}`,
     lines: kept.length,
     sharedWith: cut.sharedWith,
