@@ -122,6 +122,7 @@ export function inspect(worktree: string, rel: string): Found {
   return { kind: 'other' };
 }
 
+/** A path an operation did not change; the operation still completes (see op.done `left`). */
 export interface LeftPath {
   path: string;
   reason: string;
@@ -281,13 +282,8 @@ function pruneEmptyDirs(worktree: string, rels: Iterable<string>): void {
   }
 }
 
-function fail(rel: string, e: unknown): never {
-  const code = (e as NodeJS.ErrnoException).code ?? 'error';
-  throw errors.internal(`could not restore ${rel} (${code}).`, {
-    hint: 'Nothing is lost: the worktree as it was is in the safety snapshot. Fix the cause and run the command again; it completes the operation.',
-    data: { path: rel, errno: code },
-    cause: e,
-  });
+function errno(e: unknown): string {
+  return (e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e));
 }
 
 /**
@@ -327,7 +323,10 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: ApplyOp
     try {
       fs.unlinkSync(path.join(repo.worktree, c.path));
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') fail(c.path, e);
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+        left.push({ path: c.path, reason: `could not delete it (${errno(e)})` });
+        continue;
+      }
     }
     applied.push(c);
     tick();
@@ -341,7 +340,7 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: ApplyOp
     try {
       blocker = ensureParents(repo.worktree, c.path);
     } catch (e) {
-      fail(c.path, e);
+      blocker = `could not create its directory (${errno(e)})`;
     }
     if (blocker) {
       left.push({ path: c.path, reason: blocker });
@@ -353,11 +352,12 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: ApplyOp
       continue;
     }
     const content = blobs.get(to.oid);
-    if (!content) fail(c.path, new Error('missing blob'));
+    if (!content) throw errors.internal(`object ${to.oid} for ${c.path} is missing.`, { data: { path: c.path, oid: to.oid } });
     try {
       writeEntry(repo.worktree, c.path, to, content);
     } catch (e) {
-      fail(c.path, e);
+      left.push({ path: c.path, reason: `could not write it (${errno(e)})` });
+      continue;
     }
     applied.push(c);
     tick();

@@ -92,6 +92,8 @@ export interface RecoveredOp {
   op: number;
   kind: OpKind;
   status: 'done' | 'abandoned';
+  /** Why an abandoned operation was not completed. */
+  reason: string | null;
   ref: string;
 }
 
@@ -559,16 +561,27 @@ async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession,
     if (snapshotsAfter) {
       const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'abandoned', commit: null, tree: null, left: [], resumed: true };
       await locked.append(ev, []);
-      out.push({ op: start.op, kind: start.kind, status: 'abandoned', ref });
+      out.push({ op: start.op, kind: start.kind, status: 'abandoned', reason: 'snapshots were taken after it', ref });
       continue;
     }
-    const applied = await applyPlan(repo, start.paths);
+    let applied;
+    try {
+      applied = await applyPlan(repo, start.paths);
+    } catch (err) {
+      // Completing it failed again: give up on it rather than block every later operation.
+      // Nothing is lost: the next safety snapshot records the worktree as it is.
+      const reason = err instanceof Error ? err.message : String(err);
+      const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'abandoned', commit: null, tree: null, left: [{ path: '.', reason }], resumed: true };
+      await locked.append(ev, []);
+      out.push({ op: start.op, kind: start.kind, status: 'abandoned', reason: `completing it failed: ${reason}`, ref });
+      continue;
+    }
     const tree = await recordApplied(repo, locked.paths.index, applied.applied);
     const head = (await readHead(repo)).commit;
     const commit = await commitTree(repo, { tree, parents: [start.safety], message: opMessage(id, start.op, start.kind, `operation ${start.op} ${start.kind} (completed after an interruption)`, head) });
     const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'done', commit, tree, left: applied.left, resumed: true };
     await locked.append(ev, [{ ref: headRef(id), value: commit }]);
-    out.push({ op: start.op, kind: start.kind, status: 'done', ref });
+    out.push({ op: start.op, kind: start.kind, status: 'done', reason: null, ref });
   }
   return out;
 }

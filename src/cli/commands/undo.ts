@@ -53,7 +53,7 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
     out.err(
       rec.status === 'done'
         ? `agentsnap: completed interrupted operation ${rec.op} (${rec.kind}) first`
-        : `agentsnap: interrupted operation ${rec.op} (${rec.kind}) was not completed: snapshots were taken after it. The worktree as it was before it is in ${rec.ref}.`,
+        : `agentsnap: interrupted operation ${rec.op} (${rec.kind}) was not completed (${rec.reason ?? 'unknown'}). The worktree as it was before it is in ${rec.ref}.`,
     );
   }
   out.out(c.bold(headline));
