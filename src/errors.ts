@@ -60,6 +60,7 @@ export const errors = {
   sessionNotRunning: make('SessionNotRunning', 'user'),
   stepOutOfRange: make('StepOutOfRange', 'user'),
   noOpenStep: make('NoOpenStep', 'user'),
+  nothingToDo: make('NothingToDo', 'user'),
   ambiguousOpenStep: make('AmbiguousOpenStep', 'user'),
   invalidArgument: make('InvalidArgument', 'usage'),
   invalidConfig: make('InvalidConfig', 'user'),

@@ -45,3 +45,6 @@ export { redactText, redactValue, truncateValue } from './redact.js';
 export { resumeSession, recordUnprotected } from './session.js';
 export { openSession } from './toolcall.js';
 export type { AgentSession, OpenSessionOptions, ToolCallOptions } from './toolcall.js';
+export * from './api-undo.js';
+export { opRef } from './undo.js';
+export { outsideEffect } from './effects.js';

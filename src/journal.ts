@@ -135,6 +135,75 @@ export interface SessionEndEvent extends EventBase {
   changed: ChangedPath[];
 }
 
+/** A tree entry: git mode (100644, 100755, 120000, 160000) and object id. */
+export interface TreeEntry {
+  mode: string;
+  oid: string;
+}
+
+/** One path an operation changes: from the safety snapshot's entry to the target's (null = absent). */
+export interface PlannedChange {
+  path: string;
+  from: TreeEntry | null;
+  to: TreeEntry | null;
+}
+
+export type OpKind = 'undo' | 'redo' | 'restore' | 'revert';
+
+/** What an operation aims at, as the user named it. */
+export interface OpTarget {
+  /** Step whose state is restored (undo, restore) or taken back (revert). */
+  step?: number;
+  /** State before or after that step. */
+  when?: 'before' | 'after';
+  /** Operation whose safety snapshot is restored (redo, undo --op). */
+  op?: number;
+  /** Only these paths (restore). */
+  paths?: string[];
+}
+
+/**
+ * An undo, redo, restore or revert is about to change the worktree. Written
+ * (fsync) after the safety snapshot and before any file changes; an op.start
+ * without op.done is completed (or marked abandoned) by the next operation.
+ */
+export interface OpStartEvent extends EventBase {
+  type: 'op.start';
+  /** Operation number, per session, from 1. */
+  op: number;
+  kind: OpKind;
+  target: OpTarget;
+  /** Tree the planned paths are made to match, and its commit when it has one (revert's merge result has none). */
+  to: string;
+  toCommit: string | null;
+  /** Snapshot of the worktree taken just before (kept by refs/agentsnap/sessions/<id>/ops/<op>). */
+  safety: string;
+  safetyTree: string;
+  safetySkipped: SkippedFile[];
+  /** Exactly the paths the operation changes. */
+  paths: PlannedChange[];
+  /** Steps this operation marks undone (undo; redo: steps recorded after the undo it reverses). */
+  undoes: number[];
+  /** The undo operation a redo reverses. */
+  redoes: number | null;
+  force: boolean;
+}
+
+/** An operation finished: the worktree matches `tree` (minus `left`), which becomes the session head. */
+export interface OpDoneEvent extends EventBase {
+  type: 'op.done';
+  op: number;
+  /** abandoned: interrupted, and snapshots were taken after it, so it was not completed. */
+  status: 'done' | 'abandoned';
+  /** Commit of the restored state (first parent: the safety snapshot); null when abandoned. */
+  commit: string | null;
+  tree: string | null;
+  /** Paths left as they were, and why (changed while the operation ran, in the way, nested repository). */
+  left: { path: string; reason: string }[];
+  /** Whether the operation was completed by a later command after an interruption. */
+  resumed: boolean;
+}
+
 export type JournalEvent =
   | SessionStartEvent
   | StepPreEvent
@@ -143,6 +212,8 @@ export type JournalEvent =
   | StepUnprotectedEvent
   | SessionEndEvent
   | SessionResumeEvent
+  | OpStartEvent
+  | OpDoneEvent
   // Later event types (undo, redo, apply, discard...) are read as unknown events and kept.
   | (EventBase & { type: string; [key: string]: unknown });
 

@@ -12,6 +12,7 @@ import type {
   StepPreEvent,
   StepStatus,
   StepUnprotectedEvent,
+  OpDoneEvent,
   TranscriptPosition,
 } from './journal.js';
 
@@ -243,6 +244,16 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
     case 'session.discard':
       s.discarded = true;
       break;
+    case 'op.done': {
+      // An undo/redo/restore/revert moved the worktree: its result is the new chain tip.
+      const e = ev as OpDoneEvent;
+      if (e.commit) {
+        s.head = e.commit;
+        s.headTree = tree;
+      }
+      s.extraEvents.push(ev);
+      break;
+    }
     default:
       s.extraEvents.push(ev);
   }

@@ -61,9 +61,29 @@ export function sessionPaths(repo: Repo, id: string): SessionPaths {
   };
 }
 
+function worktreeKey(repo: Repo): string {
+  return createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
+}
+
 function worktreeLockFile(repo: Repo): string {
-  const key = createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
-  return path.join(repo.stateDir, 'locks', `worktree-${key}.lock`);
+  return path.join(repo.stateDir, 'locks', `worktree-${worktreeKey(repo)}.lock`);
+}
+
+/**
+ * The worktree content lock: held around every snapshot and every restore of
+ * this worktree (all sessions), so no snapshot reads a half-restored worktree.
+ * Distinct from the worktree lock above, which is held while a session starts
+ * (and so around its baseline snapshot). Order: session lock, then this one.
+ */
+export function contentLockFile(repo: Repo): string {
+  return path.join(repo.stateDir, 'locks', `content-${worktreeKey(repo)}.lock`);
+}
+
+/** snapshotTree under the worktree content lock (the caller holds the session lock). */
+async function lockedSnapshot(repo: Repo, settings: Settings, opts: Parameters<typeof snapshotTree>[1]): ReturnType<typeof snapshotTree> {
+  const file = contentLockFile(repo);
+  ensureDir(path.dirname(file));
+  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => snapshotTree(repo, opts));
 }
 
 function ensureDir(dir: string): void {
@@ -275,7 +295,7 @@ export interface SnapshotResult {
   skipped: SkippedFile[];
 }
 
-function commitMessage(fields: {
+export function commitMessage(fields: {
   summary: string;
   session: string;
   step: number | null;
@@ -314,7 +334,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
   ensureDir(p.dir);
   return withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'start session' }, async () => {
     const head = await readHead(repo);
-    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: null, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [],
@@ -353,13 +373,14 @@ async function mutate<T>(
   settings: Settings,
   purpose: string,
   fn: (state: SessionState, p: SessionPaths) => Promise<T>,
+  requireRunning = true,
 ): Promise<T> {
   loadSessionExists(repo, id);
   const p = sessionPaths(repo, id);
   const lock = await acquireLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose });
   try {
     const state = await loadState(repo, id);
-    if (state.session.ended || state.session.discarded) {
+    if (requireRunning && (state.session.ended || state.session.discarded)) {
       throw errors.sessionNotRunning(`session ${id} has ${state.session.discarded ? 'been discarded' : 'ended'}.`, {
         hint: 'Start a new session (leave --session out).',
         data: { session: id },
@@ -369,6 +390,32 @@ async function mutate<T>(
   } finally {
     lock.release();
   }
+}
+
+/** What an operation (src/undo.ts) gets while it holds a session's lock. */
+export interface LockedSession {
+  paths: SessionPaths;
+  /** The session head (chain tip) and its tree, current as of the last append. */
+  head(): { commit: string; tree: string | null };
+  /** Appends an event and applies it: journal, refs, state (the same order as every step). */
+  append(ev: JournalEvent, refs: RefUpdate[]): Promise<void>;
+}
+
+/** Runs fn under the session lock, ended sessions included (undo works after the agent has exited). */
+export async function withSessionLock<T>(repo: Repo, id: string, settings: Settings, purpose: string, fn: (s: LockedSession) => Promise<T>): Promise<T> {
+  return mutate(
+    repo,
+    id,
+    settings,
+    purpose,
+    (state, p) =>
+      fn({
+        paths: p,
+        head: () => ({ commit: state.session.head, tree: state.session.headTree }),
+        append: (ev, refs) => commitEvent(repo, p, state, ev, refs),
+      }),
+    false,
+  );
 }
 
 /** Journal, refs, state: in that order (see the module comment). */
@@ -401,7 +448,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
-    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [s.head],
@@ -492,7 +539,7 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
     const s = state.session;
     const st = findOpenStep(state, opts);
     const head = await readHead(repo);
-    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const pre = st.pre ?? s.head;
     // First parent: the pre-snapshot; second: the chain tip when other snapshots came between (overlapping calls).
     const parents = s.head !== pre ? [pre, s.head] : [pre];
@@ -537,7 +584,7 @@ export async function recordCheckpoint(repo: Repo, id: string, opts: CheckpointO
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
-    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [s.head],
@@ -648,7 +695,7 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
   return mutate(repo, id, settings, 'end session', async (state, p) => {
     const s = state.session;
     const head = await readHead(repo);
-    const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: s.headTree });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree });
     let commit: string | null = null;
     if (snap.tree !== s.headTree) {
       commit = await commitTree(repo, {

@@ -228,7 +228,7 @@ async function readEntries(repo: Repo, indexFile: string, paths: string[]): Prom
   return out;
 }
 
-async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
+export async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
   // --stdin-paths is line based: paths with a newline are hashed one by one.
   const simple = paths.filter((p) => !p.includes('\n'));
   const out = new Map<string, string>();

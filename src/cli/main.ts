@@ -13,6 +13,7 @@ import { wrapCommand } from './commands/wrap.js';
 import { hookCommand, runHookCli } from './commands/hook.js';
 import { replayCommand } from './commands/replay.js';
 import { initCommand } from './commands/init.js';
+import { redoCommand, restoreCommand, revertCommand, statusCommand, undoCommand } from './commands/undo.js';
 
 export const COMMANDS: CommandFactory[] = [
   wrapCommand,
@@ -21,6 +22,11 @@ export const COMMANDS: CommandFactory[] = [
   logCommand,
   showCommand,
   diffCommand,
+  undoCommand,
+  redoCommand,
+  restoreCommand,
+  revertCommand,
+  statusCommand,
   replayCommand,
   initCommand,
   hookCommand,

@@ -1,6 +1,7 @@
 // The read-only commands: sessions, log, show, diff.
 import { diff, log, sessions, show } from '../../api.js';
 import type { Step } from '../../model.js';
+import { outsideEffect } from '../../effects.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { countChanges, describeSkipped, printablePath, type Output } from '../output.js';
@@ -116,6 +117,8 @@ export const logCommand: CommandFactory = (ctx) => ({
       if (st.overlaps.length > 0) marks.push(c.yellow(`overlaps ${st.overlaps.join(',')}`));
       if (st.changedBefore.length > 0 && st.step > 1) marks.push(c.yellow(`${st.changedBefore.length} changed outside tool calls before it`));
       if (st.message) marks.push(JSON.stringify(st.message));
+      const effect = outsideEffect(st, res.session.worktree);
+      if (effect) marks.push(c.red(`not undoable: ${effect}`));
       out.out(
         `${c.bold(String(st.step).padStart(4))}  ${tool.padEnd(12)} ${statusColor(out, st.status.padEnd(11))} ${when(st.startedAt)}  ${files} ${c.green(`+${n.added}`)} ${c.red(`-${n.deleted}`)}${marks.length ? `  ${marks.join('  ')}` : ''}`,
       );

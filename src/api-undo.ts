@@ -1,0 +1,139 @@
+// Public API of the operations that move the worktree (undo, redo, restore,
+// revert), the conversation rewind and status. Validates input and picks the
+// session, then calls src/undo.ts, which trusts it.
+import { errors } from './errors.js';
+import { assertSessionId } from './ids.js';
+import { openRepo, type Repo } from './repo.js';
+import { loadSession, selectSession } from './session.js';
+import { toRepoPath, type SessionOptions } from './api.js';
+import {
+  foldOps,
+  redoOperation,
+  restoreOperation,
+  revertOperation,
+  statusOf,
+  undoOperation,
+  type OperationResult,
+  type SessionStatusReport,
+} from './undo.js';
+import { rewindChat, type ChatRewind } from './rewind.js';
+import { readJournal } from './journal.js';
+import { sessionPaths } from './session.js';
+
+export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './undo.js';
+export type { ChatRewind, ChatFork, ChatDigest } from './rewind.js';
+
+export interface OperationCommonOptions extends SessionOptions {
+  /** Print what would change; change nothing. */
+  dryRun?: boolean;
+  /** Go ahead over changes made outside tool calls and over unprotected steps (all kept in the safety snapshot). */
+  force?: boolean;
+  /** Test seam: stop after this many file changes, as a crash would. */
+  interruptAfter?: number;
+}
+
+async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: string; source: 'flag' | 'env' | 'recent' }> {
+  const session = opts.session === undefined ? undefined : assertSessionId(opts.session);
+  const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+  const sel = await selectSession(repo, { session });
+  return { repo, id: sel.id, source: sel.source };
+}
+
+function stepNumber(n: unknown, what = 'step'): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
+    throw errors.invalidArgument(`${what} must be a whole number of 1 or more, not ${JSON.stringify(n)}.`, { data: { value: n } });
+  }
+  return n;
+}
+
+function opOptions(opts: OperationCommonOptions) {
+  return {
+    dryRun: !!opts.dryRun,
+    force: !!opts.force,
+    ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}),
+  };
+}
+
+export interface UndoOptions extends OperationCommonOptions {
+  /** Step to undo (with every later one); default: the last step not already undone. */
+  step?: number | undefined;
+  /** files (default), chat (conversation only) or both. */
+  scope?: 'files' | 'chat' | 'both';
+}
+
+export interface UndoOutcome {
+  source: 'flag' | 'env' | 'recent';
+  files: OperationResult | null;
+  chat: ChatRewind | null;
+  /** The step the conversation was rewound to (before it). */
+  chatStep: number | null;
+}
+
+/** `agentsnap undo [N]`: the worktree (and/or the conversation) back to before step N. */
+export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
+  const step = opts.step === undefined ? undefined : stepNumber(opts.step);
+  const scope = opts.scope ?? 'files';
+  if (!['files', 'chat', 'both'].includes(scope)) throw errors.invalidArgument(`scope must be files, chat or both, not ${JSON.stringify(scope)}.`);
+  const { repo, id, source } = await sessionFor(opts);
+  let files: OperationResult | null = null;
+  if (scope !== 'chat') files = await undoOperation(repo, id, step, opOptions(opts));
+  let chat: ChatRewind | null = null;
+  let chatStep: number | null = null;
+  if (scope !== 'files') {
+    const s = loadSession(repo, id);
+    chatStep = files?.target.step ?? step ?? lastUndoneStep(repo, id) ?? s.steps[s.steps.length - 1]?.step ?? null;
+    if (chatStep === null) throw errors.invalidArgument(`session ${id} has no steps: there is no conversation to rewind.`);
+    const st = s.steps.find((x) => x.step === chatStep);
+    if (!st) throw errors.stepOutOfRange(`session ${id} has no step ${chatStep}.`, { data: { session: id, step: chatStep } });
+    if (!opts.dryRun) chat = rewindChat(s, st, s.cwd);
+  }
+  return { source, files, chat, chatStep };
+}
+
+/** The step the last undo went back to, when the last operation was an undo. */
+function lastUndoneStep(repo: Repo, id: string): number | null {
+  const ops = foldOps(readJournal(sessionPaths(repo, id).journal).events);
+  const last = ops[ops.length - 1];
+  return last && last.kind === 'undo' && last.status === 'done' ? last.target.step ?? null : null;
+}
+
+/** `agentsnap redo`: back to the state before the last undo (itself an operation, undoable). */
+export async function redo(opts: OperationCommonOptions = {}): Promise<OperationResult & { source: 'flag' | 'env' | 'recent' }> {
+  const { repo, id, source } = await sessionFor(opts);
+  return { ...(await redoOperation(repo, id, opOptions(opts))), source };
+}
+
+export interface RestoreOptions extends OperationCommonOptions {
+  step: number;
+  /** The state after step N instead of before it. */
+  after?: boolean;
+  /** Paths relative to the caller's directory (a directory covers what is below it). */
+  paths: string[];
+}
+
+/** `agentsnap restore N -- <paths>`: these paths as they were before (or after) step N. */
+export async function restore(opts: RestoreOptions): Promise<OperationResult & { source: 'flag' | 'env' | 'recent' }> {
+  const step = stepNumber(opts.step);
+  if (!Array.isArray(opts.paths) || opts.paths.length === 0) {
+    throw errors.invalidArgument('name the paths to restore, e.g. `agentsnap restore 3 -- src/app.ts`.', {
+      hint: 'To put the whole worktree back, use `agentsnap undo N`.',
+    });
+  }
+  const { repo, id, source } = await sessionFor(opts);
+  const paths = opts.paths.map((p) => toRepoPath(repo, p));
+  const all = paths.includes('.');
+  return { ...(await restoreOperation(repo, id, step, opts.after ? 'after' : 'before', all ? [] : paths, opOptions(opts))), source };
+}
+
+/** `agentsnap revert N`: takes back only what step N changed, keeping later steps (three-way merge). */
+export async function revert(opts: OperationCommonOptions & { step: number }): Promise<OperationResult & { source: 'flag' | 'env' | 'recent' }> {
+  const step = stepNumber(opts.step);
+  const { repo, id, source } = await sessionFor(opts);
+  return { ...(await revertOperation(repo, id, step, opOptions(opts))), source };
+}
+
+/** `agentsnap status`: where the session stands. */
+export async function status(opts: SessionOptions = {}): Promise<SessionStatusReport & { source: 'flag' | 'env' | 'recent' }> {
+  const { repo, id, source } = await sessionFor(opts);
+  return { ...statusOf(repo, id), source };
+}

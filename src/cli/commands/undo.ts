@@ -1,0 +1,247 @@
+// The commands that move the worktree (undo, redo, restore, revert) and status.
+import { redo, restore, revert, status, undo, type OperationResult } from '../../api-undo.js';
+import { errors } from '../../errors.js';
+import type { ChatRewind } from '../../rewind.js';
+import type { CommandFactory } from '../context.js';
+import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
+import { printablePath, type Output } from '../output.js';
+
+const opOptions = {
+  ...sessionOption,
+  'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'print exactly which files would change and how; change nothing' },
+  force: { type: 'boolean', alias: 'f', default: false, describe: 'go ahead over changes made outside tool calls and unprotected steps (they stay in the safety snapshot)' },
+  ...jsonOption,
+} as const;
+
+interface OpArgs {
+  session?: string;
+  'dry-run': boolean;
+  force: boolean;
+  json: boolean;
+}
+
+const VERB: Record<string, string> = { A: 'create', D: 'delete', M: 'modify', T: 'change type' };
+const DONE: Record<string, string> = { A: 'created', D: 'deleted', M: 'modified', T: 'type changed' };
+
+function range(ns: number[]): string {
+  if (ns.length === 0) return '';
+  const sorted = [...ns].sort((a, b) => a - b);
+  const parts: string[] = [];
+  let start = sorted[0]!;
+  let prev = start;
+  for (const n of [...sorted.slice(1), Number.NaN]) {
+    if (n === prev + 1) {
+      prev = n;
+      continue;
+    }
+    parts.push(start === prev ? String(start) : `${start}-${prev}`);
+    start = n;
+    prev = n;
+  }
+  return parts.join(', ');
+}
+
+/** "step 4" or "steps 1-3, 7". */
+function steps(ns: number[]): string {
+  return `${ns.length === 1 ? 'step' : 'steps'} ${range(ns)}`;
+}
+
+/** Prints an operation's outcome: what changed, what was left, and what cannot be undone. */
+function printOperation(out: Output, r: OperationResult, headline: string): void {
+  const c = out.color;
+  for (const rec of r.recovered) {
+    out.err(
+      rec.status === 'done'
+        ? `agentsnap: completed interrupted operation ${rec.op} (${rec.kind}) first`
+        : `agentsnap: interrupted operation ${rec.op} (${rec.kind}) was not completed (${rec.reason ?? 'unknown'}). The worktree as it was before it is in ${rec.ref}.`,
+    );
+  }
+  out.out(c.bold(headline));
+  const verbs = r.dryRun ? VERB : DONE;
+  if (r.changes.length === 0) out.out(r.dryRun ? '  no file would change' : '  no file changed');
+  for (const ch of r.changes) {
+    const color = ch.change === 'A' ? c.green : ch.change === 'D' ? c.red : c.yellow;
+    out.out(`  ${color(ch.change)} ${printablePath(ch.path)}${c.dim(`  (${verbs[ch.change]})`)}`);
+  }
+  for (const l of r.left) out.out(c.yellow(`  ! ${printablePath(l.path)}  left as it is: ${l.reason}`));
+  for (const k of r.kept) out.out(c.dim(`  = ${printablePath(k)}  kept: it was not snapshotted at the target (skipped)`));
+  if (r.outside.length > 0) {
+    out.out(c.yellow(`  ${r.dryRun ? (r.wouldRefuse ? 'refused without --force: ' : '') : 'overwritten with --force: '}changes made outside the recorded tool calls:`));
+    for (const o of r.outside) out.out(c.yellow(`    ${o.change} ${printablePath(o.path)} (${o.when})`));
+  }
+  if (r.unprotected.length > 0) {
+    out.out(c.yellow(`  ${r.dryRun && r.wouldRefuse ? 'refused without --force: ' : ''}crosses unprotected ${steps(r.unprotected.map((u) => u.step))}`));
+  }
+  if (r.headMoved) {
+    const short = (x: string | null) => (x ? x.slice(0, 10) : 'unborn');
+    out.out(c.yellow(`  HEAD moved during these steps (${short(r.headMoved.then)} -> ${short(r.headMoved.now)}): files ${r.dryRun ? 'would be' : 'were'} restored, the branch is left where it is`));
+  }
+  if (r.safetyRef) out.note(`agentsnap: the worktree as it was is kept in ${r.safetyRef}`);
+  if (r.notUndoable.length > 0) {
+    const list = r.notUndoable.map((n) => `step ${n.step} \`${n.command}\``).join(', ');
+    out.out(c.red(`${r.dryRun ? 'files would be restored' : 'files restored'}; not undoable: ${list}`));
+  }
+}
+
+function printChat(out: Output, chat: ChatRewind, step: number): void {
+  if (chat.kind === 'transcript') {
+    out.out(`conversation forked before step ${step}: ${chat.file} (the original is unchanged)`);
+    if (chat.sharedWith > 0) {
+      out.out(out.color.yellow(`  step ${step}'s tool call shared its assistant message with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is cut before that whole message`));
+    }
+    out.out(`resume it with:  cd ${chat.cwd} && ${chat.resumeCommand}`);
+  } else {
+    out.note(`agentsnap: no conversation to fork (${chat.reason}); a digest of the session before step ${step}:`);
+    out.out(chat.text);
+  }
+}
+
+export const undoCommand: CommandFactory = (ctx) => ({
+  command: 'undo [step]',
+  describe: 'Put the worktree back to before step N (and every later step); default: the last step not undone',
+  builder: (y) =>
+    y
+      .positional('step', { type: 'number', describe: 'step to undo, with every later one' })
+      .options({
+        ...opOptions,
+        chat: { type: 'boolean', default: false, describe: 'rewind only the conversation (a forked transcript to resume)' },
+        both: { type: 'boolean', default: false, describe: 'rewind the files and the conversation' },
+      })
+      .example('$0 undo', 'undo the last tool call')
+      .example('$0 undo 3 --dry-run', 'what undoing step 3 and later would change')
+      .example('$0 undo 3 --both', 'files and conversation back to before step 3'),
+  handler: async (raw) => {
+    const argv = raw as unknown as OpArgs & { step?: number; chat: boolean; both: boolean };
+    const out = ctx.output(argv);
+    if (argv.chat && argv.both) throw errors.invalidArgument('--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.');
+    const res = await undo({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session,
+      step: argv.step,
+      dryRun: argv['dry-run'],
+      force: argv.force,
+      scope: argv.chat ? 'chat' : argv.both ? 'both' : 'files',
+    });
+    if (out.json) {
+      out.printJson(res);
+      return;
+    }
+    const id = res.files?.session;
+    if (id) out.note(sessionSourceNote(id, res.source));
+    if (res.files) {
+      const r = res.files;
+      const head = r.dryRun
+        ? `undo ${r.target.step} (dry run): the worktree would go back to before step ${r.target.step}`
+        : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
+      printOperation(out, r, head);
+      if (!r.dryRun && r.undone.length > 0) out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
+    }
+    if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep);
+    else if (argv['dry-run'] && res.chatStep !== null && !res.files) out.out(`the conversation would be rewound to before step ${res.chatStep}`);
+  },
+});
+
+export const redoCommand: CommandFactory = (ctx) => ({
+  command: 'redo',
+  describe: 'Return to the state before the last undo (also after new steps; itself undoable)',
+  builder: (y) => y.options(opOptions).example('$0 redo', 'take the last undo back'),
+  handler: async (raw) => {
+    const argv = raw as unknown as OpArgs;
+    const out = ctx.output(argv);
+    const r = await redo({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, dryRun: argv['dry-run'], force: argv.force });
+    if (out.json) {
+      out.printJson(r);
+      return;
+    }
+    out.note(sessionSourceNote(r.session, r.source));
+    printOperation(out, r, r.dryRun ? `redo (dry run): back to before operation ${r.target.op}` : `redo (operation ${r.op}): back to before operation ${r.target.op}`);
+    if (!r.dryRun && r.redone.length > 0) out.note(`agentsnap: ${steps(r.redone)} ${r.redone.length === 1 ? 'is' : 'are'} back`);
+    if (r.undone.length > 0) out.out(out.color.yellow(`${steps(r.undone)}, recorded after that undo, ${r.undone.length === 1 ? 'is' : 'are'} replaced; ${r.undone.length === 1 ? 'its' : 'their'} files are in ${r.safetyRef ?? 'the safety snapshot'}`));
+  },
+});
+
+export const restoreCommand: CommandFactory = (ctx) => ({
+  command: 'restore <step> [paths..]',
+  describe: 'Bring specific files back as they were before step N (or after it, with --after)',
+  builder: (y) =>
+    y
+      .positional('step', { type: 'number', describe: 'step number' })
+      .positional('paths', { type: 'string', array: true, describe: 'files or directories (also accepted after --)' })
+      .options({ ...opOptions, after: { type: 'boolean', default: false, describe: 'the state after step N instead of before it' } })
+      .example('$0 restore 3 -- src/app.ts', 'src/app.ts as it was before step 3')
+      .example('$0 restore 3 --after -- src/', 'src/ as step 3 left it'),
+  handler: async (raw) => {
+    const argv = raw as unknown as OpArgs & { step: number; after: boolean; paths?: string[]; '--'?: string[] };
+    const out = ctx.output(argv);
+    const paths = [...(argv.paths ?? []), ...(argv['--'] ?? [])].map(String);
+    const r = await restore({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: argv.step, after: argv.after, paths, dryRun: argv['dry-run'], force: argv.force });
+    if (out.json) {
+      out.printJson(r);
+      return;
+    }
+    out.note(sessionSourceNote(r.session, r.source));
+    const when = argv.after ? 'after' : 'before';
+    printOperation(out, r, r.dryRun ? `restore (dry run): ${paths.join(' ')} as ${when} step ${argv.step}` : `restore (operation ${r.op}): ${paths.join(' ')} as ${when} step ${argv.step}`);
+  },
+});
+
+export const revertCommand: CommandFactory = (ctx) => ({
+  command: 'revert <step>',
+  describe: 'Take back only what step N changed, keeping later steps (three-way merge; conflicts change nothing)',
+  builder: (y) => y.positional('step', { type: 'number', describe: 'step number' }).options(opOptions).example('$0 revert 4', 'take back tool call 4 only'),
+  handler: async (raw) => {
+    const argv = raw as unknown as OpArgs & { step: number };
+    const out = ctx.output(argv);
+    const r = await revert({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: argv.step, dryRun: argv['dry-run'], force: argv.force });
+    if (out.json) {
+      out.printJson(r);
+      return;
+    }
+    out.note(sessionSourceNote(r.session, r.source));
+    printOperation(out, r, r.dryRun ? `revert ${argv.step} (dry run)` : `revert ${argv.step} (operation ${r.op}): step ${argv.step}'s changes taken back`);
+  },
+});
+
+function ago(iso: string | null): string {
+  if (!iso) return 'never';
+  const ms = Date.now() - Date.parse(iso);
+  if (!Number.isFinite(ms)) return iso;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.round(s / 60)}m ago`;
+  if (s < 86400) return `${Math.round(s / 3600)}h ago`;
+  return `${Math.round(s / 86400)}d ago`;
+}
+
+export const statusCommand: CommandFactory = (ctx) => ({
+  command: 'status',
+  describe: 'Where the session stands: last step, undone, open and unprotected steps, hooks, operations',
+  builder: (y) => y.options({ ...sessionOption, ...jsonOption }),
+  handler: async (raw) => {
+    const argv = raw as unknown as { session?: string; json: boolean };
+    const out = ctx.output(argv);
+    const s = await status({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session });
+    if (out.json) {
+      out.printJson(s);
+      return;
+    }
+    const c = out.color;
+    out.out(`${c.bold(`session ${s.session}`)}  ${s.status}  ${s.worktree}${s.agent ? `  ${s.agent}` : ''}`);
+    out.out(s.lastStep ? `last step: ${s.lastStep.step} ${s.lastStep.tool ?? ''} (${s.lastStep.status})`.replace('  ', ' ') : 'no steps yet');
+    out.out(`hooks: last step event ${ago(s.lastStepEventAt)}`);
+    if (s.undone.length > 0) out.out(`undone: ${steps(s.undone)}${s.redoable !== null ? ` (\`agentsnap redo\` takes back operation ${s.redoable})` : ''}`);
+    if (s.open.length > 0) out.out(c.yellow(`open: ${steps(s.open)} (running, or the post hook never came)`));
+    if (s.unprotected.length > 0) out.out(c.red(`unprotected: ${s.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${u.reason})` : ''}`).join(', ')}`));
+    if (s.notUndoable.length > 0) out.out(c.red(`not undoable: ${s.notUndoable.map((n) => `step ${n.step} \`${n.command}\``).join(', ')}`));
+    if (s.interrupted.length > 0) out.out(c.yellow(`interrupted operations: ${s.interrupted.join(', ')} (the next undo, redo, restore or revert completes them)`));
+    if (s.ops.length === 0) out.out('operations: none');
+    else {
+      out.out('operations:');
+      for (const o of s.ops) {
+        const what = o.kind === 'undo' ? `undo ${o.target.step}` : o.kind === 'redo' ? `redo of operation ${o.target.op}` : o.kind === 'restore' ? `restore ${(o.target.paths ?? []).join(' ')} (${o.target.when} step ${o.target.step})` : `revert ${o.target.step}`;
+        out.out(`  ${String(o.op).padStart(3)}  ${what}  ${o.changed} ${o.changed === 1 ? 'path' : 'paths'}  ${o.status}${o.redoneBy ? `  (redone by ${o.redoneBy})` : ''}`);
+      }
+    }
+  },
+});

@@ -1,0 +1,385 @@
+// The restore engine: makes the worktree match a target tree on a planned set
+// of paths, and nothing else. Used by undo, redo, restore and revert.
+//
+// - The plan is diff-tree between the safety snapshot (the worktree as it is)
+//   and the target, so the work grows with the number of differing paths, not
+//   with the size of the repository.
+// - Bytes come from `git cat-file --batch`, never from checkout-index (which
+//   would apply smudge and eol filters): what was snapshotted is what returns.
+// - Each file is written to a temp file in its directory and renamed into
+//   place; symlinks are created as symlinks; files that leave are removed and
+//   directories left empty by that are removed too.
+// - Nothing is written outside the worktree: every parent component is
+//   lstat-ed and only real directories are walked through; a symlink in the
+//   way is never followed.
+// - A path is only changed when the disk still holds what the safety snapshot
+//   holds (or already holds the target): anything else (a concurrent write, an
+//   ignored or skipped file in the way) is left as it is and reported. This
+//   also makes applying a plan twice harmless (roll-forward after a crash).
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { errors } from './errors.js';
+import type { PlannedChange, TreeEntry } from './journal.js';
+import type { Repo } from './repo.js';
+import { indexEnv, ZERO_OID } from './git/plumbing.js';
+import { splitNul } from './git/run.js';
+import { hashRaw } from './snapshot.js';
+
+export const GITLINK = '160000';
+export const SYMLINK = '120000';
+
+/** Planned changes between two trees (diff-tree -r, no renames), optionally limited to paths (a directory covers what is below it). */
+export async function planChanges(repo: Repo, fromTree: string, toTree: string, paths?: string[]): Promise<PlannedChange[]> {
+  if (fromTree === toTree) return [];
+  const args = ['diff-tree', '-r', '-z', '--no-renames', '--raw', fromTree, toTree];
+  if (paths && paths.length > 0) args.push('--', ...paths);
+  const res = await repo.git(args, { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
+  const tokens = splitNul(res.stdout);
+  const out: PlannedChange[] = [];
+  for (let i = 0; i + 1 < tokens.length; i += 2) {
+    const m = /^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) [A-Z]\d*$/.exec(tokens[i] ?? '');
+    if (!m) throw errors.internal(`unexpected diff-tree output: ${JSON.stringify(tokens[i])}`);
+    const entry = (mode: string, oid: string): TreeEntry | null => (mode === '000000' ? null : { mode, oid });
+    out.push({ path: tokens[i + 1] ?? '', from: entry(m[1] ?? '', m[3] ?? ''), to: entry(m[2] ?? '', m[4] ?? '') });
+  }
+  return out;
+}
+
+/** The change a planned path makes, as a letter: A created, D deleted, M modified, T type changed. */
+export function changeLetter(c: Pick<PlannedChange, 'from' | 'to'>): 'A' | 'D' | 'M' | 'T' {
+  if (!c.from) return 'A';
+  if (!c.to) return 'D';
+  const kind = (m: string) => (m === SYMLINK ? 'l' : m === GITLINK ? 'g' : 'f');
+  return kind(c.from.mode) === kind(c.to.mode) ? 'M' : 'T';
+}
+
+/** Reads blobs with `git cat-file --batch`: exact bytes, no filters. */
+export async function readBlobs(repo: Repo, oids: string[]): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  const unique = [...new Set(oids)];
+  // Chunks keep one git process from buffering an unbounded amount.
+  for (let i = 0; i < unique.length; i += 500) {
+    const chunk = unique.slice(i, i + 500);
+    const res = await repo.git(['cat-file', '--batch'], { input: chunk.join('\n') + '\n' });
+    const buf = res.stdout;
+    let pos = 0;
+    for (const oid of chunk) {
+      const nl = buf.indexOf(0x0a, pos);
+      const header = buf.subarray(pos, nl).toString('utf8');
+      const m = /^([0-9a-f]+) (\w+) (\d+)$/.exec(header);
+      if (!m) throw errors.internal(`object ${oid} is missing from the repository (${header}).`, { data: { oid } });
+      const size = Number(m[3]);
+      out.set(oid, buf.subarray(nl + 1, nl + 1 + size));
+      pos = nl + 1 + size + 1;
+    }
+  }
+  return out;
+}
+
+/** What is at a worktree path, found without following any symlink on the way. */
+type Found =
+  | { kind: 'absent' }
+  | { kind: 'blocked'; at: string; what: string }
+  | { kind: 'file'; exec: boolean; mode: number }
+  | { kind: 'symlink' }
+  | { kind: 'dir' }
+  | { kind: 'other' };
+
+function describeStat(st: fs.Stats): string {
+  if (st.isSymbolicLink()) return 'a symlink';
+  if (st.isFile()) return 'a file';
+  return 'not a directory';
+}
+
+/** lstat of every parent component, then of the path itself. */
+export function inspect(worktree: string, rel: string): Found {
+  const parts = rel.split('/');
+  let cur = worktree;
+  for (let i = 0; i < parts.length - 1; i++) {
+    cur = path.join(cur, parts[i] ?? '');
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(cur);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'absent' };
+      throw e;
+    }
+    if (!st.isDirectory()) return { kind: 'blocked', at: parts.slice(0, i + 1).join('/'), what: describeStat(st) };
+  }
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(path.join(worktree, rel));
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'absent' };
+    throw e;
+  }
+  if (st.isSymbolicLink()) return { kind: 'symlink' };
+  if (st.isFile()) return { kind: 'file', exec: (st.mode & 0o100) !== 0, mode: st.mode & 0o7777 };
+  if (st.isDirectory()) return { kind: 'dir' };
+  return { kind: 'other' };
+}
+
+/** A path an operation did not change; the operation still completes (see op.done `left`). */
+export interface LeftPath {
+  path: string;
+  reason: string;
+}
+
+export interface ApplyOptions {
+  /** Test seam: throw after this many paths were changed (simulates a crash half way). */
+  interruptAfter?: number;
+}
+
+export interface ApplyResult {
+  /** Paths now matching the target (changed by this call or already matching). */
+  applied: PlannedChange[];
+  /** Paths left as they were. */
+  left: LeftPath[];
+}
+
+/** State of a planned path on disk: matches `from`, matches `to`, or neither (why). */
+type Disk = { is: 'from' } | { is: 'to' } | { is: 'other'; reason: string };
+
+async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Buffer>): Promise<Map<string, Disk>> {
+  const found = new Map<string, Found>();
+  const planned = new Map<string, PlannedChange>();
+  for (const c of plan) {
+    found.set(c.path, inspect(repo.worktree, c.path));
+    planned.set(c.path, c);
+  }
+  // Hash the regular files on disk that a plan entry expects to be regular files, in one git call.
+  const toHash = plan.filter((c) => found.get(c.path)?.kind === 'file' && [c.from, c.to].some((e) => e && e.mode !== SYMLINK && e.mode !== GITLINK)).map((c) => c.path);
+  const hashes = new Map<string, string>();
+  if (toHash.length > 0) {
+    const oids = await hashRaw(repo, toHash);
+    toHash.forEach((p, i) => hashes.set(p, oids[i] ?? ''));
+  }
+  const matches = (rel: string, f: Found, e: TreeEntry | null): boolean => {
+    if (e === null) return f.kind === 'absent';
+    if (e.mode === SYMLINK) {
+      if (f.kind !== 'symlink') return false;
+      const target = fs.readlinkSync(path.join(repo.worktree, rel), { encoding: 'buffer' });
+      const want = blobs.get(e.oid);
+      return !!want && want.equals(target);
+    }
+    if (f.kind !== 'file') return false;
+    return f.exec === (e.mode === '100755') && hashes.get(rel) === e.oid;
+  };
+  const out = new Map<string, Disk>();
+  for (const c of plan) {
+    const f = found.get(c.path) ?? { kind: 'absent' };
+    if (matches(c.path, f, c.from)) out.set(c.path, { is: 'from' });
+    else if (matches(c.path, f, c.to)) out.set(c.path, { is: 'to' });
+    else if (f.kind === 'blocked') {
+      // A parent that the plan itself removes (a file or symlink becoming a directory) is fine:
+      // the write phase checks the parents again after the deletions.
+      if (c.from === null && planned.get(f.at)?.from) out.set(c.path, { is: 'from' });
+      else out.set(c.path, { is: 'other', reason: `${f.at} is ${f.what} not in the snapshot; it was not followed` });
+    } else if (c.from === null && f.kind === 'dir') {
+      // A directory becoming a file: its snapshotted contents go first; the write phase checks it is empty then.
+      out.set(c.path, { is: 'from' });
+    } else if (c.from === null) out.set(c.path, { is: 'other', reason: 'a file not in the snapshot (ignored or skipped) is in the way' });
+    else out.set(c.path, { is: 'other', reason: 'changed while the operation ran' });
+  }
+  return out;
+}
+
+/** Plan entries the engine never touches: nested repositories (gitlinks). */
+export function gitlinkPaths(plan: PlannedChange[]): string[] {
+  return plan.filter((c) => c.from?.mode === GITLINK || c.to?.mode === GITLINK).map((c) => c.path);
+}
+
+function tempName(dir: string, base: string): string {
+  return path.join(dir, `.${base.slice(0, 40)}.agentsnap-${process.pid}-${randomBytes(4).toString('hex')}`);
+}
+
+function removeQuietly(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch {
+    /* not there */
+  }
+}
+
+/** Creates the parent directories of rel, walking only through real directories. Returns the blocker, if any. */
+function ensureParents(worktree: string, rel: string): string | null {
+  const parts = rel.split('/');
+  let cur = worktree;
+  for (let i = 0; i < parts.length - 1; i++) {
+    cur = path.join(cur, parts[i] ?? '');
+    let st: fs.Stats | null = null;
+    try {
+      st = fs.lstatSync(cur);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    if (st === null) {
+      fs.mkdirSync(cur);
+      continue;
+    }
+    if (!st.isDirectory()) return `${parts.slice(0, i + 1).join('/')} is ${describeStat(st)} not in the snapshot; it was not followed`;
+  }
+  return null;
+}
+
+function writeEntry(worktree: string, rel: string, entry: TreeEntry, content: Buffer): void {
+  const abs = path.join(worktree, rel);
+  const dir = path.dirname(abs);
+  const tmp = tempName(dir, path.basename(abs));
+  try {
+    if (entry.mode === SYMLINK) {
+      fs.symlinkSync(content, tmp);
+    } else {
+      const exec = entry.mode === '100755';
+      // Keep the permissions of a file being replaced (but its x bits from the snapshot); new files get the umask.
+      let keep: number | null = null;
+      try {
+        const st = fs.lstatSync(abs);
+        if (st.isFile()) keep = st.mode & 0o7777;
+      } catch {
+        /* new file */
+      }
+      const fd = fs.openSync(tmp, 'wx', exec ? 0o777 : 0o666);
+      try {
+        let off = 0;
+        while (off < content.length) off += fs.writeSync(fd, content, off, content.length - off);
+        if (keep !== null) fs.fchmodSync(fd, exec ? keep | ((keep & 0o444) >> 2) : keep & ~0o111);
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+    fs.renameSync(tmp, abs);
+  } catch (e) {
+    removeQuietly(tmp);
+    throw e;
+  }
+}
+
+/** Removes dir and its parents while they are empty, never the worktree itself. */
+function pruneEmptyDirs(worktree: string, rels: Iterable<string>): void {
+  const dirs = new Set<string>();
+  for (const rel of rels) {
+    let d = path.posix.dirname(rel);
+    while (d !== '.' && d !== '') {
+      dirs.add(d);
+      d = path.posix.dirname(d);
+    }
+  }
+  // Deepest first, so a parent is tried after its children.
+  for (const d of [...dirs].sort((a, b) => b.split('/').length - a.split('/').length || (a < b ? 1 : -1))) {
+    const found = inspect(worktree, d);
+    if (found.kind !== 'dir') continue;
+    try {
+      fs.rmdirSync(path.join(worktree, d));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOENT') throw e;
+    }
+  }
+}
+
+function errno(e: unknown): string {
+  return (e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e));
+}
+
+/**
+ * Makes the worktree match `to` on every planned path whose disk state is
+ * still `from` (or already `to`). Deletions go first (deepest first), then
+ * empty directories go, then files are written.
+ */
+export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: ApplyOptions = {}): Promise<ApplyResult> {
+  const left: LeftPath[] = [];
+  const applied: PlannedChange[] = [];
+  const gitlinks = new Set(gitlinkPaths(plan));
+  for (const p of gitlinks) left.push({ path: p, reason: 'nested repository: left alone' });
+  const work = plan.filter((c) => !gitlinks.has(c.path));
+  const symlinkOids = work.flatMap((c) => [c.from, c.to]).filter((e): e is TreeEntry => !!e && e.mode === SYMLINK).map((e) => e.oid);
+  const blobs = await readBlobs(repo, [...symlinkOids, ...work.filter((c) => c.to && c.to.mode !== SYMLINK).map((c) => c.to!.oid)]);
+  const disk = await classify(repo, work, blobs);
+
+  let changes = 0;
+  const tick = () => {
+    changes++;
+    if (opts.interruptAfter !== undefined && changes >= opts.interruptAfter) {
+      throw errors.internal(`interrupted after ${changes} changes (test)`, { data: { interrupted: true } });
+    }
+  };
+
+  const todo: PlannedChange[] = [];
+  for (const c of work) {
+    const d = disk.get(c.path);
+    if (!d || d.is === 'other') left.push({ path: c.path, reason: d?.is === 'other' ? d.reason : 'unknown' });
+    else if (d.is === 'to') applied.push(c);
+    else todo.push(c);
+  }
+
+  // 1. Deletions, deepest first.
+  const deletions = todo.filter((c) => c.to === null).sort((a, b) => b.path.split('/').length - a.path.split('/').length);
+  for (const c of deletions) {
+    try {
+      fs.unlinkSync(path.join(repo.worktree, c.path));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+        left.push({ path: c.path, reason: `could not delete it (${errno(e)})` });
+        continue;
+      }
+    }
+    applied.push(c);
+    tick();
+  }
+  // 2. Directories that became empty.
+  pruneEmptyDirs(repo.worktree, deletions.map((c) => c.path));
+  // 3. Writes. A type change from symlink to file (or back) is a rename over the old entry.
+  for (const c of todo.filter((x) => x.to !== null).sort((a, b) => (a.path < b.path ? -1 : 1))) {
+    const to = c.to!;
+    let blocker: string | null;
+    try {
+      blocker = ensureParents(repo.worktree, c.path);
+    } catch (e) {
+      blocker = `could not create its directory (${errno(e)})`;
+    }
+    if (blocker) {
+      left.push({ path: c.path, reason: blocker });
+      continue;
+    }
+    const now = inspect(repo.worktree, c.path);
+    if (now.kind === 'dir' || now.kind === 'other') {
+      left.push({ path: c.path, reason: 'a directory with files not in the snapshot is in the way' });
+      continue;
+    }
+    const content = blobs.get(to.oid);
+    if (!content) throw errors.internal(`object ${to.oid} for ${c.path} is missing.`, { data: { path: c.path, oid: to.oid } });
+    try {
+      writeEntry(repo.worktree, c.path, to, content);
+    } catch (e) {
+      left.push({ path: c.path, reason: `could not write it (${errno(e)})` });
+      continue;
+    }
+    applied.push(c);
+    tick();
+  }
+  applied.sort((a, b) => (a.path < b.path ? -1 : 1));
+  left.sort((a, b) => (a.path < b.path ? -1 : 1));
+  return { applied, left };
+}
+
+/**
+ * Brings the private index in line with what was applied, with exact object
+ * ids (no stat data, so the next snapshot re-reads those files), and returns
+ * the resulting tree. Removals go first so a path can change between file
+ * and directory.
+ */
+export async function recordApplied(repo: Repo, indexFile: string, applied: PlannedChange[]): Promise<string> {
+  const lines: string[] = [];
+  for (const c of applied) if (c.to === null || (c.from && changeLetter(c) === 'T')) lines.push(`0 ${ZERO_OID}\t${c.path}`);
+  for (const c of applied) if (c.to !== null) lines.push(`${c.to.mode} ${c.to.oid}\t${c.path}`);
+  if (lines.length > 0) {
+    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
+  }
+  const res = await repo.git(['write-tree'], { extraEnv: indexEnv(indexFile) });
+  return res.stdout.toString('utf8').trim();
+}

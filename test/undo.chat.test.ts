@@ -1,0 +1,116 @@
+// Conversation rewind with synthetic Claude Code transcripts in the documented
+// format (see /work/shared/reference/claude-code-hooks.md). The end-to-end test
+// with the real `claude` binary belongs with the wrap command (issue 3).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli, tempRepo, type TempRepo } from './helpers.js';
+import { openRepo, recordPost, recordPre, snap } from '../src/index.js';
+
+const SID = '2907b720-0000-4000-8000-000000000001';
+
+function line(o: Record<string, unknown>): string {
+  return JSON.stringify(o);
+}
+
+/** A transcript: prompt, message 1 (text + Write toolu_1), its result, message 2 (Bash toolu_2 + Bash toolu_3), results, text. */
+function writeTranscript(repo: TempRepo): string {
+  const dir = path.join(repo.home, '.claude', 'projects', repo.dir.replace(/\//g, '-'));
+  fs.mkdirSync(dir, { recursive: true });
+  const base = { sessionId: SID, cwd: repo.dir, version: '2.1.328' };
+  const assistant = (uuid: string, parent: string, id: string, block: Record<string, unknown>) =>
+    line({ ...base, type: 'assistant', uuid, parentUuid: parent, message: { id, role: 'assistant', content: [block] } });
+  const result = (uuid: string, parent: string, toolUseId: string) =>
+    line({ ...base, type: 'user', uuid, parentUuid: parent, message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'ok' }] } });
+  const lines = [
+    line({ type: 'queue-operation', operation: 'enqueue', sessionId: SID }),
+    line({ ...base, type: 'user', uuid: 'u1', parentUuid: null, message: { role: 'user', content: 'make the files' } }),
+    assistant('a1', 'u1', 'msg_1', { type: 'text', text: 'Writing a.txt' }),
+    assistant('a2', 'a1', 'msg_1', { type: 'tool_use', id: 'toolu_1', name: 'Write', input: { file_path: `${repo.dir}/a.txt`, content: 'one\n' } }),
+    result('r1', 'a2', 'toolu_1'),
+    assistant('a3', 'r1', 'msg_2', { type: 'tool_use', id: 'toolu_2', name: 'Bash', input: { command: 'echo two > b.txt' } }),
+    assistant('a4', 'a3', 'msg_2', { type: 'tool_use', id: 'toolu_3', name: 'Bash', input: { command: 'echo three > c.txt' } }),
+    result('r2', 'a4', 'toolu_2'),
+    result('r3', 'r2', 'toolu_3'),
+    assistant('a5', 'r3', 'msg_3', { type: 'text', text: 'Done.' }),
+  ];
+  const file = path.join(dir, `${SID}.jsonl`);
+  fs.writeFileSync(file, lines.join('\n') + '\n');
+  return file;
+}
+
+async function recordCalls(repo: TempRepo, transcript: string | null): Promise<string> {
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const start = await snap({ cwd: repo.dir, env: repo.env });
+  const id = start.session;
+  const calls: [string, string, string, string, () => void][] = [
+    ['Write', 'toolu_1', 'a2', 'a.txt', () => fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'one\n')],
+    ['Bash', 'toolu_2', 'a3', 'b.txt', () => fs.writeFileSync(path.join(repo.dir, 'b.txt'), 'two\n')],
+    ['Bash', 'toolu_3', 'a4', 'c.txt', () => fs.writeFileSync(path.join(repo.dir, 'c.txt'), 'three\n')],
+  ];
+  for (const [tool, toolUseId, uuid, , change] of calls) {
+    await recordPre(r, id, { tool, toolUseId, input: { command: 'x' }, transcript: transcript ? { path: transcript, offset: 0, uuid } : null });
+    change();
+    await recordPost(r, id, { toolUseId });
+  }
+  return id;
+}
+
+test('undo N --chat forks the transcript before step N (cut before its whole assistant message) and prints the resume command', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const original = writeTranscript(repo);
+    const originalBytes = fs.readFileSync(original);
+    const id = await recordCalls(repo, original);
+    // Step 1 is checkpoint (the snap that started the session), the calls are steps 2 to 4.
+    const r = await cli(repo, ['undo', '4', '--chat', '--session', id]);
+    assert.is(r.code, 0, r.stderr);
+    const m = /claude --resume ([0-9a-f-]{36})/.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    const forked = path.join(path.dirname(original), `${m![1]}.jsonl`);
+    const lines = fs.readFileSync(forked, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(lines.map((l) => l.uuid ?? l.type), ['queue-operation', 'u1', 'a1', 'a2', 'r1']);
+    assert.ok(lines.every((l) => l.sessionId === m![1]));
+    assert.match(r.stdout, /shared its assistant message with 1 other tool call/);
+    assert.match(r.stdout, new RegExp(`cd ${repo.dir} && claude --resume`));
+    assert.equal(fs.readFileSync(original), originalBytes, 'the original transcript is unchanged');
+    assert.ok(repo.exists('c.txt'), '--chat leaves the files alone');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo N --both restores the files and forks the conversation', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const original = writeTranscript(repo);
+    const id = await recordCalls(repo, original);
+    const r = await cli(repo, ['undo', '2', '--both', '--session', id, '--json']);
+    assert.is(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { files: { changes: { path: string }[] }; chat: { kind: string; file: string; lines: number } };
+    assert.equal(out.files.changes.map((c) => c.path).sort(), ['a.txt', 'b.txt', 'c.txt']);
+    assert.not.ok(repo.exists('a.txt'));
+    assert.is(out.chat.kind, 'transcript');
+    assert.is(out.chat.lines, 2, 'cut before message 1 (its text block and tool call)');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('without a transcript, undo --chat prints a digest of the session before step N', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const id = await recordCalls(repo, null);
+    const r = await cli(repo, ['undo', '3', '--chat', '--session', id]);
+    assert.is(r.code, 0, r.stderr);
+    assert.match(r.stdout, /step 2 Write: x \(done\) -> A a.txt/);
+    assert.not.match(r.stdout, /step 3 Bash/);
+    assert.match(r.stdout, /Steps 3 to 4 were undone/);
+    assert.match(r.stderr, /no conversation to fork/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test.run();

@@ -1,0 +1,104 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { cli, tempRepo, type TempRepo } from './helpers.js';
+import { outsideEffect } from '../src/index.js';
+import { contentLockFile } from '../src/session.js';
+import { openRepo } from '../src/repo.js';
+
+async function step(repo: TempRepo, change: () => void): Promise<void> {
+  assert.is((await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q'])).code, 0);
+  change();
+  assert.is((await cli(repo, ['snap', '--phase', 'post', '-q'])).code, 0);
+}
+
+// Skipped until the `tests` branch is merged: on git 2.39 the snapshot engine's readEntries used
+// `ls-files --pathspec-from-file`, which ls-files does not have (fixed there). Enable it then.
+test.skip('undo writes the snapshotted bytes exactly, whatever .gitattributes and core.autocrlf say', async () => {
+  const repo = tempRepo({ files: { '.gitattributes': '*.txt text eol=crlf\n*.dat filter=never\n' } });
+  try {
+    repo.git(['config', 'core.autocrlf', 'true']);
+    repo.write('lf.txt', 'line one\nline two\n');
+    repo.write('mixed.txt', 'a\r\nb\nc\r');
+    repo.write('x.dat', 'raw $Id$\n');
+    await step(repo, () => {
+      repo.write('lf.txt', 'changed\n');
+      repo.write('mixed.txt', 'x\n');
+      repo.write('x.dat', 'other\n');
+    });
+    const r = await cli(repo, ['undo', '1']);
+    assert.is(r.code, 0, r.stderr);
+    assert.is(repo.read('lf.txt').toString(), 'line one\nline two\n');
+    assert.is(repo.read('mixed.txt').toString(), 'a\r\nb\nc\r');
+    assert.is(repo.read('x.dat').toString(), 'raw $Id$\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('snapshots wait for the worktree content lock that a restore holds (exit 5 when it is never released)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    assert.is((await cli(repo, ['snap', '-q'])).code, 0);
+    repo.git(['config', 'agentsnap.lockTimeout', '300']);
+    const r0 = await openRepo(repo.dir, { env: repo.env });
+    const lock = contentLockFile(r0);
+    // A live owner (this process) holds it, as an undo in progress would.
+    fs.writeFileSync(lock, JSON.stringify({ pid: process.pid, start: null, host: os.hostname(), since: new Date().toISOString(), purpose: 'undo' }));
+    const r = await cli(repo, ['snap', '--phase', 'pre']);
+    assert.is(r.code, 5, r.stderr);
+    assert.match(r.stderr, /content-.*\.lock is locked by pid/);
+    fs.unlinkSync(lock);
+    assert.is((await cli(repo, ['snap', '--phase', 'pre', '-q'])).code, 0);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo refuses a session of another worktree', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const res = await cli(repo, ['snap', '--json']);
+    const id = (JSON.parse(res.stdout) as { session: string }).session;
+    const other = path.join(repo.base, 'wt2');
+    repo.git(['worktree', 'add', '-q', other]);
+    const r = await cli(repo, ['undo', '1', '--session', id], { cwd: other });
+    assert.is(r.code, 2);
+    assert.match(r.stderr, /belongs to the worktree/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('effects outside the worktree are recognised from the tool input', () => {
+  const wt = '/work/repo';
+  const bash = (command: string) => outsideEffect({ tool: 'Bash', input: { command } }, wt);
+  assert.is(bash('git push origin main'), 'git push');
+  assert.is(bash('cd x && git -C sub push --force'), 'git push');
+  assert.is(bash('npm version patch && npm publish'), 'package publish');
+  assert.is(bash('cargo publish --dry-run=false'), 'cargo publish');
+  assert.is(bash('docker push registry/app:1'), 'image push');
+  assert.is(bash('kubectl apply -f k8s/'), 'cluster change');
+  assert.is(bash('terraform apply -auto-approve'), 'infrastructure change');
+  assert.is(bash('curl -X POST https://api.example.com/x'), 'network request that may change remote state');
+  assert.is(bash('curl -d @body.json https://api'), 'network request that may change remote state');
+  assert.is(bash('ssh prod "systemctl restart app"'), 'command on another host');
+  assert.is(bash('rsync -a dist/ web:/srv/www'), 'copy to or from another host');
+  assert.is(bash('npx prisma migrate deploy'), 'database migration');
+  assert.is(bash('bin/rails db:migrate'), 'database migration');
+  assert.is(bash('echo hi > /etc/motd'), 'writes /etc/motd outside the repository');
+  assert.is(bash('cp build/app /usr/local/bin/app'), 'writes /usr/local/bin/app outside the repository');
+  assert.is(outsideEffect({ tool: 'Write', input: { file_path: '/home/u/.bashrc', content: '' } }, wt), 'writes /home/u/.bashrc outside the repository');
+  // Harmless ones.
+  assert.is(bash('git status && npm test'), null);
+  assert.is(bash('curl https://example.com'), null);
+  assert.is(bash('echo "git push" > notes.txt'), null);
+  assert.is(bash('ls > /dev/null 2>&1'), null);
+  assert.is(bash('echo x > /work/repo/out.txt'), null);
+  assert.is(outsideEffect({ tool: 'Write', input: { file_path: '/work/repo/a.txt' } }, wt), null);
+  assert.is(outsideEffect({ tool: 'Read', input: { file_path: '/etc/passwd' } }, wt), null);
+});
+
+test.run();
