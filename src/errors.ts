@@ -68,6 +68,9 @@ export const errors = {
   busy: make('Busy', 'busy'),
   refused: make('Refused', 'refused'),
   conflict: make('Conflict', 'conflict'),
+  worktreeSetupFailed: make('WorktreeSetupFailed', 'user'),
+  noIdentity: make('NoIdentity', 'user'),
+  nothingToDo: make('NothingToDo', 'user'),
   gitFailed: make('GitFailed', 'internal'),
   internal: make('Internal', 'internal'),
 };

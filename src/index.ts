@@ -31,3 +31,17 @@ export type {
 } from './journal.js';
 export { readJournal, JOURNAL_VERSION } from './journal.js';
 export { AGENTSNAP_NAME, AGENTSNAP_EMAIL } from './git/run.js';
+export {
+  createSessionWorktree,
+  startWorktreeSession,
+  readWorktreeMeta,
+  agentEnv,
+  worktreeConfig,
+  defaultWorktreeDir,
+  removeSessionWorktree,
+} from './worktree.js';
+export type { WorktreeMeta, CreatedWorktree, WorktreeSession, CreateWorktreeOptions, StartPoint } from './worktree.js';
+export { sessionsOverview, applySession, promoteSession, discardSession, dropSession } from './parallel.js';
+export type { SessionOverview, ApplyResult, PromoteResult, DiscardResult } from './parallel.js';
+export { maybeAutoGc, parseDuration } from './gc.js';
+export type { GcReport, GcOptions } from './gc.js';

@@ -225,9 +225,16 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       }
       break;
     }
-    case 'session.discard':
+    case 'session.discard': {
       s.discarded = true;
+      // A discard may carry the final snapshot of the worktree it removed.
+      const commit = (ev as { commit?: unknown }).commit;
+      if (typeof commit === 'string' && commit) {
+        s.head = commit;
+        s.headTree = tree;
+      }
       break;
+    }
     default:
       s.extraEvents.push(ev);
   }

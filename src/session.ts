@@ -274,7 +274,7 @@ export interface SnapshotResult {
   skipped: SkippedFile[];
 }
 
-function commitMessage(fields: {
+export function commitMessage(fields: {
   summary: string;
   session: string;
   step: number | null;

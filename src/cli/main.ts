@@ -6,8 +6,19 @@ import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
 import { snapCommand } from './commands/snap.js';
 import { diffCommand, logCommand, sessionsCommand, showCommand } from './commands/read.js';
+import { applyCommand, discardCommand, gcCommand, promoteCommand } from './commands/parallel.js';
 
-export const COMMANDS: CommandFactory[] = [snapCommand, sessionsCommand, logCommand, showCommand, diffCommand];
+export const COMMANDS: CommandFactory[] = [
+  snapCommand,
+  sessionsCommand,
+  logCommand,
+  showCommand,
+  diffCommand,
+  applyCommand,
+  promoteCommand,
+  discardCommand,
+  gcCommand,
+];
 
 class UsageError extends AgentsnapError {
   constructor(message: string) {
