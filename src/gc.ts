@@ -23,7 +23,7 @@ const TEMP_GRACE_MS = 60 * 60 * 1000;
 export function parseDuration(key: string, value: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$/i.exec(value);
   if (!m) {
-    throw errors.invalidArgument(`${key} = ${JSON.stringify(value)} is not a duration.`, {
+    throw (key.startsWith('agentsnap.') ? errors.invalidConfig : errors.invalidArgument)(`${key} = ${JSON.stringify(value)} is not a duration.`, {
       hint: 'Use a number with s, m, h, d or w, e.g. 14d.',
       data: { key, value },
     });
@@ -108,12 +108,12 @@ async function usage(repo: Repo, worktreeDir: string): Promise<number> {
 /** Why dropping this session's worktree would lose work, or null when it would not. */
 async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null> {
   const meta = readWorktreeMeta(repo, s.id);
-  if (!meta || !exists(path.join(meta.path, '.git'))) return null;
+  if (!meta || !exists(meta.path)) return null;
   let wt: Repo;
   try {
     wt = await openRepo(meta.path, { env: repo.callerEnv });
   } catch {
-    return null;
+    return `its worktree ${meta.path} is no longer a git worktree`;
   }
   const snap = await snapshotNow(wt, await loadSettings(wt), 'gc');
   const head = await wt.git(['rev-parse', '--verify', '-q', `${s.head}^{tree}`], { okCodes: [1, 128] });

@@ -146,13 +146,15 @@ export async function materialize(repo: Repo, changes: TreeChange[]): Promise<Ma
   const blobs = await readBlobs(repo, writes.map((c) => c.newOid));
 
   // Removals first (deepest first), so a file can become a directory and back.
-  const sortedRemovals = [...removals].sort((a, b) => b.split('/').length - a.split('/').length);
+  // Paths that are rewritten are replaced by rename below, never left missing in between.
+  const rewritten = new Set(writes.map((w) => w.path));
+  const sortedRemovals = [...removals].filter((p) => !rewritten.has(p)).sort((a, b) => b.split('/').length - a.split('/').length);
   for (const rel of sortedRemovals) {
     const abs = path.join(root, rel);
     const st = lstatOrNull(abs);
     if (st && !st.isDirectory()) {
       fs.unlinkSync(abs);
-      if (!writes.some((w) => w.path === rel)) result.deleted.push(rel);
+      result.deleted.push(rel);
     }
     pruneEmptyDirs(root, path.dirname(rel));
   }

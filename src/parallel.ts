@@ -434,6 +434,12 @@ export async function discardSession(repo: Repo, id: string, opts: DiscardOption
       wt = null;
     }
   }
+  if (meta && exists(meta.path) && !wt && !opts.force) {
+    throw errors.refused(`the worktree of session ${id} (${meta.path}) is no longer a git worktree: no final snapshot can be taken.`, {
+      hint: 'Copy out what you need, then discard with --force.',
+      data: { session: id, path: meta.path },
+    });
+  }
   if (wt && !s.ended && !s.discarded) {
     const ended = await endSession(wt, id, { settings: await loadSettings(wt), exitCode: null, signal: null });
     result.finalCommit = ended.commit;

@@ -172,6 +172,11 @@ test('discard refuses a running session (exit 3) unless --force, and refuses to 
     assert.is(lost.code, 3, lost.stderr);
     assert.match(lost.stderr, 'id_rsa');
     assert.ok(fs.existsSync(path.join(wt2, 'id_rsa')));
+    const wt3 = await worktreeSession(r, 'broken1');
+    fs.rmSync(path.join(wt3, '.git'));
+    const broken = await cli(r, ['discard', 'broken1']);
+    assert.is(broken.code, 3, broken.stderr);
+    assert.ok(fs.existsSync(path.join(wt3, 'a.txt')), 'no final snapshot, nothing removed');
     const forced = await cli(r, ['discard', 'run1', '--force']);
     assert.is(forced.code, 0, forced.stderr);
     assert.not.ok(fs.existsSync(wt));
