@@ -75,6 +75,8 @@ function isFileMode(mode: string): boolean {
 
 export interface MaterializeResult {
   written: string[];
+  /** Of `written`, the paths that did not exist before. */
+  created: string[];
   deleted: string[];
   /** Submodule entries (gitlinks): their content is another repository's and is not written. */
   skipped: string[];
@@ -103,7 +105,7 @@ function filesBelow(worktree: string, rel: string): string[] {
  */
 export async function materialize(repo: Repo, changes: TreeChange[]): Promise<MaterializeResult> {
   const root = repo.worktree;
-  const result: MaterializeResult = { written: [], deleted: [], skipped: [] };
+  const result: MaterializeResult = { written: [], created: [], deleted: [], skipped: [] };
   const removals = new Set<string>();
   const writes: TreeChange[] = [];
   for (const c of changes) {
@@ -163,6 +165,7 @@ export async function materialize(repo: Repo, changes: TreeChange[]): Promise<Ma
     fs.mkdirSync(path.dirname(abs), { recursive: true });
     const existing = lstatOrNull(abs);
     if (existing?.isDirectory()) fs.rmSync(abs, { recursive: true });
+    if (!existing || existing.isDirectory()) result.created.push(c.path);
     const data = blobs.get(c.newOid);
     if (!data) throw errors.internal(`object ${c.newOid} for ${c.path} could not be read.`);
     const tmp = path.join(path.dirname(abs), `.${path.basename(abs)}.agentsnap-tmp-${process.pid}`);

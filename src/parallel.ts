@@ -194,6 +194,8 @@ export interface ApplyResult {
   safety: string | null;
   safetyRef: string | null;
   written: string[];
+  /** Of `written`, files that are new in this worktree. */
+  created: string[];
   deleted: string[];
   conflicts: string[];
   /** Submodule entries that were not written. */
@@ -232,7 +234,7 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   const settings = opts.settings ?? (await loadSettings(repo));
   const base = s.baselineTree ?? (await treeOf(repo, s.baseline));
   const theirs = s.headTree ?? (await treeOf(repo, s.head));
-  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], deleted: [], conflicts: [], skipped: [] };
+  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [] };
   if (base === theirs) return { ...result, empty: true };
 
   const key = createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
@@ -277,7 +279,7 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       conflicts: merged.conflicts,
     };
     await recordEvent(repo, id, settings, ev);
-    return { ...result, safety, safetyRef, written: written.written, deleted: written.deleted, conflicts: merged.conflicts, skipped: written.skipped };
+    return { ...result, safety, safetyRef, written: written.written, created: written.created, deleted: written.deleted, conflicts: merged.conflicts, skipped: written.skipped };
   });
 }
 

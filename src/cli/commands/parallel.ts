@@ -29,7 +29,7 @@ export const applyCommand: CommandFactory = (ctx) => ({
       out.note(`agentsnap: session ${res.session} has nothing to apply here`);
       return;
     }
-    for (const p of res.written) out.out(`  ${res.conflicts.includes(p) ? out.color.red('C') : 'M'} ${printablePath(p)}`);
+    for (const p of res.written) out.out(`  ${res.conflicts.includes(p) ? out.color.red('C') : res.created.includes(p) ? 'A' : 'M'} ${printablePath(p)}`);
     for (const p of res.deleted) out.out(`  D ${printablePath(p)}`);
     out.note(`agentsnap: applied session ${res.session}: ${res.written.length} written, ${res.deleted.length} deleted`);
     if (res.conflicts.length > 0) out.err(`agentsnap: ${res.conflicts.length} file(s) have conflict markers: ${res.conflicts.join(', ')}`);
