@@ -18,7 +18,7 @@ import { openRepo, type Repo } from './repo.js';
 import { lastValue, loadSettings, parseBool, readGitConfig, WORKTREE_EXCLUDE_FILE, type Settings } from './config.js';
 import { commitTree, readHead, resolveCommit, treeOf, updateRefs, writeTree } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
-import { snapshotTree } from './snapshot.js';
+import { copyIndexFile, snapshotTree } from './snapshot.js';
 import { commitMessage, META_REF_PREFIX, sessionPaths, startSession, type SnapshotResult, type StartOptions } from './session.js';
 import { materialize, treeDelta } from './materialize.js';
 
@@ -189,7 +189,7 @@ export async function snapshotNow(repo: Repo, settings: Settings, purpose: strin
 async function stagedTree(repo: Repo): Promise<string | null> {
   const idx = tempIndex(repo, 'staged');
   try {
-    fs.copyFileSync(path.join(repo.gitDir, 'index'), idx);
+    copyIndexFile(path.join(repo.gitDir, 'index'), idx);
     return await writeTree(repo, idx);
   } catch {
     return null;
