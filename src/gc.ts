@@ -142,6 +142,12 @@ function strayFiles(repo: Repo, now: number): string[] {
       }
     }
   }
+  // Temporary packs of a pack-objects that was killed (agentsnap's maintenance packs its snapshots);
+  // a day old, no git process is still writing them.
+  const packDir = path.join(repo.commonDir, 'objects', 'pack');
+  for (const name of safeReaddir(packDir)) {
+    if (/^tmp_pack_|^tmp_idx_|^tmp_rev_/.test(name) && olderThan(path.join(packDir, name), DAY, now)) out.push(path.join(packDir, name));
+  }
   const locks = path.join(repo.stateDir, 'locks');
   for (const name of safeReaddir(locks)) {
     if (name.includes('.stale-') && olderThan(path.join(locks, name), TEMP_GRACE_MS, now)) out.push(path.join(locks, name));

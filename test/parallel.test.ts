@@ -229,6 +229,12 @@ test('gc drops discarded and old sessions with their worktrees, refs and files; 
     const old = new Date(Date.now() - 2 * 3600 * 1000);
     fs.utimesSync(stray, old, old);
 
+    const tmpPack = path.join(r.dir, '.git', 'objects', 'pack', 'tmp_pack_abc123');
+    fs.mkdirSync(path.dirname(tmpPack), { recursive: true });
+    fs.writeFileSync(tmpPack, 'partial');
+    const twoDays = new Date(Date.now() - 2 * 24 * 3600 * 1000);
+    fs.utimesSync(tmpPack, twoDays, twoDays);
+
     const dry = await cli(r, ['gc', '--dry-run', '--json']);
     assert.is(dry.code, 0, dry.stderr);
     const dryOut = JSON.parse(dry.stdout) as { removedSessions: string[] };
@@ -244,6 +250,7 @@ test('gc drops discarded and old sessions with their worktrees, refs and files; 
     assert.is(refsUnder(r, 'refs/agentsnap/sessions/g1/').size, 0);
     assert.not.ok(fs.existsSync(path.join(r.dir, '.git', 'agentsnap', 'sessions', 'g1')));
     assert.not.ok(fs.existsSync(stray));
+    assert.not.ok(fs.existsSync(tmpPack), 'a leaked temporary pack is removed');
     assert.ok(fs.existsSync(wt2));
 
     // g2 is recent (and has no wrapper, so may be in use): kept. With a zero retention it is old enough...
