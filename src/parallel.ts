@@ -414,8 +414,14 @@ async function worktreeHeadToKeep(wt: Repo, meta: WorktreeMeta | null): Promise<
  * private index are removed. The session is marked discarded; its refs and
  * journal stay until gc (or go now with purge).
  */
-export async function discardSession(repo: Repo, id: string, opts: DiscardOptions = {}): Promise<DiscardResult> {
+export async function discardSession(from: Repo, id: string, opts: DiscardOptions = {}): Promise<DiscardResult> {
+  let repo = from;
   let s = loadSession(repo, id);
+  if (path.resolve(repo.worktree) === path.resolve(s.worktree)) {
+    // Called from inside the worktree that is about to go: work from the main worktree.
+    const main = (await listWorktrees(repo))[0]?.path;
+    if (main && path.resolve(main) !== path.resolve(s.worktree)) repo = await openRepo(main, { env: from.callerEnv });
+  }
   const settings = opts.settings ?? (await loadSettings(repo));
   const owner = s.owner;
   if (!s.ended && !s.discarded && wrapperAlive(owner) && !opts.force) {

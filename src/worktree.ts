@@ -284,7 +284,13 @@ function runSetup(cmd: string, cwd: string, env: NodeJS.ProcessEnv, stdio: 'pipe
 }
 
 /** Removes a worktree agentsnap created: shared symlinks first, then git's worktree and its metadata. */
-export async function removeSessionWorktree(repo: Repo, meta: Pick<WorktreeMeta, 'path' | 'shared'>): Promise<void> {
+export async function removeSessionWorktree(from: Repo, meta: Pick<WorktreeMeta, 'path' | 'shared'>): Promise<void> {
+  // Run git from the main worktree when called from inside the worktree being removed.
+  let repo = from;
+  if (path.resolve(from.worktree) === path.resolve(meta.path)) {
+    const main = (await listWorktrees(from))[0]?.path;
+    if (main && path.resolve(main) !== path.resolve(meta.path)) repo = await openRepo(main, { env: from.callerEnv });
+  }
   for (const s of meta.shared) {
     if (s.how !== 'symlink') continue;
     const link = path.join(meta.path, s.path);

@@ -148,12 +148,15 @@ test('discard takes a final snapshot, removes the worktree and its metadata; ref
     assert.ok(refsUnder(r, 'refs/agent/d1/').size > 0, 'refs stay until gc');
     assert.is((await cli(r, ['log', '--session', 'd1'])).code, 0);
 
-    await worktreeSession(r, 'd2');
-    const purge = await cli(r, ['discard', 'd2', '--purge']);
+    const wtD2 = await worktreeSession(r, 'd2');
+    // From inside the worktree being discarded.
+    const purge = await cli(r, ['discard', 'd2', '--purge'], { cwd: wtD2 });
     assert.is(purge.code, 0, purge.stderr);
     assert.is(refsUnder(r, 'refs/agent/d2/').size, 0);
     assert.is(refsUnder(r, 'refs/agentsnap/sessions/d2/').size, 0);
     assert.not.ok(fs.existsSync(path.join(r.dir, '.git', 'agentsnap', 'sessions', 'd2')));
+    assert.not.ok(fs.existsSync(wtD2));
+    assert.not.ok(fs.existsSync(path.join(r.dir, '.git', 'worktrees', 'd2')));
   } finally {
     r.cleanup();
   }
