@@ -5,7 +5,6 @@ import { assertSessionId } from './ids.js';
 import { openRepo, type Repo } from './repo.js';
 import { loadSettings } from './config.js';
 import {
-  listSessions,
   loadSession,
   recordCheckpoint,
   recordPost,
@@ -13,12 +12,13 @@ import {
   selectSession,
   sessionForSnap,
   stepRef,
-  type SessionSummary,
   type SnapshotResult,
 } from './session.js';
 import { diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './read.js';
 import type { Session, Step } from './model.js';
 import type { StepPostEvent } from './journal.js';
+import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './parallel.js';
+import { gc as runGc, parseDuration, type GcReport } from './gc.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */
@@ -92,9 +92,73 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
   return { ...res, phase, startedSession: created !== null, ref: stepRef(id, res.step) };
 }
 
-/** `agentsnap sessions`: every session of the repository, most recently active first. */
-export async function sessions(opts: RepoOptions = {}): Promise<SessionSummary[]> {
-  return listSessions(await repoFor(opts));
+/** `agentsnap sessions`: every session of the repository, most recently active first, with worktree, liveness, changes and disk use. */
+export async function sessions(opts: RepoOptions = {}): Promise<SessionOverview[]> {
+  return sessionsOverview(await repoFor(opts));
+}
+
+function requireSession(id: unknown): string {
+  if (typeof id !== 'string' || id === '') throw errors.invalidArgument('name the session (see `agentsnap sessions`).');
+  return assertSessionId(id);
+}
+
+export interface ApplyCommandOptions extends RepoOptions {
+  session: string;
+  forceConflicts?: boolean;
+}
+
+/** `agentsnap apply <session>`: the session's net change merged into this worktree. */
+export async function apply(opts: ApplyCommandOptions): Promise<ApplyResult> {
+  const id = requireSession(opts.session);
+  return applySession(await repoFor(opts), id, { forceConflicts: !!opts.forceConflicts });
+}
+
+export interface PromoteCommandOptions extends RepoOptions {
+  session: string;
+  branch: string;
+  message?: string | undefined;
+  force?: boolean;
+}
+
+/** `agentsnap promote <session> --branch NAME`: one ordinary commit on a new branch. */
+export async function promote(opts: PromoteCommandOptions): Promise<PromoteResult> {
+  const id = requireSession(opts.session);
+  if (typeof opts.branch !== 'string' || opts.branch === '') throw errors.invalidArgument('--branch NAME is required.');
+  return promoteSession(await repoFor(opts), id, { branch: opts.branch, message: opts.message, force: !!opts.force });
+}
+
+export interface DiscardCommandOptions extends RepoOptions {
+  session: string;
+  purge?: boolean;
+  force?: boolean;
+}
+
+/** `agentsnap discard <session>`: final snapshot, then the session's worktree goes. */
+export async function discard(opts: DiscardCommandOptions): Promise<DiscardResult> {
+  const id = requireSession(opts.session);
+  return discardSession(await repoFor(opts), id, { purge: !!opts.purge, force: !!opts.force });
+}
+
+export interface GcCommandOptions extends RepoOptions {
+  /** A duration such as 14d, 12h, 0. */
+  olderThan?: string | undefined;
+  keep?: number | undefined;
+  dryRun?: boolean;
+  all?: boolean;
+  force?: boolean;
+}
+
+/** `agentsnap gc`: drops old sessions and agentsnap's orphans; reports disk use before and after. */
+export async function gc(opts: GcCommandOptions = {}): Promise<GcReport> {
+  if (opts.keep !== undefined) checkStepNumber(opts.keep, '--keep');
+  const olderThanMs = opts.olderThan === undefined ? undefined : parseDuration('--older-than', opts.olderThan);
+  return runGc(await repoFor(opts), {
+    ...(olderThanMs !== undefined ? { olderThanMs } : {}),
+    ...(opts.keep !== undefined ? { keep: opts.keep } : {}),
+    dryRun: !!opts.dryRun,
+    all: !!opts.all,
+    force: !!opts.force,
+  });
 }
 
 export interface ResolvedSession {

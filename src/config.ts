@@ -181,5 +181,29 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
 }
 
 export async function loadSettings(repo: Repo): Promise<Settings> {
-  return settingsFrom(await readGitConfig(repo), repo.worktree);
+  const settings = settingsFrom(await readGitConfig(repo), repo.worktree);
+  settings.exclude.push(...worktreeExcludes(repo));
+  return settings;
+}
+
+/**
+ * Per-worktree excludes: `<worktree git dir>/agentsnap-exclude`, one picomatch
+ * pattern a line. Agentsnap writes it into the linked worktrees it creates
+ * (for the symlinks of shared directories, which the project's ignore rules
+ * such as `node_modules/` do not match); git's own info/exclude is shared by
+ * every worktree, so it cannot hold these.
+ */
+export const WORKTREE_EXCLUDE_FILE = 'agentsnap-exclude';
+
+export function worktreeExcludes(repo: Pick<Repo, 'gitDir' | 'commonDir'>): string[] {
+  if (repo.gitDir === repo.commonDir) return [];
+  try {
+    return fs
+      .readFileSync(path.join(repo.gitDir, WORKTREE_EXCLUDE_FILE), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+  } catch {
+    return [];
+  }
 }

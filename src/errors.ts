@@ -69,6 +69,8 @@ export const errors = {
   busy: make('Busy', 'busy'),
   refused: make('Refused', 'refused'),
   conflict: make('Conflict', 'conflict'),
+  worktreeSetupFailed: make('WorktreeSetupFailed', 'user'),
+  noIdentity: make('NoIdentity', 'user'),
   gitFailed: make('GitFailed', 'internal'),
   internal: make('Internal', 'internal'),
 };

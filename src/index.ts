@@ -48,3 +48,17 @@ export type { AgentSession, OpenSessionOptions, ToolCallOptions } from './toolca
 export * from './api-undo.js';
 export { opRef } from './undo.js';
 export { outsideEffect } from './effects.js';
+export {
+  createSessionWorktree,
+  startWorktreeSession,
+  readWorktreeMeta,
+  agentEnv,
+  worktreeConfig,
+  defaultWorktreeDir,
+  removeSessionWorktree,
+} from './worktree.js';
+export type { WorktreeMeta, CreatedWorktree, WorktreeSession, CreateWorktreeOptions, StartPoint } from './worktree.js';
+export { sessionsOverview, applySession, promoteSession, discardSession, dropSession } from './parallel.js';
+export type { SessionOverview, ApplyResult, PromoteResult, DiscardResult } from './parallel.js';
+export { maybeAutoGc, parseDuration } from './gc.js';
+export type { GcReport, GcOptions } from './gc.js';

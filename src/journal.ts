@@ -204,6 +204,42 @@ export interface OpDoneEvent extends EventBase {
   resumed: boolean;
 }
 
+/** `agentsnap discard`: the session is thrown away; its worktree (if agentsnap made it) is removed. */
+export interface SessionDiscardEvent extends EventBase {
+  type: 'session.discard';
+  /** Final snapshot of the worktree, when it changed after the session's last snapshot. */
+  commit: string | null;
+  tree: string | null;
+  changed: ChangedPath[];
+  /** The worktree removed, if any. */
+  worktree: string | null;
+  /** The worktree's HEAD when it had moved (commits the agent made), kept under refs/agentsnap/sessions/<id>/worktree-head. */
+  worktreeHead: string | null;
+  forced: boolean;
+}
+
+/** `agentsnap apply`: the session's net change was merged into another worktree. */
+export interface SessionApplyEvent extends EventBase {
+  type: 'session.apply';
+  target: string;
+  /** Snapshot of the target worktree taken before writing (undo point). */
+  safety: string;
+  safetyRef: string;
+  /** The merged tree written into the target. */
+  result: string;
+  written: string[];
+  deleted: string[];
+  conflicts: string[];
+}
+
+/** `agentsnap promote`: the session's result as one ordinary commit on a branch. */
+export interface SessionPromoteEvent extends EventBase {
+  type: 'session.promote';
+  branch: string;
+  commit: string;
+  parent: string | null;
+}
+
 export type JournalEvent =
   | SessionStartEvent
   | StepPreEvent

@@ -241,9 +241,16 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       if (e.command) s.command = e.command;
       break;
     }
-    case 'session.discard':
+    case 'session.discard': {
       s.discarded = true;
+      // A discard may carry the final snapshot of the worktree it removed.
+      const commit = (ev as { commit?: unknown }).commit;
+      if (typeof commit === 'string' && commit) {
+        s.head = commit;
+        s.headTree = tree;
+      }
       break;
+    }
     case 'op.done': {
       // An undo/redo/restore/revert moved the worktree: its result is the new chain tip.
       const e = ev as OpDoneEvent;

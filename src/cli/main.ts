@@ -6,6 +6,7 @@ import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
 import { snapCommand } from './commands/snap.js';
 import { diffCommand, logCommand, sessionsCommand, showCommand } from './commands/read.js';
+import { applyCommand, discardCommand, gcCommand, promoteCommand } from './commands/parallel.js';
 import { hooksCommand } from './commands/hooks.js';
 import { fetchCommand, pushCommand, remoteCommand } from './commands/sync.js';
 import { doctorCommand } from './commands/doctor.js';
@@ -35,6 +36,10 @@ export const COMMANDS: CommandFactory[] = [
   pushCommand,
   fetchCommand,
   doctorCommand,
+  applyCommand,
+  promoteCommand,
+  discardCommand,
+  gcCommand,
 ];
 
 class UsageError extends AgentsnapError {

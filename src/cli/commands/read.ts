@@ -4,7 +4,7 @@ import type { Step } from '../../model.js';
 import { outsideEffect } from '../../effects.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
-import { countChanges, describeSkipped, printablePath, type Output } from '../output.js';
+import { countChanges, describeSkipped, formatSize, printablePath, type Output } from '../output.js';
 
 function when(iso: string): string {
   const d = new Date(iso);
@@ -51,8 +51,13 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
     }
     for (const s of list) {
       const steps = s.steps === 1 ? '1 step' : `${s.steps} steps`;
+      const files = s.filesChanged === 1 ? '1 file changed' : `${s.filesChanged} files changed`;
       const agent = s.agent ? `  ${s.agent}` : '';
-      out.out(`${out.color.bold(s.id)}  ${statusColor(out, s.status)}  ${steps}  ${when(s.createdAt)}  ${s.worktree}${agent}`);
+      const name = s.name ? ` (${s.name})` : '';
+      const where =
+        s.worktreeKind === 'main' ? 'main worktree' : `${s.worktree}${s.worktreeExists ? '' : out.color.dim(' (removed)')}`;
+      const disk = formatSize((s.diskUse.worktree ?? 0) + s.diskUse.state);
+      out.out(`${out.color.bold(s.id)}${name}  ${statusColor(out, s.status)}  ${steps}  ${files}  ${disk}  ${when(s.createdAt)}  ${where}${agent}`);
     }
   },
 });

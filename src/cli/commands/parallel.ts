@@ -1,0 +1,127 @@
+// Commands that bring parallel sessions back or throw them away: apply, promote, discard, gc.
+import { apply, discard, gc, promote } from '../../api.js';
+import type { CommandFactory } from '../context.js';
+import { jsonOption } from '../context.js';
+import { formatSize, printablePath } from '../output.js';
+
+const sessionPositional = { type: 'string', describe: 'session id (see `agentsnap sessions`)' } as const;
+
+export const applyCommand: CommandFactory = (ctx) => ({
+  command: 'apply <session>',
+  describe: "Merge a session's net change (its start to its last snapshot) into this worktree",
+  builder: (y) =>
+    y
+      .positional('session', sessionPositional)
+      .options({
+        'force-conflicts': { type: 'boolean', default: false, describe: 'write conflicting files with conflict markers instead of refusing' },
+        ...jsonOption,
+      })
+      .example('$0 apply lq3k2x0a-7f3c', "bring that agent's work into the current worktree"),
+  handler: async (raw) => {
+    const argv = raw as unknown as { session: string; forceConflicts: boolean; json: boolean };
+    const out = ctx.output(argv);
+    const res = await apply({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, forceConflicts: argv.forceConflicts });
+    if (out.json) {
+      out.printJson(res);
+      return;
+    }
+    if (res.empty) {
+      out.note(`agentsnap: session ${res.session} has nothing to apply here`);
+      return;
+    }
+    for (const p of res.written) out.out(`  ${res.conflicts.includes(p) ? out.color.red('C') : res.created.includes(p) ? 'A' : 'M'} ${printablePath(p)}`);
+    for (const p of res.deleted) out.out(`  D ${printablePath(p)}`);
+    out.note(`agentsnap: applied session ${res.session}: ${res.written.length} written, ${res.deleted.length} deleted`);
+    if (res.conflicts.length > 0) out.err(`agentsnap: ${res.conflicts.length} file(s) have conflict markers: ${res.conflicts.join(', ')}`);
+    if (res.skipped.length > 0) out.note(`agentsnap: submodules not written: ${res.skipped.join(', ')}`);
+    out.note(`agentsnap: this worktree as it was before: ${res.safetyRef} (${res.safety?.slice(0, 10)})`);
+  },
+});
+
+export const promoteCommand: CommandFactory = (ctx) => ({
+  command: 'promote <session>',
+  describe: "Create a branch with one ordinary commit (by you) holding the session's result",
+  builder: (y) =>
+    y
+      .positional('session', sessionPositional)
+      .options({
+        branch: { type: 'string', alias: 'b', demandOption: true, describe: 'name of the new branch' },
+        message: { type: 'string', alias: 'm', describe: 'commit message (default: "Changes from agent session <id>")' },
+        force: { type: 'boolean', default: false, describe: 'replace the branch if it exists' },
+        ...jsonOption,
+      })
+      .example('$0 promote lq3k2x0a-7f3c -b feature/login -m "Add login form"', "the session's result as a commit on a new branch"),
+  handler: async (raw) => {
+    const argv = raw as unknown as { session: string; branch: string; message?: string; force: boolean; json: boolean };
+    const out = ctx.output(argv);
+    const res = await promote({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, branch: argv.branch, message: argv.message, force: argv.force });
+    if (out.json) {
+      out.printJson(res);
+      return;
+    }
+    out.out(`${res.branch} ${res.commit}`);
+    out.note(`agentsnap: branch ${res.branch} holds session ${res.session} as one commit on ${res.parent ? res.parent.slice(0, 10) : 'no parent'}`);
+  },
+});
+
+export const discardCommand: CommandFactory = (ctx) => ({
+  command: 'discard <session>',
+  describe: "Throw a session away: final snapshot, then remove its worktree (refs and journal stay until gc)",
+  builder: (y) =>
+    y
+      .positional('session', sessionPositional)
+      .options({
+        purge: { type: 'boolean', default: false, describe: 'also drop its refs and journal now' },
+        force: { type: 'boolean', default: false, describe: 'even if its wrapper is running, or files would be lost' },
+        ...jsonOption,
+      }),
+  handler: async (raw) => {
+    const argv = raw as unknown as { session: string; purge: boolean; force: boolean; json: boolean };
+    const out = ctx.output(argv);
+    const res = await discard({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, purge: argv.purge, force: argv.force });
+    if (out.json) {
+      out.printJson(res);
+      return;
+    }
+    if (res.finalCommit) out.note(`agentsnap: final snapshot ${res.finalCommit.slice(0, 10)}`);
+    if (res.worktreeRemoved) out.note(`agentsnap: removed worktree ${res.worktreeRemoved}`);
+    out.note(
+      res.purged
+        ? `agentsnap: session ${res.session} purged (refs and journal dropped)`
+        : `agentsnap: session ${res.session} discarded; its refs and journal stay until \`agentsnap gc\``,
+    );
+  },
+});
+
+export const gcCommand: CommandFactory = (ctx) => ({
+  command: 'gc',
+  describe: "Drop old sessions and agentsnap's leftovers; report disk use before and after",
+  builder: (y) =>
+    y
+      .options({
+        'older-than': { type: 'string', describe: 'drop sessions inactive this long (default: agentsnap.retention, 14d)' },
+        keep: { type: 'number', describe: 'keep the N most recent sessions whatever their age (default: agentsnap.gcKeep, 0)' },
+        'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'only report what would go' },
+        all: { type: 'boolean', default: false, describe: 'remove everything agentsnap put into this repository' },
+        force: { type: 'boolean', default: false, describe: 'with --all: also sessions that may be in use or hold unsnapshotted work' },
+        ...jsonOption,
+      })
+      .example('$0 gc --older-than 3d --dry-run', 'what a 3-day retention would drop'),
+  handler: async (raw) => {
+    const argv = raw as unknown as { olderThan?: string; keep?: number; dryRun: boolean; all: boolean; force: boolean; json: boolean };
+    const out = ctx.output(argv);
+    const res = await gc({ cwd: ctx.io.cwd, env: ctx.io.env, olderThan: argv.olderThan, keep: argv.keep, dryRun: argv.dryRun, all: argv.all, force: argv.force });
+    if (out.json) {
+      out.printJson(res);
+      return;
+    }
+    const verb = res.dryRun ? 'would remove' : 'removed';
+    for (const s of res.removedSessions) out.out(`${verb} session ${s}`);
+    for (const w of res.removedWorktrees) out.out(`${verb} worktree ${w}`);
+    for (const k of res.kept) out.out(`kept session ${k.session}: ${k.reason}`);
+    out.out(
+      `${res.removedSessions.length} session(s), ${res.removedWorktrees.length} worktree(s), ${res.removedRefs.length} ref(s), ${res.removedFiles.length} file(s) ${verb}; ` +
+        `disk use ${formatSize(res.before)} -> ${formatSize(res.after)}${res.dryRun ? ' (estimate)' : ''}`,
+    );
+  },
+});

@@ -1,0 +1,523 @@
+// Bringing parallel sessions back, or throwing them away: the sessions
+// overview, apply (three-way merge into the current worktree), promote (one
+// ordinary commit on a new branch) and discard (final snapshot, then remove
+// the worktree).
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { errors } from './errors.js';
+import { newSessionId } from './ids.js';
+import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from './repo.js';
+import { loadSettings, type Settings } from './config.js';
+import { appendEvent, eventBase, type JournalEvent } from './journal.js';
+import { ownerAlive, withLock } from './lock.js';
+import type { Session } from './model.js';
+import { commitTree, diffTrees, listRefs, readHead, treeOf, updateRefs, type RefUpdate } from './git/plumbing.js';
+import { splitNul } from './git/run.js';
+import { snapshotTree } from './snapshot.js';
+import {
+  commitMessage,
+  endSession,
+  headRef,
+  listSessions,
+  loadSession,
+  META_REF_PREFIX,
+  sessionPaths,
+  STEP_REF_PREFIX,
+  type SessionSummary,
+} from './session.js';
+import { materialize, treeDelta, type TreeChange } from './materialize.js';
+import { listWorktrees, readWorktreeMeta, removeSessionWorktree, snapshotNow, type StartPoint, type WorktreeMeta } from './worktree.js';
+
+export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
+
+function exists(p: string): boolean {
+  try {
+    fs.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Disk use in bytes of a file tree (allocated blocks; symlinks are not followed). */
+export function diskUse(p: string): number {
+  let total = 0;
+  const walk = (abs: string) => {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(abs);
+    } catch {
+      return;
+    }
+    total += st.blocks * 512;
+    if (!st.isDirectory()) return;
+    let names: string[];
+    try {
+      names = fs.readdirSync(abs);
+    } catch {
+      return;
+    }
+    for (const n of names) walk(path.join(abs, n));
+  };
+  walk(p);
+  return total;
+}
+
+/** The owner process recorded for a session, read from its state cache. */
+function ownerOf(repo: Repo, id: string): Session['owner'] {
+  try {
+    const st = JSON.parse(fs.readFileSync(sessionPaths(repo, id).state, 'utf8')) as { session?: { owner?: Session['owner'] } };
+    return st.session?.owner ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the session's wrapper process is alive (sessions without a wrapper have none). */
+export function wrapperAlive(owner: Session['owner']): boolean {
+  return !!owner && ownerAlive(owner);
+}
+
+export interface SessionOverview extends SessionSummary {
+  /** 'main': the repository's main worktree; 'agentsnap': a worktree agentsnap created; 'linked': another linked worktree. */
+  worktreeKind: 'main' | 'agentsnap' | 'linked';
+  worktreeExists: boolean;
+  name: string | null;
+  from: StartPoint | null;
+  /** The wrapper process is alive. */
+  running: boolean;
+  pid: number | null;
+  /** Paths that differ between the session's baseline and its latest snapshot. */
+  filesChanged: number;
+  /** Bytes on disk: the session's worktree (null for worktrees agentsnap did not create) and its state (journal, index). */
+  diskUse: { worktree: number | null; state: number };
+}
+
+async function countChanged(repo: Repo, from: string, to: string): Promise<number> {
+  if (from === to) return 0;
+  const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--name-only', from, to], { okCodes: [128] });
+  return res.code === 0 ? splitNul(res.stdout).length : 0;
+}
+
+/** `agentsnap sessions`: every session with its worktree, liveness, changes and disk use. */
+export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
+  const list = await listSessions(repo);
+  const worktrees = await listWorktrees(repo);
+  const main = worktrees[0]?.path ?? repo.worktree;
+  const out: SessionOverview[] = [];
+  for (const s of list) {
+    const meta = readWorktreeMeta(repo, s.id);
+    const owner = ownerOf(repo, s.id);
+    const kind: SessionOverview['worktreeKind'] = meta ? 'agentsnap' : s.worktree === main ? 'main' : 'linked';
+    const wtExists = exists(s.worktree);
+    out.push({
+      ...s,
+      worktreeKind: kind,
+      worktreeExists: wtExists,
+      name: meta?.name ?? null,
+      from: meta?.from ?? null,
+      running: s.status === 'running' && wrapperAlive(owner),
+      pid: owner?.pid ?? null,
+      filesChanged: await countChanged(repo, s.baseline, s.head),
+      diskUse: { worktree: meta && wtExists ? diskUse(meta.path) : null, state: diskUse(sessionPaths(repo, s.id).dir) },
+    });
+  }
+  return out;
+}
+
+/** Appends an event to a session's journal under its lock, then moves refs (journal first: it is the truth). */
+async function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
+  const p = sessionPaths(repo, id);
+  await withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: ev.type }, async () => {
+    appendEvent(p.journal, ev);
+    await updateRefs(repo, refs);
+  });
+}
+
+function blobOid(data: Buffer, oidLength: number): string {
+  const h = createHash(oidLength === 64 ? 'sha256' : 'sha1');
+  h.update(`blob ${data.length}\0`);
+  h.update(data);
+  return h.digest('hex');
+}
+
+/** Paths whose state on disk no longer matches the `old` side of `changes` (the user edited them meanwhile). */
+function changedOnDisk(worktree: string, changes: TreeChange[]): string[] {
+  const moved: string[] = [];
+  for (const c of changes) {
+    const abs = path.join(worktree, c.path);
+    let st: fs.Stats | null = null;
+    try {
+      st = fs.lstatSync(abs);
+    } catch {
+      st = null;
+    }
+    if (c.oldMode === '000000') {
+      // Nothing in the snapshot, but something on disk (an ignored or left-out file): never overwrite it.
+      if (st && !st.isDirectory()) moved.push(c.path);
+      continue;
+    }
+    if (!st) {
+      moved.push(c.path);
+      continue;
+    }
+    let data: Buffer;
+    if (c.oldMode === '120000') {
+      if (!st.isSymbolicLink()) {
+        moved.push(c.path);
+        continue;
+      }
+      data = Buffer.from(fs.readlinkSync(abs));
+    } else if (c.oldMode === '100644' || c.oldMode === '100755') {
+      if (!st.isFile()) {
+        moved.push(c.path);
+        continue;
+      }
+      data = fs.readFileSync(abs);
+    } else continue;
+    if (blobOid(data, c.oldOid.length) !== c.oldOid) moved.push(c.path);
+  }
+  return moved;
+}
+
+export interface ApplyOptions {
+  /** Write the merge result with conflict markers instead of refusing. */
+  forceConflicts?: boolean;
+  settings?: Settings;
+}
+
+export interface ApplyResult {
+  session: string;
+  /** Nothing to apply: the session changed nothing. */
+  empty: boolean;
+  safety: string | null;
+  safetyRef: string | null;
+  written: string[];
+  /** Of `written`, files that are new in this worktree. */
+  created: string[];
+  deleted: string[];
+  conflicts: string[];
+  /** Submodule entries that were not written. */
+  skipped: string[];
+}
+
+async function mergeTrees(repo: Repo, base: string, ours: string, theirs: string): Promise<{ tree: string; conflicts: string[] }> {
+  const v = parseGitVersion(await checkGitVersion(repo.env).then((x) => `git version ${x}`));
+  if (!v || !versionAtLeast(v, '2.38.0')) {
+    throw errors.gitTooOld('apply needs git 2.38 or newer (git merge-tree --write-tree).', { hint: 'Upgrade git.' });
+  }
+  // merge-tree wants commits: base, and ours/theirs as its children.
+  const mk = (tree: string, parents: string[]) =>
+    commitTree(repo, { tree, parents, message: 'agentsnap: merge input\n\nAgentsnap-Kind: merge-input\n' });
+  const baseC = await mk(base, []);
+  const [oursC, theirsC] = await Promise.all([mk(ours, [baseC]), mk(theirs, [baseC])]);
+  const res = await repo.git(['merge-tree', '--write-tree', '--no-messages', '--name-only', '-z', oursC, theirsC], { okCodes: [1] });
+  const parts = splitNul(res.stdout);
+  return { tree: parts[0] ?? '', conflicts: res.code === 1 ? [...new Set(parts.slice(1).filter(Boolean))] : [] };
+}
+
+/**
+ * `agentsnap apply <session>`: the session's net change (baseline → latest
+ * snapshot) merged into this worktree. Refuses with the list of conflicting
+ * files (nothing written) unless forceConflicts; snapshots this worktree
+ * first (refs/agentsnap/safety/…) so the apply can be undone.
+ */
+export async function applySession(repo: Repo, id: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
+  const s = loadSession(repo, id);
+  if (path.resolve(s.worktree) === path.resolve(repo.worktree)) {
+    throw errors.invalidArgument(`session ${id} ran in this worktree: its changes are already here.`, {
+      hint: 'Run apply in the worktree that should receive them.',
+      data: { session: id },
+    });
+  }
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const base = s.baselineTree ?? (await treeOf(repo, s.baseline));
+  const theirs = s.headTree ?? (await treeOf(repo, s.head));
+  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [] };
+  if (base === theirs) return { ...result, empty: true };
+
+  const key = createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
+  const lockFile = path.join(repo.stateDir, 'locks', `apply-${key}.lock`);
+  fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
+  return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async () => {
+    const ours = (await snapshotNow(repo, settings, 'safety')).tree;
+    const merged = await mergeTrees(repo, base, ours, theirs);
+    if (merged.conflicts.length > 0 && !opts.forceConflicts) {
+      throw errors.conflict(`applying session ${id} conflicts in ${merged.conflicts.length} file(s): ${merged.conflicts.join(', ')}.`, {
+        hint: 'Nothing was changed. Resolve by hand (see `agentsnap diff 0 --session ' + id + '`), or write conflict markers with --force-conflicts.',
+        data: { session: id, conflicts: merged.conflicts },
+      });
+    }
+    const changes = await treeDelta(repo, ours, merged.tree);
+    if (changes.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
+    const moved = changedOnDisk(repo.worktree, changes);
+    if (moved.length > 0) {
+      throw errors.conflict(`${moved.length} file(s) would be overwritten that are not as snapshotted: ${moved.slice(0, 10).join(', ')}.`, {
+        hint: 'They changed while applying, or are ignored/left-out files in the way. Nothing was changed; move them aside and try again.',
+        data: { session: id, paths: moved },
+      });
+    }
+    const head = await readHead(repo);
+    const safety = await commitTree(repo, {
+      tree: ours,
+      parents: [],
+      message: commitMessage({ summary: `before applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit }),
+    });
+    const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
+    await updateRefs(repo, [{ ref: safetyRef, value: safety }]);
+    const written = await materialize(repo, changes);
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'session.apply',
+      target: repo.worktree,
+      safety,
+      safetyRef,
+      result: merged.tree,
+      written: written.written,
+      deleted: written.deleted,
+      conflicts: merged.conflicts,
+    };
+    await recordEvent(repo, id, settings, ev);
+    return { ...result, safety, safetyRef, written: written.written, created: written.created, deleted: written.deleted, conflicts: merged.conflicts, skipped: written.skipped };
+  });
+}
+
+export interface PromoteOptions {
+  branch: string;
+  message?: string | undefined;
+  force?: boolean;
+  settings?: Settings;
+}
+
+export interface PromoteResult {
+  session: string;
+  branch: string;
+  commit: string;
+  parent: string | null;
+  tree: string;
+}
+
+const IDENTITY_VARS = ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE'];
+
+/** The user's identity variables from the caller's environment (runGit strips GIT_* by default). */
+function identityEnv(repo: Repo): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of IDENTITY_VARS) {
+    const v = repo.callerEnv[k];
+    if (v) out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * `agentsnap promote <session> --branch NAME`: a new branch holding one
+ * ordinary commit (the user's identity, no agentsnap trailers) whose parent is
+ * the commit the session started from and whose tree is the session's result.
+ */
+export async function promoteSession(repo: Repo, id: string, opts: PromoteOptions): Promise<PromoteResult> {
+  const s = loadSession(repo, id);
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const check = await repo.git(['check-ref-format', '--branch', opts.branch], { okCodes: [1, 128] });
+  if (check.code !== 0 || opts.branch.startsWith('-')) {
+    throw errors.invalidArgument(`${JSON.stringify(opts.branch)} is not a valid branch name.`, { data: { branch: opts.branch } });
+  }
+  const tree = s.headTree ?? (await treeOf(repo, s.head));
+  const parent = s.baseHead;
+  if (parent && (await treeOf(repo, parent)) === tree) {
+    throw errors.nothingToDo(`session ${id} has no changes against the commit it started from (${parent.slice(0, 10)}).`, {
+      data: { session: id },
+    });
+  }
+  const env = identityEnv(repo);
+  for (const who of ['GIT_AUTHOR_IDENT', 'GIT_COMMITTER_IDENT']) {
+    const res = await repo.git(['var', who], { okCodes: [128, 1], extraEnv: env });
+    if (res.code !== 0) {
+      throw errors.noIdentity('promote commits as you, but git has no identity configured.', {
+        hint: 'Set it: git config --global user.name "Your Name" && git config --global user.email you@example.com',
+        data: { stderr: res.stderr },
+      });
+    }
+  }
+  const message = (opts.message ?? `Changes from agent session ${id}`).replace(/\s+$/, '') + '\n';
+  const args = ['commit-tree', tree];
+  if (parent) args.push('-p', parent);
+  args.push('-F', '-');
+  const commit = (await repo.git(args, { input: message, extraEnv: env })).stdout.toString('utf8').trim();
+  const br = await repo.git(['branch', '--no-track', ...(opts.force ? ['--force'] : []), opts.branch, commit], { okCodes: [128] });
+  if (br.code !== 0) {
+    const exists = /already exists/.test(br.stderr);
+    throw errors.refused(`cannot create branch ${opts.branch}: ${br.stderr.replace(/^fatal: /, '').trim()}`, {
+      hint: exists ? 'Pick another name, or replace it with --force.' : 'Pick another branch name.',
+      data: { branch: opts.branch, commit },
+    });
+  }
+  const ev: JournalEvent = { ...eventBase(id), type: 'session.promote', branch: opts.branch, commit, parent };
+  await recordEvent(repo, id, settings, ev);
+  return { session: id, branch: opts.branch, commit, parent, tree };
+}
+
+export interface DiscardOptions {
+  /** Drop refs and journal now instead of at the next gc. */
+  purge?: boolean;
+  /** Discard even when the wrapper is alive, or when the final snapshot left files out. */
+  force?: boolean;
+  settings?: Settings;
+}
+
+export interface DiscardResult {
+  session: string;
+  /** The final snapshot, when the worktree had changed since the last one. */
+  finalCommit: string | null;
+  worktreeRemoved: string | null;
+  purged: boolean;
+  alreadyDiscarded: boolean;
+}
+
+/** Every ref agentsnap keeps for a session. */
+export async function sessionRefs(repo: Repo, id: string): Promise<string[]> {
+  const refs = [...(await listRefs(repo, `${STEP_REF_PREFIX}${id}/`)), ...(await listRefs(repo, `${META_REF_PREFIX}sessions/${id}/`))];
+  return refs.map((r) => r.ref);
+}
+
+/** Removes a session's refs and state dir (the dir first: refs without a dir are swept by gc). */
+export async function dropSession(repo: Repo, id: string): Promise<void> {
+  const dir = sessionPaths(repo, id).dir;
+  if (exists(dir)) {
+    const tmpDir = path.join(repo.stateDir, 'tmp');
+    fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
+    const tomb = path.join(tmpDir, `dropped-${id}-${process.pid}-${Date.now()}`);
+    fs.renameSync(dir, tomb);
+    fs.rmSync(tomb, { recursive: true, force: true });
+  }
+  await updateRefs(repo, (await sessionRefs(repo, id)).map((ref) => ({ ref, value: null })));
+}
+
+function unlinkQuiet(p: string): void {
+  try {
+    fs.unlinkSync(p);
+  } catch {
+    /* not there */
+  }
+}
+
+/** Keeps commits the agent made in its (detached) worktree reachable after the worktree goes. */
+async function worktreeHeadToKeep(wt: Repo, meta: WorktreeMeta | null): Promise<string | null> {
+  if (!meta) return null;
+  const head = (await readHead(wt)).commit;
+  return head && head !== meta.head ? head : null;
+}
+
+/**
+ * `agentsnap discard <session>`: a final snapshot of the session's worktree,
+ * then the worktree (when agentsnap created it), its git metadata and the
+ * private index are removed. The session is marked discarded; its refs and
+ * journal stay until gc (or go now with purge).
+ */
+export async function discardSession(from: Repo, id: string, opts: DiscardOptions = {}): Promise<DiscardResult> {
+  let repo = from;
+  let s = loadSession(repo, id);
+  if (path.resolve(repo.worktree) === path.resolve(s.worktree)) {
+    // Called from inside the worktree that is about to go: work from the main worktree.
+    const main = (await listWorktrees(repo))[0]?.path;
+    if (main && path.resolve(main) !== path.resolve(s.worktree)) repo = await openRepo(main, { env: from.callerEnv });
+  }
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const owner = s.owner;
+  if (!s.ended && !s.discarded && wrapperAlive(owner) && !opts.force) {
+    throw errors.refused(`session ${id} is running (its wrapper, pid ${owner?.pid}, is alive).`, {
+      hint: 'Stop the agent first, or discard anyway with --force.',
+      data: { session: id, pid: owner?.pid },
+    });
+  }
+  const meta = readWorktreeMeta(repo, id);
+  const p = sessionPaths(repo, id);
+  const result: DiscardResult = { session: id, finalCommit: null, worktreeRemoved: null, purged: false, alreadyDiscarded: s.discarded };
+  const wtPresent = exists(path.join(s.worktree, '.git'));
+  let wt: Repo | null = null;
+  if (wtPresent) {
+    try {
+      wt = await openRepo(s.worktree, { env: repo.callerEnv });
+    } catch {
+      wt = null;
+    }
+  }
+  if (meta && exists(meta.path) && !wt && !opts.force) {
+    throw errors.refused(`the worktree of session ${id} (${meta.path}) is no longer a git worktree: no final snapshot can be taken.`, {
+      hint: 'Copy out what you need, then discard with --force.',
+      data: { session: id, path: meta.path },
+    });
+  }
+  if (wt && !s.ended && !s.discarded) {
+    const ended = await endSession(wt, id, { settings: await loadSettings(wt), exitCode: null, signal: null });
+    result.finalCommit = ended.commit;
+    s = loadSession(repo, id);
+  }
+  if (!s.discarded || (wt && meta)) {
+    const event: JournalEvent & { commit: string | null } = {
+      ...eventBase(id),
+      type: 'session.discard',
+      commit: null,
+      tree: null,
+      changed: [],
+      worktree: null,
+      worktreeHead: null,
+      forced: !!opts.force,
+    };
+    const refs: RefUpdate[] = [];
+    await withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'discard' }, async () => {
+      if (wt) {
+        // The final snapshot must succeed before anything is removed.
+        const wtSettings = await loadSettings(wt);
+        const snap = await snapshotTree(wt, { indexFile: p.index, settings: wtSettings, parentTree: s.headTree });
+        const copied = new Set(meta?.copied ?? []);
+        const lost = snap.skipped.filter((f) => !copied.has(f.path) && !(meta?.shared ?? []).some((x) => x.path === f.path));
+        if (meta && lost.length > 0 && !opts.force) {
+          throw errors.refused(`the final snapshot of session ${id} left out ${lost.length} file(s) that removing the worktree would delete: ${lost.map((f) => f.path).slice(0, 10).join(', ')}.`, {
+            hint: 'Copy them out of ' + s.worktree + ', or discard anyway with --force.',
+            data: { session: id, files: lost },
+          });
+        }
+        if (snap.tree !== s.headTree) {
+          const head = await readHead(wt);
+          const commit = await commitTree(wt, {
+            tree: snap.tree,
+            parents: [s.head],
+            message: commitMessage({ summary: `session ${id} final (discard)`, session: id, step: null, phase: 'final', kind: 'discard', tool: null, head: head.commit }),
+          });
+          Object.assign(event, { commit, tree: snap.tree, changed: await diffTrees(wt, s.headTree ?? s.head, snap.tree) });
+          refs.push({ ref: headRef(id), value: commit });
+          result.finalCommit = commit;
+        }
+        const keepHead = await worktreeHeadToKeep(wt, meta);
+        if (keepHead) {
+          event.worktreeHead = keepHead;
+          refs.push({ ref: `${META_REF_PREFIX}sessions/${id}/worktree-head`, value: keepHead });
+        }
+      }
+      if (meta && wt) event.worktree = meta.path;
+      appendEvent(p.journal, event);
+      await updateRefs(repo, refs);
+    });
+  }
+  if (meta && exists(meta.path)) {
+    await removeSessionWorktree(repo, meta);
+    result.worktreeRemoved = meta.path;
+  }
+  unlinkQuiet(p.index);
+  unlinkQuiet(`${p.index}.lock`);
+  if (opts.purge) {
+    await dropSession(repo, id);
+    result.purged = true;
+  }
+  return result;
+}
+
+/** Whether a session is or may still be in use: its wrapper lives, or (without a wrapper) it was active within the last hour. */
+export function sessionInUse(s: Pick<SessionSummary, 'status' | 'lastActivity'>, owner: Session['owner'], now = Date.now()): boolean {
+  if (s.status === 'discarded' || s.status === 'ended') return false;
+  if (owner) return ownerAlive(owner);
+  return now - Date.parse(s.lastActivity) < 60 * 60 * 1000;
+}
+
+export { ownerOf as sessionOwner };
