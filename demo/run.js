@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run demo`: a throwaway repository, a scripted agent run through
-// `agentsnap wrap`, then what agentsnap recorded: log, show, replay.
+// `agentsnap wrap`, then what agentsnap recorded (log, show, replay), then undo and redo.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -56,4 +56,10 @@ step('every tool call is a step, with the files it changed', ['log']);
 step('what step 2 changed, as a diff', ['show', '2']);
 step('the failing shell command still changed a file', ['show', '5']);
 step('the whole session in order, for a person or an agent to regain context', ['replay']);
+step('what undo 4 would do, without doing it', ['undo', '4', '--dry-run']);
+step('back to just before tool call 4: notes.txt returns, later files go', ['undo', '4']);
+console.log(`notes.txt exists again: ${fs.existsSync(path.join(dir, 'notes.txt'))}; src/farewell.js (step 3) kept: ${fs.existsSync(path.join(dir, 'src/farewell.js'))}`);
+step('changed your mind: redo returns to the state before the undo', ['redo']);
+console.log(`notes.txt after redo: ${fs.existsSync(path.join(dir, 'notes.txt')) ? 'present' : 'deleted again'}`);
+step('where the session stands', ['status']);
 console.log(`\n${bold('Try more in the demo repository:')}\n  cd ${dir}\n  node ${bin} diff 0        # everything the agent changed\n  git status                 # agentsnap never touched the index, HEAD or branches\n  git for-each-ref refs/agent/`);
