@@ -26,7 +26,7 @@ import {
   STEP_REF_PREFIX,
   type SessionSummary,
 } from './session.js';
-import { materialize, treeDelta, type TreeChange } from './materialize.js';
+import { planChanges, prepareRestore, writeRestore, type LeftPath } from './restore.js';
 import { listWorktrees, readWorktreeMeta, removeSessionWorktree, snapshotNow, type StartPoint, type WorktreeMeta } from './worktree.js';
 
 export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
@@ -135,52 +135,6 @@ async function recordEvent(repo: Repo, id: string, settings: Settings, ev: Journ
   });
 }
 
-function blobOid(data: Buffer, oidLength: number): string {
-  const h = createHash(oidLength === 64 ? 'sha256' : 'sha1');
-  h.update(`blob ${data.length}\0`);
-  h.update(data);
-  return h.digest('hex');
-}
-
-/** Paths whose state on disk no longer matches the `old` side of `changes` (the user edited them meanwhile). */
-function changedOnDisk(worktree: string, changes: TreeChange[]): string[] {
-  const moved: string[] = [];
-  for (const c of changes) {
-    const abs = path.join(worktree, c.path);
-    let st: fs.Stats | null = null;
-    try {
-      st = fs.lstatSync(abs);
-    } catch {
-      st = null;
-    }
-    if (c.oldMode === '000000') {
-      // Nothing in the snapshot, but something on disk (an ignored or left-out file): never overwrite it.
-      if (st && !st.isDirectory()) moved.push(c.path);
-      continue;
-    }
-    if (!st) {
-      moved.push(c.path);
-      continue;
-    }
-    let data: Buffer;
-    if (c.oldMode === '120000') {
-      if (!st.isSymbolicLink()) {
-        moved.push(c.path);
-        continue;
-      }
-      data = Buffer.from(fs.readlinkSync(abs));
-    } else if (c.oldMode === '100644' || c.oldMode === '100755') {
-      if (!st.isFile()) {
-        moved.push(c.path);
-        continue;
-      }
-      data = fs.readFileSync(abs);
-    } else continue;
-    if (blobOid(data, c.oldOid.length) !== c.oldOid) moved.push(c.path);
-  }
-  return moved;
-}
-
 export interface ApplyOptions {
   /** Write the merge result with conflict markers instead of refusing. */
   forceConflicts?: boolean;
@@ -200,6 +154,8 @@ export interface ApplyResult {
   conflicts: string[];
   /** Submodule entries that were not written. */
   skipped: string[];
+  /** Paths that could not be written after all (an I/O error, or changed during the write), and why. */
+  left: LeftPath[];
 }
 
 async function mergeTrees(repo: Repo, base: string, ours: string, theirs: string): Promise<{ tree: string; conflicts: string[] }> {
@@ -234,7 +190,7 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   const settings = opts.settings ?? (await loadSettings(repo));
   const base = s.baselineTree ?? (await treeOf(repo, s.baseline));
   const theirs = s.headTree ?? (await treeOf(repo, s.head));
-  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [] };
+  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [] };
   if (base === theirs) return { ...result, empty: true };
 
   const key = createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
@@ -249,15 +205,11 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
         data: { session: id, conflicts: merged.conflicts },
       });
     }
-    const changes = await treeDelta(repo, ours, merged.tree);
-    if (changes.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
-    const moved = changedOnDisk(repo.worktree, changes);
-    if (moved.length > 0) {
-      throw errors.conflict(`${moved.length} file(s) would be overwritten that are not as snapshotted: ${moved.slice(0, 10).join(', ')}.`, {
-        hint: 'They changed while applying, or are ignored/left-out files in the way. Nothing was changed; move them aside and try again.',
-        data: { session: id, paths: moved },
-      });
-    }
+    const plan = await planChanges(repo, ours, merged.tree);
+    if (plan.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
+    // Everything is checked before the safety commit and the first write: a path that is not as
+    // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
+    const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse' });
     const head = await readHead(repo);
     const safety = await commitTree(repo, {
       tree: ours,
@@ -266,7 +218,11 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     });
     const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
     await updateRefs(repo, [{ ref: safetyRef, value: safety }]);
-    const written = await materialize(repo, changes);
+    const restored = writeRestore(repo, prepared);
+    const left = restored.left.filter((l) => !restored.nested.includes(l.path));
+    const written = restored.applied.filter((c) => c.to !== null).map((c) => c.path);
+    const created = restored.applied.filter((c) => c.to !== null && c.from === null).map((c) => c.path);
+    const deleted = restored.applied.filter((c) => c.to === null).map((c) => c.path);
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'session.apply',
@@ -274,12 +230,13 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       safety,
       safetyRef,
       result: merged.tree,
-      written: written.written,
-      deleted: written.deleted,
+      written,
+      deleted,
       conflicts: merged.conflicts,
+      ...(left.length > 0 ? { left } : {}),
     };
     await recordEvent(repo, id, settings, ev);
-    return { ...result, safety, safetyRef, written: written.written, created: written.created, deleted: written.deleted, conflicts: merged.conflicts, skipped: written.skipped };
+    return { ...result, safety, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left };
   });
 }
 

@@ -23,7 +23,7 @@ import { commitMessage, contentLockFile, headRef, loadSession, sessionPaths, wit
 import { withLock, ownerAlive } from './lock.js';
 import { snapshotTree } from './snapshot.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
-import { applyPlan, changeLetter, gitlinkPaths, planChanges, recordApplied, type LeftPath } from './restore.js';
+import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath } from './restore.js';
 import { worktreeTree } from './read.js';
 import { outsideEffect, effectLabel } from './effects.js';
 import fs from 'node:fs';
@@ -450,11 +450,11 @@ async function headTrailer(repo: Repo, commit: string): Promise<string | null | 
 
 async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead: ChangedPath[]): Promise<Prepared> {
   const resolved = await spec.resolve(ctx);
-  let plan = await planChanges(repo, ctx.safetyTree, resolved.toTree, resolved.paths);
   // A file the target snapshot skipped (secret, size cap, exclude) was maybe there: never delete it.
-  const skipped = new Set(resolved.skippedAtTarget.map((f) => f.path));
-  const kept = plan.filter((c) => c.to === null && c.from !== null && skipped.has(c.path)).map((c) => c.path);
-  plan = plan.filter((c) => !(c.to === null && skipped.has(c.path)));
+  const { plan, kept } = withoutSkipped(
+    await planChanges(repo, ctx.safetyTree, resolved.toTree, resolved.paths),
+    resolved.skippedAtTarget.map((f) => f.path),
+  );
   const touched = new Set(plan.map((c) => c.path));
   const outside = resolved.anchor === null ? [] : outsideChanges(ctx.session, ctx.events, resolved.anchor, sinceHead).filter((o) => touched.has(o.path));
   const unprotected = resolved.crossed
@@ -601,7 +601,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     fill(result, p);
     result.dryRun = true;
     result.changes = p.plan.map((c) => ({ path: c.path, change: changeLetter(c) }));
-    result.left = gitlinkPaths(p.plan).map((g) => ({ path: g, reason: 'nested repository: left alone' }));
+    result.left = gitlinkPaths(p.plan).map((g) => ({ path: g, reason: NESTED_REPO_REASON }));
     result.changes = result.changes.filter((c) => !result.left.some((l) => l.path === c.path));
     result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0);
     return result;

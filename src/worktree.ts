@@ -20,7 +20,7 @@ import { commitTree, readHead, resolveCommit, treeOf, updateRefs, writeTree } fr
 import { splitNul } from './git/run.js';
 import { copyIndexFile, snapshotTree } from './snapshot.js';
 import { commitMessage, META_REF_PREFIX, sessionPaths, startSession, type SnapshotResult, type StartOptions } from './session.js';
-import { materialize, treeDelta } from './materialize.js';
+import { applyPlan, planChanges, withoutSkipped } from './restore.js';
 
 export type StartPoint = 'current' | 'HEAD' | (string & {});
 
@@ -337,7 +337,7 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
   }
 
   // The user's worktree as it is, before anything else happens.
-  let current: { tree: string; staged: string | null; origin: string } | null = null;
+  let current: { tree: string; skipped: string[]; staged: string | null; origin: string } | null = null;
   if (from === 'current') {
     const snap = await snapshotNow(repo, settings, 'origin');
     const origin = await commitTree(repo, {
@@ -346,7 +346,7 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
       message: commitMessage({ summary: `session ${session} origin (${repo.worktree})`, session, step: null, phase: 'origin', kind: 'origin', tool: null, head: commit }),
     });
     await updateRefs(repo, [{ ref: originRef(session), value: origin }]);
-    current = { tree: snap.tree, staged: await stagedTree(repo), origin };
+    current = { tree: snap.tree, skipped: snap.skipped, staged: await stagedTree(repo), origin };
   }
 
   const metaDir = sessionPaths(repo, session).dir;
@@ -376,7 +376,9 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
       // then write the worktree's files exactly as the user has them, left uncommitted.
       const headTree = await treeOf(wt, commit);
       if (current.staged && current.staged !== headTree) await wt.git(['read-tree', '-m', current.staged]);
-      await materialize(wt, await treeDelta(wt, headTree, current.tree));
+      // The restore engine, all or nothing; a tracked file the snapshot skipped keeps its checked-out version.
+      const { plan } = withoutSkipped(await planChanges(wt, headTree, current.tree), current.skipped);
+      await applyPlan(wt, plan, { ifNotExpected: 'refuse', freshCheckout: true });
     }
     await setUpFiles(repo, wt.worktree, cfg, meta, warnings);
     fs.mkdirSync(metaDir, { recursive: true, mode: 0o700 });
