@@ -341,27 +341,26 @@ function stampFile(repo: Repo): string {
 
 /**
  * Automatic retention, cheap enough for every session start: one stat of a
- * stamp file unless agentsnap.gcAuto (default 1d) has passed since the last
- * run. Never throws: retention must not stop a session from starting.
+ * stamp file whose mtime is when the next run is due. Only then is
+ * agentsnap.gcAuto (default 1d) read, gc run, and the stamp moved on by the
+ * interval (by a day while automatic gc is off, so turning it back on takes
+ * effect). Never throws: retention must not stop a session from starting.
  */
 export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Promise<GcReport | null> {
   const now = opts.now ?? Date.now();
   try {
     const stamp = stampFile(repo);
-    let last = 0;
     try {
-      last = fs.statSync(stamp).mtimeMs;
+      if (fs.statSync(stamp).mtimeMs > now) return null;
     } catch {
       /* never ran */
     }
-    // Cheap pre-check with the default interval before reading config.
-    if (last && now - last < 60_000) return null;
     const settings = await gcSettings(repo);
-    if (settings.autoIntervalMs <= 0 || now - last < settings.autoIntervalMs) return null;
+    const next = new Date(now + (settings.autoIntervalMs > 0 ? settings.autoIntervalMs : DAY));
     fs.mkdirSync(repo.stateDir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(stamp, `${new Date(now).toISOString()}\n`);
-    const t = new Date(now);
-    fs.utimesSync(stamp, t, t);
+    fs.writeFileSync(stamp, `next automatic gc: ${next.toISOString()}\n`);
+    fs.utimesSync(stamp, next, next);
+    if (settings.autoIntervalMs <= 0) return null;
     return await gc(repo, { auto: true, now });
   } catch {
     return null;
