@@ -9,10 +9,9 @@ import { errors } from './errors.js';
 import { newSessionId } from './ids.js';
 import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { appendEvent, eventBase, type JournalEvent } from './journal.js';
-import { ownerAlive, withLock } from './lock.js';
-import type { Session } from './model.js';
-import { commitTree, diffTrees, listRefs, readHead, treeOf, updateRefs, type RefUpdate } from './git/plumbing.js';
+import { eventBase, type JournalEvent } from './journal.js';
+import { withLock } from './lock.js';
+import { commitTree, diffTrees, readHead, treeOf, updateRefs, type RefUpdate } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
 import { snapshotTree } from './snapshot.js';
 import {
@@ -22,62 +21,19 @@ import {
   listSessions,
   loadSession,
   META_REF_PREFIX,
+  sessionMetaRef,
   sessionPaths,
-  STEP_REF_PREFIX,
+  sessionRefs,
+  withSessionLock,
+  wrapperRunning,
   type SessionSummary,
 } from './session.js';
 import { planChanges, prepareRestore, writeRestore, type LeftPath } from './restore.js';
-import { listWorktrees, readWorktreeMeta, removeSessionWorktree, snapshotNow, type StartPoint, type WorktreeMeta } from './worktree.js';
+import { listWorktrees, readWorktreeMeta, removeSessionWorktree, type StartPoint, type WorktreeMeta } from './worktree.js';
+import { snapshotNow } from './snapshot-now.js';
+import { diskUse, exists, unlinkQuiet } from './fsutil.js';
 
 export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
-
-function exists(p: string): boolean {
-  try {
-    fs.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Disk use in bytes of a file tree (allocated blocks; symlinks are not followed). */
-export function diskUse(p: string): number {
-  let total = 0;
-  const walk = (abs: string) => {
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(abs);
-    } catch {
-      return;
-    }
-    total += st.blocks * 512;
-    if (!st.isDirectory()) return;
-    let names: string[];
-    try {
-      names = fs.readdirSync(abs);
-    } catch {
-      return;
-    }
-    for (const n of names) walk(path.join(abs, n));
-  };
-  walk(p);
-  return total;
-}
-
-/** The owner process recorded for a session, read from its state cache. */
-function ownerOf(repo: Repo, id: string): Session['owner'] {
-  try {
-    const st = JSON.parse(fs.readFileSync(sessionPaths(repo, id).state, 'utf8')) as { session?: { owner?: Session['owner'] } };
-    return st.session?.owner ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether the session's wrapper process is alive (sessions without a wrapper have none). */
-export function wrapperAlive(owner: Session['owner']): boolean {
-  return !!owner && ownerAlive(owner);
-}
 
 export interface SessionOverview extends SessionSummary {
   /** 'main': the repository's main worktree; 'agentsnap': a worktree agentsnap created; 'linked': another linked worktree. */
@@ -108,7 +64,6 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
   const out: SessionOverview[] = [];
   for (const s of list) {
     const meta = readWorktreeMeta(repo, s.id);
-    const owner = ownerOf(repo, s.id);
     const kind: SessionOverview['worktreeKind'] = meta ? 'agentsnap' : s.worktree === main ? 'main' : 'linked';
     const wtExists = exists(s.worktree);
     out.push({
@@ -117,8 +72,8 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
       worktreeExists: wtExists,
       name: meta?.name ?? null,
       from: meta?.from ?? null,
-      running: s.status === 'running' && wrapperAlive(owner),
-      pid: owner?.pid ?? null,
+      running: s.status === 'running' && !!s.owner,
+      pid: s.owner?.pid ?? null,
       filesChanged: await countChanged(repo, s.baseline, s.head),
       diskUse: { worktree: meta && wtExists ? diskUse(meta.path) : null, state: diskUse(sessionPaths(repo, s.id).dir) },
     });
@@ -126,13 +81,9 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
   return out;
 }
 
-/** Appends an event to a session's journal under its lock, then moves refs (journal first: it is the truth). */
-async function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
-  const p = sessionPaths(repo, id);
-  await withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: ev.type }, async () => {
-    appendEvent(p.journal, ev);
-    await updateRefs(repo, refs);
-  });
+/** Journals an event of the session (and moves refs) the way every step does: under its lock; journal, refs, state. */
+function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
+  return withSessionLock(repo, id, settings, ev.type, (locked) => locked.append(ev, refs));
 }
 
 export interface ApplyOptions {
@@ -331,12 +282,6 @@ export interface DiscardResult {
   alreadyDiscarded: boolean;
 }
 
-/** Every ref agentsnap keeps for a session. */
-export async function sessionRefs(repo: Repo, id: string): Promise<string[]> {
-  const refs = [...(await listRefs(repo, `${STEP_REF_PREFIX}${id}/`)), ...(await listRefs(repo, `${META_REF_PREFIX}sessions/${id}/`))];
-  return refs.map((r) => r.ref);
-}
-
 /** Removes a session's refs and state dir (the dir first: refs without a dir are swept by gc). */
 export async function dropSession(repo: Repo, id: string): Promise<void> {
   const dir = sessionPaths(repo, id).dir;
@@ -348,14 +293,6 @@ export async function dropSession(repo: Repo, id: string): Promise<void> {
     fs.rmSync(tomb, { recursive: true, force: true });
   }
   await updateRefs(repo, (await sessionRefs(repo, id)).map((ref) => ({ ref, value: null })));
-}
-
-function unlinkQuiet(p: string): void {
-  try {
-    fs.unlinkSync(p);
-  } catch {
-    /* not there */
-  }
 }
 
 /** Keeps commits the agent made in its (detached) worktree reachable after the worktree goes. */
@@ -380,11 +317,10 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
     if (main && path.resolve(main) !== path.resolve(s.worktree)) repo = await openRepo(main, { env: from.callerEnv });
   }
   const settings = opts.settings ?? (await loadSettings(repo));
-  const owner = s.owner;
-  if (!s.ended && !s.discarded && wrapperAlive(owner) && !opts.force) {
-    throw errors.refused(`session ${id} is running (its wrapper, pid ${owner?.pid}, is alive).`, {
+  if (wrapperRunning(s) && !opts.force) {
+    throw errors.refused(`session ${id} is running (its wrapper, pid ${s.owner?.pid}, is alive).`, {
       hint: 'Stop the agent first, or discard anyway with --force.',
-      data: { session: id, pid: owner?.pid },
+      data: { session: id, pid: s.owner?.pid },
     });
   }
   const meta = readWorktreeMeta(repo, id);
@@ -422,7 +358,7 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
       forced: !!opts.force,
     };
     const refs: RefUpdate[] = [];
-    await withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'discard' }, async () => {
+    await withSessionLock(repo, id, settings, 'discard', async (locked) => {
       if (wt) {
         // The final snapshot must succeed before anything is removed.
         const wtSettings = await loadSettings(wt);
@@ -449,12 +385,11 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
         const keepHead = await worktreeHeadToKeep(wt, meta);
         if (keepHead) {
           event.worktreeHead = keepHead;
-          refs.push({ ref: `${META_REF_PREFIX}sessions/${id}/worktree-head`, value: keepHead });
+          refs.push({ ref: sessionMetaRef(id, 'worktree-head'), value: keepHead });
         }
       }
       if (meta && wt) event.worktree = meta.path;
-      appendEvent(p.journal, event);
-      await updateRefs(repo, refs);
+      await locked.append(event, refs);
     });
   }
   if (meta && exists(meta.path)) {
@@ -469,12 +404,3 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
   }
   return result;
 }
-
-/** Whether a session is or may still be in use: its wrapper lives, or (without a wrapper) it was active within the last hour. */
-export function sessionInUse(s: Pick<SessionSummary, 'status' | 'lastActivity'>, owner: Session['owner'], now = Date.now()): boolean {
-  if (s.status === 'discarded' || s.status === 'ended') return false;
-  if (owner) return ownerAlive(owner);
-  return now - Date.parse(s.lastActivity) < 60 * 60 * 1000;
-}
-
-export { ownerOf as sessionOwner };

@@ -32,6 +32,7 @@ import type { Repo } from './repo.js';
 import { indexEnv, ZERO_OID } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
 import { hashRaw } from './snapshot.js';
+import { unlinkQuiet } from './fsutil.js';
 
 export const GITLINK = '160000';
 export const SYMLINK = '120000';
@@ -298,14 +299,6 @@ function tempName(dir: string, base: string): string {
   return path.join(dir, `.${base.slice(0, 40)}.agentsnap-${process.pid}-${randomBytes(4).toString('hex')}`);
 }
 
-function removeQuietly(file: string): void {
-  try {
-    fs.unlinkSync(file);
-  } catch {
-    /* not there */
-  }
-}
-
 /** Creates the parent directories of rel, walking only through real directories. Returns the blocker, if any. */
 function ensureParents(worktree: string, rel: string): string | null {
   const parts = rel.split('/');
@@ -356,7 +349,7 @@ function writeEntry(worktree: string, rel: string, entry: TreeEntry, content: Bu
     }
     fs.renameSync(tmp, abs);
   } catch (e) {
-    removeQuietly(tmp);
+    unlinkQuiet(tmp);
     throw e;
   }
 }

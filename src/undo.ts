@@ -16,11 +16,11 @@
 import { errors } from './errors.js';
 import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, PlannedChange, SkippedFile, ChangedPath, StepPreEvent } from './journal.js';
 import { eventBase, readJournal } from './journal.js';
-import { foldJournal, openSteps, sessionStatus, type Session, type Step } from './model.js';
+import { foldJournal, openSteps, type Session, type Step } from './model.js';
 import type { Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { commitMessage, contentLockFile, headRef, loadSession, sessionPaths, withSessionLock, META_REF_PREFIX, type LockedSession } from './session.js';
-import { withLock, ownerAlive } from './lock.js';
+import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from './session.js';
+import { withLock } from './lock.js';
 import { snapshotTree } from './snapshot.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
 import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath } from './restore.js';
@@ -30,7 +30,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 export function opRef(session: string, op: number): string {
-  return `${META_REF_PREFIX}sessions/${session}/ops/${op}`;
+  return sessionMetaRef(session, `ops/${op}`);
 }
 
 /** A change made outside the recorded tool calls, on a path an operation would touch. */
@@ -710,7 +710,7 @@ export function revertOperation(repo: Repo, id: string, step: number, opts: Oper
 
 export interface SessionStatusReport {
   session: string;
-  status: ReturnType<typeof sessionStatus>;
+  status: ReturnType<typeof statusNow>;
   worktree: string;
   agent: string | null;
   steps: number;
@@ -742,7 +742,7 @@ export function statusOf(repo: Repo, id: string): SessionStatusReport {
   }
   return {
     session: s.id,
-    status: sessionStatus(s, s.owner ? ownerAlive(s.owner) : true),
+    status: statusNow(s),
     worktree: s.worktree,
     agent: s.agent,
     steps: s.nextStep - 1,
