@@ -4,7 +4,6 @@
 // the worktree).
 import fs from 'node:fs';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
 import { errors } from './errors.js';
 import { newSessionId } from './ids.js';
 import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from './repo.js';
@@ -16,6 +15,7 @@ import { splitNul } from './git/run.js';
 import { snapshotTree } from './snapshot.js';
 import {
   commitMessage,
+  contentLockFile,
   endSession,
   headRef,
   listSessions,
@@ -29,7 +29,7 @@ import {
   type SessionSummary,
 } from './session.js';
 import { planChanges, prepareRestore, writeRestore, type LeftPath } from './restore.js';
-import { listWorktrees, readWorktreeMeta, removeSessionWorktree, type StartPoint, type WorktreeMeta } from './worktree.js';
+import { listWorktrees, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
 import { snapshotNow } from './snapshot-now.js';
 import { diskUse, exists, unlinkQuiet } from './fsutil.js';
 
@@ -144,10 +144,10 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [] };
   if (base === theirs) return { ...result, empty: true };
 
-  const key = createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
-  const lockFile = path.join(repo.stateDir, 'locks', `apply-${key}.lock`);
+  // The worktree content lock, like every restore: no snapshot of this worktree reads it half written.
+  const lockFile = contentLockFile(repo);
   fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
-  return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async () => {
+  const applied = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
     const ours = (await snapshotNow(repo, settings, 'safety')).tree;
     const merged = await mergeTrees(repo, base, ours, theirs);
     if (merged.conflicts.length > 0 && !opts.forceConflicts) {
@@ -186,9 +186,12 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       conflicts: merged.conflicts,
       ...(left.length > 0 ? { left } : {}),
     };
-    await recordEvent(repo, id, settings, ev);
-    return { ...result, safety, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left };
+    return { ev, result: { ...result, safety, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left } };
   });
+  if (!('ev' in applied)) return applied;
+  // Journaled after the content lock is released: lock order is session lock, then content lock.
+  await recordEvent(repo, id, settings, applied.ev);
+  return applied.result;
 }
 
 export interface PromoteOptions {
@@ -309,13 +312,9 @@ async function worktreeHeadToKeep(wt: Repo, meta: WorktreeMeta | null): Promise<
  * journal stay until gc (or go now with purge).
  */
 export async function discardSession(from: Repo, id: string, opts: DiscardOptions = {}): Promise<DiscardResult> {
-  let repo = from;
-  let s = loadSession(repo, id);
-  if (path.resolve(repo.worktree) === path.resolve(s.worktree)) {
-    // Called from inside the worktree that is about to go: work from the main worktree.
-    const main = (await listWorktrees(repo))[0]?.path;
-    if (main && path.resolve(main) !== path.resolve(s.worktree)) repo = await openRepo(main, { env: from.callerEnv });
-  }
+  let s = loadSession(from, id);
+  // Called from inside the worktree that is about to go: work from the main worktree.
+  const repo = await repoOutside(from, s.worktree);
   const settings = opts.settings ?? (await loadSettings(repo));
   if (wrapperRunning(s) && !opts.force) {
     throw errors.refused(`session ${id} is running (its wrapper, pid ${s.owner?.pid}, is alive).`, {

@@ -24,7 +24,7 @@ import { withLock } from './lock.js';
 import { snapshotTree } from './snapshot.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
 import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath } from './restore.js';
-import { worktreeTree } from './read.js';
+import { stepOf, worktreeTree } from './read.js';
 import { outsideEffect, effectLabel } from './effects.js';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -205,18 +205,6 @@ function stepEvent(events: JournalEvent[], n: number, type: string): number {
   return eventIndex(events, (e) => e.type === type && (e as { step?: number }).step === n);
 }
 
-function findStep(s: Session, n: number): Step {
-  const st = s.steps.find((x) => x.step === n);
-  if (!st) {
-    const range = s.nextStep > 1 ? `steps are 1 to ${s.nextStep - 1}` : 'it has no steps yet';
-    throw errors.stepOutOfRange(`session ${s.id} has no step ${n} (${range}).`, {
-      hint: 'See `agentsnap log` for the steps of the session.',
-      data: { session: s.id, step: n },
-    });
-  }
-  return st;
-}
-
 /** Steps recorded after journal index `from` (their pre, post or checkpoint came later). */
 function stepsAfter(events: JournalEvent[], from: number): number[] {
   const out = new Set<number>();
@@ -271,7 +259,7 @@ function undoSpec(step: number | undefined): OpSpec {
         n = last.step;
       }
       target.step = n;
-      const st = findStep(session, n);
+      const st = stepOf(session, n);
       const commit = await beforeStep(repo, session, st);
       const anchor = st.kind === 'checkpoint' ? stepEvent(events, n, 'step.checkpoint') : stepEvent(events, n, 'step.pre');
       const later = session.steps.filter((x) => x.step >= n && x.status !== 'open' && !undone.has(x.step)).map((x) => x.step);
@@ -326,7 +314,7 @@ function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): O
     kind: 'restore',
     target,
     async resolve({ repo, session, events }) {
-      const st = findStep(session, step);
+      const st = stepOf(session, step);
       let commit: string;
       let anchor: number;
       if (when === 'before') {
@@ -364,7 +352,7 @@ function revertSpec(step: number): OpSpec {
     kind: 'revert',
     target,
     async resolve({ repo, session, events, safetyTree }) {
-      const st = findStep(session, step);
+      const st = stepOf(session, step);
       if (!st.post || !st.postTree) {
         throw errors.stepOutOfRange(`step ${step} of session ${session.id} has not finished (${st.status}): there is nothing to revert yet.`, {
           data: { session: session.id, step },

@@ -240,14 +240,16 @@ function runSetup(cmd: string, cwd: string, env: NodeJS.ProcessEnv, stdio: 'pipe
   });
 }
 
+/** `repo`, or the main worktree's context when `repo` is the worktree at `dir` (git must not run from inside a worktree it removes). */
+export async function repoOutside(repo: Repo, dir: string): Promise<Repo> {
+  if (path.resolve(repo.worktree) !== path.resolve(dir)) return repo;
+  const main = (await listWorktrees(repo))[0]?.path;
+  return main && path.resolve(main) !== path.resolve(dir) ? openRepo(main, { env: repo.callerEnv }) : repo;
+}
+
 /** Removes a worktree agentsnap created: shared symlinks first, then git's worktree and its metadata. */
 export async function removeSessionWorktree(from: Repo, meta: Pick<WorktreeMeta, 'path' | 'shared'>): Promise<void> {
-  // Run git from the main worktree when called from inside the worktree being removed.
-  let repo = from;
-  if (path.resolve(from.worktree) === path.resolve(meta.path)) {
-    const main = (await listWorktrees(from))[0]?.path;
-    if (main && path.resolve(main) !== path.resolve(meta.path)) repo = await openRepo(main, { env: from.callerEnv });
-  }
+  const repo = await repoOutside(from, meta.path);
   for (const s of meta.shared) {
     if (s.how !== 'symlink') continue;
     const link = path.join(meta.path, s.path);
