@@ -11,9 +11,9 @@ import { appendEvent, eventBase, readJournal, type JournalEvent } from './journa
 import { acquireLock, ownerAlive } from './lock.js';
 import { foldJournal, type Session } from './model.js';
 import { listRefs, updateRefs, type RefUpdate } from './git/plumbing.js';
-import { headRef, refsFor, sessionPaths, sessionsDir, STEP_REF_PREFIX } from './session.js';
-import { sessionIdProblem } from './ids.js';
+import { headRef, refsFor, sessionIds, sessionOfRef, sessionPaths, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, wrapperGone } from './session.js';
 import { isAgentsnapError } from './errors.js';
+import { diskUse } from './fsutil.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
 
@@ -111,18 +111,9 @@ interface LoadedSession {
 }
 
 function loadSessions(repo: Repo): LoadedSession[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(sessionsDir(repo));
-  } catch {
-    return [];
-  }
   const out: LoadedSession[] = [];
-  for (const id of names.sort()) {
-    if (sessionIdProblem(id) !== undefined) continue;
-    const p = sessionPaths(repo, id);
-    if (!fs.existsSync(p.journal)) continue;
-    const read = readJournal(p.journal);
+  for (const id of sessionIds(repo)) {
+    const read = readJournal(sessionPaths(repo, id).journal);
     out.push({ id, session: foldJournal(read.events), corruptLines: read.corruptLines });
   }
   return out;
@@ -145,13 +136,13 @@ function checkSessions(sessions: LoadedSession[]): Check[] {
       });
     }
     const ss = s.session;
-    if (!ss.ended && !ss.discarded && ss.owner && !ownerAlive(ss.owner)) {
+    if (wrapperGone(ss)) {
       checks.push({
         check: 'session',
         status: 'problem',
-        message: `session ${s.id} is still marked running, but its process (pid ${ss.owner.pid}) is gone`,
+        message: `session ${s.id} is still marked running, but its process (pid ${ss.owner?.pid}) is gone`,
         fix: `${FIX} (journals its end, without a final snapshot)`,
-        data: { session: s.id, pid: ss.owner.pid },
+        data: { session: s.id, pid: ss.owner?.pid },
       });
     }
   }
@@ -241,28 +232,8 @@ async function checkWorktrees(repo: Repo): Promise<Check[]> {
   }));
 }
 
-function dirSize(dir: string): number {
-  let total = 0;
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return 0;
-  }
-  for (const e of entries) {
-    const p = path.join(dir, e.name);
-    try {
-      if (e.isDirectory()) total += dirSize(p);
-      else total += fs.lstatSync(p).size;
-    } catch {
-      /* vanished */
-    }
-  }
-  return total;
-}
-
 async function checkDisk(repo: Repo): Promise<Check> {
-  const stateBytes = dirSize(repo.stateDir);
+  const stateBytes = diskUse(repo.stateDir);
   const refs = (await listRefs(repo, STEP_REF_PREFIX)).length;
   let objectBytes: number | null = null;
   // Objects reachable only from agentsnap's refs (git 2.38+ has --disk-usage; skipped elsewhere).
@@ -296,7 +267,7 @@ interface RefMismatch {
 async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ mismatches: RefMismatch[]; orphans: string[] }> {
   const actual = new Map<string, string>();
   for (const r of await listRefs(repo, STEP_REF_PREFIX)) actual.set(r.ref, r.oid);
-  for (const r of await listRefs(repo, 'refs/agentsnap/sessions/')) actual.set(r.ref, r.oid);
+  for (const r of await listRefs(repo, SESSION_META_PREFIX)) actual.set(r.ref, r.oid);
   const mismatches: RefMismatch[] = [];
   const known = new Set<string>();
   for (const s of sessions) {
@@ -309,7 +280,7 @@ async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ m
   }
   const orphans = new Set<string>();
   for (const ref of actual.keys()) {
-    const id = ref.startsWith(STEP_REF_PREFIX) ? ref.slice(STEP_REF_PREFIX.length).split('/')[0] : ref.slice('refs/agentsnap/sessions/'.length).split('/')[0];
+    const id = sessionOfRef(ref);
     if (id && !known.has(id)) orphans.add(id);
   }
   return { mismatches, orphans: [...orphans].sort() };
@@ -379,7 +350,7 @@ async function applyFixes(repo: Repo): Promise<string[]> {
     try {
       let session = foldJournal(readJournal(p.journal).events);
       if (!session) continue;
-      if (!session.ended && !session.discarded && session.owner && !ownerAlive(session.owner)) {
+      if (wrapperGone(session)) {
         const ev: JournalEvent = { ...eventBase(s.id), type: 'session.end', exitCode: null, signal: null, commit: null, tree: null, changed: [], reason: 'owner-gone' };
         appendEvent(p.journal, ev);
         fs.rmSync(p.state, { force: true });

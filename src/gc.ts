@@ -11,9 +11,11 @@ import { openRepo, type Repo } from './repo.js';
 import { lastValue, loadSettings, parseInteger, readGitConfig } from './config.js';
 import { acquireLock, type Lock } from './lock.js';
 import { listRefs, readHead, updateRefs } from './git/plumbing.js';
-import { listSessions, META_REF_PREFIX, sessionPaths, sessionsDir, STEP_REF_PREFIX, type SessionSummary } from './session.js';
-import { defaultWorktreeDir, listWorktrees, readWorktreeMeta, removeSessionWorktree, snapshotNow, worktreeConfig } from './worktree.js';
-import { diskUse, dropSession, SAFETY_REF_PREFIX, sessionInUse, sessionOwner } from './parallel.js';
+import { listSessions, META_REF_PREFIX, sessionInUse, sessionOfRef, sessionPaths, sessionRefs, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, type SessionSummary } from './session.js';
+import { defaultWorktreeDir, listWorktrees, readWorktreeMeta, removeSessionWorktree, worktreeConfig } from './worktree.js';
+import { snapshotNow } from './snapshot-now.js';
+import { dropSession, SAFETY_REF_PREFIX } from './parallel.js';
+import { diskUse, exists, olderThan, readdirOrEmpty } from './fsutil.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 /** Temporary files and half-created things younger than this may belong to a command that is still running. */
@@ -82,23 +84,6 @@ export interface GcReport {
   after: number;
 }
 
-function exists(p: string): boolean {
-  try {
-    fs.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function olderThan(p: string, ms: number, now: number): boolean {
-  try {
-    return now - fs.lstatSync(p).mtimeMs > ms;
-  } catch {
-    return false;
-  }
-}
-
 async function usage(repo: Repo, worktreeDir: string): Promise<number> {
   let total = diskUse(repo.stateDir);
   if (!worktreeDir.startsWith(repo.stateDir + path.sep)) total += diskUse(worktreeDir);
@@ -130,13 +115,13 @@ async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null
 function strayFiles(repo: Repo, now: number): string[] {
   const out: string[] = [];
   const tmpDir = path.join(repo.stateDir, 'tmp');
-  for (const name of safeReaddir(tmpDir)) {
+  for (const name of readdirOrEmpty(tmpDir)) {
     const p = path.join(tmpDir, name);
     if (olderThan(p, TEMP_GRACE_MS, now)) out.push(p);
   }
-  for (const id of safeReaddir(sessionsDir(repo))) {
+  for (const id of readdirOrEmpty(sessionsDir(repo))) {
     const dir = path.join(sessionsDir(repo), id);
-    for (const name of safeReaddir(dir)) {
+    for (const name of readdirOrEmpty(dir)) {
       if (/^index\.diff-|\.tmp-|\.seed-|\.stale-|\.lock$/.test(name) && name !== 'lock' && olderThan(path.join(dir, name), TEMP_GRACE_MS, now)) {
         out.push(path.join(dir, name));
       }
@@ -145,32 +130,22 @@ function strayFiles(repo: Repo, now: number): string[] {
   // Temporary packs of a pack-objects that was killed (agentsnap's maintenance packs its snapshots);
   // a day old, no git process is still writing them.
   const packDir = path.join(repo.commonDir, 'objects', 'pack');
-  for (const name of safeReaddir(packDir)) {
+  for (const name of readdirOrEmpty(packDir)) {
     if (/^tmp_pack_|^tmp_idx_|^tmp_rev_/.test(name) && olderThan(path.join(packDir, name), DAY, now)) out.push(path.join(packDir, name));
   }
   const locks = path.join(repo.stateDir, 'locks');
-  for (const name of safeReaddir(locks)) {
+  for (const name of readdirOrEmpty(locks)) {
     if (name.includes('.stale-') && olderThan(path.join(locks, name), TEMP_GRACE_MS, now)) out.push(path.join(locks, name));
   }
   return out;
 }
 
-function safeReaddir(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
-}
-
-/** Session ids named by refs under `prefix` (`<prefix><id>/...`). */
-async function refSessions(repo: Repo, prefix: string): Promise<Map<string, string[]>> {
+/** The refs of each session named by agentsnap's per-session refs (steps and meta), by session id. */
+async function refsBySession(repo: Repo): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
-  for (const r of await listRefs(repo, prefix)) {
-    const id = r.ref.slice(prefix.length).split('/')[0] ?? '';
-    const list = out.get(id) ?? [];
-    list.push(r.ref);
-    out.set(id, list);
+  for (const r of [...(await listRefs(repo, STEP_REF_PREFIX)), ...(await listRefs(repo, SESSION_META_PREFIX))]) {
+    const id = sessionOfRef(r.ref) ?? '';
+    out.set(id, [...(out.get(id) ?? []), r.ref]);
   }
   return out;
 }
@@ -199,7 +174,7 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     report.before = await usage(repo, cfg.dir);
     let estimate = 0;
     const sessions = await listSessions(repo);
-    const inUse = new Set(sessions.filter((s) => sessionInUse(s, sessionOwner(repo, s.id), now)).map((s) => s.id));
+    const inUse = new Set(sessions.filter((s) => sessionInUse(s, now)).map((s) => s.id));
 
     // Which sessions go.
     const drop: SessionSummary[] = [];
@@ -259,8 +234,7 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
           continue;
         }
         try {
-          const refs = [...(await listRefs(repo, `${STEP_REF_PREFIX}${s.id}/`)), ...(await listRefs(repo, `${META_REF_PREFIX}sessions/${s.id}/`))];
-          report.removedRefs.push(...refs.map((r) => r.ref));
+          report.removedRefs.push(...(await sessionRefs(repo, s.id)));
           await dropSession(repo, s.id);
         } finally {
           sessionLock.release();
@@ -269,12 +243,10 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     }
 
     // Orphans: refs of sessions that have no state dir (a half-started or half-dropped session).
-    const known = new Set(safeReaddir(sessionsDir(repo)));
+    const known = new Set(readdirOrEmpty(sessionsDir(repo)));
     const orphanRefs: string[] = [];
-    for (const prefix of [STEP_REF_PREFIX, `${META_REF_PREFIX}sessions/`]) {
-      for (const [id, refs] of await refSessions(repo, prefix)) {
-        if (opts.all || !known.has(id) || report.removedSessions.includes(id)) orphanRefs.push(...refs.filter((r) => !report.removedRefs.includes(r)));
-      }
+    for (const [id, refs] of await refsBySession(repo)) {
+      if (opts.all || !known.has(id) || report.removedSessions.includes(id)) orphanRefs.push(...refs.filter((r) => !report.removedRefs.includes(r)));
     }
     // Safety snapshots (undo points of apply) older than the retention.
     const safety = await repo.git(['for-each-ref', '--format=%(committerdate:unix) %(refname)', SAFETY_REF_PREFIX]);
@@ -292,7 +264,7 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
 
     // Orphaned worktrees: registered with git under agentsnap's worktree dir, with no session (or a dropped one).
     const dirs = new Set([cfg.dir, defaultWorktreeDir(repo)]);
-    const live = new Set(safeReaddir(sessionsDir(repo)).filter((id) => !report.removedSessions.includes(id)));
+    const live = new Set(readdirOrEmpty(sessionsDir(repo)).filter((id) => !report.removedSessions.includes(id)));
     let prune = false;
     for (const wt of await listWorktrees(repo)) {
       const parent = path.dirname(wt.path);
@@ -323,7 +295,7 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
         lock.release();
         fs.rmSync(repo.stateDir, { recursive: true, force: true });
         if (cfg.dir !== defaultWorktreeDir(repo)) {
-          for (const name of safeReaddir(cfg.dir)) if (!exists(path.join(cfg.dir, name, '.git'))) fs.rmSync(path.join(cfg.dir, name), { recursive: true, force: true });
+          for (const name of readdirOrEmpty(cfg.dir)) if (!exists(path.join(cfg.dir, name, '.git'))) fs.rmSync(path.join(cfg.dir, name), { recursive: true, force: true });
         }
       }
     }
@@ -341,27 +313,26 @@ function stampFile(repo: Repo): string {
 
 /**
  * Automatic retention, cheap enough for every session start: one stat of a
- * stamp file unless agentsnap.gcAuto (default 1d) has passed since the last
- * run. Never throws: retention must not stop a session from starting.
+ * stamp file whose mtime is when the next run is due. Only then is
+ * agentsnap.gcAuto (default 1d) read, gc run, and the stamp moved on by the
+ * interval (by a day while automatic gc is off, so turning it back on takes
+ * effect). Never throws: retention must not stop a session from starting.
  */
 export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Promise<GcReport | null> {
   const now = opts.now ?? Date.now();
   try {
     const stamp = stampFile(repo);
-    let last = 0;
     try {
-      last = fs.statSync(stamp).mtimeMs;
+      if (fs.statSync(stamp).mtimeMs > now) return null;
     } catch {
       /* never ran */
     }
-    // Cheap pre-check with the default interval before reading config.
-    if (last && now - last < 60_000) return null;
     const settings = await gcSettings(repo);
-    if (settings.autoIntervalMs <= 0 || now - last < settings.autoIntervalMs) return null;
+    const next = new Date(now + (settings.autoIntervalMs > 0 ? settings.autoIntervalMs : DAY));
     fs.mkdirSync(repo.stateDir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(stamp, `${new Date(now).toISOString()}\n`);
-    const t = new Date(now);
-    fs.utimesSync(stamp, t, t);
+    fs.writeFileSync(stamp, `next automatic gc: ${next.toISOString()}\n`);
+    fs.utimesSync(stamp, next, next);
+    if (settings.autoIntervalMs <= 0) return null;
     return await gc(repo, { auto: true, now });
   } catch {
     return null;

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errors } from './errors.js';
 import type { Repo } from './repo.js';
+import { exists } from './fsutil.js';
 
 /** The git hooks agentsnap installs; one script serves them all (it dispatches on its name). */
 export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction'] as const;
@@ -68,15 +69,6 @@ export interface HooksReport {
   hooks: HookStatus[];
   /** Every hook is agentsnap's current script. */
   installed: boolean;
-}
-
-function exists(p: string): boolean {
-  try {
-    fs.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function isOurs(file: string): boolean {

@@ -230,6 +230,8 @@ export interface SessionApplyEvent extends EventBase {
   written: string[];
   deleted: string[];
   conflicts: string[];
+  /** Paths that could not be written after all (I/O error, changed during the write), and why. Absent when none. */
+  left?: { path: string; reason: string }[];
 }
 
 /** `agentsnap promote`: the session's result as one ordinary commit on a branch. */

@@ -79,7 +79,7 @@ export function openSteps(s: Session): Step[] {
 }
 
 /** The status of a session, given whether its owning wrapper is still alive. */
-export function sessionStatus(s: Session, ownerAlive: boolean): SessionStatus {
+export function sessionStatus(s: Pick<Session, 'discarded' | 'ended' | 'owner'>, ownerAlive: boolean): SessionStatus {
   if (s.discarded) return 'discarded';
   if (s.ended) return 'ended';
   if (s.owner && !ownerAlive) return 'ended';

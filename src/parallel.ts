@@ -4,80 +4,36 @@
 // the worktree).
 import fs from 'node:fs';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
 import { errors } from './errors.js';
 import { newSessionId } from './ids.js';
 import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { appendEvent, eventBase, type JournalEvent } from './journal.js';
-import { ownerAlive, withLock } from './lock.js';
-import type { Session } from './model.js';
-import { commitTree, diffTrees, listRefs, readHead, treeOf, updateRefs, type RefUpdate } from './git/plumbing.js';
+import { eventBase, type JournalEvent } from './journal.js';
+import { withLock } from './lock.js';
+import { commitTree, diffTrees, readHead, treeOf, updateRefs, type RefUpdate } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
 import { snapshotTree } from './snapshot.js';
 import {
   commitMessage,
+  contentLockFile,
   endSession,
   headRef,
   listSessions,
   loadSession,
   META_REF_PREFIX,
+  sessionMetaRef,
   sessionPaths,
-  STEP_REF_PREFIX,
+  sessionRefs,
+  withSessionLock,
+  wrapperRunning,
   type SessionSummary,
 } from './session.js';
-import { materialize, treeDelta, type TreeChange } from './materialize.js';
-import { listWorktrees, readWorktreeMeta, removeSessionWorktree, snapshotNow, type StartPoint, type WorktreeMeta } from './worktree.js';
+import { planChanges, prepareRestore, writeRestore, type LeftPath } from './restore.js';
+import { listWorktrees, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
+import { snapshotNow } from './snapshot-now.js';
+import { diskUse, exists, unlinkQuiet } from './fsutil.js';
 
 export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
-
-function exists(p: string): boolean {
-  try {
-    fs.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Disk use in bytes of a file tree (allocated blocks; symlinks are not followed). */
-export function diskUse(p: string): number {
-  let total = 0;
-  const walk = (abs: string) => {
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(abs);
-    } catch {
-      return;
-    }
-    total += st.blocks * 512;
-    if (!st.isDirectory()) return;
-    let names: string[];
-    try {
-      names = fs.readdirSync(abs);
-    } catch {
-      return;
-    }
-    for (const n of names) walk(path.join(abs, n));
-  };
-  walk(p);
-  return total;
-}
-
-/** The owner process recorded for a session, read from its state cache. */
-function ownerOf(repo: Repo, id: string): Session['owner'] {
-  try {
-    const st = JSON.parse(fs.readFileSync(sessionPaths(repo, id).state, 'utf8')) as { session?: { owner?: Session['owner'] } };
-    return st.session?.owner ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether the session's wrapper process is alive (sessions without a wrapper have none). */
-export function wrapperAlive(owner: Session['owner']): boolean {
-  return !!owner && ownerAlive(owner);
-}
 
 export interface SessionOverview extends SessionSummary {
   /** 'main': the repository's main worktree; 'agentsnap': a worktree agentsnap created; 'linked': another linked worktree. */
@@ -108,7 +64,6 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
   const out: SessionOverview[] = [];
   for (const s of list) {
     const meta = readWorktreeMeta(repo, s.id);
-    const owner = ownerOf(repo, s.id);
     const kind: SessionOverview['worktreeKind'] = meta ? 'agentsnap' : s.worktree === main ? 'main' : 'linked';
     const wtExists = exists(s.worktree);
     out.push({
@@ -117,8 +72,8 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
       worktreeExists: wtExists,
       name: meta?.name ?? null,
       from: meta?.from ?? null,
-      running: s.status === 'running' && wrapperAlive(owner),
-      pid: owner?.pid ?? null,
+      running: s.status === 'running' && !!s.owner,
+      pid: s.owner?.pid ?? null,
       filesChanged: await countChanged(repo, s.baseline, s.head),
       diskUse: { worktree: meta && wtExists ? diskUse(meta.path) : null, state: diskUse(sessionPaths(repo, s.id).dir) },
     });
@@ -126,59 +81,9 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
   return out;
 }
 
-/** Appends an event to a session's journal under its lock, then moves refs (journal first: it is the truth). */
-async function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
-  const p = sessionPaths(repo, id);
-  await withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: ev.type }, async () => {
-    appendEvent(p.journal, ev);
-    await updateRefs(repo, refs);
-  });
-}
-
-function blobOid(data: Buffer, oidLength: number): string {
-  const h = createHash(oidLength === 64 ? 'sha256' : 'sha1');
-  h.update(`blob ${data.length}\0`);
-  h.update(data);
-  return h.digest('hex');
-}
-
-/** Paths whose state on disk no longer matches the `old` side of `changes` (the user edited them meanwhile). */
-function changedOnDisk(worktree: string, changes: TreeChange[]): string[] {
-  const moved: string[] = [];
-  for (const c of changes) {
-    const abs = path.join(worktree, c.path);
-    let st: fs.Stats | null = null;
-    try {
-      st = fs.lstatSync(abs);
-    } catch {
-      st = null;
-    }
-    if (c.oldMode === '000000') {
-      // Nothing in the snapshot, but something on disk (an ignored or left-out file): never overwrite it.
-      if (st && !st.isDirectory()) moved.push(c.path);
-      continue;
-    }
-    if (!st) {
-      moved.push(c.path);
-      continue;
-    }
-    let data: Buffer;
-    if (c.oldMode === '120000') {
-      if (!st.isSymbolicLink()) {
-        moved.push(c.path);
-        continue;
-      }
-      data = Buffer.from(fs.readlinkSync(abs));
-    } else if (c.oldMode === '100644' || c.oldMode === '100755') {
-      if (!st.isFile()) {
-        moved.push(c.path);
-        continue;
-      }
-      data = fs.readFileSync(abs);
-    } else continue;
-    if (blobOid(data, c.oldOid.length) !== c.oldOid) moved.push(c.path);
-  }
-  return moved;
+/** Journals an event of the session (and moves refs) the way every step does: under its lock; journal, refs, state. */
+function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
+  return withSessionLock(repo, id, settings, ev.type, (locked) => locked.append(ev, refs));
 }
 
 export interface ApplyOptions {
@@ -200,6 +105,8 @@ export interface ApplyResult {
   conflicts: string[];
   /** Submodule entries that were not written. */
   skipped: string[];
+  /** Paths that could not be written after all (an I/O error, or changed during the write), and why. */
+  left: LeftPath[];
 }
 
 async function mergeTrees(repo: Repo, base: string, ours: string, theirs: string): Promise<{ tree: string; conflicts: string[] }> {
@@ -234,13 +141,13 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   const settings = opts.settings ?? (await loadSettings(repo));
   const base = s.baselineTree ?? (await treeOf(repo, s.baseline));
   const theirs = s.headTree ?? (await treeOf(repo, s.head));
-  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [] };
+  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [] };
   if (base === theirs) return { ...result, empty: true };
 
-  const key = createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
-  const lockFile = path.join(repo.stateDir, 'locks', `apply-${key}.lock`);
+  // The worktree content lock, like every restore: no snapshot of this worktree reads it half written.
+  const lockFile = contentLockFile(repo);
   fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
-  return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async () => {
+  const applied = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
     const ours = (await snapshotNow(repo, settings, 'safety')).tree;
     const merged = await mergeTrees(repo, base, ours, theirs);
     if (merged.conflicts.length > 0 && !opts.forceConflicts) {
@@ -249,15 +156,11 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
         data: { session: id, conflicts: merged.conflicts },
       });
     }
-    const changes = await treeDelta(repo, ours, merged.tree);
-    if (changes.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
-    const moved = changedOnDisk(repo.worktree, changes);
-    if (moved.length > 0) {
-      throw errors.conflict(`${moved.length} file(s) would be overwritten that are not as snapshotted: ${moved.slice(0, 10).join(', ')}.`, {
-        hint: 'They changed while applying, or are ignored/left-out files in the way. Nothing was changed; move them aside and try again.',
-        data: { session: id, paths: moved },
-      });
-    }
+    const plan = await planChanges(repo, ours, merged.tree);
+    if (plan.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
+    // Everything is checked before the safety commit and the first write: a path that is not as
+    // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
+    const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse' });
     const head = await readHead(repo);
     const safety = await commitTree(repo, {
       tree: ours,
@@ -266,7 +169,11 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     });
     const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
     await updateRefs(repo, [{ ref: safetyRef, value: safety }]);
-    const written = await materialize(repo, changes);
+    const restored = writeRestore(repo, prepared);
+    const left = restored.left.filter((l) => !restored.nested.includes(l.path));
+    const written = restored.applied.filter((c) => c.to !== null).map((c) => c.path);
+    const created = restored.applied.filter((c) => c.to !== null && c.from === null).map((c) => c.path);
+    const deleted = restored.applied.filter((c) => c.to === null).map((c) => c.path);
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'session.apply',
@@ -274,13 +181,17 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       safety,
       safetyRef,
       result: merged.tree,
-      written: written.written,
-      deleted: written.deleted,
+      written,
+      deleted,
       conflicts: merged.conflicts,
+      ...(left.length > 0 ? { left } : {}),
     };
-    await recordEvent(repo, id, settings, ev);
-    return { ...result, safety, safetyRef, written: written.written, created: written.created, deleted: written.deleted, conflicts: merged.conflicts, skipped: written.skipped };
+    return { ev, result: { ...result, safety, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left } };
   });
+  if (!('ev' in applied)) return applied;
+  // Journaled after the content lock is released: lock order is session lock, then content lock.
+  await recordEvent(repo, id, settings, applied.ev);
+  return applied.result;
 }
 
 export interface PromoteOptions {
@@ -374,12 +285,6 @@ export interface DiscardResult {
   alreadyDiscarded: boolean;
 }
 
-/** Every ref agentsnap keeps for a session. */
-export async function sessionRefs(repo: Repo, id: string): Promise<string[]> {
-  const refs = [...(await listRefs(repo, `${STEP_REF_PREFIX}${id}/`)), ...(await listRefs(repo, `${META_REF_PREFIX}sessions/${id}/`))];
-  return refs.map((r) => r.ref);
-}
-
 /** Removes a session's refs and state dir (the dir first: refs without a dir are swept by gc). */
 export async function dropSession(repo: Repo, id: string): Promise<void> {
   const dir = sessionPaths(repo, id).dir;
@@ -391,14 +296,6 @@ export async function dropSession(repo: Repo, id: string): Promise<void> {
     fs.rmSync(tomb, { recursive: true, force: true });
   }
   await updateRefs(repo, (await sessionRefs(repo, id)).map((ref) => ({ ref, value: null })));
-}
-
-function unlinkQuiet(p: string): void {
-  try {
-    fs.unlinkSync(p);
-  } catch {
-    /* not there */
-  }
 }
 
 /** Keeps commits the agent made in its (detached) worktree reachable after the worktree goes. */
@@ -415,19 +312,14 @@ async function worktreeHeadToKeep(wt: Repo, meta: WorktreeMeta | null): Promise<
  * journal stay until gc (or go now with purge).
  */
 export async function discardSession(from: Repo, id: string, opts: DiscardOptions = {}): Promise<DiscardResult> {
-  let repo = from;
-  let s = loadSession(repo, id);
-  if (path.resolve(repo.worktree) === path.resolve(s.worktree)) {
-    // Called from inside the worktree that is about to go: work from the main worktree.
-    const main = (await listWorktrees(repo))[0]?.path;
-    if (main && path.resolve(main) !== path.resolve(s.worktree)) repo = await openRepo(main, { env: from.callerEnv });
-  }
+  let s = loadSession(from, id);
+  // Called from inside the worktree that is about to go: work from the main worktree.
+  const repo = await repoOutside(from, s.worktree);
   const settings = opts.settings ?? (await loadSettings(repo));
-  const owner = s.owner;
-  if (!s.ended && !s.discarded && wrapperAlive(owner) && !opts.force) {
-    throw errors.refused(`session ${id} is running (its wrapper, pid ${owner?.pid}, is alive).`, {
+  if (wrapperRunning(s) && !opts.force) {
+    throw errors.refused(`session ${id} is running (its wrapper, pid ${s.owner?.pid}, is alive).`, {
       hint: 'Stop the agent first, or discard anyway with --force.',
-      data: { session: id, pid: owner?.pid },
+      data: { session: id, pid: s.owner?.pid },
     });
   }
   const meta = readWorktreeMeta(repo, id);
@@ -465,7 +357,7 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
       forced: !!opts.force,
     };
     const refs: RefUpdate[] = [];
-    await withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'discard' }, async () => {
+    await withSessionLock(repo, id, settings, 'discard', async (locked) => {
       if (wt) {
         // The final snapshot must succeed before anything is removed.
         const wtSettings = await loadSettings(wt);
@@ -492,12 +384,11 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
         const keepHead = await worktreeHeadToKeep(wt, meta);
         if (keepHead) {
           event.worktreeHead = keepHead;
-          refs.push({ ref: `${META_REF_PREFIX}sessions/${id}/worktree-head`, value: keepHead });
+          refs.push({ ref: sessionMetaRef(id, 'worktree-head'), value: keepHead });
         }
       }
       if (meta && wt) event.worktree = meta.path;
-      appendEvent(p.journal, event);
-      await updateRefs(repo, refs);
+      await locked.append(event, refs);
     });
   }
   if (meta && exists(meta.path)) {
@@ -512,12 +403,3 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
   }
   return result;
 }
-
-/** Whether a session is or may still be in use: its wrapper lives, or (without a wrapper) it was active within the last hour. */
-export function sessionInUse(s: Pick<SessionSummary, 'status' | 'lastActivity'>, owner: Session['owner'], now = Date.now()): boolean {
-  if (s.status === 'discarded' || s.status === 'ended') return false;
-  if (owner) return ownerAlive(owner);
-  return now - Date.parse(s.lastActivity) < 60 * 60 * 1000;
-}
-
-export { ownerOf as sessionOwner };

@@ -1,13 +1,13 @@
 // Read-only views of a session: log, show, diff. Nothing here takes a lock or
 // writes a ref; diff against the worktree writes only unreferenced objects
 // through a throwaway copy of the private index.
+import { errors } from './errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { errors } from './errors.js';
-import type { Repo } from './repo.js';
+import { openRepo, type Repo } from './repo.js';
 import type { Session, Step } from './model.js';
 import { loadSession, sessionPaths } from './session.js';
-import { copyIndexFile, snapshotTree } from './snapshot.js';
+import { snapshotNow } from './snapshot-now.js';
 import { loadSettings } from './config.js';
 import { treeOf } from './git/plumbing.js';
 
@@ -112,28 +112,23 @@ export async function showStep(repo: Repo, id: string, n: number, opts: DiffOpti
 
 /** A tree of the worktree as it is now, written through a throwaway copy of the session's private index. */
 export async function worktreeTree(repo: Repo, id: string): Promise<string> {
-  const p = sessionPaths(repo, id);
-  const tmp = path.join(p.dir, `index.diff-${process.pid}-${Date.now()}`);
+  return (await snapshotNow(repo, await loadSettings(repo), 'diff', { seedIndex: sessionPaths(repo, id).index })).tree;
+}
+
+/** The session's own worktree (a session worktree, say) when it is not this one and still exists. */
+async function sessionWorktree(repo: Repo, s: Session): Promise<Repo> {
+  if (path.resolve(s.worktree) === path.resolve(repo.worktree) || !fs.existsSync(path.join(s.worktree, '.git'))) return repo;
   try {
-    if (fs.existsSync(p.index)) copyIndexFile(p.index, tmp);
-    const settings = await loadSettings(repo);
-    const snap = await snapshotTree(repo, { indexFile: tmp, settings, parentTree: null });
-    return snap.tree;
-  } finally {
-    for (const f of [tmp, `${tmp}.lock`]) {
-      try {
-        fs.unlinkSync(f);
-      } catch {
-        /* not there */
-      }
-    }
+    return await openRepo(s.worktree, { env: repo.callerEnv });
+  } catch {
+    return repo;
   }
 }
 
-/** Diff between two states of a session, or a state and the worktree as it is now. */
+/** Diff between two states of a session, or a state and the session's worktree as it is now. */
 export async function diffStates(repo: Repo, id: string, from: StatePoint, to: StatePoint | 'worktree', opts: DiffOptions = {}): Promise<string> {
   const s = loadSession(repo, id);
   const a = await treeOf(repo, commitAt(s, from));
-  const b = to === 'worktree' ? await worktreeTree(repo, id) : await treeOf(repo, commitAt(s, to));
+  const b = to === 'worktree' ? await worktreeTree(await sessionWorktree(repo, s), id) : await treeOf(repo, commitAt(s, to));
   return runDiff(repo, a, b, opts);
 }

@@ -1,21 +1,28 @@
-// The restore engine: makes the worktree match a target tree on a planned set
-// of paths, and nothing else. Used by undo, redo, restore and revert.
+// The restore engine: makes a worktree match a target tree on a planned set
+// of paths, and nothing else. The one implementation behind undo, redo,
+// restore and revert, `apply`, and filling a new session worktree.
 //
-// - The plan is diff-tree between the safety snapshot (the worktree as it is)
+// - The plan is diff-tree between a snapshot of the worktree as it is (undo's
+//   and apply's safety snapshot, or the commit a fresh worktree checked out)
 //   and the target, so the work grows with the number of differing paths, not
 //   with the size of the repository.
 // - Bytes come from `git cat-file --batch`, never from checkout-index (which
 //   would apply smudge and eol filters): what was snapshotted is what returns.
+// - Everything is checked before the first write (prepareRestore): a path is
+//   only changed when the disk still holds what the snapshot holds (or
+//   already holds the target). Anything else (a concurrent write, an ignored
+//   or skipped file in the way, a directory with other files, a symlink or
+//   file in place of a parent directory, an unsafe path) is either left and
+//   reported (undo: the rest completes) or makes the whole restore refuse
+//   before anything is written (apply, new worktrees).
 // - Each file is written to a temp file in its directory and renamed into
 //   place; symlinks are created as symlinks; files that leave are removed and
 //   directories left empty by that are removed too.
 // - Nothing is written outside the worktree: every parent component is
 //   lstat-ed and only real directories are walked through; a symlink in the
-//   way is never followed.
-// - A path is only changed when the disk still holds what the safety snapshot
-//   holds (or already holds the target): anything else (a concurrent write, an
-//   ignored or skipped file in the way) is left as it is and reported. This
-//   also makes applying a plan twice harmless (roll-forward after a crash).
+//   way is never followed. Nested repositories (gitlinks) are never touched,
+//   and files a snapshot skipped are never deleted (withoutSkipped).
+// - Applying the same plan twice is harmless (roll-forward after a crash).
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +32,7 @@ import type { Repo } from './repo.js';
 import { indexEnv, ZERO_OID } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
 import { hashRaw } from './snapshot.js';
+import { unlinkQuiet } from './fsutil.js';
 
 export const GITLINK = '160000';
 export const SYMLINK = '120000';
@@ -128,30 +136,78 @@ export interface LeftPath {
   reason: string;
 }
 
-export interface ApplyOptions {
+export const NESTED_REPO_REASON = 'nested repository: left alone';
+
+export interface RestoreOptions {
+  /**
+   * What happens to a path whose disk state is neither side of the plan:
+   * 'leave' (default; undo and friends) leaves it, reports it and completes
+   * the rest; 'refuse' throws Conflict before anything is written.
+   */
+  ifNotExpected?: 'leave' | 'refuse';
+  /**
+   * The worktree was just checked out from the plan's `from` tree by git, whose
+   * checkout may have applied eol or smudge filters: a file or symlink there
+   * counts as `from` whatever its bytes.
+   */
+  freshCheckout?: boolean;
   /** Test seam: throw after this many paths were changed (simulates a crash half way). */
   interruptAfter?: number;
 }
 
-export interface ApplyResult {
+export interface RestoreResult {
   /** Paths now matching the target (changed by this call or already matching). */
   applied: PlannedChange[];
-  /** Paths left as they were. */
+  /** Paths left as they were (nested repositories included). */
   left: LeftPath[];
+  /** Of `left`: nested repositories (gitlinks), never written. */
+  nested: string[];
+}
+
+/** A plan checked against the disk, nothing written yet. */
+export interface PreparedRestore {
+  /** Paths to change. */
+  todo: PlannedChange[];
+  /** Paths already as the target has them. */
+  already: PlannedChange[];
+  left: LeftPath[];
+  nested: string[];
+  blobs: Map<string, Buffer>;
 }
 
 /** State of a planned path on disk: matches `from`, matches `to`, or neither (why). */
 type Disk = { is: 'from' } | { is: 'to' } | { is: 'other'; reason: string };
 
-async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Buffer>): Promise<Map<string, Disk>> {
+/** A path with an empty, `.`, `..` or `.git` component (a crafted tree) is never written. */
+function unsafePath(rel: string): boolean {
+  return rel.split('/').some((part) => part === '' || part === '.' || part === '..' || part.toLowerCase() === '.git');
+}
+
+/** Files (anything but directories) below a directory of the worktree, not following symlinks. */
+function filesBelow(worktree: string, rel: string): string[] {
+  const out: string[] = [];
+  const walk = (r: string) => {
+    for (const name of fs.readdirSync(path.join(worktree, r))) {
+      const child = `${r}/${name}`;
+      if (fs.lstatSync(path.join(worktree, child)).isDirectory()) walk(child);
+      else out.push(child);
+    }
+  };
+  walk(rel);
+  return out;
+}
+
+async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Buffer>, opts: RestoreOptions): Promise<Map<string, Disk>> {
   const found = new Map<string, Found>();
   const planned = new Map<string, PlannedChange>();
   for (const c of plan) {
-    found.set(c.path, inspect(repo.worktree, c.path));
+    if (!unsafePath(c.path)) found.set(c.path, inspect(repo.worktree, c.path));
     planned.set(c.path, c);
   }
   // Hash the regular files on disk that a plan entry expects to be regular files, in one git call.
-  const toHash = plan.filter((c) => found.get(c.path)?.kind === 'file' && [c.from, c.to].some((e) => e && e.mode !== SYMLINK && e.mode !== GITLINK)).map((c) => c.path);
+  const toHash = opts.freshCheckout
+    ? []
+    : plan.filter((c) => found.get(c.path)?.kind === 'file' && [c.from, c.to].some((e) => e && e.mode !== SYMLINK && e.mode !== GITLINK)).map((c) => c.path);
   const hashes = new Map<string, string>();
   if (toHash.length > 0) {
     const oids = await hashRaw(repo, toHash);
@@ -168,10 +224,17 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
     if (f.kind !== 'file') return false;
     return f.exec === (e.mode === '100755') && hashes.get(rel) === e.oid;
   };
+  // A directory may give way to a file when everything below it is a planned deletion.
+  const deleted = (rel: string) => {
+    const c = planned.get(rel);
+    return !!c && c.from !== null && c.to === null;
+  };
   const out = new Map<string, Disk>();
   for (const c of plan) {
-    const f = found.get(c.path) ?? { kind: 'absent' };
-    if (matches(c.path, f, c.from)) out.set(c.path, { is: 'from' });
+    const f = found.get(c.path);
+    if (!f) out.set(c.path, { is: 'other', reason: 'not a safe path inside the worktree' });
+    else if (opts.freshCheckout && c.from !== null && (f.kind === 'file' || f.kind === 'symlink')) out.set(c.path, { is: 'from' });
+    else if (matches(c.path, f, c.from)) out.set(c.path, { is: 'from' });
     else if (matches(c.path, f, c.to)) out.set(c.path, { is: 'to' });
     else if (f.kind === 'blocked') {
       // A parent that the plan itself removes (a file or symlink becoming a directory) is fine:
@@ -179,8 +242,10 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
       if (c.from === null && planned.get(f.at)?.from) out.set(c.path, { is: 'from' });
       else out.set(c.path, { is: 'other', reason: `${f.at} is ${f.what} not in the snapshot; it was not followed` });
     } else if (c.from === null && f.kind === 'dir') {
-      // A directory becoming a file: its snapshotted contents go first; the write phase checks it is empty then.
-      out.set(c.path, { is: 'from' });
+      // A directory becoming a file: its snapshotted contents go first, then the empty directories.
+      const stays = filesBelow(repo.worktree, c.path).filter((x) => !deleted(x));
+      if (stays.length === 0) out.set(c.path, { is: 'from' });
+      else out.set(c.path, { is: 'other', reason: `a directory with ${stays.length} file(s) not in the snapshot is in the way` });
     } else if (c.from === null) out.set(c.path, { is: 'other', reason: 'a file not in the snapshot (ignored or skipped) is in the way' });
     else out.set(c.path, { is: 'other', reason: 'changed while the operation ran' });
   }
@@ -192,16 +257,46 @@ export function gitlinkPaths(plan: PlannedChange[]): string[] {
   return plan.filter((c) => c.from?.mode === GITLINK || c.to?.mode === GITLINK).map((c) => c.path);
 }
 
-function tempName(dir: string, base: string): string {
-  return path.join(dir, `.${base.slice(0, 40)}.agentsnap-${process.pid}-${randomBytes(4).toString('hex')}`);
+/** The plan without deletions of files a snapshot skipped (secrets, size cap, excludes): they are kept, never deleted. */
+export function withoutSkipped(plan: PlannedChange[], skipped: Iterable<string>): { plan: PlannedChange[]; kept: string[] } {
+  const skip = new Set(skipped);
+  if (skip.size === 0) return { plan, kept: [] };
+  const drop = (c: PlannedChange) => c.to === null && skip.has(c.path);
+  return { plan: plan.filter((c) => !drop(c)), kept: plan.filter((c) => drop(c) && c.from !== null).map((c) => c.path) };
 }
 
-function removeQuietly(file: string): void {
-  try {
-    fs.unlinkSync(file);
-  } catch {
-    /* not there */
+/**
+ * Checks a plan against the disk without writing anything: which paths to
+ * change, which already match, which are left (and why). With
+ * ifNotExpected 'refuse', throws Conflict when any path would be left.
+ */
+export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: RestoreOptions = {}): Promise<PreparedRestore> {
+  const nested = gitlinkPaths(plan);
+  const left: LeftPath[] = nested.map((p) => ({ path: p, reason: NESTED_REPO_REASON }));
+  const work = plan.filter((c) => !nested.includes(c.path));
+  const symlinkOids = work.flatMap((c) => [c.from, c.to]).filter((e): e is TreeEntry => !!e && e.mode === SYMLINK).map((e) => e.oid);
+  const blobs = await readBlobs(repo, [...symlinkOids, ...work.filter((c) => c.to && c.to.mode !== SYMLINK).map((c) => c.to!.oid)]);
+  const disk = await classify(repo, work, blobs, opts);
+  const todo: PlannedChange[] = [];
+  const already: PlannedChange[] = [];
+  const problems: LeftPath[] = [];
+  for (const c of work) {
+    const d = disk.get(c.path);
+    if (!d || d.is === 'other') problems.push({ path: c.path, reason: d?.is === 'other' ? d.reason : 'unknown' });
+    else if (d.is === 'to') already.push(c);
+    else todo.push(c);
   }
+  if (problems.length > 0 && opts.ifNotExpected === 'refuse') {
+    const list = problems.slice(0, 10).map((l) => `${l.path} (${l.reason})`).join(', ');
+    throw errors.conflict(`${problems.length} path(s) cannot be written safely: ${list}${problems.length > 10 ? ', …' : ''}.`, {
+      hint: 'Nothing was changed. Move the paths in the way aside (or wait for whatever changes them) and try again.',
+      data: { paths: problems },
+    });
+  }
+  return { todo, already, left: [...left, ...problems], nested, blobs };
+}
+function tempName(dir: string, base: string): string {
+  return path.join(dir, `.${base.slice(0, 40)}.agentsnap-${process.pid}-${randomBytes(4).toString('hex')}`);
 }
 
 /** Creates the parent directories of rel, walking only through real directories. Returns the blocker, if any. */
@@ -254,7 +349,7 @@ function writeEntry(worktree: string, rel: string, entry: TreeEntry, content: Bu
     }
     fs.renameSync(tmp, abs);
   } catch (e) {
-    removeQuietly(tmp);
+    unlinkQuiet(tmp);
     throw e;
   }
 }
@@ -287,20 +382,15 @@ function errno(e: unknown): string {
 }
 
 /**
- * Makes the worktree match `to` on every planned path whose disk state is
- * still `from` (or already `to`). Deletions go first (deepest first), then
- * empty directories go, then files are written.
+ * Writes a prepared plan: deletions first (deepest first), then the
+ * directories they emptied, then the files. A path that cannot be changed
+ * (an I/O error, something that appeared meanwhile) is left and reported; the
+ * rest completes.
  */
-export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: ApplyOptions = {}): Promise<ApplyResult> {
-  const left: LeftPath[] = [];
-  const applied: PlannedChange[] = [];
-  const gitlinks = new Set(gitlinkPaths(plan));
-  for (const p of gitlinks) left.push({ path: p, reason: 'nested repository: left alone' });
-  const work = plan.filter((c) => !gitlinks.has(c.path));
-  const symlinkOids = work.flatMap((c) => [c.from, c.to]).filter((e): e is TreeEntry => !!e && e.mode === SYMLINK).map((e) => e.oid);
-  const blobs = await readBlobs(repo, [...symlinkOids, ...work.filter((c) => c.to && c.to.mode !== SYMLINK).map((c) => c.to!.oid)]);
-  const disk = await classify(repo, work, blobs);
-
+export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: RestoreOptions = {}): RestoreResult {
+  const left = [...prepared.left];
+  const applied = [...prepared.already];
+  const { todo, blobs } = prepared;
   let changes = 0;
   const tick = () => {
     changes++;
@@ -308,14 +398,6 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: ApplyOp
       throw errors.internal(`interrupted after ${changes} changes (test)`, { data: { interrupted: true } });
     }
   };
-
-  const todo: PlannedChange[] = [];
-  for (const c of work) {
-    const d = disk.get(c.path);
-    if (!d || d.is === 'other') left.push({ path: c.path, reason: d?.is === 'other' ? d.reason : 'unknown' });
-    else if (d.is === 'to') applied.push(c);
-    else todo.push(c);
-  }
 
   // 1. Deletions, deepest first.
   const deletions = todo.filter((c) => c.to === null).sort((a, b) => b.path.split('/').length - a.path.split('/').length);
@@ -346,7 +428,12 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: ApplyOp
       left.push({ path: c.path, reason: blocker });
       continue;
     }
-    const now = inspect(repo.worktree, c.path);
+    let now = inspect(repo.worktree, c.path);
+    if (now.kind === 'dir' && filesBelow(repo.worktree, c.path).length === 0) {
+      // Only empty directories are left below it (checked just now): they give way.
+      fs.rmSync(path.join(repo.worktree, c.path), { recursive: true });
+      now = inspect(repo.worktree, c.path);
+    }
     if (now.kind === 'dir' || now.kind === 'other') {
       left.push({ path: c.path, reason: 'a directory with files not in the snapshot is in the way' });
       continue;
@@ -364,7 +451,12 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: ApplyOp
   }
   applied.sort((a, b) => (a.path < b.path ? -1 : 1));
   left.sort((a, b) => (a.path < b.path ? -1 : 1));
-  return { applied, left };
+  return { applied, left, nested: prepared.nested };
+}
+
+/** Makes the worktree match `to` on every planned path whose disk state is still `from` (or already `to`). */
+export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: RestoreOptions = {}): Promise<RestoreResult> {
+  return writeRestore(repo, await prepareRestore(repo, plan, opts), opts);
 }
 
 /**

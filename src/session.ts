@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { errors } from './errors.js';
-import { assertSessionId, newSessionId } from './ids.js';
+import { assertSessionId, newSessionId, sessionIdProblem } from './ids.js';
 import {
   appendEvent,
   eventBase,
@@ -21,7 +21,7 @@ import {
 } from './journal.js';
 import { acquireLock, currentOwner, ownerAlive, withLock } from './lock.js';
 import { applyEvent, foldJournal, openSteps, sessionStatus, type Session, type Step } from './model.js';
-import { commitTree, diffTrees, readHead, updateRefs, type RefUpdate } from './git/plumbing.js';
+import { commitTree, diffTrees, listRefs, readHead, updateRefs, type RefUpdate } from './git/plumbing.js';
 import { loadSettings, type Settings } from './config.js';
 import { snapshotTree } from './snapshot.js';
 import type { Repo } from './repo.js';
@@ -34,8 +34,23 @@ export const META_REF_PREFIX = 'refs/agentsnap/';
 export function stepRef(session: string, step: number): string {
   return `${STEP_REF_PREFIX}${session}/${step}`;
 }
+export const SESSION_META_PREFIX = `${META_REF_PREFIX}sessions/`;
+/** A ref agentsnap keeps for a session besides its steps: head, origin, ops/<k>, worktree-head. */
+export function sessionMetaRef(session: string, name: string): string {
+  return `${SESSION_META_PREFIX}${session}/${name}`;
+}
 export function headRef(session: string): string {
-  return `${META_REF_PREFIX}sessions/${session}/head`;
+  return sessionMetaRef(session, 'head');
+}
+/** The session a ref belongs to (`refs/agent/<id>/…`, `refs/agentsnap/sessions/<id>/…`), or null. */
+export function sessionOfRef(ref: string): string | null {
+  const prefix = ref.startsWith(STEP_REF_PREFIX) ? STEP_REF_PREFIX : ref.startsWith(SESSION_META_PREFIX) ? SESSION_META_PREFIX : null;
+  return prefix ? ref.slice(prefix.length).split('/')[0] || null : null;
+}
+/** Every ref agentsnap keeps for a session. */
+export async function sessionRefs(repo: Repo, id: string): Promise<string[]> {
+  const refs = [...(await listRefs(repo, `${STEP_REF_PREFIX}${id}/`)), ...(await listRefs(repo, `${SESSION_META_PREFIX}${id}/`))];
+  return refs.map((r) => r.ref);
 }
 
 export interface SessionPaths {
@@ -48,6 +63,17 @@ export interface SessionPaths {
 
 export function sessionsDir(repo: Repo): string {
   return path.join(repo.stateDir, 'sessions');
+}
+
+/** The ids of the sessions that have a journal in this repository, sorted. */
+export function sessionIds(repo: Repo): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(sessionsDir(repo));
+  } catch {
+    return [];
+  }
+  return names.filter((n) => sessionIdProblem(n) === undefined && fs.existsSync(sessionPaths(repo, n).journal)).sort();
 }
 
 export function sessionPaths(repo: Repo, id: string): SessionPaths {
@@ -196,15 +222,38 @@ export interface SessionSummary {
   baseline: string;
   baseHead: string | null;
   branch: string | null;
+  /** The wrapper process the session follows, if any. */
+  owner: Session['owner'];
+}
+
+/** A session's status now: one whose wrapper process is gone counts as ended. */
+export function statusNow(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): SessionStatus {
+  return sessionStatus(s, !s.owner || ownerAlive(s.owner));
+}
+
+/** A live wrapper process runs the session now. */
+export function wrapperRunning(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): boolean {
+  return !!s.owner && statusNow(s) === 'running';
+}
+
+/** The session is marked running, but its wrapper process is gone (doctor --fix journals its end). */
+export function wrapperGone(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): boolean {
+  return !s.ended && !s.discarded && !!s.owner && statusNow(s) === 'ended';
+}
+
+/** Whether a session is or may still be in use: its wrapper lives, or (without a wrapper) it was active within the last hour. */
+export function sessionInUse(s: Pick<SessionSummary, 'status' | 'lastActivity' | 'owner'>, now = Date.now()): boolean {
+  if (s.status !== 'running') return false;
+  return !!s.owner || now - Date.parse(s.lastActivity) < 60 * 60 * 1000;
 }
 
 function summaryOf(state: SessionState): SessionSummary {
   const s = state.session;
-  const alive = s.owner ? ownerAlive(s.owner) : true;
   return {
     id: s.id,
     worktree: s.worktree,
-    status: sessionStatus({ ...s, steps: [], extraEvents: [] }, alive),
+    status: statusNow(s),
+    owner: s.owner,
     steps: s.stepCount,
     openSteps: s.open.length,
     createdAt: s.createdAt,
@@ -220,15 +269,8 @@ function summaryOf(state: SessionState): SessionSummary {
 
 /** Every session of the repository (all worktrees), most recently active first. */
 export async function listSessions(repo: Repo): Promise<SessionSummary[]> {
-  let names: string[];
-  try {
-    names = fs.readdirSync(sessionsDir(repo));
-  } catch {
-    return [];
-  }
   const out: SessionSummary[] = [];
-  for (const name of names) {
-    if (!fs.existsSync(sessionPaths(repo, name).journal)) continue;
+  for (const name of sessionIds(repo)) {
     try {
       out.push(summaryOf(await loadState(repo, name)));
     } catch {
@@ -669,10 +711,10 @@ export async function resumeSession(repo: Repo, id: string, opts: ResumeOptions 
         data: { session: id, worktree: s.worktree },
       });
     }
-    if (!s.ended && s.owner && ownerAlive(s.owner)) {
-      throw errors.busy(`session ${id} is still running under process ${s.owner.pid}.`, {
+    if (wrapperRunning(s)) {
+      throw errors.busy(`session ${id} is still running under process ${s.owner?.pid}.`, {
         hint: 'Wait for that wrapper to end, or start a new session (leave --session out).',
-        data: { session: id, pid: s.owner.pid },
+        data: { session: id, pid: s.owner?.pid },
       });
     }
     const ev: JournalEvent = { ...eventBase(id), type: 'session.resume', agent: opts.agent ?? null, command: opts.command ?? null, owner: opts.owner ?? null };

@@ -13,7 +13,7 @@ import { readJournal } from './journal.js';
 import { withLock } from './lock.js';
 import { foldJournal, type Session } from './model.js';
 import { commitTree, listRefs, resolveCommit, updateRefs, type RefUpdate } from './git/plumbing.js';
-import { refsFor, sessionPaths, sessionsDir, META_REF_PREFIX, STEP_REF_PREFIX } from './session.js';
+import { refsFor, sessionIds, sessionPaths, META_REF_PREFIX, STEP_REF_PREFIX } from './session.js';
 import type { Repo } from './repo.js';
 
 export const BACKUP_REMOTE_KEY = 'agentsnap.backupRemote';
@@ -107,21 +107,11 @@ function journalBytes(file: string): Buffer | null {
   return buf.subarray(0, Math.min(read.size, buf.length));
 }
 
-function localSessionIds(repo: Repo): string[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(sessionsDir(repo));
-  } catch {
-    return [];
-  }
-  return names.filter((n) => sessionIdProblem(n) === undefined && fs.existsSync(sessionPaths(repo, n).journal)).sort();
-}
-
 /** Stores each local journal as a commit under refs/agentsnap/journals/<id>; returns the sessions whose commit changed. */
 export async function exportJournals(repo: Repo): Promise<string[]> {
   const updates: RefUpdate[] = [];
   const changed: string[] = [];
-  for (const id of localSessionIds(repo)) {
+  for (const id of sessionIds(repo)) {
     const bytes = journalBytes(sessionPaths(repo, id).journal);
     if (!bytes || bytes.length === 0) continue;
     const blob = (await repo.git(['hash-object', '-w', '--stdin'], { input: bytes })).stdout.toString('utf8').trim();

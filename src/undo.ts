@@ -16,21 +16,21 @@
 import { errors } from './errors.js';
 import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, PlannedChange, SkippedFile, ChangedPath, StepPreEvent } from './journal.js';
 import { eventBase, readJournal } from './journal.js';
-import { foldJournal, openSteps, sessionStatus, type Session, type Step } from './model.js';
+import { foldJournal, openSteps, type Session, type Step } from './model.js';
 import type { Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { commitMessage, contentLockFile, headRef, loadSession, sessionPaths, withSessionLock, META_REF_PREFIX, type LockedSession } from './session.js';
-import { withLock, ownerAlive } from './lock.js';
+import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from './session.js';
+import { withLock } from './lock.js';
 import { snapshotTree } from './snapshot.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
-import { applyPlan, changeLetter, gitlinkPaths, planChanges, recordApplied, type LeftPath } from './restore.js';
-import { worktreeTree } from './read.js';
+import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath } from './restore.js';
+import { stepOf, worktreeTree } from './read.js';
 import { outsideEffect, effectLabel } from './effects.js';
 import fs from 'node:fs';
 import path from 'node:path';
 
 export function opRef(session: string, op: number): string {
-  return `${META_REF_PREFIX}sessions/${session}/ops/${op}`;
+  return sessionMetaRef(session, `ops/${op}`);
 }
 
 /** A change made outside the recorded tool calls, on a path an operation would touch. */
@@ -205,18 +205,6 @@ function stepEvent(events: JournalEvent[], n: number, type: string): number {
   return eventIndex(events, (e) => e.type === type && (e as { step?: number }).step === n);
 }
 
-function findStep(s: Session, n: number): Step {
-  const st = s.steps.find((x) => x.step === n);
-  if (!st) {
-    const range = s.nextStep > 1 ? `steps are 1 to ${s.nextStep - 1}` : 'it has no steps yet';
-    throw errors.stepOutOfRange(`session ${s.id} has no step ${n} (${range}).`, {
-      hint: 'See `agentsnap log` for the steps of the session.',
-      data: { session: s.id, step: n },
-    });
-  }
-  return st;
-}
-
 /** Steps recorded after journal index `from` (their pre, post or checkpoint came later). */
 function stepsAfter(events: JournalEvent[], from: number): number[] {
   const out = new Set<number>();
@@ -271,7 +259,7 @@ function undoSpec(step: number | undefined): OpSpec {
         n = last.step;
       }
       target.step = n;
-      const st = findStep(session, n);
+      const st = stepOf(session, n);
       const commit = await beforeStep(repo, session, st);
       const anchor = st.kind === 'checkpoint' ? stepEvent(events, n, 'step.checkpoint') : stepEvent(events, n, 'step.pre');
       const later = session.steps.filter((x) => x.step >= n && x.status !== 'open' && !undone.has(x.step)).map((x) => x.step);
@@ -326,7 +314,7 @@ function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): O
     kind: 'restore',
     target,
     async resolve({ repo, session, events }) {
-      const st = findStep(session, step);
+      const st = stepOf(session, step);
       let commit: string;
       let anchor: number;
       if (when === 'before') {
@@ -364,7 +352,7 @@ function revertSpec(step: number): OpSpec {
     kind: 'revert',
     target,
     async resolve({ repo, session, events, safetyTree }) {
-      const st = findStep(session, step);
+      const st = stepOf(session, step);
       if (!st.post || !st.postTree) {
         throw errors.stepOutOfRange(`step ${step} of session ${session.id} has not finished (${st.status}): there is nothing to revert yet.`, {
           data: { session: session.id, step },
@@ -450,11 +438,11 @@ async function headTrailer(repo: Repo, commit: string): Promise<string | null | 
 
 async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead: ChangedPath[]): Promise<Prepared> {
   const resolved = await spec.resolve(ctx);
-  let plan = await planChanges(repo, ctx.safetyTree, resolved.toTree, resolved.paths);
   // A file the target snapshot skipped (secret, size cap, exclude) was maybe there: never delete it.
-  const skipped = new Set(resolved.skippedAtTarget.map((f) => f.path));
-  const kept = plan.filter((c) => c.to === null && c.from !== null && skipped.has(c.path)).map((c) => c.path);
-  plan = plan.filter((c) => !(c.to === null && skipped.has(c.path)));
+  const { plan, kept } = withoutSkipped(
+    await planChanges(repo, ctx.safetyTree, resolved.toTree, resolved.paths),
+    resolved.skippedAtTarget.map((f) => f.path),
+  );
   const touched = new Set(plan.map((c) => c.path));
   const outside = resolved.anchor === null ? [] : outsideChanges(ctx.session, ctx.events, resolved.anchor, sinceHead).filter((o) => touched.has(o.path));
   const unprotected = resolved.crossed
@@ -601,7 +589,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     fill(result, p);
     result.dryRun = true;
     result.changes = p.plan.map((c) => ({ path: c.path, change: changeLetter(c) }));
-    result.left = gitlinkPaths(p.plan).map((g) => ({ path: g, reason: 'nested repository: left alone' }));
+    result.left = gitlinkPaths(p.plan).map((g) => ({ path: g, reason: NESTED_REPO_REASON }));
     result.changes = result.changes.filter((c) => !result.left.some((l) => l.path === c.path));
     result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0);
     return result;
@@ -710,7 +698,7 @@ export function revertOperation(repo: Repo, id: string, step: number, opts: Oper
 
 export interface SessionStatusReport {
   session: string;
-  status: ReturnType<typeof sessionStatus>;
+  status: ReturnType<typeof statusNow>;
   worktree: string;
   agent: string | null;
   steps: number;
@@ -742,7 +730,7 @@ export function statusOf(repo: Repo, id: string): SessionStatusReport {
   }
   return {
     session: s.id,
-    status: sessionStatus(s, s.owner ? ownerAlive(s.owner) : true),
+    status: statusNow(s),
     worktree: s.worktree,
     agent: s.agent,
     steps: s.nextStep - 1,

@@ -18,9 +18,11 @@ import { openRepo, type Repo } from './repo.js';
 import { lastValue, loadSettings, parseBool, readGitConfig, WORKTREE_EXCLUDE_FILE, type Settings } from './config.js';
 import { commitTree, readHead, resolveCommit, treeOf, updateRefs, writeTree } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
-import { copyIndexFile, snapshotTree } from './snapshot.js';
-import { commitMessage, META_REF_PREFIX, sessionPaths, startSession, type SnapshotResult, type StartOptions } from './session.js';
-import { materialize, treeDelta } from './materialize.js';
+import { copyIndexFile } from './snapshot.js';
+import { removeTempIndex, snapshotNow, tempIndex } from './snapshot-now.js';
+import { commitMessage, sessionMetaRef, sessionPaths, startSession, type SnapshotResult, type StartOptions } from './session.js';
+import { applyPlan, planChanges, withoutSkipped } from './restore.js';
+import { exists, rmQuiet } from './fsutil.js';
 
 export type StartPoint = 'current' | 'HEAD' | (string & {});
 
@@ -92,7 +94,7 @@ export function readWorktreeMeta(repo: Repo, session: string): WorktreeMeta | nu
 }
 
 export function originRef(session: string): string {
-  return `${META_REF_PREFIX}sessions/${session}/origin`;
+  return sessionMetaRef(session, 'origin');
 }
 
 /** The environment a wrapped agent gets for its session worktree. */
@@ -149,42 +151,6 @@ export interface CreatedWorktree {
   setupOutput: string | null;
 }
 
-function rmQuiet(p: string): void {
-  try {
-    fs.rmSync(p, { recursive: true, force: true });
-  } catch {
-    /* best effort */
-  }
-}
-
-/** A throwaway private index under the state dir (seeded from the user's index by snapshotTree). */
-function tempIndex(repo: Repo, purpose: string): string {
-  const dir = path.join(repo.stateDir, 'tmp');
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return path.join(dir, `index.${purpose}-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
-}
-
-export function removeTempIndex(file: string): void {
-  for (const f of [file, `${file}.lock`]) {
-    try {
-      fs.unlinkSync(f);
-    } catch {
-      /* not there */
-    }
-  }
-}
-
-/** A snapshot of the worktree as it is now through a throwaway index: the tree, and what it left out. */
-export async function snapshotNow(repo: Repo, settings: Settings, purpose: string): Promise<{ tree: string; skipped: string[] }> {
-  const idx = tempIndex(repo, purpose);
-  try {
-    const snap = await snapshotTree(repo, { indexFile: idx, settings, parentTree: null });
-    return { tree: snap.tree, skipped: snap.skipped.map((s) => s.path) };
-  } finally {
-    removeTempIndex(idx);
-  }
-}
-
 /** The tree of the user's staged state (index), or null when it cannot be written (conflicts). Read-only on the user's index. */
 async function stagedTree(repo: Repo): Promise<string | null> {
   const idx = tempIndex(repo, 'staged');
@@ -215,15 +181,6 @@ function copyEntry(src: string, dst: string, force: boolean): void {
     for (const name of fs.readdirSync(src)) copyEntry(path.join(src, name), path.join(dst, name), force);
   } else if (st.isFile()) {
     fs.copyFileSync(src, dst, force ? fs.constants.COPYFILE_FICLONE_FORCE | fs.constants.COPYFILE_EXCL : fs.constants.COPYFILE_FICLONE | fs.constants.COPYFILE_EXCL);
-  }
-}
-
-function exists(p: string): boolean {
-  try {
-    fs.lstatSync(p);
-    return true;
-  } catch {
-    return false;
   }
 }
 
@@ -283,14 +240,16 @@ function runSetup(cmd: string, cwd: string, env: NodeJS.ProcessEnv, stdio: 'pipe
   });
 }
 
+/** `repo`, or the main worktree's context when `repo` is the worktree at `dir` (git must not run from inside a worktree it removes). */
+export async function repoOutside(repo: Repo, dir: string): Promise<Repo> {
+  if (path.resolve(repo.worktree) !== path.resolve(dir)) return repo;
+  const main = (await listWorktrees(repo))[0]?.path;
+  return main && path.resolve(main) !== path.resolve(dir) ? openRepo(main, { env: repo.callerEnv }) : repo;
+}
+
 /** Removes a worktree agentsnap created: shared symlinks first, then git's worktree and its metadata. */
 export async function removeSessionWorktree(from: Repo, meta: Pick<WorktreeMeta, 'path' | 'shared'>): Promise<void> {
-  // Run git from the main worktree when called from inside the worktree being removed.
-  let repo = from;
-  if (path.resolve(from.worktree) === path.resolve(meta.path)) {
-    const main = (await listWorktrees(from))[0]?.path;
-    if (main && path.resolve(main) !== path.resolve(meta.path)) repo = await openRepo(main, { env: from.callerEnv });
-  }
+  const repo = await repoOutside(from, meta.path);
   for (const s of meta.shared) {
     if (s.how !== 'symlink') continue;
     const link = path.join(meta.path, s.path);
@@ -337,7 +296,7 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
   }
 
   // The user's worktree as it is, before anything else happens.
-  let current: { tree: string; staged: string | null; origin: string } | null = null;
+  let current: { tree: string; skipped: string[]; staged: string | null; origin: string } | null = null;
   if (from === 'current') {
     const snap = await snapshotNow(repo, settings, 'origin');
     const origin = await commitTree(repo, {
@@ -346,7 +305,7 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
       message: commitMessage({ summary: `session ${session} origin (${repo.worktree})`, session, step: null, phase: 'origin', kind: 'origin', tool: null, head: commit }),
     });
     await updateRefs(repo, [{ ref: originRef(session), value: origin }]);
-    current = { tree: snap.tree, staged: await stagedTree(repo), origin };
+    current = { tree: snap.tree, skipped: snap.skipped, staged: await stagedTree(repo), origin };
   }
 
   const metaDir = sessionPaths(repo, session).dir;
@@ -376,7 +335,9 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
       // then write the worktree's files exactly as the user has them, left uncommitted.
       const headTree = await treeOf(wt, commit);
       if (current.staged && current.staged !== headTree) await wt.git(['read-tree', '-m', current.staged]);
-      await materialize(wt, await treeDelta(wt, headTree, current.tree));
+      // The restore engine, all or nothing; a tracked file the snapshot skipped keeps its checked-out version.
+      const { plan } = withoutSkipped(await planChanges(wt, headTree, current.tree), current.skipped);
+      await applyPlan(wt, plan, { ifNotExpected: 'refuse', freshCheckout: true });
     }
     await setUpFiles(repo, wt.worktree, cfg, meta, warnings);
     fs.mkdirSync(metaDir, { recursive: true, mode: 0o700 });

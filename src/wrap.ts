@@ -11,6 +11,8 @@ import { AgentsnapError, errors, isAgentsnapError } from './errors.js';
 import { openRepo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
 import { endSession, resumeSession, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
+import { startWorktreeSession, type StartPoint } from './worktree.js';
+import { maybeAutoGc } from './gc.js';
 import { AGENTS, type Agent } from './hook.js';
 import { redactValue } from './redact.js';
 import { assertSessionId } from './ids.js';
@@ -30,6 +32,8 @@ export interface WrapOptions {
   /** Called once the baseline is taken, before the agent starts. */
   onStart?: (info: WrapStart) => void;
   onProgress?: (phase: string) => void;
+  /** Run the agent in a new session worktree (`wrap --worktree`) instead of this worktree. */
+  worktree?: { name?: string | null | undefined; from?: StartPoint | undefined } | null | undefined;
 }
 
 export interface WrapStart {
@@ -39,6 +43,12 @@ export interface WrapStart {
   agent: Agent;
   /** The command as it is run (with injected hook settings). */
   argv: string[];
+  /** The worktree the agent runs in. */
+  worktree: string;
+  /** With `worktree`: the session worktree was created for this run. */
+  sessionWorktree: boolean;
+  /** Setup that did not go as configured (session worktrees). */
+  warnings: string[];
 }
 
 export interface WrapResult {
@@ -49,6 +59,10 @@ export interface WrapResult {
   signal: string | null;
   /** Set when the final snapshot or the end of the session could not be recorded. */
   endError: AgentsnapError | null;
+  /** The worktree the agent ran in. */
+  worktree: string;
+  /** The agent ran in a session worktree agentsnap created (see apply, promote, discard). */
+  sessionWorktree: boolean;
 }
 
 /** Recognises the agent from the command: its program name, or the script a runner (node, npx…) starts. */
@@ -228,6 +242,23 @@ function wrapFailed(what: string, e: unknown): AgentsnapError {
   });
 }
 
+/** The directory in `to` that is where `cwd` is in `from` (a subdirectory the user ran wrap in), or `to` itself when it has none. */
+function sameSubdir(from: string, to: string, cwd: string): string {
+  let rel: string;
+  try {
+    rel = path.relative(fs.realpathSync(from), fs.realpathSync(cwd));
+  } catch {
+    return to;
+  }
+  if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) return to;
+  const there = path.join(to, rel);
+  try {
+    return fs.statSync(there).isDirectory() ? there : to;
+  } catch {
+    return to;
+  }
+}
+
 /** Runs `command` as an agent inside an agentsnap session. */
 export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const command = opts.command;
@@ -243,28 +274,55 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const agent: Agent = choice === 'auto' ? detectAgent(command) : choice;
   const argv = agent === 'claude' ? claudeArgv(command, opts.cwd) : [...command];
 
-  const repo = await openRepo(opts.cwd, { env: opts.env });
+  const source = await openRepo(opts.cwd, { env: opts.env });
   const owner = wrapperOwner();
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
-  const resumed = !!opts.session && fs.existsSync(path.join(repo.stateDir, 'sessions', opts.session, 'journal.jsonl'));
+  const inWorktree = !!opts.worktree;
+  const resumed = !inWorktree && !!opts.session && fs.existsSync(path.join(source.stateDir, 'sessions', opts.session, 'journal.jsonl'));
+  let repo = source;
+  let cwd = opts.cwd;
   let session: string;
   let settings: Settings;
+  let sessionEnv: Record<string, string> = {};
+  const warnings: string[] = [];
   try {
-    settings = await loadSettings(repo);
+    settings = await loadSettings(source);
     // The command line is journaled: redact tokens passed as arguments.
     const journaled = redactValue(command, settings.redactPatterns);
-    if (resumed && opts.session) {
+    if (opts.worktree) {
+      const started = await startWorktreeSession(source, {
+        ...(opts.session ? { session: opts.session } : {}),
+        name: opts.worktree.name ?? null,
+        from: opts.worktree.from ?? 'current',
+        settings,
+        setupStdio: 'inherit',
+        agent,
+        command: journaled,
+        owner,
+        ...progress,
+      });
+      repo = started.repo;
+      settings = await loadSettings(repo);
+      session = started.meta.session;
+      sessionEnv = started.env;
+      warnings.push(...started.warnings);
+      cwd = sameSubdir(source.worktree, repo.worktree, opts.cwd);
+    } else if (resumed && opts.session) {
       session = (await resumeSession(repo, opts.session, { settings, agent, command: journaled, owner, ...progress })).session;
     } else {
       session = (await startSession(repo, { settings, agent, command: journaled, owner, ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
     }
   } catch (e) {
-    throw wrapFailed(resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot', e);
+    const what = inWorktree ? 'could not create the session worktree' : resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot';
+    throw wrapFailed(what, e);
   }
-  opts.onStart?.({ session, refPrefix: `${STEP_REF_PREFIX}${session}/`, resumed, agent, argv });
+  // Time-gated retention (one stat unless it is due): it runs beside the agent, never delaying its start.
+  const autoGc = maybeAutoGc(source);
+  opts.onStart?.({ session, refPrefix: `${STEP_REF_PREFIX}${session}/`, resumed, agent, argv, worktree: repo.worktree, sessionWorktree: inWorktree, warnings });
 
   const env: NodeJS.ProcessEnv = {
     ...opts.env,
+    ...sessionEnv,
     AGENTSNAP_SESSION: session,
     AGENTSNAP_WORKTREE: repo.worktree,
     AGENTSNAP_BIN,
@@ -275,9 +333,10 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   };
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
-    exit = await runChild(program, argv, opts.cwd, env);
+    exit = await runChild(program, argv, cwd, env);
   } catch (e) {
     await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
+    await autoGc;
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   }
   const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
@@ -288,5 +347,6 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
-  return { session, agent, exitCode, signal: exit.signal, endError };
+  await autoGc;
+  return { session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: inWorktree };
 }

@@ -34,6 +34,7 @@ export const applyCommand: CommandFactory = (ctx) => ({
     out.note(`agentsnap: applied session ${res.session}: ${res.written.length} written, ${res.deleted.length} deleted`);
     if (res.conflicts.length > 0) out.err(`agentsnap: ${res.conflicts.length} file(s) have conflict markers: ${res.conflicts.join(', ')}`);
     if (res.skipped.length > 0) out.note(`agentsnap: submodules not written: ${res.skipped.join(', ')}`);
+    for (const l of res.left) out.out(out.color.yellow(`  ! ${printablePath(l.path)}  left as it is: ${l.reason}`));
     out.note(`agentsnap: this worktree as it was before: ${res.safetyRef} (${res.safety?.slice(0, 10)})`);
   },
 });

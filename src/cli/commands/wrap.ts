@@ -7,6 +7,9 @@ interface WrapArgs {
   session?: string;
   agent: AgentChoice;
   quiet: boolean;
+  worktree?: boolean;
+  name?: string;
+  from?: string;
   command?: string[];
   '--'?: string[];
 }
@@ -25,10 +28,18 @@ export const wrapCommand: CommandFactory = (ctx) => ({
           describe: 'which agent it is: auto recognises claude, codex and gemini from the command; generic gets AGENTSNAP_SESSION only',
         },
         quiet: { type: 'boolean', alias: 'q', default: false, describe: 'no session line on stderr' },
+        worktree: { type: 'boolean', describe: 'run the agent in a new linked worktree of its own (see apply, promote, discard)' },
+        name: { type: 'string', implies: 'worktree', describe: 'with --worktree: a label for the session, shown by `agentsnap sessions`' },
+        from: {
+          type: 'string',
+          implies: 'worktree',
+          describe: 'with --worktree: start from `current` (this worktree as it is, uncommitted files included; the default), `HEAD`, or a revision',
+        },
       })
       .example('$0 wrap -- claude', 'every Claude Code tool call becomes an undoable step')
       .example('$0 wrap --session fix-login -- claude --continue', 'resume a session')
-      .example('$0 wrap -- ./my-agent.sh', 'a generic agent calls `agentsnap snap --phase pre|post` itself'),
+      .example('$0 wrap -- ./my-agent.sh', 'a generic agent calls `agentsnap snap --phase pre|post` itself')
+      .example('$0 wrap --worktree --name login -- claude', 'the agent works in its own worktree; bring the result back with `agentsnap apply`'),
   handler: async (raw) => {
     const argv = raw as unknown as WrapArgs;
     const out = ctx.output({ quiet: argv.quiet });
@@ -40,16 +51,30 @@ export const wrapCommand: CommandFactory = (ctx) => ({
       command,
       session: argv.session,
       agent: argv.agent,
+      worktree: argv.worktree ? { name: argv.name ?? null, from: argv.from ?? 'current' } : null,
       onProgress: (p) => progress.update(p),
       onStart: (info) => {
         progress.done();
         const verb = info.resumed ? 'resumed' : 'started';
         const how = info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`;
         out.note(`agentsnap: ${verb} session ${info.session} (refs ${info.refPrefix}<n>; ${how})`);
+        if (info.sessionWorktree) out.note(`agentsnap: the agent works in ${info.worktree}`);
+        for (const w of info.warnings) out.err(`agentsnap: warning: ${w}`);
       },
     });
     if (res.endError) {
       out.err(`agentsnap: warning: the final snapshot of session ${res.session} failed: ${res.endError.message}`);
+    } else if (res.sessionWorktree) {
+      const id = res.session;
+      out.note(
+        [
+          `agentsnap: session ${id} ended; its work is in ${res.worktree}`,
+          `  look:     agentsnap log --session ${id}; agentsnap diff 0 --session ${id}`,
+          `  apply:    agentsnap apply ${id}   (merge it into your worktree)`,
+          `  promote:  agentsnap promote ${id} --branch <name>   (one commit on a new branch)`,
+          `  discard:  agentsnap discard ${id}   (remove the worktree)`,
+        ].join('\n'),
+      );
     } else {
       out.note(`agentsnap: session ${res.session} ended; see \`agentsnap log --session ${res.session}\``);
     }

@@ -1,0 +1,67 @@
+// Small file-system helpers shared by the modules that manage agentsnap's
+// state, worktrees and temporary files. None of them follows a symlink.
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** Whether anything (a dangling symlink included) is at p. */
+export function exists(p: string): boolean {
+  try {
+    fs.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The names in a directory; none when it is missing or unreadable. */
+export function readdirOrEmpty(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Whether p was last modified more than ms before now (false when it is gone). */
+export function olderThan(p: string, ms: number, now: number): boolean {
+  try {
+    return now - fs.lstatSync(p).mtimeMs > ms;
+  } catch {
+    return false;
+  }
+}
+
+/** Removes a file (not a directory) if it is there. */
+export function unlinkQuiet(p: string): void {
+  try {
+    fs.unlinkSync(p);
+  } catch {
+    /* not there */
+  }
+}
+
+/** Removes a file or a directory tree, best effort. */
+export function rmQuiet(p: string): void {
+  try {
+    fs.rmSync(p, { recursive: true, force: true });
+  } catch {
+    /* best effort */
+  }
+}
+
+/** Disk use in bytes of a file tree (allocated blocks; symlinks are not followed). */
+export function diskUse(p: string): number {
+  let total = 0;
+  const walk = (abs: string) => {
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(abs);
+    } catch {
+      return;
+    }
+    total += st.blocks * 512;
+    if (st.isDirectory()) for (const n of readdirOrEmpty(abs)) walk(path.join(abs, n));
+  };
+  walk(p);
+  return total;
+}
