@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { errors } from './errors.js';
 import type { Session, Step } from './model.js';
 import { effectLabel } from './effects.js';
+import { shellQuote } from './wrap.js';
 
 export interface ChatFork {
   kind: 'transcript';
@@ -20,6 +21,8 @@ export interface ChatFork {
   /** Directory to resume from (Claude Code looks sessions up by the project directory). */
   cwd: string;
   resumeCommand: string;
+  /** `cd <cwd> && <resumeCommand>`, quoted for a POSIX shell: runs as is from anywhere. */
+  shellCommand: string;
   /** Lines kept from the original. */
   lines: number;
   /** Other tool calls of the same assistant message that were cut with it. */
@@ -125,6 +128,7 @@ export function forkClaudeTranscript(step: Step, opts: { cwd: string; newId?: st
     sessionId: id,
     cwd,
     resumeCommand: `claude --resume ${id}`,
+    shellCommand: `cd ${shellQuote(cwd)} && claude --resume ${id}`,
     lines: kept.length,
     sharedWith: cut.sharedWith,
   };

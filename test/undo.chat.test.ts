@@ -1,8 +1,9 @@
 // Conversation rewind with synthetic Claude Code transcripts in the documented
 // format (see /work/shared/reference/claude-code-hooks.md). The end-to-end test
-// with the real `claude` binary belongs with the wrap command (issue 3).
+// with the real `claude` binary is test/claude-undo-e2e.test.ts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, tempRepo, type TempRepo } from './helpers.js';
@@ -93,6 +94,29 @@ test('undo N --both restores the files and forks the conversation', async () => 
     assert.not.ok(repo.exists('a.txt'));
     assert.is(out.chat.kind, 'transcript');
     assert.is(out.chat.lines, 2, 'cut before message 1 (its text block and tool call)');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('the printed resume command runs as is in a shell when the directory has spaces and quotes', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const original = writeTranscript(repo);
+    const odd = path.join(repo.dir, "it's a $dir");
+    fs.mkdirSync(odd);
+    fs.writeFileSync(original, fs.readFileSync(original, 'utf8').replaceAll(`"cwd":${JSON.stringify(repo.dir)}`, `"cwd":${JSON.stringify(odd)}`));
+    const id = await recordCalls(repo, original);
+    const r = await cli(repo, ['undo', '3', '--chat', '--session', id]);
+    assert.is(r.code, 0, r.stderr);
+    const line = /^resume it with: {2}(.*) && claude --resume [0-9a-f-]{36}$/m.exec(r.stdout);
+    assert.ok(line, r.stdout);
+    const sh = spawnSync('/bin/sh', ['-c', `${line![1]} && pwd`], { cwd: repo.base, encoding: 'utf8' });
+    assert.is(sh.status, 0, sh.stderr);
+    assert.is(sh.stdout.trim(), odd);
+    const json = JSON.parse((await cli(repo, ['undo', '3', '--chat', '--session', id, '--json'])).stdout) as { chat: { cwd: string; shellCommand: string } };
+    assert.is(json.chat.cwd, odd);
+    assert.match(json.chat.shellCommand, / && claude --resume [0-9a-f-]{36}$/);
   } finally {
     repo.cleanup();
   }

@@ -89,7 +89,7 @@ function printChat(out: Output, chat: ChatRewind, step: number): void {
     if (chat.sharedWith > 0) {
       out.out(out.color.yellow(`  step ${step}'s tool call shared its assistant message with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is cut before that whole message`));
     }
-    out.out(`resume it with:  cd ${chat.cwd} && ${chat.resumeCommand}`);
+    out.out(`resume it with:  ${chat.shellCommand}`);
   } else {
     out.note(`agentsnap: no conversation to fork (${chat.reason}); a digest of the session before step ${step}:`);
     out.out(chat.text);
