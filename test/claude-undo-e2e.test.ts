@@ -267,4 +267,46 @@ test('claude under wrap: undo N restores the bytes before call N, redo returns, 
   }
 });
 
+test('claude runs `agentsnap undo` through its own Bash tool: no deadlock, the next calls start from the restored state, and the user can redo', async () => {
+  if (!claude) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const d = (rel: string) => path.join(repo.dir, rel);
+  const script: ScriptedTurn[] = [
+    { tools: [{ name: 'Write', input: { file_path: d('b.txt'), content: 'b\n' } }] },
+    { tools: [{ name: 'Bash', input: { command: 'rm a.txt && mkdir -p dir && echo c > dir/c.txt', description: 'rearrange' } }] },
+    // The wrapper tells the agent's shell where agentsnap is.
+    { tools: [{ name: 'Bash', input: { command: '"$AGENTSNAP_NODE" "$AGENTSNAP_BIN" undo 2', description: 'undo my last change' } }] },
+    { tools: [{ name: 'Write', input: { file_path: d('d.txt'), content: 'd\n' } }] },
+    { text: 'Undone and redone differently.' },
+  ];
+  const stub = await startMessagesStub(script);
+  try {
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Go.', '--dangerously-skip-permissions'], { env: agentEnv(stub.url), timeoutMs: TIMEOUT_MS });
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, 'Undone and redone differently.');
+    const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
+    const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
+    assert.equal(disk(repo), { 'a.txt': file('one\n'), 'b.txt': file('b\n'), 'd.txt': file('d\n') });
+    assert.equal(
+      s.steps.map((st) => [st.step, st.tool, st.status]),
+      [
+        [1, 'Write', 'done'],
+        [2, 'Bash', 'done'],
+        [3, 'Bash', 'done'],
+        [4, 'Write', 'done'],
+      ],
+    );
+    assert.equal(s.steps[3]?.changed.map((c) => `${c.change} ${c.path}`), ['A d.txt'], 'step 4 starts from the restored state');
+    // The agent saw the undo's report.
+    assert.match(JSON.stringify(stub.requests[3]?.messages), 'the worktree is back to before step 2');
+    // The user takes the agent's undo back: the worktree as it was just before it (step 4's d.txt goes with it).
+    const r = await cliProcess(repo, ['redo']);
+    assert.is(r.code, 0, r.stderr);
+    assert.equal(disk(repo), { 'b.txt': file('b\n'), 'dir/': 'dir', 'dir/c.txt': file('c\n') });
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
 test.run();
