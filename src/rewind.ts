@@ -27,6 +27,14 @@ export interface ChatFork {
   lines: number;
   /** Other tool calls of the same assistant message that were cut with it. */
   sharedWith: number;
+  /**
+   * Set when step N's call was made by a subagent, whose calls the main
+   * conversation never holds: the tool_use id of the Agent call (in the main
+   * conversation) that started it, before which the fork is cut.
+   */
+  subagentCall: string | null;
+  /** The step of that Agent call, when it was recorded. */
+  subagentStep: number | null;
 }
 
 export interface ChatDigest {
@@ -89,6 +97,48 @@ export function findCut(lines: Line[], uuid: string | null, toolUseId: string | 
   return { index: first, sharedWith: Math.max(0, calls.size - 1) };
 }
 
+/** How deep subagents may nest (each level started by an Agent call of the one above). */
+const MAX_SUBAGENT_DEPTH = 16;
+
+/**
+ * The Agent call in `transcript` that started the subagent which made the call
+ * `toolUseId`. Claude Code keeps a subagent's conversation in
+ * `<session>/subagents/agent-<id>.jsonl`, and in `agent-<id>.meta.json` the id
+ * of the Agent call that started it; a subagent's subagents nest the same way.
+ */
+function spawningCall(transcript: string, lines: Line[], toolUseId: string): string | null {
+  const dir = path.join(path.dirname(transcript), path.basename(transcript, '.jsonl'), 'subagents');
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir).filter((n) => n.endsWith('.jsonl'));
+  } catch {
+    return null;
+  }
+  const inMain = (id: string) => lines.some((l) => toolUseIds(l).includes(id));
+  let id = toolUseId;
+  for (let depth = 0; depth < MAX_SUBAGENT_DEPTH; depth++) {
+    const holder = names.find((n) => {
+      try {
+        const text = fs.readFileSync(path.join(dir, n), 'utf8');
+        return text.includes(id) && parseLines(text).some((l) => toolUseIds(l).includes(id));
+      } catch {
+        return false;
+      }
+    });
+    if (!holder) return null;
+    let parent: unknown;
+    try {
+      parent = (JSON.parse(fs.readFileSync(path.join(dir, holder.replace(/\.jsonl$/, '.meta.json')), 'utf8')) as Record<string, unknown>).toolUseId;
+    } catch {
+      return null;
+    }
+    if (typeof parent !== 'string' || parent === id) return null;
+    if (inMain(parent)) return parent;
+    id = parent;
+  }
+  return null;
+}
+
 /** Writes the forked transcript for `step` next to the original. */
 export function forkClaudeTranscript(step: Step, opts: { cwd: string; newId?: string }): ChatFork {
   const t = step.transcript;
@@ -103,7 +153,12 @@ export function forkClaudeTranscript(step: Step, opts: { cwd: string; newId?: st
     });
   }
   const lines = parseLines(text);
-  const cut = findCut(lines, t.uuid ?? null, step.toolUseId);
+  let cut = findCut(lines, t.uuid ?? null, step.toolUseId);
+  let subagentCall: string | null = null;
+  if (!cut && step.toolUseId) {
+    subagentCall = spawningCall(t.path, lines, step.toolUseId);
+    if (subagentCall) cut = findCut(lines, null, subagentCall);
+  }
   if (!cut) {
     throw errors.invalidArgument(`the tool call of step ${step.step} is not in the transcript ${t.path}.`, {
       data: { path: t.path, uuid: t.uuid ?? null, toolUseId: step.toolUseId },
@@ -131,6 +186,8 @@ export function forkClaudeTranscript(step: Step, opts: { cwd: string; newId?: st
     shellCommand: `cd ${shellQuote(cwd)} && claude --resume ${id}`,
     lines: kept.length,
     sharedWith: cut.sharedWith,
+    subagentCall,
+    subagentStep: null,
   };
 }
 
@@ -154,7 +211,9 @@ export function sessionDigest(s: Session, before: number, worktree: string): str
 export function rewindChat(s: Session, step: Step, cwd: string): ChatRewind {
   if (step.transcript?.path && (s.agent === null || /claude/i.test(s.agent) || step.transcript.path.includes('/.claude/'))) {
     try {
-      return forkClaudeTranscript(step, { cwd });
+      const fork = forkClaudeTranscript(step, { cwd });
+      if (fork.subagentCall) fork.subagentStep = s.steps.find((x) => x.toolUseId === fork.subagentCall)?.step ?? null;
+      return fork;
     } catch (e) {
       return { kind: 'digest', text: sessionDigest(s, step.step, s.worktree), reason: e instanceof Error ? e.message : String(e) };
     }

@@ -309,4 +309,57 @@ test('claude runs `agentsnap undo` through its own Bash tool: no deadlock, the n
   }
 });
 
+test('undo --chat of a call a subagent made cuts the main conversation before the Agent call that started it', async () => {
+  if (!claude) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const d = (rel: string) => path.join(repo.dir, rel);
+  const MARK = 'SUBAGENT-TASK-7f3a';
+  const script: ScriptedTurn[] = [
+    { tools: [{ name: 'Write', input: { file_path: d('b.txt'), content: 'b\n' } }] },
+    { tools: [{ name: 'Agent', input: { description: 'write c', prompt: `${MARK}: write c.txt`, subagent_type: 'general-purpose' } }] },
+    { text: 'Main done.' },
+  ];
+  const sub: ScriptedTurn[] = [{ tools: [{ name: 'Write', input: { file_path: d('c.txt'), content: 'c\n' } }] }, { text: 'Subagent done.' }];
+  const stub = await startMessagesStub(script, { conversations: [{ marker: MARK, script: sub }] });
+  try {
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Go.', '--dangerously-skip-permissions'], { env: agentEnv(stub.url), timeoutMs: TIMEOUT_MS });
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, 'Main done.');
+    const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
+    const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
+    const [write, agent, subWrite] = stub.toolUses.map((t) => t.id);
+    assert.equal(
+      s.steps.map((st) => [st.step, st.tool, st.toolUseId]),
+      [
+        [1, 'Write', write],
+        [2, 'Agent', agent],
+        [3, 'Write', subWrite],
+      ],
+    );
+    assert.ok(fs.existsSync(d('c.txt')));
+    const r = await cliProcess(repo, ['undo', '3', '--both']);
+    assert.is(r.code, 0, r.stderr);
+    assert.not.ok(fs.existsSync(d('c.txt')), 'the subagent\'s file is undone');
+    assert.match(r.stdout, 'step 3 was made by a subagent: the conversation is cut before step 2, the Agent call that started it');
+    const m = /claude --resume ([0-9a-f-]{36})$/m.exec(r.stdout);
+    assert.ok(m, r.stdout);
+    const resumed = await startMessagesStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    try {
+      const c = await cliProcess(repo, ['wrap', '--session', id, '--', claude, '--resume', m![1] as string, '-p', 'Again?', '--dangerously-skip-permissions'], {
+        env: agentEnv(resumed.url),
+        timeoutMs: TIMEOUT_MS,
+      });
+      assert.is(c.code, 0, c.stderr);
+      const sent = toolIdsSent(resumed.requests[0]);
+      assert.equal(sent.uses, [write], 'the model no longer sees the Agent call');
+      assert.equal(sent.results, [write]);
+    } finally {
+      await resumed.close();
+    }
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
 test.run();

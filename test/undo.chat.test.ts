@@ -122,6 +122,50 @@ test('the printed resume command runs as is in a shell when the directory has sp
   }
 });
 
+test('undo --chat of a call a subagent made cuts the main conversation before the Agent call that started it', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    // As Claude Code 2.1.332 writes them: the subagent's lines in <session>/subagents/agent-<id>.jsonl,
+    // and in agent-<id>.meta.json the id of the Agent call that started it (subagents of subagents nest the same way).
+    const original = writeTranscript(repo);
+    const subDir = path.join(path.dirname(original), SID, 'subagents');
+    fs.mkdirSync(subDir, { recursive: true });
+    const sub = (agent: string, spawnedBy: string, calls: string[]) => {
+      const lines = calls.map((id, i) =>
+        line({ type: 'assistant', isSidechain: true, agentId: agent, sessionId: SID, uuid: `${agent}-${i}`, parentUuid: null, message: { id: `msg_${agent}_${i}`, role: 'assistant', content: [{ type: 'tool_use', id, name: 'Write', input: {} }] } }),
+      );
+      fs.writeFileSync(path.join(subDir, `agent-${agent}.jsonl`), lines.join('\n') + '\n');
+      fs.writeFileSync(path.join(subDir, `agent-${agent}.meta.json`), JSON.stringify({ agentType: 'general-purpose', toolUseId: spawnedBy, spawnDepth: 1 }));
+    };
+    sub('a1', 'toolu_2', ['toolu_sub1', 'toolu_agent2']); // started by call toolu_2 (message 2)
+    sub('a2', 'toolu_agent2', ['toolu_sub2']); // started inside subagent a1
+    const r = await openRepo(repo.dir, { env: repo.env });
+    const id = (await snap({ cwd: repo.dir, env: repo.env })).session;
+    const calls: [string, string | null][] = [
+      ['toolu_1', 'a2'],
+      ['toolu_2', 'a3'],
+      ['toolu_sub1', null],
+      ['toolu_sub2', null],
+    ];
+    for (const [toolUseId, uuid] of calls) {
+      await recordPre(r, id, { tool: 'Write', toolUseId, input: {}, transcript: { path: original, offset: 0, ...(uuid ? { uuid } : {}) } });
+      await recordPost(r, id, { toolUseId });
+    }
+    // Steps: 1 the snap checkpoint, 2 toolu_1, 3 toolu_2 (the Agent call), 4 and 5 inside subagents.
+    for (const step of ['4', '5']) {
+      const res = await cli(repo, ['undo', step, '--chat', '--session', id]);
+      assert.is(res.code, 0, res.stderr);
+      const m = /claude --resume ([0-9a-f-]{36})/.exec(res.stdout);
+      assert.ok(m, res.stdout);
+      const kept = fs.readFileSync(path.join(path.dirname(original), `${m![1]}.jsonl`), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { uuid?: string; type: string }).uuid ?? 'q');
+      assert.equal(kept, ['q', 'u1', 'a1', 'a2', 'r1'], `step ${step}: cut before the message holding the Agent call`);
+      assert.match(res.stdout, `step ${step} was made by a subagent: the conversation is cut before step 3, the Agent call that started it`);
+    }
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('without a transcript, undo --chat prints a digest of the session before step N', async () => {
   const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
   try {
