@@ -309,7 +309,7 @@ test('claude runs `agentsnap undo` through its own Bash tool: no deadlock, the n
   }
 });
 
-test('undo --chat of a call a subagent made cuts the main conversation before the Agent call that started it', async () => {
+test('subagents: a fork keeps the subagent conversations of the calls it keeps; undo of a call a subagent made cuts before the Agent call that started it', async () => {
   if (!claude) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const d = (rel: string) => path.join(repo.dir, rel);
@@ -317,6 +317,7 @@ test('undo --chat of a call a subagent made cuts the main conversation before th
   const script: ScriptedTurn[] = [
     { tools: [{ name: 'Write', input: { file_path: d('b.txt'), content: 'b\n' } }] },
     { tools: [{ name: 'Agent', input: { description: 'write c', prompt: `${MARK}: write c.txt`, subagent_type: 'general-purpose' } }] },
+    { tools: [{ name: 'Write', input: { file_path: d('d.txt'), content: 'd\n' } }] },
     { text: 'Main done.' },
   ];
   const sub: ScriptedTurn[] = [{ tools: [{ name: 'Write', input: { file_path: d('c.txt'), content: 'c\n' } }] }, { text: 'Subagent done.' }];
@@ -327,17 +328,44 @@ test('undo --chat of a call a subagent made cuts the main conversation before th
     assert.match(res.stdout, 'Main done.');
     const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
     const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
-    const [write, agent, subWrite] = stub.toolUses.map((t) => t.id);
+    const [write, agent, subWrite, last] = stub.toolUses.map((t) => t.id);
     assert.equal(
       s.steps.map((st) => [st.step, st.tool, st.toolUseId]),
       [
         [1, 'Write', write],
         [2, 'Agent', agent],
         [3, 'Write', subWrite],
+        [4, 'Write', last],
       ],
     );
     assert.ok(fs.existsSync(d('c.txt')));
-    const r = await cliProcess(repo, ['undo', '3', '--both']);
+    const transcript = s.steps[0]?.transcript?.path as string;
+    const subagents = (dir: string) => (fs.readdirSync(dir, { recursive: true }) as string[]).filter((n) => n.endsWith('.jsonl'));
+    const original = subagents(path.join(transcript.replace(/\.jsonl$/, ''), 'subagents'));
+    assert.is(original.length, 1, 'Claude Code keeps the subagent in <session>/subagents/');
+
+    // undo 4 --chat keeps the Agent call: the fork gets the subagent's conversation too, and resumes with it.
+    let r = await cliProcess(repo, ['undo', '4', '--chat']);
+    assert.is(r.code, 0, r.stderr);
+    const keep = /claude --resume ([0-9a-f-]{36})$/m.exec(r.stdout);
+    assert.ok(keep, r.stdout);
+    assert.equal(subagents(path.join(path.dirname(transcript), keep![1] as string, 'subagents')), original);
+    const kept = await startMessagesStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    try {
+      const c = await cliProcess(repo, ['wrap', '--session', id, '--', claude, '--resume', keep![1] as string, '-p', 'Still there?', '--dangerously-skip-permissions'], {
+        env: agentEnv(kept.url),
+        timeoutMs: TIMEOUT_MS,
+      });
+      assert.is(c.code, 0, c.stderr);
+      const sent = toolIdsSent(kept.requests[0]);
+      assert.equal(sent.uses, [write, agent]);
+      assert.equal(sent.results, [write, agent]);
+    } finally {
+      await kept.close();
+    }
+
+    // undo 3 --both: step 3 was the subagent's Write.
+    r = await cliProcess(repo, ['undo', '3', '--both']);
     assert.is(r.code, 0, r.stderr);
     assert.not.ok(fs.existsSync(d('c.txt')), 'the subagent\'s file is undone');
     assert.match(r.stdout, 'step 3 was made by a subagent: the conversation is cut before step 2, the Agent call that started it');

@@ -139,6 +139,8 @@ test('undo --chat of a call a subagent made cuts the main conversation before th
     };
     sub('a1', 'toolu_2', ['toolu_sub1', 'toolu_agent2']); // started by call toolu_2 (message 2)
     sub('a2', 'toolu_agent2', ['toolu_sub2']); // started inside subagent a1
+    sub('a0', 'toolu_1', ['toolu_agent0']); // started by call toolu_1, which the fork keeps
+    sub('a0b', 'toolu_agent0', ['toolu_sub0']); // started inside a0
     const r = await openRepo(repo.dir, { env: repo.env });
     const id = (await snap({ cwd: repo.dir, env: repo.env })).session;
     const calls: [string, string | null][] = [
@@ -160,6 +162,13 @@ test('undo --chat of a call a subagent made cuts the main conversation before th
       const kept = fs.readFileSync(path.join(path.dirname(original), `${m![1]}.jsonl`), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { uuid?: string; type: string }).uuid ?? 'q');
       assert.equal(kept, ['q', 'u1', 'a1', 'a2', 'r1'], `step ${step}: cut before the message holding the Agent call`);
       assert.match(res.stdout, `step ${step} was made by a subagent: the conversation is cut before step 3, the Agent call that started it`);
+      // The fork is a whole session: the subagent conversations of the calls it keeps come with it.
+      const forkSubs = path.join(path.dirname(original), m![1] as string, 'subagents');
+      assert.equal(fs.readdirSync(forkSubs).sort(), ['agent-a0.jsonl', 'agent-a0.meta.json', 'agent-a0b.jsonl', 'agent-a0b.meta.json']);
+      const copied = JSON.parse(fs.readFileSync(path.join(forkSubs, 'agent-a0b.jsonl'), 'utf8')) as { sessionId: string; message: { content: { id: string }[] } };
+      assert.is(copied.sessionId, m![1]);
+      assert.is(copied.message.content[0]?.id, 'toolu_sub0');
+      assert.equal(fs.readFileSync(path.join(forkSubs, 'agent-a0.meta.json')), fs.readFileSync(path.join(subDir, 'agent-a0.meta.json')));
     }
   } finally {
     repo.cleanup();
