@@ -255,6 +255,14 @@ test('claude under wrap: undo N restores the bytes before call N, redo returns, 
       assert.is(last?.status, 'done');
       assert.equal(last?.changed.map((c) => `${c.change} ${c.path}`), ['A again.txt'], 'the new call starts from the restored state');
       assert.ok(last?.transcript?.path?.endsWith(`${both![2]}.jsonl`), 'the resumed calls point into the fork');
+      // A fork of the fork: before that new call.
+      const again2 = await cliProcess(repo, ['undo', String(last?.step), '--chat', '--json']);
+      assert.is(again2.code, 0, again2.stderr);
+      const fork2 = (JSON.parse(again2.stdout) as { chat: { file: string; original: string } }).chat;
+      assert.is(fork2.original, last?.transcript?.path);
+      const text2 = fs.readFileSync(fork2.file, 'utf8');
+      assert.ok(text2.includes(ids[0] as string) && text2.includes('Go on.'));
+      assert.not.ok(text2.includes(again.toolUses[0]?.id as string), 'the new call is cut');
     } finally {
       await again.close();
     }
