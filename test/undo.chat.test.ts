@@ -1,8 +1,9 @@
 // Conversation rewind with synthetic Claude Code transcripts in the documented
 // format (see /work/shared/reference/claude-code-hooks.md). The end-to-end test
-// with the real `claude` binary belongs with the wrap command (issue 3).
+// with the real `claude` binary is test/claude-undo-e2e.test.ts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, tempRepo, type TempRepo } from './helpers.js';
@@ -93,6 +94,82 @@ test('undo N --both restores the files and forks the conversation', async () => 
     assert.not.ok(repo.exists('a.txt'));
     assert.is(out.chat.kind, 'transcript');
     assert.is(out.chat.lines, 2, 'cut before message 1 (its text block and tool call)');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('the printed resume command runs as is in a shell when the directory has spaces and quotes', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const original = writeTranscript(repo);
+    const odd = path.join(repo.dir, "it's a $dir");
+    fs.mkdirSync(odd);
+    fs.writeFileSync(original, fs.readFileSync(original, 'utf8').replaceAll(`"cwd":${JSON.stringify(repo.dir)}`, `"cwd":${JSON.stringify(odd)}`));
+    const id = await recordCalls(repo, original);
+    const r = await cli(repo, ['undo', '3', '--chat', '--session', id]);
+    assert.is(r.code, 0, r.stderr);
+    const line = /^resume it with: {2}(.*) && claude --resume [0-9a-f-]{36}$/m.exec(r.stdout);
+    assert.ok(line, r.stdout);
+    const sh = spawnSync('/bin/sh', ['-c', `${line![1]} && pwd`], { cwd: repo.base, encoding: 'utf8' });
+    assert.is(sh.status, 0, sh.stderr);
+    assert.is(sh.stdout.trim(), odd);
+    const json = JSON.parse((await cli(repo, ['undo', '3', '--chat', '--session', id, '--json'])).stdout) as { chat: { cwd: string; shellCommand: string } };
+    assert.is(json.chat.cwd, odd);
+    assert.match(json.chat.shellCommand, / && claude --resume [0-9a-f-]{36}$/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo --chat of a call a subagent made cuts the main conversation before the Agent call that started it', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    // As Claude Code 2.1.332 writes them: the subagent's lines in <session>/subagents/agent-<id>.jsonl,
+    // and in agent-<id>.meta.json the id of the Agent call that started it (subagents of subagents nest the same way).
+    const original = writeTranscript(repo);
+    const subDir = path.join(path.dirname(original), SID, 'subagents');
+    fs.mkdirSync(subDir, { recursive: true });
+    const sub = (agent: string, spawnedBy: string, calls: string[]) => {
+      const lines = calls.map((id, i) =>
+        line({ type: 'assistant', isSidechain: true, agentId: agent, sessionId: SID, uuid: `${agent}-${i}`, parentUuid: null, message: { id: `msg_${agent}_${i}`, role: 'assistant', content: [{ type: 'tool_use', id, name: 'Write', input: {} }] } }),
+      );
+      fs.writeFileSync(path.join(subDir, `agent-${agent}.jsonl`), lines.join('\n') + '\n');
+      fs.writeFileSync(path.join(subDir, `agent-${agent}.meta.json`), JSON.stringify({ agentType: 'general-purpose', toolUseId: spawnedBy, spawnDepth: 1 }));
+    };
+    sub('a1', 'toolu_2', ['toolu_sub1', 'toolu_agent2']); // started by call toolu_2 (message 2)
+    sub('a2', 'toolu_agent2', ['toolu_sub2']); // started inside subagent a1
+    sub('a0', 'toolu_1', ['toolu_agent0']); // started by call toolu_1, which the fork keeps
+    sub('a0b', 'toolu_agent0', ['toolu_sub0']); // started inside a0
+    const r = await openRepo(repo.dir, { env: repo.env });
+    const id = (await snap({ cwd: repo.dir, env: repo.env })).session;
+    const calls: [string, string | null][] = [
+      ['toolu_1', 'a2'],
+      ['toolu_2', 'a3'],
+      ['toolu_sub1', null],
+      ['toolu_sub2', null],
+    ];
+    for (const [toolUseId, uuid] of calls) {
+      await recordPre(r, id, { tool: 'Write', toolUseId, input: {}, transcript: { path: original, offset: 0, ...(uuid ? { uuid } : {}) } });
+      await recordPost(r, id, { toolUseId });
+    }
+    // Steps: 1 the snap checkpoint, 2 toolu_1, 3 toolu_2 (the Agent call), 4 and 5 inside subagents.
+    for (const step of ['4', '5']) {
+      const res = await cli(repo, ['undo', step, '--chat', '--session', id]);
+      assert.is(res.code, 0, res.stderr);
+      const m = /claude --resume ([0-9a-f-]{36})/.exec(res.stdout);
+      assert.ok(m, res.stdout);
+      const kept = fs.readFileSync(path.join(path.dirname(original), `${m![1]}.jsonl`), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { uuid?: string; type: string }).uuid ?? 'q');
+      assert.equal(kept, ['q', 'u1', 'a1', 'a2', 'r1'], `step ${step}: cut before the message holding the Agent call`);
+      assert.match(res.stdout, `step ${step} was made by a subagent: the conversation is cut before step 3, the Agent call that started it`);
+      // The fork is a whole session: the subagent conversations of the calls it keeps come with it.
+      const forkSubs = path.join(path.dirname(original), m![1] as string, 'subagents');
+      assert.equal(fs.readdirSync(forkSubs).sort(), ['agent-a0.jsonl', 'agent-a0.meta.json', 'agent-a0b.jsonl', 'agent-a0b.meta.json']);
+      const copied = JSON.parse(fs.readFileSync(path.join(forkSubs, 'agent-a0b.jsonl'), 'utf8')) as { sessionId: string; message: { content: { id: string }[] } };
+      assert.is(copied.sessionId, m![1]);
+      assert.is(copied.message.content[0]?.id, 'toolu_sub0');
+      assert.equal(fs.readFileSync(path.join(forkSubs, 'agent-a0.meta.json')), fs.readFileSync(path.join(subDir, 'agent-a0.meta.json')));
+    }
   } finally {
     repo.cleanup();
   }

@@ -73,8 +73,16 @@ function respond(res: http.ServerResponse, req: MessagesRequest, blocks: Block[]
   res.end();
 }
 
+export interface MessagesStubOptions {
+  /**
+   * Other conversations (subagents) get their own script: the first whose
+   * marker occurs in the conversation's first user message.
+   */
+  conversations?: { marker: string; script: ScriptedTurn[] }[];
+}
+
 /** Starts the stand-in on 127.0.0.1 (a free port). */
-export async function startMessagesStub(script: ScriptedTurn[]): Promise<MessagesStub> {
+export async function startMessagesStub(script: ScriptedTurn[], opts: MessagesStubOptions = {}): Promise<MessagesStub> {
   const requests: MessagesRequest[] = [];
   const toolUses: MessagesStub['toolUses'] = [];
   const server = http.createServer((req, res) => {
@@ -104,7 +112,8 @@ export async function startMessagesStub(script: ScriptedTurn[]): Promise<Message
       }
       requests.push(body);
       const turn = (body.messages ?? []).filter((m) => m.role === 'assistant').length;
-      const scripted = script[turn];
+      const first = JSON.stringify((body.messages ?? []).find((m) => m.role === 'user')?.content ?? '');
+      const scripted = (opts.conversations?.find((c) => first.includes(c.marker))?.script ?? script)[turn];
       const blocks: Block[] = [];
       if (scripted?.text) blocks.push({ type: 'text', text: scripted.text });
       for (const t of scripted?.tools ?? []) {

@@ -86,10 +86,14 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
 function printChat(out: Output, chat: ChatRewind, step: number): void {
   if (chat.kind === 'transcript') {
     out.out(`conversation forked before step ${step}: ${chat.file} (the original is unchanged)`);
+    if (chat.subagentCall) {
+      const agentCall = chat.subagentStep !== null ? `step ${chat.subagentStep}, the Agent call` : `the Agent call ${chat.subagentCall}`;
+      out.out(out.color.yellow(`  step ${step} was made by a subagent: the conversation is cut before ${agentCall} that started it`));
+    }
     if (chat.sharedWith > 0) {
       out.out(out.color.yellow(`  step ${step}'s tool call shared its assistant message with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is cut before that whole message`));
     }
-    out.out(`resume it with:  cd ${chat.cwd} && ${chat.resumeCommand}`);
+    out.out(`resume it with:  ${chat.shellCommand}`);
   } else {
     out.note(`agentsnap: no conversation to fork (${chat.reason}); a digest of the session before step ${step}:`);
     out.out(chat.text);
