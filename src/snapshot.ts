@@ -8,7 +8,7 @@ import { errors, isAgentsnapError } from './errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
-import { addPaths, addTracked, diffTrees, indexEnv, listUntracked, writeTree } from './git/plumbing.js';
+import { addPaths, addTracked, diffTrees, ignoredPaths, indexEnv, listIndexPaths, listUntracked, removePaths, writeTree } from './git/plumbing.js';
 import { cleanGitEnv, runGit, splitNul } from './git/run.js';
 
 export interface TreeSnapshot {
@@ -55,7 +55,9 @@ export function untrackedClassifier(settings: Settings): Classifier {
   const opts = { dot: true };
   const isSecret = picomatch(SECRET_PATTERNS, opts);
   const isAllowed = picomatch(SECRET_ALLOW, opts);
-  const isExcluded = settings.exclude.length > 0 ? picomatch(settings.exclude, opts) : () => false;
+  // Like .gitignore, a glob without a slash matches the file name at any depth.
+  const globs = settings.exclude.map((g) => (g.includes('/') ? g : `**/${g}`));
+  const isExcluded = globs.length > 0 ? picomatch(globs, opts) : () => false;
   return (rel, size) => {
     if (isExcluded(rel)) return 'excluded';
     if (settings.excludeSecrets && isSecret(rel) && !isAllowed(rel)) return 'secret';
@@ -120,15 +122,22 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   if (seeded) opts.onProgress?.('indexing the worktree');
 
   // Tracked updates and the untracked listing do not depend on each other.
-  const [untracked] = await Promise.all([
+  // A freshly seeded private index equals the user's, so there is nothing to reconcile.
+  const [untracked, , privatePaths, userPaths] = await Promise.all([
     listUntracked(repo, indexFile),
     addTracked(repo, indexFile).catch(explainAddFailure),
+    seeded ? new Set<string>() : listIndexPaths(repo, indexFile),
+    seeded ? new Set<string>() : listIndexPaths(repo, null),
   ]);
 
   const classify = untrackedClassifier(settings);
   const skipped: SkippedFile[] = [];
   const toAdd: string[] = [];
+  const { drop, tracked } = await reconcileWithUserIndex(repo, privatePaths, userPaths, classify, skipped);
+  if (drop.length > 0) await removePaths(repo, indexFile, drop);
+  toAdd.push(...tracked);
   for (const rel of untracked) {
+    if (userPaths.has(rel)) continue; // tracked by the user: added above, never classified
     const abs = path.join(repo.worktree, rel);
     if (rel.endsWith('/')) {
       // ls-files shows a nested repository as its directory: record it as a gitlink if it has a commit.
@@ -165,6 +174,48 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
   return { tree, skipped, seeded, changed };
+}
+
+/**
+ * The private index outlives the moment a file was first added, so entries
+ * that only agentsnap tracks (untracked files of earlier snapshots) are
+ * checked again every time: ignored by now, excluded, over the cap or a
+ * secret (e.g. after `git rm --cached`) means they drop out, and a skip is
+ * listed. Paths the user tracks but the private index lacks (added or
+ * force-added after the session started) are returned to be added. Files the
+ * user tracks are never classified.
+ */
+async function reconcileWithUserIndex(
+  repo: Repo,
+  privatePaths: Set<string>,
+  userPaths: Set<string>,
+  classify: Classifier,
+  skipped: SkippedFile[],
+): Promise<{ drop: string[]; tracked: string[] }> {
+  const ours = [...privatePaths].filter((p) => !userPaths.has(p));
+  const tracked = [...userPaths].filter((p) => !privatePaths.has(p) && fs.existsSync(path.join(repo.worktree, p)));
+  if (ours.length === 0) return { drop: [], tracked };
+  const ignored = await ignoredPaths(repo, ours);
+  const drop: string[] = [];
+  for (const rel of ours) {
+    if (ignored.has(rel)) {
+      drop.push(rel);
+      continue;
+    }
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(path.join(repo.worktree, rel));
+    } catch {
+      continue; // deleted: `add --update` already removed it
+    }
+    if (st.isDirectory()) continue; // a nested repository's gitlink
+    const reason = classify(rel, st.size);
+    if (reason) {
+      drop.push(rel);
+      skipped.push({ path: rel, reason, size: st.size });
+    }
+  }
+  return { drop, tracked };
 }
 
 /** Attribute names whose presence means git may change bytes on the way in. */

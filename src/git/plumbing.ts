@@ -45,6 +45,25 @@ export async function addPaths(repo: Repo, indexFile: string, paths: string[]): 
   });
 }
 
+/** Every path in an index (the private one, or the worktree's own index when null), each once. */
+export async function listIndexPaths(repo: Repo, indexFile: string | null): Promise<Set<string>> {
+  const res = await repo.git(['ls-files', '-z', '--cached'], indexFile ? { extraEnv: indexEnv(indexFile) } : {});
+  return new Set(splitNul(res.stdout));
+}
+
+/** Of `paths`, those the user's ignore rules (.gitignore, info/exclude, core.excludesFile) match. */
+export async function ignoredPaths(repo: Repo, paths: string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: paths.join('\0') + '\0', okCodes: [1] });
+  return new Set(splitNul(res.stdout));
+}
+
+/** Removes exactly these paths from the index (the files stay on disk). */
+export async function removePaths(repo: Repo, indexFile: string, paths: string[]): Promise<void> {
+  if (paths.length === 0) return;
+  await repo.git(['update-index', '--force-remove', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: paths.join('\0') + '\0' });
+}
+
 export async function writeTree(repo: Repo, indexFile: string): Promise<string> {
   const res = await repo.git(['write-tree'], { extraEnv: indexEnv(indexFile) });
   return res.stdout.toString('utf8').trim();
