@@ -123,7 +123,7 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
 
   // Tracked updates and the untracked listing do not depend on each other.
   // A freshly seeded private index equals the user's, so there is nothing to reconcile.
-  const [untracked, , privatePaths, userPaths] = await Promise.all([
+  const [untracked, reread, privatePaths, userPaths] = await Promise.all([
     listUntracked(repo, indexFile),
     addTracked(repo, indexFile).catch(explainAddFailure),
     seeded ? new Set<string>() : listIndexPaths(repo, indexFile),
@@ -165,10 +165,11 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   let changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
 
   // Entries git may have transformed on the way in: all of them on a fresh
-  // index (the user's index holds filtered blobs), else only what changed.
+  // index (the user's index holds filtered blobs), else what git re-read or
+  // what changed (a filter can map new bytes to the previous blob).
   const candidates = seeded
     ? await allEntriesIfAttributed(repo, indexFile, settings)
-    : changed.filter((c) => c.change !== 'D').map((c) => c.path);
+    : [...new Set([...reread, ...toAdd, ...changed.filter((c) => c.change !== 'D').map((c) => c.path)])];
   if (candidates.length > 0 && (await keepExactBytes(repo, indexFile, settings, candidates))) {
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
@@ -265,18 +266,38 @@ interface IndexEntry {
 
 async function readEntries(repo: Repo, indexFile: string, paths: string[]): Promise<IndexEntry[]> {
   if (paths.length === 0) return [];
-  const res = await repo.git(['ls-files', '-s', '-z', '--pathspec-from-file=-', '--pathspec-file-nul'], {
-    extraEnv: { ...indexEnv(indexFile), GIT_LITERAL_PATHSPECS: '1' },
-    input: paths.join('\0') + '\0',
-  });
+  // ls-files takes no --pathspec-from-file (git 2.39): literal paths as arguments, in chunks under ARG_MAX.
+  const records: string[] = [];
+  for (const chunk of argChunks(paths)) {
+    const res = await repo.git(['ls-files', '-s', '-z', '--', ...chunk], {
+      extraEnv: { ...indexEnv(indexFile), GIT_LITERAL_PATHSPECS: '1' },
+    });
+    records.push(...splitNul(res.stdout));
+  }
   const out: IndexEntry[] = [];
-  for (const rec of splitNul(res.stdout)) {
+  for (const rec of records) {
     const tab = rec.indexOf('\t');
     const [mode, oid, stage] = rec.slice(0, tab).split(' ');
     if (!mode || !oid || stage !== '0') continue;
     out.push({ mode, oid, path: rec.slice(tab + 1) });
   }
   return out;
+}
+
+function* argChunks(paths: string[], maxBytes = 64 * 1024): Generator<string[]> {
+  let chunk: string[] = [];
+  let bytes = 0;
+  for (const p of paths) {
+    const len = Buffer.byteLength(p) + 1;
+    if (chunk.length > 0 && bytes + len > maxBytes) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(p);
+    bytes += len;
+  }
+  if (chunk.length > 0) yield chunk;
 }
 
 async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {

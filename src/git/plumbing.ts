@@ -31,9 +31,25 @@ export async function listUntracked(repo: Repo, indexFile: string): Promise<stri
   return splitNul(res.stdout);
 }
 
-/** Updates every entry of the index from the worktree (modifications, deletions, mode changes). */
-export async function addTracked(repo: Repo, indexFile: string): Promise<void> {
-  await repo.git([...SNAPSHOT_GIT_CONFIG, 'add', '--update'], { extraEnv: indexEnv(indexFile) });
+/**
+ * Updates every entry of the index from the worktree (modifications,
+ * deletions, mode changes), like `add --update`, and returns the paths it
+ * re-read: every stat-dirty entry, including ones whose content git's
+ * filters map to the same blob (a line-ending-only change), which the
+ * snapshot must re-hash without filters.
+ */
+export async function addTracked(repo: Repo, indexFile: string): Promise<string[]> {
+  const dirty = await repo.git([...SNAPSHOT_GIT_CONFIG, 'diff-files', '-z', '--name-only', '--ignore-submodules=dirty'], {
+    extraEnv: indexEnv(indexFile),
+  });
+  const paths = [...new Set(splitNul(dirty.stdout))];
+  if (paths.length > 0) {
+    await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--remove', '-z', '--stdin'], {
+      extraEnv: indexEnv(indexFile),
+      input: paths.join('\0') + '\0',
+    });
+  }
+  return paths;
 }
 
 /** Adds exactly these paths (literal, NUL-separated, no pathspec magic). */
