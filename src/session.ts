@@ -303,15 +303,15 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
   await checkGitVersion(repo.env);
   const settings = opts.settings ?? (await loadSettings(repo));
   const p = sessionPaths(repo, id);
-  ensureDir(path.dirname(p.dir));
-  if (fs.existsSync(p.journal)) {
-    throw errors.invalidArgument(`session ${id} already exists.`, {
-      hint: 'Pick another id, or leave --session out to get a generated one.',
-      data: { session: id },
-    });
-  }
   ensureDir(p.dir);
   return withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'start session' }, async () => {
+    // Checked under the lock: two starts of the same id must not both write a start event.
+    if (fs.existsSync(p.journal)) {
+      throw errors.invalidArgument(`session ${id} already exists.`, {
+        hint: 'Pick another id, or leave --session out to get a generated one.',
+        data: { session: id },
+      });
+    }
     const head = await readHead(repo);
     const snap = await snapshotTree(repo, { indexFile: p.index, settings, parentTree: null, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
@@ -604,16 +604,25 @@ export function wrapperOwner(): { pid: number; start: string | null; host: strin
  * (created under the worktree lock, so concurrent calls share one session).
  */
 export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotContext): Promise<{ id: string; created: SnapshotResult | null }> {
-  if (opts.session || repo.callerEnv.AGENTSNAP_SESSION) {
-    return { id: (await selectSession(repo, opts)).id, created: null };
+  // A named session (--session or AGENTSNAP_SESSION) that does not exist yet is started under that name.
+  const named = opts.session || repo.callerEnv.AGENTSNAP_SESSION || undefined;
+  if (named) {
+    assertSessionId(named);
+    if (fs.existsSync(sessionPaths(repo, named).journal)) return { id: named, created: null };
   }
   const settings = opts.settings ?? (await loadSettings(repo));
   const lockFile = worktreeLockFile(repo);
   ensureDir(path.dirname(lockFile));
   return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'select session' }, async () => {
+    const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
+    if (named) {
+      if (fs.existsSync(sessionPaths(repo, named).journal)) return { id: named, created: null };
+      const created = await startSession(repo, { id: named, settings, ...progress });
+      return { id: named, created };
+    }
     const running = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status === 'running');
     if (running) return { id: running.id, created: null };
-    const created = await startSession(repo, { settings, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const created = await startSession(repo, { settings, ...progress });
     return { id: created.session, created };
   });
 }
