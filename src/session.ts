@@ -131,8 +131,13 @@ export function loadSession(repo: Repo, id: string): Session {
   return s;
 }
 
-/** State for the hot path: the cache when it matches the journal, else rebuilt (and refs repaired). */
-async function loadState(repo: Repo, id: string): Promise<SessionState> {
+/**
+ * State for the hot path: the cache when it matches the journal, else
+ * rebuilt. Only a caller holding the session lock may `repair` (move refs,
+ * rewrite state.json): a reader without it could see a writer between its
+ * journal append and its ref update, and move refs back.
+ */
+async function loadState(repo: Repo, id: string, repair: boolean): Promise<SessionState> {
   const p = sessionPaths(repo, id);
   const cached = readState(p.state);
   const size = journalSize(p.journal);
@@ -145,9 +150,10 @@ async function loadState(repo: Repo, id: string): Promise<SessionState> {
       data: { session: id },
     });
   }
+  const state = stateFrom(s, size, cached);
+  if (!repair) return state;
   // The journal is ahead of the cache: a previous command died after journaling. Make the refs agree.
   await updateRefs(repo, refsFor(s));
-  const state = stateFrom(s, size, cached);
   writeState(p.state, state);
   return state;
 }
@@ -209,7 +215,7 @@ export async function listSessions(repo: Repo): Promise<SessionSummary[]> {
   for (const name of names) {
     if (!fs.existsSync(sessionPaths(repo, name).journal)) continue;
     try {
-      out.push(summaryOf(await loadState(repo, name)));
+      out.push(summaryOf(await loadState(repo, name, false)));
     } catch {
       /* an unreadable session is reported by doctor, not here */
     }
@@ -357,7 +363,7 @@ async function mutate<T>(
   const p = sessionPaths(repo, id);
   const lock = await acquireLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose });
   try {
-    const state = await loadState(repo, id);
+    const state = await loadState(repo, id, true);
     if (state.session.ended || state.session.discarded) {
       throw errors.sessionNotRunning(`session ${id} has ${state.session.discarded ? 'been discarded' : 'ended'}.`, {
         hint: 'Start a new session (leave --session out).',
@@ -562,7 +568,7 @@ export interface EndOptions extends SnapshotContext {
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
 export async function endSession(repo: Repo, id: string, opts: EndOptions = {}): Promise<{ commit: string | null; changed: ChangedPath[] }> {
   const settings = opts.settings ?? (await loadSettings(repo));
-  for (const st of [...(await loadState(repo, id)).session.open]) {
+  for (const st of [...(await loadState(repo, id, false)).session.open]) {
     await recordPost(repo, id, { settings, step: st.step, status: 'interrupted' });
   }
   return mutate(repo, id, settings, 'end session', async (state, p) => {

@@ -150,6 +150,31 @@ test('a stale state.json (journal ahead: a command died after journaling) is reb
   }
 });
 
+test('read-only commands never write refs or state.json, even when the cache is stale (no lock held)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const s1 = await snapJson(repo);
+    const old = fs.readFileSync(stateFile(repo, s1.session));
+    repo.write('a.txt', 'b\n');
+    await snapJson(repo);
+    // As seen mid-mutation by another process: journal appended, refs and state.json not yet updated.
+    fs.writeFileSync(stateFile(repo, s1.session), old);
+    repo.git(['update-ref', `refs/agentsnap/sessions/${s1.session}/head`, s1.commit]);
+    repo.git(['update-ref', '-d', `refs/agent/${s1.session}/2`]);
+    const refs = repo.git(['for-each-ref']);
+    for (const args of [['sessions'], ['sessions', '--json'], ['log'], ['show', '1'], ['diff', '0', '1']]) {
+      const r = await cli(repo, args);
+      assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.is(repo.git(['for-each-ref']), refs, `${args.join(' ')} wrote refs`);
+      assert.equal(fs.readFileSync(stateFile(repo, s1.session)), old, `${args.join(' ')} wrote state.json`);
+    }
+    const list = JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { steps: number }[];
+    assert.is(list[0]?.steps, 2, 'the journal is still the truth for readers');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('sessions --json and log read the journal even when state.json is missing', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
