@@ -194,7 +194,7 @@ async function reconcileWithUserIndex(
   skipped: SkippedFile[],
 ): Promise<{ drop: string[]; tracked: string[] }> {
   const ours = [...privatePaths].filter((p) => !userPaths.has(p));
-  const tracked = [...userPaths].filter((p) => !privatePaths.has(p) && fs.existsSync(path.join(repo.worktree, p)));
+  const tracked = [...userPaths].filter((p) => !privatePaths.has(p) && lexists(path.join(repo.worktree, p)));
   if (ours.length === 0) return { drop: [], tracked };
   const ignored = await ignoredPaths(repo, ours);
   const drop: string[] = [];
@@ -217,6 +217,16 @@ async function reconcileWithUserIndex(
     }
   }
   return { drop, tracked };
+}
+
+/** Whether anything is at `abs`, a dangling symlink included (fs.existsSync follows links). */
+function lexists(abs: string): boolean {
+  try {
+    fs.lstatSync(abs);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Attribute names whose presence means git may change bytes on the way in. */

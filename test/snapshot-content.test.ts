@@ -64,6 +64,41 @@ test('symlinks stay symlinks, the executable bit is kept, deletions are recorded
   }
 });
 
+test('a file that becomes a directory and a directory that becomes a file', async () => {
+  const repo = tempRepo({ files: { 'x': 'file\n', 'd/inner.txt': 'i\n', 'keep.txt': 'k\n' } });
+  try {
+    const s1 = await snapJson(repo);
+    repo.rm('x');
+    repo.write('x/now-inside.txt', 'n\n');
+    repo.rm('d');
+    repo.write('d', 'now a file\n');
+    const s2 = await snapJson(repo, ['--session', s1.session]);
+    assert.equal(treeFiles(repo, s2.commit), worktreeFiles(repo));
+    // And back, for paths only agentsnap tracks.
+    repo.rm('x');
+    repo.write('x', 'file again\n');
+    repo.rm('d');
+    repo.write('d/again.txt', 'a\n');
+    const s3 = await snapJson(repo, ['--session', s1.session]);
+    assert.equal(treeFiles(repo, s3.commit), worktreeFiles(repo));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a dangling symlink the user adds mid-session is snapshotted', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', '.gitignore': 'link\n' } });
+  try {
+    const s1 = await snapJson(repo);
+    fs.symlinkSync('missing-target', path.join(repo.dir, 'link'));
+    repo.git(['add', '-f', 'link']);
+    const s2 = await snapJson(repo, ['--session', s1.session]);
+    assert.is(entryAt(repo, s2.commit, 'link')?.mode, '120000');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('.gitignore, .git/info/exclude and core.excludesFile are honoured', async () => {
   const repo = tempRepo({ files: { '.gitignore': '*.log\nbuild/\n' } });
   try {
