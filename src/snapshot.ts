@@ -344,11 +344,28 @@ async function keepExactBytes(repo: Repo, indexFile: string, settings: Settings,
   } catch (e) {
     explainAddFailure(e);
   }
-  const fixes = entries
-    .map((e, i) => ({ ...e, raw: raw[i] ?? '' }))
-    .filter((e) => e.raw && e.raw !== e.oid)
-    .map((e) => `${e.mode} ${e.raw}\t${e.path}`);
-  if (fixes.length === 0) return false;
-  await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: fixes.join('\0') + '\0' });
-  return true;
+  const hashed = entries.map((e, i) => ({ ...e, raw: raw[i] ?? '' }));
+  const fixes = hashed.filter((e) => e.raw && e.raw !== e.oid);
+  // git trusts a racily clean entry (file modified in the second the index
+  // was written) after comparing its *filtered* content with the stored
+  // blob, which here is the raw one: a rewrite the filter maps to the same
+  // bytes would go unseen. Re-setting such entries clears their stat data, so
+  // the next snapshot reads them again.
+  const racySince = Date.now() - RACY_WINDOW_MS;
+  const racy = hashed.filter((e) => e.raw === e.oid && mtimeMs(path.join(repo.worktree, e.path)) >= racySince);
+  const lines = [...fixes, ...racy].map((e) => `${e.mode} ${e.raw}\t${e.path}`);
+  if (lines.length === 0) return false;
+  await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
+  return fixes.length > 0;
+}
+
+/** git compares whole-second mtimes; two seconds cover the index write that follows. */
+const RACY_WINDOW_MS = 2000;
+
+function mtimeMs(abs: string): number {
+  try {
+    return fs.lstatSync(abs).mtimeMs;
+  } catch {
+    return 0;
+  }
 }

@@ -73,6 +73,27 @@ test('a file under a clean filter is recorded as its on-disk bytes, not the filt
   }
 });
 
+test('a racily clean filtered file rewritten within the same second is still recorded as on disk', async () => {
+  const repo = tempRepo({ files: { '.gitattributes': '*.up filter=x\n' } });
+  try {
+    upperFilter(repo);
+    // Deterministic "same second": equal mtimes and sizes, ctime not compared.
+    repo.git(['config', 'core.trustctime', 'false']);
+    const when = new Date(Math.floor(Date.now() / 1000) * 1000 + 1000);
+    const s1 = await snapJson(repo);
+    repo.write('r.up', 'ABC\n');
+    fs.utimesSync(path.join(repo.dir, 'r.up'), when, when);
+    const s2 = await snapJson(repo, ['--session', s1.session]);
+    assertExactBytes(repo, s2.commit, 'r.up');
+    repo.write('r.up', 'abc\n');
+    fs.utimesSync(path.join(repo.dir, 'r.up'), when, when);
+    const s3 = await snapJson(repo, ['--session', s1.session]);
+    assertExactBytes(repo, s3.commit, 'r.up');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('a filtered file the user committed (stat-clean filtered entry in the seeded index) is recorded as on disk', async () => {
   const repo = tempRepo();
   try {
@@ -191,6 +212,28 @@ test('detached HEAD: recorded in the trailer; HEAD stays detached at the same co
     assert.is(repo.git(['rev-parse', 'HEAD']).trim(), first);
     assert.is(repo.gitRaw(['symbolic-ref', '-q', 'HEAD']).status, 1);
     assert.is(treeFiles(repo, s.commit).get('a.txt')?.content.toString(), 'a\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a merge in progress (unmerged entries in the user index): the snapshot holds the conflicted files as on disk', async () => {
+  const repo = tempRepo({ files: { 'f.txt': 'base\n', 'g.txt': 'g\n' } });
+  try {
+    repo.git(['checkout', '-q', '-b', 'other']);
+    repo.write('f.txt', 'other\n');
+    repo.git(['rm', '-q', 'g.txt']);
+    repo.git(['commit', '-q', '-am', 'other']);
+    repo.git(['checkout', '-q', 'main']);
+    repo.write('f.txt', 'main\n');
+    repo.write('g.txt', 'main\n');
+    repo.git(['commit', '-q', '-am', 'main']);
+    assert.is.not(repo.gitRaw(['merge', 'other']).status, 0);
+    const before = indexBytes(repo);
+    const s = await snapJson(repo);
+    assert.equal(treeFiles(repo, s.commit), worktreeFiles(repo));
+    assert.equal(indexBytes(repo), before);
+    assert.match(repo.git(['ls-files', '-u']), /f\.txt/, 'the conflict is still there for the user');
   } finally {
     repo.cleanup();
   }
