@@ -137,7 +137,7 @@ export function loadSession(repo: Repo, id: string): Session {
  * rewrite state.json): a reader without it could see a writer between its
  * journal append and its ref update, and move refs back.
  */
-async function loadState(repo: Repo, id: string, repair: boolean): Promise<SessionState> {
+async function loadState(repo: Repo, id: string, repair = true): Promise<SessionState> {
   const p = sessionPaths(repo, id);
   const cached = readState(p.state);
   const size = journalSize(p.journal);
@@ -363,7 +363,7 @@ async function mutate<T>(
   const p = sessionPaths(repo, id);
   const lock = await acquireLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose });
   try {
-    const state = await loadState(repo, id, true);
+    const state = await loadState(repo, id);
     if (state.session.ended || state.session.discarded) {
       throw errors.sessionNotRunning(`session ${id} has ${state.session.discarded ? 'been discarded' : 'ended'}.`, {
         hint: 'Start a new session (leave --session out).',
