@@ -9,7 +9,7 @@ import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
 import { addPaths, addTracked, diffTrees, ignoredPaths, indexEnv, listIndexPaths, listUntracked, removePaths, writeTree } from './git/plumbing.js';
-import { cleanGitEnv, runGit, splitNul } from './git/run.js';
+import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 
 export interface TreeSnapshot {
   tree: string;
@@ -292,22 +292,6 @@ async function readEntries(repo: Repo, indexFile: string, paths: string[]): Prom
     out.push({ mode, oid, path: rec.slice(tab + 1) });
   }
   return out;
-}
-
-function* argChunks(paths: string[], maxBytes = 64 * 1024): Generator<string[]> {
-  let chunk: string[] = [];
-  let bytes = 0;
-  for (const p of paths) {
-    const len = Buffer.byteLength(p) + 1;
-    if (chunk.length > 0 && bytes + len > maxBytes) {
-      yield chunk;
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(p);
-    bytes += len;
-  }
-  if (chunk.length > 0) yield chunk;
 }
 
 async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
