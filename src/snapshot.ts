@@ -24,6 +24,17 @@ export interface SnapshotOptions {
   onProgress?: (phase: string) => void;
 }
 
+/**
+ * Copies an index file keeping its mtime: git tells "racily clean" entries
+ * (files changed in the same second the index was written) by comparing them
+ * with the index file's mtime, and a fresh mtime would hide such changes.
+ */
+export function copyIndexFile(src: string, dst: string): void {
+  fs.copyFileSync(src, dst);
+  const st = fs.statSync(src);
+  fs.utimesSync(dst, st.atime, st.mtime);
+}
+
 /** Seeds a new private index from the worktree's own index so the first snapshot re-hashes nothing. */
 export function seedPrivateIndex(repo: Repo, indexFile: string): boolean {
   if (fs.existsSync(indexFile)) return false;
@@ -31,7 +42,7 @@ export function seedPrivateIndex(repo: Repo, indexFile: string): boolean {
   const userIndex = path.join(repo.gitDir, 'index');
   const tmp = `${indexFile}.seed-${process.pid}`;
   try {
-    fs.copyFileSync(userIndex, tmp);
+    copyIndexFile(userIndex, tmp);
     fs.chmodSync(tmp, 0o600);
     fs.renameSync(tmp, indexFile);
   } catch (e) {
