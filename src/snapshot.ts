@@ -8,7 +8,7 @@ import { errors, isAgentsnapError } from './errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
-import { addPaths, addTracked, diffTrees, ignoredPaths, indexEnv, listIndexPaths, listUntracked, removePaths, writeTree } from './git/plumbing.js';
+import { addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, listIndexPaths, listUntracked, removePaths, writeTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 
 export interface TreeSnapshot {
@@ -204,8 +204,10 @@ async function reconcileWithUserIndex(
   classify: Classifier,
   skipped: SkippedFile[],
 ): Promise<{ drop: string[]; tracked: string[] }> {
-  const ours = [...privatePaths].filter((p) => !userPaths.has(p));
-  const tracked = [...userPaths].filter((p) => !privatePaths.has(p) && lexists(path.join(repo.worktree, p)));
+  const linked = new Map<string, boolean>();
+  const present = (p: string) => lexists(path.join(repo.worktree, p)) && !behindSymlink(repo.worktree, p, linked);
+  const ours = [...privatePaths].filter((p) => !userPaths.has(p) && !behindSymlink(repo.worktree, p, linked));
+  const tracked = [...userPaths].filter((p) => !privatePaths.has(p) && present(p));
   if (ours.length === 0) return { drop: [], tracked };
   const ignored = await ignoredPaths(repo, ours);
   const drop: string[] = [];

@@ -86,6 +86,37 @@ test('a file that becomes a directory and a directory that becomes a file', asyn
   }
 });
 
+test('a directory replaced by a symlink to a directory: the symlink is recorded, nothing behind it', async () => {
+  const repo = tempRepo({ files: { 'dir/x': 'inside\n', 'keep.txt': 'k\n' } });
+  try {
+    const outside = path.join(repo.base, 'outside');
+    fs.mkdirSync(outside);
+    fs.writeFileSync(path.join(outside, 'x'), 'outside file\n');
+    repo.write('untracked-dir/y', 'y\n');
+    const s1 = await snapJson(repo);
+    repo.rm('dir');
+    fs.symlinkSync(outside, path.join(repo.dir, 'dir'));
+    repo.rm('untracked-dir');
+    fs.symlinkSync(outside, path.join(repo.dir, 'untracked-dir'));
+    const s2 = await snapJson(repo, ['--session', s1.session]);
+    assert.equal(treeFiles(repo, s2.commit), worktreeFiles(repo));
+    assert.is(entryAt(repo, s2.commit, 'dir')?.mode, '120000');
+    assert.is(entryAt(repo, s2.commit, 'dir/x'), null);
+    assert.is(entryAt(repo, s2.commit, 'untracked-dir')?.mode, '120000');
+    // The user's index still has dir/x: it is not taken from behind the link either.
+    repo.write('keep.txt', 'k2\n');
+    const s3 = await snapJson(repo, ['--session', s1.session]);
+    assert.equal(treeFiles(repo, s3.commit), worktreeFiles(repo));
+    // A real directory again: dir/x comes back.
+    repo.rm('dir');
+    repo.write('dir/x', 'back\n');
+    const s4 = await snapJson(repo, ['--session', s1.session]);
+    assert.equal(treeFiles(repo, s4.commit), worktreeFiles(repo));
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('a dangling symlink the user adds mid-session is snapshotted', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n', '.gitignore': 'link\n' } });
   try {

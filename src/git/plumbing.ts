@@ -43,13 +43,38 @@ export async function addTracked(repo: Repo, indexFile: string): Promise<string[
     extraEnv: indexEnv(indexFile),
   });
   const paths = [...new Set(splitNul(dirty.stdout))];
-  if (paths.length > 0) {
+  // update-index refuses a path whose directory became a symlink ("beyond a
+  // symbolic link"): such an entry is gone, as `add --update` would say.
+  const linked = new Map<string, boolean>();
+  const gone = paths.filter((p) => behindSymlink(repo.worktree, p, linked));
+  const update = gone.length > 0 ? paths.filter((p) => !gone.includes(p)) : paths;
+  if (gone.length > 0) await removePaths(repo, indexFile, gone);
+  if (update.length > 0) {
     await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--remove', '-z', '--stdin'], {
       extraEnv: indexEnv(indexFile),
-      input: paths.join('\0') + '\0',
+      input: update.join('\0') + '\0',
     });
   }
   return paths;
+}
+
+/** Whether a leading directory of `rel` is a symlink (cached per directory): git cannot hold such a path. */
+export function behindSymlink(worktree: string, rel: string, cache: Map<string, boolean>): boolean {
+  let dir = '';
+  for (const part of rel.split('/').slice(0, -1)) {
+    dir = dir ? `${dir}/${part}` : part;
+    let isLink = cache.get(dir);
+    if (isLink === undefined) {
+      try {
+        isLink = fs.lstatSync(path.join(worktree, dir)).isSymbolicLink();
+      } catch {
+        isLink = false;
+      }
+      cache.set(dir, isLink);
+    }
+    if (isLink) return true;
+  }
+  return false;
 }
 
 /** Adds exactly these paths (literal, NUL-separated, no pathspec magic). */
