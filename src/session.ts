@@ -610,25 +610,16 @@ export function wrapperOwner(): { pid: number; start: string | null; host: strin
  * (created under the worktree lock, so concurrent calls share one session).
  */
 export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotContext): Promise<{ id: string; created: SnapshotResult | null }> {
-  // A named session (--session or AGENTSNAP_SESSION) that does not exist yet is started under that name.
-  const named = opts.session || repo.callerEnv.AGENTSNAP_SESSION || undefined;
-  if (named) {
-    assertSessionId(named);
-    if (fs.existsSync(sessionPaths(repo, named).journal)) return { id: named, created: null };
+  if (opts.session || repo.callerEnv.AGENTSNAP_SESSION) {
+    return { id: (await selectSession(repo, opts)).id, created: null };
   }
   const settings = opts.settings ?? (await loadSettings(repo));
   const lockFile = worktreeLockFile(repo);
   ensureDir(path.dirname(lockFile));
   return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'select session' }, async () => {
-    const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
-    if (named) {
-      if (fs.existsSync(sessionPaths(repo, named).journal)) return { id: named, created: null };
-      const created = await startSession(repo, { id: named, settings, ...progress });
-      return { id: named, created };
-    }
     const running = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status === 'running');
     if (running) return { id: running.id, created: null };
-    const created = await startSession(repo, { settings, ...progress });
+    const created = await startSession(repo, { settings, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     return { id: created.session, created };
   });
 }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, cliProcess, tempRepo, type CliResult, type TempRepo } from './helpers.js';
-import { gitCommonDir, jsonError, snapJson } from './snap-helpers.js';
+import { gitCommonDir, jsonError, snapJson, startNamedSession } from './snap-helpers.js';
 
 /** A failure as a user sees it: exit code, `agentsnap: <message>` and at most a hint line, no stack. */
 function assertCleanFailure(r: CliResult, exit: number, message: RegExp): void {
@@ -79,6 +79,7 @@ test('invalid session ids are refused with InvalidSessionId and nothing is creat
     assert.is(repo.git(['for-each-ref']).trim().split('\n').length, 1, 'only the branch');
     assert.not.ok(fs.existsSync(path.join(gitCommonDir(repo), 'agentsnap', 'sessions')));
     // 64 characters is fine.
+    await startNamedSession(repo, 'a'.repeat(64));
     const ok = await snapJson(repo, ['--session', 'a'.repeat(64)]);
     assert.is(ok.session.length, 64);
   }),
@@ -90,6 +91,9 @@ test('unknown session, no session yet, step out of range', () =>
     assert.is(jsonError(await cli(repo, ['log', '--json'])).code, 'NoSession');
     await snapJson(repo);
     assertCleanFailure(await cli(repo, ['log', '--session', 'nope']), 1, /no session nope/);
+    assertCleanFailure(await cli(repo, ['snap', '--session', 'nope']), 1, /no session nope/);
+    assertCleanFailure(await cli(repo, ['snap'], { env: { AGENTSNAP_SESSION: 'nope' } }), 1, /no session nope/);
+    assert.not.ok(fs.existsSync(path.join(gitCommonDir(repo), 'agentsnap', 'sessions', 'nope')), 'nothing created for an unknown session');
     assertCleanFailure(await cli(repo, ['show', '1'], { env: { AGENTSNAP_SESSION: 'nope' } }), 1, /no session nope/);
     assert.is(jsonError(await cli(repo, ['show', '1', '--session', 'nope', '--json'])).code, 'UnknownSession');
     assertCleanFailure(await cli(repo, ['show', '99']), 1, /has no step 99 \(steps are 1 to 1\)/);

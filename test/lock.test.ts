@@ -98,7 +98,7 @@ test('the worktree lock (session selection) recovers from a dead owner too', asy
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const locks = path.join(gitCommonDir(repo), 'agentsnap', 'locks');
-    const first = await snapJson(repo, ['--session', 'one']);
+    const first = await snapJson(repo);
     assert.equal(fs.readdirSync(locks), [], 'released');
     const name = `worktree-${createHash('sha1').update(repo.dir).digest('hex').slice(0, 16)}.lock`;
     fs.writeFileSync(path.join(locks, name), owner(deadPid(), '1'));

@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, tempRepo, type TempRepo } from './helpers.js';
-import { snapJson } from './snap-helpers.js';
+import { snapJson, startNamedSession } from './snap-helpers.js';
 
 /** A session with: 1 checkpoint, 2 Edit (a.txt), 3 Bash (b.txt + new dir/c.txt), 4 Edit (b.txt). */
 async function history(repo: TempRepo): Promise<string> {
@@ -150,8 +150,10 @@ test('sessions: text and --json fields', async () => {
     const none = await cli(repo, ['sessions']);
     assert.is(none.code, 0);
     assert.match(none.stderr, /no sessions yet/);
+    await startNamedSession(repo, 'first');
     const a = await snapJson(repo, ['--session', 'first']);
     await snapJson(repo, ['--session', 'first']);
+    await startNamedSession(repo, 'second');
     await snapJson(repo, ['--phase', 'pre', '--session', 'second']);
     const list = JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as Record<string, unknown>[];
     assert.is(list.length, 2);

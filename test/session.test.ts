@@ -5,7 +5,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, cliProcess, indexBytes, refsUnder, tempRepo, type TempRepo } from './helpers.js';
-import { assertFsckClean, gitCommonDir, journalEvents, leftovers, looseObjects, snapJson } from './snap-helpers.js';
+import { assertFsckClean, gitCommonDir, journalEvents, leftovers, looseObjects, snapJson, startNamedSession } from './snap-helpers.js';
 
 function stepRefs(repo: TempRepo, session: string): Map<number, string> {
   const out = new Map<number, string>();
@@ -72,14 +72,14 @@ test('8 concurrent snaps (no session yet): all succeed, one session, contiguous 
   }
 });
 
-test('8 concurrent snaps with a new --session id: the session is started once, steps unique and contiguous', async () => {
+test('8 concurrent snaps with --session: all succeed, steps unique and contiguous', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
+    await startNamedSession(repo, 'shared-1');
     const results = await Promise.all(Array.from({ length: 8 }, () => cliProcess(repo, ['snap', '--json', '--session', 'shared-1'])));
     for (const r of results) assert.is(r.code, 0, r.stderr + r.stdout);
     const outs = results.map((r) => JSON.parse(r.stdout) as { step: number; session: string; startedSession: boolean });
-    assert.ok(outs.every((o) => o.session === 'shared-1'));
-    assert.is(outs.filter((o) => o.startedSession).length, 1);
+    assert.ok(outs.every((o) => o.session === 'shared-1' && !o.startedSession));
     assert.equal(outs.map((o) => o.step).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8]);
     assert.equal(journalEvents(repo, 'shared-1').filter((e) => e.type === 'session.start').length, 1);
     // AGENTSNAP_SESSION names the session the same way.
@@ -93,9 +93,22 @@ test('8 concurrent snaps with a new --session id: the session is started once, s
   }
 });
 
+test('two concurrent starts of one session id: one wins, one start event', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const results = await Promise.allSettled([startNamedSession(repo, 'dup'), startNamedSession(repo, 'dup'), startNamedSession(repo, 'dup')]);
+    assert.is(results.filter((r) => r.status === 'fulfilled').length, 1);
+    for (const r of results) if (r.status === 'rejected') assert.match(String((r.reason as Error).message), /session dup already exists/);
+    assert.equal(journalEvents(repo, 'dup').map((e) => e.type), ['session.start']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('concurrent --phase pre then --phase post --step N pairs: every step closed, post parents its pre', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
+    await startNamedSession(repo, 'pairs');
     const base = await snapJson(repo, ['--session', 'pairs']);
     const pairs = await Promise.all(
       Array.from({ length: 4 }, async (_, i) => {
@@ -239,6 +252,7 @@ test('a snap with no open session starts one; the journal records start, steps a
     assert.ok(fs.existsSync(indexFile));
     // Generated ids sort by creation time.
     await new Promise((r) => setTimeout(r, 5));
+    await startNamedSession(repo, 'zzz-manual');
     const other = await snapJson(repo, ['--session', 'zzz-manual']);
     assert.is(other.session, 'zzz-manual');
     const ids = (JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string }[]).map((s) => s.id);

@@ -102,3 +102,12 @@ export function entryAt(repo: TempRepo, commit: string, rel: string): { mode: st
   const [mode, type, oid] = rec.slice(0, rec.indexOf('\t')).split(' ');
   return { mode: mode ?? '', type: type ?? '', oid: oid ?? '' };
 }
+
+/** Starts a session with a chosen id through the library (the CLI's snap uses existing sessions only). */
+export async function startNamedSession(repo: TempRepo, id: string): Promise<string> {
+  const { openRepo } = await import('../src/repo.js');
+  const { startSession } = await import('../src/session.js');
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const res = await startSession(r, { id });
+  return res.commit;
+}
