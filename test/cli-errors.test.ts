@@ -1,5 +1,6 @@
 // Every failure: one clear message (and a hint), a documented exit code, no
 // stack trace unless AGENTSNAP_DEBUG=1, and nothing half-created.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -172,6 +173,20 @@ test('git missing from PATH: GitMissing, exit 1, one message', () =>
     assert.is(jsonError(await cli(repo, ['log', '--json'], { env })).code, 'GitMissing');
     const p = await cliProcess(repo, ['snap'], { env });
     assertCleanFailure(p, 1, /git was not found on PATH/);
+  }),
+);
+
+test('git too old: GitTooOld names the minimum version, nothing created', () =>
+  withRepo(async (repo) => {
+    const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
+    const bin = path.join(repo.base, 'old-git-bin');
+    fs.mkdirSync(bin);
+    fs.writeFileSync(path.join(bin, 'git'), `#!/bin/sh\nif [ "$1" = version ]; then echo "git version 2.20.1"; exit 0; fi\nexec ${realGit} "$@"\n`, { mode: 0o755 });
+    const env = { PATH: `${bin}:${process.env.PATH ?? ''}` };
+    const r = await cli(repo, ['snap'], { env });
+    assertCleanFailure(r, 1, /git 2\.20\.1 is too old: agentsnap needs git 2\.30\.0 or newer/);
+    assert.is(jsonError(await cli(repo, ['snap', '--json'], { env })).code, 'GitTooOld');
+    assert.is(repo.git(['for-each-ref', 'refs/agent/']), '');
   }),
 );
 
