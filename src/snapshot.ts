@@ -8,7 +8,7 @@ import { errors, isAgentsnapError } from './errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
-import { addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, listIndexPaths, listUntracked, removePaths, writeTree } from './git/plumbing.js';
+import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, writeTree, type IndexVsTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 
 export interface TreeSnapshot {
@@ -134,21 +134,25 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
 
   // Tracked updates and the untracked listing do not depend on each other.
   // A freshly seeded private index equals the user's, so there is nothing to reconcile.
-  const [untracked, reread, privatePaths, userPaths] = await Promise.all([
+  // Both indexes are compared with HEAD (small outputs) rather than listed whole.
+  const headTree = seeded ? EMPTY_TREE : ((await readHead(repo)).commit ?? EMPTY_TREE);
+  const noDiff: IndexVsTree = { extra: new Set(), missing: new Set() };
+  const [untracked, reread, privateVsHead, userVsHead] = await Promise.all([
     listUntracked(repo, indexFile),
     addTracked(repo, indexFile).catch(explainAddFailure),
-    seeded ? new Set<string>() : listIndexPaths(repo, indexFile),
-    seeded ? new Set<string>() : listIndexPaths(repo, null),
+    seeded ? noDiff : indexVsTree(repo, indexFile, headTree),
+    seeded ? noDiff : indexVsTree(repo, null, headTree),
   ]);
 
   const classify = untrackedClassifier(settings);
   const skipped: SkippedFile[] = [];
   const toAdd: string[] = [];
-  const { drop, tracked } = await reconcileWithUserIndex(repo, privatePaths, userPaths, classify, skipped);
+  const { drop, tracked } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped);
   if (drop.length > 0) await removePaths(repo, indexFile, drop);
   toAdd.push(...tracked);
+  const userTracked = new Set(tracked);
   for (const rel of untracked) {
-    if (userPaths.has(rel)) continue; // tracked by the user: added above, never classified
+    if (userTracked.has(rel)) continue; // tracked by the user: added above, never classified
     const abs = path.join(repo.worktree, rel);
     if (rel.endsWith('/')) {
       // ls-files shows a nested repository as its directory: record it as a gitlink if it has a commit.
@@ -199,15 +203,19 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
  */
 async function reconcileWithUserIndex(
   repo: Repo,
-  privatePaths: Set<string>,
-  userPaths: Set<string>,
+  priv: IndexVsTree,
+  user: IndexVsTree,
   classify: Classifier,
   skipped: SkippedFile[],
 ): Promise<{ drop: string[]; tracked: string[] }> {
   const linked = new Map<string, boolean>();
   const present = (p: string) => lexists(path.join(repo.worktree, p)) && !behindSymlink(repo.worktree, p, linked);
-  const ours = [...privatePaths].filter((p) => !userPaths.has(p) && !behindSymlink(repo.worktree, p, linked));
-  const tracked = [...userPaths].filter((p) => !privatePaths.has(p) && present(p));
+  // Only in the private index: added there and not by the user, or removed by the user (`git rm --cached`) but still there.
+  const onlyPrivate = [...priv.extra].filter((p) => !user.extra.has(p)).concat([...user.missing].filter((p) => !priv.missing.has(p)));
+  const ours = onlyPrivate.filter((p) => !behindSymlink(repo.worktree, p, linked));
+  // Only in the user's index: staged new there, or in HEAD and kept by the user but gone from the private index.
+  const onlyUser = [...user.extra].filter((p) => !priv.extra.has(p)).concat([...priv.missing].filter((p) => !user.missing.has(p)));
+  const tracked = onlyUser.filter(present);
   if (ours.length === 0) return { drop: [], tracked };
   const ignored = await ignoredPaths(repo, ours);
   const drop: string[] = [];

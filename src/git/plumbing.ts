@@ -86,10 +86,30 @@ export async function addPaths(repo: Repo, indexFile: string, paths: string[]): 
   });
 }
 
-/** Every path in an index (the private one, or the worktree's own index when null), each once. */
-export async function listIndexPaths(repo: Repo, indexFile: string | null): Promise<Set<string>> {
-  const res = await repo.git(['ls-files', '-z', '--cached'], indexFile ? { extraEnv: indexEnv(indexFile) } : {});
-  return new Set(splitNul(res.stdout));
+/** How an index differs from a commit's tree, by path: present only in the index, or only in the tree. */
+export interface IndexVsTree {
+  /** In the index but not in the tree (and unmerged paths, which are in the index either way). */
+  extra: Set<string>;
+  /** In the tree but not in the index. */
+  missing: Set<string>;
+}
+
+/**
+ * Compares an index (the private one, or the worktree's own when null) with
+ * a commit (or the empty tree). Cheap: no worktree access, and unchanged
+ * subtrees are skipped through the index's cache tree. Never writes the index.
+ */
+export async function indexVsTree(repo: Repo, indexFile: string | null, treeish: string): Promise<IndexVsTree> {
+  const res = await repo.git(['diff-index', '--cached', '-z', '--name-status', '--no-renames', treeish, '--'], indexFile ? { extraEnv: indexEnv(indexFile) } : {});
+  const tokens = splitNul(res.stdout);
+  const out: IndexVsTree = { extra: new Set(), missing: new Set() };
+  for (let i = 0; i + 1 < tokens.length; i += 2) {
+    const status = tokens[i];
+    const p = tokens[i + 1] ?? '';
+    if (status === 'A' || status === 'U') out.extra.add(p);
+    else if (status === 'D') out.missing.add(p);
+  }
+  return out;
 }
 
 /** Of `paths`, those the user's ignore rules (.gitignore, info/exclude, core.excludesFile) match. */
