@@ -7,7 +7,7 @@ import { errors } from './errors.js';
 import type { Repo } from './repo.js';
 import type { Session, Step } from './model.js';
 import { loadSession, sessionPaths } from './session.js';
-import { copyIndexFile, snapshotTree } from './snapshot.js';
+import { snapshotTree } from './snapshot.js';
 import { loadSettings } from './config.js';
 import { treeOf } from './git/plumbing.js';
 
@@ -115,7 +115,7 @@ export async function worktreeTree(repo: Repo, id: string): Promise<string> {
   const p = sessionPaths(repo, id);
   const tmp = path.join(p.dir, `index.diff-${process.pid}-${Date.now()}`);
   try {
-    if (fs.existsSync(p.index)) copyIndexFile(p.index, tmp);
+    if (fs.existsSync(p.index)) fs.copyFileSync(p.index, tmp);
     const settings = await loadSettings(repo);
     const snap = await snapshotTree(repo, { indexFile: tmp, settings, parentTree: null });
     return snap.tree;
