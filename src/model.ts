@@ -206,7 +206,8 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         endedAt: e.time,
         durationMs: 0,
         message: e.message ?? null,
-        changedBefore: e.changed,
+        // A checkpoint's change is everything since the previous snapshot (what `show` prints).
+        changed: e.changed,
         skipped: e.skipped,
       });
       s.head = e.commit;

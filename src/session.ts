@@ -177,8 +177,13 @@ export function loadSession(repo: Repo, id: string): Session {
   return s;
 }
 
-/** State for the hot path: the cache when it matches the journal, else rebuilt (and refs repaired). */
-async function loadState(repo: Repo, id: string): Promise<SessionState> {
+/**
+ * State for the hot path: the cache when it matches the journal, else
+ * rebuilt. Only a caller holding the session lock may `repair` (move refs,
+ * rewrite state.json): a reader without it could see a writer between its
+ * journal append and its ref update, and move refs back.
+ */
+async function loadState(repo: Repo, id: string, repair = true): Promise<SessionState> {
   const p = sessionPaths(repo, id);
   const cached = readState(p.state);
   const size = journalSize(p.journal);
@@ -191,9 +196,10 @@ async function loadState(repo: Repo, id: string): Promise<SessionState> {
       data: { session: id },
     });
   }
+  const state = stateFrom(s, size, cached);
+  if (!repair) return state;
   // The journal is ahead of the cache: a previous command died after journaling. Make the refs agree.
   await updateRefs(repo, refsFor(s));
-  const state = stateFrom(s, size, cached);
   writeState(p.state, state);
   return state;
 }
@@ -272,7 +278,7 @@ export async function listSessions(repo: Repo): Promise<SessionSummary[]> {
   const out: SessionSummary[] = [];
   for (const name of sessionIds(repo)) {
     try {
-      out.push(summaryOf(await loadState(repo, name)));
+      out.push(summaryOf(await loadState(repo, name, false)));
     } catch {
       /* an unreadable session is reported by doctor, not here */
     }
@@ -366,15 +372,15 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
   await checkGitVersion(repo.env);
   const settings = opts.settings ?? (await loadSettings(repo));
   const p = sessionPaths(repo, id);
-  ensureDir(path.dirname(p.dir));
-  if (fs.existsSync(p.journal)) {
-    throw errors.invalidArgument(`session ${id} already exists.`, {
-      hint: 'Pick another id, or leave --session out to get a generated one.',
-      data: { session: id },
-    });
-  }
   ensureDir(p.dir);
   return withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'start session' }, async () => {
+    // Checked under the lock: two starts of the same id must not both write a start event.
+    if (fs.existsSync(p.journal)) {
+      throw errors.invalidArgument(`session ${id} already exists.`, {
+        hint: 'Pick another id, or leave --session out to get a generated one.',
+        data: { session: id },
+      });
+    }
     const head = await readHead(repo);
     const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
@@ -731,7 +737,7 @@ export interface EndOptions extends SnapshotContext {
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
 export async function endSession(repo: Repo, id: string, opts: EndOptions = {}): Promise<{ commit: string | null; changed: ChangedPath[] }> {
   const settings = opts.settings ?? (await loadSettings(repo));
-  for (const st of [...(await loadState(repo, id)).session.open]) {
+  for (const st of [...(await loadState(repo, id, false)).session.open]) {
     await recordPost(repo, id, { settings, step: st.step, status: 'interrupted' });
   }
   return mutate(repo, id, settings, 'end session', async (state, p) => {

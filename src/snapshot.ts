@@ -8,8 +8,8 @@ import { errors, isAgentsnapError } from './errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
-import { addPaths, addTracked, diffTrees, indexEnv, listUntracked, writeTree } from './git/plumbing.js';
-import { cleanGitEnv, runGit, splitNul } from './git/run.js';
+import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, writeTree, type IndexVsTree } from './git/plumbing.js';
+import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 
 export interface TreeSnapshot {
   tree: string;
@@ -66,7 +66,9 @@ export function untrackedClassifier(settings: Settings): Classifier {
   const opts = { dot: true };
   const isSecret = picomatch(SECRET_PATTERNS, opts);
   const isAllowed = picomatch(SECRET_ALLOW, opts);
-  const isExcluded = settings.exclude.length > 0 ? picomatch(settings.exclude, opts) : () => false;
+  // Like .gitignore, a glob without a slash matches the file name at any depth.
+  const globs = settings.exclude.map((g) => (g.includes('/') ? g : `**/${g}`));
+  const isExcluded = globs.length > 0 ? picomatch(globs, opts) : () => false;
   return (rel, size) => {
     if (isExcluded(rel)) return 'excluded';
     if (settings.excludeSecrets && isSecret(rel) && !isAllowed(rel)) return 'secret';
@@ -131,15 +133,26 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   if (seeded) opts.onProgress?.('indexing the worktree');
 
   // Tracked updates and the untracked listing do not depend on each other.
-  const [untracked] = await Promise.all([
+  // A freshly seeded private index equals the user's, so there is nothing to reconcile.
+  // Both indexes are compared with HEAD (small outputs) rather than listed whole.
+  const headTree = seeded ? EMPTY_TREE : ((await readHead(repo)).commit ?? EMPTY_TREE);
+  const noDiff: IndexVsTree = { extra: new Set(), missing: new Set() };
+  const [untracked, reread, privateVsHead, userVsHead] = await Promise.all([
     listUntracked(repo, indexFile),
     addTracked(repo, indexFile).catch(explainAddFailure),
+    seeded ? noDiff : indexVsTree(repo, indexFile, headTree),
+    seeded ? noDiff : indexVsTree(repo, null, headTree),
   ]);
 
   const classify = untrackedClassifier(settings);
   const skipped: SkippedFile[] = [];
   const toAdd: string[] = [];
+  const { drop, tracked } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped);
+  if (drop.length > 0) await removePaths(repo, indexFile, drop);
+  toAdd.push(...tracked);
+  const userTracked = new Set(tracked);
   for (const rel of untracked) {
+    if (userTracked.has(rel)) continue; // tracked by the user: added above, never classified
     const abs = path.join(repo.worktree, rel);
     if (rel.endsWith('/')) {
       // ls-files shows a nested repository as its directory: record it as a gitlink if it has a commit.
@@ -167,15 +180,74 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   let changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
 
   // Entries git may have transformed on the way in: all of them on a fresh
-  // index (the user's index holds filtered blobs), else only what changed.
+  // index (the user's index holds filtered blobs), else what git re-read or
+  // what changed (a filter can map new bytes to the previous blob).
   const candidates = seeded
     ? await allEntriesIfAttributed(repo, indexFile, settings)
-    : changed.filter((c) => c.change !== 'D').map((c) => c.path);
+    : [...new Set([...reread, ...toAdd, ...changed.filter((c) => c.change !== 'D').map((c) => c.path)])];
   if (candidates.length > 0 && (await keepExactBytes(repo, indexFile, settings, candidates))) {
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
   return { tree, skipped, seeded, changed };
+}
+
+/**
+ * The private index outlives the moment a file was first added, so entries
+ * that only agentsnap tracks (untracked files of earlier snapshots) are
+ * checked again every time: ignored by now, excluded, over the cap or a
+ * secret (e.g. after `git rm --cached`) means they drop out, and a skip is
+ * listed. Paths the user tracks but the private index lacks (added or
+ * force-added after the session started) are returned to be added. Files the
+ * user tracks are never classified.
+ */
+async function reconcileWithUserIndex(
+  repo: Repo,
+  priv: IndexVsTree,
+  user: IndexVsTree,
+  classify: Classifier,
+  skipped: SkippedFile[],
+): Promise<{ drop: string[]; tracked: string[] }> {
+  const linked = new Map<string, boolean>();
+  const present = (p: string) => lexists(path.join(repo.worktree, p)) && !behindSymlink(repo.worktree, p, linked);
+  // Only in the private index: added there and not by the user, or removed by the user (`git rm --cached`) but still there.
+  const onlyPrivate = [...priv.extra].filter((p) => !user.extra.has(p)).concat([...user.missing].filter((p) => !priv.missing.has(p)));
+  const ours = onlyPrivate.filter((p) => !behindSymlink(repo.worktree, p, linked));
+  // Only in the user's index: staged new there, or in HEAD and kept by the user but gone from the private index.
+  const onlyUser = [...user.extra].filter((p) => !priv.extra.has(p)).concat([...priv.missing].filter((p) => !user.missing.has(p)));
+  const tracked = onlyUser.filter(present);
+  if (ours.length === 0) return { drop: [], tracked };
+  const ignored = await ignoredPaths(repo, ours);
+  const drop: string[] = [];
+  for (const rel of ours) {
+    if (ignored.has(rel)) {
+      drop.push(rel);
+      continue;
+    }
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(path.join(repo.worktree, rel));
+    } catch {
+      continue; // deleted: `add --update` already removed it
+    }
+    if (st.isDirectory()) continue; // a nested repository's gitlink
+    const reason = classify(rel, st.size);
+    if (reason) {
+      drop.push(rel);
+      skipped.push({ path: rel, reason, size: st.size });
+    }
+  }
+  return { drop, tracked };
+}
+
+/** Whether anything is at `abs`, a dangling symlink included (fs.existsSync follows links). */
+function lexists(abs: string): boolean {
+  try {
+    fs.lstatSync(abs);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Attribute names whose presence means git may change bytes on the way in. */
@@ -225,12 +297,16 @@ interface IndexEntry {
 
 async function readEntries(repo: Repo, indexFile: string, paths: string[]): Promise<IndexEntry[]> {
   if (paths.length === 0) return [];
-  const res = await repo.git(['ls-files', '-s', '-z', '--pathspec-from-file=-', '--pathspec-file-nul'], {
-    extraEnv: { ...indexEnv(indexFile), GIT_LITERAL_PATHSPECS: '1' },
-    input: paths.join('\0') + '\0',
-  });
+  // ls-files takes no --pathspec-from-file (git 2.39): literal paths as arguments, in chunks under ARG_MAX.
+  const records: string[] = [];
+  for (const chunk of argChunks(paths)) {
+    const res = await repo.git(['ls-files', '-s', '-z', '--', ...chunk], {
+      extraEnv: { ...indexEnv(indexFile), GIT_LITERAL_PATHSPECS: '1' },
+    });
+    records.push(...splitNul(res.stdout));
+  }
   const out: IndexEntry[] = [];
-  for (const rec of splitNul(res.stdout)) {
+  for (const rec of records) {
     const tab = rec.indexOf('\t');
     const [mode, oid, stage] = rec.slice(0, tab).split(' ');
     if (!mode || !oid || stage !== '0') continue;
@@ -273,11 +349,28 @@ async function keepExactBytes(repo: Repo, indexFile: string, settings: Settings,
   } catch (e) {
     explainAddFailure(e);
   }
-  const fixes = entries
-    .map((e, i) => ({ ...e, raw: raw[i] ?? '' }))
-    .filter((e) => e.raw && e.raw !== e.oid)
-    .map((e) => `${e.mode} ${e.raw}\t${e.path}`);
-  if (fixes.length === 0) return false;
-  await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: fixes.join('\0') + '\0' });
-  return true;
+  const hashed = entries.map((e, i) => ({ ...e, raw: raw[i] ?? '' }));
+  const fixes = hashed.filter((e) => e.raw && e.raw !== e.oid);
+  // git trusts a racily clean entry (file modified in the second the index
+  // was written) after comparing its *filtered* content with the stored
+  // blob, which here is the raw one: a rewrite the filter maps to the same
+  // bytes would go unseen. Re-setting such entries clears their stat data, so
+  // the next snapshot reads them again.
+  const racySince = Date.now() - RACY_WINDOW_MS;
+  const racy = hashed.filter((e) => e.raw === e.oid && mtimeMs(path.join(repo.worktree, e.path)) >= racySince);
+  const lines = [...fixes, ...racy].map((e) => `${e.mode} ${e.raw}\t${e.path}`);
+  if (lines.length === 0) return false;
+  await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
+  return fixes.length > 0;
+}
+
+/** git compares whole-second mtimes; two seconds cover the index write that follows. */
+const RACY_WINDOW_MS = 2000;
+
+function mtimeMs(abs: string): number {
+  try {
+    return fs.lstatSync(abs).mtimeMs;
+  } catch {
+    return 0;
+  }
 }

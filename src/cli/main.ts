@@ -48,6 +48,15 @@ class UsageError extends AgentsnapError {
   }
 }
 
+/** yargs says only "Did you mean X?" (or "Unknown argument: X") for an unknown command: say what is wrong. */
+function unknownCommandMessage(args: string[], msg: string | undefined, known: Set<string>): string | undefined {
+  const first = args.find((a) => !a.startsWith('-'));
+  if (first === undefined || known.has(first)) return undefined;
+  const suggestion = /^Did you mean (.+)\?$/.exec(msg ?? '')?.[1];
+  if (!suggestion && !(msg ?? '').startsWith('Unknown argument')) return undefined;
+  return `unknown command: ${first}${suggestion ? ` (did you mean ${suggestion}?)` : ''}`;
+}
+
 function version(): string {
   return '0.1.0';
 }
@@ -65,6 +74,8 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       exitCode = code;
     },
   };
+  const modules = COMMANDS.map((make) => make(ctx));
+  const known = new Set(modules.flatMap((m) => [m.command, m.aliases].flat().filter((c): c is string => typeof c === 'string').map((c) => c.split(' ')[0] ?? c)));
   const parser = yargs(args)
     .scriptName('agentsnap')
     .usage('$0 <command> [options]\n\nExact, safe undo for AI coding agents: every tool call snapshotted into hidden git refs.')
@@ -79,9 +90,10 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     .exitProcess(false)
     .fail((msg, err) => {
       if (err) throw err;
-      throw new UsageError(msg ?? 'invalid usage');
+      // yargs' messages can span lines ("Invalid values:\n  Argument: ..."): one line, like every other error.
+      throw new UsageError(unknownCommandMessage(args, msg, known) ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
     });
-  for (const make of COMMANDS) parser.command(make(ctx));
+  for (const mod of modules) parser.command(mod);
   let helpShown = false;
   parser.showHelpOnFail(false);
   try {

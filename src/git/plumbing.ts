@@ -31,9 +31,50 @@ export async function listUntracked(repo: Repo, indexFile: string): Promise<stri
   return splitNul(res.stdout);
 }
 
-/** Updates every entry of the index from the worktree (modifications, deletions, mode changes). */
-export async function addTracked(repo: Repo, indexFile: string): Promise<void> {
-  await repo.git([...SNAPSHOT_GIT_CONFIG, 'add', '--update'], { extraEnv: indexEnv(indexFile) });
+/**
+ * Updates every entry of the index from the worktree (modifications,
+ * deletions, mode changes), like `add --update`, and returns the paths it
+ * re-read: every stat-dirty entry, including ones whose content git's
+ * filters map to the same blob (a line-ending-only change), which the
+ * snapshot must re-hash without filters.
+ */
+export async function addTracked(repo: Repo, indexFile: string): Promise<string[]> {
+  const dirty = await repo.git([...SNAPSHOT_GIT_CONFIG, 'diff-files', '-z', '--name-only', '--ignore-submodules=dirty'], {
+    extraEnv: indexEnv(indexFile),
+  });
+  const paths = [...new Set(splitNul(dirty.stdout))];
+  // update-index refuses a path whose directory became a symlink ("beyond a
+  // symbolic link"): such an entry is gone, as `add --update` would say.
+  const linked = new Map<string, boolean>();
+  const gone = paths.filter((p) => behindSymlink(repo.worktree, p, linked));
+  const update = gone.length > 0 ? paths.filter((p) => !gone.includes(p)) : paths;
+  if (gone.length > 0) await removePaths(repo, indexFile, gone);
+  if (update.length > 0) {
+    await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--remove', '-z', '--stdin'], {
+      extraEnv: indexEnv(indexFile),
+      input: update.join('\0') + '\0',
+    });
+  }
+  return paths;
+}
+
+/** Whether a leading directory of `rel` is a symlink (cached per directory): git cannot hold such a path. */
+export function behindSymlink(worktree: string, rel: string, cache: Map<string, boolean>): boolean {
+  let dir = '';
+  for (const part of rel.split('/').slice(0, -1)) {
+    dir = dir ? `${dir}/${part}` : part;
+    let isLink = cache.get(dir);
+    if (isLink === undefined) {
+      try {
+        isLink = fs.lstatSync(path.join(worktree, dir)).isSymbolicLink();
+      } catch {
+        isLink = false;
+      }
+      cache.set(dir, isLink);
+    }
+    if (isLink) return true;
+  }
+  return false;
 }
 
 /** Adds exactly these paths (literal, NUL-separated, no pathspec magic). */
@@ -43,6 +84,45 @@ export async function addPaths(repo: Repo, indexFile: string, paths: string[]): 
     extraEnv: indexEnv(indexFile),
     input: paths.join('\0') + '\0',
   });
+}
+
+/** How an index differs from a commit's tree, by path: present only in the index, or only in the tree. */
+export interface IndexVsTree {
+  /** In the index but not in the tree (and unmerged paths, which are in the index either way). */
+  extra: Set<string>;
+  /** In the tree but not in the index. */
+  missing: Set<string>;
+}
+
+/**
+ * Compares an index (the private one, or the worktree's own when null) with
+ * a commit (or the empty tree). Cheap: no worktree access, and unchanged
+ * subtrees are skipped through the index's cache tree. Never writes the index.
+ */
+export async function indexVsTree(repo: Repo, indexFile: string | null, treeish: string): Promise<IndexVsTree> {
+  const res = await repo.git(['diff-index', '--cached', '-z', '--name-status', '--no-renames', treeish, '--'], indexFile ? { extraEnv: indexEnv(indexFile) } : {});
+  const tokens = splitNul(res.stdout);
+  const out: IndexVsTree = { extra: new Set(), missing: new Set() };
+  for (let i = 0; i + 1 < tokens.length; i += 2) {
+    const status = tokens[i];
+    const p = tokens[i + 1] ?? '';
+    if (status === 'A' || status === 'U') out.extra.add(p);
+    else if (status === 'D') out.missing.add(p);
+  }
+  return out;
+}
+
+/** Of `paths`, those the user's ignore rules (.gitignore, info/exclude, core.excludesFile) match. */
+export async function ignoredPaths(repo: Repo, paths: string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: paths.join('\0') + '\0', okCodes: [1] });
+  return new Set(splitNul(res.stdout));
+}
+
+/** Removes exactly these paths from the index (the files stay on disk). */
+export async function removePaths(repo: Repo, indexFile: string, paths: string[]): Promise<void> {
+  if (paths.length === 0) return;
+  await repo.git(['update-index', '--force-remove', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: paths.join('\0') + '\0' });
 }
 
 export async function writeTree(repo: Repo, indexFile: string): Promise<string> {

@@ -119,3 +119,20 @@ export function splitNul(buf: Buffer): string[] {
   if (parts[parts.length - 1] === '') parts.pop();
   return parts;
 }
+
+/** Splits paths into groups whose command-line size stays well under ARG_MAX. */
+export function* argChunks(paths: string[], maxBytes = 64 * 1024): Generator<string[]> {
+  let chunk: string[] = [];
+  let bytes = 0;
+  for (const p of paths) {
+    const len = Buffer.byteLength(p) + 1;
+    if (chunk.length > 0 && bytes + len > maxBytes) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(p);
+    bytes += len;
+  }
+  if (chunk.length > 0) yield chunk;
+}

@@ -1,5 +1,6 @@
 // The read-only commands: sessions, log, show, diff.
 import { diff, log, sessions, show } from '../../api.js';
+import { errors } from '../../errors.js';
 import type { Step } from '../../model.js';
 import { outsideEffect } from '../../effects.js';
 import type { CommandFactory } from '../context.js';
@@ -142,13 +143,16 @@ export const showCommand: CommandFactory = (ctx) => ({
   describe: 'Show what step N changed, as a diff',
   builder: (y) =>
     y
-      .positional('step', { type: 'number', describe: 'step number' })
+      .positional('step', { type: 'string', describe: 'step number' })
       .options({ ...sessionOption, stat: { type: 'boolean', default: false, describe: 'a diffstat instead of the patch' }, ...jsonOption })
       .example('$0 show 3', 'the diff of tool call 3'),
   handler: async (raw) => {
-    const argv = raw as unknown as { step: number; session?: string; stat: boolean; json: boolean };
+    const argv = raw as unknown as { step: string; session?: string; stat: boolean; json: boolean };
     const out = ctx.output(argv);
-    const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: argv.step, color: out.stdoutColor, stat: argv.stat });
+    if (!/^\d+$/.test(String(argv.step))) {
+      throw errors.invalidArgument(`${JSON.stringify(String(argv.step))} is not a step number.`, { hint: 'See `agentsnap log` for the steps of the session.' });
+    }
+    const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: Number(argv.step), color: out.stdoutColor, stat: argv.stat });
     if (out.json) {
       out.printJson({ ...stepJson(res.step), session: res.session.id, diff: res.diff });
       return;
