@@ -8,12 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgentsnapError, errors, isAgentsnapError } from './errors.js';
-import { openRepo } from './repo.js';
+import { openRepo, type Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { endSession, resumeSession, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
+import { endSession, resumeSession, sessionPaths, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
 import { AGENTS, type Agent } from './hook.js';
 import { redactValue } from './redact.js';
 import { assertSessionId } from './ids.js';
+import { codexConfigOverrides, createGeminiOverlay, type GeminiOverlay } from './agent-hooks.js';
+import { startAutoCheckpoints } from './auto.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
 export const AGENTSNAP_BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'agentsnap.js');
@@ -27,6 +29,8 @@ export interface WrapOptions {
   command: string[];
   session?: string | undefined;
   agent?: AgentChoice | undefined;
+  /** Checkpoint whenever the worktree changed and then stayed quiet (agents without hooks). */
+  auto?: boolean | undefined;
   /** Called once the baseline is taken, before the agent starts. */
   onStart?: (info: WrapStart) => void;
   onProgress?: (phase: string) => void;
@@ -49,20 +53,27 @@ export interface WrapResult {
   signal: string | null;
   /** Set when the final snapshot or the end of the session could not be recorded. */
   endError: AgentsnapError | null;
+  /** Problems after the agent ended that lost nothing but need the user's eye (one line each). */
+  warnings: string[];
 }
 
 /** Recognises the agent from the command: its program name, or the script a runner (node, npx…) starts. */
 export function detectAgent(command: string[]): Agent {
+  return findAgent(command)?.agent ?? 'generic';
+}
+
+/** The agent and the index of the word naming it (its own options follow that word). */
+export function findAgent(command: string[]): { agent: Exclude<Agent, 'generic'>; index: number } | null {
   const runners = new Set(['node', 'npx', 'bunx', 'bun', 'pnpx', 'deno', 'env', 'exec']);
-  for (const arg of command.slice(0, 4)) {
+  for (const [index, arg] of command.slice(0, 4).entries()) {
     if (arg.startsWith('-')) continue;
     const base = path.basename(arg).replace(/\.(exe|cmd|js|mjs|cjs)$/i, '').replace(/@[\d.]+.*$/, '').toLowerCase();
-    if (base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code')) return 'claude';
-    if (base === 'codex' || arg.includes('@openai/codex')) return 'codex';
-    if (base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli')) return 'gemini';
+    if (base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code')) return { agent: 'claude', index };
+    if (base === 'codex' || arg.includes('@openai/codex')) return { agent: 'codex', index };
+    if (base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli')) return { agent: 'gemini', index };
     if (!runners.has(base)) break;
   }
-  return 'generic';
+  return null;
 }
 
 /** Quotes one word for the POSIX shell that agents run hook commands with. */
@@ -70,10 +81,16 @@ export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The hook command line an agent runs: this node, this install, `hook <agent> <event>`. */
-export function hookCommand(agent: Agent, event: string, opts: { wrapped: boolean }): string {
+/**
+ * The hook command line an agent runs: this node, this install, `hook <agent> <event>`.
+ * `session`/`worktree` name the wrapper's session on the command line, for
+ * agents that may not pass the environment on to hooks (Gemini CLI can sanitize it).
+ */
+export function hookCommand(agent: Agent, event: string, opts: { wrapped: boolean; session?: string; worktree?: string }): string {
   const words = [process.execPath, AGENTSNAP_BIN, 'hook', agent, event];
   if (opts.wrapped) words.push('--wrapped');
+  if (opts.session) words.push('--session', opts.session);
+  if (opts.worktree) words.push('--worktree', opts.worktree);
   return words.map(shellQuote).join(' ');
 }
 
@@ -98,9 +115,9 @@ function mergeHooks(base: Record<string, unknown>, add: { hooks: HookEntries }):
  * (merged by Claude Code with the user's settings; no file is edited). A
  * `--settings` the user gave is kept: its content is merged with ours.
  */
-export function claudeArgv(command: string[], cwd: string): string[] {
+export function claudeArgv(command: string[], cwd: string, at = findAgent(command)?.index ?? 0): string[] {
   const ours = claudeHookSettings({ wrapped: true });
-  const rest = command.slice(1);
+  const rest = command.slice(at + 1);
   const out: string[] = [];
   let merged = false;
   for (let i = 0; i < rest.length; i++) {
@@ -120,7 +137,13 @@ export function claudeArgv(command: string[], cwd: string): string[] {
     merged = true;
   }
   if (!merged) out.unshift('--settings', JSON.stringify(ours));
-  return [command[0] as string, ...out];
+  return [...command.slice(0, at + 1), ...out];
+}
+
+/** The codex command with agentsnap's hooks, trusted for this run only, as `-c` overrides (no file is edited). */
+export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0): string[] {
+  const overrides = codexConfigOverrides((ev) => hookCommand('codex', ev, { wrapped: true }));
+  return [...command.slice(0, at + 1), ...overrides, ...command.slice(at + 1)];
 }
 
 function readSettingsArg(value: string, cwd: string): Record<string, unknown> {
@@ -228,6 +251,23 @@ function wrapFailed(what: string, e: unknown): AgentsnapError {
   });
 }
 
+/** Gemini CLI's home for this run: the user's, plus agentsnap's BeforeTool/AfterTool hooks (see agent-hooks.ts). */
+function geminiOverlay(repo: Repo, session: string, env: NodeJS.ProcessEnv): GeminiOverlay {
+  const sessionDir = sessionPaths(repo, session).dir;
+  // One per run: a wrapper that was killed leaves its overlay (and whatever Gemini created only there) in place.
+  const dir = path.join(sessionDir, `gemini-home-${process.pid}-${Date.now().toString(36)}`);
+  const hook = (ev: string) => ({
+    matcher: '*',
+    hooks: [{ type: 'command', name: `agentsnap-${ev}`, command: hookCommand('gemini', ev, { wrapped: true, session, worktree: repo.worktree }), timeout: 600_000 }],
+  });
+  return createGeminiOverlay({
+    dir,
+    realHome: env.GEMINI_CLI_HOME || env.HOME || os.homedir(),
+    hooks: { BeforeTool: [hook('BeforeTool')], AfterTool: [hook('AfterTool')] },
+    sessionDir,
+  });
+}
+
 /** Runs `command` as an agent inside an agentsnap session. */
 export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const command = opts.command;
@@ -241,7 +281,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   if (opts.session !== undefined) assertSessionId(opts.session);
   const program = resolveProgram(command[0], opts.env, opts.cwd);
   const agent: Agent = choice === 'auto' ? detectAgent(command) : choice;
-  const argv = agent === 'claude' ? claudeArgv(command, opts.cwd) : [...command];
+  const argv = agent === 'claude' ? claudeArgv(command, opts.cwd) : agent === 'codex' ? codexArgv(command) : [...command];
 
   const repo = await openRepo(opts.cwd, { env: opts.env });
   const owner = wrapperOwner();
@@ -261,10 +301,22 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   } catch (e) {
     throw wrapFailed(resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot', e);
   }
+  const agentEnv: Record<string, string> = {};
+  let gemini: GeminiOverlay | null = null;
+  if (agent === 'gemini') {
+    try {
+      gemini = geminiOverlay(repo, session, opts.env);
+      agentEnv.GEMINI_CLI_HOME = gemini.home;
+    } catch (e) {
+      await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
+      throw wrapFailed('could not add agentsnap\'s hooks to Gemini CLI', e);
+    }
+  }
   opts.onStart?.({ session, refPrefix: `${STEP_REF_PREFIX}${session}/`, resumed, agent, argv });
 
   const env: NodeJS.ProcessEnv = {
     ...opts.env,
+    ...agentEnv,
     AGENTSNAP_SESSION: session,
     AGENTSNAP_WORKTREE: repo.worktree,
     AGENTSNAP_BIN,
@@ -273,13 +325,19 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     // Hooks that `init` wrote into the agent's settings stand aside: the injected ones record the calls.
     AGENTSNAP_HOOKS: agent === 'generic' ? '' : agent,
   };
+  const warnings: string[] = [];
+  const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => warnings.push(w) }) : null;
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
     exit = await runChild(program, argv, opts.cwd, env);
   } catch (e) {
+    await auto?.stop();
+    warnings.push(...(gemini?.finish() ?? []));
     await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   }
+  await auto?.stop();
+  warnings.push(...(gemini?.finish() ?? []));
   const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
   let endError: AgentsnapError | null = null;
@@ -288,5 +346,5 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
-  return { session, agent, exitCode, signal: exit.signal, endError };
+  return { session, agent, exitCode, signal: exit.signal, endError, warnings };
 }

@@ -6,6 +6,7 @@ import { sessionOption } from '../context.js';
 interface WrapArgs {
   session?: string;
   agent: AgentChoice;
+  auto: boolean;
   quiet: boolean;
   command?: string[];
   '--'?: string[];
@@ -24,11 +25,13 @@ export const wrapCommand: CommandFactory = (ctx) => ({
           default: 'auto' as AgentChoice,
           describe: 'which agent it is: auto recognises claude, codex and gemini from the command; generic gets AGENTSNAP_SESSION only',
         },
+        auto: { type: 'boolean', default: false, describe: 'also checkpoint whenever the worktree changed and then stayed quiet (agents without hooks, e.g. aider)' },
         quiet: { type: 'boolean', alias: 'q', default: false, describe: 'no session line on stderr' },
       })
       .example('$0 wrap -- claude', 'every Claude Code tool call becomes an undoable step')
       .example('$0 wrap --session fix-login -- claude --continue', 'resume a session')
-      .example('$0 wrap -- ./my-agent.sh', 'a generic agent calls `agentsnap snap --phase pre|post` itself'),
+      .example('$0 wrap -- ./my-agent.sh', 'a generic agent calls `agentsnap snap --phase pre|post` itself')
+      .example('$0 wrap --auto -- aider', 'a checkpoint after each burst of changes'),
   handler: async (raw) => {
     const argv = raw as unknown as WrapArgs;
     const out = ctx.output({ quiet: argv.quiet });
@@ -40,14 +43,19 @@ export const wrapCommand: CommandFactory = (ctx) => ({
       command,
       session: argv.session,
       agent: argv.agent,
+      auto: argv.auto,
       onProgress: (p) => progress.update(p),
       onStart: (info) => {
         progress.done();
         const verb = info.resumed ? 'resumed' : 'started';
-        const how = info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`;
+        const how = [
+          info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`,
+          ...(argv.auto ? ['automatic checkpoints'] : []),
+        ].join(', ');
         out.note(`agentsnap: ${verb} session ${info.session} (refs ${info.refPrefix}<n>; ${how})`);
       },
     });
+    for (const w of res.warnings) out.err(w);
     if (res.endError) {
       out.err(`agentsnap: warning: the final snapshot of session ${res.session} failed: ${res.endError.message}`);
     } else {
