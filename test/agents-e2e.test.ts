@@ -190,4 +190,31 @@ test('gemini with init hooks and no wrapper: its hooks map the Gemini session to
   }
 });
 
+test('codex with init hooks and no wrapper (trusted project, reviewed hooks): its hooks map the Codex session to an agentsnap session', async () => {
+  if (!codex) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const stub = await startResponsesStub([{ tools: [{ name: 'exec_command', input: { cmd: 'echo hi > made.txt' } }] }, { text: 'All done.' }]);
+  try {
+    const init = await cliProcess(repo, ['init', 'codex']);
+    assert.is(init.code, 0, init.stderr);
+    assert.match(init.stderr, '/hooks');
+    const binDir = path.join(repo.base, 'bin');
+    fs.mkdirSync(binDir);
+    fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
+    // The user's own steps: trusting the project, and reviewing the new hooks (--dangerously-bypass-hook-trust stands in for that).
+    fs.mkdirSync(path.join(repo.home, '.codex'), { recursive: true });
+    fs.writeFileSync(path.join(repo.home, '.codex', 'config.toml'), `[projects.${JSON.stringify(repo.dir)}]\ntrust_level = "trusted"\n`);
+    const provider = `model_providers.stub={name="stub",base_url="${stub.url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
+    const env = { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real', PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}` };
+    const r = await run(codex, ['exec', '-c', provider, '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', '--dangerously-bypass-hook-trust', 'Make the changes.'], { cwd: repo.dir, env });
+    assert.is(r.code, 0, r.stderr);
+    const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { agent: string; steps: number; status: string }[];
+    assert.equal(list.map((x) => [x.agent, x.steps, x.status]), [['codex', 1, 'ended']]);
+    assert.is(repo.git(['status', '--porcelain']), '?? made.txt\n', '.codex/hooks.json is kept out of commits');
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
 test.run();
