@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { AgentsnapError, errors, isAgentsnapError } from './errors.js';
 import { openRepo, type Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { endSession, resumeSession, sessionPaths, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
+import { endSession, loadSession, resumeSession, sessionPaths, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
 import { AGENTS, type Agent } from './hook.js';
 import { redactValue } from './redact.js';
 import { assertSessionId } from './ids.js';
@@ -326,6 +326,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     AGENTSNAP_HOOKS: agent === 'generic' ? '' : agent,
   };
   const warnings: string[] = [];
+  const runStart = Date.now() - 1000; // journal times have millisecond precision; allow for clock rounding
   const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => warnings.push(w) }) : null;
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
@@ -342,7 +343,16 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
   let endError: AgentsnapError | null = null;
   try {
-    await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
+    const end = await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
+    if (agent !== 'generic' && end.changed.length > 0) {
+      const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
+      if (calls.length === 0) {
+        warnings.push(
+          `agentsnap: warning: ${agent} changed ${end.changed.length} file(s) but none of its tool calls reached agentsnap's hooks; ` +
+            'the changes are only in the final snapshot. Check that the agent runs hooks here (see the README on wrap).',
+        );
+      }
+    }
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }

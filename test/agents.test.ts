@@ -275,4 +275,20 @@ await idle();
   }
 });
 
+test('wrap warns when a hooked agent changed files but no tool call reached the hooks', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    // A stand-in named codex whose "hooks" never run (say the user turned Codex's hooks feature off).
+    const fake = path.join(repo.base, 'codex');
+    fs.writeFileSync(fake, '#!/bin/sh\necho two > a.txt\n', { mode: 0o755 });
+    const res = await cliProcess(repo, ['wrap', '--', fake, 'exec', 'x']);
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stderr, "codex changed 1 file(s) but none of its tool calls reached agentsnap's hooks");
+    const generic = await cliProcess(repo, ['wrap', '--', '/bin/sh', '-c', 'echo three > a.txt']);
+    assert.not.match(generic.stderr, 'warning');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
