@@ -50,6 +50,10 @@ export interface Settings {
   outputLimit: number;
   /** Extra regular expressions whose matches are redacted before journaling (agentsnap.redactPattern, multi-valued). */
   redactPatterns: RegExp[];
+  /** `wrap --auto`: milliseconds the worktree must stay quiet after a change before a checkpoint (agentsnap.autoQuiet). */
+  autoQuietMs: number;
+  /** `wrap --auto`: milliseconds between checks for changes the file watcher missed; 0 = none (agentsnap.autoPoll). */
+  autoPollMs: number;
 }
 
 export const DEFAULT_OUTPUT_LIMIT = 32 * 1024;
@@ -177,6 +181,8 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
     attributesFile: lastValue(cfg, 'core.attributesfile') ?? null,
     outputLimit: parseSize('agentsnap.outputLimit', lastValue(cfg, 'agentsnap.outputlimit'), DEFAULT_OUTPUT_LIMIT),
     redactPatterns: parseRegexes('agentsnap.redactPattern', cfg.get('agentsnap.redactpattern') ?? []),
+    autoQuietMs: parseInteger('agentsnap.autoQuiet', lastValue(cfg, 'agentsnap.autoquiet'), 2_000),
+    autoPollMs: parseInteger('agentsnap.autoPoll', lastValue(cfg, 'agentsnap.autopoll'), 10_000),
   };
 }
 

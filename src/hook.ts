@@ -23,6 +23,7 @@ import {
 import { sanitize } from './redact.js';
 import { locateToolCall } from './transcript.js';
 import type { StepPostEvent, TranscriptPosition } from './journal.js';
+import { mapGeminiPath } from './agent-hooks.js';
 
 export const AGENTS = ['claude', 'codex', 'gemini', 'generic'] as const;
 export type Agent = (typeof AGENTS)[number];
@@ -77,15 +78,27 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
     const exit = responseObj ? num(responseObj.exit_code ?? responseObj.exitCode) : null;
     if (error || (exit !== null && exit !== 0)) status = 'failed';
   } else if (END_EVENTS.has(ev)) phase = 'end';
-  void agent;
+  if (phase === 'post' && status === 'done' && agent === 'gemini') {
+    // Gemini's run_shell_command reports a failing command only in its text: "Exit Code: 3".
+    const text = responseObj ? `${typeof responseObj.llmContent === 'string' ? responseObj.llmContent : ''}\n${typeof responseObj.returnDisplay === 'string' ? responseObj.returnDisplay : ''}` : '';
+    const m = /(?:^|\n)\s*(?:Exit Code:|Command exited with code:)\s*(\d+)/.exec(text);
+    if (m && m[1] !== '0') {
+      status = 'failed';
+      error = error ?? `Exit code ${m[1]}`;
+    }
+  }
+  const tool = str(payload.tool_name);
+  let toolUseId = str(payload.tool_use_id) ?? str(payload.tool_call_id) ?? str(payload.call_id);
+  // Gemini CLI gives its hooks no call id: the call's name and input pair its BeforeTool with its AfterTool.
+  if (!toolUseId && agent === 'gemini' && tool && (phase === 'pre' || phase === 'post')) toolUseId = syntheticToolUseId(tool, payload.tool_input);
   return {
     phase,
     status,
-    tool: str(payload.tool_name),
+    tool,
     input: payload.tool_input,
     output: response,
     error,
-    toolUseId: str(payload.tool_use_id) ?? str(payload.tool_call_id) ?? str(payload.call_id),
+    toolUseId,
     agentSessionId: str(payload.session_id),
     transcriptPath: str(payload.transcript_path),
     cwd: str(payload.cwd),
@@ -93,6 +106,51 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
     agentVersion: str(payload.agent_version) ?? str(payload.version),
     model: str(payload.model),
   };
+}
+
+/** A stable id for a call whose agent gives none: `agentsnap:` and a hash of its tool name and input. */
+export function syntheticToolUseId(tool: string, input: unknown): string {
+  const canon = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canon) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
+  return `agentsnap:${createHash('sha1').update(JSON.stringify([tool, canon(input ?? null)])).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * How a Codex tool call ended, from its rollout file (transcript_path): Codex
+ * gives PostToolUse no exit code, but has written the call's `item_completed`
+ * event (`status`, `exit_code`) by then. Null when it cannot be told.
+ */
+export function codexCallResult(file: string, callId: string): { failed: boolean; exitCode: number | null } | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const from = Math.max(0, size - 4 * 1024 * 1024);
+    const buf = Buffer.alloc(size - from);
+    fs.readSync(fd, buf, 0, buf.length, from);
+    const lines = buf.toString('utf8').split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const line = lines[i] as string;
+      if (!line.includes(callId) || !line.includes('item_completed')) continue;
+      try {
+        const item = (JSON.parse(line) as { payload?: { type?: string; item?: { id?: string; status?: string; exit_code?: unknown } } }).payload;
+        if (item?.type !== 'item_completed' || item.item?.id !== callId) continue;
+        const exitCode = typeof item.item.exit_code === 'number' ? item.item.exit_code : null;
+        return { failed: item.item.status === 'failed' || (exitCode !== null && exitCode !== 0), exitCode };
+      } catch {
+        /* a partial line at the start of the window */
+      }
+    }
+    return null;
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export interface HookOptions {
@@ -165,7 +223,10 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     let agentVersion = call.agentVersion;
     let model = call.model;
     if (call.transcriptPath) {
+      // Under wrap, Gemini CLI runs with an overlay home that is gone afterwards: keep the path the file ends up at.
+      const file = opts.agent === 'gemini' ? mapGeminiPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
       const loc = locateToolCall(call.transcriptPath, call.toolUseId);
+      loc.path = file;
       transcript = { path: loc.path, ...(loc.offset !== undefined ? { offset: loc.offset } : {}), ...(loc.uuid ? { uuid: loc.uuid } : {}) };
       agentVersion = agentVersion ?? (loc.agentVersion ? `${agentName(opts.agent)} ${loc.agentVersion}` : null);
       model = model ?? loc.model ?? null;
@@ -175,6 +236,13 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       return { action: 'pre', session: id, step: res.step, warning: null };
     } catch (e) {
       return unprotected(repo, id, settings, { phase: 'pre', tool, input, toolUseId: call.toolUseId }, e);
+    }
+  }
+  if (opts.agent === 'codex' && call.status === 'done' && call.transcriptPath && call.toolUseId) {
+    const result = codexCallResult(call.transcriptPath, call.toolUseId);
+    if (result?.failed) {
+      call.status = 'failed';
+      call.error = call.error ?? (result.exitCode !== null ? `Exit code ${result.exitCode}` : 'failed');
     }
   }
   const output = clean(call.output);

@@ -1,35 +1,96 @@
 // `agentsnap init <agent>`: hooks that record every tool call without a
-// wrapper, written into the agent's personal, project-local settings that are
-// not committed (Claude Code: .claude/settings.local.json), merged with what
-// is there and idempotent; `init --remove` takes exactly those entries out.
+// wrapper, written into the agent's project-local settings, kept out of
+// commits, merged with what is there and idempotent; `init --remove` takes
+// exactly those entries out again.
+// - Claude Code: .claude/settings.local.json (personal by design), plus the
+//   in-agent command /agentsnap-undo (.claude/commands/agentsnap-undo.md).
+// - Codex CLI: .codex/hooks.json (read for trusted projects; Codex asks the
+//   user to review new hooks once before it runs them).
+// - Gemini CLI: .gemini/settings.json, its only project settings file; many
+//   projects commit it, so init refuses when it is tracked.
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from './errors.js';
-import { openRepo } from './repo.js';
+import { openRepo, type Repo } from './repo.js';
+import { parseJsonc, withHooks, withoutHooks, type HookGroup } from './agent-hooks.js';
 
-export const INIT_AGENTS = ['claude'] as const;
+export const INIT_AGENTS = ['claude', 'codex', 'gemini'] as const;
 export type InitAgent = (typeof INIT_AGENTS)[number];
 
-const CLAUDE_EVENTS = ['PreToolUse', 'PostToolUse', 'PostToolUseFailure', 'SessionEnd'];
+interface AgentLayout {
+  /** The settings file holding the hooks, from the top of the worktree. */
+  file: string;
+  /** The hook events, and whether each takes a tool matcher. */
+  events: [string, boolean][];
+  /** Said after writing the hooks (what the user still has to do, if anything). */
+  note?: string;
+}
+
+const LAYOUTS: Record<InitAgent, AgentLayout> = {
+  claude: {
+    file: '.claude/settings.local.json',
+    events: [
+      ['PreToolUse', true],
+      ['PostToolUse', true],
+      ['PostToolUseFailure', true],
+      ['SessionEnd', false],
+    ],
+  },
+  codex: {
+    file: '.codex/hooks.json',
+    events: [
+      ['PreToolUse', true],
+      ['PostToolUse', true],
+      ['SessionEnd', false],
+    ],
+    note: 'Codex CLI reads .codex/ only in projects you trust, and runs new hooks only after you review them once: type /hooks in Codex and trust the agentsnap hooks.',
+  },
+  gemini: {
+    file: '.gemini/settings.json',
+    events: [
+      ['BeforeTool', true],
+      ['AfterTool', true],
+      ['SessionEnd', false],
+    ],
+    note: 'Gemini CLI runs project hooks only in folders you trust, and warns once about new ones.',
+  },
+};
+
+/** The in-agent undo command for Claude Code (issue 4): `/agentsnap-undo [N] [--dry-run] [--force]`. */
+export const CLAUDE_UNDO_COMMAND = '.claude/commands/agentsnap-undo.md';
+const UNDO_MARKER = '<!-- written by `agentsnap init claude`; removed by `agentsnap init --remove claude` -->';
+const CLAUDE_UNDO_TEXT = `---
+description: Undo tool calls with agentsnap (puts the files back as they were before step N; default the last step)
+argument-hint: "[N] [--dry-run] [--force]"
+allowed-tools: Bash(agentsnap undo:*), Bash(agentsnap log:*)
+---
+${UNDO_MARKER}
+Run this exact command with the Bash tool, from the project directory, and nothing else before it:
+
+agentsnap undo $ARGUMENTS
+
+Then report to the user in a few lines what it printed: which files were restored, and any warning or
+refusal word for word. If it refused because of changes made outside tool calls or an unprotected step,
+say so and that \`/agentsnap-undo <N> --force\` would override it; do not run it with --force yourself.
+The files are now as they were before that step: do not redo the undone work unless the user asks.
+`;
 
 /** The hook command init writes: the stable entry point on PATH, silent where agentsnap is not installed. */
 export function initHookCommand(agent: InitAgent, event: string): string {
   return `command -v agentsnap >/dev/null 2>&1 && agentsnap hook ${agent} ${event} || true`;
 }
 
-function isOurs(command: unknown, agent: string): boolean {
-  return typeof command === 'string' && command.includes('agentsnap') && command.includes(` hook ${agent} `);
-}
-
-type HookEntry = { matcher?: string; hooks?: { type?: string; command?: string }[] };
-
 export interface InitResult {
   agent: InitAgent;
   file: string;
   changed: boolean;
   removed: boolean;
-  /** Set when init added the settings file to .git/info/exclude (it was not ignored). */
+  /** Set when init added a file it wrote to .git/info/exclude (nothing ignored it). */
   excluded: boolean;
+  /** Other files written or removed (Claude Code's /agentsnap-undo command). */
+  extra: { file: string; changed: boolean; note?: string }[];
+  /** What the user still has to do in the agent, if anything. */
+  note: string | null;
 }
 
 export interface InitOptions {
@@ -37,6 +98,53 @@ export interface InitOptions {
   env: NodeJS.ProcessEnv;
   agent: string;
   remove?: boolean;
+}
+
+function readSettings(file: string, rel: string): { settings: Record<string, unknown>; before: string } {
+  let before = '';
+  try {
+    before = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { settings: {}, before };
+    throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
+  }
+  if (!before.trim()) return { settings: {}, before };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(before);
+  } catch (e) {
+    let jsonc = false;
+    try {
+      jsonc = !!parseJsonc(before);
+    } catch {
+      /* not JSON with comments either */
+    }
+    if (jsonc) {
+      throw errors.refused(`${rel} has comments, which agentsnap would drop when it adds its hooks; it is left as it is.`, {
+        hint: 'Remove the comments (or add the hooks by hand: see `agentsnap init --help`), then run init again.',
+        data: { file },
+      });
+    }
+    throw errors.invalidConfig(`${rel} is not valid JSON (${(e as Error).message}); agentsnap leaves it as it is.`, {
+      hint: 'Fix the file, then run init again.',
+      data: { file },
+    });
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw errors.invalidConfig(`${rel} is not a JSON object; agentsnap leaves it as it is.`, { hint: 'Fix the file, then run init again.', data: { file } });
+  }
+  return { settings: parsed as Record<string, unknown>, before };
+}
+
+function writeAtomic(file: string, text: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}
+
+async function isTracked(repo: Repo, rel: string): Promise<boolean> {
+  return (await repo.git(['ls-files', '--error-unmatch', '--', rel], { okCodes: [1] })).code === 0;
 }
 
 export async function init(opts: InitOptions): Promise<InitResult> {
@@ -47,61 +155,82 @@ export async function init(opts: InitOptions): Promise<InitResult> {
     });
   }
   const agent = opts.agent as InitAgent;
+  const layout = LAYOUTS[agent];
   const repo = await openRepo(opts.cwd, { env: opts.env });
-  const rel = '.claude/settings.local.json';
+  const rel = layout.file;
   const file = path.join(repo.worktree, rel);
-  let settings: Record<string, unknown> = {};
-  let before = '';
-  try {
-    before = fs.readFileSync(file, 'utf8');
-    const parsed = JSON.parse(before) as unknown;
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not a JSON object');
-    settings = parsed as Record<string, unknown>;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-      throw errors.invalidConfig(`${rel} is not a JSON object (${(e as Error).message}); agentsnap leaves it as it is.`, {
-        hint: 'Fix the file, then run init again.',
-        data: { file },
-      });
-    }
+  if (agent !== 'claude' && !opts.remove && (await isTracked(repo, rel))) {
+    throw errors.refused(`${rel} is committed in this repository: agentsnap's hooks in it would reach everyone who clones it.`, {
+      hint: `${agent === 'gemini' ? 'Gemini CLI has' : 'Codex CLI has'} no other project settings file; run the agent as \`agentsnap wrap -- ${agent}\` instead.`,
+      data: { file },
+    });
   }
-  const hooks = { ...((settings.hooks && typeof settings.hooks === 'object' ? settings.hooks : {}) as Record<string, HookEntry[]>) };
-  // Take our entries out (of every event), then add them back unless removing: the same result however often it runs.
-  for (const [ev, entries] of Object.entries(hooks)) {
-    if (!Array.isArray(entries)) continue;
-    const kept = entries
-      .map((en) => ({ ...en, hooks: (en.hooks ?? []).filter((h) => !isOurs(h.command, agent)) }))
-      .filter((en, i) => en.hooks.length > 0 || (entries[i]?.hooks ?? []).length === 0);
-    if (kept.length > 0) hooks[ev] = kept;
-    else delete hooks[ev];
-  }
+  const { settings, before } = readSettings(file, rel);
+  // Take our entries out, then add them back unless removing: the same result however often it runs.
+  let next = withoutHooks(settings, agent);
   if (!opts.remove) {
-    for (const ev of CLAUDE_EVENTS) {
-      const entry = { matcher: '*', hooks: [{ type: 'command', command: initHookCommand(agent, ev) }] };
-      hooks[ev] = [...(hooks[ev] ?? []), ev === 'SessionEnd' ? { hooks: entry.hooks } : entry];
+    const add: Record<string, HookGroup[]> = {};
+    for (const [ev, matcher] of layout.events) {
+      const hooks = [{ type: 'command', command: initHookCommand(agent, ev) }];
+      add[ev] = [matcher ? { matcher: '*', hooks } : { hooks }];
     }
+    next = withHooks(next, add);
   }
-  const next: Record<string, unknown> = { ...settings, hooks };
-  if (Object.keys(hooks).length === 0) delete next.hooks;
   const text = `${JSON.stringify(next, null, 2)}\n`;
+  const empty = Object.keys(next).length === 0;
   const changed = text !== before && !(opts.remove && before === '');
   let excluded = false;
   if (changed) {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = `${file}.tmp-${process.pid}`;
-    fs.writeFileSync(tmp, text);
-    fs.renameSync(tmp, file);
+    if (opts.remove && empty && agent !== 'claude') {
+      fs.rmSync(file, { force: true }); // the file was only ours
+      removeEmptyDir(path.dirname(file), repo.worktree);
+    } else writeAtomic(file, text);
     if (!opts.remove) excluded = await excludeLocally(repo, rel);
   }
-  return { agent, file, changed, removed: !!opts.remove, excluded };
+  const extra: InitResult['extra'] = [];
+  if (agent === 'claude') extra.push(await undoCommand(repo, !!opts.remove));
+  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null };
 }
 
-/** Makes sure the personal settings file is never committed: .git/info/exclude when nothing ignores it yet. */
-async function excludeLocally(repo: Awaited<ReturnType<typeof openRepo>>, rel: string): Promise<boolean> {
+function removeEmptyDir(dir: string, top: string): void {
+  if (path.resolve(dir) === path.resolve(top)) return;
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    /* not empty: the user's own files stay */
+  }
+}
+
+/** Writes (or removes) Claude Code's /agentsnap-undo command; a file of the same name that is not ours is left alone. */
+async function undoCommand(repo: Repo, remove: boolean): Promise<InitResult['extra'][number]> {
+  const file = path.join(repo.worktree, CLAUDE_UNDO_COMMAND);
+  let current: string | null = null;
+  try {
+    current = fs.readFileSync(file, 'utf8');
+  } catch {
+    /* none yet */
+  }
+  const ours = current !== null && current.includes(UNDO_MARKER);
+  if (current !== null && !ours) {
+    return { file, changed: false, note: `${CLAUDE_UNDO_COMMAND} exists and is not agentsnap's: left as it is` };
+  }
+  if (remove) {
+    if (!ours) return { file, changed: false };
+    fs.rmSync(file, { force: true });
+    removeEmptyDir(path.dirname(file), repo.worktree);
+    return { file, changed: true };
+  }
+  if (current === CLAUDE_UNDO_TEXT) return { file, changed: false };
+  writeAtomic(file, CLAUDE_UNDO_TEXT);
+  await excludeLocally(repo, CLAUDE_UNDO_COMMAND);
+  return { file, changed: true };
+}
+
+/** Makes sure a personal file is never committed: .git/info/exclude when nothing ignores it yet. */
+async function excludeLocally(repo: Repo, rel: string): Promise<boolean> {
   const res = await repo.git(['check-ignore', '-q', '--', rel], { okCodes: [1] });
   if (res.code === 0) return false;
-  const tracked = await repo.git(['ls-files', '--error-unmatch', '--', rel], { okCodes: [1] });
-  if (tracked.code === 0) return false; // already committed: ignoring would not help, and we never touch the index
+  if (await isTracked(repo, rel)) return false; // already committed: ignoring would not help, and we never touch the index
   const exclude = path.join(repo.commonDir, 'info', 'exclude');
   fs.mkdirSync(path.dirname(exclude), { recursive: true });
   let text = '';

@@ -627,12 +627,22 @@ export interface CheckpointOptions extends SnapshotContext {
 
 /** A checkpoint step: one snapshot, pre and post the same. */
 export async function recordCheckpoint(repo: Repo, id: string, opts: CheckpointOptions = {}): Promise<SnapshotResult> {
+  return (await checkpoint(repo, id, opts, false)) as SnapshotResult;
+}
+
+/** A checkpoint step only when the worktree differs from the session's latest snapshot; null (nothing written) otherwise. */
+export async function recordCheckpointIfChanged(repo: Repo, id: string, opts: CheckpointOptions = {}): Promise<SnapshotResult | null> {
+  return checkpoint(repo, id, opts, true);
+}
+
+async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyIfChanged: boolean): Promise<SnapshotResult | null> {
   const settings = opts.settings ?? (await loadSettings(repo));
   return mutate(repo, id, settings, 'snapshot (checkpoint)', async (state, p) => {
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
     const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    if (onlyIfChanged && snap.tree === s.headTree) return null;
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [s.head],

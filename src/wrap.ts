@@ -8,14 +8,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgentsnapError, errors, isAgentsnapError } from './errors.js';
-import { openRepo } from './repo.js';
+import { openRepo, type Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { endSession, resumeSession, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
+import { endSession, loadSession, resumeSession, sessionPaths, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
 import { startWorktreeSession, type StartPoint } from './worktree.js';
 import { maybeAutoGc } from './gc.js';
 import { AGENTS, type Agent } from './hook.js';
 import { redactValue } from './redact.js';
 import { assertSessionId } from './ids.js';
+import { codexConfigOverrides, createGeminiOverlay, type GeminiOverlay } from './agent-hooks.js';
+import { startAutoCheckpoints } from './auto.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
 export const AGENTSNAP_BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'agentsnap.js');
@@ -29,6 +31,8 @@ export interface WrapOptions {
   command: string[];
   session?: string | undefined;
   agent?: AgentChoice | undefined;
+  /** Checkpoint whenever the worktree changed and then stayed quiet (agents without hooks). */
+  auto?: boolean | undefined;
   /** Called once the baseline is taken, before the agent starts. */
   onStart?: (info: WrapStart) => void;
   onProgress?: (phase: string) => void;
@@ -63,20 +67,27 @@ export interface WrapResult {
   worktree: string;
   /** The agent ran in a session worktree agentsnap created (see apply, promote, discard). */
   sessionWorktree: boolean;
+  /** Problems after the agent ended that lost nothing but need the user's eye (one line each). */
+  warnings: string[];
 }
 
 /** Recognises the agent from the command: its program name, or the script a runner (node, npx…) starts. */
 export function detectAgent(command: string[]): Agent {
+  return findAgent(command)?.agent ?? 'generic';
+}
+
+/** The agent and the index of the word naming it (its own options follow that word). */
+export function findAgent(command: string[]): { agent: Exclude<Agent, 'generic'>; index: number } | null {
   const runners = new Set(['node', 'npx', 'bunx', 'bun', 'pnpx', 'deno', 'env', 'exec']);
-  for (const arg of command.slice(0, 4)) {
+  for (const [index, arg] of command.slice(0, 4).entries()) {
     if (arg.startsWith('-')) continue;
     const base = path.basename(arg).replace(/\.(exe|cmd|js|mjs|cjs)$/i, '').replace(/@[\d.]+.*$/, '').toLowerCase();
-    if (base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code')) return 'claude';
-    if (base === 'codex' || arg.includes('@openai/codex')) return 'codex';
-    if (base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli')) return 'gemini';
+    if (base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code')) return { agent: 'claude', index };
+    if (base === 'codex' || arg.includes('@openai/codex')) return { agent: 'codex', index };
+    if (base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli')) return { agent: 'gemini', index };
     if (!runners.has(base)) break;
   }
-  return 'generic';
+  return null;
 }
 
 /** Quotes one word for the POSIX shell that agents run hook commands with. */
@@ -84,10 +95,16 @@ export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The hook command line an agent runs: this node, this install, `hook <agent> <event>`. */
-export function hookCommand(agent: Agent, event: string, opts: { wrapped: boolean }): string {
+/**
+ * The hook command line an agent runs: this node, this install, `hook <agent> <event>`.
+ * `session`/`worktree` name the wrapper's session on the command line, for
+ * agents that may not pass the environment on to hooks (Gemini CLI can sanitize it).
+ */
+export function hookCommand(agent: Agent, event: string, opts: { wrapped: boolean; session?: string; worktree?: string }): string {
   const words = [process.execPath, AGENTSNAP_BIN, 'hook', agent, event];
   if (opts.wrapped) words.push('--wrapped');
+  if (opts.session) words.push('--session', opts.session);
+  if (opts.worktree) words.push('--worktree', opts.worktree);
   return words.map(shellQuote).join(' ');
 }
 
@@ -112,9 +129,9 @@ function mergeHooks(base: Record<string, unknown>, add: { hooks: HookEntries }):
  * (merged by Claude Code with the user's settings; no file is edited). A
  * `--settings` the user gave is kept: its content is merged with ours.
  */
-export function claudeArgv(command: string[], cwd: string): string[] {
+export function claudeArgv(command: string[], cwd: string, at = findAgent(command)?.index ?? 0): string[] {
   const ours = claudeHookSettings({ wrapped: true });
-  const rest = command.slice(1);
+  const rest = command.slice(at + 1);
   const out: string[] = [];
   let merged = false;
   for (let i = 0; i < rest.length; i++) {
@@ -134,7 +151,13 @@ export function claudeArgv(command: string[], cwd: string): string[] {
     merged = true;
   }
   if (!merged) out.unshift('--settings', JSON.stringify(ours));
-  return [command[0] as string, ...out];
+  return [...command.slice(0, at + 1), ...out];
+}
+
+/** The codex command with agentsnap's hooks, trusted for this run only, as `-c` overrides (no file is edited). */
+export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0): string[] {
+  const overrides = codexConfigOverrides((ev) => hookCommand('codex', ev, { wrapped: true }));
+  return [...command.slice(0, at + 1), ...overrides, ...command.slice(at + 1)];
 }
 
 function readSettingsArg(value: string, cwd: string): Record<string, unknown> {
@@ -259,6 +282,23 @@ function sameSubdir(from: string, to: string, cwd: string): string {
   }
 }
 
+/** Gemini CLI's home for this run: the user's, plus agentsnap's BeforeTool/AfterTool hooks (see agent-hooks.ts). */
+function geminiOverlay(repo: Repo, session: string, env: NodeJS.ProcessEnv): GeminiOverlay {
+  const sessionDir = sessionPaths(repo, session).dir;
+  // One per run: a wrapper that was killed leaves its overlay (and whatever Gemini created only there) in place.
+  const dir = path.join(sessionDir, `gemini-home-${process.pid}-${Date.now().toString(36)}`);
+  const hook = (ev: string) => ({
+    matcher: '*',
+    hooks: [{ type: 'command', name: `agentsnap-${ev}`, command: hookCommand('gemini', ev, { wrapped: true, session, worktree: repo.worktree }), timeout: 600_000 }],
+  });
+  return createGeminiOverlay({
+    dir,
+    realHome: env.GEMINI_CLI_HOME || env.HOME || os.homedir(),
+    hooks: { BeforeTool: [hook('BeforeTool')], AfterTool: [hook('AfterTool')] },
+    sessionDir,
+  });
+}
+
 /** Runs `command` as an agent inside an agentsnap session. */
 export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const command = opts.command;
@@ -272,7 +312,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   if (opts.session !== undefined) assertSessionId(opts.session);
   const program = resolveProgram(command[0], opts.env, opts.cwd);
   const agent: Agent = choice === 'auto' ? detectAgent(command) : choice;
-  const argv = agent === 'claude' ? claudeArgv(command, opts.cwd) : [...command];
+  const argv = agent === 'claude' ? claudeArgv(command, opts.cwd) : agent === 'codex' ? codexArgv(command) : [...command];
 
   const source = await openRepo(opts.cwd, { env: opts.env });
   const owner = wrapperOwner();
@@ -316,6 +356,17 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     const what = inWorktree ? 'could not create the session worktree' : resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot';
     throw wrapFailed(what, e);
   }
+  const agentEnv: Record<string, string> = {};
+  let gemini: GeminiOverlay | null = null;
+  if (agent === 'gemini') {
+    try {
+      gemini = geminiOverlay(repo, session, opts.env);
+      agentEnv.GEMINI_CLI_HOME = gemini.home;
+    } catch (e) {
+      await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
+      throw wrapFailed('could not add agentsnap\'s hooks to Gemini CLI', e);
+    }
+  }
   // Time-gated retention (one stat unless it is due): it runs beside the agent, never delaying its start.
   const autoGc = maybeAutoGc(source);
   opts.onStart?.({ session, refPrefix: `${STEP_REF_PREFIX}${session}/`, resumed, agent, argv, worktree: repo.worktree, sessionWorktree: inWorktree, warnings });
@@ -323,6 +374,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const env: NodeJS.ProcessEnv = {
     ...opts.env,
     ...sessionEnv,
+    ...agentEnv,
     AGENTSNAP_SESSION: session,
     AGENTSNAP_WORKTREE: repo.worktree,
     AGENTSNAP_BIN,
@@ -331,22 +383,38 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     // Hooks that `init` wrote into the agent's settings stand aside: the injected ones record the calls.
     AGENTSNAP_HOOKS: agent === 'generic' ? '' : agent,
   };
+  const endWarnings: string[] = [];
+  const runStart = Date.now() - 1000; // journal times have millisecond precision; allow for clock rounding
+  const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => endWarnings.push(w) }) : null;
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
     exit = await runChild(program, argv, cwd, env);
   } catch (e) {
+    await auto?.stop();
+    endWarnings.push(...(gemini?.finish() ?? []));
     await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
     await autoGc;
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   }
+  await auto?.stop();
+  endWarnings.push(...(gemini?.finish() ?? []));
   const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
   let endError: AgentsnapError | null = null;
   try {
-    await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
+    const end = await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
+    if (agent !== 'generic' && end.changed.length > 0) {
+      const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
+      if (calls.length === 0) {
+        endWarnings.push(
+          `agentsnap: warning: ${agent} changed ${end.changed.length} file(s) but none of its tool calls reached agentsnap's hooks; ` +
+            'the changes are only in the final snapshot. Check that the agent runs hooks here (see the README on wrap).',
+        );
+      }
+    }
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
   await autoGc;
-  return { session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: inWorktree };
+  return { session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: inWorktree, warnings: endWarnings };
 }

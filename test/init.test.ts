@@ -24,7 +24,7 @@ test('init claude merges hooks into .claude/settings.local.json idempotently, ke
     const removed = await cli(repo, ['init', 'claude', '--remove']);
     assert.is(removed.code, 0);
     assert.equal(JSON.parse(repo.read('.claude/settings.local.json').toString()), mine);
-    const bad = await cli(repo, ['init', 'codex']);
+    const bad = await cli(repo, ['init', 'aider']);
     assert.is(bad.code, 2);
   } finally {
     repo.cleanup();

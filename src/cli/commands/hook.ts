@@ -20,9 +20,18 @@ async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<strin
 export async function runHookCli(args: string[], io: CliIO): Promise<number> {
   try {
     const wrapped = args.includes('--wrapped');
-    const [agent = 'generic', event = ''] = args.filter((a) => !a.startsWith('--'));
+    // --session/--worktree: the wrapper's session named on the command line (agents that may drop the environment).
+    const env = { ...io.env };
+    const positional: string[] = [];
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i] as string;
+      if ((a === '--session' || a === '--worktree') && i + 1 < args.length) {
+        env[a === '--session' ? 'AGENTSNAP_SESSION' : 'AGENTSNAP_WORKTREE'] = args[++i];
+      } else if (!a.startsWith('--')) positional.push(a);
+    }
+    const [agent = 'generic', event = ''] = positional;
     const input = await readAll(io.stdin);
-    const res = await runHook({ agent, event, input, env: io.env, cwd: io.cwd, wrapped });
+    const res = await runHook({ agent, event, input, env, cwd: io.cwd, wrapped });
     if (res.warning) io.stderr.write(`${res.warning}\n`);
   } catch (e) {
     io.stderr.write(`agentsnap: warning: hook failed: ${e instanceof Error ? e.message : String(e)}\n`);
@@ -38,9 +47,10 @@ export const hookCommand: CommandFactory = (ctx) => ({
     y
       .positional('agent', { type: 'string', describe: 'claude, codex, gemini or generic' })
       .positional('event', { type: 'string', describe: "the agent's event: PreToolUse, PostToolUse, PostToolUseFailure, BeforeTool, AfterTool, SessionEnd, pre, post" })
-      .options({ wrapped: { type: 'boolean', hidden: true } }),
+      .options({ wrapped: { type: 'boolean', hidden: true }, session: { type: 'string', hidden: true }, worktree: { type: 'string', hidden: true } }),
   handler: async (raw) => {
-    const argv = raw as unknown as { agent: string; event: string; wrapped?: boolean };
-    await runHookCli([argv.agent, argv.event, ...(argv.wrapped ? ['--wrapped'] : [])], ctx.io);
+    const argv = raw as unknown as { agent: string; event: string; wrapped?: boolean; session?: string; worktree?: string };
+    const extra = [...(argv.wrapped ? ['--wrapped'] : []), ...(argv.session ? ['--session', argv.session] : []), ...(argv.worktree ? ['--worktree', argv.worktree] : [])];
+    await runHookCli([argv.agent, argv.event, ...extra], ctx.io);
   },
 });

@@ -8,8 +8,10 @@ export const initCommand: CommandFactory = (ctx) => ({
     y
       .positional('agent', { choices: [...INIT_AGENTS], describe: 'the agent to configure' })
       .options({ remove: { type: 'boolean', default: false, describe: 'take agentsnap\'s hooks out again' } })
-      .example('$0 init claude', 'hooks in .claude/settings.local.json')
-      .example('$0 init claude --remove', 'remove them'),
+      .example('$0 init claude', 'hooks in .claude/settings.local.json and the /agentsnap-undo command')
+      .example('$0 init codex', 'hooks in .codex/hooks.json')
+      .example('$0 init gemini', 'hooks in .gemini/settings.json (refused when that file is committed)')
+      .example('$0 init --remove claude', 'remove them'),
   handler: async (raw) => {
     const argv = raw as unknown as { agent: string; remove: boolean };
     const out = ctx.output({});
@@ -17,5 +19,10 @@ export const initCommand: CommandFactory = (ctx) => ({
     if (!res.changed) out.note(`agentsnap: ${res.file} already ${res.removed ? 'has no agentsnap hooks' : 'has the agentsnap hooks'}`);
     else out.note(`agentsnap: ${res.removed ? 'removed the hooks from' : 'wrote the hooks into'} ${res.file}`);
     if (res.excluded) out.note('agentsnap: added it to .git/info/exclude so it is never committed');
+    for (const x of res.extra) {
+      if (x.note) out.note(`agentsnap: ${x.note}`);
+      else if (x.changed) out.note(`agentsnap: ${res.removed ? 'removed' : 'wrote'} ${x.file}${res.removed ? '' : ' (/agentsnap-undo in Claude Code; kept out of commits)'}`);
+    }
+    if (res.note) out.note(`agentsnap: ${res.note}`);
   },
 });

@@ -6,6 +6,7 @@ import { sessionOption } from '../context.js';
 interface WrapArgs {
   session?: string;
   agent: AgentChoice;
+  auto: boolean;
   quiet: boolean;
   worktree?: boolean;
   name?: string;
@@ -27,6 +28,7 @@ export const wrapCommand: CommandFactory = (ctx) => ({
           default: 'auto' as AgentChoice,
           describe: 'which agent it is: auto recognises claude, codex and gemini from the command; generic gets AGENTSNAP_SESSION only',
         },
+        auto: { type: 'boolean', default: false, describe: 'also checkpoint whenever the worktree changed and then stayed quiet (agents without hooks, e.g. aider)' },
         quiet: { type: 'boolean', alias: 'q', default: false, describe: 'no session line on stderr' },
         worktree: { type: 'boolean', describe: 'run the agent in a new linked worktree of its own (see apply, promote, discard)' },
         name: { type: 'string', implies: 'worktree', describe: 'with --worktree: a label for the session, shown by `agentsnap sessions`' },
@@ -39,7 +41,8 @@ export const wrapCommand: CommandFactory = (ctx) => ({
       .example('$0 wrap -- claude', 'every Claude Code tool call becomes an undoable step')
       .example('$0 wrap --session fix-login -- claude --continue', 'resume a session')
       .example('$0 wrap -- ./my-agent.sh', 'a generic agent calls `agentsnap snap --phase pre|post` itself')
-      .example('$0 wrap --worktree --name login -- claude', 'the agent works in its own worktree; bring the result back with `agentsnap apply`'),
+      .example('$0 wrap --worktree --name login -- claude', 'the agent works in its own worktree; bring the result back with `agentsnap apply`')
+      .example('$0 wrap --auto -- aider', 'a checkpoint after each burst of changes'),
   handler: async (raw) => {
     const argv = raw as unknown as WrapArgs;
     const out = ctx.output({ quiet: argv.quiet });
@@ -52,16 +55,21 @@ export const wrapCommand: CommandFactory = (ctx) => ({
       session: argv.session,
       agent: argv.agent,
       worktree: argv.worktree ? { name: argv.name ?? null, from: argv.from ?? 'current' } : null,
+      auto: argv.auto,
       onProgress: (p) => progress.update(p),
       onStart: (info) => {
         progress.done();
         const verb = info.resumed ? 'resumed' : 'started';
-        const how = info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`;
+        const how = [
+          info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`,
+          ...(argv.auto ? ['automatic checkpoints'] : []),
+        ].join(', ');
         out.note(`agentsnap: ${verb} session ${info.session} (refs ${info.refPrefix}<n>; ${how})`);
         if (info.sessionWorktree) out.note(`agentsnap: the agent works in ${info.worktree}`);
         for (const w of info.warnings) out.err(`agentsnap: warning: ${w}`);
       },
     });
+    for (const w of res.warnings) out.err(w);
     if (res.endError) {
       out.err(`agentsnap: warning: the final snapshot of session ${res.session} failed: ${res.endError.message}`);
     } else if (res.sessionWorktree) {

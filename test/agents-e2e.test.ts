@@ -1,0 +1,220 @@
+// End to end with the real Codex CLI and Gemini CLI under `agentsnap wrap`,
+// driven offline by scripted stand-ins for their model APIs: their real
+// tools run in the repository and fire their real hooks.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { BIN, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { startGeminiStub, startResponsesStub, type ScriptedTurn } from './support/model-stubs.js';
+import { codexBinary, geminiBinary } from './support/agent-clis.js';
+import { loadSession } from '../src/session.js';
+import { openRepo } from '../src/repo.js';
+
+const codex = codexBinary();
+const gemini = geminiBinary();
+
+/** The files after each call, given as changes applied in order. */
+function expectedTrees(start: Record<string, string>, changes: ((f: Record<string, string>) => void)[]): Record<string, string>[] {
+  const out: Record<string, string>[] = [];
+  let files = start;
+  for (const change of changes) {
+    files = { ...files };
+    change(files);
+    out.push(files);
+  }
+  return out;
+}
+
+/** Runs a program without blocking this process (the stubs answer from it), bounded in time. */
+function run(program: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { ...opts, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stderr }));
+  });
+}
+
+function filesOf(repo: TempRepo, commit: string): Record<string, string> {
+  return Object.fromEntries([...treeFiles(repo, commit)].map(([p, v]) => [p, v.content.toString()]));
+}
+
+async function sessionOf(repo: TempRepo, stderr: string) {
+  const id = /started session (\S+)/.exec(stderr)?.[1] as string;
+  assert.ok(id, stderr);
+  return { id, s: loadSession(await openRepo(repo.dir, { env: repo.env }), id) };
+}
+
+test('codex under wrap: hooks injected for the run only, one step per tool call, failures recorded, trees equal the files after each call', async () => {
+  if (!codex) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
+  const script: ScriptedTurn[] = [
+    { text: 'Creating hello.txt.', tools: [{ name: 'exec_command', input: { cmd: "printf 'hello\\n' > hello.txt" } }] },
+    { tools: [{ name: 'exec_command', input: { cmd: 'rm gone.txt && echo two > a.txt' } }] },
+    { tools: [{ name: 'exec_command', input: { cmd: 'echo partial > fail.txt; exit 3' } }] },
+    { text: 'All done.' },
+  ];
+  const expected = expectedTrees({ 'a.txt': 'one\n', 'gone.txt': 'bye\n' }, [
+    (f) => (f['hello.txt'] = 'hello\n'),
+    (f) => {
+      delete f['gone.txt'];
+      f['a.txt'] = 'two\n';
+    },
+    (f) => (f['fail.txt'] = 'partial\n'),
+  ]);
+  const stub = await startResponsesStub(script);
+  try {
+    const provider = `model_providers.stub={name="stub",base_url="${stub.url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
+    const res = await cliProcess(
+      repo,
+      ['wrap', '--', codex, 'exec', '-c', provider, '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', 'Make the changes.'],
+      { env: { OPENAI_API_KEY: 'sk-e2e-test-key-not-real' }, timeoutMs: 120_000 },
+    );
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, 'All done.');
+    assert.match(res.stderr, 'codex hooks injected');
+    assert.not.match(res.stderr, 'agentsnap: warning');
+    const { id, s } = await sessionOf(repo, res.stderr);
+    assert.is(s.agent, 'codex');
+    assert.ok(s.ended);
+    assert.is(s.steps.length, stub.calls.length, 'one step per tool call');
+    s.steps.forEach((st, i) => {
+      assert.is(st.tool, 'Bash', `step ${st.step}`);
+      assert.is(st.toolUseId, stub.calls[i]?.id);
+      assert.equal(st.input, { command: stub.calls[i]?.input.cmd });
+      assert.is(st.status, i === 2 ? 'failed' : 'done', `status of step ${st.step}`);
+      assert.equal(filesOf(repo, st.post as string), expected[i], `files after step ${st.step}`);
+      assert.ok(st.transcript?.path && fs.existsSync(st.transcript.path), 'the rollout file is the transcript');
+    });
+    assert.is(s.steps[2]?.error, 'Exit code 3');
+    // Nothing of the user's Codex configuration holds agentsnap's hooks.
+    for (const name of ['config.toml', 'hooks.json']) {
+      const file = path.join(repo.home, '.codex', name);
+      if (fs.existsSync(file)) assert.not.match(fs.readFileSync(file, 'utf8'), 'agentsnap', file);
+    }
+    assert.ok(id);
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test('gemini under wrap: hooks through an overlay home, one step per tool call, ~/.gemini left as it was plus what Gemini wrote', async () => {
+  if (!gemini) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
+  const settingsText = '{\n  // the user\'s own settings, with a comment\n  "security": { "auth": { "selectedType": "gemini-api-key" } },\n  "ui": { "hideTips": true },\n}\n';
+  fs.mkdirSync(path.join(repo.home, '.gemini'), { recursive: true });
+  fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), settingsText);
+  fs.writeFileSync(path.join(repo.home, '.gemini', 'GEMINI.md'), 'my memory\n');
+  const script: ScriptedTurn[] = [
+    { text: 'Creating hello.txt.', tools: [{ name: 'write_file', input: { file_path: 'hello.txt', content: 'hello\n' } }] },
+    { tools: [{ name: 'run_shell_command', input: { command: 'rm gone.txt && echo two > a.txt' } }] },
+    { tools: [{ name: 'run_shell_command', input: { command: 'echo partial > fail.txt; exit 3' } }] },
+    { text: 'All done.' },
+  ];
+  const expected = expectedTrees({ 'a.txt': 'one\n', 'gone.txt': 'bye\n' }, [
+    (f) => (f['hello.txt'] = 'hello\n'),
+    (f) => {
+      delete f['gone.txt'];
+      f['a.txt'] = 'two\n';
+    },
+    (f) => (f['fail.txt'] = 'partial\n'),
+  ]);
+  const stub = await startGeminiStub(script);
+  try {
+    const env = { GEMINI_API_KEY: 'e2e-test-key-not-real', GOOGLE_GEMINI_BASE_URL: stub.url, GEMINI_CLI_TRUST_WORKSPACE: 'true' };
+    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { env, timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, 'All done.');
+    assert.match(res.stderr, 'gemini hooks injected');
+    assert.not.match(res.stderr, 'agentsnap: warning');
+    const { id, s } = await sessionOf(repo, res.stderr);
+    assert.is(s.agent, 'gemini');
+    assert.is(s.steps.length, stub.calls.length, 'one step per tool call');
+    s.steps.forEach((st, i) => {
+      assert.is(st.tool, stub.calls[i]?.name, `step ${st.step}`);
+      assert.equal(st.input, stub.calls[i]?.input);
+      assert.match(String(st.toolUseId), /^agentsnap:/);
+      assert.is(st.status, i === 2 ? 'failed' : 'done', `status of step ${st.step}`);
+      assert.equal(filesOf(repo, st.post as string), expected[i], `files after step ${st.step}`);
+    });
+    assert.is(s.steps[2]?.error, 'Exit code 3');
+    // The user's settings are byte for byte what they were; what Gemini created is in the real ~/.gemini,
+    // the journaled transcript path points there, and the overlay is gone.
+    assert.is(fs.readFileSync(path.join(repo.home, '.gemini', 'settings.json'), 'utf8'), settingsText);
+    assert.is(fs.readFileSync(path.join(repo.home, '.gemini', 'GEMINI.md'), 'utf8'), 'my memory\n');
+    const transcript = s.steps[0]?.transcript?.path as string;
+    assert.ok(transcript.startsWith(path.join(repo.home, '.gemini') + path.sep), transcript);
+    assert.ok(fs.existsSync(transcript), 'the chat file was moved back');
+    const sessionDir = path.join(repo.dir, '.git', 'agentsnap', 'sessions', id);
+    assert.equal(fs.readdirSync(sessionDir).filter((n) => n.startsWith('gemini-home')), []);
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test('gemini with init hooks and no wrapper: its hooks map the Gemini session to an agentsnap session', async () => {
+  if (!gemini) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  fs.mkdirSync(path.join(repo.home, '.gemini'), { recursive: true });
+  fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), '{"security":{"auth":{"selectedType":"gemini-api-key"}}}\n');
+  const stub = await startGeminiStub([{ tools: [{ name: 'write_file', input: { file_path: 'hello.txt', content: 'hello\n' } }] }, { text: 'All done.' }]);
+  try {
+    const init = await cliProcess(repo, ['init', 'gemini']);
+    assert.is(init.code, 0, init.stderr);
+    // The init hooks call `agentsnap` from PATH.
+    const binDir = path.join(repo.base, 'bin');
+    fs.mkdirSync(binDir);
+    fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
+    const env = {
+      GEMINI_API_KEY: 'e2e-test-key-not-real',
+      GOOGLE_GEMINI_BASE_URL: stub.url,
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+      PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`,
+    };
+    const r = await run(gemini, ['-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env } });
+    assert.is(r.code, 0, r.stderr);
+    const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { id: string; agent: string; steps: number; status: string }[];
+    assert.is(list.length, 1, JSON.stringify(list));
+    assert.is(list[0]?.agent, 'gemini');
+    assert.is(list[0]?.steps, 1);
+    assert.is(list[0]?.status, 'ended', 'ended by the SessionEnd hook');
+    assert.is(repo.git(['status', '--porcelain']), '?? hello.txt\n', '.gemini/settings.json is kept out of commits');
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test('codex with init hooks and no wrapper (trusted project, reviewed hooks): its hooks map the Codex session to an agentsnap session', async () => {
+  if (!codex) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const stub = await startResponsesStub([{ tools: [{ name: 'exec_command', input: { cmd: 'echo hi > made.txt' } }] }, { text: 'All done.' }]);
+  try {
+    const init = await cliProcess(repo, ['init', 'codex']);
+    assert.is(init.code, 0, init.stderr);
+    assert.match(init.stderr, '/hooks');
+    const binDir = path.join(repo.base, 'bin');
+    fs.mkdirSync(binDir);
+    fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
+    // The user's own steps: trusting the project, and reviewing the new hooks (--dangerously-bypass-hook-trust stands in for that).
+    fs.mkdirSync(path.join(repo.home, '.codex'), { recursive: true });
+    fs.writeFileSync(path.join(repo.home, '.codex', 'config.toml'), `[projects.${JSON.stringify(repo.dir)}]\ntrust_level = "trusted"\n`);
+    const provider = `model_providers.stub={name="stub",base_url="${stub.url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
+    const env = { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real', PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}` };
+    const r = await run(codex, ['exec', '-c', provider, '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', '--dangerously-bypass-hook-trust', 'Make the changes.'], { cwd: repo.dir, env });
+    assert.is(r.code, 0, r.stderr);
+    const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { agent: string; steps: number; status: string }[];
+    assert.equal(list.map((x) => [x.agent, x.steps, x.status]), [['codex', 1, 'ended']]);
+    assert.is(repo.git(['status', '--porcelain']), '?? made.txt\n', '.codex/hooks.json is kept out of commits');
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test.run();

@@ -1,0 +1,54 @@
+// The real Codex CLI and Gemini CLI for end-to-end tests: pinned, installed
+// from the npm registry on first use into node_modules/.cache (kept out of
+// devDependencies, like Claude Code in claude-code.ts: only these tests need them).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT } from '../helpers.js';
+
+export const CODEX_VERSION = '0.171.0';
+export const GEMINI_CLI_VERSION = '0.61.0';
+
+interface Pinned {
+  name: string;
+  pkg: string;
+  version: string;
+  /** The executable inside the install dir's node_modules. */
+  bin: string;
+  /** AGENTSNAP_E2E_<KEY>=skip skips it; AGENTSNAP_E2E_<KEY>_BIN names a binary to use instead. */
+  key: string;
+}
+
+function installed(p: Pinned): string | null {
+  if (process.env[`AGENTSNAP_E2E_${p.key}`] === 'skip') return null;
+  const given = process.env[`AGENTSNAP_E2E_${p.key}_BIN`];
+  if (given) return given;
+  const dir = path.join(ROOT, 'node_modules', '.cache', 'agentsnap-e2e', `${p.name}-${p.version}`);
+  const bin = path.join(dir, 'node_modules', p.bin);
+  const works = () => spawnSync(bin, ['--version'], { encoding: 'utf8', env: { ...process.env, HOME: dir }, timeout: 60_000 }).stdout?.includes(p.version);
+  if (fs.existsSync(bin) && works()) return bin;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: `agentsnap-e2e-${p.name}`, private: true }));
+  const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error', `${p.pkg}@${p.version}`], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 8 * 60_000,
+  });
+  if (r.status !== 0 || !fs.existsSync(bin) || !works()) {
+    throw new Error(
+      `could not install ${p.pkg}@${p.version} for the end-to-end test (npm exit ${r.status}): ${r.stderr || r.error?.message || ''}\n` +
+        `Set AGENTSNAP_E2E_${p.key}_BIN to a binary, or AGENTSNAP_E2E_${p.key}=skip to skip this test.`,
+    );
+  }
+  return bin;
+}
+
+/** Path of the codex executable (pinned), or null when AGENTSNAP_E2E_CODEX=skip. */
+export function codexBinary(): string | null {
+  return installed({ name: 'codex', pkg: '@openai/codex', version: CODEX_VERSION, bin: '.bin/codex', key: 'CODEX' });
+}
+
+/** Path of the gemini executable (pinned), or null when AGENTSNAP_E2E_GEMINI=skip. */
+export function geminiBinary(): string | null {
+  return installed({ name: 'gemini', pkg: '@google/gemini-cli', version: GEMINI_CLI_VERSION, bin: '.bin/gemini', key: 'GEMINI' });
+}
