@@ -94,6 +94,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       throw new UsageError(unknownCommandMessage(args, msg, known) ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
     });
   for (const mod of modules) parser.command(mod);
+  skipHelpCache(parser);
   let helpShown = false;
   parser.showHelpOnFail(false);
   try {
@@ -108,6 +109,21 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   } catch (e) {
     return reportError(e, io, wantsJson);
   }
+}
+
+/**
+ * yargs renders the complete help text every time it runs a command handler
+ * (cached, to show it should the handler fail later). agentsnap never shows
+ * help on failure (showHelpOnFail(false)), and the rendering costs ~45 ms of
+ * text layout on every `snap`, the per-tool-call path. yargs has no option for
+ * it, so the cache step is replaced with a no-op where yargs 18 keeps it; if
+ * a later yargs moves it, this does nothing and only the time comes back.
+ * --help is rendered on demand and is unaffected.
+ */
+function skipHelpCache(parser: object): void {
+  type Internals = { getInternalMethods?: () => { getUsageInstance?: () => { cacheHelpMessage?: unknown } } };
+  const usage = (parser as Internals).getInternalMethods?.().getUsageInstance?.();
+  if (usage && typeof usage.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {};
 }
 
 export function reportError(e: unknown, io: CliIO, json: boolean): number {
