@@ -58,6 +58,7 @@ function main(): void {
   const env = benchEnv();
   try {
     const gitVersion = spawnSync('git', ['version'], { encoding: 'utf8', env: env.env }).stdout.trim();
+    const loadBefore = os.loadavg();
     const startup = startupReference(env, runs);
     const rows: Row[] = [];
     const profiles: string[] = [];
@@ -69,10 +70,11 @@ function main(): void {
       if (values.profile) profiles.push(profileSnap(repo, env));
     }
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ git: gitVersion, node: process.version, cpus: os.cpus().length, runs, startup, rows }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ git: gitVersion, node: process.version, cpus: os.cpus().length, runs, loadBefore, loadAfter: os.loadavg(), startup, rows }, null, 2)}\n`);
       return;
     }
-    const header = `agentsnap bench: ${gitVersion}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()}; median of ${runs} interleaved runs`;
+    const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
+    const header = `agentsnap bench: ${gitVersion}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()}; median of ${runs} interleaved runs; load average ${load(loadBefore)} before, ${load(os.loadavg())} after`;
     process.stdout.write(`\n${header}\n\n${formatTable(rows)}\n`);
     process.stdout.write(
       `\nreference: node start-up ${startup.nodeMs.toFixed(0)} ms, \`agentsnap --version\` ${startup.versionMs.toFixed(0)} ms (both included in every agentsnap figure)\n`,

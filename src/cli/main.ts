@@ -1,6 +1,5 @@
 // The CLI entry: registers each command explicitly, maps errors to one clear
 // message and a documented exit code. No stack traces unless AGENTSNAP_DEBUG=1.
-import yargs from 'yargs';
 import { AgentsnapError, ExitCode, isAgentsnapError } from '../errors.js';
 import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
@@ -76,6 +75,9 @@ export async function run(args: string[], io: CliIO): Promise<number> {
   };
   const modules = COMMANDS.map((make) => make(ctx));
   const known = new Set(modules.flatMap((m) => [m.command, m.aliases].flat().filter((c): c is string => typeof c === 'string').map((c) => c.split(' ')[0] ?? c)));
+  // Loaded here, not at the top: hooks run on every tool call and never parse
+  // with yargs, whose import (string-width, cliui, y18n) takes ~0.1 s.
+  const { default: yargs } = await import('yargs');
   const parser = yargs(args)
     .scriptName('agentsnap')
     .usage('$0 <command> [options]\n\nExact, safe undo for AI coding agents: every tool call snapshotted into hidden git refs.')
