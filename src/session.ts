@@ -596,7 +596,8 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
       parents,
       message: commitMessage({ summary: `step ${st.step} post ${st.tool ?? ''}`.trim(), session: id, step: st.step, phase: 'post', tool: st.tool, head: head.commit }),
     });
-    const changed = st.preTree ? await diffTrees(repo, st.preTree, snap.tree) : snap.changed;
+    // snap.changed is already the diff from the chain tip; it is the step's own diff unless other snapshots came between.
+    const changed = st.preTree && st.preTree !== s.headTree ? await diffTrees(repo, st.preTree, snap.tree) : snap.changed;
     const startedMs = Date.parse(st.startedAt);
     const ev: JournalEvent = {
       ...eventBase(id),

@@ -194,7 +194,13 @@ export async function listRefs(repo: Repo, prefix: string): Promise<RefEntry[]> 
 /** Changed paths between two trees, with line counts (null for binary files). */
 export async function diffTrees(repo: Repo, from: string, to: string): Promise<ChangedPath[]> {
   if (from === to) return [];
-  const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', '--numstat', from, to]);
+  // diff-tree reads the index although comparing two trees needs none (20 ms
+  // for the user's 11 MB index at 100k files): point it at one that does not
+  // exist. .gitattributes (binary or not, for --numstat) then come from the
+  // worktree, which is what the snapshot holds.
+  const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', '--numstat', from, to], {
+    extraEnv: indexEnv(path.join(repo.stateDir, 'no-index', 'index')),
+  });
   const tokens = splitNul(res.stdout);
   const byPath = new Map<string, ChangedPath>();
   const order: ChangedPath[] = [];
