@@ -209,7 +209,13 @@ async function reconcileWithUserIndex(
   skipped: SkippedFile[],
 ): Promise<{ drop: string[]; tracked: string[] }> {
   const linked = new Map<string, boolean>();
-  const present = (p: string) => lexists(path.join(repo.worktree, p)) && !behindSymlink(repo.worktree, p, linked);
+  // A file the user tracks that is now a plain directory is gone as a file
+  // (its new contents are untracked files); update-index refuses to add a
+  // directory that is not a repository.
+  const present = (p: string) => {
+    const abs = path.join(repo.worktree, p);
+    return lexists(abs) && !behindSymlink(repo.worktree, p, linked) && !(isDirectory(abs) && !lexists(path.join(abs, '.git')));
+  };
   // Only in the private index: added there and not by the user, or removed by the user (`git rm --cached`) but still there.
   const onlyPrivate = [...priv.extra].filter((p) => !user.extra.has(p)).concat([...user.missing].filter((p) => !priv.missing.has(p)));
   const ours = onlyPrivate.filter((p) => !behindSymlink(repo.worktree, p, linked));
@@ -238,6 +244,14 @@ async function reconcileWithUserIndex(
     }
   }
   return { drop, tracked };
+}
+
+function isDirectory(abs: string): boolean {
+  try {
+    return fs.lstatSync(abs).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** Whether anything is at `abs`, a dangling symlink included (fs.existsSync follows links). */

@@ -9,7 +9,7 @@ import { cli, indexBytes, tempRepo, treeFiles, worktreeFiles, type TempRepo } fr
 
 function snap(repo: TempRepo): Promise<{ session: string; step: number; commit: string }> {
   return cli(repo, ['snap', '--json']).then((res) => {
-    assert.is(res.code, 0, res.stderr);
+    assert.is(res.code, 0, res.stdout + res.stderr);
     return JSON.parse(res.stdout) as { session: string; step: number; commit: string };
   });
 }
