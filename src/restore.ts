@@ -32,7 +32,7 @@ import type { Repo } from './repo.js';
 import { indexEnv, ZERO_OID } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
 import { hashRaw } from './snapshot.js';
-import { unlinkQuiet } from './fsutil.js';
+import { restoreTempName, unlinkQuiet } from './fsutil.js';
 
 export const GITLINK = '160000';
 export const SYMLINK = '120000';
@@ -296,7 +296,7 @@ export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: Re
   return { todo, already, left: [...left, ...problems], nested, blobs };
 }
 function tempName(dir: string, base: string): string {
-  return path.join(dir, `.${base.slice(0, 40)}.agentsnap-${process.pid}-${randomBytes(4).toString('hex')}`);
+  return path.join(dir, restoreTempName(base, process.pid, randomBytes(4).toString('hex')));
 }
 
 /** Creates the parent directories of rel, walking only through real directories. Returns the blocker, if any. */
