@@ -31,7 +31,7 @@ import type { PlannedChange, TreeEntry } from './journal.js';
 import type { Repo } from './repo.js';
 import { indexEnv, ZERO_OID } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
-import { hashRaw } from './snapshot.js';
+import { hashRaw, keepPrivate } from './snapshot.js';
 import { restoreTempName, unlinkQuiet } from './fsutil.js';
 
 export const GITLINK = '160000';
@@ -473,5 +473,6 @@ export async function recordApplied(repo: Repo, indexFile: string, applied: Plan
     await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
   }
   const res = await repo.git(['write-tree'], { extraEnv: indexEnv(indexFile) });
+  keepPrivate(indexFile);
   return res.stdout.toString('utf8').trim();
 }

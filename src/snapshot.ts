@@ -199,7 +199,17 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
+  keepPrivate(indexFile);
   return { tree, skipped, seeded, changed };
+}
+
+/** git writes an index with the umask's mode: the private index lists the user's files, so only they may read it. */
+export function keepPrivate(indexFile: string): void {
+  try {
+    fs.chmodSync(indexFile, 0o600);
+  } catch {
+    /* no index yet (an empty worktree) */
+  }
 }
 
 /**
