@@ -4,7 +4,7 @@
 // sessions and corrupt journal lines are there).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, cli, cliProcess, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
@@ -89,6 +89,37 @@ test('a step ref deleted or moved by hand: log and undo follow the journal; doct
     const fixed = await cli(repo, ['doctor', '--fix']);
     assert.match(fixed.stdout + fixed.stderr, /refs/);
     for (const n of [1, 2]) assert.is(refsUnder(repo, `refs/agent/${id}/`).get(`refs/agent/${id}/${n}`), refs.get(`refs/agent/${id}/${n}`));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('files changing, appearing and disappearing while being snapshotted: every snapshot succeeds; the one after the churn is exact', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    assert.is((await cli(repo, ['snap'])).code, 0);
+    // A writer rewriting, creating and deleting files as fast as it can.
+    const writer = spawn(process.execPath, [
+      '-e',
+      `const fs=require('fs');const d=process.argv[1];let i=0;const end=Date.now()+60000;
+       while(Date.now()<end&&!fs.existsSync(d+'/../stop')){const n='churn/f'+(i%40)+'.txt';fs.mkdirSync(d+'/churn',{recursive:true});
+       if(i%3===0){try{fs.rmSync(d+'/'+n)}catch{}}else fs.writeFileSync(d+'/'+n,String(i).repeat(i%500));
+       if(i%7===0){try{fs.rmSync(d+'/churn',{recursive:true})}catch{}}i++}`,
+      repo.dir,
+    ]);
+    try {
+      for (let k = 0; k < 6; k++) {
+        const r = await cliProcess(repo, ['snap', '-m', `during ${k}`]);
+        assert.is(r.code, 0, `snapshot ${k} during the churn: ${r.stderr}`);
+      }
+    } finally {
+      fs.writeFileSync(path.join(repo.base, 'stop'), '');
+      await new Promise((r) => writer.on('close', r));
+    }
+    const last = await cli(repo, ['snap', '--json']);
+    assert.is(last.code, 0, last.stderr);
+    assert.equal(treeFiles(repo, (JSON.parse(last.stdout) as { commit: string }).commit), worktreeFiles(repo));
+    assert.equal(integrityProblems(repo), []);
   } finally {
     repo.cleanup();
   }
