@@ -72,9 +72,22 @@ export const errors = {
   worktreeSetupFailed: make('WorktreeSetupFailed', 'user'),
   noIdentity: make('NoIdentity', 'user'),
   gitFailed: make('GitFailed', 'internal'),
+  diskFull: make('DiskFull', 'user'),
   internal: make('Internal', 'internal'),
 };
 
 export function isAgentsnapError(err: unknown): err is AgentsnapError {
   return err instanceof AgentsnapError;
+}
+
+/** A failure because the disk (or the user's quota) is full, from git or from Node, as DiskFull; other errors as they are. */
+export function asDiskFull(e: unknown): unknown {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  const text = isAgentsnapError(e) ? `${e.message}\n${String(e.data.stderr ?? '')}` : e instanceof Error ? e.message : '';
+  if (code !== 'ENOSPC' && code !== 'EDQUOT' && !/No space left on device|Disk quota exceeded/i.test(text)) return e;
+  const where = isAgentsnapError(e) ? e.message : e instanceof Error ? e.message : String(e);
+  return errors.diskFull(`the disk is full: ${where.replace(/^snapshot failed: /, '')}`, {
+    hint: 'Free some space and run the command again. Nothing was half-written: a snapshot that fails records no step.',
+    cause: e,
+  });
 }

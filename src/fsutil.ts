@@ -65,3 +65,28 @@ export function diskUse(p: string): number {
   walk(p);
   return total;
 }
+
+/**
+ * The restore engine writes each file to `.<name>.agentsnap-<pid>-<8 hex>` in
+ * its directory and renames it into place. A process killed in between leaves
+ * that file behind: it is never user content (its bytes are a snapshot's).
+ */
+const RESTORE_TEMP_RE = /(?:^|\/)\.[^/]*\.agentsnap-(\d+)-[0-9a-f]{8}$/;
+
+export function restoreTempName(base: string, pid: number, rand: string): string {
+  return `.${base.slice(0, 40)}.agentsnap-${pid}-${rand}`;
+}
+
+/** For a restore's temporary file (see restoreTempName): whether its writer is gone. Null for any other path. */
+export function restoreTempWriterGone(rel: string): boolean | null {
+  const m = RESTORE_TEMP_RE.exec(rel);
+  if (!m) return null;
+  const pid = Number(m[1]);
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}

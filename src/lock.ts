@@ -175,3 +175,71 @@ export async function withLock<T>(file: string, options: LockOptions, fn: () => 
     lock.release();
   }
 }
+
+// ---------------------------------------------------------------------------
+// git's own lock files (`<file>.lock`) that a killed git process left behind.
+// git never removes them by itself: one left on a private index or on one of
+// agentsnap's refs would make every later snapshot fail.
+
+/** Whether some process has `file` open (Linux /proc); null where that cannot be told. */
+function openByAnyProcess(file: string): boolean | null {
+  let pids: string[];
+  try {
+    pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+  } catch {
+    return null;
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone, or another user's (git children run as us)
+    }
+    for (const fd of fds) {
+      try {
+        if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) === file) return true;
+      } catch {
+        /* closed meanwhile */
+      }
+    }
+  }
+  return false;
+}
+
+/** Without /proc, a git lock file this old is taken to be abandoned (git holds them for moments). */
+const GIT_LOCK_GRACE_MS = 10_000;
+
+/**
+ * Removes a git lock file that no process holds, waiting up to timeoutMs for
+ * one that is held (an orphaned git child of a killed agentsnap finishing its
+ * work). The caller holds the agentsnap lock that serialises every writer of
+ * the locked file, so a lock nobody holds open is a dead git's. Returns
+ * whether a stale lock was removed.
+ */
+export async function clearStaleGitLock(file: string, timeoutMs = 5000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(file);
+    } catch {
+      return false;
+    }
+    const held = openByAnyProcess(file);
+    const stale = held === null ? Date.now() - st.mtimeMs > GIT_LOCK_GRACE_MS : !held;
+    if (stale) {
+      // git closes a lock file just before renaming it into place: look once more after a moment.
+      await sleep(30);
+      if (!fs.existsSync(file) || openByAnyProcess(file)) continue;
+      try {
+        fs.unlinkSync(file);
+      } catch {
+        /* gone meanwhile */
+      }
+      return true;
+    }
+    if (Date.now() >= deadline) return false;
+    await sleep(20);
+  }
+}

@@ -31,8 +31,8 @@ import type { PlannedChange, TreeEntry } from './journal.js';
 import type { Repo } from './repo.js';
 import { indexEnv, ZERO_OID } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
-import { hashRaw } from './snapshot.js';
-import { unlinkQuiet } from './fsutil.js';
+import { hashRaw, keepPrivate } from './snapshot.js';
+import { restoreTempName, unlinkQuiet } from './fsutil.js';
 
 export const GITLINK = '160000';
 export const SYMLINK = '120000';
@@ -296,7 +296,7 @@ export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: Re
   return { todo, already, left: [...left, ...problems], nested, blobs };
 }
 function tempName(dir: string, base: string): string {
-  return path.join(dir, `.${base.slice(0, 40)}.agentsnap-${process.pid}-${randomBytes(4).toString('hex')}`);
+  return path.join(dir, restoreTempName(base, process.pid, randomBytes(4).toString('hex')));
 }
 
 /** Creates the parent directories of rel, walking only through real directories. Returns the blocker, if any. */
@@ -473,5 +473,6 @@ export async function recordApplied(repo: Repo, indexFile: string, applied: Plan
     await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
   }
   const res = await repo.git(['write-tree'], { extraEnv: indexEnv(indexFile) });
+  keepPrivate(indexFile);
   return res.stdout.toString('utf8').trim();
 }

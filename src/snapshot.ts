@@ -10,6 +10,8 @@ import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
 import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, writeTree, type IndexVsTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
+import { restoreTempWriterGone, unlinkQuiet } from './fsutil.js';
+import { clearStaleGitLock } from './lock.js';
 
 export interface TreeSnapshot {
   tree: string;
@@ -129,6 +131,8 @@ export interface TreeSnapshotResult extends TreeSnapshot {
  */
 export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promise<TreeSnapshotResult> {
   const { indexFile, settings } = opts;
+  // The caller holds the lock that serialises every writer of this index: a lock file left on it is a killed git's.
+  await clearStaleGitLock(`${indexFile}.lock`);
   const seeded = seedPrivateIndex(repo, indexFile);
   if (seeded) opts.onProgress?.('indexing the worktree');
 
@@ -161,6 +165,12 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
       else skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
       continue;
     }
+    const tempGone = restoreTempWriterGone(rel);
+    if (tempGone !== null) {
+      // A restore's temporary file, never user content: left out, and removed once its writer is gone (killed mid-write).
+      if (tempGone) unlinkQuiet(abs);
+      continue;
+    }
     let st: fs.Stats;
     try {
       st = fs.lstatSync(abs);
@@ -189,7 +199,17 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
+  keepPrivate(indexFile);
   return { tree, skipped, seeded, changed };
+}
+
+/** git writes an index with the umask's mode: the private index lists the user's files, so only they may read it. */
+export function keepPrivate(indexFile: string): void {
+  try {
+    fs.chmodSync(indexFile, 0o600);
+  } catch {
+    /* no index yet (an empty worktree) */
+  }
 }
 
 /**

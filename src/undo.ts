@@ -609,6 +609,9 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
       const snap = await snapshotTree(repo, { indexFile: locked.paths.index, settings, parentTree: head.tree });
       const p = await prepare(repo, spec, { repo, session, events, ops, safetyTree: snap.tree }, snap.changed);
       fill(result, p);
+      // Undo to where the worktree already is, with no step left to mark undone (the same undo run again,
+      // say after a crash): nothing is recorded, so a later redo reverses the undo that did the work.
+      if (spec.kind === 'undo' && p.plan.length === 0 && p.resolved.undoes.length === 0) return result;
       refuseIfNeeded(spec, p, !!opts.force);
       if (!opts.force) {
         result.outside = [];

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { AgentsnapError, errors, isAgentsnapError } from './errors.js';
 import { openRepo, type Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { endSession, loadSession, resumeSession, sessionPaths, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
+import { endSession, listSessions, loadSession, resumeSession, sessionPaths, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
 import { startWorktreeSession, type StartPoint } from './worktree.js';
 import { maybeAutoGc } from './gc.js';
 import { AGENTS, type Agent } from './hook.js';
@@ -351,6 +351,15 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
       session = (await resumeSession(repo, opts.session, { settings, agent, command: journaled, owner, ...progress })).session;
     } else {
       session = (await startSession(repo, { settings, agent, command: journaled, owner, ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
+    }
+    if (!inWorktree) {
+      // Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: say so.
+      const others = (await listSessions(repo)).filter((o) => o.id !== session && o.worktree === repo.worktree && o.status === 'running' && !!o.owner);
+      if (others.length > 0) {
+        warnings.push(
+          `${others.map((o) => `session ${o.id} (wrapper pid ${o.owner?.pid})`).join(', ')} also runs in this worktree: snapshots and undos of both take turns, never interleaved, and each session records the other's edits as changes made outside its tool calls. To run agents side by side, give each its own worktree: agentsnap wrap --worktree -- <agent>.`,
+        );
+      }
     }
   } catch (e) {
     const what = inWorktree ? 'could not create the session worktree' : resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot';

@@ -1,6 +1,6 @@
 // The CLI entry: registers each command explicitly, maps errors to one clear
 // message and a documented exit code. No stack traces unless AGENTSNAP_DEBUG=1.
-import { AgentsnapError, ExitCode, isAgentsnapError } from '../errors.js';
+import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../errors.js';
 import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
 import { snapCommand } from './commands/snap.js';
@@ -128,7 +128,8 @@ function skipHelpCache(parser: object): void {
   if (usage && typeof usage.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {};
 }
 
-export function reportError(e: unknown, io: CliIO, json: boolean): number {
+export function reportError(raw: unknown, io: CliIO, json: boolean): number {
+  const e = asDiskFull(raw);
   const debug = io.env.AGENTSNAP_DEBUG === '1';
   let err: AgentsnapError;
   if (isAgentsnapError(e)) err = e;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { Repo } from '../repo.js';
 import type { ChangedPath } from '../journal.js';
 import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, splitNul } from './run.js';
+import { clearStaleGitLock } from '../lock.js';
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 export const ZERO_OID = '0000000000000000000000000000000000000000';
@@ -169,7 +170,20 @@ export async function updateRefs(repo: Repo, updates: RefUpdate[]): Promise<void
   const lines = ['start'];
   for (const u of updates) lines.push(u.value === null ? `delete ${u.ref}` : `update ${u.ref} ${u.value}`);
   lines.push('prepare', 'commit', '');
-  await repo.git(['update-ref', '--stdin'], { input: lines.join('\n') });
+  try {
+    await repo.git(['update-ref', '--stdin'], { input: lines.join('\n') });
+  } catch (e) {
+    // A git killed while updating refs (a crash of the agentsnap that ran it) leaves its ref lock
+    // behind; git never removes it. A lock of one of agentsnap's refs (or packed-refs) that no
+    // process holds is removed and the update tried once more.
+    const stale = [...String((e as { data?: { stderr?: string } }).data?.stderr ?? '').matchAll(/Unable to create '([^']+\.lock)': File exists/g)]
+      .map((m) => m[1] ?? '')
+      .filter((f) => /\/refs\/agent(snap)?\/|\/packed-refs\.lock$/.test(f));
+    let removed = false;
+    for (const f of stale) if (await clearStaleGitLock(f)) removed = true;
+    if (!removed) throw e;
+    await repo.git(['update-ref', '--stdin'], { input: lines.join('\n') });
+  }
 }
 
 /** Resolves `rev` to a commit id, or null when it does not exist. */

@@ -101,7 +101,7 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitResult> {
       }
       const first = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' / ');
       reject(
-        errors.gitFailed(`git ${args[0] ?? ''} failed${signal ? ` (${signal})` : ''}: ${first || `exit ${exit}`}`, {
+        errors.gitFailed(`git ${subcommand(args)} failed${signal ? ` (${signal})` : ''}: ${first || `exit ${exit}`}`, {
           data: { args, exitCode: exit, stderr },
         }),
       );
@@ -109,6 +109,16 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitResult> {
     if (opts.input !== undefined) child.stdin.end(opts.input);
     else child.stdin.end();
   });
+}
+
+/** The git command of an argument list, past `-c key=value` and other leading options. */
+function subcommand(args: string[]): string {
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] ?? '';
+    if (a === '-c' || a === '-C') i++;
+    else if (!a.startsWith('-')) return a;
+  }
+  return args[0] ?? '';
 }
 
 /** Splits NUL-terminated git output into strings (paths are UTF-8 on the filesystems we support). */

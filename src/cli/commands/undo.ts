@@ -137,7 +137,9 @@ export const undoCommand: CommandFactory = (ctx) => ({
       const r = res.files;
       const head = r.dryRun
         ? `undo ${r.target.step} (dry run): the worktree would go back to before step ${r.target.step}`
-        : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
+        : r.op === null
+          ? `undo ${r.target.step}: the worktree is already as before step ${r.target.step} (nothing recorded)`
+          : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
       printOperation(out, r, head);
       if (!r.dryRun && r.undone.length > 0) out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
     }
