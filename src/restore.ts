@@ -30,7 +30,7 @@ import { errors } from './errors.js';
 import type { PlannedChange, TreeEntry } from './journal.js';
 import type { Repo } from './repo.js';
 import { indexEnv, ZERO_OID } from './git/plumbing.js';
-import { splitNul } from './git/run.js';
+import { runGitToFdSync, splitNul } from './git/run.js';
 import { hashRaw, keepPrivate } from './snapshot.js';
 import { restoreTempName, unlinkQuiet } from './fsutil.js';
 
@@ -62,13 +62,46 @@ export function changeLetter(c: Pick<PlannedChange, 'from' | 'to'>): 'A' | 'D' |
   return kind(c.from.mode) === kind(c.to.mode) ? 'M' : 'T';
 }
 
-/** Reads blobs with `git cat-file --batch`: exact bytes, no filters. */
-export async function readBlobs(repo: Repo, oids: string[]): Promise<Map<string, Buffer>> {
-  const out = new Map<string, Buffer>();
+/** A blob too large to hold in memory: written by streaming it from git (see writeEntry). */
+export interface LargeBlob {
+  oid: string;
+  size: number;
+}
+
+/** Blobs above this size are streamed from git to the file instead of read into memory. */
+export const LARGE_BLOB_BYTES = 8 * 1024 * 1024;
+/** At most this many bytes of small blobs are read by one git process. */
+const BATCH_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads blobs with `git cat-file --batch`: exact bytes, no filters. Blobs
+ * over LARGE_BLOB_BYTES are only sized here (a restore of a multi-gigabyte
+ * file must not need that much memory).
+ */
+export async function readBlobs(repo: Repo, oids: string[]): Promise<Map<string, Buffer | LargeBlob>> {
+  const out = new Map<string, Buffer | LargeBlob>();
   const unique = [...new Set(oids)];
-  // Chunks keep one git process from buffering an unbounded amount.
-  for (let i = 0; i < unique.length; i += 500) {
-    const chunk = unique.slice(i, i + 500);
+  if (unique.length === 0) return out;
+  const sizes = await repo.git(['cat-file', '--batch-check'], { input: unique.join('\n') + '\n' });
+  const small: { oid: string; size: number }[] = [];
+  const lines = sizes.stdout.toString('utf8').split('\n');
+  unique.forEach((oid, i) => {
+    const m = /^([0-9a-f]+) (\w+) (\d+)$/.exec(lines[i] ?? '');
+    if (!m) throw errors.internal(`object ${oid} is missing from the repository (${lines[i] ?? ''}).`, { data: { oid } });
+    const size = Number(m[3]);
+    if (size > LARGE_BLOB_BYTES) out.set(oid, { oid, size });
+    else small.push({ oid, size });
+  });
+  // Batches keep one git process from buffering an unbounded amount.
+  let i = 0;
+  while (i < small.length) {
+    const chunk: string[] = [];
+    let bytes = 0;
+    while (i < small.length && (chunk.length === 0 || bytes + small[i]!.size <= BATCH_BYTES)) {
+      chunk.push(small[i]!.oid);
+      bytes += small[i]!.size;
+      i++;
+    }
     const res = await repo.git(['cat-file', '--batch'], { input: chunk.join('\n') + '\n' });
     const buf = res.stdout;
     let pos = 0;
@@ -172,7 +205,7 @@ export interface PreparedRestore {
   already: PlannedChange[];
   left: LeftPath[];
   nested: string[];
-  blobs: Map<string, Buffer>;
+  blobs: Map<string, Buffer | LargeBlob>;
 }
 
 /** State of a planned path on disk: matches `from`, matches `to`, or neither (why). */
@@ -197,7 +230,7 @@ function filesBelow(worktree: string, rel: string): string[] {
   return out;
 }
 
-async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Buffer>, opts: RestoreOptions): Promise<Map<string, Disk>> {
+async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Buffer | LargeBlob>, opts: RestoreOptions): Promise<Map<string, Disk>> {
   const found = new Map<string, Found>();
   const planned = new Map<string, PlannedChange>();
   for (const c of plan) {
@@ -219,7 +252,7 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
       if (f.kind !== 'symlink') return false;
       const target = fs.readlinkSync(path.join(repo.worktree, rel), { encoding: 'buffer' });
       const want = blobs.get(e.oid);
-      return !!want && want.equals(target);
+      return Buffer.isBuffer(want) && want.equals(target);
     }
     if (f.kind !== 'file') return false;
     return f.exec === (e.mode === '100755') && hashes.get(rel) === e.oid;
@@ -320,12 +353,14 @@ function ensureParents(worktree: string, rel: string): string | null {
   return null;
 }
 
-function writeEntry(worktree: string, rel: string, entry: TreeEntry, content: Buffer): void {
+function writeEntry(repo: Repo, rel: string, entry: TreeEntry, content: Buffer | LargeBlob): void {
+  const worktree = repo.worktree;
   const abs = path.join(worktree, rel);
   const dir = path.dirname(abs);
   const tmp = tempName(dir, path.basename(abs));
   try {
     if (entry.mode === SYMLINK) {
+      if (!Buffer.isBuffer(content)) throw errors.internal(`symlink ${rel} has a ${content.size}-byte target.`);
       fs.symlinkSync(content, tmp);
     } else {
       const exec = entry.mode === '100755';
@@ -339,8 +374,12 @@ function writeEntry(worktree: string, rel: string, entry: TreeEntry, content: Bu
       }
       const fd = fs.openSync(tmp, 'wx', exec ? 0o777 : 0o666);
       try {
-        let off = 0;
-        while (off < content.length) off += fs.writeSync(fd, content, off, content.length - off);
+        if (Buffer.isBuffer(content)) {
+          let off = 0;
+          while (off < content.length) off += fs.writeSync(fd, content, off, content.length - off);
+        } else {
+          writeBlobToFdSync(repo, content, fd);
+        }
         if (keep !== null) fs.fchmodSync(fd, exec ? keep | ((keep & 0o444) >> 2) : keep & ~0o111);
         fs.fsyncSync(fd);
       } finally {
@@ -351,6 +390,15 @@ function writeEntry(worktree: string, rel: string, entry: TreeEntry, content: Bu
   } catch (e) {
     unlinkQuiet(tmp);
     throw e;
+  }
+}
+
+/** Streams a large blob from git straight into an open file: Node never holds its bytes. */
+function writeBlobToFdSync(repo: Repo, blob: LargeBlob, fd: number): void {
+  runGitToFdSync(['cat-file', 'blob', blob.oid], { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } }, fd);
+  const written = fs.fstatSync(fd).size;
+  if (written !== blob.size) {
+    throw errors.internal(`writing object ${blob.oid} gave ${written} of ${blob.size} bytes.`, { data: { oid: blob.oid } });
   }
 }
 
@@ -441,7 +489,7 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
     const content = blobs.get(to.oid);
     if (!content) throw errors.internal(`object ${to.oid} for ${c.path} is missing.`, { data: { path: c.path, oid: to.oid } });
     try {
-      writeEntry(repo.worktree, c.path, to, content);
+      writeEntry(repo, c.path, to, content);
     } catch (e) {
       left.push({ path: c.path, reason: `could not write it (${errno(e)})` });
       continue;

@@ -2,7 +2,7 @@
 // runGit(), which builds a clean environment so nothing inherited from a
 // surrounding git hook or agent (GIT_INDEX_FILE, GIT_DIR, ...) can redirect
 // agentsnap into the user's index or another repository.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { errors } from '../errors.js';
 
 /** Variables from the caller's environment that are safe to pass on to git. */
@@ -119,6 +119,25 @@ function subcommand(args: string[]): string {
     else if (!a.startsWith('-')) return a;
   }
   return args[0] ?? '';
+}
+
+/**
+ * Runs git synchronously with its stdout going straight into an open file
+ * descriptor (restoring a large blob without buffering it in Node).
+ */
+export function runGitToFdSync(args: string[], opts: Pick<GitOptions, 'cwd' | 'env'>, fd: number): void {
+  const res = spawnSync('git', args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', fd, 'pipe'], maxBuffer: 16 * 1024 * 1024 });
+  if (res.error) {
+    const e = res.error as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') throw errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
+    throw errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
+  }
+  if (res.status !== 0) {
+    const stderr = res.stderr?.toString('utf8') ?? '';
+    throw errors.gitFailed(`git ${args[0] ?? ''} failed: ${stderr.trim().split('\n').slice(-1)[0] || `exit ${res.status ?? res.signal}`}`, {
+      data: { args, exitCode: res.status, stderr },
+    });
+  }
 }
 
 /** Splits NUL-terminated git output into strings (paths are UTF-8 on the filesystems we support). */
