@@ -115,8 +115,9 @@ export interface SnapshotTreeOptions extends SnapshotOptions {
   parentTree: string | null;
   /**
    * A long-lived index (a session's private one): list untracked files
-   * through git's untracked cache where that is exact, and remember next to
-   * the index whether it is. Throwaway indexes leave this off.
+   * through git's untracked cache where that is exact, and keep what the
+   * next snapshot can reuse next to the index (userIndexVsTree,
+   * noAttributesMarker). Throwaway indexes leave this off.
    */
   untrackedCache?: boolean;
 }
@@ -152,7 +153,7 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   const [{ untracked, reread }, privateVsHead, userVsHead] = await Promise.all([
     scan.catch(explainAddFailure),
     seeded ? noDiff : indexVsTree(repo, indexFile, headTree),
-    seeded ? noDiff : indexVsTree(repo, null, headTree),
+    seeded ? noDiff : opts.untrackedCache ? userIndexVsTree(repo, indexFile, headTree) : indexVsTree(repo, null, headTree),
   ]);
 
   const classify = untrackedClassifier(settings);
@@ -210,6 +211,39 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   }
   if (opts.untrackedCache && !fast && !(await hasTransformingAttributes(repo, indexFile, settings))) fs.writeFileSync(noAttributesMarker(indexFile), '');
   return { tree, skipped, seeded, changed };
+}
+
+/**
+ * The user's index compared with HEAD, remembered next to the private index
+ * and reused while the user's index file and HEAD are the ones it was taken
+ * from: git replaces the index file on every write (lock file and rename), so
+ * inode, size and nanosecond times change with any change of its content.
+ * Saves reading the user's whole index on every snapshot (~0.1-0.2 s at 100k).
+ */
+async function userIndexVsTree(repo: Repo, indexFile: string, headTree: string): Promise<IndexVsTree> {
+  const cacheFile = `${indexFile}.user-vs-head`;
+  let key: string | null = null;
+  try {
+    const st = fs.statSync(path.join(repo.gitDir, 'index'), { bigint: true });
+    key = [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, headTree].join(' ');
+  } catch {
+    // No index yet: nothing to remember.
+  }
+  if (key !== null) {
+    try {
+      const cached = JSON.parse(fs.readFileSync(cacheFile, 'utf8')) as { key: string; extra: string[]; missing: string[] };
+      if (cached.key === key) return { extra: new Set(cached.extra), missing: new Set(cached.missing) };
+    } catch {
+      // Missing or unreadable: compute it.
+    }
+  }
+  const res = await indexVsTree(repo, null, headTree);
+  if (key !== null) {
+    const tmp = `${cacheFile}.tmp-${process.pid}`;
+    fs.writeFileSync(tmp, JSON.stringify({ key, extra: [...res.extra], missing: [...res.missing] }), { mode: 0o600 });
+    fs.renameSync(tmp, cacheFile);
+  }
+  return res;
 }
 
 /**
