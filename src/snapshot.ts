@@ -146,7 +146,10 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   const noDiff: IndexVsTree = { extra: new Set(), missing: new Set() };
   // See statusWithUntrackedCache: only where no attribute can make git's
   // refresh call a changed file clean.
-  const fast = !!opts.untrackedCache && !seeded && fs.existsSync(noAttributesMarker(indexFile)) && !attributesFromConfig(repo, settings);
+  // The marker names the tree it was checked for: anything else that moved
+  // the session (undo writes restored entries into this index) falls back
+  // to the full scan, which checks again.
+  const fast = !!opts.untrackedCache && !seeded && !!opts.parentTree && readMarker(indexFile) === opts.parentTree && !attributesFromConfig(repo, settings);
   const scan = fast
     ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed) }))
     : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([untracked, reread]) => ({ untracked, reread }));
@@ -209,7 +212,11 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
-  if (opts.untrackedCache && !fast && !(await hasTransformingAttributes(repo, indexFile, settings))) fs.writeFileSync(noAttributesMarker(indexFile), '');
+  if (opts.untrackedCache && !attributesTouched && (fast || !(await hasTransformingAttributes(repo, indexFile, settings)))) {
+    const marker = noAttributesMarker(indexFile);
+    fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree);
+    fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
+  }
   return { tree, skipped, seeded, changed };
 }
 
@@ -247,12 +254,21 @@ async function userIndexVsTree(repo: Repo, indexFile: string, headTree: string):
 }
 
 /**
- * Next to the private index: present when its last snapshot found no
- * attribute or config that transforms content on the way into git, which is
- * what makes the untracked-cache path (statusWithUntrackedCache) exact.
+ * Next to the private index: holds the tree of its last snapshot when that
+ * snapshot found no attribute or config that transforms content on the way
+ * into git, which is what makes the untracked-cache path
+ * (statusWithUntrackedCache) exact for the next one.
  */
 function noAttributesMarker(indexFile: string): string {
   return `${indexFile}.no-attributes`;
+}
+
+function readMarker(indexFile: string): string | null {
+  try {
+    return fs.readFileSync(noAttributesMarker(indexFile), 'utf8');
+  } catch {
+    return null;
+  }
 }
 
 function isAttributesFile(rel: string): boolean {

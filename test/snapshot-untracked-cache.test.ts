@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { cli, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { assertFsckClean, blobAt, gitCommonDir, snapJson } from './snap-helpers.js';
 
 /** The markers that put a session's private index on the untracked-cache path. */
@@ -93,6 +93,33 @@ test('a clean filter that appears with a filter-equal edit: the exact bytes are 
     repo.write('note.up', 'abc\n'); // the filter maps it to the previous blob
     const s2 = await snapJson(repo, ['--session', s1.session]);
     assertExactBytes(repo, s2.commit, 'note.up');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('an undo that brings an attributes file back ends the untracked-cache path', async () => {
+  const repo = tempRepo({ files: { 'note.up': 'ABC\n' } });
+  try {
+    repo.git(['config', 'filter.x.clean', 'tr a-z A-Z']);
+    repo.git(['config', 'filter.x.smudge', 'cat']);
+    const s1 = await snapJson(repo);
+    repo.write('.gitattributes', '*.up filter=x\n');
+    await snapJson(repo, ['--session', s1.session]);
+    fs.rmSync(path.join(repo.dir, '.gitattributes'));
+    const s3 = await snapJson(repo, ['--session', s1.session]);
+    await snapJson(repo, ['--session', s1.session]);
+    assert.is(markers(repo).length, 1, 'no attributes again: back on the untracked-cache path');
+    const undo = await cli(repo, ['undo', String(s3.step), '--session', s1.session]);
+    assert.is(undo.code, 0, undo.stderr);
+    assert.is(repo.read('.gitattributes').toString(), '*.up filter=x\n');
+    // Same size, and the filter maps it to the stored blob: only a full scan records it.
+    repo.write('note.up', 'abc\n');
+    const later = new Date(Date.now() + 10_000); // a whole second apart from the stored stat data
+    fs.utimesSync(path.join(repo.dir, 'note.up'), later, later);
+    const s4 = await snapJson(repo, ['--session', s1.session]);
+    assertExactBytes(repo, s4.commit, 'note.up');
+    assertFsckClean(repo);
   } finally {
     repo.cleanup();
   }
