@@ -109,7 +109,7 @@ export function contentLockFile(repo: Repo): string {
 async function lockedSnapshot(repo: Repo, settings: Settings, opts: Parameters<typeof snapshotTree>[1]): ReturnType<typeof snapshotTree> {
   const file = contentLockFile(repo);
   ensureDir(path.dirname(file));
-  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => snapshotTree(repo, opts));
+  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => snapshotTree(repo, { ...opts, untrackedCache: true }));
 }
 
 function ensureDir(dir: string): void {

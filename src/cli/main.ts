@@ -3,42 +3,39 @@
 import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../errors.js';
 import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
-import { snapCommand } from './commands/snap.js';
-import { diffCommand, logCommand, sessionsCommand, showCommand } from './commands/read.js';
-import { applyCommand, discardCommand, gcCommand, promoteCommand } from './commands/parallel.js';
-import { hooksCommand } from './commands/hooks.js';
-import { fetchCommand, pushCommand, remoteCommand } from './commands/sync.js';
-import { doctorCommand } from './commands/doctor.js';
-import { wrapCommand } from './commands/wrap.js';
-import { hookCommand, runHookCli } from './commands/hook.js';
-import { replayCommand } from './commands/replay.js';
-import { initCommand } from './commands/init.js';
-import { redoCommand, restoreCommand, revertCommand, statusCommand, undoCommand } from './commands/undo.js';
 
-export const COMMANDS: CommandFactory[] = [
-  wrapCommand,
-  snapCommand,
-  sessionsCommand,
-  logCommand,
-  showCommand,
-  diffCommand,
-  undoCommand,
-  redoCommand,
-  restoreCommand,
-  revertCommand,
-  statusCommand,
-  replayCommand,
-  initCommand,
-  hookCommand,
-  hooksCommand,
-  remoteCommand,
-  pushCommand,
-  fetchCommand,
-  doctorCommand,
-  applyCommand,
-  promoteCommand,
-  discardCommand,
-  gcCommand,
+/** A command: its name (the first word of its yargs `command`) and how to load its module. */
+export interface CommandEntry {
+  name: string;
+  load: () => Promise<CommandFactory>;
+}
+
+// Every command, registered explicitly. Modules load on demand: `snap` runs on
+// every tool call and should not pay for the imports of wrap, undo or sync.
+export const COMMANDS: CommandEntry[] = [
+  { name: 'wrap', load: async () => (await import('./commands/wrap.js')).wrapCommand },
+  { name: 'snap', load: async () => (await import('./commands/snap.js')).snapCommand },
+  { name: 'sessions', load: async () => (await import('./commands/read.js')).sessionsCommand },
+  { name: 'log', load: async () => (await import('./commands/read.js')).logCommand },
+  { name: 'show', load: async () => (await import('./commands/read.js')).showCommand },
+  { name: 'diff', load: async () => (await import('./commands/read.js')).diffCommand },
+  { name: 'undo', load: async () => (await import('./commands/undo.js')).undoCommand },
+  { name: 'redo', load: async () => (await import('./commands/undo.js')).redoCommand },
+  { name: 'restore', load: async () => (await import('./commands/undo.js')).restoreCommand },
+  { name: 'revert', load: async () => (await import('./commands/undo.js')).revertCommand },
+  { name: 'status', load: async () => (await import('./commands/undo.js')).statusCommand },
+  { name: 'replay', load: async () => (await import('./commands/replay.js')).replayCommand },
+  { name: 'init', load: async () => (await import('./commands/init.js')).initCommand },
+  { name: 'hook', load: async () => (await import('./commands/hook.js')).hookCommand },
+  { name: 'hooks', load: async () => (await import('./commands/hooks.js')).hooksCommand },
+  { name: 'remote', load: async () => (await import('./commands/sync.js')).remoteCommand },
+  { name: 'push', load: async () => (await import('./commands/sync.js')).pushCommand },
+  { name: 'fetch', load: async () => (await import('./commands/sync.js')).fetchCommand },
+  { name: 'doctor', load: async () => (await import('./commands/doctor.js')).doctorCommand },
+  { name: 'apply', load: async () => (await import('./commands/parallel.js')).applyCommand },
+  { name: 'promote', load: async () => (await import('./commands/parallel.js')).promoteCommand },
+  { name: 'discard', load: async () => (await import('./commands/parallel.js')).discardCommand },
+  { name: 'gc', load: async () => (await import('./commands/parallel.js')).gcCommand },
 ];
 
 class UsageError extends AgentsnapError {
@@ -63,7 +60,7 @@ function version(): string {
 /** Runs the CLI with the given arguments; returns the exit code instead of exiting. */
 export async function run(args: string[], io: CliIO): Promise<number> {
   // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
-  if (args[0] === 'hook' && !args.includes('--help') && !args.includes('-h')) return runHookCli(args.slice(1), io);
+  if (args[0] === 'hook' && !args.includes('--help') && !args.includes('-h')) return (await import('./commands/hook.js')).runHookCli(args.slice(1), io);
   const wantsJson = args.includes('--json');
   let exitCode: number = ExitCode.ok;
   const ctx: CliContext = {
@@ -73,8 +70,13 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       exitCode = code;
     },
   };
-  const modules = COMMANDS.map((make) => make(ctx));
-  const known = new Set(modules.flatMap((m) => [m.command, m.aliases].flat().filter((c): c is string => typeof c === 'string').map((c) => c.split(' ')[0] ?? c)));
+  const known = new Set(COMMANDS.map((c) => c.name));
+  // A named command without --help needs only its own module; anything else
+  // (help, no command, an unknown one) lists or suggests them all.
+  const first = args[0];
+  const helpAsked = args.includes('--help') || args.includes('-h');
+  const entries = first !== undefined && known.has(first) && !helpAsked ? COMMANDS.filter((c) => c.name === first) : COMMANDS;
+  const modules = (await Promise.all(entries.map((c) => c.load()))).map((make) => make(ctx));
   // Loaded here, not at the top: hooks run on every tool call and never parse
   // with yargs, whose import (string-width, cliui, y18n) takes ~0.1 s.
   const { default: yargs } = await import('yargs');
