@@ -224,7 +224,7 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   }
   if (opts.untrackedCache && !attributesTouched && (fast || !(await hasTransformingAttributes(repo, indexFile, settings)))) {
     const marker = noAttributesMarker(indexFile);
-    fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree);
+    fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
     fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
   }
   keepPrivate(indexFile);
