@@ -33,6 +33,7 @@ import { indexEnv, ZERO_OID } from './git/plumbing.js';
 import { runGitToFdSync, splitNul } from './git/run.js';
 import { hashRaw, keepPrivate } from './snapshot.js';
 import { restoreTempName, unlinkQuiet } from './fsutil.js';
+import { clearStaleGitLock } from './lock.js';
 
 export const GITLINK = '160000';
 export const SYMLINK = '120000';
@@ -517,6 +518,9 @@ export async function recordApplied(repo: Repo, indexFile: string, applied: Plan
   const lines: string[] = [];
   for (const c of applied) if (c.to === null || (c.from && changeLetter(c) === 'T')) lines.push(`0 ${ZERO_OID}\t${c.path}`);
   for (const c of applied) if (c.to !== null) lines.push(`${c.to.mode} ${c.to.oid}\t${c.path}`);
+  // Completing an interrupted operation writes the index before any snapshot has: a git killed
+  // with that operation may have left the index's lock (the caller holds the session lock).
+  await clearStaleGitLock(`${indexFile}.lock`);
   if (lines.length > 0) {
     await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
   }

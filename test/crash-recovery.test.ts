@@ -5,6 +5,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { undo } from '../src/index.js';
 
 function sessionOf(repo: TempRepo): string {
   return [...refsUnder(repo, 'refs/agent/').keys()][0]!.split('/')[2]!;
@@ -86,6 +87,31 @@ test('the same undo run again (say after a crash) records nothing; redo then rev
     const redo = await cli(repo, ['redo']);
     assert.is(redo.code, 0, redo.stderr);
     assert.is(repo.read('a.txt').toString(), 'b\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+
+
+test('an interrupted undo whose git left the private index locked is completed by the next command', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' } });
+  try {
+    assert.is((await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q'])).code, 0);
+    repo.write('a.txt', 'A\n');
+    repo.write('b.txt', 'B\n');
+    repo.write('c.txt', 'C\n');
+    assert.is((await cli(repo, ['snap', '--phase', 'post', '-q'])).code, 0);
+    let interrupted = false;
+    await undo({ cwd: repo.dir, env: repo.env, step: 1, interruptAfter: 1 }).catch(() => (interrupted = true));
+    assert.ok(interrupted);
+    // The killed operation's git held the private index's lock when it died.
+    const lock = path.join(repo.dir, '.git', 'agentsnap', 'sessions', sessionOf(repo), 'index.lock');
+    fs.writeFileSync(lock, '');
+    const res = await cli(repo, ['undo', '1']);
+    assert.is(res.code, 0, res.stderr);
+    assert.not.ok(fs.existsSync(lock));
+    for (const f of ['a', 'b', 'c']) assert.is(repo.read(`${f}.txt`).toString(), `${f}\n`);
   } finally {
     repo.cleanup();
   }
