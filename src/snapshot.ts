@@ -8,7 +8,7 @@ import { errors, isAgentsnapError } from './errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
-import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, writeTree, type IndexVsTree } from './git/plumbing.js';
+import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { restoreTempWriterGone, unlinkQuiet } from './fsutil.js';
 import { clearStaleGitLock } from './lock.js';
@@ -349,21 +349,6 @@ function afterFields(rec: string, n: number): string {
   let at = 0;
   for (let i = 0; i < n; i++) at = rec.indexOf(' ', at) + 1;
   return rec.slice(at);
-}
-
-/** Re-reads these tracked paths into the index (like addTracked, from a list already taken). */
-async function updateTracked(repo: Repo, indexFile: string, paths: string[]): Promise<string[]> {
-  const linked = new Map<string, boolean>();
-  const gone = paths.filter((p) => behindSymlink(repo.worktree, p, linked));
-  const update = gone.length > 0 ? paths.filter((p) => !gone.includes(p)) : paths;
-  if (gone.length > 0) await removePaths(repo, indexFile, gone);
-  if (update.length > 0) {
-    await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--index-version', '4', '--remove', '-z', '--stdin'], {
-      extraEnv: indexEnv(indexFile),
-      input: update.join('\0') + '\0',
-    });
-  }
-  return paths;
 }
 
 /**

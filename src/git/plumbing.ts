@@ -43,7 +43,11 @@ export async function addTracked(repo: Repo, indexFile: string): Promise<string[
   const dirty = await repo.git([...SNAPSHOT_GIT_CONFIG, 'diff-files', '-z', '--name-only', '--ignore-submodules=dirty'], {
     extraEnv: indexEnv(indexFile),
   });
-  const paths = [...new Set(splitNul(dirty.stdout))];
+  return updateTracked(repo, indexFile, [...new Set(splitNul(dirty.stdout))]);
+}
+
+/** Re-reads these tracked paths into the index (the paths of addTracked, or a list already taken). */
+export async function updateTracked(repo: Repo, indexFile: string, paths: string[]): Promise<string[]> {
   // update-index refuses a path whose directory became a symlink ("beyond a
   // symbolic link"): such an entry is gone, as `add --update` would say.
   const linked = new Map<string, boolean>();
