@@ -7,25 +7,14 @@ import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BIN, cli, cliProcess, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
+import { BIN, cli, cliProcess, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo, sessionOf, step } from './helpers.js';
 import { integrityProblems } from './support/crash-harness.js';
 import { openRepo } from '../src/repo.js';
 import { startWorktreeSession } from '../src/worktree.js';
 
 const isRoot = process.getuid?.() === 0;
 
-function sessionOf(repo: TempRepo): string {
-  return [...refsUnder(repo, 'refs/agent/').keys()][0]!.split('/')[2]!;
-}
 
-async function step(repo: TempRepo, change: () => void): Promise<number> {
-  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q']);
-  assert.is(pre.code, 0, pre.stderr);
-  change();
-  const post = await cli(repo, ['snap', '--phase', 'post', '-q']);
-  assert.is(post.code, 0, post.stderr);
-  return Number(pre.stdout.trim());
-}
 
 /** Runs agentsnap as the unprivileged user `nobody` (root reads every file whatever its mode). */
 function asNobody(repo: TempRepo, args: string[]): { code: number; stdout: string; stderr: string } {

@@ -4,12 +4,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { cli, refsUnder, tempRepo, treeFiles, type TempRepo, sessionOf } from './helpers.js';
 import { undo } from '../src/index.js';
 
-function sessionOf(repo: TempRepo): string {
-  return [...refsUnder(repo, 'refs/agent/').keys()][0]!.split('/')[2]!;
-}
 
 /** A pid no process has (above the kernel's pid_max). */
 const DEAD_PID = 99_999_999;

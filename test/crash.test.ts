@@ -12,7 +12,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, cliProcess, indexBytes, refsUnder, tempRepo, worktreeFiles, type CliResult, type TempRepo } from './helpers.js';
+import { cli, cliProcess, indexBytes, refsUnder, tempRepo, worktreeFiles, type CliResult, type TempRepo, sessionOf } from './helpers.js';
 import { agentCommits, agentTrees, gitLockFiles, integrityProblems, runAndKill, seededRandom, tornTail, treeOid } from './support/crash-harness.js';
 import { openRepo } from '../src/repo.js';
 import { startWorktreeSession } from '../src/worktree.js';
@@ -108,9 +108,6 @@ function snapshotBefore(repo: TempRepo, wtDir = repo.dir) {
   return { index: indexBytes(repo), commits: agentCommits(repo), worktree: worktreeFiles({ dir: wtDir } as TempRepo), wtDir };
 }
 
-function sessionOf(repo: TempRepo): string {
-  return [...refsUnder(repo, 'refs/agent/').keys()][0]!.split('/')[2]!;
-}
 
 /** Runs a command unkilled and returns its duration (the next kill's estimate). */
 async function timed(p: () => Promise<CliResult>): Promise<{ r: CliResult; ms: number }> {

@@ -230,3 +230,18 @@ export function refsUnder(repo: TempRepo, prefix: string): Map<string, string> {
   }
   return out;
 }
+
+/** The id of the repository's only session (tests that start exactly one). */
+export function sessionOf(repo: TempRepo): string {
+  return [...refsUnder(repo, 'refs/agent/').keys()][0]!.split('/')[2]!;
+}
+
+/** One tool call through the CLI: pre snapshot, the change, post snapshot. Returns the step number. */
+export async function step(repo: TempRepo, change: () => void, tool = 'Bash'): Promise<number> {
+  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', tool, '-q']);
+  if (pre.code !== 0) throw new Error(`snap --phase pre exited ${pre.code}: ${pre.stderr}`);
+  change();
+  const post = await cli(repo, ['snap', '--phase', 'post', '-q']);
+  if (post.code !== 0) throw new Error(`snap --phase post exited ${post.code}: ${post.stderr}`);
+  return Number(pre.stdout.trim());
+}

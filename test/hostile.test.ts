@@ -6,21 +6,10 @@ import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BIN, ROOT, cli, cliProcess, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { BIN, ROOT, cli, cliProcess, refsUnder, tempRepo, treeFiles, type TempRepo, sessionOf, step } from './helpers.js';
 import { integrityProblems } from './support/crash-harness.js';
 
-function sessionOf(repo: TempRepo): string {
-  return [...refsUnder(repo, 'refs/agent/').keys()][0]!.split('/')[2]!;
-}
 
-async function step(repo: TempRepo, change: () => void): Promise<number> {
-  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q']);
-  assert.is(pre.code, 0, pre.stderr);
-  change();
-  const post = await cli(repo, ['snap', '--phase', 'post', '-q']);
-  assert.is(post.code, 0, post.stderr);
-  return Number(pre.stdout.trim());
-}
 
 /** Every file below dir with its bytes (to prove nothing outside changed). */
 function tree(dir: string): Record<string, string> {

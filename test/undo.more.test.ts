@@ -3,16 +3,11 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { cli, tempRepo, type TempRepo } from './helpers.js';
+import { cli, tempRepo, type TempRepo, step } from './helpers.js';
 import { outsideEffect } from '../src/index.js';
 import { contentLockFile } from '../src/session.js';
 import { openRepo } from '../src/repo.js';
 
-async function step(repo: TempRepo, change: () => void): Promise<void> {
-  assert.is((await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q'])).code, 0);
-  change();
-  assert.is((await cli(repo, ['snap', '--phase', 'post', '-q'])).code, 0);
-}
 
 // Skipped until the `tests` branch is merged: on git 2.39 the snapshot engine's readEntries used
 // `ls-files --pathspec-from-file`, which ls-files does not have (fixed there). Enable it then.

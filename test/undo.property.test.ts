@@ -8,19 +8,9 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { indexBytes, tempRepo, worktreeFiles, type TempRepo } from './helpers.js';
+import { seededRandom } from './support/crash-harness.js';
 import { redo, snap, undo } from '../src/index.js';
 
-/** mulberry32: small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const POOL = ['a.txt', 'b.txt', 'dir/c.txt', 'dir/sub/d.bin', 'e', 'e/inner', 'x y.txt', 'dir2', 'dir2/f', 'ünï.txt'];
 const LINK_TARGETS = ['a.txt', 'dir', '../outside', 'missing', 'dir/sub/d.bin'];
@@ -115,7 +105,7 @@ for (let run = 0; run < RUNS; run++) {
     repo.write('ignored/keep.txt', 'ignored\n');
     repo.write('a.txt', 'staged\n');
     repo.git(['add', 'a.txt']); // the user has something staged: it must stay staged
-    const rnd = prng(seed);
+    const rnd = seededRandom(seed);
     const opts = { cwd: repo.dir, env: repo.env };
     try {
       const index = indexBytes(repo);

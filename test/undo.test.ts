@@ -2,17 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
+import { cli, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo, step } from './helpers.js';
 
-/** One tool call: pre snapshot, the change, post snapshot. Returns the step number. */
-async function step(repo: TempRepo, change: () => void, tool = 'Bash'): Promise<number> {
-  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', tool, '-q']);
-  assert.is(pre.code, 0, pre.stderr);
-  change();
-  const post = await cli(repo, ['snap', '--phase', 'post', '-q']);
-  assert.is(post.code, 0, post.stderr);
-  return Number(pre.stdout.trim());
-}
 
 function sessionId(repo: TempRepo): string {
   const refs = [...refsUnder(repo, 'refs/agent/').keys()];
