@@ -1,5 +1,9 @@
 #!/usr/bin/env node
-// The `agentsnap` executable: a thin shim over the compiled CLI.
-import { main } from '../dist/cli/main.js';
+// The `agentsnap` executable: a thin shim over the compiled CLI. A `snap` is
+// handed to the worktree's warm server when one runs (the same CLI code runs
+// there, without this process loading it); see src/server.ts.
+import { snapViaServer } from './server-client.js';
 
-await main();
+const code = process.argv[2] === 'snap' ? snapViaServer(process.argv.slice(2)) : null;
+if (code !== null) process.exitCode = code;
+else await (await import('../dist/cli/main.js')).main();

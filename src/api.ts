@@ -25,6 +25,8 @@ export interface RepoOptions {
   cwd?: string;
   /** Environment to read AGENTSNAP_* and git variables from (default: process.env). */
   env?: NodeJS.ProcessEnv;
+  /** For hosts that keep a repository open (the warm server): opens the repository of `cwd`. */
+  openRepo?: ((cwd: string, env: NodeJS.ProcessEnv) => Promise<Repo>) | undefined;
 }
 
 export interface SessionOptions extends RepoOptions {
@@ -32,6 +34,7 @@ export interface SessionOptions extends RepoOptions {
 }
 
 function repoFor(opts: RepoOptions): Promise<Repo> {
+  if (opts.openRepo) return opts.openRepo(opts.cwd ?? process.cwd(), opts.env ?? process.env);
   return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
 }
 

@@ -54,6 +54,10 @@ export interface Settings {
   autoQuietMs: number;
   /** `wrap --auto`: milliseconds between checks for changes the file watcher missed; 0 = none (agentsnap.autoPoll). */
   autoPollMs: number;
+  /** Whether a warm server may answer hooks and `snap` (agentsnap.server; env AGENTSNAP_SERVER wins). */
+  server: boolean;
+  /** A background server exits after this many milliseconds without a call (agentsnap.serverIdle). */
+  serverIdleMs: number;
 }
 
 export const DEFAULT_OUTPUT_LIMIT = 32 * 1024;
@@ -183,10 +187,13 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
     redactPatterns: parseRegexes('agentsnap.redactPattern', cfg.get('agentsnap.redactpattern') ?? []),
     autoQuietMs: parseInteger('agentsnap.autoQuiet', lastValue(cfg, 'agentsnap.autoquiet'), 2_000),
     autoPollMs: parseInteger('agentsnap.autoPoll', lastValue(cfg, 'agentsnap.autopoll'), 10_000),
+    server: parseBool('agentsnap.server', lastValue(cfg, 'agentsnap.server'), true),
+    serverIdleMs: parseInteger('agentsnap.serverIdle', lastValue(cfg, 'agentsnap.serveridle'), 600_000),
   };
 }
 
 export async function loadSettings(repo: Repo): Promise<Settings> {
+  if (repo.accel?.settings) return repo.accel.settings();
   const settings = settingsFrom(await readGitConfig(repo), repo.worktree);
   settings.exclude.push(...worktreeExcludes(repo));
   return settings;

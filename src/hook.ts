@@ -24,6 +24,7 @@ import { sanitize } from './redact.js';
 import { locateToolCall } from './transcript.js';
 import type { StepPostEvent, TranscriptPosition } from './journal.js';
 import { mapGeminiPath } from './agent-hooks.js';
+import { autoStartServer } from './server.js';
 
 export const AGENTS = ['claude', 'codex', 'gemini', 'generic'] as const;
 export type Agent = (typeof AGENTS)[number];
@@ -153,6 +154,24 @@ export function codexCallResult(file: string, callId: string): { failed: boolean
   }
 }
 
+/**
+ * The words after `hook` on a hook command line: `<agent> <event> [--wrapped]
+ * [--session ID] [--worktree DIR]`; --session/--worktree name the wrapper's
+ * session for agents that may drop the environment, and land in the env.
+ */
+export function parseHookArgs(args: string[], callerEnv: NodeJS.ProcessEnv): { agent: string; event: string; wrapped: boolean; env: NodeJS.ProcessEnv } {
+  const env = { ...callerEnv };
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if ((a === '--session' || a === '--worktree') && i + 1 < args.length) {
+      env[a === '--session' ? 'AGENTSNAP_SESSION' : 'AGENTSNAP_WORKTREE'] = args[++i];
+    } else if (!a.startsWith('--')) positional.push(a);
+  }
+  const [agent = 'generic', event = ''] = positional;
+  return { agent, event, wrapped: args.includes('--wrapped'), env };
+}
+
 export interface HookOptions {
   agent: string;
   event: string;
@@ -162,6 +181,8 @@ export interface HookOptions {
   cwd: string;
   /** Set by the hooks `wrap` injects; a hook written by `init` stands aside while a wrapper's hooks run. */
   wrapped?: boolean;
+  /** Set by the warm server: opens repositories through its cache. */
+  openRepo?: (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
 }
 
 export interface HookOutcome {
@@ -198,8 +219,11 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   try {
     const wrappedBy = opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE;
     // Always the session's worktree, whatever directory the payload names (the agent may have cd'ed).
-    repo = await openRepo(wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : call.cwd ?? opts.cwd, { env: opts.env });
+    const dir = wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : call.cwd ?? opts.cwd;
+    repo = opts.openRepo ? await opts.openRepo(dir, opts.env) : await openRepo(dir, { env: opts.env });
     settings = await loadSettings(repo);
+    // This call took the Node path: a warm server answers the next ones.
+    if (!opts.openRepo) autoStartServer(repo, settings);
     if (wrappedBy) id = opts.env.AGENTSNAP_SESSION as string;
     else {
       if (call.phase === 'end') {

@@ -5,6 +5,25 @@ import path from 'node:path';
 import { realpathSync } from 'node:fs';
 import { errors } from './errors.js';
 import { cleanGitEnv, runGit, type GitOptions, type GitResult } from './git/run.js';
+import type { CommitSpec, RefUpdate } from './git/plumbing.js';
+import type { SnapshotTreeOptions, TreeSnapshotResult } from './snapshot.js';
+import type { Settings } from './config.js';
+
+/**
+ * Faster ways to do what the plumbing does, offered by a long-running host
+ * (the warm server): each gives the same result as the path it replaces, and
+ * code falls back to that path when one is absent or fails.
+ */
+export interface RepoAccel {
+  /** A session snapshot (same tree, skipped files and changes as snapshotTree). */
+  snapshot?: (opts: SnapshotTreeOptions) => Promise<TreeSnapshotResult>;
+  /** Writes a commit object in-process (same object as `git commit-tree`). */
+  commitTree?: (spec: CommitSpec) => Promise<string>;
+  /** One ref transaction, through a long-lived `git update-ref --stdin`. */
+  updateRefs?: (updates: RefUpdate[]) => Promise<void>;
+  /** Settings, re-read only when a file they come from changed. */
+  settings?: () => Promise<Settings>;
+}
 
 export const MIN_GIT_VERSION = '2.30.0';
 
@@ -24,6 +43,8 @@ export interface Repo {
   /** The environment agentsnap was started with (for AGENTSNAP_* lookups). */
   readonly callerEnv: NodeJS.ProcessEnv;
   git(args: string[], opts?: Partial<Omit<GitOptions, 'cwd' | 'env'>>): Promise<GitResult>;
+  /** Set by a long-running host only. */
+  readonly accel?: RepoAccel;
 }
 
 export interface OpenRepoOptions {

@@ -87,7 +87,7 @@ export function sessionPaths(repo: Repo, id: string): SessionPaths {
   };
 }
 
-function worktreeKey(repo: Repo): string {
+export function worktreeKey(repo: Pick<Repo, 'worktree'>): string {
   return createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
 }
 
@@ -109,7 +109,8 @@ export function contentLockFile(repo: Repo): string {
 async function lockedSnapshot(repo: Repo, settings: Settings, opts: Parameters<typeof snapshotTree>[1]): ReturnType<typeof snapshotTree> {
   const file = contentLockFile(repo);
   ensureDir(path.dirname(file));
-  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => snapshotTree(repo, { ...opts, untrackedCache: true }));
+  const take = repo.accel?.snapshot ?? ((o: Parameters<typeof snapshotTree>[1]) => snapshotTree(repo, o));
+  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ ...opts, untrackedCache: true }));
 }
 
 function ensureDir(dir: string): void {

@@ -16,6 +16,8 @@ import { maybeAutoGc } from './gc.js';
 import { AGENTS, type Agent } from './hook.js';
 import { redactValue } from './redact.js';
 import { assertSessionId } from './ids.js';
+import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server.js';
+import { startWorktreeServer } from './serve.js';
 import { codexConfigOverrides, createGeminiOverlay, type GeminiOverlay } from './agent-hooks.js';
 import { startAutoCheckpoints } from './auto.js';
 
@@ -95,13 +97,24 @@ export function shellQuote(word: string): string {
   return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
+export interface HookCommandOptions {
+  wrapped: boolean;
+  session?: string;
+  worktree?: string;
+  /** The run directory of the server answering this worktree's hooks (none: the Node hook). */
+  runDir?: string | undefined;
+}
+
 /**
  * The hook command line an agent runs: this node, this install, `hook <agent> <event>`.
  * `session`/`worktree` name the wrapper's session on the command line, for
  * agents that may not pass the environment on to hooks (Gemini CLI can sanitize it).
  */
-export function hookCommand(agent: Agent, event: string, opts: { wrapped: boolean; session?: string; worktree?: string }): string {
-  const words = [process.execPath, AGENTSNAP_BIN, 'hook', agent, event];
+export function hookCommand(agent: Agent, event: string, opts: HookCommandOptions): string {
+  // With a server: the shell client (no Node start), which falls back to this node and install.
+  const words = opts.runDir
+    ? ['/bin/sh', HOOK_CLIENT, '--run', opts.runDir, '--exec', process.execPath, AGENTSNAP_BIN, agent, event]
+    : [process.execPath, AGENTSNAP_BIN, 'hook', agent, event];
   if (opts.wrapped) words.push('--wrapped');
   if (opts.session) words.push('--session', opts.session);
   if (opts.worktree) words.push('--worktree', opts.worktree);
@@ -111,7 +124,7 @@ export function hookCommand(agent: Agent, event: string, opts: { wrapped: boolea
 type HookEntries = Record<string, { matcher: string; hooks: { type: 'command'; command: string; timeout?: number }[] }[]>;
 
 /** Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure). */
-export function claudeHookSettings(opts: { wrapped: boolean; sessionEnd?: boolean }): { hooks: HookEntries } {
+export function claudeHookSettings(opts: HookCommandOptions & { sessionEnd?: boolean }): { hooks: HookEntries } {
   const events = ['PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(opts.sessionEnd ? ['SessionEnd'] : [])];
   const hooks: HookEntries = {};
   for (const ev of events) hooks[ev] = [{ matcher: '*', hooks: [{ type: 'command', command: hookCommand('claude', ev, opts) }] }];
@@ -129,8 +142,8 @@ function mergeHooks(base: Record<string, unknown>, add: { hooks: HookEntries }):
  * (merged by Claude Code with the user's settings; no file is edited). A
  * `--settings` the user gave is kept: its content is merged with ours.
  */
-export function claudeArgv(command: string[], cwd: string, at = findAgent(command)?.index ?? 0): string[] {
-  const ours = claudeHookSettings({ wrapped: true });
+export function claudeArgv(command: string[], cwd: string, at = findAgent(command)?.index ?? 0, runDir?: string): string[] {
+  const ours = claudeHookSettings({ wrapped: true, runDir });
   const rest = command.slice(at + 1);
   const out: string[] = [];
   let merged = false;
@@ -155,8 +168,8 @@ export function claudeArgv(command: string[], cwd: string, at = findAgent(comman
 }
 
 /** The codex command with agentsnap's hooks, trusted for this run only, as `-c` overrides (no file is edited). */
-export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0): string[] {
-  const overrides = codexConfigOverrides((ev) => hookCommand('codex', ev, { wrapped: true }));
+export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0, runDir?: string): string[] {
+  const overrides = codexConfigOverrides((ev) => hookCommand('codex', ev, { wrapped: true, runDir }));
   return [...command.slice(0, at + 1), ...overrides, ...command.slice(at + 1)];
 }
 
@@ -283,13 +296,13 @@ function sameSubdir(from: string, to: string, cwd: string): string {
 }
 
 /** Gemini CLI's home for this run: the user's, plus agentsnap's BeforeTool/AfterTool hooks (see agent-hooks.ts). */
-function geminiOverlay(repo: Repo, session: string, env: NodeJS.ProcessEnv): GeminiOverlay {
+function geminiOverlay(repo: Repo, session: string, env: NodeJS.ProcessEnv, runDir: string | undefined): GeminiOverlay {
   const sessionDir = sessionPaths(repo, session).dir;
   // One per run: a wrapper that was killed leaves its overlay (and whatever Gemini created only there) in place.
   const dir = path.join(sessionDir, `gemini-home-${process.pid}-${Date.now().toString(36)}`);
   const hook = (ev: string) => ({
     matcher: '*',
-    hooks: [{ type: 'command', name: `agentsnap-${ev}`, command: hookCommand('gemini', ev, { wrapped: true, session, worktree: repo.worktree }), timeout: 600_000 }],
+    hooks: [{ type: 'command', name: `agentsnap-${ev}`, command: hookCommand('gemini', ev, { wrapped: true, session, worktree: repo.worktree, runDir }), timeout: 600_000 }],
   });
   return createGeminiOverlay({
     dir,
@@ -312,7 +325,6 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   if (opts.session !== undefined) assertSessionId(opts.session);
   const program = resolveProgram(command[0], opts.env, opts.cwd);
   const agent: Agent = choice === 'auto' ? detectAgent(command) : choice;
-  const argv = agent === 'claude' ? claudeArgv(command, opts.cwd) : agent === 'codex' ? codexArgv(command) : [...command];
 
   const source = await openRepo(opts.cwd, { env: opts.env });
   const owner = wrapperOwner();
@@ -365,13 +377,27 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     const what = inWorktree ? 'could not create the session worktree' : resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot';
     throw wrapFailed(what, e);
   }
+  // The warm server answers this run's hooks from this process (none where it is switched off).
+  let server: HookServer | null = null;
+  let runDir: string | undefined;
+  if (serverEnabled(opts.env, settings)) {
+    try {
+      server = await startWorktreeServer(repo, { hosted: true });
+      runDir = server.runDir;
+    } catch (e) {
+      // Busy: another process serves this worktree already, and answers these hooks too.
+      if (isAgentsnapError(e) && e.code === 'Busy') runDir = runDirOf(repo);
+    }
+  }
+  const argv = agent === 'claude' ? claudeArgv(command, opts.cwd, undefined, runDir) : agent === 'codex' ? codexArgv(command, undefined, runDir) : [...command];
   const agentEnv: Record<string, string> = {};
   let gemini: GeminiOverlay | null = null;
   if (agent === 'gemini') {
     try {
-      gemini = geminiOverlay(repo, session, opts.env);
+      gemini = geminiOverlay(repo, session, opts.env, runDir);
       agentEnv.GEMINI_CLI_HOME = gemini.home;
     } catch (e) {
+      await server?.close();
       await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
       throw wrapFailed('could not add agentsnap\'s hooks to Gemini CLI', e);
     }
@@ -400,12 +426,14 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     exit = await runChild(program, argv, cwd, env);
   } catch (e) {
     await auto?.stop();
+    await server?.close();
     endWarnings.push(...(gemini?.finish() ?? []));
     await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
     await autoGc;
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   }
   await auto?.stop();
+  await server?.close();
   endWarnings.push(...(gemini?.finish() ?? []));
   const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;

@@ -28,6 +28,8 @@ export function hermeticEnv(home: string, extra: Record<string, string> = {}): N
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_AUTHOR_DATE: '',
     NO_COLOR: '1',
+    // No background servers unless a test asks for one (test/server.test.ts).
+    AGENTSNAP_SERVER: 'off',
     ...extra,
   };
 }

@@ -36,6 +36,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'promote', load: async () => (await import('./commands/parallel.js')).promoteCommand },
   { name: 'discard', load: async () => (await import('./commands/parallel.js')).discardCommand },
   { name: 'gc', load: async () => (await import('./commands/parallel.js')).gcCommand },
+  { name: 'server', load: async () => (await import('./commands/server.js')).serverCommand },
 ];
 
 class UsageError extends AgentsnapError {

@@ -11,6 +11,8 @@ export interface CliIO {
   cwd: string;
   /** Read only by commands that take input (hook payloads). */
   stdin?: NodeJS.ReadableStream;
+  /** Set by the warm server: opens repositories through its cache. */
+  openRepo?: (cwd: string, env: NodeJS.ProcessEnv) => Promise<import('../repo.js').Repo>;
 }
 
 export interface Output {

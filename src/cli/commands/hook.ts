@@ -1,4 +1,4 @@
-import { runHook } from '../../hook.js';
+import { parseHookArgs, runHook } from '../../hook.js';
 import type { CommandFactory } from '../context.js';
 import type { CliIO } from '../output.js';
 
@@ -19,17 +19,7 @@ async function readAll(stream: NodeJS.ReadableStream | undefined): Promise<strin
  */
 export async function runHookCli(args: string[], io: CliIO): Promise<number> {
   try {
-    const wrapped = args.includes('--wrapped');
-    // --session/--worktree: the wrapper's session named on the command line (agents that may drop the environment).
-    const env = { ...io.env };
-    const positional: string[] = [];
-    for (let i = 0; i < args.length; i++) {
-      const a = args[i] as string;
-      if ((a === '--session' || a === '--worktree') && i + 1 < args.length) {
-        env[a === '--session' ? 'AGENTSNAP_SESSION' : 'AGENTSNAP_WORKTREE'] = args[++i];
-      } else if (!a.startsWith('--')) positional.push(a);
-    }
-    const [agent = 'generic', event = ''] = positional;
+    const { agent, event, wrapped, env } = parseHookArgs(args, io.env);
     const input = await readAll(io.stdin);
     const res = await runHook({ agent, event, input, env, cwd: io.cwd, wrapped });
     if (res.warning) io.stderr.write(`${res.warning}\n`);

@@ -40,6 +40,7 @@ export const snapCommand: CommandFactory = (ctx) => ({
       res = await snap({
         cwd: ctx.io.cwd,
         env: ctx.io.env,
+        openRepo: ctx.io.openRepo,
         session: argv.session,
         phase: argv.phase,
         step: argv.step,
@@ -53,6 +54,7 @@ export const snapCommand: CommandFactory = (ctx) => ({
     }
     if (out.json) {
       out.printJson(res);
+      if (!ctx.io.openRepo) await (await import('../../server-api.js')).autoStartServerFor({ cwd: ctx.io.cwd, env: ctx.io.env });
       return;
     }
     if (res.startedSession) out.note(`agentsnap: started session ${res.session} (baseline refs/agent/${res.session}/0)`);
@@ -60,5 +62,7 @@ export const snapCommand: CommandFactory = (ctx) => ({
     out.note(`agentsnap: session ${res.session} step ${res.step} ${res.phase} ${res.commit.slice(0, 10)} (${changed})`);
     if (res.skipped.length > 0) out.note(`agentsnap: not snapshotted: ${res.skipped.map(describeSkipped).join(', ')}`);
     out.out(String(res.step));
+    // Not from the warm server: start one for the next snap (and hooks) of this worktree.
+    if (!ctx.io.openRepo) await (await import('../../server-api.js')).autoStartServerFor({ cwd: ctx.io.cwd, env: ctx.io.env });
   },
 });

@@ -1,0 +1,135 @@
+// What the warm server does with a call (src/server.ts is the channel): a
+// hook call runs the same runHook as `agentsnap hook`, a `snap` the same CLI
+// code as `agentsnap snap`, against one Repo kept open for the worktree with
+// its accelerators (cached settings, a long-lived ref updater, the
+// incremental snapshot engine when one is given).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { openRepo, type Repo, type RepoAccel } from './repo.js';
+import { loadSettings, type Settings } from './config.js';
+import { RefUpdater } from './git/ref-updater.js';
+import { parseHookArgs, runHook } from './hook.js';
+import { HookServer, type CallHandler, type ServerCall } from './server.js';
+import type { SnapshotTreeOptions, TreeSnapshotResult } from './snapshot.js';
+
+export interface WorktreeServerOptions {
+  /** Runs inside a wrapper (true) or as the background process `agentsnap server run`. */
+  hosted: boolean;
+  idleMs?: number;
+  /** The snapshot engine to use instead of full scans (same results). */
+  snapshot?: (repo: Repo, opts: SnapshotTreeOptions) => Promise<TreeSnapshotResult>;
+  onError?: (e: unknown) => void;
+}
+
+/** Git-relevant variables: a call whose git environment differs from the server's gets a repo of its own. */
+const GIT_ENV_KEYS = ['GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_CONFIG_NOSYSTEM', 'HOME', 'XDG_CONFIG_HOME', 'PATH', 'GIT_EXEC_PATH'];
+
+function gitEnvKey(env: NodeJS.ProcessEnv): string {
+  return JSON.stringify(GIT_ENV_KEYS.map((k) => env[k] ?? null));
+}
+
+/**
+ * Settings read once and kept while none of the files they come from changed
+ * (checked by stat on every call; a config file pulled in with include.path
+ * is not watched: `agentsnap server stop` picks such a change up).
+ */
+function cachedSettings(repo: Repo): () => Promise<Settings> {
+  let key = '';
+  let cached: Promise<Settings> | null = null;
+  const env = repo.env;
+  const home = env.HOME ?? os.homedir();
+  const files = [
+    path.join(repo.commonDir, 'config'),
+    path.join(repo.gitDir, 'config.worktree'),
+    path.join(repo.gitDir, 'agentsnap-exclude'),
+    path.join(repo.worktree, '.agentsnap.json'),
+    env.GIT_CONFIG_GLOBAL ?? path.join(home, '.gitconfig'),
+    env.GIT_CONFIG_GLOBAL ? '' : path.join(env.XDG_CONFIG_HOME ?? path.join(home, '.config'), 'git', 'config'),
+    env.GIT_CONFIG_NOSYSTEM ? '' : env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig',
+  ].filter(Boolean);
+  const plain = { ...repo, accel: undefined } as Repo;
+  return () => {
+    const now = files
+      .map((f) => {
+        try {
+          const st = fs.statSync(f, { bigint: true });
+          return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+        } catch {
+          return '-';
+        }
+      })
+      .join('|');
+    if (!cached || now !== key) {
+      key = now;
+      cached = loadSettings(plain);
+      cached.catch(() => {
+        cached = null;
+      });
+    }
+    return cached;
+  };
+}
+
+/** Whether `dir` is the worktree or inside it. */
+function inside(worktree: string, dir: string): boolean {
+  const rel = path.relative(worktree, dir);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** A writable that collects what is written to it. */
+function collector(): Writable & { text(): string } {
+  const chunks: Buffer[] = [];
+  const w = new Writable({
+    write(chunk: Buffer | string, _enc, cb) {
+      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+      cb();
+    },
+  }) as Writable & { text(): string };
+  w.text = () => Buffer.concat(chunks).toString('utf8');
+  return w;
+}
+
+/** Starts the server of `repo`'s worktree (throws Busy when one runs already). */
+export async function startWorktreeServer(base: Repo, opts: WorktreeServerOptions): Promise<HookServer> {
+  const refs = new RefUpdater(base.worktree, { ...base.env, GIT_DIR: base.gitDir, GIT_WORK_TREE: base.worktree });
+  const accel: RepoAccel = { updateRefs: (u) => refs.update(u) };
+  const repo: Repo = { ...base, accel };
+  accel.settings = cachedSettings(repo);
+  if (opts.snapshot) {
+    const engine = opts.snapshot;
+    accel.snapshot = (o) => engine(repo, o);
+  }
+  const serverGitKey = gitEnvKey(base.callerEnv);
+  /** The server's repo for calls in its worktree with its git environment; a fresh one otherwise. */
+  const repoFor = async (dir: string, env: NodeJS.ProcessEnv): Promise<Repo> => {
+    if (gitEnvKey(env) === serverGitKey && inside(base.worktree, dir)) {
+      return { ...repo, callerEnv: env, prefix: path.relative(base.worktree, dir).split(path.sep).join('/') + (dir === base.worktree ? '' : '/') };
+    }
+    return openRepo(dir, { env });
+  };
+  const trace = base.callerEnv.AGENTSNAP_SERVER_TRACE ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`) : null;
+  const handle: CallHandler = async (call: ServerCall) => {
+    trace?.(`call ${call.pid}: ${call.args.join(' ')}`);
+    if (call.args[0] === 'hook') {
+      const parsed = parseHookArgs(call.args.slice(1), call.env);
+      const input = await call.readStdin();
+      trace?.(`call ${call.pid}: read ${input.length} bytes`);
+      const res = await runHook({ ...parsed, input, cwd: call.cwd, openRepo: repoFor });
+      trace?.(`call ${call.pid}: ${res.action} ${res.session ?? ''} ${res.step ?? ''} ${res.warning ?? ''}`);
+      return { warning: res.warning };
+    }
+    if (call.args[0] === 'snap') {
+      const { run } = await import('./cli/main.js');
+      const stdout = collector();
+      const stderr = collector();
+      const code = await run(call.args, { stdout, stderr, env: call.env, cwd: call.cwd, openRepo: repoFor });
+      return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
+    }
+    return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };
+  };
+  const server = await HookServer.start(repo, { hosted: opts.hosted, ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}), handle, ...(opts.onError ? { onError: opts.onError } : {}) });
+  void server.closed().then(() => refs.close());
+  return server;
+}

@@ -1,0 +1,129 @@
+// Public API of the warm server: status, start (in the background), stop, and
+// run (the background process itself). See src/server.ts for the channel.
+import { openRepo, type Repo } from './repo.js';
+import { loadSettings } from './config.js';
+import { errors } from './errors.js';
+import type { RepoOptions } from './api.js';
+import { autoStartServer, runDirOf, serverEnabled, serverInfo, spawnBackgroundServer, waitForServer, type ServerInfo } from './server.js';
+
+export interface ServerStatus {
+  /** Whether a server may run here (Linux, agentsnap.server, AGENTSNAP_SERVER). */
+  enabled: boolean;
+  running: boolean;
+  pid: number | null;
+  /** Hosted by a wrapper (stops with it) rather than a background process. */
+  hosted: boolean;
+  since: string | null;
+  runDir: string;
+}
+
+function repoFor(opts: RepoOptions): Promise<Repo> {
+  return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+}
+
+function statusOf(repo: Repo, enabled: boolean, info: ServerInfo | null): ServerStatus {
+  return {
+    enabled,
+    running: info !== null,
+    pid: info?.pid ?? null,
+    hosted: info?.hosted ?? false,
+    since: info?.since ?? null,
+    runDir: runDirOf(repo),
+  };
+}
+
+/** `agentsnap server status`. */
+export async function serverStatus(opts: RepoOptions = {}): Promise<ServerStatus> {
+  const repo = await repoFor(opts);
+  const settings = await loadSettings(repo);
+  return statusOf(repo, serverEnabled(repo.callerEnv, settings), serverInfo(repo));
+}
+
+/** After a `snap` that took the Node path: starts a background server for the next ones (see autoStartServer). */
+export async function autoStartServerFor(opts: RepoOptions = {}): Promise<void> {
+  try {
+    const repo = await repoFor(opts);
+    autoStartServer(repo, await loadSettings(repo));
+  } catch {
+    /* an optimisation only */
+  }
+}
+
+/** `agentsnap server start`: a background server for this worktree, unless one runs. */
+export async function serverStart(opts: RepoOptions = {}): Promise<ServerStatus> {
+  const repo = await repoFor(opts);
+  const settings = await loadSettings(repo);
+  const enabled = serverEnabled(repo.callerEnv, settings);
+  if (!enabled) {
+    throw errors.refused('the agentsnap server is switched off here.', {
+      hint:
+        process.platform !== 'linux'
+          ? 'It needs Linux (/proc); hooks and snap take the Node path instead.'
+          : 'Unset AGENTSNAP_SERVER, or run `git config agentsnap.server true`.',
+    });
+  }
+  const running = serverInfo(repo);
+  if (running) return statusOf(repo, enabled, running);
+  spawnBackgroundServer(repo);
+  const info = await waitForServer(repo, 10_000);
+  if (!info) {
+    throw errors.internal('the agentsnap server did not start.', { hint: `See ${runDirOf(repo)}/server.log.`, data: { runDir: runDirOf(repo) } });
+  }
+  return statusOf(repo, enabled, info);
+}
+
+/** `agentsnap server stop`: stops a background server (a wrapper's stops when its agent exits). */
+export async function serverStop(opts: RepoOptions = {}): Promise<ServerStatus> {
+  const repo = await repoFor(opts);
+  const settings = await loadSettings(repo);
+  const enabled = serverEnabled(repo.callerEnv, settings);
+  const info = serverInfo(repo);
+  if (!info) return statusOf(repo, enabled, null);
+  if (info.hosted) {
+    throw errors.refused(`the server of this worktree runs inside the wrapper with pid ${info.pid}.`, {
+      hint: 'It stops when that agent exits.',
+      data: { pid: info.pid },
+    });
+  }
+  process.kill(info.pid, 'SIGTERM');
+  const deadline = Date.now() + 10_000;
+  while (serverInfo(repo) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  // Gone from serverInfo means its pid file is gone; wait for the process too, so a caller can start another.
+  while (Date.now() < deadline) {
+    try {
+      process.kill(info.pid, 0);
+    } catch {
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return statusOf(repo, enabled, serverInfo(repo));
+}
+
+export interface ServerRunOptions extends RepoOptions {
+  /** Exit after this long without a call (default: agentsnap.serverIdle). */
+  idleMs?: number;
+}
+
+/** `agentsnap server run`: serves this worktree in this process until idle, SIGTERM or SIGINT. */
+export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
+  const repo = await repoFor(opts);
+  const settings = await loadSettings(repo);
+  const envIdle = Number(repo.callerEnv.AGENTSNAP_SERVER_IDLE_MS);
+  const idleMs = opts.idleMs ?? (Number.isFinite(envIdle) && envIdle > 0 ? envIdle : settings.serverIdleMs);
+  const { startWorktreeServer } = await import('./serve.js');
+  const server = await startWorktreeServer(repo, {
+    hosted: false,
+    idleMs,
+    onError: (e) => process.stderr.write(`${new Date().toISOString()} ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`),
+  });
+  const stop = () => void server.close();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  try {
+    await server.closed();
+  } finally {
+    process.off('SIGTERM', stop);
+    process.off('SIGINT', stop);
+  }
+}

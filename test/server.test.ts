@@ -1,0 +1,177 @@
+// The warm server: hook calls through the shell client and `snap` through the
+// Node shim give the same steps as the Node path, and every way the server
+// can be missing or go away falls back to it.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { cliProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
+import { loadSession } from '../src/session.js';
+import { openRepo } from '../src/repo.js';
+import { startWorktreeServer } from '../src/serve.js';
+import { runDirOf, serverInfo } from '../src/server.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CLIENT = path.join(ROOT, 'bin', 'agentsnap-hook');
+const JS = path.join(ROOT, 'bin', 'agentsnap.js');
+
+function seeded(): TempRepo {
+  const repo = tempRepo();
+  repo.write('a.txt', 'one\n');
+  repo.write('src/b.txt', 'two\n');
+  repo.git(['add', '.']);
+  repo.git(['commit', '-qm', 'init']);
+  return repo;
+}
+
+/** Runs a command with `input` on stdin, asynchronously (the server may be in this very process). */
+function run(file: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string }): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { cwd: opts.cwd, env: opts.env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => err.push(d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? 128, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** The session's steps, read through the library. */
+async function stepsOf(repo: TempRepo) {
+  const id = sessionOf(repo);
+  return { id, steps: loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps };
+}
+
+function payload(repo: TempRepo, event: 'PreToolUse' | 'PostToolUse', id: string): string {
+  return JSON.stringify({
+    session_id: 'agent-1',
+    cwd: repo.dir,
+    hook_event_name: event,
+    tool_name: 'Write',
+    tool_input: { file_path: path.join(repo.dir, 'a.txt'), content: 'changed\n' },
+    tool_use_id: id,
+    ...(event === 'PostToolUse' ? { tool_response: { ok: true } } : {}),
+  });
+}
+
+/** The hook as `wrap` writes it: the shell client with the run dir and the Node fallback. */
+function hook(repo: TempRepo, runDir: string, event: 'PreToolUse' | 'PostToolUse', id: string, env: NodeJS.ProcessEnv = repo.env) {
+  return run('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', event], { cwd: repo.dir, env, input: payload(repo, event, id) });
+}
+
+const serverEnv = (repo: TempRepo) => ({ ...repo.env, AGENTSNAP_SERVER: 'on' });
+
+test('server: a tool call through the shell client is recorded like the Node hook records it', async () => {
+  const repo = seeded();
+  const r = await openRepo(repo.dir, { env: serverEnv(repo) });
+  const server = await startWorktreeServer(r, { hosted: true });
+  try {
+    const pre = await hook(repo, server.runDir, 'PreToolUse', 'toolu_1');
+    assert.is(pre.code, 0, pre.stderr);
+    assert.is(pre.stderr, '');
+    repo.write('a.txt', 'changed\n');
+    const post = await hook(repo, server.runDir, 'PostToolUse', 'toolu_1');
+    assert.is(post.code, 0, post.stderr);
+    const s = await stepsOf(repo);
+    const step = s.steps.find((st) => st.toolUseId === 'toolu_1');
+    assert.ok(step, 'the call became a step');
+    assert.is(step?.status, 'done');
+    assert.equal(step?.changed.map((c) => c.path), ['a.txt']);
+    // The step's post snapshot holds the new bytes.
+    assert.is(repo.git(['show', `refs/agent/${s.id}/${step?.step}:a.txt`]), 'changed\n');
+  } finally {
+    await server.close();
+  }
+  assert.is(serverInfo(await openRepo(repo.dir, { env: repo.env })), null, 'closed');
+  assert.not.ok(fs.existsSync(path.join(runDirOf(await openRepo(repo.dir)), 'pid')));
+});
+
+test('server: without a server the client runs the Node hook (same result)', async () => {
+  const repo = seeded();
+  const runDir = path.join(repo.base, 'no-such-run-dir');
+  const pre = await hook(repo, runDir, 'PreToolUse', 'toolu_2');
+  assert.is(pre.code, 0, pre.stderr);
+  repo.write('a.txt', 'changed\n');
+  const post = await hook(repo, runDir, 'PostToolUse', 'toolu_2');
+  assert.is(post.code, 0, post.stderr);
+  const s = await stepsOf(repo);
+  assert.equal(s.steps.find((st) => st.toolUseId === 'toolu_2')?.changed.map((c) => c.path), ['a.txt']);
+});
+
+test('server: a stale pid file (server killed) makes the client fall back', async () => {
+  const repo = seeded();
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const runDir = runDirOf(r);
+  fs.mkdirSync(runDir, { recursive: true });
+  // A pid that is surely not running.
+  fs.writeFileSync(path.join(runDir, 'pid'), '4194303\n');
+  const pre = await hook(repo, runDir, 'PreToolUse', 'toolu_3');
+  assert.is(pre.code, 0, pre.stderr);
+  assert.ok((await stepsOf(repo)).steps.some((st) => st.toolUseId === 'toolu_3'));
+});
+
+test('server: snap through the Node shim runs in the server and prints what snap prints', async () => {
+  const repo = seeded();
+  const env = serverEnv(repo);
+  const r = await openRepo(repo.dir, { env });
+  const server = await startWorktreeServer(r, { hosted: true });
+  try {
+    const first = await run(process.execPath, [JS, 'snap', '--json'], { cwd: path.join(repo.dir, 'src'), env });
+    assert.is(first.code, 0, first.stderr);
+    const res = JSON.parse(first.stdout) as { step: number; session: string; startedSession: boolean };
+    assert.is(res.startedSession, true);
+    repo.write('src/b.txt', 'three\n');
+    const second = await run(process.execPath, [JS, 'snap'], { cwd: repo.dir, env });
+    assert.is(second.code, 0, second.stderr);
+    assert.is(second.stdout.trim(), '2');
+    assert.match(second.stderr, /step 2 checkpoint .* \(1 file changed\)/);
+    assert.is(repo.git(['show', `refs/agent/${res.session}/2:src/b.txt`]), 'three\n');
+    // An error keeps its exit code and message.
+    const bad = await run(process.execPath, [JS, 'snap', '--session', '../x'], { cwd: repo.dir, env });
+    assert.is(bad.code, 1);
+    assert.match(bad.stderr, /session id/i);
+  } finally {
+    await server.close();
+  }
+});
+
+test('server: a hook that finds no server starts one in the background for the next call', async () => {
+  const repo = seeded();
+  const env = { ...serverEnv(repo), AGENTSNAP_SERVER_IDLE_MS: '3000' };
+  const r = await openRepo(repo.dir, { env });
+  const runDir = runDirOf(r);
+  const pre = await hook(repo, runDir, 'PreToolUse', 'toolu_4', env);
+  assert.is(pre.code, 0, pre.stderr);
+  let info = serverInfo(r);
+  for (let i = 0; i < 200 && !info; i++) {
+    await new Promise((res) => setTimeout(res, 25));
+    info = serverInfo(r);
+  }
+  assert.ok(info, 'a background server came up');
+  repo.write('a.txt', 'changed\n');
+  const post = await hook(repo, runDir, 'PostToolUse', 'toolu_4', env);
+  assert.is(post.code, 0, post.stderr);
+  assert.equal((await stepsOf(repo)).steps.find((st) => st.toolUseId === 'toolu_4')?.changed.map((c) => c.path), ['a.txt']);
+  const stop = await cliProcess(repo, ['server', 'stop', '--json'], { env: { AGENTSNAP_SERVER: 'on' } });
+  assert.is(stop.code, 0, stop.stderr);
+  assert.is((JSON.parse(stop.stdout) as { running: boolean }).running, false);
+  assert.is(serverInfo(r), null);
+});
+
+test('server: with AGENTSNAP_SERVER=off nothing starts and hooks still record', async () => {
+  const repo = seeded();
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const pre = await hook(repo, runDirOf(r), 'PreToolUse', 'toolu_5');
+  assert.is(pre.code, 0, pre.stderr);
+  await new Promise((res) => setTimeout(res, 200));
+  assert.is(serverInfo(r), null);
+  const start = await cliProcess(repo, ['server', 'start']);
+  assert.is(start.code, 3);
+  assert.match(start.stderr, /switched off/);
+});
+
+test.run();
