@@ -104,7 +104,9 @@ export type HookGroup = { matcher?: string; hooks?: { type?: string; command?: s
 
 /** Whether a hook command is one of agentsnap's for `agent` (written by wrap or init). */
 export function isAgentsnapHook(command: unknown, agent: string): boolean {
-  return typeof command === 'string' && command.includes('agentsnap') && command.includes(` hook ${agent} `);
+  if (typeof command !== 'string' || !command.includes('agentsnap')) return false;
+  // `agentsnap hook <agent> …` (Node), or `agentsnap-hook [--run DIR] [--exec NODE JS] <agent> …` (the shell client).
+  return command.includes(` hook ${agent} `) || new RegExp(`agentsnap-hook'?(?: .*)? ${agent} `).test(command);
 }
 
 /** `settings` with `add` appended to its hook arrays (a new object; `settings` is not changed). */

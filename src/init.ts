@@ -75,9 +75,13 @@ say so and that \`/agentsnap-undo <N> --force\` would override it; do not run it
 The files are now as they were before that step: do not redo the undone work unless the user asks.
 `;
 
-/** The hook command init writes: the stable entry point on PATH, silent where agentsnap is not installed. */
+/**
+ * The hook command init writes: the stable entry point on PATH, silent where
+ * agentsnap is not installed. `agentsnap-hook` (a POSIX-sh client) hands the
+ * call to the worktree's warm server, or runs `agentsnap hook` without one.
+ */
 export function initHookCommand(agent: InitAgent, event: string): string {
-  return `command -v agentsnap >/dev/null 2>&1 && agentsnap hook ${agent} ${event} || true`;
+  return `command -v agentsnap-hook >/dev/null 2>&1 && agentsnap-hook ${agent} ${event} || true`;
 }
 
 export interface InitResult {

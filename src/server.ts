@@ -15,7 +15,6 @@
 // The rest of a call (argv, environment, cwd) is read from /proc/<pid>/ of
 // the client, which must belong to the same user.
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -113,7 +112,9 @@ export interface ServerOptions {
 
 export class HookServer {
   private readonly fds: number[] = [];
-  private reqSocket: net.Socket | null = null;
+  private reqFd = -1;
+  private reading: Promise<void> = Promise.resolve();
+  private stopping = false;
   private queue: Promise<void> = Promise.resolve();
   private buffered = '';
   private lastCall = Date.now();
@@ -148,12 +149,9 @@ export class HookServer {
       const slotFds = fifos.slice(1).map((f) => fs.openSync(f, flags));
       const server = new HookServer(dir, lock, opts, slotFds);
       server.fds.push(...slotFds);
-      const reqFd = fs.openSync(fifos[0] as string, flags);
-      server.fds.push(reqFd);
-      const sock = new net.Socket({ fd: reqFd, readable: true, writable: false });
-      sock.on('data', (chunk: Buffer) => server.onData(chunk));
-      sock.on('error', (e) => opts.onError?.(e));
-      server.reqSocket = sock;
+      // Blocking reads on a pool thread (nothing here may load a network module, not even for a FIFO).
+      server.reqFd = fs.openSync(fifos[0] as string, fs.constants.O_RDWR);
+      server.reading = server.readRequests();
       if (!opts.hosted) {
         server.timer = setInterval(() => server.housekeeping(), 2000);
         server.timer.unref();
@@ -172,6 +170,21 @@ export class HookServer {
   closed(): Promise<void> {
     if (this.closing && this.fds.length === 0) return Promise.resolve();
     return new Promise((r) => this.closedWaiters.push(r));
+  }
+
+  private async readRequests(): Promise<void> {
+    const buf = Buffer.alloc(4096);
+    while (!this.stopping) {
+      let n: number;
+      try {
+        n = await new Promise<number>((resolve, reject) => fs.read(this.reqFd, buf, 0, buf.length, null, (e, got) => (e ? reject(e) : resolve(got))));
+      } catch (e) {
+        if (!this.stopping) this.opts.onError?.(e);
+        return;
+      }
+      if (this.stopping) return;
+      this.onData(buf.subarray(0, n));
+    }
   }
 
   private onData(chunk: Buffer): void {
@@ -242,12 +255,24 @@ export class HookServer {
       await new Promise((r) => setTimeout(r, this.opts.hosted ? 50 : 300));
       // Calls in progress finish (a stuck one is given up on: its client falls back when the slot closes).
       await Promise.race([this.queue, new Promise((r) => setTimeout(r, 10_000).unref())]);
-      this.reqSocket?.destroy();
+      // Wake the pending read with a line of our own, then close.
+      this.stopping = true;
+      try {
+        fs.writeSync(this.reqFd, '\n');
+      } catch {
+        /* closed already */
+      }
+      await this.reading;
+      try {
+        fs.closeSync(this.reqFd);
+      } catch {
+        /* closed already */
+      }
       for (const fd of this.fds.splice(0)) {
         try {
           fs.closeSync(fd);
         } catch {
-          /* the socket closed it */
+          /* closed already */
         }
       }
       for (const name of ['req', ...['slot', 'claim', 'in'].flatMap((k) => Array.from({ length: SLOTS }, (_, n) => `${k}.${n}`))]) {

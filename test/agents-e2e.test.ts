@@ -170,6 +170,7 @@ test('gemini with init hooks and no wrapper: its hooks map the Gemini session to
     const binDir = path.join(repo.base, 'bin');
     fs.mkdirSync(binDir);
     fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
+    fs.symlinkSync(path.join(path.dirname(BIN), 'agentsnap-hook'), path.join(binDir, 'agentsnap-hook'));
     const env = {
       GEMINI_API_KEY: 'e2e-test-key-not-real',
       GOOGLE_GEMINI_BASE_URL: stub.url,
@@ -201,6 +202,7 @@ test('codex with init hooks and no wrapper (trusted project, reviewed hooks): it
     const binDir = path.join(repo.base, 'bin');
     fs.mkdirSync(binDir);
     fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
+    fs.symlinkSync(path.join(path.dirname(BIN), 'agentsnap-hook'), path.join(binDir, 'agentsnap-hook'));
     // The user's own steps: trusting the project, and reviewing the new hooks (--dangerously-bypass-hook-trust stands in for that).
     fs.mkdirSync(path.join(repo.home, '.codex'), { recursive: true });
     fs.writeFileSync(path.join(repo.home, '.codex', 'config.toml'), `[projects.${JSON.stringify(repo.dir)}]\ntrust_level = "trusted"\n`);

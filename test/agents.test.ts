@@ -182,7 +182,7 @@ test('init codex and init gemini: merged, idempotent, kept out of commits, remov
       const s = JSON.parse(once) as { hooks: Record<string, { matcher?: string; hooks: { command: string }[] }[]> };
       assert.equal(Object.keys(s.hooks).sort(), [...events]);
       assert.is(s.hooks[events[1]]?.[0]?.matcher, '*');
-      assert.is(s.hooks[events[1]]?.[0]?.hooks[0]?.command, `command -v agentsnap >/dev/null 2>&1 && agentsnap hook ${agent} ${events[1]} || true`);
+      assert.is(s.hooks[events[1]]?.[0]?.hooks[0]?.command, `command -v agentsnap-hook >/dev/null 2>&1 && agentsnap-hook ${agent} ${events[1]} || true`);
       assert.is(s.hooks.SessionEnd?.[0]?.matcher, undefined);
       assert.is(repo.git(['status', '--porcelain']), '');
       assert.is((await cli(repo, ['init', '--remove', agent])).code, 0);

@@ -18,6 +18,7 @@ test('claude: /agentsnap-undo 2 runs agentsnap undo 2 through Bash in the wrappe
   const binDir = path.join(repo.base, 'bin');
   fs.mkdirSync(binDir);
   fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
+    fs.symlinkSync(path.join(path.dirname(BIN), 'agentsnap-hook'), path.join(binDir, 'agentsnap-hook'));
   const env = {
     IS_SANDBOX: '1',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',

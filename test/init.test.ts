@@ -19,7 +19,7 @@ test('init claude merges hooks into .claude/settings.local.json idempotently, ke
     assert.equal(s.permissions, mine.permissions);
     assert.equal(Object.keys(s.hooks).sort(), ['PostToolUse', 'PostToolUseFailure', 'PreToolUse', 'SessionEnd']);
     assert.is(s.hooks.PreToolUse?.[0]?.hooks[0]?.command, 'my-check');
-    assert.match(s.hooks.PreToolUse?.[1]?.hooks[0]?.command ?? '', 'agentsnap hook claude PreToolUse');
+    assert.match(s.hooks.PreToolUse?.[1]?.hooks[0]?.command ?? '', 'agentsnap-hook claude PreToolUse');
     assert.is(repo.git(['status', '--porcelain']), '', 'the settings file is ignored, not committed');
     const removed = await cli(repo, ['init', 'claude', '--remove']);
     assert.is(removed.code, 0);
