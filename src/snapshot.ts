@@ -154,7 +154,10 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   // the session (undo writes restored entries into this index) falls back
   // to the full scan, which checks again.
   const fast = !!opts.untrackedCache && !seeded && !!opts.parentTree && readMarker(indexFile) === opts.parentTree && !attributesFromConfig(repo, settings);
-  const scan = fast
+  // A new session index is checked whole below (every attributed entry
+  // re-hashed), which makes status's refresh exact for it too; listing
+  // through status builds the untracked cache the next snapshot starts from.
+  const scan = fast || (seeded && !!opts.untrackedCache)
     ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed) }))
     : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([untracked, reread]) => ({ untracked, reread }));
   const [{ untracked, reread }, privateVsHead, userVsHead] = await Promise.all([
@@ -214,15 +217,18 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   // re-checked, as on a fresh index.
   const attributesTouched = touched.some(isAttributesFile);
   if (attributesTouched) fs.rmSync(noAttributesMarker(indexFile), { force: true });
+  // Asked at most once per snapshot (an ls-files of the whole index, ~30 ms at 100k files).
+  let attributed: Promise<boolean> | undefined;
+  const anyAttributes = () => (attributed ??= hasTransformingAttributes(repo, indexFile, settings));
   const candidates =
     seeded || (fast && attributesTouched)
-      ? await allEntriesIfAttributed(repo, indexFile, settings)
+      ? (await anyAttributes()) ? await allEntries(repo, indexFile) : []
       : [...new Set([...reread, ...toAdd, ...changed.filter((c) => c.change !== 'D').map((c) => c.path)])];
   if (candidates.length > 0 && (await keepExactBytes(repo, indexFile, settings, candidates))) {
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
-  if (opts.untrackedCache && !attributesTouched && (fast || !(await hasTransformingAttributes(repo, indexFile, settings)))) {
+  if (opts.untrackedCache && !attributesTouched && (fast || !(await anyAttributes()))) {
     const marker = noAttributesMarker(indexFile);
     fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
     fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
@@ -437,8 +443,7 @@ async function hasTransformingAttributes(repo: Repo, indexFile: string, settings
   );
 }
 
-async function allEntriesIfAttributed(repo: Repo, indexFile: string, settings: Settings): Promise<string[]> {
-  if (!(await hasTransformingAttributes(repo, indexFile, settings))) return [];
+async function allEntries(repo: Repo, indexFile: string): Promise<string[]> {
   const res = await repo.git(['ls-files', '-z'], { extraEnv: indexEnv(indexFile) });
   return splitNul(res.stdout);
 }
