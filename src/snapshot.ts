@@ -160,6 +160,9 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   const scan = fast || (seeded && !!opts.untrackedCache)
     ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed) }))
     : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([untracked, reread]) => ({ untracked, reread }));
+  // Whether a new index holds .gitattributes files: asked beside the scan (it reads the seed, which the scan does not change).
+  const attributesInSeed = seeded ? hasTransformingAttributes(repo, indexFile, settings) : null;
+  attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
   const [{ untracked, reread }, privateVsHead, userVsHead] = await Promise.all([
     scan.catch(explainAddFailure),
     seeded ? noDiff : indexVsTree(repo, indexFile, headTree),
@@ -204,6 +207,10 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
     opts.onProgress?.(`adding ${toAdd.length} new files`);
     await addPaths(repo, indexFile, toAdd).catch(explainAddFailure);
   }
+  // The attributes of what was re-read or added are looked up beside write-tree (check-attr reads no private index).
+  const known = new Set([...reread, ...toAdd]);
+  const knownTransformed = !seeded && known.size > 0 ? transformedPaths(repo, settings, [...known]) : Promise.resolve([]);
+  knownTransformed.catch(() => {}); // awaited below; a failure surfaces there
   let tree = await writeTree(repo, indexFile);
   let changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
 
@@ -218,13 +225,18 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   const attributesTouched = touched.some(isAttributesFile);
   if (attributesTouched) fs.rmSync(noAttributesMarker(indexFile), { force: true });
   // Asked at most once per snapshot (an ls-files of the whole index, ~30 ms at 100k files).
+  // On a new index: what it was seeded with, or an attributes file this snapshot touched.
   let attributed: Promise<boolean> | undefined;
-  const anyAttributes = () => (attributed ??= hasTransformingAttributes(repo, indexFile, settings));
-  const candidates =
-    seeded || (fast && attributesTouched)
-      ? (await anyAttributes()) ? await allEntries(repo, indexFile) : []
-      : [...new Set([...reread, ...toAdd, ...changed.filter((c) => c.change !== 'D').map((c) => c.path)])];
-  if (candidates.length > 0 && (await keepExactBytes(repo, indexFile, settings, candidates))) {
+  const anyAttributes = () =>
+    (attributed ??= attributesInSeed ? attributesInSeed.then((inSeed) => inSeed || attributesTouched) : hasTransformingAttributes(repo, indexFile, settings));
+  let suspects: string[];
+  if (seeded || (fast && attributesTouched)) {
+    suspects = (await anyAttributes()) ? await transformedPaths(repo, settings, await allEntries(repo, indexFile)) : [];
+  } else {
+    const more = [...new Set(changed.filter((c) => c.change !== 'D' && !known.has(c.path)).map((c) => c.path))];
+    suspects = [...(await knownTransformed), ...(more.length > 0 ? await transformedPaths(repo, settings, more) : [])];
+  }
+  if (suspects.length > 0 && (await keepExactBytes(repo, indexFile, suspects))) {
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
@@ -450,6 +462,7 @@ async function allEntries(repo: Repo, indexFile: string): Promise<string[]> {
 
 /** Of `paths`, those whose attributes (or core.autocrlf) may transform content. */
 async function transformedPaths(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
+  if (paths.length === 0) return [];
   const res = await repo.git(['check-attr', '-z', '--stdin', ...TRANSFORMING_ATTRS], { input: paths.join('\0') + '\0' });
   const tokens = splitNul(res.stdout);
   const hit = new Set<string>();
@@ -515,11 +528,11 @@ export async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
  * git applies .gitattributes (eol normalisation, clean filters such as LFS,
  * ident, working-tree-encoding) and core.autocrlf when content enters the
  * index. A snapshot holds the bytes as they are on disk, so entries that may
- * have been transformed are re-hashed with --no-filters and replaced where
- * they differ. Returns whether the index changed.
+ * have been transformed (`suspects`, from transformedPaths) are re-hashed
+ * with --no-filters and replaced where they differ. Returns whether the
+ * index changed.
  */
-async function keepExactBytes(repo: Repo, indexFile: string, settings: Settings, candidates: string[]): Promise<boolean> {
-  const suspects = await transformedPaths(repo, settings, candidates);
+async function keepExactBytes(repo: Repo, indexFile: string, suspects: string[]): Promise<boolean> {
   if (suspects.length === 0) return false;
   const entries = (await readEntries(repo, indexFile, suspects)).filter((e) => e.mode === '100644' || e.mode === '100755');
   if (entries.length === 0) return false;
