@@ -35,6 +35,24 @@ const yargsLocales = {
   },
 };
 
+// string-width (yargs' help layout; three copies) creates an Intl.Segmenter
+// when it is imported, ~25 ms of ICU set-up in every process, although only
+// help and usage text ever measure a string (`snap` never does). Created on
+// first use instead: same default locale, same segments.
+const STRING_WIDTH = /[\\/]string-width[\\/]index\.js$/;
+const SEGMENTER_FROM = 'const segmenter = new Intl.Segmenter();';
+const SEGMENTER_TO = 'let segmenterOnFirstUse; const segmenter = { segment: (text) => (segmenterOnFirstUse ??= new Intl.Segmenter()).segment(text) };';
+const lazySegmenter = {
+  name: 'lazy-segmenter',
+  setup(b) {
+    b.onLoad({ filter: STRING_WIDTH }, async (args) => {
+      const text = await fs.promises.readFile(args.path, 'utf8');
+      if (text.split(SEGMENTER_FROM).length !== 2) throw new Error(`bundle-cli: ${args.path} no longer holds ${SEGMENTER_FROM}; update scripts/bundle-cli.mjs`);
+      return { contents: text.replace(SEGMENTER_FROM, SEGMENTER_TO), loader: 'js' };
+    });
+  },
+};
+
 await build({
   entryPoints: [path.join(dist, 'cli', 'main.js')],
   outfile,
@@ -44,7 +62,7 @@ await build({
   target: 'node20',
   // CommonJS dependencies (picomatch) require Node's built-ins.
   banner: { js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);" },
-  plugins: [yargsLocales],
+  plugins: [yargsLocales, lazySegmenter],
   logLevel: 'warning',
 });
 
