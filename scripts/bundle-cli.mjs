@@ -35,20 +35,40 @@ const yargsLocales = {
   },
 };
 
-// string-width (yargs' help layout; three copies) creates an Intl.Segmenter
-// when it is imported, ~25 ms of ICU set-up in every process, although only
-// help and usage text ever measure a string (`snap` never does). Created on
-// first use instead: same default locale, same segments.
+// string-width (yargs' help layout; three copies) builds at import what only
+// measuring a string needs: an Intl.Segmenter (ICU break data, 10-30 ms in
+// the first process to make one) and, in its version 8, /^\p{RGI_Emoji}$/v
+// (~20 ms to compile). Only help and usage text ever measure a string; `snap`
+// never does, yet paid both on every tool call. Each is created on first use
+// instead (same locale, same pattern); the build fails if they change.
 const STRING_WIDTH = /[\\/]string-width[\\/]index\.js$/;
-const SEGMENTER_FROM = 'const segmenter = new Intl.Segmenter();';
-const SEGMENTER_TO = 'let segmenterOnFirstUse; const segmenter = { segment: (text) => (segmenterOnFirstUse ??= new Intl.Segmenter()).segment(text) };';
-const lazySegmenter = {
-  name: 'lazy-segmenter',
+const LAZY = [
+  {
+    from: 'const segmenter = new Intl.Segmenter();',
+    to: 'let segmenterOnFirstUse; const segmenter = { segment: (text) => (segmenterOnFirstUse ??= new Intl.Segmenter()).segment(text) };',
+    everyCopy: true,
+  },
+  {
+    from: 'const rgiEmojiRegex = /^\\p{RGI_Emoji}$/v;',
+    to: 'let rgiEmojiOnFirstUse; const rgiEmojiRegex = { test: (text) => (rgiEmojiOnFirstUse ??= /^\\p{RGI_Emoji}$/v).test(text) };',
+    everyCopy: false,
+  },
+];
+const lazyApplied = new Map(LAZY.map((l) => [l.from, 0]));
+const lazyStringWidth = {
+  name: 'lazy-string-width',
   setup(b) {
     b.onLoad({ filter: STRING_WIDTH }, async (args) => {
-      const text = await fs.promises.readFile(args.path, 'utf8');
-      if (text.split(SEGMENTER_FROM).length !== 2) throw new Error(`bundle-cli: ${args.path} no longer holds ${SEGMENTER_FROM}; update scripts/bundle-cli.mjs`);
-      return { contents: text.replace(SEGMENTER_FROM, SEGMENTER_TO), loader: 'js' };
+      let text = await fs.promises.readFile(args.path, 'utf8');
+      for (const l of LAZY) {
+        const n = text.split(l.from).length - 1;
+        if (n > 1 || (n === 0 && l.everyCopy)) throw new Error(`bundle-cli: ${args.path} no longer holds ${l.from} once; update scripts/bundle-cli.mjs`);
+        if (n === 1) {
+          text = text.replace(l.from, l.to);
+          lazyApplied.set(l.from, (lazyApplied.get(l.from) ?? 0) + 1);
+        }
+      }
+      return { contents: text, loader: 'js' };
     });
   },
 };
@@ -62,9 +82,11 @@ await build({
   target: 'node20',
   // CommonJS dependencies (picomatch) require Node's built-ins.
   banner: { js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);" },
-  plugins: [yargsLocales, lazySegmenter],
+  plugins: [yargsLocales, lazyStringWidth],
   logLevel: 'warning',
 });
+
+for (const [from, n] of lazyApplied) if (n === 0) throw new Error(`bundle-cli: no string-width holds ${from} any more; update scripts/bundle-cli.mjs`);
 
 const localesFrom = path.join(root, 'node_modules', 'yargs', 'locales');
 const localesTo = path.join(dist, 'yargs-locales');
