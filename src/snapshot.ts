@@ -8,7 +8,7 @@ import { errors, isAgentsnapError } from './errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
-import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
+import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { restoreTempWriterGone, unlinkQuiet } from './fsutil.js';
 import { clearStaleGitLock } from './lock.js';
@@ -154,6 +154,10 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   // the session (undo writes restored entries into this index) falls back
   // to the full scan, which checks again.
   const fast = !!opts.untrackedCache && !seeded && !!opts.parentTree && readMarker(indexFile) === opts.parentTree && !attributesFromConfig(repo, settings);
+  // Nothing wrote the index since the snapshot that left the marker (a
+  // snapshot killed halfway, or an undo, would have): it holds exactly the
+  // parent tree's entries, so that tree stands in for it against HEAD.
+  const indexIsParentTree = fast && writtenBefore(indexFile, noAttributesMarker(indexFile));
   // A new session index is checked whole below (every attributed entry
   // re-hashed), which makes status's refresh exact for it too; listing
   // through status builds the untracked cache the next snapshot starts from.
@@ -165,7 +169,7 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
   const [{ untracked, reread }, privateVsHead, userVsHead] = await Promise.all([
     scan.catch(explainAddFailure),
-    seeded ? noDiff : indexVsTree(repo, indexFile, headTree),
+    seeded ? noDiff : indexIsParentTree && opts.parentTree ? treeVsTree(repo, opts.parentTree, headTree) : indexVsTree(repo, indexFile, headTree),
     seeded ? noDiff : opts.untrackedCache ? userIndexVsTree(repo, indexFile, headTree) : indexVsTree(repo, null, headTree),
   ]);
 
@@ -299,6 +303,15 @@ async function userIndexVsTree(repo: Repo, indexFile: string, headTree: string):
  */
 function noAttributesMarker(indexFile: string): string {
   return `${indexFile}.no-attributes`;
+}
+
+/** Whether file `a` was last written strictly before file `b` (nanoseconds; a coarse clock says no). */
+function writtenBefore(a: string, b: string): boolean {
+  try {
+    return fs.statSync(a, { bigint: true }).mtimeNs < fs.statSync(b, { bigint: true }).mtimeNs;
+  } catch {
+    return false;
+  }
 }
 
 function readMarker(indexFile: string): string | null {
