@@ -80,17 +80,19 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
   const { id, created } = await sessionForSnap(repo, { session, settings, ...progress });
   const common = { settings, ...progress };
+  // A session this call started: its baseline and this snapshot are one instant, taken by one scan.
+  const sameInstantAs = created;
   let res: SnapshotResult;
   let phase: SnapOutcome['phase'];
   if (opts.phase === 'pre') {
     phase = 'pre';
-    res = await recordPre(repo, id, { ...common, tool: opts.tool ?? null, message: opts.message ?? null });
+    res = await recordPre(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
   } else if (opts.phase === 'post') {
     phase = 'post';
     res = await recordPost(repo, id, { ...common, ...(opts.step !== undefined ? { step: opts.step } : {}), ...(opts.status ? { status: opts.status } : {}) });
   } else {
     phase = 'checkpoint';
-    res = await recordCheckpoint(repo, id, { ...common, tool: opts.tool ?? null, message: opts.message ?? null });
+    res = await recordCheckpoint(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
   }
   return { ...res, phase, startedSession: created !== null, ref: stepRef(id, res.step) };
 }

@@ -488,6 +488,8 @@ export interface PreOptions extends SnapshotContext {
   transcript?: TranscriptPosition | null;
   agentVersion?: string | null;
   model?: string | null;
+  /** See reusedSnapshot. */
+  sameInstantAs?: SnapshotResult | null;
 }
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
@@ -497,7 +499,9 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap =
+      reusedSnapshot(s, opts.sameInstantAs) ??
+      (await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [s.head],
@@ -625,6 +629,19 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
 export interface CheckpointOptions extends SnapshotContext {
   tool?: string | null;
   message?: string | null;
+  /** See reusedSnapshot. */
+  sameInstantAs?: SnapshotResult | null;
+}
+
+/**
+ * A snapshot this same call took a moment ago (the baseline of the session
+ * it just started), reused while it is still the session's head instead of
+ * scanning the worktree a second time: for the user both are one instant,
+ * and anything written in between shows in the next snapshot.
+ */
+function reusedSnapshot(s: SessionState['session'], taken: SnapshotResult | null | undefined): Pick<SnapshotResult, 'tree' | 'changed' | 'skipped'> | null {
+  if (!taken || taken.commit !== s.head || taken.tree !== s.headTree) return null;
+  return { tree: taken.tree, changed: [], skipped: taken.skipped };
 }
 
 /** A checkpoint step: one snapshot, pre and post the same. */
@@ -643,7 +660,9 @@ async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyI
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap =
+      reusedSnapshot(s, opts.sameInstantAs) ??
+      (await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
     if (onlyIfChanged && snap.tree === s.headTree) return null;
     const commit = await commitTree(repo, {
       tree: snap.tree,

@@ -8,7 +8,7 @@ import { errors, isAgentsnapError } from './errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
-import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
+import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { restoreTempWriterGone, unlinkQuiet } from './fsutil.js';
 import { clearStaleGitLock } from './lock.js';
@@ -154,12 +154,22 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   // the session (undo writes restored entries into this index) falls back
   // to the full scan, which checks again.
   const fast = !!opts.untrackedCache && !seeded && !!opts.parentTree && readMarker(indexFile) === opts.parentTree && !attributesFromConfig(repo, settings);
-  const scan = fast
+  // Nothing wrote the index since the snapshot that left the marker (a
+  // snapshot killed halfway, or an undo, would have): it holds exactly the
+  // parent tree's entries, so that tree stands in for it against HEAD.
+  const indexIsParentTree = fast && writtenBefore(indexFile, noAttributesMarker(indexFile));
+  // A new session index is checked whole below (every attributed entry
+  // re-hashed), which makes status's refresh exact for it too; listing
+  // through status builds the untracked cache the next snapshot starts from.
+  const scan = fast || (seeded && !!opts.untrackedCache)
     ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed) }))
     : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([untracked, reread]) => ({ untracked, reread }));
+  // Whether a new index holds .gitattributes files: asked beside the scan (it reads the seed, which the scan does not change).
+  const attributesInSeed = seeded ? hasTransformingAttributes(repo, indexFile, settings) : null;
+  attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
   const [{ untracked, reread }, privateVsHead, userVsHead] = await Promise.all([
     scan.catch(explainAddFailure),
-    seeded ? noDiff : indexVsTree(repo, indexFile, headTree),
+    seeded ? noDiff : indexIsParentTree && opts.parentTree ? treeVsTree(repo, opts.parentTree, headTree) : indexVsTree(repo, indexFile, headTree),
     seeded ? noDiff : opts.untrackedCache ? userIndexVsTree(repo, indexFile, headTree) : indexVsTree(repo, null, headTree),
   ]);
 
@@ -201,6 +211,10 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
     opts.onProgress?.(`adding ${toAdd.length} new files`);
     await addPaths(repo, indexFile, toAdd).catch(explainAddFailure);
   }
+  // The attributes of what was re-read or added are looked up beside write-tree (check-attr reads no private index).
+  const known = new Set([...reread, ...toAdd]);
+  const knownTransformed = !seeded && known.size > 0 ? transformedPaths(repo, settings, [...known]) : Promise.resolve([]);
+  knownTransformed.catch(() => {}); // awaited below; a failure surfaces there
   let tree = await writeTree(repo, indexFile);
   let changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
 
@@ -214,15 +228,23 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   // re-checked, as on a fresh index.
   const attributesTouched = touched.some(isAttributesFile);
   if (attributesTouched) fs.rmSync(noAttributesMarker(indexFile), { force: true });
-  const candidates =
-    seeded || (fast && attributesTouched)
-      ? await allEntriesIfAttributed(repo, indexFile, settings)
-      : [...new Set([...reread, ...toAdd, ...changed.filter((c) => c.change !== 'D').map((c) => c.path)])];
-  if (candidates.length > 0 && (await keepExactBytes(repo, indexFile, settings, candidates))) {
+  // Asked at most once per snapshot (an ls-files of the whole index, ~30 ms at 100k files).
+  // On a new index: what it was seeded with, or an attributes file this snapshot touched.
+  let attributed: Promise<boolean> | undefined;
+  const anyAttributes = () =>
+    (attributed ??= attributesInSeed ? attributesInSeed.then((inSeed) => inSeed || attributesTouched) : hasTransformingAttributes(repo, indexFile, settings));
+  let suspects: string[];
+  if (seeded || (fast && attributesTouched)) {
+    suspects = (await anyAttributes()) ? await transformedPaths(repo, settings, await allEntries(repo, indexFile)) : [];
+  } else {
+    const more = [...new Set(changed.filter((c) => c.change !== 'D' && !known.has(c.path)).map((c) => c.path))];
+    suspects = [...(await knownTransformed), ...(more.length > 0 ? await transformedPaths(repo, settings, more) : [])];
+  }
+  if (suspects.length > 0 && (await keepExactBytes(repo, indexFile, suspects))) {
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
-  if (opts.untrackedCache && !attributesTouched && (fast || !(await hasTransformingAttributes(repo, indexFile, settings)))) {
+  if (opts.untrackedCache && !attributesTouched && (fast || !(await anyAttributes()))) {
     const marker = noAttributesMarker(indexFile);
     fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
     fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
@@ -281,6 +303,15 @@ async function userIndexVsTree(repo: Repo, indexFile: string, headTree: string):
  */
 function noAttributesMarker(indexFile: string): string {
   return `${indexFile}.no-attributes`;
+}
+
+/** Whether file `a` was last written strictly before file `b` (nanoseconds; a coarse clock says no). */
+function writtenBefore(a: string, b: string): boolean {
+  try {
+    return fs.statSync(a, { bigint: true }).mtimeNs < fs.statSync(b, { bigint: true }).mtimeNs;
+  } catch {
+    return false;
+  }
 }
 
 function readMarker(indexFile: string): string | null {
@@ -437,14 +468,14 @@ async function hasTransformingAttributes(repo: Repo, indexFile: string, settings
   );
 }
 
-async function allEntriesIfAttributed(repo: Repo, indexFile: string, settings: Settings): Promise<string[]> {
-  if (!(await hasTransformingAttributes(repo, indexFile, settings))) return [];
+async function allEntries(repo: Repo, indexFile: string): Promise<string[]> {
   const res = await repo.git(['ls-files', '-z'], { extraEnv: indexEnv(indexFile) });
   return splitNul(res.stdout);
 }
 
 /** Of `paths`, those whose attributes (or core.autocrlf) may transform content. */
 async function transformedPaths(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
+  if (paths.length === 0) return [];
   const res = await repo.git(['check-attr', '-z', '--stdin', ...TRANSFORMING_ATTRS], { input: paths.join('\0') + '\0' });
   const tokens = splitNul(res.stdout);
   const hit = new Set<string>();
@@ -510,11 +541,11 @@ export async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
  * git applies .gitattributes (eol normalisation, clean filters such as LFS,
  * ident, working-tree-encoding) and core.autocrlf when content enters the
  * index. A snapshot holds the bytes as they are on disk, so entries that may
- * have been transformed are re-hashed with --no-filters and replaced where
- * they differ. Returns whether the index changed.
+ * have been transformed (`suspects`, from transformedPaths) are re-hashed
+ * with --no-filters and replaced where they differ. Returns whether the
+ * index changed.
  */
-async function keepExactBytes(repo: Repo, indexFile: string, settings: Settings, candidates: string[]): Promise<boolean> {
-  const suspects = await transformedPaths(repo, settings, candidates);
+async function keepExactBytes(repo: Repo, indexFile: string, suspects: string[]): Promise<boolean> {
   if (suspects.length === 0) return false;
   const entries = (await readEntries(repo, indexFile, suspects)).filter((e) => e.mode === '100644' || e.mode === '100755');
   if (entries.length === 0) return false;

@@ -3,9 +3,10 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cli, cliProcess, tempRepo, type CliResult, type TempRepo } from './helpers.js';
+import { ROOT, cli, cliProcess, tempRepo, type CliResult, type TempRepo } from './helpers.js';
 import { gitCommonDir, jsonError, snapJson, startNamedSession } from './snap-helpers.js';
 
 /** A failure as a user sees it: exit code, `agentsnap: <message>` and at most a hint line, no stack. */
@@ -210,6 +211,34 @@ test('an internal error is exit 70 with a one-line message (subprocess)', () =>
     assert.is(r.code, 70, r.stderr);
     assert.not.match(r.stderr, /\n\s+at /);
     assert.ok(r.stderr.trimEnd().split('\n').length <= 2, r.stderr);
+  }),
+);
+
+test('the executable (the bundled CLI) prints what the unbundled CLI module prints: help in the user\'s language, usage errors, version', () =>
+  withRepo(async (repo) => {
+    // The same main() from tsc's module, in a process of its own like the executable (yargs reads the locale from the process).
+    const mainModule = pathToFileURL(path.join(ROOT, 'dist', 'cli', 'main.js')).href;
+    const unbundled = (args: string[], env: Record<string, string>) => {
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(mainModule)}); await m.main();`, '--', 'agentsnap', ...args], {
+        cwd: repo.dir,
+        env: { ...repo.env, ...env },
+        encoding: 'utf8',
+      });
+      return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
+    };
+    const cases: { args: string[]; env?: Record<string, string> }[] = [
+      { args: ['snap', '--help'], env: { LC_ALL: 'de_DE.UTF-8' } },
+      { args: ['--help'] },
+      { args: ['frobnicate'] },
+      { args: ['snap', '--phase', 'middle'] },
+      { args: ['log', '--last', 'x', '--json'] },
+      { args: ['--version'] },
+    ];
+    for (const c of cases) {
+      const executable = await cliProcess(repo, c.args, c.env ? { env: c.env } : {});
+      assert.equal(executable, unbundled(c.args, c.env ?? {}), c.args.join(' '));
+    }
+    assert.match((await cliProcess(repo, ['snap', '--help'], { env: { LC_ALL: 'de_DE.UTF-8' } })).stdout, /Optionen:/, "yargs' own words come from its locales");
   }),
 );
 

@@ -155,4 +155,42 @@ test('a tracked nested repository that moved to a new commit is recorded at that
   }
 });
 
+test('a snap that starts a session scans the worktree once: its baseline and checkpoint are one instant', async () => {
+  const repo = tempRepo({ files: { '.gitignore': 'build/\n', 'a.txt': 'a\n', 'src/b.ts': 'b\n' } });
+  try {
+    fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'a, edited\n');
+    fs.writeFileSync(path.join(repo.dir, 'new.txt'), 'untracked\n');
+    fs.mkdirSync(path.join(repo.dir, 'build'));
+    fs.writeFileSync(path.join(repo.dir, 'build', 'out.js'), 'ignored\n');
+    // Every git process agentsnap starts reports itself here (agentsnap passes GIT_TRACE2_EVENT on).
+    const trace = path.join(repo.base, 'trace2.jsonl');
+    const res = await cli(repo, ['snap', '--json'], { env: { GIT_TRACE2_EVENT: trace } });
+    assert.is(res.code, 0, res.stdout + res.stderr);
+    const first = JSON.parse(res.stdout) as { session: string; step: number; commit: string; startedSession: boolean; changed: unknown[] };
+    assert.ok(first.startedSession);
+    assert.is(first.step, 1);
+    assert.equal(first.changed, []);
+    const tree = (rev: string) => repo.git(['rev-parse', `${rev}^{tree}`]).trim();
+    assert.is(tree(`refs/agent/${first.session}/1`), tree(`refs/agent/${first.session}/0`));
+    assertSnapshotIsWorktree(repo, first.commit, (rel) => rel.startsWith('build/'), 'first snap');
+    const scans = fs
+      .readFileSync(trace, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { event: string; argv?: string[] })
+      .filter((e) => e.event === 'start' && (e.argv?.includes('status') || (e.argv?.includes('ls-files') && e.argv.includes('--others'))));
+    assert.is(scans.length, 1, 'one listing of the worktree');
+    // The next snapshot starts from what that scan left (the untracked cache) and sees exactly what changed.
+    fs.writeFileSync(path.join(repo.dir, 'src', 'b.ts'), 'b, edited\n');
+    fs.writeFileSync(path.join(repo.dir, 'src', 'c.ts'), 'c\n');
+    const next = await snap(repo);
+    assert.is(next.step, 2);
+    assertSnapshotIsWorktree(repo, next.commit, (rel) => rel.startsWith('build/'), 'next snap');
+    const changed = repo.git(['diff-tree', '-r', '--name-only', '--no-commit-id', `refs/agent/${first.session}/1`, `refs/agent/${first.session}/2`]).split('\n').filter(Boolean);
+    assert.equal(changed.sort(), ['src/b.ts', 'src/c.ts']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

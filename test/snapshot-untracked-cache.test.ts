@@ -143,4 +143,24 @@ test('git config that transforms content keeps the full scan', async () => {
   }
 });
 
+test('a private index written after the last snapshot (a snapshot killed halfway) is reconciled as it is', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'dir/b.txt': 'b\n' } });
+  try {
+    const first = await snapJson(repo);
+    await snapJson(repo);
+    assert.is(markers(repo).length, 1, 'on the untracked-cache path');
+    // What a snapshot killed between its update-index and its write-tree leaves: an added entry no tree holds.
+    repo.write('later-ignored.log', 'x\n');
+    const index = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', first.session, 'index');
+    repo.git(['update-index', '--add', '--', 'later-ignored.log'], { env: { GIT_INDEX_FILE: index } });
+    // Before the next snapshot, the file becomes ignored: only agentsnap's index has it, so it must drop out.
+    repo.write('.gitignore', '*.log\n');
+    const next = await snapJson(repo);
+    assert.equal([...treeFiles(repo, next.commit).keys()].sort(), ['.gitignore', 'a.txt', 'dir/b.txt']);
+    assertFsckClean(repo);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

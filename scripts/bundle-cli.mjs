@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// Second step of `npm run build`: bundles the CLI (tsc's dist/cli/main.js and
+// everything it imports, yargs included) into one file, dist/cli.bundle.js,
+// which bin/agentsnap.js runs. `agentsnap snap` runs on every tool call, and
+// Node resolving and compiling ~100 separate modules (yargs and its
+// dependencies are most of them) cost ~70 ms per start; one file does not.
+// The library (dist/index.js) stays tsc's output, module per module.
+//
+// The bundle sits in dist/ like tsc's files, so paths that src/ derives from
+// its own location (`..` = the package root: bin/, hooks/) stay right.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dist = path.join(root, 'dist');
+const outfile = path.join(dist, 'cli.bundle.js');
+
+// yargs finds its message translations (`--help` chrome in the user's
+// LANG) at `<its own file>/../../../locales`. Inside the bundle that file is
+// dist/cli.bundle.js, so the locales are copied next to it and the one
+// path is rewritten; the build fails should a yargs release move it.
+const YARGS_SHIM = /[\\/]yargs[\\/]lib[\\/]platform-shims[\\/]esm\.mjs$/;
+const LOCALES_FROM = "resolve(__dirname, '../../../locales')";
+const LOCALES_TO = "resolve(__dirname, '../yargs-locales')";
+const yargsLocales = {
+  name: 'yargs-locales',
+  setup(b) {
+    b.onLoad({ filter: YARGS_SHIM }, async (args) => {
+      const text = await fs.promises.readFile(args.path, 'utf8');
+      if (text.split(LOCALES_FROM).length !== 2) throw new Error(`bundle-cli: ${args.path} no longer holds ${LOCALES_FROM}; update scripts/bundle-cli.mjs`);
+      return { contents: text.replace(LOCALES_FROM, LOCALES_TO), loader: 'js' };
+    });
+  },
+};
+
+// string-width (yargs' help layout; three copies) builds at import what only
+// measuring a string needs: an Intl.Segmenter (ICU break data, 10-30 ms in
+// the first process to make one) and, in its version 8, /^\p{RGI_Emoji}$/v
+// (~20 ms to compile). Only help and usage text ever measure a string; `snap`
+// never does, yet paid both on every tool call. Each is created on first use
+// instead (same locale, same pattern); the build fails if they change.
+const STRING_WIDTH = /[\\/]string-width[\\/]index\.js$/;
+const LAZY = [
+  {
+    from: 'const segmenter = new Intl.Segmenter();',
+    to: 'let segmenterOnFirstUse; const segmenter = { segment: (text) => (segmenterOnFirstUse ??= new Intl.Segmenter()).segment(text) };',
+    everyCopy: true,
+  },
+  {
+    from: 'const rgiEmojiRegex = /^\\p{RGI_Emoji}$/v;',
+    to: 'let rgiEmojiOnFirstUse; const rgiEmojiRegex = { test: (text) => (rgiEmojiOnFirstUse ??= /^\\p{RGI_Emoji}$/v).test(text) };',
+    everyCopy: false,
+  },
+];
+const lazyApplied = new Map(LAZY.map((l) => [l.from, 0]));
+const lazyStringWidth = {
+  name: 'lazy-string-width',
+  setup(b) {
+    b.onLoad({ filter: STRING_WIDTH }, async (args) => {
+      let text = await fs.promises.readFile(args.path, 'utf8');
+      for (const l of LAZY) {
+        const n = text.split(l.from).length - 1;
+        if (n > 1 || (n === 0 && l.everyCopy)) throw new Error(`bundle-cli: ${args.path} no longer holds ${l.from} once; update scripts/bundle-cli.mjs`);
+        if (n === 1) {
+          text = text.replace(l.from, l.to);
+          lazyApplied.set(l.from, (lazyApplied.get(l.from) ?? 0) + 1);
+        }
+      }
+      return { contents: text, loader: 'js' };
+    });
+  },
+};
+
+await build({
+  entryPoints: [path.join(dist, 'cli', 'main.js')],
+  outfile,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  // CommonJS dependencies (picomatch) require Node's built-ins.
+  banner: { js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);" },
+  plugins: [yargsLocales, lazyStringWidth],
+  logLevel: 'warning',
+});
+
+for (const [from, n] of lazyApplied) if (n === 0) throw new Error(`bundle-cli: no string-width holds ${from} any more; update scripts/bundle-cli.mjs`);
+
+const localesFrom = path.join(root, 'node_modules', 'yargs', 'locales');
+const localesTo = path.join(dist, 'yargs-locales');
+fs.rmSync(localesTo, { recursive: true, force: true });
+fs.cpSync(localesFrom, localesTo, { recursive: true });
