@@ -279,6 +279,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       output,
       error,
       durationMs: call.durationMs,
+      ...(call.transcriptPath && call.toolUseId ? { transcript: () => postTranscript(repo, id, opts.agent, call.transcriptPath as string, call.toolUseId as string) } : {}),
     });
     return { action: 'post', session: id, step: res.step, warning: null };
   } catch (e) {
@@ -296,6 +297,14 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     const open = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId && s.status === 'open') : undefined;
     return unprotected(repo, id, settings, { phase: 'post', tool, toolUseId: call.toolUseId, ...(open ? { step: open.step } : {}) }, e);
   }
+}
+
+/** The call's place in the transcript, looked up at its post (its pre may have run before the agent wrote it). */
+function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: string, toolUseId: string): TranscriptPosition | null {
+  const loc = locateToolCall(transcriptPath, toolUseId);
+  if (!loc.uuid) return null;
+  const file = agent === 'gemini' ? mapGeminiPath(sessionPaths(repo, id).dir, transcriptPath) : transcriptPath;
+  return { path: file, uuid: loc.uuid, ...(loc.lineOffset !== undefined ? { offset: loc.lineOffset } : {}) };
 }
 
 function agentName(agent: string): string {

@@ -91,6 +91,12 @@ export interface StepPostEvent extends EventBase {
   durationMs: number | null;
   changed: ChangedPath[];
   skipped: SkippedFile[];
+  /**
+   * Where the call is in the agent's transcript, when its pre could not tell
+   * yet (a hook answered by the warm server can run before the agent has
+   * written the call's line): uuid of that line, offset of its start.
+   */
+  transcript?: TranscriptPosition;
 }
 
 export interface StepCheckpointEvent extends EventBase {

@@ -188,6 +188,7 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         changed: e.changed,
         skipped: e.skipped.length > 0 ? e.skipped : st.skipped,
       });
+      if (e.transcript && !st.transcript?.uuid) st.transcript = { ...e.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
       s.head = e.commit;
       s.headTree = tree;
       break;

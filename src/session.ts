@@ -543,6 +543,8 @@ export interface PostOptions extends SnapshotContext {
   durationMs?: number | null;
   /** With toolUseId: close only the step of that call, never fall back to the only open one (hooks of concurrent calls). */
   exactToolUseId?: boolean;
+  /** Where the call is in the transcript, asked only when the pre did not find it. */
+  transcript?: () => TranscriptPosition | null;
 }
 
 /** Picks the open step a post belongs to: by number, by tool_use_id, or the only one open. */
@@ -617,6 +619,8 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
       changed,
       skipped: snap.skipped,
     };
+    const found = !st.transcript?.uuid && opts.transcript ? opts.transcript() : null;
+    if (found?.uuid) (ev as StepPostEvent).transcript = found;
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, st.step), value: commit },
       { ref: headRef(id), value: commit },

@@ -36,6 +36,8 @@ function holdsToolUse(line: TranscriptLine, toolUseId: string): boolean {
 const SCAN_LIMIT = 16 * 1024 * 1024;
 
 export interface ToolCallLocation extends TranscriptPosition {
+  /** Byte offset where the line holding the call starts. */
+  lineOffset?: number;
   /** The agent's version and model, from the line holding the call. */
   agentVersion?: string;
   model?: string;
@@ -71,6 +73,7 @@ export function locateToolCall(file: string, toolUseId: string | null): ToolCall
         const line = JSON.parse(buf.subarray(start, end).toString('utf8')) as TranscriptLine;
         if (holdsToolUse(line, toolUseId)) {
           if (line.uuid) pos.uuid = line.uuid;
+          pos.lineOffset = from + start;
           if (line.version) pos.agentVersion = line.version;
           if (line.message?.model) pos.model = line.message.model;
           return pos;

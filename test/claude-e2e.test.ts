@@ -12,7 +12,9 @@ import { openRepo } from '../src/repo.js';
 
 const claude = claudeBinary();
 
-test('claude under wrap: one step per tool call, right tools and statuses, post trees equal the files after each call', async () => {
+// Twice: hooks through the Node path, and through the warm server the wrapper hosts (the shell client).
+for (const server of ['off', 'on'] as const)
+test(`claude under wrap (server ${server}): one step per tool call, right tools and statuses, post trees equal the files after each call`, async () => {
   if (!claude) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
   const d = (rel: string) => path.join(repo.dir, rel);
@@ -49,9 +51,13 @@ test('claude under wrap: one step per tool call, right tools and statuses, post 
       DISABLE_AUTOUPDATER: '1',
       ANTHROPIC_BASE_URL: stub.url,
       ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+      AGENTSNAP_SERVER: server,
+      ...(server === 'on' ? { AGENTSNAP_SERVER_TRACE: '1' } : {}),
     };
     const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], { env, timeoutMs: 120_000 });
     assert.is(res.code, 0, res.stderr);
+    // With the server on, every hook call reached it (its trace), none took the Node path.
+    if (server === 'on') assert.is((res.stderr.match(/call \d+: hook claude (PreToolUse|PostToolUse|PostToolUseFailure) --wrapped\n/g) ?? []).length, 12, res.stderr);
     assert.match(res.stdout, 'All done.');
     assert.match(res.stderr, 'claude hooks injected');
     assert.not.match(res.stderr, 'warning');
@@ -70,10 +76,12 @@ test('claude under wrap: one step per tool call, right tools and statuses, post 
       assert.equal(Object.fromEntries([...tree].map(([p, v]) => [p, v.content.toString()])), expected[i], `files after step ${st.step}`);
       // The transcript line holding the call, and the transcript's length when it started.
       const tr = st.transcript;
-      assert.ok(tr?.path && tr.uuid && tr.offset, `transcript position of step ${st.step}`);
+      // Through the server a hook can run before Claude Code has written the call's line (its post fills
+      // the uuid in when it is there by then); without the uuid, a rewind finds the line by tool_use_id.
+      assert.ok(tr?.path && (tr.uuid || server === 'on'), `transcript position of step ${st.step}`);
       const text = fs.readFileSync(tr.path, 'utf8');
-      assert.ok(tr.offset <= Buffer.byteLength(text));
-      const line = text.split('\n').find((l) => l.includes(`"uuid":"${tr.uuid}"`)) ?? '';
+      if (tr.offset !== undefined) assert.ok(tr.offset <= Buffer.byteLength(text));
+      const line = text.split('\n').find((l) => l.includes(tr.uuid ? `"uuid":"${tr.uuid}"` : `"id":"${call?.id}"`)) ?? '';
       assert.ok(line.includes(call?.id ?? '?'), 'the uuid names the line holding the tool_use');
     });
     assert.is(s.steps[5]?.error, 'Exit code 3');
