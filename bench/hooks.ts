@@ -68,10 +68,17 @@ export function installClaudeHooks(repo: BenchRepo, env: BenchEnv, tool: string)
   return { repo, commands, env: hookEnv };
 }
 
-/** The commands of one hook event, as /bin/sh runs them for Claude Code. */
+/** Claude Code's default timeout of a command hook: a hook that hangs fails the bench instead of hanging it. */
+export const HOOK_TIMEOUT_MS = 60_000;
+
+/**
+ * The commands of one hook event, as /bin/sh runs them for Claude Code. Its
+ * stdin is what Node's spawn gives a child: a socketpair (libuv), the payload
+ * written, then closed.
+ */
 export function hookCmds(setup: HookSetup, event: HookEvent, payload: object): Cmd[] {
   const input = JSON.stringify(payload);
-  return setup.commands[event].map((command) => ({ file: '/bin/sh', args: ['-c', command], cwd: setup.repo.dir, env: setup.env, input }));
+  return setup.commands[event].map((command) => ({ file: '/bin/sh', args: ['-c', command], cwd: setup.repo.dir, env: setup.env, input, timeoutMs: HOOK_TIMEOUT_MS }));
 }
 
 export interface ToolCallSpec {

@@ -53,6 +53,8 @@ export interface Cmd {
   cwd: string;
   env: NodeJS.ProcessEnv;
   input?: string;
+  /** Kill the command after this long and fail (hook commands: Claude Code's own timeout). */
+  timeoutMs?: number;
 }
 
 /** Thrown when the bench is interrupted (Ctrl-C, SIGTERM, or a child killed by a signal): cleanup runs, no figures. */
@@ -85,7 +87,17 @@ function exec(cmd: Cmd): { stdout: string; stderr: string } {
     input: cmd.input ?? '',
     encoding: 'utf8',
     maxBuffer: 512 * 1024 * 1024,
+    // With a timeout the command gets its own process group, so a timeout kills whatever it started too.
+    ...(cmd.timeoutMs ? { timeout: cmd.timeoutMs, killSignal: 'SIGKILL' as const, detached: true } : {}),
   });
+  if (r.error && (r.error as NodeJS.ErrnoException).code === 'ETIMEDOUT') {
+    try {
+      process.kill(-r.pid, 'SIGKILL');
+    } catch {
+      /* the group is gone */
+    }
+    throw new Error(`${path.basename(cmd.file)} ${cmd.args.join(' ')} did not finish within ${(cmd.timeoutMs ?? 0) / 1000} s: killed`);
+  }
   if (r.error) throw r.error;
   // Ctrl-C reaches the whole process group: a child killed by it ends the run.
   if (r.signal) throw new Interrupted(`${path.basename(cmd.file)} ${cmd.args.slice(0, 3).join(' ')} killed by ${r.signal}`);

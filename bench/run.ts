@@ -123,7 +123,9 @@ async function main(): Promise<void> {
       process.exitCode = 130;
       return;
     }
-    throw e;
+    log(`bench failed: ${(e as Error).message}; servers stopped`);
+    if (process.env.AGENTSNAP_DEBUG === '1') log((e as Error).stack ?? '');
+    process.exitCode = 1;
   } finally {
     stopAllServers(log);
     env.dispose();

@@ -18,6 +18,8 @@ const NONE: ServerInfo = { supported: false, running: false, pid: null };
 
 /** Worktrees whose server the bench may have started (through hook calls), stopped again by stopAllServers. */
 const touched = new Map<string, BenchEnv>();
+/** Every server pid status reported, by worktree: stopping checks they are gone, even if the server lost its pid file. */
+const seen = new Map<string, Set<number>>();
 let supported: boolean | null = null;
 
 function cli(env: BenchEnv, dir: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -53,6 +55,7 @@ export function serverStatus(env: BenchEnv, dir: string): ServerInfo {
     return { supported: true, running: false, pid: null };
   }
   const pid = findPid(parsed);
+  if (pid) seen.set(dir, (seen.get(dir) ?? new Set()).add(pid));
   const obj = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
   const running = typeof obj.running === 'boolean' ? obj.running : pid !== null && alive(pid);
   return { supported: true, running, pid: running ? pid : null };
@@ -78,8 +81,10 @@ function sleepMs(ms: number): void {
 
 /**
  * Stops the worktree's server, if this agentsnap has one: `agentsnap server
- * stop`, then waits for the pid it reported to exit (SIGTERM to that pid
- * after 5 s, as the last resort). Returns a warning when something lingered.
+ * stop`, then waits for every server pid seen in this worktree to exit; one
+ * still there after 5 s gets SIGTERM, then SIGKILL after 3 s more (they are
+ * processes this bench started, through its hook calls). Returns a warning
+ * when something lingered.
  */
 export function stopServer(env: BenchEnv, dir: string): string | null {
   if (supported === false) return null;
@@ -87,15 +92,33 @@ export function stopServer(env: BenchEnv, dir: string): string | null {
   if (!before.supported) return null;
   cli(env, dir, ['server', 'stop']);
   touched.delete(dir);
-  if (!before.pid) return null;
-  for (let waited = 0; waited < 5000 && alive(before.pid); waited += 50) sleepMs(50);
-  if (!alive(before.pid)) return null;
+  const pids = [...(seen.get(dir) ?? [])];
+  seen.delete(dir);
+  const lingering: string[] = [];
+  for (const pid of pids) {
+    if (waitGone(pid, 5000)) continue;
+    signal(pid, 'SIGTERM');
+    if (waitGone(pid, 3000)) {
+      lingering.push(`${pid} (SIGTERM)`);
+      continue;
+    }
+    signal(pid, 'SIGKILL');
+    lingering.push(`${pid} (SIGKILL)`);
+  }
+  return lingering.length ? `server process still running after \`agentsnap server stop\` in ${dir}: ${lingering.join(', ')}` : null;
+}
+
+function waitGone(pid: number, ms: number): boolean {
+  for (let waited = 0; waited < ms && alive(pid); waited += 50) sleepMs(50);
+  return !alive(pid);
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
   try {
-    process.kill(before.pid, 'SIGTERM');
+    process.kill(pid, sig);
   } catch {
     /* gone meanwhile */
   }
-  return `server pid ${before.pid} in ${dir} was still running 5 s after \`agentsnap server stop\`; sent it SIGTERM`;
 }
 
 /** The bench's exit path (normal end, error, interrupt): every server it may have started is stopped. */
