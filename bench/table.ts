@@ -27,7 +27,7 @@ function targetCell(r: Row): string {
 function peerCell(r: Row, name: string): string {
   const p = r.peers[name];
   if (!p) return '';
-  return `${fmtMs(p.ms)}${p.samples < r.samples ? ` (${p.samples} runs)` : ''}`;
+  return `${fmtMs(p.ms)}${p.samples < r.samples ? ` (${p.samples} run${p.samples === 1 ? '' : 's'})` : ''}`;
 }
 
 function memoryMark(r: { size: number }, mib: number | null): string {
