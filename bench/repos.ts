@@ -168,6 +168,10 @@ export function resetRepo(repo: BenchRepo, env: BenchEnv, log: (s: string) => vo
   const refs = git(env, repo.dir, ['for-each-ref', '--format=delete %(refname)', 'refs/bench/']);
   if (refs) git(env, repo.dir, ['update-ref', '--stdin'], refs);
   fs.writeFileSync(path.join(repo.dir, repo.editFile), repo.editOriginal);
+  // Whatever an interrupted run left: files created or edited by tool-call rows.
+  fs.rmSync(path.join(repo.dir, 'bench-created'), { recursive: true, force: true });
+  fs.rmSync(path.join(repo.dir, '.git', 'bench-aside'), { recursive: true, force: true });
+  git(env, repo.dir, ['checkout', '-q', '--', '.']);
   const counts = Object.fromEntries(
     git(env, repo.dir, ['count-objects', '-v'])
       .split('\n')

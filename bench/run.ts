@@ -1,37 +1,42 @@
-// `npm run bench`: agentsnap against the raw git sequence it replaces, on
-// synthetic repositories of 1k, 10k and 100k files, every figure measured in
-// this one run. Prints targets with ✓/✗ but never fails on them: speed is
-// reported here, not asserted in tests.
+// `npm run bench`: agentsnap against the raw git sequence it replaces and
+// what peers do per tool call, on synthetic repositories of 1k, 10k and 100k
+// files, every figure measured in this one run. Prints targets with ✓/✗ but
+// never fails on them: speed is reported here, not asserted in tests.
 //
 //   npm run bench                          # 1k, 10k, 100k files
 //   npm run bench -- --sizes 1000,10000    # quick run
 //   npm run bench -- --runs 5 --json       # fewer samples, machine-readable rows
+//   npm run bench -- --sizes 100000 --only hook-edit,disk
 //   npm run bench -- --sizes 100000 --profile   # where one snap's time goes (git calls)
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
-import { benchEnv, ROOT } from './measure.js';
+import { benchEnv, Interrupted, markInterrupted, ROOT } from './measure.js';
 import { benchRepo, resetRepo } from './repos.js';
 import { SCENARIOS, startupReference, type Row } from './scenarios.js';
-import { formatTable } from './table.js';
+import { formatDiskTable, formatTable } from './table.js';
 import { profileSnap } from './profile.js';
+import { serverStatus, stopAllServers, stopServer, vmHwmMiB } from './server.js';
+import type { DiskResult } from './disk.js';
 
-const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [--only ID,...] [--json] [--profile]
+const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [--only ID,...] [--disk-steps N] [--json] [--profile]
 
-  --sizes    repository sizes in files (default 1000,10000,100000); generated once, cached in .bench/
-  --runs     timed samples per figure, median reported (default 9; the first-snapshot row uses at most 5)
-  --only     scenarios to run (${SCENARIOS.map((s) => s.id).join(', ')})
-  --json     print the rows as JSON instead of the table
-  --profile  also print, per size, each git process of one \`agentsnap snap\` (GIT_TRACE2_EVENT)`;
+  --sizes       repository sizes in files (default 1000,10000,100000); generated once, cached in .bench/
+  --runs        timed samples per figure, median reported (default 9; tool calls use at most 7, first snapshot and undo at most 5)
+  --only        scenarios to run (${SCENARIOS.map((s) => s.id).join(', ')})
+  --disk-steps  one-file steps of the disk scenario (default 1000; a tenth, extrapolated, when hook calls are slow)
+  --json        print the rows as JSON instead of the tables
+  --profile     also print, per size, each git process of one \`agentsnap snap\` (GIT_TRACE2_EVENT)`;
 
-function main(): void {
+async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       sizes: { type: 'string', default: '1000,10000,100000' },
       runs: { type: 'string', default: '9' },
       only: { type: 'string' },
+      'disk-steps': { type: 'string', default: '1000' },
       json: { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -44,45 +49,87 @@ function main(): void {
   }
   const sizes = values.sizes.split(',').map((s) => Number(s.replace(/[_k]/gi, (m) => (m.toLowerCase() === 'k' ? '000' : ''))));
   const runs = Number(values.runs);
-  if (sizes.some((n) => !Number.isInteger(n) || n < 10) || !Number.isInteger(runs) || runs < 1) {
+  const diskSteps = Number(values['disk-steps']);
+  const only = values.only ? new Set(values.only.split(',')) : null;
+  const unknown = only ? [...only].filter((id) => !SCENARIOS.some((s) => s.id === id)) : [];
+  if (sizes.some((n) => !Number.isInteger(n) || n < 10) || !Number.isInteger(runs) || runs < 1 || !Number.isInteger(diskSteps) || diskSteps < 1 || unknown.length) {
+    if (unknown.length) process.stderr.write(`unknown scenario: ${unknown.join(', ')}\n`);
     process.stderr.write(`${USAGE}\n`);
     process.exitCode = 2;
     return;
   }
-  const only = values.only ? new Set(values.only.split(',')) : null;
   const scenarios = SCENARIOS.filter((s) => !only || only.has(s.id));
 
   const log = (s: string) => process.stderr.write(`${s}\n`);
   const cacheDir = path.join(ROOT, '.bench');
   fs.mkdirSync(cacheDir, { recursive: true });
   const env = benchEnv();
+  // No process outlives the bench: a signal stops the run at the next sample, then servers are stopped.
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => markInterrupted(sig));
+  process.on('exit', () => stopAllServers(log));
   try {
     const gitVersion = spawnSync('git', ['version'], { encoding: 'utf8', env: env.env }).stdout.trim();
     const loadBefore = os.loadavg();
-    const startup = startupReference(env, runs);
+    const startup = await startupReference(env, runs);
     const rows: Row[] = [];
+    const disk: DiskResult[] = [];
     const profiles: string[] = [];
     for (const size of sizes) {
       const repo = benchRepo(cacheDir, size, env, log);
+      stopServer(env, repo.dir);
       resetRepo(repo, env, log);
       log(`${size} files:`);
-      for (const sc of scenarios) rows.push(...sc.run({ repo, env, runs, log }));
+      for (const sc of scenarios) {
+        const ctx = { repo, env, runs, log, diskSteps, explicit: only ?? new Set<string>() };
+        try {
+          const out = await sc.run(ctx);
+          // A server the scenario's CLI calls started (\`snap\` starts one for the next call): its pid and peak memory.
+          const status = serverStatus(env, repo.dir);
+          for (const r of out) {
+            if (r.kind === 'disk') disk.push(r);
+            else {
+              if (!r.server && status.running) {
+                r.server = status;
+                r.serverRssMiB = status.pid ? vmHwmMiB(status.pid) : null;
+              }
+              rows.push(r);
+            }
+          }
+        } finally {
+          const warning = stopServer(env, repo.dir);
+          if (warning) log(`warning: ${warning}`);
+        }
+      }
       if (values.profile) profiles.push(profileSnap(repo, env));
     }
+    const server = process.env.AGENTSNAP_SERVER ? `AGENTSNAP_SERVER=${process.env.AGENTSNAP_SERVER}` : null;
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ git: gitVersion, node: process.version, cpus: os.cpus().length, runs, loadBefore, loadAfter: os.loadavg(), startup, rows }, null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ git: gitVersion, node: process.version, cpus: os.cpus().length, runs, loadBefore, loadAfter: os.loadavg(), server, startup, rows, disk }, null, 2)}\n`,
+      );
       return;
     }
     const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
-    const header = `agentsnap bench: ${gitVersion}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()}; median of ${runs} interleaved runs; load average ${load(loadBefore)} before, ${load(os.loadavg())} after`;
+    const header = `agentsnap bench: ${gitVersion}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()}${server ? `, ${server}` : ''}; median of ${runs} interleaved runs; load average ${load(loadBefore)} before, ${load(os.loadavg())} after`;
     process.stdout.write(`\n${header}\n\n${formatTable(rows)}\n`);
+    if (disk.length) process.stdout.write(`\n${formatDiskTable(disk)}\n`);
     process.stdout.write(
-      `\nreference: node start-up ${startup.nodeMs.toFixed(0)} ms, \`agentsnap --version\` ${startup.versionMs.toFixed(0)} ms (both included in every agentsnap figure)\n`,
+      `\nreference: node start-up ${startup.nodeMs.toFixed(0)} ms, \`agentsnap --version\` ${startup.versionMs.toFixed(0)} ms (each agentsnap Node process pays both)\n`,
     );
     for (const p of profiles) process.stdout.write(`\n${p}\n`);
+  } catch (e) {
+    if (e instanceof Interrupted) {
+      log(`bench ${e.message}; servers stopped, no figures`);
+      process.exitCode = 130;
+      return;
+    }
+    log(`bench failed: ${(e as Error).message}; servers stopped`);
+    if (process.env.AGENTSNAP_DEBUG === '1') log((e as Error).stack ?? '');
+    process.exitCode = 1;
   } finally {
+    stopAllServers(log);
     env.dispose();
   }
 }
 
-main();
+await main();

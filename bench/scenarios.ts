@@ -1,7 +1,7 @@
 // What the benchmark measures. A scenario produces rows; each row compares
-// an agentsnap figure with a baseline sampled in the same interleaved loop.
-// Later issues add scenarios here (tool calls through hooks, undo, disk
-// growth, peer baselines) and append them to SCENARIOS.
+// an agentsnap figure with the raw git baseline (and, for tool calls, the
+// peers' baselines) sampled in the same interleaved loop. The disk scenario
+// produces a disk row instead (bench/disk.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import {
@@ -10,23 +10,38 @@ import {
   interleave,
   median,
   peakRssMiB,
+  peakRssOfNodeChildren,
   timed,
   type BenchEnv,
   type Cmd,
   type Subject,
 } from './measure.js';
 import { removeAgentsnapState, type BenchRepo } from './repos.js';
+import { CREATE_COUNT, makeChange, type Change, type ChangeKind } from './changes.js';
+import { claudePayload, hookCmds, installClaudeHooks, recordedSteps, toolCall, type ToolCallSpec } from './hooks.js';
+import { BACKUP, backupSubject, ISOGIT, isogitSubject, SHADOW, shadowSubject } from './peers.js';
+import { serverStatus, stopServer, vmHwmMiB, type ServerInfo } from './server.js';
+import { diskGrowth, type DiskResult } from './disk.js';
 
 export interface Target {
   /** Highest acceptable ratio to the baseline. */
   maxRatio: number;
+  /** And at most this median, ms. */
+  maxMs?: number;
   /** The issue that sets the target (shown next to it). */
   issue: number;
   /** Sizes the target applies to. */
   sizes: number[];
 }
 
+export interface PeerFigure {
+  /** Median, ms. */
+  ms: number;
+  samples: number;
+}
+
 export interface Row {
+  kind: 'time';
   size: number;
   what: string;
   agentsnapMs: number;
@@ -35,8 +50,15 @@ export interface Row {
   ratio: number;
   samples: number;
   target: Target | null;
-  /** Peak memory of the agentsnap process, MiB. */
+  /** Peak memory of the agentsnap CLI/hook Node processes, MiB (null: the hook commands started none). */
   maxRssMiB: number | null;
+  /** Peer baselines sampled in the same loop (tool-call rows): backup copy, shadow repo, isomorphic-git. */
+  peers: Record<string, PeerFigure>;
+  /** The warm agentsnap server at the end of the row, when this agentsnap has one. */
+  server: ServerInfo | null;
+  /** Its peak memory (VmHWM), MiB. */
+  serverRssMiB: number | null;
+  notes: string[];
 }
 
 export interface ScenarioContext {
@@ -44,11 +66,15 @@ export interface ScenarioContext {
   env: BenchEnv;
   runs: number;
   log: (s: string) => void;
+  /** Steps of the disk scenario (default 1000). */
+  diskSteps: number;
+  /** Scenarios named in --only (they run even where slow). */
+  explicit: Set<string>;
 }
 
 export interface Scenario {
   id: string;
-  run(ctx: ScenarioContext): Row[];
+  run(ctx: ScenarioContext): Promise<(Row | DiskResult)[]>;
 }
 
 /** Appends a unique line to the edit target, so the next snapshot sees exactly one changed file. */
@@ -62,7 +88,7 @@ function editOneFile(repo: BenchRepo, tag: string): void {
  * index like agentsnap seeds its own): add -A, write-tree, commit-tree,
  * update-ref. Git's default configuration, as a script would run it.
  */
-export function rawGitSubject(ctx: ScenarioContext, name = 'raw git'): Subject {
+export function rawGitSubject(ctx: ScenarioContext, change: Change | null = null, name = 'raw git'): Subject {
   const { repo, env } = ctx;
   const indexFile = path.join(env.base, `raw-index-${repo.size}`);
   if (!fs.existsSync(indexFile)) fs.copyFileSync(path.join(repo.dir, '.git', 'index'), indexFile);
@@ -71,7 +97,11 @@ export function rawGitSubject(ctx: ScenarioContext, name = 'raw git'): Subject {
   let parent: string | null = null;
   return {
     name,
-    prepare: (i) => editOneFile(repo, `raw ${i}`),
+    prepare: (i) => {
+      if (!change) return editOneFile(repo, `raw ${i}`);
+      change.prepare(name);
+      change.apply(name, i);
+    },
     run: () => {
       // One timed span over the four processes; each needs the previous one's output.
       const t0 = process.hrtime.bigint();
@@ -90,6 +120,7 @@ function row(ctx: ScenarioContext, what: string, a: number[], b: number[], basel
   const agentsnapMs = median(a);
   const baselineMs = median(b);
   return {
+    kind: 'time',
     size: ctx.repo.size,
     what,
     agentsnapMs,
@@ -99,22 +130,28 @@ function row(ctx: ScenarioContext, what: string, a: number[], b: number[], basel
     samples: a.length,
     target: target && target.sizes.includes(ctx.repo.size) ? target : null,
     maxRssMiB: rss,
+    peers: {},
+    server: null,
+    serverRssMiB: null,
+    notes: [],
   };
 }
 
 /** `agentsnap snap` in a repository with no session yet: starts one (baseline) and takes the checkpoint. */
 export const firstSnapshot: Scenario = {
   id: 'first',
-  run(ctx) {
+  async run(ctx) {
     const { repo, env } = ctx;
     const snap = agentsnapCmd(env, repo.dir, ['snap', '-q']);
     const fresh = (i: number) => {
+      // A new session in a worktree with no server yet (its state dir, where a server runs from, is removed).
+      stopServer(env, repo.dir);
       removeAgentsnapState(repo, env);
       editOneFile(repo, `first ${i}`);
     };
     const runs = Math.max(1, Math.min(ctx.runs, 5));
     ctx.log(`  first snapshot of a new session (${runs} runs)`);
-    const samples = interleave(
+    const samples = await interleave(
       [{ name: 'agentsnap', prepare: fresh, run: () => timed([snap]).ms }, rawGitSubject(ctx)],
       runs,
     );
@@ -129,11 +166,11 @@ export const firstSnapshot: Scenario = {
 /** `agentsnap snap` (a checkpoint step) in a running session after one file changed. */
 export const checkpointOneFile: Scenario = {
   id: 'checkpoint',
-  run(ctx) {
+  async run(ctx) {
     const { repo, env } = ctx;
     const snap = agentsnapCmd(env, repo.dir, ['snap', '-q']);
     ctx.log(`  snap after one changed file (${ctx.runs} runs)`);
-    const samples = interleave(
+    const samples = await interleave(
       [{ name: 'agentsnap', prepare: (i) => editOneFile(repo, `checkpoint ${i}`), run: () => timed([snap]).ms }, rawGitSubject(ctx)],
       ctx.runs,
     );
@@ -145,70 +182,111 @@ export const checkpointOneFile: Scenario = {
   },
 };
 
-/** Claude Code's hook payload for one tool call (what it writes on the hook's stdin). */
-function claudePayload(repo: BenchRepo, event: 'PreToolUse' | 'PostToolUse', call: number, edit: boolean): string {
-  const toolUseId = `toolu_bench_${process.pid}_${call}`;
-  const file = path.join(repo.dir, repo.editFile);
-  const toolInput = edit
-    ? { file_path: file, old_string: '// edited', new_string: `// edited by the bench ${call}` }
-    : { file_path: file };
-  return JSON.stringify({
-    session_id: `bench-${repo.size}-${edit ? 'edit' : 'read'}`,
-    transcript_path: '',
-    cwd: repo.dir,
-    permission_mode: 'default',
-    hook_event_name: event,
-    tool_name: edit ? 'Edit' : 'Read',
-    tool_input: toolInput,
-    tool_use_id: toolUseId,
-    ...(event === 'PostToolUse'
-      ? { tool_response: edit ? { filePath: file, oldString: '// edited', newString: `// edited by the bench ${call}`, structuredPatch: [] } : { type: 'text', file: { filePath: file, content: repo.editOriginal.slice(0, 2000), numLines: 40, startLine: 1, totalLines: 40 } } }
-      : {}),
-  });
-}
-
 /**
- * One tool call as the agent pays for it: the real `agentsnap hook claude
- * PreToolUse` and `PostToolUse` processes, end to end, with Claude Code's JSON
- * payloads on stdin (outside a wrapper, as `agentsnap init claude` sets it up).
- * The tool's own work (the edit) happens between them and is not timed.
+ * One tool call as the agent pays for it: the hook commands `agentsnap init
+ * claude` wrote, run through /bin/sh with Claude Code's payloads (see
+ * hooks.ts), pre and post end to end with whatever processes they start. The
+ * tool's own work between them is not timed. Baselines in the same loop, each
+ * handling the same change: raw git, Claude Code's backup copy, a shadow
+ * repository, isomorphic-git in-process.
  */
-function toolCallScenario(id: string, what: string, edit: boolean, target: Target): Scenario {
+function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Target | null): Scenario {
   return {
     id,
-    run(ctx) {
+    async run(ctx) {
       const { repo, env } = ctx;
+      stopServer(env, repo.dir);
       removeAgentsnapState(repo, env);
-      const hook = (event: 'PreToolUse' | 'PostToolUse', call: number): Cmd => ({
-        ...agentsnapCmd(env, repo.dir, ['hook', 'claude', event]),
-        input: claudePayload(repo, event, call, edit),
-      });
-      const runs = Math.max(1, Math.min(ctx.runs, 7));
-      ctx.log(`  ${what} (${runs} runs)`);
-      const samples = interleave(
-        [
-          {
-            name: 'agentsnap',
-            // The session's first call takes its baseline: warm it up untimed.
-            run: (i) => {
-              const pre = timed([hook('PreToolUse', i)]).ms;
-              if (edit) editOneFile(repo, `hook ${i}`);
-              return pre + timed([hook('PostToolUse', i)]).ms;
+      const tool = kind === 'none' ? 'Read' : kind === 'edit' ? 'Edit' : 'Bash';
+      const setup = installClaudeHooks(repo, env, tool);
+      const change = makeChange(kind, env, repo);
+      const sessionId = `bench-${repo.size}-${id}-${process.pid}`;
+      const spec = (i: number): ToolCallSpec => {
+        const target = change.targets('agentsnap', i)[0];
+        const file = target ? path.join(repo.dir, target) : path.join(repo.dir, repo.editFile);
+        if (kind === 'none') {
+          return { sessionId, tool: 'Read', input: { file_path: file }, response: { type: 'text', file: { filePath: file, content: repo.editOriginal.slice(0, 2000), numLines: 40, startLine: 1, totalLines: 40 } } };
+        }
+        if (kind === 'edit') {
+          return { sessionId, tool: 'Edit', input: { file_path: file, old_string: '// edited', new_string: `// edited ${i}` }, response: { filePath: file, oldString: '// edited', newString: `// edited ${i}`, structuredPatch: [] } };
+        }
+        const command = `node scripts/scaffold.js --count ${CREATE_COUNT} --out bench-created/${i}`;
+        return { sessionId, tool: 'Bash', input: { command, description: `Create ${CREATE_COUNT} files` }, response: { stdout: '', stderr: '', interrupted: false, isImage: false } };
+      };
+      const messages = new Set<string>();
+      let calls = 0;
+      let notPost = 0;
+      const call = (i: number) => {
+        change.prepare('agentsnap');
+        const r = toolCall(setup, spec(i), () => change.apply('agentsnap', i));
+        calls++;
+        for (const line of r.stderr.split('\n')) if (line.trim()) messages.add(line.trim());
+        return r.ms;
+      };
+      try {
+        // The session's first call takes its baseline (and may start a server): warm up untimed.
+        const warmMs = call(-2);
+        const server = serverStatus(env, repo.dir);
+        ctx.log(`  ${what}: warm-up call ${warmMs.toFixed(0)} ms; ${server.supported ? (server.running ? `server running, pid ${server.pid}` : 'no server running') : 'this agentsnap has no server command'}`);
+        const runs = Math.max(1, Math.min(ctx.runs, 7));
+        ctx.log(`  ${what} (${runs} runs)`);
+        const samples = await interleave(
+          [
+            {
+              name: 'agentsnap',
+              run: (i) => {
+                const ms = call(i);
+                // Untimed: the post snapshot must be recorded by the time the hook returned.
+                if (!recordedSteps(env, repo).lastIsPost) notPost++;
+                return ms;
+              },
             },
-          },
-          rawGitSubject(ctx),
-        ],
-        runs,
-      );
-      const rss = peakRssMiB(env, hook('PreToolUse', 999_999));
-      peakRssMiB(env, hook('PostToolUse', 999_999));
-      return [row(ctx, what, samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', target, rss)];
+            rawGitSubject(ctx, change),
+            backupSubject(repo, env, change),
+            shadowSubject(repo, env, change),
+            isogitSubject(repo, env, change, ctx.log),
+          ],
+          runs,
+        );
+        const recorded = recordedSteps(env, repo);
+        if (recorded.steps !== calls) {
+          throw new Error(`the hooks recorded ${recorded.steps} steps for ${calls} tool calls: the hook commands failed${messages.size ? `: ${[...messages][0]}` : ''}`);
+        }
+        // Memory, untimed: every Node process one more call's hook commands start, and the server's peak so far.
+        change.prepare('agentsnap');
+        const id = `toolu_bench_rss_${process.pid}`;
+        const rssCmds = [...hookCmds(setup, 'PreToolUse', claudePayload(setup, spec(999_999), 'PreToolUse', id))];
+        let hookRss: number | null = null;
+        for (const c of rssCmds) hookRss = maxOf(hookRss, peakRssOfNodeChildren(c).maxMiB);
+        change.apply('agentsnap', 999_999);
+        for (const c of hookCmds(setup, 'PostToolUse', claudePayload(setup, spec(999_999), 'PostToolUse', id))) hookRss = maxOf(hookRss, peakRssOfNodeChildren(c).maxMiB);
+        const end = serverStatus(env, repo.dir);
+        const r = row(ctx, what, samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', target, hookRss);
+        for (const name of [BACKUP, SHADOW, ISOGIT]) {
+          const xs = samples.get(name) ?? [];
+          r.peers[name] = { ms: median(xs), samples: xs.length };
+        }
+        r.server = end.supported ? end : null;
+        r.serverRssMiB = end.pid ? vmHwmMiB(end.pid) : null;
+        if (notPost) r.notes.push(`${notPost} of ${runs + 1} post hooks returned before their snapshot was recorded`);
+        for (const m of [...messages].slice(0, 3)) r.notes.push(`hook said: ${m}`);
+        return [r];
+      } finally {
+        change.cleanup();
+        const warning = stopServer(env, repo.dir);
+        if (warning) ctx.log(`  warning: ${warning}`);
+      }
     },
   };
 }
 
-export const toolCallReadOnly = toolCallScenario('hook-read', 'tool call: read-only (pre+post hook)', false, { maxRatio: 0.1, issue: 7, sizes: [10_000, 100_000] });
-export const toolCallEdit = toolCallScenario('hook-edit', 'tool call: edits one file (pre+post hook)', true, { maxRatio: 0.5, issue: 7, sizes: [100_000] });
+function maxOf(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.max(a, b);
+}
+
+export const toolCallReadOnly = toolCallScenario('hook-read', 'tool call: read-only', 'none', { maxRatio: 0.1, issue: 7, sizes: [10_000, 100_000] });
+export const toolCallEdit = toolCallScenario('hook-edit', 'tool call: edits one file', 'edit', { maxRatio: 0.5, maxMs: 100, issue: 7, sizes: [100_000] });
+export const toolCallCreate = toolCallScenario('hook-create', `tool call: creates ${CREATE_COUNT} files`, 'create', null);
 
 /** Writes new content into `count` tracked files spread over the repository (the same files every time). */
 function editManyFiles(repo: BenchRepo, env: BenchEnv, count: number, tag: string): string[] {
@@ -227,7 +305,7 @@ function editManyFiles(repo: BenchRepo, env: BenchEnv, count: number, tag: strin
 function undoScenario(count: number): Scenario {
   return {
     id: count === 10 ? 'undo' : `undo${count}`,
-    run(ctx) {
+    async run(ctx) {
       const { repo, env } = ctx;
       removeAgentsnapState(repo, env);
       const snap = agentsnapCmd(env, repo.dir, ['snap', '-q']);
@@ -240,7 +318,7 @@ function undoScenario(count: number): Scenario {
         editManyFiles(repo, env, count, `undo ${count} ${i} ${process.hrtime.bigint()}`);
         timed([snap]);
       };
-      const samples = interleave([{ name: 'agentsnap', prepare: record, run: () => timed([undo]).ms }, rawGitSubject(ctx)], runs);
+      const samples = await interleave([{ name: 'agentsnap', prepare: record, run: () => timed([undo]).ms }, rawGitSubject(ctx)], runs);
       record(-1);
       const rss = peakRssMiB(env, undo);
       // Leave the worktree as committed for the next scenario.
@@ -253,13 +331,21 @@ function undoScenario(count: number): Scenario {
 export const undoTen = undoScenario(10);
 export const undoHundred = undoScenario(100);
 
-export const SCENARIOS: Scenario[] = [firstSnapshot, checkpointOneFile, toolCallReadOnly, toolCallEdit, undoTen, undoHundred];
+/** Disk growth after `--disk-steps` one-file steps through the hooks (bench/disk.ts). */
+export const diskScenario: Scenario = {
+  id: 'disk',
+  async run(ctx) {
+    return [await diskGrowth(ctx.repo, ctx.env, { steps: ctx.diskSteps, explicit: ctx.explicit.has('disk'), log: ctx.log })];
+  },
+};
+
+export const SCENARIOS: Scenario[] = [firstSnapshot, checkpointOneFile, toolCallReadOnly, toolCallEdit, toolCallCreate, undoTen, undoHundred, diskScenario];
 
 /** Node's own start-up and agentsnap's CLI load (`--version`), for reading the small sizes. */
-export function startupReference(env: BenchEnv, runs: number): { nodeMs: number; versionMs: number } {
+export async function startupReference(env: BenchEnv, runs: number): Promise<{ nodeMs: number; versionMs: number }> {
   const node: Cmd = { file: process.execPath, args: ['-e', '0'], cwd: env.base, env: env.env };
   const version = agentsnapCmd(env, env.base, ['--version']);
-  const samples = interleave(
+  const samples = await interleave(
     [
       { name: 'node', run: () => timed([node]).ms },
       { name: 'version', run: () => timed([version]).ms },

@@ -1,0 +1,141 @@
+// The warm per-worktree agentsnap server, as the bench sees it: whether this
+// agentsnap has one (`agentsnap server status --json`; older builds answer a
+// usage error), its pid and peak memory, and stopping it when a scenario ends,
+// when the bench ends, and on error or interrupt, so no process outlives the
+// run. Works the same with hook commands that never start a server.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { BIN, type BenchEnv } from './measure.js';
+
+export interface ServerInfo {
+  /** This agentsnap has the `server` command. */
+  supported: boolean;
+  running: boolean;
+  pid: number | null;
+}
+
+const NONE: ServerInfo = { supported: false, running: false, pid: null };
+
+/** Worktrees whose server the bench may have started (through hook calls), stopped again by stopAllServers. */
+const touched = new Map<string, BenchEnv>();
+/** Every server pid status reported, by worktree: stopping checks they are gone, even if the server lost its pid file. */
+const seen = new Map<string, Set<number>>();
+let supported: boolean | null = null;
+
+function cli(env: BenchEnv, dir: string, args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: dir, env: env.env, encoding: 'utf8', timeout: 30_000 });
+  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+}
+
+/** Finds a positive integer `pid` in the status JSON, wherever the shape puts it. */
+function findPid(v: unknown): number | null {
+  if (!v || typeof v !== 'object') return null;
+  const o = v as Record<string, unknown>;
+  if (typeof o.pid === 'number' && Number.isInteger(o.pid) && o.pid > 0) return o.pid;
+  for (const x of Object.values(o)) {
+    const p = findPid(x);
+    if (p) return p;
+  }
+  return null;
+}
+
+export function serverStatus(env: BenchEnv, dir: string): ServerInfo {
+  if (supported === false) return NONE;
+  const r = cli(env, dir, ['server', 'status', '--json']);
+  if (r.status === 2 && /unknown command/i.test(r.stdout + r.stderr)) {
+    supported = false;
+    return NONE;
+  }
+  supported = true;
+  touched.set(dir, env);
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(r.stdout);
+  } catch {
+    return { supported: true, running: false, pid: null };
+  }
+  const pid = findPid(parsed);
+  if (pid) seen.set(dir, (seen.get(dir) ?? new Set()).add(pid));
+  const obj = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
+  const running = typeof obj.running === 'boolean' ? obj.running : pid !== null && alive(pid);
+  return { supported: true, running, pid: running ? pid : null };
+}
+
+/** Remembers a worktree where hook calls ran, so its server is stopped even if the run dies before asking. */
+export function noteWorktree(env: BenchEnv, dir: string): void {
+  touched.set(dir, env);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Stops the worktree's server, if this agentsnap has one: `agentsnap server
+ * stop`, then waits for every server pid seen in this worktree to exit; one
+ * still there after 5 s gets SIGTERM, then SIGKILL after 3 s more (they are
+ * processes this bench started, through its hook calls). Returns a warning
+ * when something lingered.
+ */
+export function stopServer(env: BenchEnv, dir: string): string | null {
+  if (supported === false) return null;
+  const before = serverStatus(env, dir);
+  if (!before.supported) return null;
+  cli(env, dir, ['server', 'stop']);
+  touched.delete(dir);
+  const pids = [...(seen.get(dir) ?? [])];
+  seen.delete(dir);
+  const lingering: string[] = [];
+  for (const pid of pids) {
+    if (waitGone(pid, 5000)) continue;
+    signal(pid, 'SIGTERM');
+    if (waitGone(pid, 3000)) {
+      lingering.push(`${pid} (SIGTERM)`);
+      continue;
+    }
+    signal(pid, 'SIGKILL');
+    lingering.push(`${pid} (SIGKILL)`);
+  }
+  return lingering.length ? `server process still running after \`agentsnap server stop\` in ${dir}: ${lingering.join(', ')}` : null;
+}
+
+function waitGone(pid: number, ms: number): boolean {
+  for (let waited = 0; waited < ms && alive(pid); waited += 50) sleepMs(50);
+  return !alive(pid);
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    /* gone meanwhile */
+  }
+}
+
+/** The bench's exit path (normal end, error, interrupt): every server it may have started is stopped. */
+export function stopAllServers(log: (s: string) => void): void {
+  for (const [dir, env] of [...touched]) {
+    const warning = stopServer(env, dir);
+    if (warning) log(`warning: ${warning}`);
+  }
+  touched.clear();
+}
+
+/** Peak resident memory (VmHWM) of a running process, MiB; null when unreadable (not Linux, gone). */
+export function vmHwmMiB(pid: number): number | null {
+  try {
+    const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
