@@ -293,16 +293,24 @@ export class IncrementalSnapshotter {
     return { key, tracked, dirs, unsupported };
   }
 
-  /** Ignored directories holding no tracked file: nothing in them can be in a snapshot while the ignore rules stay. */
+  /**
+   * Ignored directories holding no tracked file: nothing in them can be in a
+   * snapshot while the ignore rules stay. `ls-files -o -i --directory` also
+   * names directories that merely hold only ignored files so far (a new file
+   * there may not be ignored): only those git ignores as directories count.
+   */
   private async ignoredDirs(index: UserIndex): Promise<Set<string>> {
     const res = await this.repo.git(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory', '--no-empty-directory']);
-    const out = new Set<string>();
-    for (const p of splitNul(res.stdout)) {
-      if (!p.endsWith('/')) continue;
-      const dir = p.slice(0, -1);
-      if (!index.dirs.has(dir)) out.add(dir);
+    const candidates = splitNul(res.stdout)
+      .filter((p) => p.endsWith('/'))
+      .map((p) => p.slice(0, -1))
+      .filter((d) => !index.dirs.has(d));
+    const checker = new IgnoreChecker(this.repo);
+    try {
+      return await checker.ignored(candidates);
+    } finally {
+      await checker.close();
     }
-    return out;
   }
 
   // ---- the incremental path ----
