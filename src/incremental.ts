@@ -18,6 +18,7 @@ import { ObjectReader } from './git/cat-file.js';
 import { IgnoreChecker } from './git/check-ignore.js';
 import { encodeTree, objectStore, parseTree, type ObjectStore, type TreeEntry } from './git/objects.js';
 import { WorktreeWatcher, type WatcherOptions } from './watcher.js';
+import { readIndexPaths } from './git/index-file.js';
 import { restoreTempWriterGone, unlinkQuiet } from './fsutil.js';
 
 export interface IncrementalOptions {
@@ -135,6 +136,7 @@ export class IncrementalSnapshotter {
   static async open(repo: Repo, opts: IncrementalOptions): Promise<IncrementalSnapshotter> {
     fs.mkdirSync(opts.runDir, { recursive: true, mode: 0o700 });
     const engine = new IncrementalSnapshotter(repo, opts, null as unknown as WorktreeWatcher);
+    engine.store = objectStore(repo);
     engine.index = await engine.readUserIndex();
     engine.skipDirs = await engine.ignoredDirs(engine.index);
     engine.watcher = await WorktreeWatcher.start(repo, {
@@ -220,13 +222,20 @@ export class IncrementalSnapshotter {
     this.keyFiles = this.keyFilesOf(cfg);
     this.keys = this.currentKeys();
     this.store = this.configUnsupported ? null : objectStore(this.repo, cfg);
+    this.index = null; // let the old one go before the new one is read (100k paths)
     this.index = await this.readUserIndex();
     await this.checker.close();
     this.checker = new IgnoreChecker(this.repo);
-    if (this.watcher.needsRestart || this.rewatch) {
+    if (this.watcher.needsRestart) {
+      // Events were lost: directories may be unwatched or watched under an old path.
       this.rewatch = false;
       this.skipDirs = await this.ignoredDirs(this.index);
       await this.watcher.restart();
+    } else if (this.rewatch) {
+      // Nothing lost, but what is skipped may have changed.
+      this.rewatch = false;
+      this.skipDirs = await this.ignoredDirs(this.index);
+      this.watcher.rewatch();
     }
     const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
     this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
@@ -275,10 +284,21 @@ export class IncrementalSnapshotter {
   }
 
   private async readUserIndex(): Promise<UserIndex> {
-    const key = statKey(path.join(this.repo.gitDir, 'index'));
-    const res = await this.repo.git(['ls-files', '-s', '-v', '-z']);
+    const file = path.join(this.repo.gitDir, 'index');
+    const key = statKey(file);
     const tracked = new Set<string>();
     const dirs = new Set<string>(['']);
+    const add = (p: string) => {
+      tracked.add(p);
+      for (let d = parentOf(p); !dirs.has(d); d = parentOf(d)) dirs.add(d);
+    };
+    // In-process for sha1 repositories (the common case: no process, far less memory); else git.
+    const parsed = this.store ? readIndexPaths(file) : null;
+    if (parsed) {
+      for (const p of parsed.paths) add(p);
+      return { key, tracked, dirs, unsupported: parsed.unsupported };
+    }
+    const res = await this.repo.git(['ls-files', '-s', '-v', '-z']);
     let unsupported: string | null = null;
     for (const rec of splitNul(res.stdout)) {
       const tab = rec.indexOf('\t');
@@ -287,8 +307,7 @@ export class IncrementalSnapshotter {
       if (tag !== 'H') unsupported ??= `index entry flagged ${tag} (assume-unchanged, skip-worktree…): ${p}`;
       if (stage !== '0') unsupported ??= `unmerged index entry: ${p}`;
       if (mode === '160000') unsupported ??= `gitlink (submodule) in the index: ${p}`;
-      tracked.add(p);
-      for (let d = parentOf(p); !dirs.has(d); d = parentOf(d)) dirs.add(d);
+      add(p);
     }
     return { key, tracked, dirs, unsupported };
   }
@@ -412,7 +431,7 @@ export class IncrementalSnapshotter {
       if (outcome === 'dir' || outcome === 'absent') covered.push(p);
       else if (outcome !== 'file') return outcome;
     }
-    if (walk.failure) return walk.failure;
+    await walk.finish();
     // Apply: everything at and below each visited path is replaced by what the disk holds.
     const skipped = new Map(base.skipped);
     for (const p of walk.replaced) {
@@ -494,7 +513,6 @@ class Walk {
   readonly files: FoundFile[] = [];
   readonly skipped: SkippedFile[] = [];
   readonly replaced: string[] = [];
-  failure: string | null = null;
   private count = 0;
   private readonly dirCache = new Map<string, boolean>();
 
@@ -621,10 +639,21 @@ class Walk {
       if (tempGone) unlinkQuiet(path.join(this.worktree, rel));
       return null;
     }
-    if (await this.checker.isIgnored(rel)) return null;
-    const reason = this.classify(rel, st.size);
-    if (reason) this.skipped.push({ path: rel, reason, size: st.size });
-    else this.files.push({ rel, symlink });
+    // Asked of git in one batch at the end (finish): one round trip, not one per file.
+    this.untracked.push({ rel, size: st.size, symlink });
     return null;
+  }
+
+  private readonly untracked: { rel: string; size: number; symlink: boolean }[] = [];
+
+  /** Classifies the untracked files found: ignored ones are left out, the rest recorded or skipped. */
+  async finish(): Promise<void> {
+    const ignored = await this.checker.ignored(this.untracked.map((u) => u.rel));
+    for (const u of this.untracked) {
+      if (ignored.has(u.rel)) continue;
+      const reason = this.classify(u.rel, u.size);
+      if (reason) this.skipped.push({ path: u.rel, reason, size: u.size });
+      else this.files.push({ rel: u.rel, symlink: u.symlink });
+    }
   }
 }

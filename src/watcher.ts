@@ -113,6 +113,35 @@ export class WorktreeWatcher {
     this.startAll();
   }
 
+  /**
+   * After the set of skipped directories changed (ignore rules, tracked
+   * files) with nothing lost: watch what is no longer skipped, stop watching
+   * what now is. Cheaper than restart() and keeps the watches that are right.
+   */
+  rewatch(): void {
+    if (this.broken.length > 0) return;
+    for (const dir of [...this.watches.keys()]) if (dir !== '' && this.opts.skipDir?.(dir)) this.closeBelow(dir);
+    const stack = [''];
+    while (stack.length > 0) {
+      const dir = stack.pop() as string;
+      if (!this.watches.has(dir) && !this.watchDir(dir)) continue;
+      let entries: fs.Dirent[];
+      try {
+        entries = fs.readdirSync(path.join(this.worktree, dir), { withFileTypes: true });
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') continue;
+        this.broken.push(`cannot read ${dir || '.'} (${code ?? e})`);
+        continue;
+      }
+      for (const ent of entries) {
+        if (!ent.isDirectory() || ent.name === '.git') continue;
+        const child = dir ? `${dir}/${ent.name}` : ent.name;
+        if (!this.opts.skipDir?.(child)) stack.push(child);
+      }
+    }
+  }
+
   /** Whether `rel` (a directory) is being watched. */
   isWatched(rel: string): boolean {
     return this.watches.has(rel);
@@ -185,6 +214,9 @@ export class WorktreeWatcher {
   }
 
   private closeBelow(rel: string): void {
+    // A watched directory's parent is always watched (watchTree goes top-down,
+    // closeBelow takes whole subtrees): nothing watched at rel, nothing below.
+    if (rel !== '' && !this.watches.has(rel)) return;
     const prefix = rel ? `${rel}/` : '';
     for (const [dir, w] of this.watches) {
       if (dir === rel || dir.startsWith(prefix)) {

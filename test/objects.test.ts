@@ -11,6 +11,7 @@ import { encodeCommit, encodeTree, objectStore, parseTree } from '../src/git/obj
 import { ObjectReader } from '../src/git/cat-file.js';
 import { IgnoreChecker } from '../src/git/check-ignore.js';
 import { commitTree } from '../src/git/plumbing.js';
+import { readIndexPaths } from '../src/git/index-file.js';
 
 function objectFiles(dir: string): string[] {
   const out: string[] = [];
@@ -122,6 +123,36 @@ test('objectStore declines where git would write differently', async () => {
     }
   } finally {
     s.cleanup();
+  }
+});
+
+test('index files of versions 2, 3 and 4 are read like ls-files reads them', async () => {
+  const t = tempRepo({ files: { 'a.txt': 'a\n', 'dir/b c.txt': 'b\n', 'dir/sub/ünï.txt': 'u\n', 'dir/sub/zz': 'z\n', 'e': 'e\n' } });
+  try {
+    const indexFile = path.join(t.dir, '.git', 'index');
+    for (const version of ['2', '3', '4']) {
+      t.git(['update-index', '--index-version', version]);
+      const want = t.git(['ls-files', '-z']).split('\0').filter(Boolean);
+      const got = readIndexPaths(indexFile);
+      assert.ok(got, `version ${version} is read`);
+      assert.equal(got.paths, want, `version ${version}`);
+      assert.is(got.unsupported, null);
+    }
+    t.write('new.txt', 'n\n');
+    t.git(['add', '-N', 'new.txt']); // intent-to-add: an extended entry (version 3)
+    assert.equal(readIndexPaths(indexFile)?.paths, t.git(['ls-files', '-z']).split('\0').filter(Boolean));
+    t.git(['update-index', '--assume-unchanged', 'a.txt']);
+    assert.match(readIndexPaths(indexFile)?.unsupported ?? '', /assume-unchanged/);
+    t.git(['update-index', '--no-assume-unchanged', 'a.txt']);
+    t.git(['update-index', '--skip-worktree', 'e']);
+    assert.match(readIndexPaths(indexFile)?.unsupported ?? '', /skip-worktree/);
+    t.git(['update-index', '--no-skip-worktree', 'e']);
+    t.git(['update-index', '--add', '--cacheinfo', `160000,${t.git(['rev-parse', 'HEAD']).trim()},sub`]);
+    assert.match(readIndexPaths(indexFile)?.unsupported ?? '', /gitlink/);
+    t.git(['update-index', '--split-index']);
+    assert.is(readIndexPaths(indexFile), null, 'a split index is left to git');
+  } finally {
+    t.cleanup();
   }
 });
 

@@ -115,14 +115,20 @@ export interface TreeEntry {
   oid: string;
 }
 
-/** git's tree order: byte order of names, a directory compared as if its name ended with '/'. */
-function treeSortKey(e: TreeEntry): Buffer {
-  return Buffer.from(e.mode === '40000' || e.mode === '040000' ? `${e.name}/` : e.name, 'utf8');
+const ASCII = /^[\x00-\x7f]*$/;
+
+/** git's tree order: byte order of the UTF-8 names, a directory compared as if its name ended with '/'. */
+function compareKeys(a: string, b: string): number {
+  // For ASCII, JavaScript's UTF-16 order is the byte order (and much cheaper than Buffers).
+  if (ASCII.test(a) && ASCII.test(b)) return a < b ? -1 : a > b ? 1 : 0;
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
 
 /** A tree object's body. Modes are written the way git writes them (40000, not 040000). */
 export function encodeTree(entries: TreeEntry[]): Buffer {
-  const sorted = entries.map((e) => ({ e, key: treeSortKey(e) })).sort((a, b) => Buffer.compare(a.key, b.key));
+  const sorted = entries
+    .map((e) => ({ e, key: e.mode === '40000' || e.mode === '040000' ? `${e.name}/` : e.name }))
+    .sort((a, b) => compareKeys(a.key, b.key));
   const parts: Buffer[] = [];
   for (const { e } of sorted) {
     const mode = e.mode === '040000' ? '40000' : e.mode;
