@@ -586,6 +586,7 @@ class Walk {
         return `cannot read ${dir} (${code})`;
       }
       if (entries.some((e) => e.name === '.git')) return `nested repository at ${dir}`;
+      if (entries.some((e) => e.name.includes('\uFFFD'))) return `a file name that is not UTF-8 in ${dir}`;
       const subdirs: string[] = [];
       for (const ent of entries) {
         const child = `${dir}/${ent.name}`;
@@ -630,6 +631,10 @@ class Walk {
       if (this.index.tracked.has(rel)) return `tracked path ${rel} is neither a file nor a symlink`;
       return null; // git lists no sockets or fifos
     }
+    // A file with another link changes when written through that one, and the
+    // event names the other path (maybe outside the watched tree): never trusted.
+    if (!symlink && st.nlink > 1) return `${rel} has ${st.nlink} hard links`;
+    if (rel.includes('\uFFFD')) return `${rel}: a file name that is not UTF-8`;
     if (this.index.tracked.has(rel)) {
       this.files.push({ rel, symlink });
       return null;

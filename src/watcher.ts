@@ -47,6 +47,29 @@ function defaultBurstThreshold(): number {
   return 4096;
 }
 
+/** statfs magic numbers of filesystems where inotify does not see every change (remote, FUSE, 9p). */
+const REMOTE_FS: Record<number, string> = {
+  0x6969: 'NFS',
+  0xff534d42: 'CIFS',
+  0xfe534d42: 'SMB2',
+  0x517b: 'SMB',
+  0x65735546: 'FUSE',
+  0x01021997: '9p',
+  0x00c36400: 'CephFS',
+  0x47504653: 'GPFS',
+  0x0bd00bd0: 'Lustre',
+  0x786f4256: 'virtiofs',
+};
+
+function remoteFilesystem(dir: string): string | null {
+  try {
+    const type = Number(fs.statfsSync(dir).type) >>> 0;
+    return REMOTE_FS[type] ?? null;
+  } catch {
+    return 'a filesystem that cannot be identified';
+  }
+}
+
 export class WorktreeWatcher {
   private readonly watches = new Map<string, fs.FSWatcher>();
   private dirty = new Set<string>();
@@ -83,6 +106,11 @@ export class WorktreeWatcher {
   private startAll(): void {
     if (process.platform !== 'linux') {
       this.broken.push(`no exact watcher on ${process.platform}`);
+      return;
+    }
+    const remote = remoteFilesystem(this.worktree);
+    if (remote) {
+      this.broken.push(`the worktree is on ${remote}: changes made elsewhere raise no inotify event`);
       return;
     }
     fs.mkdirSync(this.cookieDir, { recursive: true, mode: 0o700 });
@@ -179,6 +207,10 @@ export class WorktreeWatcher {
           continue;
         }
         if (!ent.isDirectory()) continue;
+        if (ent.name.includes('\uFFFD')) {
+          this.broken.push(`a directory name that is not UTF-8 in ${dir || '.'}`);
+          continue;
+        }
         const child = dir ? `${dir}/${ent.name}` : ent.name;
         if (this.opts.skipDir?.(child)) continue;
         stack.push(child);
@@ -245,6 +277,11 @@ export class WorktreeWatcher {
       return;
     }
     if (dir === '' && name === '.git') return; // the repository itself, not the worktree
+    if (name.includes('\uFFFD')) {
+      // Not UTF-8: the name Node gives is not the file's, so the path cannot be looked at.
+      this.lost.push('a file name that is not UTF-8');
+      return;
+    }
     const rel = dir ? `${dir}/${name}` : name;
     this.dirty.add(rel);
     if (name === '.git') {
@@ -292,7 +329,8 @@ export class WorktreeWatcher {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         this.cookieWaiters.delete(name);
-        this.lost.push('sync cookie did not arrive');
+        // Its watch may be gone (the run dir replaced): watch again before trusting events.
+        this.broken.push('sync cookie did not arrive');
         resolve();
       }, timeoutMs);
       this.cookieWaiters.set(name, () => {
@@ -304,7 +342,7 @@ export class WorktreeWatcher {
       } catch (e) {
         clearTimeout(timer);
         this.cookieWaiters.delete(name);
-        this.lost.push(`cannot write a sync cookie (${(e as NodeJS.ErrnoException).code ?? e})`);
+        this.broken.push(`cannot write a sync cookie (${(e as NodeJS.ErrnoException).code ?? e})`);
         resolve();
       }
     });

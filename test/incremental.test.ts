@@ -364,4 +364,112 @@ test('a nested repository falls back to a full scan', async () => {
   }
 });
 
+
+test('a hard-linked file is never trusted to the watcher', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'd/b.txt': 'b\n' });
+  try {
+    let parent = (await check(c, null, 'first')).tree;
+    fs.linkSync(path.join(c.t.dir, 'a.txt'), path.join(c.t.dir, 'd/link.txt'));
+    const linked = await check(c, parent, 'hard link');
+    assert.is(linked.mode, 'full');
+    assert.match(c.engine.stats.lastFullReason ?? '', /hard link/);
+    parent = linked.tree;
+    // Written through one name: the other changes too.
+    fs.writeFileSync(path.join(c.t.dir, 'd/link.txt'), 'through the link\n');
+    const written = await check(c, parent, 'write through the link');
+    assert.is(written.mode, 'full');
+    assert.equal(written.changed.map((x) => x.path).sort(), ['a.txt', 'd/link.txt']);
+  } finally {
+    await teardown(c);
+  }
+});
+
+test('a sync cookie that cannot be written: full scan, then the watcher starts over', async () => {
+  const c = await setup({ 'a.txt': 'a\n' });
+  try {
+    const parent = (await check(c, null, 'first')).tree;
+    fs.rmSync(path.join(c.t.base, 'run', 'cookies'), { recursive: true });
+    c.t.write('a.txt', 'changed\n');
+    const res = await check(c, parent, 'no cookie');
+    assert.is(res.mode, 'full');
+    assert.match(c.engine.stats.lastFullReason ?? '', /cookie/);
+    c.t.write('a.txt', 'changed again\n');
+    assert.is((await check(c, res.tree, 'after restart')).mode, 'incremental');
+  } finally {
+    await teardown(c);
+  }
+});
+
+test('a file name that is not UTF-8 falls back to the full scan', async () => {
+  const c = await setup({ 'a.txt': 'a\n' });
+  try {
+    const parent = (await check(c, null, 'first')).tree;
+    fs.writeFileSync(Buffer.concat([Buffer.from(`${c.t.dir}/bad-`), Buffer.from([0xff, 0xfe]), Buffer.from('.txt')]), 'x');
+    const res = await check(c, parent, 'latin-1 name');
+    assert.is(res.mode, 'full');
+  } finally {
+    await teardown(c);
+  }
+});
+
+test('the user staging and unstaging files is followed incrementally', async () => {
+  const c = await setup({ '.gitignore': '*.log\n', 'a.txt': 'a\n' });
+  try {
+    let parent = (await check(c, null, 'first')).tree;
+    c.t.write('x.log', 'ignored until added\n');
+    c.t.write('.env', 'SECRET=1\n');
+    let res = await check(c, parent, 'ignored and secret');
+    assert.is(res.mode, 'incremental');
+    assert.equal(res.skipped.map((s) => s.path), ['.env']);
+    parent = res.tree;
+    c.t.git(['add', '-f', 'x.log', '.env']);
+    res = await check(c, parent, 'git add -f');
+    assert.is(res.mode, 'incremental');
+    assert.equal(res.changed.map((x) => x.path).sort(), ['.env', 'x.log'], 'tracked files are recorded, never classified');
+    parent = res.tree;
+    c.t.git(['rm', '-q', '--cached', 'x.log', '.env']);
+    res = await check(c, parent, 'git rm --cached');
+    assert.is(res.mode, 'incremental');
+    assert.equal(res.skipped.map((s) => s.path), ['.env']);
+  } finally {
+    await teardown(c);
+  }
+});
+
+test('settings, config and core.fileMode=false: full scans', async () => {
+  const c = await setup({ 'a.txt': 'a\n' });
+  try {
+    let parent = (await check(c, null, 'first')).tree;
+    c.t.write('b.txt', 'b\n');
+    c.settings = { ...c.settings, exclude: ['b.txt'] };
+    let res = await check(c, parent, 'settings');
+    assert.is(res.mode, 'full');
+    assert.match(c.engine.stats.lastFullReason ?? '', /settings/);
+    parent = res.tree;
+    c.t.git(['config', 'core.fileMode', 'false']);
+    c.t.write('c.txt', 'c\n');
+    res = await check(c, parent, 'config');
+    assert.is(res.mode, 'full');
+    c.t.write('d.txt', 'd\n');
+    res = await check(c, res.tree, 'fileMode=false');
+    assert.is(res.mode, 'full');
+    assert.match(c.engine.stats.lastFullReason ?? '', /fileMode/);
+  } finally {
+    await teardown(c);
+  }
+});
+
+test('files above the in-memory size are hashed by git and give the same tree', async () => {
+  const c = await setup({ 'a.txt': 'a\n' }, { largeFileBytes: 16 });
+  try {
+    const parent = (await check(c, null, 'first')).tree;
+    c.t.write('a.txt', 'more than sixteen bytes of content\n');
+    c.t.write('small', 's');
+    const res = await check(c, parent, 'large');
+    assert.is(res.mode, 'incremental');
+  } finally {
+    await teardown(c);
+  }
+});
+
 test.run();
