@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Repo } from './repo.js';
+import { errors } from './errors.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import { PROJECT_FILE, WORKTREE_EXCLUDE_FILE, lastValue, readGitConfig, type GitConfig, type Settings } from './config.js';
 import { hashRaw, snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
@@ -58,9 +59,10 @@ class DirNode {
 }
 
 const TREE_MODE = '40000';
-const DEFAULT_MAX_DIRTY = 5000;
-const DEFAULT_MAX_WALK = 20000;
+const DEFAULT_MAX_DIRTY = 3000; // measured at 100k files: ~0.4 ms a scattered path vs ~1.5 s a full scan
+const DEFAULT_MAX_WALK = 10000; // ~0.15 ms a file in a new directory
 const DEFAULT_LARGE_FILE = 4 * 1024 * 1024;
+const MAX_CACHED_DIRS = 2000;
 
 function statKey(file: string): string {
   try {
@@ -106,6 +108,8 @@ export class IncrementalSnapshotter {
   /** The tree of the last snapshot; null before the first (or after a failed) one. */
   private base: { tree: string; skipped: Map<string, SkippedFile>; settings: string } | null = null;
   private root: DirNode | null = null;
+  /** Directories of the tree read into memory; past MAX_CACHED_DIRS the cache starts over (bounded memory). */
+  private loadedDirs = 0;
   private index: UserIndex | null = null;
   /** Stat keys of everything besides the worktree's files that decides the tree (config, ignore files). */
   private keys = '';
@@ -134,6 +138,15 @@ export class IncrementalSnapshotter {
 
   /** Starts watching the worktree; the first snapshot is a full scan. */
   static async open(repo: Repo, opts: IncrementalOptions): Promise<IncrementalSnapshotter> {
+    const runDir = path.resolve(opts.runDir);
+    const inside = (dir: string) => {
+      const rel = path.relative(dir, runDir);
+      return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+    };
+    if (inside(repo.worktree) && !inside(repo.gitDir) && !inside(repo.commonDir)) {
+      // Its cookie files would be worktree files in the snapshots.
+      throw errors.internal(`the incremental engine's run dir ${runDir} is inside the worktree.`, { hint: 'Put it under the git dir.', data: { runDir } });
+    }
     fs.mkdirSync(opts.runDir, { recursive: true, mode: 0o700 });
     const engine = new IncrementalSnapshotter(repo, opts, null as unknown as WorktreeWatcher);
     engine.store = objectStore(repo);
@@ -155,7 +168,7 @@ export class IncrementalSnapshotter {
   }
 
   private async snapshotNow(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
-    if (this.closed) throw new Error('incremental snapshotter is closed');
+    if (this.closed) throw errors.internal('the incremental snapshotter is closed.');
     // Every change made before this call is in what take() returns; changes
     // after it stay dirty for the next call (also during a full scan).
     await this.watcher.sync();
@@ -240,6 +253,7 @@ export class IncrementalSnapshotter {
     const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
     this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
     this.root = new DirNode(res.tree);
+    this.loadedDirs = 0;
     return { ...res, mode: 'full' };
   }
 
@@ -341,6 +355,7 @@ export class IncrementalSnapshotter {
     const entries = new Map<string, Leaf | DirNode>();
     for (const e of parseTree(obj.body)) entries.set(e.name, e.mode === TREE_MODE ? new DirNode(e.oid) : { mode: e.mode, oid: e.oid });
     node.entries = entries;
+    this.loadedDirs++;
     return entries;
   }
 
@@ -446,6 +461,10 @@ export class IncrementalSnapshotter {
     }
     const tree = this.writeNode(this.root as DirNode, store, true) ?? EMPTY_TREE;
     this.base = { tree, skipped, settings: base.settings };
+    if (this.loadedDirs > MAX_CACHED_DIRS) {
+      this.root = new DirNode(tree);
+      this.loadedDirs = 0;
+    }
     return this.result(tree, parentTree, skipped);
   }
 
