@@ -472,4 +472,23 @@ test('files above the in-memory size are hashed by git and give the same tree', 
   }
 });
 
+test('restore temp files are never recorded; one whose writer is dead is removed like the full scan does', async () => {
+  const c = await setup({ 'a.txt': 'a\n' });
+  try {
+    const parent = (await check(c, null, 'first')).tree;
+    c.t.write(`d/.a.txt.agentsnap-${process.pid}-0123abcd`, 'half-written restore');
+    const res = await check(c, parent, 'live writer');
+    assert.is(res.mode, 'incremental');
+    assert.equal(res.changed, []);
+    assert.ok(c.t.exists(`d/.a.txt.agentsnap-${process.pid}-0123abcd`), 'a live writer keeps its file');
+    c.t.write('d/.b.agentsnap-999999999-0123abcd', 'left by a killed restore');
+    const gone = await c.engine.snapshot({ settings: c.settings, parentTree: res.tree });
+    assert.is(gone.mode, 'incremental');
+    assert.is(gone.tree, res.tree);
+    assert.not.ok(c.t.exists('d/.b.agentsnap-999999999-0123abcd'), 'a dead writer\'s temp file is removed');
+  } finally {
+    await teardown(c);
+  }
+});
+
 test.run();
