@@ -235,8 +235,10 @@ export class IncrementalSnapshotter {
     this.keyFiles = this.keyFilesOf(cfg);
     this.keys = this.currentKeys();
     this.store = this.configUnsupported ? null : objectStore(this.repo, cfg);
-    this.index = null; // let the old one go before the new one is read (100k paths)
-    this.index = await this.readUserIndex();
+    if (!this.index || this.index.key !== statKey(path.join(this.repo.gitDir, 'index'))) {
+      this.index = null; // let the old one go before the new one is read (100k paths)
+      this.index = await this.readUserIndex();
+    }
     await this.checker.close();
     this.checker = new IgnoreChecker(this.repo);
     if (this.watcher.needsRestart) {
