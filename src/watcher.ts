@@ -283,8 +283,8 @@ export class WorktreeWatcher {
       return;
     }
     const rel = dir ? `${dir}/${name}` : name;
-    this.dirty.add(rel);
     if (name === '.git') {
+      this.dirty.add(rel);
       let present = false;
       try {
         fs.lstatSync(path.join(this.worktree, rel));
@@ -296,7 +296,10 @@ export class WorktreeWatcher {
       else this.nestedRepos.delete(dir);
       return;
     }
-    if (!this.watches.has(dir)) return;
+    if (!this.watches.has(dir)) {
+      this.dirty.add(rel);
+      return;
+    }
     // Created, deleted, moved in or out, or its attributes changed: make the
     // watches at rel match the disk (a moved directory keeps its inotify
     // watch under the old path in libuv, so it is watched again by path).
@@ -306,6 +309,10 @@ export class WorktreeWatcher {
     } catch {
       /* gone */
     }
+    // A directory's own attributes are not in a snapshot (git keeps no directory modes): an
+    // attribute change of a watched directory changes nothing below it. Anything that replaced
+    // it came with rename events of its own.
+    if (!(type === 'change' && isDir && this.watches.has(rel))) this.dirty.add(rel);
     if (!isDir || this.opts.skipDir?.(rel)) {
       this.closeBelow(rel);
       return;

@@ -122,7 +122,7 @@ test('random rounds: the incremental engine returns exactly what the full scan d
       for (let k = 0; k < nOps; k++) {
         const { files, dirs } = walkDisk(c.t.dir);
         const dirsOrRoot = ['', ...dirs];
-        const op = Math.floor(rand() * 15);
+        const op = Math.floor(rand() * 16);
         const anyFile = files.length > 0 ? pick(files) : null;
         const inDir = (d: string, n: string) => (d ? `${d}/${n}` : n);
         try {
@@ -235,6 +235,17 @@ test('random rounds: the incremental engine returns exactly what the full scan d
                 }
               }
               break;
+            case 14: // a directory's mode changes (git keeps none)
+              if (dirs.length > 0 && rand() < 0.5) {
+                const d = pick(dirs);
+                if (!fs.lstatSync(path.join(c.t.dir, d)).isSymbolicLink()) {
+                  fs.chmodSync(path.join(c.t.dir, d), rand() < 0.5 ? 0o700 : 0o755);
+                  log.push(`chmod dir ${d}`);
+                }
+                break;
+              }
+              log.push('read-only');
+              break;
             default: // nothing: a read-only call
               log.push('read-only');
           }
@@ -245,6 +256,7 @@ test('random rounds: the incremental engine returns exactly what the full scan d
       parent = (await check(c, parent, `seed ${seed} round ${r} after [${log.slice(-4).join('; ')}]`)).tree;
     }
     const { incremental, full } = c.engine.stats;
+    if (process.env.AGENTSNAP_INC_STATS) console.log(`seed ${seed}: ${incremental} incremental, ${full} full`);
     assert.ok(incremental >= rounds * 0.5, `only ${incremental} of ${incremental + full} snapshots were incremental (last full: ${c.engine.stats.lastFullReason})`);
   } finally {
     await teardown(c);
