@@ -2,7 +2,8 @@
 // files and objects): startup (watching every directory), a snapshot with
 // nothing changed, one file edited, 100 files created; and a raw full scan
 // for comparison. Prints one JSON line; peak RSS from process.resourceUsage.
-// Usage: node --import tsx bench/incremental-probe.ts <worktree> [runs]
+// Usage: node --import tsx bench/incremental-probe.ts <worktree copy> [runs]
+// (compiled, without tsx's own memory: see DEVELOPING.md "Incremental snapshots")
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -46,7 +47,13 @@ for (let i = 0; i < runs; i++) {
   if (snap.mode !== 'incremental') throw new Error(`nothing changed took a full scan: ${engine.stats.lastFullReason}`);
 }
 
-const meta = JSON.parse(fs.readFileSync(`${dir}.json`, 'utf8').toString()) as { editFile?: string };
+// bench/repos.ts writes `<repo>.json` next to each generated repository; any tracked file will do otherwise.
+let meta: { editFile?: string } = {};
+try {
+  meta = JSON.parse(fs.readFileSync(`${dir}.json`, 'utf8')) as { editFile?: string };
+} catch {
+  /* not a generated repository */
+}
 const editFile = path.join(dir, meta.editFile ?? 'README.md');
 const edit: number[] = [];
 for (let i = 0; i < runs; i++) {
