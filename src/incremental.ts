@@ -120,6 +120,8 @@ export class IncrementalSnapshotter {
   private skipDirs = new Set<string>();
   /** The next full scan restarts the watcher (ignore rules or the tracked set moved what is watched). */
   private rewatch = false;
+  /** Set when watching failed again right after a restart: full scans only, watches released. */
+  private watcherGaveUp: string | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
 
@@ -192,6 +194,7 @@ export class IncrementalSnapshotter {
   /** The reason a full scan is needed before looking at the dirty paths, or null. */
   private async whyFull(watcherLoss: string | null, settings: Settings, dirty: Set<string>): Promise<string | null> {
     if (!this.base || !this.root || !this.index) return 'no previous snapshot';
+    if (this.watcherGaveUp) return this.watcherGaveUp;
     if (watcherLoss) return watcherLoss;
     if (this.configUnsupported) return this.configUnsupported;
     if (!this.store) return 'objects cannot be written in-process';
@@ -241,11 +244,19 @@ export class IncrementalSnapshotter {
     }
     await this.checker.close();
     this.checker = new IgnoreChecker(this.repo);
-    if (this.watcher.needsRestart) {
+    if (this.watcherGaveUp) {
+      // Full scans only.
+    } else if (this.watcher.needsRestart) {
       // Events were lost: directories may be unwatched or watched under an old path.
       this.rewatch = false;
       this.skipDirs = await this.ignoredDirs(this.index);
       await this.watcher.restart();
+      if (this.watcher.needsRestart) {
+        // Lost again right away: the watches cannot be had (no inotify watches left, a directory
+        // that cannot be watched, another platform). Give them back; every snapshot is a full scan.
+        this.watcherGaveUp = `no watcher (${this.watcher.take().reasons.join(', ')})`;
+        this.watcher.close();
+      }
     } else if (this.rewatch) {
       // Nothing lost, but what is skipped may have changed.
       this.rewatch = false;

@@ -339,6 +339,10 @@ test('a directory that cannot be watched makes the engine take full scans', asyn
     const again = await check(c, res.tree, 'unwatchable again');
     assert.is(again.mode, 'full');
     assert.match(c.engine.stats.lastFullReason ?? '', /ENOSPC/);
+    // Watching failed again right after the restart: the watches are given back for good.
+    assert.match(c.engine.stats.lastFullReason ?? '', /no watcher/);
+    c.t.write('a.txt', 'still seen\n');
+    assert.is((await check(c, again.tree, 'after giving up')).mode, 'full');
   } finally {
     await teardown(c);
   }
