@@ -183,12 +183,12 @@ export class IncrementalSnapshotter {
           this.stats.incremental++;
           return res;
         }
-        return await this.full(opts, res);
+        return await this.full(opts, res, taken.paths);
       } catch (e) {
-        return await this.full(opts, `incremental path failed: ${(e as Error).message}`);
+        return await this.full(opts, `incremental path failed: ${(e as Error).message}`, taken.paths);
       }
     }
-    return this.full(opts, why);
+    return this.full(opts, why, taken.paths);
   }
 
   /** The reason a full scan is needed before looking at the dirty paths, or null. */
@@ -226,7 +226,12 @@ export class IncrementalSnapshotter {
     return null;
   }
 
-  private async full(opts: { settings: Settings; parentTree: string | null }, reason: string): Promise<IncrementalResult> {
+  private async full(opts: { settings: Settings; parentTree: string | null }, reason: string, dirty: Set<string>): Promise<IncrementalResult> {
+    // The unwatched (ignored) directories were decided before the watcher
+    // started: an ignore file changed in between, or among the paths not
+    // looked at (an early fallback), may have made one of them matter.
+    for (const p of dirty) if (p === '.gitignore' || p.endsWith('/.gitignore')) this.rewatch = true;
+    if (this.stats.full === 0) this.rewatch = true;
     this.stats.full++;
     this.stats.lastFullReason = reason;
     this.base = null;
@@ -236,7 +241,9 @@ export class IncrementalSnapshotter {
     const cfg = await readGitConfig(this.repo);
     this.configUnsupported = this.unsupportedConfig(cfg);
     this.keyFiles = this.keyFilesOf(cfg);
-    this.keys = this.currentKeys();
+    const keys = this.currentKeys();
+    if (keys !== this.keys) this.rewatch = true;
+    this.keys = keys;
     this.store = this.configUnsupported ? null : objectStore(this.repo, cfg);
     if (!this.index || this.index.key !== statKey(path.join(this.repo.gitDir, 'index'))) {
       this.index = null; // let the old one go before the new one is read (100k paths)

@@ -507,4 +507,21 @@ test('restore temp files are never recorded; one whose writer is dead is removed
   }
 });
 
+test('an ignored directory un-ignored before the first snapshot is watched from then on', async () => {
+  const t = tempRepo({ files: { '.gitignore': 'build/\n', 'a.txt': 'a\n' } });
+  t.write('build/out.txt', 'ignored at first\n');
+  const repo = await openRepo(t.dir, { env: t.env });
+  const settings = await loadSettings(repo);
+  const c: Ctx = { t, repo, settings, engine: await IncrementalSnapshotter.open(repo, { runDir: path.join(t.base, 'run'), settings }) };
+  try {
+    t.write('.gitignore', '');
+    const first = await check(c, null, 'first');
+    t.write('build/out.txt', 'now part of the snapshot\n');
+    const res = await check(c, first.tree, 'edit in the formerly ignored directory');
+    assert.equal(res.changed.map((x) => x.path), ['build/out.txt']);
+  } finally {
+    await teardown(c);
+  }
+});
+
 test.run();
