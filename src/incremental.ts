@@ -249,6 +249,8 @@ export class IncrementalSnapshotter {
       this.index = null; // let the old one go before the new one is read (100k paths)
       this.index = await this.readUserIndex();
     }
+    // An unwatched directory that now holds a tracked file must be watched.
+    for (const d of this.skipDirs) if (this.index.dirs.has(d)) this.rewatch = true;
     await this.checker.close();
     this.checker = new IgnoreChecker(this.repo);
     if (this.watcherGaveUp) {

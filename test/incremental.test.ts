@@ -524,4 +524,21 @@ test('an ignored directory un-ignored before the first snapshot is watched from 
   }
 });
 
+test('a file tracked in an ignored directory while another change forces a full scan is watched from then on', async () => {
+  const c = await setup({ '.gitignore': 'build/\n', 'a.txt': 'a\n' });
+  c.t.write('build/out.txt', 'ignored\n');
+  try {
+    const first = await check(c, null, 'first');
+    c.t.git(['add', '-f', 'build/out.txt']);
+    c.settings = { ...c.settings, maxFileSize: c.settings.maxFileSize + 1 }; // a full scan for another reason
+    const res = await check(c, first.tree, 'tracked in an ignored directory');
+    assert.is(res.mode, 'full');
+    c.t.write('build/out.txt', 'edited\n');
+    const edit = await check(c, res.tree, 'edit of the tracked file');
+    assert.equal(edit.changed.map((x) => x.path), ['build/out.txt']);
+  } finally {
+    await teardown(c);
+  }
+});
+
 test.run();
