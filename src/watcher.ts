@@ -113,9 +113,9 @@ export class WorktreeWatcher {
       this.broken.push(`the worktree is on ${remote}: changes made elsewhere raise no inotify event`);
       return;
     }
-    fs.mkdirSync(this.cookieDir, { recursive: true, mode: 0o700 });
-    for (const name of fs.readdirSync(this.cookieDir)) fs.rmSync(path.join(this.cookieDir, name), { force: true, recursive: true });
     try {
+      fs.mkdirSync(this.cookieDir, { recursive: true, mode: 0o700 });
+      for (const name of fs.readdirSync(this.cookieDir)) fs.rmSync(path.join(this.cookieDir, name), { force: true, recursive: true });
       this.cookieWatch = fs.watch(this.cookieDir, { persistent: false }, (_type, name) => {
         if (typeof name !== 'string') return;
         const done = this.cookieWaiters.get(name);
@@ -163,7 +163,15 @@ export class WorktreeWatcher {
         continue;
       }
       for (const ent of entries) {
-        if (!ent.isDirectory() || ent.name === '.git') continue;
+        if (ent.name === '.git') {
+          if (dir !== '') this.nestedRepos.add(dir);
+          continue;
+        }
+        if (!ent.isDirectory()) continue;
+        if (ent.name.includes('\uFFFD')) {
+          this.broken.push(`a directory name that is not UTF-8 in ${dir || '.'}`);
+          continue;
+        }
         const child = dir ? `${dir}/${ent.name}` : ent.name;
         if (!this.opts.skipDir?.(child)) stack.push(child);
       }
