@@ -2,7 +2,7 @@
 // runGit(), which builds a clean environment so nothing inherited from a
 // surrounding git hook or agent (GIT_INDEX_FILE, GIT_DIR, ...) can redirect
 // agentsnap into the user's index or another repository.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { errors } from '../errors.js';
 
 /** Variables from the caller's environment that are safe to pass on to git. */
@@ -68,10 +68,35 @@ export interface GitResult {
   stderr: string;
 }
 
+/** Listeners told of every git process agentsnap starts (tests count them: "nothing changed" must start none). */
+const spawnListeners = new Set<(args: string[], cwd: string) => void>();
+
+/** Calls `listener` with the arguments of every git process started from now on; returns the unsubscribe function. */
+export function onGitSpawn(listener: (args: string[], cwd: string) => void): () => void {
+  spawnListeners.add(listener);
+  return () => spawnListeners.delete(listener);
+}
+
+function notifySpawn(args: string[], cwd: string): void {
+  for (const l of spawnListeners) l(args, cwd);
+}
+
+/**
+ * Starts a long-lived git process (cat-file --batch, check-ignore --stdin)
+ * with the same clean environment as runGit; the caller talks to its stdio
+ * and must end it (stdin.end() or kill()).
+ */
+export function spawnGit(args: string[], opts: Omit<GitOptions, 'input' | 'okCodes'>): ChildProcessWithoutNullStreams {
+  const env = opts.extraEnv ? { ...opts.env, ...opts.extraEnv } : opts.env;
+  notifySpawn(args, opts.cwd);
+  return spawn('git', args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
 /** Runs git and collects its output; throws GitFailed on unexpected exit codes. */
 export function runGit(args: string[], opts: GitOptions): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const env = opts.extraEnv ? { ...opts.env, ...opts.extraEnv } : opts.env;
+    notifySpawn(args, opts.cwd);
     const child = spawn('git', args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
@@ -126,6 +151,7 @@ function subcommand(args: string[]): string {
  * descriptor (restoring a large blob without buffering it in Node).
  */
 export function runGitToFdSync(args: string[], opts: Pick<GitOptions, 'cwd' | 'env'>, fd: number): void {
+  notifySpawn(args, opts.cwd);
   const res = spawnSync('git', args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', fd, 'pipe'], maxBuffer: 16 * 1024 * 1024 });
   if (res.error) {
     const e = res.error as NodeJS.ErrnoException;
@@ -138,6 +164,24 @@ export function runGitToFdSync(args: string[], opts: Pick<GitOptions, 'cwd' | 'e
       data: { args, exitCode: res.status, stderr },
     });
   }
+}
+
+/** Runs git synchronously and returns its stdout (small outputs: a config listing); throws GitFailed like runGit. */
+export function runGitSync(args: string[], opts: GitOptions): GitResult {
+  const env = opts.extraEnv ? { ...opts.env, ...opts.extraEnv } : opts.env;
+  notifySpawn(args, opts.cwd);
+  const res = spawnSync('git', args, { cwd: opts.cwd, env, input: opts.input, maxBuffer: 64 * 1024 * 1024 });
+  if (res.error) {
+    const e = res.error as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') throw errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
+    throw errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
+  }
+  const code = res.status ?? 128;
+  const stderr = res.stderr?.toString('utf8') ?? '';
+  if (code !== 0 && !opts.okCodes?.includes(code)) {
+    throw errors.gitFailed(`git ${subcommand(args)} failed: ${stderr.trim().split('\n').slice(-1)[0] || `exit ${code}`}`, { data: { args, exitCode: code, stderr } });
+  }
+  return { code, stdout: res.stdout, stderr };
 }
 
 /** Splits NUL-terminated git output into strings (paths are UTF-8 on the filesystems we support). */
