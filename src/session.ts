@@ -543,8 +543,8 @@ export interface PostOptions extends SnapshotContext {
   durationMs?: number | null;
   /** With toolUseId: close only the step of that call, never fall back to the only open one (hooks of concurrent calls). */
   exactToolUseId?: boolean;
-  /** Where the call is in the transcript, asked only when the pre did not find it. */
-  transcript?: () => TranscriptPosition | null;
+  /** Where the call is in the transcript (and the agent's version and model there), asked only when the pre did not find it. */
+  transcript?: () => { position: TranscriptPosition; agentVersion: string | null; model: string | null } | null;
 }
 
 /** Picks the open step a post belongs to: by number, by tool_use_id, or the only one open. */
@@ -619,8 +619,13 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
       changed,
       skipped: snap.skipped,
     };
-    const found = !st.transcript?.uuid && opts.transcript ? opts.transcript() : null;
-    if (found?.uuid) (ev as StepPostEvent).transcript = found;
+    const found = (!st.transcript?.uuid || !st.agentVersion) && opts.transcript ? opts.transcript() : null;
+    if (found) {
+      const post = ev as StepPostEvent;
+      if (!st.transcript?.uuid) post.transcript = found.position;
+      if (!st.agentVersion && found.agentVersion) post.agentVersion = found.agentVersion;
+      if (!st.model && found.model) post.model = found.model;
+    }
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, st.step), value: commit },
       { ref: headRef(id), value: commit },
