@@ -124,6 +124,7 @@ export class HookServer {
 
   private constructor(
     readonly runDir: string,
+    private readonly worktree: string,
     private readonly lock: Lock,
     private readonly opts: ServerOptions,
     private readonly slotFds: number[],
@@ -147,7 +148,7 @@ export class HookServer {
       // O_RDWR: opening never blocks, and the server's own write end keeps the FIFOs alive between clients.
       const flags = fs.constants.O_RDWR | fs.constants.O_NONBLOCK;
       const slotFds = fifos.slice(1).map((f) => fs.openSync(f, flags));
-      const server = new HookServer(dir, lock, opts, slotFds);
+      const server = new HookServer(dir, repo.worktree, lock, opts, slotFds);
       server.fds.push(...slotFds);
       // Blocking reads on a pool thread (nothing here may load a network module, not even for a FIFO).
       server.reqFd = fs.openSync(fifos[0] as string, fs.constants.O_RDWR);
@@ -228,8 +229,8 @@ export class HookServer {
 
   private housekeeping(): void {
     const idleMs = this.opts.idleMs ?? 10 * 60_000;
-    // Gone run dir: the repository (or agentsnap's state) was removed.
-    if (!fs.existsSync(path.join(this.runDir, 'pid')) || Date.now() - this.lastCall > idleMs) {
+    // Gone run dir or worktree: the repository, agentsnap's state or a session worktree was removed.
+    if (!fs.existsSync(path.join(this.runDir, 'pid')) || !fs.existsSync(this.worktree) || Date.now() - this.lastCall > idleMs) {
       void this.close();
       return;
     }
