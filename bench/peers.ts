@@ -9,7 +9,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import * as isogit from 'isomorphic-git';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { git, timed, type BenchEnv, type Cmd, type Subject } from './measure.js';
 import type { Change } from './changes.js';
 import type { BenchRepo } from './repos.js';
@@ -81,8 +82,45 @@ export const ISOGIT_SLOW_MS = 3000;
 export const ISOGIT_SLOW_RUNS = 3;
 export const ISOGIT_VERY_SLOW_MS = 15_000;
 
+/** A warm isomorphic-git in a child process (bench/isogit-worker.ts); ends with the bench. */
+let lastWorker: ChildProcess | null = null;
+
+function isogitWorker(init: { dir: string; gitdir: string }): { run(): Promise<number> } {
+  // One at a time: each holds a whole index and its caches.
+  lastWorker?.kill();
+  const child = fork(fileURLToPath(new URL('./isogit-worker.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  lastWorker = child;
+  child.unref();
+  (child as unknown as { channel?: { unref(): void } }).channel?.unref();
+  let pending: { resolve: (m: { ms?: number; error?: string }) => void; reject: (e: Error) => void } | null = null;
+  child.on('message', (m) => {
+    const p = pending;
+    pending = null;
+    p?.resolve(m as { ms?: number; error?: string });
+  });
+  child.on('exit', () => {
+    const p = pending;
+    pending = null;
+    p?.reject(new Error('the isomorphic-git worker exited'));
+  });
+  const ask = (msg: object) =>
+    new Promise<{ ms?: number; error?: string }>((resolve, reject) => {
+      pending = { resolve, reject };
+      child.send(msg);
+    });
+  const ready = ask({ op: 'init', init });
+  return {
+    async run() {
+      await ready;
+      const res = await ask({ op: 'run' });
+      if (res.error !== undefined || res.ms === undefined) throw new Error(`isomorphic-git failed: ${res.error ?? 'no answer'}`);
+      return res.ms;
+    },
+  };
+}
+
 /**
- * isomorphic-git in the bench's own process, on the real file system: its
+ * isomorphic-git, in-process in a warm worker process of its own, on the real file system: its
  * own git dir (in the temp dir) whose objects/ is a link to the repository's
  * object store and whose index starts as a copy of the repository's, kept
  * warm across samples (one cache object, the index refreshed by the walk).
@@ -99,9 +137,7 @@ export function isogitSubject(repo: BenchRepo, env: BenchEnv, change: Change, lo
     fs.writeFileSync(path.join(gitdir, 'refs', 'heads', 'main'), `${git(env, repo.dir, ['rev-parse', 'HEAD']).trim()}\n`);
     fs.copyFileSync(path.join(repo.dir, '.git', 'index'), path.join(gitdir, 'index'));
   }
-  const cache = {};
-  const opts = { fs, dir: repo.dir, gitdir, cache };
-  const author = { name: 'Bench User', email: 'bench@example.com', timestamp: 1704067200, timezoneOffset: 0 };
+  const worker = isogitWorker({ dir: repo.dir, gitdir });
   let limit = Infinity;
   return {
     name: ISOGIT,
@@ -111,18 +147,7 @@ export function isogitSubject(repo: BenchRepo, env: BenchEnv, change: Change, lo
     },
     maxRuns: () => limit,
     run: async (i) => {
-      const t0 = process.hrtime.bigint();
-      const matrix = await isogit.statusMatrix({ ...opts, refresh: true });
-      const add: string[] = [];
-      for (const [file, , workdir, stage] of matrix) {
-        // The index already matches the worktree when stage is "same as workdir" (2), or both equal HEAD (1, 1).
-        if (stage === 2 || (stage === 1 && workdir === 1)) continue;
-        if (workdir === 0) await isogit.remove({ ...opts, filepath: file });
-        else add.push(file);
-      }
-      if (add.length) await isogit.add({ ...opts, filepath: add });
-      await isogit.commit({ ...opts, message: 'checkpoint', author, committer: author });
-      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      const ms = await worker.run();
       if (i < 0 && ms > ISOGIT_SLOW_MS && limit === Infinity) {
         limit = ms > ISOGIT_VERY_SLOW_MS ? 1 : ISOGIT_SLOW_RUNS;
         log(`    isomorphic-git's warm-up sample took ${(ms / 1000).toFixed(1)} s: ${limit} timed run${limit > 1 ? 's' : ''} of it here`);

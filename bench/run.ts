@@ -114,7 +114,8 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${header}\n\n${formatTable(rows)}\n`);
     if (disk.length) process.stdout.write(`\n${formatDiskTable(disk)}\n`);
     process.stdout.write(
-      `\nreference: node start-up ${startup.nodeMs.toFixed(0)} ms, \`agentsnap --version\` ${startup.versionMs.toFixed(0)} ms (each agentsnap Node process pays both)\n`,
+      `\nreference: node start-up ${startup.nodeMs.toFixed(0)} ms, \`agentsnap --version\` ${startup.versionMs.toFixed(0)} ms (each agentsnap Node process pays both); ` +
+        `two empty hook commands (\`sh -c 'cat > /dev/null'\`, the floor of any tool call through hooks) ${startup.emptyHooksMs.toFixed(1)} ms\n`,
     );
     for (const p of profiles) process.stdout.write(`\n${p}\n`);
   } catch (e) {

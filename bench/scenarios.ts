@@ -339,18 +339,62 @@ export const diskScenario: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [firstSnapshot, checkpointOneFile, toolCallReadOnly, toolCallEdit, toolCallCreate, undoTen, undoHundred, diskScenario];
+/**
+ * The first snapshot of a new session where agentsnap's server already runs
+ * in the worktree (an earlier session, or `agentsnap server start`): a new
+ * Claude Code session's first PreToolUse hook, which starts the agentsnap
+ * session (its baseline) and takes the call's pre snapshot. One file changed
+ * before each, like the cold row.
+ */
+export const firstSnapshotWarm: Scenario = {
+  id: 'first-warm',
+  async run(ctx) {
+    const { repo, env } = ctx;
+    stopServer(env, repo.dir);
+    removeAgentsnapState(repo, env);
+    const setup = installClaudeHooks(repo, env, 'Read');
+    const file = path.join(repo.dir, repo.editFile);
+    const spec = (sessionId: string): ToolCallSpec => ({ sessionId, tool: 'Read', input: { file_path: file }, response: { type: 'text' } });
+    const first = (i: number) => timed(hookCmds(setup, 'PreToolUse', claudePayload(setup, spec(`bench-first-${process.pid}-${i}`), 'PreToolUse', `toolu_first_${process.pid}_${i}`)));
+    try {
+      // An earlier session starts the server; give its watcher time to come up (untimed).
+      const warm = first(-2);
+      for (let k = 0; k < 3; k++) first(-3 - k);
+      const server = serverStatus(env, repo.dir);
+      ctx.log(`  first snapshot, server warm: warm-up ${warm.ms.toFixed(0)} ms; ${server.running ? `server running, pid ${server.pid}` : 'no server running'}`);
+      const runs = Math.max(1, Math.min(ctx.runs, 7));
+      const samples = await interleave(
+        [{ name: 'agentsnap', prepare: (i) => editOneFile(repo, `first-warm ${i}`), run: (i) => first(i).ms }, rawGitSubject(ctx)],
+        runs,
+      );
+      const end = serverStatus(env, repo.dir);
+      const r = row(ctx, 'first snapshot of a new session, server warm (first pre hook)', samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', { maxRatio: 1, issue: 7, sizes: [100_000] }, null);
+      r.server = end.supported ? end : null;
+      r.serverRssMiB = end.pid ? vmHwmMiB(end.pid) : null;
+      return [r];
+    } finally {
+      stopServer(env, repo.dir);
+      removeAgentsnapState(repo, env);
+      git(env, repo.dir, ['checkout', '-q', '--', '.']);
+    }
+  },
+};
+
+export const SCENARIOS: Scenario[] = [firstSnapshot, firstSnapshotWarm, checkpointOneFile, toolCallReadOnly, toolCallEdit, toolCallCreate, undoTen, undoHundred, diskScenario];
 
 /** Node's own start-up and agentsnap's CLI load (`--version`), for reading the small sizes. */
-export async function startupReference(env: BenchEnv, runs: number): Promise<{ nodeMs: number; versionMs: number }> {
+export async function startupReference(env: BenchEnv, runs: number): Promise<{ nodeMs: number; versionMs: number; emptyHooksMs: number }> {
   const node: Cmd = { file: process.execPath, args: ['-e', '0'], cwd: env.base, env: env.env };
   const version = agentsnapCmd(env, env.base, ['--version']);
+  // The least any hook-based tool call can cost: two hook commands that only read their payload.
+  const empty: Cmd = { file: '/bin/sh', args: ['-c', 'cat > /dev/null'], cwd: env.base, env: env.env, input: JSON.stringify({ hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: 'x' } }) };
   const samples = await interleave(
     [
       { name: 'node', run: () => timed([node]).ms },
       { name: 'version', run: () => timed([version]).ms },
+      { name: 'empty', run: () => timed([empty]).ms + timed([empty]).ms },
     ],
     runs,
   );
-  return { nodeMs: median(samples.get('node') ?? []), versionMs: median(samples.get('version') ?? []) };
+  return { nodeMs: median(samples.get('node') ?? []), versionMs: median(samples.get('version') ?? []), emptyHooksMs: median(samples.get('empty') ?? []) };
 }

@@ -17,6 +17,7 @@ import {
   recordPost,
   recordPre,
   recordUnprotected,
+  sessionFinished,
   sessionPaths,
   startSession,
 } from './session.js';
@@ -356,10 +357,8 @@ async function sessionForAgent(repo: Repo, agent: string, agentSessionId: string
   fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   return withLock(`${file}.lock`, { timeoutMs: settings.lockTimeoutMs, purpose: 'map agent session' }, async () => {
     const mapped = readMapping(repo, agent, key);
-    if (mapped) {
-      const s = loadSession(repo, mapped);
-      if (!s.ended && !s.discarded) return mapped;
-    }
+    // From the state cache: every hook call comes through here, and the journal grows with the session.
+    if (mapped && !(await sessionFinished(repo, mapped))) return mapped;
     const created = await startSession(repo, { settings, agent, command: null, owner: null });
     fs.writeFileSync(file, `${created.session}\n`, { mode: 0o600 });
     return created.session;

@@ -205,6 +205,12 @@ async function loadState(repo: Repo, id: string, repair = true): Promise<Session
   return state;
 }
 
+/** Whether a session has ended or been discarded, from its state cache (a whole journal read only when the cache is behind). */
+export async function sessionFinished(repo: Repo, id: string): Promise<boolean> {
+  const st = (await loadState(repo, id, false)).session;
+  return !!st.ended || !!st.discarded;
+}
+
 /** The refs a session's journal says it has: baseline, each step's latest snapshot, and the head. */
 export function refsFor(s: Session): RefUpdate[] {
   const updates: RefUpdate[] = [{ ref: stepRef(s.id, 0), value: s.baseline }, { ref: headRef(s.id), value: s.head }];
