@@ -82,8 +82,13 @@ export type GitConfig = Map<string, string[]>;
 /** Reads the effective git config once: `git config -z --list`. */
 export async function readGitConfig(repo: Repo): Promise<GitConfig> {
   const res = await repo.git(['config', '-z', '--list'], { okCodes: [1] });
+  return parseConfigList(res.stdout);
+}
+
+/** Parses `git config -z --list` output. */
+export function parseConfigList(out: Buffer): GitConfig {
   const map: GitConfig = new Map();
-  for (const entry of splitNul(res.stdout)) {
+  for (const entry of splitNul(out)) {
     const nl = entry.indexOf('\n');
     const key = (nl === -1 ? entry : entry.slice(0, nl)).toLowerCase();
     const value = nl === -1 ? 'true' : entry.slice(nl + 1);

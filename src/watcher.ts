@@ -153,29 +153,41 @@ export class WorktreeWatcher {
     while (stack.length > 0) {
       const dir = stack.pop() as string;
       if (!this.watches.has(dir) && !this.watchDir(dir)) continue;
-      let entries: fs.Dirent[];
-      try {
-        entries = fs.readdirSync(path.join(this.worktree, dir), { withFileTypes: true });
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR') continue;
-        this.broken.push(`cannot read ${dir || '.'} (${code ?? e})`);
+      const children = this.subdirs(dir);
+      if (Array.isArray(children)) stack.push(...children);
+    }
+  }
+
+  /**
+   * The directories in `dir` to watch; 'gone' when it is no directory any
+   * more (not an error), null when it cannot be read (the watcher is then
+   * untrustworthy). Notes nested repositories and names that are not UTF-8.
+   */
+  private subdirs(dir: string): string[] | 'gone' | null {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(path.join(this.worktree, dir), { withFileTypes: true });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return 'gone';
+      this.broken.push(`cannot read ${dir || '.'} (${code ?? e})`);
+      return null;
+    }
+    const out: string[] = [];
+    for (const ent of entries) {
+      if (ent.name === '.git') {
+        if (dir !== '') this.nestedRepos.add(dir);
         continue;
       }
-      for (const ent of entries) {
-        if (ent.name === '.git') {
-          if (dir !== '') this.nestedRepos.add(dir);
-          continue;
-        }
-        if (!ent.isDirectory()) continue;
-        if (ent.name.includes('\uFFFD')) {
-          this.broken.push(`a directory name that is not UTF-8 in ${dir || '.'}`);
-          continue;
-        }
-        const child = dir ? `${dir}/${ent.name}` : ent.name;
-        if (!this.opts.skipDir?.(child)) stack.push(child);
+      if (!ent.isDirectory()) continue;
+      if (ent.name.includes('\uFFFD')) {
+        this.broken.push(`a directory name that is not UTF-8 in ${dir || '.'}`);
+        continue;
       }
+      const child = dir ? `${dir}/${ent.name}` : ent.name;
+      if (!this.opts.skipDir?.(child)) out.push(child);
     }
+    return out;
   }
 
   /** Whether `rel` (a directory) is being watched. */
@@ -197,32 +209,9 @@ export class WorktreeWatcher {
     while (stack.length > 0) {
       const dir = stack.pop() as string;
       if (!this.watchDir(dir)) continue;
-      let entries: fs.Dirent[];
-      try {
-        entries = fs.readdirSync(path.join(this.worktree, dir), { withFileTypes: true });
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT' || code === 'ENOTDIR') {
-          this.closeBelow(dir); // gone again: its parent's event says so
-          continue;
-        }
-        this.broken.push(`cannot read ${dir || '.'} (${code ?? e})`);
-        continue;
-      }
-      for (const ent of entries) {
-        if (ent.name === '.git') {
-          if (dir !== '') this.nestedRepos.add(dir);
-          continue;
-        }
-        if (!ent.isDirectory()) continue;
-        if (ent.name.includes('\uFFFD')) {
-          this.broken.push(`a directory name that is not UTF-8 in ${dir || '.'}`);
-          continue;
-        }
-        const child = dir ? `${dir}/${ent.name}` : ent.name;
-        if (this.opts.skipDir?.(child)) continue;
-        stack.push(child);
-      }
+      const children = this.subdirs(dir);
+      if (Array.isArray(children)) stack.push(...children);
+      else if (children === 'gone') this.closeBelow(dir); // gone again: its parent's event says so
     }
   }
 

@@ -5,10 +5,9 @@
 // Skipped with AGENTSNAP_E2E_CLAUDE=skip (see test/support/claude-code.ts).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cliProcess, indexBytes, tempRepo, type CliResult, type TempRepo } from './helpers.js';
+import { cliProcess, indexBytes, runProcess, tempRepo, type CliResult, type TempRepo } from './helpers.js';
 import { startMessagesStub, type MessagesRequest, type ScriptedTurn } from './support/messages-stub.js';
 import { claudeBinary } from './support/claude-code.js';
 import { loadSession } from '../src/session.js';
@@ -72,15 +71,7 @@ function lastUserText(req: MessagesRequest | undefined): string {
 
 /** Runs a shell command line (the printed resume command) with `claude` on PATH. */
 function shell(line: string, opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', line], { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'], timeout: TIMEOUT_MS });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => err.push(d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? 128, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
-  });
+  return runProcess('/bin/sh', ['-c', line], { ...opts, input: null, timeoutMs: TIMEOUT_MS });
 }
 
 test('claude under wrap: undo N restores the bytes before call N, redo returns, --chat and --both fork a conversation that resumes without the undone calls', async () => {

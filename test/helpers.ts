@@ -157,22 +157,32 @@ export function cliProcess(
   args: string[],
   opts: { cwd?: string; env?: Record<string, string>; input?: string; /** SIGTERM after this long (tests that run real agents). */ timeoutMs?: number } = {},
 ): Promise<CliResult> {
+  return runProcess(process.execPath, [BIN, ...args], {
+    cwd: opts.cwd ?? repo.dir,
+    env: { ...repo.env, ...(opts.env ?? {}) },
+    input: opts.input ?? '',
+    ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}),
+  });
+}
+
+/** Runs any program asynchronously (a server in this very process may have to answer it), collecting its output. */
+export function runProcess(file: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string | null; timeoutMs?: number }): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: opts.cwd ?? repo.dir,
-      env: { ...repo.env, ...(opts.env ?? {}) },
-      stdio: ['pipe', 'pipe', 'pipe'],
+    const child = spawn(file, args, {
+      cwd: opts.cwd,
+      env: opts.env,
+      stdio: [opts.input === null ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => err.push(d));
+    child.stdout?.on('data', (d: Buffer) => out.push(d));
+    child.stderr?.on('data', (d: Buffer) => err.push(d));
     child.on('error', reject);
     child.on('close', (code) =>
       resolve({ code: code ?? 128, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
     );
-    child.stdin.end(opts.input ?? '');
+    child.stdin?.end(opts.input ?? '');
   });
 }
 

@@ -5,9 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { cliProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
+import { cliProcess, runProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
 import { loadSession } from '../src/session.js';
 import { openRepo } from '../src/repo.js';
 import { startWorktreeServer } from '../src/serve.js';
@@ -26,19 +25,7 @@ function seeded(): TempRepo {
   return repo;
 }
 
-/** Runs a command with `input` on stdin, asynchronously (the server may be in this very process). */
-function run(file: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string }): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { cwd: opts.cwd, env: opts.env as NodeJS.ProcessEnv, stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => err.push(d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? 128, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
-    child.stdin.end(opts.input ?? '');
-  });
-}
+const run = runProcess;
 
 /** The session's steps, read through the library. */
 async function stepsOf(repo: TempRepo) {

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Repo } from '../repo.js';
-import { lastValue, type GitConfig } from '../config.js';
+import { lastValue, parseConfigList, type GitConfig } from '../config.js';
 import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, runGitSync, splitNul } from './run.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit';
@@ -32,16 +32,7 @@ export function hashObject(type: ObjectType, body: Buffer): string {
 
 function readConfigSync(repo: Repo): GitConfig {
   const res = runGitSync(['config', '-z', '--list'], { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir }, okCodes: [1] });
-  const map: GitConfig = new Map();
-  for (const entry of splitNul(res.stdout)) {
-    const nl = entry.indexOf('\n');
-    const key = (nl === -1 ? entry : entry.slice(0, nl)).toLowerCase();
-    const value = nl === -1 ? 'true' : entry.slice(nl + 1);
-    const list = map.get(key);
-    if (list) list.push(value);
-    else map.set(key, [value]);
-  }
-  return map;
+  return parseConfigList(res.stdout);
 }
 
 /** Extensions that do not change how loose objects are written. */
