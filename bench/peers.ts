@@ -90,12 +90,15 @@ function isogitWorker(init: { dir: string; gitdir: string }): { run(): Promise<n
   lastWorker?.kill();
   const child = fork(fileURLToPath(new URL('./isogit-worker.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   lastWorker = child;
+  // Unreferenced between requests so the bench can exit; referenced while one is pending.
+  const channel = (child as unknown as { channel?: { ref(): void; unref(): void } }).channel;
   child.unref();
-  (child as unknown as { channel?: { unref(): void } }).channel?.unref();
+  channel?.unref();
   let pending: { resolve: (m: { ms?: number; error?: string }) => void; reject: (e: Error) => void } | null = null;
   child.on('message', (m) => {
     const p = pending;
     pending = null;
+    channel?.unref();
     p?.resolve(m as { ms?: number; error?: string });
   });
   child.on('exit', () => {
@@ -106,6 +109,7 @@ function isogitWorker(init: { dir: string; gitdir: string }): { run(): Promise<n
   const ask = (msg: object) =>
     new Promise<{ ms?: number; error?: string }>((resolve, reject) => {
       pending = { resolve, reject };
+      channel?.ref();
       child.send(msg);
     });
   const ready = ask({ op: 'init', init });

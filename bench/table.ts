@@ -71,7 +71,7 @@ export function formatTable(rows: Row[]): string {
   const legend = [
     `raw git: GIT_INDEX_FILE=<warm private index> git add -A; write-tree; commit-tree; update-ref. ${BACKUP}: Claude Code's checkpoint, a copy of each file`,
     `before it is written (in-process). ${SHADOW}: Cline/Gemini CLI, git add -A + git commit in a warm shadow git dir (core.worktree = the repo).`,
-    `${ISOGIT}: statusMatrix + add/remove + commit in the bench's process, warm index. Every subject of a row handles the same change.`,
+    `${ISOGIT}: statusMatrix + add/remove + commit in-process (a warm worker process), warm index. Every subject of a row handles the same change.`,
     `max RSS: peak of the agentsnap Node processes (CLI, or every Node process the hook commands start); server RSS: the warm server's VmHWM.`,
     `Memory target (#7): < ${MEMORY_TARGET_MIB} MiB at ${fmtInt(MEMORY_TARGET_SIZE)} files.`,
   ];
