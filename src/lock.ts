@@ -215,7 +215,8 @@ const GIT_LOCK_GRACE_MS = 10_000;
  * one that is held (an orphaned git child of a killed agentsnap finishing its
  * work). The caller holds the agentsnap lock that serialises every writer of
  * the locked file, so a lock nobody holds open is a dead git's. Returns
- * whether a stale lock was removed.
+ * whether the way is clear now: a stale lock removed, or none there any more
+ * (the caller retries what the lock stopped).
  */
 export async function clearStaleGitLock(file: string, timeoutMs = 5000): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -224,7 +225,8 @@ export async function clearStaleGitLock(file: string, timeoutMs = 5000): Promise
     try {
       st = fs.statSync(file);
     } catch {
-      return false;
+      // Gone already (an orphaned git of a killed agentsnap finished): nothing is in the way any more.
+      return true;
     }
     const held = openByAnyProcess(file);
     const stale = held === null ? Date.now() - st.mtimeMs > GIT_LOCK_GRACE_MS : !held;
