@@ -5,6 +5,7 @@ import type { Repo } from '../repo.js';
 import type { ChangedPath } from '../journal.js';
 import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, splitNul } from './run.js';
 import { clearStaleGitLock } from '../lock.js';
+import { errors } from '../errors.js';
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 export const ZERO_OID = '0000000000000000000000000000000000000000';
@@ -204,12 +205,18 @@ export async function updateRefs(repo: Repo, updates: RefUpdate[]): Promise<void
     // A git killed while updating refs (a crash of the agentsnap that ran it) leaves its ref lock
     // behind; git never removes it. A lock of one of agentsnap's refs (or packed-refs) that no
     // process holds is removed and the update tried once more.
-    const stale = [...String((e as { data?: { stderr?: string } }).data?.stderr ?? '').matchAll(/Unable to create '([^']+\.lock)': File exists/g)]
-      .map((m) => m[1] ?? '')
-      .filter((f) => /\/refs\/agent(snap)?\/|\/packed-refs\.lock$/.test(f));
+    const locks = [...String((e as { data?: { stderr?: string } }).data?.stderr ?? '').matchAll(/Unable to create '([^']+\.lock)': File exists/g)].map((m) => m[1] ?? '');
+    const stale = locks.filter((f) => /\/refs\/agent(snap)?\/|\/packed-refs\.lock$/.test(f));
     let removed = false;
     for (const f of stale) if (await clearStaleGitLock(f)) removed = true;
-    if (!removed) throw e;
+    if (!removed) {
+      if (locks.length === 0) throw e;
+      // Name the lock (git's own message ends in advice and cuts the path off in one line).
+      throw errors.busy(`updating agentsnap's refs failed: ${locks.join(', ')} is in the way${stale.length ? ' (still held by a running git)' : ''}.`, {
+        hint: 'Wait for the other git command to finish and try again; if none runs, remove that lock file.',
+        data: { locks, stderr: String((e as { data?: { stderr?: string } }).data?.stderr ?? '') },
+      });
+    }
     await repo.git(['update-ref', '--stdin'], { input: lines.join('\n') });
   }
 }
