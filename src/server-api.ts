@@ -4,7 +4,7 @@ import { openRepo, type Repo } from './repo.js';
 import { loadSettings } from './config.js';
 import { errors } from './errors.js';
 import type { RepoOptions } from './api.js';
-import { autoStartServer, runDirOf, serverEnabled, serverInfo, spawnBackgroundServer, waitForServer, type ServerInfo } from './server.js';
+import { autoStartServer, runDirOf, serverEnabled, serverEnabledWithoutConfig, serverInfo, spawnBackgroundServer, waitForServer, type ServerInfo } from './server.js';
 
 export interface ServerStatus {
   /** Whether a server may run here (Linux, agentsnap.server, AGENTSNAP_SERVER). */
@@ -41,6 +41,8 @@ export async function serverStatus(opts: RepoOptions = {}): Promise<ServerStatus
 
 /** After a `snap` that took the Node path: starts a background server for the next ones (see autoStartServer). */
 export async function autoStartServerFor(opts: RepoOptions = {}): Promise<void> {
+  // Switched off: no repository to open again (two git processes) after every cold snap.
+  if (serverEnabledWithoutConfig(opts.env ?? process.env) === false) return;
   try {
     const repo = await repoFor(opts);
     autoStartServer(repo, await loadSettings(repo));

@@ -48,10 +48,14 @@ export function runDirOf(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>):
  * server only runs where it can read its clients' calls from /proc (Linux).
  */
 export function serverEnabled(env: NodeJS.ProcessEnv, settings: Pick<Settings, 'server'>): boolean {
+  return serverEnabledWithoutConfig(env) ?? settings.server;
+}
+
+/** What platform and environment alone decide (null: the config decides), before a repository is opened. */
+export function serverEnabledWithoutConfig(env: NodeJS.ProcessEnv): boolean | null {
   if (process.platform !== 'linux') return false;
   const fromEnv = env.AGENTSNAP_SERVER;
-  if (fromEnv !== undefined && fromEnv !== '') return parseBool('AGENTSNAP_SERVER', fromEnv, true);
-  return settings.server;
+  return fromEnv !== undefined && fromEnv !== '' ? parseBool('AGENTSNAP_SERVER', fromEnv, true) : null;
 }
 
 export interface ServerInfo {

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { BIN, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { agentsnapOnPath, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { startGeminiStub, startResponsesStub, type ScriptedTurn } from './support/model-stubs.js';
 import { codexBinary, geminiBinary } from './support/agent-clis.js';
 import { loadSession } from '../src/session.js';
@@ -166,16 +166,13 @@ test('gemini with init hooks and no wrapper: its hooks map the Gemini session to
   try {
     const init = await cliProcess(repo, ['init', 'gemini']);
     assert.is(init.code, 0, init.stderr);
-    // The init hooks call `agentsnap` from PATH.
-    const binDir = path.join(repo.base, 'bin');
-    fs.mkdirSync(binDir);
-    fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
-    fs.symlinkSync(path.join(path.dirname(BIN), 'agentsnap-hook'), path.join(binDir, 'agentsnap-hook'));
+    // The init hooks call `agentsnap-hook` (and `agentsnap`) from PATH.
+    const pathWithAgentsnap = agentsnapOnPath(repo.base);
     const env = {
       GEMINI_API_KEY: 'e2e-test-key-not-real',
       GOOGLE_GEMINI_BASE_URL: stub.url,
       GEMINI_CLI_TRUST_WORKSPACE: 'true',
-      PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`,
+      PATH: pathWithAgentsnap,
     };
     const r = await run(gemini, ['-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env } });
     assert.is(r.code, 0, r.stderr);
@@ -199,15 +196,12 @@ test('codex with init hooks and no wrapper (trusted project, reviewed hooks): it
     const init = await cliProcess(repo, ['init', 'codex']);
     assert.is(init.code, 0, init.stderr);
     assert.match(init.stderr, '/hooks');
-    const binDir = path.join(repo.base, 'bin');
-    fs.mkdirSync(binDir);
-    fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
-    fs.symlinkSync(path.join(path.dirname(BIN), 'agentsnap-hook'), path.join(binDir, 'agentsnap-hook'));
+    const pathWithAgentsnap = agentsnapOnPath(repo.base);
     // The user's own steps: trusting the project, and reviewing the new hooks (--dangerously-bypass-hook-trust stands in for that).
     fs.mkdirSync(path.join(repo.home, '.codex'), { recursive: true });
     fs.writeFileSync(path.join(repo.home, '.codex', 'config.toml'), `[projects.${JSON.stringify(repo.dir)}]\ntrust_level = "trusted"\n`);
     const provider = `model_providers.stub={name="stub",base_url="${stub.url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
-    const env = { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real', PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}` };
+    const env = { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real', PATH: pathWithAgentsnap };
     const r = await run(codex, ['exec', '-c', provider, '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', '--dangerously-bypass-hook-trust', 'Make the changes.'], { cwd: repo.dir, env });
     assert.is(r.code, 0, r.stderr);
     const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { agent: string; steps: number; status: string }[];

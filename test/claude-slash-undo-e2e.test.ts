@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BIN, cliProcess, tempRepo } from './helpers.js';
+import { agentsnapOnPath, cliProcess, tempRepo } from './helpers.js';
 import { startMessagesStub } from './support/messages-stub.js';
 import { claudeBinary } from './support/claude-code.js';
 
@@ -15,16 +15,13 @@ test('claude: /agentsnap-undo 2 runs agentsnap undo 2 through Bash in the wrappe
   if (!claude) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const d = (rel: string) => path.join(repo.dir, rel);
-  const binDir = path.join(repo.base, 'bin');
-  fs.mkdirSync(binDir);
-  fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
-    fs.symlinkSync(path.join(path.dirname(BIN), 'agentsnap-hook'), path.join(binDir, 'agentsnap-hook'));
+  const pathWithAgentsnap = agentsnapOnPath(repo.base);
   const env = {
     IS_SANDBOX: '1',
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_AUTOUPDATER: '1',
     ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
-    PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`,
+    PATH: pathWithAgentsnap,
   };
   const first = await startMessagesStub([
     { tools: [{ name: 'Write', input: { file_path: d('hello.txt'), content: 'hello\n' } }] },

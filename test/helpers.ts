@@ -165,6 +165,18 @@ export function cliProcess(
   });
 }
 
+/**
+ * A PATH on which `agentsnap` and `agentsnap-hook` are this checkout's, as a
+ * global install puts them (the hooks `init` writes call them from PATH).
+ */
+export function agentsnapOnPath(base: string): string {
+  const binDir = path.join(base, 'bin');
+  fs.mkdirSync(binDir, { recursive: true });
+  fs.symlinkSync(BIN, path.join(binDir, 'agentsnap'));
+  fs.symlinkSync(path.join(path.dirname(BIN), 'agentsnap-hook'), path.join(binDir, 'agentsnap-hook'));
+  return `${binDir}${path.delimiter}${process.env.PATH ?? ''}`;
+}
+
 /** Runs any program asynchronously (a server in this very process may have to answer it), collecting its output. */
 export function runProcess(file: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string | null; timeoutMs?: number }): Promise<CliResult> {
   return new Promise((resolve, reject) => {

@@ -161,4 +161,21 @@ test('server: with AGENTSNAP_SERVER=off nothing starts and hooks still record', 
   assert.match(start.stderr, /switched off/);
 });
 
+test('server: stop refuses a wrapper\'s server (exit 3, one message) and leaves it serving', async () => {
+  const repo = seeded();
+  const r = await openRepo(repo.dir, { env: serverEnv(repo) });
+  const server = await startWorktreeServer(r, { hosted: true });
+  try {
+    const stop = await cliProcess(repo, ['server', 'stop'], { env: { AGENTSNAP_SERVER: 'on' } });
+    assert.is(stop.code, 3, stop.stderr);
+    assert.match(stop.stderr, /runs inside the wrapper with pid \d+/);
+    assert.is(stop.stderr.trim().split('\n').length, 2, 'message and hint');
+    assert.ok(serverInfo(r), 'still serving');
+    const status = await cliProcess(repo, ['server', 'status', '--json'], { env: { AGENTSNAP_SERVER: 'on' } });
+    assert.equal((JSON.parse(status.stdout) as { running: boolean; hosted: boolean }).hosted, true);
+  } finally {
+    await server.close();
+  }
+});
+
 test.run();
