@@ -202,6 +202,18 @@ function mergeBack(from: string, to: string, linked: Set<string>, warnings: stri
   }
 }
 
+/** What an overlay needs to be finished later, by this wrapper or, if it was killed, by the next one: kept in the overlay's directory. */
+interface OverlayState {
+  /** The wrapper that made it; while it lives, nobody else finishes the overlay. */
+  pid: number;
+  realHome: string;
+  /** The user's settings.json when the run started (null: none), and what the overlay's copy was written as. */
+  before: string | null;
+  written: string;
+}
+
+const OVERLAY_STATE = 'agentsnap-overlay.json';
+
 /**
  * Builds the overlay home in `dir` (created; must not exist). `hooks` are the
  * hook groups to add to the user's settings.
@@ -235,7 +247,6 @@ export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks
     settings = parsed as Record<string, unknown>;
   }
   fs.mkdirSync(overlayDir, { recursive: true, mode: 0o700 });
-  const linked = new Set<string>();
   let realNames: string[] = [];
   try {
     realNames = fs.readdirSync(realDir);
@@ -244,51 +255,120 @@ export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks
   }
   for (const name of realNames) {
     if (name === 'settings.json') continue;
-    const link = path.join(overlayDir, name);
-    fs.symlinkSync(path.join(realDir, name), link);
-    linked.add(link);
+    fs.symlinkSync(path.join(realDir, name), path.join(overlayDir, name));
   }
   const written = `${JSON.stringify(withHooks(settings, opts.hooks), null, 2)}\n`;
-  const overlaySettings = path.join(overlayDir, 'settings.json');
-  fs.writeFileSync(overlaySettings, written, { mode: 0o600 });
+  fs.writeFileSync(path.join(overlayDir, 'settings.json'), written, { mode: 0o600 });
+  const state: OverlayState = { pid: process.pid, realHome: opts.realHome, before, written };
+  fs.writeFileSync(path.join(opts.dir, OVERLAY_STATE), `${JSON.stringify(state)}\n`, { mode: 0o600 });
   fs.writeFileSync(geminiOverlayRecord(opts.sessionDir), `${JSON.stringify({ overlay: opts.dir, real: opts.realHome } satisfies OverlayRecord)}\n`);
+  return { home: opts.dir, finish: () => finishOverlay(opts.dir, state, opts.sessionDir) };
+}
 
-  return {
-    home: opts.dir,
-    finish(): string[] {
-      const warnings: string[] = [];
-      // Settings changed inside the agent (a theme, an auth choice) go back to the real file, without our hooks.
+/** Moves back what Gemini created or replaced, carries settings changes back without our hooks, removes the overlay. */
+function finishOverlay(dir: string, state: OverlayState, sessionDir: string): string[] {
+  const realDir = path.join(state.realHome, '.gemini');
+  const overlayDir = path.join(dir, '.gemini');
+  const realSettings = path.join(realDir, 'settings.json');
+  const overlaySettings = path.join(overlayDir, 'settings.json');
+  const { before, written } = state;
+  const warnings: string[] = [];
+  // Settings changed inside the agent (a theme, an auth choice) go back to the real file, without our hooks.
+  try {
+    const now = fs.readFileSync(overlaySettings, 'utf8');
+    if (now !== written) {
+      let current: string | null = null;
       try {
-        const now = fs.readFileSync(overlaySettings, 'utf8');
-        if (now !== written) {
-          let current: string | null = null;
-          try {
-            current = fs.readFileSync(realSettings, 'utf8');
-          } catch {
-            /* gone or never there */
-          }
-          if (current !== before) {
-            warnings.push(`agentsnap: warning: Gemini CLI changed its settings during the run, but ${realSettings} changed too; the run's version is left in ${overlaySettings}`);
-          } else {
-            const parsed = parseJsonc(now) as Record<string, unknown>;
-            fs.mkdirSync(realDir, { recursive: true });
-            fs.writeFileSync(realSettings, `${JSON.stringify(withoutHooks(parsed, 'gemini'), null, 2)}\n`);
-          }
-        }
-      } catch (e) {
-        warnings.push(`agentsnap: warning: could not carry Gemini CLI's settings changes back to ${realSettings}: ${(e as Error).message}`);
+        current = fs.readFileSync(realSettings, 'utf8');
+      } catch {
+        /* gone or never there */
       }
-      const keepSettings = warnings.length > 0;
+      if (current !== before) {
+        warnings.push(`agentsnap: warning: Gemini CLI changed its settings during the run, but ${realSettings} changed too; the run's version is left in ${overlaySettings}`);
+      } else {
+        const parsed = parseJsonc(now) as Record<string, unknown>;
+        fs.mkdirSync(realDir, { recursive: true });
+        fs.writeFileSync(realSettings, `${JSON.stringify(withoutHooks(parsed, 'gemini'), null, 2)}\n`);
+      }
+    }
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+      warnings.push(`agentsnap: warning: could not carry Gemini CLI's settings changes back to ${realSettings}: ${(e as Error).message}`);
+    }
+  }
+  const keepSettings = warnings.length > 0;
+  try {
+    if (!keepSettings) fs.rmSync(overlaySettings, { force: true });
+    // Our links are the ones still pointing at the real entry of the same name.
+    const linked = new Set<string>();
+    for (const name of fs.readdirSync(overlayDir)) {
+      const link = path.join(overlayDir, name);
       try {
-        if (!keepSettings) fs.rmSync(overlaySettings, { force: true });
-        mergeBack(overlayDir, realDir, linked, warnings, new Set([overlaySettings]));
-        fs.rmSync(geminiOverlayRecord(opts.sessionDir), { force: true });
-        // Anything left (kept settings, entries that could not move) stays for the user to look at.
-        if (warnings.length === 0) fs.rmSync(opts.dir, { recursive: true, force: true });
-      } catch (e) {
-        warnings.push(`agentsnap: warning: could not clean up Gemini CLI's temporary home ${opts.dir}: ${(e as Error).message}`);
+        if (fs.readlinkSync(link) === path.join(realDir, name)) linked.add(link);
+      } catch {
+        /* not a link */
       }
-      return warnings;
-    },
-  };
+    }
+    mergeBack(overlayDir, realDir, linked, warnings, new Set([overlaySettings]));
+    try {
+      const rec = JSON.parse(fs.readFileSync(geminiOverlayRecord(sessionDir), 'utf8')) as OverlayRecord;
+      if (rec.overlay === dir) fs.rmSync(geminiOverlayRecord(sessionDir), { force: true });
+    } catch {
+      /* gone, or another run's */
+    }
+    // Anything left (kept settings, entries that could not move) stays for the user to look at.
+    if (warnings.length === 0) fs.rmSync(dir, { recursive: true, force: true });
+  } catch (e) {
+    warnings.push(`agentsnap: warning: could not clean up Gemini CLI's temporary home ${dir}: ${(e as Error).message}`);
+  }
+  return warnings;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Finishes the Gemini overlays that killed wrappers left in `sessionsRoot`'s
+ * session directories (whatever Gemini wrote only there goes back to the real
+ * ~/.gemini). Overlays whose wrapper still runs are left alone. Returns one
+ * line per overlay finished or kept.
+ */
+export function recoverGeminiOverlays(sessionsRoot: string): string[] {
+  const lines: string[] = [];
+  let sessions: string[] = [];
+  try {
+    sessions = fs.readdirSync(sessionsRoot);
+  } catch {
+    return lines;
+  }
+  for (const session of sessions) {
+    const sessionDir = path.join(sessionsRoot, session);
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(sessionDir).filter((n) => n.startsWith('gemini-home-'));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const dir = path.join(sessionDir, name);
+      let state: OverlayState;
+      try {
+        state = JSON.parse(fs.readFileSync(path.join(dir, OVERLAY_STATE), 'utf8')) as OverlayState;
+      } catch {
+        continue; // left by an older agentsnap, or finished with warnings already: the user's to look at
+      }
+      if (processAlive(state.pid)) continue;
+      const warnings = finishOverlay(dir, state, sessionDir);
+      // Kept for the user: no second attempt on the next run.
+      if (warnings.length > 0) fs.rmSync(path.join(dir, OVERLAY_STATE), { force: true });
+      lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: moved back what Gemini CLI wrote in ${dir} (its wrapper had been killed)`]));
+    }
+  }
+  return lines;
 }

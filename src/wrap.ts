@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { AgentsnapError, errors, isAgentsnapError } from './errors.js';
 import { openRepo, type Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
-import { endSession, listSessions, loadSession, resumeSession, sessionPaths, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
+import { endSession, listSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
 import { startWorktreeSession, type StartPoint } from './worktree.js';
 import { maybeAutoGc } from './gc.js';
 import { AGENTS, type Agent } from './hook.js';
@@ -18,7 +18,7 @@ import { redactValue } from './redact.js';
 import { assertSessionId } from './ids.js';
 import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server.js';
 import { startWorktreeServer } from './serve.js';
-import { codexConfigOverrides, createGeminiOverlay, type GeminiOverlay } from './agent-hooks.js';
+import { codexConfigOverrides, createGeminiOverlay, recoverGeminiOverlays, type GeminiOverlay } from './agent-hooks.js';
 import { startAutoCheckpoints } from './auto.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
@@ -393,6 +393,8 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const agentEnv: Record<string, string> = {};
   let gemini: GeminiOverlay | null = null;
   if (agent === 'gemini') {
+    // What a killed wrapper's Gemini wrote only in its overlay goes back first (a run's chats, logins, settings).
+    warnings.push(...recoverGeminiOverlays(sessionsDir(repo)));
     try {
       gemini = geminiOverlay(repo, session, opts.env, runDir);
       agentEnv.GEMINI_CLI_HOME = gemini.home;

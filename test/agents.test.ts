@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { cli, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { loadSession } from '../src/session.js';
 import { openRepo } from '../src/repo.js';
@@ -161,6 +162,48 @@ test('gemini overlay: the user settings plus our hooks for the run; afterwards n
     fs.writeFileSync(path.join(real, 'settings.json'), settings);
     assert.equal(again.finish(), []);
     assert.is(fs.readFileSync(path.join(real, 'settings.json'), 'utf8'), settings);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('gemini overlay left by a killed wrapper: the next wrap moves back what Gemini wrote only there; a live wrapper\'s overlay is left alone', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const home = path.join(repo.base, 'realhome');
+    const real = path.join(home, '.gemini');
+    fs.mkdirSync(path.join(real, 'tmp'), { recursive: true });
+    fs.writeFileSync(path.join(real, 'settings.json'), '{"ui":{"theme":"dark"}}\n');
+    const sessionsRoot = path.join(repo.dir, '.git', 'agentsnap', 'sessions');
+    const sessionDir = path.join(sessionsRoot, 'killed');
+    fs.mkdirSync(sessionDir, { recursive: true });
+    const hooks = { BeforeTool: [{ matcher: '*', hooks: [{ type: 'command', command: 'node agentsnap.js hook gemini BeforeTool --wrapped' }] }] };
+    const dead = createGeminiOverlay({ dir: path.join(sessionDir, 'gemini-home-dead'), realHome: home, hooks, sessionDir });
+    const live = createGeminiOverlay({ dir: path.join(sessionDir, 'gemini-home-live'), realHome: home, hooks, sessionDir });
+    // The run: a chat written through the linked tmp/, a new file, a settings change. Then the wrapper dies.
+    const o = path.join(dead.home, '.gemini');
+    fs.writeFileSync(path.join(o, 'tmp', 'chat.jsonl'), 'chat\n');
+    fs.writeFileSync(path.join(o, 'installation_id'), 'id-9\n');
+    const seen = JSON.parse(fs.readFileSync(path.join(o, 'settings.json'), 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(path.join(o, 'settings.json'), JSON.stringify({ ...seen, ui: { theme: 'light' } }));
+    fs.writeFileSync(path.join(live.home, '.gemini', 'only-live'), 'x\n');
+    const statePath = path.join(dead.home, 'agentsnap-overlay.json');
+    const state = JSON.parse(fs.readFileSync(statePath, 'utf8')) as { pid: number };
+    const gone = spawnSync(process.execPath, ['-e', '0']);
+    fs.writeFileSync(statePath, JSON.stringify({ ...state, pid: gone.pid }));
+
+    // A wrapped Gemini run (a stand-in program: wrap --agent gemini) finishes the dead overlay before it starts.
+    const r = await cli(repo, ['wrap', '--agent', 'gemini', '--', process.execPath, '-e', '0'], { env: { HOME: home } });
+    assert.is(r.code, 0, r.stderr);
+    assert.match(r.stderr, /moved back what Gemini CLI wrote in .*gemini-home-dead/);
+    assert.is(fs.readFileSync(path.join(real, 'tmp', 'chat.jsonl'), 'utf8'), 'chat\n');
+    assert.is(fs.readFileSync(path.join(real, 'installation_id'), 'utf8'), 'id-9\n');
+    assert.equal(JSON.parse(fs.readFileSync(path.join(real, 'settings.json'), 'utf8')), { ui: { theme: 'light' } }, 'the change, without our hooks');
+    assert.not.ok(fs.existsSync(dead.home), 'the dead overlay is gone');
+    assert.ok(fs.existsSync(path.join(live.home, '.gemini', 'only-live')), 'a live wrapper\'s overlay is not touched');
+    assert.not.ok(fs.existsSync(path.join(real, 'only-live')));
+    assert.equal(live.finish(), []);
+    assert.is(fs.readFileSync(path.join(real, 'only-live'), 'utf8'), 'x\n');
   } finally {
     repo.cleanup();
   }
