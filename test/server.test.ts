@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { execFileSync, spawn } from 'node:child_process';
 import { cliProcess, runProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
 import { loadSession } from '../src/session.js';
 import { openRepo } from '../src/repo.js';
@@ -99,6 +100,29 @@ test('server: a stale pid file (server killed) makes the client fall back', asyn
   const pre = await hook(repo, runDir, 'PreToolUse', 'toolu_3');
   assert.is(pre.code, 0, pre.stderr);
   assert.ok((await stepsOf(repo)).steps.some((st) => st.toolUseId === 'toolu_3'));
+});
+
+test('server: a server gone between the client\'s pid check and its reply slot makes the client fall back, not hang', async () => {
+  const repo = seeded();
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const runDir = runDirOf(r);
+  fs.mkdirSync(runDir, { recursive: true });
+  // What the client finds in that window: a live pid, the FIFOs still there, nobody holding the reply slot.
+  const stand = spawn('sleep', ['60'], { stdio: 'ignore' });
+  try {
+    fs.writeFileSync(path.join(runDir, 'pid'), `${stand.pid}\n`);
+    for (const fifo of ['req', 'slot.0']) execFileSync('mkfifo', [path.join(runDir, fifo)]);
+    const pre = await run('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', 'PreToolUse'], {
+      cwd: repo.dir,
+      env: repo.env,
+      input: payload(repo, 'PreToolUse', 'toolu_gone'),
+      timeoutMs: 20_000,
+    });
+    assert.is(pre.code, 0, pre.stderr);
+    assert.ok((await stepsOf(repo)).steps.some((st) => st.toolUseId === 'toolu_gone'), 'recorded through the Node hook');
+  } finally {
+    stand.kill();
+  }
 });
 
 test('server: snap through the Node shim runs in the server and prints what snap prints', async () => {
