@@ -1,5 +1,7 @@
 // Public API of the warm server: status, start (in the background), stop, and
 // run (the background process itself). See src/server.ts for the channel.
+import fs from 'node:fs';
+import path from 'node:path';
 import { openRepo, type Repo } from './repo.js';
 import { loadSettings } from './config.js';
 import { errors } from './errors.js';
@@ -66,10 +68,16 @@ export async function serverStart(opts: RepoOptions = {}): Promise<ServerStatus>
   }
   const running = serverInfo(repo);
   if (running) return statusOf(repo, enabled, running);
-  spawnBackgroundServer(repo);
-  const info = await waitForServer(repo, 10_000);
+  const log = path.join(runDirOf(repo), 'server.log');
+  const logStart = fileSize(log);
+  const child = spawnBackgroundServer(repo);
+  const info = await waitForServer(repo, 10_000, child);
   if (!info) {
-    throw errors.internal('the agentsnap server did not start.', { hint: `See ${runDirOf(repo)}/server.log.`, data: { runDir: runDirOf(repo) } });
+    const why = whyFromLog(log, logStart);
+    throw errors.internal(`the agentsnap server did not start${why ? `: ${why}` : '.'}`, {
+      hint: `See ${log}. Hooks and snap keep working without it (they take the Node path).`,
+      data: { runDir: runDirOf(repo), log, exitCode: child?.exitCode ?? null },
+    });
   }
   return statusOf(repo, enabled, info);
 }
@@ -127,5 +135,25 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
   } finally {
     process.off('SIGTERM', stop);
     process.off('SIGINT', stop);
+  }
+}
+
+/** Why a server failed, from what it wrote to its log after `offset`: the last error line, else the last line (null: nothing). */
+function whyFromLog(file: string, offset: number): string | null {
+  try {
+    const text = fs.readFileSync(file).subarray(offset).toString('utf8');
+    const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+    const line = lines.filter((l) => /^(\w*Error\b|agentsnap:)/.test(l)).at(-1) ?? lines.at(-1);
+    return line ? line.slice(0, 300) : null;
+  } catch {
+    return null;
+  }
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
   }
 }

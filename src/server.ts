@@ -16,7 +16,7 @@
 // the client, which must belong to the same user.
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { errors } from './errors.js';
 import { acquireLock, ownerAlive, type Lock, type LockOwner } from './lock.js';
@@ -344,7 +344,7 @@ export function readCall(pid: number, payloadFile: string | null): ServerCall {
  * without waiting for it (the next call finds it). Its output goes to
  * `<run>/server.log`.
  */
-export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>): void {
+export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>): ChildProcess | null {
   const dir = runDirOf(repo);
   try {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -358,8 +358,10 @@ export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | '
     });
     child.unref();
     fs.closeSync(log);
+    return child;
   } catch {
     /* a server is an optimisation: without one, calls take the Node path */
+    return null;
   }
 }
 
@@ -387,11 +389,14 @@ export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'common
 }
 
 /** Waits (up to timeoutMs) until the worktree's server is ready. */
-export async function waitForServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>, timeoutMs: number): Promise<ServerInfo | null> {
+export async function waitForServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>, timeoutMs: number, child: ChildProcess | null = null): Promise<ServerInfo | null> {
   const deadline = Date.now() + timeoutMs;
+  // A server that exits before it serves is not waited for to the deadline.
+  let exited = false;
+  child?.once('exit', () => (exited = true));
   for (;;) {
     const info = serverInfo(repo);
-    if (info || Date.now() >= deadline) return info;
+    if (info || exited || Date.now() >= deadline) return info;
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFileSync, spawn } from 'node:child_process';
-import { cliProcess, runProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
+import { cli, cliProcess, runProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
 import { loadSession } from '../src/session.js';
 import { openRepo } from '../src/repo.js';
 import { startWorktreeServer } from '../src/serve.js';
@@ -200,6 +200,18 @@ test('server: stop refuses a wrapper\'s server (exit 3, one message) and leaves 
   } finally {
     await server.close();
   }
+});
+
+
+test('server: start when the server cannot come up says why at once (exit 70, the log named, no stack trace)', async () => {
+  const repo = seeded();
+  // The spawned server's Node cannot even start: it preloads a module that does not exist.
+  const r = await cli(repo, ['server', 'start'], { env: { AGENTSNAP_SERVER: 'on', NODE_OPTIONS: `--require=${path.join(repo.base, 'missing-module.cjs')}` } });
+  assert.is(r.code, 70, r.stderr);
+  assert.match(r.stderr, /the agentsnap server did not start: Error: Cannot find module/);
+  assert.match(r.stderr, /server\.log/);
+  assert.not.match(r.stderr, /^\s+at /m);
+  assert.is(serverInfo(await openRepo(repo.dir, { env: repo.env })), null);
 });
 
 test.run();
