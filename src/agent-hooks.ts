@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { errors } from './errors.js';
+import { currentOwner, ownerAlive, type LockOwner } from './lock.js';
 
 // ---------------------------------------------------------------- Codex CLI
 
@@ -205,7 +206,7 @@ function mergeBack(from: string, to: string, linked: Set<string>, warnings: stri
 /** What an overlay needs to be finished later, by this wrapper or, if it was killed, by the next one: kept in the overlay's directory. */
 interface OverlayState {
   /** The wrapper that made it; while it lives, nobody else finishes the overlay. */
-  pid: number;
+  owner: LockOwner;
   realHome: string;
   /** The user's settings.json when the run started (null: none), and what the overlay's copy was written as. */
   before: string | null;
@@ -259,7 +260,7 @@ export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks
   }
   const written = `${JSON.stringify(withHooks(settings, opts.hooks), null, 2)}\n`;
   fs.writeFileSync(path.join(overlayDir, 'settings.json'), written, { mode: 0o600 });
-  const state: OverlayState = { pid: process.pid, realHome: opts.realHome, before, written };
+  const state: OverlayState = { owner: currentOwner('gemini overlay'), realHome: opts.realHome, before, written };
   fs.writeFileSync(path.join(opts.dir, OVERLAY_STATE), `${JSON.stringify(state)}\n`, { mode: 0o600 });
   fs.writeFileSync(geminiOverlayRecord(opts.sessionDir), `${JSON.stringify({ overlay: opts.dir, real: opts.realHome } satisfies OverlayRecord)}\n`);
   return { home: opts.dir, finish: () => finishOverlay(opts.dir, state, opts.sessionDir) };
@@ -324,15 +325,6 @@ function finishOverlay(dir: string, state: OverlayState, sessionDir: string): st
   return warnings;
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Finishes the Gemini overlays that killed wrappers left in `sessionsRoot`'s
  * session directories (whatever Gemini wrote only there goes back to the real
@@ -363,7 +355,7 @@ export function recoverGeminiOverlays(sessionsRoot: string): string[] {
       } catch {
         continue; // left by an older agentsnap, or finished with warnings already: the user's to look at
       }
-      if (processAlive(state.pid)) continue;
+      if (!state.owner || ownerAlive(state.owner)) continue;
       const warnings = finishOverlay(dir, state, sessionDir);
       // Kept for the user: no second attempt on the next run.
       if (warnings.length > 0) fs.rmSync(path.join(dir, OVERLAY_STATE), { force: true });

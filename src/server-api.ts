@@ -69,7 +69,7 @@ export async function serverStart(opts: RepoOptions = {}): Promise<ServerStatus>
   const running = serverInfo(repo);
   if (running) return statusOf(repo, enabled, running);
   const log = path.join(runDirOf(repo), 'server.log');
-  const logStart = fileSize(log);
+  const logStart = fs.statSync(log, { throwIfNoEntry: false })?.size ?? 0;
   const child = spawnBackgroundServer(repo);
   const info = await waitForServer(repo, 10_000, child);
   if (!info) {
@@ -147,13 +147,5 @@ function whyFromLog(file: string, offset: number): string | null {
     return line ? line.slice(0, 300) : null;
   } catch {
     return null;
-  }
-}
-
-function fileSize(file: string): number {
-  try {
-    return fs.statSync(file).size;
-  } catch {
-    return 0;
   }
 }

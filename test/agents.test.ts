@@ -188,9 +188,9 @@ test('gemini overlay left by a killed wrapper: the next wrap moves back what Gem
     fs.writeFileSync(path.join(o, 'settings.json'), JSON.stringify({ ...seen, ui: { theme: 'light' } }));
     fs.writeFileSync(path.join(live.home, '.gemini', 'only-live'), 'x\n');
     const statePath = path.join(dead.home, 'agentsnap-overlay.json');
-    const state = JSON.parse(fs.readFileSync(statePath, 'utf8')) as { pid: number };
+    const state = JSON.parse(fs.readFileSync(statePath, 'utf8')) as { owner: { pid: number } };
     const gone = spawnSync(process.execPath, ['-e', '0']);
-    fs.writeFileSync(statePath, JSON.stringify({ ...state, pid: gone.pid }));
+    fs.writeFileSync(statePath, JSON.stringify({ ...state, owner: { ...state.owner, pid: gone.pid } }));
 
     // A wrapped Gemini run (a stand-in program: wrap --agent gemini) finishes the dead overlay before it starts.
     const r = await cli(repo, ['wrap', '--agent', 'gemini', '--', process.execPath, '-e', '0'], { env: { HOME: home } });
