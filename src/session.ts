@@ -27,6 +27,9 @@ import { snapshotTree } from './snapshot.js';
 import type { Repo } from './repo.js';
 import { checkGitVersion } from './repo.js';
 import { maybeMaintain } from './maintenance.js';
+import { readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from './transcript.js';
+import { CLAUDE_READ_ONLY_TOOLS } from './agent-hooks.js';
+import { sanitize } from './redact.js';
 
 export const STEP_REF_PREFIX = 'refs/agent/';
 export const META_REF_PREFIX = 'refs/agentsnap/';
@@ -125,11 +128,16 @@ interface SessionState {
   /** Snapshots written since agentsnap last packed this session's objects. */
   unpacked: number;
   packedHead: string | null;
+  /** The newest journaled tool_use ids (at most RECENT_CALLS): where a transcript import stops. */
+  recentToolUseIds?: string[];
+  /** The agent transcript of the newest step that named one (read at session end for calls no hook saw). */
+  transcriptPath?: string | null;
 }
+
+const RECENT_CALLS = 256;
 
 function stateFrom(s: Session, journalSize: number, prev: SessionState | null): SessionState {
   const { steps, extraEvents, ...rest } = s;
-  void steps;
   void extraEvents;
   return {
     v: 1,
@@ -137,6 +145,8 @@ function stateFrom(s: Session, journalSize: number, prev: SessionState | null): 
     session: { ...rest, stepCount: rest.nextStep - 1, open: openSteps(s) },
     unpacked: prev?.unpacked ?? 0,
     packedHead: prev?.packedHead ?? null,
+    recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS),
+    transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
   };
 }
 
@@ -496,12 +506,15 @@ export interface PreOptions extends SnapshotContext {
   model?: string | null;
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
+  /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
+  transcriptTail?: { path: string; tail: TranscriptTail } | null;
 }
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
 export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): Promise<SnapshotResult> {
   const settings = opts.settings ?? (await loadSettings(repo));
   return mutate(repo, id, settings, 'snapshot (pre)', async (state, p) => {
+    if (opts.transcriptTail) await importQuietly(repo, p, state, settings, opts.transcriptTail.path, opts.transcriptTail.tail);
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
@@ -778,6 +791,8 @@ export async function resumeSession(repo: Repo, id: string, opts: ResumeOptions 
 export interface EndOptions extends SnapshotContext {
   exitCode?: number | null;
   signal?: string | null;
+  /** The agent's transcript, for calls no hook saw (else the one the session's steps named, for Claude Code). */
+  transcriptPath?: string | null;
 }
 
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
@@ -787,6 +802,10 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
     await recordPost(repo, id, { settings, step: st.step, status: 'interrupted' });
   }
   return mutate(repo, id, settings, 'end session', async (state, p) => {
+    // The last calls of a session may be reads no hook saw.
+    const transcript = opts.transcriptPath ?? (state.session.agent === 'claude' ? state.transcriptPath : null);
+    const tail = transcript ? readTranscriptTail(transcript) : null;
+    if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail);
     const s = state.session;
     const head = await readHead(repo);
     const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree });
@@ -811,6 +830,94 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
     await maybeMaintain(repo, p, state, true);
     return { commit, changed: commit ? snap.changed : [] };
   });
+}
+
+/**
+ * Journals the calls of Claude Code's read-only tools (not hooked) that the
+ * transcript tail holds after the session's newest journaled call: one step
+ * each (step.pre + step.post with `source: 'transcript'`), in call order,
+ * with no snapshot of its own (a read changes no file: pre = post = the
+ * session head), output through the same redaction and size limit as a
+ * hooked call's. Caller holds the session lock. Never throws for a transcript
+ * it cannot read: it imports nothing then.
+ */
+async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail): Promise<number> {
+  // A state cache written before this existed has no recent ids: take them from the journal once.
+  const recent = state.recentToolUseIds ?? loadSession(repo, state.session.id).steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []));
+  const known = new Set(recent);
+  for (const o of state.session.open) if (o.toolUseId) known.add(o.toolUseId);
+  // A wrapper's session began before the agent: older lines are another session's. A session that hooks
+  // written by init start on the agent's first hooked call, after the reads that came before it.
+  const since = state.session.owner ? state.session.createdAt : null;
+  const calls = unjournaledReadCalls(tail, { journaled: (tid) => known.has(tid), since, tools: CLAUDE_READ_ONLY_TOOLS });
+  const head = state.session.head;
+  const tree = state.session.headTree;
+  if (calls.length === 0 || !tree) return 0;
+  const clean = <T>(v: T): T => sanitize(v, { limit: settings.outputLimit, patterns: settings.redactPatterns });
+  const refs: RefUpdate[] = [];
+  let size = 0;
+  const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
+  for (const c of calls) {
+    const step = s.nextStep;
+    const now = new Date().toISOString();
+    const started = c.startedAt ?? now;
+    const ended = c.endedAt ?? started;
+    const ms = Date.parse(ended) - Date.parse(started);
+    const pre: JournalEvent = {
+      ...eventBase(state.session.id),
+      time: started,
+      type: 'step.pre',
+      step,
+      tool: clean(c.tool),
+      input: clean(c.input),
+      toolUseId: c.toolUseId,
+      message: null,
+      commit: head,
+      tree,
+      parent: head,
+      overlaps: [],
+      changed: [],
+      skipped: [],
+      transcript: { path: transcriptPath, offset: c.lineOffset, ...(c.uuid ? { uuid: c.uuid } : {}) },
+      agentVersion: c.agentVersion ? `claude-code ${c.agentVersion}` : null,
+      ...(c.model ? { model: c.model } : {}),
+      source: 'transcript',
+    };
+    const post: JournalEvent = {
+      ...eventBase(state.session.id),
+      time: ended,
+      type: 'step.post',
+      step,
+      status: c.isError ? 'failed' : 'done',
+      commit: head,
+      tree,
+      output: clean(c.output),
+      error: c.isError ? clean(typeof c.output === 'string' ? c.output.split('\n')[0] ?? 'failed' : 'failed') : null,
+      durationMs: Number.isFinite(ms) && ms >= 0 ? ms : null,
+      changed: [],
+      skipped: [],
+      source: 'transcript',
+    };
+    appendEvent(p.journal, pre);
+    size = appendEvent(p.journal, post);
+    applyEvent(s, pre);
+    applyEvent(s, post);
+    refs.push({ ref: stepRef(state.session.id, step), value: head });
+  }
+  await updateRefs(repo, refs);
+  const next = stateFrom(s, size, state);
+  writeState(p.state, next);
+  Object.assign(state, next);
+  return calls.length;
+}
+
+/** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */
+async function importQuietly(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail): Promise<void> {
+  try {
+    await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail);
+  } catch {
+    Object.assign(state, await loadState(repo, state.session.id));
+  }
 }
 
 /** The owner record for a wrapper process. */
