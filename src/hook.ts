@@ -249,11 +249,13 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     let model = call.model;
     // Claude Code's read-only tools are not hooked: the calls since the last hook are journaled from the same tail read.
     let tail: TranscriptTail | null | undefined;
+    let callOffset: number | undefined;
     if (call.transcriptPath) {
       // Under wrap, Gemini CLI runs with an overlay home that is gone afterwards: keep the path the file ends up at.
       const file = opts.agent === 'gemini' ? mapGeminiPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
       if (opts.agent === 'claude') tail = readTranscriptTail(call.transcriptPath);
       const loc = locateToolCall(call.transcriptPath, call.toolUseId, tail);
+      callOffset = loc.lineOffset;
       loc.path = file;
       transcript = { path: loc.path, ...(loc.offset !== undefined ? { offset: loc.offset } : {}), ...(loc.uuid ? { uuid: loc.uuid } : {}) };
       agentVersion = agentVersion ?? (loc.agentVersion ? `${agentName(opts.agent)} ${loc.agentVersion}` : null);
@@ -268,7 +270,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         transcript,
         agentVersion,
         model,
-        ...(tail && call.transcriptPath ? { transcriptTail: { path: call.transcriptPath, tail } } : {}),
+        ...(tail && call.transcriptPath ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } } : {}),
       });
       return { action: 'pre', session: id, step: res.step, warning: null };
     } catch (e) {

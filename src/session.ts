@@ -507,14 +507,15 @@ export interface PreOptions extends SnapshotContext {
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
   /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
-  transcriptTail?: { path: string; tail: TranscriptTail } | null;
+  transcriptTail?: { path: string; tail: TranscriptTail; /** Where this call's line starts (reads started before it are journaled before it). */ callOffset?: number } | null;
 }
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
 export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): Promise<SnapshotResult> {
   const settings = opts.settings ?? (await loadSettings(repo));
   return mutate(repo, id, settings, 'snapshot (pre)', async (state, p) => {
-    if (opts.transcriptTail) await importQuietly(repo, p, state, settings, opts.transcriptTail.path, opts.transcriptTail.tail);
+    // Reads still running beside this call get their start now (their end at a later import): call order holds.
+    if (opts.transcriptTail) await importQuietly(repo, p, state, settings, opts.transcriptTail.path, opts.transcriptTail.tail, opts.transcriptTail.callOffset);
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
@@ -798,14 +799,16 @@ export interface EndOptions extends SnapshotContext {
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
 export async function endSession(repo: Repo, id: string, opts: EndOptions = {}): Promise<{ commit: string | null; changed: ChangedPath[] }> {
   const settings = opts.settings ?? (await loadSettings(repo));
+  // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
+  await mutate(repo, id, settings, 'import transcript calls', async (state, p) => {
+    const transcript = opts.transcriptPath ?? (state.session.agent === 'claude' ? state.transcriptPath : null);
+    const tail = transcript ? readTranscriptTail(transcript) : null;
+    if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined);
+  });
   for (const st of [...(await loadState(repo, id, false)).session.open]) {
     await recordPost(repo, id, { settings, step: st.step, status: 'interrupted' });
   }
   return mutate(repo, id, settings, 'end session', async (state, p) => {
-    // The last calls of a session may be reads no hook saw.
-    const transcript = opts.transcriptPath ?? (state.session.agent === 'claude' ? state.transcriptPath : null);
-    const tail = transcript ? readTranscriptTail(transcript) : null;
-    if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail);
     const s = state.session;
     const head = await readHead(repo);
     const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree });
@@ -841,15 +844,20 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
  * hooked call's. Caller holds the session lock. Never throws for a transcript
  * it cannot read: it imports nothing then.
  */
-async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail): Promise<number> {
+async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined): Promise<number> {
   // A state cache written before this existed has no recent ids: take them from the journal once.
   const recent = state.recentToolUseIds ?? loadSession(repo, state.session.id).steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []));
   const known = new Set(recent);
-  for (const o of state.session.open) if (o.toolUseId) known.add(o.toolUseId);
+  const openReads = new Map<string, Step>();
+  for (const o of state.session.open) {
+    if (o.source === 'transcript' && o.toolUseId) openReads.set(o.toolUseId, o);
+    else if (o.toolUseId) known.add(o.toolUseId);
+  }
+  for (const tid of openReads.keys()) known.delete(tid);
   // A wrapper's session began before the agent: older lines are another session's. A session that hooks
   // written by init start on the agent's first hooked call, after the reads that came before it.
   const since = state.session.owner ? state.session.createdAt : null;
-  const calls = unjournaledReadCalls(tail, { journaled: (tid) => known.has(tid), since, tools: CLAUDE_READ_ONLY_TOOLS });
+  const calls = unjournaledReadCalls(tail, { journaled: (tid) => known.has(tid), open: (tid) => openReads.has(tid), ...(pendingBefore !== undefined ? { pendingBefore } : {}), since, tools: CLAUDE_READ_ONLY_TOOLS });
   const head = state.session.head;
   const tree = state.session.headTree;
   if (calls.length === 0 || !tree) return 0;
@@ -857,10 +865,13 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
   const refs: RefUpdate[] = [];
   let size = 0;
   const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
+  const events: JournalEvent[] = [];
+  let nextStep = s.nextStep;
   for (const c of calls) {
-    const step = s.nextStep;
+    const opened = openReads.get(c.toolUseId);
+    const step = opened?.step ?? nextStep++;
     const now = new Date().toISOString();
-    const started = c.startedAt ?? now;
+    const started = opened?.startedAt ?? c.startedAt ?? now;
     const ended = c.endedAt ?? started;
     const ms = Date.parse(ended) - Date.parse(started);
     const pre: JournalEvent = {
@@ -883,6 +894,7 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
       ...(c.model ? { model: c.model } : {}),
       source: 'transcript',
     };
+    // A read that ran beside other calls ends in the state the session is in when its result is seen.
     const post: JournalEvent = {
       ...eventBase(state.session.id),
       time: ended,
@@ -898,11 +910,13 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
       skipped: [],
       source: 'transcript',
     };
-    appendEvent(p.journal, pre);
-    size = appendEvent(p.journal, post);
-    applyEvent(s, pre);
-    applyEvent(s, post);
+    if (!c.closes) events.push(pre);
+    if (!c.pending) events.push(post);
     refs.push({ ref: stepRef(state.session.id, step), value: head });
+  }
+  for (const ev of events) {
+    size = appendEvent(p.journal, ev);
+    applyEvent(s, ev);
   }
   await updateRefs(repo, refs);
   const next = stateFrom(s, size, state);
@@ -912,9 +926,9 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
 }
 
 /** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */
-async function importQuietly(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail): Promise<void> {
+async function importQuietly(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined): Promise<void> {
   try {
-    await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail);
+    await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail, pendingBefore);
   } catch {
     Object.assign(state, await loadState(repo, state.session.id));
   }

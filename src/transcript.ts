@@ -121,6 +121,10 @@ export interface TranscriptCall {
   /** The tool_result's content: its text (blocks joined), or the value as it is. */
   output: unknown;
   isError: boolean;
+  /** Still running (no tool_result yet): only its start is known. */
+  pending: boolean;
+  /** Already journaled as started (an open step): only its end is new. */
+  closes: boolean;
   startedAt: string | null;
   endedAt: string | null;
   /** uuid of the assistant line holding the call and the byte offset where that line starts. */
@@ -144,7 +148,18 @@ function resultContent(content: unknown): unknown {
  * assistant message: calls of one message can finish in any order), or at a
  * line older than `since` (the session's start, when given). Never throws.
  */
-export function unjournaledReadCalls(tail: TranscriptTail, opts: { journaled: (toolUseId: string) => boolean; since: string | null; tools: readonly string[] }): TranscriptCall[] {
+export function unjournaledReadCalls(
+  tail: TranscriptTail,
+  opts: {
+    journaled: (toolUseId: string) => boolean;
+    /** Journaled as started, not yet ended (a read that was still running at the last import). */
+    open?: (toolUseId: string) => boolean;
+    /** Also return the calls with no result yet (pending) whose line starts before this offset: a hooked call's pre records the reads started before it. */
+    pendingBefore?: number;
+    since: string | null;
+    tools: readonly string[];
+  },
+): TranscriptCall[] {
   const found: TranscriptCall[] = [];
   try {
     const { buf, from } = tail;
@@ -182,20 +197,23 @@ export function unjournaledReadCalls(tail: TranscriptTail, opts: { journaled: (t
       const calls = content.filter((b) => b.type === 'tool_use' && typeof b.id === 'string');
       for (let i = calls.length - 1; i >= 0; i--) {
         const b = calls[i] as ContentBlock & { id: string };
-        if (opts.journaled(b.id)) {
-          boundaryMessage = line.message?.id ?? '';
-          continue;
-        }
         const result = results.get(b.id);
-        if (!result || !b.name || !opts.tools.includes(b.name)) continue;
+        const closes = !!opts.open?.(b.id);
+        if (opts.journaled(b.id) || closes) {
+          boundaryMessage = line.message?.id ?? '';
+          if (!closes || !result) continue;
+        }
+        if (!(result || (opts.pendingBefore !== undefined && from + start < opts.pendingBefore)) || !b.name || !opts.tools.includes(b.name)) continue;
         found.push({
           toolUseId: b.id,
           tool: b.name,
           input: b.input,
-          output: result.content,
-          isError: result.isError,
+          output: result?.content,
+          isError: result?.isError ?? false,
+          pending: !result,
+          closes,
           startedAt: time,
-          endedAt: result.time,
+          endedAt: result?.time ?? null,
           uuid: line.uuid ?? null,
           lineOffset: from + start,
           agentVersion: line.version ?? null,

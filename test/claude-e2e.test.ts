@@ -24,6 +24,8 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
     { tools: [{ name: 'Read', input: { file_path: d('a.txt') } }, { name: 'Write', input: { file_path: d('sub/new.txt'), content: 'nested\n' } }] },
     { tools: [{ name: 'Bash', input: { command: 'rm gone.txt && echo made > made.txt', description: 'delete and create' } }] },
     { tools: [{ name: 'Bash', input: { command: 'echo partial > fail.txt; exit 3', description: 'a failing command' } }] },
+    // The last call of the session is a read: journaled from the transcript when the session ends.
+    { tools: [{ name: 'Read', input: { file_path: d('made.txt') } }] },
     { text: 'All done.' },
   ];
   // The files expected after each call, in order.
@@ -43,6 +45,9 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
     f['made.txt'] = 'made\n';
   });
   after((f) => (f['fail.txt'] = 'partial\n'));
+  after(() => undefined);
+  // Read is not hooked (CLAUDE_TOOL_MATCHER): its calls come from the transcript.
+  const unhooked = new Set([2, 6]);
   const stub = await startMessagesStub(script);
   try {
     const env = {
@@ -57,7 +62,8 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
     const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], { env, timeoutMs: 120_000 });
     assert.is(res.code, 0, res.stderr);
     // With the server on, every hook call reached it (its trace), none took the Node path.
-    if (server === 'on') assert.is((res.stderr.match(/call \d+: hook claude (PreToolUse|PostToolUse|PostToolUseFailure) --wrapped\n/g) ?? []).length, 12, res.stderr);
+    // The two Read calls ran no hook: 5 hooked calls, a pre and a post each.
+    if (server === 'on') assert.is((res.stderr.match(/call \d+: hook claude (PreToolUse|PostToolUse|PostToolUseFailure) --wrapped\n/g) ?? []).length, 10, res.stderr);
     assert.match(res.stdout, 'All done.');
     assert.match(res.stderr, 'claude hooks injected');
     assert.not.match(res.stderr, 'warning');
@@ -72,6 +78,11 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
       assert.is(st.toolUseId, call?.id);
       assert.equal(st.input && typeof st.input === 'object' ? Object.fromEntries(Object.entries(call?.input ?? {}).map(([k]) => [k, (st.input as Record<string, unknown>)[k]])) : null, call?.input);
       assert.is(st.status, i === 5 ? 'failed' : 'done', `status of step ${st.step}`);
+      assert.is(st.source, unhooked.has(i) ? 'transcript' : undefined, `source of step ${st.step}`);
+      if (unhooked.has(i)) {
+        assert.is(st.pre, st.post, 'a read takes no snapshot of its own');
+        assert.match(String(st.output), unhooked.has(2) && i === 2 ? 'two' : 'made');
+      }
       const tree = treeFiles(repo, st.post as string);
       assert.equal(Object.fromEntries([...tree].map(([p, v]) => [p, v.content.toString()])), expected[i], `files after step ${st.step}`);
       // The transcript line holding the call, and the transcript's length when it started.
@@ -86,6 +97,11 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
     });
     assert.is(s.steps[5]?.error, 'Exit code 3');
     assert.match(String(s.steps[0]?.agentVersion), /^claude-code \d/);
+    const log = JSON.parse((await cliProcess(repo, ['log', '--session', id, '--json'])).stdout) as { tool: string; toolUseId: string; source?: string }[];
+    assert.equal(
+      log.map((st) => [st.tool, st.toolUseId, st.source ?? 'hook']),
+      stub.toolUses.map((c, i) => [c.name, c.id, unhooked.has(i) ? 'transcript' : 'hook']),
+    );
     const replay = await cliProcess(repo, ['replay', '--session', id]);
     assert.match(replay.stdout, '## User\n\nMake the changes.');
     assert.match(replay.stdout, '### Step 6: Bash (failed');

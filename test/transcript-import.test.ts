@@ -115,19 +115,30 @@ test('unhooked Read calls between two hooked calls become steps in call order, w
   }
 });
 
-test('a read whose result comes after the next hooked call of the same message is journaled at the following hook', async () => {
+test('a read still running when the next hooked call of its message starts is journaled before that call, and ended later', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const { id, env } = await wrappedSession(repo);
     const tr = new Transcript(repo);
-    // One assistant message: Read then Write; the Write's hooks run before the Read has its result.
+    // One assistant message: Read then Write; the Write's hooks run while the Read has no result yet.
     tr.use('toolu_r1', 'Read', { file_path: 'a.txt' }, 'msg-x');
     await hookedWrite(repo, env, tr, 'toolu_w1', 'b.txt', 'bee\n', 'msg-x');
-    assert.equal((await session(repo, id)).steps.map((st) => st.toolUseId), ['toolu_w1']);
+    let s = await session(repo, id);
+    assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_r1', 'open'], ['toolu_w1', 'done']]);
+    assert.equal(s.steps[1]?.overlaps, [s.steps[0]?.step], 'the Write ran beside the read');
     tr.result('toolu_r1', 'one');
-    // The read sits before the journaled Write, in its message: still found.
     await hookedWrite(repo, env, tr, 'toolu_w2', 'c.txt', 'sea\n');
-    assert.equal((await session(repo, id)).steps.map((st) => st.toolUseId), ['toolu_w1', 'toolu_r1', 'toolu_w2']);
+    s = await session(repo, id);
+    assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_r1', 'done'], ['toolu_w1', 'done'], ['toolu_w2', 'done']]);
+    assert.is(s.steps[0]?.output, 'one');
+    assert.is(s.steps[0]?.preTree, s.steps[1]?.preTree, 'started in the state before the Write');
+    // A read started after the hooked call (later in its message) waits for its result: never ahead of the call.
+    tr.use('toolu_w3', 'Write', { file_path: path.join(repo.dir, 'd.txt'), content: 'd\n' }, 'msg-y');
+    tr.use('toolu_r3', 'Read', { file_path: 'a.txt' }, 'msg-y');
+    const c3 = { session_id: 'cc-1', transcript_path: tr.file, tool_name: 'Write', tool_use_id: 'toolu_w3', tool_input: {} };
+    await hook(repo, env, 'PreToolUse', c3);
+    s = await session(repo, id);
+    assert.equal(s.steps.map((st) => st.toolUseId), ['toolu_r1', 'toolu_w1', 'toolu_w2', 'toolu_w3']);
   } finally {
     repo.cleanup();
   }
