@@ -136,7 +136,8 @@ interface SessionState {
 
 const RECENT_CALLS = 256;
 
-function stateFrom(s: Session, journalSize: number, prev: SessionState | null): SessionState {
+/** `s` is the whole journal folded, or (`folded`) the previous state's open steps with new events applied. */
+function stateFrom(s: Session, journalSize: number, prev: SessionState | null, folded = false): SessionState {
   const { steps, extraEvents, ...rest } = s;
   void extraEvents;
   return {
@@ -145,7 +146,10 @@ function stateFrom(s: Session, journalSize: number, prev: SessionState | null): 
     session: { ...rest, stepCount: rest.nextStep - 1, open: openSteps(s) },
     unpacked: prev?.unpacked ?? 0,
     packedHead: prev?.packedHead ?? null,
-    recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS),
+    // Folded forward from a cache that predates the list, the steps are not all the journal's: leave it to a full read.
+    ...(folded && !prev?.recentToolUseIds
+      ? {}
+      : { recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS) }),
     transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
   };
 }
@@ -490,7 +494,7 @@ async function commitEvent(repo: Repo, p: SessionPaths, state: SessionState, ev:
   // Fold the cached state forward: re-reading the whole journal would make each step cost O(steps).
   const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
   applyEvent(s, ev);
-  const next = stateFrom(s, size, state);
+  const next = stateFrom(s, size, state, true);
   next.unpacked = state.unpacked + 1;
   writeState(p.state, next);
   Object.assign(state, next);
@@ -919,7 +923,7 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
     applyEvent(s, ev);
   }
   await updateRefs(repo, refs);
-  const next = stateFrom(s, size, state);
+  const next = stateFrom(s, size, { ...state, recentToolUseIds: recent }, true);
   writeState(p.state, next);
   Object.assign(state, next);
   return calls.length;
