@@ -255,7 +255,8 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       const file = opts.agent === 'gemini' ? mapGeminiPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
       if (opts.agent === 'claude') tail = readTranscriptTail(call.transcriptPath);
       const loc = locateToolCall(call.transcriptPath, call.toolUseId, tail);
-      callOffset = loc.lineOffset;
+      // A call whose line is not written yet (a hook answered by the warm server can be that fast) comes after every line there.
+      callOffset = loc.lineOffset ?? tail?.size;
       loc.path = file;
       transcript = { path: loc.path, ...(loc.offset !== undefined ? { offset: loc.offset } : {}), ...(loc.uuid ? { uuid: loc.uuid } : {}) };
       agentVersion = agentVersion ?? (loc.agentVersion ? `${agentName(opts.agent)} ${loc.agentVersion}` : null);

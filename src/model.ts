@@ -174,6 +174,7 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         ...(e.model ? { model: e.model } : {}),
         ...(e.source ? { source: e.source } : {}),
       });
+      if (e.source === 'transcript') break;
       s.head = e.commit;
       s.headTree = tree;
       break;
@@ -195,6 +196,8 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       if (e.transcript && !st.transcript?.uuid) st.transcript = { ...e.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
       if (e.agentVersion && !st.agentVersion) st.agentVersion = e.agentVersion;
       if (e.model && !st.model) st.model = e.model;
+      // A call journaled from the transcript took no snapshot: its commit is the state it started in, not a new tip.
+      if (e.source === 'transcript') break;
       s.head = e.commit;
       s.headTree = tree;
       break;

@@ -898,15 +898,15 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
       ...(c.model ? { model: c.model } : {}),
       source: 'transcript',
     };
-    // A read that ran beside other calls ends in the state the session is in when its result is seen.
+    // A read that ran beside other calls (ended at a later import) keeps the state it started in: pre = post.
     const post: JournalEvent = {
       ...eventBase(state.session.id),
       time: ended,
       type: 'step.post',
       step,
       status: c.isError ? 'failed' : 'done',
-      commit: head,
-      tree,
+      commit: opened?.pre ?? head,
+      tree: opened?.preTree ?? tree,
       output: clean(c.output),
       error: c.isError ? clean(typeof c.output === 'string' ? c.output.split('\n')[0] ?? 'failed' : 'failed') : null,
       durationMs: Number.isFinite(ms) && ms >= 0 ? ms : null,
@@ -916,7 +916,7 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
     };
     if (!c.closes) events.push(pre);
     if (!c.pending) events.push(post);
-    refs.push({ ref: stepRef(state.session.id, step), value: head });
+    refs.push({ ref: stepRef(state.session.id, step), value: opened?.pre ?? head });
   }
   for (const ev of events) {
     size = appendEvent(p.journal, ev);

@@ -132,6 +132,8 @@ test('a read still running when the next hooked call of its message starts is jo
     assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_r1', 'done'], ['toolu_w1', 'done'], ['toolu_w2', 'done']]);
     assert.is(s.steps[0]?.output, 'one');
     assert.is(s.steps[0]?.preTree, s.steps[1]?.preTree, 'started in the state before the Write');
+    assert.is(s.steps[0]?.post, s.steps[0]?.pre, 'no snapshot of its own, and the session head stays after the Write');
+    assert.is(s.head, s.steps[2]?.post);
     // A read started after the hooked call (later in its message) waits for its result: never ahead of the call.
     tr.use('toolu_w3', 'Write', { file_path: path.join(repo.dir, 'd.txt'), content: 'd\n' }, 'msg-y');
     tr.use('toolu_r3', 'Read', { file_path: 'a.txt' }, 'msg-y');
@@ -182,8 +184,7 @@ test('a transcript that is missing, truncated or garbled never breaks a hook: no
     assert.is((await hook(repo, env, 'PreToolUse', common)).action, 'pre');
     assert.is((await hook(repo, env, 'PostToolUse', { ...common, tool_response: {} })).action, 'post');
     const tr = new Transcript(repo, 'torn');
-    tr.use('toolu_r1', 'Read', { file_path: 'a.txt' });
-    tr.raw('{"type":"user","uuid":"r-toolu_r1","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_r1","cont');
+    tr.raw('{"type":"assistant","uuid":"a-toolu_r1","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"toolu_r1","name":"Read","inp');
     fs.appendFileSync(tr.file, '\nnot json at all\n\u0000\u0001\n');
     const c2 = { ...common, transcript_path: tr.file, tool_use_id: 'toolu_w2' };
     assert.is((await hook(repo, env, 'PreToolUse', c2)).action, 'pre');
