@@ -16,6 +16,8 @@ export type HookEvent = 'PreToolUse' | 'PostToolUse' | 'SessionEnd';
 
 export interface HookSetup {
   repo: BenchRepo;
+  /** Whether the hooks run for the bench's tool (false: the matcher leaves it out; its calls run no command). */
+  hooked: boolean;
   /** Commands per event, in settings order, for the tool the bench calls. */
   commands: Record<HookEvent, string[]>;
   env: NodeJS.ProcessEnv;
@@ -26,12 +28,19 @@ interface HookGroup {
   hooks?: { type?: string; command?: string }[];
 }
 
-/** Claude Code's matcher: empty or `*` matches every tool; otherwise a tool name, `A|B`, or a regex. */
-function matches(matcher: string | undefined, tool: string): boolean {
+/**
+ * Claude Code's matcher, applied to whatever hooks the settings hold: empty or
+ * `*` matches every tool; a tool name or `A|B` is a list of exact names;
+ * anything else is a JavaScript regex tested (unanchored) against the tool
+ * name. Checked against the real binary (2.1.332): `^(?!(?:Read|…)$)` runs no
+ * hook for Read and runs them for Write, Edit, Bash and ToolSearch, which an
+ * anchored reading would not.
+ */
+export function matches(matcher: string | undefined, tool: string): boolean {
   if (!matcher || matcher === '*') return true;
   if (/^[\w|]+$/.test(matcher)) return matcher.split('|').includes(tool);
   try {
-    return new RegExp(`^(?:${matcher})$`).test(tool);
+    return new RegExp(matcher).test(tool);
   } catch {
     return false;
   }
@@ -58,14 +67,18 @@ export function installClaudeHooks(repo: BenchRepo, env: BenchEnv, tool: string)
   };
   const commands = { PreToolUse: [], PostToolUse: [], SessionEnd: [] } as Record<HookEvent, string[]>;
   for (const ev of Object.keys(commands) as HookEvent[]) {
+    let written = 0;
     for (const group of settings.hooks?.[ev] ?? []) {
-      if (ev !== 'SessionEnd' && !matches(group.matcher, tool)) continue;
-      for (const h of group.hooks ?? []) if (h.type === 'command' && h.command) commands[ev].push(h.command);
+      const cmds = (group.hooks ?? []).flatMap((h) => (h.type === 'command' && h.command ? [h.command] : []));
+      written += cmds.length;
+      // A tool the matcher leaves out runs no command at all (Claude Code starts no process for it).
+      if (ev === 'SessionEnd' || matches(group.matcher, tool)) commands[ev].push(...cmds);
     }
-    if (!commands[ev].length) throw new Error(`agentsnap init claude wrote no ${ev} hook command into .claude/settings.local.json`);
+    if (!written) throw new Error(`agentsnap init claude wrote no ${ev} hook command into .claude/settings.local.json`);
   }
   noteWorktree(env, repo.dir);
-  return { repo, commands, env: hookEnv };
+  const hooked = commands.PreToolUse.length + commands.PostToolUse.length > 0;
+  return { repo, hooked, commands, env: hookEnv };
 }
 
 /** Claude Code's default timeout of a command hook: a hook that hangs fails the bench instead of hanging it. */

@@ -190,20 +190,23 @@ export const checkpointOneFile: Scenario = {
  * handling the same change: raw git, Claude Code's backup copy, a shadow
  * repository, isomorphic-git in-process.
  */
-function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Target | null): Scenario {
+function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Target | null, readTool: 'Read' | 'Bash' = 'Read'): Scenario {
   return {
     id,
     async run(ctx) {
       const { repo, env } = ctx;
       stopServer(env, repo.dir);
       removeAgentsnapState(repo, env);
-      const tool = kind === 'none' ? 'Read' : kind === 'edit' ? 'Edit' : 'Bash';
+      const tool = kind === 'none' ? readTool : kind === 'edit' ? 'Edit' : 'Bash';
       const setup = installClaudeHooks(repo, env, tool);
       const change = makeChange(kind, env, repo);
       const sessionId = `bench-${repo.size}-${id}-${process.pid}`;
       const spec = (i: number): ToolCallSpec => {
         const target = change.targets('agentsnap', i)[0];
         const file = target ? path.join(repo.dir, target) : path.join(repo.dir, repo.editFile);
+        if (kind === 'none' && tool === 'Bash') {
+          return { sessionId, tool: 'Bash', input: { command: 'ls', description: 'List files' }, response: { stdout: 'src\n', stderr: '', interrupted: false, isImage: false } };
+        }
         if (kind === 'none') {
           return { sessionId, tool: 'Read', input: { file_path: file }, response: { type: 'text', file: { filePath: file, content: repo.editOriginal.slice(0, 2000), numLines: 40, startLine: 1, totalLines: 40 } } };
         }
@@ -214,6 +217,7 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         return { sessionId, tool: 'Bash', input: { command, description: `Create ${CREATE_COUNT} files` }, response: { stdout: '', stderr: '', interrupted: false, isImage: false } };
       };
       const messages = new Set<string>();
+      const r0notes: string[] = [];
       let calls = 0;
       let notPost = 0;
       const call = (i: number) => {
@@ -237,7 +241,7 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
               run: (i) => {
                 const ms = call(i);
                 // Untimed: the post snapshot must be recorded by the time the hook returned.
-                if (!recordedSteps(env, repo).lastIsPost) notPost++;
+                if (setup.hooked && !recordedSteps(env, repo).lastIsPost) notPost++;
                 return ms;
               },
             },
@@ -249,7 +253,9 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
           runs,
         );
         const recorded = recordedSteps(env, repo);
-        if (recorded.steps !== calls) {
+        // An unhooked tool (Read) records nothing here: agentsnap journals it from Claude Code's transcript at the next hook.
+        if (!setup.hooked) r0notes.push(`${tool} runs no hook (init's matcher leaves it out): agentsnap journals it from the transcript`);
+        if (recorded.steps !== (setup.hooked ? calls : 0)) {
           throw new Error(`the hooks recorded ${recorded.steps} steps for ${calls} tool calls: the hook commands failed${messages.size ? `: ${[...messages][0]}` : ''}`);
         }
         // Memory, untimed: every Node process one more call's hook commands start, and the server's peak so far.
@@ -268,6 +274,7 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         }
         r.server = end.supported ? end : null;
         r.serverRssMiB = end.pid ? vmHwmMiB(end.pid) : null;
+        r.notes.push(...r0notes);
         if (notPost) r.notes.push(`${notPost} of ${runs + 1} post hooks returned before their snapshot was recorded`);
         for (const m of [...messages].slice(0, 3)) r.notes.push(`hook said: ${m}`);
         return [r];
@@ -286,6 +293,8 @@ function maxOf(a: number | null, b: number | null): number | null {
 
 export const toolCallReadOnly = toolCallScenario('hook-read', 'tool call: read-only', 'none', { maxRatio: 0.1, issue: 7, sizes: [10_000, 100_000] });
 export const toolCallEdit = toolCallScenario('hook-edit', 'tool call: edits one file', 'edit', { maxRatio: 0.5, maxMs: 100, issue: 7, sizes: [100_000] });
+// Untargeted: what a read-only call costs when it goes through the hooks (Bash is always hooked: it can change files).
+export const toolCallReadOnlyBash = toolCallScenario('hook-read-bash', 'tool call: read-only Bash (`ls`)', 'none', null, 'Bash');
 export const toolCallCreate = toolCallScenario('hook-create', `tool call: creates ${CREATE_COUNT} files`, 'create', null);
 
 /** Writes new content into `count` tracked files spread over the repository (the same files every time). */
@@ -380,7 +389,7 @@ export const firstSnapshotWarm: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [firstSnapshot, firstSnapshotWarm, checkpointOneFile, toolCallReadOnly, toolCallEdit, toolCallCreate, undoTen, undoHundred, diskScenario];
+export const SCENARIOS: Scenario[] = [firstSnapshot, firstSnapshotWarm, checkpointOneFile, toolCallReadOnly, toolCallReadOnlyBash, toolCallEdit, toolCallCreate, undoTen, undoHundred, diskScenario];
 
 /** Node's own start-up and agentsnap's CLI load (`--version`), for reading the small sizes. */
 export async function startupReference(env: BenchEnv, runs: number): Promise<{ nodeMs: number; versionMs: number; emptyHooksMs: number }> {

@@ -101,6 +101,23 @@ export function parseJsonc(text: string): unknown {
   return JSON.parse(out.replace(/,(\s*[}\]])/g, '$1'));
 }
 
+/**
+ * Claude Code's built-in tools that cannot change a file: agentsnap does not
+ * hook them (a hook costs the agent a process per call) and journals them from
+ * the transcript instead (src/transcript-import.ts). Conservative: any tool not
+ * named here, MCP tools and tools of future versions included, stays hooked.
+ */
+export const CLAUDE_READ_ONLY_TOOLS = ['Read', 'Glob', 'Grep', 'LS', 'NotebookRead', 'WebFetch', 'WebSearch'] as const;
+
+/**
+ * The tool matcher of agentsnap's Claude Code PreToolUse/PostToolUse(Failure)
+ * hooks: every tool name except exactly the read-only ones. Claude Code reads
+ * a matcher that is not a plain name list as a JavaScript regex and tests the
+ * tool name with it; the negative lookahead is honoured (checked on 2.1.332:
+ * Read fires no hook, Write/Edit/Bash/ToolSearch do).
+ */
+export const CLAUDE_TOOL_MATCHER = `^(?!(?:${CLAUDE_READ_ONLY_TOOLS.join('|')})$)`;
+
 export type HookGroup = { matcher?: string; hooks?: { type?: string; command?: string; name?: string }[] };
 
 /** Whether a hook command is one of agentsnap's for `agent` (written by wrap or init). */

@@ -22,7 +22,7 @@ import {
   startSession,
 } from './session.js';
 import { sanitize } from './redact.js';
-import { locateToolCall } from './transcript.js';
+import { locateToolCall, readTranscriptTail, type TranscriptTail } from './transcript.js';
 import type { StepPostEvent, TranscriptPosition } from './journal.js';
 import { mapGeminiPath } from './agent-hooks.js';
 import { autoStartServer } from './server.js';
@@ -230,7 +230,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       if (call.phase === 'end') {
         const mapped = call.agentSessionId ? readMapping(repo, opts.agent, call.agentSessionId) : null;
         if (!mapped) return none(null);
-        await endSession(repo, mapped, { settings });
+        await endSession(repo, mapped, { settings, ...(opts.agent === 'claude' && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
         return { action: 'end', session: mapped, step: null, warning: null };
       }
       id = await sessionForAgent(repo, opts.agent, call.agentSessionId, settings);
@@ -247,17 +247,32 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     let transcript: TranscriptPosition | null = null;
     let agentVersion = call.agentVersion;
     let model = call.model;
+    // Claude Code's read-only tools are not hooked: the calls since the last hook are journaled from the same tail read.
+    let tail: TranscriptTail | null | undefined;
+    let callOffset: number | undefined;
     if (call.transcriptPath) {
       // Under wrap, Gemini CLI runs with an overlay home that is gone afterwards: keep the path the file ends up at.
       const file = opts.agent === 'gemini' ? mapGeminiPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
-      const loc = locateToolCall(call.transcriptPath, call.toolUseId);
+      if (opts.agent === 'claude') tail = readTranscriptTail(call.transcriptPath);
+      const loc = locateToolCall(call.transcriptPath, call.toolUseId, tail);
+      // A call whose line is not written yet (a hook answered by the warm server can be that fast) comes after every line there.
+      callOffset = loc.lineOffset ?? tail?.size;
       loc.path = file;
       transcript = { path: loc.path, ...(loc.offset !== undefined ? { offset: loc.offset } : {}), ...(loc.uuid ? { uuid: loc.uuid } : {}) };
       agentVersion = agentVersion ?? (loc.agentVersion ? `${agentName(opts.agent)} ${loc.agentVersion}` : null);
       model = model ?? loc.model ?? null;
     }
     try {
-      const res = await recordPre(repo, id, { settings, tool, input, toolUseId: call.toolUseId, transcript, agentVersion, model });
+      const res = await recordPre(repo, id, {
+        settings,
+        tool,
+        input,
+        toolUseId: call.toolUseId,
+        transcript,
+        agentVersion,
+        model,
+        ...(tail && call.transcriptPath ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } } : {}),
+      });
       return { action: 'pre', session: id, step: res.step, warning: null };
     } catch (e) {
       return unprotected(repo, id, settings, { phase: 'pre', tool, input, toolUseId: call.toolUseId }, e);

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from './errors.js';
 import { openRepo, type Repo } from './repo.js';
-import { parseJsonc, withHooks, withoutHooks, type HookGroup } from './agent-hooks.js';
+import { CLAUDE_TOOL_MATCHER, parseJsonc, withHooks, withoutHooks, type HookGroup } from './agent-hooks.js';
 
 export const INIT_AGENTS = ['claude', 'codex', 'gemini'] as const;
 export type InitAgent = (typeof INIT_AGENTS)[number];
@@ -176,7 +176,8 @@ export async function init(opts: InitOptions): Promise<InitResult> {
     const add: Record<string, HookGroup[]> = {};
     for (const [ev, matcher] of layout.events) {
       const hooks = [{ type: 'command', command: initHookCommand(agent, ev) }];
-      add[ev] = [matcher ? { matcher: '*', hooks } : { hooks }];
+      // Claude Code's read-only tools are journaled from its transcript, not hooked (see CLAUDE_TOOL_MATCHER).
+      add[ev] = [matcher ? { matcher: agent === 'claude' ? CLAUDE_TOOL_MATCHER : '*', hooks } : { hooks }];
     }
     next = withHooks(next, add);
   }

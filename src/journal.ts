@@ -78,6 +78,12 @@ export interface StepPreEvent extends EventBase {
   agentVersion?: string | null;
   /** The model that asked for the call, when the agent says (added with wrap). */
   model?: string | null;
+  /**
+   * Set on a call no hook saw (Claude Code's read-only tools are not hooked):
+   * journaled afterwards from the agent's transcript, with no snapshot of its
+   * own (commit = parent = the session head then; pre and post the same).
+   */
+  source?: 'transcript';
 }
 
 export interface StepPostEvent extends EventBase {
@@ -100,6 +106,8 @@ export interface StepPostEvent extends EventBase {
   /** Likewise the agent's version and model (from that line), when the pre could not tell. */
   agentVersion?: string;
   model?: string;
+  /** See StepPreEvent.source. */
+  source?: 'transcript';
 }
 
 export interface StepCheckpointEvent extends EventBase {

@@ -46,6 +46,8 @@ export interface Step {
   unprotectedReason: string | null;
   agentVersion?: string | null;
   model?: string | null;
+  /** 'transcript': a call no hook saw, journaled from the agent's transcript (no snapshot of its own). */
+  source?: 'transcript';
 }
 
 export interface Session {
@@ -148,7 +150,8 @@ function stepFor(s: Session, n: number, time: string): Step {
 /** Applies one journal event to a session (in place). Events of other sessions are ignored. */
 export function applyEvent(s: Session, ev: JournalEvent): void {
   if (ev.session !== s.id) return;
-  s.lastActivity = ev.time;
+  // Calls journaled from a transcript carry the times they ran, which can be before the last event.
+  if (!(ev.time < s.lastActivity)) s.lastActivity = ev.time;
   const tree = ((ev as { tree?: unknown }).tree as string | undefined) ?? null;
   switch (ev.type) {
     case 'session.start':
@@ -169,7 +172,9 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         transcript: e.transcript ?? null,
         ...(e.agentVersion ? { agentVersion: e.agentVersion } : {}),
         ...(e.model ? { model: e.model } : {}),
+        ...(e.source ? { source: e.source } : {}),
       });
+      if (e.source === 'transcript') break;
       s.head = e.commit;
       s.headTree = tree;
       break;
@@ -191,6 +196,8 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       if (e.transcript && !st.transcript?.uuid) st.transcript = { ...e.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
       if (e.agentVersion && !st.agentVersion) st.agentVersion = e.agentVersion;
       if (e.model && !st.model) st.model = e.model;
+      // A call journaled from the transcript took no snapshot: its commit is the state it started in, not a new tip.
+      if (e.source === 'transcript') break;
       s.head = e.commit;
       s.headTree = tree;
       break;

@@ -27,6 +27,9 @@ import { snapshotTree } from './snapshot.js';
 import type { Repo } from './repo.js';
 import { checkGitVersion } from './repo.js';
 import { maybeMaintain } from './maintenance.js';
+import { readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from './transcript.js';
+import { CLAUDE_READ_ONLY_TOOLS } from './agent-hooks.js';
+import { sanitize } from './redact.js';
 
 export const STEP_REF_PREFIX = 'refs/agent/';
 export const META_REF_PREFIX = 'refs/agentsnap/';
@@ -125,11 +128,17 @@ interface SessionState {
   /** Snapshots written since agentsnap last packed this session's objects. */
   unpacked: number;
   packedHead: string | null;
+  /** The newest journaled tool_use ids (at most RECENT_CALLS): where a transcript import stops. */
+  recentToolUseIds?: string[];
+  /** The agent transcript of the newest step that named one (read at session end for calls no hook saw). */
+  transcriptPath?: string | null;
 }
 
-function stateFrom(s: Session, journalSize: number, prev: SessionState | null): SessionState {
+const RECENT_CALLS = 256;
+
+/** `s` is the whole journal folded, or (`folded`) the previous state's open steps with new events applied. */
+function stateFrom(s: Session, journalSize: number, prev: SessionState | null, folded = false): SessionState {
   const { steps, extraEvents, ...rest } = s;
-  void steps;
   void extraEvents;
   return {
     v: 1,
@@ -137,6 +146,11 @@ function stateFrom(s: Session, journalSize: number, prev: SessionState | null): 
     session: { ...rest, stepCount: rest.nextStep - 1, open: openSteps(s) },
     unpacked: prev?.unpacked ?? 0,
     packedHead: prev?.packedHead ?? null,
+    // Folded forward from a cache that predates the list, the steps are not all the journal's: leave it to a full read.
+    ...(folded && !prev?.recentToolUseIds
+      ? {}
+      : { recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS) }),
+    transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
   };
 }
 
@@ -480,7 +494,7 @@ async function commitEvent(repo: Repo, p: SessionPaths, state: SessionState, ev:
   // Fold the cached state forward: re-reading the whole journal would make each step cost O(steps).
   const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
   applyEvent(s, ev);
-  const next = stateFrom(s, size, state);
+  const next = stateFrom(s, size, state, true);
   next.unpacked = state.unpacked + 1;
   writeState(p.state, next);
   Object.assign(state, next);
@@ -496,12 +510,16 @@ export interface PreOptions extends SnapshotContext {
   model?: string | null;
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
+  /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
+  transcriptTail?: { path: string; tail: TranscriptTail; /** Where this call's line starts (reads started before it are journaled before it). */ callOffset?: number } | null;
 }
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
 export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): Promise<SnapshotResult> {
   const settings = opts.settings ?? (await loadSettings(repo));
   return mutate(repo, id, settings, 'snapshot (pre)', async (state, p) => {
+    // Reads still running beside this call get their start now (their end at a later import): call order holds.
+    if (opts.transcriptTail) await importQuietly(repo, p, state, settings, opts.transcriptTail.path, opts.transcriptTail.tail, opts.transcriptTail.callOffset);
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
@@ -778,11 +796,19 @@ export async function resumeSession(repo: Repo, id: string, opts: ResumeOptions 
 export interface EndOptions extends SnapshotContext {
   exitCode?: number | null;
   signal?: string | null;
+  /** The agent's transcript, for calls no hook saw (else the one the session's steps named, for Claude Code). */
+  transcriptPath?: string | null;
 }
 
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
 export async function endSession(repo: Repo, id: string, opts: EndOptions = {}): Promise<{ commit: string | null; changed: ChangedPath[] }> {
   const settings = opts.settings ?? (await loadSettings(repo));
+  // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
+  await mutate(repo, id, settings, 'import transcript calls', async (state, p) => {
+    const transcript = opts.transcriptPath ?? (state.session.agent === 'claude' ? state.transcriptPath : null);
+    const tail = transcript ? readTranscriptTail(transcript) : null;
+    if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined);
+  });
   for (const st of [...(await loadState(repo, id, false)).session.open]) {
     await recordPost(repo, id, { settings, step: st.step, status: 'interrupted' });
   }
@@ -811,6 +837,105 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
     await maybeMaintain(repo, p, state, true);
     return { commit, changed: commit ? snap.changed : [] };
   });
+}
+
+/**
+ * Journals the calls of Claude Code's read-only tools (not hooked) that the
+ * transcript tail holds after the session's newest journaled call: one step
+ * each (step.pre + step.post with `source: 'transcript'`), in call order,
+ * with no snapshot of its own (a read changes no file: pre = post = the
+ * session head), output through the same redaction and size limit as a
+ * hooked call's. Caller holds the session lock. Never throws for a transcript
+ * it cannot read: it imports nothing then.
+ */
+async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined): Promise<number> {
+  // A state cache written before this existed has no recent ids: take them from the journal once.
+  const recent = state.recentToolUseIds ?? loadSession(repo, state.session.id).steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []));
+  const known = new Set(recent);
+  const openReads = new Map<string, Step>();
+  for (const o of state.session.open) {
+    if (o.source === 'transcript' && o.toolUseId) openReads.set(o.toolUseId, o);
+    else if (o.toolUseId) known.add(o.toolUseId);
+  }
+  for (const tid of openReads.keys()) known.delete(tid);
+  // A wrapper's session began before the agent: older lines are another session's. A session that hooks
+  // written by init start on the agent's first hooked call, after the reads that came before it.
+  const since = state.session.owner ? state.session.createdAt : null;
+  const calls = unjournaledReadCalls(tail, { journaled: (tid) => known.has(tid), open: (tid) => openReads.has(tid), ...(pendingBefore !== undefined ? { pendingBefore } : {}), since, tools: CLAUDE_READ_ONLY_TOOLS });
+  const head = state.session.head;
+  const tree = state.session.headTree;
+  if (calls.length === 0 || !tree) return 0;
+  const clean = <T>(v: T): T => sanitize(v, { limit: settings.outputLimit, patterns: settings.redactPatterns });
+  const refs: RefUpdate[] = [];
+  let size = 0;
+  const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
+  const events: JournalEvent[] = [];
+  let nextStep = s.nextStep;
+  for (const c of calls) {
+    const opened = openReads.get(c.toolUseId);
+    const step = opened?.step ?? nextStep++;
+    const now = new Date().toISOString();
+    const started = opened?.startedAt ?? c.startedAt ?? now;
+    const ended = c.endedAt ?? started;
+    const ms = Date.parse(ended) - Date.parse(started);
+    const pre: JournalEvent = {
+      ...eventBase(state.session.id),
+      time: started,
+      type: 'step.pre',
+      step,
+      tool: clean(c.tool),
+      input: clean(c.input),
+      toolUseId: c.toolUseId,
+      message: null,
+      commit: head,
+      tree,
+      parent: head,
+      overlaps: [],
+      changed: [],
+      skipped: [],
+      transcript: { path: transcriptPath, offset: c.lineOffset, ...(c.uuid ? { uuid: c.uuid } : {}) },
+      agentVersion: c.agentVersion ? `claude-code ${c.agentVersion}` : null,
+      ...(c.model ? { model: c.model } : {}),
+      source: 'transcript',
+    };
+    // A read that ran beside other calls (ended at a later import) keeps the state it started in: pre = post.
+    const post: JournalEvent = {
+      ...eventBase(state.session.id),
+      time: ended,
+      type: 'step.post',
+      step,
+      status: c.isError ? 'failed' : 'done',
+      commit: opened?.pre ?? head,
+      tree: opened?.preTree ?? tree,
+      output: clean(c.output),
+      error: c.isError ? clean(typeof c.output === 'string' ? c.output.split('\n')[0] ?? 'failed' : 'failed') : null,
+      durationMs: Number.isFinite(ms) && ms >= 0 ? ms : null,
+      changed: [],
+      skipped: [],
+      source: 'transcript',
+    };
+    if (!c.closes) events.push(pre);
+    if (!c.pending) events.push(post);
+    refs.push({ ref: stepRef(state.session.id, step), value: opened?.pre ?? head });
+  }
+  for (const ev of events) {
+    size = appendEvent(p.journal, ev);
+    applyEvent(s, ev);
+  }
+  await updateRefs(repo, refs);
+  const next = stateFrom(s, size, { ...state, recentToolUseIds: recent }, true);
+  writeState(p.state, next);
+  Object.assign(state, next);
+  return calls.length;
+}
+
+/** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */
+async function importQuietly(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined): Promise<void> {
+  try {
+    await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail, pendingBefore);
+  } catch {
+    Object.assign(state, await loadState(repo, state.session.id));
+  }
 }
 
 /** The owner record for a wrapper process. */

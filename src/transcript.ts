@@ -43,26 +43,50 @@ export interface ToolCallLocation extends TranscriptPosition {
   model?: string;
 }
 
-/**
- * Where the tool call `toolUseId` is in the transcript: its byte length now
- * and the uuid of the assistant line holding the call, searched from the end.
- * Never throws: an unreadable transcript just gives less.
- */
-export function locateToolCall(file: string, toolUseId: string | null): ToolCallLocation {
-  const pos: ToolCallLocation = { path: file };
+/** The end of a transcript, read once per hook call: what locateToolCall and unjournaledReadCalls look through. */
+export interface TranscriptTail {
+  buf: Buffer;
+  /** Byte offset of buf[0] in the file. */
+  from: number;
+  /** The file's size when read. */
+  size: number;
+}
+
+/** The last SCAN_LIMIT bytes of a transcript; null when it cannot be read. Never throws. */
+export function readTranscriptTail(file: string): TranscriptTail | null {
   let fd: number;
   try {
     fd = fs.openSync(file, 'r');
   } catch {
-    return pos;
+    return null;
   }
   try {
     const size = fs.fstatSync(fd).size;
-    pos.offset = size;
-    if (!toolUseId) return pos;
     const from = Math.max(0, size - SCAN_LIMIT);
     const buf = Buffer.alloc(size - from);
-    fs.readSync(fd, buf, 0, buf.length, from);
+    const got = fs.readSync(fd, buf, 0, buf.length, from);
+    return { buf: got === buf.length ? buf : buf.subarray(0, got), from, size: from + got };
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Where the tool call `toolUseId` is in the transcript: its byte length now
+ * and the uuid of the assistant line holding the call, searched from the end
+ * (of `tail` when the caller has read it already). Never throws: an
+ * unreadable transcript just gives less.
+ */
+export function locateToolCall(file: string, toolUseId: string | null, tail?: TranscriptTail | null): ToolCallLocation {
+  const pos: ToolCallLocation = { path: file };
+  const t = tail === undefined ? readTranscriptTail(file) : tail;
+  if (!t) return pos;
+  pos.offset = t.size;
+  if (!toolUseId) return pos;
+  const { buf, from } = t;
+  try {
     const needle = Buffer.from(toolUseId);
     let at = buf.lastIndexOf(needle);
     while (at !== -1) {
@@ -86,9 +110,121 @@ export function locateToolCall(file: string, toolUseId: string | null): ToolCall
     return pos;
   } catch {
     return pos;
-  } finally {
-    fs.closeSync(fd);
   }
+}
+
+/** A finished tool call found in the transcript that no hook recorded. */
+export interface TranscriptCall {
+  toolUseId: string;
+  tool: string;
+  input: unknown;
+  /** The tool_result's content: its text (blocks joined), or the value as it is. */
+  output: unknown;
+  isError: boolean;
+  /** Still running (no tool_result yet): only its start is known. */
+  pending: boolean;
+  /** Already journaled as started (an open step): only its end is new. */
+  closes: boolean;
+  startedAt: string | null;
+  endedAt: string | null;
+  /** uuid of the assistant line holding the call and the byte offset where that line starts. */
+  uuid: string | null;
+  lineOffset: number;
+  agentVersion: string | null;
+  model: string | null;
+}
+
+function resultContent(content: unknown): unknown {
+  if (!Array.isArray(content)) return content;
+  const parts = (content as ContentBlock[]).map((b) => (b && b.type === 'text' ? b.text ?? '' : `[${b?.type ?? 'content'}]`));
+  return parts.join('\n');
+}
+
+/**
+ * The calls of `tools` (Claude Code's read-only tools, which agentsnap does
+ * not hook) in the tail after the last call `journaled` knows, that have
+ * their tool_result, in transcript order. Walks back from the end and stops
+ * at the newest journaled call (going on through the other lines of its
+ * assistant message: calls of one message can finish in any order), or at a
+ * line older than `since` (the session's start, when given). Never throws.
+ */
+export function unjournaledReadCalls(
+  tail: TranscriptTail,
+  opts: {
+    journaled: (toolUseId: string) => boolean;
+    /** Journaled as started, not yet ended (a read that was still running at the last import). */
+    open?: (toolUseId: string) => boolean;
+    /** Also return the calls with no result yet (pending) whose line starts before this offset: a hooked call's pre records the reads started before it. */
+    pendingBefore?: number;
+    since: string | null;
+    tools: readonly string[];
+  },
+): TranscriptCall[] {
+  const found: TranscriptCall[] = [];
+  try {
+    const { buf, from } = tail;
+    const since = opts.since ? Date.parse(opts.since) : NaN;
+    const results = new Map<string, { content: unknown; isError: boolean; time: string | null }>();
+    let boundaryMessage: string | null = null;
+    let end = buf.length;
+    // A torn last line (being written) is skipped by JSON.parse failing; the first line may be cut by the window.
+    while (end > 0) {
+      const start = buf.lastIndexOf(0x0a, end - 1) + 1;
+      const raw = buf.subarray(start, end);
+      end = start > 0 ? start - 1 : 0;
+      if (raw.length === 0) continue;
+      let line: TranscriptLine & { message?: { id?: string } };
+      try {
+        line = JSON.parse(raw.toString('utf8')) as TranscriptLine & { message?: { id?: string } };
+      } catch {
+        continue;
+      }
+      if (!line || typeof line !== 'object' || line.isSidechain) continue;
+      const time = typeof line.timestamp === 'string' ? line.timestamp : null;
+      if (time && Date.parse(time) < since) break;
+      const content = blocks(line.message?.content);
+      if (boundaryMessage !== null && !(line.type === 'assistant' && line.message?.id === boundaryMessage)) {
+        // Past the newest journaled call: only the other lines of its message, and tool results between them.
+        if (!(line.type === 'user' && content.length > 0 && content.every((b) => b.type === 'tool_result'))) break;
+      }
+      if (line.type === 'user') {
+        for (const b of content) {
+          if (b.type === 'tool_result' && b.tool_use_id) results.set(b.tool_use_id, { content: resultContent((b as { content?: unknown }).content), isError: (b as { is_error?: unknown }).is_error === true, time });
+        }
+        continue;
+      }
+      if (line.type !== 'assistant') continue;
+      const calls = content.filter((b) => b.type === 'tool_use' && typeof b.id === 'string');
+      for (let i = calls.length - 1; i >= 0; i--) {
+        const b = calls[i] as ContentBlock & { id: string };
+        const result = results.get(b.id);
+        const closes = !!opts.open?.(b.id);
+        if (opts.journaled(b.id) || closes) {
+          boundaryMessage = line.message?.id ?? '';
+          if (!closes || !result) continue;
+        }
+        if (!(result || (opts.pendingBefore !== undefined && from + start < opts.pendingBefore)) || !b.name || !opts.tools.includes(b.name)) continue;
+        found.push({
+          toolUseId: b.id,
+          tool: b.name,
+          input: b.input,
+          output: result?.content,
+          isError: result?.isError ?? false,
+          pending: !result,
+          closes,
+          startedAt: time,
+          endedAt: result?.time ?? null,
+          uuid: line.uuid ?? null,
+          lineOffset: from + start,
+          agentVersion: line.version ?? null,
+          model: line.message?.model ?? null,
+        });
+      }
+    }
+  } catch {
+    return [];
+  }
+  return found.reverse();
 }
 
 export type ConversationEntry =

@@ -18,7 +18,7 @@ import { redactValue } from './redact.js';
 import { assertSessionId } from './ids.js';
 import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server.js';
 import { startWorktreeServer } from './serve.js';
-import { codexConfigOverrides, createGeminiOverlay, recoverGeminiOverlays, type GeminiOverlay } from './agent-hooks.js';
+import { CLAUDE_TOOL_MATCHER, codexConfigOverrides, createGeminiOverlay, recoverGeminiOverlays, type GeminiOverlay } from './agent-hooks.js';
 import { startAutoCheckpoints } from './auto.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
@@ -127,7 +127,8 @@ type HookEntries = Record<string, { matcher: string; hooks: { type: 'command'; c
 export function claudeHookSettings(opts: HookCommandOptions & { sessionEnd?: boolean }): { hooks: HookEntries } {
   const events = ['PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(opts.sessionEnd ? ['SessionEnd'] : [])];
   const hooks: HookEntries = {};
-  for (const ev of events) hooks[ev] = [{ matcher: '*', hooks: [{ type: 'command', command: hookCommand('claude', ev, opts) }] }];
+  // SessionEnd takes no matcher; the tool events leave out the read-only tools (journaled from the transcript).
+  for (const ev of events) hooks[ev] = [{ matcher: ev === 'SessionEnd' ? '*' : CLAUDE_TOOL_MATCHER, hooks: [{ type: 'command', command: hookCommand('claude', ev, opts) }] }];
   return { hooks };
 }
 

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { BIN, cliProcess, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
 import { readJournal } from '../src/journal.js';
 import { claudeArgv, detectAgent } from '../src/wrap.js';
+import { CLAUDE_TOOL_MATCHER } from '../src/agent-hooks.js';
 
 function journalOf(repo: TempRepo, session: string) {
   return readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', session, 'journal.jsonl')).events as unknown as Record<string, unknown>[];
@@ -193,7 +194,8 @@ test('claudeArgv injects hook settings, merging a --settings the user gave', () 
   assert.is(plain[1], '--settings');
   const hooks = (JSON.parse(plain[2] as string) as { hooks: Record<string, { matcher: string; hooks: { command: string }[] }[]> }).hooks;
   assert.equal(Object.keys(hooks).sort(), ['PostToolUse', 'PostToolUseFailure', 'PreToolUse']);
-  assert.is(hooks.PreToolUse?.[0]?.matcher, '*');
+  // Every tool but Claude Code's read-only ones (journaled from the transcript instead).
+  for (const ev of ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']) assert.is(hooks[ev]?.[0]?.matcher, CLAUDE_TOOL_MATCHER);
   assert.match(hooks.PreToolUse?.[0]?.hooks[0]?.command ?? '', / hook claude PreToolUse --wrapped$/);
   assert.equal(plain.slice(3), ['-p', 'hi']);
   const user = JSON.stringify({ model: 'x', hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'mine' }] }] } });

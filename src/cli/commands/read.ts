@@ -84,6 +84,7 @@ function stepJson(st: Step) {
     output: st.output ?? null,
     error: st.error ?? null,
     unprotectedReason: st.unprotectedReason,
+    ...(st.source ? { source: st.source } : {}),
   };
 }
 
@@ -123,6 +124,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       if (st.overlaps.length > 0) marks.push(c.yellow(`overlaps ${st.overlaps.join(',')}`));
       if (st.changedBefore.length > 0 && st.step > 1) marks.push(c.yellow(`${st.changedBefore.length} changed outside tool calls before it`));
       if (st.message) marks.push(JSON.stringify(st.message));
+      if (st.source === 'transcript') marks.push(c.dim('not hooked (read-only), from the transcript'));
       const effect = outsideEffect(st, res.session.worktree);
       if (effect) marks.push(c.red(`not undoable: ${effect}`));
       out.out(
