@@ -871,8 +871,15 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
   const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
   const events: JournalEvent[] = [];
   let nextStep = s.nextStep;
+  // The steps of hooked calls that ran after a read (see TranscriptCall.before), read from the journal once if needed.
+  let journaled: Step[] | null = null;
+  const stateBefore = (toolUseId: string): { pre: string; tree: string } | null => {
+    const st = state.session.open.find((o) => o.toolUseId === toolUseId) ?? (journaled ??= loadSession(repo, state.session.id).steps).find((o) => o.toolUseId === toolUseId);
+    return st?.pre && st.preTree ? { pre: st.pre, tree: st.preTree } : null;
+  };
   for (const c of calls) {
     const opened = openReads.get(c.toolUseId);
+    const seen = (!opened && c.before ? stateBefore(c.before) : null) ?? { pre: opened?.pre ?? head, tree: opened?.preTree ?? tree };
     const step = opened?.step ?? nextStep++;
     const now = new Date().toISOString();
     const started = opened?.startedAt ?? c.startedAt ?? now;
@@ -887,9 +894,9 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
       input: clean(c.input),
       toolUseId: c.toolUseId,
       message: null,
-      commit: head,
-      tree,
-      parent: head,
+      commit: seen.pre,
+      tree: seen.tree,
+      parent: seen.pre,
       overlaps: [],
       changed: [],
       skipped: [],
@@ -905,8 +912,8 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
       type: 'step.post',
       step,
       status: c.isError ? 'failed' : 'done',
-      commit: opened?.pre ?? head,
-      tree: opened?.preTree ?? tree,
+      commit: seen.pre,
+      tree: seen.tree,
       output: clean(c.output),
       error: c.isError ? clean(typeof c.output === 'string' ? c.output.split('\n')[0] ?? 'failed' : 'failed') : null,
       durationMs: Number.isFinite(ms) && ms >= 0 ? ms : null,
@@ -916,7 +923,7 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
     };
     if (!c.closes) events.push(pre);
     if (!c.pending) events.push(post);
-    refs.push({ ref: stepRef(state.session.id, step), value: opened?.pre ?? head });
+    refs.push({ ref: stepRef(state.session.id, step), value: seen.pre });
   }
   for (const ev of events) {
     size = appendEvent(p.journal, ev);

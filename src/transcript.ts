@@ -125,6 +125,12 @@ export interface TranscriptCall {
   pending: boolean;
   /** Already journaled as started (an open step): only its end is new. */
   closes: boolean;
+  /**
+   * The nearest journaled call after this one in the transcript, if any: a
+   * read imported after a hooked call of the same message ran (its hooks ran
+   * before the message reached the transcript) saw the state before that call.
+   */
+  before: string | null;
   startedAt: string | null;
   endedAt: string | null;
   /** uuid of the assistant line holding the call and the byte offset where that line starts. */
@@ -166,6 +172,7 @@ export function unjournaledReadCalls(
     const since = opts.since ? Date.parse(opts.since) : NaN;
     const results = new Map<string, { content: unknown; isError: boolean; time: string | null }>();
     let boundaryMessage: string | null = null;
+    let nextJournaled: string | null = null;
     let end = buf.length;
     // A torn last line (being written) is skipped by JSON.parse failing; the first line may be cut by the window.
     while (end > 0) {
@@ -201,6 +208,7 @@ export function unjournaledReadCalls(
         const closes = !!opts.open?.(b.id);
         if (opts.journaled(b.id) || closes) {
           boundaryMessage = line.message?.id ?? '';
+          if (!closes) nextJournaled = b.id;
           if (!closes || !result) continue;
         }
         if (!(result || (opts.pendingBefore !== undefined && from + start < opts.pendingBefore)) || !b.name || !opts.tools.includes(b.name)) continue;
@@ -212,6 +220,7 @@ export function unjournaledReadCalls(
           isError: result?.isError ?? false,
           pending: !result,
           closes,
+          before: nextJournaled,
           startedAt: time,
           endedAt: result?.time ?? null,
           uuid: line.uuid ?? null,

@@ -115,6 +115,35 @@ test('unhooked Read calls between two hooked calls become steps in call order, w
   }
 });
 
+test('a Read written to the transcript only after the hooked Write of its message ran gets the state before that Write, not after', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    const tr = new Transcript(repo);
+    // Claude Code ran [Read a.txt, Write b.txt] of one message, but the hooks of the Write ran before the message reached the transcript.
+    const input = { file_path: path.join(repo.dir, 'b.txt'), content: 'bee\n' };
+    const common = { session_id: 'cc-1', transcript_path: tr.file, tool_name: 'Write', tool_use_id: 'toolu_w1', tool_input: input };
+    await hook(repo, env, 'PreToolUse', common);
+    repo.write('b.txt', 'bee\n');
+    await hook(repo, env, 'PostToolUse', { ...common, tool_response: { type: 'create' } });
+    tr.use('toolu_r1', 'Read', { file_path: path.join(repo.dir, 'a.txt') }, 'msg-both');
+    tr.use('toolu_w1', 'Write', input, 'msg-both');
+    tr.result('toolu_r1', '     1\tone\n');
+    tr.result('toolu_w1', 'File created successfully at: b.txt');
+    await hookedWrite(repo, env, tr, 'toolu_w2', 'c.txt', 'sea\n');
+    const s = await session(repo, id);
+    const w1 = s.steps.find((st) => st.toolUseId === 'toolu_w1');
+    const r1 = s.steps.find((st) => st.toolUseId === 'toolu_r1');
+    assert.ok(r1, 'the read is journaled');
+    assert.is(r1?.pre, w1?.pre, 'the state the read saw: before the Write');
+    assert.is(r1?.post, w1?.pre);
+    assert.equal([...treeFiles(repo, r1?.pre as string).keys()].sort(), ['a.txt']);
+    assert.is(repo.git(['rev-parse', `refs/agent/${id}/${r1?.step}`]).trim(), w1?.pre);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('a read still running when the next hooked call of its message starts is journaled before that call, and ended later', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
