@@ -120,6 +120,10 @@ function strayFiles(repo: Repo, now: number): string[] {
     const p = path.join(tmpDir, name);
     if (olderThan(p, TEMP_GRACE_MS, now)) out.push(p);
   }
+  // `packs.json.tmp-<pid>` of a maintenance killed between writing and renaming its pack list.
+  for (const name of readdirOrEmpty(repo.stateDir)) {
+    if (name.startsWith('packs.json.tmp-') && olderThan(path.join(repo.stateDir, name), TEMP_GRACE_MS, now)) out.push(path.join(repo.stateDir, name));
+  }
   for (const id of readdirOrEmpty(sessionsDir(repo))) {
     const dir = path.join(sessionsDir(repo), id);
     for (const name of readdirOrEmpty(dir)) {
