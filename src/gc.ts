@@ -16,6 +16,7 @@ import { defaultWorktreeDir, listWorktrees, readWorktreeMeta, removeSessionWorkt
 import { snapshotNow } from './snapshot-now.js';
 import { dropSession, SAFETY_REF_PREFIX } from './parallel.js';
 import { diskUse, exists, olderThan, readdirOrEmpty } from './fsutil.js';
+import { runDirInUse } from './server.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 /** Temporary files and half-created things younger than this may belong to a command that is still running. */
@@ -119,6 +120,10 @@ function strayFiles(repo: Repo, now: number): string[] {
     const p = path.join(tmpDir, name);
     if (olderThan(p, TEMP_GRACE_MS, now)) out.push(p);
   }
+  // `packs.json.tmp-<pid>` of a maintenance killed between writing and renaming its pack list.
+  for (const name of readdirOrEmpty(repo.stateDir)) {
+    if (name.startsWith('packs.json.tmp-') && olderThan(path.join(repo.stateDir, name), TEMP_GRACE_MS, now)) out.push(path.join(repo.stateDir, name));
+  }
   for (const id of readdirOrEmpty(sessionsDir(repo))) {
     const dir = path.join(sessionsDir(repo), id);
     for (const name of readdirOrEmpty(dir)) {
@@ -148,6 +153,37 @@ async function refsBySession(repo: Repo): Promise<Map<string, string[]>> {
     out.set(id, [...(out.get(id) ?? []), r.ref]);
   }
   return out;
+}
+
+/**
+ * Server run dirs (`run/wt-<name>`, see runDirOf) of linked worktrees that
+ * are gone: git's `worktrees/<name>` is removed, or names a worktree whose
+ * `.git` is gone and that is not locked (git would prune it). Never one a
+ * server may still be using (runDirInUse); `run/main` always stays.
+ */
+function orphanRunDirs(repo: Repo): string[] {
+  const runRoot = path.join(repo.stateDir, 'run');
+  const out: string[] = [];
+  for (const name of readdirOrEmpty(runRoot)) {
+    if (!name.startsWith('wt-')) continue;
+    const dir = path.join(runRoot, name);
+    if (linkedWorktreeExists(repo, name.slice('wt-'.length)) || runDirInUse(dir)) continue;
+    out.push(dir);
+  }
+  return out;
+}
+
+function linkedWorktreeExists(repo: Repo, name: string): boolean {
+  const admin = path.join(repo.commonDir, 'worktrees', name);
+  if (!exists(admin)) return false;
+  if (exists(path.join(admin, 'locked'))) return true;
+  let gitdir: string;
+  try {
+    gitdir = fs.readFileSync(path.join(admin, 'gitdir'), 'utf8').trim();
+  } catch {
+    return true; // being created, or unreadable: not ours to judge
+  }
+  return exists(path.resolve(admin, gitdir));
 }
 
 /** `agentsnap gc`. */
@@ -283,8 +319,8 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     }
     if (prune && !dryRun) await repo.git(['worktree', 'prune']);
 
-    // Temporary files of commands that died.
-    const stray = strayFiles(repo, now);
+    // Temporary files of commands that died, and run dirs of servers whose worktree is gone.
+    const stray = [...strayFiles(repo, now), ...orphanRunDirs(repo)];
     for (const f of stray) estimate += diskUse(f);
     report.removedFiles.push(...stray);
     if (!dryRun) for (const f of stray) fs.rmSync(f, { recursive: true, force: true });

@@ -86,6 +86,34 @@ export function serverInfo(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>
   return { pid: owner.pid, runDir: dir, hosted: owner.purpose === 'server (hosted)', since: owner.since };
 }
 
+/**
+ * Whether a server may still be using the run dir `dir`: the owner of its
+ * lock or the pid in its pid file is alive (a reused pid keeps it too), or
+ * the lock is being written (unreadable and under a minute old).
+ */
+export function runDirInUse(dir: string): boolean {
+  const lock = path.join(dir, 'server.lock');
+  try {
+    const owner = JSON.parse(fs.readFileSync(lock, 'utf8')) as LockOwner;
+    if (typeof owner.pid === 'number' && ownerAlive(owner)) return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+      try {
+        if (Date.now() - fs.statSync(lock).mtimeMs < 60_000) return true;
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  }
+  try {
+    const pid = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim());
+    if (Number.isInteger(pid) && pid > 0 && processExists(pid)) return true;
+  } catch {
+    /* no pid file */
+  }
+  return false;
+}
+
 /** What a call is, as the client's /proc entries tell it. */
 export interface ServerCall {
   pid: number;

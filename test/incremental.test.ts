@@ -263,6 +263,32 @@ test('random rounds: the incremental engine returns exactly what the full scan d
   }
 });
 
+test('tracked directories replaced by symlinks (to themselves, to another directory) and a file by a directory: the full scan\'s tree', async () => {
+  const c = await setup({ 'src/a.ts': 'a\n', 'src/deep/b.ts': 'b\n', 'lib/l.ts': 'l\n', 'other/o.txt': 'o\n', 'file.txt': 'f\n' });
+  try {
+    let parent = (await check(c, null, 'first')).tree;
+    c.t.rm('src');
+    fs.symlinkSync('src', path.join(c.t.dir, 'src'));
+    c.t.rm('lib');
+    fs.symlinkSync('other', path.join(c.t.dir, 'lib'));
+    c.t.rm('file.txt');
+    c.t.write('file.txt/inside.txt', 'i\n');
+    parent = (await check(c, parent, 'replaced')).tree;
+    assert.is(c.t.git(['ls-tree', parent, 'src']).split(' ')[0], '120000');
+    assert.is(c.t.git(['ls-tree', parent, 'lib']).split(' ')[0], '120000');
+    // And back to directories.
+    c.t.rm('src');
+    c.t.write('src/a.ts', 'a2\n');
+    c.t.rm('lib');
+    c.t.write('lib/l.ts', 'l\n');
+    c.t.rm('file.txt');
+    c.t.write('file.txt', 'f\n');
+    await check(c, parent, 'restored');
+  } finally {
+    await teardown(c);
+  }
+});
+
 test('nothing changed: no git process, no object written, the same tree', async () => {
   const c = await setup({ 'a.txt': 'a\n', 'd/b.txt': 'b\n' });
   try {

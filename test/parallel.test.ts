@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -7,6 +9,7 @@ import { openRepo } from '../src/repo.js';
 import { startWorktreeSession } from '../src/worktree.js';
 import { loadSession, wrapperOwner } from '../src/session.js';
 import { maybeAutoGc } from '../src/gc.js';
+import { currentOwner } from '../src/lock.js';
 
 async function worktreeSession(r: TempRepo, id: string, opts: { owner?: boolean } = {}): Promise<string> {
   const repo = await openRepo(r.dir, { env: r.env });
@@ -288,6 +291,49 @@ test('gc keeps an old session whose worktree has work its snapshots lack; gc --a
     assert.is(refsUnder(r, 'refs/agentsnap/').size, 0);
     assert.not.ok(fs.existsSync(path.join(r.dir, '.git', 'agentsnap')));
     assert.is(r.git(['worktree', 'list', '--porcelain']).split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+  } finally {
+    r.cleanup();
+  }
+});
+
+test('gc removes the server run dirs of removed worktrees, never one whose server runs or whose worktree is there', async () => {
+  const r = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const runRoot = path.join(r.dir, '.git', 'agentsnap', 'run');
+    const dead = { pid: 4194303 + 1000, start: null, host: os.hostname(), since: new Date().toISOString(), purpose: 'server' };
+    const runDir = (name: string, owner: object) => {
+      const dir = path.join(runRoot, `wt-${name}`);
+      fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, 'server.lock'), JSON.stringify(owner));
+      fs.writeFileSync(path.join(dir, 'pid'), `${(owner as { pid: number }).pid}\n`);
+      fs.writeFileSync(path.join(dir, 'server.log'), 'log\n');
+      spawnSync('mkfifo', [path.join(dir, 'req')]);
+      return dir;
+    };
+    for (const name of ['removed', 'deleted-by-hand', 'alive', 'removed-live-server']) r.git(['worktree', 'add', '-q', '--detach', path.join(r.base, name)]);
+    const removed = runDir('removed', dead);
+    const byHand = runDir('deleted-by-hand', dead);
+    const alive = runDir('alive', dead);
+    const liveServer = runDir('removed-live-server', currentOwner('server'));
+    const main = path.join(runRoot, 'main');
+    fs.mkdirSync(main, { recursive: true });
+    r.git(['worktree', 'remove', path.join(r.base, 'removed')]);
+    r.git(['worktree', 'remove', path.join(r.base, 'removed-live-server')]);
+    fs.rmSync(path.join(r.base, 'deleted-by-hand'), { recursive: true });
+
+    const dry = await cli(r, ['gc', '--dry-run', '--json']);
+    assert.is(dry.code, 0, dry.stderr);
+    assert.equal((JSON.parse(dry.stdout) as { removedFiles: string[] }).removedFiles.sort(), [byHand, removed].sort());
+    assert.ok(fs.existsSync(removed) && fs.existsSync(byHand), 'a dry run removes nothing');
+
+    const res = await cli(r, ['gc', '--json']);
+    assert.is(res.code, 0, res.stderr);
+    assert.equal((JSON.parse(res.stdout) as { removedFiles: string[] }).removedFiles.sort(), [byHand, removed].sort());
+    assert.not.ok(fs.existsSync(removed));
+    assert.not.ok(fs.existsSync(byHand));
+    assert.ok(fs.existsSync(path.join(alive, 'server.log')), 'the run dir of a worktree that is there stays');
+    assert.ok(fs.existsSync(path.join(liveServer, 'pid')), 'a running server keeps its run dir');
+    assert.ok(fs.existsSync(main));
   } finally {
     r.cleanup();
   }

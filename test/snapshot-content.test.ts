@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cli, tempRepo, treeFiles, worktreeFiles } from './helpers.js';
+import { cli, refsUnder, sessionOf, step, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
 import { entryAt, journalEvents, snapJson } from './snap-helpers.js';
 
 test('names with spaces, unicode and newlines are snapshotted exactly', async () => {
@@ -116,6 +116,46 @@ test('a directory replaced by a symlink to a directory: the symlink is recorded,
     repo.cleanup();
   }
 });
+
+for (const [name, replace] of [
+  ['a symlink to itself (dangling)', (repo: TempRepo) => fs.symlinkSync('src', path.join(repo.dir, 'src'))],
+  ['a symlink to another directory', (repo: TempRepo) => fs.symlinkSync('other', path.join(repo.dir, 'src'))],
+  ['a file', (repo: TempRepo) => repo.write('src', 'now a file\n')],
+] as const) {
+  test(`a tracked directory replaced by ${name}: recorded as on disk, undo and redo restore the bytes`, async () => {
+    const repo = tempRepo({ files: { 'src/a.ts': 'export const a = 1;\n', 'src/deep/b.ts': 'b\n', 'other/o.txt': 'o\n', 'file.txt': 'f\n' } });
+    try {
+      const before = worktreeFiles(repo);
+      await step(repo, () => {
+        repo.rm('src');
+        replace(repo);
+        // And a tracked file replaced by a directory.
+        repo.rm('file.txt');
+        repo.write('file.txt/inside.txt', 'i\n');
+      });
+      const after = worktreeFiles(repo);
+      const head = refsUnder(repo, 'refs/agentsnap/sessions/').get(`refs/agentsnap/sessions/${sessionOf(repo)}/head`)!;
+      assert.equal(treeFiles(repo, head), after);
+      assert.is(entryAt(repo, head, 'src/a.ts'), null);
+      assert.is(entryAt(repo, head, 'file.txt')?.type, 'tree');
+      // A later snapshot of the same state (the private index now holds it) agrees.
+      const again = await snapJson(repo);
+      assert.equal(treeFiles(repo, again.commit), after);
+      assert.equal(again.changed, []);
+      let res = await cli(repo, ['undo', '1']);
+      assert.is(res.code, 0, res.stdout + res.stderr);
+      assert.equal(worktreeFiles(repo), before);
+      res = await cli(repo, ['redo']);
+      assert.is(res.code, 0, res.stdout + res.stderr);
+      assert.equal(worktreeFiles(repo), after);
+      res = await cli(repo, ['undo', '1']);
+      assert.is(res.code, 0, res.stdout + res.stderr);
+      assert.equal(worktreeFiles(repo), before);
+    } finally {
+      repo.cleanup();
+    }
+  });
+}
 
 test('a dangling symlink the user adds mid-session is snapshotted', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n', '.gitignore': 'link\n' } });

@@ -84,13 +84,19 @@ export function behindSymlink(worktree: string, rel: string, cache: Map<string, 
   return false;
 }
 
-/** Adds exactly these paths (literal, NUL-separated, no pathspec magic). */
+/**
+ * Adds exactly these paths (literal, NUL-separated, no pathspec magic).
+ * --replace drops entries in the way of one (`d/x` when `d` is now a file or
+ * symlink): they are gone from the disk, but git's scan of tracked files may
+ * not say so (lstat of `d/x` through a symlink loop fails with ELOOP, which
+ * it reports as neither changed nor deleted).
+ */
 export async function addPaths(repo: Repo, indexFile: string, paths: string[]): Promise<void> {
   if (paths.length === 0) return;
   // --index-version 4 (path prefix compression) makes the private index ~30%
   // smaller, so each later read and write of it is faster (~40 ms per
   // snapshot at 100k files); a no-op once the index is version 4.
-  await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--index-version', '4', '--add', '--remove', '-z', '--stdin'], {
+  await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--index-version', '4', '--add', '--remove', '--replace', '-z', '--stdin'], {
     extraEnv: indexEnv(indexFile),
     input: paths.join('\0') + '\0',
   });
