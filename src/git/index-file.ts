@@ -69,6 +69,7 @@ export function readIndexPaths(file: string): IndexPaths | null {
       else if (mode === GITLINK) unsupported = `gitlink (submodule) in the index: ${p}`;
       else if (flags & 0x8000) unsupported = `assume-unchanged entry in the index: ${p}`;
       else if (extended & 0x4000) unsupported = `skip-worktree entry in the index (sparse checkout): ${p}`;
+      else if (extended & 0x2000) unsupported = `intent-to-add entry in the index: ${p}`;
     }
   }
   // Extensions: a split index keeps its entries in another file.
