@@ -23,7 +23,7 @@ export function readIndexPaths(file: string): IndexPaths | null {
 }
 
 export interface IndexFacts {
-  /** As IndexPaths.unsupported. */
+  /** As IndexPaths.unsupported, and intent-to-add entries (write-tree leaves them out). */
   unsupported: string | null;
   /** Whether a .gitattributes file is among the entries. */
   attributesFiles: boolean;
@@ -44,16 +44,20 @@ export function readIndexFacts(file: string): IndexFacts | null {
       attributesFiles = from === start || bytes[from - 1] === 0x2f;
     },
   );
-  return res && { unsupported: res.unsupported, attributesFiles };
+  return res && { unsupported: res.unsupported ?? (res.intentToAdd !== null ? `intent-to-add entry in the index: ${res.intentToAdd}` : null), attributesFiles };
 }
 
 /** Calls `onEntry` with each entry's name (bytes[start, end), valid only during the call); null for what it does not read. */
-function walkIndex(file: string, onCount: (count: number) => void, onEntry: (i: number, bytes: Buffer, start: number, end: number) => void): { unsupported: string | null } | null {
+function walkIndex(
+  file: string,
+  onCount: (count: number) => void,
+  onEntry: (i: number, bytes: Buffer, start: number, end: number) => void,
+): { unsupported: string | null; intentToAdd: string | null } | null {
   let buf: Buffer;
   try {
     buf = fs.readFileSync(file);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { unsupported: null };
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { unsupported: null, intentToAdd: null };
     return null;
   }
   if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'DIRC') return null;
@@ -63,6 +67,7 @@ function walkIndex(file: string, onCount: (count: number) => void, onEntry: (i: 
   onCount(count);
   const hashLen = 20; // sha1 repositories only (callers check the object format)
   let unsupported: string | null = null;
+  let intentToAdd: string | null = null;
   let at = 12;
   // Version 4 names are rebuilt in one growing buffer.
   let prev = Buffer.alloc(version === 4 ? 4096 : 0);
@@ -115,13 +120,13 @@ function walkIndex(file: string, onCount: (count: number) => void, onEntry: (i: 
       at = at + ((pathAt - at + (nul - pathAt) + 8) & ~7);
     }
     onEntry(i, nameBuf, nameStart, nameEnd);
+    if (extended & 0x2000 && intentToAdd === null) intentToAdd = nameBuf.toString('utf8', nameStart, nameEnd);
     if (unsupported === null) {
       const p = () => nameBuf.toString('utf8', nameStart, nameEnd);
       if ((flags >> 12) & 3) unsupported = `unmerged index entry: ${p()}`;
       else if (mode === GITLINK) unsupported = `gitlink (submodule) in the index: ${p()}`;
       else if (flags & 0x8000) unsupported = `assume-unchanged entry in the index: ${p()}`;
       else if (extended & 0x4000) unsupported = `skip-worktree entry in the index (sparse checkout): ${p()}`;
-      else if (extended & 0x2000) unsupported = `intent-to-add entry in the index: ${p()}`;
     }
   }
   // Extensions: a split index keeps its entries in another file.
@@ -132,5 +137,5 @@ function walkIndex(file: string, onCount: (count: number) => void, onEntry: (i: 
     if (sig === 'sdir') unsupported ??= 'sparse index';
     at += 8 + size;
   }
-  return { unsupported };
+  return { unsupported, intentToAdd };
 }
