@@ -378,6 +378,12 @@ test('left to git: a nested repository, a name that is not UTF-8, too many chang
   await assertDeclined('not UTF-8', /UTF-8/, (c) => {
     fs.writeFileSync(Buffer.concat([Buffer.from(`${c.t.dir}/d/`), Buffer.from([0x6e, 0xe9, 0x2e, 0x74, 0x78, 0x74])]), 'latin1 name\n');
   });
+  await assertDeclined('a tracked name that is not UTF-8 beside a changed file', /UTF-8/, (c) => {
+    fs.writeFileSync(Buffer.concat([Buffer.from(`${c.t.dir}/d/`), Buffer.from([0x6e, 0xe9, 0x2e, 0x74, 0x78, 0x74])]), 'latin1 name\n');
+    c.t.git(['add', '-A']);
+    c.t.git(['commit', '-q', '-m', 'latin1']);
+    c.t.write('d/b.txt', 'changed\n');
+  });
   await assertDeclined(
     'too many changed paths',
     /changed paths/,
