@@ -4,6 +4,7 @@ import { errors } from './errors.js';
 import { assertSessionId } from './ids.js';
 import { openRepo, type Repo } from './repo.js';
 import { loadSettings } from './config.js';
+import { autoStartServer } from './server.js';
 import {
   loadSession,
   recordCheckpoint,
@@ -56,6 +57,8 @@ export interface SnapOptions extends SessionOptions {
   message?: string | undefined;
   status?: StepPostEvent['status'] | undefined;
   onProgress?: (phase: string) => void;
+  /** After the snapshot, start a background server for the next calls (see autoStartServer): the CLI's Node path. */
+  autoStartServer?: boolean;
 }
 
 export interface SnapOutcome extends SnapshotResult {
@@ -93,6 +96,14 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
   } else {
     phase = 'checkpoint';
     res = await recordCheckpoint(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
+  }
+  // With the repository and settings already at hand (opening it again costs two git processes).
+  if (opts.autoStartServer) {
+    try {
+      autoStartServer(repo, settings);
+    } catch {
+      // A server is an optimisation: the snapshot is taken either way.
+    }
   }
   return { ...res, phase, startedSession: created !== null, ref: stepRef(id, res.step) };
 }

@@ -58,6 +58,8 @@ export interface Settings {
   server: boolean;
   /** A background server exits after this many milliseconds without a call (agentsnap.serverIdle). */
   serverIdleMs: number;
+  /** The effective git config these settings were read from (snapshotTree's in-process path checks it). */
+  gitConfig?: GitConfig;
 }
 
 export const DEFAULT_OUTPUT_LIMIT = 32 * 1024;
@@ -194,6 +196,7 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
     autoPollMs: parseInteger('agentsnap.autoPoll', lastValue(cfg, 'agentsnap.autopoll'), 10_000),
     server: parseBool('agentsnap.server', lastValue(cfg, 'agentsnap.server'), true),
     serverIdleMs: parseInteger('agentsnap.serverIdle', lastValue(cfg, 'agentsnap.serveridle'), 600_000),
+    gitConfig: cfg,
   };
 }
 

@@ -90,3 +90,13 @@ export function restoreTempWriterGone(rel: string): boolean | null {
     return (e as NodeJS.ErrnoException).code === 'ESRCH';
   }
 }
+
+/** Identifies one version of a file: git replaces the files it writes (lock and rename), so any write changes this. */
+export function statKey(file: string): string {
+  try {
+    const st = fs.statSync(file, { bigint: true });
+    return [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, st.mode].join(':');
+  } catch (e) {
+    return `missing:${(e as NodeJS.ErrnoException).code ?? ''}`;
+  }
+}

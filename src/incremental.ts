@@ -12,15 +12,16 @@ import type { Repo } from './repo.js';
 import { errors } from './errors.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import { PROJECT_FILE, WORKTREE_EXCLUDE_FILE, lastValue, readGitConfig, type GitConfig, type Settings } from './config.js';
-import { hashRaw, snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
-import { diffTrees, EMPTY_TREE } from './git/plumbing.js';
+import { snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
+import { diffTrees } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
 import { ObjectReader } from './git/cat-file.js';
 import { IgnoreChecker } from './git/check-ignore.js';
-import { encodeTree, objectStore, parseTree, type ObjectStore, type TreeEntry } from './git/objects.js';
+import { objectStore, type ObjectStore } from './git/objects.js';
+import { blobOf, TreeEditor, unsupportedConfig } from './tree-editor.js';
 import { WorktreeWatcher, type WatcherOptions } from './watcher.js';
 import { readIndexPaths } from './git/index-file.js';
-import { restoreTempWriterGone, unlinkQuiet } from './fsutil.js';
+import { restoreTempWriterGone, statKey, unlinkQuiet } from './fsutil.js';
 
 export interface IncrementalOptions {
   /** A directory of the engine's own (0700): its private index and the watcher's sync cookies. */
@@ -45,33 +46,9 @@ export interface EngineStats {
   lastFullReason: string | null;
 }
 
-interface Leaf {
-  mode: string;
-  oid: string;
-}
-
-/** A directory of the last tree, read lazily; oid null once changed (rewritten on the next write). */
-class DirNode {
-  entries: Map<string, Leaf | DirNode> | null = null;
-  constructor(public oid: string | null) {
-    if (oid === null) this.entries = new Map();
-  }
-}
-
-const TREE_MODE = '40000';
 const DEFAULT_MAX_DIRTY = 3000; // measured at 100k files: ~0.4 ms a scattered path vs ~1.5 s a full scan
 const DEFAULT_MAX_WALK = 10000; // ~0.15 ms a file in a new directory
-const DEFAULT_LARGE_FILE = 4 * 1024 * 1024;
 const MAX_CACHED_DIRS = 2000;
-
-function statKey(file: string): string {
-  try {
-    const st = fs.statSync(file, { bigint: true });
-    return [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, st.mode].join(':');
-  } catch (e) {
-    return `missing:${(e as NodeJS.ErrnoException).code ?? ''}`;
-  }
-}
 
 function settingsKey(s: Settings): string {
   return JSON.stringify([s.exclude, s.maxFileSize, s.excludeSecrets]);
@@ -107,9 +84,8 @@ export class IncrementalSnapshotter {
   private store: ObjectStore | null = null;
   /** The tree of the last snapshot; null before the first (or after a failed) one. */
   private base: { tree: string; skipped: Map<string, SkippedFile>; settings: string } | null = null;
-  private root: DirNode | null = null;
-  /** Directories of the tree read into memory; past MAX_CACHED_DIRS the cache starts over (bounded memory). */
-  private loadedDirs = 0;
+  /** The last tree, read lazily; past MAX_CACHED_DIRS directories read it starts over (bounded memory). */
+  private tree: TreeEditor | null = null;
   private index: UserIndex | null = null;
   /** Stat keys of everything besides the worktree's files that decides the tree (config, ignore files). */
   private keys = '';
@@ -193,11 +169,12 @@ export class IncrementalSnapshotter {
 
   /** The reason a full scan is needed before looking at the dirty paths, or null. */
   private async whyFull(watcherLoss: string | null, settings: Settings, dirty: Set<string>): Promise<string | null> {
-    if (!this.base || !this.root || !this.index) return 'no previous snapshot';
+    if (!this.base || !this.index) return 'no previous snapshot';
     if (this.watcherGaveUp) return this.watcherGaveUp;
     if (watcherLoss) return watcherLoss;
     if (this.configUnsupported) return this.configUnsupported;
     if (!this.store) return 'objects cannot be written in-process';
+    if (!this.tree) return 'no previous snapshot';
     if (settingsKey(settings) !== this.base.settings) return 'settings changed';
     if (this.currentKeys() !== this.keys) {
       this.rewatch = true;
@@ -235,7 +212,7 @@ export class IncrementalSnapshotter {
     this.stats.full++;
     this.stats.lastFullReason = reason;
     this.base = null;
-    this.root = null;
+    this.tree = null;
     // Read everything the incremental path will compare against *before* the
     // scan, so a change during the scan shows as a difference next time.
     const cfg = await readGitConfig(this.repo);
@@ -274,23 +251,13 @@ export class IncrementalSnapshotter {
     }
     const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
     this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
-    this.root = new DirNode(res.tree);
-    this.loadedDirs = 0;
+    if (this.store) this.tree = new TreeEditor(this.reader, this.store, res.tree);
     return { ...res, mode: 'full' };
   }
 
   private unsupportedConfig(cfg: GitConfig): string | null {
-    const bool = (key: string, dflt: boolean) => {
-      const v = lastValue(cfg, key);
-      if (v === undefined) return dflt;
-      return ['true', 'yes', 'on', '1', ''].includes(v.trim().toLowerCase());
-    };
-    if (!bool('core.filemode', true)) return 'core.fileMode=false';
-    if (!bool('core.symlinks', true)) return 'core.symlinks=false';
-    if (bool('core.ignorecase', false)) return 'core.ignoreCase=true';
-    if (bool('core.precomposeunicode', false)) return 'core.precomposeUnicode=true';
-    if (bool('core.sparsecheckout', false)) return 'sparse checkout';
-    for (const key of cfg.keys()) if (key.startsWith('include.') || key.startsWith('includeif.')) return 'git config includes other files';
+    const why = unsupportedConfig(cfg);
+    if (why) return why;
     if (process.platform !== 'linux') return `no exact watcher on ${process.platform}`;
     return null;
   }
@@ -370,80 +337,12 @@ export class IncrementalSnapshotter {
 
   // ---- the incremental path ----
 
-  private async load(node: DirNode): Promise<Map<string, Leaf | DirNode>> {
-    if (node.entries) return node.entries;
-    const obj = await this.reader.read(node.oid as string);
-    if (obj.type !== 'tree') throw new Error(`${node.oid} is a ${obj.type}, not a tree`);
-    const entries = new Map<string, Leaf | DirNode>();
-    for (const e of parseTree(obj.body)) entries.set(e.name, e.mode === TREE_MODE ? new DirNode(e.oid) : { mode: e.mode, oid: e.oid });
-    node.entries = entries;
-    this.loadedDirs++;
-    return entries;
-  }
-
-  /** The directories from the root down to rel's parent, created (and marked changed) when `create`. */
-  private async pathTo(rel: string, create: boolean): Promise<DirNode[] | null> {
-    const parts = rel.split('/');
-    const chain: DirNode[] = [this.root as DirNode];
-    for (let i = 0; i < parts.length - 1; i++) {
-      const entries = await this.load(chain[chain.length - 1] as DirNode);
-      const name = parts[i] as string;
-      let child = entries.get(name);
-      if (!(child instanceof DirNode)) {
-        if (!create) return null;
-        child = new DirNode(null);
-        entries.set(name, child);
-        for (const d of chain) d.oid = null;
-      }
-      chain.push(child);
-    }
-    return chain;
-  }
-
-  private async removeEntry(rel: string): Promise<void> {
-    const chain = await this.pathTo(rel, false);
-    if (!chain) return;
-    const entries = await this.load(chain[chain.length - 1] as DirNode);
-    const name = rel.slice(rel.lastIndexOf('/') + 1);
-    if (!entries.has(name)) return;
-    entries.delete(name);
-    for (const d of chain) d.oid = null;
-  }
-
-  private async setEntry(rel: string, leaf: Leaf): Promise<void> {
-    const chain = (await this.pathTo(rel, true)) as DirNode[];
-    const entries = await this.load(chain[chain.length - 1] as DirNode);
-    const name = rel.slice(rel.lastIndexOf('/') + 1);
-    const old = entries.get(name);
-    if (old && !(old instanceof DirNode) && old.mode === leaf.mode && old.oid === leaf.oid) return;
-    entries.set(name, leaf);
-    for (const d of chain) d.oid = null;
-  }
-
-  private writeNode(node: DirNode, store: ObjectStore, isRoot: boolean): string | null {
-    if (node.oid !== null) return node.oid;
-    const entries = node.entries as Map<string, Leaf | DirNode>;
-    const list: TreeEntry[] = [];
-    for (const [name, e] of [...entries]) {
-      if (e instanceof DirNode) {
-        const oid = this.writeNode(e, store, false);
-        if (oid === null) {
-          entries.delete(name); // git keeps no empty directories
-          continue;
-        }
-        list.push({ mode: TREE_MODE, name, oid });
-      } else list.push({ mode: e.mode, name, oid: e.oid });
-    }
-    if (list.length === 0 && !isRoot) return null;
-    node.oid = list.length === 0 ? store.write('tree', Buffer.alloc(0)) : store.write('tree', encodeTree(list));
-    return node.oid;
-  }
-
   /** The incremental snapshot, or the reason it cannot be taken (→ full scan). */
   private async incremental(dirty: Set<string>, settings: Settings, parentTree: string | null): Promise<IncrementalResult | string> {
     const base = this.base as NonNullable<typeof this.base>;
     const index = this.index as UserIndex;
     const store = this.store as ObjectStore;
+    const tree = this.tree as TreeEditor;
     if (dirty.size > (this.opts.maxDirtyPaths ?? DEFAULT_MAX_DIRTY)) return `${dirty.size} changed paths`;
     for (const p of dirty) {
       const parts = p.split('/');
@@ -472,65 +371,24 @@ export class IncrementalSnapshotter {
     // Apply: everything at and below each visited path is replaced by what the disk holds.
     const skipped = new Map(base.skipped);
     for (const p of walk.replaced) {
-      await this.removeEntry(p);
+      await tree.remove(p);
       for (const s of skipped.keys()) if (isUnder(s, p)) skipped.delete(s);
     }
     for (const s of walk.skipped) skipped.set(s.path, s);
-    const pending = walk.files.map(async (f) => ({ rel: f.rel, leaf: await this.blobOf(f, store) }));
+    const pending = walk.files.map(async (f) => ({ rel: f.rel, leaf: await blobOf(this.repo, store, f.rel, f.symlink, this.opts.largeFileBytes) }));
     for (const { rel, leaf } of await Promise.all(pending)) {
       if (typeof leaf === 'string') return leaf;
-      if (leaf) await this.setEntry(rel, leaf);
+      if (leaf) await tree.set(rel, leaf);
     }
-    const tree = this.writeNode(this.root as DirNode, store, true) ?? EMPTY_TREE;
-    this.base = { tree, skipped, settings: base.settings };
-    if (this.loadedDirs > MAX_CACHED_DIRS) {
-      this.root = new DirNode(tree);
-      this.loadedDirs = 0;
-    }
-    return this.result(tree, parentTree, skipped);
+    const written = tree.write();
+    this.base = { tree: written, skipped, settings: base.settings };
+    if (tree.loadedDirs > MAX_CACHED_DIRS) this.tree = new TreeEditor(this.reader, store, written);
+    return this.result(written, parentTree, skipped);
   }
 
   private async result(tree: string, parentTree: string | null, skipped: Map<string, SkippedFile>): Promise<IncrementalResult> {
     const changed: ChangedPath[] = parentTree && parentTree !== tree ? await diffTrees(this.repo, parentTree, tree) : [];
     return { tree, skipped: [...skipped.values()], seeded: false, changed, mode: 'incremental' };
-  }
-
-  /** The blob entry of a file as it is on disk; null when it went away; a string when a full scan is needed. */
-  private async blobOf(f: FoundFile, store: ObjectStore): Promise<Leaf | null | string> {
-    const abs = path.join(this.repo.worktree, f.rel);
-    if (f.symlink) {
-      try {
-        return { mode: '120000', oid: store.write('blob', fs.readlinkSync(abs, { encoding: 'buffer' })) };
-      } catch (e) {
-        return `cannot read link ${f.rel} (${(e as NodeJS.ErrnoException).code})`;
-      }
-    }
-    let fd: number;
-    try {
-      fd = fs.openSync(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
-    } catch (e) {
-      return `cannot open ${f.rel} (${(e as NodeJS.ErrnoException).code})`;
-    }
-    try {
-      const st = fs.fstatSync(fd);
-      if (!st.isFile()) return `${f.rel} changed type while read`;
-      const mode = st.mode & 0o100 ? '100755' : '100644';
-      if (st.size > (this.opts.largeFileBytes ?? DEFAULT_LARGE_FILE)) {
-        const [oid] = await hashRaw(this.repo, [f.rel]);
-        return { mode, oid: oid as string };
-      }
-      const body = Buffer.alloc(st.size);
-      let off = 0;
-      while (off < st.size) {
-        const n = fs.readSync(fd, body, off, st.size - off, off);
-        if (n === 0) break;
-        off += n;
-      }
-      if (off !== st.size) return `${f.rel} changed while read`;
-      return { mode, oid: store.write('blob', body) };
-    } finally {
-      fs.closeSync(fd);
-    }
   }
 
   async close(): Promise<void> {

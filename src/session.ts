@@ -24,6 +24,7 @@ import { applyEvent, foldJournal, openSteps, sessionStatus, type Session, type S
 import { commitTree, diffTrees, listRefs, readHead, updateRefs, type RefUpdate } from './git/plumbing.js';
 import { loadSettings, type Settings } from './config.js';
 import { snapshotTree } from './snapshot.js';
+import { serverEnabled } from './server.js';
 import type { Repo } from './repo.js';
 import { checkGitVersion } from './repo.js';
 import { maybeMaintain } from './maintenance.js';
@@ -113,7 +114,9 @@ async function lockedSnapshot(repo: Repo, settings: Settings, opts: Parameters<t
   const file = contentLockFile(repo);
   ensureDir(path.dirname(file));
   const take = repo.accel?.snapshot ?? ((o: Parameters<typeof snapshotTree>[1]) => snapshotTree(repo, o));
-  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ ...opts, untrackedCache: true }));
+  // With a server to take the next snapshots, a new copy of the user's index is not written back for them.
+  const warmCopy = !serverEnabled(repo.callerEnv, settings);
+  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ ...opts, untrackedCache: true, warmCopy }));
 }
 
 function ensureDir(dir: string): void {

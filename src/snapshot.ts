@@ -10,7 +10,11 @@ import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
 import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
-import { restoreTempWriterGone, unlinkQuiet } from './fsutil.js';
+import { restoreTempWriterGone, statKey, unlinkQuiet } from './fsutil.js';
+import { ObjectReader } from './git/cat-file.js';
+import { objectStore } from './git/objects.js';
+import { readIndexFacts } from './git/index-file.js';
+import { blobOf, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from './lock.js';
 
 export interface TreeSnapshot {
@@ -122,11 +126,22 @@ export interface SnapshotTreeOptions extends SnapshotOptions {
    * noAttributesMarker). Throwaway indexes leave this off.
    */
   untrackedCache?: boolean;
+  /**
+   * Whether a new copy of the user's index (the in-process path) is written
+   * back with git's untracked cache and refreshed stat data (~0.1 s at 100k
+   * files), which only a later Node-path snapshot of this index uses. Off
+   * where a server will take the next snapshots (default on).
+   */
+  warmCopy?: boolean;
+  /** Dirty paths above which the in-process path leaves the snapshot to git (tests; default MAX_IN_PROCESS_PATHS). */
+  maxInProcessPaths?: number;
 }
 
 export interface TreeSnapshotResult extends TreeSnapshot {
   /** Whether the private index was created by this call. */
   seeded: boolean;
+  /** Why the in-process path (inProcessSnapshot) was tried and not taken (tests, debugging). */
+  declined?: string;
   /** Changes against parentTree. */
   changed: ChangedPath[];
 }
@@ -140,8 +155,29 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   const { indexFile, settings } = opts;
   // The caller holds the lock that serialises every writer of this index: a lock file left on it is a killed git's.
   await clearStaleGitLock(`${indexFile}.lock`);
+  // A private index kept as a copy of the user's index (the in-process path's)
+  // is used again while neither index was written since; else it is seeded anew.
+  const copy = opts.untrackedCache ? userCopyState(repo, indexFile) : 'none';
+  if (copy === 'stale') discardPrivateIndex(indexFile);
+  const userKey = statKey(path.join(repo.gitDir, 'index'));
   const seeded = seedPrivateIndex(repo, indexFile);
   if (seeded) opts.onProgress?.('indexing the worktree');
+  let declined: string | undefined;
+  if (opts.untrackedCache && (seeded || copy === 'valid')) {
+    const res = await inProcessSnapshot(repo, opts, userKey, seeded);
+    if (typeof res !== 'string') return res;
+    declined = res;
+  }
+  // From here git writes the index: it becomes the session's own.
+  fs.rmSync(userCopyFile(indexFile), { force: true });
+  // The index holds exactly the user's entries (a copy, maybe refreshed by status): nothing to reconcile.
+  const fresh = seeded || copy === 'valid';
+  const result = await snapshotThroughIndex(repo, opts, fresh);
+  return { ...result, seeded, ...(declined !== undefined ? { declined } : {}) };
+}
+
+async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean): Promise<TreeSnapshotResult> {
+  const { indexFile, settings } = opts;
 
   // Tracked updates and the untracked listing do not depend on each other.
   // A freshly seeded private index equals the user's, so there is nothing to reconcile.
@@ -345,7 +381,7 @@ function attributesFromConfig(repo: Repo, settings: Settings): boolean {
  * path only then, and re-checks every attributed entry when an attributes
  * file shows up among the changes.
  */
-async function statusWithUntrackedCache(repo: Repo, indexFile: string): Promise<{ changed: string[]; untracked: string[] }> {
+async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean }> {
   const res = await repo.git(
     [
       ...SNAPSHOT_GIT_CONFIG,
@@ -354,10 +390,11 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string): Promise<
       '-c', 'status.showUntrackedFiles=all',
       'status', '--porcelain=v2', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=dirty',
     ],
-    { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: '1' } },
+    { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: writeBack ? '1' : '0' } },
   );
   const changed: string[] = [];
   const untracked: string[] = [];
+  let unmerged = false;
   for (const rec of splitNul(res.stdout)) {
     switch (rec[0]) {
       case '1': // 1 XY sub mH mI mW hH hI path
@@ -365,6 +402,7 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string): Promise<
         break;
       case 'u': // u XY sub m1 m2 m3 mW h1 h2 h3 path: unmerged (index seeded mid-merge)
         changed.push(afterFields(rec, 10));
+        unmerged = true;
         break;
       case '?':
         untracked.push(rec.slice(2));
@@ -372,7 +410,7 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string): Promise<
       default: // no renames asked for; '!' and '#' are not asked for
     }
   }
-  return { changed, untracked };
+  return { changed, untracked, unmerged };
 }
 
 /** The rest of `rec` after its first `n` space-separated fields (paths may contain spaces). */
@@ -579,4 +617,156 @@ function mtimeMs(abs: string): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * Next to the private index while it is an unwritten copy of the user's
+ * index (only git status's refresh and untracked cache added): the stat keys
+ * of both files then, so any other write of either shows.
+ */
+function userCopyFile(indexFile: string): string {
+  return `${indexFile}.user-copy`;
+}
+
+function userCopyState(repo: Repo, indexFile: string): 'valid' | 'stale' | 'none' {
+  let state: { user: string; priv: string };
+  try {
+    state = JSON.parse(fs.readFileSync(userCopyFile(indexFile), 'utf8')) as { user: string; priv: string };
+  } catch {
+    return 'none';
+  }
+  return state.user === statKey(path.join(repo.gitDir, 'index')) && state.priv === statKey(indexFile) ? 'valid' : 'stale';
+}
+
+/** Removes the private index and what was kept about it, so the next step seeds a fresh copy. */
+function discardPrivateIndex(indexFile: string): void {
+  for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile)]) fs.rmSync(f, { force: true });
+}
+
+/** Dirty paths (changed tracked + untracked) above which git's own update-index and write-tree take over. */
+export const MAX_IN_PROCESS_PATHS = 3000;
+
+/**
+ * The snapshot of a private index that is a copy of the user's index,
+ * written without writing any index: the base tree is `git write-tree` of
+ * the copy (cheap while the user's cache-tree is valid), the dirty paths are
+ * what `git status` on the copy reports (changed or deleted tracked paths,
+ * untracked files), and the tree of those is built in-process on top of the
+ * base. The copy is kept (with the untracked cache and stat data status
+ * wrote) for the next snapshot. Returns the reason instead wherever the
+ * result could differ from git's own path (snapshotThroughIndex): content
+ * transforming attributes or config, flagged, unmerged or gitlink entries,
+ * nested repositories, names that are not UTF-8, too many dirty paths.
+ */
+async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey: string, seeded: boolean): Promise<TreeSnapshotResult | string> {
+  const { indexFile, settings } = opts;
+  const cfg = settings.gitConfig;
+  if (!cfg) return 'git config not known';
+  if (attributesFromConfig(repo, settings)) return 'attributes or core.autocrlf from config';
+  const why = unsupportedConfig(cfg);
+  if (why) return why;
+  const store = objectStore(repo, cfg);
+  if (!store) return 'objects cannot be written in-process';
+  if (!fs.existsSync(indexFile)) return 'no index yet';
+  // write-tree locks the index it reads, as status does: it gets a copy of its own.
+  const baseCopy = `${indexFile}.base-${process.pid}`;
+  fs.copyFileSync(indexFile, baseCopy);
+  const base = writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
+  const status = statusWithUntrackedCache(repo, indexFile, !seeded || opts.warmCopy !== false);
+  const settled = () => Promise.allSettled([base, status]);
+  // Read while git runs (git replaces the file whole, so either version has the same entries).
+  const facts = readIndexFacts(baseCopy);
+  const early = !facts ? 'index not readable in-process' : facts.unsupported ?? (facts.attributesFiles ? 'attributes files in the index' : null);
+  if (early) {
+    await settled();
+    return early;
+  }
+  let st: Awaited<typeof status>;
+  let baseTree: string;
+  try {
+    [st, baseTree] = await Promise.all([status, base]);
+  } catch (e) {
+    await settled();
+    return `git failed: ${(e as Error).message}`;
+  }
+  if (st.unmerged) return 'unmerged entries';
+  if (st.changed.length + st.untracked.length > (opts.maxInProcessPaths ?? MAX_IN_PROCESS_PATHS)) return `${st.changed.length + st.untracked.length} changed paths`;
+  for (const rel of [...st.changed, ...st.untracked]) {
+    if (rel.endsWith('/')) return `nested repository at ${rel}`;
+    if (rel.includes('\uFFFD')) return `${rel}: a file name that is not UTF-8`;
+    if (isAttributesFile(rel)) return `attributes file ${rel}`;
+  }
+
+  // What update-index would make of each changed tracked path.
+  const removed: string[] = [];
+  const files: { rel: string; symlink: boolean }[] = [];
+  const linked = new Map<string, boolean>();
+  for (const rel of st.changed) {
+    if (behindSymlink(repo.worktree, rel, linked)) {
+      removed.push(rel);
+      continue;
+    }
+    let s: fs.Stats;
+    try {
+      s = fs.lstatSync(path.join(repo.worktree, rel));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') return `cannot stat ${rel} (${code})`;
+      removed.push(rel);
+      continue;
+    }
+    if (s.isDirectory()) removed.push(rel); // its files are untracked ones
+    else if (s.isFile() || s.isSymbolicLink()) files.push({ rel, symlink: s.isSymbolicLink() });
+    else return `tracked path ${rel} is neither a file nor a symlink`;
+  }
+  // What the full path does with each untracked file (see snapshotThroughIndex).
+  const classify = untrackedClassifier(settings);
+  const skipped: SkippedFile[] = [];
+  for (const rel of st.untracked) {
+    const tempGone = restoreTempWriterGone(rel);
+    if (tempGone !== null) {
+      if (tempGone) unlinkQuiet(path.join(repo.worktree, rel));
+      continue;
+    }
+    let s: fs.Stats;
+    try {
+      s = fs.lstatSync(path.join(repo.worktree, rel));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since listed
+      return `cannot stat ${rel}`;
+    }
+    if (!s.isFile() && !s.isSymbolicLink()) return `untracked ${rel} is neither a file nor a symlink`;
+    const reason = classify(rel, s.size);
+    if (reason) skipped.push({ path: rel, reason, size: s.size });
+    else files.push({ rel, symlink: s.isSymbolicLink() });
+  }
+
+  let tree = baseTree;
+  if (removed.length > 0 || files.length > 0) {
+    const reader = new ObjectReader(repo);
+    try {
+      const editor = new TreeEditor(reader, store, baseTree);
+      for (const rel of removed) await editor.remove(rel);
+      const leaves: (Leaf | null | string)[] = [];
+      for (const f of files) leaves.push(await blobOf(repo, store, f.rel, f.symlink));
+      for (const [i, f] of files.entries()) {
+        const leaf = leaves[i];
+        if (typeof leaf === 'string') return leaf;
+        if (leaf) await editor.set(f.rel, leaf);
+      }
+      tree = editor.write();
+    } catch (e) {
+      return `in-process tree failed: ${(e as Error).message}`;
+    } finally {
+      await reader.close();
+    }
+  }
+  const changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
+  // The marker speaks for an index holding a snapshot's tree, which this one does not.
+  fs.rmSync(noAttributesMarker(indexFile), { force: true });
+  keepPrivate(indexFile);
+  const stateTmp = `${userCopyFile(indexFile)}.tmp-${process.pid}`;
+  fs.writeFileSync(stateTmp, JSON.stringify({ user: userKey, priv: statKey(indexFile) }), { mode: 0o600 });
+  fs.renameSync(stateTmp, userCopyFile(indexFile));
+  return { tree, skipped, seeded, changed };
 }

@@ -22,6 +22,19 @@ function markers(repo: TempRepo): string[] {
   return out;
 }
 
+/**
+ * Puts the session on its own private index: the first snapshot keeps a copy
+ * of the user's index (snapshotTree's in-process path); without its record,
+ * the next snapshot is a full scan into the index, which then holds the
+ * snapshot's tree and takes the untracked-cache path.
+ */
+async function onOwnIndex(repo: TempRepo, session: string): Promise<void> {
+  const copy = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'index.user-copy');
+  assert.ok(fs.existsSync(copy), 'the first snapshot kept a copy of the user index');
+  fs.rmSync(copy);
+  await snapJson(repo, ['--session', session]);
+}
+
 function assertExactBytes(repo: TempRepo, commit: string, rel: string): void {
   assert.equal(blobAt(repo, commit, rel), repo.read(rel), `${rel}: snapshot bytes differ from the file`);
 }
@@ -30,6 +43,7 @@ test('the untracked-cache path and the full scan write the same tree', async () 
   const repo = tempRepo({ files: { 'a.txt': 'a\n', 'dir/b.txt': 'b\n', 'dir/sub/c.txt': 'c\n', 'gone.txt': 'g\n' } });
   try {
     const s1 = await snapJson(repo);
+    await onOwnIndex(repo, s1.session);
     assert.is(markers(repo).length, 1, 'a repository without attributes takes the untracked-cache path');
     repo.write('a.txt', 'a2\n');
     repo.write('dir/new file.txt', 'n\n');
@@ -63,6 +77,7 @@ test('an attributes file that appears with a line-ending-only edit: the exact by
   const repo = tempRepo({ files: { 'a.txt': 'one\ntwo\n', 'b.txt': 'b\n' } });
   try {
     const s1 = await snapJson(repo);
+    await onOwnIndex(repo, s1.session);
     assert.is(markers(repo).length, 1);
     // In one step: `* text=auto` appears and a.txt turns CRLF. Normalised, a.txt
     // equals its previous blob, so git's refresh alone would call it clean.
@@ -87,6 +102,7 @@ test('a clean filter that appears with a filter-equal edit: the exact bytes are 
     repo.git(['config', 'filter.x.clean', 'tr a-z A-Z']);
     repo.git(['config', 'filter.x.smudge', 'cat']);
     const s1 = await snapJson(repo);
+    await onOwnIndex(repo, s1.session);
     assert.is(markers(repo).length, 1);
     repo.write('sub/.gitattributes', '');
     repo.write('.gitattributes', '*.up filter=x\n');
@@ -129,6 +145,7 @@ test('git config that transforms content keeps the full scan', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const s1 = await snapJson(repo);
+    await onOwnIndex(repo, s1.session);
     assert.is(markers(repo).length, 1);
     fs.mkdirSync(path.join(gitCommonDir(repo), 'info'), { recursive: true });
     fs.writeFileSync(path.join(gitCommonDir(repo), 'info', 'attributes'), '* text=auto\n');
@@ -147,6 +164,7 @@ test('a private index written after the last snapshot (a snapshot killed halfway
   const repo = tempRepo({ files: { 'a.txt': 'a\n', 'dir/b.txt': 'b\n' } });
   try {
     const first = await snapJson(repo);
+    await onOwnIndex(repo, first.session);
     await snapJson(repo);
     assert.is(markers(repo).length, 1, 'on the untracked-cache path');
     // What a snapshot killed between its update-index and its write-tree leaves: an added entry no tree holds.

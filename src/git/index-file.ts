@@ -15,22 +15,63 @@ export interface IndexPaths {
 const GITLINK = 0o160000;
 
 export function readIndexPaths(file: string): IndexPaths | null {
+  let paths: string[] = [];
+  const res = walkIndex(file, (count) => (paths = new Array<string>(count)), (i, bytes, start, end) => {
+    paths[i] = bytes.toString('utf8', start, end);
+  });
+  return res && { paths, unsupported: res.unsupported };
+}
+
+export interface IndexFacts {
+  /** As IndexPaths.unsupported, and intent-to-add entries (write-tree leaves them out). */
+  unsupported: string | null;
+  /** Whether a .gitattributes file is among the entries. */
+  attributesFiles: boolean;
+}
+
+const ATTRIBUTES = Buffer.from('.gitattributes');
+
+/** What the in-process snapshot path must know of an index, without a string per entry (~10x faster at 100k). */
+export function readIndexFacts(file: string): IndexFacts | null {
+  let attributesFiles = false;
+  const res = walkIndex(
+    file,
+    () => undefined,
+    (_i, bytes, start, end) => {
+      if (attributesFiles || end - start < ATTRIBUTES.length) return;
+      const from = end - ATTRIBUTES.length;
+      for (let k = 0; k < ATTRIBUTES.length; k++) if (bytes[from + k] !== ATTRIBUTES[k]) return;
+      attributesFiles = from === start || bytes[from - 1] === 0x2f;
+    },
+  );
+  return res && { unsupported: res.unsupported ?? (res.intentToAdd !== null ? `intent-to-add entry in the index: ${res.intentToAdd}` : null), attributesFiles };
+}
+
+/** Calls `onEntry` with each entry's name (bytes[start, end), valid only during the call); null for what it does not read. */
+function walkIndex(
+  file: string,
+  onCount: (count: number) => void,
+  onEntry: (i: number, bytes: Buffer, start: number, end: number) => void,
+): { unsupported: string | null; intentToAdd: string | null } | null {
   let buf: Buffer;
   try {
     buf = fs.readFileSync(file);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { paths: [], unsupported: null };
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { unsupported: null, intentToAdd: null };
     return null;
   }
   if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'DIRC') return null;
   const version = buf.readUInt32BE(4);
   if (version < 2 || version > 4) return null;
   const count = buf.readUInt32BE(8);
+  onCount(count);
   const hashLen = 20; // sha1 repositories only (callers check the object format)
-  const paths: string[] = new Array(count);
   let unsupported: string | null = null;
+  let intentToAdd: string | null = null;
   let at = 12;
-  let prev: Buffer = Buffer.alloc(0);
+  // Version 4 names are rebuilt in one growing buffer.
+  let prev = Buffer.alloc(version === 4 ? 4096 : 0);
+  let prevLen = 0;
   for (let i = 0; i < count; i++) {
     if (at + 62 > buf.length) return null;
     const mode = buf.readUInt32BE(at + 24);
@@ -42,7 +83,9 @@ export function readIndexPaths(file: string): IndexPaths | null {
       extended = buf.readUInt16BE(pathAt);
       pathAt += 2;
     }
-    let name: Buffer;
+    let nameBuf: Buffer;
+    let nameStart: number;
+    let nameEnd: number;
     if (version === 4) {
       // Prefix compression: a varint of bytes to drop from the previous path, then the rest.
       let c = buf[pathAt++] as number;
@@ -51,24 +94,39 @@ export function readIndexPaths(file: string): IndexPaths | null {
         c = buf[pathAt++] as number;
         strip = ((strip + 1) << 7) | (c & 127);
       }
-      const nul = buf.indexOf(0, pathAt);
-      if (nul < 0 || strip > prev.length) return null;
-      name = Buffer.concat([prev.subarray(0, prev.length - strip), buf.subarray(pathAt, nul)]);
+      let nul = pathAt;
+      while (nul < buf.length && buf[nul] !== 0) nul++; // a loop, not indexOf: no native call per entry
+      if (nul >= buf.length || strip > prevLen) return null;
+      const keep = prevLen - strip;
+      const len = keep + (nul - pathAt);
+      if (len > prev.length) {
+        const grown = Buffer.alloc(Math.max(len, prev.length * 2));
+        prev.copy(grown, 0, 0, keep);
+        prev = grown;
+      }
+      for (let k = pathAt, d = keep; k < nul; k++, d++) prev[d] = buf[k] as number;
+      prevLen = len;
+      nameBuf = prev;
+      nameStart = 0;
+      nameEnd = len;
       at = nul + 1;
     } else {
-      const nul = buf.indexOf(0, pathAt);
-      if (nul < 0) return null;
-      name = buf.subarray(pathAt, nul);
-      at = at + ((pathAt - at + name.length + 8) & ~7);
+      let nul = pathAt;
+      while (nul < buf.length && buf[nul] !== 0) nul++;
+      if (nul >= buf.length) return null;
+      nameBuf = buf;
+      nameStart = pathAt;
+      nameEnd = nul;
+      at = at + ((pathAt - at + (nul - pathAt) + 8) & ~7);
     }
-    prev = name;
-    const p = name.toString('utf8');
-    paths[i] = p;
+    onEntry(i, nameBuf, nameStart, nameEnd);
+    if (extended & 0x2000 && intentToAdd === null) intentToAdd = nameBuf.toString('utf8', nameStart, nameEnd);
     if (unsupported === null) {
-      if ((flags >> 12) & 3) unsupported = `unmerged index entry: ${p}`;
-      else if (mode === GITLINK) unsupported = `gitlink (submodule) in the index: ${p}`;
-      else if (flags & 0x8000) unsupported = `assume-unchanged entry in the index: ${p}`;
-      else if (extended & 0x4000) unsupported = `skip-worktree entry in the index (sparse checkout): ${p}`;
+      const p = () => nameBuf.toString('utf8', nameStart, nameEnd);
+      if ((flags >> 12) & 3) unsupported = `unmerged index entry: ${p()}`;
+      else if (mode === GITLINK) unsupported = `gitlink (submodule) in the index: ${p()}`;
+      else if (flags & 0x8000) unsupported = `assume-unchanged entry in the index: ${p()}`;
+      else if (extended & 0x4000) unsupported = `skip-worktree entry in the index (sparse checkout): ${p()}`;
     }
   }
   // Extensions: a split index keeps its entries in another file.
@@ -79,5 +137,5 @@ export function readIndexPaths(file: string): IndexPaths | null {
     if (sig === 'sdir') unsupported ??= 'sparse index';
     at += 8 + size;
   }
-  return { paths, unsupported };
+  return { unsupported, intentToAdd };
 }

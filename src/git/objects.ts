@@ -83,7 +83,8 @@ class LooseObjectStore implements ObjectStore {
     try {
       const fd = fs.openSync(tmp, 'wx', 0o444);
       try {
-        fs.writeSync(fd, data);
+        // A short write (the disk filling up) is not an error by itself: write the rest, which then fails.
+        for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off, data.length - off);
       } finally {
         fs.closeSync(fd);
       }

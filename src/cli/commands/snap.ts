@@ -48,13 +48,14 @@ export const snapCommand: CommandFactory = (ctx) => ({
         message: argv.message,
         status: argv.status,
         onProgress: (p) => progress.update(p),
+        // Not from the warm server: start one for the next snap (and hooks) of this worktree.
+        autoStartServer: !ctx.io.openRepo,
       });
     } finally {
       progress.done();
     }
     if (out.json) {
       out.printJson(res);
-      if (!ctx.io.openRepo) await (await import('../../server-api.js')).autoStartServerFor({ cwd: ctx.io.cwd, env: ctx.io.env });
       return;
     }
     if (res.startedSession) out.note(`agentsnap: started session ${res.session} (baseline refs/agent/${res.session}/0)`);
@@ -62,7 +63,5 @@ export const snapCommand: CommandFactory = (ctx) => ({
     out.note(`agentsnap: session ${res.session} step ${res.step} ${res.phase} ${res.commit.slice(0, 10)} (${changed})`);
     if (res.skipped.length > 0) out.note(`agentsnap: not snapshotted: ${res.skipped.map(describeSkipped).join(', ')}`);
     out.out(String(res.step));
-    // Not from the warm server: start one for the next snap (and hooks) of this worktree.
-    if (!ctx.io.openRepo) await (await import('../../server-api.js')).autoStartServerFor({ cwd: ctx.io.cwd, env: ctx.io.env });
   },
 });

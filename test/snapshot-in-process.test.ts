@@ -1,0 +1,397 @@
+// snapshotTree's in-process path (a private index kept as a copy of the
+// user's index; the tree of what `git status` reports built in-process)
+// against the full scan on a fresh throwaway index: after random rounds of
+// what agents and users do to a worktree, the same tree, skipped set and
+// changed list; and each case it leaves to git, left to git.
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { tempRepo, type TempRepo } from './helpers.js';
+import { seededRandom } from './support/crash-harness.js';
+import { openRepo, type Repo } from '../src/repo.js';
+import { loadSettings, type Settings } from '../src/config.js';
+import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot.js';
+import { removeTempIndex, tempIndex } from '../src/snapshot-now.js';
+
+interface Ctx {
+  t: TempRepo;
+  repo: Repo;
+  settings: Settings;
+  /** The session's private index (kept across snapshots). */
+  index: string;
+}
+
+async function setup(files: Record<string, string>, config: string[][] = []): Promise<Ctx> {
+  const t = tempRepo({ files });
+  t.git(['config', 'agentsnap.maxFileSize', '2k']);
+  for (const kv of config) t.git(['config', ...kv]);
+  const repo = await openRepo(t.dir, { env: t.env });
+  const settings = await loadSettings(repo);
+  return { t, repo, settings, index: path.join(t.base, 'session', 'index') };
+}
+
+/** What a full scan on a fresh throwaway index says about the worktree now. */
+async function reference(c: Ctx, parentTree: string | null): Promise<TreeSnapshotResult> {
+  const idx = tempIndex(c.repo, 'reference');
+  try {
+    return await snapshotTree(c.repo, { indexFile: idx, settings: c.settings, parentTree });
+  } finally {
+    removeTempIndex(idx);
+  }
+}
+
+const skippedSet = (s: { path: string; reason: string; size?: number }[]) => s.map((x) => `${x.reason}:${x.size ?? ''}:${x.path}`).sort();
+const inProcess = (c: Ctx) => fs.existsSync(`${c.index}.user-copy`);
+
+/** A session snapshot (as session.ts takes them), asserted equal to the full scan's. */
+async function check(c: Ctx, parentTree: string | null, label: string, extra: { maxInProcessPaths?: number; warmCopy?: boolean } = {}): Promise<TreeSnapshotResult> {
+  let got: TreeSnapshotResult;
+  try {
+    got = await snapshotTree(c.repo, { indexFile: c.index, settings: c.settings, parentTree, untrackedCache: true, ...extra });
+  } catch (e) {
+    throw new Error(`${label}: the session snapshot failed: ${(e as Error).message}`);
+  }
+  const want = await reference(c, parentTree);
+  if (got.tree !== want.tree) {
+    const diff = c.t.gitRaw(['diff-tree', '-r', '--name-status', want.tree, got.tree]).stdout;
+    assert.unreachable(`${label}: tree differs from the full scan (in-process: ${inProcess(c)}; declined: ${got.declined}):\n${diff}`);
+  }
+  assert.equal(skippedSet(got.skipped), skippedSet(want.skipped), `${label}: skipped differs`);
+  assert.equal(got.changed, want.changed, `${label}: changed differs`);
+  return got;
+}
+
+const BASE_FILES: Record<string, string> = {
+  '.gitignore': '*.log\n!keep.log\nbuild/\n/tmp\n',
+  'src/.gitignore': 'gen/\n*.tmp\n!src-keep.tmp\n',
+  'src/a.ts': 'a\n',
+  'src/b.ts': 'b\n',
+  'src/lib/c.ts': 'c\n',
+  'src/lib/deep/d.ts': 'd\n',
+  'docs/ünï cödé.md': 'u\n',
+  'docs/with space.txt': 's\n',
+  'bin/run.sh': '#!/bin/sh\n',
+  'tracked.log': 'tracked although ignored\n',
+  'build/tracked-in-ignored.txt': 'tracked in an ignored dir\n',
+};
+
+const NAMES = ['n1.txt', 'n2.ts', 'x.log', 'keep.log', '.env', 'id_rsa', 'cert.pem', 'ü ñ.txt', 'sp ace', 'big.bin', 'a.tmp', 'src-keep.tmp', 'x'];
+
+function walkDisk(dir: string, rel = ''): { files: string[]; dirs: string[] } {
+  const files: string[] = [];
+  const dirs: string[] = [];
+  for (const ent of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+    const child = rel ? `${rel}/${ent.name}` : ent.name;
+    if (child === '.git') continue;
+    if (ent.isDirectory()) {
+      dirs.push(child);
+      const sub = walkDisk(dir, child);
+      files.push(...sub.files);
+      dirs.push(...sub.dirs);
+    } else files.push(child);
+  }
+  return { files, dirs };
+}
+
+test('random rounds: the in-process path returns exactly what the full scan does', async () => {
+  const seed = Number(process.env.AGENTSNAP_INPROC_SEED ?? 20261129);
+  const rounds = Number(process.env.AGENTSNAP_INPROC_ROUNDS ?? 50);
+  const rand = seededRandom(seed);
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+  const c = await setup(BASE_FILES);
+  c.t.write('bin/run.sh', '#!/bin/sh\n', 0o755);
+  c.t.write('src/gen/out.js', 'generated\n');
+  c.t.write('build/untracked.o', 'o');
+  fs.symlinkSync('src/a.ts', path.join(c.t.dir, 'link-to-a'));
+  let parent: string | null = null;
+  let taken = 0;
+  const log: string[] = [];
+  try {
+    parent = (await check(c, null, 'first')).tree;
+    assert.ok(inProcess(c), 'the first snapshot of a plain repository is taken in-process');
+    for (let r = 0; r < rounds; r++) {
+      const nOps = 1 + Math.floor(rand() * 3);
+      for (let k = 0; k < nOps; k++) {
+        const { files, dirs } = walkDisk(c.t.dir);
+        const dirsOrRoot = ['', ...dirs];
+        const op = Math.floor(rand() * 17);
+        const anyFile = files.length > 0 ? pick(files) : null;
+        const inDir = (d: string, n: string) => (d ? `${d}/${n}` : n);
+        try {
+          switch (op) {
+            case 0: // edit
+              if (anyFile) {
+                fs.rmSync(path.join(c.t.dir, anyFile), { force: true });
+                c.t.write(anyFile, `edit ${r} ${rand()}\n`);
+                log.push(`edit ${anyFile}`);
+              }
+              break;
+            case 1: // racy: same size, in the second the last snapshot wrote its index
+              if (anyFile && fs.lstatSync(path.join(c.t.dir, anyFile)).isFile()) {
+                const abs = path.join(c.t.dir, anyFile);
+                const old = fs.readFileSync(abs);
+                const next = Buffer.from(old.map((b) => (b === 0x41 ? 0x42 : 0x41)));
+                const st = fs.statSync(abs);
+                fs.writeFileSync(abs, next);
+                fs.utimesSync(abs, st.atime, st.mtime);
+                log.push(`racy edit ${anyFile}`);
+              }
+              break;
+            case 2:
+            case 3: {
+              // create
+              const name = pick(NAMES);
+              const rel = inDir(pick(dirsOrRoot), name);
+              if (c.t.exists(rel) && fs.lstatSync(path.join(c.t.dir, rel)).isDirectory()) break;
+              fs.rmSync(path.join(c.t.dir, rel), { force: true });
+              c.t.write(rel, name === 'big.bin' ? Buffer.alloc(3000, 7) : `new ${r}\n`);
+              log.push(`create ${rel}`);
+              break;
+            }
+            case 4: // delete
+              if (anyFile) {
+                c.t.rm(anyFile);
+                log.push(`rm ${anyFile}`);
+              }
+              break;
+            case 5: // chmod
+              if (anyFile && !fs.lstatSync(path.join(c.t.dir, anyFile)).isSymbolicLink()) {
+                const m = fs.statSync(path.join(c.t.dir, anyFile)).mode & 0o100 ? 0o644 : 0o755;
+                fs.chmodSync(path.join(c.t.dir, anyFile), m);
+                log.push(`chmod ${m.toString(8)} ${anyFile}`);
+              }
+              break;
+            case 6: // rename a file
+              if (anyFile) {
+                const to = inDir(pick(dirsOrRoot), `mv-${r}-${k}.txt`);
+                fs.renameSync(path.join(c.t.dir, anyFile), path.join(c.t.dir, to));
+                log.push(`mv ${anyFile} ${to}`);
+              }
+              break;
+            case 7: {
+              // mkdir -p with files
+              const d = inDir(pick(dirsOrRoot), `new${r}/sub/deeper`);
+              c.t.write(`${d}/f1.txt`, 'f1\n');
+              c.t.write(`${d}/../f2.txt`, 'f2\n');
+              c.t.write(`${d}/.env`, 'SECRET=1\n');
+              c.t.write(`${d}/y.log`, 'log\n');
+              log.push(`mkdir -p ${d}`);
+              break;
+            }
+            case 8: // rm -rf a dir
+              if (dirs.length > 0) {
+                const d = pick(dirs);
+                c.t.rm(d);
+                log.push(`rm -rf ${d}`);
+              }
+              break;
+            case 9: // mv a dir
+              if (dirs.length > 0) {
+                const d = pick(dirs);
+                const to = inDir(pick(dirsOrRoot.filter((x) => x !== d && !x.startsWith(`${d}/`))), `moved${r}`);
+                if (!c.t.exists(to)) {
+                  fs.renameSync(path.join(c.t.dir, d), path.join(c.t.dir, to));
+                  log.push(`mv ${d} ${to}`);
+                }
+              }
+              break;
+            case 10: // replace a file by a symlink or a directory
+              if (anyFile) {
+                c.t.rm(anyFile);
+                if (rand() < 0.5) {
+                  fs.symlinkSync(pick(['../x', 'src', 'nowhere', 'a b']), path.join(c.t.dir, anyFile));
+                  log.push(`symlink ${anyFile}`);
+                } else {
+                  c.t.write(`${anyFile}/inside.txt`, 'i\n');
+                  log.push(`file->dir ${anyFile}`);
+                }
+              }
+              break;
+            case 11: // a directory replaced by a symlink
+              if (dirs.length > 0 && rand() < 0.5) {
+                const d = pick(dirs);
+                c.t.rm(d);
+                fs.symlinkSync(d === 'docs' ? 'nowhere' : pick(['docs', 'nowhere']), path.join(c.t.dir, d));
+                log.push(`dir->symlink ${d}`);
+              }
+              break;
+            case 12: // the user stages or unstages
+              if (anyFile) {
+                if (rand() < 0.5) {
+                  c.t.gitRaw(['add', '-f', '--', anyFile]);
+                  log.push(`git add ${anyFile}`);
+                } else {
+                  c.t.gitRaw(['rm', '-q', '--cached', '--', anyFile]);
+                  log.push(`git rm --cached ${anyFile}`);
+                }
+              }
+              break;
+            case 13: // staged, then modified again
+              if (anyFile && fs.lstatSync(path.join(c.t.dir, anyFile)).isFile()) {
+                c.t.write(anyFile, `staged ${r}\n`);
+                c.t.gitRaw(['add', '-f', '--', anyFile]);
+                c.t.write(anyFile, `modified after staging ${r}\n`);
+                log.push(`stage+modify ${anyFile}`);
+              }
+              break;
+            case 14: // an ignore file changes
+              if (rand() < 0.3) {
+                const g = pick(['.gitignore', 'src/.gitignore', 'docs/.gitignore']);
+                if (c.t.exists(path.dirname(g)) || path.dirname(g) === '.') {
+                  fs.appendFileSync(path.join(c.t.dir, g), pick(['*.txt\n', '!n1.txt\n', 'sub/\n', '*.md\n']));
+                  log.push(`ignore ${g}`);
+                }
+              }
+              break;
+            case 15: // the user commits what is staged
+              c.t.gitRaw(['commit', '-q', '-m', `c${r}`]);
+              log.push('git commit');
+              break;
+            default: // nothing: a read-only call
+              log.push('read-only');
+          }
+        } catch (e) {
+          log.push(`op failed: ${(e as Error).message}`);
+        }
+      }
+      parent = (await check(c, parent, `seed ${seed} round ${r} after [${log.slice(-4).join('; ')}]`)).tree;
+      if (inProcess(c)) taken++;
+    }
+    assert.ok(taken >= rounds * 0.8, `only ${taken} of ${rounds} snapshots were in-process`);
+  } finally {
+    c.t.cleanup();
+  }
+});
+
+test('the copy is kept while neither index changes, and seeded anew when the user’s index changes', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'd/b.txt': 'b\n' });
+  try {
+    // Not written back (a server takes the next snapshots): the next one still uses the copy.
+    let snap = await check(c, null, 'first', { warmCopy: false });
+    assert.ok(snap.seeded && inProcess(c));
+    c.t.write('d/b.txt', 'b2\n');
+    c.t.write('new.txt', 'n\n');
+    snap = await check(c, snap.tree, 'second');
+    assert.ok(!snap.seeded && inProcess(c), 'the kept copy is used again');
+    assert.equal(snap.changed.map((x) => `${x.change} ${x.path}`), ['M d/b.txt', 'A new.txt']);
+    c.t.git(['add', 'new.txt']);
+    c.t.write('a.txt', 'a2\n');
+    snap = await check(c, snap.tree, 'after git add');
+    assert.ok(snap.seeded && inProcess(c), 'a new copy of the changed user index');
+    assert.equal(snap.changed.map((x) => `${x.change} ${x.path}`), ['M a.txt']);
+    // Another writer of the private index (undo records restored entries through git): seeded anew.
+    c.t.gitRaw(['update-index', '--add', '--cacheinfo', `100644,${c.t.git(['hash-object', '-w', 'a.txt']).trim()},other.txt`], { env: { GIT_INDEX_FILE: c.index } });
+    snap = await check(c, snap.tree, 'after a foreign write');
+    assert.ok(snap.seeded && inProcess(c));
+    assert.equal(snap.changed, []);
+  } finally {
+    c.t.cleanup();
+  }
+});
+
+test('a snapshot without the untracked cache (undo) makes the private index the session’s own again', async () => {
+  const c = await setup({ 'a.txt': 'a\n' });
+  try {
+    const first = await check(c, null, 'first');
+    assert.ok(inProcess(c));
+    c.t.write('u.txt', 'u\n');
+    const undoSnap = await snapshotTree(c.repo, { indexFile: c.index, settings: c.settings, parentTree: first.tree });
+    assert.not.ok(inProcess(c));
+    // The index now holds that snapshot's tree, as recordApplied expects.
+    assert.is(c.t.git(['write-tree'], { env: { GIT_INDEX_FILE: c.index } }).trim(), undoSnap.tree);
+    c.t.write('v.txt', 'v\n');
+    const next = await check(c, undoSnap.tree, 'next');
+    assert.not.ok(inProcess(c), 'the session’s own index stays on git’s path');
+    assert.equal(next.changed.map((x) => x.path), ['v.txt']);
+  } finally {
+    c.t.cleanup();
+  }
+});
+
+/** Sets up a case the in-process path must leave to git, and asserts it did, with the full scan's result. */
+async function assertDeclined(
+  name: string,
+  why: RegExp,
+  prepare: (c: Ctx) => void,
+  opts: { files?: Record<string, string>; config?: string[][]; maxInProcessPaths?: number } = {},
+): Promise<void> {
+  const c = await setup(opts.files ?? { 'a.txt': 'a\n', 'd/b.txt': 'b\n' }, opts.config ?? []);
+  try {
+    prepare(c);
+    const snap = await check(c, null, name, opts.maxInProcessPaths !== undefined ? { maxInProcessPaths: opts.maxInProcessPaths } : {});
+    assert.ok(snap.declined !== undefined && why.test(snap.declined), `${name}: declined ${String(snap.declined)}, expected ${why}`);
+    assert.not.ok(inProcess(c), `${name}: no copy kept`);
+    // And the next snapshot, on the session's own index, still agrees.
+    c.t.write('later.txt', 'l\n');
+    await check(c, snap.tree, `${name}: next`);
+  } finally {
+    c.t.cleanup();
+  }
+}
+
+test('left to git: attributes in the index, from config, or appearing untracked', async () => {
+  await assertDeclined('.gitattributes tracked', /attributes files in the index/, (c) => c.t.write('a.txt', 'one\r\n'), {
+    files: { '.gitattributes': '*.txt text eol=lf\n', 'a.txt': 'a\n' },
+  });
+  await assertDeclined('core.autocrlf', /autocrlf/, (c) => c.t.write('a.txt', 'one\r\n'), { config: [['core.autocrlf', 'true']] });
+  await assertDeclined('untracked .gitattributes', /attributes file/, (c) => {
+    c.t.write('.gitattributes', '* text=auto\n');
+    c.t.write('a.txt', 'a\r\n');
+  });
+});
+
+test('left to git: config that changes what git records', async () => {
+  await assertDeclined('core.fileMode=false', /fileMode/, (c) => fs.chmodSync(path.join(c.t.dir, 'a.txt'), 0o755), { config: [['core.fileMode', 'false']] });
+  await assertDeclined('core.ignoreCase', /ignoreCase/, (c) => c.t.write('A.txt', 'x\n'), { config: [['core.ignoreCase', 'true']] });
+});
+
+test('left to git: flagged, intent-to-add, unmerged and gitlink entries in the user’s index', async () => {
+  await assertDeclined('skip-worktree', /skip-worktree/, (c) => {
+    c.t.git(['update-index', '--skip-worktree', 'a.txt']);
+    c.t.write('a.txt', 'changed\n');
+  });
+  await assertDeclined('assume-unchanged', /assume-unchanged/, (c) => {
+    c.t.git(['update-index', '--assume-unchanged', 'a.txt']);
+    c.t.write('a.txt', 'changed\n');
+  });
+  await assertDeclined('intent-to-add', /intent-to-add/, (c) => {
+    c.t.write('ita.txt', 'later\n');
+    c.t.git(['add', '-N', 'ita.txt']);
+  });
+  await assertDeclined('unmerged', /unmerged/, (c) => {
+    const blob = (s: string) => c.t.git(['hash-object', '-w', '--stdin'], { input: s }).trim();
+    c.t.git(['update-index', '--index-info'], { input: `0 ${'0'.repeat(40)}\ta.txt\n100644 ${blob('base\n')} 1\ta.txt\n100644 ${blob('ours\n')} 2\ta.txt\n100644 ${blob('theirs\n')} 3\ta.txt\n` });
+    c.t.write('a.txt', '<<<<<<< ours\n');
+  });
+  await assertDeclined('gitlink', /gitlink/, (c) => {
+    const head = c.t.git(['rev-parse', 'HEAD']).trim();
+    c.t.git(['update-index', '--add', '--cacheinfo', `160000,${head},sub`]);
+  });
+});
+
+test('left to git: a nested repository, a name that is not UTF-8, too many changed paths', async () => {
+  await assertDeclined('nested repository', /nested repository/, (c) => {
+    c.t.write('nested/f.txt', 'f\n');
+    c.t.git(['init', '-q', 'nested']);
+  });
+  await assertDeclined('not UTF-8', /UTF-8/, (c) => {
+    fs.writeFileSync(Buffer.concat([Buffer.from(`${c.t.dir}/d/`), Buffer.from([0x6e, 0xe9, 0x2e, 0x74, 0x78, 0x74])]), 'latin1 name\n');
+  });
+  await assertDeclined('a tracked name that is not UTF-8 beside a changed file', /UTF-8/, (c) => {
+    fs.writeFileSync(Buffer.concat([Buffer.from(`${c.t.dir}/d/`), Buffer.from([0x6e, 0xe9, 0x2e, 0x74, 0x78, 0x74])]), 'latin1 name\n');
+    c.t.git(['add', '-A']);
+    c.t.git(['commit', '-q', '-m', 'latin1']);
+    c.t.write('d/b.txt', 'changed\n');
+  });
+  await assertDeclined(
+    'too many changed paths',
+    /changed paths/,
+    (c) => {
+      for (let i = 0; i < 6; i++) c.t.write(`many/f${i}.txt`, `${i}\n`);
+    },
+    { maxInProcessPaths: 5 },
+  );
+});
+
+test.run();
