@@ -169,6 +169,11 @@ export const checkpointOneFile: Scenario = {
   async run(ctx) {
     const { repo, env } = ctx;
     const snap = agentsnapCmd(env, repo.dir, ['snap', '-q']);
+    // Untimed: a session's first snap starts it (and a server), the next is the server's first, a full scan.
+    for (let i = 0; i < 2; i++) {
+      editOneFile(repo, `checkpoint warm-up ${i}`);
+      timed([snap]);
+    }
     ctx.log(`  snap after one changed file (${ctx.runs} runs)`);
     const samples = await interleave(
       [{ name: 'agentsnap', prepare: (i) => editOneFile(repo, `checkpoint ${i}`), run: () => timed([snap]).ms }, rawGitSubject(ctx)],

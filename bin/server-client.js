@@ -64,8 +64,13 @@ export function snapViaServer(args) {
     }
     if (slot < 0) return null;
     claim = path.join(run, `claim.${slot}`);
-    // The server holds the reply FIFO open for writing, so this open does not block while it lives.
-    const reply = fs.openSync(path.join(run, `slot.${slot}`), fs.constants.O_RDONLY);
+    // The server holds the reply FIFO open for writing: end of file means it is gone. A read-only open
+    // would wait forever for a writer if it died after the pid check, so open read-write first (never
+    // waits), then read-only (a writer, ours, exists), and drop ours: only the server's end is left.
+    const slotFile = path.join(run, `slot.${slot}`);
+    const ours = fs.openSync(slotFile, fs.constants.O_RDWR);
+    const reply = fs.openSync(slotFile, fs.constants.O_RDONLY);
+    fs.closeSync(ours);
     const req = fs.openSync(path.join(run, 'req'), fs.constants.O_RDWR);
     fs.writeSync(req, `${slot} ${process.pid}\n`);
     fs.closeSync(req);

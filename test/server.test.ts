@@ -125,6 +125,23 @@ test('server: a server gone between the client\'s pid check and its reply slot m
   }
 });
 
+test('server: snap through the Node shim falls back, not hangs, when the server is gone before it opens its reply slot', async () => {
+  const repo = seeded();
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const runDir = runDirOf(r);
+  fs.mkdirSync(runDir, { recursive: true });
+  const stand = spawn('sleep', ['60'], { stdio: 'ignore' });
+  try {
+    fs.writeFileSync(path.join(runDir, 'pid'), `${stand.pid}\n`);
+    for (const fifo of ['req', 'slot.0']) execFileSync('mkfifo', [path.join(runDir, fifo)]);
+    const res = await run(process.execPath, [JS, 'snap', '--json'], { cwd: repo.dir, env: { ...repo.env, AGENTSNAP_SERVER: 'on' }, timeoutMs: 20_000 });
+    assert.is(res.code, 0, res.stderr);
+    assert.ok((JSON.parse(res.stdout) as { session?: string }).session, 'snap ran on the Node path');
+  } finally {
+    stand.kill();
+  }
+});
+
 test('server: snap through the Node shim runs in the server and prints what snap prints', async () => {
   const repo = seeded();
   const env = serverEnv(repo);
