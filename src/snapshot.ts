@@ -385,7 +385,8 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack
   const res = await repo.git(
     [
       ...SNAPSHOT_GIT_CONFIG,
-      '-c', 'core.untrackedCache=true',
+      // Built only where it is written back (~30 ms of a cold status at 100k files otherwise).
+      '-c', `core.untrackedCache=${writeBack}`,
       // The cache keeps the flags it was built with: those of -uall.
       '-c', 'status.showUntrackedFiles=all',
       'status', '--porcelain=v2', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=dirty',

@@ -71,6 +71,18 @@ export async function run(args: string[], io: CliIO): Promise<number> {
       exitCode = code;
     },
   };
+  // `snap` on the Node path runs on every tool call when no server does: well-formed arguments skip
+  // yargs (~25 ms of its start-up); anything else (help, a typo, a bad value) gets yargs' handling.
+  const quick = args[0] === 'snap' ? parseSnapArgs(args.slice(1)) : null;
+  if (quick) {
+    try {
+      const { snapCommand } = await import('./commands/snap.js');
+      await (snapCommand(ctx).handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
+      return exitCode;
+    } catch (e) {
+      return reportError(e, io, wantsJson);
+    }
+  }
   const known = new Set(COMMANDS.map((c) => c.name));
   // A named command without --help needs only its own module; anything else
   // (help, no command, an unknown one) lists or suggests them all.
@@ -129,6 +141,51 @@ function skipHelpCache(parser: object): void {
   type Internals = { getInternalMethods?: () => { getUsageInstance?: () => { cacheHelpMessage?: unknown } } };
   const usage = (parser as Internals).getInternalMethods?.().getUsageInstance?.();
   if (usage && typeof usage.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {};
+}
+
+const SNAP_VALUES: Record<string, { key: string; choices?: readonly string[]; integer?: boolean }> = {
+  '--session': { key: 'session' },
+  '--phase': { key: 'phase', choices: ['pre', 'post'] },
+  '--step': { key: 'step', integer: true },
+  '--tool': { key: 'tool' },
+  '--message': { key: 'message' },
+  '-m': { key: 'message' },
+  '--status': { key: 'status', choices: ['done', 'failed', 'interrupted'] },
+};
+const SNAP_FLAGS: Record<string, string> = { '--json': 'json', '--quiet': 'quiet', '-q': 'quiet' };
+
+/**
+ * `snap`'s arguments as yargs would give them to its handler, for the plain
+ * forms only (each option at most once, values that cannot be mistaken for
+ * options, choices and numbers valid); null for anything else, which yargs
+ * then parses, explains or rejects.
+ */
+export function parseSnapArgs(args: string[]): Record<string, unknown> | null {
+  const argv: Record<string, unknown> = { json: false, quiet: false };
+  const seen = new Set<string>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    const flag = SNAP_FLAGS[name];
+    const opt = SNAP_VALUES[name];
+    const key = flag ?? opt?.key;
+    if (!key || seen.has(key)) return null;
+    seen.add(key);
+    if (flag) {
+      if (eq > 0) return null;
+      argv[flag] = true;
+      continue;
+    }
+    const value = eq > 0 ? arg.slice(eq + 1) : args[++i];
+    if (value === undefined || value === '' || value.startsWith('-') || !opt) return null;
+    if (opt.choices && !opt.choices.includes(value)) return null;
+    if (opt.integer) {
+      if (!/^[1-9][0-9]{0,8}$/.test(value)) return null;
+      argv[opt.key] = Number(value);
+    } else argv[opt.key] = value;
+  }
+  return argv;
 }
 
 export function reportError(raw: unknown, io: CliIO, json: boolean): number {
