@@ -366,9 +366,11 @@ export const firstSnapshotWarm: Scenario = {
     const { repo, env } = ctx;
     stopServer(env, repo.dir);
     removeAgentsnapState(repo, env);
-    const setup = installClaudeHooks(repo, env, 'Read');
+    // An Edit: a hooked tool (Read runs no hook since init leaves read-only tools out of the matcher).
+    const setup = installClaudeHooks(repo, env, 'Edit');
+    if (!setup.hooked) throw new Error('first-warm: the hooks init wrote do not match Edit; nothing would be measured');
     const file = path.join(repo.dir, repo.editFile);
-    const spec = (sessionId: string): ToolCallSpec => ({ sessionId, tool: 'Read', input: { file_path: file }, response: { type: 'text' } });
+    const spec = (sessionId: string): ToolCallSpec => ({ sessionId, tool: 'Edit', input: { file_path: file, old_string: '// edited', new_string: '// edited again' }, response: { filePath: file } });
     const first = (i: number) => timed(hookCmds(setup, 'PreToolUse', claudePayload(setup, spec(`bench-first-${process.pid}-${i}`), 'PreToolUse', `toolu_first_${process.pid}_${i}`)));
     try {
       // An earlier session starts the server; give its watcher time to come up (untimed).

@@ -139,6 +139,8 @@ test('server: snap through the Node shim falls back, not hangs, when the server 
     assert.ok((JSON.parse(res.stdout) as { session?: string }).session, 'snap ran on the Node path');
   } finally {
     stand.kill();
+    // The Node path started a real server for the next snap: stop it with the test.
+    await cli(repo, ['server', 'stop'], { env: { AGENTSNAP_SERVER: 'on' } });
   }
 });
 
