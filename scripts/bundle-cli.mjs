@@ -83,6 +83,9 @@ await build({
   // CommonJS dependencies (picomatch) require Node's built-ins.
   banner: { js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);" },
   plugins: [yargsLocales, lazyStringWidth],
+  // Less text for V8 to scan on every start; identifiers stay (error names, stack traces with AGENTSNAP_DEBUG=1).
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
 });
 
