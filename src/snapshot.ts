@@ -8,6 +8,8 @@ import { errors, isAgentsnapError } from './errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
+import { snapshotStatusArgs } from './git/status-args.js';
+import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
 import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { restoreTempWriterGone, statKey, unlinkQuiet } from './fsutil.js';
@@ -162,11 +164,15 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   const userKey = statKey(path.join(repo.gitDir, 'index'));
   const seeded = seedPrivateIndex(repo, indexFile);
   if (seeded) opts.onProgress?.('indexing the worktree');
+  // A status the executable started is of use only to a fresh copy that is not written back (inProcessSnapshot):
+  // any other snapshot stops it now rather than share the machine with it.
+  if (!(opts.untrackedCache && seeded && opts.warmCopy === false)) dropStatusPrefetch();
   let declined: string | undefined;
   if (opts.untrackedCache && (seeded || copy === 'valid')) {
     const res = await inProcessSnapshot(repo, opts, userKey, seeded);
     if (typeof res !== 'string') return res;
     declined = res;
+    dropStatusPrefetch();
   }
   // From here git writes the index: it becomes the session's own.
   fs.rmSync(userCopyFile(indexFile), { force: true });
@@ -381,18 +387,12 @@ function attributesFromConfig(repo: Repo, settings: Settings): boolean {
  * path only then, and re-checks every attributed entry when an attributes
  * file shows up among the changes.
  */
-async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean }> {
-  const res = await repo.git(
-    [
-      ...SNAPSHOT_GIT_CONFIG,
-      // Built only where it is written back (~30 ms of a cold status at 100k files otherwise).
-      '-c', `core.untrackedCache=${writeBack}`,
-      // The cache keeps the flags it was built with: those of -uall.
-      '-c', 'status.showUntrackedFiles=all',
-      'status', '--porcelain=v2', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=dirty',
-    ],
-    { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: writeBack ? '1' : '0' } },
-  );
+async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true, prefetched: Promise<Buffer | null> | null = null): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean }> {
+  // The same command the executable may have started already on the identical user's index (status-prefetch.ts).
+  const early = prefetched ? await prefetched : null;
+  const res = early
+    ? { stdout: early }
+    : await repo.git(snapshotStatusArgs(writeBack), { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: writeBack ? '1' : '0' } });
   const changed: string[] = [];
   const untracked: string[] = [];
   let unmerged = false;
@@ -673,7 +673,10 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   const baseCopy = `${indexFile}.base-${process.pid}`;
   fs.copyFileSync(indexFile, baseCopy);
   const base = writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
-  const status = statusWithUntrackedCache(repo, indexFile, !seeded || opts.warmCopy !== false);
+  const writeBack = !seeded || opts.warmCopy !== false;
+  // A fresh copy not written back: the status of the user's index itself, if the executable started it.
+  const prefetched = writeBack ? null : takeStatusPrefetch(repo, userKey, snapshotStatusArgs(false));
+  const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched);
   const settled = () => Promise.allSettled([base, status]);
   // Read while git runs (git replaces the file whole, so either version has the same entries).
   const facts = readIndexFacts(baseCopy);

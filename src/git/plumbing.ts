@@ -10,16 +10,8 @@ import { errors } from '../errors.js';
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 export const ZERO_OID = '0000000000000000000000000000000000000000';
 
-/** Options that keep git from transforming content, running user programs, or printing advice. */
-export const SNAPSHOT_GIT_CONFIG = [
-  '-c', 'core.autocrlf=false',
-  '-c', 'core.safecrlf=false',
-  '-c', 'core.fsmonitor=false',
-  '-c', 'advice.addEmbeddedRepo=false',
-  '-c', 'advice.addIgnoredFile=false',
-  '-c', 'gc.auto=0',
-  '-c', 'maintenance.auto=false',
-];
+export { SNAPSHOT_GIT_CONFIG } from './status-args.js';
+import { SNAPSHOT_GIT_CONFIG } from './status-args.js';
 
 export function indexEnv(indexFile: string): Record<string, string> {
   return { GIT_INDEX_FILE: indexFile };
