@@ -10,6 +10,8 @@ import * as assert from 'uvu/assert';
 import { cli, tempRepo, type TempRepo } from './helpers.js';
 import { gitCommonDir, jsonError, snapJson } from './snap-helpers.js';
 import { acquireLock, clearStaleGitLock, processStartTime } from '../src/lock.js';
+import { openRepo } from '../src/repo.js';
+import { updateRefs } from '../src/git/plumbing.js';
 
 function sessionLock(repo: TempRepo, session: string): string {
   return path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'lock');
@@ -83,6 +85,25 @@ test('a live owner makes snap fail with Busy (exit 5) after agentsnap.lockTimeou
     assert.is(s2.step, 2);
   } finally {
     sleeper.kill();
+    repo.cleanup();
+  }
+});
+
+test('ref locks a killed git left on several of agentsnap\'s refs are all cleared: the update goes through (crash: snap killed with its group)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const r = await openRepo(repo.dir, { env: repo.env });
+    const head = repo.git(['rev-parse', 'HEAD']).trim();
+    // git stops at the first lock in its way, so the second is only reported by the retry.
+    for (const n of [1, 2, 3]) {
+      const lock = path.join(r.commonDir, 'refs', 'agent', 's', `${n}.lock`);
+      fs.mkdirSync(path.dirname(lock), { recursive: true });
+      fs.writeFileSync(lock, '');
+    }
+    await updateRefs(r, [1, 2, 3].map((n) => ({ ref: `refs/agent/s/${n}`, value: head })));
+    for (const n of [1, 2, 3]) assert.is(repo.git(['rev-parse', `refs/agent/s/${n}`]).trim(), head);
+    assert.equal(fs.readdirSync(path.join(r.commonDir, 'refs', 'agent', 's')).filter((f) => f.endsWith('.lock')), []);
+  } finally {
     repo.cleanup();
   }
 });

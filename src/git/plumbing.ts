@@ -197,25 +197,29 @@ export async function updateRefs(repo: Repo, updates: RefUpdate[]): Promise<void
   const lines = ['start'];
   for (const u of updates) lines.push(u.value === null ? `delete ${u.ref}` : `update ${u.ref} ${u.value}`);
   lines.push('prepare', 'commit', '');
-  try {
-    await repo.git(['update-ref', '--stdin'], { input: lines.join('\n') });
-  } catch (e) {
-    // A git killed while updating refs (a crash of the agentsnap that ran it) leaves its ref lock
-    // behind; git never removes it. A lock of one of agentsnap's refs (or packed-refs) that no
-    // process holds is removed and the update tried once more.
-    const locks = [...String((e as { data?: { stderr?: string } }).data?.stderr ?? '').matchAll(/Unable to create '([^']+\.lock)': File exists/g)].map((m) => m[1] ?? '');
-    const stale = locks.filter((f) => /\/refs\/agent(snap)?\/|\/packed-refs\.lock$/.test(f));
-    let removed = false;
-    for (const f of stale) if (await clearStaleGitLock(f)) removed = true;
-    if (!removed) {
-      if (locks.length === 0) throw e;
-      // Name the lock (git's own message ends in advice and cuts the path off in one line).
-      throw errors.busy(`updating agentsnap's refs failed: ${locks.join(', ')} is in the way${stale.length ? ' (still held by a running git)' : ''}.`, {
-        hint: 'Wait for the other git command to finish and try again; if none runs, remove that lock file.',
-        data: { locks, stderr: String((e as { data?: { stderr?: string } }).data?.stderr ?? '') },
-      });
+  // A git killed while updating refs (a crash of the agentsnap that ran it) leaves its ref locks
+  // behind; git never removes them. A lock of one of agentsnap's refs (or packed-refs) that no
+  // process holds is removed and the update tried again. git stops at the first lock in its way,
+  // so each attempt can report the next one: one attempt per ref, plus packed-refs, at most.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await repo.git(['update-ref', '--stdin'], { input: lines.join('\n') });
+      return;
+    } catch (e) {
+      const stderr = String((e as { data?: { stderr?: string } }).data?.stderr ?? '');
+      const locks = [...stderr.matchAll(/Unable to create '([^']+\.lock)': File exists/g)].map((m) => m[1] ?? '');
+      if (locks.length === 0 || attempt > updates.length) throw e;
+      const stale = locks.filter((f) => /\/refs\/agent(snap)?\/|\/packed-refs\.lock$/.test(f));
+      let removed = false;
+      for (const f of stale) if (await clearStaleGitLock(f)) removed = true;
+      if (!removed) {
+        // Name the lock (git's own message ends in advice and cuts the path off in one line).
+        throw errors.busy(`updating agentsnap's refs failed: ${locks.join(', ')} is in the way${stale.length ? ' (still held by a running git)' : ''}.`, {
+          hint: 'Wait for the other git command to finish and try again; if none runs, remove that lock file.',
+          data: { locks, stderr },
+        });
+      }
     }
-    await repo.git(['update-ref', '--stdin'], { input: lines.join('\n') });
   }
 }
 
