@@ -9,7 +9,7 @@ import { newSessionId } from './ids.js';
 import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
 import { eventBase, type JournalEvent } from './journal.js';
-import { withLock } from './lock.js';
+import { clearStaleGitLock, withLock } from './lock.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs, type RefUpdate } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
 import { snapshotTree } from './snapshot.js';
@@ -168,6 +168,9 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       message: commitMessage({ summary: `before applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit }),
     });
     const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
+    // Each apply names a new safety ref, so the lock of one whose git was killed (an apply killed
+    // mid-way) is never in the way of a later update that would clear it: clear it here.
+    await clearStaleSafetyRefLocks(repo);
     await updateRefs(repo, [{ ref: safetyRef, value: safety }]);
     const restored = writeRestore(repo, prepared);
     const left = restored.left.filter((l) => !restored.nested.includes(l.path));
@@ -402,4 +405,16 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
     result.purged = true;
   }
   return result;
+}
+
+/** Removes lock files under refs/agentsnap/safety/ that no process holds (a killed git's; see clearStaleGitLock). */
+async function clearStaleSafetyRefLocks(repo: Repo): Promise<void> {
+  const dir = path.join(repo.commonDir, ...SAFETY_REF_PREFIX.split('/').filter(Boolean));
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) if (name.endsWith('.lock')) await clearStaleGitLock(path.join(dir, name), 0);
 }

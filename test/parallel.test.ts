@@ -59,6 +59,32 @@ test('apply merges the session net change into the current worktree, after a saf
   }
 });
 
+test('apply clears the safety-ref lock a killed apply left (its ref name is never used again), not one a live git holds', async () => {
+  const r = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const wt = await worktreeSession(r, 's1');
+    writeIn(wt, 'a.txt', 'agent\n');
+    await snapIn(r, 's1', wt);
+    const dir = path.join(r.dir, '.git', 'refs', 'agentsnap', 'safety');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'killed-apply.lock'), '');
+    const held = path.join(dir, 'running-git.lock');
+    fs.writeFileSync(held, '');
+    const fd = fs.openSync(held, 'r');
+    try {
+      const res = await cli(r, ['apply', 's1']);
+      assert.is(res.code, 0, res.stderr);
+      assert.is(r.read('a.txt').toString(), 'agent\n');
+      assert.not.ok(fs.existsSync(path.join(dir, 'killed-apply.lock')), 'the stale lock is gone');
+      assert.ok(fs.existsSync(held), 'a held lock stays');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } finally {
+    r.cleanup();
+  }
+});
+
 test('apply refuses conflicts with the list and writes nothing; --force-conflicts writes markers', async () => {
   const r = tempRepo({ files: { 'a.txt': 'base\n', 'b.txt': 'b\n' } });
   try {
