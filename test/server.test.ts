@@ -102,16 +102,23 @@ test('server: a stale pid file (server killed) makes the client fall back', asyn
   assert.ok((await stepsOf(repo)).steps.some((st) => st.toolUseId === 'toolu_3'));
 });
 
+/**
+ * What a client finds when the server died right after its pid check: a live
+ * pid (a stand-in process), the FIFOs still there, nobody holding a reply slot.
+ */
+async function goneServerRunDir(repo: TempRepo): Promise<{ runDir: string; stop: () => void }> {
+  const runDir = runDirOf(await openRepo(repo.dir, { env: repo.env }));
+  fs.mkdirSync(runDir, { recursive: true });
+  const stand = spawn('sleep', ['60'], { stdio: 'ignore' });
+  fs.writeFileSync(path.join(runDir, 'pid'), `${stand.pid}\n`);
+  for (const fifo of ['req', 'slot.0']) execFileSync('mkfifo', [path.join(runDir, fifo)]);
+  return { runDir, stop: () => stand.kill() };
+}
+
 test('server: a server gone between the client\'s pid check and its reply slot makes the client fall back, not hang', async () => {
   const repo = seeded();
-  const r = await openRepo(repo.dir, { env: repo.env });
-  const runDir = runDirOf(r);
-  fs.mkdirSync(runDir, { recursive: true });
-  // What the client finds in that window: a live pid, the FIFOs still there, nobody holding the reply slot.
-  const stand = spawn('sleep', ['60'], { stdio: 'ignore' });
+  const { runDir, stop } = await goneServerRunDir(repo);
   try {
-    fs.writeFileSync(path.join(runDir, 'pid'), `${stand.pid}\n`);
-    for (const fifo of ['req', 'slot.0']) execFileSync('mkfifo', [path.join(runDir, fifo)]);
     const pre = await run('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', 'PreToolUse'], {
       cwd: repo.dir,
       env: repo.env,
@@ -121,25 +128,20 @@ test('server: a server gone between the client\'s pid check and its reply slot m
     assert.is(pre.code, 0, pre.stderr);
     assert.ok((await stepsOf(repo)).steps.some((st) => st.toolUseId === 'toolu_gone'), 'recorded through the Node hook');
   } finally {
-    stand.kill();
+    stop();
   }
 });
 
 test('server: snap through the Node shim falls back, not hangs, when the server is gone before it opens its reply slot', async () => {
   const repo = seeded();
-  const r = await openRepo(repo.dir, { env: repo.env });
-  const runDir = runDirOf(r);
-  fs.mkdirSync(runDir, { recursive: true });
-  const stand = spawn('sleep', ['60'], { stdio: 'ignore' });
+  const { stop } = await goneServerRunDir(repo);
   try {
-    fs.writeFileSync(path.join(runDir, 'pid'), `${stand.pid}\n`);
-    for (const fifo of ['req', 'slot.0']) execFileSync('mkfifo', [path.join(runDir, fifo)]);
     // The Node path then starts a real server for the next snap: one that exits as soon as it is idle.
     const res = await run(process.execPath, [JS, 'snap', '--json'], { cwd: repo.dir, env: { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_IDLE_MS: '200' }, timeoutMs: 20_000 });
     assert.is(res.code, 0, res.stderr);
     assert.ok((JSON.parse(res.stdout) as { session?: string }).session, 'snap ran on the Node path');
   } finally {
-    stand.kill();
+    stop();
   }
 });
 
