@@ -77,6 +77,16 @@ export function restoreTempName(base: string, pid: number, rand: string): string
   return `.${base.slice(0, 40)}.agentsnap-${pid}-${rand}`;
 }
 
+/**
+ * Whether `rel` is a restore's temporary file, which snapshots leave out (never
+ * user content); one whose writer is gone (killed mid-write) is removed.
+ */
+export function skipRestoreTemp(worktree: string, rel: string): boolean {
+  const gone = restoreTempWriterGone(rel);
+  if (gone) unlinkQuiet(path.join(worktree, rel));
+  return gone !== null;
+}
+
 /** For a restore's temporary file (see restoreTempName): whether its writer is gone. Null for any other path. */
 export function restoreTempWriterGone(rel: string): boolean | null {
   const m = RESTORE_TEMP_RE.exec(rel);

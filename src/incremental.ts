@@ -21,7 +21,7 @@ import { objectStore, type ObjectStore } from './git/objects.js';
 import { blobOf, TreeEditor, unsupportedConfig } from './tree-editor.js';
 import { WorktreeWatcher, type WatcherOptions } from './watcher.js';
 import { readIndexPaths } from './git/index-file.js';
-import { restoreTempWriterGone, statKey, unlinkQuiet } from './fsutil.js';
+import { skipRestoreTemp, statKey } from './fsutil.js';
 
 export interface IncrementalOptions {
   /** A directory of the engine's own (0700): its private index and the watcher's sync cookies. */
@@ -538,11 +538,7 @@ class Walk {
       this.files.push({ rel, symlink });
       return null;
     }
-    const tempGone = restoreTempWriterGone(rel);
-    if (tempGone !== null) {
-      if (tempGone) unlinkQuiet(path.join(this.worktree, rel));
-      return null;
-    }
+    if (skipRestoreTemp(this.worktree, rel)) return null;
     // Asked of git in one batch at the end (finish): one round trip, not one per file.
     this.untracked.push({ rel, size: st.size, symlink });
     return null;

@@ -12,7 +12,7 @@ import { snapshotStatusArgs } from './git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
 import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
-import { restoreTempWriterGone, statKey, unlinkQuiet } from './fsutil.js';
+import { skipRestoreTemp, statKey, unlinkQuiet } from './fsutil.js';
 import { ObjectReader } from './git/cat-file.js';
 import { objectStore } from './git/objects.js';
 import { readIndexFacts } from './git/index-file.js';
@@ -232,12 +232,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
       else skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
       continue;
     }
-    const tempGone = restoreTempWriterGone(rel);
-    if (tempGone !== null) {
-      // A restore's temporary file, never user content: left out, and removed once its writer is gone (killed mid-write).
-      if (tempGone) unlinkQuiet(abs);
-      continue;
-    }
+    if (skipRestoreTemp(repo.worktree, rel)) continue;
     let st: fs.Stats;
     try {
       st = fs.lstatSync(abs);
@@ -727,11 +722,7 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   const classify = untrackedClassifier(settings);
   const skipped: SkippedFile[] = [];
   for (const rel of st.untracked) {
-    const tempGone = restoreTempWriterGone(rel);
-    if (tempGone !== null) {
-      if (tempGone) unlinkQuiet(path.join(repo.worktree, rel));
-      continue;
-    }
+    if (skipRestoreTemp(repo.worktree, rel)) continue;
     let s: fs.Stats;
     try {
       s = fs.lstatSync(path.join(repo.worktree, rel));
