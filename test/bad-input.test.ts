@@ -16,30 +16,32 @@ const isRoot = process.getuid?.() === 0;
 
 
 
-/** Runs agentsnap as the unprivileged user `nobody` (root reads every file whatever its mode). */
-function asNobody(repo: TempRepo, args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, BIN, ...args], { cwd: repo.dir, env: repo.env, encoding: 'utf8' });
+/**
+ * Runs agentsnap as root without the capabilities that let root read any file
+ * whatever its mode (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH): it then obeys file
+ * permissions, yet still owns, and so reads, the checkout and the temp repo, even
+ * from a private (0700) directory that another user could not enter.
+ */
+const DROP_READ_CAPS = ['--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search', '--'];
+function withoutReadCaps(repo: TempRepo, args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, ...args], { cwd: repo.dir, env: repo.env, encoding: 'utf8' });
   return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
 }
 
-test('files without read permission (as an unprivileged user): exit 1 naming the file, no step, nothing changed', async () => {
-  if (!isRoot || spawnSync('setpriv', ['--version']).status !== 0) {
-    console.log('  (skipped: needs root and setpriv to drop privileges; test/session.test.ts covers it as a normal user)');
+test('files without read permission (root without its read capabilities): exit 1 naming the file, no step, nothing changed', async () => {
+  if (!isRoot || spawnSync('setpriv', [...DROP_READ_CAPS, 'true']).status !== 0) {
+    console.log('  (skipped: needs root and setpriv to drop the read capabilities; test/session.test.ts covers it as a normal user)');
     return;
   }
   const repo = tempRepo({ files: { 'a.txt': 'a\n', 'locked.txt': 'l\n' } });
   try {
-    spawnSync('chown', ['-R', 'nobody:nogroup', repo.base]);
-    // The test's own git calls (as root) on a repository nobody owns.
-    Object.assign(repo.env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: '*' });
-    const first = asNobody(repo, ['snap', '--json']);
+    const first = withoutReadCaps(repo, ['snap', '--json']);
     assert.is(first.code, 0, first.stderr);
     const refs = refsUnder(repo, 'refs/agent/');
     const index = indexBytes(repo);
     fs.chmodSync(path.join(repo.dir, 'locked.txt'), 0o000);
     repo.write('new-locked.txt', 'x\n', 0o000);
-    spawnSync('chown', ['nobody:nogroup', path.join(repo.dir, 'new-locked.txt')]);
-    const r = asNobody(repo, ['snap']);
+    const r = withoutReadCaps(repo, ['snap']);
     assert.is(r.code, 1, r.stderr);
     assert.match(r.stderr, /locked\.txt/);
     assert.match(r.stderr, /not readable|could not be read/);
@@ -49,7 +51,7 @@ test('files without read permission (as an unprivileged user): exit 1 naming the
     // Excluding it is the way out the message offers.
     repo.git(['config', '--add', 'agentsnap.exclude', '*locked.txt']);
     fs.chmodSync(path.join(repo.dir, 'locked.txt'), 0o644);
-    const ok = asNobody(repo, ['snap']);
+    const ok = withoutReadCaps(repo, ['snap']);
     assert.is(ok.code, 0, ok.stderr);
   } finally {
     repo.cleanup();
