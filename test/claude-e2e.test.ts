@@ -12,13 +12,16 @@ import { openRepo } from '../src/repo.js';
 
 const claude = claudeBinary();
 
-// Twice: hooks through the Node path, and through the warm server the wrapper hosts (the shell client).
-for (const server of ['off', 'on'] as const)
+// Three times: hooks through the Node path, through the warm server the wrapper hosts (the shell client), and
+// through a background server that was already running when wrap started (its engine warm: the fastest hooks).
+for (const server of ['off', 'on', 'background'] as const)
 test(`claude under wrap (server ${server}): one step per tool call, right tools and statuses, post trees equal the files after each call`, async () => {
   if (!claude) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
   const d = (rel: string) => path.join(repo.dir, rel);
   const script: ScriptedTurn[] = [
+    // The first call is a read (no hook): journaled from the transcript, whenever its lines are flushed.
+    { tools: [{ name: 'Read', input: { file_path: d('a.txt') } }] },
     { text: 'I will create hello.txt.', tools: [{ name: 'Write', input: { file_path: d('hello.txt'), content: 'hello\n' } }] },
     { tools: [{ name: 'Edit', input: { file_path: d('a.txt'), old_string: 'one', new_string: 'two' } }] },
     { tools: [{ name: 'Read', input: { file_path: d('a.txt') } }, { name: 'Write', input: { file_path: d('sub/new.txt'), content: 'nested\n' } }] },
@@ -36,6 +39,7 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
     change(files);
     expected.push(files);
   };
+  after(() => undefined);
   after((f) => (f['hello.txt'] = 'hello\n'));
   after((f) => (f['a.txt'] = 'two\n'));
   after(() => undefined);
@@ -47,23 +51,30 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
   after((f) => (f['fail.txt'] = 'partial\n'));
   after(() => undefined);
   // Read is not hooked (CLAUDE_TOOL_MATCHER): its calls come from the transcript.
-  const unhooked = new Set([2, 6]);
+  const unhooked = new Set([0, 3, 7]);
+  const failed = 6;
   const stub = await startMessagesStub(script);
+  let env: Record<string, string> = {};
   try {
-    const env = {
+    env = {
       IS_SANDBOX: '1',
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       DISABLE_AUTOUPDATER: '1',
       ANTHROPIC_BASE_URL: stub.url,
       ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
-      AGENTSNAP_SERVER: server,
-      ...(server === 'on' ? { AGENTSNAP_SERVER_TRACE: '1' } : {}),
+      AGENTSNAP_SERVER: server === 'off' ? 'off' : 'on',
+      ...(server !== 'off' ? { AGENTSNAP_SERVER_TRACE: '1' } : {}),
     };
+    if (server === 'background') {
+      const started = await cliProcess(repo, ['server', 'start'], { env });
+      assert.is(started.code, 0, started.stderr);
+    }
     const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], { env, timeoutMs: 120_000 });
     assert.is(res.code, 0, res.stderr);
     // With the server on, every hook call reached it (its trace), none took the Node path.
     // The two Read calls ran no hook: 5 hooked calls, a pre and a post each.
-    if (server === 'on') assert.is((res.stderr.match(/call \d+: hook claude (PreToolUse|PostToolUse|PostToolUseFailure) --wrapped\n/g) ?? []).length, 10, res.stderr);
+    const trace = server === 'background' ? fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'run', 'main', 'server.log'), 'utf8') : res.stderr;
+    if (server !== 'off') assert.is((trace.match(/call \d+: hook claude (PreToolUse|PostToolUse|PostToolUseFailure) --wrapped\n/g) ?? []).length, 10, trace);
     assert.match(res.stdout, 'All done.');
     assert.match(res.stderr, 'claude hooks injected');
     assert.not.match(res.stderr, 'warning');
@@ -81,11 +92,14 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
       assert.is(st.tool, call?.name, `step ${st.step}`);
       assert.is(st.toolUseId, call?.id);
       assert.equal(st.input && typeof st.input === 'object' ? Object.fromEntries(Object.entries(call?.input ?? {}).map(([k]) => [k, (st.input as Record<string, unknown>)[k]])) : null, call?.input);
-      assert.is(st.status, i === 5 ? 'failed' : 'done', `status of step ${st.step}`);
+      assert.is(st.status, i === failed ? 'failed' : 'done', `status of step ${st.step}`);
       assert.is(st.source, unhooked.has(i) ? 'transcript' : undefined, `source of step ${st.step}`);
       if (unhooked.has(i)) {
         assert.is(st.pre, st.post, 'a read takes no snapshot of its own');
-        assert.match(String(st.output), i === 2 ? 'two' : 'made');
+        assert.equal(st.changed, []);
+        assert.match(String(st.output), i === 0 ? 'one' : i === 3 ? 'two' : 'made');
+        // Claude Code runs the next call only once a read has ended: no step overlaps one.
+        for (const other of s.steps) assert.not.ok(other.overlaps.includes(st.step), `step ${other.step} overlaps the read of step ${st.step}`);
       }
       const tree = treeFiles(repo, st.post as string);
       const got = Object.fromEntries([...tree].map(([p, v]) => [p, v.content.toString()]));
@@ -101,7 +115,7 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
       const line = text.split('\n').find((l) => l.includes(tr.uuid ? `"uuid":"${tr.uuid}"` : `"id":"${call?.id}"`)) ?? '';
       assert.ok(line.includes(call?.id ?? '?'), 'the uuid names the line holding the tool_use');
     });
-    assert.is(s.steps[5]?.error, 'Exit code 3');
+    assert.is(ordered[failed]?.error, 'Exit code 3');
     assert.match(String(s.steps[0]?.agentVersion), /^claude-code \d/);
     const log = JSON.parse((await cliProcess(repo, ['log', '--session', id, '--json'])).stdout) as { tool: string; toolUseId: string; source?: string }[];
     const byId = new Map(log.map((st) => [st.toolUseId, st]));
@@ -112,8 +126,9 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
     );
     const replay = await cliProcess(repo, ['replay', '--session', id]);
     assert.match(replay.stdout, '## User\n\nMake the changes.');
-    assert.match(replay.stdout, '### Step 6: Bash (failed');
+    assert.match(replay.stdout, `### Step ${ordered[failed]?.step}: Bash (failed`);
   } finally {
+    if (server === 'background') await cliProcess(repo, ['server', 'stop'], { env });
     await stub.close();
     repo.cleanup();
   }
