@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cliProcess, tempRepo, treeFiles } from './helpers.js';
+import { agentsnapOnPath, cliProcess, runProcess, tempRepo, treeFiles } from './helpers.js';
 import { startMessagesStub, type ScriptedTurn } from './support/messages-stub.js';
 import { claudeBinary } from './support/claude-code.js';
 import { loadSession } from '../src/session.js';
@@ -109,7 +109,7 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
       const tr = st.transcript;
       // Through the server a hook can run before Claude Code has written the call's line (its post fills
       // the uuid in when it is there by then); without the uuid, a rewind finds the line by tool_use_id.
-      assert.ok(tr?.path && (tr.uuid || server === 'on'), `transcript position of step ${st.step}`);
+      assert.ok(tr?.path && (tr.uuid || server !== 'off'), `transcript position of step ${st.step}`);
       const text = fs.readFileSync(tr.path, 'utf8');
       if (tr.offset !== undefined) assert.ok(tr.offset <= Buffer.byteLength(text));
       const line = text.split('\n').find((l) => l.includes(tr.uuid ? `"uuid":"${tr.uuid}"` : `"id":"${call?.id}"`)) ?? '';
@@ -129,6 +129,68 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
     assert.match(replay.stdout, `### Step ${ordered[failed]?.step}: Bash (failed`);
   } finally {
     if (server === 'background') await cliProcess(repo, ['server', 'stop'], { env });
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test('claude with init hooks and a background server a previous session started: every read journaled once, done, pre = post, overlapping nothing', async () => {
+  if (!claude) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const d = (rel: string) => path.join(repo.dir, rel);
+  const script: ScriptedTurn[] = [
+    { tools: [{ name: 'Read', input: { file_path: d('a.txt') } }] },
+    { tools: [{ name: 'Write', input: { file_path: d('hello.txt'), content: 'hello\n' } }] },
+    { tools: [{ name: 'Read', input: { file_path: d('hello.txt') } }, { name: 'Edit', input: { file_path: d('a.txt'), old_string: 'one', new_string: 'two' } }] },
+    { tools: [{ name: 'Read', input: { file_path: d('a.txt') } }] },
+    { text: 'All done.' },
+  ];
+  // The files each call saw (reads) or left (hooked calls).
+  const expected: Record<string, string>[] = [{ 'a.txt': 'one\n' }, { 'a.txt': 'one\n', 'hello.txt': 'hello\n' }, { 'a.txt': 'one\n', 'hello.txt': 'hello\n' }, { 'a.txt': 'two\n', 'hello.txt': 'hello\n' }, { 'a.txt': 'two\n', 'hello.txt': 'hello\n' }];
+  const reads = new Set([0, 2, 4]);
+  const stub = await startMessagesStub(script);
+  const env = {
+    IS_SANDBOX: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+    ANTHROPIC_BASE_URL: stub.url,
+    ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+    AGENTSNAP_SERVER: 'on',
+    AGENTSNAP_SERVER_TRACE: '1',
+    PATH: agentsnapOnPath(repo.base),
+  };
+  try {
+    assert.is((await cliProcess(repo, ['init', 'claude'], { env })).code, 0);
+    const started = await cliProcess(repo, ['server', 'start'], { env });
+    assert.is(started.code, 0, started.stderr);
+    // No wrapper: Claude Code runs the hooks init wrote, which the background server answers.
+    const run = await runProcess(claude, ['-p', 'Make the changes.', '--dangerously-skip-permissions'], { cwd: repo.dir, env: { ...repo.env, ...env }, timeoutMs: 120_000 });
+    assert.is(run.code, 0, run.stderr);
+    assert.match(run.stdout, 'All done.');
+    // Every hooked call (Write, Edit: a pre and a post each) reached the background server.
+    const trace = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
+    assert.is((trace.match(/call \d+: hook claude (PreToolUse|PostToolUse)\n/g) ?? []).length, 4, trace);
+    const sessions = JSON.parse((await cliProcess(repo, ['sessions', '--json'], { env })).stdout) as { id: string }[];
+    assert.is(sessions.length, 1);
+    const s = loadSession(await openRepo(repo.dir, { env: repo.env }), sessions[0]?.id as string);
+    assert.ok(s.ended, 'SessionEnd ended it');
+    const calls = s.steps.filter((st) => st.kind === 'call');
+    assert.is(calls.length, stub.toolUses.length, JSON.stringify(calls.map((st) => [st.step, st.tool, st.status])));
+    stub.toolUses.forEach((c, i) => {
+      const st = calls.find((x) => x.toolUseId === c.id);
+      assert.ok(st, `call ${i} (${c.name}) is a step`);
+      assert.is(st?.status, 'done', `status of call ${i} (${c.name})`);
+      assert.is(st?.source, reads.has(i) ? 'transcript' : undefined);
+      const got = Object.fromEntries([...treeFiles(repo, st?.post as string)].map(([p, v]) => [p, v.content.toString()]));
+      assert.equal(got, expected[i], `files of call ${i} (${c.name})`);
+      if (reads.has(i)) {
+        assert.is(st?.pre, st?.post, 'a read takes no snapshot of its own');
+        assert.equal(st?.changed, []);
+        for (const other of calls) assert.not.ok(other.overlaps.includes(st?.step as number), `step ${other.step} overlaps the read of step ${st?.step}`);
+      }
+    });
+  } finally {
+    await cliProcess(repo, ['server', 'stop'], { env });
     await stub.close();
     repo.cleanup();
   }

@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { runHook } from '../src/hook.js';
-import { endSession, loadSession, startSession, wrapperOwner } from '../src/session.js';
+import { endSession, loadSession, recordPost, recordPre, startSession, wrapperOwner } from '../src/session.js';
+import { readTranscriptTail } from '../src/transcript.js';
 import { openRepo } from '../src/repo.js';
 import { readJournal } from '../src/journal.js';
 import { init } from '../src/init.js';
@@ -403,6 +404,33 @@ test('at the session end a read that never got its result is interrupted with pr
     const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as { type: string; toolUseId?: string; step?: number }[];
     assert.is(events.filter((e) => e.type === 'step.pre' && e.toolUseId?.startsWith('toolu_r')).length, 2);
     assert.is(events.filter((e) => e.type === 'step.post' && (e.step === r1?.step || e.step === r2?.step)).length, 2);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a pre that read its tail before a later call was journaled (concurrent hooks) imports nothing twice and loses nothing', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    const r = await openRepo(repo.dir, { env });
+    const tr = new Transcript(repo);
+    tr.use('toolu_r1', 'Read', { file_path: 'a.txt' }, 'msg-1');
+    tr.result('toolu_r1', 'one');
+    // Two concurrency-safe hooked calls of one message: the first one's hook read the tail, the second one's got the lock first.
+    const early = readTranscriptTail(tr.file);
+    tr.use('toolu_b0', 'Bash', { command: 'ls' }, 'msg-2');
+    tr.use('toolu_b1', 'Bash', { command: 'pwd' }, 'msg-2');
+    const c1 = { session_id: 'cc-1', transcript_path: tr.file, tool_name: 'Bash', tool_use_id: 'toolu_b1', tool_input: { command: 'pwd' } };
+    await hook(repo, env, 'PreToolUse', c1);
+    tr.use('toolu_r2', 'Read', { file_path: 'a.txt' }, 'msg-3');
+    tr.result('toolu_r2', 'one');
+    await recordPre(r, id, { tool: 'Bash', toolUseId: 'toolu_b0', transcriptTail: { path: tr.file, tail: early as NonNullable<typeof early> } });
+    await recordPost(r, id, { toolUseId: 'toolu_b0', exactToolUseId: true });
+    await hook(repo, env, 'PostToolUse', { ...c1, tool_response: {} });
+    await hookedWrite(repo, env, tr, 'toolu_w3', 'b.txt', 'bee\n');
+    const s = await session(repo, id);
+    assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_r1', 'done'], ['toolu_b1', 'done'], ['toolu_b0', 'done'], ['toolu_r2', 'done'], ['toolu_w3', 'done']]);
   } finally {
     repo.cleanup();
   }
