@@ -296,7 +296,7 @@ async function assertReadOnce(repo: TempRepo, id: string) {
 for (const flushed of ['use', 'none'] as const)
 test(`init hooks through a background server already running: a Read ${flushed === 'use' ? 'whose result' : 'whose line'} was not yet flushed when the next message's Write ran its pre is journaled once, done, with the state it saw`, async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
-  const env = { ...repo.env, AGENTSNAP_SERVER: 'on', PATH: agentsnapOnPath(repo.base) };
+  const env = { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_TRACE: '1', PATH: agentsnapOnPath(repo.base) };
   try {
     const initRes = await init({ agent: 'claude', cwd: repo.dir, env });
     const settings = JSON.parse(fs.readFileSync(initRes.file, 'utf8')) as Parameters<typeof settingsHooks>[0];
@@ -305,7 +305,10 @@ test(`init hooks through a background server already running: a Read ${flushed =
     const hookVia = settingsHooks(settings, repo, env);
     const tr = new Transcript(repo, `bg-${flushed}`);
     await readThenRacedWrite(repo, tr, hookVia, flushed);
-    assert.ok(serverInfo(await openRepo(repo.dir, { env: repo.env })), 'the background server answered');
+    assert.ok(serverInfo(await openRepo(repo.dir, { env: repo.env })), 'the background server still runs');
+    // It answered every hook (its trace), none took the Node path.
+    const trace = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
+    assert.is((trace.match(/call \d+: hook claude (PreToolUse|PostToolUse)\n/g) ?? []).length, 4, trace);
     await hookVia('SessionEnd', { session_id: 'cc-raced', transcript_path: tr.file });
     const id = (JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string }[])[0]?.id as string;
     assert.ok(loadSession(await openRepo(repo.dir, { env: repo.env }), id).ended, 'ended');
