@@ -135,6 +135,8 @@ interface SessionState {
   recentToolUseIds?: string[];
   /** The agent transcript of the newest step that named one (read at session end for calls no hook saw). */
   transcriptPath?: string | null;
+  /** Where the last transcript import left off (ReadCallScan.floor): the next one walks back to it. */
+  transcriptFloor?: { path: string; offset: number };
 }
 
 const RECENT_CALLS = 256;
@@ -154,6 +156,7 @@ function stateFrom(s: Session, journalSize: number, prev: SessionState | null, f
       ? {}
       : { recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS) }),
     transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
+    ...(prev?.transcriptFloor ? { transcriptFloor: prev.transcriptFloor } : {}),
   };
 }
 
@@ -545,7 +548,9 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       commit,
       tree: snap.tree,
       parent: s.head,
-      overlaps: s.open.map((o) => o.step),
+      // A read journaled from the transcript is open only until its result is flushed there: Claude Code starts a call
+      // that is not concurrency-safe only when no other call runs (canExecuteTool), and a read changes no file anyway.
+      overlaps: s.open.filter((o) => o.source !== 'transcript').map((o) => o.step),
       changed: snap.changed,
       skipped: snap.skipped,
       transcript: opts.transcript ?? null,
@@ -810,7 +815,7 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
   await mutate(repo, id, settings, 'import transcript calls', async (state, p) => {
     const transcript = opts.transcriptPath ?? (state.session.agent === 'claude' ? state.transcriptPath : null);
     const tail = transcript ? readTranscriptTail(transcript) : null;
-    if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined);
+    if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined, true);
   });
   for (const st of [...(await loadState(repo, id, false)).session.open]) {
     await recordPost(repo, id, { settings, step: st.step, status: 'interrupted' });
@@ -844,14 +849,15 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
 
 /**
  * Journals the calls of Claude Code's read-only tools (not hooked) that the
- * transcript tail holds after the session's newest journaled call: one step
- * each (step.pre + step.post with `source: 'transcript'`), in call order,
- * with no snapshot of its own (a read changes no file: pre = post = the
- * session head), output through the same redaction and size limit as a
- * hooked call's. Caller holds the session lock. Never throws for a transcript
- * it cannot read: it imports nothing then.
+ * transcript tail holds since the last import (its floor): one step each
+ * (step.pre + step.post with `source: 'transcript'`), in call order, with no
+ * snapshot of its own (a read changes no file: pre = post = the state it
+ * saw), output through the same redaction and size limit as a hooked call's.
+ * `final` (the session ends): a read that never got its result is closed
+ * `interrupted`, still pre = post. Caller holds the session lock. Never
+ * throws for a transcript it cannot read: it imports nothing then.
  */
-async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined): Promise<number> {
+async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<number> {
   // A state cache written before this existed has no recent ids: take them from the journal once.
   const recent = state.recentToolUseIds ?? loadSession(repo, state.session.id).steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []));
   const known = new Set(recent);
@@ -864,10 +870,25 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
   // A wrapper's session began before the agent: older lines are another session's. A session that hooks
   // written by init start on the agent's first hooked call, after the reads that came before it.
   const since = state.session.owner ? state.session.createdAt : null;
-  const calls = unjournaledReadCalls(tail, { journaled: (tid) => known.has(tid), open: (tid) => openReads.has(tid), ...(pendingBefore !== undefined ? { pendingBefore } : {}), since, tools: CLAUDE_READ_ONLY_TOOLS });
+  // Where the last import of this transcript left off; a file that shrank since was replaced: walk it as new.
+  const last = state.transcriptFloor;
+  const floor = last && last.path === transcriptPath && last.offset <= tail.size ? last.offset : undefined;
+  const scan = unjournaledReadCalls(tail, {
+    journaled: (tid) => known.has(tid),
+    open: (tid) => openReads.has(tid),
+    // At the end, a read with no result will get none: it is journaled (interrupted) with the rest.
+    ...(final ? { pendingBefore: Infinity } : pendingBefore !== undefined ? { pendingBefore } : {}),
+    since,
+    tools: CLAUDE_READ_ONLY_TOOLS,
+    ...(floor !== undefined ? { floor } : {}),
+  });
+  const calls = scan.calls;
+  // Kept with the next state written (this import's, or the hooked call's own event right after it).
+  if (scan.floor !== null) state.transcriptFloor = { path: transcriptPath, offset: scan.floor };
   const head = state.session.head;
   const tree = state.session.headTree;
-  if (calls.length === 0 || !tree) return 0;
+  const unended = final ? [...openReads.values()].filter((o) => !calls.some((c) => c.toolUseId === o.toolUseId)) : [];
+  if ((calls.length === 0 && unended.length === 0) || !tree) return 0;
   const clean = <T>(v: T): T => sanitize(v, { limit: settings.outputLimit, patterns: settings.redactPatterns });
   const refs: RefUpdate[] = [];
   let size = 0;
@@ -914,19 +935,25 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
       time: ended,
       type: 'step.post',
       step,
-      status: c.isError ? 'failed' : 'done',
+      status: c.pending ? 'interrupted' : c.isError ? 'failed' : 'done',
       commit: seen.pre,
       tree: seen.tree,
       output: clean(c.output),
       error: c.isError ? clean(typeof c.output === 'string' ? c.output.split('\n')[0] ?? 'failed' : 'failed') : null,
-      durationMs: Number.isFinite(ms) && ms >= 0 ? ms : null,
+      durationMs: !c.pending && Number.isFinite(ms) && ms >= 0 ? ms : null,
       changed: [],
       skipped: [],
       source: 'transcript',
     };
     if (!c.closes) events.push(pre);
-    if (!c.pending) events.push(post);
+    if (!c.pending || final) events.push(post);
     refs.push({ ref: stepRef(state.session.id, step), value: seen.pre });
+  }
+  // Reads journaled as started whose result never came: closed as they started (a read changes nothing).
+  for (const o of unended) {
+    if (!o.pre || !o.preTree) continue;
+    events.push({ ...eventBase(state.session.id), type: 'step.post', step: o.step, status: 'interrupted', commit: o.pre, tree: o.preTree, output: undefined, error: null, durationMs: null, changed: [], skipped: [], source: 'transcript' });
+    refs.push({ ref: stepRef(state.session.id, o.step), value: o.pre });
   }
   for (const ev of events) {
     size = appendEvent(p.journal, ev);
@@ -936,13 +963,13 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
   const next = stateFrom(s, size, { ...state, recentToolUseIds: recent }, true);
   writeState(p.state, next);
   Object.assign(state, next);
-  return calls.length;
+  return calls.length + unended.length;
 }
 
 /** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */
-async function importQuietly(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined): Promise<void> {
+async function importQuietly(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<void> {
   try {
-    await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail, pendingBefore);
+    await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail, pendingBefore, final);
   } catch {
     Object.assign(state, await loadState(repo, state.session.id));
   }

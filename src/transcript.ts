@@ -146,13 +146,34 @@ function resultContent(content: unknown): unknown {
   return parts.join('\n');
 }
 
+/** What one import found: the calls, and where the next import may start (see `floor`). */
+export interface ReadCallScan {
+  calls: TranscriptCall[];
+  /**
+   * Byte offset before which every line of the tail is accounted for: each
+   * read there is journaled (done, failed or still open), or was another
+   * session's. The next import walks back to it and no further. It stops at
+   * the start of a read that has no result yet and was not journaled (its
+   * result comes later) and at a torn last line. Null: keep the last one.
+   */
+  floor: number | null;
+}
+
 /**
  * The calls of `tools` (Claude Code's read-only tools, which agentsnap does
- * not hook) in the tail after the last call `journaled` knows, that have
- * their tool_result, in transcript order. Walks back from the end and stops
- * at the newest journaled call (going on through the other lines of its
- * assistant message: calls of one message can finish in any order), or at a
- * line older than `since` (the session's start, when given). Never throws.
+ * not hook) in the tail that `journaled` does not know, in transcript order:
+ * those with their tool_result, those still running that start before
+ * `pendingBefore`, and the end of each `open` one whose result arrived. Walks
+ * back from the end to `floor` (where the last import left off) or, without
+ * one, to the newest journaled call (going on through the other lines of its
+ * assistant message: calls of one message can finish in any order); always
+ * stops at a line older than `since` (the session's start, when given).
+ * Never throws.
+ *
+ * The floor, not the newest journaled call, is what makes the walk safe: the
+ * agent flushes its lines a little after its hooks can run, so a hooked call
+ * can be journaled before the lines of the reads that came before it (in its
+ * own message or an earlier one) are in the file.
  */
 export function unjournaledReadCalls(
   tail: TranscriptTail,
@@ -164,19 +185,25 @@ export function unjournaledReadCalls(
     pendingBefore?: number;
     since: string | null;
     tools: readonly string[];
+    /** Where the previous import of this transcript left off (its `floor`). */
+    floor?: number;
   },
-): TranscriptCall[] {
+): ReadCallScan {
   const found: TranscriptCall[] = [];
+  const { buf, from } = tail;
+  // Lines after the last newline may be torn: the next import reads them again.
+  let floor = from + buf.lastIndexOf(0x0a) + 1;
   try {
-    const { buf, from } = tail;
     const since = opts.since ? Date.parse(opts.since) : NaN;
     const results = new Map<string, { content: unknown; isError: boolean; time: string | null }>();
+    const closed = new Set<string>();
     let boundaryMessage: string | null = null;
     let nextJournaled: string | null = null;
     let end = buf.length;
     // A torn last line (being written) is skipped by JSON.parse failing; the first line may be cut by the window.
     while (end > 0) {
       const start = buf.lastIndexOf(0x0a, end - 1) + 1;
+      if (opts.floor !== undefined && from + start < opts.floor) break;
       const raw = buf.subarray(start, end);
       end = start > 0 ? start - 1 : 0;
       if (raw.length === 0) continue;
@@ -190,7 +217,7 @@ export function unjournaledReadCalls(
       const time = typeof line.timestamp === 'string' ? line.timestamp : null;
       if (time && Date.parse(time) < since) break;
       const content = blocks(line.message?.content);
-      if (boundaryMessage !== null && !(line.type === 'assistant' && line.message?.id === boundaryMessage)) {
+      if (opts.floor === undefined && boundaryMessage !== null && !(line.type === 'assistant' && line.message?.id === boundaryMessage)) {
         // Past the newest journaled call: only the other lines of its message, and tool results between them.
         if (!(line.type === 'user' && content.length > 0 && content.every((b) => b.type === 'tool_result'))) break;
       }
@@ -211,29 +238,57 @@ export function unjournaledReadCalls(
           if (!closes) nextJournaled = b.id;
           if (!closes || !result) continue;
         }
-        if (!(result || (opts.pendingBefore !== undefined && from + start < opts.pendingBefore)) || !b.name || !opts.tools.includes(b.name)) continue;
-        found.push({
-          toolUseId: b.id,
-          tool: b.name,
-          input: b.input,
-          output: result?.content,
-          isError: result?.isError ?? false,
-          pending: !result,
-          closes,
-          before: nextJournaled,
-          startedAt: time,
-          endedAt: result?.time ?? null,
-          uuid: line.uuid ?? null,
-          lineOffset: from + start,
-          agentVersion: line.version ?? null,
-          model: line.message?.model ?? null,
-        });
+        if (!b.name || !opts.tools.includes(b.name)) continue;
+        const pending = !result && opts.pendingBefore !== undefined && from + start < opts.pendingBefore;
+        if (!result && !pending) {
+          // Still running, and not started before the hooked call: journaled once its result is there.
+          floor = Math.min(floor, from + start);
+          continue;
+        }
+        if (closes) closed.add(b.id);
+        found.push(call(b, line, result, pending, closes, nextJournaled, time, from + start));
       }
     }
+    // Open reads whose line is before the floor: their results come after it (they had none at the last import).
+    const older: TranscriptCall[] = [];
+    for (const [id, result] of results) {
+      if (closed.has(id) || !opts.open?.(id) || opts.journaled(id)) continue;
+      older.push(call({ id, type: 'tool_use' }, {}, result, false, true, null, null, -1));
+    }
+    // `found` is newest first, like `older`.
+    found.push(...older);
   } catch {
-    return [];
+    return { calls: [], floor: opts.floor ?? null };
   }
-  return found.reverse();
+  return { calls: found.reverse(), floor: Math.max(floor, opts.floor ?? 0) };
+}
+
+function call(
+  b: ContentBlock & { id: string },
+  line: TranscriptLine,
+  result: { content: unknown; isError: boolean; time: string | null } | undefined,
+  pending: boolean,
+  closes: boolean,
+  before: string | null,
+  time: string | null,
+  lineOffset: number,
+): TranscriptCall {
+  return {
+    toolUseId: b.id,
+    tool: b.name ?? '',
+    input: b.input,
+    output: result?.content,
+    isError: result?.isError ?? false,
+    pending,
+    closes,
+    before,
+    startedAt: time,
+    endedAt: result?.time ?? null,
+    uuid: line.uuid ?? null,
+    lineOffset,
+    agentVersion: line.version ?? null,
+    model: line.message?.model ?? null,
+  };
 }
 
 export type ConversationEntry =

@@ -4,11 +4,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { runHook } from '../src/hook.js';
-import { loadSession } from '../src/session.js';
+import { endSession, loadSession, recordPost, recordPre, startSession, wrapperOwner } from '../src/session.js';
+import { readTranscriptTail } from '../src/transcript.js';
 import { openRepo } from '../src/repo.js';
 import { readJournal } from '../src/journal.js';
+import { init } from '../src/init.js';
+import { claudeHookSettings } from '../src/wrap.js';
+import { startWorktreeServer } from '../src/serve.js';
+import { serverInfo } from '../src/server.js';
 
 /** A Claude Code transcript written line by line, as the agent does. */
 class Transcript {
@@ -154,7 +159,8 @@ test('a read still running when the next hooked call of its message starts is jo
     await hookedWrite(repo, env, tr, 'toolu_w1', 'b.txt', 'bee\n', 'msg-x');
     let s = await session(repo, id);
     assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_r1', 'open'], ['toolu_w1', 'done']]);
-    assert.equal(s.steps[1]?.overlaps, [s.steps[0]?.step], 'the Write ran beside the read');
+    // Claude Code runs a Write only once the Read has ended (its result was just not flushed yet): no overlap.
+    assert.equal(s.steps[1]?.overlaps, [], 'the Write does not overlap the read');
     tr.result('toolu_r1', 'one');
     await hookedWrite(repo, env, tr, 'toolu_w2', 'c.txt', 'sea\n');
     s = await session(repo, id);
@@ -222,6 +228,212 @@ test('a transcript that is missing, truncated or garbled never breaks a hook: no
     const c3 = { ...common, transcript_path: tr.file, tool_use_id: 'toolu_w3' };
     assert.is((await hook(repo, env, 'PreToolUse', c3)).action, 'pre');
     assert.equal((await session(repo, id)).steps.map((st) => st.toolUseId), ['toolu_w1', 'toolu_w2', 'toolu_w3']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+/** The hook commands of a Claude Code settings file, run as Claude Code runs them (`sh -c`, the payload on stdin). */
+function settingsHooks(settings: { hooks: Record<string, { hooks: { command: string }[] }[]> }, repo: TempRepo, env: NodeJS.ProcessEnv) {
+  return async (event: string, payload: Record<string, unknown>) => {
+    const command = settings.hooks[event]?.[0]?.hooks[0]?.command as string;
+    const res = await runProcess('/bin/sh', ['-c', command], { cwd: repo.dir, env, input: JSON.stringify({ hook_event_name: event, cwd: repo.dir, ...payload }) });
+    assert.is(res.code, 0, res.stderr);
+    assert.is(res.stderr, '', 'no warning');
+  };
+}
+
+/**
+ * What the real Claude Code does through a warm server: the hooks of a call
+ * run before the agent has flushed the transcript lines written just before
+ * them. Here a Read (message 1) has its line written but not its result when
+ * the Write of message 2 runs its pre hook (`flushed: 'use'`), or not even its
+ * line (`flushed: 'none'`); the rest is flushed before the Write's post.
+ */
+async function readThenRacedWrite(repo: TempRepo, tr: Transcript, hookVia: (event: string, payload: Record<string, unknown>) => Promise<void>, flushed: 'use' | 'none') {
+  const readInput = { file_path: path.join(repo.dir, 'a.txt') };
+  const w1 = { file_path: path.join(repo.dir, 'b.txt'), content: 'bee\n' };
+  const common = { session_id: 'cc-raced', transcript_path: tr.file };
+  if (flushed === 'use') tr.use('toolu_r1', 'Read', readInput, 'msg-1');
+  await hookVia('PreToolUse', { ...common, tool_name: 'Write', tool_use_id: 'toolu_w1', tool_input: w1 });
+  if (flushed === 'none') tr.use('toolu_r1', 'Read', readInput, 'msg-1');
+  tr.result('toolu_r1', '     1\tone\n');
+  tr.raw(`${JSON.stringify({ type: 'attachment', uuid: 'att-1', timestamp: new Date().toISOString(), attachment: { type: 'todo_reminder' } })}\n`);
+  tr.use('toolu_w1', 'Write', w1, 'msg-2');
+  repo.write('b.txt', 'bee\n');
+  tr.result('toolu_w1', 'File created successfully at: b.txt');
+  await hookVia('PostToolUse', { ...common, tool_name: 'Write', tool_use_id: 'toolu_w1', tool_input: w1, tool_response: { type: 'create' } });
+  // A later call, hooked the same way (its lines flushed by then).
+  const w2 = { file_path: path.join(repo.dir, 'c.txt'), content: 'sea\n' };
+  tr.use('toolu_w2', 'Write', w2, 'msg-3');
+  await hookVia('PreToolUse', { ...common, tool_name: 'Write', tool_use_id: 'toolu_w2', tool_input: w2 });
+  repo.write('c.txt', 'sea\n');
+  tr.result('toolu_w2', 'File created successfully at: c.txt');
+  await hookVia('PostToolUse', { ...common, tool_name: 'Write', tool_use_id: 'toolu_w2', tool_input: w2, tool_response: { type: 'create' } });
+}
+
+/** The invariant for the read of readThenRacedWrite: journaled once, done, pre = post = the state before the Write, overlapping nothing. */
+async function assertReadOnce(repo: TempRepo, id: string) {
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const s = loadSession(r, id);
+  const calls = s.steps.filter((st) => st.kind === 'call');
+  const events = readJournal(path.join(r.stateDir, 'sessions', id, 'journal.jsonl')).events as unknown as { type: string; toolUseId?: string }[];
+  assert.is(events.filter((e) => e.type === 'step.pre' && e.toolUseId === 'toolu_r1').length, 1, 'the read is journaled once');
+  const read = calls.find((st) => st.toolUseId === 'toolu_r1');
+  const w1 = calls.find((st) => st.toolUseId === 'toolu_w1');
+  assert.ok(read && w1, `steps: ${JSON.stringify(calls.map((st) => [st.step, st.toolUseId, st.status]))}`);
+  assert.is(read?.status, 'done');
+  assert.is(read?.source, 'transcript');
+  assert.is(read?.output, '     1\tone\n');
+  assert.is(read?.preTree, w1?.preTree, 'the state the read saw: before the Write');
+  assert.is(read?.post, read?.pre, 'no snapshot of its own');
+  assert.equal(read?.changed, []);
+  assert.equal([...treeFiles(repo, read?.pre as string).keys()].sort(), ['a.txt']);
+  for (const st of calls) assert.not.ok(st.overlaps.includes(read?.step as number), `step ${st.step} (${st.toolUseId}) does not overlap the read`);
+  assert.equal(calls.filter((st) => st.toolUseId !== 'toolu_r1').map((st) => [st.toolUseId, st.status]), [['toolu_w1', 'done'], ['toolu_w2', 'done']]);
+}
+
+for (const flushed of ['use', 'none'] as const)
+test(`init hooks through a background server already running: a Read ${flushed === 'use' ? 'whose result' : 'whose line'} was not yet flushed when the next message's Write ran its pre is journaled once, done, with the state it saw`, async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const env = { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_TRACE: '1', PATH: agentsnapOnPath(repo.base) };
+  try {
+    const initRes = await init({ agent: 'claude', cwd: repo.dir, env });
+    const settings = JSON.parse(fs.readFileSync(initRes.file, 'utf8')) as Parameters<typeof settingsHooks>[0];
+    const start = await cliProcess(repo, ['server', 'start'], { env });
+    assert.is(start.code, 0, start.stderr);
+    const hookVia = settingsHooks(settings, repo, env);
+    const tr = new Transcript(repo, `bg-${flushed}`);
+    await readThenRacedWrite(repo, tr, hookVia, flushed);
+    assert.ok(serverInfo(await openRepo(repo.dir, { env: repo.env })), 'the background server still runs');
+    // It answered every hook (its trace), none took the Node path.
+    const trace = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
+    assert.is((trace.match(/call \d+: hook claude (PreToolUse|PostToolUse)\n/g) ?? []).length, 4, trace);
+    await hookVia('SessionEnd', { session_id: 'cc-raced', transcript_path: tr.file });
+    const id = (JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string }[])[0]?.id as string;
+    assert.ok(loadSession(await openRepo(repo.dir, { env: repo.env }), id).ended, 'ended');
+    await assertReadOnce(repo, id);
+  } finally {
+    await cliProcess(repo, ['server', 'stop'], { env });
+    repo.cleanup();
+  }
+});
+
+for (const flushed of ['use', 'none'] as const)
+test(`wrap's hooks through the server the wrapper hosts: a Read ${flushed === 'use' ? 'whose result' : 'whose line'} was not yet flushed when the next message's Write ran its pre is journaled once, done, with the state it saw`, async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const base = { ...repo.env, AGENTSNAP_SERVER: 'on' };
+  const r = await openRepo(repo.dir, { env: base });
+  const id = (await startSession(r, { agent: 'claude', owner: wrapperOwner() })).session;
+  const server = await startWorktreeServer(r, { hosted: true });
+  try {
+    const env = { ...base, AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir, AGENTSNAP_HOOKS: 'claude' };
+    const hookVia = settingsHooks(claudeHookSettings({ wrapped: true, runDir: server.runDir }), repo, env);
+    const tr = new Transcript(repo, `hosted-${flushed}`);
+    await readThenRacedWrite(repo, tr, hookVia, flushed);
+  } finally {
+    await server.close();
+  }
+  try {
+    // As wrap ends it: after the server, with the transcript the steps named.
+    await endSession(r, id, {});
+    await assertReadOnce(repo, id);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a read after a hooked call of its message, its result not flushed at the next call\'s pre, is journaled once with the state after the call it followed', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    const tr = new Transcript(repo);
+    // One message: Write d.txt, then Read a.txt (run after the Write ended). At the Write's pre the Read has no result.
+    const w3 = { file_path: path.join(repo.dir, 'd.txt'), content: 'd\n' };
+    const c3 = { session_id: 'cc-1', transcript_path: tr.file, tool_name: 'Write', tool_use_id: 'toolu_w3', tool_input: w3 };
+    tr.use('toolu_w3', 'Write', w3, 'msg-y');
+    tr.use('toolu_r3', 'Read', { file_path: 'a.txt' }, 'msg-y');
+    await hook(repo, env, 'PreToolUse', c3);
+    repo.write('d.txt', 'd\n');
+    tr.result('toolu_w3', 'ok');
+    await hook(repo, env, 'PostToolUse', { ...c3, tool_response: {} });
+    // The next message's Write runs its pre before the Read's result (and its own line) is flushed.
+    const w4 = { file_path: path.join(repo.dir, 'e.txt'), content: 'e\n' };
+    const c4 = { session_id: 'cc-1', transcript_path: tr.file, tool_name: 'Write', tool_use_id: 'toolu_w4', tool_input: w4 };
+    await hook(repo, env, 'PreToolUse', c4);
+    tr.result('toolu_r3', 'one');
+    tr.use('toolu_w4', 'Write', w4, 'msg-z');
+    repo.write('e.txt', 'e\n');
+    tr.result('toolu_w4', 'ok');
+    await hook(repo, env, 'PostToolUse', { ...c4, tool_response: {} });
+    await hookedWrite(repo, env, tr, 'toolu_w5', 'f.txt', 'f\n');
+    const s = await session(repo, id);
+    assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_w3', 'done'], ['toolu_r3', 'done'], ['toolu_w4', 'done'], ['toolu_w5', 'done']]);
+    const [w3s, r3] = s.steps;
+    assert.is(r3?.pre, w3s?.post, 'the read saw the Write before it done');
+    assert.is(r3?.post, r3?.pre);
+    assert.ok(s.steps.every((st) => !st.overlaps.includes(r3?.step as number)), 'overlaps nothing');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('at the session end a read that never got its result is interrupted with pre = post (no file of the session becomes its change), each once', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    const tr = new Transcript(repo);
+    // A Read whose line is there at the next call's pre, and whose result never comes (the agent was killed).
+    tr.use('toolu_r1', 'Read', { file_path: 'a.txt' }, 'msg-1');
+    const w1 = { file_path: path.join(repo.dir, 'b.txt'), content: 'bee\n' };
+    const c1 = { session_id: 'cc-1', transcript_path: tr.file, tool_name: 'Write', tool_use_id: 'toolu_w1', tool_input: w1 };
+    await hook(repo, env, 'PreToolUse', c1);
+    tr.use('toolu_w1', 'Write', w1, 'msg-2');
+    repo.write('b.txt', 'bee\n');
+    tr.result('toolu_w1', 'ok');
+    await hook(repo, env, 'PostToolUse', { ...c1, tool_response: {} });
+    // And one after the last hooked call, never ended either.
+    tr.use('toolu_r2', 'Read', { file_path: 'b.txt' }, 'msg-3');
+    await endSession(await openRepo(repo.dir, { env: repo.env }), id, { transcriptPath: tr.file });
+    const s = await session(repo, id);
+    assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_r1', 'interrupted'], ['toolu_w1', 'done'], ['toolu_r2', 'interrupted']]);
+    const [r1, w1s, r2] = s.steps;
+    assert.is(r1?.post, r1?.pre, 'no snapshot of its own');
+    assert.equal(r1?.changed, []);
+    assert.is(r1?.preTree, w1s?.preTree, 'the state before the Write');
+    assert.is(r2?.pre, w1s?.post);
+    assert.is(r2?.post, r2?.pre);
+    assert.equal(w1s?.overlaps, []);
+    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as { type: string; toolUseId?: string; step?: number }[];
+    assert.is(events.filter((e) => e.type === 'step.pre' && e.toolUseId?.startsWith('toolu_r')).length, 2);
+    assert.is(events.filter((e) => e.type === 'step.post' && (e.step === r1?.step || e.step === r2?.step)).length, 2);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a pre that read its tail before a later call was journaled (concurrent hooks) imports nothing twice and loses nothing', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    const r = await openRepo(repo.dir, { env });
+    const tr = new Transcript(repo);
+    tr.use('toolu_r1', 'Read', { file_path: 'a.txt' }, 'msg-1');
+    tr.result('toolu_r1', 'one');
+    // Two concurrency-safe hooked calls of one message: the first one's hook read the tail, the second one's got the lock first.
+    const early = readTranscriptTail(tr.file);
+    tr.use('toolu_b0', 'Bash', { command: 'ls' }, 'msg-2');
+    tr.use('toolu_b1', 'Bash', { command: 'pwd' }, 'msg-2');
+    const c1 = { session_id: 'cc-1', transcript_path: tr.file, tool_name: 'Bash', tool_use_id: 'toolu_b1', tool_input: { command: 'pwd' } };
+    await hook(repo, env, 'PreToolUse', c1);
+    tr.use('toolu_r2', 'Read', { file_path: 'a.txt' }, 'msg-3');
+    tr.result('toolu_r2', 'one');
+    await recordPre(r, id, { tool: 'Bash', toolUseId: 'toolu_b0', transcriptTail: { path: tr.file, tail: early as NonNullable<typeof early> } });
+    await recordPost(r, id, { toolUseId: 'toolu_b0', exactToolUseId: true });
+    await hook(repo, env, 'PostToolUse', { ...c1, tool_response: {} });
+    await hookedWrite(repo, env, tr, 'toolu_w3', 'b.txt', 'bee\n');
+    const s = await session(repo, id);
+    assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_r1', 'done'], ['toolu_b1', 'done'], ['toolu_b0', 'done'], ['toolu_r2', 'done'], ['toolu_w3', 'done']]);
   } finally {
     repo.cleanup();
   }
