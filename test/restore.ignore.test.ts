@@ -9,6 +9,8 @@ import { cli, indexBytes, tempRepo, step, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/repo.js';
 import { startWorktreeSession } from '../src/worktree.js';
 import { onGitSpawn } from '../src/git/run.js';
+import { undo } from '../src/api-undo.js';
+import { CTIME_MARGIN_MS } from '../src/ignored-at-target.js';
 
 interface OpJson {
   changes: { path: string; change: string }[];
@@ -18,7 +20,9 @@ interface OpJson {
 async function op(repo: TempRepo, args: string[]): Promise<OpJson> {
   const res = await cli(repo, [...args, '--json']);
   assert.is(res.code, 0, `${args.join(' ')}: ${res.stdout} ${res.stderr}`);
-  return JSON.parse(res.stdout) as OpJson;
+  // undo answers {files, chat}; redo, restore and revert the operation itself.
+  const parsed = JSON.parse(res.stdout) as OpJson & { files?: OpJson };
+  return parsed.files ?? parsed;
 }
 
 const keptReason = /ignored at the target: kept/;
@@ -168,6 +172,65 @@ test('info/exclude rules count at the target: un-ignored by a .gitignore negatio
     const out = await op(repo, ['undo']);
     assert.is(repo.read('secret.env').toString(), 'TOKEN=1\n');
     assertKept(out, ['secret.env']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('an undo interrupted half way and completed later still keeps the ignored file', async () => {
+  const repo = tempRepo({ files: { '.gitignore': '*.db\n' } });
+  try {
+    repo.write('local.db', 'db\n');
+    await step(repo, () => {
+      repo.write('.gitignore', '');
+      repo.write('a.txt', 'agent\n');
+      repo.write('b.txt', 'agent\n');
+    });
+    let interrupted = false;
+    await undo({ cwd: repo.dir, env: repo.env, step: 1, interruptAfter: 1 }).catch(() => (interrupted = true));
+    assert.ok(interrupted);
+    assert.is(repo.read('local.db').toString(), 'db\n');
+    const res = await cli(repo, ['undo', '1']);
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stderr, /completed interrupted operation 1/);
+    assert.is(repo.read('local.db').toString(), 'db\n');
+    assert.is(repo.read('.gitignore').toString(), '*.db\n');
+    assert.not.ok(repo.exists('a.txt') || repo.exists('b.txt'));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+/** Waits until the file's ctime is old enough to prove it predates a snapshot taken now (see CTIME_MARGIN_MS). */
+async function untilOlder(abs: string): Promise<void> {
+  const ctime = fs.lstatSync(abs).ctimeMs;
+  // Commit times are whole seconds: one more second, and some slack.
+  while (Date.now() - ctime < CTIME_MARGIN_MS + 1500) await new Promise((r) => setTimeout(r, 100));
+}
+
+test('the agent drops the rule from .git/info/exclude: undo keeps the file it left out (and still undoes a directory move)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'docs/guide.md': 'guide\n' } });
+  try {
+    const exclude = path.join(repo.dir, '.git', 'info', 'exclude');
+    fs.appendFileSync(exclude, 'local.db\n');
+    repo.write('local.db', 'the user database\n');
+    repo.write('docs/draft.md', 'untracked draft\n');
+    await untilOlder(path.join(repo.dir, 'docs', 'draft.md'));
+    await step(repo, () => {
+      fs.writeFileSync(exclude, '');
+      repo.write('agent.txt', 'agent\n');
+      // Renaming a directory keeps its files' ctime: the moved copies are still deleted.
+      fs.renameSync(path.join(repo.dir, 'docs'), path.join(repo.dir, 'manual'));
+    });
+    const out = await op(repo, ['undo']);
+    assert.is(repo.read('local.db').toString(), 'the user database\n');
+    const l = out.left.find((x) => x.path === 'local.db');
+    assert.match(l?.reason ?? '', /unchanged, since before the target snapshot, which left it out: kept/);
+    assert.not.ok(repo.exists('agent.txt'));
+    assert.not.ok(repo.exists('manual'), JSON.stringify(out));
+    assert.is(repo.read('docs/draft.md').toString(), 'untracked draft\n');
+    assert.is(repo.read('docs/guide.md').toString(), 'guide\n');
+    assert.equal(out.left.map((x) => x.path), ['local.db']);
   } finally {
     repo.cleanup();
   }
