@@ -120,8 +120,17 @@ export async function keptAtTarget(repo: Repo, plan: PlannedChange[], target: Re
     }
   }
   if (ask.length === 0) return out;
-  const { rules, scannedBefore } = await readTargetRules(repo, target.tree, [...dirs], target.snapshot ?? null);
-  for (const p of await checkIgnore(repo, rules, ask.map((c) => c.path))) out.set(p, IGNORED_AT_TARGET_REASON);
+  let scannedBefore: number | null;
+  try {
+    const read = await readTargetRules(repo, target.tree, [...dirs], target.snapshot ?? null);
+    scannedBefore = read.scannedBefore;
+    for (const p of await checkIgnore(repo, read.rules, ask.map((c) => c.path))) out.set(p, IGNORED_AT_TARGET_REASON);
+  } catch (e) {
+    // When in doubt, keep: no deletion that might be of an ignored file goes ahead unchecked.
+    const why = e instanceof Error ? e.message : String(e);
+    for (const c of ask) out.set(c.path, `the ignore rules at the target could not be checked (${why}): kept`);
+    return out;
+  }
   if (scannedBefore !== null) {
     const written = new Set(plan.flatMap((c) => (c.to ? [c.to.oid] : [])));
     for (const c of ask) {

@@ -236,6 +236,44 @@ test('the agent drops the rule from .git/info/exclude: undo keeps the file it le
   }
 });
 
+test('odd names (a leading colon, spaces, glob characters, non-ASCII) are asked about literally', async () => {
+  const repo = tempRepo({ files: { '.gitignore': '*.db\n', 'a.txt': 'a\n' } });
+  try {
+    const names = [':colon.db', 'sp ace.db', 'glob*[1].db', 'ünï.db', 'dir with space/x?.db'];
+    for (const n of names) repo.write(n, `${n}\n`);
+    await step(repo, () => {
+      repo.write('.gitignore', '');
+      repo.write(':agent.txt', 'agent\n');
+    });
+    const out = await op(repo, ['undo']);
+    for (const n of names) assert.is(repo.read(n).toString(), `${n}\n`, n);
+    assertKept(out, names);
+    assert.not.ok(repo.exists(':agent.txt'));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo in a session worktree (a linked worktree) keeps what its rules ignored', async () => {
+  const r = tempRepo({ files: { '.gitignore': '*.db\n', 'a.txt': 'a\n' } });
+  try {
+    const repo = await openRepo(r.dir, { env: r.env });
+    const wt = (await startWorktreeSession(repo, { session: 'igw' })).meta.path;
+    fs.writeFileSync(path.join(wt, 'local.db'), 'db in the session worktree\n');
+    const snap = async (phase: string) => assert.is((await cli(r, ['snap', '--session', 'igw', '--phase', phase, '-q'], { cwd: wt })).code, 0);
+    await snap('pre');
+    fs.writeFileSync(path.join(wt, '.gitignore'), '');
+    await snap('post');
+    const res = await cli(r, ['undo', '--session', 'igw', '--json'], { cwd: wt });
+    assert.is(res.code, 0, res.stdout + res.stderr);
+    assert.is(fs.readFileSync(path.join(wt, 'local.db'), 'utf8'), 'db in the session worktree\n');
+    assert.is(fs.readFileSync(path.join(wt, '.gitignore'), 'utf8'), '*.db\n');
+    assert.match(res.stdout, keptReason);
+  } finally {
+    r.cleanup();
+  }
+});
+
 test('a tracked file the rules match is still deleted by redo (tracked files are not ignored)', async () => {
   const repo = tempRepo({ files: { '.gitignore': 'vendor/\n' } });
   try {
