@@ -20,9 +20,10 @@
 // rename or link sets it, and no program can set it back) more than
 // CTIME_MARGIN_MS before the target snapshot was taken was on disk, as it is,
 // when that snapshot scanned the worktree, and is absent from it: it was left
-// out, so it is kept. Exception: its very bytes are written to another path by
-// the same plan (a directory moved back: renaming a directory keeps its files'
-// ctime).
+// out, so it is kept. Renaming a directory keeps its files' ctime: a moved
+// directory's files are still deleted when the plan writes their very bytes at
+// another path (the move undone); one moved in from outside the worktree is
+// kept (reported, never deleted: the safe way).
 //
 // Cost: nothing without deletions; otherwise two git processes (`cat-file
 // --batch` for the .gitignore blobs and the target snapshot's commit,
@@ -40,7 +41,8 @@ import { rmQuiet } from './fsutil.js';
 const GITLINK = '160000';
 
 export const IGNORED_AT_TARGET_REASON = 'ignored at the target: kept (ignored files are never deleted)';
-export const LEFT_OUT_AT_TARGET_REASON = 'on disk, unchanged, since before the target snapshot, which left it out: kept';
+/** Honest about what ctime proves: the inode is older than the snapshot (a directory moved in from outside keeps it too). */
+export const LEFT_OUT_AT_TARGET_REASON = 'unchanged since before the target snapshot, which does not have it (left out there?): kept';
 
 /**
  * How much older than the target snapshot's commit time (whole seconds) a
