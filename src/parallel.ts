@@ -160,7 +160,7 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     if (plan.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
     // Everything is checked before the safety commit and the first write: a path that is not as
     // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
-    const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse' });
+    const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse', target: { tree: merged.tree } });
     const head = await readHead(repo);
     const safety = await commitTree(repo, {
       tree: ours,

@@ -22,6 +22,9 @@
 //   lstat-ed and only real directories are walked through; a symlink in the
 //   way is never followed. Nested repositories (gitlinks) are never touched,
 //   and files a snapshot skipped are never deleted (withoutSkipped).
+// - Files the target snapshot left out are never deleted either: ignored under
+//   the target's rules, or on disk unchanged since before the target snapshot
+//   (keptAtTarget, src/ignored-at-target.ts); they are left and reported.
 // - Applying the same plan twice is harmless (roll-forward after a crash).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -34,6 +37,7 @@ import { runGitToFdSync, splitNul } from './git/run.js';
 import { hashRaw, keepPrivate } from './snapshot.js';
 import { restoreTempName, unlinkQuiet } from './fsutil.js';
 import { clearStaleGitLock } from './lock.js';
+import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 
 export const GITLINK = '160000';
 export const SYMLINK = '120000';
@@ -189,6 +193,16 @@ export interface RestoreOptions {
   interruptAfter?: number;
 }
 
+/** Options of planning a restore: RestoreOptions and the whole target tree. */
+export interface PrepareOptions extends RestoreOptions {
+  /**
+   * The tree the plan leads to (all of it, also when the plan covers some
+   * paths only) and the snapshot it comes from: they decide which planned
+   * deletions are files left out there, which are kept (ignored-at-target.ts).
+   */
+  target: RestoreTarget;
+}
+
 export interface RestoreResult {
   /** Paths now matching the target (changed by this call or already matching). */
   applied: PlannedChange[];
@@ -304,15 +318,29 @@ export function withoutSkipped(plan: PlannedChange[], skipped: Iterable<string>)
  * change, which already match, which are left (and why). With
  * ifNotExpected 'refuse', throws Conflict when any path would be left.
  */
-export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: RestoreOptions = {}): Promise<PreparedRestore> {
+export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: PrepareOptions): Promise<PreparedRestore> {
   const nested = gitlinkPaths(plan);
   const left: LeftPath[] = nested.map((p) => ({ path: p, reason: NESTED_REPO_REASON }));
-  const work = plan.filter((c) => !nested.includes(c.path));
+  let work = plan.filter((c) => !nested.includes(c.path));
+  // A path absent from the target because the target snapshot left it out (ignored there, say) is
+  // never deleted: kept and reported (not a problem: apply goes ahead). One already gone is as the
+  // target has it.
+  const goneAlready: PlannedChange[] = [];
+  const kept = await keptAtTarget(repo, work, opts.target);
+  if (kept.size > 0) {
+    for (const c of work) {
+      const reason = kept.get(c.path);
+      if (reason === undefined) continue;
+      if (!unsafePath(c.path) && inspect(repo.worktree, c.path).kind === 'absent') goneAlready.push(c);
+      else left.push({ path: c.path, reason });
+    }
+    work = work.filter((c) => !kept.has(c.path));
+  }
   const symlinkOids = work.flatMap((c) => [c.from, c.to]).filter((e): e is TreeEntry => !!e && e.mode === SYMLINK).map((e) => e.oid);
   const blobs = await readBlobs(repo, [...symlinkOids, ...work.filter((c) => c.to && c.to.mode !== SYMLINK).map((c) => c.to!.oid)]);
   const disk = await classify(repo, work, blobs, opts);
   const todo: PlannedChange[] = [];
-  const already: PlannedChange[] = [];
+  const already: PlannedChange[] = [...goneAlready];
   const problems: LeftPath[] = [];
   for (const c of work) {
     const d = disk.get(c.path);
@@ -504,7 +532,7 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
 }
 
 /** Makes the worktree match `to` on every planned path whose disk state is still `from` (or already `to`). */
-export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: RestoreOptions = {}): Promise<RestoreResult> {
+export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: PrepareOptions): Promise<RestoreResult> {
   return writeRestore(repo, await prepareRestore(repo, plan, opts), opts);
 }
 

@@ -23,6 +23,7 @@ import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, s
 import { withLock } from './lock.js';
 import { snapshotTree } from './snapshot.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
+import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath } from './restore.js';
 import { stepOf, worktreeTree } from './read.js';
 import { outsideEffect, effectLabel } from './effects.js';
@@ -180,6 +181,13 @@ interface Resolved {
   headOf: string | null;
   /** Skipped (not snapshotted) at the target: never deleted. */
   skippedAtTarget: SkippedFile[];
+  /** The snapshot whose scan left out what the target lacks (revert: the state before the step); see ignored-at-target.ts. */
+  scannedBy?: string;
+}
+
+/** What the restore engine keeps deletions against: the target tree and the snapshot it comes from. */
+function targetOf(r: Resolved): RestoreTarget {
+  return { tree: r.toTree, snapshot: r.scannedBy ?? r.toCommit };
 }
 
 interface OpSpec {
@@ -371,6 +379,7 @@ function revertSpec(step: number): OpSpec {
         redone: [],
         headOf: null,
         skippedAtTarget: st.kind === 'checkpoint' ? [] : skippedOf(events, before),
+        scannedBy: before,
       };
     },
   };
@@ -554,7 +563,7 @@ async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession,
     }
     let applied;
     try {
-      applied = await applyPlan(repo, start.paths);
+      applied = await applyPlan(repo, start.paths, { target: { tree: start.to, snapshot: start.toCommit } });
     } catch (err) {
       // Completing it failed again: give up on it rather than block every later operation.
       // Nothing is lost: the next safety snapshot records the worktree as it is.
@@ -590,7 +599,10 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     result.dryRun = true;
     result.changes = p.plan.map((c) => ({ path: c.path, change: changeLetter(c) }));
     result.left = gitlinkPaths(p.plan).map((g) => ({ path: g, reason: NESTED_REPO_REASON }));
-    result.changes = result.changes.filter((c) => !result.left.some((l) => l.path === c.path));
+    // As the engine will: deletions of files ignored at the target are kept.
+    for (const [k, reason] of await keptAtTarget(repo, p.plan, targetOf(p.resolved))) result.left.push({ path: k, reason });
+    const leftPaths = new Set(result.left.map((l) => l.path));
+    result.changes = result.changes.filter((c) => !leftPaths.has(c.path));
     result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0);
     return result;
   }
@@ -647,7 +659,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
       result.safety = safety;
       result.safetyRef = ref;
 
-      const applied = await applyPlan(repo, p.plan, opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {});
+      const applied = await applyPlan(repo, p.plan, { target: targetOf(p.resolved), ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
       const tree = await recordApplied(repo, locked.paths.index, applied.applied);
       const commit = await commitTree(repo, {
         tree,

@@ -337,7 +337,7 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
       if (current.staged && current.staged !== headTree) await wt.git(['read-tree', '-m', current.staged]);
       // The restore engine, all or nothing; a tracked file the snapshot skipped keeps its checked-out version.
       const { plan } = withoutSkipped(await planChanges(wt, headTree, current.tree), current.skipped);
-      await applyPlan(wt, plan, { ifNotExpected: 'refuse', freshCheckout: true });
+      await applyPlan(wt, plan, { ifNotExpected: 'refuse', freshCheckout: true, target: { tree: current.tree } });
     }
     await setUpFiles(repo, wt.worktree, cfg, meta, warnings);
     fs.mkdirSync(metaDir, { recursive: true, mode: 0o700 });
