@@ -23,7 +23,7 @@ import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, s
 import { withLock } from './lock.js';
 import { snapshotTree } from './snapshot.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
-import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath } from './restore.js';
+import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from './read.js';
 import { outsideEffect, effectLabel } from './effects.js';
 import fs from 'node:fs';
@@ -47,6 +47,8 @@ export interface OperationOptions {
   settings?: Settings;
   /** Test seam: stop (throw) after this many file changes, as a crash would. */
   interruptAfter?: number;
+  /** Test seam: the restore engine's hooks around each replaced path (a write racing with the restore). */
+  restoreHooks?: Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
 }
 
 export interface FileChange {
@@ -110,7 +112,7 @@ export interface OpRecord {
   undoes: number[];
   redoes: number | null;
   redoneBy: number | null;
-  left: { path: string; reason: string }[];
+  left: { path: string; reason: string; oid?: string }[];
 }
 
 /** The operations of a session, from its journal events. */
@@ -647,7 +649,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
       result.safety = safety;
       result.safetyRef = ref;
 
-      const applied = await applyPlan(repo, p.plan, opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {});
+      const applied = await applyPlan(repo, p.plan, { ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
       const tree = await recordApplied(repo, locked.paths.index, applied.applied);
       const commit = await commitTree(repo, {
         tree,
