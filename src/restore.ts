@@ -690,16 +690,46 @@ function putBack(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string): s
  * Drops an aside that matched the plan, unless it was written (through a file
  * still open) after it was compared: then it is kept beside the path.
  */
-function dropAside(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string, key: string | null, onDisk = 'the restored version'): void {
+function dropAside(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string, key: string | null, onDisk = 'the restored version is on disk'): void {
   if (key !== null && lstatKey(aside) === key) {
     fs.unlinkSync(aside);
     return;
   }
   const symlink = fs.lstatSync(aside).isSymbolicLink();
   const kept = keepBeside(aside, abs);
-  const report: LeftPath = { path: c.path, reason: `written through a file still open during the restore: ${onDisk} is on disk, what was written is kept in ${relOf(ctx.repo.worktree, kept)}` };
+  const report: LeftPath = { path: c.path, reason: `written through a file still open during the restore: ${onDisk}; what was written is kept in ${relOf(ctx.repo.worktree, kept)}` };
   ctx.kept.push({ abs: kept, after: 'keep', symlink, report });
   ctx.left.push(report);
+}
+
+/**
+ * Runs what follows setting an aside. Should it fail half way (an I/O error),
+ * the aside goes back under the path's name, or is kept beside the path when
+ * something took the name: an aside is never left under its own name by a
+ * live process.
+ */
+function withAside(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string, fn: () => Outcome): Outcome {
+  try {
+    return fn();
+  } catch (e) {
+    if (lstatKey(aside) !== null) {
+      try {
+        moveNoReplace(aside, abs);
+      } catch {
+        dropAside(ctx, c, abs, aside, null, 'what is there now stays');
+      }
+    }
+    throw e;
+  }
+}
+
+/** Compares an aside with what the plan expected; anything unreadable counts as different (it is kept). */
+function check(ctx: WriteCtx, c: PlannedChange, aside: string): { same: boolean; key: string | null } {
+  try {
+    return holds(aside, c.from, ctx.blobs, !!ctx.opts.freshCheckout);
+  } catch {
+    return { same: false, key: null };
+  }
 }
 
 /** A planned deletion: the file goes only if it is still the one the plan expected. */
@@ -713,16 +743,13 @@ function removeEntry(ctx: WriteCtx, c: PlannedChange): Outcome {
   const aside = setAside(abs);
   if (aside === null) return { applied: true };
   if (aside === 'dir') return { applied: false, reason: 'a directory appeared during the restore: left as it is' };
-  let seen: { same: boolean; key: string | null };
-  try {
-    seen = holds(aside, c.from, ctx.blobs, !!opts.freshCheckout);
-  } catch {
-    seen = { same: false, key: null };
-  }
-  opts.afterCheck?.(c.path);
-  if (!seen.same) return { applied: false, reason: putBack(ctx, c, abs, aside) };
-  dropAside(ctx, c, abs, aside, seen.key);
-  return { applied: true };
+  return withAside(ctx, c, abs, aside, () => {
+    const seen = check(ctx, c, aside);
+    opts.afterCheck?.(c.path);
+    if (!seen.same) return { applied: false, reason: putBack(ctx, c, abs, aside) };
+    dropAside(ctx, c, abs, aside, seen.key, 'the path was deleted as planned');
+    return { applied: true };
+  });
 }
 
 /** A planned write: installed only where the path still holds what the plan expected (or nothing, for an add). */
@@ -732,44 +759,35 @@ function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBl
   const abs = path.join(repo.worktree, c.path);
   if (to.mode === SYMLINK && !Buffer.isBuffer(content)) throw errors.internal(`symlink ${c.path} has a ${content.size}-byte target.`);
   const tmp = to.mode === SYMLINK ? null : writeTemp(repo, abs, to, content);
+  const install = (): 'done' | 'taken' => {
+    try {
+      if (tmp === null) fs.symlinkSync(content as Buffer, abs);
+      else moveNoReplace(tmp, abs);
+      return 'done';
+    } catch (e) {
+      if (isCode(e, 'EEXIST')) return 'taken';
+      throw e;
+    }
+  };
+  // Created while the path was empty: that one stays.
+  const taken: Outcome = { applied: false, reason: 'created during the restore: kept as it is' };
   try {
     opts.beforeReplace?.(c.path);
     const aside = setAside(abs);
     if (aside === 'dir') return { applied: false, reason: 'a directory appeared during the restore: left as it is' };
-    let key: string | null = null;
-    if (aside !== null) {
-      let seen: { same: boolean; key: string | null };
-      try {
-        seen = holds(aside, c.from, ctx.blobs, !!opts.freshCheckout);
-      } catch {
-        seen = { same: false, key: null };
-      }
+    if (aside === null) {
+      opts.afterCheck?.(c.path);
+      return install() === 'done' ? { applied: true } : taken;
+    }
+    return withAside(ctx, c, abs, aside, () => {
+      const seen = check(ctx, c, aside);
       opts.afterCheck?.(c.path);
       if (!seen.same) return { applied: false, reason: putBack(ctx, c, abs, aside) };
-      key = seen.key;
-    } else {
-      opts.afterCheck?.(c.path);
-    }
-    try {
-      if (tmp === null) fs.symlinkSync(content as Buffer, abs);
-      else moveNoReplace(tmp, abs);
-    } catch (e) {
-      if (isCode(e, 'EEXIST')) {
-        // Created while the path was empty: that one stays; what was aside is what the plan expected.
-        if (aside !== null) dropAside(ctx, c, abs, aside, key, 'a file created meanwhile');
-        return { applied: false, reason: 'created during the restore: kept as it is' };
-      }
-      if (aside !== null) {
-        try {
-          moveNoReplace(aside, abs);
-        } catch {
-          dropAside(ctx, c, abs, aside, null, 'what was created meanwhile');
-        }
-      }
-      throw e;
-    }
-    if (aside !== null) dropAside(ctx, c, abs, aside, key);
-    return { applied: true };
+      // What was aside is what the plan expected (the snapshot holds it): it is dropped either way.
+      const done = install();
+      dropAside(ctx, c, abs, aside, seen.key, done === 'done' ? 'the restored version is on disk' : 'a file created meanwhile is on disk');
+      return done === 'done' ? { applied: true } : taken;
+    });
   } finally {
     if (tmp !== null) unlinkQuiet(tmp);
   }
@@ -894,10 +912,10 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
  * read, which a restore that was not interrupted rarely has. Returns whether
  * anything was put back (the plan must then be checked again).
  */
-function recoverAsides(repo: Repo, prepared: PreparedRestore): boolean {
+function recoverAsides(repo: Repo, plan: PlannedChange[], prepared: PreparedRestore): boolean {
   const byDir = new Map<string, PlannedChange[]>();
   const planned = new Map<string, PlannedChange>();
-  for (const c of [...prepared.already, ...prepared.todo]) planned.set(c.path, c);
+  for (const c of plan) planned.set(c.path, c);
   const candidates = [...prepared.already.map((c) => c.path), ...prepared.left.map((l) => l.path)];
   for (const rel of new Set(candidates)) {
     const c = planned.get(rel) ?? null;
@@ -940,7 +958,7 @@ function recoverAsides(repo: Repo, prepared: PreparedRestore): boolean {
 /** Makes the worktree match `to` on every planned path whose disk state is still `from` (or already `to`). */
 export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: RestoreOptions = {}): Promise<RestoreResult> {
   let prepared = await prepareRestore(repo, plan, opts);
-  if (!opts.freshCheckout && (prepared.already.length > 0 || prepared.left.length > 0) && recoverAsides(repo, prepared)) {
+  if (!opts.freshCheckout && (prepared.already.length > 0 || prepared.left.length > 0) && recoverAsides(repo, plan, prepared)) {
     prepared = await prepareRestore(repo, plan, opts);
   }
   return writeRestore(repo, prepared, opts);

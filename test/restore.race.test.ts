@@ -9,7 +9,8 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { cliProcess, sessionOf, tempRepo, type TempRepo, step } from './helpers.js';
+import { cliProcess, ROOT, runProcess, sessionOf, tempRepo, type TempRepo, step } from './helpers.js';
+import { skipRestoreTemp } from '../src/fsutil.js';
 import { journalEvents } from './snap-helpers.js';
 import { undoOperation } from '../src/undo.js';
 import { openRepo } from '../src/repo.js';
@@ -61,15 +62,15 @@ function leftAt(left: LeftPath[], rel: string): LeftPath & { oid?: string } {
   return l as LeftPath & { oid?: string };
 }
 
-/** No restore temp or aside file is left in the worktree. */
-function noTempFiles(r: TempRepo): void {
+/** No restore temp or aside file is left in the worktree (`killed`: a killed process's temp files are a snapshot's to clean). */
+function noTempFiles(r: TempRepo, killed = false): void {
   const found: string[] = [];
   const walk = (d: string) => {
     for (const n of fs.readdirSync(path.join(r.dir, d))) {
       if (n === '.git') continue;
       const rel = d ? `${d}/${n}` : n;
-      if (/agentsnap-/.test(n)) found.push(rel);
       if (fs.lstatSync(path.join(r.dir, rel)).isDirectory()) walk(rel);
+      if (/agentsnap-/.test(n) && !(killed && skipRestoreTemp(r.dir, rel))) found.push(rel);
     }
   };
   walk('');
@@ -236,6 +237,51 @@ test('race: undo reports the kept path with its object id in its result and in o
     r.cleanup();
   }
 });
+
+/** Runs the plan from → to in a child process that SIGKILLs itself right after `at` was set aside and compared. */
+async function killedRestore(r: TempRepo, fromTree: string, toTree: string, at: string): Promise<void> {
+  const script = path.join(r.base, 'killed-restore.mts');
+  const src = (m: string) => JSON.stringify(path.join(ROOT, 'src', m));
+  fs.writeFileSync(
+    script,
+    `import { openRepo } from ${src('repo.ts')};
+import { applyPlan, planChanges } from ${src('restore.ts')};
+const repo = await openRepo(${JSON.stringify(r.dir)}, { env: process.env });
+const plan = await planChanges(repo, ${JSON.stringify(fromTree)}, ${JSON.stringify(toTree)});
+await applyPlan(repo, plan, { afterCheck: (rel) => { if (rel === ${JSON.stringify(at)}) process.kill(process.pid, 'SIGKILL'); } });
+process.exit(3);
+`,
+  );
+  const res = await runProcess(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: r.env });
+  assert.is(res.code, 128, `the child was killed: ${res.code} ${res.stderr}`);
+}
+
+for (const at of ['b.txt', 'gone.txt']) {
+  test(`race: a restore killed while ${at} is aside is completed by the next run of the plan, and the aside is not lost meanwhile`, async () => {
+    const r = tempRepo();
+    try {
+      const from = { ...FROM, 'gone.txt': 'agent made it\n' };
+      writeSpec(r, from);
+      const fromTree = treeOf(r, from);
+      const toTree = treeOf(r, TO);
+      await killedRestore(r, fromTree, toTree, at);
+      assert.not.ok(r.exists(at), `${at} is aside`);
+      const aside = fs.readdirSync(r.dir).filter((n) => n.includes('agentsnap-aside-'));
+      assert.is(aside.length, 1, `one aside: ${aside.join(', ')}`);
+      assert.not.ok(skipRestoreTemp(r.dir, aside[0]!), 'a snapshot would record it (its writer is gone), not delete it');
+      assert.ok(r.exists(aside[0]!));
+      // The next run of the same plan (an interrupted undo's roll-forward) puts it back and completes.
+      const repo = await openRepo(r.dir, { env: r.env });
+      const res = await applyPlan(repo, await planChanges(repo, fromTree, toTree));
+      assert.equal(res.left, []);
+      for (const [rel, body] of Object.entries(TO)) assert.is(r.read(rel).toString(), body);
+      assert.not.ok(r.exists('gone.txt'));
+      noTempFiles(r, true);
+    } finally {
+      r.cleanup();
+    }
+  });
+}
 
 /**
  * A writer that saves `w.txt` like an editor (temp file + rename) in a loop,
