@@ -11,6 +11,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { cliProcess, ROOT, runProcess, sessionOf, tempRepo, type TempRepo, step } from './helpers.js';
 import { skipRestoreTemp } from '../src/fsutil.js';
+import { describeLeft } from '../src/cli/output.js';
 import { journalEvents } from './snap-helpers.js';
 import { undoOperation } from '../src/undo.js';
 import { openRepo } from '../src/repo.js';
@@ -230,7 +231,8 @@ test('race: undo reports the kept path with its object id in its result and in o
     assert.is(r.read('b.txt').toString(), 'saved late\n');
     const l = leftAt(res.left, 'b.txt');
     assert.is(blob(r, l.oid!), 'saved late\n');
-    assert.match(l.reason, l.oid!.slice(0, 12), 'the reason names the object, so every output shows it');
+    assert.match(l.reason, l.oid!, 'the reason names the object, so every output shows it');
+    assert.match(describeLeft(l), `b.txt  changed during the restore: kept as it is (object ${l.oid})`, 'the CLI line of undo and apply');
     const done = journalEvents(r, id).filter((e) => e.type === 'op.done').pop() as { left: { path: string; oid?: string }[] };
     assert.equal(done.left.find((x) => x.path === 'b.txt')?.oid, l.oid);
   } finally {
