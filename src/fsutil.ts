@@ -78,10 +78,50 @@ export function restoreTempName(base: string, pid: number, rand: string): string
 }
 
 /**
+ * Right before the restore engine replaces or deletes a path, it renames what
+ * is there to `.<name>.agentsnap-aside-<pid>-<8 hex>` and compares it with what
+ * the plan expected (see writeRestore). Unlike a temp file, an aside may hold
+ * user content (a write that raced with the restore): a snapshot leaves it out
+ * only while its writer lives, and never deletes it; once the writer is gone
+ * (killed in that moment) it is recorded like any other file, unless the next
+ * restore of the same plan puts it back first (recoverAsides in restore.ts).
+ */
+const RESTORE_ASIDE_RE = /(?:^|\/)\.[^/]*\.agentsnap-aside-(\d+)-[0-9a-f]{8}$/;
+
+export function restoreAsideName(base: string, pid: number, rand: string): string {
+  return `.${base.slice(0, 40)}.agentsnap-aside-${pid}-${rand}`;
+}
+
+/** For a restore's aside (see restoreAsideName): the pid that set it aside. Null for any other name. */
+export function restoreAsidePid(name: string): number | null {
+  const m = RESTORE_ASIDE_RE.exec(name);
+  return m ? Number(m[1]) : null;
+}
+
+function pidGone(pid: number): boolean {
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** Whether the process that set an aside is gone (it was killed while the aside held the path's entry). */
+export function restoreAsideWriterGone(name: string): boolean | null {
+  const pid = restoreAsidePid(name);
+  return pid === null ? null : pidGone(pid);
+}
+
+/**
  * Whether `rel` is a restore's temporary file, which snapshots leave out (never
- * user content); one whose writer is gone (killed mid-write) is removed.
+ * user content); one whose writer is gone (killed mid-write) is removed. A
+ * restore's aside is left out while its writer lives, and never removed.
  */
 export function skipRestoreTemp(worktree: string, rel: string): boolean {
+  const aside = restoreAsideWriterGone(rel);
+  if (aside !== null) return !aside;
   const gone = restoreTempWriterGone(rel);
   if (gone) unlinkQuiet(path.join(worktree, rel));
   return gone !== null;
@@ -91,14 +131,7 @@ export function skipRestoreTemp(worktree: string, rel: string): boolean {
 export function restoreTempWriterGone(rel: string): boolean | null {
   const m = RESTORE_TEMP_RE.exec(rel);
   if (!m) return null;
-  const pid = Number(m[1]);
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return pidGone(Number(m[1]));
 }
 
 /** Identifies one version of a file: git replaces the files it writes (lock and rename), so any write changes this. */
@@ -109,4 +142,14 @@ export function statKey(file: string): string {
   } catch (e) {
     return `missing:${(e as NodeJS.ErrnoException).code ?? ''}`;
   }
+}
+
+/**
+ * A version the restore engine found at a path and could not leave there (the
+ * path was taken again meanwhile, or it was written through a file still open)
+ * is kept beside it as `<name>.agentsnap-kept-<8 hex>`: a visible file, which
+ * snapshots record like any other, besides the object the restore reports.
+ */
+export function restoreKeptName(base: string, rand: string): string {
+  return `${base.slice(0, 80)}.agentsnap-kept-${rand}`;
 }

@@ -215,8 +215,11 @@ export interface OpDoneEvent extends EventBase {
   /** Commit of the restored state (first parent: the safety snapshot); null when abandoned. */
   commit: string | null;
   tree: string | null;
-  /** Paths left as they were, and why (changed while the operation ran, in the way, nested repository). */
-  left: { path: string; reason: string }[];
+  /**
+   * Paths left as they were, and why (changed while the operation ran, in the way, nested repository).
+   * `oid` (optional): the object holding a version the restore found there at the moment it replaced the path.
+   */
+  left: { path: string; reason: string; oid?: string }[];
   /** Whether the operation was completed by a later command after an interruption. */
   resumed: boolean;
 }
@@ -248,7 +251,7 @@ export interface SessionApplyEvent extends EventBase {
   deleted: string[];
   conflicts: string[];
   /** Paths that could not be written after all (I/O error, changed during the write), and why. Absent when none. */
-  left?: { path: string; reason: string }[];
+  left?: { path: string; reason: string; oid?: string }[];
 }
 
 /** `agentsnap promote`: the session's result as one ordinary commit on a branch. */

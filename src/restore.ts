@@ -28,14 +28,14 @@
 // - Applying the same plan twice is harmless (roll-forward after a crash).
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { errors } from './errors.js';
 import type { PlannedChange, TreeEntry } from './journal.js';
 import type { Repo } from './repo.js';
 import { indexEnv, ZERO_OID } from './git/plumbing.js';
-import { runGitToFdSync, splitNul } from './git/run.js';
+import { runGitSync, runGitToFdSync, splitNul } from './git/run.js';
 import { hashRaw, keepPrivate } from './snapshot.js';
-import { restoreTempName, unlinkQuiet } from './fsutil.js';
+import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet } from './fsutil.js';
 import { clearStaleGitLock } from './lock.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 
@@ -172,6 +172,11 @@ export function inspect(worktree: string, rel: string): Found {
 export interface LeftPath {
   path: string;
   reason: string;
+  /**
+   * The object holding the version the restore found there instead of what
+   * it expected (a write that raced with it): kept on disk, and stored.
+   */
+  oid?: string;
 }
 
 export const NESTED_REPO_REASON = 'nested repository: left alone';
@@ -191,6 +196,10 @@ export interface RestoreOptions {
   freshCheckout?: boolean;
   /** Test seam: throw after this many paths were changed (simulates a crash half way). */
   interruptAfter?: number;
+  /** Test seam: called right before a path is replaced or deleted, long after the plan was checked (a write here races with the restore). */
+  beforeReplace?: (rel: string) => void;
+  /** Test seam: called after what was at the path was set aside and compared, before the new entry is installed or the old one dropped. */
+  afterCheck?: (rel: string) => void;
 }
 
 /** Options of planning a restore: RestoreOptions and the whole target tree. */
@@ -382,53 +391,53 @@ function ensureParents(worktree: string, rel: string): string | null {
   return null;
 }
 
-function writeEntry(repo: Repo, rel: string, entry: TreeEntry, content: Buffer | LargeBlob): void {
-  const worktree = repo.worktree;
-  const abs = path.join(worktree, rel);
-  const dir = path.dirname(abs);
-  const tmp = tempName(dir, path.basename(abs));
+/**
+ * Writes a file entry's bytes to a new temp file beside abs (nothing is
+ * replaced yet) and returns its path. Keeps the permissions of the file there
+ * now (but the x bits from the snapshot); new files get the umask.
+ */
+function writeTemp(repo: Repo, abs: string, entry: TreeEntry, content: Buffer | LargeBlob): string {
+  const tmp = tempName(path.dirname(abs), path.basename(abs));
+  const exec = entry.mode === '100755';
+  let keep: number | null = null;
   try {
-    if (entry.mode === SYMLINK) {
-      if (!Buffer.isBuffer(content)) throw errors.internal(`symlink ${rel} has a ${content.size}-byte target.`);
-      fs.symlinkSync(content, tmp);
-    } else {
-      const exec = entry.mode === '100755';
-      // Keep the permissions of a file being replaced (but its x bits from the snapshot); new files get the umask.
-      let keep: number | null = null;
-      try {
-        const st = fs.lstatSync(abs);
-        if (st.isFile()) keep = st.mode & 0o7777;
-      } catch {
-        /* new file */
+    const st = fs.lstatSync(abs);
+    if (st.isFile()) keep = st.mode & 0o7777;
+  } catch {
+    /* new file */
+  }
+  try {
+    const fd = fs.openSync(tmp, 'wx', exec ? 0o777 : 0o666);
+    try {
+      if (Buffer.isBuffer(content)) {
+        let off = 0;
+        while (off < content.length) off += fs.writeSync(fd, content, off, content.length - off);
+      } else {
+        writeBlobToFdSync(repo, content, fd);
       }
-      const fd = fs.openSync(tmp, 'wx', exec ? 0o777 : 0o666);
-      try {
-        if (Buffer.isBuffer(content)) {
-          let off = 0;
-          while (off < content.length) off += fs.writeSync(fd, content, off, content.length - off);
-        } else {
-          writeBlobToFdSync(repo, content, fd);
-        }
-        if (keep !== null) fs.fchmodSync(fd, exec ? keep | ((keep & 0o444) >> 2) : keep & ~0o111);
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
+      if (keep !== null) fs.fchmodSync(fd, exec ? keep | ((keep & 0o444) >> 2) : keep & ~0o111);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
     }
-    fs.renameSync(tmp, abs);
   } catch (e) {
     unlinkQuiet(tmp);
     throw e;
   }
+  return tmp;
 }
 
 /** Streams a large blob from git straight into an open file: Node never holds its bytes. */
 function writeBlobToFdSync(repo: Repo, blob: LargeBlob, fd: number): void {
-  runGitToFdSync(['cat-file', 'blob', blob.oid], { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } }, fd);
+  runGitToFdSync(['cat-file', 'blob', blob.oid], gitSyncOptions(repo), fd);
   const written = fs.fstatSync(fd).size;
   if (written !== blob.size) {
     throw errors.internal(`writing object ${blob.oid} gave ${written} of ${blob.size} bytes.`, { data: { oid: blob.oid } });
   }
+}
+
+function gitSyncOptions(repo: Repo) {
+  return { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } };
 }
 
 /** Removes dir and its parents while they are empty, never the worktree itself. */
@@ -454,20 +463,415 @@ function pruneEmptyDirs(worktree: string, rels: Iterable<string>): void {
   }
 }
 
+/**
+ * Removes a directory that holds only empty directories, deepest first, with
+ * rmdir (which fails on anything a concurrent writer put there meanwhile:
+ * never a recursive delete). False when something else was in it.
+ */
+function removeEmptyTree(abs: string): boolean {
+  for (const name of fs.readdirSync(abs)) {
+    const child = path.join(abs, name);
+    if (!fs.lstatSync(child).isDirectory() || !removeEmptyTree(child)) return false;
+  }
+  try {
+    fs.rmdirSync(abs);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
+    if (code !== 'ENOENT') throw e;
+  }
+  return true;
+}
+
 function errno(e: unknown): string {
   return (e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e));
 }
 
+function isCode(e: unknown, ...codes: string[]): boolean {
+  return codes.includes((e as NodeJS.ErrnoException).code ?? '');
+}
+
+// ---------------------------------------------------------------------------
+// Replacing one path without losing a write that raced with the restore.
+//
+// The plan was checked against the disk once (prepareRestore), but writing an
+// 800-file plan takes a second or more, and an editor's save or a still
+// running agent's write can land in between. So each path is checked again at
+// the moment it is replaced:
+//   1. what is at the path is renamed aside (`restoreAsideName`): atomic, it
+//      captures whatever is there, and nothing can be written to the path's
+//      old entry through its name from then on;
+//   2. the aside is compared with the entry the plan expected (kind, x bit,
+//      blob id of the bytes, or the link text);
+//   3. when it differs, it is put back under the path's name with link(2)
+//      (which fails with EEXIST instead of replacing what a writer may have
+//      created meanwhile), its bytes are stored as an object (one git call
+//      for all of them at the end) and it is reported in `left` with that id;
+//   4. otherwise the new entry is installed with link(2) (symlinks with
+//      symlink(2)): no replace either, so a file created at the path while it
+//      was empty is kept and reported;
+//   5. before the aside is dropped, its stat data is compared with what step 2
+//      saw: a process that kept the file open wrote into the aside inode after
+//      the check, so those bytes are kept (visible file + object) instead.
+// Deletions do 1-3 and 5. What is left (README, Guarantees): a process that
+// holds the file open and writes into it after step 5's stat (microseconds
+// before the unlink), or a same-size write that lands in the same timestamp
+// tick as step 2's read, writes into a file no name points to, exactly as it
+// would after any editor's save by rename. The path is missing for the
+// moment between 1 and 4; a SIGKILL there leaves the entry in the aside, which
+// the next run of the plan puts back (recoverAsides) and snapshots otherwise
+// record like any file (fsutil's skipRestoreTemp never deletes an aside).
+// ---------------------------------------------------------------------------
+
+/** Hard-link-less filesystems (FAT, some FUSE and SMB mounts) and directories: link(2) refuses with one of these. */
+const NO_LINK = ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS', 'EISDIR'];
+
+function eexist(dst: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`EEXIST: file already exists, ${dst}`), { code: 'EEXIST' });
+}
+
+/**
+ * Gives the entry at src the name dst as well, unless something is at dst
+ * (EEXIST). Returns whether src is still there (linked) or was moved (a
+ * filesystem without hard links, a directory: checked, then renamed, a window
+ * of one system call). Symlinks are re-created from their text (link(2) may
+ * follow them on some systems).
+ */
+function linkNoReplace(src: string, dst: string): 'linked' | 'moved' {
+  const st = fs.lstatSync(src);
+  if (st.isSymbolicLink()) {
+    fs.symlinkSync(fs.readlinkSync(src, { encoding: 'buffer' }), dst);
+    return 'linked';
+  }
+  try {
+    fs.linkSync(src, dst);
+    return 'linked';
+  } catch (e) {
+    if (!isCode(e, ...NO_LINK)) throw e;
+  }
+  try {
+    fs.lstatSync(dst);
+    throw eexist(dst);
+  } catch (e) {
+    if (!isCode(e, 'ENOENT')) throw e;
+  }
+  fs.renameSync(src, dst);
+  return 'moved';
+}
+
+/** Moves src to dst unless something is at dst (EEXIST). */
+function moveNoReplace(src: string, dst: string): void {
+  if (linkNoReplace(src, dst) === 'linked') fs.unlinkSync(src);
+}
+
+/** Identifies one version of an inode: any write changes it (size, mtime or ctime). */
+function inodeKey(st: fs.BigIntStats): string {
+  return [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, st.mode].join(':');
+}
+
+function lstatKey(abs: string): string | null {
+  try {
+    return inodeKey(fs.lstatSync(abs, { bigint: true }));
+  } catch {
+    return null;
+  }
+}
+
+/** The blob id of an open file's bytes (sha1 or sha256 like `like`), or null when its size changed while read. */
+function blobIdOfFd(fd: number, size: number, like: string): string | null {
+  const hash = createHash(like.length === 64 ? 'sha256' : 'sha1');
+  hash.update(`blob ${size}\0`);
+  const buf = Buffer.allocUnsafe(Math.min(Math.max(size, 1), 1 << 20));
+  let off = 0;
+  while (off < size) {
+    const n = fs.readSync(fd, buf, 0, Math.min(buf.length, size - off), off);
+    if (n === 0) return null;
+    hash.update(buf.subarray(0, n));
+    off += n;
+  }
+  if (fs.readSync(fd, buf, 0, 1, off) !== 0) return null;
+  return hash.digest('hex');
+}
+
+/**
+ * Whether the entry at abs (not followed) is exactly `e`, and the stat key
+ * the comparison saw. `fresh`: a fresh checkout's file or symlink counts as
+ * `e` whatever its bytes (filters).
+ */
+function holds(abs: string, e: TreeEntry | null, blobs: Map<string, Buffer | LargeBlob>, fresh: boolean): { same: boolean; key: string | null } {
+  const st = fs.lstatSync(abs, { bigint: true });
+  const key = inodeKey(st);
+  if (e === null) return { same: false, key };
+  if (e.mode === SYMLINK) {
+    if (!st.isSymbolicLink()) return { same: false, key };
+    if (fresh) return { same: true, key };
+    const want = blobs.get(e.oid);
+    return { same: Buffer.isBuffer(want) && want.equals(fs.readlinkSync(abs, { encoding: 'buffer' })), key };
+  }
+  if (!st.isFile()) return { same: false, key };
+  if (fresh) return { same: true, key };
+  if (((st.mode & 0o100n) !== 0n) !== (e.mode === '100755')) return { same: false, key };
+  const fd = fs.openSync(abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+  try {
+    const fst = fs.fstatSync(fd, { bigint: true });
+    if (fst.ino !== st.ino || fst.dev !== st.dev) return { same: false, key: null };
+    return { same: blobIdOfFd(fd, Number(fst.size), e.oid) === e.oid, key: inodeKey(fst) };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** A version found at a path that is kept: its bytes are stored (storeKept) and its id reported. */
+interface Kept {
+  /** Where its bytes are: the aside, or a kept file of its own. */
+  abs: string;
+  /**
+   * What becomes of abs once stored: 'second-name' (the version is back at its
+   * path, abs is a hard link of it) and 'superseded' (a newer write took the
+   * path while it was aside: the writer replaced that version itself) are
+   * removed, 'superseded' kept beside the path if it could not be stored;
+   * 'keep' (the restore replaced it) stays a visible file.
+   */
+  after: 'second-name' | 'superseded' | 'keep';
+  symlink: boolean;
+  /** The report to complete with the object id. */
+  report: LeftPath;
+}
+
+/** Renames an aside that is the only name of its version to a visible kept file beside the path. */
+function keepBeside(aside: string, abs: string): string {
+  const kept = path.join(path.dirname(abs), restoreKeptName(path.basename(abs), randomBytes(4).toString('hex')));
+  try {
+    moveNoReplace(aside, kept);
+    return kept;
+  } catch {
+    return aside;
+  }
+}
+
+function relOf(worktree: string, abs: string): string {
+  return path.relative(worktree, abs).split(path.sep).join('/');
+}
+
+/** Per-call state of writeRestore shared by the path helpers. */
+interface WriteCtx {
+  repo: Repo;
+  blobs: Map<string, Buffer | LargeBlob>;
+  opts: RestoreOptions;
+  kept: Kept[];
+  left: LeftPath[];
+}
+
+/** What happened to one path: applied (maybe with a kept version reported in left), or left with a reason. */
+type Outcome = { applied: true } | { applied: false; reason: string };
+
+/** Renames what is at abs aside; null when nothing is there. A directory is never moved. */
+function setAside(abs: string): string | 'dir' | null {
+  try {
+    if (fs.lstatSync(abs).isDirectory()) return 'dir';
+  } catch (e) {
+    if (isCode(e, 'ENOENT', 'ENOTDIR')) return null;
+    throw e;
+  }
+  const aside = path.join(path.dirname(abs), restoreAsideName(path.basename(abs), process.pid, randomBytes(4).toString('hex')));
+  try {
+    fs.renameSync(abs, aside);
+  } catch (e) {
+    if (isCode(e, 'ENOENT', 'ENOTDIR')) return null;
+    throw e;
+  }
+  return aside;
+}
+
+/**
+ * The aside differs from what the plan expected: it goes back under the
+ * path's name (no replace) and its bytes are kept. Returns the reason.
+ */
+function putBack(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string): string {
+  const symlink = fs.lstatSync(aside).isSymbolicLink();
+  const what = c.from === null ? 'created during the restore' : 'changed during the restore';
+  const report: LeftPath = { path: c.path, reason: '' };
+  let back: 'linked' | 'moved' | 'taken';
+  try {
+    back = linkNoReplace(aside, abs);
+  } catch (e) {
+    if (!isCode(e, 'EEXIST')) throw e;
+    back = 'taken';
+  }
+  if (back === 'moved') {
+    // No second name to store it from: the path itself is stored (it is on disk either way).
+    ctx.kept.push({ abs, after: 'keep', symlink, report });
+    report.reason = `${what}: kept as it is`;
+  } else if (back === 'linked') {
+    ctx.kept.push({ abs: aside, after: 'second-name', symlink, report });
+    report.reason = `${what}: kept as it is`;
+  } else {
+    // Until it is stored, the aside's name keeps it: snapshots record an aside whose writer is gone.
+    ctx.kept.push({ abs: aside, after: 'superseded', symlink, report });
+    report.reason = `${what}, then replaced by a newer write: the newest is on disk, the one it replaced is stored`;
+  }
+  ctx.left.push(report);
+  return report.reason;
+}
+
+/**
+ * Drops an aside that matched the plan, unless it was written (through a file
+ * still open) after it was compared: then it is kept beside the path.
+ */
+function dropAside(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string, key: string | null, onDisk = 'the restored version is on disk'): void {
+  if (key !== null && lstatKey(aside) === key) {
+    fs.unlinkSync(aside);
+    return;
+  }
+  const symlink = fs.lstatSync(aside).isSymbolicLink();
+  const kept = keepBeside(aside, abs);
+  const report: LeftPath = { path: c.path, reason: `written through a file still open during the restore: ${onDisk}; what was written is kept in ${relOf(ctx.repo.worktree, kept)}` };
+  ctx.kept.push({ abs: kept, after: 'keep', symlink, report });
+  ctx.left.push(report);
+}
+
+/**
+ * Runs what follows setting an aside. Should it fail half way (an I/O error),
+ * the aside goes back under the path's name, or is kept beside the path when
+ * something took the name: an aside is never left under its own name by a
+ * live process.
+ */
+function withAside(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string, fn: () => Outcome): Outcome {
+  try {
+    return fn();
+  } catch (e) {
+    if (lstatKey(aside) !== null) {
+      try {
+        moveNoReplace(aside, abs);
+      } catch {
+        dropAside(ctx, c, abs, aside, null, 'what is there now stays');
+      }
+    }
+    throw e;
+  }
+}
+
+/** Compares an aside with what the plan expected; anything unreadable counts as different (it is kept). */
+function check(ctx: WriteCtx, c: PlannedChange, aside: string): { same: boolean; key: string | null } {
+  try {
+    return holds(aside, c.from, ctx.blobs, !!ctx.opts.freshCheckout);
+  } catch {
+    return { same: false, key: null };
+  }
+}
+
+/** A planned deletion: the file goes only if it is still the one the plan expected. */
+function removeEntry(ctx: WriteCtx, c: PlannedChange): Outcome {
+  const { repo, opts } = ctx;
+  const abs = path.join(repo.worktree, c.path);
+  opts.beforeReplace?.(c.path);
+  const now = inspect(repo.worktree, c.path);
+  if (now.kind === 'absent') return { applied: true };
+  if (now.kind === 'blocked') return { applied: false, reason: `${now.at} is ${now.what} not in the snapshot; it was not followed` };
+  const aside = setAside(abs);
+  if (aside === null) return { applied: true };
+  if (aside === 'dir') return { applied: false, reason: 'a directory appeared during the restore: left as it is' };
+  return withAside(ctx, c, abs, aside, () => {
+    const seen = check(ctx, c, aside);
+    opts.afterCheck?.(c.path);
+    if (!seen.same) return { applied: false, reason: putBack(ctx, c, abs, aside) };
+    dropAside(ctx, c, abs, aside, seen.key, 'the path was deleted as planned');
+    return { applied: true };
+  });
+}
+
+/** A planned write: installed only where the path still holds what the plan expected (or nothing, for an add). */
+function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBlob): Outcome {
+  const { repo, opts } = ctx;
+  const to = c.to!;
+  const abs = path.join(repo.worktree, c.path);
+  if (to.mode === SYMLINK && !Buffer.isBuffer(content)) throw errors.internal(`symlink ${c.path} has a ${content.size}-byte target.`);
+  const tmp = to.mode === SYMLINK ? null : writeTemp(repo, abs, to, content);
+  const install = (): 'done' | 'taken' => {
+    try {
+      if (tmp === null) fs.symlinkSync(content as Buffer, abs);
+      else moveNoReplace(tmp, abs);
+      return 'done';
+    } catch (e) {
+      if (isCode(e, 'EEXIST')) return 'taken';
+      throw e;
+    }
+  };
+  // Created while the path was empty: that one stays.
+  const taken: Outcome = { applied: false, reason: 'created during the restore: kept as it is' };
+  try {
+    opts.beforeReplace?.(c.path);
+    const aside = setAside(abs);
+    if (aside === 'dir') return { applied: false, reason: 'a directory appeared during the restore: left as it is' };
+    if (aside === null) {
+      opts.afterCheck?.(c.path);
+      return install() === 'done' ? { applied: true } : taken;
+    }
+    return withAside(ctx, c, abs, aside, () => {
+      const seen = check(ctx, c, aside);
+      opts.afterCheck?.(c.path);
+      if (!seen.same) return { applied: false, reason: putBack(ctx, c, abs, aside) };
+      // What was aside is what the plan expected (the snapshot holds it): it is dropped either way.
+      const done = install();
+      dropAside(ctx, c, abs, aside, seen.key, done === 'done' ? 'the restored version is on disk' : 'a file created meanwhile is on disk');
+      return done === 'done' ? { applied: true } : taken;
+    });
+  } finally {
+    if (tmp !== null) unlinkQuiet(tmp);
+  }
+}
+
+/**
+ * Stores the kept versions as blobs, in one git process (none when nothing
+ * was kept), and completes their reports with the object ids. Second names
+ * (the version is back at its path) are removed once stored; kept files stay.
+ */
+function storeKept(repo: Repo, kept: Kept[]): void {
+  if (kept.length === 0) return;
+  const oids = new Map<Kept, string>();
+  // --stdin-paths is line based and follows symlinks: those go one by one, through --stdin.
+  const batch = kept.filter((k) => !k.symlink && !k.abs.includes('\n'));
+  try {
+    if (batch.length > 0) {
+      const res = runGitSync(['hash-object', '-w', '--no-filters', '--stdin-paths'], { ...gitSyncOptions(repo), input: batch.map((k) => k.abs).join('\n') + '\n' });
+      const lines = res.stdout.toString('utf8').trim().split('\n');
+      batch.forEach((k, i) => oids.set(k, lines[i] ?? ''));
+    }
+    for (const k of kept.filter((x) => !batch.includes(x))) {
+      const body = k.symlink ? fs.readlinkSync(k.abs, { encoding: 'buffer' }) : fs.readFileSync(k.abs);
+      const res = runGitSync(['hash-object', '-w', '--stdin'], { ...gitSyncOptions(repo), input: body });
+      oids.set(k, res.stdout.toString('utf8').trim());
+    }
+  } catch (e) {
+    for (const k of kept) if (!oids.has(k)) k.report.reason += ` (not stored as an object: ${errno(e)})`;
+  }
+  for (const k of kept) {
+    const oid = oids.get(k);
+    if (oid) {
+      k.report.oid = oid;
+      k.report.reason += ` (object ${oid})`;
+    }
+    if (k.after === 'second-name') unlinkQuiet(k.abs); // its version is on disk at the path
+    else if (k.after === 'superseded') {
+      if (oid) unlinkQuiet(k.abs);
+      else k.report.reason += `; it is kept in ${relOf(repo.worktree, keepBeside(k.abs, path.join(repo.worktree, k.report.path)))}`;
+    }
+  }
+}
+
 /**
  * Writes a prepared plan: deletions first (deepest first), then the
- * directories they emptied, then the files. A path that cannot be changed
- * (an I/O error, something that appeared meanwhile) is left and reported; the
- * rest completes.
+ * directories they emptied, then the files. Each path is checked again at the
+ * moment it is replaced (see above): whatever is there that the plan did not
+ * expect is kept, stored as an object and reported in `left` with its id. A
+ * path that cannot be changed (an I/O error, something that appeared
+ * meanwhile) is left and reported; the rest completes.
  */
 export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: RestoreOptions = {}): RestoreResult {
   const left = [...prepared.left];
   const applied = [...prepared.already];
   const { todo, blobs } = prepared;
+  const ctx: WriteCtx = { repo, blobs, opts, kept: [], left };
   let changes = 0;
   const tick = () => {
     changes++;
@@ -475,65 +879,117 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
       throw errors.internal(`interrupted after ${changes} changes (test)`, { data: { interrupted: true } });
     }
   };
-
-  // 1. Deletions, deepest first.
-  const deletions = todo.filter((c) => c.to === null).sort((a, b) => b.path.split('/').length - a.path.split('/').length);
-  for (const c of deletions) {
+  const outcome = (c: PlannedChange, fn: () => Outcome, verb: string): boolean => {
+    let o: Outcome;
     try {
-      fs.unlinkSync(path.join(repo.worktree, c.path));
+      o = fn();
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-        left.push({ path: c.path, reason: `could not delete it (${errno(e)})` });
+      o = { applied: false, reason: `could not ${verb} it (${errno(e)})` };
+    }
+    if (o.applied) applied.push(c);
+    else if (!left.some((l) => l.path === c.path)) left.push({ path: c.path, reason: o.reason });
+    return o.applied;
+  };
+
+  try {
+    // 1. Deletions, deepest first.
+    const deletions = todo.filter((c) => c.to === null).sort((a, b) => b.path.split('/').length - a.path.split('/').length);
+    for (const c of deletions) if (outcome(c, () => removeEntry(ctx, c), 'delete')) tick();
+    // 2. Directories that became empty.
+    pruneEmptyDirs(repo.worktree, deletions.map((c) => c.path));
+    // 3. Writes. A type change from symlink to file (or back) replaces the old entry.
+    for (const c of todo.filter((x) => x.to !== null).sort((a, b) => (a.path < b.path ? -1 : 1))) {
+      const to = c.to!;
+      let blocker: string | null;
+      try {
+        blocker = ensureParents(repo.worktree, c.path);
+      } catch (e) {
+        blocker = `could not create its directory (${errno(e)})`;
+      }
+      if (blocker) {
+        left.push({ path: c.path, reason: blocker });
         continue;
       }
+      const now = inspect(repo.worktree, c.path);
+      // Only empty directories may be left below it: they give way (rmdir, never a recursive delete).
+      if ((now.kind === 'dir' && !removeEmptyTree(path.join(repo.worktree, c.path))) || now.kind === 'other') {
+        left.push({ path: c.path, reason: 'a directory with files not in the snapshot is in the way' });
+        continue;
+      }
+      const content = blobs.get(to.oid);
+      if (!content) throw errors.internal(`object ${to.oid} for ${c.path} is missing.`, { data: { path: c.path, oid: to.oid } });
+      if (outcome(c, () => replaceEntry(ctx, c, content), 'write')) tick();
     }
-    applied.push(c);
-    tick();
-  }
-  // 2. Directories that became empty.
-  pruneEmptyDirs(repo.worktree, deletions.map((c) => c.path));
-  // 3. Writes. A type change from symlink to file (or back) is a rename over the old entry.
-  for (const c of todo.filter((x) => x.to !== null).sort((a, b) => (a.path < b.path ? -1 : 1))) {
-    const to = c.to!;
-    let blocker: string | null;
-    try {
-      blocker = ensureParents(repo.worktree, c.path);
-    } catch (e) {
-      blocker = `could not create its directory (${errno(e)})`;
-    }
-    if (blocker) {
-      left.push({ path: c.path, reason: blocker });
-      continue;
-    }
-    let now = inspect(repo.worktree, c.path);
-    if (now.kind === 'dir' && filesBelow(repo.worktree, c.path).length === 0) {
-      // Only empty directories are left below it (checked just now): they give way.
-      fs.rmSync(path.join(repo.worktree, c.path), { recursive: true });
-      now = inspect(repo.worktree, c.path);
-    }
-    if (now.kind === 'dir' || now.kind === 'other') {
-      left.push({ path: c.path, reason: 'a directory with files not in the snapshot is in the way' });
-      continue;
-    }
-    const content = blobs.get(to.oid);
-    if (!content) throw errors.internal(`object ${to.oid} for ${c.path} is missing.`, { data: { path: c.path, oid: to.oid } });
-    try {
-      writeEntry(repo, c.path, to, content);
-    } catch (e) {
-      left.push({ path: c.path, reason: `could not write it (${errno(e)})` });
-      continue;
-    }
-    applied.push(c);
-    tick();
+  } finally {
+    // Also when interrupted: what was kept so far is stored and reported.
+    storeKept(repo, ctx.kept);
   }
   applied.sort((a, b) => (a.path < b.path ? -1 : 1));
   left.sort((a, b) => (a.path < b.path ? -1 : 1));
   return { applied, left, nested: prepared.nested };
 }
 
+/**
+ * Asides a killed restore left (fsutil's restoreAsideName, writer gone) next
+ * to planned paths: one that holds the entry the plan expected is put back
+ * where the path is empty and a write is planned (killed between setting it
+ * aside and installing), or dropped (its bytes are the plan's `from`, which
+ * the snapshot the plan came from holds). Any other aside stays: it may be a
+ * write that raced, and snapshots record it like any file. Only the
+ * directories of paths not to change (already as the target, or left) are
+ * read, which a restore that was not interrupted rarely has. Returns whether
+ * anything was put back (the plan must then be checked again).
+ */
+function recoverAsides(repo: Repo, plan: PlannedChange[], prepared: PreparedRestore): boolean {
+  const byDir = new Map<string, PlannedChange[]>();
+  const planned = new Map<string, PlannedChange>();
+  for (const c of plan) planned.set(c.path, c);
+  const candidates = [...prepared.already.map((c) => c.path), ...prepared.left.map((l) => l.path)];
+  for (const rel of new Set(candidates)) {
+    const c = planned.get(rel) ?? null;
+    if (c === null || c.from === null) continue;
+    const dir = path.posix.dirname(rel);
+    byDir.set(dir, [...(byDir.get(dir) ?? []), c]);
+  }
+  let putBack = false;
+  for (const [dir, changes] of byDir) {
+    const absDir = dir === '.' ? repo.worktree : path.join(repo.worktree, dir);
+    for (const name of readdirOrEmpty(absDir)) {
+      if (restoreAsideWriterGone(name) !== true) continue;
+      const asideAbs = path.join(absDir, name);
+      for (const c of changes) {
+        const base = path.posix.basename(c.path);
+        if (!name.startsWith(`.${base.slice(0, 40)}.agentsnap-aside-`)) continue;
+        let same = false;
+        try {
+          same = holds(asideAbs, c.from, prepared.blobs, false).same;
+        } catch {
+          /* gone or unreadable: it stays */
+        }
+        if (!same) continue;
+        const abs = path.join(repo.worktree, c.path);
+        try {
+          if (c.to !== null && inspect(repo.worktree, c.path).kind === 'absent') {
+            moveNoReplace(asideAbs, abs);
+            putBack = true;
+          } else fs.unlinkSync(asideAbs);
+        } catch {
+          /* it stays: snapshots record it */
+        }
+        break;
+      }
+    }
+  }
+  return putBack;
+}
+
 /** Makes the worktree match `to` on every planned path whose disk state is still `from` (or already `to`). */
 export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: PrepareOptions): Promise<RestoreResult> {
-  return writeRestore(repo, await prepareRestore(repo, plan, opts), opts);
+  let prepared = await prepareRestore(repo, plan, opts);
+  if (!opts.freshCheckout && (prepared.already.length > 0 || prepared.left.length > 0) && recoverAsides(repo, plan, prepared)) {
+    prepared = await prepareRestore(repo, plan, opts);
+  }
+  return writeRestore(repo, prepared, opts);
 }
 
 /**

@@ -24,7 +24,7 @@ import { withLock } from './lock.js';
 import { snapshotTree } from './snapshot.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
-import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath } from './restore.js';
+import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from './read.js';
 import { outsideEffect, effectLabel } from './effects.js';
 import fs from 'node:fs';
@@ -48,6 +48,8 @@ export interface OperationOptions {
   settings?: Settings;
   /** Test seam: stop (throw) after this many file changes, as a crash would. */
   interruptAfter?: number;
+  /** Test seam: the restore engine's hooks around each replaced path (a write racing with the restore). */
+  restoreHooks?: Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
 }
 
 export interface FileChange {
@@ -111,7 +113,7 @@ export interface OpRecord {
   undoes: number[];
   redoes: number | null;
   redoneBy: number | null;
-  left: { path: string; reason: string }[];
+  left: { path: string; reason: string; oid?: string }[];
 }
 
 /** The operations of a session, from its journal events. */
@@ -659,7 +661,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
       result.safety = safety;
       result.safetyRef = ref;
 
-      const applied = await applyPlan(repo, p.plan, { target: targetOf(p.resolved), ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
+      const applied = await applyPlan(repo, p.plan, { target: targetOf(p.resolved), ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
       const tree = await recordApplied(repo, locked.paths.index, applied.applied);
       const commit = await commitTree(repo, {
         tree,

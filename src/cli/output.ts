@@ -127,3 +127,12 @@ export function printablePath(p: string): string {
   // eslint-disable-next-line no-control-regex
   return /[\x00-\x1f\x7f]/.test(p) ? JSON.stringify(p) : p;
 }
+
+/**
+ * A path an operation left, for a `  ! …` line. One with an object id holds a
+ * version the restore found there at the moment it replaced the path (a write
+ * that raced with it): its reason says what became of it and names the object.
+ */
+export function describeLeft(l: { path: string; reason: string; oid?: string }): string {
+  return l.oid ? `${printablePath(l.path)}  ${l.reason}` : `${printablePath(l.path)}  left as it is: ${l.reason}`;
+}

@@ -2,7 +2,7 @@
 import { apply, discard, gc, promote } from '../../api.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
-import { formatSize, printablePath } from '../output.js';
+import { describeLeft, formatSize, printablePath } from '../output.js';
 
 const sessionPositional = { type: 'string', describe: 'session id (see `agentsnap sessions`)' } as const;
 
@@ -34,7 +34,7 @@ export const applyCommand: CommandFactory = (ctx) => ({
     out.note(`agentsnap: applied session ${res.session}: ${res.written.length} written, ${res.deleted.length} deleted`);
     if (res.conflicts.length > 0) out.err(`agentsnap: ${res.conflicts.length} file(s) have conflict markers: ${res.conflicts.join(', ')}`);
     if (res.skipped.length > 0) out.note(`agentsnap: submodules not written: ${res.skipped.join(', ')}`);
-    for (const l of res.left) out.out(out.color.yellow(`  ! ${printablePath(l.path)}  left as it is: ${l.reason}`));
+    for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
     out.note(`agentsnap: this worktree as it was before: ${res.safetyRef} (${res.safety?.slice(0, 10)})`);
   },
 });

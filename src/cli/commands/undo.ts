@@ -4,7 +4,7 @@ import { errors } from '../../errors.js';
 import type { ChatRewind } from '../../rewind.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
-import { printablePath, type Output } from '../output.js';
+import { describeLeft, printablePath, type Output } from '../output.js';
 
 const opOptions = {
   ...sessionOption,
@@ -63,7 +63,7 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
     const color = ch.change === 'A' ? c.green : ch.change === 'D' ? c.red : c.yellow;
     out.out(`  ${color(ch.change)} ${printablePath(ch.path)}${c.dim(`  (${verbs[ch.change]})`)}`);
   }
-  for (const l of r.left) out.out(c.yellow(`  ! ${printablePath(l.path)}  left as it is: ${l.reason}`));
+  for (const l of r.left) out.out(c.yellow(`  ! ${describeLeft(l)}`));
   for (const k of r.kept) out.out(c.dim(`  = ${printablePath(k)}  kept: it was not snapshotted at the target (skipped)`));
   if (r.outside.length > 0) {
     out.out(c.yellow(`  ${r.dryRun ? (r.wouldRefuse ? 'refused without --force: ' : '') : 'overwritten with --force: '}changes made outside the recorded tool calls:`));
