@@ -15,7 +15,7 @@ import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { skipRestoreTemp, statKey, unlinkQuiet } from './fsutil.js';
 import { ObjectReader } from './git/cat-file.js';
 import { objectStore } from './git/objects.js';
-import { readIndexFacts } from './git/index-file.js';
+import { readIndexFacts, readIndexFlags } from './git/index-file.js';
 import { blobOf, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from './lock.js';
 
@@ -176,6 +176,8 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   }
   // From here git writes the index: it becomes the session's own.
   fs.rmSync(userCopyFile(indexFile), { force: true });
+  if (seeded) fs.rmSync(noFlagsMarker(indexFile), { force: true });
+  await clearIndexFlags(repo, indexFile);
   // The index holds exactly the user's entries (a copy, maybe refreshed by status): nothing to reconcile.
   const fresh = seeded || copy === 'valid';
   const result = await snapshotThroughIndex(repo, opts, fresh);
@@ -636,7 +638,52 @@ function userCopyState(repo: Repo, indexFile: string): 'valid' | 'stale' | 'none
 
 /** Removes the private index and what was kept about it, so the next step seeds a fresh copy. */
 function discardPrivateIndex(indexFile: string): void {
-  for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile)]) fs.rmSync(f, { force: true });
+  for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile), noFlagsMarker(indexFile)]) fs.rmSync(f, { force: true });
+}
+
+/**
+ * Next to a private index once it holds no skip-worktree or assume-unchanged
+ * entry (clearIndexFlags): only a copy of the user's index brings them in.
+ */
+export function noFlagsMarker(indexFile: string): string {
+  return `${indexFile}.no-flags`;
+}
+
+/**
+ * A private index copied from the user's keeps the user's skip-worktree and
+ * assume-unchanged flags, under which git never reads those files: a
+ * snapshot would record the index's bytes, not the disk's (issue 13). The
+ * flags are cleared in the private index only (the user's keeps them), once
+ * per copy: an index with the marker has none (~20 ms to read 100k entries
+ * otherwise). Entries a sparse checkout left off the disk then read as
+ * deleted, which is what is on disk.
+ */
+async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
+  const marker = noFlagsMarker(indexFile);
+  if (fs.existsSync(marker) || !fs.existsSync(indexFile)) return;
+  let skip: Buffer[];
+  let assume: Buffer[];
+  const inProcess = readIndexFlags(indexFile);
+  // A sparse index (directory entries) is expanded by git: index.sparse=false keeps it full when written.
+  const cfg = ['-c', 'index.sparse=false'];
+  if (inProcess) ({ skipWorktree: skip, assumeUnchanged: assume } = inProcess);
+  else {
+    skip = [];
+    assume = [];
+    const res = await repo.git([...cfg, 'ls-files', '-v', '-z'], { extraEnv: indexEnv(indexFile) });
+    for (const rec of splitNul(res.stdout)) {
+      const tag = rec.slice(0, 1);
+      const name = Buffer.from(rec.slice(2));
+      if (tag === 'S' || tag === 's') skip.push(name);
+      if (tag !== tag.toUpperCase()) assume.push(name);
+    }
+  }
+  const nul = Buffer.from([0]);
+  const input = (names: Buffer[]) => Buffer.concat(names.flatMap((n) => [n, nul]));
+  // update-index applies one of the two options per path: one call each.
+  if (skip.length > 0) await repo.git([...cfg, 'update-index', '--no-skip-worktree', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(skip) });
+  if (assume.length > 0) await repo.git([...cfg, 'update-index', '--no-assume-unchanged', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(assume) });
+  fs.writeFileSync(marker, '', { mode: 0o600 });
 }
 
 /** Dirty paths (changed tracked + untracked) above which git's own update-index and write-tree take over. */
