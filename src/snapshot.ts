@@ -10,7 +10,7 @@ import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
 import { snapshotStatusArgs } from './git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
-import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
+import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { skipRestoreTemp, statKey, unlinkQuiet } from './fsutil.js';
 import { ObjectReader } from './git/cat-file.js';
@@ -206,12 +206,12 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // re-hashed), which makes status's refresh exact for it too; listing
   // through status builds the untracked cache the next snapshot starts from.
   const scan = fast || (seeded && !!opts.untrackedCache)
-    ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed) }))
-    : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([untracked, reread]) => ({ untracked, reread }));
+    ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed), unread: st.unread }))
+    : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({ untracked: u.paths, reread: t.reread, unread: [...u.unread, ...t.unread] }));
   // Whether a new index holds .gitattributes files: asked beside the scan (it reads the seed, which the scan does not change).
   const attributesInSeed = seeded ? hasTransformingAttributes(repo, indexFile, settings) : null;
   attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
-  const [{ untracked, reread }, privateVsHead, userVsHead] = await Promise.all([
+  const [{ untracked, reread, unread }, privateVsHead, userVsHead] = await Promise.all([
     scan.catch(explainAddFailure),
     seeded ? noDiff : indexIsParentTree && opts.parentTree ? treeVsTree(repo, opts.parentTree, headTree) : indexVsTree(repo, indexFile, headTree),
     seeded ? noDiff : opts.untrackedCache ? userIndexVsTree(repo, indexFile, headTree) : indexVsTree(repo, null, headTree),
@@ -221,6 +221,13 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   const skipped: SkippedFile[] = [];
   const toAdd: string[] = [];
   const { drop, tracked } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped);
+  // What git could not read is never silently left out (issue 13): listed as skipped, so a restore
+  // neither deletes nor overwrites it; a tracked file it could not lstat leaves the tree rather than
+  // stay there with bytes of an earlier read.
+  for (const u of unread) {
+    if (!skipped.some((x) => x.path === u.path)) skipped.push({ path: u.path, reason: u.reason });
+    if (!u.dir) drop.push(u.path);
+  }
   if (drop.length > 0) await removePaths(repo, indexFile, drop);
   toAdd.push(...tracked);
   const userTracked = new Set(tracked);
@@ -283,7 +290,14 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
-  if (opts.untrackedCache && !attributesTouched && (fast || !(await anyAttributes()))) {
+  // git's untracked cache can take a directory it could not open for an empty one, and say nothing
+  // the next time: the next snapshot lists the worktree without it (no marker), and so on while anything is unreadable.
+  const blind = skipped.some((x) => x.reason === 'unreadable' || x.reason === 'path-too-long');
+  if (blind) {
+    fs.rmSync(noAttributesMarker(indexFile), { force: true });
+    await dropUntrackedCache(repo, indexFile);
+  }
+  if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
     const marker = noAttributesMarker(indexFile);
     fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
     fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
@@ -384,11 +398,12 @@ function attributesFromConfig(repo: Repo, settings: Settings): boolean {
  * path only then, and re-checks every attributed entry when an attributes
  * file shows up among the changes.
  */
-async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true, prefetched: Promise<Buffer | null> | null = null): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean }> {
-  // The same command the executable may have started already on the identical user's index (status-prefetch.ts).
+async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true, prefetched: Promise<Buffer | null> | null = null): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean; unread: UnreadPath[] }> {
+  // The same command the executable may have started already on the identical user's index (status-prefetch.ts;
+  // one that printed anything on stderr, such as a directory it could not read, is not taken).
   const early = prefetched ? await prefetched : null;
   const res = early
-    ? { stdout: early }
+    ? { stdout: early, stderr: '' }
     : await repo.git(snapshotStatusArgs(writeBack), { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: writeBack ? '1' : '0' } });
   const changed: string[] = [];
   const untracked: string[] = [];
@@ -408,7 +423,13 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack
       default: // no renames asked for; '!' and '#' are not asked for
     }
   }
-  return { changed, untracked, unmerged };
+  return { changed, untracked, unmerged, unread: unreadFromStderr(res.stderr) };
+}
+
+/** Removes git's untracked cache from an index (the next status that writes it back builds a new one). */
+async function dropUntrackedCache(repo: Repo, indexFile: string): Promise<void> {
+  if (!fs.existsSync(indexFile)) return;
+  await repo.git(['-c', 'core.untrackedCache=false', 'update-index', '--no-untracked-cache'], { extraEnv: indexEnv(indexFile) });
 }
 
 /** The rest of `rec` after its first `n` space-separated fields (paths may contain spaces). */
@@ -440,7 +461,15 @@ async function reconcileWithUserIndex(
   // directory that is not a repository.
   const present = (p: string) => {
     const abs = path.join(repo.worktree, p);
-    return lexists(abs) && !behindSymlink(repo.worktree, p, linked) && !(isDirectory(abs) && !lexists(path.join(abs, '.git')));
+    try {
+      fs.lstatSync(abs);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      // Not there, or not readable: listed as such (never silently left out).
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') skipped.push({ path: p, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+      return false;
+    }
+    return !behindSymlink(repo.worktree, p, linked) && !(isDirectory(abs) && !lexists(path.join(abs, '.git')));
   };
   // Only in the private index: added there and not by the user, or removed by the user (`git rm --cached`) but still there.
   const onlyPrivate = [...priv.extra].filter((p) => !user.extra.has(p)).concat([...user.missing].filter((p) => !priv.missing.has(p)));
@@ -736,6 +765,10 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
     return `git failed: ${(e as Error).message}`;
   }
   if (st.unmerged) return 'unmerged entries';
+  if (st.unread.length > 0) {
+    await dropUntrackedCache(repo, indexFile); // written by this status, blind to what it could not read (see snapshotThroughIndex)
+    return `git could not read ${st.unread[0]!.path} (${st.unread[0]!.reason})`;
+  }
   if (st.changed.length + st.untracked.length > (opts.maxInProcessPaths ?? MAX_IN_PROCESS_PATHS)) return `${st.changed.length + st.untracked.length} changed paths`;
   for (const rel of [...st.changed, ...st.untracked]) {
     if (rel.endsWith('/')) return `nested repository at ${rel}`;

@@ -231,7 +231,7 @@ test('issue 13 #6: an unreadable directory is listed as skipped (never silently 
     fs.chmodSync(listDir, 0o700);
     fs.writeFileSync(path.join(listDir, 'inside.txt'), 'changed while unlisted\n');
     fs.chmodSync(listDir, 0o300);
-    const back = await unprivileged(repo, ['restore', String(base.step), '--after', '--force', '--session', base.session]);
+    const back = await unprivileged(repo, ['restore', String(base.step), '--after', '--force', '--session', base.session, '--', 'locked', 'nolist']);
     assert.is(back.code, 0, back.stdout + back.stderr);
     fs.chmodSync(lockedDir, 0o700);
     fs.chmodSync(listDir, 0o700);
@@ -249,13 +249,13 @@ function makeLongPath(repo: TempRepo): { top: string; depth: number; name: strin
   const name = 'd'.repeat(200);
   const depth = 25;
   const script = `mkdir long && cd long && for i in $(seq ${depth}); do mkdir ${name} && cd ${name} || exit 1; done; printf deep > f.txt`;
-  const r = spawnSync('sh', ['-c', script], { cwd: repo.dir });
+  const r = spawnSync('bash', ['-c', script], { cwd: repo.dir });
   assert.is(r.status, 0, r.stderr?.toString());
   return { top: 'long', depth, name };
 }
 
 function readLong(repo: TempRepo, l: { depth: number; name: string }): string | null {
-  const r = spawnSync('sh', ['-c', `cd long && for i in $(seq ${l.depth}); do cd ${l.name} || exit 1; done; cat f.txt`], { cwd: repo.dir });
+  const r = spawnSync('bash', ['-c', `cd long && for i in $(seq ${l.depth}); do cd ${l.name} || exit 1; done; cat f.txt`], { cwd: repo.dir });
   return r.status === 0 ? r.stdout.toString() : null;
 }
 
