@@ -163,7 +163,10 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   if (copy === 'stale') discardPrivateIndex(indexFile);
   const userKey = statKey(path.join(repo.gitDir, 'index'));
   const seeded = seedPrivateIndex(repo, indexFile);
-  if (seeded) opts.onProgress?.('indexing the worktree');
+  if (seeded) {
+    fs.rmSync(noFlagsMarker(indexFile), { force: true }); // a copy of the user's index: its flags are checked again
+    opts.onProgress?.('indexing the worktree');
+  }
   // A status the executable started is of use only to a fresh copy that is not written back (inProcessSnapshot):
   // any other snapshot stops it now rather than share the machine with it.
   if (!(opts.untrackedCache && seeded && opts.warmCopy === false)) dropStatusPrefetch();
@@ -176,7 +179,6 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   }
   // From here git writes the index: it becomes the session's own.
   fs.rmSync(userCopyFile(indexFile), { force: true });
-  if (seeded) fs.rmSync(noFlagsMarker(indexFile), { force: true });
   await clearIndexFlags(repo, indexFile);
   // The index holds exactly the user's entries (a copy, maybe refreshed by status): nothing to reconcile.
   const fresh = seeded || copy === 'valid';

@@ -107,9 +107,9 @@ test('issue 13 #1: flags set after the session started, a throwaway snapshot and
   }
 });
 
-function sparseRepo(): TempRepo {
+function sparseRepo(opts: { sparseIndex?: boolean } = {}): TempRepo {
   const repo = tempRepo({ files: { 'in/a.txt': 'a\n', 'out/b.txt': 'b\n', 'out/deep/c.txt': 'c\n', 'top.txt': 't\n' } });
-  repo.git(['sparse-checkout', 'set', 'in']);
+  repo.git(['sparse-checkout', 'set', ...(opts.sparseIndex ? ['--cone', '--sparse-index'] : []), 'in']);
   assert.not.ok(repo.exists('out'), 'out/ is outside the cone');
   return repo;
 }
@@ -131,22 +131,24 @@ test('issue 13 #7: sparse cone checkout, agent step, undo: no out-of-cone file a
   }
 });
 
-test('issue 13 #7: an out-of-cone file the agent writes is recorded; undo removes it (its bytes stay in the safety snapshot)', async () => {
-  const repo = sparseRepo();
-  try {
-    const index = indexBytes(repo);
-    const { post } = await jsonStep(repo, () => repo.write('out/b.txt', 'agent\n'));
-    assert.equal(blobAt(repo, post.commit, 'out/b.txt').toString(), 'agent\n');
-    const undo = await cli(repo, ['undo', '--json']);
-    assert.is(undo.code, 0, undo.stderr);
-    assert.not.ok(repo.exists('out'), 'the step\'s out-of-cone file is gone again');
-    const safety = (JSON.parse(undo.stdout) as { files: { safety: string } }).files.safety;
-    assert.equal(blobAt(repo, safety, 'out/b.txt').toString(), 'agent\n');
-    assert.equal(indexBytes(repo), index);
-  } finally {
-    repo.cleanup();
-  }
-});
+for (const sparseIndex of [false, true]) {
+  test(`issue 13 #7: an out-of-cone file the agent writes is recorded; undo removes it (its bytes stay in the safety snapshot)${sparseIndex ? ' (sparse index)' : ''}`, async () => {
+    const repo = sparseRepo({ sparseIndex });
+    try {
+      const index = indexBytes(repo);
+      const { post } = await jsonStep(repo, () => repo.write('out/b.txt', 'agent\n'));
+      assert.equal(blobAt(repo, post.commit, 'out/b.txt').toString(), 'agent\n');
+      const undo = await cli(repo, ['undo', '--json']);
+      assert.is(undo.code, 0, undo.stderr);
+      assert.not.ok(repo.exists('out'), 'the step\'s out-of-cone file is gone again');
+      const safety = (JSON.parse(undo.stdout) as { files: { safety: string } }).files.safety;
+      assert.equal(blobAt(repo, safety, 'out/b.txt').toString(), 'agent\n');
+      assert.equal(indexBytes(repo), index);
+    } finally {
+      repo.cleanup();
+    }
+  });
+}
 
 test('issue 13 #7: an agent widening the sparse checkout is undone file by file (the out-of-cone files it brought are removed)', async () => {
   const repo = sparseRepo();
