@@ -248,7 +248,13 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     try {
       st = fs.lstatSync(abs);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since listed
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue; // deleted since listed
+      // Its directory became unreadable since listed (or a name git's untracked cache still knows): listed, not fatal.
+      if (code === 'EACCES' || code === 'EPERM' || code === 'ENAMETOOLONG') {
+        skipped.push({ path: rel, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+        continue;
+      }
       unreadable(rel, e);
     }
     const reason = classify(rel, st.size);

@@ -207,6 +207,7 @@ test('issue 13 #6: an unreadable directory is listed as skipped (never silently 
   const listDir = path.join(repo.dir, 'nolist');
   try {
     repo.write('locked/untracked.txt', 'mine\n');
+    repo.write('locked/.env', 'SECRET=1\n'); // skipped (a secret): known to git's untracked cache only
     repo.write('locked/tracked.txt', 'tracked v2\n');
     repo.write('nolist/inside.txt', 'inside\n');
     const base = await unprivilegedJson(repo, []);
