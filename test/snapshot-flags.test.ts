@@ -178,6 +178,22 @@ test('issue 13 #7: a session worktree started from a sparse worktree keeps the e
   }
 });
 
+test('issue 13 #7: promote of a session in a sparse checkout commits its changes, not the deletion of every entry outside the cone', async () => {
+  const repo = sparseRepo();
+  try {
+    const { pre } = await jsonStep(repo, () => {
+      repo.write('in/a.txt', 'agent\n');
+      repo.write('out/b.txt', 'agent wrote outside the cone\n');
+    });
+    const res = await cli(repo, ['promote', pre.session, '--branch', 'agent/sparse'], { env: { GIT_AUTHOR_NAME: 'U', GIT_AUTHOR_EMAIL: 'u@example.com', GIT_COMMITTER_NAME: 'U', GIT_COMMITTER_EMAIL: 'u@example.com' } });
+    assert.is(res.code, 0, res.stderr);
+    const diff = repo.git(['diff-tree', '-r', '--name-status', '--no-renames', 'agent/sparse^', 'agent/sparse']);
+    assert.equal(diff.trim().split('\n').sort(), ['M\tin/a.txt', 'M\tout/b.txt']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 // Root reads anything; without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH it obeys permissions while still owning the checkout.
 const SETPRIV = ['--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search', '--'];
 const setprivWorks = (() => {
