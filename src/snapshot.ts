@@ -302,6 +302,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // the next time: the next snapshot lists the worktree without it (no marker), and so on while anything is unreadable.
   const blind = skipped.some((x) => x.reason === 'unreadable' || x.reason === 'path-too-long');
   if (blind) {
+    subsumeUnreadBelow(skipped);
     fs.rmSync(noAttributesMarker(indexFile), { force: true });
     await dropUntrackedCache(repo, indexFile);
   }
@@ -432,6 +433,21 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack
     }
   }
   return { changed, untracked, unmerged, unread: unreadFromStderr(res.stderr) };
+}
+
+/**
+ * An unreadable (or too deep) directory stands for everything below it: the
+ * paths under it that this index happened to know are dropped from the list,
+ * so every index lists the same (restore keeps what is below a skipped
+ * directory either way).
+ */
+function subsumeUnreadBelow(skipped: SkippedFile[]): void {
+  const dirs = new Set(skipped.filter((x) => x.reason === 'unreadable' || x.reason === 'path-too-long').map((x) => x.path));
+  const below = (p: string) => {
+    for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) if (dirs.has(p.slice(0, i))) return true;
+    return false;
+  };
+  for (let i = skipped.length - 1; i >= 0; i--) if (below(skipped[i]!.path)) skipped.splice(i, 1);
 }
 
 /** Removes git's untracked cache from an index (the next status that writes it back builds a new one). */
