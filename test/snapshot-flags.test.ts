@@ -276,6 +276,60 @@ test('issue 13 #6: an unreadable directory is listed as skipped (never silently 
   }
 });
 
+test('issue 13 #6: the incremental engine equals a full scan while a directory is unreadable and after', async () => {
+  if (!setprivWorks) {
+    console.log('skipped: issue 13 #6 incremental engine with an unreadable directory (setpriv cannot drop CAP_DAC_OVERRIDE here)');
+    return;
+  }
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'locked/tracked.txt': 't\n' } });
+  try {
+    repo.write('locked/untracked.txt', 'mine\n');
+    const dist = (m: string) => JSON.stringify(path.join(ROOT, 'dist', m));
+    // Runs as the unprivileged user: the engine, the chmods and the reference scans.
+    const script = `import fs from 'node:fs';
+      import { openRepo } from ${dist('repo.js')};
+      import { loadSettings } from ${dist('config.js')};
+      import { snapshotNow } from ${dist('snapshot-now.js')};
+      import { IncrementalSnapshotter } from ${dist('incremental.js')};
+      const r = await openRepo(process.cwd(), { env: process.env });
+      const settings = await loadSettings(r);
+      const engine = await IncrementalSnapshotter.open(r, { runDir: ${JSON.stringify(path.join(repo.base, 'run'))}, settings });
+      const out = [];
+      let parent = null;
+      const round = async (label) => {
+        const got = await engine.snapshot({ settings, parentTree: parent });
+        const want = await snapshotNow(r, settings, 'test');
+        out.push({ label, got: { tree: got.tree, skipped: got.skipped.map((x) => x.path + ':' + x.reason).sort() }, want: want.tree, wantSkipped: want.skipped.sort() });
+        parent = got.tree;
+      };
+      try {
+        await round('readable');
+        fs.chmodSync('locked', 0o000);
+        await round('unreadable');
+        fs.writeFileSync('a.txt', 'a2\\n');
+        await round('unreadable, edit');
+        fs.chmodSync('locked', 0o755);
+        await round('readable again');
+      } finally {
+        fs.chmodSync('locked', 0o755);
+        await engine.close();
+      }
+      console.log(JSON.stringify(out));`;
+    const res = await runProcess('setpriv', [...SETPRIV, process.execPath, '--input-type=module', '-e', script], { cwd: repo.dir, env: repo.env });
+    assert.is(res.code, 0, res.stderr);
+    const rounds = JSON.parse(res.stdout) as { label: string; got: { tree: string; skipped: string[] }; want: string; wantSkipped: string[] }[];
+    for (const r of rounds) {
+      assert.is(r.got.tree, r.want, `${r.label}: tree differs from the full scan`);
+      assert.equal(r.got.skipped.map((x) => x.split(':')[0]), r.wantSkipped, `${r.label}: skipped differs`);
+    }
+    assert.equal(rounds[1]!.got.skipped, ['locked:unreadable']);
+    assert.equal(rounds[3]!.got.skipped, []);
+  } finally {
+    if (fs.existsSync(path.join(repo.dir, 'locked'))) fs.chmodSync(path.join(repo.dir, 'locked'), 0o755);
+    repo.cleanup();
+  }
+});
+
 /** A file below a path longer than PATH_MAX (4096), made with relative steps. Returns the top directory. */
 function makeLongPath(repo: TempRepo): { top: string; depth: number; name: string } {
   const name = 'd'.repeat(200);
