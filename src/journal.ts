@@ -9,7 +9,12 @@ export const JOURNAL_VERSION = 1;
 /** A file left out of a snapshot, and why. */
 export interface SkippedFile {
   path: string;
-  reason: 'secret' | 'too-large' | 'excluded' | 'nested-repo-without-commit' | 'unreadable';
+  /**
+   * unreadable: a directory git could not list or a tracked path it could not lstat (permissions, I/O);
+   * path-too-long: a directory below which paths exceed PATH_MAX (git names the last one it could reach).
+   * Neither is ever deleted or overwritten by a restore.
+   */
+  reason: 'secret' | 'too-large' | 'excluded' | 'nested-repo-without-commit' | 'unreadable' | 'path-too-long';
   size?: number;
 }
 

@@ -10,8 +10,10 @@ import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo }
 import { loadSettings, type Settings } from './config.js';
 import { eventBase, type JournalEvent } from './journal.js';
 import { clearStaleGitLock, withLock } from './lock.js';
-import { commitTree, diffTrees, readHead, treeOf, updateRefs, type RefUpdate } from './git/plumbing.js';
+import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, writeTree, type RefUpdate } from './git/plumbing.js';
 import { splitNul } from './git/run.js';
+import { readIndexFlags } from './git/index-file.js';
+import type { Session } from './model.js';
 import { snapshotTree } from './snapshot.js';
 import {
   commitMessage,
@@ -30,7 +32,7 @@ import {
 } from './session.js';
 import { planChanges, prepareRestore, writeRestore, type LeftPath } from './restore.js';
 import { listWorktrees, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
-import { snapshotNow } from './snapshot-now.js';
+import { removeTempIndex, snapshotNow, tempIndex } from './snapshot-now.js';
 import { diskUse, exists, unlinkQuiet } from './fsutil.js';
 
 export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
@@ -236,8 +238,8 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
   if (check.code !== 0 || opts.branch.startsWith('-')) {
     throw errors.invalidArgument(`${JSON.stringify(opts.branch)} is not a valid branch name.`, { data: { branch: opts.branch } });
   }
-  const tree = s.headTree ?? (await treeOf(repo, s.head));
   const parent = s.baseHead;
+  const tree = await withEntriesNotOnDisk(repo, s, s.headTree ?? (await treeOf(repo, s.head)), parent);
   if (parent && (await treeOf(repo, parent)) === tree) {
     throw errors.nothingToDo(`session ${id} has no changes against the commit it started from (${parent.slice(0, 10)}).`, {
       data: { session: id },
@@ -269,6 +271,59 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
   const ev: JournalEvent = { ...eventBase(id), type: 'session.promote', branch: opts.branch, commit, parent };
   await recordEvent(repo, id, settings, ev);
   return { session: id, branch: opts.branch, commit, parent, tree };
+}
+
+/**
+ * Snapshots hold the worktree as it is on disk, so in a sparse checkout the
+ * entries outside the cone (skip-worktree, not on disk) are not in them. A
+ * commit of such a tree would delete them all: the promoted tree keeps the
+ * base commit's version of every skip-worktree entry of the session's
+ * worktree that is in neither the session's baseline nor its result (the
+ * session never had it on disk, so it did not delete it).
+ */
+async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'baselineTree' | 'baseline'>, tree: string, parent: string | null): Promise<string> {
+  if (!parent) return tree;
+  let indexFile: string;
+  try {
+    const wt = path.resolve(s.worktree) === path.resolve(repo.worktree) ? repo : await openRepo(s.worktree, { env: repo.callerEnv });
+    indexFile = path.join(wt.gitDir, 'index');
+  } catch {
+    return tree; // the session's worktree is gone: nothing says what was outside its cone
+  }
+  const flags = readIndexFlags(indexFile);
+  const skip = new Set(
+    flags
+      ? flags.skipWorktree.map((b) => b.toString('utf8'))
+      : splitNul((await repo.git(['-c', 'index.sparse=false', 'ls-files', '-v', '-z'], { extraEnv: indexEnv(indexFile) })).stdout)
+          .filter((r) => r[0] === 'S' || r[0] === 's')
+          .map((r) => r.slice(2)),
+  );
+  if (skip.size === 0) return tree;
+  const gone = async (to: string) => {
+    const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', '--diff-filter=D', parent, to]);
+    const tokens = splitNul(res.stdout);
+    const out = new Map<string, string>();
+    for (let i = 0; i + 1 < tokens.length; i += 2) {
+      const m = /^:(\d{6}) \d{6} ([0-9a-f]+) [0-9a-f]+ D$/.exec(tokens[i] ?? '');
+      const p = tokens[i + 1] ?? '';
+      if (m && skip.has(p)) out.set(p, `${m[1]} ${m[2]}\t${p}`);
+    }
+    return out;
+  };
+  const fromResult = await gone(tree);
+  if (fromResult.size === 0) return tree;
+  const baseline = s.baselineTree ?? (await treeOf(repo, s.baseline));
+  const fromBaseline = await gone(baseline);
+  const keep = [...fromResult].filter(([p]) => fromBaseline.has(p)).map(([, line]) => line);
+  if (keep.length === 0) return tree;
+  const idx = tempIndex(repo, 'promote');
+  try {
+    await repo.git(['read-tree', tree], { extraEnv: indexEnv(idx) });
+    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: keep.join('\0') + '\0' });
+    return await writeTree(repo, idx);
+  } finally {
+    removeTempIndex(idx);
+  }
 }
 
 export interface DiscardOptions {

@@ -257,9 +257,16 @@ function filesBelow(worktree: string, rel: string): string[] {
 async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Buffer | LargeBlob>, opts: RestoreOptions): Promise<Map<string, Disk>> {
   const found = new Map<string, Found>();
   const planned = new Map<string, PlannedChange>();
+  // A path that cannot even be lstat-ed (a directory on the way not readable, a path too long) is left: nothing is known of it.
+  const unreadable = new Map<string, string>();
   for (const c of plan) {
-    if (!unsafePath(c.path)) found.set(c.path, inspect(repo.worktree, c.path));
     planned.set(c.path, c);
+    if (unsafePath(c.path)) continue;
+    try {
+      found.set(c.path, inspect(repo.worktree, c.path));
+    } catch (e) {
+      unreadable.set(c.path, (e as NodeJS.ErrnoException).code ?? 'error');
+    }
   }
   // Hash the regular files on disk that a plan entry expects to be regular files, in one git call.
   const toHash = opts.freshCheckout
@@ -289,7 +296,8 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
   const out = new Map<string, Disk>();
   for (const c of plan) {
     const f = found.get(c.path);
-    if (!f) out.set(c.path, { is: 'other', reason: 'not a safe path inside the worktree' });
+    if (unreadable.has(c.path)) out.set(c.path, { is: 'other', reason: `cannot be read (${unreadable.get(c.path)}); left as it is` });
+    else if (!f) out.set(c.path, { is: 'other', reason: 'not a safe path inside the worktree' });
     else if (opts.freshCheckout && c.from !== null && (f.kind === 'file' || f.kind === 'symlink')) out.set(c.path, { is: 'from' });
     else if (matches(c.path, f, c.from)) out.set(c.path, { is: 'from' });
     else if (matches(c.path, f, c.to)) out.set(c.path, { is: 'to' });
@@ -314,11 +322,18 @@ export function gitlinkPaths(plan: PlannedChange[]): string[] {
   return plan.filter((c) => c.from?.mode === GITLINK || c.to?.mode === GITLINK).map((c) => c.path);
 }
 
-/** The plan without deletions of files a snapshot skipped (secrets, size cap, excludes): they are kept, never deleted. */
+/**
+ * The plan without deletions of files a snapshot skipped (secrets, size cap, excludes): they are kept, never deleted.
+ * A skipped directory (one git could not read, or whose paths were too long) keeps everything below it.
+ */
 export function withoutSkipped(plan: PlannedChange[], skipped: Iterable<string>): { plan: PlannedChange[]; kept: string[] } {
   const skip = new Set(skipped);
   if (skip.size === 0) return { plan, kept: [] };
-  const drop = (c: PlannedChange) => c.to === null && skip.has(c.path);
+  const under = (p: string) => {
+    for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) if (skip.has(p.slice(0, i))) return true;
+    return false;
+  };
+  const drop = (c: PlannedChange) => c.to === null && (skip.has(c.path) || under(c.path));
   return { plan: plan.filter((c) => !drop(c)), kept: plan.filter((c) => drop(c) && c.from !== null).map((c) => c.path) };
 }
 

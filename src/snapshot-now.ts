@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Repo } from './repo.js';
 import type { Settings } from './config.js';
-import { copyIndexFile, snapshotTree } from './snapshot.js';
+import { copyIndexFile, noFlagsMarker, snapshotTree } from './snapshot.js';
 import { unlinkQuiet } from './fsutil.js';
 
 /** A fresh path for a throwaway index under `<state>/tmp/` (gc removes leftovers of killed commands). */
@@ -18,6 +18,7 @@ export function tempIndex(repo: Repo, purpose: string): string {
 export function removeTempIndex(file: string): void {
   unlinkQuiet(file);
   unlinkQuiet(`${file}.lock`);
+  unlinkQuiet(noFlagsMarker(file));
 }
 
 export interface SnapshotNowOptions {

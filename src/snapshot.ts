@@ -10,12 +10,12 @@ import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
 import { snapshotStatusArgs } from './git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
-import { EMPTY_TREE, SNAPSHOT_GIT_CONFIG, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, updateTracked, writeTree, type IndexVsTree } from './git/plumbing.js';
+import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { skipRestoreTemp, statKey, unlinkQuiet } from './fsutil.js';
 import { ObjectReader } from './git/cat-file.js';
 import { objectStore } from './git/objects.js';
-import { readIndexFacts } from './git/index-file.js';
+import { readIndexFacts, readIndexFlags } from './git/index-file.js';
 import { blobOf, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from './lock.js';
 
@@ -163,7 +163,10 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   if (copy === 'stale') discardPrivateIndex(indexFile);
   const userKey = statKey(path.join(repo.gitDir, 'index'));
   const seeded = seedPrivateIndex(repo, indexFile);
-  if (seeded) opts.onProgress?.('indexing the worktree');
+  if (seeded) {
+    fs.rmSync(noFlagsMarker(indexFile), { force: true }); // a copy of the user's index: its flags are checked again
+    opts.onProgress?.('indexing the worktree');
+  }
   // A status the executable started is of use only to a fresh copy that is not written back (inProcessSnapshot):
   // any other snapshot stops it now rather than share the machine with it.
   if (!(opts.untrackedCache && seeded && opts.warmCopy === false)) dropStatusPrefetch();
@@ -176,6 +179,7 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   }
   // From here git writes the index: it becomes the session's own.
   fs.rmSync(userCopyFile(indexFile), { force: true });
+  await clearIndexFlags(repo, indexFile);
   // The index holds exactly the user's entries (a copy, maybe refreshed by status): nothing to reconcile.
   const fresh = seeded || copy === 'valid';
   const result = await snapshotThroughIndex(repo, opts, fresh);
@@ -204,12 +208,12 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // re-hashed), which makes status's refresh exact for it too; listing
   // through status builds the untracked cache the next snapshot starts from.
   const scan = fast || (seeded && !!opts.untrackedCache)
-    ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed) }))
-    : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([untracked, reread]) => ({ untracked, reread }));
+    ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed), unread: st.unread }))
+    : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({ untracked: u.paths, reread: t.reread, unread: [...u.unread, ...t.unread] }));
   // Whether a new index holds .gitattributes files: asked beside the scan (it reads the seed, which the scan does not change).
   const attributesInSeed = seeded ? hasTransformingAttributes(repo, indexFile, settings) : null;
   attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
-  const [{ untracked, reread }, privateVsHead, userVsHead] = await Promise.all([
+  const [{ untracked, reread, unread }, privateVsHead, userVsHead] = await Promise.all([
     scan.catch(explainAddFailure),
     seeded ? noDiff : indexIsParentTree && opts.parentTree ? treeVsTree(repo, opts.parentTree, headTree) : indexVsTree(repo, indexFile, headTree),
     seeded ? noDiff : opts.untrackedCache ? userIndexVsTree(repo, indexFile, headTree) : indexVsTree(repo, null, headTree),
@@ -219,6 +223,13 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   const skipped: SkippedFile[] = [];
   const toAdd: string[] = [];
   const { drop, tracked } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped);
+  // What git could not read is never silently left out (issue 13): listed as skipped, so a restore
+  // neither deletes nor overwrites it; a tracked file it could not lstat leaves the tree rather than
+  // stay there with bytes of an earlier read.
+  for (const u of unread) {
+    if (!skipped.some((x) => x.path === u.path)) skipped.push({ path: u.path, reason: u.reason });
+    if (!u.dir) drop.push(u.path);
+  }
   if (drop.length > 0) await removePaths(repo, indexFile, drop);
   toAdd.push(...tracked);
   const userTracked = new Set(tracked);
@@ -237,7 +248,13 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     try {
       st = fs.lstatSync(abs);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since listed
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue; // deleted since listed
+      // Its directory became unreadable since listed (or a name git's untracked cache still knows): listed, not fatal.
+      if (code === 'EACCES' || code === 'EPERM' || code === 'ENAMETOOLONG') {
+        skipped.push({ path: rel, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+        continue;
+      }
       unreadable(rel, e);
     }
     const reason = classify(rel, st.size);
@@ -281,7 +298,15 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     tree = await writeTree(repo, indexFile);
     if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
   }
-  if (opts.untrackedCache && !attributesTouched && (fast || !(await anyAttributes()))) {
+  // git's untracked cache can take a directory it could not open for an empty one, and say nothing
+  // the next time: the next snapshot lists the worktree without it (no marker), and so on while anything is unreadable.
+  const blind = skipped.some((x) => x.reason === 'unreadable' || x.reason === 'path-too-long');
+  if (blind) {
+    subsumeUnreadBelow(skipped);
+    fs.rmSync(noAttributesMarker(indexFile), { force: true });
+    await dropUntrackedCache(repo, indexFile);
+  }
+  if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
     const marker = noAttributesMarker(indexFile);
     fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
     fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
@@ -382,11 +407,12 @@ function attributesFromConfig(repo: Repo, settings: Settings): boolean {
  * path only then, and re-checks every attributed entry when an attributes
  * file shows up among the changes.
  */
-async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true, prefetched: Promise<Buffer | null> | null = null): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean }> {
-  // The same command the executable may have started already on the identical user's index (status-prefetch.ts).
+async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true, prefetched: Promise<Buffer | null> | null = null): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean; unread: UnreadPath[] }> {
+  // The same command the executable may have started already on the identical user's index (status-prefetch.ts;
+  // one that printed anything on stderr, such as a directory it could not read, is not taken).
   const early = prefetched ? await prefetched : null;
   const res = early
-    ? { stdout: early }
+    ? { stdout: early, stderr: '' }
     : await repo.git(snapshotStatusArgs(writeBack), { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: writeBack ? '1' : '0' } });
   const changed: string[] = [];
   const untracked: string[] = [];
@@ -406,7 +432,28 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack
       default: // no renames asked for; '!' and '#' are not asked for
     }
   }
-  return { changed, untracked, unmerged };
+  return { changed, untracked, unmerged, unread: unreadFromStderr(res.stderr) };
+}
+
+/**
+ * An unreadable (or too deep) directory stands for everything below it: the
+ * paths under it that this index happened to know are dropped from the list,
+ * so every index lists the same (restore keeps what is below a skipped
+ * directory either way).
+ */
+function subsumeUnreadBelow(skipped: SkippedFile[]): void {
+  const dirs = new Set(skipped.filter((x) => x.reason === 'unreadable' || x.reason === 'path-too-long').map((x) => x.path));
+  const below = (p: string) => {
+    for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) if (dirs.has(p.slice(0, i))) return true;
+    return false;
+  };
+  for (let i = skipped.length - 1; i >= 0; i--) if (below(skipped[i]!.path)) skipped.splice(i, 1);
+}
+
+/** Removes git's untracked cache from an index (the next status that writes it back builds a new one). */
+async function dropUntrackedCache(repo: Repo, indexFile: string): Promise<void> {
+  if (!fs.existsSync(indexFile)) return;
+  await repo.git(['-c', 'core.untrackedCache=false', 'update-index', '--no-untracked-cache'], { extraEnv: indexEnv(indexFile) });
 }
 
 /** The rest of `rec` after its first `n` space-separated fields (paths may contain spaces). */
@@ -438,7 +485,15 @@ async function reconcileWithUserIndex(
   // directory that is not a repository.
   const present = (p: string) => {
     const abs = path.join(repo.worktree, p);
-    return lexists(abs) && !behindSymlink(repo.worktree, p, linked) && !(isDirectory(abs) && !lexists(path.join(abs, '.git')));
+    try {
+      fs.lstatSync(abs);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      // Not there, or not readable: listed as such (never silently left out).
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') skipped.push({ path: p, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+      return false;
+    }
+    return !behindSymlink(repo.worktree, p, linked) && !(isDirectory(abs) && !lexists(path.join(abs, '.git')));
   };
   // Only in the private index: added there and not by the user, or removed by the user (`git rm --cached`) but still there.
   const onlyPrivate = [...priv.extra].filter((p) => !user.extra.has(p)).concat([...user.missing].filter((p) => !priv.missing.has(p)));
@@ -636,7 +691,52 @@ function userCopyState(repo: Repo, indexFile: string): 'valid' | 'stale' | 'none
 
 /** Removes the private index and what was kept about it, so the next step seeds a fresh copy. */
 function discardPrivateIndex(indexFile: string): void {
-  for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile)]) fs.rmSync(f, { force: true });
+  for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile), noFlagsMarker(indexFile)]) fs.rmSync(f, { force: true });
+}
+
+/**
+ * Next to a private index once it holds no skip-worktree or assume-unchanged
+ * entry (clearIndexFlags): only a copy of the user's index brings them in.
+ */
+export function noFlagsMarker(indexFile: string): string {
+  return `${indexFile}.no-flags`;
+}
+
+/**
+ * A private index copied from the user's keeps the user's skip-worktree and
+ * assume-unchanged flags, under which git never reads those files: a
+ * snapshot would record the index's bytes, not the disk's (issue 13). The
+ * flags are cleared in the private index only (the user's keeps them), once
+ * per copy: an index with the marker has none (~20 ms to read 100k entries
+ * otherwise). Entries a sparse checkout left off the disk then read as
+ * deleted, which is what is on disk.
+ */
+async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
+  const marker = noFlagsMarker(indexFile);
+  if (fs.existsSync(marker) || !fs.existsSync(indexFile)) return;
+  let skip: Buffer[];
+  let assume: Buffer[];
+  const inProcess = readIndexFlags(indexFile);
+  // A sparse index (directory entries) is expanded by git: index.sparse=false keeps it full when written.
+  const cfg = ['-c', 'index.sparse=false'];
+  if (inProcess) ({ skipWorktree: skip, assumeUnchanged: assume } = inProcess);
+  else {
+    skip = [];
+    assume = [];
+    const res = await repo.git([...cfg, 'ls-files', '-v', '-z'], { extraEnv: indexEnv(indexFile) });
+    for (const rec of splitNul(res.stdout)) {
+      const tag = rec.slice(0, 1);
+      const name = Buffer.from(rec.slice(2));
+      if (tag === 'S' || tag === 's') skip.push(name);
+      if (tag !== tag.toUpperCase()) assume.push(name);
+    }
+  }
+  const nul = Buffer.from([0]);
+  const input = (names: Buffer[]) => Buffer.concat(names.flatMap((n) => [n, nul]));
+  // update-index applies one of the two options per path: one call each.
+  if (skip.length > 0) await repo.git([...cfg, 'update-index', '--no-skip-worktree', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(skip) });
+  if (assume.length > 0) await repo.git([...cfg, 'update-index', '--no-assume-unchanged', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(assume) });
+  fs.writeFileSync(marker, '', { mode: 0o600 });
 }
 
 /** Dirty paths (changed tracked + untracked) above which git's own update-index and write-tree take over. */
@@ -689,6 +789,10 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
     return `git failed: ${(e as Error).message}`;
   }
   if (st.unmerged) return 'unmerged entries';
+  if (st.unread.length > 0) {
+    await dropUntrackedCache(repo, indexFile); // written by this status, blind to what it could not read (see snapshotThroughIndex)
+    return `git could not read ${st.unread[0]!.path} (${st.unread[0]!.reason})`;
+  }
   if (st.changed.length + st.untracked.length > (opts.maxInProcessPaths ?? MAX_IN_PROCESS_PATHS)) return `${st.changed.length + st.untracked.length} changed paths`;
   for (const rel of [...st.changed, ...st.untracked]) {
     if (rel.endsWith('/')) return `nested repository at ${rel}`;

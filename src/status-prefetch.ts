@@ -70,12 +70,15 @@ export function startStatusPrefetch(cwd: string, env: NodeJS.ProcessEnv): void {
     const indexKey = statKey(index);
     const args = snapshotStatusArgs(false);
     // As Repo.git() runs git: the cleaned environment (no optional locks: the user's index is not written), GIT_DIR and GIT_WORK_TREE bound.
-    const child = spawn('git', args, { cwd: worktree, env: { ...cleanGitEnv(env), GIT_DIR: gitDir, GIT_WORK_TREE: worktree }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn('git', args, { cwd: worktree, env: { ...cleanGitEnv(env), GIT_DIR: gitDir, GIT_WORK_TREE: worktree }, stdio: ['ignore', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
+    let warned = false;
     child.stdout?.on('data', (d: Buffer) => chunks.push(d));
+    // Anything on stderr (a directory git could not read, which it reports nowhere else): the snapshot runs its own status.
+    child.stderr?.on('data', () => (warned = true));
     const stdout = new Promise<Buffer | null>((resolve) => {
       child.on('error', () => resolve(null));
-      child.on('close', (code) => resolve(code === 0 ? Buffer.concat(chunks) : null));
+      child.on('close', (code) => resolve(code === 0 && !warned ? Buffer.concat(chunks) : null));
     });
     (globalThis as Holder)[KEY] = { gitDir, worktree, indexKey, args: args.join('\0'), child, stdout };
   } catch {

@@ -105,6 +105,7 @@ const SKIP_REASON: Record<SkippedFile['reason'], string> = {
   excluded: 'excluded by agentsnap.exclude',
   'nested-repo-without-commit': 'nested repository without a commit',
   unreadable: 'unreadable',
+  'path-too-long': 'path too long to read',
 };
 
 export function describeSkipped(s: SkippedFile): string {

@@ -51,13 +51,13 @@ export function readIndexFacts(file: string): IndexFacts | null {
 function walkIndex(
   file: string,
   onCount: (count: number) => void,
-  onEntry: (i: number, bytes: Buffer, start: number, end: number) => void,
-): { unsupported: string | null; intentToAdd: string | null } | null {
+  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number) => void,
+): { unsupported: string | null; intentToAdd: string | null; sparse: boolean } | null {
   let buf: Buffer;
   try {
     buf = fs.readFileSync(file);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { unsupported: null, intentToAdd: null };
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { unsupported: null, intentToAdd: null, sparse: false };
     return null;
   }
   if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'DIRC') return null;
@@ -119,7 +119,7 @@ function walkIndex(
       nameEnd = nul;
       at = at + ((pathAt - at + (nul - pathAt) + 8) & ~7);
     }
-    onEntry(i, nameBuf, nameStart, nameEnd);
+    onEntry(i, nameBuf, nameStart, nameEnd, flags, extended);
     if (extended & 0x2000 && intentToAdd === null) intentToAdd = nameBuf.toString('utf8', nameStart, nameEnd);
     if (unsupported === null) {
       const p = () => nameBuf.toString('utf8', nameStart, nameEnd);
@@ -130,12 +130,41 @@ function walkIndex(
     }
   }
   // Extensions: a split index keeps its entries in another file.
+  let sparse = false;
   while (at + 8 <= buf.length - hashLen) {
     const sig = buf.toString('latin1', at, at + 4);
     const size = buf.readUInt32BE(at + 4);
     if (sig === 'link') return null;
-    if (sig === 'sdir') unsupported ??= 'sparse index';
+    if (sig === 'sdir') {
+      unsupported ??= 'sparse index';
+      sparse = true;
+    }
     at += 8 + size;
   }
-  return { unsupported, intentToAdd };
+  return { unsupported, intentToAdd, sparse };
+}
+
+export interface IndexFlags {
+  /** Names (raw bytes) of entries flagged skip-worktree (`git update-index --skip-worktree`, or outside a sparse checkout's patterns). */
+  skipWorktree: Buffer[];
+  /** Names (raw bytes) of entries flagged assume-unchanged (`git update-index --assume-unchanged`). */
+  assumeUnchanged: Buffer[];
+}
+
+/**
+ * The entries whose flags make git skip the worktree file (a snapshot must
+ * read it anyway); null for what this does not read (split or sparse index:
+ * ask git).
+ */
+export function readIndexFlags(file: string): IndexFlags | null {
+  const out: IndexFlags = { skipWorktree: [], assumeUnchanged: [] };
+  const res = walkIndex(
+    file,
+    () => undefined,
+    (_i, bytes, start, end, flags, extended) => {
+      if (flags & 0x8000) out.assumeUnchanged.push(Buffer.from(bytes.subarray(start, end)));
+      if (extended & 0x4000) out.skipWorktree.push(Buffer.from(bytes.subarray(start, end)));
+    },
+  );
+  return res && !res.sparse ? out : null;
 }

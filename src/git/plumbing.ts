@@ -17,12 +17,53 @@ export function indexEnv(indexFile: string): Record<string, string> {
   return { GIT_INDEX_FILE: indexFile };
 }
 
-/** Untracked, non-ignored paths relative to the worktree; nested repositories end with "/". */
-export async function listUntracked(repo: Repo, indexFile: string): Promise<string[]> {
+/** A path git could not read while it listed or compared the worktree, and why (it says so on stderr only, and exits 0). */
+export interface UnreadPath {
+  path: string;
+  reason: 'unreadable' | 'path-too-long';
+  /** Whether it is a directory git could not list (else a tracked path it could not lstat). */
+  dir: boolean;
+}
+
+/**
+ * What git reported on stderr as not read: "could not open directory"
+ * (an untracked listing leaves the directory out) and `<path>: <error>` for
+ * a tracked path it could not lstat (diff-files and status then call it
+ * unchanged). git cuts a message at 4 KiB: a cut directory message is a path
+ * that long, named by its last whole directory.
+ */
+export function unreadFromStderr(stderr: string): UnreadPath[] {
+  const out = new Map<string, UnreadPath>();
+  for (const line of stderr.split('\n')) {
+    const dirMsg = /^warning: could not open directory '(.*)$/.exec(line);
+    if (dirMsg) {
+      const rest = dirMsg[1] ?? '';
+      const whole = /^(.*)\/': (.+)$/.exec(rest);
+      let dir: string;
+      let reason: UnreadPath['reason'];
+      if (whole) {
+        dir = whole[1] ?? '';
+        reason = /too long/i.test(whole[2] ?? '') ? 'path-too-long' : 'unreadable';
+      } else {
+        dir = rest.slice(0, Math.max(0, rest.lastIndexOf('/')));
+        reason = 'path-too-long';
+      }
+      if (dir) out.set(dir, { path: dir, reason, dir: true });
+      continue;
+    }
+    if (/^(warning|error|fatal|hint): /.test(line)) continue;
+    const fileMsg = /^(.+): (Permission denied|File name too long|Input\/output error|Operation not permitted)$/.exec(line);
+    if (fileMsg?.[1] && !out.has(fileMsg[1])) out.set(fileMsg[1], { path: fileMsg[1], reason: fileMsg[2] === 'File name too long' ? 'path-too-long' : 'unreadable', dir: false });
+  }
+  return [...out.values()];
+}
+
+/** Untracked, non-ignored paths relative to the worktree (nested repositories end with "/"), and the directories git could not list. */
+export async function listUntracked(repo: Repo, indexFile: string): Promise<{ paths: string[]; unread: UnreadPath[] }> {
   const res = await repo.git([...SNAPSHOT_GIT_CONFIG, 'ls-files', '-z', '--others', '--exclude-standard'], {
     extraEnv: indexEnv(indexFile),
   });
-  return splitNul(res.stdout);
+  return { paths: splitNul(res.stdout), unread: unreadFromStderr(res.stderr) };
 }
 
 /**
@@ -31,12 +72,15 @@ export async function listUntracked(repo: Repo, indexFile: string): Promise<stri
  * re-read: every stat-dirty entry, including ones whose content git's
  * filters map to the same blob (a line-ending-only change), which the
  * snapshot must re-hash without filters.
+ * Also returns the tracked paths git could not lstat (left as they are in
+ * the index: the caller decides).
  */
-export async function addTracked(repo: Repo, indexFile: string): Promise<string[]> {
+export async function addTracked(repo: Repo, indexFile: string): Promise<{ reread: string[]; unread: UnreadPath[] }> {
   const dirty = await repo.git([...SNAPSHOT_GIT_CONFIG, 'diff-files', '-z', '--name-only', '--ignore-submodules=dirty'], {
     extraEnv: indexEnv(indexFile),
   });
-  return updateTracked(repo, indexFile, [...new Set(splitNul(dirty.stdout))]);
+  const unread = unreadFromStderr(dirty.stderr);
+  return { reread: await updateTracked(repo, indexFile, [...new Set(splitNul(dirty.stdout))]), unread };
 }
 
 /** Re-reads these tracked paths into the index (the paths of addTracked, or a list already taken). */

@@ -7,6 +7,8 @@ export const SNAPSHOT_GIT_CONFIG = [
   '-c', 'core.autocrlf=false',
   '-c', 'core.safecrlf=false',
   '-c', 'core.fsmonitor=false',
+  // The executable bit as on disk, whatever the user's core.fileMode: a restore writes back what was recorded.
+  '-c', 'core.fileMode=true',
   '-c', 'advice.addEmbeddedRepo=false',
   '-c', 'advice.addIgnoredFile=false',
   '-c', 'gc.auto=0',
