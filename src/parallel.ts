@@ -239,7 +239,7 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
     throw errors.invalidArgument(`${JSON.stringify(opts.branch)} is not a valid branch name.`, { data: { branch: opts.branch } });
   }
   const parent = s.baseHead;
-  const tree = await withEntriesNotOnDisk(repo, s, s.headTree ?? (await treeOf(repo, s.head)), parent);
+  const tree = await withGitModes(repo, await withEntriesNotOnDisk(repo, s, s.headTree ?? (await treeOf(repo, s.head)), parent), parent);
   if (parent && (await treeOf(repo, parent)) === tree) {
     throw errors.nothingToDo(`session ${id} has no changes against the commit it started from (${parent.slice(0, 10)}).`, {
       data: { session: id },
@@ -320,6 +320,46 @@ async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'b
   try {
     await repo.git(['read-tree', tree], { extraEnv: indexEnv(idx) });
     await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: keep.join('\0') + '\0' });
+    return await writeTree(repo, idx);
+  } finally {
+    removeTempIndex(idx);
+  }
+}
+
+/**
+ * Snapshots record the exec bit as it is on disk whatever core.fileMode says
+ * (so undo brings an executable back as one). A commit the user makes under
+ * core.fileMode=false keeps the mode git already has and adds new files as
+ * 100644, because on such filesystems the disk's x bit means nothing: a
+ * promoted commit does the same, so it carries no mode changes the user's own
+ * commit would not.
+ */
+async function withGitModes(repo: Repo, tree: string, parent: string | null): Promise<string> {
+  const mode = await repo.git(['config', '--bool', 'core.fileMode'], { okCodes: [1] });
+  if (mode.stdout.toString('utf8').trim() !== 'false') return tree;
+  const args = parent ? ['diff-tree', '-r', '-z', '--no-renames', '--raw', parent, tree] : ['ls-tree', '-r', '-z', tree];
+  const tokens = splitNul((await repo.git(args)).stdout);
+  const fix: string[] = [];
+  if (parent) {
+    for (let i = 0; i + 1 < tokens.length; i += 2) {
+      const m = /^:(\d{6}) (\d{6}) [0-9a-f]+ ([0-9a-f]+) ([AMT])$/.exec(tokens[i] ?? '');
+      if (!m) continue;
+      const [, was, now, oid, letter] = m;
+      const regular = (x: string | undefined) => x === '100644' || x === '100755';
+      const want = letter === 'A' ? '100644' : regular(was) && regular(now) ? was : now;
+      if (regular(now) && want !== now) fix.push(`${want} ${oid}\t${tokens[i + 1] ?? ''}`);
+    }
+  } else {
+    for (const rec of tokens) {
+      const m = /^100755 blob ([0-9a-f]+)\t(.*)$/s.exec(rec);
+      if (m) fix.push(`100644 ${m[1]}\t${m[2]}`);
+    }
+  }
+  if (fix.length === 0) return tree;
+  const idx = tempIndex(repo, 'promote-modes');
+  try {
+    await repo.git(['read-tree', tree], { extraEnv: indexEnv(idx) });
+    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: fix.join('\0') + '\0' });
     return await writeTree(repo, idx);
   } finally {
     removeTempIndex(idx);

@@ -381,4 +381,30 @@ test('automatic retention runs at most once per agentsnap.gcAuto interval', asyn
   }
 });
 
+test('promote under core.fileMode=false commits what git would: the modes git has, new files 100644 (snapshots keep the disk x bit for undo)', async () => {
+  const r = tempRepo({ files: { 'a.txt': 'a\n', 'run.sh': 'echo\n' } });
+  try {
+    r.git(['update-index', '--chmod=+x', 'run.sh']);
+    r.git(['commit', '-q', '-m', 'run.sh executable']);
+    r.git(['config', 'core.fileMode', 'false']);
+    r.git(['config', 'user.name', 'Jane Dev']);
+    r.git(['config', 'user.email', 'jane@example.com']);
+    const wt = await worktreeSession(r, 'm1');
+    // A filesystem without modes: every file shows its x bit set, or none.
+    fs.chmodSync(path.join(wt, 'a.txt'), 0o755);
+    fs.chmodSync(path.join(wt, 'run.sh'), 0o644);
+    writeIn(wt, 'a.txt', 'changed\n');
+    writeIn(wt, 'new.txt', 'new\n');
+    fs.chmodSync(path.join(wt, 'new.txt'), 0o755);
+    await snapIn(r, 'm1', wt);
+    const res = await cli(r, ['promote', 'm1', '--branch', 'agent/m1']);
+    assert.is(res.code, 0, res.stderr);
+    const modes = r.git(['ls-tree', '-r', 'agent/m1']).trim().split('\n').map((l) => `${l.split(' ')[0]} ${l.split('\t')[1]}`);
+    assert.equal(modes, ['100644 a.txt', '100644 new.txt', '100755 run.sh']);
+    assert.is(r.git(['show', 'agent/m1:a.txt']), 'changed\n');
+  } finally {
+    r.cleanup();
+  }
+});
+
 test.run();
