@@ -665,6 +665,8 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
 export interface CheckpointOptions extends SnapshotContext {
   tool?: string | null;
   message?: string | null;
+  /** Whose change it records (StepCheckpointEvent.madeBy): 'agent' only for `wrap --auto`'s checkpoints. */
+  madeBy?: 'agent' | 'user';
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
 }
@@ -711,6 +713,7 @@ async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyI
       step,
       tool: opts.tool ?? null,
       message: opts.message ?? null,
+      madeBy: opts.madeBy ?? 'user',
       commit,
       tree: snap.tree,
       parent: s.head,
