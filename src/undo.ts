@@ -412,7 +412,7 @@ function userCheckpoint(st: Step | undefined): boolean {
 }
 
 function checkpointLabel(n: number, message: string | null | undefined): string {
-  return `at checkpoint ${n}${message ? ` (${message.replace(/[\r\n]+/g, ' ').slice(0, 80)})` : ''}`;
+  return `at checkpoint ${n}${message ? `: ${message.replace(/[\r\n]+/g, ' ').slice(0, 80)}` : ''}`;
 }
 
 /**
