@@ -23,6 +23,7 @@ import { removeTempIndex, snapshotNow, tempIndex } from './snapshot-now.js';
 import { commitMessage, sessionMetaRef, sessionPaths, startSession, type SnapshotResult, type StartOptions } from './session.js';
 import { applyPlan, planChanges, withoutSkipped } from './restore.js';
 import { exists, rmQuiet } from './fsutil.js';
+import { redactText } from './redact.js';
 
 export type StartPoint = 'current' | 'HEAD' | (string & {});
 
@@ -387,7 +388,8 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
     const meta: WorktreeMeta = {
       v: 1,
       session,
-      name: opts.name ?? null,
+      // A label the user typed: redacted like everything else agentsnap writes down.
+      name: opts.name ? redactText(opts.name, settings.redactPatterns) : null,
       path: wt.worktree,
       gitDir: wt.gitDir,
       from,

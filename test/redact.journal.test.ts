@@ -9,6 +9,7 @@ import path from 'node:path';
 import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/repo.js';
 import { recordPost, recordPre, recordUnprotected } from '../src/session.js';
+import { startWorktreeSession } from '../src/worktree.js';
 
 const TOKEN = 'ghp_16C7e42F292c6912E7710c838347Ae178B4a';
 const ANTHROPIC = 'sk-ant-api03-Xy7_pQ2-mN8vL3kJ6hG9fD1sA4zX7cV0bN3mQ6wE9rT2yU5iO8pA1sD4fG7hJ0kL3zX6cV9bN2mQ5wE8r-T1yU4iAA';
@@ -90,6 +91,22 @@ test('a resumed wrap --session journals its command redacted', async () => {
     const journal = journalBytes(repo, 'r1');
     assert.not.ok(journal.includes(TOKEN));
     assert.not.ok(journal.includes(ANTHROPIC));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a worktree session\'s name is written redacted', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const r = await openRepo(repo.dir, { env: repo.env });
+    const started = await startWorktreeSession(r, { session: 'named1', name: `task ${TOKEN}` });
+    const dir = path.join(repo.dir, '.git', 'agentsnap', 'sessions', 'named1');
+    for (const f of fs.readdirSync(dir)) {
+      const file = path.join(dir, f);
+      if (fs.statSync(file).isFile()) assert.not.ok(fs.readFileSync(file).includes(TOKEN), `${f} holds the token`);
+    }
+    assert.match(started.meta.name ?? '', 'task [REDACTED:github-token]');
   } finally {
     repo.cleanup();
   }
