@@ -21,6 +21,11 @@ export interface AutoCheckpoints {
 export interface AutoOptions {
   /** Told once per distinct problem (one line); checkpoints go on. */
   onWarning?: (line: string) => void;
+  /**
+   * Whose change the checkpoints record (default 'agent': an agent with no hooks has no tool calls, its bursts
+   * of changes are its steps). 'user' for an agent whose hooks record its calls: a change between them is not one.
+   */
+  madeBy?: 'agent' | 'user';
 }
 
 function insideGitDir(rel: string): boolean {
@@ -42,10 +47,10 @@ export function startAutoCheckpoints(repo: Repo, session: string, settings: Sett
     opts.onWarning?.(line);
   };
 
-  // madeBy 'agent': an agent with no hooks has no tool calls; its bursts of changes are its steps.
+  const madeBy = opts.madeBy ?? 'agent';
   const checkpointNow = async (): Promise<void> => {
     try {
-      await recordCheckpointIfChanged(repo, session, { settings, tool: AUTO_TOOL, message: 'the worktree changed', madeBy: 'agent' });
+      await recordCheckpointIfChanged(repo, session, { settings, tool: AUTO_TOOL, message: 'the worktree changed', madeBy });
     } catch (e) {
       // Busy: another snapshot holds the session; the next change or poll tries again.
       if (!(isAgentsnapError(e) && e.code === 'Busy')) warn(`agentsnap: warning: automatic checkpoint failed: ${(e as Error).message.split('\n')[0]}`);

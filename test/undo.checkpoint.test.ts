@@ -203,4 +203,23 @@ test('wrap --auto: the automatic checkpoints are the agent\'s steps (the last bu
   }
 });
 
+test('wrap --auto beside a hooked agent: its calls are its steps, what a checkpoint sees besides them is not (undo refuses)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a0\n' } });
+  try {
+    repo.git(['config', 'agentsnap.autoQuiet', '600000']);
+    repo.git(['config', 'agentsnap.autoPoll', '0']);
+    // A stand-in named codex whose hooks never run: the change it makes reached no hook.
+    const fake = path.join(repo.base, 'codex');
+    fs.writeFileSync(fake, '#!/bin/sh\necho a1 > a.txt\n', { mode: 0o755 });
+    const res = await cliProcess(repo, ['wrap', '--auto', '--session', 'auto2', '--', fake, 'exec', 'x']);
+    assert.is(res.code, 0, res.stderr);
+    const r = await cli(repo, ['undo', '--session', 'auto2']);
+    assert.is(r.code, 3, r.stdout + r.stderr);
+    assert.match(r.stderr, 'a.txt');
+    assert.is(text(repo, 'a.txt'), 'a1\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
