@@ -26,6 +26,12 @@ test('undo N refuses (exit 3) to revert an edit a later `snap -m` checkpoint rec
     repo.write('b.txt', 'b1 mine\n');
     const cp = await cli(repo, ['snap', '-m', 'my edit']);
     assert.is(cp.code, 0, cp.stderr);
+    const log = await cli(repo, ['log']);
+    assert.match(log.stdout, /^\s+2 .*changed outside tool calls \(undo needs --force\)/m);
+    assert.not.match(log.stdout, /^\s+1 .*undo needs --force/m);
+    const json = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as { files: { step: number; madeBy?: string }[] } | { step: number; madeBy?: string }[];
+    const steps = Array.isArray(json) ? json : json.files;
+    assert.is(steps.find((s) => s.step === 2)?.madeBy, 'user');
     const r = await cli(repo, ['undo', '1']);
     assert.is(r.code, 3, r.stdout + r.stderr);
     assert.match(r.stderr, 'b.txt');
