@@ -14,13 +14,18 @@ import { isAgentsnapError } from './errors.js';
 export const AUTO_TOOL = 'auto';
 
 export interface AutoCheckpoints {
-  /** Stops watching and waits for a checkpoint in progress (the session's final snapshot comes after). */
+  /** Stops watching, waits for a checkpoint in progress, then takes the last one (the session's final snapshot comes after). */
   stop(): Promise<void>;
 }
 
 export interface AutoOptions {
   /** Told once per distinct problem (one line); checkpoints go on. */
   onWarning?: (line: string) => void;
+  /**
+   * Whose change the checkpoints record (default 'agent': an agent with no hooks has no tool calls, its bursts
+   * of changes are its steps). 'user' for an agent whose hooks record its calls: a change between them is not one.
+   */
+  madeBy?: 'agent' | 'user';
 }
 
 function insideGitDir(rel: string): boolean {
@@ -42,20 +47,23 @@ export function startAutoCheckpoints(repo: Repo, session: string, settings: Sett
     opts.onWarning?.(line);
   };
 
+  const madeBy = opts.madeBy ?? 'agent';
+  const checkpointNow = async (): Promise<void> => {
+    try {
+      await recordCheckpointIfChanged(repo, session, { settings, tool: AUTO_TOOL, message: 'the worktree changed', madeBy });
+    } catch (e) {
+      // Busy: another snapshot holds the session; the next change or poll tries again.
+      if (!(isAgentsnapError(e) && e.code === 'Busy')) warn(`agentsnap: warning: automatic checkpoint failed: ${(e as Error).message.split('\n')[0]}`);
+    }
+  };
+
   const attempt = (): void => {
     if (stopped) return;
     if (running) {
       again = true;
       return;
     }
-    running = (async () => {
-      try {
-        await recordCheckpointIfChanged(repo, session, { settings, tool: AUTO_TOOL, message: 'the worktree changed' });
-      } catch (e) {
-        // Busy: another snapshot holds the session; the next change or poll tries again.
-        if (!(isAgentsnapError(e) && e.code === 'Busy')) warn(`agentsnap: warning: automatic checkpoint failed: ${(e as Error).message.split('\n')[0]}`);
-      }
-    })().finally(() => {
+    running = checkpointNow().finally(() => {
       running = null;
       if (again && !stopped) {
         again = false;
@@ -102,6 +110,9 @@ export function startAutoCheckpoints(repo: Repo, session: string, settings: Sett
       if (quietTimer) clearTimeout(quietTimer);
       if (poll) clearInterval(poll);
       while (running) await running;
+      // The agent has exited: its last burst (not yet quiet long enough) is its last step, not a change
+      // the session's final snapshot would record as made outside its calls.
+      await checkpointNow();
     },
   };
 }

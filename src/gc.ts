@@ -12,7 +12,7 @@ import { lastValue, loadSettings, parseInteger, readGitConfig } from './config.j
 import { acquireLock, type Lock } from './lock.js';
 import { listRefs, readHead, updateRefs } from './git/plumbing.js';
 import { listSessions, META_REF_PREFIX, sessionInUse, sessionOfRef, sessionPaths, sessionRefs, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, type SessionSummary } from './session.js';
-import { defaultWorktreeDir, listWorktrees, readWorktreeMeta, removeSessionWorktree, worktreeConfig } from './worktree.js';
+import { defaultWorktreeDir, describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, worktreeConfig } from './worktree.js';
 import { snapshotNow } from './snapshot-now.js';
 import { dropSession, SAFETY_REF_PREFIX } from './parallel.js';
 import { diskUse, exists, olderThan, readdirOrEmpty } from './fsutil.js';
@@ -104,6 +104,9 @@ async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null
   const snap = await snapshotNow(wt, await loadSettings(wt), 'gc');
   const head = await wt.git(['rev-parse', '--verify', '-q', `${s.head}^{tree}`], { okCodes: [1, 128] });
   if (snap.tree !== head.stdout.toString('utf8').trim()) return `its worktree ${meta.path} has changes after the last snapshot`;
+  // Nested repositories are in the snapshots as gitlinks (or left out): their commits and files are not.
+  const nested = await nestedRepoWork(repo, wt, snap.tree, snap.skipped);
+  if (nested.length > 0) return `its worktree ${meta.path} holds nested repositories with work found nowhere else (${describeNestedWork(nested)})`;
   const wtHead = (await readHead(wt)).commit;
   if (wtHead && wtHead !== meta.head) {
     const reach = await repo.git(['for-each-ref', '--count=1', '--contains', wtHead, '--format=%(refname)', 'refs/heads/', 'refs/remotes/', 'refs/tags/']);

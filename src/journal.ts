@@ -120,6 +120,14 @@ export interface StepCheckpointEvent extends EventBase {
   step: number;
   tool: string | null;
   message?: string | null;
+  /**
+   * Whose change it records. 'agent': an automatic checkpoint of `wrap --auto`
+   * (an agent with no hooks: its bursts of changes are its steps). 'user' (and
+   * absent, except tool 'auto' in journals written before this field): a
+   * `snap`, the checkpoint of a resumed session, a post hook with no pre —
+   * undo, redo, restore and revert refuse to take it back without --force.
+   */
+  madeBy?: 'agent' | 'user';
   commit: string;
   tree: string;
   parent: string;

@@ -46,6 +46,8 @@ export interface Step {
   unprotectedReason: string | null;
   agentVersion?: string | null;
   model?: string | null;
+  /** A checkpoint's: whose change it records (see StepCheckpointEvent.madeBy); calls are always the agent's. */
+  madeBy?: 'agent' | 'user';
   /** 'transcript': a call no hook saw, journaled from the agent's transcript (no snapshot of its own). */
   source?: 'transcript';
 }
@@ -147,6 +149,11 @@ function stepFor(s: Session, n: number, time: string): Step {
   return st;
 }
 
+/** Whose change a checkpoint records; journals from before `madeBy` marked `wrap --auto`'s by their tool. */
+export function checkpointMadeBy(e: Pick<StepCheckpointEvent, 'madeBy' | 'tool'>): 'agent' | 'user' {
+  return e.madeBy ?? (e.tool === 'auto' ? 'agent' : 'user');
+}
+
 /** Applies one journal event to a session (in place). Events of other sessions are ignored. */
 export function applyEvent(s: Session, ev: JournalEvent): void {
   if (ev.session !== s.id) return;
@@ -216,6 +223,7 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         endedAt: e.time,
         durationMs: 0,
         message: e.message ?? null,
+        madeBy: checkpointMadeBy(e),
         // A checkpoint's change is everything since the previous snapshot (what `show` prints).
         changed: e.changed,
         skipped: e.skipped,

@@ -31,7 +31,7 @@ import {
   type SessionSummary,
 } from './session.js';
 import { planChanges, prepareRestore, writeRestore, type LeftPath } from './restore.js';
-import { listWorktrees, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
+import { describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
 import { removeTempIndex, snapshotNow, tempIndex } from './snapshot-now.js';
 import { diskUse, exists, unlinkQuiet } from './fsutil.js';
 
@@ -466,6 +466,14 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
           throw errors.refused(`the final snapshot of session ${id} left out ${lost.length} file(s) that removing the worktree would delete: ${lost.map((f) => f.path).slice(0, 10).join(', ')}.`, {
             hint: 'Copy them out of ' + s.worktree + ', or discard anyway with --force.',
             data: { session: id, files: lost },
+          });
+        }
+        // A snapshot holds a nested repository as a gitlink only: its commits and files are in it alone.
+        const nested = meta && !opts.force ? await nestedRepoWork(repo, wt, snap.tree) : [];
+        if (nested.length > 0) {
+          throw errors.refused(`removing the worktree of session ${id} would delete ${nested.length === 1 ? 'a nested repository' : `${nested.length} nested repositories`} holding work found nowhere else: ${describeNestedWork(nested)}.`, {
+            hint: `Commit and push, or copy them out of ${s.worktree}; or discard anyway with --force.`,
+            data: { session: id, nested },
           });
         }
         if (snap.tree !== s.headTree) {

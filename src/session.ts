@@ -30,7 +30,7 @@ import { checkGitVersion } from './repo.js';
 import { maybeMaintain } from './maintenance.js';
 import { readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from './transcript.js';
 import { CLAUDE_READ_ONLY_TOOLS } from './agent-hooks.js';
-import { sanitize } from './redact.js';
+import { redactValue, sanitize } from './redact.js';
 
 export const STEP_REF_PREFIX = 'refs/agent/';
 export const META_REF_PREFIX = 'refs/agentsnap/';
@@ -370,6 +370,16 @@ export interface SnapshotResult {
   skipped: SkippedFile[];
 }
 
+/**
+ * Redaction for what an event or a commit message carries as free text (tool
+ * names, messages, inputs, outputs, errors, reasons, commands, versions): the
+ * same as a hook's input gets, whoever called. Redacting twice is harmless.
+ * Paths, ids and object names are left as they are (they must stay exact).
+ */
+function journaled(settings: Settings): <T>(v: T) => T {
+  return (v) => redactValue(v, settings.redactPatterns);
+}
+
 export function commitMessage(fields: {
   summary: string;
   session: string;
@@ -409,6 +419,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
       });
     }
     const head = await readHead(repo);
+    const clean = journaled(settings);
     const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
@@ -423,8 +434,8 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
       gitDir: repo.gitDir,
       baseHead: head.commit,
       branch: head.branch,
-      agent: opts.agent ?? null,
-      command: opts.command ?? null,
+      agent: clean(opts.agent ?? null),
+      command: clean(opts.command ?? null),
       owner: opts.owner ?? null,
       baseline: commit,
       tree: snap.tree,
@@ -529,22 +540,24 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
+    const clean = journaled(settings);
+    const tool = clean(opts.tool ?? null);
     const snap =
       reusedSnapshot(s, opts.sameInstantAs) ??
       (await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [s.head],
-      message: commitMessage({ summary: `step ${step} pre ${opts.tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool: opts.tool ?? null, head: head.commit }),
+      message: commitMessage({ summary: `step ${step} pre ${tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool, head: head.commit }),
     });
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'step.pre',
       step,
-      tool: opts.tool ?? null,
-      input: opts.input,
+      tool,
+      input: clean(opts.input),
       toolUseId: opts.toolUseId ?? null,
-      message: opts.message ?? null,
+      message: clean(opts.message ?? null),
       commit,
       tree: snap.tree,
       parent: s.head,
@@ -554,8 +567,8 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       changed: snap.changed,
       skipped: snap.skipped,
       transcript: opts.transcript ?? null,
-      agentVersion: opts.agentVersion ?? null,
-      ...(opts.model ? { model: opts.model } : {}),
+      agentVersion: clean(opts.agentVersion ?? null),
+      ...(opts.model ? { model: clean(opts.model) } : {}),
     };
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, step), value: commit },
@@ -626,6 +639,7 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
     const s = state.session;
     const st = findOpenStep(state, opts);
     const head = await readHead(repo);
+    const clean = journaled(settings);
     const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const pre = st.pre ?? s.head;
     // First parent: the pre-snapshot; second: the chain tip when other snapshots came between (overlapping calls).
@@ -645,8 +659,8 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
       status: opts.status ?? 'done',
       commit,
       tree: snap.tree,
-      output: opts.output,
-      error: opts.error ?? null,
+      output: clean(opts.output),
+      error: clean(opts.error ?? null),
       durationMs: opts.durationMs ?? (Number.isFinite(startedMs) ? Date.now() - startedMs : null),
       changed,
       skipped: snap.skipped,
@@ -655,8 +669,8 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
     if (found) {
       const post = ev as StepPostEvent;
       if (!st.transcript?.uuid) post.transcript = found.position;
-      if (!st.agentVersion && found.agentVersion) post.agentVersion = found.agentVersion;
-      if (!st.model && found.model) post.model = found.model;
+      if (!st.agentVersion && found.agentVersion) post.agentVersion = clean(found.agentVersion);
+      if (!st.model && found.model) post.model = clean(found.model);
     }
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, st.step), value: commit },
@@ -670,6 +684,8 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
 export interface CheckpointOptions extends SnapshotContext {
   tool?: string | null;
   message?: string | null;
+  /** Whose change it records (StepCheckpointEvent.madeBy): 'agent' only for `wrap --auto`'s checkpoints. */
+  madeBy?: 'agent' | 'user';
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
 }
@@ -701,6 +717,9 @@ async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyI
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
+    const clean = journaled(settings);
+    const tool = clean(opts.tool ?? null);
+    const message = clean(opts.message ?? null);
     const snap =
       reusedSnapshot(s, opts.sameInstantAs) ??
       (await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
@@ -708,14 +727,15 @@ async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyI
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [s.head],
-      message: commitMessage({ summary: `step ${step} checkpoint${opts.message ? `: ${opts.message}` : ''}`, session: id, step, phase: 'checkpoint', tool: opts.tool ?? null, head: head.commit }),
+      message: commitMessage({ summary: `step ${step} checkpoint${message ? `: ${message}` : ''}`, session: id, step, phase: 'checkpoint', tool, head: head.commit }),
     });
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'step.checkpoint',
       step,
-      tool: opts.tool ?? null,
-      message: opts.message ?? null,
+      tool,
+      message,
+      madeBy: opts.madeBy ?? 'user',
       commit,
       tree: snap.tree,
       parent: s.head,
@@ -747,15 +767,16 @@ export async function recordUnprotected(repo: Repo, id: string, opts: Unprotecte
   const settings = opts.settings ?? (await loadSettings(repo));
   return mutate(repo, id, settings, 'record unprotected step', async (state, p) => {
     const step = opts.step ?? state.session.nextStep;
+    const clean = journaled(settings);
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'step.unprotected',
       step,
       phase: opts.phase,
-      tool: opts.tool ?? null,
-      reason: opts.reason,
+      tool: clean(opts.tool ?? null),
+      reason: clean(opts.reason),
       ...(opts.toolUseId ? { toolUseId: opts.toolUseId } : {}),
-      ...(opts.input !== undefined ? { input: opts.input } : {}),
+      ...(opts.input !== undefined ? { input: clean(opts.input) } : {}),
     };
     await commitEvent(repo, p, state, ev, []);
     return { session: id, step };
@@ -795,7 +816,8 @@ export async function resumeSession(repo: Repo, id: string, opts: ResumeOptions 
         data: { session: id, pid: s.owner?.pid },
       });
     }
-    const ev: JournalEvent = { ...eventBase(id), type: 'session.resume', agent: opts.agent ?? null, command: opts.command ?? null, owner: opts.owner ?? null };
+    const clean = journaled(settings);
+    const ev: JournalEvent = { ...eventBase(id), type: 'session.resume', agent: clean(opts.agent ?? null), command: clean(opts.command ?? null), owner: opts.owner ?? null };
     await commitEvent(repo, p, state, ev, []);
   });
   return recordCheckpoint(repo, id, { settings, message: 'session resumed', ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });

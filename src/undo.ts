@@ -14,9 +14,9 @@
 // taken after it meanwhile, it is marked abandoned instead (nothing is lost:
 // the safety snapshot and those snapshots hold every state).
 import { errors } from './errors.js';
-import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, PlannedChange, SkippedFile, ChangedPath, StepPreEvent } from './journal.js';
+import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, PlannedChange, SkippedFile, ChangedPath, StepCheckpointEvent, StepPreEvent } from './journal.js';
 import { eventBase, readJournal } from './journal.js';
-import { foldJournal, openSteps, type Session, type Step } from './model.js';
+import { checkpointMadeBy, foldJournal, openSteps, type Session, type Step } from './model.js';
 import type { Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
 import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from './session.js';
@@ -185,6 +185,8 @@ interface Resolved {
   skippedAtTarget: SkippedFile[];
   /** The snapshot whose scan left out what the target lacks (revert: the state before the step); see ignored-at-target.ts. */
   scannedBy?: string;
+  /** The user's own changes the operation takes back besides those after the anchor (revert of their checkpoint). */
+  own?: OutsideChange[];
 }
 
 /** What the restore engine keeps deletions against: the target tree and the snapshot it comes from. */
@@ -271,7 +273,8 @@ function undoSpec(step: number | undefined): OpSpec {
       target.step = n;
       const st = stepOf(session, n);
       const commit = await beforeStep(repo, session, st);
-      const anchor = st.kind === 'checkpoint' ? stepEvent(events, n, 'step.checkpoint') : stepEvent(events, n, 'step.pre');
+      // Back to before a checkpoint: what the checkpoint itself recorded is taken back too (protected when it is the user's).
+      const anchor = st.kind === 'checkpoint' ? stepEvent(events, n, 'step.checkpoint') - 1 : stepEvent(events, n, 'step.pre');
       const later = session.steps.filter((x) => x.step >= n && x.status !== 'open' && !undone.has(x.step)).map((x) => x.step);
       const crossed = [...new Set([n, ...stepsAfter(events, anchor)])].filter((x) => !session.steps.find((y) => y.step === x && y.status === 'open'));
       return {
@@ -329,7 +332,7 @@ function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): O
       let anchor: number;
       if (when === 'before') {
         commit = await beforeStep(repo, session, st);
-        anchor = st.kind === 'checkpoint' ? stepEvent(events, step, 'step.checkpoint') : stepEvent(events, step, 'step.pre');
+        anchor = st.kind === 'checkpoint' ? stepEvent(events, step, 'step.checkpoint') - 1 : stepEvent(events, step, 'step.pre');
       } else {
         if (!st.post) {
           throw errors.stepOutOfRange(`step ${step} of session ${session.id} has no snapshot from after it (${st.status}).`, {
@@ -371,7 +374,10 @@ function revertSpec(step: number): OpSpec {
       const before = await beforeStep(repo, session, st);
       const beforeTree = await treeOf(repo, before);
       const merged = await mergeRevert(repo, session.id, step, { base: st.postTree, ours: safetyTree, theirs: beforeTree });
+      // A checkpoint of the user's recorded their own change: reverting it is not taking back an agent's.
+      const own = userCheckpoint(st) ? st.changed.map((c) => ({ path: c.path, change: c.change, when: checkpointLabel(st.step, st.message) })) : [];
       return {
+        own,
         toTree: merged,
         toCommit: null,
         anchor: null,
@@ -411,20 +417,48 @@ async function mergeRevert(repo: Repo, session: string, step: number, t: { base:
   return tree;
 }
 
-/** Changes made outside the recorded tool calls after journal index `anchor`, plus those since the last snapshot. */
+/** What a checkpoint the user made (not `wrap --auto`'s) records: their own change, undone only with --force. */
+function userCheckpoint(st: Step | undefined): boolean {
+  return !!st && st.kind === 'checkpoint' && st.madeBy !== 'agent';
+}
+
+function checkpointLabel(n: number, message: string | null | undefined): string {
+  return `at checkpoint ${n}${message ? `: ${message.replace(/[\r\n]+/g, ' ').slice(0, 80)}` : ''}`;
+}
+
+/**
+ * Changes made outside the recorded tool calls after journal index `anchor`,
+ * plus those since the last snapshot: what each later pre-snapshot saw
+ * before its call, what each checkpoint of the user's recorded (`snap`, a
+ * resumed session, a post with no pre), what the session's final snapshot
+ * saw. Changes of calls still running at that moment are theirs, not outside.
+ */
 export function outsideChanges(session: Session, events: JournalEvent[], anchor: number, sinceHead: ChangedPath[]): OutsideChange[] {
   const out: OutsideChange[] = [];
   const byStep = new Map(session.steps.map((s) => [s.step, s]));
-  for (let i = anchor + 1; i < events.length; i++) {
+  const changedBy = (steps: Iterable<number>) => new Set([...steps].flatMap((n) => byStep.get(n)?.changed.map((c) => c.path) ?? []));
+  // Calls open at each point of the journal (a checkpoint does not list the calls it overlapped).
+  const open = new Set<number>();
+  for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
-    if (e.type === 'step.pre') {
-      const pre = e as StepPreEvent;
-      // Changes of overlapping calls still running show up in this pre-snapshot: they were made by tool calls.
-      const byOverlaps = new Set(pre.overlaps.flatMap((n) => byStep.get(n)?.changed.map((c) => c.path) ?? []));
-      for (const c of pre.changed) if (!byOverlaps.has(c.path)) out.push({ path: c.path, change: c.change, when: `before step ${pre.step}` });
-    } else if (e.type === 'session.end') {
-      for (const c of (e as { changed?: ChangedPath[] }).changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step' });
+    if (i > anchor) {
+      if (e.type === 'step.pre') {
+        const pre = e as StepPreEvent;
+        // Changes of overlapping calls still running show up in this pre-snapshot: they were made by tool calls.
+        const byOverlaps = changedBy(pre.overlaps);
+        for (const c of pre.changed) if (!byOverlaps.has(c.path)) out.push({ path: c.path, change: c.change, when: `before step ${pre.step}` });
+      } else if (e.type === 'step.checkpoint') {
+        const cp = e as StepCheckpointEvent;
+        if (checkpointMadeBy(cp) === 'user') {
+          const byOpen = changedBy(open);
+          for (const c of cp.changed) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(cp.step, cp.message) });
+        }
+      } else if (e.type === 'session.end') {
+        for (const c of (e as { changed?: ChangedPath[] }).changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step' });
+      }
     }
+    if (e.type === 'step.pre' && (e as StepPreEvent).source !== 'transcript') open.add((e as StepPreEvent).step);
+    else if (e.type === 'step.post' || (e.type === 'step.unprotected' && (e as { phase?: string }).phase !== 'pre')) open.delete((e as { step: number }).step);
   }
   for (const c of sinceHead) out.push({ path: c.path, change: c.change, when: 'since the last snapshot' });
   return out;
@@ -455,7 +489,7 @@ async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead:
     resolved.skippedAtTarget.map((f) => f.path),
   );
   const touched = new Set(plan.map((c) => c.path));
-  const outside = resolved.anchor === null ? [] : outsideChanges(ctx.session, ctx.events, resolved.anchor, sinceHead).filter((o) => touched.has(o.path));
+  const outside = [...(resolved.anchor === null ? [] : outsideChanges(ctx.session, ctx.events, resolved.anchor, sinceHead)), ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
   const unprotected = resolved.crossed
     .map((n) => ctx.session.steps.find((x) => x.step === n))
     .filter((st): st is Step => !!st && st.status === 'unprotected')

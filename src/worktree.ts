@@ -17,12 +17,13 @@ import { assertSessionId, newSessionId } from './ids.js';
 import { openRepo, type Repo } from './repo.js';
 import { lastValue, loadSettings, parseBool, readGitConfig, WORKTREE_EXCLUDE_FILE, type Settings } from './config.js';
 import { commitTree, readHead, resolveCommit, treeOf, updateRefs, writeTree } from './git/plumbing.js';
-import { splitNul } from './git/run.js';
+import { cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { copyIndexFile } from './snapshot.js';
 import { removeTempIndex, snapshotNow, tempIndex } from './snapshot-now.js';
 import { commitMessage, sessionMetaRef, sessionPaths, startSession, type SnapshotResult, type StartOptions } from './session.js';
 import { applyPlan, planChanges, withoutSkipped } from './restore.js';
 import { exists, rmQuiet } from './fsutil.js';
+import { redactText } from './redact.js';
 
 export type StartPoint = 'current' | 'HEAD' | (string & {});
 
@@ -247,6 +248,74 @@ export async function repoOutside(repo: Repo, dir: string): Promise<Repo> {
   return main && path.resolve(main) !== path.resolve(dir) ? openRepo(main, { env: repo.callerEnv }) : repo;
 }
 
+
+/** What a nested repository of a worktree holds that exists nowhere else: removing the worktree would lose it. */
+export interface NestedRepoWork {
+  /** Its directory, relative to the worktree. */
+  path: string;
+  /** Tips (HEAD, branches, tags, stash) neither the main repository nor any remote-tracking ref of its own holds. */
+  commits: string[];
+  /** Files modified, staged or untracked in it (its ignored files are not counted, like the worktree's). */
+  uncommitted: number;
+  /** Set when git could not read it: then nothing is known, so it counts as holding work. */
+  problem: string | null;
+}
+
+/**
+ * The nested repositories of a worktree (the gitlinks of `tree`, plus
+ * `candidates` such as the paths a snapshot left out as nested repositories
+ * without a commit) that hold commits or files found nowhere else. A
+ * snapshot records a nested repository only as a gitlink: its objects, other
+ * branches, stash and uncommitted files are in its own `.git` alone. Costs a
+ * few git processes per nested repository (discard and gc only).
+ */
+export async function nestedRepoWork(main: Repo, wt: Repo, tree: string, candidates: string[] = []): Promise<NestedRepoWork[]> {
+  const ls = await wt.git(['ls-tree', '-r', '-z', '--full-tree', tree]);
+  const gitlinks = splitNul(ls.stdout).filter((l) => l.startsWith('160000 ')).map((l) => l.slice(l.indexOf('\t') + 1));
+  const out: NestedRepoWork[] = [];
+  for (const rel of [...new Set([...gitlinks, ...candidates.map((c) => c.replace(/\/+$/, ''))])].sort()) {
+    const dir = path.join(wt.worktree, rel);
+    // An uninitialised submodule (an empty directory) or a plain file the snapshot left out: nothing of a repository there.
+    if (!exists(path.join(dir, '.git'))) continue;
+    const env = cleanGitEnv(wt.env);
+    const g = (args: string[]) => runGit(args, { cwd: dir, env, okCodes: [1, 128] });
+    try {
+      const refs = await g(['for-each-ref', '--format=%(if)%(*objectname)%(then)%(*objectname)%(else)%(objectname)%(end)', 'refs/heads', 'refs/tags', 'refs/stash']);
+      const head = await g(['rev-parse', '-q', '--verify', 'HEAD^{commit}']);
+      const tips = new Set([...refs.stdout.toString('utf8').split('\n'), head.code === 0 ? head.stdout.toString('utf8') : ''].map((t) => t.trim()).filter(Boolean));
+      const commits: string[] = [];
+      for (const tip of tips) {
+        if ((await main.git(['cat-file', '-e', `${tip}^{commit}`], { okCodes: [1, 128] })).code === 0) continue;
+        const unpushed = await g(['rev-list', '-n', '1', tip, '--not', '--remotes']);
+        if (unpushed.code !== 0) throw new Error(unpushed.stderr.trim() || `rev-list ${tip} failed`);
+        if (unpushed.stdout.toString('utf8').trim()) commits.push(tip);
+      }
+      const status = await g(['status', '--porcelain', '-z', '--no-renames', '--untracked-files=all', '--ignore-submodules=none']);
+      if (status.code !== 0) throw new Error(status.stderr.trim() || 'git status failed');
+      const uncommitted = splitNul(status.stdout).length;
+      if (commits.length > 0 || uncommitted > 0) out.push({ path: rel, commits, uncommitted, problem: null });
+    } catch (e) {
+      out.push({ path: rel, commits: [], uncommitted: 0, problem: e instanceof Error ? e.message.split('\n')[0] ?? 'unreadable' : String(e) });
+    }
+  }
+  return out;
+}
+
+/** One line per nested repository at risk, for refusals. */
+export function describeNestedWork(list: NestedRepoWork[]): string {
+  return list
+    .map((n) => {
+      const what = n.problem
+        ? `cannot be read (${n.problem})`
+        : [
+            n.commits.length > 0 ? `${n.commits.length === 1 ? 'a commit' : `${n.commits.length} commits`} found nowhere else (${n.commits.map((c) => c.slice(0, 10)).join(', ')})` : '',
+            n.uncommitted > 0 ? `${n.uncommitted} uncommitted file${n.uncommitted === 1 ? '' : 's'}` : '',
+          ].filter(Boolean).join(' and ');
+      return `${n.path}: ${what}`;
+    })
+    .join('; ');
+}
+
 /** Removes a worktree agentsnap created: shared symlinks first, then git's worktree and its metadata. */
 export async function removeSessionWorktree(from: Repo, meta: Pick<WorktreeMeta, 'path' | 'shared'>): Promise<void> {
   const repo = await repoOutside(from, meta.path);
@@ -319,7 +388,8 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
     const meta: WorktreeMeta = {
       v: 1,
       session,
-      name: opts.name ?? null,
+      // A label the user typed: redacted like everything else agentsnap writes down.
+      name: opts.name ? redactText(opts.name, settings.redactPatterns) : null,
       path: wt.worktree,
       gitDir: wt.gitDir,
       from,

@@ -423,7 +423,8 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   };
   const endWarnings: string[] = [];
   const runStart = Date.now() - 1000; // journal times have millisecond precision; allow for clock rounding
-  const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => endWarnings.push(w) }) : null;
+  // A hooked agent's calls are its steps: what an automatic checkpoint sees between them is not the agent's.
+  const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' }) : null;
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
     exit = await runChild(program, argv, cwd, env);

@@ -126,7 +126,8 @@ test('an undo that brings an attributes file back ends the untracked-cache path'
     const s3 = await snapJson(repo, ['--session', s1.session]);
     await snapJson(repo, ['--session', s1.session]);
     assert.is(markers(repo).length, 1, 'no attributes again: back on the untracked-cache path');
-    const undo = await cli(repo, ['undo', String(s3.step), '--session', s1.session]);
+    // Step s3 is the user's own checkpoint (a `snap`): taking it back needs --force.
+    const undo = await cli(repo, ['undo', String(s3.step), '--session', s1.session, '--force']);
     assert.is(undo.code, 0, undo.stderr);
     assert.is(repo.read('.gitattributes').toString(), '*.up filter=x\n');
     // Same size, and the filter maps it to the stored blob: only a full scan records it.

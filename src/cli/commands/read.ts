@@ -85,6 +85,7 @@ function stepJson(st: Step) {
     error: st.error ?? null,
     unprotectedReason: st.unprotectedReason,
     ...(st.source ? { source: st.source } : {}),
+    ...(st.kind === 'checkpoint' ? { madeBy: st.madeBy ?? 'user' } : {}),
   };
 }
 
@@ -124,6 +125,8 @@ export const logCommand: CommandFactory = (ctx) => ({
       if (st.overlaps.length > 0) marks.push(c.yellow(`overlaps ${st.overlaps.join(',')}`));
       if (st.changedBefore.length > 0 && st.step > 1) marks.push(c.yellow(`${st.changedBefore.length} changed outside tool calls before it`));
       if (st.message) marks.push(JSON.stringify(st.message));
+      // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
+      if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0) marks.push(c.yellow('changed outside tool calls (undo needs --force)'));
       if (st.source === 'transcript') marks.push(c.dim('not hooked (read-only), from the transcript'));
       const effect = outsideEffect(st, res.session.worktree);
       if (effect) marks.push(c.red(`not undoable: ${effect}`));
