@@ -15,7 +15,7 @@ import { applySession, type ApplyOptions } from '../src/parallel.js';
 import { startWorktreeSession } from '../src/worktree.js';
 import { openRepo } from '../src/repo.js';
 import { gc } from '../src/gc.js';
-import type { RestoreOptions } from '../src/restore.js';
+import { keptCommit, type RestoreOptions } from '../src/restore.js';
 
 type Hooks = Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
 
@@ -201,6 +201,39 @@ test('kept: apply without a race leaves the safety ref on the plain safety snaps
     assert.is(r.git(['rev-list', '--parents', '-1', res.safety!]).trim(), res.safety!, 'a root commit, as before');
     const ev = journalEvents(r, 'ap2').find((e) => e.type === 'session.apply') as { kept?: string };
     assert.is(ev.kept, undefined);
+  } finally {
+    r.cleanup();
+  }
+});
+
+test('kept: keptCommit puts each version at its path with its mode; one that cannot share the tree goes under agentsnap-kept-<n>/', async () => {
+  const r = tempRepo();
+  try {
+    const repo = await openRepo(r.dir, { env: r.env });
+    const obj = (body: string) => r.git(['hash-object', '-w', '--stdin'], { input: body }).trim();
+    const [x, xy, run, link] = [obj('x\n'), obj('x/y\n'), obj('#!/bin/sh\n'), obj('target')];
+    const commit = await keptCommit(
+      repo,
+      [
+        { path: 'x', mode: '100644', oid: x },
+        { path: 'x/y', mode: '100644', oid: xy },
+        { path: 'bin/run', mode: '100755', oid: run },
+        { path: 'bin/link', mode: '120000', oid: link },
+        { path: 'x', mode: '100644', oid: x },
+      ],
+      'agentsnap: kept (test)\n\nAgentsnap-Kind: kept\n',
+    );
+    assert.ok(commit);
+    const entries = r.git(['ls-tree', '-r', commit!]).trim().split('\n');
+    assert.equal(entries, [
+      `100644 blob ${xy}\tagentsnap-kept-1/x/y`,
+      `120000 blob ${link}\tbin/link`,
+      `100755 blob ${run}\tbin/run`,
+      `100644 blob ${x}\tx`,
+    ]);
+    assert.is(r.git(['rev-list', '--parents', '-1', commit!]).trim(), commit!, 'no parent');
+    r.git(['fsck', '--no-dangling', '--strict']);
+    assert.is(await keptCommit(repo, [], 'unused\n'), null, 'nothing kept: no commit');
   } finally {
     r.cleanup();
   }
