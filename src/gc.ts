@@ -287,11 +287,15 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     for (const [id, refs] of await refsBySession(repo)) {
       if (opts.all || !known.has(id) || report.removedSessions.includes(id)) orphanRefs.push(...refs.filter((r) => !report.removedRefs.includes(r)));
     }
-    // Safety snapshots (undo points of apply) older than the retention.
-    const safety = await repo.git(['for-each-ref', '--format=%(committerdate:unix) %(refname)', SAFETY_REF_PREFIX]);
+    // Safety snapshots (undo points of apply) older than the retention, unless the session they
+    // applied stays: its journal names them (session.apply), and the versions that apply kept
+    // hang on them (second parent).
+    const staying = new Set([...known].filter((id) => !report.removedSessions.includes(id)));
+    const safety = await repo.git(['for-each-ref', '--format=%(committerdate:unix) %(refname) %(trailers:key=Agentsnap-Session,valueonly,separator=%x2C)', SAFETY_REF_PREFIX]);
     for (const line of safety.stdout.toString('utf8').split('\n').filter(Boolean)) {
-      const [t, ref] = line.split(' ');
-      if (ref && (opts.all || now - Number(t) * 1000 > retention)) orphanRefs.push(ref);
+      const [t, ref, session] = line.split(' ');
+      if (!ref) continue;
+      if (opts.all || (now - Number(t) * 1000 > retention && !(session && staying.has(session)))) orphanRefs.push(ref);
     }
     if (opts.all) {
       for (const r of [...(await listRefs(repo, STEP_REF_PREFIX)), ...(await listRefs(repo, META_REF_PREFIX))]) {

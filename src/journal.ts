@@ -233,6 +233,11 @@ export interface OpDoneEvent extends EventBase {
    * `oid` (optional): the object holding a version the restore found there at the moment it replaced the path.
    */
   left: { path: string; reason: string; oid?: string }[];
+  /**
+   * Optional: the commit (no parent, `Agentsnap-Kind: kept`) whose tree holds the versions of
+   * `left[].oid` at their paths; the second parent of `commit`, so they stay reachable.
+   */
+  kept?: string;
   /** Whether the operation was completed by a later command after an interruption. */
   resumed: boolean;
 }
@@ -265,6 +270,12 @@ export interface SessionApplyEvent extends EventBase {
   conflicts: string[];
   /** Paths that could not be written after all (I/O error, changed during the write), and why. Absent when none. */
   left?: { path: string; reason: string; oid?: string }[];
+  /**
+   * Optional: the commit (no parent, `Agentsnap-Kind: kept`) whose tree holds the versions of
+   * `left[].oid` at their paths; `safety` then has it as its second parent (the first: the
+   * snapshot taken before writing), so the safety ref keeps them reachable.
+   */
+  kept?: string;
 }
 
 /** `agentsnap promote`: the session's result as one ordinary commit on a branch. */

@@ -30,7 +30,7 @@ import {
   wrapperRunning,
   type SessionSummary,
 } from './session.js';
-import { planChanges, prepareRestore, writeRestore, type LeftPath } from './restore.js';
+import { keptCommit, planChanges, prepareRestore, releaseKept, writeRestore, type LeftPath, type RestoreOptions } from './restore.js';
 import { describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
 import { removeTempIndex, snapshotNow, tempIndex } from './snapshot-now.js';
 import { diskUse, exists, unlinkQuiet } from './fsutil.js';
@@ -92,6 +92,8 @@ export interface ApplyOptions {
   /** Write the merge result with conflict markers instead of refusing. */
   forceConflicts?: boolean;
   settings?: Settings;
+  /** Test seam: the restore engine's hooks around each replaced path (a write racing with the apply). */
+  restoreHooks?: Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
 }
 
 export interface ApplyResult {
@@ -164,17 +166,26 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
     const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse', target: { tree: merged.tree } });
     const head = await readHead(repo);
-    const safety = await commitTree(repo, {
-      tree: ours,
-      parents: [],
-      message: commitMessage({ summary: `before applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit }),
-    });
+    const safetyMessage = commitMessage({ summary: `before applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit });
+    const safety = await commitTree(repo, { tree: ours, parents: [], message: safetyMessage });
     const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
     // Each apply names a new safety ref, so the lock of one whose git was killed (an apply killed
     // mid-way) is never in the way of a later update that would clear it: clear it here.
     await clearStaleSafetyRefLocks(repo);
     await updateRefs(repo, [{ ref: safetyRef, value: safety }]);
-    const restored = writeRestore(repo, prepared);
+    const restored = writeRestore(repo, prepared, { ...opts.restoreHooks });
+    const kept = await keptCommit(
+      repo,
+      restored.kept,
+      commitMessage({ summary: `versions kept while applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'kept', tool: null, head: head.commit }),
+    );
+    let safetyNow = safety;
+    if (kept) {
+      // The safety ref keeps them reachable: same tree (this worktree before the apply), second parent the kept versions.
+      safetyNow = await commitTree(repo, { tree: ours, parents: [safety, kept], message: safetyMessage });
+      await updateRefs(repo, [{ ref: safetyRef, value: safetyNow }]);
+    }
+    releaseKept(restored);
     const left = restored.left.filter((l) => !restored.nested.includes(l.path));
     const written = restored.applied.filter((c) => c.to !== null).map((c) => c.path);
     const created = restored.applied.filter((c) => c.to !== null && c.from === null).map((c) => c.path);
@@ -183,15 +194,16 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       ...eventBase(id),
       type: 'session.apply',
       target: repo.worktree,
-      safety,
+      safety: safetyNow,
       safetyRef,
       result: merged.tree,
       written,
       deleted,
       conflicts: merged.conflicts,
       ...(left.length > 0 ? { left } : {}),
+      ...(kept ? { kept } : {}),
     };
-    return { ev, result: { ...result, safety, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left } };
+    return { ev, result: { ...result, safety: safetyNow, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left } };
   });
   if (!('ev' in applied)) return applied;
   // Journaled after the content lock is released: lock order is session lock, then content lock.

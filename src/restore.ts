@@ -32,7 +32,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { errors } from './errors.js';
 import type { PlannedChange, TreeEntry } from './journal.js';
 import type { Repo } from './repo.js';
-import { indexEnv, ZERO_OID } from './git/plumbing.js';
+import { commitTree, indexEnv, ZERO_OID } from './git/plumbing.js';
 import { runGitSync, runGitToFdSync, splitNul } from './git/run.js';
 import { hashRaw, keepPrivate } from './snapshot.js';
 import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet } from './fsutil.js';
@@ -219,6 +219,14 @@ export interface RestoreResult {
   left: LeftPath[];
   /** Of `left`: nested repositories (gitlinks), never written. */
   nested: string[];
+  /**
+   * The versions kept (their ids are also in `left`): the caller makes them
+   * reachable (keptCommit, referenced from the operation's commits), then
+   * calls releaseKept.
+   */
+  kept: KeptVersion[];
+  /** Asides to remove once the kept versions are reachable (releaseKept). */
+  release: string[];
 }
 
 /** A plan checked against the disk, nothing written yet. */
@@ -836,14 +844,35 @@ function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBl
   }
 }
 
+/** A version a restore kept (found at a path instead of what the plan expected), stored as a blob. */
+export interface KeptVersion {
+  path: string;
+  /** 100644, 100755 or 120000, as it was found. */
+  mode: string;
+  oid: string;
+}
+
 /**
  * Stores the kept versions as blobs, in one git process (none when nothing
  * was kept), and completes their reports with the object ids. Second names
  * (the version is back at its path) are removed once stored; kept files stay.
+ * A superseded aside (its object is the only other copy) is removed only once
+ * that object is reachable from a ref: it is returned in `release`
+ * (releaseKept), or, when the restore is failing, moved to a visible kept file.
  */
-function storeKept(repo: Repo, kept: Kept[]): void {
-  if (kept.length === 0) return;
+function storeKept(repo: Repo, kept: Kept[], failing: boolean): { stored: KeptVersion[]; release: string[] } {
+  const stored: KeptVersion[] = [];
+  const release: string[] = [];
+  if (kept.length === 0) return { stored, release };
   const oids = new Map<Kept, string>();
+  const modes = new Map<Kept, string>();
+  for (const k of kept) {
+    try {
+      modes.set(k, k.symlink ? SYMLINK : (fs.lstatSync(k.abs).mode & 0o100) !== 0 ? '100755' : '100644');
+    } catch {
+      /* gone: hash-object fails on it below */
+    }
+  }
   // --stdin-paths is line based and follows symlinks: those go one by one, through --stdin.
   const batch = kept.filter((k) => !k.symlink && !k.abs.includes('\n'));
   try {
@@ -865,13 +894,75 @@ function storeKept(repo: Repo, kept: Kept[]): void {
     if (oid) {
       k.report.oid = oid;
       k.report.reason += ` (object ${oid})`;
+      stored.push({ path: k.report.path, mode: modes.get(k) ?? '100644', oid });
     }
     if (k.after === 'second-name') unlinkQuiet(k.abs); // its version is on disk at the path
     else if (k.after === 'superseded') {
-      if (oid) unlinkQuiet(k.abs);
+      if (oid && !failing) release.push(k.abs);
+      else if (oid) keepBeside(k.abs, path.join(repo.worktree, k.report.path));
       else k.report.reason += `; it is kept in ${relOf(repo.worktree, keepBeside(k.abs, path.join(repo.worktree, k.report.path)))}`;
     }
   }
+  return { stored, release };
+}
+
+/**
+ * Removes what a restore kept only until its versions were reachable: call it
+ * once the commit of `keptCommit(result.kept)` is reachable from a ref
+ * (journaled and the ref moved). Until then (say the process is killed) those
+ * asides stay on disk, where snapshots record them.
+ */
+export function releaseKept(result: RestoreResult): void {
+  for (const abs of result.release) unlinkQuiet(abs);
+  result.release = [];
+}
+
+/**
+ * A commit (no parent) whose tree holds the kept versions at their paths, so
+ * that git's gc never prunes them while a ref reaches it; null when nothing
+ * was kept. A path that cannot sit in the same tree as an earlier one (a file
+ * where another kept path needs a directory) goes under
+ * `agentsnap-kept-<n>/<path>`. One git process per directory and one for the
+ * commit, only when something was kept.
+ */
+export async function keptCommit(repo: Repo, kept: KeptVersion[], message: string): Promise<string | null> {
+  if (kept.length === 0) return null;
+  interface Dir {
+    files: Map<string, { mode: string; oid: string }>;
+    dirs: Map<string, Dir>;
+  }
+  const newDir = (): Dir => ({ files: new Map(), dirs: new Map() });
+  const root = newDir();
+  /** Places rel under dir; false when an entry in the way says otherwise. */
+  const place = (dir: Dir, parts: string[], v: KeptVersion): boolean => {
+    const [name, ...rest] = parts as [string, ...string[]];
+    if (rest.length === 0) {
+      const have = dir.files.get(name);
+      if (have) return have.oid === v.oid && have.mode === v.mode;
+      if (dir.dirs.has(name)) return false;
+      dir.files.set(name, { mode: v.mode, oid: v.oid });
+      return true;
+    }
+    if (dir.files.has(name)) return false;
+    let sub = dir.dirs.get(name);
+    const created = !sub;
+    sub ??= newDir();
+    if (!place(sub, rest, v)) return false;
+    if (created) dir.dirs.set(name, sub);
+    return true;
+  };
+  for (const v of kept) {
+    const parts = v.path.split('/');
+    for (let n = 0; !place(root, n === 0 ? parts : [`agentsnap-kept-${n}`, ...parts], v); n++);
+  }
+  const write = async (dir: Dir): Promise<string> => {
+    const lines: string[] = [];
+    for (const [name, sub] of dir.dirs) lines.push(`040000 tree ${await write(sub)}\t${name}`);
+    for (const [name, f] of dir.files) lines.push(`${f.mode} blob ${f.oid}\t${name}`);
+    const res = await repo.git(['mktree', '-z'], { input: lines.join('\0') + '\0' });
+    return res.stdout.toString('utf8').trim();
+  };
+  return commitTree(repo, { tree: await write(root), parents: [], message });
 }
 
 /**
@@ -906,6 +997,8 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
     return o.applied;
   };
 
+  let failing = true;
+  let stored: { stored: KeptVersion[]; release: string[] } = { stored: [], release: [] };
   try {
     // 1. Deletions, deepest first.
     const deletions = todo.filter((c) => c.to === null).sort((a, b) => b.path.split('/').length - a.path.split('/').length);
@@ -935,13 +1028,14 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
       if (!content) throw errors.internal(`object ${to.oid} for ${c.path} is missing.`, { data: { path: c.path, oid: to.oid } });
       if (outcome(c, () => replaceEntry(ctx, c, content), 'write')) tick();
     }
+    failing = false;
   } finally {
     // Also when interrupted: what was kept so far is stored and reported.
-    storeKept(repo, ctx.kept);
+    stored = storeKept(repo, ctx.kept, failing);
   }
   applied.sort((a, b) => (a.path < b.path ? -1 : 1));
   left.sort((a, b) => (a.path < b.path ? -1 : 1));
-  return { applied, left, nested: prepared.nested };
+  return { applied, left, nested: prepared.nested, kept: stored.stored, release: stored.release };
 }
 
 /**

@@ -1,6 +1,7 @@
 // Snapshot sync with a backup remote. A designated remote (git config
-// agentsnap.backupRemote, multi-valued) receives refs/agent/* and each
-// session's journal, carried as a git commit under refs/agentsnap/journals/<id>
+// agentsnap.backupRemote, multi-valued) receives refs/agent/*, each session's
+// head (refs/agentsnap/sessions/<id>/head: an operation's result or a final
+// snapshot that no step ref reaches yet) and each session's journal, carried as a git commit under refs/agentsnap/journals/<id>
 // (agentsnap identity and trailers, tree = journal.jsonl). Fetching lands in
 // refs/agentsnap/fetch/<remote>/ first; each fetched journal is then adopted
 // into <common-dir>/agentsnap/sessions/<id>/journal.jsonl only when there is
@@ -13,7 +14,7 @@ import { readJournal } from './journal.js';
 import { withLock } from './lock.js';
 import { foldJournal, type Session } from './model.js';
 import { commitTree, listRefs, resolveCommit, updateRefs, type RefUpdate } from './git/plumbing.js';
-import { refsFor, sessionIds, sessionPaths, META_REF_PREFIX, STEP_REF_PREFIX } from './session.js';
+import { refsFor, sessionIds, sessionPaths, META_REF_PREFIX, SESSION_META_PREFIX, STEP_REF_PREFIX } from './session.js';
 import type { Repo } from './repo.js';
 
 export const BACKUP_REMOTE_KEY = 'agentsnap.backupRemote';
@@ -141,15 +142,19 @@ export interface PushResult {
   journalsUpdated: string[];
 }
 
-/** `agentsnap push <remote>`: sends refs/agent/* and the journals to a backup remote. */
+/** `agentsnap push <remote>`: sends refs/agent/*, the session heads and the journals to a backup remote. */
 export async function pushSnapshots(repo: Repo, remote: string): Promise<PushResult> {
   await requireBackup(repo, remote);
   const journalsUpdated = await exportJournals(repo);
   const specs: string[] = [];
   if ((await listRefs(repo, STEP_REF_PREFIX)).length > 0) specs.push(`${STEP_REF_PREFIX}*:${STEP_REF_PREFIX}*`);
   if ((await listRefs(repo, JOURNAL_REF_PREFIX)).length > 0) specs.push(`${JOURNAL_REF_PREFIX}*:${JOURNAL_REF_PREFIX}*`);
+  // Session heads: an operation's result (with the versions its restore kept) and a final
+  // snapshot are reachable from no step ref until a later step.
+  if ((await listRefs(repo, SESSION_META_PREFIX)).some((r) => r.ref.endsWith('/head'))) specs.push(`${SESSION_META_PREFIX}*/head:${SESSION_META_PREFIX}*/head`);
   if (specs.length === 0) return { remote, pushed: [], upToDate: 0, journalsUpdated };
-  // Not forced: step refs only move forward (post's first parent is pre), journal commits chain.
+  // Not forced: step refs only move forward (post's first parent is pre), journal commits chain,
+  // a session head only moves to a commit that descends from it.
   const res = await repo.git(['push', '--porcelain', '--', remote, ...specs], { okCodes: [1] });
   const pushed: string[] = [];
   const rejected: string[] = [];
@@ -233,6 +238,7 @@ export async function fetchSnapshots(repo: Repo, remote: string): Promise<FetchR
     'fetch', '--no-tags', '--no-write-fetch-head', '--quiet', '--', remote,
     `+${STEP_REF_PREFIX}*:${staging}agent/*`,
     `+${JOURNAL_REF_PREFIX}*:${staging}journals/*`,
+    `+${SESSION_META_PREFIX}*/head:${staging}heads/*`,
   ]);
   const sessions: FetchedSession[] = [];
   try {

@@ -7,7 +7,8 @@
 //      changes no tool call made, or crosses an unprotected step, unless --force
 //   4. commit the safety snapshot; journal `op.start` (fsync); ref ops/<k>
 //   5. change the files (src/restore.ts)
-//   6. commit the restored state (parent: the safety snapshot); journal
+//   6. commit the restored state (parents: the safety snapshot, then the
+//      versions the restore kept, if any, so they stay reachable); journal
 //      `op.done`; move the session head to it; state.json
 // An `op.start` without `op.done` (a crash in step 5) is completed by the next
 // operation before anything else; the restore is idempotent. If snapshots were
@@ -24,7 +25,7 @@ import { withLock } from './lock.js';
 import { snapshotTree } from './snapshot.js';
 import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
-import { applyPlan, changeLetter, gitlinkPaths, NESTED_REPO_REASON, planChanges, recordApplied, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
+import { applyPlan, changeLetter, gitlinkPaths, keptCommit, NESTED_REPO_REASON, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from './read.js';
 import { outsideEffect, effectLabel } from './effects.js';
 import fs from 'node:fs';
@@ -568,6 +569,16 @@ function opMessage(session: string, op: number, kind: string, summary: string, h
   return `${commitMessage({ summary, session, step: null, phase: 'op', tool: null, head, kind })}Agentsnap-Op: ${op}\n`;
 }
 
+/**
+ * Parents of an operation's result: the safety snapshot, then the commit of
+ * the versions its restore kept (if any). Every later snapshot of the session
+ * descends from the result, so git's gc keeps those versions as long as the
+ * session's refs, and push carries them with the snapshots after it.
+ */
+function resultParents(safety: string, kept: string | null): string[] {
+  return kept ? [safety, kept] : [safety];
+}
+
 function checkWorktree(repo: Repo, s: Session): void {
   if (s.worktree !== repo.worktree) {
     throw errors.invalidArgument(`session ${s.id} belongs to the worktree ${s.worktree}, not ${repo.worktree}.`, {
@@ -611,9 +622,11 @@ async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession,
     }
     const tree = await recordApplied(repo, locked.paths.index, applied.applied);
     const head = (await readHead(repo)).commit;
-    const commit = await commitTree(repo, { tree, parents: [start.safety], message: opMessage(id, start.op, start.kind, `operation ${start.op} ${start.kind} (completed after an interruption)`, head) });
-    const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'done', commit, tree, left: applied.left, resumed: true };
+    const kept = await keptCommit(repo, applied.kept, opMessage(id, start.op, 'kept', `versions kept by operation ${start.op} (${start.kind}, completed after an interruption)`, head));
+    const commit = await commitTree(repo, { tree, parents: resultParents(start.safety, kept), message: opMessage(id, start.op, start.kind, `operation ${start.op} ${start.kind} (completed after an interruption)`, head) });
+    const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'done', commit, tree, left: applied.left, ...(kept ? { kept } : {}), resumed: true };
     await locked.append(ev, [{ ref: headRef(id), value: commit }]);
+    releaseKept(applied);
     out.push({ op: start.op, kind: start.kind, status: 'done', reason: null, ref });
   }
   return out;
@@ -697,13 +710,15 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
 
       const applied = await applyPlan(repo, p.plan, { target: targetOf(p.resolved), ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
       const tree = await recordApplied(repo, locked.paths.index, applied.applied);
+      const kept = await keptCommit(repo, applied.kept, opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead));
       const commit = await commitTree(repo, {
         tree,
-        parents: [safety],
+        parents: resultParents(safety, kept),
         message: opMessage(id, op, spec.kind, describeTarget(spec.kind, spec.target), userHead),
       });
-      const done: OpDoneEvent = { ...eventBase(id), type: 'op.done', op, status: 'done', commit, tree, left: applied.left, resumed: false };
+      const done: OpDoneEvent = { ...eventBase(id), type: 'op.done', op, status: 'done', commit, tree, left: applied.left, ...(kept ? { kept } : {}), resumed: false };
       await locked.append(done, [{ ref: headRef(id), value: commit }]);
+      releaseKept(applied);
       result.commit = commit;
       result.changes = applied.applied.map((c) => ({ path: c.path, change: changeLetter(c) }));
       result.left = applied.left;

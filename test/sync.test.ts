@@ -2,7 +2,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, refsUnder, tempRepo, type TempRepo } from './helpers.js';
+import { cli, refsUnder, sessionOf, step, tempRepo, type TempRepo } from './helpers.js';
+import { openRepo } from '../src/repo.js';
+import { undoOperation } from '../src/undo.js';
 
 /** Clone A records a session; clone B is a second clone of the same project; both share a bare backup remote. */
 function twoClones(): { a: TempRepo; b: TempRepo; backup: string; cleanup(): void } {
@@ -106,6 +108,52 @@ test('fetch never overwrites a local journal that has more events', async () => 
     assert.equal(refsUnder(a, 'refs/agent/'), refsBefore);
   } finally {
     cleanup();
+  }
+});
+
+test('a session whose newest state is an undo (kept versions included) or its final snapshot is complete in a clone that shares no objects', async () => {
+  const a = tempRepo({ files: { 'a.txt': 'one\n', 'b.txt': 'two\n' } });
+  try {
+    const backup = path.join(a.base, 'snaps.git');
+    a.git(['init', '-q', '--bare', backup]);
+    const bDir = path.join(a.base, 'clone-b');
+    a.git(['clone', '-q', '--no-local', a.dir, bDir]);
+    const b: TempRepo = { ...a, dir: bDir, git: (args, o = {}) => a.git(args, { cwd: bDir, ...o }), gitRaw: (args, o = {}) => a.gitRaw(args, { cwd: bDir, ...o }) };
+    await step(a, () => {
+      a.write('a.txt', 'agent a\n');
+      a.write('b.txt', 'agent b\n');
+    });
+    const session = sessionOf(a);
+    // The undo keeps a version an editor saved while the undo had b.txt aside, then saved over.
+    const repo = await openRepo(a.dir, { env: a.env });
+    const res = await undoOperation(repo, session, 1, {
+      restoreHooks: {
+        beforeReplace: (rel) => rel === 'b.txt' && a.write('b.txt', 'first save\n'),
+        afterCheck: (rel) => rel === 'b.txt' && a.write('b.txt', 'second save\n'),
+      },
+    });
+    const oid = res.left.find((l) => l.path === 'b.txt')?.oid;
+    assert.ok(oid, JSON.stringify(res.left));
+    assert.is((await cli(a, ['remote', 'add', 'snaps', backup])).code, 0);
+    assert.is((await cli(a, ['push', 'snaps'])).code, 0);
+    assert.is((await cli(b, ['remote', 'add', 'snaps', backup])).code, 0);
+    const fetched = await cli(b, ['fetch', 'snaps', '--json']);
+    assert.is(fetched.code, 0, fetched.stderr);
+    assert.equal((JSON.parse(fetched.stdout) as { sessions: { action: string }[] }).sessions.map((x) => x.action), ['added'], fetched.stdout);
+    assert.is(refsUnder(b, `refs/agentsnap/sessions/${session}/head`).get(`refs/agentsnap/sessions/${session}/head`), res.commit!);
+    assert.is(b.gitRaw(['cat-file', '-e', oid!]).status, 0, 'the kept version came along');
+    assert.equal([...refsUnder(b, 'refs/agentsnap/fetch/').keys()], []);
+
+    // The session ends with a final snapshot (changes after its last step): that travels too.
+    a.write('a.txt', 'after the undo\n');
+    const { endSession } = await import('../src/session.js');
+    await endSession(repo, session, {});
+    assert.is((await cli(a, ['push', 'snaps'])).code, 0);
+    const again = JSON.parse((await cli(b, ['fetch', 'snaps', '--json'])).stdout) as { sessions: { action: string }[] };
+    assert.equal(again.sessions.map((x) => x.action), ['updated']);
+    assert.equal(refsUnder(b, `refs/agentsnap/sessions/${session}/head`), refsUnder(a, `refs/agentsnap/sessions/${session}/head`));
+  } finally {
+    a.cleanup();
   }
 });
 
