@@ -391,6 +391,11 @@ export class IncrementalSnapshotter {
     return { tree, skipped: [...skipped.values()], seeded: false, changed, mode: 'incremental' };
   }
 
+  /** Stub: a stat sweep of every known file (not yet implemented). */
+  sweep(): Promise<void> {
+    return Promise.resolve();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await this.queue.catch(() => undefined);
