@@ -159,7 +159,7 @@ export async function startWorktreeServer(base: Repo, opts: WorktreeServerOption
     opts.incremental === false
       ? Promise.resolve()
       : (accel.settings as () => Promise<Settings>)()
-          .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings }))
+          .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings, idleSweeps: opts.idleSweeps !== false }))
           .then((e) => {
             engine = e;
             accel.snapshot = async (o: SnapshotTreeOptions): Promise<TreeSnapshotResult> => {
