@@ -64,6 +64,8 @@ export interface EngineStats {
   lastFullReason: string | null;
   sweeps: number;
   lastSweep: SweepResult | null;
+  /** How long the last snapshot waited for a sweep in progress (ms). */
+  lastWaitMs: number;
 }
 
 const DEFAULT_MAX_DIRTY = 3000; // measured at 100k files: ~0.4 ms a scattered path vs ~1.5 s a full scan
@@ -71,8 +73,12 @@ const DEFAULT_MAX_WALK = 10000; // ~0.15 ms a file in a new directory
 const MAX_CACHED_DIRS = 2000;
 /** Above the coarsest timestamp step of a local filesystem taken here (FAT: 2 s; the kernel's clock: a jiffy). */
 const RACY_MS = 2500;
-/** The first idle sweep this long after a snapshot; then every max(MIN, 8 x its duration), doubling while no snapshot comes, up to MAX. */
-const SWEEP_DELAY_MS = 300;
+/**
+ * The first idle sweep this long after a snapshot (a pre is mostly followed
+ * by its post within it; the next call after a post mostly comes later);
+ * then every max(MIN, 8 x its duration), doubling while no snapshot comes, up to MAX.
+ */
+const SWEEP_DELAY_MS = 1000;
 const SWEEP_MIN_GAP_MS = 2000;
 const SWEEP_MAX_GAP_MS = 60_000;
 /** lstat calls between turns of the event loop during a sweep (calls keep being read meanwhile). */
@@ -138,7 +144,7 @@ interface UserIndex {
 }
 
 export class IncrementalSnapshotter {
-  readonly stats: EngineStats = { incremental: 0, full: 0, lastFullReason: null, sweeps: 0, lastSweep: null };
+  readonly stats: EngineStats = { incremental: 0, full: 0, lastFullReason: null, sweeps: 0, lastSweep: null, lastWaitMs: 0 };
   private readonly reader: ObjectReader;
   private checker: IgnoreChecker;
   private store: ObjectStore | null = null;
@@ -226,7 +232,11 @@ export class IncrementalSnapshotter {
   /** The worktree's tree now, with what was left out and what changed since parentTree. */
   snapshot(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
     // Waits for a sweep in progress (the queue): what it finds is read by this snapshot.
-    const run = this.queue.then(() => this.snapshotNow(opts));
+    const called = performance.now();
+    const run = this.queue.then(() => {
+      this.stats.lastWaitMs = performance.now() - called;
+      return this.snapshotNow(opts);
+    });
     this.queue = run.catch(() => undefined);
     void this.queue.then(() => {
       this.idleSweepsDone = 0;
