@@ -167,4 +167,28 @@ test('server: a write through a hard link made from outside the worktree is in t
   });
 });
 
+test('server: its own idle sweeps find a write through an outside hard link before the next call (no sweep driven by the test)', async () => {
+  const repo = seeded();
+  const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } });
+  const server = await startWorktreeServer(r, { hosted: true });
+  try {
+    const engine = await serverEngine(server);
+    assert.ok(engine);
+    await hook(repo, server, 'PreToolUse', 'toolu_1');
+    await hook(repo, server, 'PostToolUse', 'toolu_1');
+    const outside = path.join(repo.base, 'outside-link.txt');
+    fs.linkSync(path.join(repo.dir, 'a.txt'), outside);
+    fs.writeFileSync(outside, 'written outside\n');
+    // Two more sweeps: the second began after the write (a sweep in progress may have looked at a.txt before it).
+    const target = engine.stats.sweeps + 2;
+    for (let i = 0; i < 600 && engine.stats.sweeps < target; i++) await new Promise((res) => setTimeout(res, 50));
+    assert.ok(engine.stats.sweeps >= target, `the server swept on its own (${engine.stats.sweeps} sweeps)`);
+    const { pre, undone } = await deleteAndUndo(repo, server, 'toolu_2');
+    assert.is(pre, 'written outside\n');
+    assert.is(undone, 'written outside\n');
+  } finally {
+    await server.close();
+  }
+});
+
 test.run();
