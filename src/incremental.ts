@@ -279,7 +279,8 @@ export class IncrementalSnapshotter {
   private async sweepNow(): Promise<SweepResult> {
     const started = performance.now();
     const res: SweepResult = { files: 0, dirty: 0, ms: 0 };
-    if (this.closed || !this.base) return res;
+    // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
+    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return res;
     const since = this.baselineSince;
     let paths: string[];
     if (since !== null) {
