@@ -74,11 +74,12 @@ const MAX_CACHED_DIRS = 2000;
 /** Above the coarsest timestamp step of a local filesystem taken here (FAT: 2 s; the kernel's clock: a jiffy). */
 const RACY_MS = 2500;
 /**
- * The first idle sweep this long after a snapshot (a pre is mostly followed
- * by its post within it; the next call after a post mostly comes later);
- * then every max(MIN, 8 x its duration), doubling while no snapshot comes, up to MAX.
+ * The first idle sweep this long after a snapshot: the post of a quick tool
+ * mostly comes within it, the next call after a post mostly comes after the
+ * sweep (0.6-1.2 s at 100k files); a call during a sweep waits for it. Then
+ * every max(MIN, 8 x its duration), doubling while no snapshot comes, up to MAX.
  */
-const SWEEP_DELAY_MS = 1000;
+const SWEEP_DELAY_MS = 250;
 const SWEEP_MIN_GAP_MS = 2000;
 const SWEEP_MAX_GAP_MS = 60_000;
 /** lstat calls between turns of the event loop during a sweep (calls keep being read meanwhile). */
@@ -232,6 +233,9 @@ export class IncrementalSnapshotter {
   /** The worktree's tree now, with what was left out and what changed since parentTree. */
   snapshot(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
     // Waits for a sweep in progress (the queue): what it finds is read by this snapshot.
+    // One not begun yet waits for the next idle time.
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    this.sweepTimer = null;
     const called = performance.now();
     const run = this.queue.then(() => {
       this.stats.lastWaitMs = performance.now() - called;
