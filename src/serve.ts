@@ -164,7 +164,7 @@ export async function startWorktreeServer(base: Repo, opts: WorktreeServerOption
             engine = e;
             accel.snapshot = async (o: SnapshotTreeOptions): Promise<TreeSnapshotResult> => {
               const res = await e.snapshot({ settings: o.settings, parentTree: o.parentTree });
-              trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for a sweep` : ''}`);
+              trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
               return res;
             };
           })
