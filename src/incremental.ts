@@ -82,6 +82,8 @@ const RACY_MS = 2500;
 const SWEEP_DELAY_MS = 250;
 const SWEEP_MIN_GAP_MS = 2000;
 const SWEEP_MAX_GAP_MS = 60_000;
+/** With idle sweeps: the /proc maps check also runs this often on its own (2-5 ms at ~100 processes). */
+const MAPS_EVERY_MS = 1000;
 /** lstat calls between turns of the event loop during a sweep (calls keep being read meanwhile). */
 const SWEEP_CHUNK = 2000;
 
@@ -184,6 +186,7 @@ export class IncrementalSnapshotter {
   private snapStart = 0;
   private readonly mapped: MappedFiles | null;
   private sweepTimer: NodeJS.Timeout | null = null;
+  private mapsTimer: NodeJS.Timeout | null = null;
   private idleSweepsDone = 0;
 
   private constructor(
@@ -200,6 +203,20 @@ export class IncrementalSnapshotter {
       /* checked by the first snapshot */
     }
     this.mapped = real && process.platform === 'linux' ? new MappedFiles(real) : null;
+    if (opts.idleSweeps && this.mapped) {
+      this.mapsTimer = setInterval(() => this.checkMappings(), MAPS_EVERY_MS);
+      this.mapsTimer.unref();
+    }
+  }
+
+  /**
+   * Files mapped shared-writable now are read by the next snapshot (the
+   * mapping may write before it and be gone by then). Runs every second with
+   * idle sweeps; tests call it.
+   */
+  checkMappings(): void {
+    if (this.closed || !this.base) return;
+    for (const p of this.mapped?.scan() ?? []) this.pending.add(p);
   }
 
   get indexFile(): string {
@@ -620,6 +637,7 @@ export class IncrementalSnapshotter {
   async close(): Promise<void> {
     this.closed = true;
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    if (this.mapsTimer) clearInterval(this.mapsTimer);
     await this.queue.catch(() => undefined);
     this.watcher.close();
     await Promise.all([this.reader.close(), this.checker.close()]);

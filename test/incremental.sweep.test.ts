@@ -175,6 +175,35 @@ test('closed: a file mapped shared-writable at the snapshot is read then, and ag
   }
 });
 
+test('closed: a file seen mapped shared-writable by a maps check between snapshots is read by the next one (unmapped by then, no sweep)', async () => {
+  if (skipWithoutPython()) return;
+  const c = await setup({ 'a.txt': 'one\n' });
+  try {
+    const first = await check(c, null, 'first');
+    await c.engine.sweep();
+    const holder = spawn('python3', ['-c', `${MMAP_WRITE}print("ready",flush=True)\nsys.stdin.read()\n`, path.join(c.t.dir, 'a.txt'), 'MAP\n'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = new Promise<number | null>((res) => holder.on('exit', (code) => res(code)));
+    try {
+      await new Promise<void>((res, rej) => {
+        let out = '';
+        holder.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('ready')) res();
+        });
+        holder.once('exit', () => rej(new Error('the mapping process exited early')));
+      });
+      c.engine.checkMappings(); // what the server does every second
+    } finally {
+      holder.stdin.end();
+    }
+    assert.is(await exited, 0);
+    const next = await check(c, first.tree, 'seen mapped in between');
+    assert.is(show(c, next.tree, 'a.txt'), 'MAP\n');
+  } finally {
+    await teardown(c);
+  }
+});
+
 test('closed: a file the last sweep saw hard-linked is checked at every snapshot (written through the outside name, no sweep)', async () => {
   const c = await setup({ 'a.txt': 'one\n', 'b.txt': 'bee\n' });
   try {
