@@ -11,6 +11,7 @@ import { openRepo } from '../src/repo.js';
 import { loadSettings } from '../src/config.js';
 import { IncrementalSnapshotter } from '../src/incremental.js';
 import { onGitSpawn } from '../src/git/run.js';
+import { MappedFiles } from '../src/mapped-files.js';
 
 const dir = path.resolve(process.argv[2] ?? '.');
 const runs = Number(process.argv[3] ?? 7);
@@ -20,7 +21,16 @@ const runDir = path.join(repo.stateDir, 'probe-run');
 fs.rmSync(runDir, { recursive: true, force: true });
 
 const rssAt: Record<string, number> = { imports: Math.round(process.memoryUsage().rss / 2 ** 20) };
-const mark = (k: string) => (rssAt[k] = Math.round(process.resourceUsage().maxRSS / 1024));
+const heapAt: Record<string, number> = {};
+const mark = (k: string) => {
+  rssAt[k] = Math.round(process.resourceUsage().maxRSS / 1024);
+  // With --expose-gc: the heap retained at that point.
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc) {
+    gc();
+    heapAt[k] = Math.round(process.memoryUsage().heapUsed / 2 ** 20);
+  }
+};
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 let spawns = 0;
 onGitSpawn(() => spawns++);
@@ -35,6 +45,29 @@ let snap = await engine.snapshot({ settings, parentTree: null });
 const firstFull = performance.now() - t0;
 mark('firstFull');
 let parent = snap.tree;
+
+// Stat sweeps (writes no inotify event reports): the first after a full scan lists the tree and takes the
+// records; the next ones compare. And the /proc maps check each snapshot makes on its own.
+t0 = performance.now();
+await engine.sweep();
+const baselineSweep = performance.now() - t0;
+mark('baselineSweep');
+const sweeps: number[] = [];
+for (let i = 0; i < Math.min(runs, 3); i++) {
+  t0 = performance.now();
+  await engine.sweep();
+  sweeps.push(performance.now() - t0);
+}
+const mapsScan: number[] = [];
+{
+  const maps = new MappedFiles(fs.realpathSync(dir));
+  for (let i = 0; i < runs; i++) {
+    t0 = performance.now();
+    maps.scan();
+    mapsScan.push(performance.now() - t0);
+  }
+}
+mark('sweeps');
 
 const nothing: number[] = [];
 const nothingSpawns: number[] = [];
@@ -108,6 +141,10 @@ console.log(
     dir,
     startupMs: Math.round(startup),
     firstFullMs: Math.round(firstFull),
+    baselineSweepMs: Math.round(baselineSweep),
+    sweepMs: Math.round(median(sweeps)),
+    mapsScanMs: +median(mapsScan).toFixed(2),
+    processes: fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length,
     nothingChangedMs: +median(nothing).toFixed(2),
     nothingChangedGitProcesses: Math.max(...nothingSpawns),
     oneEditMs: +median(edit).toFixed(1),
@@ -115,6 +152,7 @@ console.log(
     create100ScatteredMs: +median(scattered).toFixed(1),
     fullScanAfterIgnoreChangeMs: Math.round(median(full)),
     rssAt,
+    heapAt,
     peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
   }),
 );

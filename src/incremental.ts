@@ -22,6 +22,7 @@ import { blobOf, TreeEditor, unsupportedConfig } from './tree-editor.js';
 import { WorktreeWatcher, type WatcherOptions } from './watcher.js';
 import { readIndexPaths } from './git/index-file.js';
 import { skipRestoreTemp, statKey } from './fsutil.js';
+import { MappedFiles } from './mapped-files.js';
 
 export interface IncrementalOptions {
   /** A directory of the engine's own (0700): its private index and the watcher's sync cookies. */
@@ -35,6 +36,23 @@ export interface IncrementalOptions {
   largeFileBytes?: number;
   /** Passed to the watcher (tests simulate overflows and failed watches). */
   watcher?: Pick<WatcherOptions, 'burstThreshold' | 'syncTimeoutMs' | 'beforeWatch'>;
+  /** Stat sweeps on their own in idle time (the server; default off: sweep() only). */
+  idleSweeps?: boolean;
+  /**
+   * A stat whose mtime or ctime is this close to the moment it was taken is
+   * racy (a later write may keep the same timestamps): the file is read
+   * again at the next snapshot. Default RACY_MS.
+   */
+  racyMs?: number;
+}
+
+/** What one stat sweep did (tests and logs). */
+export interface SweepResult {
+  /** Files lstat'ed. */
+  files: number;
+  /** Files the next snapshot reads again: stat changed, racy, or mapped shared-writable now. */
+  dirty: number;
+  ms: number;
 }
 
 export type IncrementalResult = TreeSnapshotResult & { mode: 'incremental' | 'full' };
@@ -44,11 +62,62 @@ export interface EngineStats {
   incremental: number;
   full: number;
   lastFullReason: string | null;
+  sweeps: number;
+  lastSweep: SweepResult | null;
+  /** How long the last snapshot waited for a sweep in progress (ms). */
+  lastWaitMs: number;
 }
 
 const DEFAULT_MAX_DIRTY = 3000; // measured at 100k files: ~0.4 ms a scattered path vs ~1.5 s a full scan
 const DEFAULT_MAX_WALK = 10000; // ~0.15 ms a file in a new directory
 const MAX_CACHED_DIRS = 2000;
+/** Above the coarsest timestamp step of a local filesystem taken here (FAT: 2 s; the kernel's clock: a jiffy). */
+const RACY_MS = 2500;
+/**
+ * The first idle sweep this long after a snapshot: the post of a quick tool
+ * mostly comes within it, the next call after a post mostly comes after the
+ * sweep (0.6-1.2 s at 100k files); a call during a sweep waits for it. Then
+ * every max(MIN, 8 x its duration), doubling while no snapshot comes, up to MAX.
+ */
+const SWEEP_DELAY_MS = 250;
+const SWEEP_MIN_GAP_MS = 2000;
+const SWEEP_MAX_GAP_MS = 60_000;
+/** With idle sweeps: the /proc maps check also runs this often on its own (2-5 ms at ~100 processes). */
+const MAPS_EVERY_MS = 1000;
+/** lstat calls between turns of the event loop during a sweep (calls keep being read meanwhile). */
+const SWEEP_CHUNK = 2000;
+
+/**
+ * What a file's stat says about its bytes: a 53-bit hash of inode, size,
+ * mtime, ctime, link count and mode (a number: strings for 100k files cost
+ * ~30 MB of heap and ~80 MB of peak RSS; a changed stat hashes the same with
+ * a chance of 2^-53).
+ */
+function statRecord(st: fs.Stats): number {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (const x of [st.ino, st.size, st.mtimeMs, st.ctimeMs, st.nlink, st.mode]) {
+    const lo = x % 4294967296 | 0;
+    const hi = (x / 4294967296) | 0;
+    const frac = ((x % 1) * 1e6) | 0; // sub-millisecond part of the times
+    a = Math.imul(a ^ lo, 0x01000193);
+    a = Math.imul(a ^ hi, 0x01000193);
+    a = Math.imul(a ^ frac, 0x01000193);
+    b = Math.imul(b ^ frac, 0x5bd1e995);
+    b = Math.imul(b ^ lo, 0x5bd1e995);
+    b = Math.imul(b ^ hi, 0x5bd1e995);
+    b ^= b >>> 15;
+  }
+  return (a >>> 0) * 2097152 + (b >>> 11);
+}
+
+function lstatOrNull(file: string): fs.Stats | null {
+  try {
+    return fs.lstatSync(file, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
 
 function settingsKey(s: Settings): string {
   return JSON.stringify([s.exclude, s.maxFileSize, s.excludeSecrets]);
@@ -78,7 +147,7 @@ interface UserIndex {
 }
 
 export class IncrementalSnapshotter {
-  readonly stats: EngineStats = { incremental: 0, full: 0, lastFullReason: null };
+  readonly stats: EngineStats = { incremental: 0, full: 0, lastFullReason: null, sweeps: 0, lastSweep: null, lastWaitMs: 0 };
   private readonly reader: ObjectReader;
   private checker: IgnoreChecker;
   private store: ObjectStore | null = null;
@@ -100,6 +169,25 @@ export class IncrementalSnapshotter {
   private watcherGaveUp: string | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  // What inotify does not report (writes through a shared mmap, or through a
+  // hard link from outside the worktree) is found by stat: see DEVELOPING.md
+  // ("Writes no event reports").
+  /** The lstat of each file of the last tree (and each skipped file), taken before its bytes were read. */
+  private records = new Map<string, number>();
+  /** Files with more than one link as last seen: lstat'ed again at every snapshot. */
+  private linked = new Set<string>();
+  /** Read by the next snapshot whatever the watcher says: changed at a sweep, racy, mapped. */
+  private pending = new Set<string>();
+  /** Mapped shared-writable at the last snapshot: read again by the next one (the mapping may have written since). */
+  private mappedLast = new Set<string>();
+  /** Start of the last full scan while its files have no records yet (the next sweep takes them). */
+  private baselineSince: number | null = null;
+  /** When the running snapshot began (before its watcher sync): the reference for racy stats. */
+  private snapStart = 0;
+  private readonly mapped: MappedFiles | null;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private mapsTimer: NodeJS.Timeout | null = null;
+  private idleSweepsDone = 0;
 
   private constructor(
     readonly repo: Repo,
@@ -108,6 +196,27 @@ export class IncrementalSnapshotter {
   ) {
     this.reader = new ObjectReader(repo);
     this.checker = new IgnoreChecker(repo);
+    let real: string | null = null;
+    try {
+      real = fs.realpathSync(repo.worktree);
+    } catch {
+      /* checked by the first snapshot */
+    }
+    this.mapped = real && process.platform === 'linux' ? new MappedFiles(real) : null;
+    if (opts.idleSweeps && this.mapped) {
+      this.mapsTimer = setInterval(() => this.checkMappings(), MAPS_EVERY_MS);
+      this.mapsTimer.unref();
+    }
+  }
+
+  /**
+   * Files mapped shared-writable now are read by the next snapshot (the
+   * mapping may write before it and be gone by then). Runs every second with
+   * idle sweeps; tests call it.
+   */
+  checkMappings(): void {
+    if (this.closed || !this.base) return;
+    for (const p of this.mapped?.scan() ?? []) this.pending.add(p);
   }
 
   get indexFile(): string {
@@ -140,17 +249,139 @@ export class IncrementalSnapshotter {
 
   /** The worktree's tree now, with what was left out and what changed since parentTree. */
   snapshot(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
-    const run = this.queue.then(() => this.snapshotNow(opts));
+    // Waits for a sweep in progress (the queue): what it finds is read by this snapshot.
+    // One not begun yet waits for the next idle time.
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    this.sweepTimer = null;
+    const called = performance.now();
+    const run = this.queue.then(() => {
+      this.stats.lastWaitMs = performance.now() - called;
+      return this.snapshotNow(opts);
+    });
+    this.queue = run.catch(() => undefined);
+    void this.queue.then(() => {
+      this.idleSweepsDone = 0;
+      this.armSweep();
+    });
+    return run;
+  }
+
+  /**
+   * lstats every file of the last snapshot and compares with what was
+   * recorded when its bytes were read; a difference (or a racy stat, or a
+   * shared writable mapping now) makes the next snapshot read the file
+   * again. After a full scan it takes the records first. Resolves when done;
+   * snapshots wait for it.
+   */
+  sweep(): Promise<SweepResult> {
+    const run = this.queue.then(() => this.sweepNow());
     this.queue = run.catch(() => undefined);
     return run;
   }
 
+  private armSweep(): void {
+    if (!this.opts.idleSweeps || this.closed) return;
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    const last = this.stats.lastSweep?.ms ?? 0;
+    const gap = this.idleSweepsDone === 0 ? SWEEP_DELAY_MS : Math.min(SWEEP_MAX_GAP_MS, Math.max(SWEEP_MIN_GAP_MS, 8 * last) * 2 ** (this.idleSweepsDone - 1));
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = null;
+      void this.sweep().then(
+        () => {
+          this.idleSweepsDone++;
+          this.armSweep();
+        },
+        () => undefined,
+      );
+    }, gap);
+    this.sweepTimer.unref();
+  }
+
+  private async sweepNow(): Promise<SweepResult> {
+    const started = performance.now();
+    const res: SweepResult = { files: 0, dirty: 0, ms: 0 };
+    // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
+    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return res;
+    const since = this.baselineSince;
+    let paths: string[];
+    if (since !== null) {
+      paths = splitNul((await this.repo.git(['ls-tree', '-r', '-z', '--name-only', '--full-tree', this.base.tree])).stdout);
+      for (const p of this.base.skipped.keys()) paths.push(p);
+    } else {
+      paths = [...this.records.keys()];
+    }
+    const mark = (p: string) => {
+      if (!this.pending.has(p)) res.dirty++;
+      this.pending.add(p);
+    };
+    for (let i = 0; i < paths.length; i++) {
+      if (i % SWEEP_CHUNK === SWEEP_CHUNK - 1) {
+        await new Promise((r) => setImmediate(r));
+        if (this.closed) return res;
+      }
+      const p = paths[i] as string;
+      const st = lstatOrNull(path.join(this.repo.worktree, p));
+      res.files++;
+      if (st?.isDirectory()) continue; // a gitlink (nested repositories mean full scans anyway)
+      if (st?.isFile() && st.nlink > 1) this.linked.add(p);
+      const rec = this.records.get(p);
+      if (rec === undefined) {
+        if (since === null || !st) continue;
+        // Read by the full scan that began at `since`: changed after that (racy), it is read again.
+        this.records.set(p, statRecord(st));
+        if (this.racy(st, since)) mark(p);
+      } else if (!st || statRecord(st) !== rec) {
+        mark(p);
+      }
+    }
+    for (const p of this.mapped?.scan() ?? []) mark(p);
+    if (this.baselineSince === since) this.baselineSince = null;
+    res.ms = performance.now() - started;
+    this.stats.sweeps++;
+    this.stats.lastSweep = res;
+    return res;
+  }
+
+  /** Whether a later write to this file could leave its stat as it is (a timestamp within racyMs of `at`). */
+  private racy(st: fs.Stats, at: number): boolean {
+    const slack = this.opts.racyMs ?? RACY_MS;
+    return Math.max(st.mtimeMs, st.ctimeMs) >= at - slack;
+  }
+
+  /** Paths changed without an event the watcher could see: sweep findings, shared writable mappings, hard-linked files whose stat moved. */
+  private addUnreported(dirty: Set<string>): void {
+    for (const p of this.pending) dirty.add(p);
+    this.pending.clear();
+    const mapped = this.mapped?.scan() ?? new Set<string>();
+    for (const p of mapped) dirty.add(p);
+    for (const p of this.mappedLast) dirty.add(p);
+    this.mappedLast = mapped;
+    for (const p of this.linked) {
+      const st = lstatOrNull(path.join(this.repo.worktree, p));
+      const rec = this.records.get(p);
+      if (!st || rec === undefined || statRecord(st) !== rec) dirty.add(p);
+      if (!st?.isFile() || st.nlink < 2) this.linked.delete(p);
+    }
+  }
+
+  /** Records the stat of files the full scan that began at `at` just read (racy ones are read again next time). */
+  private recordAfterFull(paths: Iterable<string>, at: number): void {
+    for (const p of paths) {
+      const st = lstatOrNull(path.join(this.repo.worktree, p));
+      if (!st || st.isDirectory()) continue;
+      this.records.set(p, statRecord(st));
+      if (this.racy(st, at)) this.pending.add(p);
+    }
+  }
+
   private async snapshotNow(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
     if (this.closed) throw errors.internal('the incremental snapshotter is closed.');
+    this.snapStart = Date.now();
     // Every change made before this call is in what take() returns; changes
     // after it stay dirty for the next call (also during a full scan).
     await this.watcher.sync();
     const taken = this.watcher.take();
+    this.addUnreported(taken.paths);
     const why = await this.whyFull(taken.trustworthy ? null : `watcher: ${taken.reasons.join(', ')}`, opts.settings, taken.paths);
     if (why === null) {
       try {
@@ -249,8 +480,14 @@ export class IncrementalSnapshotter {
       this.skipDirs = await this.ignoredDirs(this.index);
       this.watcher.rewatch();
     }
+    // Records are taken again for what this scan reads: the hard-linked files now (they are checked at
+    // every snapshot), the rest by the next sweep.
+    this.records.clear();
+    this.pending.clear();
+    this.baselineSince = this.snapStart;
     const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
     this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
+    this.recordAfterFull(this.linked, this.snapStart);
     if (this.store) this.tree = new TreeEditor(this.reader, this.store, res.tree);
     return { ...res, mode: 'full' };
   }
@@ -357,7 +594,7 @@ export class IncrementalSnapshotter {
     if (dirty.size === 0) return this.result(base.tree, parentTree, base.skipped);
 
     const classify = untrackedClassifier(settings);
-    const walk = new Walk(this.repo.worktree, index, this.checker, classify, this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK, this.skipDirs);
+    const walk = new Walk(this.repo.worktree, index, this.checker, classify, this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK, this.skipDirs, this.linked);
     // Ancestors first: a dirty directory covers everything below it.
     const sorted = [...dirty].sort((a, b) => a.length - b.length);
     const covered: string[] = [];
@@ -382,6 +619,12 @@ export class IncrementalSnapshotter {
     }
     const written = tree.write();
     this.base = { tree: written, skipped, settings: base.settings };
+    // The stat each file had before it was read: what sweeps compare with.
+    for (const p of walk.replaced) this.records.delete(p);
+    for (const f of [...walk.files, ...walk.skippedStats]) {
+      this.records.set(f.rel, statRecord(f.st));
+      if (this.racy(f.st, this.snapStart)) this.pending.add(f.rel);
+    }
     if (tree.loadedDirs > MAX_CACHED_DIRS) this.tree = new TreeEditor(this.reader, store, written);
     return this.result(written, parentTree, skipped);
   }
@@ -393,6 +636,8 @@ export class IncrementalSnapshotter {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    if (this.mapsTimer) clearInterval(this.mapsTimer);
     await this.queue.catch(() => undefined);
     this.watcher.close();
     await Promise.all([this.reader.close(), this.checker.close()]);
@@ -402,6 +647,8 @@ export class IncrementalSnapshotter {
 interface FoundFile {
   rel: string;
   symlink: boolean;
+  /** Its lstat, taken before its bytes are read. */
+  st: fs.Stats;
 }
 
 /**
@@ -412,6 +659,8 @@ class Walk {
   readonly files: FoundFile[] = [];
   readonly skipped: SkippedFile[] = [];
   readonly replaced: string[] = [];
+  /** The skipped files with their lstat. */
+  readonly skippedStats: FoundFile[] = [];
   private count = 0;
   private readonly dirCache = new Map<string, boolean>();
 
@@ -422,6 +671,7 @@ class Walk {
     private readonly classify: Classifier,
     private readonly maxFiles: number,
     private readonly skipDirs: Set<string>,
+    private readonly linked: Set<string>,
   ) {}
 
   /** Whether every leading directory of rel is a real directory (not a symlink, not a file). */
@@ -532,19 +782,22 @@ class Walk {
     }
     // A file with another link changes when written through that one, and the
     // event names the other path (maybe outside the watched tree): never trusted.
-    if (!symlink && st.nlink > 1) return `${rel} has ${st.nlink} hard links`;
+    if (!symlink && st.nlink > 1) {
+      this.linked.add(rel);
+      return `${rel} has ${st.nlink} hard links`;
+    }
     if (rel.includes('\uFFFD')) return `${rel}: a file name that is not UTF-8`;
     if (this.index.tracked.has(rel)) {
-      this.files.push({ rel, symlink });
+      this.files.push({ rel, symlink, st });
       return null;
     }
     if (skipRestoreTemp(this.worktree, rel)) return null;
     // Asked of git in one batch at the end (finish): one round trip, not one per file.
-    this.untracked.push({ rel, size: st.size, symlink });
+    this.untracked.push({ rel, size: st.size, symlink, st });
     return null;
   }
 
-  private readonly untracked: { rel: string; size: number; symlink: boolean }[] = [];
+  private readonly untracked: { rel: string; size: number; symlink: boolean; st: fs.Stats }[] = [];
 
   /** Classifies the untracked files found: ignored ones are left out, the rest recorded or skipped. */
   async finish(): Promise<void> {
@@ -552,8 +805,10 @@ class Walk {
     for (const u of this.untracked) {
       if (ignored.has(u.rel)) continue;
       const reason = this.classify(u.rel, u.size);
-      if (reason) this.skipped.push({ path: u.rel, reason, size: u.size });
-      else this.files.push({ rel: u.rel, symlink: u.symlink });
+      if (reason) {
+        this.skipped.push({ path: u.rel, reason, size: u.size });
+        this.skippedStats.push({ rel: u.rel, symlink: u.symlink, st: u.st });
+      } else this.files.push({ rel: u.rel, symlink: u.symlink, st: u.st });
     }
   }
 }

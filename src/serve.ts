@@ -23,6 +23,15 @@ export interface WorktreeServerOptions {
   /** Snapshots through the watcher-fed incremental engine (default true); off: full scans. */
   incremental?: boolean;
   onError?: (e: unknown) => void;
+  /** Stat sweeps of the worktree in idle time (default true; tests drive them through serverEngine). */
+  idleSweeps?: boolean;
+}
+
+const engines = new WeakMap<HookServer, Promise<IncrementalSnapshotter | null>>();
+
+/** The server's incremental engine once it is up (null when it did not start or is off). */
+export function serverEngine(server: HookServer): Promise<IncrementalSnapshotter | null> {
+  return engines.get(server) ?? Promise.resolve(null);
 }
 
 /** git's offset notation for the local time zone now: +0100, -0530. */
@@ -150,12 +159,12 @@ export async function startWorktreeServer(base: Repo, opts: WorktreeServerOption
     opts.incremental === false
       ? Promise.resolve()
       : (accel.settings as () => Promise<Settings>)()
-          .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings }))
+          .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings, idleSweeps: opts.idleSweeps !== false }))
           .then((e) => {
             engine = e;
             accel.snapshot = async (o: SnapshotTreeOptions): Promise<TreeSnapshotResult> => {
               const res = await e.snapshot({ settings: o.settings, parentTree: o.parentTree });
-              trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}`);
+              trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
               return res;
             };
           })
@@ -163,6 +172,7 @@ export async function startWorktreeServer(base: Repo, opts: WorktreeServerOption
             trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
             opts.onError?.(e);
           });
+  engines.set(server, opening.then(() => engine));
   void server.closed().then(async () => {
     await opening;
     refs.close();
