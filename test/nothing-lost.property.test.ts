@@ -22,7 +22,7 @@
 //   AGENTSNAP_PROPERTY_SEED=S     seed (with _PATH=P replays one shrunk case)
 //   AGENTSNAP_PROPERTY_OPS=a,b    only these op families (see FAMILIES)
 //   AGENTSNAP_PROPERTY_SKIP=a,b   all families but these
-//   AGENTSNAP_PROPERTY_MODES=off,server,nocaps
+//   AGENTSNAP_PROPERTY_MODES=off,server,bgserver,nocaps
 //   AGENTSNAP_PROPERTY_MAX_OPS=N  longest sequence (default 12)
 //   AGENTSNAP_PROPERTY_SHRINK=0   report the first failure unshrunk
 import { test } from 'uvu';
@@ -43,7 +43,7 @@ if (!canDropCaps && modes.includes('nocaps')) {
 const maxOps = Number(env.AGENTSNAP_PROPERTY_MAX_OPS ?? 12);
 const runs = env.AGENTSNAP_PROPERTY_RUNS ? Number(env.AGENTSNAP_PROPERTY_RUNS) : null;
 /** The fixed CI set: one seed per mode, a few runs each, bounded on a loaded 2-core machine. */
-const CI: Record<Mode, { seed: number; runs: number }> = { off: { seed: 1301, runs: 4 }, server: { seed: 1302, runs: 3 }, nocaps: { seed: 1303, runs: 2 } };
+const CI: Record<Mode, { seed: number; runs: number }> = { off: { seed: 1301, runs: 4 }, server: { seed: 1302, runs: 3 }, bgserver: { seed: 1304, runs: 2 }, nocaps: { seed: 1303, runs: 2 } };
 
 function property(mode: Mode | null) {
   const modeArb = mode ? fc.constant(mode) : fc.constantFrom(...modes);
@@ -74,7 +74,8 @@ if (runs !== null || env.AGENTSNAP_PROPERTY_SEED) {
 } else {
   for (const mode of modes) {
     const { seed, runs: n } = CI[mode];
-    test(`nothing lost: ${n} sequences with the server ${mode === 'server' ? 'on' : mode === 'off' ? 'off' : 'off, without read capabilities'} (seed ${seed})`, async () => {
+    const how = { off: 'the server off', server: 'the warm server hosted (as wrap runs it)', bgserver: 'a background server', nocaps: 'the server off, without read capabilities' }[mode];
+    test(`nothing lost: ${n} sequences with ${how} (seed ${seed})`, async () => {
       await fc.assert(property(mode), params(seed, n));
     });
   }

@@ -69,8 +69,12 @@ export type Op =
  */
 export const FAMILIES = ['call', 'read', 'edit', 'ignore', 'flags', 'hardlink', 'mmap', 'types', 'unreadable', 'nested', 'git', 'undo', 'apply'] as const;
 export type Family = (typeof FAMILIES)[number];
-/** Modes: hooks in-process with the server off, through the warm server, or without root's read capabilities. */
-export const MODES = ['off', 'server', 'nocaps'] as const;
+/**
+ * Modes: hooks in-process with the server off; through the warm server hosted as `wrap` hosts it; through a
+ * background server (`agentsnap server start`, found by the shell client from the working directory); or
+ * with the server off and without root's read capabilities (so unreadable entries are unreadable).
+ */
+export const MODES = ['off', 'server', 'bgserver', 'nocaps'] as const;
 export type Mode = (typeof MODES)[number];
 
 export function listFromEnv<T extends string>(all: readonly T[], keep: string | undefined, skip: string | undefined): T[] {
@@ -113,29 +117,29 @@ export function fsEditArb(families: Family[]): fc.Arbitrary<FsEdit> {
 export function opArb(families: Family[]): fc.Arbitrary<Op> {
   const has = (f: Family) => families.includes(f);
   const edit = fsEditArb(families);
-  const arbs: fc.Arbitrary<Op>[] = [];
+  // Weights: tool calls and edits make the states the other operations work on.
+  const arbs: { arbitrary: fc.Arbitrary<Op>; weight: number }[] = [];
+  const add = (weight: number, arbitrary: fc.Arbitrary<Op>) => arbs.push({ arbitrary, weight });
   if (has('call')) {
-    arbs.push(
-      fc.record({ t: fc.constant('call' as const), tool: fc.constantFrom('Write' as const, 'Bash' as const), edits: fc.array(edit, { minLength: 1, maxLength: 3 }), during: fc.option(edit, { nil: null, freq: 4 }), fail: fc.boolean() }),
-    );
-    arbs.push(arbs[arbs.length - 1]!); // calls are the heart of it: twice the weight
+    add(8, fc.record({ t: fc.constant('call' as const), tool: fc.constantFrom('Write' as const, 'Bash' as const), edits: fc.array(edit, { minLength: 1, maxLength: 3 }), during: fc.option(edit, { nil: null, freq: 4 }), fail: fc.boolean() }));
   }
-  if (has('read')) arbs.push(fc.constant({ t: 'read' as const }));
-  if (has('edit')) arbs.push(fc.record({ t: fc.constant('edit' as const), e: edit }));
-  if (has('ignore')) arbs.push(fc.record({ t: fc.constant('exclude' as const), r: nat(RULES.length - 1), add: fc.boolean() }));
-  if (has('flags')) arbs.push(fc.record({ t: fc.constant('flag' as const), f: nat(10), which: fc.constantFrom('skip-worktree' as const, 'assume-unchanged' as const), on: fc.boolean() }));
-  if (has('hardlink')) arbs.push(fc.record({ t: fc.constant('hardlink' as const), f: nat(20) }));
-  if (has('nested')) arbs.push(fc.record({ t: fc.constant('nested' as const), k: fc.constantFrom('init' as const, 'commit' as const, 'edit' as const), c: nat(CONTENTS.length - 1) }));
-  if (has('git')) arbs.push(fc.record({ t: fc.constant('git' as const), k: fc.constantFrom('add' as const, 'commit' as const, 'checkout' as const, 'stash' as const, 'unstash' as const), f: nat(20) }));
+  if (has('read')) add(1, fc.constant({ t: 'read' as const }));
+  if (has('edit')) add(4, fc.record({ t: fc.constant('edit' as const), e: edit }));
+  if (has('ignore')) add(1, fc.record({ t: fc.constant('exclude' as const), r: nat(RULES.length - 1), add: fc.boolean() }));
+  if (has('flags')) add(1, fc.record({ t: fc.constant('flag' as const), f: nat(10), which: fc.constantFrom('skip-worktree' as const, 'assume-unchanged' as const), on: fc.boolean() }));
+  if (has('hardlink')) add(1, fc.record({ t: fc.constant('hardlink' as const), f: nat(20) }));
+  if (has('nested')) add(1, fc.record({ t: fc.constant('nested' as const), k: fc.constantFrom('init' as const, 'commit' as const, 'edit' as const), c: nat(CONTENTS.length - 1) }));
+  if (has('git')) add(1, fc.record({ t: fc.constant('git' as const), k: fc.constantFrom('add' as const, 'commit' as const, 'checkout' as const, 'stash' as const, 'unstash' as const), f: nat(20) }));
   if (has('undo')) {
-    arbs.push(
-      fc.record({ t: fc.constant('undo' as const), s: fc.option(nat(20), { nil: null }), force: fc.boolean() }),
-      fc.record({ t: fc.constant('redo' as const), force: fc.boolean() }),
-      fc.record({ t: fc.constant('restore' as const), s: nat(20), after: fc.boolean(), f: nat(20), force: fc.boolean() }),
-      fc.record({ t: fc.constant('revert' as const), s: nat(20) }),
-    );
+    add(3, fc.record({ t: fc.constant('undo' as const), s: fc.option(nat(20), { nil: null }), force: fc.boolean() }));
+    add(1, fc.record({ t: fc.constant('redo' as const), force: fc.boolean() }));
+    add(1, fc.record({ t: fc.constant('restore' as const), s: nat(20), after: fc.boolean(), f: nat(20), force: fc.boolean() }));
+    add(1, fc.record({ t: fc.constant('revert' as const), s: nat(20) }));
   }
-  if (has('apply')) arbs.push(fc.record({ t: fc.constant('wsEdit' as const), e: edit }), fc.constant({ t: 'apply' as const }));
+  if (has('apply')) {
+    add(1, fc.record({ t: fc.constant('wsEdit' as const), e: edit }));
+    add(1, fc.constant({ t: 'apply' as const }));
+  }
   return fc.oneof(...arbs);
 }
 
@@ -311,7 +315,8 @@ export class World {
   private server: { close(): Promise<void>; runDir: string } | null = null;
   private transcript = '';
   private callN = 0;
-  private readsPending: string[] = [];
+  /** Unhooked reads written to the transcript since the last hooked call, with the session head's tree then. */
+  private readsPending: { id: string; tree: string }[] = [];
   private wsPath = '';
   private outside = '';
   private links: string[] = [];
@@ -334,6 +339,9 @@ export class World {
     const repo = tempRepo({ files: { '.gitignore': '*.db\n*.log\n!keep.log\n', 'a.txt': 'a\n', 'd/c.txt': 'c\n', g: 'g\n', 'tracked.log': 'tracked although ignored\n' } });
     this.repo = repo;
     repo.git(['config', 'agentsnap.maxFileSize', '2k']);
+    // A file tracked although the rules ignore it (add -A above left it out).
+    repo.git(['add', '-f', 'tracked.log']);
+    repo.git(['commit', '-qm', 'tracked although ignored']);
     repo.git(['checkout', '-q', '-b', 'other']);
     repo.write('a.txt', 'a on other\n');
     repo.write('o.txt', 'only on other\n');
@@ -360,6 +368,10 @@ export class World {
       const ws = await startWorktreeSession(r, { session: 'ws' });
       this.wsPath = ws.meta.path;
     }
+    if (this.mode === 'bgserver') {
+      const start = await runProcess(process.execPath, [BIN, 'server', 'start'], { cwd: repo.dir, env: { ...repo.env, AGENTSNAP_SERVER: 'on' }, input: '' });
+      if (start.code !== 0) throw new Error(`server start exited ${start.code}: ${start.stderr}`);
+    }
     if (this.mode === 'server') {
       const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on', ...(process.env.AGENTSNAP_SERVER_TRACE ? { AGENTSNAP_SERVER_TRACE: '1' } : {}) } });
       this.server = await startWorktreeServer(r, { hosted: true });
@@ -369,6 +381,7 @@ export class World {
   async teardown(): Promise<void> {
     try {
       await this.server?.close();
+      if (this.mode === 'bgserver' && this.repo) await runProcess(process.execPath, [BIN, 'server', 'stop'], { cwd: this.repo.dir, env: { ...this.repo.env, AGENTSNAP_SERVER: 'on' }, input: '' });
     } finally {
       if (this.repo) {
         spawnSync('chmod', ['-R', 'u+rwx', this.repo.base]);
@@ -406,10 +419,11 @@ export class World {
       const out = await runHook({ agent: 'claude', event, input, env: { ...this.repo.env, ...this.agentEnv() }, cwd: this.repo.dir, wrapped: true });
       return out.warning ?? '';
     }
-    const env = { ...this.repo.env, ...this.agentEnv(), ...(this.mode === 'server' ? { AGENTSNAP_SERVER: 'on' } : {}) };
-    const res =
-      this.mode === 'server'
-        ? await runProcess('/bin/sh', [path.join(ROOT, 'bin', 'agentsnap-hook'), '--run', this.server!.runDir, '--exec', process.execPath, BIN, 'claude', event, '--wrapped'], { cwd: this.repo.dir, env, input })
+    const serverOn = this.mode === 'server' || this.mode === 'bgserver';
+    const env = { ...this.repo.env, ...this.agentEnv(), ...(serverOn ? { AGENTSNAP_SERVER: 'on' } : {}) };
+    const run = this.server ? ['--run', this.server.runDir] : [];
+    const res = serverOn
+        ? await runProcess('/bin/sh', [path.join(ROOT, 'bin', 'agentsnap-hook'), ...run, '--exec', process.execPath, BIN, 'claude', event, '--wrapped'], { cwd: this.repo.dir, env, input })
         : await runProcess('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, 'hook', 'claude', event, '--wrapped'], { cwd: this.repo.dir, env, input });
     if (res.code !== 0) throw new InvariantError(`hook ${event} exited ${res.code}: ${res.stderr}`);
     return res.stderr.trim();
@@ -563,7 +577,8 @@ export class World {
 
   /** Applies one edit under `root`; returns what it did (for the log), or null when it did not apply. */
   applyEdit(e: FsEdit, root = this.repo.dir): string | null {
-    const files = this.files(root);
+    // Without the ignore family, no edit touches an ignore file (a deleted .gitignore is an ignore change too).
+    const files = this.files(root).filter((f) => this.families.includes('ignore') || path.posix.basename(f) !== '.gitignore');
     const pickFile = (i: number) => (files.length ? files[i % files.length]! : null);
     const abs = (rel: string) => path.join(root, rel);
     const clear = (rel: string) => {
@@ -710,6 +725,16 @@ export class World {
     return [...steps].sort((a, b) => a - b);
   }
 
+  /** The tree of the session head: the newest snapshot or operation result that moves it. */
+  private headTree(): string {
+    let tree = '';
+    for (const ev of this.journal()) {
+      if (ev.source === 'transcript') continue;
+      if (['session.start', 'step.pre', 'step.post', 'step.checkpoint'].includes(ev.type) || (ev.type === 'op.done' && ev.tree)) tree = ev.tree as string;
+    }
+    return tree;
+  }
+
   private line(l: unknown): void {
     fs.appendFileSync(this.transcript, `${JSON.stringify(l)}\n`);
   }
@@ -726,7 +751,7 @@ export class World {
         const id = `toolu_r${++this.callN}`;
         this.line({ type: 'assistant', uuid: `a-${id}`, timestamp: this.time(), version: '2.1.332', message: { id: `msg-${id}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id, name: 'Read', input: { file_path: path.join(this.repo.dir, 'a.txt') } }] } });
         this.line({ type: 'user', uuid: `r-${id}`, timestamp: this.time(), message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'whatever' }] } });
-        this.readsPending.push(id);
+        this.readsPending.push({ id, tree: this.headTree() });
         say(`unhooked Read ${id} (transcript only)`);
         return;
       }
@@ -812,10 +837,17 @@ export class World {
     this.remember(preView, `before ${id}`);
     const nPre = this.checkSnapshotEvents(preView, `pre hook of ${id}`, (ev) => ev.type !== 'step.post', preWarn);
     // The reads the transcript held before this call are journaled by now.
+    // Each as a step done, in the state the session was in when it ran (pre = post = that head).
     if (nPre > 0 && reads.length > 0) {
-      const ids = new Set(this.journal().filter((ev) => ev.type === 'step.pre').map((ev) => ev.toolUseId));
-      const missing = reads.filter((r) => !ids.has(r));
-      if (missing.length > 0) throw new InvariantError(`unhooked reads not journaled at the next hooked call: ${missing.join(', ')}`);
+      const journal = this.journal();
+      for (const r of reads) {
+        const pre = journal.find((ev) => ev.type === 'step.pre' && ev.toolUseId === r.id);
+        const post = pre && journal.find((ev) => ev.type === 'step.post' && ev.step === pre.step);
+        if (!pre || !post) throw new InvariantError(`the unhooked read ${r.id} is not journaled (pre and post) at the next hooked call`);
+        if (pre.tree !== r.tree || post.tree !== r.tree || post.status !== 'done') {
+          throw new InvariantError(`the unhooked read ${r.id} is misrecorded: pre ${String(pre.tree).slice(0, 10)}, post ${String(post.tree).slice(0, 10)} ${String(post.status)}; the session head then was ${r.tree.slice(0, 10)}`);
+        }
+      }
     }
     for (const e of op.edits) desc.push(this.applyEdit(e) ?? `(${e.k}: nothing to do)`);
     if (op.during) desc.push(`user meanwhile: ${this.applyEdit(op.during) ?? 'nothing to do'}`);
