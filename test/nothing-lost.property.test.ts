@@ -25,6 +25,8 @@
 //   AGENTSNAP_PROPERTY_MODES=off,server,bgserver,nocaps
 //   AGENTSNAP_PROPERTY_MAX_OPS=N  longest sequence (default 12)
 //   AGENTSNAP_PROPERTY_SHRINK=0   report the first failure unshrunk
+//   AGENTSNAP_PROPERTY_CASE='["off",[{"t":"edit",...},...]]'  runs exactly that
+//                                 sequence (a counterexample as fast-check prints it)
 import { test } from 'uvu';
 import fc from 'fast-check';
 import { FAMILIES, MODES, canDropCaps, hasPython, listFromEnv, opArb, runSequence, type Mode } from './support/nothing-lost.js';
@@ -47,8 +49,16 @@ const CI: Record<Mode, { seed: number; runs: number }> = { off: { seed: 1301, ru
 
 function property(mode: Mode | null) {
   const modeArb = mode ? fc.constant(mode) : fc.constantFrom(...modes);
+  let first = true;
   return fc.asyncProperty(modeArb, fc.array(opArb(families), { minLength: 1, maxLength: maxOps }), async (m, ops) => {
-    await runSequence(m, families, ops);
+    try {
+      await runSequence(m, families, ops);
+    } catch (e) {
+      // Shown at once: shrinking re-runs the sequence many times and can take minutes.
+      if (first) console.error(`  nothing-lost: first failure, before shrinking:\n${e instanceof Error ? e.message : String(e)}\n  shrinking...`);
+      first = false;
+      throw e;
+    }
   });
 }
 
@@ -64,7 +74,13 @@ function params(seed: number, numRuns: number): fc.Parameters<[Mode, unknown[]]>
   };
 }
 
-if (runs !== null || env.AGENTSNAP_PROPERTY_SEED) {
+if (env.AGENTSNAP_PROPERTY_CASE) {
+  // fast-check prints records as {__proto__:null,...}: that is not JSON, the rest is.
+  const [mode, ops] = JSON.parse(env.AGENTSNAP_PROPERTY_CASE.replace(/__proto__:null,?/g, '')) as [Mode, Parameters<typeof runSequence>[2]];
+  test(`nothing lost: the given sequence (${mode}, ${ops.length} ops)`, async () => {
+    await runSequence(mode, families, ops, (log) => console.log(`  passed:\n    ${log.join('\n    ')}`));
+  });
+} else if (runs !== null || env.AGENTSNAP_PROPERTY_SEED) {
   const seed = env.AGENTSNAP_PROPERTY_SEED ? Number(env.AGENTSNAP_PROPERTY_SEED) : Date.now() % 2 ** 31;
   const n = runs ?? 1;
   test(`nothing lost: ${n} random sequences (seed ${seed}; modes ${modes.join(',')}; families ${families.join(',')})`, async () => {

@@ -255,7 +255,21 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
   return view;
 }
 
-function checkIgnored(repo: TempRepo, paths: string[]): Set<string> {
+/** Whether every parent of rel is a real directory or absent (git refuses pathspecs beyond a symlink). */
+function reachablePath(repo: TempRepo, rel: string): boolean {
+  let cur = repo.dir;
+  for (const part of rel.split('/').slice(0, -1)) {
+    cur = path.join(cur, part);
+    const st = lstat(cur);
+    if (!st) return true;
+    if (!st.isDirectory()) return false;
+  }
+  return true;
+}
+
+function checkIgnored(repo: TempRepo, all: string[]): Set<string> {
+  // A path below a symlink or file now is absent because its parent changed type: never "ignored".
+  const paths = all.filter((p) => reachablePath(repo, p));
   if (paths.length === 0) return new Set();
   const r = spawnSync('git', ['check-ignore', '--stdin', '-z', '-v', '-n'], { cwd: repo.dir, env: repo.env, input: paths.join('\0') + '\0', encoding: 'utf8' });
   if (r.status !== 0 && r.status !== 1) throw new Error(`check-ignore failed: ${r.stderr}`);
@@ -523,14 +537,14 @@ export class World {
   }
 
   /** (b) every blob the user had at a snapshot instant or restore start is still reachable (from any ref or index) or on disk. */
-  checkNothingLost(): void {
+  checkNothingLost(current?: View): void {
     if (this.known.size === 0) return;
     const reachable = new Set(
       spawnSync('git', ['rev-list', '--objects', '--all', '--reflog', '--indexed-objects'], { cwd: this.repo.dir, env: this.repo.env, encoding: 'utf8', maxBuffer: 64 << 20 })
         .stdout.split('\n')
         .map((l) => l.slice(0, 40)),
     );
-    const now = this.view();
+    const now = current ?? this.view();
     const onDisk = new Set([...now.tree.values(), ...now.untouchable.values()].map((e) => e.oid));
     const lost = [...this.known].filter(([oid]) => !reachable.has(oid) && !onDisk.has(oid));
     if (lost.length > 0) throw new InvariantError(`(b) bytes the user had are in no object and not on disk:\n${lost.map(([oid, w]) => `  ${oid.slice(0, 10)} ${w}`).join('\n')}`);
@@ -858,7 +872,7 @@ export class World {
     say(`agent ${op.tool} call ${id}${op.fail ? ' (fails)' : ''}: ${desc.join('; ')}`);
     this.remember(postView, `after ${id}`);
     this.checkSnapshotEvents(postView, `post hook of ${id}`, () => true, postWarn);
-    this.checkNothingLost();
+    this.checkNothingLost(postView);
   }
 
   private async userGit(op: Extract<Op, { t: 'git' }>, say: (s: string) => void): Promise<void> {
