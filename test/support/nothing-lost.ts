@@ -733,6 +733,39 @@ export class World {
     }
   }
 
+  /** Paths the user changed between tool calls: path -> the entry they left (null: deleted) and the last step then. */
+  private userChanges = new Map<string, { entry: Entry | null; afterStep: number }>();
+
+  private noteUserChanges(before: View): void {
+    const after = this.view();
+    const last = Math.max(0, ...this.stepNumbers());
+    for (const p of new Set([...before.tree.keys(), ...after.tree.keys()])) {
+      const a = before.tree.get(p);
+      const b = after.tree.get(p);
+      if (a?.oid === b?.oid && a?.mode === b?.mode) continue;
+      this.userChanges.set(p, { entry: b ?? null, afterStep: last });
+    }
+  }
+
+  /**
+   * (c) Protection: an undo or restore without --force that succeeded changed
+   * no path whose bytes on disk are the user's own change made after its
+   * target step (outside tool calls): those must refuse (exit 3) instead.
+   */
+  private checkProtected(kind: string, before: View, start: JournalEv): void {
+    const step = (start.target as { step?: number; when?: string } | undefined)?.step;
+    if (step === undefined) return;
+    const planned = ((start.paths ?? []) as { path: string }[]).map((x) => x.path);
+    const bad: string[] = [];
+    for (const p of planned) {
+      const u = this.userChanges.get(p);
+      if (!u || u.afterStep < step) continue; // made before the target point: the target holds it
+      const now = before.tree.get(p) ?? null;
+      if ((now === null && u.entry === null) || (now && u.entry && now.oid === u.entry.oid && now.mode === u.entry.mode)) bad.push(p);
+    }
+    if (bad.length > 0) throw new InvariantError(`(c) ${kind} without --force overwrote changes the user made outside tool calls after its target (it must refuse): ${bad.join(', ')}`);
+  }
+
   private stepNumbers(): number[] {
     const steps = new Set<number>();
     for (const ev of this.journal()) if ((ev.type === 'step.pre' || ev.type === 'step.checkpoint') && typeof ev.step === 'number' && ev.step >= 1) steps.add(ev.step);
@@ -770,7 +803,9 @@ export class World {
         return;
       }
       case 'edit': {
+        const before = this.view();
         const d = this.applyEdit(op.e);
+        this.noteUserChanges(before);
         say(`user: ${d ?? 'nothing to do'}`);
         return;
       }
@@ -818,8 +853,12 @@ export class World {
         fs.writeFileSync(path.join(nest, 'n.txt'), CONTENTS[op.c]!);
         return say(`user: write nest/n.txt <${op.c}>`);
       }
-      case 'git':
-        return this.userGit(op, say);
+      case 'git': {
+        const before = this.view();
+        await this.userGit(op, say);
+        this.noteUserChanges(before);
+        return;
+      }
       case 'undo':
       case 'redo':
       case 'restore':
@@ -939,6 +978,7 @@ export class World {
     const events = this.newEvents();
     const start = events.find((ev) => ev.type === 'op.start');
     const done = [...events].reverse().find((ev) => ev.type === 'op.done');
+    if (start && res.code === 0 && force.length === 0 && (op.t === 'undo' || op.t === 'restore')) this.checkProtected(args[0]!, before, start);
     if (start) {
       // The restore start: the safety snapshot holds all the user had (a), so it is kept (b).
       this.remember(before, `at the start of ${args[0]}`);
