@@ -887,8 +887,9 @@ export class World {
     const preView = this.view();
     const preWarn = await this.guarded(`pre hook of ${id}`, () => this.hook('PreToolUse', { ...common }));
     const desc: string[] = [];
-    this.remember(preView, `before ${id}`);
     const nPre = this.checkSnapshotEvents(preView, `pre hook of ${id}`, (ev) => ev.type !== 'step.post', preWarn);
+    // A snapshot instant only when there was a snapshot (one that failed for an unreadable entry, and said so, is none).
+    if (nPre > 0) this.remember(preView, `before ${id}`);
     // The reads the transcript held before this call are journaled by now.
     // Each as a step done, in the state the session was in when it ran (pre = post = that head).
     if (nPre > 0 && reads.length > 0) {
@@ -909,8 +910,7 @@ export class World {
     const event = op.fail ? 'PostToolUseFailure' : 'PostToolUse';
     const postWarn = await this.guarded(`post hook of ${id}`, () => this.hook(event, { ...common, ...(op.fail ? { error: 'Exit code 1' } : { tool_response: { ok: true } }) }));
     say(`agent ${op.tool} call ${id}${op.fail ? ' (fails)' : ''}: ${desc.join('; ')}`);
-    this.remember(postView, `after ${id}`);
-    this.checkSnapshotEvents(postView, `post hook of ${id}`, () => true, postWarn);
+    if (this.checkSnapshotEvents(postView, `post hook of ${id}`, () => true, postWarn) > 0) this.remember(postView, `after ${id}`);
     this.checkNothingLost(postView);
   }
 
