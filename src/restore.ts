@@ -34,7 +34,7 @@ import type { PlannedChange, TreeEntry } from './journal.js';
 import type { Repo } from './repo.js';
 import { indexEnv, ZERO_OID } from './git/plumbing.js';
 import { runGitSync, runGitToFdSync, splitNul } from './git/run.js';
-import { hashRaw, keepPrivate } from './snapshot.js';
+import { hashRaw, keepPrivate, stdinPathSafe } from './snapshot.js';
 import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet } from './fsutil.js';
 import { clearStaleGitLock } from './lock.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
@@ -844,8 +844,8 @@ function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBl
 function storeKept(repo: Repo, kept: Kept[]): void {
   if (kept.length === 0) return;
   const oids = new Map<Kept, string>();
-  // --stdin-paths is line based and follows symlinks: those go one by one, through --stdin.
-  const batch = kept.filter((k) => !k.symlink && !k.abs.includes('\n'));
+  // --stdin-paths is line based (stdinPathSafe) and follows symlinks: those go one by one, through --stdin.
+  const batch = kept.filter((k) => !k.symlink && stdinPathSafe(k.abs));
   try {
     if (batch.length > 0) {
       const res = runGitSync(['hash-object', '-w', '--no-filters', '--stdin-paths'], { ...gitSyncOptions(repo), input: batch.map((k) => k.abs).join('\n') + '\n' });

@@ -610,16 +610,25 @@ async function readEntries(repo: Repo, indexFile: string, paths: string[]): Prom
   return out;
 }
 
+/**
+ * Whether `hash-object --stdin-paths` reads p back as written: it is line
+ * based, unquotes a line that starts with `"` (C style) and strips a CR before
+ * the LF, so such a name would hash another file (or fail).
+ */
+export function stdinPathSafe(p: string): boolean {
+  return !p.includes('\n') && !p.startsWith('"') && !p.endsWith('\r');
+}
+
 export async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
-  // --stdin-paths is line based: paths with a newline are hashed one by one.
-  const simple = paths.filter((p) => !p.includes('\n'));
+  // --stdin-paths is line based: other paths are hashed one by one.
+  const simple = paths.filter(stdinPathSafe);
   const out = new Map<string, string>();
   if (simple.length > 0) {
     const res = await repo.git(['hash-object', '-w', '--no-filters', '--stdin-paths'], { input: simple.join('\n') + '\n' });
     const oids = res.stdout.toString('utf8').trim().split('\n');
     simple.forEach((p, i) => out.set(p, oids[i] ?? ''));
   }
-  for (const p of paths.filter((x) => x.includes('\n'))) {
+  for (const p of paths.filter((x) => !stdinPathSafe(x))) {
     const res = await repo.git(['hash-object', '-w', '--no-filters', '--', p]);
     out.set(p, res.stdout.toString('utf8').trim());
   }
