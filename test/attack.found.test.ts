@@ -34,4 +34,49 @@ test('a file named "q" (quotes in its name) or ending in a CR is snapshotted and
   }
 });
 
+// FAILS: undo leaves the agent's edit of a symlink checked out as a plain file (core.symlinks=false)
+// and says "changed while the operation ran"; root cause: snapshots keep the index's 120000 mode for
+// a regular file (git's core.symlinks=false rule), the restore's check then wants a symlink on disk.
+test('under core.symlinks=false, undo brings back a link file the agent overwrote', async () => {
+  const repo = tempRepo({ files: { t: 'target\n' } });
+  try {
+    fs.symlinkSync('t', path.join(repo.dir, 'link'));
+    repo.git(['add', 'link']);
+    repo.git(['commit', '-q', '-m', 'link']);
+    repo.git(['config', 'core.symlinks', 'false']);
+    fs.rmSync(path.join(repo.dir, 'link'));
+    repo.git(['checkout', '--', 'link']); // a plain file holding "t", as on a filesystem without symlinks
+    assert.ok(fs.lstatSync(path.join(repo.dir, 'link')).isFile());
+    await step(repo, () => repo.write('link', 'written by the agent\n'));
+    const res = await cli(repo, ['undo', '--json']);
+    assert.is(res.code, 0, res.stderr);
+    const out = JSON.parse(res.stdout) as { files: { left: { path: string; reason: string }[] } };
+    assert.equal(out.files.left, [], JSON.stringify(out.files.left));
+    assert.is(fs.readFileSync(path.join(repo.dir, 'link'), 'utf8'), 't');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// FAILS: undo deletes an ignored file (a log a running server appends to) that the agent force-added;
+// root cause: ignored-at-target's check-ignore reads the user's index *now*, where the agent's
+// `git add -f` made the path tracked, so it is not "ignored at the target"; its ctime is fresh.
+test('undo of a step that ran `git add -f` on an ignored log keeps the log on disk', async () => {
+  const repo = tempRepo({ files: { '.gitignore': '*.log\n', 'a.txt': 'a\n' } });
+  try {
+    repo.write('debug.log', 'the user log\n');
+    await step(repo, () => {
+      fs.appendFileSync(path.join(repo.dir, 'debug.log'), 'a line the dev server wrote meanwhile\n');
+      repo.git(['add', '-f', 'debug.log']);
+      repo.write('a.txt', 'by the agent\n');
+    });
+    const res = await cli(repo, ['undo']);
+    assert.is(res.code, 0, res.stderr);
+    assert.is(repo.read('a.txt').toString(), 'a\n');
+    assert.ok(repo.exists('debug.log'), `the ignored log was deleted: ${res.stdout}`);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
