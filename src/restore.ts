@@ -816,6 +816,10 @@ function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBl
   const taken: Outcome = { applied: false, reason: 'created during the restore: kept as it is' };
   try {
     opts.beforeReplace?.(c.path);
+    // The parents again, as removeEntry does: writing the temp file took time, and a directory on
+    // the way that became a symlink meanwhile would take setAside and the install outside the worktree.
+    const now = inspect(repo.worktree, c.path);
+    if (now.kind === 'blocked') return { applied: false, reason: `${now.at} is ${now.what} not in the snapshot; it was not followed` };
     const aside = setAside(abs);
     if (aside === 'dir') return { applied: false, reason: 'a directory appeared during the restore: left as it is' };
     if (aside === null) {

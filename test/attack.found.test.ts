@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cli, tempRepo, step } from './helpers.js';
+import { cli, sessionOf, tempRepo, step } from './helpers.js';
+import { openRepo } from '../src/repo.js';
+import { undoOperation } from '../src/undo.js';
 
 test('a file named "q" (quotes in its name) or ending in a CR is snapshotted and undone with its own bytes under text=auto', async () => {
   // hash-object --stdin-paths unquotes a line starting with `"` and strips a
@@ -97,6 +99,63 @@ test('a user file whose name is not UTF-8, deleted by the agent, comes back with
     assert.ok(fs.existsSync(name) || skipped.length > 0, `the file is gone and was never reported: ${res.stdout}`);
     assert.ok(fs.existsSync(name), 'undo brings it back');
     assert.is(fs.readFileSync(name, 'utf8'), 'the user notes, latin-1 name\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// FAILS: with a required clean filter that cannot run (git lfs install sets filter.lfs.required;
+// git-lfs not on the agent's PATH), every snapshot fails, so nothing the agent does can be undone.
+// Root cause: the snapshot's update-index/status run the user's clean filter although the snapshot
+// keeps raw bytes (keepExactBytes re-hashes with --no-filters); a required one that fails is fatal.
+test('a required clean filter that fails (git-lfs missing) does not stop snapshots: the user edit the agent overwrote comes back', async () => {
+  const repo = tempRepo({ files: { '.gitattributes': '*.bin filter=lfs\n' } });
+  try {
+    repo.git(['config', 'filter.lfs.clean', 'cat']);
+    repo.git(['config', 'filter.lfs.smudge', 'cat']);
+    repo.git(['config', 'filter.lfs.required', 'true']);
+    repo.write('model.bin', 'committed weights\n');
+    repo.git(['add', '-A']);
+    repo.git(['commit', '-q', '-m', 'lfs file']);
+    repo.git(['config', 'filter.lfs.clean', 'git-lfs-not-installed clean -- %f']);
+    repo.write('model.bin', 'the user retrained weights\n');
+    const snap = await cli(repo, ['snap']);
+    assert.is(snap.code, 0, `snap fails: ${snap.stderr}`);
+    await step(repo, () => repo.write('model.bin', 'overwritten by the agent\n'));
+    const res = await cli(repo, ['undo']);
+    assert.is(res.code, 0, res.stderr);
+    assert.is(repo.read('model.bin').toString(), 'the user retrained weights\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// Fixed with this test: a parent directory swapped for a symlink to a directory outside the worktree
+// after the plan was checked (another process moves `d` away and links it back) made undo rename and
+// write files outside the worktree: replaceEntry (src/restore.ts) did not lstat the parents again at
+// the moment it replaces a path (removeEntry does, via inspect()), so setAside and the install went
+// through the symlink.
+test('undo never writes outside the worktree when a parent directory becomes a symlink to outside during the undo', async () => {
+  const repo = tempRepo({ files: { 'd/f': 'user f\n', 'a.txt': 'a\n' } });
+  const outside = path.join(repo.base, 'outside');
+  try {
+    await step(repo, () => repo.write('d/f', 'agent f\n'));
+    const r = await openRepo(repo.dir, { env: repo.env });
+    let swapped = false;
+    const res = await undoOperation(r, sessionOf(repo), 1, {
+      restoreHooks: {
+        beforeReplace: (rel) => {
+          if (rel !== 'd/f' || swapped) return;
+          swapped = true;
+          fs.renameSync(path.join(repo.dir, 'd'), outside);
+          fs.symlinkSync(outside, path.join(repo.dir, 'd'));
+        },
+      },
+    });
+    assert.ok(swapped);
+    assert.is(fs.readFileSync(path.join(outside, 'f'), 'utf8'), 'agent f\n', 'the file outside the worktree was written');
+    assert.equal(fs.readdirSync(outside).filter((n) => n !== 'f'), [], 'nothing else was created outside');
+    assert.match(res.left.find((l) => l.path === 'd/f')?.reason ?? '', /d is a symlink not in the snapshot; it was not followed/);
   } finally {
     repo.cleanup();
   }
