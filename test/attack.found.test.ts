@@ -166,11 +166,10 @@ test('undo never writes outside the worktree when a parent directory becomes a s
   }
 });
 
-// FAILS: a tracked file the agent replaced by a FIFO (a socket alike) makes every snapshot fail
-// with exit 70 ("git update-index failed: p: unsupported file type"), undo's safety snapshot
-// included: nothing of the step can be undone until the user finds and removes it.
-// Root cause: updateTracked/addPaths hand git every path diff-files lists, and update-index is
-// fatal on a path that is neither file, symlink nor directory.
+// Fixed with this test: a tracked file the agent replaced by a FIFO (a socket alike) made every
+// snapshot fail with exit 70 ("git update-index failed: p: unsupported file type"), undo's safety
+// snapshot included: updateTracked handed git every path diff-files lists, and update-index is
+// fatal on a path that is neither file, symlink nor directory. Such a path is now recorded deleted.
 test('after the agent replaced a tracked file with a FIFO, undo still restores the step (the FIFO is left and reported)', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'user a\n', p: 'user p\n' } });
   try {
@@ -182,6 +181,8 @@ test('after the agent replaced a tracked file with a FIFO, undo still restores t
     const res = await cli(repo, ['undo']);
     assert.is(res.code, 0, `undo fails: ${res.stderr}`);
     assert.is(repo.read('a.txt').toString(), 'user a\n');
+    assert.match(res.stdout, /! p\s+left as it is/);
+    assert.ok(fs.lstatSync(path.join(repo.dir, 'p')).isFIFO(), 'the FIFO is not touched');
   } finally {
     repo.cleanup();
   }

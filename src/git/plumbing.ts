@@ -88,7 +88,9 @@ export async function updateTracked(repo: Repo, indexFile: string, paths: string
   // update-index refuses a path whose directory became a symlink ("beyond a
   // symbolic link"): such an entry is gone, as `add --update` would say.
   const linked = new Map<string, boolean>();
-  const gone = paths.filter((p) => behindSymlink(repo.worktree, p, linked));
+  // Nor can it hold a FIFO, socket or device (update-index: "unsupported file type", fatal): such a
+  // tracked path is gone as a file (it holds no bytes to keep), so the snapshot records it deleted.
+  const gone = paths.filter((p) => behindSymlink(repo.worktree, p, linked) || specialFile(repo.worktree, p));
   const update = gone.length > 0 ? paths.filter((p) => !gone.includes(p)) : paths;
   if (gone.length > 0) await removePaths(repo, indexFile, gone);
   if (update.length > 0) {
@@ -99,6 +101,16 @@ export async function updateTracked(repo: Repo, indexFile: string, paths: string
     });
   }
   return paths;
+}
+
+/** Whether rel is on disk as something git cannot add: neither file, symlink nor directory (a FIFO, a socket, a device). */
+export function specialFile(worktree: string, rel: string): boolean {
+  try {
+    const st = fs.lstatSync(path.join(worktree, rel));
+    return !st.isFile() && !st.isSymbolicLink() && !st.isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a leading directory of `rel` is a symlink (cached per directory): git cannot hold such a path. */
