@@ -195,8 +195,10 @@ export async function treeVsTree(repo: Repo, index: string, treeish: string): Pr
 /** Of `paths`, those the user's ignore rules (.gitignore, info/exclude, core.excludesFile) match. */
 export async function ignoredPaths(repo: Repo, paths: string[]): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
-  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: paths.join('\0') + '\0', okCodes: [1] });
-  return new Set(splitNul(res.stdout));
+  // check-ignore reads pathspecs (GIT_LITERAL_PATHSPECS is refused): "./" keeps a name starting
+  // with ":" a plain path (":x" would be the pathspec "x"); git answers with the name as asked.
+  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: paths.map((p) => `./${p}\0`).join(''), okCodes: [1] });
+  return new Set(splitNul(res.stdout).map((p) => (p.startsWith('./') ? p.slice(2) : p)));
 }
 
 /** Removes exactly these paths from the index (the files stay on disk). */
