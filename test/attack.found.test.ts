@@ -373,4 +373,29 @@ test('an untracked file named ":x" stays in snapshots when a file named x is ign
   }
 });
 
+// FAILS: the agent adds `build/` to a new .gitignore and builds into build/; undo deletes the
+// .gitignore (build/out.o was ignored, it stays); `redo` right after refuses with exit 3:
+// "redo would overwrite a change made outside the recorded tool calls: A build/out.o (since the last
+// snapshot)". Nobody changed anything, and redo would not touch build/out.o (ignored at its target:
+// kept). Root cause: protection looks at the plan before keptAtTarget takes the kept deletions out
+// (and the undo's result commit lacks build/out.o, which its rules ignored). Suggested fix: check
+// protection on the paths the restore will change, after keptAtTarget.
+test('redo right after undo of a step that added an ignore rule for its own build output does not refuse', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await step(repo, () => {
+      repo.write('build/out.o', 'object code\n');
+      repo.write('.gitignore', 'build/\n');
+    });
+    const u = await cli(repo, ['undo']);
+    assert.is(u.code, 0, u.stderr);
+    const r = await cli(repo, ['redo']);
+    assert.is(r.code, 0, r.stderr);
+    assert.is(repo.read('.gitignore').toString(), 'build/\n');
+    assert.is(repo.read('build/out.o').toString(), 'object code\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
