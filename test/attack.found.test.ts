@@ -15,8 +15,9 @@ import { removeTempIndex, tempIndex } from '../src/snapshot-now.js';
 import { IncrementalSnapshotter } from '../src/incremental.js';
 
 test('a file named "q" (quotes in its name) or ending in a CR is snapshotted and undone with its own bytes under text=auto', async () => {
-  // hash-object --stdin-paths unquotes a line starting with `"` and strips a
-  // trailing CR: the snapshot recorded the bytes of `q` and `c` instead.
+  // Fixed with this test: hash-object --stdin-paths unquotes a line starting
+  // with `"` and strips a trailing CR, so the snapshot recorded the bytes of
+  // `q` and `c` instead (hashRaw, storeKept now hash such names one by one).
   const repo = tempRepo({ files: { '.gitattributes': '* text=auto\n', q: 'plain q\n', c: 'plain c\n' } });
   try {
     repo.write('"q"', 'the user bytes of "q"\r\n');
