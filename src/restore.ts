@@ -34,7 +34,7 @@ import type { PlannedChange, TreeEntry } from './journal.js';
 import type { Repo } from './repo.js';
 import { commitTree, indexEnv, ZERO_OID } from './git/plumbing.js';
 import { runGitSync, runGitToFdSync, splitNul } from './git/run.js';
-import { hashRaw, keepPrivate } from './snapshot.js';
+import { hashRaw, keepPrivate, stdinPathSafe } from './snapshot.js';
 import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet } from './fsutil.js';
 import { clearStaleGitLock } from './lock.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
@@ -824,6 +824,10 @@ function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBl
   const taken: Outcome = { applied: false, reason: 'created during the restore: kept as it is' };
   try {
     opts.beforeReplace?.(c.path);
+    // The parents again, as removeEntry does: writing the temp file took time, and a directory on
+    // the way that became a symlink meanwhile would take setAside and the install outside the worktree.
+    const now = inspect(repo.worktree, c.path);
+    if (now.kind === 'blocked') return { applied: false, reason: `${now.at} is ${now.what} not in the snapshot; it was not followed` };
     const aside = setAside(abs);
     if (aside === 'dir') return { applied: false, reason: 'a directory appeared during the restore: left as it is' };
     if (aside === null) {
@@ -873,8 +877,8 @@ function storeKept(repo: Repo, kept: Kept[], failing: boolean): { stored: KeptVe
       /* gone: hash-object fails on it below */
     }
   }
-  // --stdin-paths is line based and follows symlinks: those go one by one, through --stdin.
-  const batch = kept.filter((k) => !k.symlink && !k.abs.includes('\n'));
+  // --stdin-paths is line based (stdinPathSafe) and follows symlinks: those go one by one, through --stdin.
+  const batch = kept.filter((k) => !k.symlink && stdinPathSafe(k.abs));
   try {
     if (batch.length > 0) {
       const res = runGitSync(['hash-object', '-w', '--no-filters', '--stdin-paths'], { ...gitSyncOptions(repo), input: batch.map((k) => k.abs).join('\n') + '\n' });

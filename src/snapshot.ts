@@ -10,7 +10,7 @@ import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
 import { snapshotStatusArgs } from './git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
-import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from './git/plumbing.js';
+import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
 import { skipRestoreTemp, statKey, unlinkQuiet } from './fsutil.js';
 import { ObjectReader } from './git/cat-file.js';
@@ -230,8 +230,10 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     if (!skipped.some((x) => x.path === u.path)) skipped.push({ path: u.path, reason: u.reason });
     if (!u.dir) drop.push(u.path);
   }
+  // A path the user tracks that is a FIFO or socket now cannot be added (see updateTracked): gone as a file.
+  for (const rel of tracked) if (specialFile(repo.worktree, rel)) drop.push(rel);
   if (drop.length > 0) await removePaths(repo, indexFile, drop);
-  toAdd.push(...tracked);
+  toAdd.push(...tracked.filter((rel) => !drop.includes(rel)));
   const userTracked = new Set(tracked);
   for (const rel of untracked) {
     if (userTracked.has(rel)) continue; // tracked by the user: added above, never classified
@@ -610,16 +612,25 @@ async function readEntries(repo: Repo, indexFile: string, paths: string[]): Prom
   return out;
 }
 
+/**
+ * Whether `hash-object --stdin-paths` reads p back as written: it is line
+ * based, unquotes a line that starts with `"` (C style) and strips a CR before
+ * the LF, so such a name would hash another file (or fail).
+ */
+export function stdinPathSafe(p: string): boolean {
+  return !p.includes('\n') && !p.startsWith('"') && !p.endsWith('\r');
+}
+
 export async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
-  // --stdin-paths is line based: paths with a newline are hashed one by one.
-  const simple = paths.filter((p) => !p.includes('\n'));
+  // --stdin-paths is line based: other paths are hashed one by one.
+  const simple = paths.filter(stdinPathSafe);
   const out = new Map<string, string>();
   if (simple.length > 0) {
     const res = await repo.git(['hash-object', '-w', '--no-filters', '--stdin-paths'], { input: simple.join('\n') + '\n' });
     const oids = res.stdout.toString('utf8').trim().split('\n');
     simple.forEach((p, i) => out.set(p, oids[i] ?? ''));
   }
-  for (const p of paths.filter((x) => x.includes('\n'))) {
+  for (const p of paths.filter((x) => !stdinPathSafe(x))) {
     const res = await repo.git(['hash-object', '-w', '--no-filters', '--', p]);
     out.set(p, res.stdout.toString('utf8').trim());
   }

@@ -78,7 +78,8 @@ export class IgnoreChecker {
     const child = this.start();
     return new Promise((resolve, reject) => {
       this.queue.push({ path: rel, resolve, reject });
-      child.stdin.write(`${rel}\0`);
+      // A pathspec to git: "./" keeps a name starting with ":" a plain path (answers come in order).
+      child.stdin.write(`./${rel}\0`);
     });
   }
 

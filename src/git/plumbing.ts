@@ -88,7 +88,9 @@ export async function updateTracked(repo: Repo, indexFile: string, paths: string
   // update-index refuses a path whose directory became a symlink ("beyond a
   // symbolic link"): such an entry is gone, as `add --update` would say.
   const linked = new Map<string, boolean>();
-  const gone = paths.filter((p) => behindSymlink(repo.worktree, p, linked));
+  // Nor can it hold a FIFO, socket or device (update-index: "unsupported file type", fatal): such a
+  // tracked path is gone as a file (it holds no bytes to keep), so the snapshot records it deleted.
+  const gone = paths.filter((p) => behindSymlink(repo.worktree, p, linked) || specialFile(repo.worktree, p));
   const update = gone.length > 0 ? paths.filter((p) => !gone.includes(p)) : paths;
   if (gone.length > 0) await removePaths(repo, indexFile, gone);
   if (update.length > 0) {
@@ -99,6 +101,16 @@ export async function updateTracked(repo: Repo, indexFile: string, paths: string
     });
   }
   return paths;
+}
+
+/** Whether rel is on disk as something git cannot add: neither file, symlink nor directory (a FIFO, a socket, a device). */
+export function specialFile(worktree: string, rel: string): boolean {
+  try {
+    const st = fs.lstatSync(path.join(worktree, rel));
+    return !st.isFile() && !st.isSymbolicLink() && !st.isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a leading directory of `rel` is a symlink (cached per directory): git cannot hold such a path. */
@@ -183,8 +195,10 @@ export async function treeVsTree(repo: Repo, index: string, treeish: string): Pr
 /** Of `paths`, those the user's ignore rules (.gitignore, info/exclude, core.excludesFile) match. */
 export async function ignoredPaths(repo: Repo, paths: string[]): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
-  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: paths.join('\0') + '\0', okCodes: [1] });
-  return new Set(splitNul(res.stdout));
+  // check-ignore reads pathspecs (GIT_LITERAL_PATHSPECS is refused): "./" keeps a name starting
+  // with ":" a plain path (":x" would be the pathspec "x"); git answers with the name as asked.
+  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: paths.map((p) => `./${p}\0`).join(''), okCodes: [1] });
+  return new Set(splitNul(res.stdout).map((p) => (p.startsWith('./') ? p.slice(2) : p)));
 }
 
 /** Removes exactly these paths from the index (the files stay on disk). */
