@@ -220,6 +220,13 @@ export interface RestoreResult {
   /** Of `left`: nested repositories (gitlinks), never written. */
   nested: string[];
   /**
+   * Of `applied`: paths the target has that were on disk just as the target
+   * has them although the plan's `from` (the safety snapshot) lacked them — a
+   * snapshot left them out (ignored since, skipped): recordApplied must not
+   * add them, or the operation's result would hold what no scan holds.
+   */
+  foundInPlace: string[];
+  /**
    * The versions kept (their ids are also in `left`): the caller makes them
    * reachable (keptCommit, referenced from the operation's commits), then
    * calls releaseKept.
@@ -1039,7 +1046,8 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
   }
   applied.sort((a, b) => (a.path < b.path ? -1 : 1));
   left.sort((a, b) => (a.path < b.path ? -1 : 1));
-  return { applied, left, nested: prepared.nested, kept: stored.stored, release: stored.release };
+  const foundInPlace = prepared.already.filter((c) => c.from === null).map((c) => c.path);
+  return { applied, left, nested: prepared.nested, foundInPlace, kept: stored.stored, release: stored.release };
 }
 
 /**
@@ -1111,7 +1119,9 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: Prepare
  * the resulting tree. Removals go first so a path can change between file
  * and directory.
  */
-export async function recordApplied(repo: Repo, indexFile: string, applied: PlannedChange[]): Promise<string> {
+export async function recordApplied(repo: Repo, indexFile: string, applied: PlannedChange[], foundInPlace: Iterable<string> = []): Promise<string> {
+  const inPlace = new Set(foundInPlace);
+  if (inPlace.size > 0) applied = applied.filter((c) => !inPlace.has(c.path));
   const lines: string[] = [];
   for (const c of applied) if (c.to === null || (c.from && changeLetter(c) === 'T')) lines.push(`0 ${ZERO_OID}\t${c.path}`);
   for (const c of applied) if (c.to !== null) lines.push(`${c.to.mode} ${c.to.oid}\t${c.path}`);

@@ -22,8 +22,8 @@ import type { Repo } from './repo.js';
 import { loadSettings, type Settings } from './config.js';
 import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from './session.js';
 import { withLock } from './lock.js';
-import { snapshotTree } from './snapshot.js';
-import { commitTree, diffTrees, readHead, treeOf, updateRefs } from './git/plumbing.js';
+import { snapshotTree, untrackedClassifier } from './snapshot.js';
+import { commitTree, diffTrees, ignoredPaths, readHead, treeOf, updateRefs } from './git/plumbing.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 import { applyPlan, changeLetter, gitlinkPaths, keptCommit, NESTED_REPO_REASON, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from './read.js';
@@ -592,7 +592,29 @@ function checkWorktree(repo: Repo, s: Session): void {
 }
 
 /** Completes (or abandons) operations a crash left half done. Caller holds both locks. */
-async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession, events: JournalEvent[]): Promise<RecoveredOp[]> {
+/**
+ * Of the paths a restore found already as the target has them although the
+ * safety snapshot lacked them, those a scan of the worktree as it is now leaves
+ * out (ignored under the rules now on disk, or skipped: secret, size cap,
+ * exclude): the operation's result must not hold them, or it would hold what
+ * no snapshot does. One check-ignore, only when there are such paths.
+ */
+async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
+  if (paths.length === 0) return [];
+  const ignored = await ignoredPaths(repo, paths);
+  const classify = untrackedClassifier(settings);
+  return paths.filter((p) => {
+    if (ignored.has(p)) return true;
+    try {
+      const st = fs.lstatSync(path.join(repo.worktree, p));
+      return st.isFile() && classify(p, st.size) !== null;
+    } catch {
+      return true; // gone meanwhile: no scan holds it
+    }
+  });
+}
+
+async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession, events: JournalEvent[], settings: Settings): Promise<RecoveredOp[]> {
   const done = new Set(events.filter((e) => e.type === 'op.done').map((e) => (e as OpDoneEvent).op));
   const out: RecoveredOp[] = [];
   for (let i = 0; i < events.length; i++) {
@@ -620,7 +642,7 @@ async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession,
       out.push({ op: start.op, kind: start.kind, status: 'abandoned', reason: `completing it failed: ${reason}`, ref });
       continue;
     }
-    const tree = await recordApplied(repo, locked.paths.index, applied.applied);
+    const tree = await recordApplied(repo, locked.paths.index, applied.applied, await leftOutNow(repo, settings, applied.foundInPlace));
     const head = (await readHead(repo)).commit;
     const kept = await keptCommit(repo, applied.kept, opMessage(id, start.op, 'kept', `versions kept by operation ${start.op} (${start.kind}, completed after an interruption)`, head));
     const commit = await commitTree(repo, { tree, parents: resultParents(start.safety, kept), message: opMessage(id, start.op, start.kind, `operation ${start.op} ${start.kind} (completed after an interruption)`, head) });
@@ -661,7 +683,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
     return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: spec.kind }, async () => {
       let events = readJournal(locked.paths.journal).events;
-      result.recovered = await recoverInterrupted(repo, id, locked, events);
+      result.recovered = await recoverInterrupted(repo, id, locked, events, settings);
       if (result.recovered.length > 0) events = readJournal(locked.paths.journal).events;
       const session = foldJournal(events)!;
       const ops = foldOps(events);
@@ -709,7 +731,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
       result.safetyRef = ref;
 
       const applied = await applyPlan(repo, p.plan, { target: targetOf(p.resolved), ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
-      const tree = await recordApplied(repo, locked.paths.index, applied.applied);
+      const tree = await recordApplied(repo, locked.paths.index, applied.applied, await leftOutNow(repo, settings, applied.foundInPlace));
       const kept = await keptCommit(repo, applied.kept, opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead));
       const commit = await commitTree(repo, {
         tree,

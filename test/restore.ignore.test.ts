@@ -365,4 +365,26 @@ test('cost: no git process for the target rules unless the plan deletes a path; 
   }
 });
 
+test('undo to a state with a file that an exclude rule added since ignores, on disk as the target has it: the result snapshot does not hold it (found by the generative test)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    repo.write('b.txt', 'untracked b\n');
+    const snap = await cli(repo, ['snap', '--json']);
+    assert.is(snap.code, 0, snap.stderr);
+    const id = (JSON.parse(snap.stdout) as { session: string }).session;
+    fs.appendFileSync(path.join(repo.dir, '.git', 'info', 'exclude'), '*.txt\n');
+    const res = await cli(repo, ['undo', '--force', '1']);
+    assert.is(res.code, 0, res.stderr);
+    assert.is(repo.read('b.txt').toString(), 'untracked b\n');
+    // The operation's result is the worktree as a scan of it holds it: b.txt is ignored now.
+    const head = repo.git(['rev-parse', `refs/agentsnap/sessions/${id}/head`]).trim();
+    assert.is(repo.gitRaw(['cat-file', '-e', `${head}:b.txt`]).status, 128, 'b.txt is not in the result');
+    const next = await cli(repo, ['snap', '--json']);
+    assert.is(next.code, 0, next.stderr);
+    assert.equal((JSON.parse(next.stdout) as { changed: unknown[] }).changed, [], 'the next snapshot sees no change');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -1025,7 +1025,10 @@ export class World {
       // (c) the worktree now equals the target, except what the operation reported it left.
       const target = treeEntries(this.repo, start.to as string);
       for (const [p] of after.skipped) target.delete(p);
-      const diff = diffEntries(target, after.tree, exempt);
+      // A target file that is on disk but ignored now (an exclude rule added since) is there all the same.
+      const onDisk = new Map(after.tree);
+      for (const [p, e] of after.untouchable) if (target.has(p) && !onDisk.has(p)) onDisk.set(p, e);
+      const diff = diffEntries(target, onDisk, exempt);
       this.checkLeftOutKept(before, args[0]!, target);
       if (diff.length > 0) throw new InvariantError(`(c) after ${args[0]} the worktree differs from its target ${String(start.to).slice(0, 10)} outside the paths it reported as left (${left.join(', ') || 'none'}):\n${diff.join('\n')}`);
       // (a) its result commit is the worktree as it now is.
