@@ -3,6 +3,7 @@
 // surrounding git hook or agent (GIT_INDEX_FILE, GIT_DIR, ...) can redirect
 // agentsnap into the user's index or another repository.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import fs from 'node:fs';
 import { errors } from '../errors.js';
 
 /** Variables from the caller's environment that are safe to pass on to git. */
@@ -92,6 +93,15 @@ export function spawnGit(args: string[], opts: Omit<GitOptions, 'input' | 'okCod
   return spawn('git', args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
+/** Why git could not be started: ENOENT is also what a missing working directory gives (a name that is not UTF-8 turned into U+FFFD, say). */
+function spawnFailure(e: NodeJS.ErrnoException, cwd: string): Error {
+  if (e.code === 'ENOENT' && !fs.existsSync(cwd)) {
+    return errors.gitFailed(`could not start git: its directory ${cwd} does not exist${cwd.includes('\uFFFD') ? ' (its name is not UTF-8)' : ''}`, { cause: e, data: { cwd } });
+  }
+  if (e.code === 'ENOENT') return errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
+  return errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
+}
+
 /** Runs git and collects its output; throws GitFailed on unexpected exit codes. */
 export function runGit(args: string[], opts: GitOptions): Promise<GitResult> {
   return new Promise((resolve, reject) => {
@@ -102,17 +112,7 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitResult> {
     const err: Buffer[] = [];
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => err.push(d));
-    child.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT') {
-        reject(
-          errors.gitMissing('git was not found on PATH.', {
-            hint: 'Install git 2.30 or newer and make sure `git` is on PATH.',
-          }),
-        );
-      } else {
-        reject(errors.gitFailed(`could not start git: ${e.message}`, { cause: e }));
-      }
-    });
+    child.on('error', (e: NodeJS.ErrnoException) => reject(spawnFailure(e, opts.cwd)));
     child.stdin.on('error', () => {
       /* git may exit before reading all input; its exit code tells what happened */
     });
@@ -154,9 +154,7 @@ export function runGitToFdSync(args: string[], opts: Pick<GitOptions, 'cwd' | 'e
   notifySpawn(args, opts.cwd);
   const res = spawnSync('git', args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', fd, 'pipe'], maxBuffer: 16 * 1024 * 1024 });
   if (res.error) {
-    const e = res.error as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') throw errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
-    throw errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
+    throw spawnFailure(res.error as NodeJS.ErrnoException, opts.cwd);
   }
   if (res.status !== 0) {
     const stderr = res.stderr?.toString('utf8') ?? '';
@@ -172,9 +170,7 @@ export function runGitSync(args: string[], opts: GitOptions): GitResult {
   notifySpawn(args, opts.cwd);
   const res = spawnSync('git', args, { cwd: opts.cwd, env, input: opts.input, maxBuffer: 64 * 1024 * 1024 });
   if (res.error) {
-    const e = res.error as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') throw errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
-    throw errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
+    throw spawnFailure(res.error as NodeJS.ErrnoException, opts.cwd);
   }
   const code = res.status ?? 128;
   const stderr = res.stderr?.toString('utf8') ?? '';
