@@ -52,6 +52,7 @@ const make =
 export const errors = {
   notARepository: make('NotARepository', 'user'),
   bareRepository: make('BareRepository', 'user'),
+  unsupportedPath: make('UnsupportedPath', 'user'),
   gitMissing: make('GitMissing', 'user'),
   gitTooOld: make('GitTooOld', 'user'),
   invalidSessionId: make('InvalidSessionId', 'user'),

@@ -1,6 +1,6 @@
 // Small file-system helpers shared by the modules that manage agentsnap's
 // state, worktrees and temporary files. None of them follows a symlink.
-import fs from 'node:fs';
+import * as fs from './fs-bytes.js'; // names that are not UTF-8 by their bytes
 import path from 'node:path';
 
 /** Whether anything (a dangling symlink included) is at p. */

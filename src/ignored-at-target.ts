@@ -28,13 +28,13 @@
 // Cost: nothing without deletions; otherwise two git processes (`cat-file
 // --batch` for the .gitignore blobs and the target snapshot's commit,
 // `check-ignore`) and an lstat per deletion.
-import fs from 'node:fs';
+import * as fs from './fs-bytes.js'; // names that are not UTF-8 by their bytes (see fs-bytes.ts)
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { PlannedChange } from './journal.js';
 import type { Repo } from './repo.js';
 import { errors } from './errors.js';
-import { runGit, splitNul } from './git/run.js';
+import { pathsInput, runGit, splitNul } from './git/run.js';
 import { SNAPSHOT_GIT_CONFIG } from './git/status-args.js';
 import { rmQuiet } from './fsutil.js';
 
@@ -67,7 +67,7 @@ function ancestors(rel: string): string[] {
 async function readTargetRules(repo: Repo, tree: string, dirs: string[], snapshot: string | null): Promise<{ rules: Map<string, Buffer>; scannedBefore: number | null }> {
   const out = new Map<string, Buffer>();
   const names = dirs.map((d) => `${tree}:${d === '' ? '' : `${d}/`}.gitignore`);
-  const res = await repo.git(['cat-file', '--batch'], { input: [...names, ...(snapshot ? [snapshot] : [])].join('\n') + '\n' });
+  const res = await repo.git(['cat-file', '--batch'], { input: pathsInput([...names, ...(snapshot ? [snapshot] : [])], '\n') });
   const buf = res.stdout;
   let pos = 0;
   let scannedBefore: number | null = null;
@@ -179,7 +179,7 @@ async function checkIgnore(repo: Repo, rules: Map<string, Buffer>, paths: string
       cwd: tmp,
       env: repo.env,
       extraEnv: { GIT_DIR: repo.gitDir, GIT_WORK_TREE: tmp },
-      input: paths.map((p) => `./${p}\0`).join(''),
+      input: pathsInput(paths, '\0', './'),
       okCodes: [1],
     });
     return splitNul(res.stdout).map((p) => (p.startsWith('./') ? p.slice(2) : p));

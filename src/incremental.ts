@@ -14,7 +14,7 @@ import type { ChangedPath, SkippedFile } from './journal.js';
 import { PROJECT_FILE, WORKTREE_EXCLUDE_FILE, lastValue, readGitConfig, type GitConfig, type Settings } from './config.js';
 import { snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
 import { diffTrees } from './git/plumbing.js';
-import { splitNul } from './git/run.js';
+import { fsPath, hasRawBytes, splitNul } from './git/run.js';
 import { ObjectReader } from './git/cat-file.js';
 import { IgnoreChecker } from './git/check-ignore.js';
 import { objectStore, type ObjectStore } from './git/objects.js';
@@ -111,7 +111,7 @@ function statRecord(st: fs.Stats): number {
   return (a >>> 0) * 2097152 + (b >>> 11);
 }
 
-function lstatOrNull(file: string): fs.Stats | null {
+function lstatOrNull(file: string | Buffer): fs.Stats | null {
   try {
     return fs.lstatSync(file, { throwIfNoEntry: false }) ?? null;
   } catch {
@@ -320,7 +320,7 @@ export class IncrementalSnapshotter {
         if (this.closed) return res;
       }
       const p = paths[i] as string;
-      const st = lstatOrNull(path.join(this.repo.worktree, p));
+      const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
       res.files++;
       if (st?.isDirectory()) continue; // a gitlink (nested repositories mean full scans anyway)
       if (st?.isFile() && st.nlink > 1) this.linked.add(p);
@@ -357,7 +357,7 @@ export class IncrementalSnapshotter {
     for (const p of this.mappedLast) dirty.add(p);
     this.mappedLast = mapped;
     for (const p of this.linked) {
-      const st = lstatOrNull(path.join(this.repo.worktree, p));
+      const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
       const rec = this.records.get(p);
       if (!st || rec === undefined || statRecord(st) !== rec) dirty.add(p);
       if (!st?.isFile() || st.nlink < 2) this.linked.delete(p);
@@ -367,7 +367,7 @@ export class IncrementalSnapshotter {
   /** Records the stat of files the full scan that began at `at` just read (racy ones are read again next time). */
   private recordAfterFull(paths: Iterable<string>, at: number): void {
     for (const p of paths) {
-      const st = lstatOrNull(path.join(this.repo.worktree, p));
+      const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
       if (!st || st.isDirectory()) continue;
       this.records.set(p, statRecord(st));
       if (this.racy(st, at)) this.pending.add(p);
@@ -695,6 +695,8 @@ class Walk {
 
   /** Reads one dirty path; 'dir' when it is a directory (walked whole), or the reason for a full scan. */
   async visit(rel: string): Promise<'file' | 'dir' | 'absent' | string> {
+    // A name that is not UTF-8 (from a tree or the index, see splitNul): lstat of the string would say it is gone.
+    if (hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
     if (!this.parentsAreDirs(rel)) {
       // Not a file of the worktree: its nearest changed parent has its own event.
       this.replaced.push(rel);
@@ -786,7 +788,7 @@ class Walk {
       this.linked.add(rel);
       return `${rel} has ${st.nlink} hard links`;
     }
-    if (rel.includes('\uFFFD')) return `${rel}: a file name that is not UTF-8`;
+    if (rel.includes('\uFFFD') || hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
     if (this.index.tracked.has(rel)) {
       this.files.push({ rel, symlink, st });
       return null;

@@ -2,7 +2,8 @@
 // directories are, and a git runner bound to them. Nothing here is global, so
 // one process can hold several repositories at once.
 import path from 'node:path';
-import { realpathSync } from 'node:fs';
+import { isUtf8 } from 'node:buffer';
+import { realpathSync, statSync } from 'node:fs';
 import { errors } from './errors.js';
 import { cleanGitEnv, runGit, type GitOptions, type GitResult } from './git/run.js';
 import type { CommitSpec, RefUpdate } from './git/plumbing.js';
@@ -58,10 +59,28 @@ function bindGit(worktree: string, gitDir: string, env: NodeJS.ProcessEnv): Repo
   return (args, opts = {}) => runGit(args, { cwd: worktree, env: bound, ...opts });
 }
 
+/** False only when p is certainly not a directory (missing, or not one); other errors are left to git. */
+function existsDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code !== 'ENOENT' && code !== 'ENOTDIR';
+  }
+}
+
 /** Finds the repository containing `cwd`; refuses bare repositories and .git directories. */
 export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Promise<Repo> {
   const callerEnv = options.env ?? process.env;
   const env = cleanGitEnv(callerEnv);
+  // A directory whose name is not UTF-8 reaches Node as a string with U+FFFD in it (process.cwd() decodes
+  // lossily): it names no directory, and spawning git there fails with ENOENT, which is not "git is missing".
+  if (!existsDir(cwd)) {
+    throw errors.unsupportedPath(
+      cwd.includes('\uFFFD') ? `the directory's name is not UTF-8 (${cwd}): agentsnap cannot work in it.` : `the directory ${cwd} does not exist.`,
+      { hint: cwd.includes('\uFFFD') ? 'Rename the directory (or a parent) to a UTF-8 name, or run agentsnap through a symlink whose path is UTF-8.' : 'Run agentsnap from an existing directory of a git worktree.', data: { cwd } },
+    );
+  }
   const res = await runGit(
     ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-toplevel', '--show-prefix'],
     { cwd, env, okCodes: [128] },
@@ -81,6 +100,21 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
       });
     }
     throw errors.gitFailed(`git could not read the repository at ${cwd}: ${res.stderr.trim()}`, { data: { cwd } });
+  }
+  // One value per line: a path holding a newline would shift every value after it (a crafted name could
+  // point the state dir at another repository), so such a repository is refused rather than misread.
+  if (res.code === 0 && lines.length !== 7) {
+    throw errors.unsupportedPath(`the repository's path holds a newline (${JSON.stringify(cwd)}): agentsnap cannot work in it.`, {
+      hint: 'Rename the directory so that its path holds no newline.',
+      data: { cwd },
+    });
+  }
+  // A path that is not UTF-8 (the worktree reached through a symlink, say) cannot be named to git or the filesystem from a string.
+  if (res.code === 0 && !isUtf8(res.stdout)) {
+    throw errors.unsupportedPath(`the repository's path is not UTF-8 (${lines[4] ?? cwd}): agentsnap cannot work in it.`, {
+      hint: 'Rename the directory (or a parent) to a UTF-8 name.',
+      data: { cwd },
+    });
   }
   const [bare, inside, gitDirRaw, commonRaw, toplevel, prefix] = lines;
   if (bare === 'true') {

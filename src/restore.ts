@@ -26,7 +26,7 @@
 //   the target's rules, or on disk unchanged since before the target snapshot
 //   (keptAtTarget, src/ignored-at-target.ts); they are left and reported.
 // - Applying the same plan twice is harmless (roll-forward after a crash).
-import fs from 'node:fs';
+import * as fs from './fs-bytes.js'; // names that are not UTF-8 by their bytes (see fs-bytes.ts)
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { errors } from './errors.js';

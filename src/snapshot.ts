@@ -11,7 +11,7 @@ import type { Repo } from './repo.js';
 import { snapshotStatusArgs } from './git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
 import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from './git/plumbing.js';
-import { argChunks, cleanGitEnv, runGit, splitNul } from './git/run.js';
+import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from './git/run.js';
 import { skipRestoreTemp, statKey, unlinkQuiet } from './fsutil.js';
 import { ObjectReader } from './git/cat-file.js';
 import { objectStore } from './git/objects.js';
@@ -248,7 +248,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     if (skipRestoreTemp(repo.worktree, rel)) continue;
     let st: fs.Stats;
     try {
-      st = fs.lstatSync(abs);
+      st = fs.lstatSync(fsPath(abs)); // a name that is not UTF-8 by its bytes (see splitNul)
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') continue; // deleted since listed
@@ -488,7 +488,7 @@ async function reconcileWithUserIndex(
   const present = (p: string) => {
     const abs = path.join(repo.worktree, p);
     try {
-      fs.lstatSync(abs);
+      fs.lstatSync(fsPath(abs));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // Not there, or not readable: listed as such (never silently left out).
@@ -513,7 +513,7 @@ async function reconcileWithUserIndex(
     }
     let st: fs.Stats;
     try {
-      st = fs.lstatSync(path.join(repo.worktree, rel));
+      st = fs.lstatSync(fsPath(path.join(repo.worktree, rel)));
     } catch {
       continue; // deleted: `add --update` already removed it
     }
@@ -529,7 +529,7 @@ async function reconcileWithUserIndex(
 
 function isDirectory(abs: string): boolean {
   try {
-    return fs.lstatSync(abs).isDirectory();
+    return fs.lstatSync(fsPath(abs)).isDirectory();
   } catch {
     return false;
   }
@@ -538,7 +538,7 @@ function isDirectory(abs: string): boolean {
 /** Whether anything is at `abs`, a dangling symlink included (fs.existsSync follows links). */
 function lexists(abs: string): boolean {
   try {
-    fs.lstatSync(abs);
+    fs.lstatSync(fsPath(abs));
     return true;
   } catch {
     return false;
@@ -567,7 +567,7 @@ async function allEntries(repo: Repo, indexFile: string): Promise<string[]> {
 /** Of `paths`, those whose attributes (or core.autocrlf) may transform content. */
 async function transformedPaths(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
   if (paths.length === 0) return [];
-  const res = await repo.git(['check-attr', '-z', '--stdin', ...TRANSFORMING_ATTRS], { input: paths.join('\0') + '\0' });
+  const res = await repo.git(['check-attr', '-z', '--stdin', ...TRANSFORMING_ATTRS], { input: pathsInput(paths) });
   const tokens = splitNul(res.stdout);
   const hit = new Set<string>();
   const auto = autocrlfOn(settings);
@@ -626,7 +626,7 @@ export async function hashRaw(repo: Repo, paths: string[]): Promise<string[]> {
   const simple = paths.filter(stdinPathSafe);
   const out = new Map<string, string>();
   if (simple.length > 0) {
-    const res = await repo.git(['hash-object', '-w', '--no-filters', '--stdin-paths'], { input: simple.join('\n') + '\n' });
+    const res = await repo.git(['hash-object', '-w', '--no-filters', '--stdin-paths'], { input: pathsInput(simple, '\n') });
     const oids = res.stdout.toString('utf8').trim().split('\n');
     simple.forEach((p, i) => out.set(p, oids[i] ?? ''));
   }
@@ -807,7 +807,7 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   if (st.changed.length + st.untracked.length > (opts.maxInProcessPaths ?? MAX_IN_PROCESS_PATHS)) return `${st.changed.length + st.untracked.length} changed paths`;
   for (const rel of [...st.changed, ...st.untracked]) {
     if (rel.endsWith('/')) return `nested repository at ${rel}`;
-    if (rel.includes('\uFFFD')) return `${rel}: a file name that is not UTF-8`;
+    if (rel.includes('\uFFFD') || hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
     if (isAttributesFile(rel)) return `attributes file ${rel}`;
   }
 

@@ -2,6 +2,7 @@
 // after random rounds of what agents and users do to a worktree, it returns
 // the same tree, skipped set and changed list as snapshotTree on a fresh
 // throwaway index, and a good share of the rounds took the fast path.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -449,6 +450,34 @@ test('a file name that is not UTF-8 falls back to the full scan', async () => {
     fs.writeFileSync(Buffer.concat([Buffer.from(`${c.t.dir}/bad-`), Buffer.from([0xff, 0xfe]), Buffer.from('.txt')]), 'x');
     const res = await check(c, parent, 'latin-1 name');
     assert.is(res.mode, 'full');
+  } finally {
+    await teardown(c);
+  }
+});
+
+// The full scan records a name that is not UTF-8 by its bytes (splitNul): the engine keeps it in later
+// snapshots, a sweep does not take it for gone, and a change to it means a full scan again.
+test('a file name that is not UTF-8 stays in the tree across incremental snapshots and sweeps', async () => {
+  const c = await setup({ 'a.txt': 'a\n' });
+  const raw = Buffer.concat([Buffer.from(`${c.t.dir}/bad-`), Buffer.from([0xff, 0xfe]), Buffer.from('.txt')]);
+  try {
+    fs.writeFileSync(raw, 'x');
+    let parent = (await check(c, null, 'first')).tree;
+    const names = spawnSync('git', ['ls-tree', '-z', '--name-only', parent], { cwd: c.t.dir, env: c.t.env }).stdout;
+    assert.ok(names.includes(Buffer.from([0x62, 0x61, 0x64, 0x2d, 0xff, 0xfe])), 'in the tree by its bytes');
+    c.t.write('a.txt', 'edited\n');
+    // (full or incremental: a file written this recently is read again, and reading it means a full scan)
+    let res = await check(c, parent, 'an edit elsewhere');
+    parent = res.tree;
+    await c.engine.sweep();
+    res = await check(c, parent, 'after a sweep');
+    parent = res.tree;
+    fs.writeFileSync(raw, 'changed');
+    res = await check(c, parent, 'the raw name changed');
+    parent = res.tree;
+    fs.rmSync(raw);
+    res = await check(c, parent, 'the raw name deleted');
+    assert.is(res.changed.length, 1);
   } finally {
     await teardown(c);
   }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Repo } from '../repo.js';
 import type { ChangedPath } from '../journal.js';
-import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, splitNul } from './run.js';
+import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, fsPath, pathsInput, splitNul } from './run.js';
 import { clearStaleGitLock } from '../lock.js';
 import { errors } from '../errors.js';
 
@@ -97,7 +97,7 @@ export async function updateTracked(repo: Repo, indexFile: string, paths: string
     // --index-version 4: see addPaths.
     await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--index-version', '4', '--remove', '-z', '--stdin'], {
       extraEnv: indexEnv(indexFile),
-      input: update.join('\0') + '\0',
+      input: pathsInput(update),
     });
   }
   return paths;
@@ -106,7 +106,7 @@ export async function updateTracked(repo: Repo, indexFile: string, paths: string
 /** Whether rel is on disk as something git cannot add: neither file, symlink nor directory (a FIFO, a socket, a device). */
 export function specialFile(worktree: string, rel: string): boolean {
   try {
-    const st = fs.lstatSync(path.join(worktree, rel));
+    const st = fs.lstatSync(fsPath(path.join(worktree, rel)));
     return !st.isFile() && !st.isSymbolicLink() && !st.isDirectory();
   } catch {
     return false;
@@ -121,7 +121,7 @@ export function behindSymlink(worktree: string, rel: string, cache: Map<string, 
     let isLink = cache.get(dir);
     if (isLink === undefined) {
       try {
-        isLink = fs.lstatSync(path.join(worktree, dir)).isSymbolicLink();
+        isLink = fs.lstatSync(fsPath(path.join(worktree, dir))).isSymbolicLink();
       } catch {
         isLink = false;
       }
@@ -146,7 +146,7 @@ export async function addPaths(repo: Repo, indexFile: string, paths: string[]): 
   // snapshot at 100k files); a no-op once the index is version 4.
   await repo.git([...SNAPSHOT_GIT_CONFIG, 'update-index', '--index-version', '4', '--add', '--remove', '--replace', '-z', '--stdin'], {
     extraEnv: indexEnv(indexFile),
-    input: paths.join('\0') + '\0',
+    input: pathsInput(paths),
   });
 }
 
@@ -197,14 +197,14 @@ export async function ignoredPaths(repo: Repo, paths: string[]): Promise<Set<str
   if (paths.length === 0) return new Set();
   // check-ignore reads pathspecs (GIT_LITERAL_PATHSPECS is refused): "./" keeps a name starting
   // with ":" a plain path (":x" would be the pathspec "x"); git answers with the name as asked.
-  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: paths.map((p) => `./${p}\0`).join(''), okCodes: [1] });
+  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: pathsInput(paths, '\0', './'), okCodes: [1] });
   return new Set(splitNul(res.stdout).map((p) => (p.startsWith('./') ? p.slice(2) : p)));
 }
 
 /** Removes exactly these paths from the index (the files stay on disk). */
 export async function removePaths(repo: Repo, indexFile: string, paths: string[]): Promise<void> {
   if (paths.length === 0) return;
-  await repo.git(['update-index', '--force-remove', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: paths.join('\0') + '\0' });
+  await repo.git(['update-index', '--force-remove', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: pathsInput(paths) });
 }
 
 export async function writeTree(repo: Repo, indexFile: string): Promise<string> {

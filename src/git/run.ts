@@ -3,6 +3,8 @@
 // surrounding git hook or agent (GIT_INDEX_FILE, GIT_DIR, ...) can redirect
 // agentsnap into the user's index or another repository.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { isUtf8 } from 'node:buffer';
+import fs from 'node:fs';
 import { errors } from '../errors.js';
 
 /** Variables from the caller's environment that are safe to pass on to git. */
@@ -92,6 +94,15 @@ export function spawnGit(args: string[], opts: Omit<GitOptions, 'input' | 'okCod
   return spawn('git', args, { cwd: opts.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
+/** Why git could not be started: ENOENT is also what a missing working directory gives (a name that is not UTF-8 turned into U+FFFD, say). */
+function spawnFailure(e: NodeJS.ErrnoException, cwd: string): Error {
+  if (e.code === 'ENOENT' && !fs.existsSync(cwd)) {
+    return errors.gitFailed(`could not start git: its directory ${cwd} does not exist${cwd.includes('\uFFFD') ? ' (its name is not UTF-8)' : ''}`, { cause: e, data: { cwd } });
+  }
+  if (e.code === 'ENOENT') return errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
+  return errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
+}
+
 /** Runs git and collects its output; throws GitFailed on unexpected exit codes. */
 export function runGit(args: string[], opts: GitOptions): Promise<GitResult> {
   return new Promise((resolve, reject) => {
@@ -102,17 +113,7 @@ export function runGit(args: string[], opts: GitOptions): Promise<GitResult> {
     const err: Buffer[] = [];
     child.stdout.on('data', (d: Buffer) => out.push(d));
     child.stderr.on('data', (d: Buffer) => err.push(d));
-    child.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'ENOENT') {
-        reject(
-          errors.gitMissing('git was not found on PATH.', {
-            hint: 'Install git 2.30 or newer and make sure `git` is on PATH.',
-          }),
-        );
-      } else {
-        reject(errors.gitFailed(`could not start git: ${e.message}`, { cause: e }));
-      }
-    });
+    child.on('error', (e: NodeJS.ErrnoException) => reject(spawnFailure(e, opts.cwd)));
     child.stdin.on('error', () => {
       /* git may exit before reading all input; its exit code tells what happened */
     });
@@ -154,9 +155,7 @@ export function runGitToFdSync(args: string[], opts: Pick<GitOptions, 'cwd' | 'e
   notifySpawn(args, opts.cwd);
   const res = spawnSync('git', args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', fd, 'pipe'], maxBuffer: 16 * 1024 * 1024 });
   if (res.error) {
-    const e = res.error as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') throw errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
-    throw errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
+    throw spawnFailure(res.error as NodeJS.ErrnoException, opts.cwd);
   }
   if (res.status !== 0) {
     const stderr = res.stderr?.toString('utf8') ?? '';
@@ -172,9 +171,7 @@ export function runGitSync(args: string[], opts: GitOptions): GitResult {
   notifySpawn(args, opts.cwd);
   const res = spawnSync('git', args, { cwd: opts.cwd, env, input: opts.input, maxBuffer: 64 * 1024 * 1024 });
   if (res.error) {
-    const e = res.error as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') throw errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
-    throw errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
+    throw spawnFailure(res.error as NodeJS.ErrnoException, opts.cwd);
   }
   const code = res.status ?? 128;
   const stderr = res.stderr?.toString('utf8') ?? '';
@@ -184,13 +181,92 @@ export function runGitSync(args: string[], opts: GitOptions): GitResult {
   return { code, stdout: res.stdout, stderr };
 }
 
-/** Splits NUL-terminated git output into strings (paths are UTF-8 on the filesystems we support). */
+/**
+ * Splits NUL-terminated git output into strings. A name that is not UTF-8 keeps
+ * its bytes: each byte that is not part of a UTF-8 sequence becomes a lone
+ * surrogate U+DC80..U+DCFF (Python's "surrogateescape"), so two such names stay
+ * distinct, `hasRawBytes` tells them, and `pathBytes` gives git (or fs, through
+ * `fsPath`) the exact name back. Plain JS string handling (JSON included) keeps them.
+ */
 export function splitNul(buf: Buffer): string[] {
-  const s = buf.toString('utf8');
-  if (s.length === 0) return [];
-  const parts = s.split('\0');
-  if (parts[parts.length - 1] === '') parts.pop();
+  if (buf.length === 0) return [];
+  if (isUtf8(buf)) {
+    const parts = buf.toString('utf8').split('\0');
+    if (parts[parts.length - 1] === '') parts.pop();
+    return parts;
+  }
+  const parts: string[] = [];
+  let start = 0;
+  while (start < buf.length) {
+    let end = buf.indexOf(0, start);
+    if (end < 0) end = buf.length;
+    parts.push(decodeName(buf.subarray(start, end)));
+    start = end + 1;
+  }
   return parts;
+}
+
+/** A name's bytes as a string: UTF-8, with every other byte as a lone surrogate (see splitNul). */
+export function decodeName(bytes: Buffer): string {
+  if (isUtf8(bytes)) return bytes.toString('utf8');
+  let out = '';
+  let i = 0;
+  while (i < bytes.length) {
+    const n = utf8SequenceLength(bytes, i);
+    if (n > 0) {
+      out += bytes.toString('utf8', i, i + n);
+      i += n;
+    } else {
+      out += String.fromCharCode(0xdc00 + (bytes[i] ?? 0));
+      i += 1;
+    }
+  }
+  return out;
+}
+
+/** The length of the well-formed UTF-8 sequence at bytes[i], or 0. */
+function utf8SequenceLength(bytes: Buffer, i: number): number {
+  const b = bytes[i] ?? 0;
+  const n = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+  if (n === 0 || i + n > bytes.length) return 0;
+  return isUtf8(bytes.subarray(i, i + n)) ? n : 0;
+}
+
+/** A lone surrogate U+DC80..U+DCFF: a byte of a name that is not UTF-8 (splitNul). */
+const RAW_BYTE = /(?<![\uD800-\uDBFF])[\uDC80-\uDCFF]/;
+
+/** Cheap first test (instant on V8's one-byte strings, i.e. every Latin-1/ASCII name); RAW_BYTE's look-behind is slow. */
+const MAYBE_RAW = /[\uDC80-\uDCFF]/;
+
+/** Whether a name from splitNul holds bytes that are not UTF-8 (Node's fs and argv would write U+FFFD for them). */
+export function hasRawBytes(s: string): boolean {
+  return MAYBE_RAW.test(s) && RAW_BYTE.test(s);
+}
+
+/** The exact bytes of a name from splitNul. */
+export function pathBytes(s: string): Buffer {
+  if (!hasRawBytes(s)) return Buffer.from(s, 'utf8');
+  const parts: Buffer[] = [];
+  for (const ch of s) {
+    const c = ch.charCodeAt(0);
+    if (ch.length === 1 && c >= 0xdc80 && c <= 0xdcff) parts.push(Buffer.from([c - 0xdc00]));
+    else parts.push(Buffer.from(ch, 'utf8'));
+  }
+  return Buffer.concat(parts);
+}
+
+/** A path for Node's fs calls: the string itself, or its exact bytes when it holds bytes that are not UTF-8. */
+export function fsPath(s: string): string | Buffer {
+  return hasRawBytes(s) ? pathBytes(s) : s;
+}
+
+/** Paths as git's stdin wants them (each followed by `sep`, with `prefix`), keeping bytes that are not UTF-8. */
+export function pathsInput(paths: string[], sep = '\0', prefix = ''): string | Buffer {
+  const joined = prefix === '' ? paths.join(sep) + sep : paths.map((p) => `${prefix}${p}${sep}`).join('');
+  if (!hasRawBytes(joined)) return joined;
+  const s = Buffer.from(sep, 'utf8');
+  const pre = Buffer.from(prefix, 'utf8');
+  return Buffer.concat(paths.flatMap((p) => [pre, pathBytes(p), s]));
 }
 
 /** Splits paths into groups whose command-line size stays well under ARG_MAX. */
