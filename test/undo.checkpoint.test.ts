@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, step, tempRepo, type TempRepo } from './helpers.js';
+import { FAMILIES, runSequence, type Op } from './support/nothing-lost.js';
 
 function text(repo: TempRepo, rel: string): string {
   return repo.read(rel).toString();
@@ -350,6 +351,16 @@ test('an operation does not absorb the user\'s edit: --force covers that operati
   } finally {
     repo.cleanup();
   }
+});
+
+test('an operation does not absorb the user\'s edit: the generative test\'s shrunk case (call, user edit, restore --after of another path, undo)', async () => {
+  const ops: Op[] = [
+    { t: 'call', tool: 'Bash', edits: [{ k: 'write', p: 1, c: 0 }], during: null, fail: false },
+    { t: 'edit', e: { k: 'write', p: 0, c: 1 } },
+    { t: 'restore', s: 1, after: true, f: 2, force: false },
+    { t: 'undo', s: 1, force: false },
+  ];
+  await runSequence('off', FAMILIES, ops);
 });
 
 test('an operation run from inside a tool call: what that call changed before it is the call\'s own (undo needs no --force)', async () => {
