@@ -731,7 +731,8 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
         redoes: p.resolved.redoes,
         force: !!opts.force,
         // What the safety snapshot saw besides the session head: protected for later operations (outsideChanges).
-        changedBefore: snap.changed,
+        // Without a head tree snapshotTree reports nothing; readers then diff the safety commit with its parent.
+        ...(head.tree ? { changedBefore: snap.changed } : {}),
       };
       await locked.append(start, [{ ref, value: safety }]);
       result.op = op;
