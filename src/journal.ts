@@ -217,6 +217,14 @@ export interface OpStartEvent extends EventBase {
   /** The undo operation a redo reverses. */
   redoes: number | null;
   force: boolean;
+  /**
+   * What the safety snapshot saw differ from the session head: changes made outside
+   * tool calls (or by calls still running) since the last snapshot. The result of the
+   * operation is built on the safety snapshot, so later operations whose target is
+   * before this one count these as outside changes (issue 13). Optional: journals
+   * written before it have none; it is then the diff of `safety` against its parent.
+   */
+  changedBefore?: ChangedPath[];
 }
 
 /** An operation finished: the worktree matches `tree` (minus `left`), which becomes the session head. */

@@ -431,8 +431,11 @@ function checkpointLabel(n: number, message: string | null | undefined): string 
  * Changes made outside the recorded tool calls after journal index `anchor`,
  * plus those since the last snapshot: what each later pre-snapshot saw
  * before its call, what each checkpoint of the user's recorded (`snap`, a
- * resumed session, a post with no pre), what the session's final snapshot
- * saw. Changes of calls still running at that moment are theirs, not outside.
+ * resumed session, a post with no pre), what each later operation's safety
+ * snapshot saw against the session head (`op.start.changedBefore`; see
+ * `withOpChanges` for journals without it), what the session's final
+ * snapshot saw. Changes of calls still running at that moment are theirs,
+ * not outside.
  */
 export function outsideChanges(session: Session, events: JournalEvent[], anchor: number, sinceHead: ChangedPath[]): OutsideChange[] {
   const out: OutsideChange[] = [];
@@ -454,6 +457,13 @@ export function outsideChanges(session: Session, events: JournalEvent[], anchor:
           const byOpen = changedBy(open);
           for (const c of cp.changed) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(cp.step, cp.message) });
         }
+      } else if (e.type === 'op.start') {
+        // The operation's result is built on its safety snapshot, so what that snapshot saw besides
+        // the tool calls is in the session head from then on; it stays the user's. A --force
+        // covered that operation only.
+        const st = e as OpStartEvent;
+        const byOpen = changedBy(open);
+        for (const c of st.changedBefore ?? []) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: `before operation ${st.op} (${st.kind})` });
       } else if (e.type === 'session.end') {
         for (const c of (e as { changed?: ChangedPath[] }).changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step' });
       }
@@ -463,6 +473,23 @@ export function outsideChanges(session: Session, events: JournalEvent[], anchor:
   }
   for (const c of sinceHead) out.push({ path: c.path, change: c.change, when: 'since the last snapshot' });
   return out;
+}
+
+/**
+ * The events with `changedBefore` filled in on each `op.start` after `anchor`
+ * that lacks it (journals written before the field): the diff of its safety
+ * commit against its parent, the session head when it was taken. One git
+ * process per such operation, only for old journals.
+ */
+async function withOpChanges(repo: Repo, events: JournalEvent[], anchor: number): Promise<JournalEvent[]> {
+  if (!events.some((e, i) => i > anchor && e.type === 'op.start' && !(e as OpStartEvent).changedBefore)) return events;
+  return Promise.all(
+    events.map(async (e, i) => {
+      if (i <= anchor || e.type !== 'op.start' || (e as OpStartEvent).changedBefore) return e;
+      const st = e as OpStartEvent;
+      return { ...st, changedBefore: await diffTrees(repo, `${st.safety}^1`, st.safety) };
+    }),
+  );
 }
 
 interface Prepared {
@@ -490,7 +517,8 @@ async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead:
     resolved.skippedAtTarget.map((f) => f.path),
   );
   const touched = new Set(plan.map((c) => c.path));
-  const outside = [...(resolved.anchor === null ? [] : outsideChanges(ctx.session, ctx.events, resolved.anchor, sinceHead)), ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
+  const after = resolved.anchor === null ? [] : outsideChanges(ctx.session, await withOpChanges(repo, ctx.events, resolved.anchor), resolved.anchor, sinceHead);
+  const outside = [...after, ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
   const unprotected = resolved.crossed
     .map((n) => ctx.session.steps.find((x) => x.step === n))
     .filter((st): st is Step => !!st && st.status === 'unprotected')
@@ -724,6 +752,9 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
         undoes: p.resolved.undoes,
         redoes: p.resolved.redoes,
         force: !!opts.force,
+        // What the safety snapshot saw besides the session head: protected for later operations (outsideChanges).
+        // Without a head tree snapshotTree reports nothing; readers then diff the safety commit with its parent.
+        ...(head.tree ? { changedBefore: snap.changed } : {}),
       };
       await locked.append(start, [{ ref, value: safety }]);
       result.op = op;

@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, step, tempRepo, type TempRepo } from './helpers.js';
+import { FAMILIES, runSequence, type Op } from './support/nothing-lost.js';
 
 function text(repo: TempRepo, rel: string): string {
   return repo.read(rel).toString();
@@ -223,6 +224,160 @@ test('wrap --auto beside a hooked agent: its calls are its steps, what a checkpo
     assert.is(r.code, 3, r.stdout + r.stderr);
     assert.match(r.stderr, 'a.txt');
     assert.is(text(repo, 'a.txt'), 'a1\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// Operations must not swallow the user's edits either (found by the generative
+// test, test/nothing-lost.property.test.ts): an operation's safety snapshot
+// holds what the user changed since the session head, and its result (the new
+// session head) is built on it. What that snapshot saw besides the tool calls
+// is journaled (`op.start.changedBefore`) and stays protected for every later
+// operation whose target is before it.
+async function sessionWithUserEdit(): Promise<{ repo: TempRepo; n: number }> {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  const start = await cli(repo, ['snap', '--json']);
+  assert.is(start.code, 0, start.stderr);
+  const n = await step(repo, () => repo.write('b.txt', 'from the agent\n'));
+  repo.write('a.txt', 'the user\'s own edit\n');
+  return { repo, n };
+}
+
+function journalOf(repo: TempRepo): string {
+  const dir = path.join(repo.dir, '.git', 'agentsnap', 'sessions');
+  const ids = fs.readdirSync(dir);
+  assert.is(ids.length, 1);
+  return path.join(dir, ids[0]!, 'journal.jsonl');
+}
+
+test('without an operation in between, undo N refuses over the user\'s edit made after step N', async () => {
+  const { repo, n } = await sessionWithUserEdit();
+  try {
+    const undo = await cli(repo, ['undo', String(n)]);
+    assert.is(undo.code, 3, undo.stderr);
+    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+for (const [what, args] of [
+  ['a restore of another path', (n: number) => ['restore', String(n), '--after', '--', 'b.txt']],
+  ['a revert', (n: number) => ['revert', String(n)]],
+] as const) {
+  test(`an operation does not absorb the user's edit: after ${what}, undo N still refuses over the edit made after step N`, async () => {
+    const { repo, n } = await sessionWithUserEdit();
+    try {
+      const op = await cli(repo, args(n));
+      assert.is(op.code, 0, op.stderr);
+      const undo = await cli(repo, ['undo', String(n)]);
+      assert.is(undo.code, 3, `undo ${n} exited ${undo.code} and left a.txt as ${JSON.stringify(text(repo, 'a.txt'))}: ${undo.stderr}`);
+      assert.match(undo.stderr, /a\.txt \(before operation 1\b/);
+      assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+      const forced = await cli(repo, ['undo', String(n), '--force']);
+      assert.is(forced.code, 0, forced.stderr);
+      assert.is(text(repo, 'a.txt'), 'a\n');
+    } finally {
+      repo.cleanup();
+    }
+  });
+}
+
+test('an operation does not absorb the user\'s edit: a journal from before op.start.changedBefore (computed from the safety commit) refuses too', async () => {
+  const { repo, n } = await sessionWithUserEdit();
+  try {
+    const op = await cli(repo, ['restore', String(n), '--after', '--', 'b.txt']);
+    assert.is(op.code, 0, op.stderr);
+    const file = journalOf(repo);
+    const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const start = lines.find((e) => e.type === 'op.start')!;
+    assert.ok(Array.isArray(start.changedBefore), 'op.start records what its safety snapshot saw');
+    delete start.changedBefore;
+    fs.writeFileSync(file, lines.map((e) => `${JSON.stringify(e)}\n`).join(''));
+    const undo = await cli(repo, ['undo', String(n)]);
+    assert.is(undo.code, 3, undo.stdout + undo.stderr);
+    assert.match(undo.stderr, 'a.txt');
+    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('an operation does not absorb the user\'s edit: redo after it refuses over the edit (made after the undo it reverses)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await step(repo, () => repo.write('b.txt', 'b by the agent\n'));
+    const two = await step(repo, () => repo.write('c.txt', 'c by the agent\n'));
+    assert.is((await cli(repo, ['undo', String(two)])).code, 0);
+    assert.not.ok(fs.existsSync(path.join(repo.dir, 'c.txt')));
+    repo.write('a.txt', 'the user\'s own edit\n');
+    const op = await cli(repo, ['restore', '1', '--', 'b.txt']);
+    assert.is(op.code, 0, op.stderr);
+    const redo = await cli(repo, ['redo']);
+    assert.is(redo.code, 3, redo.stdout + redo.stderr);
+    assert.match(redo.stderr, /a\.txt \(before operation 2\b/);
+    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+    const forced = await cli(repo, ['redo', '--force']);
+    assert.is(forced.code, 0, forced.stderr);
+    assert.is(text(repo, 'a.txt'), 'a\n');
+    assert.is(text(repo, 'c.txt'), 'c by the agent\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('an operation does not absorb the user\'s edit: --force covers that operation only, a later one over the user\'s paths refuses again', async () => {
+  const { repo, n } = await sessionWithUserEdit();
+  try {
+    repo.write('b.txt', 'the user\'s edit of the agent\'s file\n');
+    const r = await cli(repo, ['restore', String(n), '--after', '--', 'b.txt']);
+    assert.is(r.code, 3, r.stdout + r.stderr);
+    const forced = await cli(repo, ['restore', String(n), '--after', '--force', '--', 'b.txt']);
+    assert.is(forced.code, 0, forced.stderr);
+    assert.is(text(repo, 'b.txt'), 'from the agent\n');
+    // a.txt was not restored: it still holds the user's edit, which the forced restore's result commit holds too.
+    const undo = await cli(repo, ['undo', String(n)]);
+    assert.is(undo.code, 3, undo.stdout + undo.stderr);
+    assert.match(undo.stderr, 'a.txt');
+    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+    assert.is(text(repo, 'b.txt'), 'from the agent\n');
+    // A second forced operation on other paths does not clear it either.
+    const again = await cli(repo, ['restore', String(n), '--force', '--', 'b.txt']);
+    assert.is(again.code, 0, again.stderr);
+    const still = await cli(repo, ['restore', String(n), '--', 'a.txt']);
+    assert.is(still.code, 3, still.stdout + still.stderr);
+    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('an operation does not absorb the user\'s edit: the generative test\'s shrunk case (call, user edit, restore --after of another path, undo)', async () => {
+  const ops: Op[] = [
+    { t: 'call', tool: 'Bash', edits: [{ k: 'write', p: 1, c: 0 }], during: null, fail: false },
+    { t: 'edit', e: { k: 'write', p: 0, c: 1 } },
+    { t: 'restore', s: 1, after: true, f: 2, force: false },
+    { t: 'undo', s: 1, force: false },
+  ];
+  await runSequence('off', FAMILIES, ops);
+});
+
+test('an operation run from inside a tool call: what that call changed before it is the call\'s own (undo needs no --force)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const one = await step(repo, () => repo.write('b.txt', 'b by the agent\n'));
+    const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q']);
+    assert.is(pre.code, 0, pre.stderr);
+    repo.write('c.txt', 'c by the running call\n');
+    // The agent runs agentsnap from its own shell tool.
+    const op = await cli(repo, ['restore', String(one), '--', 'b.txt']);
+    assert.is(op.code, 0, op.stderr);
+    assert.is((await cli(repo, ['snap', '--phase', 'post', '-q'])).code, 0);
+    const undo = await cli(repo, ['undo', String(one)]);
+    assert.is(undo.code, 0, undo.stdout + undo.stderr);
+    assert.not.ok(fs.existsSync(path.join(repo.dir, 'c.txt')));
+    assert.is(text(repo, 'a.txt'), 'a\n');
   } finally {
     repo.cleanup();
   }
