@@ -226,10 +226,17 @@ export function caseSensitiveFs(repo: Pick<Repo, 'worktree' | 'gitDir'>): boolea
   }
 }
 
-/** The repository with `args` before every git command it runs (the same object when there are none). */
+/** The repository with `args` in every git command it runs, after the command's own `-c` options (the same object when there are none). */
 function withOverrides(repo: Repo, args: string[]): Repo {
   if (args.length === 0) return repo;
-  return { ...repo, git: (a, o) => repo.git([...args, ...a], o) };
+  return {
+    ...repo,
+    git: (a, o) => {
+      let i = 0;
+      while (a[i] === '-c') i += 2;
+      return repo.git([...a.slice(0, i), ...args, ...a.slice(i)], o);
+    },
+  };
 }
 
 async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean): Promise<TreeSnapshotResult> {

@@ -178,6 +178,30 @@ test('under core.ignoreCase=true on a case-sensitive filesystem, an untracked RE
   }
 });
 
+test('under core.ignoreCase=true on a case-sensitive filesystem, an untracked cache the user\'s git built (which counts README.md as tracked) does not hide it', async () => {
+  const repo = tempRepo({ files: { 'd/readme.md': 'tracked\n' } });
+  try {
+    repo.git(['config', 'core.ignoreCase', 'true']);
+    repo.git(['config', 'core.untrackedCache', 'true']);
+    repo.git(['config', 'status.showUntrackedFiles', 'all']); // the flags a snapshot's status uses: the cache fits
+    repo.write('d/README.md', 'the user notes\n');
+    const past = new Date(Date.now() - 60_000); // not racy: git trusts the cached listing of these directories
+    for (const rel of ['d/README.md', 'd', '.']) fs.utimesSync(path.join(repo.dir, rel), past, past);
+    repo.git(['status', '--porcelain']); // the user's git writes the cache into its index
+    assert.is(repo.git(['status', '--porcelain']), '', "the user's git does not see README.md");
+    const index = indexBytes(repo);
+    const { commit } = await snapJson(repo);
+    assert.is(blobAt(repo, commit, 'd/README.md').toString(), 'the user notes\n');
+    repo.write('later.txt', 'l\n');
+    const next = await snapJson(repo);
+    assert.is(blobAt(repo, next.commit, 'd/README.md').toString(), 'the user notes\n');
+    assert.equal(indexBytes(repo), index, "the user's index is untouched");
+    await assertEveryPathReadsTheDisk(repo);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('under core.ignoreCase=true on a case-sensitive filesystem, a user directory .GIT does not make it look case-insensitive', async () => {
   const repo = tempRepo({ files: { 'src/a.txt': 'a\n' } });
   try {

@@ -25,7 +25,12 @@ export const SNAPSHOT_GIT_CONFIG = [
  * so a clean filter only costs time, and a required one that cannot run,
  * git-lfs missing, failed every snapshot), and core.ignoreCase=false where
  * the user's true is not the filesystem's (a name differing from a tracked
- * one only in case would count as tracked and be in no snapshot).
+ * one only in case would count as tracked and be in no snapshot), with
+ * git's untracked cache off: a cache the user's git built under
+ * ignoreCase=true left such names out, and git would trust it (it does not
+ * record the case rule it was built with); an index written under
+ * core.untrackedCache=false drops it. These go after a command's own `-c`
+ * options, so they win.
  * A driver whose name holds "=" cannot be named in a `-c` key: left as it is.
  */
 export function snapshotConfigOverrides(filterDrivers: readonly string[], caseSensitiveIgnoreCase: boolean): string[] {
@@ -35,7 +40,7 @@ export function snapshotConfigOverrides(filterDrivers: readonly string[], caseSe
     // An empty clean/process command is no filter; not required, git then takes the bytes as they are.
     out.push('-c', `filter.${name}.clean=`, '-c', `filter.${name}.process=`, '-c', `filter.${name}.required=false`);
   }
-  if (caseSensitiveIgnoreCase) out.push('-c', 'core.ignoreCase=false');
+  if (caseSensitiveIgnoreCase) out.push('-c', 'core.ignoreCase=false', '-c', 'core.untrackedCache=false');
   return out;
 }
 
