@@ -44,6 +44,7 @@ export interface Settings {
   lockTimeoutMs: number;
   /** git's own settings that change how content enters git (see snapshot: exact bytes). */
   autocrlf: string | null;
+  /** The `filter.<driver>.*` drivers configured, names as written (git matches them by case); snapshots switch them off. */
   filterDrivers: string[];
   attributesFile: string | null;
   /** Tool inputs and outputs are journaled up to this many characters (agentsnap.outputLimit). */
@@ -87,12 +88,24 @@ export async function readGitConfig(repo: Repo): Promise<GitConfig> {
   return parseConfigList(res.stdout);
 }
 
+/**
+ * A config key as git compares it: section and variable name in lower case,
+ * a subsection (`filter.<driver>.clean`) as written, since git tells
+ * subsections apart by case (`[filter "LFS"]` is not `[filter "lfs"]`).
+ */
+export function canonicalKey(key: string): string {
+  const first = key.indexOf('.');
+  const last = key.lastIndexOf('.');
+  if (first === -1 || first === last) return key.toLowerCase();
+  return key.slice(0, first).toLowerCase() + key.slice(first, last) + key.slice(last).toLowerCase();
+}
+
 /** Parses `git config -z --list` output. */
 export function parseConfigList(out: Buffer): GitConfig {
   const map: GitConfig = new Map();
   for (const entry of splitNul(out)) {
     const nl = entry.indexOf('\n');
-    const key = (nl === -1 ? entry : entry.slice(0, nl)).toLowerCase();
+    const key = canonicalKey(nl === -1 ? entry : entry.slice(0, nl));
     const value = nl === -1 ? 'true' : entry.slice(nl + 1);
     const list = map.get(key);
     if (list) list.push(value);
@@ -102,7 +115,7 @@ export function parseConfigList(out: Buffer): GitConfig {
 }
 
 export function lastValue(cfg: GitConfig, key: string): string | undefined {
-  const list = cfg.get(key.toLowerCase());
+  const list = cfg.get(canonicalKey(key));
   return list?.[list.length - 1];
 }
 

@@ -339,16 +339,21 @@ async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'b
 }
 
 /**
- * Snapshots record the exec bit as it is on disk whatever core.fileMode says
- * (so undo brings an executable back as one). A commit the user makes under
+ * Snapshots record the exec bit and the file type as they are on disk
+ * whatever core.fileMode and core.symlinks say (so undo brings an executable
+ * back as one, and a plain file as one). A commit the user makes under
  * core.fileMode=false keeps the mode git already has and adds new files as
- * 100644, because on such filesystems the disk's x bit means nothing: a
- * promoted commit does the same, so it carries no mode changes the user's own
- * commit would not.
+ * 100644, because on such filesystems the disk's x bit means nothing; under
+ * core.symlinks=false git keeps 120000 for the plain file that stands in for
+ * a symlink it has (its content is the link text). A promoted commit does the
+ * same, so it carries no mode or type changes the user's own commit would not.
  */
 async function withGitModes(repo: Repo, tree: string, parent: string | null): Promise<string> {
-  const mode = await repo.git(['config', '--bool', 'core.fileMode'], { okCodes: [1] });
-  if (mode.stdout.toString('utf8').trim() !== 'false') return tree;
+  const cfg = await repo.git(['config', '-z', '--type=bool', '--get-regexp', '^core\\.(filemode|symlinks)$'], { okCodes: [1] });
+  const off = new Set(splitNul(cfg.stdout).filter((r) => r.endsWith('\nfalse')).map((r) => r.slice(0, r.indexOf('\n'))));
+  const noFileMode = off.has('core.filemode');
+  const noSymlinks = off.has('core.symlinks');
+  if (!noFileMode && !(noSymlinks && parent)) return tree;
   const args = parent ? ['diff-tree', '-r', '-z', '--no-renames', '--raw', parent, tree] : ['ls-tree', '-r', '-z', tree];
   const tokens = splitNul((await repo.git(args)).stdout);
   const fix: string[] = [];
@@ -358,7 +363,9 @@ async function withGitModes(repo: Repo, tree: string, parent: string | null): Pr
       if (!m) continue;
       const [, was, now, oid, letter] = m;
       const regular = (x: string | undefined) => x === '100644' || x === '100755';
-      const want = letter === 'A' ? '100644' : regular(was) && regular(now) ? was : now;
+      let want = now;
+      if (noSymlinks && was === '120000' && regular(now)) want = was;
+      else if (noFileMode) want = letter === 'A' ? '100644' : regular(was) && regular(now) ? was : now;
       if (regular(now) && want !== now) fix.push(`${want} ${oid}\t${tokens[i + 1] ?? ''}`);
     }
   } else {

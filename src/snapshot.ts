@@ -5,10 +5,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { errors, isAgentsnapError } from './errors.js';
-import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from './config.js';
+import { SECRET_ALLOW, SECRET_PATTERNS, lastValue, readGitConfig, type GitConfig, type Settings } from './config.js';
 import type { ChangedPath, SkippedFile } from './journal.js';
 import type { Repo } from './repo.js';
-import { snapshotStatusArgs } from './git/status-args.js';
+import { snapshotConfigOverrides, snapshotStatusArgs } from './git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
 import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from './git/plumbing.js';
 import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from './git/run.js';
@@ -153,8 +153,10 @@ export interface TreeSnapshotResult extends TreeSnapshot {
  * untracked files left out. Either the whole tree is written or the call
  * throws: a partial tree would make a later undo delete work.
  */
-export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promise<TreeSnapshotResult> {
+export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): Promise<TreeSnapshotResult> {
   const { indexFile, settings } = opts;
+  // Every git command of this snapshot runs with the repository's overrides (filters off, the filesystem's case rule).
+  const repo = withOverrides(userRepo, snapshotOverrides(userRepo, settings.gitConfig ?? (await readGitConfig(userRepo))));
   // The caller holds the lock that serialises every writer of this index: a lock file left on it is a killed git's.
   await clearStaleGitLock(`${indexFile}.lock`);
   // A private index kept as a copy of the user's index (the in-process path's)
@@ -184,6 +186,57 @@ export async function snapshotTree(repo: Repo, opts: SnapshotTreeOptions): Promi
   const fresh = seeded || copy === 'valid';
   const result = await snapshotThroughIndex(repo, opts, fresh);
   return { ...result, seeded, ...(declined !== undefined ? { declined } : {}) };
+}
+
+/**
+ * The git options this repository's config needs on top of
+ * SNAPSHOT_GIT_CONFIG (see snapshotConfigOverrides): no git process, two
+ * lstats only under core.ignoreCase=true.
+ */
+export function snapshotOverrides(repo: Pick<Repo, 'worktree' | 'gitDir'>, cfg: GitConfig): string[] {
+  const drivers = new Set<string>();
+  for (const key of cfg.keys()) {
+    const m = /^filter\.(.+)\.(clean|process|smudge|required)$/s.exec(key);
+    if (m?.[1]) drivers.add(m[1]);
+  }
+  const ignoreCase = ['true', 'yes', 'on', '1', ''].includes((lastValue(cfg, 'core.ignorecase') ?? 'false').trim().toLowerCase());
+  return snapshotConfigOverrides([...drivers], ignoreCase && caseSensitiveFs(repo));
+}
+
+/**
+ * Whether the worktree's filesystem tells names apart by case, asked without
+ * writing anything: `.git` (every worktree has one) looked up as `.GIT` is
+ * the same inode only where case is folded (a user's own `.GIT` is another
+ * one); without a `.git` there, the git dir's `HEAD` as `head`. Unknown
+ * counts as case-insensitive (git's own core.ignoreCase is then kept). Asked
+ * at the top only: a case-folding directory below a case-sensitive root
+ * (ext4 casefold) is not seen.
+ */
+export function caseSensitiveFs(repo: Pick<Repo, 'worktree' | 'gitDir'>): boolean {
+  const probe = (dir: string, name: string, other: string): boolean | null => {
+    const a = fs.lstatSync(path.join(dir, name), { bigint: true, throwIfNoEntry: false });
+    if (!a) return null;
+    const b = fs.lstatSync(path.join(dir, other), { bigint: true, throwIfNoEntry: false });
+    return !b || b.ino !== a.ino || b.dev !== a.dev;
+  };
+  try {
+    return probe(repo.worktree, '.git', '.GIT') ?? probe(repo.gitDir, 'HEAD', 'head') ?? false;
+  } catch {
+    return false; // not readable (EACCES...): as unknown
+  }
+}
+
+/** The repository with `args` in every git command it runs, after the command's own `-c` options (the same object when there are none). */
+function withOverrides(repo: Repo, args: string[]): Repo {
+  if (args.length === 0) return repo;
+  return {
+    ...repo,
+    git: (a, o) => {
+      let i = 0;
+      while (a[i] === '-c') i += 2;
+      return repo.git([...a.slice(0, i), ...args, ...a.slice(i)], o);
+    },
+  };
 }
 
 async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean): Promise<TreeSnapshotResult> {
@@ -781,6 +834,9 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   const base = writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
   const writeBack = !seeded || opts.warmCopy !== false;
   // A fresh copy not written back: the status of the user's index itself, if the executable started it.
+  // It ran without this repository's overrides: of those only the filters switched off can be left here
+  // (core.ignoreCase declined above), and they change nothing where this path keeps its result (it
+  // declines wherever an attributes file or attributes config could name a filter).
   const prefetched = writeBack ? null : takeStatusPrefetch(repo, userKey, snapshotStatusArgs(false));
   const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched);
   const settled = () => Promise.allSettled([base, status]);

@@ -407,4 +407,35 @@ test('promote under core.fileMode=false commits what git would: the modes git ha
   }
 });
 
+test('promote under core.symlinks=false keeps the 120000 mode git has for a link stored as a plain file (snapshots record the plain file for undo)', async () => {
+  const r = tempRepo({ files: { 'a.txt': 'a\n', t: 'target\n' } });
+  try {
+    fs.symlinkSync('t', path.join(r.dir, 'link'));
+    fs.symlinkSync('t', path.join(r.dir, 'kept'));
+    r.git(['add', 'link', 'kept']);
+    r.git(['commit', '-q', '-m', 'links']);
+    r.git(['config', 'core.symlinks', 'false']);
+    r.git(['config', 'user.name', 'Jane Dev']);
+    r.git(['config', 'user.email', 'jane@example.com']);
+    const wt = await worktreeSession(r, 'l1');
+    // What git checks out on a filesystem without symlinks: plain files holding the link text.
+    for (const name of ['link', 'kept']) {
+      fs.rmSync(path.join(wt, name));
+      writeIn(wt, name, 't');
+    }
+    writeIn(wt, 'link', 'a.txt'); // the agent points the link elsewhere, as git on such a filesystem would see it
+    writeIn(wt, 'a.txt', 'changed\n');
+    fs.symlinkSync('a.txt', path.join(wt, 'new-link')); // a real symlink the agent made
+    await snapIn(r, 'l1', wt);
+    const res = await cli(r, ['promote', 'l1', '--branch', 'agent/l1']);
+    assert.is(res.code, 0, res.stderr);
+    const modes = r.git(['ls-tree', '-r', 'agent/l1']).trim().split('\n').map((l) => `${l.split(' ')[0]} ${l.split('\t')[1]}`);
+    assert.equal(modes, ['100644 a.txt', '120000 kept', '120000 link', '120000 new-link', '100644 t']);
+    assert.is(r.git(['show', 'agent/l1:link']), 'a.txt');
+    assert.is(r.git(['diff', '--name-status', 'main', 'agent/l1']), 'M\ta.txt\nM\tlink\nA\tnew-link\n');
+  } finally {
+    r.cleanup();
+  }
+});
+
 test.run();

@@ -344,6 +344,19 @@ test('left to git: attributes in the index, from config, or appearing untracked'
 test('left to git: config that changes what git records', async () => {
   await assertDeclined('core.fileMode=false', /fileMode/, (c) => fs.chmodSync(path.join(c.t.dir, 'a.txt'), 0o755), { config: [['core.fileMode', 'false']] });
   await assertDeclined('core.ignoreCase', /ignoreCase/, (c) => c.t.write('A.txt', 'x\n'), { config: [['core.ignoreCase', 'true']] });
+  await assertDeclined(
+    'core.symlinks=false',
+    /symlinks/,
+    (c) => {
+      // A tracked symlink checked out as the plain file git writes where there are no symlinks.
+      fs.symlinkSync('a.txt', path.join(c.t.dir, 'link'));
+      c.t.git(['add', 'link']);
+      c.t.git(['commit', '-q', '-m', 'link']);
+      fs.rmSync(path.join(c.t.dir, 'link'));
+      c.t.write('link', 'a.txt');
+    },
+    { config: [['core.symlinks', 'false']] },
+  );
 });
 
 test('left to git: flagged, intent-to-add, unmerged and gitlink entries in the user’s index', async () => {

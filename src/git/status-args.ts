@@ -9,11 +9,40 @@ export const SNAPSHOT_GIT_CONFIG = [
   '-c', 'core.fsmonitor=false',
   // The executable bit as on disk, whatever the user's core.fileMode: a restore writes back what was recorded.
   '-c', 'core.fileMode=true',
+  // What is on disk, whatever the user's core.symlinks: under symlinks=false git keeps the 120000 mode of a
+  // tracked symlink for the plain file in its place, and a restore would then expect a symlink there.
+  '-c', 'core.symlinks=true',
   '-c', 'advice.addEmbeddedRepo=false',
   '-c', 'advice.addIgnoredFile=false',
   '-c', 'gc.auto=0',
   '-c', 'maintenance.auto=false',
 ];
+
+/**
+ * The options a snapshot adds for this repository's config (see
+ * snapshotOverrides in snapshot.ts): every filter driver switched off (the
+ * snapshot keeps raw bytes, hashed with --no-filters where attributes apply,
+ * so a clean filter only costs time, and a required one that cannot run,
+ * git-lfs missing, failed every snapshot), and core.ignoreCase=false where
+ * the user's true is not the filesystem's (a name differing from a tracked
+ * one only in case would count as tracked and be in no snapshot), with
+ * git's untracked cache off: a cache the user's git built under
+ * ignoreCase=true left such names out, and git would trust it (it does not
+ * record the case rule it was built with); an index written under
+ * core.untrackedCache=false drops it. These go after a command's own `-c`
+ * options, so they win.
+ * A driver whose name holds "=" cannot be named in a `-c` key: left as it is.
+ */
+export function snapshotConfigOverrides(filterDrivers: readonly string[], caseSensitiveIgnoreCase: boolean): string[] {
+  const out: string[] = [];
+  for (const name of filterDrivers) {
+    if (name.includes('=') || name.includes('\n')) continue;
+    // An empty clean/process command is no filter; not required, git then takes the bytes as they are.
+    out.push('-c', `filter.${name}.clean=`, '-c', `filter.${name}.process=`, '-c', `filter.${name}.required=false`);
+  }
+  if (caseSensitiveIgnoreCase) out.push('-c', 'core.ignoreCase=false', '-c', 'core.untrackedCache=false');
+  return out;
+}
 
 /**
  * `git status -uall` as a snapshot runs it on its index (see
