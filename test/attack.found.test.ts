@@ -63,11 +63,6 @@ test('undo of a step that ran `git add -f` on an ignored log keeps the log on di
   }
 });
 
-  } finally {
-    repo.cleanup();
-  }
-});
-
 // Fixed with this test: a parent directory swapped for a symlink to a directory outside the worktree
 // after the plan was checked (another process moves `d` away and links it back) made undo rename and
 // write files outside the worktree: replaceEntry (src/restore.ts) did not lstat the parents again at
@@ -116,11 +111,6 @@ test('after the agent replaced a tracked file with a FIFO, undo still restores t
     assert.is(repo.read('a.txt').toString(), 'user a\n');
     assert.match(res.stdout, /! p\s+left as it is/);
     assert.ok(fs.lstatSync(path.join(repo.dir, 'p')).isFIFO(), 'the FIFO is not touched');
-  } finally {
-    repo.cleanup();
-  }
-});
-
   } finally {
     repo.cleanup();
   }
