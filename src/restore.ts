@@ -180,6 +180,33 @@ export interface LeftPath {
 }
 
 export const NESTED_REPO_REASON = 'nested repository: left alone';
+/** A nested repository the target has and the disk does not: it is not brought back (not "left as it is"). */
+export const NESTED_REPO_GONE_PREFIX = 'nested repository: not restored';
+
+/**
+ * The plan's nested repositories (gitlinks), never written, each with an
+ * honest reason: one still on disk is left alone; one the target has that is
+ * gone from the disk (the agent deleted it) is not restored, because a
+ * snapshot holds only its commit id, none of its files.
+ */
+export function nestedLeft(worktree: string, plan: PlannedChange[]): LeftPath[] {
+  return plan
+    .filter((c) => c.from?.mode === GITLINK || c.to?.mode === GITLINK)
+    .map((c) => {
+      if (c.to?.mode === GITLINK && !unsafePath(c.path)) {
+        let kind: Found['kind'] | 'unknown';
+        try {
+          kind = inspect(worktree, c.path).kind;
+        } catch {
+          kind = 'unknown';
+        }
+        if (kind !== 'dir' && kind !== 'unknown') {
+          return { path: c.path, reason: `${NESTED_REPO_GONE_PREFIX} (agentsnap records only its commit id ${c.to.oid.slice(0, 12)}; its own files are not in the snapshot)` };
+        }
+      }
+      return { path: c.path, reason: NESTED_REPO_REASON };
+    });
+}
 
 export interface RestoreOptions {
   /**
@@ -352,7 +379,7 @@ export function withoutSkipped(plan: PlannedChange[], skipped: Iterable<string>)
  */
 export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: PrepareOptions): Promise<PreparedRestore> {
   const nested = gitlinkPaths(plan);
-  const left: LeftPath[] = nested.map((p) => ({ path: p, reason: NESTED_REPO_REASON }));
+  const left: LeftPath[] = nestedLeft(repo.worktree, plan);
   let work = plan.filter((c) => !nested.includes(c.path));
   // A path absent from the target because the target snapshot left it out (ignored there, say) is
   // never deleted: kept and reported (not a problem: apply goes ahead). One already gone is as the

