@@ -9,8 +9,13 @@
 // .gitignore files on the way to each path are written at their paths into a
 // temp dir under the state dir, and one `git check-ignore` runs with that dir
 // as its worktree. info/exclude and core.excludesFile come from the real
-// repository (GIT_DIR), and the user's index is read, so tracked files (never
-// ignored; a snapshot records them whatever the rules) are not kept.
+// repository (GIT_DIR). The user's index is *not* read (`--no-index`): it is
+// the index as it is now, not at the target, and an agent's `git add -f` of an
+// ignored log would make that log count as tracked and be deleted. A snapshot
+// records tracked files whatever the rules, so a path absent from the target
+// that its rules ignore was either left out there or not on disk then; which
+// one cannot be told, and keeping it (reported) is the safe side: a redo of a
+// step that deleted a force-added file keeps it instead of deleting it.
 // Negations, directory rules (`build/`) and nested .gitignore files are git's
 // usual semantics.
 //
@@ -172,10 +177,10 @@ async function checkIgnore(repo: Repo, rules: Map<string, Buffer>, paths: string
       fs.mkdirSync(path.join(tmp, dir), { recursive: true });
       fs.writeFileSync(path.join(tmp, dir, '.gitignore'), content);
     }
-    // Without --no-index: the user's index is read, and a tracked path is never reported ignored.
+    // --no-index: the rules alone answer, whatever the user's index says now (see the top of the file).
     // check-ignore takes pathspecs without magic (no GIT_LITERAL_PATHSPECS): "./" keeps a name
     // starting with ":" a plain path; git answers with the name as asked.
-    const res = await runGit([...SNAPSHOT_GIT_CONFIG, 'check-ignore', '-z', '--stdin'], {
+    const res = await runGit([...SNAPSHOT_GIT_CONFIG, 'check-ignore', '-z', '--no-index', '--stdin'], {
       cwd: tmp,
       env: repo.env,
       extraEnv: { GIT_DIR: repo.gitDir, GIT_WORK_TREE: tmp },

@@ -180,6 +180,33 @@ export interface LeftPath {
 }
 
 export const NESTED_REPO_REASON = 'nested repository: left alone';
+/** A nested repository the target has and the disk does not: it is not brought back (not "left as it is"). */
+export const NESTED_REPO_GONE_PREFIX = 'nested repository: not restored';
+
+/**
+ * The plan's nested repositories (gitlinks), never written, each with an
+ * honest reason: one still on disk is left alone; one the target has that is
+ * gone from the disk (the agent deleted it) is not restored, because a
+ * snapshot holds only its commit id, none of its files.
+ */
+export function nestedLeft(worktree: string, plan: PlannedChange[]): LeftPath[] {
+  return plan
+    .filter((c) => c.from?.mode === GITLINK || c.to?.mode === GITLINK)
+    .map((c) => {
+      if (c.to?.mode === GITLINK && !unsafePath(c.path)) {
+        let kind: Found['kind'] | 'unknown';
+        try {
+          kind = inspect(worktree, c.path).kind;
+        } catch {
+          kind = 'unknown';
+        }
+        if (kind !== 'dir' && kind !== 'unknown') {
+          return { path: c.path, reason: `${NESTED_REPO_GONE_PREFIX} (agentsnap records only its commit id ${c.to.oid.slice(0, 12)}; its own files are not in the snapshot)` };
+        }
+      }
+      return { path: c.path, reason: NESTED_REPO_REASON };
+    });
+}
 
 export interface RestoreOptions {
   /**
@@ -359,7 +386,7 @@ export function withoutSkipped(plan: PlannedChange[], skipped: Iterable<string>)
  */
 export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: PrepareOptions): Promise<PreparedRestore> {
   const nested = gitlinkPaths(plan);
-  const left: LeftPath[] = nested.map((p) => ({ path: p, reason: NESTED_REPO_REASON }));
+  const left: LeftPath[] = nestedLeft(repo.worktree, plan);
   let work = plan.filter((c) => !nested.includes(c.path));
   // A path absent from the target because the target snapshot left it out (ignored there, say) is
   // never deleted: kept and reported (not a problem: apply goes ahead). One already gone is as the
@@ -543,11 +570,20 @@ function isCode(e: unknown, ...codes: string[]): boolean {
 //   5. before the aside is dropped, its stat data is compared with what step 2
 //      saw: a process that kept the file open wrote into the aside inode after
 //      the check, so those bytes are kept (visible file + object) instead.
-// Deletions do 1-3 and 5. What is left (README, Guarantees): a process that
+//   6. after the install (for a deletion: before the aside is dropped), the
+//      parents are lstat-ed once more: Node has no openat(2), so the rename
+//      and link(2) resolve them again, and a parent swapped for a symlink
+//      since the check took them wherever it points. Then the new entry is
+//      unlinked there (only if it is still agentsnap's inode) and the aside
+//      goes back under its own name in its own directory; the path is left.
+// Deletions do 1-3, 6 and 5. What is left (README, Guarantees): a process that
 // holds the file open and writes into it after step 5's stat (microseconds
 // before the unlink), or a same-size write that lands in the same timestamp
 // tick as step 2's read, writes into a file no name points to, exactly as it
-// would after any editor's save by rename. The path is missing for the
+// would after any editor's save by rename. A parent swapped for a symlink and
+// back again between two of the lstat walks (the one before step 1 and step
+// 6) goes unseen: the restored file, or a deletion's aside, is then under its
+// name in the directory the symlink pointed to. The path is missing for the
 // moment between 1 and 4; a SIGKILL there leaves the entry in the aside, which
 // the next run of the plan puts back (recoverAsides) and snapshots otherwise
 // record like any file (fsutil's skipRestoreTemp never deletes an aside).
@@ -790,6 +826,61 @@ function check(ctx: WriteCtx, c: PlannedChange, aside: string): { same: boolean;
   }
 }
 
+/** dev:ino of what is at abs (not followed), or null. */
+function inodeOf(abs: string): string | null {
+  try {
+    const st = fs.lstatSync(abs, { bigint: true });
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Why rel no longer lies below real directories of the worktree (a parent
+ * became a symlink or a file since it was checked), or null. Node has no
+ * openat(2): a rename or link(2) resolves the parents again, so what went
+ * through such a parent landed wherever it points, and is taken back.
+ */
+function parentsChanged(worktree: string, rel: string): string | null {
+  let now: Found;
+  try {
+    now = inspect(worktree, rel);
+  } catch (e) {
+    return `its directory could not be checked again (${errno(e)})`;
+  }
+  return now.kind === 'blocked' ? `${now.at} became ${now.what} during the restore; it was not followed` : null;
+}
+
+/**
+ * A rename or install went through a parent that changed (parentsChanged):
+ * the entry agentsnap just created at abs (identified by its inode) is
+ * removed, and the version it had set aside goes back under its own name in
+ * the directory it is in. Returns what became of it, for the report.
+ */
+function takeBack(abs: string, installed: string | null, aside: string | null): string {
+  const out: string[] = [];
+  if (installed !== null) {
+    if (inodeOf(abs) === installed) {
+      try {
+        fs.unlinkSync(abs);
+        out.push('the restored version was taken back');
+      } catch (e) {
+        out.push(`the restored version could not be taken back (${errno(e)})`);
+      }
+    } else out.push('something else took the name meanwhile: it stays');
+  }
+  if (aside !== null && lstatKey(aside) !== null) {
+    try {
+      moveNoReplace(aside, abs);
+      out.push('what was there is back under its name');
+    } catch (e) {
+      out.push(`what was there stays beside it as ${path.basename(aside)} (${errno(e)})`);
+    }
+  }
+  return out.join('; ');
+}
+
 /** A planned deletion: the file goes only if it is still the one the plan expected. */
 function removeEntry(ctx: WriteCtx, c: PlannedChange): Outcome {
   const { repo, opts } = ctx;
@@ -805,6 +896,10 @@ function removeEntry(ctx: WriteCtx, c: PlannedChange): Outcome {
     const seen = check(ctx, c, aside);
     opts.afterCheck?.(c.path);
     if (!seen.same) return { applied: false, reason: putBack(ctx, c, abs, aside) };
+    // The rename aside resolved the parents again, and the unlink would: a parent that became a
+    // symlink took the aside outside the worktree. It goes back under its name there, untouched.
+    const moved = parentsChanged(repo.worktree, c.path);
+    if (moved) return { applied: false, reason: `${moved}: ${takeBack(abs, null, aside)}` };
     dropAside(ctx, c, abs, aside, seen.key, 'the path was deleted as planned');
     return { applied: true };
   });
@@ -817,15 +912,25 @@ function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBl
   const abs = path.join(repo.worktree, c.path);
   if (to.mode === SYMLINK && !Buffer.isBuffer(content)) throw errors.internal(`symlink ${c.path} has a ${content.size}-byte target.`);
   const tmp = to.mode === SYMLINK ? null : writeTemp(repo, abs, to, content);
+  // The inode agentsnap installs (link(2) keeps it): what takeBack may remove.
+  let installed = tmp === null ? null : inodeOf(tmp);
   const install = (): 'done' | 'taken' => {
     try {
-      if (tmp === null) fs.symlinkSync(content as Buffer, abs);
-      else moveNoReplace(tmp, abs);
+      if (tmp === null) {
+        fs.symlinkSync(content as Buffer, abs);
+        installed = inodeOf(abs);
+      } else moveNoReplace(tmp, abs);
       return 'done';
     } catch (e) {
       if (isCode(e, 'EEXIST')) return 'taken';
       throw e;
     }
+  };
+  // After an install, the parents once more: one swapped for a symlink between the check and the
+  // install took the new entry outside the worktree (Node has no openat). It is taken back.
+  const escaped = (aside: string | null, done: boolean): Outcome | null => {
+    const moved = parentsChanged(repo.worktree, c.path);
+    return moved ? { applied: false, reason: `${moved}: ${takeBack(abs, done ? installed : null, aside)}` } : null;
   };
   // Created while the path was empty: that one stays.
   const taken: Outcome = { applied: false, reason: 'created during the restore: kept as it is' };
@@ -839,7 +944,8 @@ function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBl
     if (aside === 'dir') return { applied: false, reason: 'a directory appeared during the restore: left as it is' };
     if (aside === null) {
       opts.afterCheck?.(c.path);
-      return install() === 'done' ? { applied: true } : taken;
+      if (install() !== 'done') return taken;
+      return escaped(null, true) ?? { applied: true };
     }
     return withAside(ctx, c, abs, aside, () => {
       const seen = check(ctx, c, aside);
@@ -847,6 +953,8 @@ function replaceEntry(ctx: WriteCtx, c: PlannedChange, content: Buffer | LargeBl
       if (!seen.same) return { applied: false, reason: putBack(ctx, c, abs, aside) };
       // What was aside is what the plan expected (the snapshot holds it): it is dropped either way.
       const done = install();
+      const out = escaped(aside, done === 'done');
+      if (out) return out;
       dropAside(ctx, c, abs, aside, seen.key, done === 'done' ? 'the restored version is on disk' : 'a file created meanwhile is on disk');
       return done === 'done' ? { applied: true } : taken;
     });

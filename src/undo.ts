@@ -25,7 +25,7 @@ import { withLock } from './lock.js';
 import { snapshotTree, untrackedClassifier } from './snapshot.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, treeOf, updateRefs } from './git/plumbing.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
-import { applyPlan, changeLetter, gitlinkPaths, keptCommit, NESTED_REPO_REASON, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
+import { applyPlan, changeLetter, keptCommit, nestedLeft, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from './read.js';
 import { outsideEffect, effectLabel } from './effects.js';
 import fs from 'node:fs';
@@ -697,7 +697,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     fill(result, p);
     result.dryRun = true;
     result.changes = p.plan.map((c) => ({ path: c.path, change: changeLetter(c) }));
-    result.left = gitlinkPaths(p.plan).map((g) => ({ path: g, reason: NESTED_REPO_REASON }));
+    result.left = nestedLeft(repo.worktree, p.plan);
     // As the engine will: deletions of files ignored at the target are kept.
     for (const [k, reason] of await keptAtTarget(repo, p.plan, targetOf(p.resolved))) result.left.push({ path: k, reason });
     const leftPaths = new Set(result.left.map((l) => l.path));

@@ -8,6 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, ROOT, cli, cliProcess, refsUnder, tempRepo, treeFiles, type TempRepo, sessionOf, step } from './helpers.js';
 import { integrityProblems } from './support/crash-harness.js';
+import { openRepo } from '../src/repo.js';
+import { undoOperation } from '../src/undo.js';
 
 
 
@@ -25,6 +27,76 @@ function tree(dir: string): Record<string, string> {
   walk('');
   return out;
 }
+
+// Regression (found by adversarial testing, test/attack.found.test.ts): a parent directory moved
+// out of the worktree and replaced by a symlink to it *after* the path was set aside and compared
+// (the test seam afterCheck), before the install: the install's link(2) resolved the parents again
+// and wrote the restored file outside. Node has no openat(2), so the parents are checked once more
+// after the install, and what went through the symlink is taken back: agentsnap's new entry
+// (unlinked by its inode) and the set-aside version back under its own name in its own directory,
+// so the directory that left the worktree holds what it held before the restore touched it.
+async function swappedUndo(repo: TempRepo, when: 'afterCheck' | 'beforeReplace', at: string) {
+  const outside = path.join(repo.base, 'outside');
+  const r = await openRepo(repo.dir, { env: repo.env });
+  let swapped = false;
+  const res = await undoOperation(r, sessionOf(repo), 1, {
+    restoreHooks: {
+      [when]: (rel: string) => {
+        if (rel !== at || swapped) return;
+        swapped = true;
+        fs.renameSync(path.join(repo.dir, 'd'), outside);
+        fs.symlinkSync(outside, path.join(repo.dir, 'd'));
+      },
+    },
+  });
+  assert.ok(swapped);
+  return { outside, res };
+}
+
+const takenBack = /^d became a symlink during the restore; it was not followed: the restored version was taken back/;
+
+test('undo never writes outside the worktree when the parent becomes a symlink between the check and the install', async () => {
+  const repo = tempRepo({ files: { 'd/f': 'user f\n', 'a.txt': 'a\n' } });
+  try {
+    await step(repo, () => {
+      repo.write('d/f', 'agent f\n');
+      repo.write('a.txt', 'agent a\n');
+    });
+    const { outside, res } = await swappedUndo(repo, 'afterCheck', 'd/f');
+    // What the directory held when it was moved out: its f as before the restore, nothing of agentsnap.
+    assert.equal(tree(outside), { f: 'agent f\n' }, 'the restored file was installed outside the worktree');
+    const l = res.left.find((x) => x.path === 'd/f');
+    assert.match(l?.reason ?? '', takenBack, JSON.stringify(res.left));
+    assert.match(l?.reason ?? '', /what was there is back under its name/);
+    assert.is(repo.read('a.txt').toString(), 'a\n', 'the rest of the undo completes');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo never writes outside the worktree when the parent becomes a symlink before a file the step deleted is created again', async () => {
+  const repo = tempRepo({ files: { 'd/f': 'user f\n', 'd/g': 'user g\n' } });
+  try {
+    await step(repo, () => repo.rm('d/g'));
+    const { outside, res } = await swappedUndo(repo, 'afterCheck', 'd/g');
+    assert.equal(tree(outside), { f: 'user f\n' });
+    assert.match(res.left.find((x) => x.path === 'd/g')?.reason ?? '', takenBack, JSON.stringify(res.left));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo never deletes outside the worktree when the parent becomes a symlink after the file to delete was set aside', async () => {
+  const repo = tempRepo({ files: { 'd/f': 'user f\n' } });
+  try {
+    await step(repo, () => repo.write('d/new', 'agent new\n'));
+    const { outside, res } = await swappedUndo(repo, 'afterCheck', 'd/new');
+    assert.equal(tree(outside), { f: 'user f\n', new: 'agent new\n' });
+    assert.match(res.left.find((x) => x.path === 'd/new')?.reason ?? '', /^d became a symlink during the restore; it was not followed: what was there is back under its name/, JSON.stringify(res.left));
+  } finally {
+    repo.cleanup();
+  }
+});
 
 test('a path that is a symlink out of the worktree in one snapshot and a directory with files in the next: undo, redo and restore never write outside', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });

@@ -274,7 +274,12 @@ test('undo in a session worktree (a linked worktree) keeps what its rules ignore
   }
 });
 
-test('a tracked file the rules match is still deleted by redo (tracked files are not ignored)', async () => {
+// The rules alone decide (check-ignore --no-index): the user's index now is not the target's.
+// Here the path was tracked and deleted by the step, so redo could delete it; but a path that
+// is absent from the target and ignored there may just as well be an ignored file the agent
+// force-added (next test), and which one cannot be told. Keeping it and saying so is the safe
+// side (the user deletes it by hand); deleting an ignored file that may be the user's is not.
+test('redo keeps a force-added file the rules ignore that the step deleted, and reports it (the rules alone decide)', async () => {
   const repo = tempRepo({ files: { '.gitignore': 'vendor/\n' } });
   try {
     repo.write('vendor/lib.js', 'lib\n');
@@ -284,8 +289,29 @@ test('a tracked file the rules match is still deleted by redo (tracked files are
     await op(repo, ['undo']);
     assert.is(repo.read('vendor/lib.js').toString(), 'lib\n');
     const out = await op(repo, ['redo']);
-    assert.not.ok(repo.exists('vendor/lib.js'));
-    assert.equal(out.left, []);
+    assert.is(repo.read('vendor/lib.js').toString(), 'lib\n');
+    assertKept(out, ['vendor/lib.js']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// Regression (found by adversarial testing, test/attack.found.test.ts): check-ignore read the
+// user's index as it is now, where the agent's `git add -f` made the log tracked, so it was not
+// "ignored at the target" and, written seconds ago (no ctime proof), it was deleted.
+test('undo of a step that ran `git add -f` on an ignored log keeps the log on disk', async () => {
+  const repo = tempRepo({ files: { '.gitignore': '*.log\n', 'a.txt': 'a\n' } });
+  try {
+    repo.write('debug.log', 'the user log\n');
+    await step(repo, () => {
+      fs.appendFileSync(path.join(repo.dir, 'debug.log'), 'a line the dev server wrote meanwhile\n');
+      repo.git(['add', '-f', 'debug.log']);
+      repo.write('a.txt', 'by the agent\n');
+    });
+    const out = await op(repo, ['undo']);
+    assert.is(repo.read('a.txt').toString(), 'a\n');
+    assert.is(repo.read('debug.log').toString(), 'the user log\na line the dev server wrote meanwhile\n');
+    assertKept(out, ['debug.log']);
   } finally {
     repo.cleanup();
   }

@@ -96,4 +96,59 @@ test('effects outside the worktree are recognised from the tool input', () => {
   assert.is(outsideEffect({ tool: 'Read', input: { file_path: '/etc/passwd' } }, wt), null);
 });
 
+// Regression (found by adversarial testing, test/attack.found.test.ts): undo said "! sub  left as
+// it is: nested repository: left alone" for a nested repository the agent had deleted. A snapshot
+// records a nested repository as its commit id only (documented), so it cannot come back; the
+// message now says so, and everything else is as before.
+test('undo after the agent deleted a nested repository says it is not restored (not "left as it is")', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const sub = path.join(repo.dir, 'sub');
+    fs.mkdirSync(sub);
+    repo.git(['init', '-q', '-b', 'main'], { cwd: sub });
+    fs.writeFileSync(path.join(sub, 's'), 's\n');
+    repo.git(['add', 's'], { cwd: sub });
+    repo.git(['commit', '-q', '-m', 's'], { cwd: sub });
+    const head = repo.git(['rev-parse', 'HEAD'], { cwd: sub }).trim();
+    fs.writeFileSync(path.join(sub, 'wip.txt'), 'the user work in progress\n');
+    await step(repo, () => {
+      fs.rmSync(sub, { recursive: true, force: true });
+      repo.write('a.txt', 'agent a\n');
+    });
+    const dry = await cli(repo, ['undo', '--dry-run']);
+    assert.is(dry.code, 0, dry.stderr);
+    assert.not.match(dry.stdout, /sub\s+left as it is/, dry.stdout);
+    const res = await cli(repo, ['undo']);
+    assert.is(res.code, 0, res.stderr);
+    assert.not.ok(fs.existsSync(sub));
+    assert.is(repo.read('a.txt').toString(), 'a\n');
+    assert.not.match(res.stdout, /sub\s+left as it is/, res.stdout);
+    assert.match(res.stdout, new RegExp(`! sub  nested repository: not restored \\(agentsnap records only its commit id ${head.slice(0, 12)}; its own files are not in the snapshot\\)`), res.stdout);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo leaves a nested repository that is still there "left alone", as before', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const sub = path.join(repo.dir, 'sub');
+    fs.mkdirSync(sub);
+    repo.git(['init', '-q', '-b', 'main'], { cwd: sub });
+    fs.writeFileSync(path.join(sub, 's'), 's\n');
+    repo.git(['add', 's'], { cwd: sub });
+    repo.git(['commit', '-q', '-m', 's'], { cwd: sub });
+    await step(repo, () => {
+      fs.writeFileSync(path.join(sub, 's'), 's2\n');
+      repo.git(['commit', '-q', '-am', 's2'], { cwd: sub });
+    });
+    const res = await cli(repo, ['undo']);
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, /! sub  left as it is: nested repository: left alone/, res.stdout);
+    assert.is(fs.readFileSync(path.join(sub, 's'), 'utf8'), 's2\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

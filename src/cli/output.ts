@@ -3,6 +3,7 @@
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Writable } from 'node:stream';
 import type { ChangedPath, SkippedFile } from '../journal.js';
+import { NESTED_REPO_GONE_PREFIX } from '../restore.js';
 
 export interface CliIO {
   stdout: Writable & { isTTY?: boolean };
@@ -135,5 +136,6 @@ export function printablePath(p: string): string {
  * that raced with it): its reason says what became of it and names the object.
  */
 export function describeLeft(l: { path: string; reason: string; oid?: string }): string {
-  return l.oid ? `${printablePath(l.path)}  ${l.reason}` : `${printablePath(l.path)}  left as it is: ${l.reason}`;
+  // A deleted nested repository is not there to be "left as it is": its reason says what happened.
+  return l.oid || l.reason.startsWith(NESTED_REPO_GONE_PREFIX) ? `${printablePath(l.path)}  ${l.reason}` : `${printablePath(l.path)}  left as it is: ${l.reason}`;
 }
