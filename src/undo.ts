@@ -642,6 +642,20 @@ async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Prom
   });
 }
 
+/**
+ * The tree of an operation's result: the private index updated with what was
+ * applied. A restore that changed a .gitignore also changes what a scan holds
+ * on paths it did not plan (an ignored file the agent had un-ignored, one the
+ * restored rules no longer ignore): the result is then a scan of the worktree
+ * as the restore left it, so the next snapshot sees no phantom change (a scan,
+ * only when a .gitignore was among the applied paths).
+ */
+async function resultTree(repo: Repo, settings: Settings, indexFile: string, applied: { applied: PlannedChange[]; foundInPlace: string[] }): Promise<string> {
+  const tree = await recordApplied(repo, indexFile, applied.applied, await leftOutNow(repo, settings, applied.foundInPlace));
+  if (!applied.applied.some((c) => path.posix.basename(c.path) === '.gitignore')) return tree;
+  return (await snapshotTree(repo, { indexFile, settings, parentTree: tree })).tree;
+}
+
 async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession, events: JournalEvent[], settings: Settings): Promise<RecoveredOp[]> {
   const done = new Set(events.filter((e) => e.type === 'op.done').map((e) => (e as OpDoneEvent).op));
   const out: RecoveredOp[] = [];
@@ -670,7 +684,7 @@ async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession,
       out.push({ op: start.op, kind: start.kind, status: 'abandoned', reason: `completing it failed: ${reason}`, ref });
       continue;
     }
-    const tree = await recordApplied(repo, locked.paths.index, applied.applied, await leftOutNow(repo, settings, applied.foundInPlace));
+    const tree = await resultTree(repo, settings, locked.paths.index, applied);
     const head = (await readHead(repo)).commit;
     const kept = await keptCommit(repo, applied.kept, opMessage(id, start.op, 'kept', `versions kept by operation ${start.op} (${start.kind}, completed after an interruption)`, head));
     const commit = await commitTree(repo, { tree, parents: resultParents(start.safety, kept), message: opMessage(id, start.op, start.kind, `operation ${start.op} ${start.kind} (completed after an interruption)`, head) });
@@ -762,7 +776,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
       result.safetyRef = ref;
 
       const applied = await applyPlan(repo, p.plan, { target: targetOf(p.resolved), ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
-      const tree = await recordApplied(repo, locked.paths.index, applied.applied, await leftOutNow(repo, settings, applied.foundInPlace));
+      const tree = await resultTree(repo, settings, locked.paths.index, applied);
       const kept = await keptCommit(repo, applied.kept, opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead));
       const commit = await commitTree(repo, {
         tree,

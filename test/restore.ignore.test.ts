@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cli, indexBytes, tempRepo, step, type TempRepo } from './helpers.js';
+import { cli, indexBytes, sessionOf, tempRepo, step, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/repo.js';
 import { startWorktreeSession } from '../src/worktree.js';
 import { onGitSpawn } from '../src/git/run.js';
@@ -408,6 +408,34 @@ test('undo to a state with a file that an exclude rule added since ignores, on d
     const next = await cli(repo, ['snap', '--json']);
     assert.is(next.code, 0, next.stderr);
     assert.equal((JSON.parse(next.stdout) as { changed: unknown[] }).changed, [], 'the next snapshot sees no change');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('restore of a .gitignore the agent deleted: the result snapshot leaves the ignored local.db out again, and a redo right after an undo of a new ignore rule needs no --force (found by the generative and adversarial tests)', async () => {
+  const repo = tempRepo({ files: { '.gitignore': '*.db\n', 'a.txt': 'a\n' } });
+  try {
+    repo.write('local.db', 'the user db\n');
+    await step(repo, () => repo.rm('.gitignore'));
+    const id = sessionOf(repo);
+    const res = await cli(repo, ['restore', '1', '--', '.gitignore']);
+    assert.is(res.code, 0, res.stderr);
+    const head = repo.git(['rev-parse', `refs/agentsnap/sessions/${id}/head`]).trim();
+    assert.is(repo.gitRaw(['cat-file', '-e', `${head}:local.db`]).status, 128, 'local.db is ignored again: not in the result');
+    assert.is(repo.gitRaw(['cat-file', '-e', `${head}:.gitignore`]).status, 0);
+    // An agent step that adds an ignore rule for its own output; undo, then redo at once.
+    await step(repo, () => {
+      repo.write('.gitignore', '*.db\nbuild/\n');
+      repo.write('build/out.o', 'object\n');
+    });
+    const undone = await cli(repo, ['undo']);
+    assert.is(undone.code, 0, undone.stderr);
+    assert.ok(repo.exists('build/out.o'), 'ignored at the target: kept');
+    const redone = await cli(repo, ['redo']);
+    assert.is(redone.code, 0, `redo needs no --force: ${redone.stderr}`);
+    assert.is(repo.read('.gitignore').toString(), '*.db\nbuild/\n');
+    assert.is(repo.read('local.db').toString(), 'the user db\n');
   } finally {
     repo.cleanup();
   }
