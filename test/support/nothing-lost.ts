@@ -1021,7 +1021,14 @@ export class World {
       const out = JSON.parse(res.stdout) as { left?: { path: string }[]; kept?: string[] };
       const left = [...(out.left ?? []).map((l) => l.path), ...((done.left ?? []) as { path: string }[]).map((l) => l.path), ...(out.kept ?? [])];
       const scope = (p: string) => (restorePath === null ? false : !under(p, [restorePath]));
-      const exempt = (p: string) => under(p, left) || scope(p) || after.unreadable.includes(p);
+      // A file ignored before the operation is never touched: if the restored rules no longer ignore it, it is
+      // there as it was (extra beside the target), which is right.
+      const untouched = (p: string) => {
+        const was = before.untouchable.get(p);
+        const now = after.tree.get(p);
+        return !!was && !!now && was.oid === now.oid && was.mode === now.mode;
+      };
+      const exempt = (p: string) => under(p, left) || scope(p) || after.unreadable.includes(p) || untouched(p);
       // (c) the worktree now equals the target, except what the operation reported it left.
       const target = treeEntries(this.repo, start.to as string);
       for (const [p] of after.skipped) target.delete(p);
