@@ -28,7 +28,7 @@ import { serverEnabled } from './server.js';
 import type { Repo } from './repo.js';
 import { checkGitVersion } from './repo.js';
 import { maybeMaintain } from './maintenance.js';
-import { readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from './transcript.js';
+import { locateToolCall, readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from './transcript.js';
 import { CLAUDE_READ_ONLY_TOOLS } from './agent-hooks.js';
 import { redactValue, sanitize } from './redact.js';
 
@@ -485,6 +485,8 @@ export interface LockedSession {
   head(): { commit: string; tree: string | null };
   /** Appends an event and applies it: journal, refs, state (the same order as every step). */
   append(ev: JournalEvent, refs: RefUpdate[]): Promise<void>;
+  /** Journals the unhooked reads the session's transcript holds now, before an operation moves the head (see importBeforeHeadMoves). */
+  importReads(): Promise<void>;
 }
 
 /** Runs fn under the session lock, ended sessions included (undo works after the agent has exited). */
@@ -499,6 +501,7 @@ export async function withSessionLock<T>(repo: Repo, id: string, settings: Setti
         paths: p,
         head: () => ({ commit: state.session.head, tree: state.session.headTree }),
         append: (ev, refs) => commitEvent(repo, p, state, ev, refs),
+        importReads: () => importBeforeHeadMoves(repo, p, state, settings),
       }),
     false,
   );
@@ -711,11 +714,12 @@ export async function recordCheckpointIfChanged(repo: Repo, id: string, opts: Ch
   return checkpoint(repo, id, opts, true);
 }
 
-async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyIfChanged: boolean): Promise<SnapshotResult | null> {
+async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyIfChanged: boolean, importReads = true): Promise<SnapshotResult | null> {
   const settings = opts.settings ?? (await loadSettings(repo));
   return mutate(repo, id, settings, 'snapshot (checkpoint)', async (state, p) => {
-    const s = state.session;
-    const step = s.nextStep;
+    // The reads the transcript holds now saw the head before this checkpoint (wrap --auto's: only when it records something).
+    if (importReads && !onlyIfChanged) await importBeforeHeadMoves(repo, p, state, settings);
+    let s = state.session;
     const head = await readHead(repo);
     const clean = journaled(settings);
     const tool = clean(opts.tool ?? null);
@@ -724,6 +728,11 @@ async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyI
       reusedSnapshot(s, opts.sameInstantAs) ??
       (await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
     if (onlyIfChanged && snap.tree === s.headTree) return null;
+    if (importReads && onlyIfChanged) {
+      await importBeforeHeadMoves(repo, p, state, settings);
+      s = state.session;
+    }
+    const step = s.nextStep;
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [s.head],
@@ -820,7 +829,8 @@ export async function resumeSession(repo: Repo, id: string, opts: ResumeOptions 
     const ev: JournalEvent = { ...eventBase(id), type: 'session.resume', agent: clean(opts.agent ?? null), command: clean(opts.command ?? null), owner: opts.owner ?? null };
     await commitEvent(repo, p, state, ev, []);
   });
-  return recordCheckpoint(repo, id, { settings, message: 'session resumed', ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+  // No import: what the old transcript holds since the session ended belongs to no run of this session.
+  return (await checkpoint(repo, id, { settings, message: 'session resumed', ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }, false, false)) as SnapshotResult;
 }
 
 export interface EndOptions extends SnapshotContext {
@@ -986,6 +996,33 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
   writeState(p.state, next);
   Object.assign(state, next);
   return calls.length + unended.length;
+}
+
+/**
+ * Before something other than a hooked call moves the session head (an
+ * operation, a checkpoint), the reads the session's Claude Code transcript
+ * holds are journaled, so each keeps the head it ran in and its step number
+ * comes before the move: every line in the file now was written before it (a
+ * transcript position, unlike a timestamp, has no clock skew). A read with no
+ * result yet gets its start now and its end at a later import. Reads after an
+ * open hooked call's line (the agent's own `agentsnap undo` through Bash, with
+ * a Read in the same message) run after that call: they are left to a later
+ * import. The transcript is the one the last import read (else the newest
+ * step's, for a Claude Code session): none, and this costs nothing.
+ */
+async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings): Promise<void> {
+  if (state.session.ended || state.session.discarded) return;
+  const transcript = state.transcriptFloor?.path ?? (state.session.agent === 'claude' ? state.transcriptPath ?? null : null);
+  if (!transcript) return;
+  const tail = readTranscriptTail(transcript);
+  if (!tail) return;
+  let pendingBefore = tail.size;
+  for (const o of state.session.open) {
+    if (o.source === 'transcript' || !o.toolUseId) continue;
+    const at = locateToolCall(transcript, o.toolUseId, tail).lineOffset;
+    if (at !== undefined) pendingBefore = Math.min(pendingBefore, at);
+  }
+  await importQuietly(repo, p, state, settings, transcript, tail, pendingBefore);
 }
 
 /** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */

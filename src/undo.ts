@@ -261,7 +261,8 @@ function undoSpec(step: number | undefined): OpSpec {
       const undone = undoneSteps(ops);
       let n = step;
       if (n === undefined) {
-        const candidates = session.steps.filter((st) => st.status !== 'open' && !undone.has(st.step) && (st.pre || st.kind === 'checkpoint'));
+        // A read journaled from the transcript changed nothing: undoing it alone would change nothing either.
+        const candidates = session.steps.filter((st) => st.status !== 'open' && !undone.has(st.step) && st.source !== 'transcript' && (st.pre || st.kind === 'checkpoint'));
         const last = candidates[candidates.length - 1];
         if (!last) {
           throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${session.steps.length === 0 ? 'it has no steps' : 'every step is already undone'}.`, {
@@ -721,6 +722,8 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
   }
 
   return withSessionLock(repo, id, settings, `${spec.kind}`, async (locked) => {
+    // Reads the transcript holds saw the head before this operation: journaled first, with that state.
+    await locked.importReads();
     const lockFile = contentLockFile(repo);
     fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
     return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: spec.kind }, async () => {
