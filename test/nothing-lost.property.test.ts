@@ -26,8 +26,8 @@
 //   AGENTSNAP_PROPERTY_MAX_OPS=N  longest sequence (default 12)
 //   AGENTSNAP_PROPERTY_SHRINK=0   report the first failure unshrunk (shrinking can take minutes)
 //   AGENTSNAP_PROPERTY_SKIP_CHECKS=protect,reads  leave out (c)'s protection check, or the
-//                                 check of unhooked reads' recorded state, while the bugs of
-//                                 test/nothing-lost.found.test.ts are open
+//                                 check of unhooked reads' recorded state (to hunt other bugs
+//                                 while one of those is open)
 //   AGENTSNAP_PROPERTY_CASE='["off",[{"t":"edit",...},...]]'  runs exactly that
 //                                 sequence (a counterexample as fast-check prints it)
 import { test } from 'uvu';

@@ -2,7 +2,8 @@
 // operations (plain JSON, so fast-check prints and shrinks them), their
 // interpreter against a real temp repository, an independent ground truth of
 // what a snapshot must hold, and the invariants checked after every operation.
-// Used by test/nothing-lost.property.test.ts and test/nothing-lost.found.test.ts.
+// Used by test/nothing-lost.property.test.ts and by example tests that replay a shrunk case
+// (test/undo.checkpoint.test.ts).
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
