@@ -328,14 +328,7 @@ async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'b
   const fromBaseline = await gone(baseline);
   const keep = [...fromResult].filter(([p]) => fromBaseline.has(p)).map(([, line]) => line);
   if (keep.length === 0) return tree;
-  const idx = tempIndex(repo, 'promote');
-  try {
-    await repo.git(['read-tree', tree], { extraEnv: indexEnv(idx) });
-    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: keep.join('\0') + '\0' });
-    return await writeTree(repo, idx);
-  } finally {
-    removeTempIndex(idx);
-  }
+  return treeWithEntries(repo, tree, keep);
 }
 
 /**
@@ -375,10 +368,15 @@ async function withGitModes(repo: Repo, tree: string, parent: string | null): Pr
     }
   }
   if (fix.length === 0) return tree;
-  const idx = tempIndex(repo, 'promote-modes');
+  return treeWithEntries(repo, tree, fix);
+}
+
+/** `tree` with these `update-index --index-info` lines applied, through a throwaway index. */
+async function treeWithEntries(repo: Repo, tree: string, lines: string[]): Promise<string> {
+  const idx = tempIndex(repo, 'promote');
   try {
     await repo.git(['read-tree', tree], { extraEnv: indexEnv(idx) });
-    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: fix.join('\0') + '\0' });
+    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: lines.join('\0') + '\0' });
     return await writeTree(repo, idx);
   } finally {
     removeTempIndex(idx);
