@@ -247,12 +247,12 @@ export interface RestoreResult {
   /** Of `left`: nested repositories (gitlinks), never written. */
   nested: string[];
   /**
-   * Of `applied`: paths the target has that were on disk just as the target
-   * has them although the plan's `from` (the safety snapshot) lacked them — a
-   * snapshot left them out (ignored since, skipped): recordApplied must not
-   * add them, or the operation's result would hold what no scan holds.
+   * Of `applied`: the paths the plan's `from` (the safety snapshot) lacked and
+   * the target has, now on disk as the target has them (written, or found in
+   * place). The caller drops those a scan would leave out now (ignored since,
+   * skipped) before recordApplied, or the result would hold what no scan holds.
    */
-  foundInPlace: string[];
+  added: string[];
   /**
    * The versions kept (their ids are also in `left`): the caller makes them
    * reachable (keptCommit, referenced from the operation's commits), then
@@ -1154,8 +1154,8 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
   }
   applied.sort((a, b) => (a.path < b.path ? -1 : 1));
   left.sort((a, b) => (a.path < b.path ? -1 : 1));
-  const foundInPlace = prepared.already.filter((c) => c.from === null).map((c) => c.path);
-  return { applied, left, nested: prepared.nested, foundInPlace, kept: stored.stored, release: stored.release };
+  const added = applied.filter((c) => c.from === null).map((c) => c.path);
+  return { applied, left, nested: prepared.nested, added, kept: stored.stored, release: stored.release };
 }
 
 /**
@@ -1227,9 +1227,9 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: Prepare
  * the resulting tree. Removals go first so a path can change between file
  * and directory.
  */
-export async function recordApplied(repo: Repo, indexFile: string, applied: PlannedChange[], foundInPlace: Iterable<string> = []): Promise<string> {
-  const inPlace = new Set(foundInPlace);
-  if (inPlace.size > 0) applied = applied.filter((c) => !inPlace.has(c.path));
+export async function recordApplied(repo: Repo, indexFile: string, applied: PlannedChange[], leftOut: Iterable<string> = []): Promise<string> {
+  const out = new Set(leftOut);
+  if (out.size > 0) applied = applied.filter((c) => !out.has(c.path));
   const lines: string[] = [];
   for (const c of applied) if (c.to === null || (c.from && changeLetter(c) === 'T')) lines.push(`0 ${ZERO_OID}\t${c.path}`);
   for (const c of applied) if (c.to !== null) lines.push(`${c.to.mode} ${c.to.oid}\t${c.path}`);

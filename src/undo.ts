@@ -23,7 +23,7 @@ import { loadSettings, type Settings } from './config.js';
 import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from './session.js';
 import { withLock } from './lock.js';
 import { snapshotTree, untrackedClassifier } from './snapshot.js';
-import { commitTree, diffTrees, ignoredPaths, readHead, treeOf, updateRefs } from './git/plumbing.js';
+import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from './git/plumbing.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 import { applyPlan, changeLetter, keptCommit, nestedLeft, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from './read.js';
@@ -622,18 +622,19 @@ function checkWorktree(repo: Repo, s: Session): void {
 
 /** Completes (or abandons) operations a crash left half done. Caller holds both locks. */
 /**
- * Of the paths a restore found already as the target has them although the
- * safety snapshot lacked them, those a scan of the worktree as it is now leaves
- * out (ignored under the rules now on disk, or skipped: secret, size cap,
- * exclude): the operation's result must not hold them, or it would hold what
- * no snapshot does. One check-ignore, only when there are such paths.
+ * Of the paths a restore added (the safety snapshot lacked them; written or
+ * found in place), those a scan of the worktree as it is now leaves out
+ * (ignored under the rules now on disk — an exclude rule added since the
+ * target —, or skipped: secret, size cap, exclude): the operation's result
+ * must not hold them, or it would hold what no snapshot does. One
+ * check-ignore, only when the restore added something.
  */
 async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
   if (paths.length === 0) return [];
-  const ignored = await ignoredPaths(repo, paths);
+  const ignored = await ignoredPaths(repo, paths, { trackedCount: true });
   const classify = untrackedClassifier(settings);
-  return paths.filter((p) => {
-    if (ignored.has(p)) return true;
+  const skipped = paths.filter((p) => {
+    if (ignored.has(p)) return false;
     try {
       const st = fs.lstatSync(path.join(repo.worktree, p));
       return st.isFile() && classify(p, st.size) !== null;
@@ -641,6 +642,9 @@ async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Prom
       return true; // gone meanwhile: no scan holds it
     }
   });
+  // Tracked files are never skipped (secret, size cap and excludes apply to untracked ones).
+  const tracked = skipped.length > 0 ? await trackedPaths(repo, skipped) : new Set<string>();
+  return [...ignored, ...skipped.filter((p) => !tracked.has(p))];
 }
 
 /**
@@ -651,8 +655,8 @@ async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Prom
  * as the restore left it, so the next snapshot sees no phantom change (a scan,
  * only when a .gitignore was among the applied paths).
  */
-async function resultTree(repo: Repo, settings: Settings, indexFile: string, applied: { applied: PlannedChange[]; foundInPlace: string[] }): Promise<string> {
-  const tree = await recordApplied(repo, indexFile, applied.applied, await leftOutNow(repo, settings, applied.foundInPlace));
+async function resultTree(repo: Repo, settings: Settings, indexFile: string, applied: { applied: PlannedChange[]; added: string[] }): Promise<string> {
+  const tree = await recordApplied(repo, indexFile, applied.applied, await leftOutNow(repo, settings, applied.added));
   if (!applied.applied.some((c) => path.posix.basename(c.path) === '.gitignore')) return tree;
   return (await snapshotTree(repo, { indexFile, settings, parentTree: tree })).tree;
 }

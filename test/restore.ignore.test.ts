@@ -441,4 +441,31 @@ test('restore of a .gitignore the agent deleted: the result snapshot leaves the 
   }
 });
 
+test('undo that writes back a file an exclude rule added since ignores: the result snapshot does not hold it; a tracked file the rules match stays in it (found by the generative test)', async () => {
+  const repo = tempRepo({ files: { '.gitignore': '*.log\n', 'a.txt': 'a\n' } });
+  try {
+    repo.write('tracked.log', 'tracked although ignored\n');
+    repo.git(['add', '-f', 'tracked.log']);
+    repo.git(['commit', '-qm', 'tracked.log']);
+    repo.write('b.txt', 'untracked b\n');
+    await step(repo, () => {
+      fs.renameSync(path.join(repo.dir, 'b.txt'), path.join(repo.dir, 'moved.bin'));
+      repo.rm('tracked.log');
+    });
+    const id = sessionOf(repo);
+    fs.appendFileSync(path.join(repo.dir, '.git', 'info', 'exclude'), '*.txt\n');
+    const res = await cli(repo, ['undo', '--force', '1']);
+    assert.is(res.code, 0, res.stderr);
+    assert.is(repo.read('b.txt').toString(), 'untracked b\n');
+    assert.is(repo.read('tracked.log').toString(), 'tracked although ignored\n');
+    const head = repo.git(['rev-parse', `refs/agentsnap/sessions/${id}/head`]).trim();
+    assert.is(repo.gitRaw(['cat-file', '-e', `${head}:b.txt`]).status, 128, 'b.txt is ignored now: not in the result');
+    assert.is(repo.gitRaw(['cat-file', '-e', `${head}:tracked.log`]).status, 0, 'a tracked file is in it whatever the rules');
+    const next = await cli(repo, ['snap', '--json']);
+    assert.equal((JSON.parse(next.stdout) as { changed: unknown[] }).changed, [], 'the next snapshot sees no change');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

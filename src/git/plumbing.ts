@@ -193,12 +193,26 @@ export async function treeVsTree(repo: Repo, index: string, treeish: string): Pr
 }
 
 /** Of `paths`, those the user's ignore rules (.gitignore, info/exclude, core.excludesFile) match. */
-export async function ignoredPaths(repo: Repo, paths: string[]): Promise<Set<string>> {
+export async function ignoredPaths(repo: Repo, paths: string[], opts: { trackedCount?: boolean } = {}): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
   // check-ignore reads pathspecs (GIT_LITERAL_PATHSPECS is refused): "./" keeps a name starting
   // with ":" a plain path (":x" would be the pathspec "x"); git answers with the name as asked.
-  const res = await repo.git(['check-ignore', '-z', '--stdin', '--no-index'], { input: pathsInput(paths, '\0', './'), okCodes: [1] });
+  // trackedCount: read the user's index, so a path it tracks is never reported (a snapshot records
+  // tracked files whatever the rules say).
+  const args = ['check-ignore', '-z', '--stdin', ...(opts.trackedCount ? [] : ['--no-index'])];
+  const res = await repo.git(args, { input: pathsInput(paths, '\0', './'), okCodes: [1] });
   return new Set(splitNul(res.stdout).map((p) => (p.startsWith('./') ? p.slice(2) : p)));
+}
+
+/** Of `paths`, those the user's index tracks (literal pathspecs, read from stdin). */
+export async function trackedPaths(repo: Repo, paths: string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set();
+  const res = await repo.git(['ls-files', '-z', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+    input: pathsInput(paths, '\0', ''),
+    extraEnv: { GIT_LITERAL_PATHSPECS: '1' },
+  });
+  const want = new Set(paths);
+  return new Set(splitNul(res.stdout).filter((p) => want.has(p)));
 }
 
 /** Removes exactly these paths from the index (the files stay on disk). */
