@@ -313,8 +313,8 @@ function editManyFiles(repo: BenchRepo, env: BenchEnv, count: number, tag: strin
 
 /**
  * `agentsnap undo` of a step that changed `count` files: the safety snapshot
- * plus the restore. Each sample first records a new step (untimed `snap`
- * after editing the files), then undoes it.
+ * plus the restore. Each sample first records a new agent step (untimed
+ * `snap --phase pre`, the edits, `snap --phase post`), then undoes it.
  */
 function undoScenario(count: number): Scenario {
   return {
@@ -323,14 +323,19 @@ function undoScenario(count: number): Scenario {
       const { repo, env } = ctx;
       removeAgentsnapState(repo, env);
       const snap = agentsnapCmd(env, repo.dir, ['snap', '-q']);
+      // The step is the agent's (a pre and a post around the edits): a checkpoint (`snap`) is the
+      // user's own change, which undo takes back only with --force.
+      const pre = agentsnapCmd(env, repo.dir, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q']);
+      const post = agentsnapCmd(env, repo.dir, ['snap', '--phase', 'post', '-q']);
       const undo = agentsnapCmd(env, repo.dir, ['undo', '--json']);
       timed([snap]); // the session and its baseline
       const runs = Math.max(1, Math.min(ctx.runs, 5));
       const what = `undo: ${count} files differ`;
       ctx.log(`  ${what} (${runs} runs)`);
       const record = (i: number) => {
+        timed([pre]);
         editManyFiles(repo, env, count, `undo ${count} ${i} ${process.hrtime.bigint()}`);
-        timed([snap]);
+        timed([post]);
       };
       const samples = await interleave([{ name: 'agentsnap', prepare: record, run: () => timed([undo]).ms }, rawGitSubject(ctx)], runs);
       record(-1);
