@@ -1030,7 +1030,9 @@ export class World {
     }
     if (res.code === 0 && start && done && done.status === 'done') {
       const after = this.view();
-      const out = JSON.parse(res.stdout) as { left?: { path: string }[]; kept?: string[] };
+      // undo answers {files, chat}; redo, restore and revert the operation itself.
+      const parsed = JSON.parse(res.stdout) as { left?: { path: string }[]; kept?: string[]; files?: { left?: { path: string }[]; kept?: string[] } };
+      const out = parsed.files ?? parsed;
       const left = [...(out.left ?? []).map((l) => l.path), ...((done.left ?? []) as { path: string }[]).map((l) => l.path), ...(out.kept ?? [])];
       const scope = (p: string) => (restorePath === null ? false : !under(p, [restorePath]));
       // A file ignored before the operation is never touched: if the restored rules no longer ignore it, it is
