@@ -24,6 +24,7 @@ import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, s
 import { withLock } from './lock.js';
 import { snapshotTree, untrackedClassifier } from './snapshot.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from './git/plumbing.js';
+import { fsPath } from './git/run.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 import { applyPlan, changeLetter, keptCommit, nestedLeft, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from './read.js';
@@ -636,7 +637,7 @@ async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Prom
   const skipped = paths.filter((p) => {
     if (ignored.has(p)) return false;
     try {
-      const st = fs.lstatSync(path.join(repo.worktree, p));
+      const st = fs.lstatSync(fsPath(path.join(repo.worktree, p)));
       return st.isFile() && classify(p, st.size) !== null;
     } catch {
       return true; // gone meanwhile: no scan holds it

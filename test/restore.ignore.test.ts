@@ -468,4 +468,23 @@ test('undo that writes back a file an exclude rule added since ignores: the resu
   }
 });
 
+test('undo that writes back a tracked file over the size cap keeps it in the result snapshot (tracked files are never skipped)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    repo.write('big.dat', 'x'.repeat(4096));
+    repo.git(['add', 'big.dat']);
+    repo.git(['commit', '-qm', 'big']);
+    repo.git(['config', 'agentsnap.maxFileSize', '1k']);
+    await step(repo, () => repo.rm('big.dat'));
+    const id = sessionOf(repo);
+    const res = await cli(repo, ['undo']);
+    assert.is(res.code, 0, res.stderr);
+    assert.is(repo.read('big.dat').length, 4096);
+    const head = repo.git(['rev-parse', `refs/agentsnap/sessions/${id}/head`]).trim();
+    assert.is(repo.gitRaw(['cat-file', '-e', `${head}:big.dat`]).status, 0, 'big.dat is in the result');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -204,15 +204,26 @@ export async function ignoredPaths(repo: Repo, paths: string[], opts: { trackedC
   return new Set(splitNul(res.stdout).map((p) => (p.startsWith('./') ? p.slice(2) : p)));
 }
 
-/** Of `paths`, those the user's index tracks (literal pathspecs, read from stdin). */
+/**
+ * Of `paths`, those the user's index tracks (stage 0 or a conflict): one
+ * `cat-file --batch-check` of `:<path>` (index) names, read from stdin, so
+ * any bytes pass (ls-files takes no pathspecs from stdin in git 2.39). A name
+ * holding a newline cannot be asked and counts as tracked (never left out).
+ */
 export async function trackedPaths(repo: Repo, paths: string[]): Promise<Set<string>> {
-  if (paths.length === 0) return new Set();
-  const res = await repo.git(['ls-files', '-z', '--pathspec-from-file=-', '--pathspec-file-nul'], {
-    input: pathsInput(paths, '\0', ''),
-    extraEnv: { GIT_LITERAL_PATHSPECS: '1' },
-  });
-  const want = new Set(paths);
-  return new Set(splitNul(res.stdout).filter((p) => want.has(p)));
+  const out = new Set<string>(paths.filter((p) => p.includes('\n')));
+  const ask = paths.filter((p) => !p.includes('\n'));
+  if (ask.length === 0) return out;
+  for (const stage of ['0', '2']) {
+    const left = ask.filter((p) => !out.has(p));
+    if (left.length === 0) break;
+    const res = await repo.git(['cat-file', '--batch-check=%(objectname)'], { input: pathsInput(left, '\n', `:${stage}:`) });
+    const lines = res.stdout.toString('utf8').split('\n');
+    left.forEach((p, i) => {
+      if (!/ missing$/.test(lines[i] ?? ' missing')) out.add(p);
+    });
+  }
+  return out;
 }
 
 /** Removes exactly these paths from the index (the files stay on disk). */
