@@ -153,3 +153,8 @@ export function statKey(file: string): string {
 export function restoreKeptName(base: string, rand: string): string {
   return `${base.slice(0, 80)}.agentsnap-kept-${rand}`;
 }
+
+/** A path with an empty, `.`, `..` or `.git` component (a crafted tree): a restore never writes it, nor asks git about it. */
+export function unsafePath(rel: string): boolean {
+  return rel.split('/').some((part) => part === '' || part === '.' || part === '..' || part.toLowerCase() === '.git');
+}

@@ -41,7 +41,7 @@ import type { Repo } from './repo.js';
 import { errors } from './errors.js';
 import { pathsInput, runGit, splitNul } from './git/run.js';
 import { SNAPSHOT_GIT_CONFIG } from './git/status-args.js';
-import { rmQuiet } from './fsutil.js';
+import { rmQuiet, unsafePath } from './fsutil.js';
 
 const GITLINK = '160000';
 
@@ -118,7 +118,7 @@ export async function keptAtTarget(repo: Repo, plan: PlannedChange[], target: Re
   const dirs = new Set<string>();
   for (const c of deletions) {
     // A crafted path (`..`, `.git`) is never written anyway (and git would refuse the question).
-    if (c.path.split('/').some((x) => x === '' || x === '.' || x === '..' || x.toLowerCase() === '.git')) continue;
+    if (unsafePath(c.path)) continue;
     // cat-file cannot be asked about a directory whose name holds a newline: kept, the safe way.
     if (path.posix.dirname(c.path).includes('\n')) out.set(c.path, IGNORED_AT_TARGET_REASON);
     else {

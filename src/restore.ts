@@ -35,7 +35,7 @@ import type { Repo } from './repo.js';
 import { commitTree, indexEnv, ZERO_OID } from './git/plumbing.js';
 import { runGitSync, runGitToFdSync, splitNul } from './git/run.js';
 import { hashRaw, keepPrivate, stdinPathSafe } from './snapshot.js';
-import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet } from './fsutil.js';
+import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet, unsafePath } from './fsutil.js';
 import { clearStaleGitLock } from './lock.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 
@@ -277,10 +277,6 @@ export interface PreparedRestore {
 /** State of a planned path on disk: matches `from`, matches `to`, or neither (why). */
 type Disk = { is: 'from' } | { is: 'to' } | { is: 'other'; reason: string };
 
-/** A path with an empty, `.`, `..` or `.git` component (a crafted tree) is never written. */
-function unsafePath(rel: string): boolean {
-  return rel.split('/').some((part) => part === '' || part === '.' || part === '..' || part.toLowerCase() === '.git');
-}
 
 /** Files (anything but directories) below a directory of the worktree, not following symlinks. */
 function filesBelow(worktree: string, rel: string): string[] {

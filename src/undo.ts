@@ -632,7 +632,7 @@ function checkWorktree(repo: Repo, s: Session): void {
  */
 async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
   if (paths.length === 0) return [];
-  const ignored = await ignoredPaths(repo, paths, { trackedCount: true });
+  const ignored = await ignoredPaths(repo, paths, { readIndex: true });
   const classify = untrackedClassifier(settings);
   const skipped = paths.filter((p) => {
     if (ignored.has(p)) return false;

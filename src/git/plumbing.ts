@@ -193,13 +193,13 @@ export async function treeVsTree(repo: Repo, index: string, treeish: string): Pr
 }
 
 /** Of `paths`, those the user's ignore rules (.gitignore, info/exclude, core.excludesFile) match. */
-export async function ignoredPaths(repo: Repo, paths: string[], opts: { trackedCount?: boolean } = {}): Promise<Set<string>> {
+export async function ignoredPaths(repo: Repo, paths: string[], opts: { readIndex?: boolean } = {}): Promise<Set<string>> {
   if (paths.length === 0) return new Set();
   // check-ignore reads pathspecs (GIT_LITERAL_PATHSPECS is refused): "./" keeps a name starting
   // with ":" a plain path (":x" would be the pathspec "x"); git answers with the name as asked.
-  // trackedCount: read the user's index, so a path it tracks is never reported (a snapshot records
+  // readIndex: read the user's index, so a path it tracks is never reported (a snapshot records
   // tracked files whatever the rules say).
-  const args = ['check-ignore', '-z', '--stdin', ...(opts.trackedCount ? [] : ['--no-index'])];
+  const args = ['check-ignore', '-z', '--stdin', ...(opts.readIndex ? [] : ['--no-index'])];
   const res = await repo.git(args, { input: pathsInput(paths, '\0', './'), okCodes: [1] });
   return new Set(splitNul(res.stdout).map((p) => (p.startsWith('./') ? p.slice(2) : p)));
 }
