@@ -7,11 +7,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { openRepo } from '../src/repo.js';
-import { loadSettings } from '../src/config.js';
-import { IncrementalSnapshotter } from '../src/incremental.js';
+import { openRepo } from '../src/git/repo.js';
+import { loadSettings } from '../src/git/config.js';
+import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 import { onGitSpawn } from '../src/git/run.js';
-import { MappedFiles } from '../src/mapped-files.js';
+import { MappedFiles } from '../src/snapshot/mapped-files.js';
 
 const dir = path.resolve(process.argv[2] ?? '.');
 const runs = Number(process.argv[3] ?? 7);

@@ -11,7 +11,7 @@ const [command, , event] = process.argv.slice(2);
 const code = command === 'snap' ? snapViaServer(process.argv.slice(2)) : null;
 if (code !== null) process.exitCode = code;
 else {
-  const prefetch = command === 'snap' || (command === 'hook' && (event === 'PreToolUse' || event === 'BeforeTool')) ? await import('../dist/status-prefetch.js') : null;
+  const prefetch = command === 'snap' || (command === 'hook' && (event === 'PreToolUse' || event === 'BeforeTool')) ? await import('../dist/snapshot/status-prefetch.js') : null;
   prefetch?.startStatusPrefetch(process.cwd(), process.env);
   try {
     await (await import('../dist/cli.bundle.js')).main();

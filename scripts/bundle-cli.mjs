@@ -6,8 +6,8 @@
 // dependencies are most of them) cost ~70 ms per start; one file does not.
 // The library (dist/index.js) stays tsc's output, module per module.
 //
-// The bundle sits in dist/ like tsc's files, so paths that src/ derives from
-// its own location (`..` = the package root: bin/, hooks/) stay right.
+// The bundle sits in dist/, above tsc's per-folder files: src/base/package-root.ts
+// finds the package root (bin/, hooks/) from wherever the module runs.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,10 +1,10 @@
 // Public API of the operations that move the worktree (undo, redo, restore,
 // revert), the conversation rewind and status. Validates input and picks the
 // session, then calls src/undo.ts, which trusts it.
-import { errors } from './errors.js';
-import { assertSessionId } from './ids.js';
-import { openRepo, type Repo } from './repo.js';
-import { loadSession, selectSession } from './session.js';
+import { errors } from './base/errors.js';
+import { assertSessionId } from './base/ids.js';
+import { openRepo, type Repo } from './git/repo.js';
+import { loadSession, selectSession } from './session/session.js';
 import { toRepoPath, type SessionOptions } from './api.js';
 import {
   foldOps,
@@ -15,13 +15,13 @@ import {
   undoOperation,
   type OperationResult,
   type SessionStatusReport,
-} from './undo.js';
-import { rewindChat, type ChatRewind } from './rewind.js';
-import { readJournal } from './journal.js';
-import { sessionPaths } from './session.js';
+} from './restore/undo.js';
+import { rewindChat, type ChatRewind } from './restore/rewind.js';
+import { readJournal } from './session/journal.js';
+import { sessionPaths } from './session/session.js';
 
-export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './undo.js';
-export type { ChatRewind, ChatFork, ChatDigest } from './rewind.js';
+export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
+export type { ChatRewind, ChatFork, ChatDigest } from './restore/rewind.js';
 
 export interface OperationCommonOptions extends SessionOptions {
   /** Print what would change; change nothing. */

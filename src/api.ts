@@ -1,10 +1,10 @@
 // The public API: validates what callers pass, then calls the internal layer,
 // which trusts its input. The CLI is a thin layer over these functions.
-import { errors } from './errors.js';
-import { assertSessionId } from './ids.js';
-import { openRepo, type Repo } from './repo.js';
-import { loadSettings } from './config.js';
-import { autoStartServer } from './server.js';
+import { errors } from './base/errors.js';
+import { assertSessionId } from './base/ids.js';
+import { openRepo, type Repo } from './git/repo.js';
+import { loadSettings } from './git/config.js';
+import { autoStartServer } from './server/server.js';
 import {
   loadSession,
   recordCheckpoint,
@@ -14,12 +14,12 @@ import {
   sessionForSnap,
   stepRef,
   type SnapshotResult,
-} from './session.js';
-import { diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './read.js';
-import type { Session, Step } from './model.js';
-import type { StepPostEvent } from './journal.js';
-import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './parallel.js';
-import { gc as runGc, parseDuration, type GcReport } from './gc.js';
+} from './session/session.js';
+import { diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './session/read.js';
+import type { Session, Step } from './session/model.js';
+import type { StepPostEvent } from './session/journal.js';
+import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
+import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */

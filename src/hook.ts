@@ -6,10 +6,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { isAgentsnapError } from './errors.js';
-import { openRepo, type Repo } from './repo.js';
-import { loadSettings, type Settings } from './config.js';
-import { withLock } from './lock.js';
+import { isAgentsnapError } from './base/errors.js';
+import { openRepo, type Repo } from './git/repo.js';
+import { loadSettings, type Settings } from './git/config.js';
+import { withLock } from './base/lock.js';
 import {
   endSession,
   loadSession,
@@ -20,12 +20,12 @@ import {
   sessionFinished,
   sessionPaths,
   startSession,
-} from './session.js';
-import { sanitize } from './redact.js';
-import { locateToolCall, readTranscriptTail, type TranscriptTail } from './transcript.js';
-import type { StepPostEvent, TranscriptPosition } from './journal.js';
-import { mapGeminiPath } from './agent-hooks.js';
-import { autoStartServer } from './server.js';
+} from './session/session.js';
+import { sanitize } from './session/redact.js';
+import { locateToolCall, readTranscriptTail, type TranscriptTail } from './agents/transcript.js';
+import type { StepPostEvent, TranscriptPosition } from './session/journal.js';
+import { mapGeminiPath } from './agents/agent-hooks.js';
+import { autoStartServer } from './server/server.js';
 
 export const AGENTS = ['claude', 'codex', 'gemini', 'generic'] as const;
 export type Agent = (typeof AGENTS)[number];

@@ -10,9 +10,9 @@
 //   projects commit it, so init refuses when it is tracked.
 import fs from 'node:fs';
 import path from 'node:path';
-import { errors } from './errors.js';
-import { openRepo, type Repo } from './repo.js';
-import { CLAUDE_TOOL_MATCHER, parseJsonc, withHooks, withoutHooks, type HookGroup } from './agent-hooks.js';
+import { errors } from './base/errors.js';
+import { openRepo, type Repo } from './git/repo.js';
+import { CLAUDE_TOOL_MATCHER, parseJsonc, withHooks, withoutHooks, type HookGroup } from './agents/agent-hooks.js';
 
 export const INIT_AGENTS = ['claude', 'codex', 'gemini'] as const;
 export type InitAgent = (typeof INIT_AGENTS)[number];

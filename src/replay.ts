@@ -3,13 +3,13 @@
 // messages from the agent's transcript where it is known, and every step with
 // its recorded input, output and changed files.
 import { resolveSession, type SessionOptions } from './api.js';
-import { errors } from './errors.js';
-import { loadSettings } from './config.js';
-import { redactText, redactValue } from './redact.js';
-import { readConversation, type ConversationEntry } from './transcript.js';
-import { stepOf } from './read.js';
-import type { Session, Step } from './model.js';
-import type { ChangedPath } from './journal.js';
+import { errors } from './base/errors.js';
+import { loadSettings } from './git/config.js';
+import { redactText, redactValue } from './session/redact.js';
+import { readConversation, type ConversationEntry } from './agents/transcript.js';
+import { stepOf } from './session/read.js';
+import type { Session, Step } from './session/model.js';
+import type { ChangedPath } from './session/journal.js';
 
 export type ReplayEntry =
   | {

@@ -2,11 +2,13 @@
 // run (the background process itself). See src/server.ts for the channel.
 import fs from 'node:fs';
 import path from 'node:path';
-import { openRepo, type Repo } from './repo.js';
-import { loadSettings } from './config.js';
-import { errors } from './errors.js';
+import { openRepo, type Repo } from './git/repo.js';
+import { loadSettings } from './git/config.js';
+import { errors } from './base/errors.js';
 import type { RepoOptions } from './api.js';
-import { autoStartServer, runDirOf, serverEnabled, serverEnabledWithoutConfig, serverInfo, spawnBackgroundServer, waitForServer, type ServerInfo } from './server.js';
+import { parseHookArgs, runHook } from './hook.js';
+import { hostWorktreeServer, type ServerCalls, type WorktreeServerOptions } from './server/serve.js';
+import { autoStartServer, runDirOf, serverEnabled, serverEnabledWithoutConfig, serverInfo, spawnBackgroundServer, waitForServer, type HookServer, type ServerInfo } from './server/server.js';
 
 export interface ServerStatus {
   /** Whether a server may run here (Linux, agentsnap.server, AGENTSNAP_SERVER). */
@@ -113,6 +115,27 @@ export async function serverStop(opts: RepoOptions = {}): Promise<ServerStatus> 
 export interface ServerRunOptions extends RepoOptions {
   /** Exit after this long without a call (default: agentsnap.serverIdle). */
   idleMs?: number;
+  /** How the server runs a `snap` the Node client hands it (the CLI passes its own; absent: the client runs it). */
+  command?: ServerCalls['command'];
+}
+
+/**
+ * Starts the warm server of `repo`'s worktree (throws Busy when one runs already): hook calls run the same
+ * runHook as `agentsnap hook`, a `snap` the `command` given (the CLI's run: the same code as `agentsnap snap`).
+ */
+export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { command?: ServerCalls['command'] }): Promise<HookServer> {
+  const { command, ...rest } = opts;
+  return hostWorktreeServer(repo, {
+    ...rest,
+    calls: {
+      hook: async (args, call) => {
+        const parsed = parseHookArgs(args, call.env);
+        const res = await runHook({ ...parsed, input: call.input, cwd: call.cwd, openRepo: call.openRepo });
+        return { warning: res.warning, trace: `${res.action} ${res.session ?? ''} ${res.step ?? ''} ${res.warning ?? ''}` };
+      },
+      ...(command ? { command } : {}),
+    },
+  });
 }
 
 /** `agentsnap server run`: serves this worktree in this process until idle, SIGTERM or SIGINT. */
@@ -121,9 +144,9 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
   const settings = await loadSettings(repo);
   const envIdle = Number(repo.callerEnv.AGENTSNAP_SERVER_IDLE_MS);
   const idleMs = opts.idleMs ?? (Number.isFinite(envIdle) && envIdle > 0 ? envIdle : settings.serverIdleMs);
-  const { startWorktreeServer } = await import('./serve.js');
   const server = await startWorktreeServer(repo, {
     hosted: false,
+    ...(opts.command ? { command: opts.command } : {}),
     idleMs,
     onError: (e) => process.stderr.write(`${new Date().toISOString()} ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`),
   });

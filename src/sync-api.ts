@@ -1,10 +1,10 @@
 // Public API of the hooks, backup-remote and doctor commands: validates what
 // callers pass, opens the repository, calls one internal function each.
-import { errors } from './errors.js';
-import { openRepo, type Repo } from './repo.js';
-import { hooksStatus, installHooks, uninstallHooks, type HooksReport, type InstallResult } from './hooks-install.js';
-import { addBackupRemote, fetchSnapshots, pushSnapshots, removeBackupRemote, type FetchResult, type PushResult, type RemoteAddResult } from './sync.js';
-import { runDoctor, type DoctorReport } from './doctor.js';
+import { errors } from './base/errors.js';
+import { openRepo, type Repo } from './git/repo.js';
+import { hooksStatus, installHooks, uninstallHooks, type HooksReport, type InstallResult } from './history/hooks-install.js';
+import { addBackupRemote, fetchSnapshots, pushSnapshots, removeBackupRemote, type FetchResult, type PushResult, type RemoteAddResult } from './history/sync.js';
+import { runDoctor, type DoctorReport } from './history/doctor.js';
 import type { RepoOptions } from './api.js';
 
 function repoFor(opts: RepoOptions): Promise<Repo> {

@@ -1,10 +1,10 @@
 // Library API for agents written in JavaScript/TypeScript: open a session for
 // a directory, then wrap each tool call (pre snapshot, run, post snapshot,
 // journal) in one typed call.
-import { openRepo, type Repo } from './repo.js';
-import { loadSettings, type Settings } from './config.js';
-import { isAgentsnapError } from './errors.js';
-import { assertSessionId } from './ids.js';
+import { openRepo, type Repo } from './git/repo.js';
+import { loadSettings, type Settings } from './git/config.js';
+import { isAgentsnapError } from './base/errors.js';
+import { assertSessionId } from './base/ids.js';
 import {
   endSession,
   recordCheckpoint,
@@ -16,8 +16,8 @@ import {
   startSession,
   wrapperOwner,
   type SnapshotResult,
-} from './session.js';
-import { sanitize } from './redact.js';
+} from './session/session.js';
+import { sanitize } from './session/redact.js';
 import fs from 'node:fs';
 
 export interface OpenSessionOptions {

@@ -6,23 +6,25 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { AgentsnapError, errors, isAgentsnapError } from './errors.js';
-import { openRepo, type Repo } from './repo.js';
-import { loadSettings, type Settings } from './config.js';
-import { endSession, listSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session.js';
-import { startWorktreeSession, type StartPoint } from './worktree.js';
-import { maybeAutoGc } from './gc.js';
+import { packageRoot } from './base/package-root.js';
+import { shellQuote } from './base/shell.js';
+import { AgentsnapError, errors, isAgentsnapError } from './base/errors.js';
+import { openRepo, type Repo } from './git/repo.js';
+import { loadSettings, type Settings } from './git/config.js';
+import { endSession, listSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
+import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
+import { maybeAutoGc } from './worktrees/gc.js';
 import { AGENTS, type Agent } from './hook.js';
-import { redactValue } from './redact.js';
-import { assertSessionId } from './ids.js';
-import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server.js';
-import { startWorktreeServer } from './serve.js';
-import { CLAUDE_TOOL_MATCHER, codexConfigOverrides, createGeminiOverlay, recoverGeminiOverlays, type GeminiOverlay } from './agent-hooks.js';
-import { startAutoCheckpoints } from './auto.js';
+import { redactValue } from './session/redact.js';
+import { assertSessionId } from './base/ids.js';
+import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server/server.js';
+import { startWorktreeServer } from './server-api.js';
+import type { ServerCalls } from './server/serve.js';
+import { CLAUDE_TOOL_MATCHER, codexConfigOverrides, createGeminiOverlay, recoverGeminiOverlays, type GeminiOverlay } from './agents/agent-hooks.js';
+import { startAutoCheckpoints } from './session/auto.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
-export const AGENTSNAP_BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'agentsnap.js');
+export const AGENTSNAP_BIN = path.join(packageRoot(), 'bin', 'agentsnap.js');
 
 export type AgentChoice = Agent | 'auto';
 
@@ -40,6 +42,8 @@ export interface WrapOptions {
   onProgress?: (phase: string) => void;
   /** Run the agent in a new session worktree (`wrap --worktree`) instead of this worktree. */
   worktree?: { name?: string | null | undefined; from?: StartPoint | undefined } | null | undefined;
+  /** How this run's warm server answers a `snap` the Node client hands it (the CLI passes its own run; absent: the client runs it). */
+  runCommand?: ServerCalls['command'];
 }
 
 export interface WrapStart {
@@ -92,10 +96,7 @@ export function findAgent(command: string[]): { agent: Exclude<Agent, 'generic'>
   return null;
 }
 
-/** Quotes one word for the POSIX shell that agents run hook commands with. */
-export function shellQuote(word: string): string {
-  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
+export { shellQuote } from './base/shell.js';
 
 export interface HookCommandOptions {
   wrapped: boolean;
@@ -383,7 +384,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   let runDir: string | undefined;
   if (serverEnabled(opts.env, settings)) {
     try {
-      server = await startWorktreeServer(repo, { hosted: true });
+      server = await startWorktreeServer(repo, { hosted: true, ...(opts.runCommand ? { command: opts.runCommand } : {}) });
       runDir = server.runDir;
     } catch (e) {
       // Busy: another process serves this worktree already, and answers these hooks too.

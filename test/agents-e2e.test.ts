@@ -9,8 +9,8 @@ import { spawn } from 'node:child_process';
 import { agentsnapOnPath, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { startGeminiStub, startResponsesStub, type ScriptedTurn } from './support/model-stubs.js';
 import { codexBinary, geminiBinary } from './support/agent-clis.js';
-import { loadSession } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
 
 const codex = codexBinary();
 const gemini = geminiBinary();

@@ -10,10 +10,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { cli, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
-import { loadSession } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
 import { codexArgv } from '../src/wrap.js';
-import { createGeminiOverlay, parseJsonc } from '../src/agent-hooks.js';
+import { createGeminiOverlay, parseJsonc } from '../src/agents/agent-hooks.js';
 
 async function startSession(repo: TempRepo): Promise<string> {
   const res = await cli(repo, ['snap', '--json']);

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, sessionOf, tempRepo, step } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { undoOperation } from '../src/undo.js';
+import { openRepo } from '../src/git/repo.js';
+import { undoOperation } from '../src/restore/undo.js';
 
 test('a file named "q" (quotes in its name) or ending in a CR is snapshotted and undone with its own bytes under text=auto', async () => {
   // Fixed with this test: hash-object --stdin-paths unquotes a line starting

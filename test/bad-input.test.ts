@@ -9,8 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, cli, cliProcess, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo, sessionOf, step } from './helpers.js';
 import { integrityProblems } from './support/crash-harness.js';
-import { openRepo } from '../src/repo.js';
-import { startWorktreeSession } from '../src/worktree.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
 
 const isRoot = process.getuid?.() === 0;
 

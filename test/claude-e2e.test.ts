@@ -7,8 +7,8 @@ import path from 'node:path';
 import { agentsnapOnPath, cliProcess, runProcess, tempRepo, treeFiles } from './helpers.js';
 import { startMessagesStub, type ScriptedTurn } from './support/messages-stub.js';
 import { claudeBinary } from './support/claude-code.js';
-import { loadSession } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
 
 const claude = claudeBinary();
 

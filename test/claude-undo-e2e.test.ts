@@ -10,8 +10,8 @@ import path from 'node:path';
 import { cliProcess, indexBytes, runProcess, tempRepo, type CliResult, type TempRepo } from './helpers.js';
 import { startMessagesStub, type MessagesRequest, type ScriptedTurn } from './support/messages-stub.js';
 import { claudeBinary } from './support/claude-code.js';
-import { loadSession } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
 
 const claude = claudeBinary();
 const TIMEOUT_MS = 120_000;

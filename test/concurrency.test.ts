@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, indexBytes, refsUnder, tempRepo, treeFiles, USER_IDENTITY, type TempRepo } from './helpers.js';
 import { integrityProblems, gitLockFiles } from './support/crash-harness.js';
-import { loadSession } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
 
 function gitAsync(repo: TempRepo, args: string[]): Promise<{ code: number; out: string }> {
   return new Promise((resolve) => {

@@ -14,8 +14,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, indexBytes, refsUnder, tempRepo, worktreeFiles, type CliResult, type TempRepo, sessionOf } from './helpers.js';
 import { agentCommits, agentTrees, gitLockFiles, integrityProblems, runAndKill, seededRandom, tornTail, treeOid } from './support/crash-harness.js';
-import { openRepo } from '../src/repo.js';
-import { startWorktreeSession } from '../src/worktree.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
 
 const TRIALS = Number(process.env.AGENTSNAP_CRASH_TRIALS ?? 4);
 const SEED = Number(process.env.AGENTSNAP_CRASH_SEED ?? 20240611);

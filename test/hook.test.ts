@@ -3,9 +3,9 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
-import { readJournal } from '../src/journal.js';
-import { loadSession } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
+import { readJournal } from '../src/session/journal.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
 
 function journalOf(repo: TempRepo, session: string) {
   return readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', session, 'journal.jsonl')).events as unknown as Record<string, unknown>[];

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, ROOT, cli, cliProcess, refsUnder, tempRepo, treeFiles, type TempRepo, sessionOf, step } from './helpers.js';
 import { integrityProblems } from './support/crash-harness.js';
-import { openRepo } from '../src/repo.js';
-import { undoOperation } from '../src/undo.js';
+import { openRepo } from '../src/git/repo.js';
+import { undoOperation } from '../src/restore/undo.js';
 
 
 

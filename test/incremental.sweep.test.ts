@@ -12,11 +12,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempRepo, type TempRepo } from './helpers.js';
 import { seededRandom } from './support/crash-harness.js';
-import { openRepo, type Repo } from '../src/repo.js';
-import { loadSettings, type Settings } from '../src/config.js';
-import { snapshotTree } from '../src/snapshot.js';
-import { removeTempIndex, tempIndex } from '../src/snapshot-now.js';
-import { IncrementalSnapshotter, type IncrementalOptions, type IncrementalResult } from '../src/incremental.js';
+import { openRepo, type Repo } from '../src/git/repo.js';
+import { loadSettings, type Settings } from '../src/git/config.js';
+import { snapshotTree } from '../src/snapshot/snapshot.js';
+import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
+import { IncrementalSnapshotter, type IncrementalOptions, type IncrementalResult } from '../src/snapshot/incremental.js';
 
 const HAS_PYTHON = spawnSync('python3', ['-c', 'import mmap'], { stdio: 'ignore' }).status === 0;
 const MMAP_WRITE = 'import mmap,sys\nf=open(sys.argv[1],"r+b")\nm=mmap.mmap(f.fileno(),0)\nb=sys.argv[2].encode()\nm[:len(b)]=b\nm.flush()\n';

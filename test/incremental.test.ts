@@ -9,11 +9,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempRepo, type TempRepo } from './helpers.js';
 import { seededRandom } from './support/crash-harness.js';
-import { openRepo, type Repo } from '../src/repo.js';
-import { loadSettings, type Settings } from '../src/config.js';
-import { snapshotTree } from '../src/snapshot.js';
-import { removeTempIndex, tempIndex } from '../src/snapshot-now.js';
-import { IncrementalSnapshotter, type IncrementalResult } from '../src/incremental.js';
+import { openRepo, type Repo } from '../src/git/repo.js';
+import { loadSettings, type Settings } from '../src/git/config.js';
+import { snapshotTree } from '../src/snapshot/snapshot.js';
+import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
+import { IncrementalSnapshotter, type IncrementalResult } from '../src/snapshot/incremental.js';
 import { onGitSpawn } from '../src/git/run.js';
 
 interface Ctx {

@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, refsUnder, tempRepo } from './helpers.js';
 import { gitCommonDir, journalEvents, journalFile, snapJson } from './snap-helpers.js';
-import { appendEvent, eventBase, readJournal } from '../src/journal.js';
+import { appendEvent, eventBase, readJournal } from '../src/session/journal.js';
 
 function stateFile(repo: Parameters<typeof gitCommonDir>[0], session: string): string {
   return path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'state.json');

@@ -9,8 +9,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, tempRepo, type TempRepo } from './helpers.js';
 import { gitCommonDir, jsonError, snapJson } from './snap-helpers.js';
-import { acquireLock, clearStaleGitLock, processStartTime } from '../src/lock.js';
-import { openRepo } from '../src/repo.js';
+import { acquireLock, clearStaleGitLock, processStartTime } from '../src/base/lock.js';
+import { openRepo } from '../src/git/repo.js';
 import { updateRefs } from '../src/git/plumbing.js';
 
 function sessionLock(repo: TempRepo, session: string): string {

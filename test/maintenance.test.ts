@@ -8,8 +8,8 @@ import * as assert from 'uvu/assert';
 import { ROOT, tempRepo, type TempRepo } from './helpers.js';
 import { integrityProblems, seededRandom } from './support/crash-harness.js';
 import { assertFsckClean, gitCommonDir, leftovers, looseObjects, snapJson } from './snap-helpers.js';
-import { MERGE_AT, PACK_EVERY, geometricSplit, packObjects, readPackList } from '../src/maintenance.js';
-import { openRepo } from '../src/repo.js';
+import { MERGE_AT, PACK_EVERY, geometricSplit, packObjects, readPackList } from '../src/session/maintenance.js';
+import { openRepo } from '../src/git/repo.js';
 
 /** Name -> bytes of every file in objects/pack. */
 function packFiles(repo: TempRepo): Map<string, Buffer> {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempRepo } from './helpers.js';
-import { openRepo } from '../src/repo.js';
+import { openRepo } from '../src/git/repo.js';
 import { encodeCommit, encodeTree, objectStore, parseTree } from '../src/git/objects.js';
 import { ObjectReader } from '../src/git/cat-file.js';
 import { IgnoreChecker } from '../src/git/check-ignore.js';

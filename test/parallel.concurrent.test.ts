@@ -7,8 +7,8 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, cliProcess, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { startWorktreeSession } from '../src/worktree.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
 
 const ROUNDS = 3;
 

@@ -7,8 +7,8 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, tempRepo, type TempRepo } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { startWorktreeSession } from '../src/worktree.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
 
 async function worktreeSession(r: TempRepo, id: string): Promise<string> {
   const repo = await openRepo(r.dir, { env: r.env });
@@ -114,7 +114,7 @@ test('gc keeps an old session whose worktree holds a nested repository with work
     // Its snapshot holds the gitlink: the worktree is "as snapshotted", but the commit is only in inner/.git.
     assert.is((await cli(r, ['snap', '--session', 'n5'], { cwd: wt })).code, 0);
     const repo = await openRepo(r.dir, { env: r.env });
-    const { gc } = await import('../src/gc.js');
+    const { gc } = await import('../src/worktrees/gc.js');
     const kept = await gc(repo, { now: Date.now() + 20 * 24 * 3600 * 1000 });
     assert.equal(kept.removedSessions, []);
     assert.match(kept.kept[0]?.reason ?? '', 'inner');

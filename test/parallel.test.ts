@@ -5,11 +5,11 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, indexBytes, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { startWorktreeSession } from '../src/worktree.js';
-import { loadSession, wrapperOwner } from '../src/session.js';
-import { maybeAutoGc } from '../src/gc.js';
-import { currentOwner } from '../src/lock.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
+import { loadSession, wrapperOwner } from '../src/session/session.js';
+import { maybeAutoGc } from '../src/worktrees/gc.js';
+import { currentOwner } from '../src/base/lock.js';
 
 async function worktreeSession(r: TempRepo, id: string, opts: { owner?: boolean } = {}): Promise<string> {
   const repo = await openRepo(r.dir, { env: r.env });
@@ -301,7 +301,7 @@ test('gc keeps an old session whose worktree has work its snapshots lack; gc --a
     const repo = await openRepo(r.dir, { env: r.env });
     writeIn(wt, 'unsaved.txt', 'not in any snapshot\n');
     const future = Date.now() + 20 * 24 * 3600 * 1000;
-    const { gc } = await import('../src/gc.js');
+    const { gc } = await import('../src/worktrees/gc.js');
     const kept = await gc(repo, { now: future });
     assert.equal(kept.removedSessions, []);
     assert.is(kept.kept[0]?.session, 'k1');

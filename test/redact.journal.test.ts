@@ -7,9 +7,9 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { recordPost, recordPre, recordUnprotected } from '../src/session.js';
-import { startWorktreeSession } from '../src/worktree.js';
+import { openRepo } from '../src/git/repo.js';
+import { recordPost, recordPre, recordUnprotected } from '../src/session/session.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
 
 const TOKEN = 'ghp_16C7e42F292c6912E7710c838347Ae178B4a';
 const ANTHROPIC = 'sk-ant-api03-Xy7_pQ2-mN8vL3kJ6hG9fD1sA4zX7cV0bN3mQ6wE9rT2yU5iO8pA1sD4fG7hJ0kL3zX6cV9bN2mQ5wE8r-T1yU4iAA';

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { redactText, redactValue, truncateValue } from '../src/redact.js';
+import { redactText, redactValue, truncateValue } from '../src/session/redact.js';
 
 const TOKENS: [string, string][] = [
   ['anthropic-key', 'sk-ant-api03-Xy7_pQ2-mN8vL3kJ6hG9fD1sA4zX7cV0bN3mQ6wE9rT2yU5iO8pA1sD4fG7hJ0kL3zX6cV9bN2mQ5wE8r-T1yU4iAA'],

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, refsUnder, tempRepo } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { createSessionWorktree, startWorktreeSession } from '../src/worktree.js';
+import { openRepo } from '../src/git/repo.js';
+import { createSessionWorktree, startWorktreeSession } from '../src/worktrees/worktree.js';
 
 test('apply refuses before the first write when a directory holding a file not in the snapshot is in the way', async () => {
   const r = tempRepo({ files: { 'a.txt': 'a\n', '.gitignore': '*.log\n' } });

@@ -6,11 +6,11 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, indexBytes, sessionOf, tempRepo, step, type TempRepo } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { startWorktreeSession } from '../src/worktree.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
 import { onGitSpawn } from '../src/git/run.js';
 import { undo } from '../src/api-undo.js';
-import { CTIME_MARGIN_MS } from '../src/ignored-at-target.js';
+import { CTIME_MARGIN_MS } from '../src/restore/ignored-at-target.js';
 
 interface OpJson {
   changes: { path: string; change: string }[];

@@ -10,12 +10,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli, refsUnder, sessionOf, step, tempRepo, type TempRepo } from './helpers.js';
 import { journalEvents } from './snap-helpers.js';
-import { undoOperation } from '../src/undo.js';
-import { applySession, type ApplyOptions } from '../src/parallel.js';
-import { startWorktreeSession } from '../src/worktree.js';
-import { openRepo } from '../src/repo.js';
-import { gc } from '../src/gc.js';
-import { keptCommit, type RestoreOptions } from '../src/restore.js';
+import { undoOperation } from '../src/restore/undo.js';
+import { applySession, type ApplyOptions } from '../src/worktrees/parallel.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
+import { openRepo } from '../src/git/repo.js';
+import { gc } from '../src/worktrees/gc.js';
+import { keptCommit, type RestoreOptions } from '../src/restore/restore.js';
 
 type Hooks = Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
 

@@ -10,12 +10,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { cliProcess, ROOT, runProcess, sessionOf, tempRepo, type TempRepo, step } from './helpers.js';
-import { skipRestoreTemp } from '../src/fsutil.js';
+import { skipRestoreTemp } from '../src/base/fsutil.js';
 import { describeLeft } from '../src/cli/output.js';
 import { journalEvents } from './snap-helpers.js';
-import { undoOperation } from '../src/undo.js';
-import { openRepo } from '../src/repo.js';
-import { applyPlan, planChanges, type LeftPath, type RestoreOptions } from '../src/restore.js';
+import { undoOperation } from '../src/restore/undo.js';
+import { openRepo } from '../src/git/repo.js';
+import { applyPlan, planChanges, type LeftPath, type RestoreOptions } from '../src/restore/restore.js';
 
 type Spec = Record<string, string | { link: string } | { exec: string }>;
 

@@ -13,11 +13,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawn, spawnSync } from 'node:child_process';
 import { cli, runProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
-import { loadSession } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
-import { serverEngine, startWorktreeServer } from '../src/serve.js';
-import type { HookServer } from '../src/server.js';
-import type { IncrementalSnapshotter } from '../src/incremental.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
+import { serverEngine } from '../src/server/serve.js';
+import { startWorktreeServer } from '../src/server-api.js';
+import { run as runCli } from '../src/cli/main.js';
+import type { HookServer } from '../src/server/server.js';
+import type { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLIENT = path.join(ROOT, 'bin', 'agentsnap-hook');
@@ -58,7 +60,7 @@ async function hook(repo: TempRepo, server: HookServer, event: 'PreToolUse' | 'P
 /** A server on the repository with its engine up and sweeps driven by the test only. */
 async function withServer(repo: TempRepo, body: (server: HookServer, engine: IncrementalSnapshotter) => Promise<void>): Promise<void> {
   const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } });
-  const server = await startWorktreeServer(r, { hosted: true, idleSweeps: false });
+  const server = await startWorktreeServer(r, { hosted: true, command: runCli, idleSweeps: false });
   try {
     const engine = await serverEngine(server);
     assert.ok(engine, 'the incremental engine started');
@@ -170,7 +172,7 @@ test('server: a write through a hard link made from outside the worktree is in t
 test('server: its own idle sweeps find a write through an outside hard link before the next call (no sweep driven by the test)', async () => {
   const repo = seeded();
   const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } });
-  const server = await startWorktreeServer(r, { hosted: true });
+  const server = await startWorktreeServer(r, { hosted: true, command: runCli });
   try {
     const engine = await serverEngine(server);
     assert.ok(engine);

@@ -105,8 +105,8 @@ export function entryAt(repo: TempRepo, commit: string, rel: string): { mode: st
 
 /** Starts a session with a chosen id through the library (the CLI's snap uses existing sessions only). */
 export async function startNamedSession(repo: TempRepo, id: string): Promise<string> {
-  const { openRepo } = await import('../src/repo.js');
-  const { startSession } = await import('../src/session.js');
+  const { openRepo } = await import('../src/git/repo.js');
+  const { startSession } = await import('../src/session/session.js');
   const r = await openRepo(repo.dir, { env: repo.env });
   const res = await startSession(r, { id });
   return res.commit;

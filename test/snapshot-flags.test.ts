@@ -12,11 +12,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BIN, ROOT, cli, indexBytes, runProcess, tempRepo, treeFiles, worktreeFiles, type CliResult, type TempRepo } from './helpers.js';
 import { blobAt, entryAt, snapJson, type SnapJson } from './snap-helpers.js';
-import { openRepo } from '../src/repo.js';
-import { loadSettings } from '../src/config.js';
-import { snapshotNow } from '../src/snapshot-now.js';
-import { startWorktreeSession } from '../src/worktree.js';
-import { IncrementalSnapshotter } from '../src/incremental.js';
+import { openRepo } from '../src/git/repo.js';
+import { loadSettings } from '../src/git/config.js';
+import { snapshotNow } from '../src/snapshot/snapshot-now.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
+import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
 /** One tool call through `snap --json`: pre, the change, post. */
 async function jsonStep(repo: TempRepo, change: () => void, opts: { checkIndex?: boolean } = {}): Promise<{ pre: SnapJson; post: SnapJson }> {

@@ -12,11 +12,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, indexBytes, step, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
 import { blobAt, entryAt, snapJson } from './snap-helpers.js';
-import { openRepo } from '../src/repo.js';
-import { loadSettings } from '../src/config.js';
-import { snapshotTree } from '../src/snapshot.js';
-import { removeTempIndex, tempIndex } from '../src/snapshot-now.js';
-import { IncrementalSnapshotter } from '../src/incremental.js';
+import { openRepo } from '../src/git/repo.js';
+import { loadSettings } from '../src/git/config.js';
+import { snapshotTree } from '../src/snapshot/snapshot.js';
+import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
+import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
 function configBytes(repo: TempRepo): Buffer {
   return fs.readFileSync(path.join(repo.dir, '.git', 'config'));

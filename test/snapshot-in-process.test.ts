@@ -9,10 +9,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempRepo, type TempRepo } from './helpers.js';
 import { seededRandom } from './support/crash-harness.js';
-import { openRepo, type Repo } from '../src/repo.js';
-import { loadSettings, type Settings } from '../src/config.js';
-import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot.js';
-import { removeTempIndex, tempIndex } from '../src/snapshot-now.js';
+import { openRepo, type Repo } from '../src/git/repo.js';
+import { loadSettings, type Settings } from '../src/git/config.js';
+import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
+import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
 
 interface Ctx {
   t: TempRepo;

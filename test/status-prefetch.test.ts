@@ -7,10 +7,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runProcess, tempRepo, treeFiles } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { statKey } from '../src/fsutil.js';
+import { openRepo } from '../src/git/repo.js';
+import { statKey } from '../src/base/fsutil.js';
 import { snapshotStatusArgs } from '../src/git/status-args.js';
-import { dropStatusPrefetch, startStatusPrefetch, takeStatusPrefetch } from '../src/status-prefetch.js';
+import { dropStatusPrefetch, startStatusPrefetch, takeStatusPrefetch } from '../src/snapshot/status-prefetch.js';
 
 const JS = path.join(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'), 'bin', 'agentsnap.js');
 

@@ -3,8 +3,8 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, refsUnder, sessionOf, step, tempRepo, type TempRepo } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { undoOperation } from '../src/undo.js';
+import { openRepo } from '../src/git/repo.js';
+import { undoOperation } from '../src/restore/undo.js';
 
 /** Clone A records a session; clone B is a second clone of the same project; both share a bare backup remote. */
 function twoClones(): { a: TempRepo; b: TempRepo; backup: string; cleanup(): void } {
@@ -146,7 +146,7 @@ test('a session whose newest state is an undo (kept versions included) or its fi
 
     // The session ends with a final snapshot (changes after its last step): that travels too.
     a.write('a.txt', 'after the undo\n');
-    const { endSession } = await import('../src/session.js');
+    const { endSession } = await import('../src/session/session.js');
     await endSession(repo, session, {});
     assert.is((await cli(a, ['push', 'snaps'])).code, 0);
     const again = JSON.parse((await cli(b, ['fetch', 'snaps', '--json'])).stdout) as { sessions: { action: string }[] };

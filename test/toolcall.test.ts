@@ -2,8 +2,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempRepo, treeFiles } from './helpers.js';
 import { openSession } from '../src/index.js';
-import { loadSession } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
 
 test('openSession + toolCall: each call is a step with input, output, status; errors are rethrown and recorded', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });

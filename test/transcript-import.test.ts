@@ -6,14 +6,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { runHook } from '../src/hook.js';
-import { endSession, loadSession, recordPost, recordPre, startSession, wrapperOwner } from '../src/session.js';
-import { readTranscriptTail } from '../src/transcript.js';
-import { openRepo } from '../src/repo.js';
-import { readJournal } from '../src/journal.js';
+import { endSession, loadSession, recordPost, recordPre, startSession, wrapperOwner } from '../src/session/session.js';
+import { readTranscriptTail } from '../src/agents/transcript.js';
+import { openRepo } from '../src/git/repo.js';
+import { readJournal } from '../src/session/journal.js';
 import { init } from '../src/init.js';
 import { claudeHookSettings } from '../src/wrap.js';
-import { startWorktreeServer } from '../src/serve.js';
-import { serverInfo } from '../src/server.js';
+import { startWorktreeServer } from '../src/server-api.js';
+import { run as runCli } from '../src/cli/main.js';
+import { serverInfo } from '../src/server/server.js';
 import { FAMILIES, runSequence, type Op } from './support/nothing-lost.js';
 
 /** A Claude Code transcript written line by line, as the agent does. */
@@ -326,7 +327,7 @@ test(`wrap's hooks through the server the wrapper hosts: a Read ${flushed === 'u
   const base = { ...repo.env, AGENTSNAP_SERVER: 'on' };
   const r = await openRepo(repo.dir, { env: base });
   const id = (await startSession(r, { agent: 'claude', owner: wrapperOwner() })).session;
-  const server = await startWorktreeServer(r, { hosted: true });
+  const server = await startWorktreeServer(r, { hosted: true, command: runCli });
   try {
     const env = { ...base, AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir, AGENTSNAP_HOOKS: 'claude' };
     const hookVia = settingsHooks(claudeHookSettings({ wrapped: true, runDir: server.runDir }), repo, env);

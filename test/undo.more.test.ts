@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { cli, tempRepo, type TempRepo, step } from './helpers.js';
 import { outsideEffect } from '../src/index.js';
-import { contentLockFile } from '../src/session.js';
-import { openRepo } from '../src/repo.js';
+import { contentLockFile } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
 
 
 // Skipped until the `tests` branch is merged: on git 2.39 the snapshot engine's readEntries used

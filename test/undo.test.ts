@@ -405,7 +405,7 @@ test('undo across an unprotected step needs --force and says why', async () => {
   try {
     await step(repo, () => repo.write('a.txt', 'b\n'));
     const { openRepo, sessionPaths } = await import('../src/index.js');
-    const { appendEvent, eventBase } = await import('../src/journal.js');
+    const { appendEvent, eventBase } = await import('../src/session/journal.js');
     const r0 = await openRepo(repo.dir, { env: repo.env });
     const id = sessionId(repo);
     appendEvent(sessionPaths(r0, id).journal, { ...eventBase(id), type: 'step.unprotected', step: 2, phase: 'pre', tool: 'Bash', reason: 'disk full' });

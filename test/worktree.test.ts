@@ -3,10 +3,10 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { indexBytes, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
-import { openRepo } from '../src/repo.js';
-import { createSessionWorktree, startWorktreeSession } from '../src/worktree.js';
-import { loadSession } from '../src/session.js';
-import { isAgentsnapError } from '../src/errors.js';
+import { openRepo } from '../src/git/repo.js';
+import { createSessionWorktree, startWorktreeSession } from '../src/worktrees/worktree.js';
+import { loadSession } from '../src/session/session.js';
+import { isAgentsnapError } from '../src/base/errors.js';
 
 async function repoOf(r: TempRepo, cwd = r.dir) {
   return openRepo(cwd, { env: r.env });

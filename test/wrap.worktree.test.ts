@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cliProcess, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
-import { readJournal } from '../src/journal.js';
+import { readJournal } from '../src/session/journal.js';
 
 function sessionFrom(stderr: string): string {
   const m = /started session (\S+)/.exec(stderr);

@@ -1,6 +1,6 @@
 // The CLI entry: registers each command explicitly, maps errors to one clear
 // message and a documented exit code. No stack traces unless AGENTSNAP_DEBUG=1.
-import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../errors.js';
+import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../base/errors.js';
 import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
 
@@ -70,6 +70,7 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     setExitCode: (code) => {
       exitCode = code;
     },
+    run,
   };
   // `snap` on the Node path runs on every tool call when no server does: well-formed arguments skip
   // yargs (~25 ms of its start-up); anything else (help, a typo, a bad value) gets yargs' handling.

@@ -2,8 +2,8 @@
 // indicator only on a TTY and only for work that takes over a second.
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Writable } from 'node:stream';
-import type { ChangedPath, SkippedFile } from '../journal.js';
-import { NESTED_REPO_GONE_PREFIX } from '../restore.js';
+import type { ChangedPath, SkippedFile } from '../session/journal.js';
+import { NESTED_REPO_GONE_PREFIX } from '../restore/restore.js';
 
 export interface CliIO {
   stdout: Writable & { isTTY?: boolean };
@@ -13,7 +13,7 @@ export interface CliIO {
   /** Read only by commands that take input (hook payloads). */
   stdin?: NodeJS.ReadableStream;
   /** Set by the warm server: opens repositories through its cache. */
-  openRepo?: (cwd: string, env: NodeJS.ProcessEnv) => Promise<import('../repo.js').Repo>;
+  openRepo?: (cwd: string, env: NodeJS.ProcessEnv) => Promise<import('../git/repo.js').Repo>;
 }
 
 export interface Output {

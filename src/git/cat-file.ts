@@ -2,8 +2,8 @@
 // object read of a long-lived engine (the incremental snapshotter reads the
 // trees along changed paths), instead of one process per read.
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { Repo } from '../repo.js';
-import { errors } from '../errors.js';
+import type { Repo } from './repo.js';
+import { errors } from '../base/errors.js';
 import { spawnGit } from './run.js';
 
 export interface GitObject {

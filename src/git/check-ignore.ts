@@ -8,8 +8,8 @@
 // git reads the ignore files as it goes: the caller restarts the checker
 // (close + new) whenever an ignore file or the config may have changed.
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import type { Repo } from '../repo.js';
-import { errors } from '../errors.js';
+import type { Repo } from './repo.js';
+import { errors } from '../base/errors.js';
 import { spawnGit } from './run.js';
 
 interface Pending {

@@ -8,8 +8,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import type { Repo } from '../repo.js';
-import { lastValue, parseConfigList, type GitConfig } from '../config.js';
+import type { Repo } from './repo.js';
+import { lastValue, parseConfigList, type GitConfig } from './config.js';
 import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, runGitSync, splitNul } from './run.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit';

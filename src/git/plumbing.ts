@@ -1,17 +1,18 @@
 // Small git functions, one plumbing call each, over Repo.git().
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Repo } from '../repo.js';
-import type { ChangedPath } from '../journal.js';
+import type { Repo } from './repo.js';
 import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, fsPath, pathsInput, splitNul } from './run.js';
-import { clearStaleGitLock } from '../lock.js';
-import { errors } from '../errors.js';
+import { clearStaleGitLock } from '../base/lock.js';
+import { errors } from '../base/errors.js';
 
 export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 export const ZERO_OID = '0000000000000000000000000000000000000000';
 
 export { SNAPSHOT_GIT_CONFIG } from './status-args.js';
 import { SNAPSHOT_GIT_CONFIG } from './status-args.js';
+import type { ChangedPath, CommitSpec, RefUpdate } from './types.js';
+export type { CommitSpec, RefUpdate } from './types.js';
 
 export function indexEnv(indexFile: string): Record<string, string> {
   return { GIT_INDEX_FILE: indexFile };
@@ -237,11 +238,6 @@ export async function writeTree(repo: Repo, indexFile: string): Promise<string> 
   return res.stdout.toString('utf8').trim();
 }
 
-export interface CommitSpec {
-  tree: string;
-  parents: string[];
-  message: string;
-}
 
 /** Writes a commit with agentsnap's fixed identity; never signed. */
 export async function commitTree(repo: Repo, spec: CommitSpec): Promise<string> {
@@ -261,11 +257,6 @@ export async function commitTree(repo: Repo, spec: CommitSpec): Promise<string> 
   return res.stdout.toString('utf8').trim();
 }
 
-export interface RefUpdate {
-  ref: string;
-  /** New value; null deletes the ref. */
-  value: string | null;
-}
 
 /** All-or-nothing ref transaction (`update-ref --stdin` with start/prepare/commit). */
 export async function updateRefs(repo: Repo, updates: RefUpdate[]): Promise<void> {

@@ -5,7 +5,7 @@
 // caller then uses the one-shot path (updateRefs), which also recovers stale
 // ref locks.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { errors } from '../errors.js';
+import { errors } from '../base/errors.js';
 import type { RefUpdate } from './plumbing.js';
 
 export class RefUpdater {

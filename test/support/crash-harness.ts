@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, type CliResult, type TempRepo } from '../helpers.js';
-import { readJournal } from '../../src/journal.js';
+import { readJournal } from '../../src/session/journal.js';
 
 /** mulberry32: a small seeded generator, so a failing run can be replayed. */
 export function seededRandom(seed: number): () => number {

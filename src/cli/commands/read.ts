@@ -1,8 +1,8 @@
 // The read-only commands: sessions, log, show, diff.
 import { diff, log, sessions, show } from '../../api.js';
-import { errors } from '../../errors.js';
-import type { Step } from '../../model.js';
-import { outsideEffect } from '../../effects.js';
+import { errors } from '../../base/errors.js';
+import type { Step } from '../../session/model.js';
+import { outsideEffect } from '../../session/effects.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { countChanges, describeSkipped, formatSize, printablePath, type Output } from '../output.js';

@@ -1,7 +1,7 @@
 // The commands that move the worktree (undo, redo, restore, revert) and status.
 import { redo, restore, revert, status, undo, type OperationResult } from '../../api-undo.js';
-import { errors } from '../../errors.js';
-import type { ChatRewind } from '../../rewind.js';
+import { errors } from '../../base/errors.js';
+import type { ChatRewind } from '../../restore/rewind.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { describeLeft, printablePath, type Output } from '../output.js';

@@ -1,0 +1,233 @@
+// Settings: git config `agentsnap.*` (repository, global and system levels,
+// the git way) over an optional checked-in `.agentsnap.json` holding data
+// only (patterns, caps). Nothing read from the repository is ever executed.
+import fs from 'node:fs';
+import path from 'node:path';
+import { errors } from '../base/errors.js';
+import { splitNul } from './run.js';
+import type { Repo } from './repo.js';
+import type { Settings, GitConfig } from './types.js';
+export type { Settings, GitConfig } from './types.js';
+
+export const PROJECT_FILE = '.agentsnap.json';
+
+/** Untracked files that look like secrets are left out of snapshots unless agentsnap.excludeSecrets=false. */
+export const SECRET_PATTERNS = [
+  '**/.env',
+  '**/.env.*',
+  '**/*.pem',
+  '**/*.key',
+  '**/*.p12',
+  '**/*.pfx',
+  '**/*.keystore',
+  '**/*.jks',
+  '**/id_rsa*',
+  '**/id_dsa*',
+  '**/id_ecdsa*',
+  '**/id_ed25519*',
+  '**/.npmrc',
+  '**/.pypirc',
+  '**/.netrc',
+  '**/.git-credentials',
+  '**/credentials.json',
+  '**/*.tfvars',
+  '**/.aws/credentials',
+];
+
+/** Templates of .env files are meant to be shared and are not secrets. */
+export const SECRET_ALLOW = ['**/.env.example', '**/.env.sample', '**/.env.template', '**/*.pub'];
+
+
+export const DEFAULT_OUTPUT_LIMIT = 32 * 1024;
+
+function parseRegexes(key: string, values: string[]): RegExp[] {
+  return values.map((value) => {
+    try {
+      return new RegExp(value, 'g');
+    } catch (e) {
+      throw errors.invalidConfig(`${key} = ${JSON.stringify(value)} is not a valid regular expression: ${(e as Error).message}`, {
+        hint: `Fix it with: git config --unset-all ${key}; git config --add ${key} '<regex>'`,
+        data: { key, value },
+      });
+    }
+  });
+}
+
+export const DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024;
+
+
+/** Reads the effective git config once: `git config -z --list`. */
+export async function readGitConfig(repo: Repo): Promise<GitConfig> {
+  const res = await repo.git(['config', '-z', '--list'], { okCodes: [1] });
+  return parseConfigList(res.stdout);
+}
+
+/**
+ * A config key as git compares it: section and variable name in lower case,
+ * a subsection (`filter.<driver>.clean`) as written, since git tells
+ * subsections apart by case (`[filter "LFS"]` is not `[filter "lfs"]`).
+ */
+export function canonicalKey(key: string): string {
+  const first = key.indexOf('.');
+  const last = key.lastIndexOf('.');
+  if (first === -1 || first === last) return key.toLowerCase();
+  return key.slice(0, first).toLowerCase() + key.slice(first, last) + key.slice(last).toLowerCase();
+}
+
+/** Parses `git config -z --list` output. */
+export function parseConfigList(out: Buffer): GitConfig {
+  const map: GitConfig = new Map();
+  for (const entry of splitNul(out)) {
+    const nl = entry.indexOf('\n');
+    const key = canonicalKey(nl === -1 ? entry : entry.slice(0, nl));
+    const value = nl === -1 ? 'true' : entry.slice(nl + 1);
+    const list = map.get(key);
+    if (list) list.push(value);
+    else map.set(key, [value]);
+  }
+  return map;
+}
+
+export function lastValue(cfg: GitConfig, key: string): string | undefined {
+  const list = cfg.get(canonicalKey(key));
+  return list?.[list.length - 1];
+}
+
+export function parseBool(key: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  const v = value.trim().toLowerCase();
+  if (['true', 'yes', 'on', '1', ''].includes(v)) return true;
+  if (['false', 'no', 'off', '0'].includes(v)) return false;
+  throw errors.invalidConfig(`${key} = ${JSON.stringify(value)} is not a boolean.`, {
+    hint: `Set it to true or false: git config ${key} false`,
+    data: { key, value },
+  });
+}
+
+export function parseSize(key: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const m = /^\s*(\d+)\s*([kmg]?)i?b?\s*$/i.exec(value);
+  if (!m) {
+    throw errors.invalidConfig(`${key} = ${JSON.stringify(value)} is not a size.`, {
+      hint: `Use a number of bytes with an optional k, m or g suffix: git config ${key} 10m`,
+      data: { key, value },
+    });
+  }
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(m[2] ?? '').toLowerCase() as '' | 'k' | 'm' | 'g'];
+  return Number(m[1]) * unit;
+}
+
+export function parseInteger(key: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!/^\s*\d+\s*$/.test(value)) {
+    throw errors.invalidConfig(`${key} = ${JSON.stringify(value)} is not a whole number.`, { data: { key, value } });
+  }
+  return Number(value);
+}
+
+interface ProjectFile {
+  exclude?: string[];
+  maxFileSize?: string | number;
+}
+
+function readProjectFile(worktree: string): ProjectFile {
+  const file = path.join(worktree, PROJECT_FILE);
+  let text: string;
+  try {
+    const st = fs.lstatSync(file);
+    if (!st.isFile() || st.size > 256 * 1024) return {};
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return {};
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch {
+    throw errors.invalidConfig(`${PROJECT_FILE} is not valid JSON.`, {
+      hint: `Fix or remove ${file}.`,
+      data: { file },
+    });
+  }
+  if (!data || typeof data !== 'object' || Array.isArray(data)) return {};
+  const out: ProjectFile = {};
+  const d = data as Record<string, unknown>;
+  if (Array.isArray(d.exclude)) out.exclude = d.exclude.filter((x): x is string => typeof x === 'string');
+  if (typeof d.maxFileSize === 'string' || typeof d.maxFileSize === 'number') out.maxFileSize = d.maxFileSize;
+  return out;
+}
+
+export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
+  const project = readProjectFile(worktree);
+  const projectSize = project.maxFileSize === undefined ? undefined : String(project.maxFileSize);
+  const filterDrivers = new Set<string>();
+  for (const key of cfg.keys()) {
+    const m = /^filter\.(.+)\.(clean|process|smudge|required)$/.exec(key);
+    if (m?.[1]) filterDrivers.add(m[1]);
+  }
+  return {
+    exclude: [...(project.exclude ?? []), ...(cfg.get('agentsnap.exclude') ?? [])],
+    maxFileSize: parseSize(
+      'agentsnap.maxFileSize',
+      lastValue(cfg, 'agentsnap.maxfilesize') ?? projectSize,
+      DEFAULT_MAX_FILE_SIZE,
+    ),
+    excludeSecrets: parseBool('agentsnap.excludeSecrets', lastValue(cfg, 'agentsnap.excludesecrets'), true),
+    lockTimeoutMs: parseInteger('agentsnap.lockTimeout', lastValue(cfg, 'agentsnap.locktimeout'), 30_000),
+    autocrlf: lastValue(cfg, 'core.autocrlf') ?? null,
+    filterDrivers: [...filterDrivers],
+    attributesFile: lastValue(cfg, 'core.attributesfile') ?? null,
+    outputLimit: parseSize('agentsnap.outputLimit', lastValue(cfg, 'agentsnap.outputlimit'), DEFAULT_OUTPUT_LIMIT),
+    redactPatterns: parseRegexes('agentsnap.redactPattern', cfg.get('agentsnap.redactpattern') ?? []),
+    autoQuietMs: parseInteger('agentsnap.autoQuiet', lastValue(cfg, 'agentsnap.autoquiet'), 2_000),
+    autoPollMs: parseInteger('agentsnap.autoPoll', lastValue(cfg, 'agentsnap.autopoll'), 10_000),
+    server: parseBool('agentsnap.server', lastValue(cfg, 'agentsnap.server'), true),
+    serverIdleMs: parseInteger('agentsnap.serverIdle', lastValue(cfg, 'agentsnap.serveridle'), 600_000),
+    gitConfig: cfg,
+  };
+}
+
+export async function loadSettings(repo: Repo): Promise<Settings> {
+  if (repo.accel?.settings) return repo.accel.settings();
+  const settings = settingsFrom(await readGitConfig(repo), repo.worktree);
+  settings.exclude.push(...worktreeExcludes(repo));
+  return settings;
+}
+
+/**
+ * Per-worktree excludes: `<worktree git dir>/agentsnap-exclude`, one picomatch
+ * pattern a line. Agentsnap writes it into the linked worktrees it creates
+ * (for the symlinks of shared directories, which the project's ignore rules
+ * such as `node_modules/` do not match); git's own info/exclude is shared by
+ * every worktree, so it cannot hold these.
+ */
+export const WORKTREE_EXCLUDE_FILE = 'agentsnap-exclude';
+
+export function worktreeExcludes(repo: Pick<Repo, 'gitDir' | 'commonDir'>): string[] {
+  if (repo.gitDir === repo.commonDir) return [];
+  try {
+    return fs
+      .readFileSync(path.join(repo.gitDir, WORKTREE_EXCLUDE_FILE), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Whether agentsnap may use a server here: `AGENTSNAP_SERVER` (0/off/false,
+ * 1/on/true) wins over `git config agentsnap.server` (default true). The
+ * server only runs where it can read its clients' calls from /proc (Linux).
+ */
+export function serverEnabled(env: NodeJS.ProcessEnv, settings: Pick<Settings, 'server'>): boolean {
+  return serverEnabledWithoutConfig(env) ?? settings.server;
+}
+
+/** What platform and environment alone decide (null: the config decides), before a repository is opened. */
+export function serverEnabledWithoutConfig(env: NodeJS.ProcessEnv): boolean | null {
+  if (process.platform !== 'linux') return false;
+  const fromEnv = env.AGENTSNAP_SERVER;
+  return fromEnv !== undefined && fromEnv !== '' ? parseBool('AGENTSNAP_SERVER', fromEnv, true) : null;
+}

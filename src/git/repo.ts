@@ -1,0 +1,175 @@
+// A Repo is the context every action receives: where the worktree and git
+// directories are, and a git runner bound to them. Nothing here is global, so
+// one process can hold several repositories at once.
+import path from 'node:path';
+import { isUtf8 } from 'node:buffer';
+import { realpathSync, statSync } from 'node:fs';
+import { errors } from '../base/errors.js';
+import { cleanGitEnv, runGit, type GitOptions, type GitResult } from './run.js';
+import type { CommitSpec, RefUpdate, Settings, SnapshotTreeOptions, TreeSnapshotResult } from './types.js';
+
+/**
+ * Faster ways to do what the plumbing does, offered by a long-running host
+ * (the warm server): each gives the same result as the path it replaces, and
+ * code falls back to that path when one is absent or fails.
+ */
+export interface RepoAccel {
+  /** A session snapshot (same tree, skipped files and changes as snapshotTree). */
+  snapshot?: (opts: SnapshotTreeOptions) => Promise<TreeSnapshotResult>;
+  /** Writes a commit object in-process (same object as `git commit-tree`). */
+  commitTree?: (spec: CommitSpec) => Promise<string>;
+  /** One ref transaction, through a long-lived `git update-ref --stdin`. */
+  updateRefs?: (updates: RefUpdate[]) => Promise<void>;
+  /** Settings, re-read only when a file they come from changed. */
+  settings?: () => Promise<Settings>;
+}
+
+export const MIN_GIT_VERSION = '2.30.0';
+
+export interface Repo {
+  /** Top level of the worktree agentsnap operates on. */
+  readonly worktree: string;
+  /** This worktree's git dir (differs from commonDir in a linked worktree). */
+  readonly gitDir: string;
+  /** The repository's common git dir (shared by all linked worktrees). */
+  readonly commonDir: string;
+  /** `<commonDir>/agentsnap`: journals, private indexes, locks. */
+  readonly stateDir: string;
+  /** Path of the caller's directory relative to the worktree ('' at the top). */
+  readonly prefix: string;
+  /** Environment for git processes, already cleaned of redirecting variables. */
+  readonly env: NodeJS.ProcessEnv;
+  /** The environment agentsnap was started with (for AGENTSNAP_* lookups). */
+  readonly callerEnv: NodeJS.ProcessEnv;
+  git(args: string[], opts?: Partial<Omit<GitOptions, 'cwd' | 'env'>>): Promise<GitResult>;
+  /** Set by a long-running host only. */
+  readonly accel?: RepoAccel;
+}
+
+export interface OpenRepoOptions {
+  env?: NodeJS.ProcessEnv;
+}
+
+function bindGit(worktree: string, gitDir: string, env: NodeJS.ProcessEnv): Repo['git'] {
+  // GIT_DIR and GIT_WORK_TREE are set explicitly (after discovery) so later
+  // calls neither rediscover nor depend on the caller's directory.
+  const bound = { ...env, GIT_DIR: gitDir, GIT_WORK_TREE: worktree };
+  return (args, opts = {}) => runGit(args, { cwd: worktree, env: bound, ...opts });
+}
+
+/** False only when p is certainly not a directory (missing, or not one); other errors are left to git. */
+function existsDir(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code !== 'ENOENT' && code !== 'ENOTDIR';
+  }
+}
+
+/** Finds the repository containing `cwd`; refuses bare repositories and .git directories. */
+export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Promise<Repo> {
+  const callerEnv = options.env ?? process.env;
+  const env = cleanGitEnv(callerEnv);
+  // A directory whose name is not UTF-8 reaches Node as a string with U+FFFD in it (process.cwd() decodes
+  // lossily): it names no directory, and spawning git there fails with ENOENT, which is not "git is missing".
+  if (!existsDir(cwd)) {
+    throw errors.unsupportedPath(
+      cwd.includes('\uFFFD') ? `the directory's name is not UTF-8 (${cwd}): agentsnap cannot work in it.` : `the directory ${cwd} does not exist.`,
+      { hint: cwd.includes('\uFFFD') ? 'Rename the directory (or a parent) to a UTF-8 name, or run agentsnap through a symlink whose path is UTF-8.' : 'Run agentsnap from an existing directory of a git worktree.', data: { cwd } },
+    );
+  }
+  const res = await runGit(
+    ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-toplevel', '--show-prefix'],
+    { cwd, env, okCodes: [128] },
+  );
+  const lines = res.stdout.toString('utf8').split('\n');
+  if (res.code !== 0 && lines.length < 3) {
+    if (/not a git repository/i.test(res.stderr)) {
+      throw errors.notARepository(`not a git repository: ${cwd}`, {
+        hint: 'Run agentsnap inside a git worktree, or create one with `git init`.',
+        data: { cwd },
+      });
+    }
+    if (/dubious ownership/i.test(res.stderr)) {
+      throw errors.notARepository(`git refuses to use the repository at ${cwd}: it is owned by another user.`, {
+        hint: 'Mark it safe with `git config --global --add safe.directory <path>` if you trust it.',
+        data: { cwd },
+      });
+    }
+    throw errors.gitFailed(`git could not read the repository at ${cwd}: ${res.stderr.trim()}`, { data: { cwd } });
+  }
+  // One value per line: a path holding a newline would shift every value after it (a crafted name could
+  // point the state dir at another repository), so such a repository is refused rather than misread.
+  if (res.code === 0 && lines.length !== 7) {
+    throw errors.unsupportedPath(`the repository's path holds a newline (${JSON.stringify(cwd)}): agentsnap cannot work in it.`, {
+      hint: 'Rename the directory so that its path holds no newline.',
+      data: { cwd },
+    });
+  }
+  // A path that is not UTF-8 (the worktree reached through a symlink, say) cannot be named to git or the filesystem from a string.
+  if (res.code === 0 && !isUtf8(res.stdout)) {
+    throw errors.unsupportedPath(`the repository's path is not UTF-8 (${lines[4] ?? cwd}): agentsnap cannot work in it.`, {
+      hint: 'Rename the directory (or a parent) to a UTF-8 name.',
+      data: { cwd },
+    });
+  }
+  const [bare, inside, gitDirRaw, commonRaw, toplevel, prefix] = lines;
+  if (bare === 'true') {
+    throw errors.bareRepository(`${gitDirRaw ?? cwd} is a bare repository: there is no worktree to snapshot.`, {
+      hint: 'Run agentsnap in a worktree (see `git worktree add`).',
+      data: { gitDir: gitDirRaw },
+    });
+  }
+  if (inside !== 'true' || !toplevel) {
+    throw errors.notARepository(`${cwd} is inside a git directory, not a worktree.`, {
+      hint: 'Run agentsnap from the worktree, outside .git.',
+      data: { cwd },
+    });
+  }
+  const gitDir = gitDirRaw ?? '';
+  const commonDir = realpathSync(path.resolve(cwd, commonRaw ?? gitDir));
+  const worktree = toplevel;
+  return {
+    worktree,
+    gitDir,
+    commonDir,
+    stateDir: path.join(commonDir, 'agentsnap'),
+    prefix: prefix ?? '',
+    env,
+    callerEnv,
+    git: bindGit(worktree, gitDir, env),
+  };
+}
+
+/** Parses `git version 2.39.5` style output into comparable numbers. */
+export function parseGitVersion(text: string): [number, number, number] | undefined {
+  const m = /git version (\d+)\.(\d+)(?:\.(\d+))?/.exec(text);
+  if (!m) return undefined;
+  return [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
+}
+
+export function versionAtLeast(v: [number, number, number], min: string): boolean {
+  const m = min.split('.').map(Number);
+  for (let i = 0; i < 3; i++) {
+    const a = v[i] ?? 0;
+    const b = m[i] ?? 0;
+    if (a !== b) return a > b;
+  }
+  return true;
+}
+
+/** Throws GitTooOld when the git on PATH is older than MIN_GIT_VERSION. */
+export async function checkGitVersion(env: NodeJS.ProcessEnv = cleanGitEnv()): Promise<string> {
+  const res = await runGit(['version'], { cwd: process.cwd(), env });
+  const text = res.stdout.toString('utf8').trim();
+  const v = parseGitVersion(text);
+  if (!v) throw errors.gitFailed(`could not understand the git version: ${text}`);
+  if (!versionAtLeast(v, MIN_GIT_VERSION)) {
+    throw errors.gitTooOld(`git ${v.join('.')} is too old: agentsnap needs git ${MIN_GIT_VERSION} or newer.`, {
+      hint: 'Upgrade git, or put a newer git first on PATH.',
+      data: { version: v.join('.'), minimum: MIN_GIT_VERSION },
+    });
+  }
+  return v.join('.');
+}

@@ -1,0 +1,386 @@
+// `agentsnap doctor`: checks the installation and agentsnap's state in this
+// repository and names, for each problem, the command that fixes it. With
+// fix: true it also repairs what is safe to repair (dead owners' locks, refs
+// that disagree with their journal, sessions whose wrapper died, prunable
+// worktrees); it never deletes snapshots.
+import fs from 'node:fs';
+import path from 'node:path';
+import { checkGitVersion, type Repo } from '../git/repo.js';
+import { hooksStatus } from './hooks-install.js';
+import { appendEvent, eventBase, readJournal, type JournalEvent } from '../session/journal.js';
+import { acquireLock, ownerAlive } from '../base/lock.js';
+import { foldJournal, type Session } from '../session/model.js';
+import { listRefs, updateRefs, type RefUpdate } from '../git/plumbing.js';
+import { headRef, refsFor, sessionIds, sessionOfRef, sessionPaths, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, wrapperGone } from '../session/session.js';
+import { isAgentsnapError } from '../base/errors.js';
+import { diskUse } from '../base/fsutil.js';
+
+export type CheckStatus = 'ok' | 'info' | 'problem';
+
+export interface Check {
+  /** Stable identifier of the kind of check (git, hooks, integration, session, lock, worktree, disk, refs). */
+  check: string;
+  status: CheckStatus;
+  message: string;
+  /** The command that fixes it (problems only). */
+  fix?: string;
+  data?: Record<string, unknown>;
+}
+
+export interface DoctorReport {
+  healthy: boolean;
+  problems: number;
+  checks: Check[];
+  /** What --fix did. */
+  fixed: string[];
+}
+
+const FIX = 'agentsnap doctor --fix';
+
+async function checkGit(repo: Repo): Promise<Check> {
+  try {
+    const v = await checkGitVersion(repo.env);
+    return { check: 'git', status: 'ok', message: `git ${v}`, data: { version: v } };
+  } catch (e) {
+    const msg = isAgentsnapError(e) ? e.message : String(e);
+    return { check: 'git', status: 'problem', message: msg, fix: 'upgrade git to 2.30 or newer' };
+  }
+}
+
+async function checkHooks(repo: Repo): Promise<Check> {
+  const r = await hooksStatus(repo);
+  if (r.installed) {
+    const chained = r.hooks.filter((h) => h.chained).map((h) => h.name);
+    return {
+      check: 'hooks',
+      status: 'ok',
+      message: `hooks installed and current in ${r.dir}${chained.length ? ` (chaining ${chained.join(', ')})` : ''}`,
+      data: { dir: r.dir },
+    };
+  }
+  const bad = r.hooks.filter((h) => h.state !== 'current').map((h) => `${h.name} ${h.state}`);
+  return {
+    check: 'hooks',
+    status: 'problem',
+    message: `git hooks that keep snapshots out of real history are not all installed in ${r.dir}: ${bad.join(', ')}`,
+    fix: 'agentsnap hooks install',
+    data: { dir: r.dir, hooks: r.hooks },
+  };
+}
+
+/** Agent settings files that may hold agentsnap hooks (presence is reported, never judged). */
+function integrationFiles(repo: Repo): { agent: string; file: string }[] {
+  const home = repo.callerEnv.HOME ?? '';
+  const files = [
+    { agent: 'claude', file: path.join(repo.worktree, '.claude', 'settings.local.json') },
+    { agent: 'claude', file: path.join(repo.worktree, '.claude', 'settings.json') },
+    { agent: 'codex', file: path.join(repo.worktree, '.codex', 'hooks.json') },
+    { agent: 'gemini', file: path.join(repo.worktree, '.gemini', 'settings.json') },
+  ];
+  if (home) {
+    files.push(
+      { agent: 'claude', file: path.join(home, '.claude', 'settings.json') },
+      { agent: 'codex', file: path.join(home, '.codex', 'hooks.json') },
+      { agent: 'gemini', file: path.join(home, '.gemini', 'settings.json') },
+    );
+  }
+  return files;
+}
+
+function checkIntegrations(repo: Repo): Check[] {
+  const found: { agent: string; file: string }[] = [];
+  for (const f of integrationFiles(repo)) {
+    try {
+      const st = fs.statSync(f.file);
+      if (!st.isFile() || st.size > 1024 * 1024) continue;
+      if (fs.readFileSync(f.file, 'utf8').includes('agentsnap')) found.push(f);
+    } catch {
+      /* not there */
+    }
+  }
+  if (found.length === 0) {
+    return [{ check: 'integration', status: 'info', message: 'no agent settings file mentions agentsnap (fine when agents run under `agentsnap wrap`)' }];
+  }
+  return found.map((f) => ({ check: 'integration', status: 'info' as const, message: `${f.agent}: agentsnap hooks configured in ${f.file}`, data: f }));
+}
+
+interface LoadedSession {
+  id: string;
+  session: Session | null;
+  corruptLines: number[];
+}
+
+function loadSessions(repo: Repo): LoadedSession[] {
+  const out: LoadedSession[] = [];
+  for (const id of sessionIds(repo)) {
+    const read = readJournal(sessionPaths(repo, id).journal);
+    out.push({ id, session: foldJournal(read.events), corruptLines: read.corruptLines });
+  }
+  return out;
+}
+
+function checkSessions(sessions: LoadedSession[]): Check[] {
+  const checks: Check[] = [];
+  for (const s of sessions) {
+    if (!s.session) {
+      checks.push({ check: 'session', status: 'problem', message: `session ${s.id}: its journal has no start event`, fix: `inspect or remove the session directory (see \`agentsnap sessions\`)`, data: { session: s.id } });
+      continue;
+    }
+    if (s.corruptLines.length > 0) {
+      checks.push({
+        check: 'session',
+        status: 'problem',
+        message: `session ${s.id}: journal lines ${s.corruptLines.slice(0, 5).join(', ')} cannot be read (they are skipped)`,
+        fix: 'nothing to run: the readable events are used; keep the file for inspection',
+        data: { session: s.id, corruptLines: s.corruptLines },
+      });
+    }
+    const ss = s.session;
+    if (wrapperGone(ss)) {
+      checks.push({
+        check: 'session',
+        status: 'problem',
+        message: `session ${s.id} is still marked running, but its process (pid ${ss.owner?.pid}) is gone`,
+        fix: `${FIX} (journals its end, without a final snapshot)`,
+        data: { session: s.id, pid: ss.owner?.pid },
+      });
+    }
+  }
+  return checks;
+}
+
+interface LockFile {
+  file: string;
+  pid: number | null;
+}
+
+function lockFiles(repo: Repo): string[] {
+  const out: string[] = [];
+  const add = (dir: string, match: (n: string) => boolean) => {
+    try {
+      for (const n of fs.readdirSync(dir)) if (match(n)) out.push(path.join(dir, n));
+    } catch {
+      /* none */
+    }
+  };
+  add(path.join(repo.stateDir, 'locks'), (n) => n.endsWith('.lock') || n.includes('.lock.stale-'));
+  try {
+    for (const id of fs.readdirSync(sessionsDir(repo))) add(path.join(sessionsDir(repo), id), (n) => n === 'lock' || n.startsWith('lock.stale-'));
+  } catch {
+    /* none */
+  }
+  return out;
+}
+
+function staleLocks(repo: Repo): LockFile[] {
+  const stale: LockFile[] = [];
+  for (const file of lockFiles(repo)) {
+    let text: string;
+    let mtime: number;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+      mtime = fs.statSync(file).mtimeMs;
+    } catch {
+      continue;
+    }
+    if (file.includes('.stale-')) {
+      stale.push({ file, pid: null });
+      continue;
+    }
+    try {
+      const o = JSON.parse(text) as { pid: number; start: string | null; host: string };
+      if (typeof o.pid === 'number' && !ownerAlive(o)) stale.push({ file, pid: o.pid });
+    } catch {
+      // A torn lock file (its writer was killed mid-write) older than a few seconds.
+      if (Date.now() - mtime > 5000) stale.push({ file, pid: null });
+    }
+  }
+  return stale;
+}
+
+function checkLocks(repo: Repo): Check[] {
+  return staleLocks(repo).map((l) => ({
+    check: 'lock',
+    status: 'problem' as const,
+    message: `stale lock ${l.file}${l.pid !== null ? ` (its owner, pid ${l.pid}, is gone)` : ''}`,
+    fix: `${FIX} (or: rm ${l.file})`,
+    data: { ...l },
+  }));
+}
+
+async function prunableWorktrees(repo: Repo): Promise<{ path: string; reason: string }[]> {
+  const res = await repo.git(['worktree', 'list', '--porcelain']);
+  const out: { path: string; reason: string }[] = [];
+  let current = '';
+  for (const line of res.stdout.toString('utf8').split('\n')) {
+    if (line.startsWith('worktree ')) current = line.slice('worktree '.length);
+    else if (line.startsWith('prunable') && current) {
+      const inside = !path.relative(repo.stateDir, current).startsWith('..');
+      if (inside) out.push({ path: current, reason: line.slice('prunable'.length).trim() });
+    }
+  }
+  return out;
+}
+
+async function checkWorktrees(repo: Repo): Promise<Check[]> {
+  return (await prunableWorktrees(repo)).map((w) => ({
+    check: 'worktree',
+    status: 'problem' as const,
+    message: `stale agentsnap worktree ${w.path}${w.reason ? ` (${w.reason})` : ''}`,
+    fix: `git worktree prune`,
+    data: w,
+  }));
+}
+
+async function checkDisk(repo: Repo): Promise<Check> {
+  const stateBytes = diskUse(repo.stateDir);
+  const refs = (await listRefs(repo, STEP_REF_PREFIX)).length;
+  let objectBytes: number | null = null;
+  // Objects reachable only from agentsnap's refs (git 2.38+ has --disk-usage; skipped elsewhere).
+  const res = await repo.git(
+    ['rev-list', '--objects', '--disk-usage', '--glob=refs/agent/*', '--glob=refs/agentsnap/*', '--not', '--branches', '--tags', '--remotes'],
+    { okCodes: [128, 129] },
+  );
+  if (res.code === 0) objectBytes = Number(res.stdout.toString('utf8').trim()) || 0;
+  return {
+    check: 'disk',
+    status: 'info',
+    message: `agentsnap uses ${formatBytes(stateBytes)} in ${repo.stateDir}${objectBytes !== null ? ` and about ${formatBytes(objectBytes)} of git objects only its ${refs} refs reach` : ''}`,
+    data: { stateDir: repo.stateDir, stateBytes, objectBytes, stepRefs: refs },
+  };
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(1)} GiB`;
+}
+
+interface RefMismatch {
+  session: string;
+  ref: string;
+  expected: string | null;
+  actual: string | null;
+}
+
+async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ mismatches: RefMismatch[]; orphans: string[] }> {
+  const actual = new Map<string, string>();
+  for (const r of await listRefs(repo, STEP_REF_PREFIX)) actual.set(r.ref, r.oid);
+  for (const r of await listRefs(repo, SESSION_META_PREFIX)) actual.set(r.ref, r.oid);
+  const mismatches: RefMismatch[] = [];
+  const known = new Set<string>();
+  for (const s of sessions) {
+    if (!s.session) continue;
+    known.add(s.id);
+    for (const u of refsFor(s.session)) {
+      const have = actual.get(u.ref) ?? null;
+      if (have !== u.value) mismatches.push({ session: s.id, ref: u.ref, expected: u.value, actual: have });
+    }
+  }
+  const orphans = new Set<string>();
+  for (const ref of actual.keys()) {
+    const id = sessionOfRef(ref);
+    if (id && !known.has(id)) orphans.add(id);
+  }
+  return { mismatches, orphans: [...orphans].sort() };
+}
+
+async function checkRefs(repo: Repo, sessions: LoadedSession[]): Promise<Check[]> {
+  const { mismatches, orphans } = await refMismatches(repo, sessions);
+  const checks: Check[] = [];
+  const bySession = new Map<string, RefMismatch[]>();
+  for (const m of mismatches) bySession.set(m.session, [...(bySession.get(m.session) ?? []), m]);
+  for (const [id, list] of bySession) {
+    const first = list[0] as RefMismatch;
+    const what = first.actual === null ? `${first.ref} is missing` : `${first.ref} points at ${first.actual.slice(0, 10)}, the journal says ${first.expected?.slice(0, 10)}`;
+    checks.push({
+      check: 'refs',
+      status: 'problem',
+      message: `session ${id}: ${list.length} ref(s) disagree with its journal (${what}${list.length > 1 ? ', …' : ''})`,
+      fix: `${FIX} (sets the refs from the journal)`,
+      data: { session: id, refs: list },
+    });
+  }
+  for (const id of orphans) {
+    checks.push({
+      check: 'refs',
+      status: 'problem',
+      message: `refs/agent/${id}/ has refs but no journal in ${sessionsDir(repo)}`,
+      fix: `agentsnap fetch <backup-remote> if it was recorded elsewhere; to drop them: git for-each-ref --format='delete %(refname)' refs/agent/${id}/ refs/agentsnap/sessions/${id}/ | git update-ref --stdin`,
+      data: { session: id },
+    });
+  }
+  if (mismatches.length === 0 && orphans.length === 0 && sessions.length > 0) {
+    checks.push({ check: 'refs', status: 'ok', message: `refs of ${sessions.length} session(s) agree with their journals` });
+  }
+  return checks;
+}
+
+async function runChecks(repo: Repo): Promise<Check[]> {
+  const sessions = loadSessions(repo);
+  return [
+    await checkGit(repo),
+    await checkHooks(repo),
+    ...checkIntegrations(repo),
+    ...checkSessions(sessions),
+    ...checkLocks(repo),
+    ...(await checkWorktrees(repo)),
+    ...(await checkRefs(repo, sessions)),
+    await checkDisk(repo),
+  ];
+}
+
+/** Repairs what is safe to repair; returns one line per thing done. */
+async function applyFixes(repo: Repo): Promise<string[]> {
+  const done: string[] = [];
+  for (const l of staleLocks(repo)) {
+    // Re-checked just above; a dead owner cannot come back, so removing is safe.
+    fs.rmSync(l.file, { force: true });
+    done.push(`removed stale lock ${l.file}`);
+  }
+  if ((await prunableWorktrees(repo)).length > 0) {
+    await repo.git(['worktree', 'prune']);
+    done.push('pruned stale worktrees (git worktree prune)');
+  }
+  for (const s of loadSessions(repo)) {
+    if (!s.session) continue;
+    const p = sessionPaths(repo, s.id);
+    const lock = await acquireLock(p.lock, { purpose: 'doctor --fix' });
+    try {
+      let session = foldJournal(readJournal(p.journal).events);
+      if (!session) continue;
+      if (wrapperGone(session)) {
+        const ev: JournalEvent = { ...eventBase(s.id), type: 'session.end', exitCode: null, signal: null, commit: null, tree: null, changed: [], reason: 'owner-gone' };
+        appendEvent(p.journal, ev);
+        fs.rmSync(p.state, { force: true });
+        session = foldJournal(readJournal(p.journal).events) ?? session;
+        done.push(`session ${s.id}: journaled its end (its process ${s.session.owner?.pid} was gone)`);
+      }
+      const { mismatches } = await refMismatches(repo, [{ id: s.id, session, corruptLines: [] }]);
+      if (mismatches.length > 0) {
+        const updates: RefUpdate[] = mismatches.map((m) => ({ ref: m.ref, value: m.expected }));
+        // The head ref follows the journal too.
+        if (!updates.some((u) => u.ref === headRef(s.id))) updates.push({ ref: headRef(s.id), value: session.head });
+        try {
+          await updateRefs(repo, updates);
+          done.push(`session ${s.id}: set ${mismatches.length} ref(s) from its journal`);
+        } catch (e) {
+          // Typically snapshots the journal names are gone from the object store: nothing to point at.
+          done.push(`session ${s.id}: could not set its refs from the journal (${isAgentsnapError(e) ? e.message : String(e)})`);
+        }
+      }
+    } finally {
+      lock.release();
+    }
+  }
+  return done;
+}
+
+/** Runs every check (after repairing what is safe when fix is set). */
+export async function runDoctor(repo: Repo, opts: { fix?: boolean } = {}): Promise<DoctorReport> {
+  const fixed = opts.fix ? await applyFixes(repo) : [];
+  const checks = await runChecks(repo);
+  const problems = checks.filter((c) => c.status === 'problem').length;
+  return { healthy: problems === 0, problems, checks, fixed };
+}

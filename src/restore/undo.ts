@@ -1,0 +1,892 @@
+// Over 500 lines on purpose: one operation's order (safety snapshot, plan,
+// protection, op.start, restore, result, op.done) and its roll-forward of an
+// interrupted one are one protocol; status reads the same journal facts.
+//
+// Operations that move the worktree: undo, redo, restore, revert. Each is
+// recorded in the session journal like a step, in this order, under the
+// session lock and then the worktree content lock:
+//   1. safety snapshot of the worktree (objects only, through the private index)
+//   2. plan: diff-tree between the safety tree and the target tree
+//   3. refuse (before anything is written) when the plan would overwrite
+//      changes no tool call made, or crosses an unprotected step, unless --force
+//   4. commit the safety snapshot; journal `op.start` (fsync); ref ops/<k>
+//   5. change the files (src/restore.ts)
+//   6. commit the restored state (parents: the safety snapshot, then the
+//      versions the restore kept, if any, so they stay reachable); journal
+//      `op.done`; move the session head to it; state.json
+// An `op.start` without `op.done` (a crash in step 5) is completed by the next
+// operation before anything else; the restore is idempotent. If snapshots were
+// taken after it meanwhile, it is marked abandoned instead (nothing is lost:
+// the safety snapshot and those snapshots hold every state).
+import { errors } from '../base/errors.js';
+import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, PlannedChange, SkippedFile, ChangedPath, StepCheckpointEvent, StepPreEvent } from '../session/journal.js';
+import { eventBase, readJournal } from '../session/journal.js';
+import { checkpointMadeBy, foldJournal, openSteps, type Session, type Step } from '../session/model.js';
+import type { Repo } from '../git/repo.js';
+import { loadSettings, type Settings } from '../git/config.js';
+import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from '../session/session.js';
+import { withLock } from '../base/lock.js';
+import { snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
+import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from '../git/plumbing.js';
+import { fsPath } from '../git/run.js';
+import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
+import { applyPlan, changeLetter, keptCommit, nestedLeft, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
+import { stepOf, worktreeTree } from '../session/read.js';
+import { outsideEffect, effectLabel } from '../session/effects.js';
+import fs from 'node:fs';
+import path from 'node:path';
+
+export function opRef(session: string, op: number): string {
+  return sessionMetaRef(session, `ops/${op}`);
+}
+
+/** A change made outside the recorded tool calls, on a path an operation would touch. */
+export interface OutsideChange {
+  path: string;
+  change: ChangedPath['change'];
+  /** When it was seen: "before step 5", "since the last snapshot", "before the session ended". */
+  when: string;
+}
+
+export interface OperationOptions {
+  dryRun?: boolean;
+  force?: boolean;
+  settings?: Settings;
+  /** Test seam: stop (throw) after this many file changes, as a crash would. */
+  interruptAfter?: number;
+  /** Test seam: the restore engine's hooks around each replaced path (a write racing with the restore). */
+  restoreHooks?: Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
+}
+
+export interface FileChange {
+  path: string;
+  change: 'A' | 'D' | 'M' | 'T';
+}
+
+export interface OperationResult {
+  session: string;
+  kind: OpKind;
+  /** Operation number; null for a dry run. */
+  op: number | null;
+  dryRun: boolean;
+  target: OpTarget;
+  /** What changed (or, with dryRun, would change) in the worktree. */
+  changes: FileChange[];
+  /** Paths left as they were, and why. */
+  left: LeftPath[];
+  /** Files not in the target snapshot because they were skipped then (secrets, size cap, excludes): kept as they are. */
+  kept: string[];
+  /** Changes made outside the recorded tool calls that this operation overwrites (only with --force, or listed by a dry run). */
+  outside: OutsideChange[];
+  /** Unprotected steps crossed (only with --force, or listed by a dry run). */
+  unprotected: { step: number; reason: string | null }[];
+  /** Whether a real run would refuse without --force (dry run). */
+  wouldRefuse: boolean;
+  /** The user's HEAD moved since the target state: files are restored, the branch is left where it is. */
+  headMoved: { then: string | null; now: string | null } | null;
+  /** Steps whose effects outside the worktree cannot be taken back. */
+  notUndoable: { step: number; effect: string; command: string }[];
+  /** Steps this operation marks undone (undo), or that a redo replaced. */
+  undone: number[];
+  /** Steps a redo brings back. */
+  redone: number[];
+  safety: string | null;
+  safetyRef: string | null;
+  commit: string | null;
+  /** Interrupted operations completed (or abandoned) before this one. */
+  recovered: RecoveredOp[];
+}
+
+export interface RecoveredOp {
+  op: number;
+  kind: OpKind;
+  status: 'done' | 'abandoned';
+  /** Why an abandoned operation was not completed. */
+  reason: string | null;
+  ref: string;
+}
+
+/** An operation as the journal records it. */
+export interface OpRecord {
+  op: number;
+  kind: OpKind;
+  target: OpTarget;
+  time: string;
+  status: 'done' | 'abandoned' | 'interrupted';
+  safety: string;
+  commit: string | null;
+  changed: number;
+  undoes: number[];
+  redoes: number | null;
+  redoneBy: number | null;
+  left: { path: string; reason: string; oid?: string }[];
+}
+
+/** The operations of a session, from its journal events. */
+export function foldOps(events: JournalEvent[]): OpRecord[] {
+  const ops = new Map<number, OpRecord>();
+  for (const ev of events) {
+    if (ev.type === 'op.start') {
+      const e = ev as OpStartEvent;
+      ops.set(e.op, {
+        op: e.op,
+        kind: e.kind,
+        target: e.target,
+        time: e.time,
+        status: 'interrupted',
+        safety: e.safety,
+        commit: null,
+        changed: e.paths.length,
+        undoes: e.undoes,
+        redoes: e.redoes,
+        redoneBy: null,
+        left: [],
+      });
+    } else if (ev.type === 'op.done') {
+      const e = ev as OpDoneEvent;
+      const o = ops.get(e.op);
+      if (!o) continue;
+      o.status = e.status;
+      o.commit = e.commit;
+      o.left = e.left;
+      if (e.status === 'done' && o.redoes !== null) {
+        const undoOp = ops.get(o.redoes);
+        if (undoOp) undoOp.redoneBy = o.op;
+      }
+    }
+  }
+  return [...ops.values()].sort((a, b) => a.op - b.op);
+}
+
+/** Steps currently undone: added by done undos, removed again by the redos of those undos. */
+export function undoneSteps(ops: OpRecord[]): Set<number> {
+  const undone = new Set<number>();
+  for (const o of ops) {
+    if (o.status !== 'done') continue;
+    if (o.kind === 'redo' && o.redoes !== null) {
+      for (const n of ops.find((x) => x.op === o.redoes)?.undoes ?? []) undone.delete(n);
+    }
+    for (const n of o.undoes) undone.add(n);
+  }
+  return undone;
+}
+
+// ---------------------------------------------------------------------------
+// Planning
+
+interface Resolved {
+  toTree: string;
+  toCommit: string | null;
+  paths?: string[];
+  /** Journal index after which changes outside tool calls are protected; null: no protection (revert merges). */
+  anchor: number | null;
+  /** Steps whose effects the operation takes back (for the unprotected and not-undoable checks). */
+  crossed: number[];
+  undoes: number[];
+  redoes: number | null;
+  redone: number[];
+  /** Commit whose Agentsnap-Head trailer tells where the user's HEAD was at the target state. */
+  headOf: string | null;
+  /** Skipped (not snapshotted) at the target: never deleted. */
+  skippedAtTarget: SkippedFile[];
+  /** The snapshot whose scan left out what the target lacks (revert: the state before the step); see ignored-at-target.ts. */
+  scannedBy?: string;
+  /** The user's own changes the operation takes back besides those after the anchor (revert of their checkpoint). */
+  own?: OutsideChange[];
+}
+
+/** What the restore engine keeps deletions against: the target tree and the snapshot it comes from. */
+function targetOf(r: Resolved): RestoreTarget {
+  return { tree: r.toTree, snapshot: r.scannedBy ?? r.toCommit };
+}
+
+interface OpSpec {
+  kind: OpKind;
+  target: OpTarget;
+  resolve(ctx: ResolveContext): Promise<Resolved>;
+}
+
+interface ResolveContext {
+  repo: Repo;
+  session: Session;
+  events: JournalEvent[];
+  ops: OpRecord[];
+  safetyTree: string;
+}
+
+function eventIndex(events: JournalEvent[], pred: (e: JournalEvent) => boolean): number {
+  for (let i = events.length - 1; i >= 0; i--) if (pred(events[i]!)) return i;
+  return -1;
+}
+
+function stepEvent(events: JournalEvent[], n: number, type: string): number {
+  return eventIndex(events, (e) => e.type === type && (e as { step?: number }).step === n);
+}
+
+/** Steps recorded after journal index `from` (their pre, post or checkpoint came later). */
+function stepsAfter(events: JournalEvent[], from: number): number[] {
+  const out = new Set<number>();
+  for (let i = from + 1; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.type === 'step.pre' || e.type === 'step.post' || e.type === 'step.checkpoint' || e.type === 'step.unprotected') out.add((e as { step: number }).step);
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+/** The commit before step n: its pre-snapshot; for a checkpoint, the snapshot before it. */
+async function beforeStep(repo: Repo, s: Session, st: Step): Promise<string> {
+  if (st.kind === 'checkpoint' && st.post) {
+    const res = await repo.git(['rev-parse', '--verify', `${st.post}^1`]);
+    return res.stdout.toString('utf8').trim();
+  }
+  if (!st.pre) {
+    throw errors.stepOutOfRange(`step ${st.step} of session ${s.id} has no snapshot from before it.`, {
+      hint: st.unprotectedReason ? `Its snapshot failed: ${st.unprotectedReason}. Undo an earlier step instead.` : 'Undo an earlier step instead.',
+      data: { session: s.id, step: st.step },
+    });
+  }
+  return st.pre;
+}
+
+function skippedOf(events: JournalEvent[], commit: string): SkippedFile[] {
+  for (const e of events) {
+    const c = e as { commit?: string; baseline?: string; safety?: string; skipped?: SkippedFile[]; safetySkipped?: SkippedFile[] };
+    if (e.type === 'op.start' && c.safety === commit) return c.safetySkipped ?? [];
+    if ((c.commit === commit || c.baseline === commit) && Array.isArray(c.skipped)) return c.skipped;
+  }
+  return [];
+}
+
+function undoSpec(step: number | undefined): OpSpec {
+  const target: OpTarget = { when: 'before' };
+  return {
+    kind: 'undo',
+    target,
+    async resolve({ repo, session, events, ops }) {
+      const undone = undoneSteps(ops);
+      let n = step;
+      if (n === undefined) {
+        // A read journaled from the transcript changed nothing: undoing it alone would change nothing either.
+        const candidates = session.steps.filter((st) => st.status !== 'open' && !undone.has(st.step) && st.source !== 'transcript' && (st.pre || st.kind === 'checkpoint'));
+        const last = candidates[candidates.length - 1];
+        if (!last) {
+          throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${session.steps.length === 0 ? 'it has no steps' : 'every step is already undone'}.`, {
+            hint: undone.size > 0 ? 'Bring undone steps back with `agentsnap redo`.' : undefined,
+            data: { session: session.id },
+          });
+        }
+        n = last.step;
+      }
+      target.step = n;
+      const st = stepOf(session, n);
+      const commit = await beforeStep(repo, session, st);
+      // Back to before a checkpoint: what the checkpoint itself recorded is taken back too (protected when it is the user's).
+      const anchor = st.kind === 'checkpoint' ? stepEvent(events, n, 'step.checkpoint') - 1 : stepEvent(events, n, 'step.pre');
+      const later = session.steps.filter((x) => x.step >= n && x.status !== 'open' && !undone.has(x.step)).map((x) => x.step);
+      const crossed = [...new Set([n, ...stepsAfter(events, anchor)])].filter((x) => !session.steps.find((y) => y.step === x && y.status === 'open'));
+      return {
+        toTree: await treeOf(repo, commit),
+        toCommit: commit,
+        anchor,
+        crossed,
+        undoes: later,
+        redoes: null,
+        redone: [],
+        headOf: commit,
+        skippedAtTarget: st.kind === 'checkpoint' ? [] : skippedOf(events, commit),
+      };
+    },
+  };
+}
+
+function redoSpec(): OpSpec {
+  const target: OpTarget = {};
+  return {
+    kind: 'redo',
+    target,
+    async resolve({ repo, session, events, ops }) {
+      const last = [...ops].reverse().find((o) => o.kind === 'undo' && o.status === 'done' && o.redoneBy === null);
+      if (!last) {
+        throw errors.nothingToDo(`nothing to redo in session ${session.id}: no undo to reverse.`, { data: { session: session.id } });
+      }
+      target.op = last.op;
+      const anchor = eventIndex(events, (e) => e.type === 'op.start' && (e as OpStartEvent).op === last.op);
+      // Steps recorded after that undo are replaced by the state before it (kept in this operation's safety snapshot).
+      const replaced = stepsAfter(events, anchor).filter((n) => !session.steps.find((y) => y.step === n && y.status === 'open'));
+      return {
+        toTree: await treeOf(repo, last.safety),
+        toCommit: last.safety,
+        anchor,
+        crossed: replaced,
+        undoes: replaced,
+        redoes: last.op,
+        redone: last.undoes,
+        headOf: last.safety,
+        skippedAtTarget: skippedOf(events, last.safety),
+      };
+    },
+  };
+}
+
+function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): OpSpec {
+  const target: OpTarget = { step, when, paths };
+  return {
+    kind: 'restore',
+    target,
+    async resolve({ repo, session, events }) {
+      const st = stepOf(session, step);
+      let commit: string;
+      let anchor: number;
+      if (when === 'before') {
+        commit = await beforeStep(repo, session, st);
+        anchor = st.kind === 'checkpoint' ? stepEvent(events, step, 'step.checkpoint') - 1 : stepEvent(events, step, 'step.pre');
+      } else {
+        if (!st.post) {
+          throw errors.stepOutOfRange(`step ${step} of session ${session.id} has no snapshot from after it (${st.status}).`, {
+            hint: st.status === 'open' ? 'The step is still running; restore the state before it instead.' : 'Restore the state before it instead.',
+            data: { session: session.id, step },
+          });
+        }
+        commit = st.post;
+        anchor = st.kind === 'checkpoint' ? stepEvent(events, step, 'step.checkpoint') : stepEvent(events, step, 'step.post');
+      }
+      return {
+        toTree: await treeOf(repo, commit),
+        toCommit: commit,
+        paths,
+        anchor,
+        crossed: [],
+        undoes: [],
+        redoes: null,
+        redone: [],
+        headOf: null,
+        skippedAtTarget: skippedOf(events, commit),
+      };
+    },
+  };
+}
+
+function revertSpec(step: number): OpSpec {
+  const target: OpTarget = { step };
+  return {
+    kind: 'revert',
+    target,
+    async resolve({ repo, session, events, safetyTree }) {
+      const st = stepOf(session, step);
+      if (!st.post || !st.postTree) {
+        throw errors.stepOutOfRange(`step ${step} of session ${session.id} has not finished (${st.status}): there is nothing to revert yet.`, {
+          data: { session: session.id, step },
+        });
+      }
+      const before = await beforeStep(repo, session, st);
+      const beforeTree = await treeOf(repo, before);
+      const merged = await mergeRevert(repo, session.id, step, { base: st.postTree, ours: safetyTree, theirs: beforeTree });
+      // A checkpoint of the user's recorded their own change: reverting it is not taking back an agent's.
+      const own = userCheckpoint(st) ? st.changed.map((c) => ({ path: c.path, change: c.change, when: checkpointLabel(st.step, st.message) })) : [];
+      return {
+        own,
+        toTree: merged,
+        toCommit: null,
+        anchor: null,
+        crossed: [step],
+        undoes: [],
+        redoes: null,
+        redone: [],
+        headOf: null,
+        skippedAtTarget: st.kind === 'checkpoint' ? [] : skippedOf(events, before),
+        scannedBy: before,
+      };
+    },
+  };
+}
+
+/**
+ * Takes back what step N changed (post -> pre) on top of the worktree now:
+ * a three-way merge with base = after step N, ours = now, theirs = before
+ * step N, through `git merge-tree --write-tree` on throwaway commits (git
+ * 2.38+ has no --merge-base before 2.40, so the base is made their parent).
+ */
+async function mergeRevert(repo: Repo, session: string, step: number, t: { base: string; ours: string; theirs: string }): Promise<string> {
+  const msg = (what: string) => `agentsnap: revert ${step} ${what}\n\nAgentsnap-Session: ${session}\nAgentsnap-Kind: merge-input\n`;
+  const base = await commitTree(repo, { tree: t.base, parents: [], message: msg('base') });
+  const ours = await commitTree(repo, { tree: t.ours, parents: [base], message: msg('ours') });
+  const theirs = await commitTree(repo, { tree: t.theirs, parents: [base], message: msg('theirs') });
+  const res = await repo.git(['-c', 'merge.renormalize=false', '-c', 'merge.conflictstyle=merge', 'merge-tree', '--write-tree', '--name-only', '--no-messages', '-z', ours, theirs], { okCodes: [1] });
+  const parts = res.stdout.toString('utf8').split('\0').filter(Boolean);
+  const tree = parts[0] ?? '';
+  if (res.code === 1) {
+    const conflicts = [...new Set(parts.slice(1))];
+    throw errors.conflict(`revert ${step} conflicts with later changes in ${conflicts.length === 1 ? '1 file' : `${conflicts.length} files`}: ${conflicts.join(', ')}. Nothing was changed.`, {
+      hint: `See what step ${step} changed with \`agentsnap show ${step}\`; bring single files back with \`agentsnap restore ${step} -- <path>\`, or undo from step ${step} with \`agentsnap undo ${step}\`.`,
+      data: { session, step, conflicts },
+    });
+  }
+  return tree;
+}
+
+/** What a checkpoint the user made (not `wrap --auto`'s) records: their own change, undone only with --force. */
+function userCheckpoint(st: Step | undefined): boolean {
+  return !!st && st.kind === 'checkpoint' && st.madeBy !== 'agent';
+}
+
+function checkpointLabel(n: number, message: string | null | undefined): string {
+  return `at checkpoint ${n}${message ? `: ${message.replace(/[\r\n]+/g, ' ').slice(0, 80)}` : ''}`;
+}
+
+/**
+ * Changes made outside the recorded tool calls after journal index `anchor`,
+ * plus those since the last snapshot: what each later pre-snapshot saw
+ * before its call, what each checkpoint of the user's recorded (`snap`, a
+ * resumed session, a post with no pre), what each later operation's safety
+ * snapshot saw against the session head (`op.start.changedBefore`; see
+ * `withOpChanges` for journals without it), what the session's final
+ * snapshot saw. Changes of calls still running at that moment are theirs,
+ * not outside.
+ */
+export function outsideChanges(session: Session, events: JournalEvent[], anchor: number, sinceHead: ChangedPath[]): OutsideChange[] {
+  const out: OutsideChange[] = [];
+  const byStep = new Map(session.steps.map((s) => [s.step, s]));
+  const changedBy = (steps: Iterable<number>) => new Set([...steps].flatMap((n) => byStep.get(n)?.changed.map((c) => c.path) ?? []));
+  // Calls open at each point of the journal (a checkpoint does not list the calls it overlapped).
+  const open = new Set<number>();
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (i > anchor) {
+      if (e.type === 'step.pre') {
+        const pre = e as StepPreEvent;
+        // Changes of overlapping calls still running show up in this pre-snapshot: they were made by tool calls.
+        const byOverlaps = changedBy(pre.overlaps);
+        for (const c of pre.changed) if (!byOverlaps.has(c.path)) out.push({ path: c.path, change: c.change, when: `before step ${pre.step}` });
+      } else if (e.type === 'step.checkpoint') {
+        const cp = e as StepCheckpointEvent;
+        if (checkpointMadeBy(cp) === 'user') {
+          const byOpen = changedBy(open);
+          for (const c of cp.changed) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(cp.step, cp.message) });
+        }
+      } else if (e.type === 'op.start') {
+        // The operation's result is built on its safety snapshot, so what that snapshot saw besides
+        // the tool calls is in the session head from then on; it stays the user's. A --force
+        // covered that operation only.
+        const st = e as OpStartEvent;
+        const byOpen = changedBy(open);
+        for (const c of st.changedBefore ?? []) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: `before operation ${st.op} (${st.kind})` });
+      } else if (e.type === 'session.end') {
+        for (const c of (e as { changed?: ChangedPath[] }).changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step' });
+      }
+    }
+    if (e.type === 'step.pre' && (e as StepPreEvent).source !== 'transcript') open.add((e as StepPreEvent).step);
+    else if (e.type === 'step.post' || (e.type === 'step.unprotected' && (e as { phase?: string }).phase !== 'pre')) open.delete((e as { step: number }).step);
+  }
+  for (const c of sinceHead) out.push({ path: c.path, change: c.change, when: 'since the last snapshot' });
+  return out;
+}
+
+/**
+ * The events with `changedBefore` filled in on each `op.start` after `anchor`
+ * that lacks it (journals written before the field): the diff of its safety
+ * commit against its parent, the session head when it was taken. One git
+ * process per such operation, only for old journals.
+ */
+async function withOpChanges(repo: Repo, events: JournalEvent[], anchor: number): Promise<JournalEvent[]> {
+  if (!events.some((e, i) => i > anchor && e.type === 'op.start' && !(e as OpStartEvent).changedBefore)) return events;
+  return Promise.all(
+    events.map(async (e, i) => {
+      if (i <= anchor || e.type !== 'op.start' || (e as OpStartEvent).changedBefore) return e;
+      const st = e as OpStartEvent;
+      return { ...st, changedBefore: await diffTrees(repo, `${st.safety}^1`, st.safety) };
+    }),
+  );
+}
+
+interface Prepared {
+  resolved: Resolved;
+  plan: PlannedChange[];
+  kept: string[];
+  outside: OutsideChange[];
+  unprotected: { step: number; reason: string | null }[];
+  headMoved: OperationResult['headMoved'];
+  notUndoable: OperationResult['notUndoable'];
+}
+
+async function headTrailer(repo: Repo, commit: string): Promise<string | null | undefined> {
+  const res = await repo.git(['cat-file', 'commit', commit]);
+  const m = /^Agentsnap-Head: (\S+)$/m.exec(res.stdout.toString('utf8'));
+  if (!m) return undefined;
+  return m[1] === 'unborn' ? null : m[1] ?? null;
+}
+
+async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead: ChangedPath[]): Promise<Prepared> {
+  const resolved = await spec.resolve(ctx);
+  // A file the target snapshot skipped (secret, size cap, exclude) was maybe there: never delete it.
+  const { plan, kept } = withoutSkipped(
+    await planChanges(repo, ctx.safetyTree, resolved.toTree, resolved.paths),
+    resolved.skippedAtTarget.map((f) => f.path),
+  );
+  const touched = new Set(plan.map((c) => c.path));
+  const after = resolved.anchor === null ? [] : outsideChanges(ctx.session, await withOpChanges(repo, ctx.events, resolved.anchor), resolved.anchor, sinceHead);
+  const outside = [...after, ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
+  const unprotected = resolved.crossed
+    .map((n) => ctx.session.steps.find((x) => x.step === n))
+    .filter((st): st is Step => !!st && st.status === 'unprotected')
+    .map((st) => ({ step: st.step, reason: st.unprotectedReason }));
+  let headMoved: Prepared['headMoved'] = null;
+  if (resolved.headOf) {
+    const then = await headTrailer(repo, resolved.headOf);
+    const now = (await readHead(repo)).commit;
+    if (then !== undefined && then !== now) headMoved = { then, now };
+  }
+  const notUndoable: Prepared['notUndoable'] = [];
+  if (spec.kind === 'undo' || spec.kind === 'revert') {
+    for (const n of resolved.crossed) {
+      const st = ctx.session.steps.find((x) => x.step === n);
+      const effect = st ? outsideEffect(st, ctx.session.worktree) : null;
+      if (st && effect) notUndoable.push({ step: n, effect, command: effectLabel(st) });
+    }
+  }
+  return { resolved, plan, kept, outside, unprotected, headMoved, notUndoable };
+}
+
+function refuseIfNeeded(spec: OpSpec, p: Prepared, force: boolean): void {
+  if (force) return;
+  const what = spec.kind === 'undo' && spec.target.step !== undefined ? `undo ${spec.target.step}` : spec.kind;
+  if (p.unprotected.length > 0) {
+    const list = p.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${u.reason})` : ''}`).join(', ');
+    throw errors.refused(`${what} crosses ${p.unprotected.length === 1 ? 'an unprotected step' : 'unprotected steps'}, ${list}: a snapshot failed there, so what those calls changed was not recorded and cannot be told apart from other changes.`, {
+      hint: 'Check `agentsnap diff` first; run again with --force to go ahead (the worktree as it is now is kept in a safety snapshot).',
+      data: { unprotected: p.unprotected },
+    });
+  }
+  if (p.outside.length > 0) {
+    const lines = p.outside.map((o) => `  ${o.change} ${o.path} (${o.when})`).join('\n');
+    throw errors.refused(`${what} would overwrite ${p.outside.length === 1 ? 'a change' : `${p.outside.length} changes`} made outside the recorded tool calls:\n${lines}`, {
+      hint: 'Keep them: `agentsnap restore` single files instead. Or run again with --force; they stay in the safety snapshot taken first.',
+      data: { outside: p.outside },
+    });
+  }
+}
+
+function emptyResult(session: string, spec: OpSpec): OperationResult {
+  return {
+    session,
+    kind: spec.kind,
+    op: null,
+    dryRun: false,
+    target: spec.target,
+    changes: [],
+    left: [],
+    kept: [],
+    outside: [],
+    unprotected: [],
+    wouldRefuse: false,
+    headMoved: null,
+    notUndoable: [],
+    undone: [],
+    redone: [],
+    safety: null,
+    safetyRef: null,
+    commit: null,
+    recovered: [],
+  };
+}
+
+function fill(r: OperationResult, p: Prepared): void {
+  r.kept = p.kept;
+  r.outside = p.outside;
+  r.unprotected = p.unprotected;
+  r.headMoved = p.headMoved;
+  r.notUndoable = p.notUndoable;
+  r.undone = p.resolved.undoes;
+  r.redone = p.resolved.redone;
+}
+
+function opMessage(session: string, op: number, kind: string, summary: string, head: string | null): string {
+  return `${commitMessage({ summary, session, step: null, phase: 'op', tool: null, head, kind })}Agentsnap-Op: ${op}\n`;
+}
+
+/**
+ * Parents of an operation's result: the safety snapshot, then the commit of
+ * the versions its restore kept (if any). Every later snapshot of the session
+ * descends from the result, so git's gc keeps those versions as long as the
+ * session's refs, and push carries them with the snapshots after it.
+ */
+function resultParents(safety: string, kept: string | null): string[] {
+  return kept ? [safety, kept] : [safety];
+}
+
+function checkWorktree(repo: Repo, s: Session): void {
+  if (s.worktree !== repo.worktree) {
+    throw errors.invalidArgument(`session ${s.id} belongs to the worktree ${s.worktree}, not ${repo.worktree}.`, {
+      hint: `Run the command in ${s.worktree}.`,
+      data: { session: s.id, worktree: s.worktree },
+    });
+  }
+  if (s.discarded) {
+    throw errors.sessionNotRunning(`session ${s.id} has been discarded.`, { data: { session: s.id } });
+  }
+}
+
+/** Completes (or abandons) operations a crash left half done. Caller holds both locks. */
+/**
+ * Of the paths a restore added (the safety snapshot lacked them; written or
+ * found in place), those a scan of the worktree as it is now leaves out
+ * (ignored under the rules now on disk — an exclude rule added since the
+ * target —, or skipped: secret, size cap, exclude): the operation's result
+ * must not hold them, or it would hold what no snapshot does. One
+ * check-ignore, only when the restore added something.
+ */
+async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
+  if (paths.length === 0) return [];
+  const ignored = await ignoredPaths(repo, paths, { readIndex: true });
+  const classify = untrackedClassifier(settings);
+  const skipped = paths.filter((p) => {
+    if (ignored.has(p)) return false;
+    try {
+      const st = fs.lstatSync(fsPath(path.join(repo.worktree, p)));
+      return st.isFile() && classify(p, st.size) !== null;
+    } catch {
+      return true; // gone meanwhile: no scan holds it
+    }
+  });
+  // Tracked files are never skipped (secret, size cap and excludes apply to untracked ones).
+  const tracked = skipped.length > 0 ? await trackedPaths(repo, skipped) : new Set<string>();
+  return [...ignored, ...skipped.filter((p) => !tracked.has(p))];
+}
+
+/**
+ * The tree of an operation's result: the private index updated with what was
+ * applied. A restore that changed a .gitignore also changes what a scan holds
+ * on paths it did not plan (an ignored file the agent had un-ignored, one the
+ * restored rules no longer ignore): the result is then a scan of the worktree
+ * as the restore left it, so the next snapshot sees no phantom change (a scan,
+ * only when a .gitignore was among the applied paths).
+ */
+async function resultTree(repo: Repo, settings: Settings, indexFile: string, applied: { applied: PlannedChange[]; added: string[] }): Promise<string> {
+  const tree = await recordApplied(repo, indexFile, applied.applied, await leftOutNow(repo, settings, applied.added));
+  if (!applied.applied.some((c) => path.posix.basename(c.path) === '.gitignore')) return tree;
+  return (await snapshotTree(repo, { indexFile, settings, parentTree: tree })).tree;
+}
+
+async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession, events: JournalEvent[], settings: Settings): Promise<RecoveredOp[]> {
+  const done = new Set(events.filter((e) => e.type === 'op.done').map((e) => (e as OpDoneEvent).op));
+  const out: RecoveredOp[] = [];
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.type !== 'op.start' || done.has((e as OpStartEvent).op)) continue;
+    const start = e as OpStartEvent;
+    const ref = opRef(id, start.op);
+    await updateRefs(repo, [{ ref, value: start.safety }]);
+    const snapshotsAfter = events.slice(i + 1).some((x) => ['step.pre', 'step.post', 'step.checkpoint', 'session.end'].includes(x.type));
+    if (snapshotsAfter) {
+      const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'abandoned', commit: null, tree: null, left: [], resumed: true };
+      await locked.append(ev, []);
+      out.push({ op: start.op, kind: start.kind, status: 'abandoned', reason: 'snapshots were taken after it', ref });
+      continue;
+    }
+    let applied;
+    try {
+      applied = await applyPlan(repo, start.paths, { target: { tree: start.to, snapshot: start.toCommit } });
+    } catch (err) {
+      // Completing it failed again: give up on it rather than block every later operation.
+      // Nothing is lost: the next safety snapshot records the worktree as it is.
+      const reason = err instanceof Error ? err.message : String(err);
+      const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'abandoned', commit: null, tree: null, left: [{ path: '.', reason }], resumed: true };
+      await locked.append(ev, []);
+      out.push({ op: start.op, kind: start.kind, status: 'abandoned', reason: `completing it failed: ${reason}`, ref });
+      continue;
+    }
+    const tree = await resultTree(repo, settings, locked.paths.index, applied);
+    const head = (await readHead(repo)).commit;
+    const kept = await keptCommit(repo, applied.kept, opMessage(id, start.op, 'kept', `versions kept by operation ${start.op} (${start.kind}, completed after an interruption)`, head));
+    const commit = await commitTree(repo, { tree, parents: resultParents(start.safety, kept), message: opMessage(id, start.op, start.kind, `operation ${start.op} ${start.kind} (completed after an interruption)`, head) });
+    const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'done', commit, tree, left: applied.left, ...(kept ? { kept } : {}), resumed: true };
+    await locked.append(ev, [{ ref: headRef(id), value: commit }]);
+    releaseKept(applied);
+    out.push({ op: start.op, kind: start.kind, status: 'done', reason: null, ref });
+  }
+  return out;
+}
+
+async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: OperationOptions): Promise<OperationResult> {
+  const settings = opts.settings ?? (await loadSettings(repo));
+  checkWorktree(repo, loadSession(repo, id));
+  const result = emptyResult(id, spec);
+
+  if (opts.dryRun) {
+    // No locks, no refs: the worktree is read through a throwaway copy of the private index.
+    const events = readJournal(sessionPaths(repo, id).journal).events;
+    const session = foldJournal(events)!;
+    const safetyTree = await worktreeTree(repo, id);
+    const sinceHead = session.headTree ? await diffTrees(repo, session.headTree, safetyTree) : [];
+    const p = await prepare(repo, spec, { repo, session, events, ops: foldOps(events), safetyTree }, sinceHead);
+    fill(result, p);
+    result.dryRun = true;
+    result.changes = p.plan.map((c) => ({ path: c.path, change: changeLetter(c) }));
+    result.left = nestedLeft(repo.worktree, p.plan);
+    // As the engine will: deletions of files ignored at the target are kept.
+    for (const [k, reason] of await keptAtTarget(repo, p.plan, targetOf(p.resolved))) result.left.push({ path: k, reason });
+    const leftPaths = new Set(result.left.map((l) => l.path));
+    result.changes = result.changes.filter((c) => !leftPaths.has(c.path));
+    result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0);
+    return result;
+  }
+
+  return withSessionLock(repo, id, settings, `${spec.kind}`, async (locked) => {
+    // Reads the transcript holds saw the head before this operation: journaled first, with that state.
+    await locked.importReads();
+    const lockFile = contentLockFile(repo);
+    fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
+    return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: spec.kind }, async () => {
+      let events = readJournal(locked.paths.journal).events;
+      result.recovered = await recoverInterrupted(repo, id, locked, events, settings);
+      if (result.recovered.length > 0) events = readJournal(locked.paths.journal).events;
+      const session = foldJournal(events)!;
+      const ops = foldOps(events);
+      const head = locked.head();
+
+      const snap = await snapshotTree(repo, { indexFile: locked.paths.index, settings, parentTree: head.tree });
+      const p = await prepare(repo, spec, { repo, session, events, ops, safetyTree: snap.tree }, snap.changed);
+      fill(result, p);
+      // Undo to where the worktree already is, with no step left to mark undone (the same undo run again,
+      // say after a crash): nothing is recorded, so a later redo reverses the undo that did the work.
+      if (spec.kind === 'undo' && p.plan.length === 0 && p.resolved.undoes.length === 0) return result;
+      refuseIfNeeded(spec, p, !!opts.force);
+      if (!opts.force) {
+        result.outside = [];
+        result.unprotected = [];
+      }
+
+      const op = ops.length === 0 ? 1 : Math.max(...ops.map((o) => o.op)) + 1;
+      const userHead = (await readHead(repo)).commit;
+      const safety = await commitTree(repo, {
+        tree: snap.tree,
+        parents: [head.commit],
+        message: opMessage(id, op, 'safety', `before operation ${op} (${spec.kind})`, userHead),
+      });
+      const ref = opRef(id, op);
+      const start: OpStartEvent = {
+        ...eventBase(id),
+        type: 'op.start',
+        op,
+        kind: spec.kind,
+        target: spec.target,
+        to: p.resolved.toTree,
+        toCommit: p.resolved.toCommit,
+        safety,
+        safetyTree: snap.tree,
+        safetySkipped: snap.skipped,
+        paths: p.plan,
+        undoes: p.resolved.undoes,
+        redoes: p.resolved.redoes,
+        force: !!opts.force,
+        // What the safety snapshot saw besides the session head: protected for later operations (outsideChanges).
+        // Without a head tree snapshotTree reports nothing; readers then diff the safety commit with its parent.
+        ...(head.tree ? { changedBefore: snap.changed } : {}),
+      };
+      await locked.append(start, [{ ref, value: safety }]);
+      result.op = op;
+      result.safety = safety;
+      result.safetyRef = ref;
+
+      const applied = await applyPlan(repo, p.plan, { target: targetOf(p.resolved), ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
+      const tree = await resultTree(repo, settings, locked.paths.index, applied);
+      const kept = await keptCommit(repo, applied.kept, opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead));
+      const commit = await commitTree(repo, {
+        tree,
+        parents: resultParents(safety, kept),
+        message: opMessage(id, op, spec.kind, describeTarget(spec.kind, spec.target), userHead),
+      });
+      const done: OpDoneEvent = { ...eventBase(id), type: 'op.done', op, status: 'done', commit, tree, left: applied.left, ...(kept ? { kept } : {}), resumed: false };
+      await locked.append(done, [{ ref: headRef(id), value: commit }]);
+      releaseKept(applied);
+      result.commit = commit;
+      result.changes = applied.applied.map((c) => ({ path: c.path, change: changeLetter(c) }));
+      result.left = applied.left;
+      return result;
+    });
+  });
+}
+
+export function describeTarget(kind: OpKind, t: OpTarget): string {
+  switch (kind) {
+    case 'undo':
+      return `undo ${t.step ?? ''}: back to before step ${t.step ?? '?'}`.replace('  ', ' ');
+    case 'redo':
+      return `redo: back to before operation ${t.op ?? '?'}`;
+    case 'restore':
+      return `restore ${(t.paths ?? []).join(' ')} as ${t.when === 'after' ? 'after' : 'before'} step ${t.step ?? '?'}`;
+    case 'revert':
+      return `revert step ${t.step ?? '?'}`;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Entry points (the public API validates and resolves the session first)
+
+export function undoOperation(repo: Repo, id: string, step: number | undefined, opts: OperationOptions): Promise<OperationResult> {
+  return runOperation(repo, id, undoSpec(step), opts);
+}
+
+export function redoOperation(repo: Repo, id: string, opts: OperationOptions): Promise<OperationResult> {
+  return runOperation(repo, id, redoSpec(), opts);
+}
+
+export function restoreOperation(repo: Repo, id: string, step: number, when: 'before' | 'after', paths: string[], opts: OperationOptions): Promise<OperationResult> {
+  return runOperation(repo, id, restoreSpec(step, when, paths), opts);
+}
+
+export function revertOperation(repo: Repo, id: string, step: number, opts: OperationOptions): Promise<OperationResult> {
+  return runOperation(repo, id, revertSpec(step), opts);
+}
+
+// ---------------------------------------------------------------------------
+// Status
+
+export interface SessionStatusReport {
+  session: string;
+  status: ReturnType<typeof statusNow>;
+  worktree: string;
+  agent: string | null;
+  steps: number;
+  lastStep: { step: number; tool: string | null; status: string; time: string } | null;
+  undone: number[];
+  open: number[];
+  unprotected: { step: number; reason: string | null }[];
+  /** Time of the last step event: hooks are arriving when this moves. */
+  lastStepEventAt: string | null;
+  ops: OpRecord[];
+  /** An operation that was interrupted and will be completed by the next undo/redo/restore/revert. */
+  interrupted: number[];
+  /** The undo operation `redo` would take back, if any. */
+  redoable: number | null;
+  notUndoable: { step: number; effect: string; command: string }[];
+}
+
+export function statusOf(repo: Repo, id: string): SessionStatusReport {
+  const events = readJournal(sessionPaths(repo, id).journal).events;
+  const s = foldJournal(events);
+  if (!s) throw errors.unknownSession(`no session ${id} in this repository.`, { data: { session: id } });
+  const ops = foldOps(events);
+  const last = s.steps[s.steps.length - 1];
+  const stepEvents = events.filter((e) => e.type.startsWith('step.'));
+  const notUndoable: SessionStatusReport['notUndoable'] = [];
+  for (const st of s.steps) {
+    const effect = outsideEffect(st, s.worktree);
+    if (effect) notUndoable.push({ step: st.step, effect, command: effectLabel(st) });
+  }
+  return {
+    session: s.id,
+    status: statusNow(s),
+    worktree: s.worktree,
+    agent: s.agent,
+    steps: s.nextStep - 1,
+    lastStep: last ? { step: last.step, tool: last.tool, status: last.status, time: last.endedAt ?? last.startedAt } : null,
+    undone: [...undoneSteps(ops)].sort((a, b) => a - b),
+    open: openSteps(s).map((st) => st.step),
+    unprotected: s.steps.filter((st) => st.status === 'unprotected').map((st) => ({ step: st.step, reason: st.unprotectedReason })),
+    lastStepEventAt: stepEvents[stepEvents.length - 1]?.time ?? null,
+    ops,
+    interrupted: ops.filter((o) => o.status === 'interrupted').map((o) => o.op),
+    redoable: [...ops].reverse().find((o) => o.kind === 'undo' && o.status === 'done' && o.redoneBy === null)?.op ?? null,
+    notUndoable,
+  };
+}

@@ -1,0 +1,196 @@
+// The warm server of one worktree (server.ts beside this is the channel):
+// one Repo kept open with its accelerators (cached settings, a long-lived ref
+// updater, in-process commits, the incremental snapshot engine), and each
+// call handed to the functions its starter gave (`ServerCalls`: the hook
+// router for `agentsnap hook …`, the CLI's own code for `snap`). Owns the
+// process side of serving; must not import what a call does (hook routing,
+// the API, the CLI): those sit above and are passed in (server-api.ts
+// startWorktreeServer), so the server runs exactly the code the CLI runs.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { openRepo, type Repo, type RepoAccel } from '../git/repo.js';
+import { loadSettings, type Settings } from '../git/config.js';
+import { RefUpdater } from '../git/ref-updater.js';
+import { HookServer, type CallHandler, type ServerCall } from './server.js';
+import type { SnapshotTreeOptions, TreeSnapshotResult } from '../snapshot/snapshot.js';
+import { encodeCommit, objectStore } from '../git/objects.js';
+import { IncrementalSnapshotter } from '../snapshot/incremental.js';
+
+/** A repository opener for a call: the server's own Repo when the call's worktree and git environment match it. */
+export type CallRepoOpener = (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
+
+/** What a call runs: the server itself knows none of it. */
+export interface ServerCalls {
+  /** `agentsnap hook <args…>` with the agent's payload; the warning goes to the agent's stderr. */
+  hook(args: string[], call: { env: NodeJS.ProcessEnv; cwd: string; input: string; openRepo: CallRepoOpener }): Promise<{ warning: string | null; trace?: string }>;
+  /**
+   * `agentsnap <args…>` for the Node client (bin/server-client.js sends `snap`): the exit code, output captured in
+   * io. Absent, or null from it: the client is told to run the command itself (same output, without the server).
+   */
+  command?: (args: string[], io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openRepo: CallRepoOpener }) => Promise<number | null>;
+}
+
+export interface WorktreeServerOptions {
+  /** Runs inside a wrapper (true) or as the background process `agentsnap server run`. */
+  hosted: boolean;
+  idleMs?: number;
+  /** Snapshots through the watcher-fed incremental engine (default true); off: full scans. */
+  incremental?: boolean;
+  onError?: (e: unknown) => void;
+  /** Stat sweeps of the worktree in idle time (default true; tests drive them through serverEngine). */
+  idleSweeps?: boolean;
+}
+
+const engines = new WeakMap<HookServer, Promise<IncrementalSnapshotter | null>>();
+
+/** The server's incremental engine once it is up (null when it did not start or is off). */
+export function serverEngine(server: HookServer): Promise<IncrementalSnapshotter | null> {
+  return engines.get(server) ?? Promise.resolve(null);
+}
+
+/** git's offset notation for the local time zone now: +0100, -0530. */
+function tzOffset(d: Date): string {
+  const m = -d.getTimezoneOffset();
+  const a = Math.abs(m);
+  return `${m < 0 ? '-' : '+'}${String(Math.floor(a / 60)).padStart(2, '0')}${String(a % 60).padStart(2, '0')}`;
+}
+
+/** Git-relevant variables: a call whose git environment differs from the server's gets a repo of its own. */
+const GIT_ENV_KEYS = ['GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_CONFIG_NOSYSTEM', 'HOME', 'XDG_CONFIG_HOME', 'PATH', 'GIT_EXEC_PATH'];
+
+function gitEnvKey(env: NodeJS.ProcessEnv): string {
+  return JSON.stringify(GIT_ENV_KEYS.map((k) => env[k] ?? null));
+}
+
+/**
+ * Settings read once and kept while none of the files they come from changed
+ * (checked by stat on every call; a config file pulled in with include.path
+ * is not watched: `agentsnap server stop` picks such a change up).
+ */
+function cachedSettings(repo: Repo): () => Promise<Settings> {
+  let key = '';
+  let cached: Promise<Settings> | null = null;
+  const env = repo.env;
+  const home = env.HOME ?? os.homedir();
+  const files = [
+    path.join(repo.commonDir, 'config'),
+    path.join(repo.gitDir, 'config.worktree'),
+    path.join(repo.gitDir, 'agentsnap-exclude'),
+    path.join(repo.worktree, '.agentsnap.json'),
+    env.GIT_CONFIG_GLOBAL ?? path.join(home, '.gitconfig'),
+    env.GIT_CONFIG_GLOBAL ? '' : path.join(env.XDG_CONFIG_HOME ?? path.join(home, '.config'), 'git', 'config'),
+    env.GIT_CONFIG_NOSYSTEM ? '' : env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig',
+  ].filter(Boolean);
+  const plain = { ...repo, accel: undefined } as Repo;
+  return () => {
+    const now = files
+      .map((f) => {
+        try {
+          const st = fs.statSync(f, { bigint: true });
+          return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+        } catch {
+          return '-';
+        }
+      })
+      .join('|');
+    if (!cached || now !== key) {
+      key = now;
+      cached = loadSettings(plain);
+      cached.catch(() => {
+        cached = null;
+      });
+    }
+    return cached;
+  };
+}
+
+/** Whether `dir` is the worktree or inside it. */
+function inside(worktree: string, dir: string): boolean {
+  const rel = path.relative(worktree, dir);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** A writable that collects what is written to it. */
+function collector(): Writable & { text(): string } {
+  const chunks: Buffer[] = [];
+  const w = new Writable({
+    write(chunk: Buffer | string, _enc, cb) {
+      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+      cb();
+    },
+  }) as Writable & { text(): string };
+  w.text = () => Buffer.concat(chunks).toString('utf8');
+  return w;
+}
+
+/** Starts the server of `repo`'s worktree (throws Busy when one runs already). */
+export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions & { calls: ServerCalls }): Promise<HookServer> {
+  const refs = new RefUpdater(base.worktree, { ...base.env, GIT_DIR: base.gitDir, GIT_WORK_TREE: base.worktree });
+  const accel: RepoAccel = { updateRefs: (u) => refs.update(u) };
+  const repo: Repo = { ...base, accel };
+  accel.settings = cachedSettings(repo);
+  // Commits in-process, as `git commit-tree` writes them (where objectStore says that is what git would do).
+  const store = objectStore(repo);
+  if (store) {
+    accel.commitTree = async (spec) => {
+      const now = new Date();
+      const sig = { time: Math.floor(now.getTime() / 1000), tz: tzOffset(now) };
+      return store.write('commit', encodeCommit({ tree: spec.tree, parents: spec.parents, author: sig, committer: sig, message: spec.message }));
+    };
+  }
+  const serverGitKey = gitEnvKey(base.callerEnv);
+  /** The server's repo for calls in its worktree with its git environment; a fresh one otherwise. */
+  const repoFor: CallRepoOpener = async (dir, env) => {
+    if (gitEnvKey(env) === serverGitKey && inside(base.worktree, dir)) {
+      return { ...repo, callerEnv: env, prefix: path.relative(base.worktree, dir).split(path.sep).join('/') + (dir === base.worktree ? '' : '/') };
+    }
+    return openRepo(dir, { env });
+  };
+  const trace = base.callerEnv.AGENTSNAP_SERVER_TRACE ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`) : null;
+  const handle: CallHandler = async (call: ServerCall) => {
+    trace?.(`call ${call.pid}: ${call.args.join(' ')}`);
+    if (call.args[0] === 'hook') {
+      const input = await call.readStdin();
+      trace?.(`call ${call.pid}: read ${input.length} bytes`);
+      const res = await opts.calls.hook(call.args.slice(1), { env: call.env, cwd: call.cwd, input, openRepo: repoFor });
+      trace?.(`call ${call.pid}: ${res.trace ?? res.warning ?? 'ok'}`);
+      return { warning: res.warning };
+    }
+    if (call.args[0] === 'snap' && opts.calls.command) {
+      const stdout = collector();
+      const stderr = collector();
+      const code = await opts.calls.command(call.args, { stdout, stderr, env: call.env, cwd: call.cwd, openRepo: repoFor });
+      if (code !== null) return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
+    }
+    return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };
+  };
+  const server = await HookServer.start(repo, { hosted: opts.hosted, ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}), handle, ...(opts.onError ? { onError: opts.onError } : {}) });
+  // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
+  let engine: IncrementalSnapshotter | null = null;
+  const opening =
+    opts.incremental === false
+      ? Promise.resolve()
+      : (accel.settings as () => Promise<Settings>)()
+          .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings, idleSweeps: opts.idleSweeps !== false }))
+          .then((e) => {
+            engine = e;
+            accel.snapshot = async (o: SnapshotTreeOptions): Promise<TreeSnapshotResult> => {
+              const res = await e.snapshot({ settings: o.settings, parentTree: o.parentTree });
+              trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
+              return res;
+            };
+          })
+          .catch((e) => {
+            trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
+            opts.onError?.(e);
+          });
+  engines.set(server, opening.then(() => engine));
+  void server.closed().then(async () => {
+    await opening;
+    refs.close();
+    await (engine as IncrementalSnapshotter | null)?.close();
+  });
+  return server;
+}

@@ -1,0 +1,421 @@
+// server/ (above restore/): the warm server's channel, run dir, lock and
+// lifecycle (this file) and the hosting of one Repo with its accelerators
+// (serve.ts). What a call does is passed in (ServerCalls, composed by
+// server-api.ts): nothing here imports the hook router, the API or the CLI.
+//
+// The warm per-worktree server: answers agent hook calls (and `agentsnap
+// snap`) in a process that is already running, so a tool call costs no Node
+// start-up. `wrap` hosts one in its own process while the agent runs; without
+// a wrapper (hooks written by `init`, or `snap`), the first call that finds
+// none starts one in the background, which exits after agentsnap.serverIdle.
+//
+// Clients reach it through FIFOs in a 0700 run directory: a POSIX shell has
+// no socket client, and nothing here listens on the network.
+//   <run>/pid        the server's pid: written once it is ready, removed first on shutdown
+//   <run>/req        request FIFO, one line a call: "<slot> <pid>" (short lines are written atomically)
+//   <run>/slot.<n>   reply FIFOs; the server holds each open for writing, so a client
+//                    waiting on one reads end-of-file if the server dies, and falls back
+//   <run>/claim.<n>  a client's claim on slot n (an exclusive create), removed after the reply
+//   <run>/in.<n>     the agent's payload (the shell client's stdin), removed after the reply
+// The rest of a call (argv, environment, cwd) is read from /proc/<pid>/ of
+// the client, which must belong to the same user.
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { errors } from '../base/errors.js';
+import { packageRoot } from '../base/package-root.js';
+import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock.js';
+import type { Repo } from '../git/repo.js';
+import { serverEnabled, type Settings } from '../git/config.js';
+
+/** Reply slots: concurrent calls beyond this many take the Node path. */
+export const SLOTS = 16;
+
+/** The package's files the hook commands name. */
+const PACKAGE_ROOT = packageRoot();
+export const HOOK_CLIENT = path.join(PACKAGE_ROOT, 'bin', 'agentsnap-hook');
+export const AGENTSNAP_JS = path.join(PACKAGE_ROOT, 'bin', 'agentsnap.js');
+
+/**
+ * Where the server of `repo`'s worktree keeps its FIFOs: `run/main` for the
+ * main worktree, `run/wt-<name>` for a linked one (its git dir's name), which
+ * a shell finds from its working directory without running git (see
+ * bin/agentsnap-hook; bin/agentsnap.js does the same for `snap`).
+ */
+export function runDirOf(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>): string {
+  const linked = fs.existsSync(path.join(repo.gitDir, 'commondir'));
+  return path.join(repo.stateDir, 'run', linked ? `wt-${path.basename(repo.gitDir)}` : 'main');
+}
+
+export { serverEnabled, serverEnabledWithoutConfig } from '../git/config.js';
+
+export interface ServerInfo {
+  pid: number;
+  runDir: string;
+  /** Whether it runs inside a wrapper (true) or as a background process. */
+  hosted: boolean;
+  since: string;
+}
+
+/** The live server of this worktree, if any (from its lock, which names its owner). */
+export function serverInfo(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>): ServerInfo | null {
+  const dir = runDirOf(repo);
+  let owner: LockOwner & { hosted?: boolean };
+  try {
+    owner = JSON.parse(fs.readFileSync(path.join(dir, 'server.lock'), 'utf8')) as LockOwner & { hosted?: boolean };
+  } catch {
+    return null;
+  }
+  if (typeof owner.pid !== 'number' || !ownerAlive(owner)) return null;
+  let ready = false;
+  try {
+    ready = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim()) === owner.pid;
+  } catch {
+    /* starting or stopping */
+  }
+  if (!ready) return null;
+  return { pid: owner.pid, runDir: dir, hosted: owner.purpose === 'server (hosted)', since: owner.since };
+}
+
+/**
+ * Whether a server may still be using the run dir `dir`: the owner of its
+ * lock or the pid in its pid file is alive (a reused pid keeps it too), or
+ * the lock is being written (unreadable and under a minute old).
+ */
+export function runDirInUse(dir: string): boolean {
+  const lock = path.join(dir, 'server.lock');
+  try {
+    const owner = JSON.parse(fs.readFileSync(lock, 'utf8')) as LockOwner;
+    if (typeof owner.pid === 'number' && ownerAlive(owner)) return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+      try {
+        if (Date.now() - fs.statSync(lock).mtimeMs < 60_000) return true;
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  }
+  try {
+    const pid = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim());
+    if (Number.isInteger(pid) && pid > 0 && processExists(pid)) return true;
+  } catch {
+    /* no pid file */
+  }
+  return false;
+}
+
+/** What a call is, as the client's /proc entries tell it. */
+export interface ServerCall {
+  pid: number;
+  /** The agentsnap arguments (after `agentsnap.js`): `hook <agent> <event> …` or `snap …`. */
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** Reads the client's stdin to its end. */
+  readStdin(): Promise<string>;
+}
+
+/**
+ * What the server answers: for a hook, ok or one warning line for the
+ * agent's stderr (hooks never fail the agent); for a CLI command, its exit
+ * code and output.
+ */
+export type CallHandler = (call: ServerCall) => Promise<{ warning: string | null; exit?: { code: number; stdout: string; stderr: string } }>;
+
+export interface ServerOptions {
+  /** Runs inside a wrapper (no idle exit) rather than as a background process. */
+  hosted: boolean;
+  /** Background servers exit after this long without a call. */
+  idleMs?: number;
+  handle: CallHandler;
+  /** Called for failures outside any call (the server goes on). */
+  onError?: (e: unknown) => void;
+}
+
+export class HookServer {
+  private readonly fds: number[] = [];
+  private reqFd = -1;
+  private reading: Promise<void> = Promise.resolve();
+  private stopping = false;
+  private queue: Promise<void> = Promise.resolve();
+  private buffered = '';
+  private lastCall = Date.now();
+  private timer: NodeJS.Timeout | null = null;
+  private closing: Promise<void> | null = null;
+  private readonly closedWaiters: (() => void)[] = [];
+
+  private constructor(
+    readonly runDir: string,
+    private readonly worktree: string,
+    private readonly lock: Lock,
+    private readonly opts: ServerOptions,
+    private readonly slotFds: number[],
+  ) {}
+
+  /**
+   * Starts the server of `repo`'s worktree. Throws Busy when another live
+   * process serves it already (its clients are served either way).
+   */
+  static async start(repo: Repo, opts: ServerOptions): Promise<HookServer> {
+    const dir = runDirOf(repo);
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.chmodSync(dir, 0o700);
+    const lock = await acquireLock(path.join(dir, 'server.lock'), { timeoutMs: 0, purpose: opts.hosted ? 'server (hosted)' : 'server' });
+    try {
+      // Left by a server that was killed: nothing in them is still waited on.
+      for (const name of fs.readdirSync(dir)) if (name !== 'server.lock' && name !== 'autostart.stamp' && name !== 'server.log' && !name.startsWith('engine')) fs.rmSync(path.join(dir, name), { force: true, recursive: true });
+      const fifos = ['req', ...Array.from({ length: SLOTS }, (_, n) => `slot.${n}`)].map((f) => path.join(dir, f));
+      const made = spawnSync('mkfifo', ['-m', '600', ...fifos], { stdio: ['ignore', 'ignore', 'pipe'] });
+      if (made.status !== 0) throw errors.internal(`could not create the server's FIFOs: ${String(made.stderr ?? made.error ?? '').trim()}`);
+      // O_RDWR: opening never blocks, and the server's own write end keeps the FIFOs alive between clients.
+      const flags = fs.constants.O_RDWR | fs.constants.O_NONBLOCK;
+      const slotFds = fifos.slice(1).map((f) => fs.openSync(f, flags));
+      const server = new HookServer(dir, repo.worktree, lock, opts, slotFds);
+      server.fds.push(...slotFds);
+      // Blocking reads on a pool thread (nothing here may load a network module, not even for a FIFO).
+      server.reqFd = fs.openSync(fifos[0] as string, fs.constants.O_RDWR);
+      server.reading = server.readRequests();
+      if (!opts.hosted) {
+        server.timer = setInterval(() => server.housekeeping(), 2000);
+        server.timer.unref();
+      }
+      const tmp = path.join(dir, `pid.tmp-${process.pid}`);
+      fs.writeFileSync(tmp, `${process.pid}\n`, { mode: 0o600 });
+      fs.renameSync(tmp, path.join(dir, 'pid'));
+      return server;
+    } catch (e) {
+      lock.release();
+      throw e;
+    }
+  }
+
+  /** Resolves when the server has shut down. */
+  closed(): Promise<void> {
+    if (this.closing && this.fds.length === 0) return Promise.resolve();
+    return new Promise((r) => this.closedWaiters.push(r));
+  }
+
+  private async readRequests(): Promise<void> {
+    const buf = Buffer.alloc(4096);
+    while (!this.stopping) {
+      let n: number;
+      try {
+        n = await new Promise<number>((resolve, reject) => fs.read(this.reqFd, buf, 0, buf.length, null, (e, got) => (e ? reject(e) : resolve(got))));
+      } catch (e) {
+        if (!this.stopping) this.opts.onError?.(e);
+        return;
+      }
+      if (this.stopping) return;
+      this.onData(buf.subarray(0, n));
+    }
+  }
+
+  private onData(chunk: Buffer): void {
+    this.buffered += chunk.toString('latin1');
+    let nl: number;
+    while ((nl = this.buffered.indexOf('\n')) >= 0) {
+      const line = this.buffered.slice(0, nl);
+      this.buffered = this.buffered.slice(nl + 1);
+      const m = /^(\d+) (\d+)$/.exec(line);
+      if (!m) continue;
+      const slot = Number(m[1]);
+      const pid = Number(m[2]);
+      if (slot >= SLOTS) continue;
+      this.lastCall = Date.now();
+      // One call at a time: calls of one session serialise on its lock anyway.
+      this.queue = this.queue.then(() => this.serve(slot, pid));
+    }
+  }
+
+  private async serve(slot: number, pid: number): Promise<void> {
+    let reply: string;
+    try {
+      const call = readCall(pid, path.join(this.runDir, `in.${slot}`));
+      const res = await this.opts.handle(call);
+      const b64 = (t: string) => (t ? Buffer.from(t).toString('base64') : '-');
+      if (res.exit) reply = `${pid} exit ${res.exit.code} ${b64(res.exit.stdout)} ${b64(res.exit.stderr)}`;
+      else reply = res.warning ? `${pid} warn ${res.warning.replace(/[\r\n]+/g, ' ')}` : `${pid} ok`;
+    } catch (e) {
+      this.opts.onError?.(e);
+      reply = `${pid} warn agentsnap: warning: server failed on this call: ${(e instanceof Error ? e.message : String(e)).split('\n')[0]}`;
+    }
+    this.lastCall = Date.now();
+    try {
+      fs.writeSync(this.slotFds[slot] as number, `${reply}\n`);
+    } catch (e) {
+      this.opts.onError?.(e);
+    }
+    fs.rmSync(path.join(this.runDir, `in.${slot}`), { force: true });
+    fs.rmSync(path.join(this.runDir, `claim.${slot}`), { force: true });
+  }
+
+  private housekeeping(): void {
+    const idleMs = this.opts.idleMs ?? 10 * 60_000;
+    // Gone run dir or worktree: the repository, agentsnap's state or a session worktree was removed.
+    if (!fs.existsSync(path.join(this.runDir, 'pid')) || !fs.existsSync(this.worktree) || Date.now() - this.lastCall > idleMs) {
+      void this.close();
+      return;
+    }
+    // Claims of clients killed before they sent their request would hold a slot forever.
+    for (let n = 0; n < SLOTS; n++) {
+      const claim = path.join(this.runDir, `claim.${n}`);
+      try {
+        const pid = Number(fs.readFileSync(claim, 'utf8').trim());
+        if (pid > 0 && !processExists(pid)) fs.rmSync(claim, { force: true });
+      } catch {
+        /* no claim */
+      }
+    }
+  }
+
+  /** Stops taking calls (the pid file goes first), answers those already sent, then closes. */
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    this.closing = (async () => {
+      if (this.timer) clearInterval(this.timer);
+      fs.rmSync(path.join(this.runDir, 'pid'), { force: true });
+      // A client that read the pid just before it went is given a moment to send its request.
+      await new Promise((r) => setTimeout(r, this.opts.hosted ? 50 : 300));
+      // Calls in progress finish (a stuck one is given up on: its client falls back when the slot closes).
+      await Promise.race([this.queue, new Promise((r) => setTimeout(r, 10_000).unref())]);
+      // Wake the pending read with a line of our own, then close.
+      this.stopping = true;
+      try {
+        fs.writeSync(this.reqFd, '\n');
+      } catch {
+        /* closed already */
+      }
+      await this.reading;
+      try {
+        fs.closeSync(this.reqFd);
+      } catch {
+        /* closed already */
+      }
+      for (const fd of this.fds.splice(0)) {
+        try {
+          fs.closeSync(fd);
+        } catch {
+          /* closed already */
+        }
+      }
+      for (const name of ['req', ...['slot', 'claim', 'in'].flatMap((k) => Array.from({ length: SLOTS }, (_, n) => `${k}.${n}`))]) {
+        fs.rmSync(path.join(this.runDir, name), { force: true });
+      }
+      this.lock.release();
+      for (const w of this.closedWaiters.splice(0)) w();
+    })();
+    return this.closing;
+  }
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Reads a client's call from /proc/<pid>/: only a process of this same user is served. */
+export function readCall(pid: number, payloadFile: string | null): ServerCall {
+  const proc = `/proc/${pid}`;
+  const st = fs.statSync(proc);
+  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
+    throw errors.refused(`process ${pid} belongs to another user.`);
+  }
+  const argv = fs.readFileSync(`${proc}/cmdline`).toString('utf8').split('\0');
+  if (argv[argv.length - 1] === '') argv.pop();
+  // `sh agentsnap-hook [--run DIR] [--exec NODE JS] <agent> <event> …`, or `node agentsnap.js snap …`.
+  let args: string[];
+  if (/(^|\/)(ba|da)?sh$/.test(argv[0] ?? '') && /agentsnap-hook$/.test(argv[1] ?? '')) {
+    let i = 2;
+    for (;;) {
+      if (argv[i] === '--run') i += 2;
+      else if (argv[i] === '--exec') i += 3;
+      else break;
+    }
+    args = ['hook', ...argv.slice(i)];
+  } else {
+    const at = argv.findIndex((a, i) => i > 0 && /(^|\/)agentsnap(\.js)?$/.test(a));
+    if (at < 0) throw errors.invalidArgument(`process ${pid} is not an agentsnap call.`);
+    args = argv.slice(at + 1);
+  }
+  const env: NodeJS.ProcessEnv = {};
+  for (const kv of fs.readFileSync(`${proc}/environ`).toString('utf8').split('\0')) {
+    const eq = kv.indexOf('=');
+    if (eq > 0) env[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  const cwd = fs.readlinkSync(`${proc}/cwd`);
+  return {
+    pid,
+    args,
+    env,
+    cwd,
+    // The shell client writes its stdin to a file; a Node client sends none.
+    readStdin: async () => (payloadFile ? fs.promises.readFile(payloadFile, 'utf8').catch(() => '') : ''),
+  };
+}
+
+/**
+ * Starts a background server for `repo`'s worktree unless one runs; returns
+ * without waiting for it (the next call finds it). Its output goes to
+ * `<run>/server.log`.
+ */
+export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>): ChildProcess | null {
+  const dir = runDirOf(repo);
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const log = fs.openSync(path.join(dir, 'server.log'), 'a', 0o600);
+    // A small young generation: the heap grows in bursts during full scans (peak RSS 127 -> 103 MB at 100k files).
+    const child = spawn(process.execPath, ['--max-semi-space-size=1', AGENTSNAP_JS, 'server', 'run'], {
+      cwd: repo.worktree,
+      env: repo.callerEnv,
+      detached: true,
+      stdio: ['ignore', log, log],
+    });
+    child.unref();
+    fs.closeSync(log);
+    return child;
+  } catch {
+    /* a server is an optimisation: without one, calls take the Node path */
+    return null;
+  }
+}
+
+/**
+ * After a call that took the Node path: starts a background server for the
+ * next ones, unless one runs, it is switched off, or an attempt was made in
+ * the last 30 s (a server that cannot start must not cost every call a spawn).
+ */
+export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>, settings: Pick<Settings, 'server'>): void {
+  if (!serverEnabled(repo.callerEnv, settings) || serverInfo(repo)) return;
+  const dir = runDirOf(repo);
+  const stamp = path.join(dir, 'autostart.stamp');
+  try {
+    if (Date.now() - fs.statSync(stamp).mtimeMs < 30_000) return;
+  } catch {
+    /* never tried */
+  }
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(stamp, `${process.pid}\n`, { mode: 0o600 });
+  } catch {
+    return;
+  }
+  spawnBackgroundServer(repo);
+}
+
+/** Waits (up to timeoutMs) until the worktree's server is ready. */
+export async function waitForServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>, timeoutMs: number, child: ChildProcess | null = null): Promise<ServerInfo | null> {
+  const deadline = Date.now() + timeoutMs;
+  // A server that exits before it serves is not waited for to the deadline.
+  let exited = false;
+  child?.once('exit', () => (exited = true));
+  for (;;) {
+    const info = serverInfo(repo);
+    if (info || exited || Date.now() >= deadline) return info;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

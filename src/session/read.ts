@@ -1,0 +1,134 @@
+// Read-only views of a session: log, show, diff. Nothing here takes a lock or
+// writes a ref; diff against the worktree writes only unreferenced objects
+// through a throwaway copy of the private index.
+import { errors } from '../base/errors.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { openRepo, type Repo } from '../git/repo.js';
+import type { Session, Step } from './model.js';
+import { loadSession, sessionPaths } from './session.js';
+import { snapshotNow } from '../snapshot/snapshot-now.js';
+import { loadSettings } from '../git/config.js';
+import { treeOf } from '../git/plumbing.js';
+
+export interface LogFilter {
+  tool?: string | undefined;
+  last?: number | undefined;
+  /** Only steps that changed one of these paths (worktree-relative; a directory matches everything below it). */
+  paths?: string[] | undefined;
+}
+
+function touches(step: Step, paths: string[]): boolean {
+  return step.changed.some((c) => paths.some((p) => c.path === p || c.path.startsWith(p.endsWith('/') ? p : `${p}/`)));
+}
+
+export function filterSteps(s: Session, filter: LogFilter): Step[] {
+  let steps = s.steps;
+  if (filter.tool) {
+    const t = filter.tool.toLowerCase();
+    steps = steps.filter((st) => (st.tool ?? '').toLowerCase() === t);
+  }
+  if (filter.paths && filter.paths.length > 0) {
+    const ps = filter.paths.map((p) => p.replace(/^\.\//, '').replace(/\/+$/, '') || '.');
+    steps = ps.includes('.') ? steps : steps.filter((st) => touches(st, ps));
+  }
+  if (filter.last !== undefined) steps = steps.slice(Math.max(0, steps.length - filter.last));
+  return steps;
+}
+
+/** A point in a session's history: the state before or after a step (`0` is the baseline). */
+export interface StatePoint {
+  step: number;
+  when: 'before' | 'after';
+}
+
+/** Parses `N` (after step N), `N:post`, `N:pre` / `N:before`. */
+export function parseStatePoint(text: string): StatePoint {
+  const m = /^(\d+)(?::(pre|post|before|after))?$/.exec(text.trim());
+  if (!m) {
+    throw errors.invalidArgument(`${JSON.stringify(text)} is not a step.`, {
+      hint: 'Use a step number (the state after it), or N:pre for the state before it.',
+      data: { value: text },
+    });
+  }
+  const when = m[2] === 'pre' || m[2] === 'before' ? 'before' : 'after';
+  return { step: Number(m[1]), when };
+}
+
+export function stepOf(s: Session, n: number): Step {
+  const st = s.steps.find((x) => x.step === n);
+  if (!st) {
+    const range = s.nextStep > 1 ? `steps are 1 to ${s.nextStep - 1}` : 'it has no steps yet';
+    throw errors.stepOutOfRange(`session ${s.id} has no step ${n} (${range}).`, {
+      hint: 'See `agentsnap log` for the steps of the session.',
+      data: { session: s.id, step: n },
+    });
+  }
+  return st;
+}
+
+/** The commit holding the session's state at `point`. */
+export function commitAt(s: Session, point: StatePoint): string {
+  if (point.step === 0) return s.baseline;
+  const st = stepOf(s, point.step);
+  const commit = point.when === 'before' ? st.pre : st.post ?? st.pre;
+  if (!commit) {
+    throw errors.stepOutOfRange(`step ${point.step} of session ${s.id} has no snapshot (${st.status}).`, {
+      hint: st.unprotectedReason ? `Its snapshot failed: ${st.unprotectedReason}` : 'See `agentsnap log`.',
+      data: { session: s.id, step: point.step },
+    });
+  }
+  return commit;
+}
+
+export interface DiffOptions {
+  color?: boolean;
+  stat?: boolean;
+  paths?: string[];
+}
+
+function diffArgs(opts: DiffOptions): string[] {
+  const args = ['-c', 'core.quotepath=false', 'diff', '--no-ext-diff', '--no-renames', opts.color ? '--color=always' : '--no-color'];
+  if (opts.stat) args.push('--stat');
+  return args;
+}
+
+async function runDiff(repo: Repo, from: string, to: string, opts: DiffOptions): Promise<string> {
+  const args = [...diffArgs(opts), from, to, '--'];
+  if (opts.paths) args.push(...opts.paths);
+  const res = await repo.git(args, { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
+  return res.stdout.toString('utf8');
+}
+
+/** What step n changed, as a diff (for a checkpoint: what changed since the snapshot before it). */
+export async function showStep(repo: Repo, id: string, n: number, opts: DiffOptions = {}): Promise<{ step: Step; diff: string }> {
+  const s = loadSession(repo, id);
+  const step = stepOf(s, n);
+  const to = step.post ?? step.pre;
+  if (!to) throw errors.stepOutOfRange(`step ${n} has no snapshot (${step.status}).`, { data: { session: id, step: n } });
+  const from = step.kind === 'checkpoint' ? `${to}^` : step.pre ?? to;
+  return { step, diff: await runDiff(repo, from, to, opts) };
+}
+
+/** A tree of the worktree as it is now, written through a throwaway copy of the session's private index. */
+export async function worktreeTree(repo: Repo, id: string): Promise<string> {
+  return (await snapshotNow(repo, await loadSettings(repo), 'diff', { seedIndex: sessionPaths(repo, id).index })).tree;
+}
+
+/** The session's own worktree (a session worktree, say) when it is not this one and still exists. */
+async function sessionWorktree(repo: Repo, s: Session): Promise<Repo> {
+  if (path.resolve(s.worktree) === path.resolve(repo.worktree) || !fs.existsSync(path.join(s.worktree, '.git'))) return repo;
+  try {
+    return await openRepo(s.worktree, { env: repo.callerEnv });
+  } catch {
+    return repo;
+  }
+}
+
+/** Diff between two states of a session, or a state and the session's worktree as it is now. */
+export async function diffStates(repo: Repo, id: string, from: StatePoint, to: StatePoint | 'worktree', opts: DiffOptions = {}): Promise<string> {
+  const s = loadSession(repo, id);
+  const a = await treeOf(repo, commitAt(s, from));
+  const b = to === 'worktree' ? await worktreeTree(await sessionWorktree(repo, s), id) : await treeOf(repo, commitAt(s, to));
+  return runDiff(repo, a, b, opts);
+}

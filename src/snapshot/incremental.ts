@@ -1,0 +1,819 @@
+// Over 500 lines on purpose: every reason to fall back to a full scan sits
+// next to the fast path it guards (DEVELOPING.md lists them in this order).
+//
+// The incremental snapshot engine of a warm per-worktree process: a watcher
+// says which paths can have changed since the last snapshot, and only those
+// are read and written into the tree (blobs and the trees on their paths,
+// in-process). It returns exactly what snapshotTree (a full scan) returns
+// for the worktree at that moment; whenever it cannot prove that, it takes
+// the full scan (through a private index of its own) and starts again from
+// its result. DEVELOPING.md ("Incremental snapshots") lists what it trusts
+// and every fallback.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Repo } from '../git/repo.js';
+import { errors } from '../base/errors.js';
+import type { ChangedPath, SkippedFile } from '../git/types.js';
+import { PROJECT_FILE, WORKTREE_EXCLUDE_FILE, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
+import { snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
+import { diffTrees } from '../git/plumbing.js';
+import { fsPath, hasRawBytes, splitNul } from '../git/run.js';
+import { ObjectReader } from '../git/cat-file.js';
+import { IgnoreChecker } from '../git/check-ignore.js';
+import { objectStore, type ObjectStore } from '../git/objects.js';
+import { blobOf, TreeEditor, unsupportedConfig } from './tree-editor.js';
+import { WorktreeWatcher, type WatcherOptions } from './watcher.js';
+import { readIndexPaths } from '../git/index-file.js';
+import { skipRestoreTemp, statKey } from '../base/fsutil.js';
+import { MappedFiles } from './mapped-files.js';
+
+export interface IncrementalOptions {
+  /** A directory of the engine's own (0700): its private index and the watcher's sync cookies. */
+  runDir: string;
+  settings: Settings;
+  /** Dirty paths (after the user's index is folded in) above which a full scan is cheaper. */
+  maxDirtyPaths?: number;
+  /** Files read under dirty directories above which a full scan is taken instead. */
+  maxWalkFiles?: number;
+  /** Files above this size are hashed by git (streamed) rather than read into memory. */
+  largeFileBytes?: number;
+  /** Passed to the watcher (tests simulate overflows and failed watches). */
+  watcher?: Pick<WatcherOptions, 'burstThreshold' | 'syncTimeoutMs' | 'beforeWatch'>;
+  /** Stat sweeps on their own in idle time (the server; default off: sweep() only). */
+  idleSweeps?: boolean;
+  /**
+   * A stat whose mtime or ctime is this close to the moment it was taken is
+   * racy (a later write may keep the same timestamps): the file is read
+   * again at the next snapshot. Default RACY_MS.
+   */
+  racyMs?: number;
+}
+
+/** What one stat sweep did (tests and logs). */
+export interface SweepResult {
+  /** Files lstat'ed. */
+  files: number;
+  /** Files the next snapshot reads again: stat changed, racy, or mapped shared-writable now. */
+  dirty: number;
+  ms: number;
+}
+
+export type IncrementalResult = TreeSnapshotResult & { mode: 'incremental' | 'full' };
+
+/** Why the last snapshot was full (tests and logs). */
+export interface EngineStats {
+  incremental: number;
+  full: number;
+  lastFullReason: string | null;
+  sweeps: number;
+  lastSweep: SweepResult | null;
+  /** How long the last snapshot waited for a sweep in progress (ms). */
+  lastWaitMs: number;
+}
+
+const DEFAULT_MAX_DIRTY = 3000; // measured at 100k files: ~0.4 ms a scattered path vs ~1.5 s a full scan
+const DEFAULT_MAX_WALK = 10000; // ~0.15 ms a file in a new directory
+const MAX_CACHED_DIRS = 2000;
+/** Above the coarsest timestamp step of a local filesystem taken here (FAT: 2 s; the kernel's clock: a jiffy). */
+const RACY_MS = 2500;
+/**
+ * The first idle sweep this long after a snapshot: the post of a quick tool
+ * mostly comes within it, the next call after a post mostly comes after the
+ * sweep (0.6-1.2 s at 100k files); a call during a sweep waits for it. Then
+ * every max(MIN, 8 x its duration), doubling while no snapshot comes, up to MAX.
+ */
+const SWEEP_DELAY_MS = 250;
+const SWEEP_MIN_GAP_MS = 2000;
+const SWEEP_MAX_GAP_MS = 60_000;
+/** With idle sweeps: the /proc maps check also runs this often on its own (2-5 ms at ~100 processes). */
+const MAPS_EVERY_MS = 1000;
+/** lstat calls between turns of the event loop during a sweep (calls keep being read meanwhile). */
+const SWEEP_CHUNK = 2000;
+
+/**
+ * What a file's stat says about its bytes: a 53-bit hash of inode, size,
+ * mtime, ctime, link count and mode (a number: strings for 100k files cost
+ * ~30 MB of heap and ~80 MB of peak RSS; a changed stat hashes the same with
+ * a chance of 2^-53).
+ */
+function statRecord(st: fs.Stats): number {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (const x of [st.ino, st.size, st.mtimeMs, st.ctimeMs, st.nlink, st.mode]) {
+    const lo = x % 4294967296 | 0;
+    const hi = (x / 4294967296) | 0;
+    const frac = ((x % 1) * 1e6) | 0; // sub-millisecond part of the times
+    a = Math.imul(a ^ lo, 0x01000193);
+    a = Math.imul(a ^ hi, 0x01000193);
+    a = Math.imul(a ^ frac, 0x01000193);
+    b = Math.imul(b ^ frac, 0x5bd1e995);
+    b = Math.imul(b ^ lo, 0x5bd1e995);
+    b = Math.imul(b ^ hi, 0x5bd1e995);
+    b ^= b >>> 15;
+  }
+  return (a >>> 0) * 2097152 + (b >>> 11);
+}
+
+function lstatOrNull(file: string | Buffer): fs.Stats | null {
+  try {
+    return fs.lstatSync(file, { throwIfNoEntry: false }) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function settingsKey(s: Settings): string {
+  return JSON.stringify([s.exclude, s.maxFileSize, s.excludeSecrets]);
+}
+
+function expandHome(p: string, env: NodeJS.ProcessEnv): string {
+  if (p === '~' || p.startsWith('~/')) return path.join(env.HOME ?? '', p.slice(1));
+  return p;
+}
+
+function parentOf(rel: string): string {
+  const i = rel.lastIndexOf('/');
+  return i < 0 ? '' : rel.slice(0, i);
+}
+
+function isUnder(rel: string, dir: string): boolean {
+  return dir === '' || rel === dir || rel.startsWith(`${dir}/`);
+}
+
+interface UserIndex {
+  key: string;
+  tracked: Set<string>;
+  /** Every directory holding a tracked path ('' included). */
+  dirs: Set<string>;
+  /** Why the index cannot be followed incrementally (gitlinks, conflicts, skip-worktree…), or null. */
+  unsupported: string | null;
+}
+
+export class IncrementalSnapshotter {
+  readonly stats: EngineStats = { incremental: 0, full: 0, lastFullReason: null, sweeps: 0, lastSweep: null, lastWaitMs: 0 };
+  private readonly reader: ObjectReader;
+  private checker: IgnoreChecker;
+  private store: ObjectStore | null = null;
+  /** The tree of the last snapshot; null before the first (or after a failed) one. */
+  private base: { tree: string; skipped: Map<string, SkippedFile>; settings: string } | null = null;
+  /** The last tree, read lazily; past MAX_CACHED_DIRS directories read it starts over (bounded memory). */
+  private tree: TreeEditor | null = null;
+  private index: UserIndex | null = null;
+  /** Stat keys of everything besides the worktree's files that decides the tree (config, ignore files). */
+  private keys = '';
+  private keyFiles: string[] = [];
+  /** Configuration under which every snapshot is a full scan, or null. */
+  private configUnsupported: string | null = null;
+  /** Ignored directories holding no tracked file: not watched. */
+  private skipDirs = new Set<string>();
+  /** The next full scan restarts the watcher (ignore rules or the tracked set moved what is watched). */
+  private rewatch = false;
+  /** Set when watching failed again right after a restart: full scans only, watches released. */
+  private watcherGaveUp: string | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  // What inotify does not report (writes through a shared mmap, or through a
+  // hard link from outside the worktree) is found by stat: see DEVELOPING.md
+  // ("Writes no event reports").
+  /** The lstat of each file of the last tree (and each skipped file), taken before its bytes were read. */
+  private records = new Map<string, number>();
+  /** Files with more than one link as last seen: lstat'ed again at every snapshot. */
+  private linked = new Set<string>();
+  /** Read by the next snapshot whatever the watcher says: changed at a sweep, racy, mapped. */
+  private pending = new Set<string>();
+  /** Mapped shared-writable at the last snapshot: read again by the next one (the mapping may have written since). */
+  private mappedLast = new Set<string>();
+  /** Start of the last full scan while its files have no records yet (the next sweep takes them). */
+  private baselineSince: number | null = null;
+  /** When the running snapshot began (before its watcher sync): the reference for racy stats. */
+  private snapStart = 0;
+  private readonly mapped: MappedFiles | null;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private mapsTimer: NodeJS.Timeout | null = null;
+  private idleSweepsDone = 0;
+
+  private constructor(
+    readonly repo: Repo,
+    private readonly opts: IncrementalOptions,
+    private watcher: WorktreeWatcher,
+  ) {
+    this.reader = new ObjectReader(repo);
+    this.checker = new IgnoreChecker(repo);
+    let real: string | null = null;
+    try {
+      real = fs.realpathSync(repo.worktree);
+    } catch {
+      /* checked by the first snapshot */
+    }
+    this.mapped = real && process.platform === 'linux' ? new MappedFiles(real) : null;
+    if (opts.idleSweeps && this.mapped) {
+      this.mapsTimer = setInterval(() => this.checkMappings(), MAPS_EVERY_MS);
+      this.mapsTimer.unref();
+    }
+  }
+
+  /**
+   * Files mapped shared-writable now are read by the next snapshot (the
+   * mapping may write before it and be gone by then). Runs every second with
+   * idle sweeps; tests call it.
+   */
+  checkMappings(): void {
+    if (this.closed || !this.base) return;
+    for (const p of this.mapped?.scan() ?? []) this.pending.add(p);
+  }
+
+  get indexFile(): string {
+    return path.join(this.opts.runDir, 'index');
+  }
+
+  /** Starts watching the worktree; the first snapshot is a full scan. */
+  static async open(repo: Repo, opts: IncrementalOptions): Promise<IncrementalSnapshotter> {
+    const runDir = path.resolve(opts.runDir);
+    const inside = (dir: string) => {
+      const rel = path.relative(dir, runDir);
+      return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+    };
+    if (inside(repo.worktree) && !inside(repo.gitDir) && !inside(repo.commonDir)) {
+      // Its cookie files would be worktree files in the snapshots.
+      throw errors.internal(`the incremental engine's run dir ${runDir} is inside the worktree.`, { hint: 'Put it under the git dir.', data: { runDir } });
+    }
+    fs.mkdirSync(opts.runDir, { recursive: true, mode: 0o700 });
+    const engine = new IncrementalSnapshotter(repo, opts, null as unknown as WorktreeWatcher);
+    engine.store = objectStore(repo);
+    engine.index = await engine.readUserIndex();
+    engine.skipDirs = await engine.ignoredDirs(engine.index);
+    engine.watcher = await WorktreeWatcher.start(repo, {
+      runDir: opts.runDir,
+      skipDir: (rel) => engine.skipDirs.has(rel),
+      ...opts.watcher,
+    });
+    return engine;
+  }
+
+  /** The worktree's tree now, with what was left out and what changed since parentTree. */
+  snapshot(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
+    // Waits for a sweep in progress (the queue): what it finds is read by this snapshot.
+    // One not begun yet waits for the next idle time.
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    this.sweepTimer = null;
+    const called = performance.now();
+    const run = this.queue.then(() => {
+      this.stats.lastWaitMs = performance.now() - called;
+      return this.snapshotNow(opts);
+    });
+    this.queue = run.catch(() => undefined);
+    void this.queue.then(() => {
+      this.idleSweepsDone = 0;
+      this.armSweep();
+    });
+    return run;
+  }
+
+  /**
+   * lstats every file of the last snapshot and compares with what was
+   * recorded when its bytes were read; a difference (or a racy stat, or a
+   * shared writable mapping now) makes the next snapshot read the file
+   * again. After a full scan it takes the records first. Resolves when done;
+   * snapshots wait for it.
+   */
+  sweep(): Promise<SweepResult> {
+    const run = this.queue.then(() => this.sweepNow());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private armSweep(): void {
+    if (!this.opts.idleSweeps || this.closed) return;
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    const last = this.stats.lastSweep?.ms ?? 0;
+    const gap = this.idleSweepsDone === 0 ? SWEEP_DELAY_MS : Math.min(SWEEP_MAX_GAP_MS, Math.max(SWEEP_MIN_GAP_MS, 8 * last) * 2 ** (this.idleSweepsDone - 1));
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = null;
+      void this.sweep().then(
+        () => {
+          this.idleSweepsDone++;
+          this.armSweep();
+        },
+        () => undefined,
+      );
+    }, gap);
+    this.sweepTimer.unref();
+  }
+
+  private async sweepNow(): Promise<SweepResult> {
+    const started = performance.now();
+    const res: SweepResult = { files: 0, dirty: 0, ms: 0 };
+    // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
+    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return res;
+    const since = this.baselineSince;
+    let paths: string[];
+    if (since !== null) {
+      paths = splitNul((await this.repo.git(['ls-tree', '-r', '-z', '--name-only', '--full-tree', this.base.tree])).stdout);
+      for (const p of this.base.skipped.keys()) paths.push(p);
+    } else {
+      paths = [...this.records.keys()];
+    }
+    const mark = (p: string) => {
+      if (!this.pending.has(p)) res.dirty++;
+      this.pending.add(p);
+    };
+    for (let i = 0; i < paths.length; i++) {
+      if (i % SWEEP_CHUNK === SWEEP_CHUNK - 1) {
+        await new Promise((r) => setImmediate(r));
+        if (this.closed) return res;
+      }
+      const p = paths[i] as string;
+      const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
+      res.files++;
+      if (st?.isDirectory()) continue; // a gitlink (nested repositories mean full scans anyway)
+      if (st?.isFile() && st.nlink > 1) this.linked.add(p);
+      const rec = this.records.get(p);
+      if (rec === undefined) {
+        if (since === null || !st) continue;
+        // Read by the full scan that began at `since`: changed after that (racy), it is read again.
+        this.records.set(p, statRecord(st));
+        if (this.racy(st, since)) mark(p);
+      } else if (!st || statRecord(st) !== rec) {
+        mark(p);
+      }
+    }
+    for (const p of this.mapped?.scan() ?? []) mark(p);
+    if (this.baselineSince === since) this.baselineSince = null;
+    res.ms = performance.now() - started;
+    this.stats.sweeps++;
+    this.stats.lastSweep = res;
+    return res;
+  }
+
+  /** Whether a later write to this file could leave its stat as it is (a timestamp within racyMs of `at`). */
+  private racy(st: fs.Stats, at: number): boolean {
+    const slack = this.opts.racyMs ?? RACY_MS;
+    return Math.max(st.mtimeMs, st.ctimeMs) >= at - slack;
+  }
+
+  /** Paths changed without an event the watcher could see: sweep findings, shared writable mappings, hard-linked files whose stat moved. */
+  private addUnreported(dirty: Set<string>): void {
+    for (const p of this.pending) dirty.add(p);
+    this.pending.clear();
+    const mapped = this.mapped?.scan() ?? new Set<string>();
+    for (const p of mapped) dirty.add(p);
+    for (const p of this.mappedLast) dirty.add(p);
+    this.mappedLast = mapped;
+    for (const p of this.linked) {
+      const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
+      const rec = this.records.get(p);
+      if (!st || rec === undefined || statRecord(st) !== rec) dirty.add(p);
+      if (!st?.isFile() || st.nlink < 2) this.linked.delete(p);
+    }
+  }
+
+  /** Records the stat of files the full scan that began at `at` just read (racy ones are read again next time). */
+  private recordAfterFull(paths: Iterable<string>, at: number): void {
+    for (const p of paths) {
+      const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
+      if (!st || st.isDirectory()) continue;
+      this.records.set(p, statRecord(st));
+      if (this.racy(st, at)) this.pending.add(p);
+    }
+  }
+
+  private async snapshotNow(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
+    if (this.closed) throw errors.internal('the incremental snapshotter is closed.');
+    this.snapStart = Date.now();
+    // Every change made before this call is in what take() returns; changes
+    // after it stay dirty for the next call (also during a full scan).
+    await this.watcher.sync();
+    const taken = this.watcher.take();
+    this.addUnreported(taken.paths);
+    const why = await this.whyFull(taken.trustworthy ? null : `watcher: ${taken.reasons.join(', ')}`, opts.settings, taken.paths);
+    if (why === null) {
+      try {
+        const res = await this.incremental(taken.paths, opts.settings, opts.parentTree);
+        if (typeof res !== 'string') {
+          this.stats.incremental++;
+          return res;
+        }
+        return await this.full(opts, res, taken.paths);
+      } catch (e) {
+        return await this.full(opts, `incremental path failed: ${(e as Error).message}`, taken.paths);
+      }
+    }
+    return this.full(opts, why, taken.paths);
+  }
+
+  /** The reason a full scan is needed before looking at the dirty paths, or null. */
+  private async whyFull(watcherLoss: string | null, settings: Settings, dirty: Set<string>): Promise<string | null> {
+    if (!this.base || !this.index) return 'no previous snapshot';
+    if (this.watcherGaveUp) return this.watcherGaveUp;
+    if (watcherLoss) return watcherLoss;
+    if (this.configUnsupported) return this.configUnsupported;
+    if (!this.store) return 'objects cannot be written in-process';
+    if (!this.tree) return 'no previous snapshot';
+    if (settingsKey(settings) !== this.base.settings) return 'settings changed';
+    if (this.currentKeys() !== this.keys) {
+      this.rewatch = true;
+      return 'git config or ignore files changed';
+    }
+    if (this.watcher.nestedRepos.size > 0) return 'nested repository in the worktree';
+    const idxKey = statKey(path.join(this.repo.gitDir, 'index'));
+    if (idxKey !== this.index.key) {
+      const fresh = await this.readUserIndex();
+      const old = this.index;
+      this.index = fresh;
+      if (fresh.unsupported) return fresh.unsupported;
+      // Paths whose tracked-ness changed are dirty; one in a directory that is not watched means restarting the watcher.
+      for (const p of fresh.tracked) if (!old.tracked.has(p)) dirty.add(p);
+      for (const p of old.tracked) if (!fresh.tracked.has(p)) dirty.add(p);
+      for (const p of dirty) {
+        for (const skip of this.skipDirs) {
+          if (isUnder(p, skip) && fresh.tracked.has(p)) {
+            this.rewatch = true;
+            return 'a path in an unwatched directory became tracked';
+          }
+        }
+      }
+    }
+    if (this.index.unsupported) return this.index.unsupported;
+    return null;
+  }
+
+  private async full(opts: { settings: Settings; parentTree: string | null }, reason: string, dirty: Set<string>): Promise<IncrementalResult> {
+    // The unwatched (ignored) directories were decided before the watcher
+    // started: an ignore file changed in between, or among the paths not
+    // looked at (an early fallback), may have made one of them matter.
+    for (const p of dirty) if (p === '.gitignore' || p.endsWith('/.gitignore')) this.rewatch = true;
+    if (this.stats.full === 0) this.rewatch = true;
+    this.stats.full++;
+    this.stats.lastFullReason = reason;
+    this.base = null;
+    this.tree = null;
+    // Read everything the incremental path will compare against *before* the
+    // scan, so a change during the scan shows as a difference next time.
+    const cfg = await readGitConfig(this.repo);
+    this.configUnsupported = this.unsupportedConfig(cfg);
+    this.keyFiles = this.keyFilesOf(cfg);
+    const keys = this.currentKeys();
+    if (keys !== this.keys) this.rewatch = true;
+    this.keys = keys;
+    this.store = this.configUnsupported ? null : objectStore(this.repo, cfg);
+    if (!this.index || this.index.key !== statKey(path.join(this.repo.gitDir, 'index'))) {
+      this.index = null; // let the old one go before the new one is read (100k paths)
+      this.index = await this.readUserIndex();
+    }
+    // An unwatched directory that now holds a tracked file must be watched.
+    for (const d of this.skipDirs) if (this.index.dirs.has(d)) this.rewatch = true;
+    await this.checker.close();
+    this.checker = new IgnoreChecker(this.repo);
+    if (this.watcherGaveUp) {
+      // Full scans only.
+    } else if (this.watcher.needsRestart) {
+      // Events were lost: directories may be unwatched or watched under an old path.
+      this.rewatch = false;
+      this.skipDirs = await this.ignoredDirs(this.index);
+      await this.watcher.restart();
+      if (this.watcher.needsRestart) {
+        // Lost again right away: the watches cannot be had (no inotify watches left, a directory
+        // that cannot be watched, another platform). Give them back; every snapshot is a full scan.
+        this.watcherGaveUp = `no watcher (${this.watcher.take().reasons.join(', ')})`;
+        this.watcher.close();
+      }
+    } else if (this.rewatch) {
+      // Nothing lost, but what is skipped may have changed.
+      this.rewatch = false;
+      this.skipDirs = await this.ignoredDirs(this.index);
+      this.watcher.rewatch();
+    }
+    // Records are taken again for what this scan reads: the hard-linked files now (they are checked at
+    // every snapshot), the rest by the next sweep.
+    this.records.clear();
+    this.pending.clear();
+    this.baselineSince = this.snapStart;
+    const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
+    this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
+    this.recordAfterFull(this.linked, this.snapStart);
+    if (this.store) this.tree = new TreeEditor(this.reader, this.store, res.tree);
+    return { ...res, mode: 'full' };
+  }
+
+  private unsupportedConfig(cfg: GitConfig): string | null {
+    const why = unsupportedConfig(cfg);
+    if (why) return why;
+    if (process.platform !== 'linux') return `no exact watcher on ${process.platform}`;
+    return null;
+  }
+
+  /** Files whose change can change the tree without any worktree file changing. */
+  private keyFilesOf(cfg: GitConfig): string[] {
+    const env = this.repo.env;
+    const home = env.HOME ?? '';
+    const xdg = env.XDG_CONFIG_HOME || path.join(home, '.config');
+    const files = [
+      path.join(this.repo.commonDir, 'config'),
+      path.join(this.repo.gitDir, 'config.worktree'),
+      path.join(this.repo.commonDir, 'info', 'exclude'),
+      path.join(this.repo.gitDir, WORKTREE_EXCLUDE_FILE),
+      path.join(this.repo.worktree, PROJECT_FILE),
+      env.GIT_CONFIG_GLOBAL ?? path.join(home, '.gitconfig'),
+      path.join(xdg, 'git', 'config'),
+      env.GIT_CONFIG_NOSYSTEM ? '' : (env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig'),
+    ];
+    const excludesFile = lastValue(cfg, 'core.excludesfile');
+    files.push(excludesFile ? path.resolve(this.repo.worktree, expandHome(excludesFile, env)) : path.join(xdg, 'git', 'ignore'));
+    return files.filter(Boolean);
+  }
+
+  private currentKeys(): string {
+    return this.keyFiles.map(statKey).join('|');
+  }
+
+  private async readUserIndex(): Promise<UserIndex> {
+    const file = path.join(this.repo.gitDir, 'index');
+    const key = statKey(file);
+    const tracked = new Set<string>();
+    const dirs = new Set<string>(['']);
+    const add = (p: string) => {
+      tracked.add(p);
+      for (let d = parentOf(p); !dirs.has(d); d = parentOf(d)) dirs.add(d);
+    };
+    // In-process for sha1 repositories (the common case: no process, far less memory); else git.
+    const parsed = this.store ? readIndexPaths(file) : null;
+    if (parsed) {
+      for (const p of parsed.paths) add(p);
+      return { key, tracked, dirs, unsupported: parsed.unsupported };
+    }
+    const res = await this.repo.git(['ls-files', '-s', '-v', '-z']);
+    let unsupported: string | null = null;
+    for (const rec of splitNul(res.stdout)) {
+      const tab = rec.indexOf('\t');
+      const [tag, mode, , stage] = rec.slice(0, tab).split(' ');
+      const p = rec.slice(tab + 1);
+      if (tag !== 'H') unsupported ??= `index entry flagged ${tag} (assume-unchanged, skip-worktree…): ${p}`;
+      if (stage !== '0') unsupported ??= `unmerged index entry: ${p}`;
+      if (mode === '160000') unsupported ??= `gitlink (submodule) in the index: ${p}`;
+      add(p);
+    }
+    return { key, tracked, dirs, unsupported };
+  }
+
+  /**
+   * Ignored directories holding no tracked file: nothing in them can be in a
+   * snapshot while the ignore rules stay. `ls-files -o -i --directory` also
+   * names directories that merely hold only ignored files so far (a new file
+   * there may not be ignored): only those git ignores as directories count.
+   */
+  private async ignoredDirs(index: UserIndex): Promise<Set<string>> {
+    const res = await this.repo.git(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory', '--no-empty-directory']);
+    const candidates = splitNul(res.stdout)
+      .filter((p) => p.endsWith('/'))
+      .map((p) => p.slice(0, -1))
+      .filter((d) => !index.dirs.has(d));
+    const checker = new IgnoreChecker(this.repo);
+    try {
+      return await checker.ignored(candidates);
+    } finally {
+      await checker.close();
+    }
+  }
+
+  // ---- the incremental path ----
+
+  /** The incremental snapshot, or the reason it cannot be taken (→ full scan). */
+  private async incremental(dirty: Set<string>, settings: Settings, parentTree: string | null): Promise<IncrementalResult | string> {
+    const base = this.base as NonNullable<typeof this.base>;
+    const index = this.index as UserIndex;
+    const store = this.store as ObjectStore;
+    const tree = this.tree as TreeEditor;
+    if (dirty.size > (this.opts.maxDirtyPaths ?? DEFAULT_MAX_DIRTY)) return `${dirty.size} changed paths`;
+    for (const p of dirty) {
+      const parts = p.split('/');
+      if (parts.includes('.git')) return `nested repository at ${p}`;
+      const name = parts[parts.length - 1] as string;
+      if (name === '.gitignore') {
+        this.rewatch = true;
+        return `ignore file changed: ${p}`;
+      }
+      if (p === PROJECT_FILE) return `${PROJECT_FILE} changed`;
+    }
+    if (dirty.size === 0) return this.result(base.tree, parentTree, base.skipped);
+
+    const classify = untrackedClassifier(settings);
+    const walk = new Walk(this.repo.worktree, index, this.checker, classify, this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK, this.skipDirs, this.linked);
+    // Ancestors first: a dirty directory covers everything below it.
+    const sorted = [...dirty].sort((a, b) => a.length - b.length);
+    const covered: string[] = [];
+    for (const p of sorted) {
+      if (covered.some((d) => isUnder(p, d))) continue;
+      const outcome = await walk.visit(p);
+      if (outcome === 'dir' || outcome === 'absent') covered.push(p);
+      else if (outcome !== 'file') return outcome;
+    }
+    await walk.finish();
+    // Apply: everything at and below each visited path is replaced by what the disk holds.
+    const skipped = new Map(base.skipped);
+    for (const p of walk.replaced) {
+      await tree.remove(p);
+      for (const s of skipped.keys()) if (isUnder(s, p)) skipped.delete(s);
+    }
+    for (const s of walk.skipped) skipped.set(s.path, s);
+    const pending = walk.files.map(async (f) => ({ rel: f.rel, leaf: await blobOf(this.repo, store, f.rel, f.symlink, this.opts.largeFileBytes) }));
+    for (const { rel, leaf } of await Promise.all(pending)) {
+      if (typeof leaf === 'string') return leaf;
+      if (leaf) await tree.set(rel, leaf);
+    }
+    const written = tree.write();
+    this.base = { tree: written, skipped, settings: base.settings };
+    // The stat each file had before it was read: what sweeps compare with.
+    for (const p of walk.replaced) this.records.delete(p);
+    for (const f of [...walk.files, ...walk.skippedStats]) {
+      this.records.set(f.rel, statRecord(f.st));
+      if (this.racy(f.st, this.snapStart)) this.pending.add(f.rel);
+    }
+    if (tree.loadedDirs > MAX_CACHED_DIRS) this.tree = new TreeEditor(this.reader, store, written);
+    return this.result(written, parentTree, skipped);
+  }
+
+  private async result(tree: string, parentTree: string | null, skipped: Map<string, SkippedFile>): Promise<IncrementalResult> {
+    const changed: ChangedPath[] = parentTree && parentTree !== tree ? await diffTrees(this.repo, parentTree, tree) : [];
+    return { tree, skipped: [...skipped.values()], seeded: false, changed, mode: 'incremental' };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    if (this.mapsTimer) clearInterval(this.mapsTimer);
+    await this.queue.catch(() => undefined);
+    this.watcher.close();
+    await Promise.all([this.reader.close(), this.checker.close()]);
+  }
+}
+
+interface FoundFile {
+  rel: string;
+  symlink: boolean;
+  /** Its lstat, taken before its bytes are read. */
+  st: fs.Stats;
+}
+
+/**
+ * What the disk holds at and below a set of dirty paths: files to record,
+ * untracked files skipped, and the paths whose tree entries get replaced.
+ */
+class Walk {
+  readonly files: FoundFile[] = [];
+  readonly skipped: SkippedFile[] = [];
+  readonly replaced: string[] = [];
+  /** The skipped files with their lstat. */
+  readonly skippedStats: FoundFile[] = [];
+  private count = 0;
+  private readonly dirCache = new Map<string, boolean>();
+
+  constructor(
+    private readonly worktree: string,
+    private readonly index: UserIndex,
+    private readonly checker: IgnoreChecker,
+    private readonly classify: Classifier,
+    private readonly maxFiles: number,
+    private readonly skipDirs: Set<string>,
+    private readonly linked: Set<string>,
+  ) {}
+
+  /** Whether every leading directory of rel is a real directory (not a symlink, not a file). */
+  private parentsAreDirs(rel: string): boolean {
+    let dir = '';
+    for (const part of rel.split('/').slice(0, -1)) {
+      dir = dir ? `${dir}/${part}` : part;
+      let ok = this.dirCache.get(dir);
+      if (ok === undefined) {
+        try {
+          ok = fs.lstatSync(path.join(this.worktree, dir)).isDirectory();
+        } catch {
+          ok = false;
+        }
+        this.dirCache.set(dir, ok);
+      }
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  /** Reads one dirty path; 'dir' when it is a directory (walked whole), or the reason for a full scan. */
+  async visit(rel: string): Promise<'file' | 'dir' | 'absent' | string> {
+    // A name that is not UTF-8 (from a tree or the index, see splitNul): lstat of the string would say it is gone.
+    if (hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
+    if (!this.parentsAreDirs(rel)) {
+      // Not a file of the worktree: its nearest changed parent has its own event.
+      this.replaced.push(rel);
+      return 'absent';
+    }
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(path.join(this.worktree, rel));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        this.replaced.push(rel);
+        return 'absent';
+      }
+      return `cannot stat ${rel} (${code})`;
+    }
+    this.replaced.push(rel);
+    if (st.isDirectory()) {
+      // An untracked directory git ignores (created since the watch began) holds nothing to record.
+      if (!this.index.dirs.has(rel) && (this.skipDirs.has(rel) || (await this.checker.isIgnored(rel)))) return 'dir';
+      const why = await this.walkDir(rel);
+      return why ?? 'dir';
+    }
+    const why = await this.consider(rel, st);
+    return why ?? 'file';
+  }
+
+  private async walkDir(rel: string): Promise<string | null> {
+    const stack = [rel];
+    while (stack.length > 0) {
+      const dir = stack.pop() as string;
+      let entries: fs.Dirent[];
+      try {
+        entries = fs.readdirSync(path.join(this.worktree, dir), { withFileTypes: true });
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') continue; // gone meanwhile: its event comes
+        return `cannot read ${dir} (${code})`;
+      }
+      if (entries.some((e) => e.name === '.git')) return `nested repository at ${dir}`;
+      if (entries.some((e) => e.name.includes('\uFFFD'))) return `a file name that is not UTF-8 in ${dir}`;
+      const subdirs: string[] = [];
+      for (const ent of entries) {
+        const child = `${dir}/${ent.name}`;
+        if (ent.isDirectory()) {
+          subdirs.push(child);
+          continue;
+        }
+        let st: fs.Stats;
+        try {
+          st = fs.lstatSync(path.join(this.worktree, child));
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ENOENT') continue;
+          return `cannot stat ${child} (${code})`;
+        }
+        if (st.isDirectory()) {
+          subdirs.push(child);
+          continue;
+        }
+        const why = await this.consider(child, st);
+        if (why) return why;
+      }
+      // An untracked directory git ignores holds nothing but what the user tracks in it.
+      const untrackedDirs = subdirs.filter((d) => !this.index.dirs.has(d));
+      const ignored = untrackedDirs.length > 0 ? await this.checker.ignored(untrackedDirs) : new Set<string>();
+      for (const d of subdirs) {
+        if (ignored.has(d) || this.skipDirs.has(d)) {
+          if (this.index.dirs.has(d)) return `ignored directory ${d} holds tracked files`;
+          continue;
+        }
+        stack.push(d);
+      }
+    }
+    return null;
+  }
+
+  /** A file or symlink on disk: tracked → recorded; untracked → recorded unless ignored or skipped. */
+  private async consider(rel: string, st: fs.Stats): Promise<string | null> {
+    if (++this.count > this.maxFiles) return `more than ${this.maxFiles} files under changed directories`;
+    const symlink = st.isSymbolicLink();
+    if (!symlink && !st.isFile()) {
+      if (this.index.tracked.has(rel)) return `tracked path ${rel} is neither a file nor a symlink`;
+      return null; // git lists no sockets or fifos
+    }
+    // A file with another link changes when written through that one, and the
+    // event names the other path (maybe outside the watched tree): never trusted.
+    if (!symlink && st.nlink > 1) {
+      this.linked.add(rel);
+      return `${rel} has ${st.nlink} hard links`;
+    }
+    if (rel.includes('\uFFFD') || hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
+    if (this.index.tracked.has(rel)) {
+      this.files.push({ rel, symlink, st });
+      return null;
+    }
+    if (skipRestoreTemp(this.worktree, rel)) return null;
+    // Asked of git in one batch at the end (finish): one round trip, not one per file.
+    this.untracked.push({ rel, size: st.size, symlink, st });
+    return null;
+  }
+
+  private readonly untracked: { rel: string; size: number; symlink: boolean; st: fs.Stats }[] = [];
+
+  /** Classifies the untracked files found: ignored ones are left out, the rest recorded or skipped. */
+  async finish(): Promise<void> {
+    const ignored = await this.checker.ignored(this.untracked.map((u) => u.rel));
+    for (const u of this.untracked) {
+      if (ignored.has(u.rel)) continue;
+      const reason = this.classify(u.rel, u.size);
+      if (reason) {
+        this.skipped.push({ path: u.rel, reason, size: u.size });
+        this.skippedStats.push({ rel: u.rel, symlink: u.symlink, st: u.st });
+      } else this.files.push({ rel: u.rel, symlink: u.symlink, st: u.st });
+    }
+  }
+}

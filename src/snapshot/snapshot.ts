@@ -1,0 +1,887 @@
+// snapshot/ (above git/ and base/): the worktree into a tree — this full scan
+// and in-process path, the incremental engine with its watcher and sweeps,
+// the status prefetch, throwaway-index snapshots. Reads the worktree, writes
+// objects and private indexes only: never refs, journals, or a worktree file.
+//
+// Over 500 lines on purpose: the full scan and the in-process path must give
+// the same tree, skipped set and changed list, and share every rule of what a
+// snapshot reads (flags, modes, filters, unreadable paths); they are read side
+// by side here.
+//
+// The snapshot engine: the whole worktree (tracked files as they are on disk,
+// untracked files that are not ignored) into a git tree, through a private
+// index. The user's index, HEAD, refs and config are never read for writing.
+import fs from 'node:fs';
+import path from 'node:path';
+import picomatch from 'picomatch';
+import { errors, isAgentsnapError } from '../base/errors.js';
+import { SECRET_ALLOW, SECRET_PATTERNS, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
+import type { Repo } from '../git/repo.js';
+import { snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.js';
+import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
+import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from '../git/plumbing.js';
+import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from '../git/run.js';
+import { skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
+import { ObjectReader } from '../git/cat-file.js';
+import { objectStore } from '../git/objects.js';
+import { readIndexFacts, readIndexFlags } from '../git/index-file.js';
+import { blobOf, hashRaw, stdinPathSafe, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
+import { clearStaleGitLock } from '../base/lock.js';
+import type { ChangedPath, SkippedFile, TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
+export type { TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
+
+
+
+/**
+ * Copies an index file keeping its mtime: git tells "racily clean" entries
+ * (files changed in the same second the index was written) by comparing them
+ * with the index file's mtime, and a fresh mtime would hide such changes.
+ */
+export function copyIndexFile(src: string, dst: string): void {
+  fs.copyFileSync(src, dst);
+  const st = fs.statSync(src);
+  fs.utimesSync(dst, st.atime, st.mtime);
+}
+
+/** Seeds a new private index from the worktree's own index so the first snapshot re-hashes nothing. */
+export function seedPrivateIndex(repo: Repo, indexFile: string): boolean {
+  if (fs.existsSync(indexFile)) return false;
+  fs.mkdirSync(path.dirname(indexFile), { recursive: true, mode: 0o700 });
+  const userIndex = path.join(repo.gitDir, 'index');
+  const tmp = `${indexFile}.seed-${process.pid}`;
+  try {
+    copyIndexFile(userIndex, tmp);
+    fs.chmodSync(tmp, 0o600);
+    fs.renameSync(tmp, indexFile);
+  } catch (e) {
+    try {
+      fs.unlinkSync(tmp);
+    } catch {
+      /* nothing to clean */
+    }
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    // No index yet (fresh `git init`): git creates the private one on first add.
+  }
+  return true;
+}
+
+export interface Classifier {
+  (relPath: string, size: number): SkippedFile['reason'] | null;
+}
+
+/** Decides which untracked files stay out of snapshots (secrets, excludes, size cap). */
+export function untrackedClassifier(settings: Settings): Classifier {
+  const opts = { dot: true };
+  const isSecret = picomatch(SECRET_PATTERNS, opts);
+  const isAllowed = picomatch(SECRET_ALLOW, opts);
+  // Like .gitignore, a glob without a slash matches the file name at any depth.
+  const globs = settings.exclude.map((g) => (g.includes('/') ? g : `**/${g}`));
+  const isExcluded = globs.length > 0 ? picomatch(globs, opts) : () => false;
+  return (rel, size) => {
+    if (isExcluded(rel)) return 'excluded';
+    if (settings.excludeSecrets && isSecret(rel) && !isAllowed(rel)) return 'secret';
+    if (settings.maxFileSize > 0 && size > settings.maxFileSize) return 'too-large';
+    return null;
+  };
+}
+
+async function nestedRepoHasCommit(repo: Repo, dir: string): Promise<boolean> {
+  const res = await runGit(['rev-parse', '-q', '--verify', 'HEAD^{commit}'], {
+    cwd: dir,
+    env: cleanGitEnv(repo.env),
+    okCodes: [1, 128],
+  });
+  return res.code === 0;
+}
+
+function unreadable(rel: string, e: unknown): never {
+  const code = (e as NodeJS.ErrnoException).code ?? 'error';
+  throw errors.unreadableFile(`cannot snapshot: ${rel} is not readable (${code}).`, {
+    hint: 'Fix its permissions, or exclude it with `git config --add agentsnap.exclude <glob>`. No snapshot was written.',
+    data: { path: rel, errno: code },
+  });
+}
+
+/** Turns git's "cannot read/open file" failures into a message that names the file. */
+function explainAddFailure(e: unknown): never {
+  if (isAgentsnapError(e) && e.code === 'GitFailed') {
+    const stderr = String(e.data.stderr ?? '');
+    const m = /(?:open|read|stat)\("?(.+?)"?\): (.+)/.exec(stderr) ?? /unable to (?:index|read|stat) file '?(.+?)'?$/m.exec(stderr);
+    if (m?.[1]) {
+      throw errors.unreadableFile(`cannot snapshot: ${m[1]} could not be read (${(m[2] ?? 'read error').trim()}).`, {
+        hint: 'Fix its permissions, or exclude it with `git config --add agentsnap.exclude <glob>`. No snapshot was written.',
+        data: { path: m[1], stderr },
+      });
+    }
+    throw errors.snapshotFailed(`snapshot failed: ${e.message}`, { data: e.data, hint: 'No snapshot was written. Run with AGENTSNAP_DEBUG=1 for details.' });
+  }
+  throw e;
+}
+
+
+
+/**
+ * Writes the worktree into a tree object and returns it with the list of
+ * untracked files left out. Either the whole tree is written or the call
+ * throws: a partial tree would make a later undo delete work.
+ */
+export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): Promise<TreeSnapshotResult> {
+  const { indexFile, settings } = opts;
+  // Every git command of this snapshot runs with the repository's overrides (filters off, the filesystem's case rule).
+  const repo = withOverrides(userRepo, snapshotOverrides(userRepo, settings.gitConfig ?? (await readGitConfig(userRepo))));
+  // The caller holds the lock that serialises every writer of this index: a lock file left on it is a killed git's.
+  await clearStaleGitLock(`${indexFile}.lock`);
+  // A private index kept as a copy of the user's index (the in-process path's)
+  // is used again while neither index was written since; else it is seeded anew.
+  const copy = opts.untrackedCache ? userCopyState(repo, indexFile) : 'none';
+  if (copy === 'stale') discardPrivateIndex(indexFile);
+  const userKey = statKey(path.join(repo.gitDir, 'index'));
+  const seeded = seedPrivateIndex(repo, indexFile);
+  if (seeded) {
+    fs.rmSync(noFlagsMarker(indexFile), { force: true }); // a copy of the user's index: its flags are checked again
+    opts.onProgress?.('indexing the worktree');
+  }
+  // A status the executable started is of use only to a fresh copy that is not written back (inProcessSnapshot):
+  // any other snapshot stops it now rather than share the machine with it.
+  if (!(opts.untrackedCache && seeded && opts.warmCopy === false)) dropStatusPrefetch();
+  let declined: string | undefined;
+  if (opts.untrackedCache && (seeded || copy === 'valid')) {
+    const res = await inProcessSnapshot(repo, opts, userKey, seeded);
+    if (typeof res !== 'string') return res;
+    declined = res;
+    dropStatusPrefetch();
+  }
+  // From here git writes the index: it becomes the session's own.
+  fs.rmSync(userCopyFile(indexFile), { force: true });
+  await clearIndexFlags(repo, indexFile);
+  // The index holds exactly the user's entries (a copy, maybe refreshed by status): nothing to reconcile.
+  const fresh = seeded || copy === 'valid';
+  const result = await snapshotThroughIndex(repo, opts, fresh);
+  return { ...result, seeded, ...(declined !== undefined ? { declined } : {}) };
+}
+
+/**
+ * The git options this repository's config needs on top of
+ * SNAPSHOT_GIT_CONFIG (see snapshotConfigOverrides): no git process, two
+ * lstats only under core.ignoreCase=true.
+ */
+export function snapshotOverrides(repo: Pick<Repo, 'worktree' | 'gitDir'>, cfg: GitConfig): string[] {
+  const drivers = new Set<string>();
+  for (const key of cfg.keys()) {
+    const m = /^filter\.(.+)\.(clean|process|smudge|required)$/s.exec(key);
+    if (m?.[1]) drivers.add(m[1]);
+  }
+  const ignoreCase = ['true', 'yes', 'on', '1', ''].includes((lastValue(cfg, 'core.ignorecase') ?? 'false').trim().toLowerCase());
+  return snapshotConfigOverrides([...drivers], ignoreCase && caseSensitiveFs(repo));
+}
+
+/**
+ * Whether the worktree's filesystem tells names apart by case, asked without
+ * writing anything: `.git` (every worktree has one) looked up as `.GIT` is
+ * the same inode only where case is folded (a user's own `.GIT` is another
+ * one); without a `.git` there, the git dir's `HEAD` as `head`. Unknown
+ * counts as case-insensitive (git's own core.ignoreCase is then kept). Asked
+ * at the top only: a case-folding directory below a case-sensitive root
+ * (ext4 casefold) is not seen.
+ */
+export function caseSensitiveFs(repo: Pick<Repo, 'worktree' | 'gitDir'>): boolean {
+  const probe = (dir: string, name: string, other: string): boolean | null => {
+    const a = fs.lstatSync(path.join(dir, name), { bigint: true, throwIfNoEntry: false });
+    if (!a) return null;
+    const b = fs.lstatSync(path.join(dir, other), { bigint: true, throwIfNoEntry: false });
+    return !b || b.ino !== a.ino || b.dev !== a.dev;
+  };
+  try {
+    return probe(repo.worktree, '.git', '.GIT') ?? probe(repo.gitDir, 'HEAD', 'head') ?? false;
+  } catch {
+    return false; // not readable (EACCES...): as unknown
+  }
+}
+
+/** The repository with `args` in every git command it runs, after the command's own `-c` options (the same object when there are none). */
+function withOverrides(repo: Repo, args: string[]): Repo {
+  if (args.length === 0) return repo;
+  return {
+    ...repo,
+    git: (a, o) => {
+      let i = 0;
+      while (a[i] === '-c') i += 2;
+      return repo.git([...a.slice(0, i), ...args, ...a.slice(i)], o);
+    },
+  };
+}
+
+async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean): Promise<TreeSnapshotResult> {
+  const { indexFile, settings } = opts;
+
+  // Tracked updates and the untracked listing do not depend on each other.
+  // A freshly seeded private index equals the user's, so there is nothing to reconcile.
+  // Both indexes are compared with HEAD (small outputs) rather than listed whole.
+  const headTree = seeded ? EMPTY_TREE : ((await readHead(repo)).commit ?? EMPTY_TREE);
+  const noDiff: IndexVsTree = { extra: new Set(), missing: new Set() };
+  // See statusWithUntrackedCache: only where no attribute can make git's
+  // refresh call a changed file clean.
+  // The marker names the tree it was checked for: anything else that moved
+  // the session (undo writes restored entries into this index) falls back
+  // to the full scan, which checks again.
+  const fast = !!opts.untrackedCache && !seeded && !!opts.parentTree && readMarker(indexFile) === opts.parentTree && !attributesFromConfig(repo, settings);
+  // Nothing wrote the index since the snapshot that left the marker (a
+  // snapshot killed halfway, or an undo, would have): it holds exactly the
+  // parent tree's entries, so that tree stands in for it against HEAD.
+  const indexIsParentTree = fast && writtenBefore(indexFile, noAttributesMarker(indexFile));
+  // A new session index is checked whole below (every attributed entry
+  // re-hashed), which makes status's refresh exact for it too; listing
+  // through status builds the untracked cache the next snapshot starts from.
+  const scan = fast || (seeded && !!opts.untrackedCache)
+    ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed), unread: st.unread }))
+    : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({ untracked: u.paths, reread: t.reread, unread: [...u.unread, ...t.unread] }));
+  // Whether a new index holds .gitattributes files: asked beside the scan (it reads the seed, which the scan does not change).
+  const attributesInSeed = seeded ? hasTransformingAttributes(repo, indexFile, settings) : null;
+  attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
+  const [{ untracked, reread, unread }, privateVsHead, userVsHead] = await Promise.all([
+    scan.catch(explainAddFailure),
+    seeded ? noDiff : indexIsParentTree && opts.parentTree ? treeVsTree(repo, opts.parentTree, headTree) : indexVsTree(repo, indexFile, headTree),
+    seeded ? noDiff : opts.untrackedCache ? userIndexVsTree(repo, indexFile, headTree) : indexVsTree(repo, null, headTree),
+  ]);
+
+  const classify = untrackedClassifier(settings);
+  const skipped: SkippedFile[] = [];
+  const toAdd: string[] = [];
+  const { drop, tracked } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped);
+  // What git could not read is never silently left out (issue 13): listed as skipped, so a restore
+  // neither deletes nor overwrites it; a tracked file it could not lstat leaves the tree rather than
+  // stay there with bytes of an earlier read.
+  for (const u of unread) {
+    if (!skipped.some((x) => x.path === u.path)) skipped.push({ path: u.path, reason: u.reason });
+    if (!u.dir) drop.push(u.path);
+  }
+  // A path the user tracks that is a FIFO or socket now cannot be added (see updateTracked): gone as a file.
+  for (const rel of tracked) if (specialFile(repo.worktree, rel)) drop.push(rel);
+  if (drop.length > 0) await removePaths(repo, indexFile, drop);
+  toAdd.push(...tracked.filter((rel) => !drop.includes(rel)));
+  const userTracked = new Set(tracked);
+  for (const rel of untracked) {
+    if (userTracked.has(rel)) continue; // tracked by the user: added above, never classified
+    const abs = path.join(repo.worktree, rel);
+    if (rel.endsWith('/')) {
+      // ls-files shows a nested repository as its directory: record it as a gitlink if it has a commit.
+      const dir = rel.slice(0, -1);
+      if (await nestedRepoHasCommit(repo, abs)) toAdd.push(dir);
+      else skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
+      continue;
+    }
+    if (skipRestoreTemp(repo.worktree, rel)) continue;
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(fsPath(abs)); // a name that is not UTF-8 by its bytes (see splitNul)
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue; // deleted since listed
+      // Its directory became unreadable since listed (or a name git's untracked cache still knows): listed, not fatal.
+      if (code === 'EACCES' || code === 'EPERM' || code === 'ENAMETOOLONG') {
+        skipped.push({ path: rel, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+        continue;
+      }
+      unreadable(rel, e);
+    }
+    const reason = classify(rel, st.size);
+    if (reason) skipped.push({ path: rel, reason, size: st.size });
+    else toAdd.push(rel);
+  }
+  if (toAdd.length > 0) {
+    opts.onProgress?.(`adding ${toAdd.length} new files`);
+    await addPaths(repo, indexFile, toAdd).catch(explainAddFailure);
+  }
+  // The attributes of what was re-read or added are looked up beside write-tree (check-attr reads no private index).
+  const known = new Set([...reread, ...toAdd]);
+  const knownTransformed = !seeded && known.size > 0 ? transformedPaths(repo, settings, [...known]) : Promise.resolve([]);
+  knownTransformed.catch(() => {}); // awaited below; a failure surfaces there
+  let tree = await writeTree(repo, indexFile);
+  let changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
+
+  // Entries git may have transformed on the way in: all of them on a fresh
+  // index (the user's index holds filtered blobs), else what git re-read or
+  // what changed (a filter can map new bytes to the previous blob).
+  const touched = [...new Set([...reread, ...toAdd, ...changed.map((c) => c.path)])];
+  // An attributes file that appeared or changed ends the untracked-cache
+  // path for this index. If this very snapshot took it, the attributes
+  // applied to status's refresh already: every attributed entry is
+  // re-checked, as on a fresh index.
+  const attributesTouched = touched.some(isAttributesFile);
+  if (attributesTouched) fs.rmSync(noAttributesMarker(indexFile), { force: true });
+  // Asked at most once per snapshot (an ls-files of the whole index, ~30 ms at 100k files).
+  // On a new index: what it was seeded with, or an attributes file this snapshot touched.
+  let attributed: Promise<boolean> | undefined;
+  const anyAttributes = () =>
+    (attributed ??= attributesInSeed ? attributesInSeed.then((inSeed) => inSeed || attributesTouched) : hasTransformingAttributes(repo, indexFile, settings));
+  let suspects: string[];
+  if (seeded || (fast && attributesTouched)) {
+    suspects = (await anyAttributes()) ? await transformedPaths(repo, settings, await allEntries(repo, indexFile)) : [];
+  } else {
+    const more = [...new Set(changed.filter((c) => c.change !== 'D' && !known.has(c.path)).map((c) => c.path))];
+    suspects = [...(await knownTransformed), ...(more.length > 0 ? await transformedPaths(repo, settings, more) : [])];
+  }
+  if (suspects.length > 0 && (await keepExactBytes(repo, indexFile, suspects))) {
+    tree = await writeTree(repo, indexFile);
+    if (opts.parentTree) changed = await diffTrees(repo, opts.parentTree, tree);
+  }
+  // git's untracked cache can take a directory it could not open for an empty one, and say nothing
+  // the next time: the next snapshot lists the worktree without it (no marker), and so on while anything is unreadable.
+  const blind = skipped.some((x) => x.reason === 'unreadable' || x.reason === 'path-too-long');
+  if (blind) {
+    subsumeUnreadBelow(skipped);
+    fs.rmSync(noAttributesMarker(indexFile), { force: true });
+    await dropUntrackedCache(repo, indexFile);
+  }
+  if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
+    const marker = noAttributesMarker(indexFile);
+    fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
+    fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
+  }
+  keepPrivate(indexFile);
+  return { tree, skipped, seeded, changed };
+}
+
+/** git writes an index with the umask's mode: the private index lists the user's files, so only they may read it. */
+export function keepPrivate(indexFile: string): void {
+  try {
+    fs.chmodSync(indexFile, 0o600);
+  } catch {
+    /* no index yet (an empty worktree) */
+  }
+}
+
+/**
+ * The user's index compared with HEAD, remembered next to the private index
+ * and reused while the user's index file and HEAD are the ones it was taken
+ * from: git replaces the index file on every write (lock file and rename), so
+ * inode, size and nanosecond times change with any change of its content.
+ * Saves reading the user's whole index on every snapshot (~0.1-0.2 s at 100k).
+ */
+async function userIndexVsTree(repo: Repo, indexFile: string, headTree: string): Promise<IndexVsTree> {
+  const cacheFile = `${indexFile}.user-vs-head`;
+  let key: string | null = null;
+  try {
+    const st = fs.statSync(path.join(repo.gitDir, 'index'), { bigint: true });
+    key = [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, headTree].join(' ');
+  } catch {
+    // No index yet: nothing to remember.
+  }
+  if (key !== null) {
+    try {
+      const cached = JSON.parse(fs.readFileSync(cacheFile, 'utf8')) as { key: string; extra: string[]; missing: string[] };
+      if (cached.key === key) return { extra: new Set(cached.extra), missing: new Set(cached.missing) };
+    } catch {
+      // Missing or unreadable: compute it.
+    }
+  }
+  const res = await indexVsTree(repo, null, headTree);
+  if (key !== null) {
+    const tmp = `${cacheFile}.tmp-${process.pid}`;
+    fs.writeFileSync(tmp, JSON.stringify({ key, extra: [...res.extra], missing: [...res.missing] }), { mode: 0o600 });
+    fs.renameSync(tmp, cacheFile);
+  }
+  return res;
+}
+
+/**
+ * Next to the private index: holds the tree of its last snapshot when that
+ * snapshot found no attribute or config that transforms content on the way
+ * into git, which is what makes the untracked-cache path
+ * (statusWithUntrackedCache) exact for the next one.
+ */
+function noAttributesMarker(indexFile: string): string {
+  return `${indexFile}.no-attributes`;
+}
+
+/** Whether file `a` was last written strictly before file `b` (nanoseconds; a coarse clock says no). */
+function writtenBefore(a: string, b: string): boolean {
+  try {
+    return fs.statSync(a, { bigint: true }).mtimeNs < fs.statSync(b, { bigint: true }).mtimeNs;
+  } catch {
+    return false;
+  }
+}
+
+function readMarker(indexFile: string): string | null {
+  try {
+    return fs.readFileSync(noAttributesMarker(indexFile), 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+function isAttributesFile(rel: string): boolean {
+  return rel === '.gitattributes' || rel.endsWith('/.gitattributes');
+}
+
+/** Attribute sources outside the worktree's files (checked on every snapshot: no git process). */
+function attributesFromConfig(repo: Repo, settings: Settings): boolean {
+  return autocrlfOn(settings) || !!settings.attributesFile || fs.existsSync(path.join(repo.commonDir, 'info', 'attributes'));
+}
+
+/**
+ * One `git status -uall` on the private index: tracked paths whose worktree
+ * side differs, and the untracked files listed through git's untracked cache
+ * (UNTR), which re-reads only directories whose mtime changed (at 100k files
+ * ~40 ms instead of ~0.5 s for `ls-files -o`, which never uses the cache in
+ * git 2.39). GIT_OPTIONAL_LOCKS=1 (the index is agentsnap's own) writes the
+ * cache and the refreshed stat data back, so the next call starts warm.
+ *
+ * The refresh calls a stat-dirty file clean when its *filtered* content
+ * equals the stored blob. The private index stores raw bytes, so that is
+ * exact only where no attribute transforms content; the caller uses this
+ * path only then, and re-checks every attributed entry when an attributes
+ * file shows up among the changes.
+ */
+async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true, prefetched: Promise<Buffer | null> | null = null): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean; unread: UnreadPath[] }> {
+  // The same command the executable may have started already on the identical user's index (status-prefetch.ts;
+  // one that printed anything on stderr, such as a directory it could not read, is not taken).
+  const early = prefetched ? await prefetched : null;
+  const res = early
+    ? { stdout: early, stderr: '' }
+    : await repo.git(snapshotStatusArgs(writeBack), { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: writeBack ? '1' : '0' } });
+  const changed: string[] = [];
+  const untracked: string[] = [];
+  let unmerged = false;
+  for (const rec of splitNul(res.stdout)) {
+    switch (rec[0]) {
+      case '1': // 1 XY sub mH mI mW hH hI path
+        if (rec[3] !== '.') changed.push(afterFields(rec, 8));
+        break;
+      case 'u': // u XY sub m1 m2 m3 mW h1 h2 h3 path: unmerged (index seeded mid-merge)
+        changed.push(afterFields(rec, 10));
+        unmerged = true;
+        break;
+      case '?':
+        untracked.push(rec.slice(2));
+        break;
+      default: // no renames asked for; '!' and '#' are not asked for
+    }
+  }
+  return { changed, untracked, unmerged, unread: unreadFromStderr(res.stderr) };
+}
+
+/**
+ * An unreadable (or too deep) directory stands for everything below it: the
+ * paths under it that this index happened to know are dropped from the list,
+ * so every index lists the same (restore keeps what is below a skipped
+ * directory either way).
+ */
+function subsumeUnreadBelow(skipped: SkippedFile[]): void {
+  const dirs = new Set(skipped.filter((x) => x.reason === 'unreadable' || x.reason === 'path-too-long').map((x) => x.path));
+  const below = (p: string) => {
+    for (let i = p.lastIndexOf('/'); i > 0; i = p.lastIndexOf('/', i - 1)) if (dirs.has(p.slice(0, i))) return true;
+    return false;
+  };
+  for (let i = skipped.length - 1; i >= 0; i--) if (below(skipped[i]!.path)) skipped.splice(i, 1);
+}
+
+/** Removes git's untracked cache from an index (the next status that writes it back builds a new one). */
+async function dropUntrackedCache(repo: Repo, indexFile: string): Promise<void> {
+  if (!fs.existsSync(indexFile)) return;
+  await repo.git(['-c', 'core.untrackedCache=false', 'update-index', '--no-untracked-cache'], { extraEnv: indexEnv(indexFile) });
+}
+
+/** The rest of `rec` after its first `n` space-separated fields (paths may contain spaces). */
+function afterFields(rec: string, n: number): string {
+  let at = 0;
+  for (let i = 0; i < n; i++) at = rec.indexOf(' ', at) + 1;
+  return rec.slice(at);
+}
+
+/**
+ * The private index outlives the moment a file was first added, so entries
+ * that only agentsnap tracks (untracked files of earlier snapshots) are
+ * checked again every time: ignored by now, excluded, over the cap or a
+ * secret (e.g. after `git rm --cached`) means they drop out, and a skip is
+ * listed. Paths the user tracks but the private index lacks (added or
+ * force-added after the session started) are returned to be added. Files the
+ * user tracks are never classified.
+ */
+async function reconcileWithUserIndex(
+  repo: Repo,
+  priv: IndexVsTree,
+  user: IndexVsTree,
+  classify: Classifier,
+  skipped: SkippedFile[],
+): Promise<{ drop: string[]; tracked: string[] }> {
+  const linked = new Map<string, boolean>();
+  // A file the user tracks that is now a plain directory is gone as a file
+  // (its new contents are untracked files); update-index refuses to add a
+  // directory that is not a repository.
+  const present = (p: string) => {
+    const abs = path.join(repo.worktree, p);
+    try {
+      fs.lstatSync(fsPath(abs));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      // Not there, or not readable: listed as such (never silently left out).
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') skipped.push({ path: p, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+      return false;
+    }
+    return !behindSymlink(repo.worktree, p, linked) && !(isDirectory(abs) && !lexists(path.join(abs, '.git')));
+  };
+  // Only in the private index: added there and not by the user, or removed by the user (`git rm --cached`) but still there.
+  const onlyPrivate = [...priv.extra].filter((p) => !user.extra.has(p)).concat([...user.missing].filter((p) => !priv.missing.has(p)));
+  const ours = onlyPrivate.filter((p) => !behindSymlink(repo.worktree, p, linked));
+  // Only in the user's index: staged new there, or in HEAD and kept by the user but gone from the private index.
+  const onlyUser = [...user.extra].filter((p) => !priv.extra.has(p)).concat([...priv.missing].filter((p) => !user.missing.has(p)));
+  const tracked = onlyUser.filter(present);
+  if (ours.length === 0) return { drop: [], tracked };
+  const ignored = await ignoredPaths(repo, ours);
+  const drop: string[] = [];
+  for (const rel of ours) {
+    if (ignored.has(rel)) {
+      drop.push(rel);
+      continue;
+    }
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(fsPath(path.join(repo.worktree, rel)));
+    } catch {
+      continue; // deleted: `add --update` already removed it
+    }
+    if (st.isDirectory()) continue; // a nested repository's gitlink
+    const reason = classify(rel, st.size);
+    if (reason) {
+      drop.push(rel);
+      skipped.push({ path: rel, reason, size: st.size });
+    }
+  }
+  return { drop, tracked };
+}
+
+function isDirectory(abs: string): boolean {
+  try {
+    return fs.lstatSync(fsPath(abs)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Whether anything is at `abs`, a dangling symlink included (fs.existsSync follows links). */
+function lexists(abs: string): boolean {
+  try {
+    fs.lstatSync(fsPath(abs));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Attribute names whose presence means git may change bytes on the way in. */
+const TRANSFORMING_ATTRS = ['text', 'eol', 'crlf', 'filter', 'ident', 'working-tree-encoding'];
+
+function autocrlfOn(settings: Settings): boolean {
+  return !!settings.autocrlf && !['false', 'no', 'off', '0'].includes(settings.autocrlf.toLowerCase());
+}
+
+async function hasTransformingAttributes(repo: Repo, indexFile: string, settings: Settings): Promise<boolean> {
+  return (
+    attributesFromConfig(repo, settings) ||
+    (await repo.git(['ls-files', '-z', '--', ':(glob)**/.gitattributes'], { extraEnv: indexEnv(indexFile) })).stdout.length > 0
+  );
+}
+
+async function allEntries(repo: Repo, indexFile: string): Promise<string[]> {
+  const res = await repo.git(['ls-files', '-z'], { extraEnv: indexEnv(indexFile) });
+  return splitNul(res.stdout);
+}
+
+/** Of `paths`, those whose attributes (or core.autocrlf) may transform content. */
+async function transformedPaths(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
+  if (paths.length === 0) return [];
+  const res = await repo.git(['check-attr', '-z', '--stdin', ...TRANSFORMING_ATTRS], { input: pathsInput(paths) });
+  const tokens = splitNul(res.stdout);
+  const hit = new Set<string>();
+  const auto = autocrlfOn(settings);
+  for (let i = 0; i + 2 < tokens.length + 1; i += 3) {
+    const p = tokens[i];
+    const attr = tokens[i + 1];
+    const value = tokens[i + 2];
+    if (p === undefined || attr === undefined || value === undefined) break;
+    if (value === 'unspecified') {
+      if (attr === 'text' && auto) hit.add(p);
+      continue;
+    }
+    if (value === 'unset') continue;
+    hit.add(p);
+  }
+  return paths.filter((p) => hit.has(p));
+}
+
+interface IndexEntry {
+  mode: string;
+  oid: string;
+  path: string;
+}
+
+async function readEntries(repo: Repo, indexFile: string, paths: string[]): Promise<IndexEntry[]> {
+  if (paths.length === 0) return [];
+  // ls-files takes no --pathspec-from-file (git 2.39): literal paths as arguments, in chunks under ARG_MAX.
+  const records: string[] = [];
+  for (const chunk of argChunks(paths)) {
+    const res = await repo.git(['ls-files', '-s', '-z', '--', ...chunk], {
+      extraEnv: { ...indexEnv(indexFile), GIT_LITERAL_PATHSPECS: '1' },
+    });
+    records.push(...splitNul(res.stdout));
+  }
+  const out: IndexEntry[] = [];
+  for (const rec of records) {
+    const tab = rec.indexOf('\t');
+    const [mode, oid, stage] = rec.slice(0, tab).split(' ');
+    if (!mode || !oid || stage !== '0') continue;
+    out.push({ mode, oid, path: rec.slice(tab + 1) });
+  }
+  return out;
+}
+
+export { hashRaw, stdinPathSafe } from './tree-editor.js';
+
+/**
+ * git applies .gitattributes (eol normalisation, clean filters such as LFS,
+ * ident, working-tree-encoding) and core.autocrlf when content enters the
+ * index. A snapshot holds the bytes as they are on disk, so entries that may
+ * have been transformed (`suspects`, from transformedPaths) are re-hashed
+ * with --no-filters and replaced where they differ. Returns whether the
+ * index changed.
+ */
+async function keepExactBytes(repo: Repo, indexFile: string, suspects: string[]): Promise<boolean> {
+  if (suspects.length === 0) return false;
+  const entries = (await readEntries(repo, indexFile, suspects)).filter((e) => e.mode === '100644' || e.mode === '100755');
+  if (entries.length === 0) return false;
+  let raw: string[];
+  try {
+    raw = await hashRaw(repo, entries.map((e) => e.path));
+  } catch (e) {
+    explainAddFailure(e);
+  }
+  const hashed = entries.map((e, i) => ({ ...e, raw: raw[i] ?? '' }));
+  const fixes = hashed.filter((e) => e.raw && e.raw !== e.oid);
+  // git trusts a racily clean entry (file modified in the second the index
+  // was written) after comparing its *filtered* content with the stored
+  // blob, which here is the raw one: a rewrite the filter maps to the same
+  // bytes would go unseen. Re-setting such entries clears their stat data, so
+  // the next snapshot reads them again.
+  const racySince = Date.now() - RACY_WINDOW_MS;
+  const racy = hashed.filter((e) => e.raw === e.oid && mtimeMs(path.join(repo.worktree, e.path)) >= racySince);
+  const lines = [...fixes, ...racy].map((e) => `${e.mode} ${e.raw}\t${e.path}`);
+  if (lines.length === 0) return false;
+  await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
+  return fixes.length > 0;
+}
+
+/** git compares whole-second mtimes; two seconds cover the index write that follows. */
+const RACY_WINDOW_MS = 2000;
+
+function mtimeMs(abs: string): number {
+  try {
+    return fs.lstatSync(abs).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Next to the private index while it is an unwritten copy of the user's
+ * index (only git status's refresh and untracked cache added): the stat keys
+ * of both files then, so any other write of either shows.
+ */
+function userCopyFile(indexFile: string): string {
+  return `${indexFile}.user-copy`;
+}
+
+function userCopyState(repo: Repo, indexFile: string): 'valid' | 'stale' | 'none' {
+  let state: { user: string; priv: string };
+  try {
+    state = JSON.parse(fs.readFileSync(userCopyFile(indexFile), 'utf8')) as { user: string; priv: string };
+  } catch {
+    return 'none';
+  }
+  return state.user === statKey(path.join(repo.gitDir, 'index')) && state.priv === statKey(indexFile) ? 'valid' : 'stale';
+}
+
+/** Removes the private index and what was kept about it, so the next step seeds a fresh copy. */
+function discardPrivateIndex(indexFile: string): void {
+  for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile), noFlagsMarker(indexFile)]) fs.rmSync(f, { force: true });
+}
+
+/**
+ * Next to a private index once it holds no skip-worktree or assume-unchanged
+ * entry (clearIndexFlags): only a copy of the user's index brings them in.
+ */
+export function noFlagsMarker(indexFile: string): string {
+  return `${indexFile}.no-flags`;
+}
+
+/**
+ * A private index copied from the user's keeps the user's skip-worktree and
+ * assume-unchanged flags, under which git never reads those files: a
+ * snapshot would record the index's bytes, not the disk's (issue 13). The
+ * flags are cleared in the private index only (the user's keeps them), once
+ * per copy: an index with the marker has none (~20 ms to read 100k entries
+ * otherwise). Entries a sparse checkout left off the disk then read as
+ * deleted, which is what is on disk.
+ */
+async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
+  const marker = noFlagsMarker(indexFile);
+  if (fs.existsSync(marker) || !fs.existsSync(indexFile)) return;
+  let skip: Buffer[];
+  let assume: Buffer[];
+  const inProcess = readIndexFlags(indexFile);
+  // A sparse index (directory entries) is expanded by git: index.sparse=false keeps it full when written.
+  const cfg = ['-c', 'index.sparse=false'];
+  if (inProcess) ({ skipWorktree: skip, assumeUnchanged: assume } = inProcess);
+  else {
+    skip = [];
+    assume = [];
+    const res = await repo.git([...cfg, 'ls-files', '-v', '-z'], { extraEnv: indexEnv(indexFile) });
+    for (const rec of splitNul(res.stdout)) {
+      const tag = rec.slice(0, 1);
+      const name = Buffer.from(rec.slice(2));
+      if (tag === 'S' || tag === 's') skip.push(name);
+      if (tag !== tag.toUpperCase()) assume.push(name);
+    }
+  }
+  const nul = Buffer.from([0]);
+  const input = (names: Buffer[]) => Buffer.concat(names.flatMap((n) => [n, nul]));
+  // update-index applies one of the two options per path: one call each.
+  if (skip.length > 0) await repo.git([...cfg, 'update-index', '--no-skip-worktree', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(skip) });
+  if (assume.length > 0) await repo.git([...cfg, 'update-index', '--no-assume-unchanged', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(assume) });
+  fs.writeFileSync(marker, '', { mode: 0o600 });
+}
+
+/** Dirty paths (changed tracked + untracked) above which git's own update-index and write-tree take over. */
+export const MAX_IN_PROCESS_PATHS = 3000;
+
+/**
+ * The snapshot of a private index that is a copy of the user's index,
+ * written without writing any index: the base tree is `git write-tree` of
+ * the copy (cheap while the user's cache-tree is valid), the dirty paths are
+ * what `git status` on the copy reports (changed or deleted tracked paths,
+ * untracked files), and the tree of those is built in-process on top of the
+ * base. The copy is kept (with the untracked cache and stat data status
+ * wrote) for the next snapshot. Returns the reason instead wherever the
+ * result could differ from git's own path (snapshotThroughIndex): content
+ * transforming attributes or config, flagged, unmerged or gitlink entries,
+ * nested repositories, names that are not UTF-8, too many dirty paths.
+ */
+async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey: string, seeded: boolean): Promise<TreeSnapshotResult | string> {
+  const { indexFile, settings } = opts;
+  const cfg = settings.gitConfig;
+  if (!cfg) return 'git config not known';
+  if (attributesFromConfig(repo, settings)) return 'attributes or core.autocrlf from config';
+  const why = unsupportedConfig(cfg);
+  if (why) return why;
+  const store = objectStore(repo, cfg);
+  if (!store) return 'objects cannot be written in-process';
+  if (!fs.existsSync(indexFile)) return 'no index yet';
+  // write-tree locks the index it reads, as status does: it gets a copy of its own.
+  const baseCopy = `${indexFile}.base-${process.pid}`;
+  fs.copyFileSync(indexFile, baseCopy);
+  const base = writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
+  const writeBack = !seeded || opts.warmCopy !== false;
+  // A fresh copy not written back: the status of the user's index itself, if the executable started it.
+  // It ran without this repository's overrides: of those only the filters switched off can be left here
+  // (core.ignoreCase declined above), and they change nothing where this path keeps its result (it
+  // declines wherever an attributes file or attributes config could name a filter).
+  const prefetched = writeBack ? null : takeStatusPrefetch(repo, userKey, snapshotStatusArgs(false));
+  const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched);
+  const settled = () => Promise.allSettled([base, status]);
+  // Read while git runs (git replaces the file whole, so either version has the same entries).
+  const facts = readIndexFacts(baseCopy);
+  const early = !facts ? 'index not readable in-process' : facts.unsupported ?? (facts.attributesFiles ? 'attributes files in the index' : null);
+  if (early) {
+    await settled();
+    return early;
+  }
+  let st: Awaited<typeof status>;
+  let baseTree: string;
+  try {
+    [st, baseTree] = await Promise.all([status, base]);
+  } catch (e) {
+    await settled();
+    return `git failed: ${(e as Error).message}`;
+  }
+  if (st.unmerged) return 'unmerged entries';
+  if (st.unread.length > 0) {
+    await dropUntrackedCache(repo, indexFile); // written by this status, blind to what it could not read (see snapshotThroughIndex)
+    return `git could not read ${st.unread[0]!.path} (${st.unread[0]!.reason})`;
+  }
+  if (st.changed.length + st.untracked.length > (opts.maxInProcessPaths ?? MAX_IN_PROCESS_PATHS)) return `${st.changed.length + st.untracked.length} changed paths`;
+  for (const rel of [...st.changed, ...st.untracked]) {
+    if (rel.endsWith('/')) return `nested repository at ${rel}`;
+    if (rel.includes('\uFFFD') || hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
+    if (isAttributesFile(rel)) return `attributes file ${rel}`;
+  }
+
+  // What update-index would make of each changed tracked path.
+  const removed: string[] = [];
+  const files: { rel: string; symlink: boolean }[] = [];
+  const linked = new Map<string, boolean>();
+  for (const rel of st.changed) {
+    if (behindSymlink(repo.worktree, rel, linked)) {
+      removed.push(rel);
+      continue;
+    }
+    let s: fs.Stats;
+    try {
+      s = fs.lstatSync(path.join(repo.worktree, rel));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') return `cannot stat ${rel} (${code})`;
+      removed.push(rel);
+      continue;
+    }
+    if (s.isDirectory()) removed.push(rel); // its files are untracked ones
+    else if (s.isFile() || s.isSymbolicLink()) files.push({ rel, symlink: s.isSymbolicLink() });
+    else return `tracked path ${rel} is neither a file nor a symlink`;
+  }
+  // What the full path does with each untracked file (see snapshotThroughIndex).
+  const classify = untrackedClassifier(settings);
+  const skipped: SkippedFile[] = [];
+  for (const rel of st.untracked) {
+    if (skipRestoreTemp(repo.worktree, rel)) continue;
+    let s: fs.Stats;
+    try {
+      s = fs.lstatSync(path.join(repo.worktree, rel));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since listed
+      return `cannot stat ${rel}`;
+    }
+    if (!s.isFile() && !s.isSymbolicLink()) return `untracked ${rel} is neither a file nor a symlink`;
+    const reason = classify(rel, s.size);
+    if (reason) skipped.push({ path: rel, reason, size: s.size });
+    else files.push({ rel, symlink: s.isSymbolicLink() });
+  }
+
+  let tree = baseTree;
+  if (removed.length > 0 || files.length > 0) {
+    const reader = new ObjectReader(repo);
+    try {
+      const editor = new TreeEditor(reader, store, baseTree);
+      for (const rel of removed) await editor.remove(rel);
+      const leaves: (Leaf | null | string)[] = [];
+      for (const f of files) leaves.push(await blobOf(repo, store, f.rel, f.symlink));
+      for (const [i, f] of files.entries()) {
+        const leaf = leaves[i];
+        if (typeof leaf === 'string') return leaf;
+        if (leaf) await editor.set(f.rel, leaf);
+      }
+      tree = editor.write();
+    } catch (e) {
+      return `in-process tree failed: ${(e as Error).message}`;
+    } finally {
+      await reader.close();
+    }
+  }
+  const changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
+  // The marker speaks for an index holding a snapshot's tree, which this one does not.
+  fs.rmSync(noAttributesMarker(indexFile), { force: true });
+  keepPrivate(indexFile);
+  const stateTmp = `${userCopyFile(indexFile)}.tmp-${process.pid}`;
+  fs.writeFileSync(stateTmp, JSON.stringify({ user: userKey, priv: statKey(indexFile) }), { mode: 0o600 });
+  fs.renameSync(stateTmp, userCopyFile(indexFile));
+  return { tree, skipped, seeded, changed };
+}

@@ -1,0 +1,383 @@
+// Garbage collection of agentsnap's own data: old sessions (refs, journals,
+// private indexes, worktrees), orphans (refs without a session, worktrees
+// without a session, abandoned temporary files) and old safety snapshots.
+// Sessions in use are never touched, and a session whose worktree holds work
+// its snapshots do not have is kept. Objects that become unreachable are left
+// to git's own gc (gc.pruneExpire), which is the user's policy to set.
+import fs from 'node:fs';
+import path from 'node:path';
+import { errors } from '../base/errors.js';
+import { openRepo, type Repo } from '../git/repo.js';
+import { lastValue, loadSettings, parseInteger, readGitConfig } from '../git/config.js';
+import { acquireLock, type Lock } from '../base/lock.js';
+import { listRefs, readHead, updateRefs } from '../git/plumbing.js';
+import { listSessions, META_REF_PREFIX, sessionInUse, sessionOfRef, sessionPaths, sessionRefs, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, type SessionSummary } from '../session/session.js';
+import { defaultWorktreeDir, describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, worktreeConfig } from './worktree.js';
+import { snapshotNow } from '../snapshot/snapshot-now.js';
+import { dropSession, SAFETY_REF_PREFIX } from './parallel.js';
+import { diskUse, exists, olderThan, readdirOrEmpty } from '../base/fsutil.js';
+import { runDirInUse } from '../server/server.js';
+
+const DAY = 24 * 60 * 60 * 1000;
+/** Temporary files and half-created things younger than this may belong to a command that is still running. */
+const TEMP_GRACE_MS = 60 * 60 * 1000;
+
+/** Parses `14d`, `12h`, `30m`, `45s`, `2w` or a number of days; `0` is zero. */
+export function parseDuration(key: string, value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$/i.exec(value);
+  if (!m) {
+    throw (key.startsWith('agentsnap.') ? errors.invalidConfig : errors.invalidArgument)(`${key} = ${JSON.stringify(value)} is not a duration.`, {
+      hint: 'Use a number with s, m, h, d or w, e.g. 14d.',
+      data: { key, value },
+    });
+  }
+  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: DAY, w: 7 * DAY, '': DAY }[(m[2] ?? '').toLowerCase() as 's'];
+  return Number(m[1]) * unit;
+}
+
+export interface GcSettings {
+  /** Sessions inactive longer than this are dropped. */
+  retentionMs: number;
+  /** The N most recently active sessions are kept whatever their age. */
+  keep: number;
+  /** Minimum time between automatic gc runs; 0 disables them. */
+  autoIntervalMs: number;
+}
+
+export async function gcSettings(repo: Repo): Promise<GcSettings> {
+  const cfg = await readGitConfig(repo);
+  const auto = lastValue(cfg, 'agentsnap.gcauto');
+  const keep = lastValue(cfg, 'agentsnap.gckeep');
+  return {
+    retentionMs: parseDuration('agentsnap.retention', lastValue(cfg, 'agentsnap.retention') ?? '14d'),
+    keep: parseInteger('agentsnap.gcKeep', keep, 0),
+    autoIntervalMs: auto === undefined ? DAY : ['false', 'no', 'off', 'never'].includes(auto.trim().toLowerCase()) ? 0 : parseDuration('agentsnap.gcAuto', auto),
+  };
+}
+
+export interface GcOptions {
+  /** Default: agentsnap.retention (14d). */
+  olderThanMs?: number;
+  /** Default: agentsnap.gcKeep (0). */
+  keep?: number;
+  dryRun?: boolean;
+  /** Remove everything agentsnap ever put into the repository. */
+  all?: boolean;
+  /** With all: also sessions that may be in use, and worktrees with unsnapshotted work. */
+  force?: boolean;
+  /** Automatic run: discarded sessions wait out the retention like the others; a busy gc is skipped. */
+  auto?: boolean;
+  now?: number;
+}
+
+export interface GcReport {
+  dryRun: boolean;
+  all: boolean;
+  removedSessions: string[];
+  /** Sessions kept although old, and why. */
+  kept: { session: string; reason: string }[];
+  removedWorktrees: string[];
+  removedRefs: string[];
+  removedFiles: string[];
+  /** Bytes used by agentsnap's state dir and worktrees. */
+  before: number;
+  /** After the run (dry run: an estimate). */
+  after: number;
+}
+
+async function usage(repo: Repo, worktreeDir: string): Promise<number> {
+  let total = diskUse(repo.stateDir);
+  if (!worktreeDir.startsWith(repo.stateDir + path.sep)) total += diskUse(worktreeDir);
+  return total;
+}
+
+/** Why dropping this session's worktree would lose work, or null when it would not. */
+async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null> {
+  const meta = readWorktreeMeta(repo, s.id);
+  if (!meta || !exists(meta.path)) return null;
+  let wt: Repo;
+  try {
+    wt = await openRepo(meta.path, { env: repo.callerEnv });
+  } catch {
+    return `its worktree ${meta.path} is no longer a git worktree`;
+  }
+  const snap = await snapshotNow(wt, await loadSettings(wt), 'gc');
+  const head = await wt.git(['rev-parse', '--verify', '-q', `${s.head}^{tree}`], { okCodes: [1, 128] });
+  if (snap.tree !== head.stdout.toString('utf8').trim()) return `its worktree ${meta.path} has changes after the last snapshot`;
+  // Nested repositories are in the snapshots as gitlinks (or left out): their commits and files are not.
+  const nested = await nestedRepoWork(repo, wt, snap.tree, snap.skipped);
+  if (nested.length > 0) return `its worktree ${meta.path} holds nested repositories with work found nowhere else (${describeNestedWork(nested)})`;
+  const wtHead = (await readHead(wt)).commit;
+  if (wtHead && wtHead !== meta.head) {
+    const reach = await repo.git(['for-each-ref', '--count=1', '--contains', wtHead, '--format=%(refname)', 'refs/heads/', 'refs/remotes/', 'refs/tags/']);
+    if (reach.stdout.length === 0) return `its worktree ${meta.path} has commits on no branch (${wtHead.slice(0, 10)})`;
+  }
+  return null;
+}
+
+/** Files agentsnap leaves only when a command dies: temp indexes, state/seed temp files, broken-lock tombstones. */
+function strayFiles(repo: Repo, now: number): string[] {
+  const out: string[] = [];
+  const tmpDir = path.join(repo.stateDir, 'tmp');
+  for (const name of readdirOrEmpty(tmpDir)) {
+    const p = path.join(tmpDir, name);
+    if (olderThan(p, TEMP_GRACE_MS, now)) out.push(p);
+  }
+  // `packs.json.tmp-<pid>` of a maintenance killed between writing and renaming its pack list.
+  for (const name of readdirOrEmpty(repo.stateDir)) {
+    if (name.startsWith('packs.json.tmp-') && olderThan(path.join(repo.stateDir, name), TEMP_GRACE_MS, now)) out.push(path.join(repo.stateDir, name));
+  }
+  for (const id of readdirOrEmpty(sessionsDir(repo))) {
+    const dir = path.join(sessionsDir(repo), id);
+    for (const name of readdirOrEmpty(dir)) {
+      if (/^index\.diff-|\.tmp-|\.seed-|\.stale-|\.lock$/.test(name) && name !== 'lock' && olderThan(path.join(dir, name), TEMP_GRACE_MS, now)) {
+        out.push(path.join(dir, name));
+      }
+    }
+  }
+  // Temporary packs of a pack-objects that was killed (agentsnap's maintenance packs its snapshots);
+  // a day old, no git process is still writing them.
+  const packDir = path.join(repo.commonDir, 'objects', 'pack');
+  for (const name of readdirOrEmpty(packDir)) {
+    if (/^tmp_pack_|^tmp_idx_|^tmp_rev_/.test(name) && olderThan(path.join(packDir, name), DAY, now)) out.push(path.join(packDir, name));
+  }
+  const locks = path.join(repo.stateDir, 'locks');
+  for (const name of readdirOrEmpty(locks)) {
+    if (name.includes('.stale-') && olderThan(path.join(locks, name), TEMP_GRACE_MS, now)) out.push(path.join(locks, name));
+  }
+  return out;
+}
+
+/** The refs of each session named by agentsnap's per-session refs (steps and meta), by session id. */
+async function refsBySession(repo: Repo): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const r of [...(await listRefs(repo, STEP_REF_PREFIX)), ...(await listRefs(repo, SESSION_META_PREFIX))]) {
+    const id = sessionOfRef(r.ref) ?? '';
+    out.set(id, [...(out.get(id) ?? []), r.ref]);
+  }
+  return out;
+}
+
+/**
+ * Server run dirs (`run/wt-<name>`, see runDirOf) of linked worktrees that
+ * are gone: git's `worktrees/<name>` is removed, or names a worktree whose
+ * `.git` is gone and that is not locked (git would prune it). Never one a
+ * server may still be using (runDirInUse); `run/main` always stays.
+ */
+function orphanRunDirs(repo: Repo): string[] {
+  const runRoot = path.join(repo.stateDir, 'run');
+  const out: string[] = [];
+  for (const name of readdirOrEmpty(runRoot)) {
+    if (!name.startsWith('wt-')) continue;
+    const dir = path.join(runRoot, name);
+    if (linkedWorktreeExists(repo, name.slice('wt-'.length)) || runDirInUse(dir)) continue;
+    out.push(dir);
+  }
+  return out;
+}
+
+function linkedWorktreeExists(repo: Repo, name: string): boolean {
+  const admin = path.join(repo.commonDir, 'worktrees', name);
+  if (!exists(admin)) return false;
+  if (exists(path.join(admin, 'locked'))) return true;
+  let gitdir: string;
+  try {
+    gitdir = fs.readFileSync(path.join(admin, 'gitdir'), 'utf8').trim();
+  } catch {
+    return true; // being created, or unreadable: not ours to judge
+  }
+  return exists(path.resolve(admin, gitdir));
+}
+
+/** `agentsnap gc`. */
+export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
+  const now = opts.now ?? Date.now();
+  const settings = await gcSettings(repo);
+  const retention = opts.olderThanMs ?? settings.retentionMs;
+  const keep = opts.keep ?? settings.keep;
+  const cfg = await worktreeConfig(repo);
+  const dryRun = !!opts.dryRun;
+  const report: GcReport = { dryRun, all: !!opts.all, removedSessions: [], kept: [], removedWorktrees: [], removedRefs: [], removedFiles: [], before: 0, after: 0 };
+  if (!exists(repo.stateDir) && (await listRefs(repo, STEP_REF_PREFIX)).length === 0 && (await listRefs(repo, META_REF_PREFIX)).length === 0) {
+    return report;
+  }
+  fs.mkdirSync(path.join(repo.stateDir, 'locks'), { recursive: true, mode: 0o700 });
+  let lock: Lock;
+  try {
+    lock = await acquireLock(path.join(repo.stateDir, 'locks', 'gc.lock'), { timeoutMs: opts.auto ? 0 : 2000, purpose: 'gc' });
+  } catch (e) {
+    if (opts.auto) return report;
+    throw e;
+  }
+  try {
+    report.before = await usage(repo, cfg.dir);
+    let estimate = 0;
+    const sessions = await listSessions(repo);
+    const inUse = new Set(sessions.filter((s) => sessionInUse(s, now)).map((s) => s.id));
+
+    // Which sessions go.
+    const drop: SessionSummary[] = [];
+    if (opts.all) {
+      const busy = sessions.filter((s) => inUse.has(s.id));
+      if (busy.length > 0 && !opts.force) {
+        throw errors.refused(`${busy.length} session(s) may still be in use: ${busy.map((s) => s.id).join(', ')}.`, {
+          hint: 'Stop their agents (or discard them) first, or remove everything anyway with --all --force.',
+          data: { sessions: busy.map((s) => s.id) },
+        });
+      }
+      if (!opts.force) {
+        // Check every worktree before removing anything: --all either does it all or nothing.
+        for (const s of sessions) {
+          if (s.status === 'discarded') continue;
+          const why = await unsavedWork(repo, s);
+          if (why) {
+            throw errors.refused(`session ${s.id}: ${why}.`, { hint: 'Apply, promote or discard it first, or use --all --force.', data: { session: s.id } });
+          }
+        }
+      }
+      drop.push(...sessions);
+    } else {
+      let recent = 0;
+      for (const s of sessions) {
+        if (inUse.has(s.id)) continue;
+        const discarded = s.status === 'discarded';
+        if (!discarded && recent < keep) {
+          recent++;
+          continue;
+        }
+        const old = now - Date.parse(s.lastActivity) > retention;
+        if (old || (discarded && !opts.auto)) drop.push(s);
+      }
+    }
+    for (const s of drop) {
+      if (s.status !== 'discarded' && !opts.force && !opts.all) {
+        const why = await unsavedWork(repo, s).catch((e: unknown) => `its worktree could not be checked (${e instanceof Error ? e.message : String(e)})`);
+        if (why) {
+          report.kept.push({ session: s.id, reason: why });
+          continue;
+        }
+      }
+      const meta = readWorktreeMeta(repo, s.id);
+      estimate += diskUse(sessionPaths(repo, s.id).dir);
+      if (meta && exists(meta.path)) {
+        estimate += diskUse(meta.path);
+        report.removedWorktrees.push(meta.path);
+        if (!dryRun) await removeSessionWorktree(repo, meta);
+      }
+      report.removedSessions.push(s.id);
+      if (!dryRun) {
+        const sessionLock = await acquireLock(sessionPaths(repo, s.id).lock, { timeoutMs: 0, purpose: 'gc' }).catch(() => null);
+        if (!sessionLock) {
+          report.removedSessions.pop();
+          report.kept.push({ session: s.id, reason: 'its lock is held' });
+          continue;
+        }
+        try {
+          report.removedRefs.push(...(await sessionRefs(repo, s.id)));
+          await dropSession(repo, s.id);
+        } finally {
+          sessionLock.release();
+        }
+      }
+    }
+
+    // Orphans: refs of sessions that have no state dir (a half-started or half-dropped session).
+    const known = new Set(readdirOrEmpty(sessionsDir(repo)));
+    const orphanRefs: string[] = [];
+    for (const [id, refs] of await refsBySession(repo)) {
+      if (opts.all || !known.has(id) || report.removedSessions.includes(id)) orphanRefs.push(...refs.filter((r) => !report.removedRefs.includes(r)));
+    }
+    // Safety snapshots (undo points of apply) older than the retention, unless the session they
+    // applied stays: its journal names them (session.apply), and the versions that apply kept
+    // hang on them (second parent).
+    const staying = new Set([...known].filter((id) => !report.removedSessions.includes(id)));
+    const safety = await repo.git(['for-each-ref', '--format=%(committerdate:unix) %(refname) %(trailers:key=Agentsnap-Session,valueonly,separator=%x2C)', SAFETY_REF_PREFIX]);
+    for (const line of safety.stdout.toString('utf8').split('\n').filter(Boolean)) {
+      const [t, ref, session] = line.split(' ');
+      if (!ref) continue;
+      if (opts.all || (now - Number(t) * 1000 > retention && !(session && staying.has(session)))) orphanRefs.push(ref);
+    }
+    if (opts.all) {
+      for (const r of [...(await listRefs(repo, STEP_REF_PREFIX)), ...(await listRefs(repo, META_REF_PREFIX))]) {
+        if (!orphanRefs.includes(r.ref) && !report.removedRefs.includes(r.ref)) orphanRefs.push(r.ref);
+      }
+    }
+    report.removedRefs.push(...orphanRefs);
+    if (!dryRun) await updateRefs(repo, orphanRefs.map((ref) => ({ ref, value: null })));
+
+    // Orphaned worktrees: registered with git under agentsnap's worktree dir, with no session (or a dropped one).
+    const dirs = new Set([cfg.dir, defaultWorktreeDir(repo)]);
+    const live = new Set(readdirOrEmpty(sessionsDir(repo)).filter((id) => !report.removedSessions.includes(id)));
+    let prune = false;
+    for (const wt of await listWorktrees(repo)) {
+      const parent = path.dirname(wt.path);
+      if (!dirs.has(parent)) continue;
+      const id = path.basename(wt.path);
+      if (live.has(id) && !opts.all) continue;
+      if (report.removedWorktrees.includes(wt.path)) continue;
+      if (!opts.all && !wt.prunable && !olderThan(wt.path, TEMP_GRACE_MS, now)) continue;
+      if (wt.prunable) {
+        prune = true;
+        continue;
+      }
+      estimate += diskUse(wt.path);
+      report.removedWorktrees.push(wt.path);
+      if (!dryRun) await removeSessionWorktree(repo, { path: wt.path, shared: [] });
+    }
+    if (prune && !dryRun) await repo.git(['worktree', 'prune']);
+
+    // Temporary files of commands that died, and run dirs of servers whose worktree is gone.
+    const stray = [...strayFiles(repo, now), ...orphanRunDirs(repo)];
+    for (const f of stray) estimate += diskUse(f);
+    report.removedFiles.push(...stray);
+    if (!dryRun) for (const f of stray) fs.rmSync(f, { recursive: true, force: true });
+
+    if (opts.all) {
+      report.removedFiles.push(repo.stateDir);
+      if (!dryRun) {
+        lock.release();
+        fs.rmSync(repo.stateDir, { recursive: true, force: true });
+        if (cfg.dir !== defaultWorktreeDir(repo)) {
+          for (const name of readdirOrEmpty(cfg.dir)) if (!exists(path.join(cfg.dir, name, '.git'))) fs.rmSync(path.join(cfg.dir, name), { recursive: true, force: true });
+        }
+      }
+    }
+    report.after = dryRun ? Math.max(0, report.before - estimate) : await usage(repo, cfg.dir);
+    if (opts.all && dryRun) report.after = 0;
+    return report;
+  } finally {
+    lock.release();
+  }
+}
+
+function stampFile(repo: Repo): string {
+  return path.join(repo.stateDir, 'gc.stamp');
+}
+
+/**
+ * Automatic retention, cheap enough for every session start: one stat of a
+ * stamp file whose mtime is when the next run is due. Only then is
+ * agentsnap.gcAuto (default 1d) read, gc run, and the stamp moved on by the
+ * interval (by a day while automatic gc is off, so turning it back on takes
+ * effect). Never throws: retention must not stop a session from starting.
+ */
+export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Promise<GcReport | null> {
+  const now = opts.now ?? Date.now();
+  try {
+    const stamp = stampFile(repo);
+    try {
+      if (fs.statSync(stamp).mtimeMs > now) return null;
+    } catch {
+      /* never ran */
+    }
+    const settings = await gcSettings(repo);
+    const next = new Date(now + (settings.autoIntervalMs > 0 ? settings.autoIntervalMs : DAY));
+    fs.mkdirSync(repo.stateDir, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(stamp, `next automatic gc: ${next.toISOString()}\n`);
+    fs.utimesSync(stamp, next, next);
+    if (settings.autoIntervalMs <= 0) return null;
+    return await gc(repo, { auto: true, now });
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,543 @@
+// Over 500 lines: apply, promote and discard share the safety snapshot, the
+// three-way merge and the journaling of what came back; kept together.
+//
+// Bringing parallel sessions back, or throwing them away: the sessions
+// overview, apply (three-way merge into the current worktree), promote (one
+// ordinary commit on a new branch) and discard (final snapshot, then remove
+// the worktree).
+import fs from 'node:fs';
+import path from 'node:path';
+import { errors } from '../base/errors.js';
+import { newSessionId } from '../base/ids.js';
+import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from '../git/repo.js';
+import { loadSettings, type Settings } from '../git/config.js';
+import { eventBase, type JournalEvent } from '../session/journal.js';
+import { clearStaleGitLock, withLock } from '../base/lock.js';
+import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, writeTree, type RefUpdate } from '../git/plumbing.js';
+import { splitNul } from '../git/run.js';
+import { readIndexFlags } from '../git/index-file.js';
+import type { Session } from '../session/model.js';
+import { snapshotTree } from '../snapshot/snapshot.js';
+import {
+  commitMessage,
+  contentLockFile,
+  endSession,
+  headRef,
+  listSessions,
+  loadSession,
+  META_REF_PREFIX,
+  sessionMetaRef,
+  sessionPaths,
+  sessionRefs,
+  withSessionLock,
+  wrapperRunning,
+  type SessionSummary,
+} from '../session/session.js';
+import { keptCommit, planChanges, prepareRestore, releaseKept, writeRestore, type LeftPath, type RestoreOptions } from '../restore/restore.js';
+import { describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
+import { removeTempIndex, snapshotNow, tempIndex } from '../snapshot/snapshot-now.js';
+import { diskUse, exists, unlinkQuiet } from '../base/fsutil.js';
+
+export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
+
+export interface SessionOverview extends SessionSummary {
+  /** 'main': the repository's main worktree; 'agentsnap': a worktree agentsnap created; 'linked': another linked worktree. */
+  worktreeKind: 'main' | 'agentsnap' | 'linked';
+  worktreeExists: boolean;
+  name: string | null;
+  from: StartPoint | null;
+  /** The wrapper process is alive. */
+  running: boolean;
+  pid: number | null;
+  /** Paths that differ between the session's baseline and its latest snapshot. */
+  filesChanged: number;
+  /** Bytes on disk: the session's worktree (null for worktrees agentsnap did not create) and its state (journal, index). */
+  diskUse: { worktree: number | null; state: number };
+}
+
+async function countChanged(repo: Repo, from: string, to: string): Promise<number> {
+  if (from === to) return 0;
+  const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--name-only', from, to], { okCodes: [128] });
+  return res.code === 0 ? splitNul(res.stdout).length : 0;
+}
+
+/** `agentsnap sessions`: every session with its worktree, liveness, changes and disk use. */
+export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
+  const list = await listSessions(repo);
+  const worktrees = await listWorktrees(repo);
+  const main = worktrees[0]?.path ?? repo.worktree;
+  const out: SessionOverview[] = [];
+  for (const s of list) {
+    const meta = readWorktreeMeta(repo, s.id);
+    const kind: SessionOverview['worktreeKind'] = meta ? 'agentsnap' : s.worktree === main ? 'main' : 'linked';
+    const wtExists = exists(s.worktree);
+    out.push({
+      ...s,
+      worktreeKind: kind,
+      worktreeExists: wtExists,
+      name: meta?.name ?? null,
+      from: meta?.from ?? null,
+      running: s.status === 'running' && !!s.owner,
+      pid: s.owner?.pid ?? null,
+      filesChanged: await countChanged(repo, s.baseline, s.head),
+      diskUse: { worktree: meta && wtExists ? diskUse(meta.path) : null, state: diskUse(sessionPaths(repo, s.id).dir) },
+    });
+  }
+  return out;
+}
+
+/** Journals an event of the session (and moves refs) the way every step does: under its lock; journal, refs, state. */
+function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
+  return withSessionLock(repo, id, settings, ev.type, (locked) => locked.append(ev, refs));
+}
+
+export interface ApplyOptions {
+  /** Write the merge result with conflict markers instead of refusing. */
+  forceConflicts?: boolean;
+  settings?: Settings;
+  /** Test seam: the restore engine's hooks around each replaced path (a write racing with the apply). */
+  restoreHooks?: Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
+}
+
+export interface ApplyResult {
+  session: string;
+  /** Nothing to apply: the session changed nothing. */
+  empty: boolean;
+  safety: string | null;
+  safetyRef: string | null;
+  written: string[];
+  /** Of `written`, files that are new in this worktree. */
+  created: string[];
+  deleted: string[];
+  conflicts: string[];
+  /** Submodule entries that were not written. */
+  skipped: string[];
+  /** Paths that could not be written after all (an I/O error, or changed during the write), and why. */
+  left: LeftPath[];
+}
+
+async function mergeTrees(repo: Repo, base: string, ours: string, theirs: string): Promise<{ tree: string; conflicts: string[] }> {
+  const v = parseGitVersion(await checkGitVersion(repo.env).then((x) => `git version ${x}`));
+  if (!v || !versionAtLeast(v, '2.38.0')) {
+    throw errors.gitTooOld('apply needs git 2.38 or newer (git merge-tree --write-tree).', { hint: 'Upgrade git.' });
+  }
+  // merge-tree wants commits: base, and ours/theirs as its children.
+  const mk = (tree: string, parents: string[]) =>
+    commitTree(repo, { tree, parents, message: 'agentsnap: merge input\n\nAgentsnap-Kind: merge-input\n' });
+  const baseC = await mk(base, []);
+  const [oursC, theirsC] = await Promise.all([mk(ours, [baseC]), mk(theirs, [baseC])]);
+  const res = await repo.git(['merge-tree', '--write-tree', '--no-messages', '--name-only', '-z', oursC, theirsC], { okCodes: [1] });
+  const parts = splitNul(res.stdout);
+  return { tree: parts[0] ?? '', conflicts: res.code === 1 ? [...new Set(parts.slice(1).filter(Boolean))] : [] };
+}
+
+/**
+ * `agentsnap apply <session>`: the session's net change (baseline → latest
+ * snapshot) merged into this worktree. Refuses with the list of conflicting
+ * files (nothing written) unless forceConflicts; snapshots this worktree
+ * first (refs/agentsnap/safety/…) so the apply can be undone.
+ */
+export async function applySession(repo: Repo, id: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
+  const s = loadSession(repo, id);
+  if (path.resolve(s.worktree) === path.resolve(repo.worktree)) {
+    throw errors.invalidArgument(`session ${id} ran in this worktree: its changes are already here.`, {
+      hint: 'Run apply in the worktree that should receive them.',
+      data: { session: id },
+    });
+  }
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const base = s.baselineTree ?? (await treeOf(repo, s.baseline));
+  const theirs = s.headTree ?? (await treeOf(repo, s.head));
+  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [] };
+  if (base === theirs) return { ...result, empty: true };
+
+  // The worktree content lock, like every restore: no snapshot of this worktree reads it half written.
+  const lockFile = contentLockFile(repo);
+  fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
+  const applied = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
+    const ours = (await snapshotNow(repo, settings, 'safety')).tree;
+    const merged = await mergeTrees(repo, base, ours, theirs);
+    if (merged.conflicts.length > 0 && !opts.forceConflicts) {
+      throw errors.conflict(`applying session ${id} conflicts in ${merged.conflicts.length} file(s): ${merged.conflicts.join(', ')}.`, {
+        hint: 'Nothing was changed. Resolve by hand (see `agentsnap diff 0 --session ' + id + '`), or write conflict markers with --force-conflicts.',
+        data: { session: id, conflicts: merged.conflicts },
+      });
+    }
+    const plan = await planChanges(repo, ours, merged.tree);
+    if (plan.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
+    // Everything is checked before the safety commit and the first write: a path that is not as
+    // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
+    const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse', target: { tree: merged.tree } });
+    const head = await readHead(repo);
+    const safetyMessage = commitMessage({ summary: `before applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit });
+    const safety = await commitTree(repo, { tree: ours, parents: [], message: safetyMessage });
+    const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
+    // Each apply names a new safety ref, so the lock of one whose git was killed (an apply killed
+    // mid-way) is never in the way of a later update that would clear it: clear it here.
+    await clearStaleSafetyRefLocks(repo);
+    await updateRefs(repo, [{ ref: safetyRef, value: safety }]);
+    const restored = writeRestore(repo, prepared, { ...opts.restoreHooks });
+    const kept = await keptCommit(
+      repo,
+      restored.kept,
+      commitMessage({ summary: `versions kept while applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'kept', tool: null, head: head.commit }),
+    );
+    let safetyNow = safety;
+    if (kept) {
+      // The safety ref keeps them reachable: same tree (this worktree before the apply), second parent the kept versions.
+      safetyNow = await commitTree(repo, { tree: ours, parents: [safety, kept], message: safetyMessage });
+      await updateRefs(repo, [{ ref: safetyRef, value: safetyNow }]);
+    }
+    releaseKept(restored);
+    const left = restored.left.filter((l) => !restored.nested.includes(l.path));
+    const written = restored.applied.filter((c) => c.to !== null).map((c) => c.path);
+    const created = restored.applied.filter((c) => c.to !== null && c.from === null).map((c) => c.path);
+    const deleted = restored.applied.filter((c) => c.to === null).map((c) => c.path);
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'session.apply',
+      target: repo.worktree,
+      safety: safetyNow,
+      safetyRef,
+      result: merged.tree,
+      written,
+      deleted,
+      conflicts: merged.conflicts,
+      ...(left.length > 0 ? { left } : {}),
+      ...(kept ? { kept } : {}),
+    };
+    return { ev, result: { ...result, safety: safetyNow, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left } };
+  });
+  if (!('ev' in applied)) return applied;
+  // Journaled after the content lock is released: lock order is session lock, then content lock.
+  await recordEvent(repo, id, settings, applied.ev);
+  return applied.result;
+}
+
+export interface PromoteOptions {
+  branch: string;
+  message?: string | undefined;
+  force?: boolean;
+  settings?: Settings;
+}
+
+export interface PromoteResult {
+  session: string;
+  branch: string;
+  commit: string;
+  parent: string | null;
+  tree: string;
+}
+
+const IDENTITY_VARS = ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE'];
+
+/** The user's identity variables from the caller's environment (runGit strips GIT_* by default). */
+function identityEnv(repo: Repo): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of IDENTITY_VARS) {
+    const v = repo.callerEnv[k];
+    if (v) out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * `agentsnap promote <session> --branch NAME`: a new branch holding one
+ * ordinary commit (the user's identity, no agentsnap trailers) whose parent is
+ * the commit the session started from and whose tree is the session's result.
+ */
+export async function promoteSession(repo: Repo, id: string, opts: PromoteOptions): Promise<PromoteResult> {
+  const s = loadSession(repo, id);
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const check = await repo.git(['check-ref-format', '--branch', opts.branch], { okCodes: [1, 128] });
+  if (check.code !== 0 || opts.branch.startsWith('-')) {
+    throw errors.invalidArgument(`${JSON.stringify(opts.branch)} is not a valid branch name.`, { data: { branch: opts.branch } });
+  }
+  const parent = s.baseHead;
+  const tree = await withGitModes(repo, await withEntriesNotOnDisk(repo, s, s.headTree ?? (await treeOf(repo, s.head)), parent), parent);
+  if (parent && (await treeOf(repo, parent)) === tree) {
+    throw errors.nothingToDo(`session ${id} has no changes against the commit it started from (${parent.slice(0, 10)}).`, {
+      data: { session: id },
+    });
+  }
+  const env = identityEnv(repo);
+  for (const who of ['GIT_AUTHOR_IDENT', 'GIT_COMMITTER_IDENT']) {
+    const res = await repo.git(['var', who], { okCodes: [128, 1], extraEnv: env });
+    if (res.code !== 0) {
+      throw errors.noIdentity('promote commits as you, but git has no identity configured.', {
+        hint: 'Set it: git config --global user.name "Your Name" && git config --global user.email you@example.com',
+        data: { stderr: res.stderr },
+      });
+    }
+  }
+  const message = (opts.message ?? `Changes from agent session ${id}`).replace(/\s+$/, '') + '\n';
+  const args = ['commit-tree', tree];
+  if (parent) args.push('-p', parent);
+  args.push('-F', '-');
+  const commit = (await repo.git(args, { input: message, extraEnv: env })).stdout.toString('utf8').trim();
+  const br = await repo.git(['branch', '--no-track', ...(opts.force ? ['--force'] : []), opts.branch, commit], { okCodes: [128] });
+  if (br.code !== 0) {
+    const exists = /already exists/.test(br.stderr);
+    throw errors.refused(`cannot create branch ${opts.branch}: ${br.stderr.replace(/^fatal: /, '').trim()}`, {
+      hint: exists ? 'Pick another name, or replace it with --force.' : 'Pick another branch name.',
+      data: { branch: opts.branch, commit },
+    });
+  }
+  const ev: JournalEvent = { ...eventBase(id), type: 'session.promote', branch: opts.branch, commit, parent };
+  await recordEvent(repo, id, settings, ev);
+  return { session: id, branch: opts.branch, commit, parent, tree };
+}
+
+/**
+ * Snapshots hold the worktree as it is on disk, so in a sparse checkout the
+ * entries outside the cone (skip-worktree, not on disk) are not in them. A
+ * commit of such a tree would delete them all: the promoted tree keeps the
+ * base commit's version of every skip-worktree entry of the session's
+ * worktree that is in neither the session's baseline nor its result (the
+ * session never had it on disk, so it did not delete it).
+ */
+async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'baselineTree' | 'baseline'>, tree: string, parent: string | null): Promise<string> {
+  if (!parent) return tree;
+  let indexFile: string;
+  try {
+    const wt = path.resolve(s.worktree) === path.resolve(repo.worktree) ? repo : await openRepo(s.worktree, { env: repo.callerEnv });
+    indexFile = path.join(wt.gitDir, 'index');
+  } catch {
+    return tree; // the session's worktree is gone: nothing says what was outside its cone
+  }
+  const flags = readIndexFlags(indexFile);
+  const skip = new Set(
+    flags
+      ? flags.skipWorktree.map((b) => b.toString('utf8'))
+      : splitNul((await repo.git(['-c', 'index.sparse=false', 'ls-files', '-v', '-z'], { extraEnv: indexEnv(indexFile) })).stdout)
+          .filter((r) => r[0] === 'S' || r[0] === 's')
+          .map((r) => r.slice(2)),
+  );
+  if (skip.size === 0) return tree;
+  const gone = async (to: string) => {
+    const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', '--diff-filter=D', parent, to]);
+    const tokens = splitNul(res.stdout);
+    const out = new Map<string, string>();
+    for (let i = 0; i + 1 < tokens.length; i += 2) {
+      const m = /^:(\d{6}) \d{6} ([0-9a-f]+) [0-9a-f]+ D$/.exec(tokens[i] ?? '');
+      const p = tokens[i + 1] ?? '';
+      if (m && skip.has(p)) out.set(p, `${m[1]} ${m[2]}\t${p}`);
+    }
+    return out;
+  };
+  const fromResult = await gone(tree);
+  if (fromResult.size === 0) return tree;
+  const baseline = s.baselineTree ?? (await treeOf(repo, s.baseline));
+  const fromBaseline = await gone(baseline);
+  const keep = [...fromResult].filter(([p]) => fromBaseline.has(p)).map(([, line]) => line);
+  if (keep.length === 0) return tree;
+  return treeWithEntries(repo, tree, keep);
+}
+
+/**
+ * Snapshots record the exec bit and the file type as they are on disk
+ * whatever core.fileMode and core.symlinks say (so undo brings an executable
+ * back as one, and a plain file as one). A commit the user makes under
+ * core.fileMode=false keeps the mode git already has and adds new files as
+ * 100644, because on such filesystems the disk's x bit means nothing; under
+ * core.symlinks=false git keeps 120000 for the plain file that stands in for
+ * a symlink it has (its content is the link text). A promoted commit does the
+ * same, so it carries no mode or type changes the user's own commit would not.
+ */
+async function withGitModes(repo: Repo, tree: string, parent: string | null): Promise<string> {
+  const cfg = await repo.git(['config', '-z', '--type=bool', '--get-regexp', '^core\\.(filemode|symlinks)$'], { okCodes: [1] });
+  const off = new Set(splitNul(cfg.stdout).filter((r) => r.endsWith('\nfalse')).map((r) => r.slice(0, r.indexOf('\n'))));
+  const noFileMode = off.has('core.filemode');
+  const noSymlinks = off.has('core.symlinks');
+  if (!noFileMode && !(noSymlinks && parent)) return tree;
+  const args = parent ? ['diff-tree', '-r', '-z', '--no-renames', '--raw', parent, tree] : ['ls-tree', '-r', '-z', tree];
+  const tokens = splitNul((await repo.git(args)).stdout);
+  const fix: string[] = [];
+  if (parent) {
+    for (let i = 0; i + 1 < tokens.length; i += 2) {
+      const m = /^:(\d{6}) (\d{6}) [0-9a-f]+ ([0-9a-f]+) ([AMT])$/.exec(tokens[i] ?? '');
+      if (!m) continue;
+      const [, was, now, oid, letter] = m;
+      const regular = (x: string | undefined) => x === '100644' || x === '100755';
+      let want = now;
+      if (noSymlinks && was === '120000' && regular(now)) want = was;
+      else if (noFileMode) want = letter === 'A' ? '100644' : regular(was) && regular(now) ? was : now;
+      if (regular(now) && want !== now) fix.push(`${want} ${oid}\t${tokens[i + 1] ?? ''}`);
+    }
+  } else {
+    for (const rec of tokens) {
+      const m = /^100755 blob ([0-9a-f]+)\t(.*)$/s.exec(rec);
+      if (m) fix.push(`100644 ${m[1]}\t${m[2]}`);
+    }
+  }
+  if (fix.length === 0) return tree;
+  return treeWithEntries(repo, tree, fix);
+}
+
+/** `tree` with these `update-index --index-info` lines applied, through a throwaway index. */
+async function treeWithEntries(repo: Repo, tree: string, lines: string[]): Promise<string> {
+  const idx = tempIndex(repo, 'promote');
+  try {
+    await repo.git(['read-tree', tree], { extraEnv: indexEnv(idx) });
+    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: lines.join('\0') + '\0' });
+    return await writeTree(repo, idx);
+  } finally {
+    removeTempIndex(idx);
+  }
+}
+
+export interface DiscardOptions {
+  /** Drop refs and journal now instead of at the next gc. */
+  purge?: boolean;
+  /** Discard even when the wrapper is alive, or when the final snapshot left files out. */
+  force?: boolean;
+  settings?: Settings;
+}
+
+export interface DiscardResult {
+  session: string;
+  /** The final snapshot, when the worktree had changed since the last one. */
+  finalCommit: string | null;
+  worktreeRemoved: string | null;
+  purged: boolean;
+  alreadyDiscarded: boolean;
+}
+
+/** Removes a session's refs and state dir (the dir first: refs without a dir are swept by gc). */
+export async function dropSession(repo: Repo, id: string): Promise<void> {
+  const dir = sessionPaths(repo, id).dir;
+  if (exists(dir)) {
+    const tmpDir = path.join(repo.stateDir, 'tmp');
+    fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
+    const tomb = path.join(tmpDir, `dropped-${id}-${process.pid}-${Date.now()}`);
+    fs.renameSync(dir, tomb);
+    fs.rmSync(tomb, { recursive: true, force: true });
+  }
+  await updateRefs(repo, (await sessionRefs(repo, id)).map((ref) => ({ ref, value: null })));
+}
+
+/** Keeps commits the agent made in its (detached) worktree reachable after the worktree goes. */
+async function worktreeHeadToKeep(wt: Repo, meta: WorktreeMeta | null): Promise<string | null> {
+  if (!meta) return null;
+  const head = (await readHead(wt)).commit;
+  return head && head !== meta.head ? head : null;
+}
+
+/**
+ * `agentsnap discard <session>`: a final snapshot of the session's worktree,
+ * then the worktree (when agentsnap created it), its git metadata and the
+ * private index are removed. The session is marked discarded; its refs and
+ * journal stay until gc (or go now with purge).
+ */
+export async function discardSession(from: Repo, id: string, opts: DiscardOptions = {}): Promise<DiscardResult> {
+  let s = loadSession(from, id);
+  // Called from inside the worktree that is about to go: work from the main worktree.
+  const repo = await repoOutside(from, s.worktree);
+  const settings = opts.settings ?? (await loadSettings(repo));
+  if (wrapperRunning(s) && !opts.force) {
+    throw errors.refused(`session ${id} is running (its wrapper, pid ${s.owner?.pid}, is alive).`, {
+      hint: 'Stop the agent first, or discard anyway with --force.',
+      data: { session: id, pid: s.owner?.pid },
+    });
+  }
+  const meta = readWorktreeMeta(repo, id);
+  const p = sessionPaths(repo, id);
+  const result: DiscardResult = { session: id, finalCommit: null, worktreeRemoved: null, purged: false, alreadyDiscarded: s.discarded };
+  const wtPresent = exists(path.join(s.worktree, '.git'));
+  let wt: Repo | null = null;
+  if (wtPresent) {
+    try {
+      wt = await openRepo(s.worktree, { env: repo.callerEnv });
+    } catch {
+      wt = null;
+    }
+  }
+  if (meta && exists(meta.path) && !wt && !opts.force) {
+    throw errors.refused(`the worktree of session ${id} (${meta.path}) is no longer a git worktree: no final snapshot can be taken.`, {
+      hint: 'Copy out what you need, then discard with --force.',
+      data: { session: id, path: meta.path },
+    });
+  }
+  if (wt && !s.ended && !s.discarded) {
+    const ended = await endSession(wt, id, { settings: await loadSettings(wt), exitCode: null, signal: null });
+    result.finalCommit = ended.commit;
+    s = loadSession(repo, id);
+  }
+  if (!s.discarded || (wt && meta)) {
+    const event: JournalEvent & { commit: string | null } = {
+      ...eventBase(id),
+      type: 'session.discard',
+      commit: null,
+      tree: null,
+      changed: [],
+      worktree: null,
+      worktreeHead: null,
+      forced: !!opts.force,
+    };
+    const refs: RefUpdate[] = [];
+    await withSessionLock(repo, id, settings, 'discard', async (locked) => {
+      if (wt) {
+        // The final snapshot must succeed before anything is removed.
+        const wtSettings = await loadSettings(wt);
+        const snap = await snapshotTree(wt, { indexFile: p.index, settings: wtSettings, parentTree: s.headTree });
+        const copied = new Set(meta?.copied ?? []);
+        const lost = snap.skipped.filter((f) => !copied.has(f.path) && !(meta?.shared ?? []).some((x) => x.path === f.path));
+        if (meta && lost.length > 0 && !opts.force) {
+          throw errors.refused(`the final snapshot of session ${id} left out ${lost.length} file(s) that removing the worktree would delete: ${lost.map((f) => f.path).slice(0, 10).join(', ')}.`, {
+            hint: 'Copy them out of ' + s.worktree + ', or discard anyway with --force.',
+            data: { session: id, files: lost },
+          });
+        }
+        // A snapshot holds a nested repository as a gitlink only: its commits and files are in it alone.
+        const nested = meta && !opts.force ? await nestedRepoWork(repo, wt, snap.tree) : [];
+        if (nested.length > 0) {
+          throw errors.refused(`removing the worktree of session ${id} would delete ${nested.length === 1 ? 'a nested repository' : `${nested.length} nested repositories`} holding work found nowhere else: ${describeNestedWork(nested)}.`, {
+            hint: `Commit and push, or copy them out of ${s.worktree}; or discard anyway with --force.`,
+            data: { session: id, nested },
+          });
+        }
+        if (snap.tree !== s.headTree) {
+          const head = await readHead(wt);
+          const commit = await commitTree(wt, {
+            tree: snap.tree,
+            parents: [s.head],
+            message: commitMessage({ summary: `session ${id} final (discard)`, session: id, step: null, phase: 'final', kind: 'discard', tool: null, head: head.commit }),
+          });
+          Object.assign(event, { commit, tree: snap.tree, changed: await diffTrees(wt, s.headTree ?? s.head, snap.tree) });
+          refs.push({ ref: headRef(id), value: commit });
+          result.finalCommit = commit;
+        }
+        const keepHead = await worktreeHeadToKeep(wt, meta);
+        if (keepHead) {
+          event.worktreeHead = keepHead;
+          refs.push({ ref: sessionMetaRef(id, 'worktree-head'), value: keepHead });
+        }
+      }
+      if (meta && wt) event.worktree = meta.path;
+      await locked.append(event, refs);
+    });
+  }
+  if (meta && exists(meta.path)) {
+    await removeSessionWorktree(repo, meta);
+    result.worktreeRemoved = meta.path;
+  }
+  unlinkQuiet(p.index);
+  unlinkQuiet(`${p.index}.lock`);
+  if (opts.purge) {
+    await dropSession(repo, id);
+    result.purged = true;
+  }
+  return result;
+}
+
+/** Removes lock files under refs/agentsnap/safety/ that no process holds (a killed git's; see clearStaleGitLock). */
+async function clearStaleSafetyRefLocks(repo: Repo): Promise<void> {
+  const dir = path.join(repo.commonDir, ...SAFETY_REF_PREFIX.split('/').filter(Boolean));
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) if (name.endsWith('.lock')) await clearStaleGitLock(path.join(dir, name), 0);
+}
