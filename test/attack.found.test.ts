@@ -115,13 +115,12 @@ test('after the agent replaced a tracked file with a FIFO, undo still restores t
 // Suggested fix: a planned gitlink whose directory is absent is reported as "a nested repository
 // that was deleted: agentsnap holds only its commit <id>; not restored", and the summary says
 // the worktree is not fully back.
-// Was failing; fixed with this test: a user directory named `.GIT` (legal on a case-sensitive filesystem; git records it there) is
-// in every snapshot, but the restore engine refuses any component that lowercases to `.git`
-// (unsafePath, src/restore.ts): after the agent deletes it, undo prints "! .GIT/config  left as it
-// is: not a safe path inside the worktree" (it is gone, not left) and never brings it back.
-// Suggested fix: compare case-insensitively only where the filesystem is (core.ignoreCase, or a
-// probe), like git's own verify_path; or leave such paths out of snapshots and list them skipped.
-test.skip('a user directory named .GIT (case-sensitive filesystem) deleted by the agent comes back with undo', async () => {
+// Was failing (a test.skip until now); fixed with this test: a user directory named `.GIT` (legal on a
+// case-sensitive filesystem; snapshots record it) was refused by the restore engine, which took any
+// component lowercasing to `.git` as the repository's own: after the agent deleted it, undo printed
+// "left as it is: not a safe path" and never brought it back. unsafePath now folds case only where the
+// filesystem does (caseSensitiveFs: `.git` looked up as `.GIT`, the probe the snapshot already used).
+test('a user directory named .GIT (case-sensitive filesystem) deleted by the agent comes back with undo', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     repo.write('.GIT/config', 'not a git directory, the user notes\n');
@@ -129,6 +128,8 @@ test.skip('a user directory named .GIT (case-sensitive filesystem) deleted by th
     const res = await cli(repo, ['undo']);
     assert.is(res.code, 0, res.stderr);
     assert.ok(repo.exists('.GIT/config'), res.stdout);
+    assert.is(repo.read('.GIT/config').toString(), 'not a git directory, the user notes\n');
+    assert.not.match(res.stdout, /not a safe path/);
   } finally {
     repo.cleanup();
   }

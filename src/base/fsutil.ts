@@ -1,6 +1,7 @@
 // Small file-system helpers shared by the modules that manage agentsnap's
 // state, worktrees and temporary files. None of them follows a symlink.
 import * as fs from './fs-bytes.js'; // names that are not UTF-8 by their bytes
+import nodeFs from 'node:fs';
 import path from 'node:path';
 
 /** Whether anything (a dangling symlink included) is at p. */
@@ -154,7 +155,37 @@ export function restoreKeptName(base: string, rand: string): string {
   return `${base.slice(0, 80)}.agentsnap-kept-${rand}`;
 }
 
-/** A path with an empty, `.`, `..` or `.git` component (a crafted tree): a restore never writes it, nor asks git about it. */
-export function unsafePath(rel: string): boolean {
-  return rel.split('/').some((part) => part === '' || part === '.' || part === '..' || part.toLowerCase() === '.git');
+/**
+ * A path with an empty, `.`, `..` or `.git` component (a crafted tree): a
+ * restore never writes it, nor asks git about it. `.GIT`, `.Git`... are
+ * `.git` only where the filesystem folds case (`foldsCase`, the safe
+ * default); on a case-sensitive one they are a user's own directory, which
+ * snapshots record and a restore must bring back (see caseSensitiveFs).
+ */
+export function unsafePath(rel: string, foldsCase = true): boolean {
+  return rel.split('/').some((part) => part === '' || part === '.' || part === '..' || part === '.git' || (foldsCase && part.toLowerCase() === '.git'));
 }
+
+/**
+ * Whether the worktree's filesystem tells names apart by case, asked without
+ * writing anything: `.git` (every worktree has one) looked up as `.GIT` is
+ * the same inode only where case is folded (a user's own `.GIT` is another
+ * one); without a `.git` there, the git dir's `HEAD` as `head`. Unknown
+ * counts as case-insensitive (git's own core.ignoreCase is then kept). Asked
+ * at the top only: a case-folding directory below a case-sensitive root
+ * (ext4 casefold) is not seen.
+ */
+export function caseSensitiveFs(repo: { worktree: string; gitDir: string }): boolean {
+  const probe = (dir: string, name: string, other: string): boolean | null => {
+    const a = nodeFs.lstatSync(path.join(dir, name), { bigint: true, throwIfNoEntry: false });
+    if (!a) return null;
+    const b = nodeFs.lstatSync(path.join(dir, other), { bigint: true, throwIfNoEntry: false });
+    return !b || b.ino !== a.ino || b.dev !== a.dev;
+  };
+  try {
+    return probe(repo.worktree, '.git', '.GIT') ?? probe(repo.gitDir, 'HEAD', 'head') ?? false;
+  } catch {
+    return false; // not readable (EACCES...): as unknown
+  }
+}
+

@@ -41,7 +41,7 @@ import type { Repo } from '../git/repo.js';
 import { errors } from '../base/errors.js';
 import { pathsInput, runGit, splitNul } from '../git/run.js';
 import { SNAPSHOT_GIT_CONFIG } from '../git/status-args.js';
-import { rmQuiet, unsafePath } from '../base/fsutil.js';
+import { caseSensitiveFs, rmQuiet, unsafePath } from '../base/fsutil.js';
 
 const GITLINK = '160000';
 
@@ -116,9 +116,10 @@ export async function keptAtTarget(repo: Repo, plan: PlannedChange[], target: Re
   if (deletions.length === 0) return out;
   const ask: PlannedChange[] = [];
   const dirs = new Set<string>();
+  const foldsCase = !caseSensitiveFs(repo);
   for (const c of deletions) {
     // A crafted path (`..`, `.git`) is never written anyway (and git would refuse the question).
-    if (unsafePath(c.path)) continue;
+    if (unsafePath(c.path, foldsCase)) continue;
     // cat-file cannot be asked about a directory whose name holds a newline: kept, the safe way.
     if (path.posix.dirname(c.path).includes('\n')) out.set(c.path, IGNORED_AT_TARGET_REASON);
     else {

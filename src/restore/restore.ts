@@ -45,7 +45,7 @@ import type { Repo } from '../git/repo.js';
 import { commitTree, indexEnv, ZERO_OID } from '../git/plumbing.js';
 import { runGitSync, runGitToFdSync, splitNul } from '../git/run.js';
 import { hashRaw, keepPrivate, stdinPathSafe } from '../snapshot/snapshot.js';
-import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet, unsafePath } from '../base/fsutil.js';
+import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet, unsafePath, caseSensitiveFs } from '../base/fsutil.js';
 import { clearStaleGitLock } from '../base/lock.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 
@@ -307,9 +307,10 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
   const planned = new Map<string, PlannedChange>();
   // A path that cannot even be lstat-ed (a directory on the way not readable, a path too long) is left: nothing is known of it.
   const unreadable = new Map<string, string>();
+  const foldsCase = !caseSensitiveFs(repo);
   for (const c of plan) {
     planned.set(c.path, c);
-    if (unsafePath(c.path)) continue;
+    if (unsafePath(c.path, foldsCase)) continue;
     try {
       found.set(c.path, inspect(repo.worktree, c.path));
     } catch (e) {
@@ -400,10 +401,11 @@ export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: Pr
   const goneAlready: PlannedChange[] = [];
   const kept = await keptAtTarget(repo, work, opts.target);
   if (kept.size > 0) {
+    const foldsCase = !caseSensitiveFs(repo);
     for (const c of work) {
       const reason = kept.get(c.path);
       if (reason === undefined) continue;
-      if (!unsafePath(c.path) && inspect(repo.worktree, c.path).kind === 'absent') goneAlready.push(c);
+      if (!unsafePath(c.path, foldsCase) && inspect(repo.worktree, c.path).kind === 'absent') goneAlready.push(c);
       else left.push({ path: c.path, reason });
     }
     work = work.filter((c) => !kept.has(c.path));

@@ -21,7 +21,7 @@ import { snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
 import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from '../git/plumbing.js';
 import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from '../git/run.js';
-import { skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
+import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
 import { objectStore } from '../git/objects.js';
 import { readIndexFacts, readIndexFlags } from '../git/index-file.js';
@@ -29,8 +29,6 @@ import { blobOf, hashRaw, stdinPathSafe, TreeEditor, unsupportedConfig, type Lea
 import { clearStaleGitLock } from '../base/lock.js';
 import type { ChangedPath, SkippedFile, TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
 export type { TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
-
-
 
 /**
  * Copies an index file keeping its mtime: git tells "racily clean" entries
@@ -173,29 +171,6 @@ export function snapshotOverrides(repo: Pick<Repo, 'worktree' | 'gitDir'>, cfg: 
   }
   const ignoreCase = ['true', 'yes', 'on', '1', ''].includes((lastValue(cfg, 'core.ignorecase') ?? 'false').trim().toLowerCase());
   return snapshotConfigOverrides([...drivers], ignoreCase && caseSensitiveFs(repo));
-}
-
-/**
- * Whether the worktree's filesystem tells names apart by case, asked without
- * writing anything: `.git` (every worktree has one) looked up as `.GIT` is
- * the same inode only where case is folded (a user's own `.GIT` is another
- * one); without a `.git` there, the git dir's `HEAD` as `head`. Unknown
- * counts as case-insensitive (git's own core.ignoreCase is then kept). Asked
- * at the top only: a case-folding directory below a case-sensitive root
- * (ext4 casefold) is not seen.
- */
-export function caseSensitiveFs(repo: Pick<Repo, 'worktree' | 'gitDir'>): boolean {
-  const probe = (dir: string, name: string, other: string): boolean | null => {
-    const a = fs.lstatSync(path.join(dir, name), { bigint: true, throwIfNoEntry: false });
-    if (!a) return null;
-    const b = fs.lstatSync(path.join(dir, other), { bigint: true, throwIfNoEntry: false });
-    return !b || b.ino !== a.ino || b.dev !== a.dev;
-  };
-  try {
-    return probe(repo.worktree, '.git', '.GIT') ?? probe(repo.gitDir, 'HEAD', 'head') ?? false;
-  } catch {
-    return false; // not readable (EACCES...): as unknown
-  }
 }
 
 /** The repository with `args` in every git command it runs, after the command's own `-c` options (the same object when there are none). */
