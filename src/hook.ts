@@ -22,30 +22,14 @@ import {
   startSession,
 } from './session/session.js';
 import { sanitize } from './session/redact.js';
-import { locateToolCall, readTranscriptTail, type TranscriptTail } from './agents/transcript.js';
+import { locateToolCall, readTranscriptTail, type TranscriptTail } from './agents/claude-transcript.js';
 import type { StepPostEvent, TranscriptPosition } from './session/journal.js';
-import { mapGeminiPath } from './agents/agent-hooks.js';
+import { adapterOf } from './agents/registry.js';
+import type { HookCall } from './agents/adapter.js';
 import { autoStartServer } from './server/server.js';
 
-export const AGENTS = ['claude', 'codex', 'gemini', 'generic'] as const;
-export type Agent = (typeof AGENTS)[number];
-
-/** What one hook call means, whatever agent sent it. */
-export interface HookCall {
-  phase: 'pre' | 'post' | 'end' | 'ignore';
-  status: StepPostEvent['status'];
-  tool: string | null;
-  input: unknown;
-  output: unknown;
-  error: string | null;
-  toolUseId: string | null;
-  agentSessionId: string | null;
-  transcriptPath: string | null;
-  cwd: string | null;
-  durationMs: number | null;
-  agentVersion: string | null;
-  model: string | null;
-}
+export { AGENTS } from './agents/adapter.js';
+export type { Agent, HookCall } from './agents/adapter.js';
 
 const PRE_EVENTS = new Set(['pretooluse', 'beforetool', 'pre']);
 const POST_EVENTS = new Set(['posttooluse', 'aftertool', 'post']);
@@ -80,27 +64,14 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
     const exit = responseObj ? num(responseObj.exit_code ?? responseObj.exitCode) : null;
     if (error || (exit !== null && exit !== 0)) status = 'failed';
   } else if (END_EVENTS.has(ev)) phase = 'end';
-  if (phase === 'post' && status === 'done' && agent === 'gemini') {
-    // Gemini's run_shell_command reports a failing command only in its text: "Exit Code: 3".
-    const text = responseObj ? `${typeof responseObj.llmContent === 'string' ? responseObj.llmContent : ''}\n${typeof responseObj.returnDisplay === 'string' ? responseObj.returnDisplay : ''}` : '';
-    const m = /(?:^|\n)\s*(?:Exit Code:|Command exited with code:)\s*(\d+)/.exec(text);
-    if (m && m[1] !== '0') {
-      status = 'failed';
-      error = error ?? `Exit code ${m[1]}`;
-    }
-  }
-  const tool = str(payload.tool_name);
-  let toolUseId = str(payload.tool_use_id) ?? str(payload.tool_call_id) ?? str(payload.call_id);
-  // Gemini CLI gives its hooks no call id: the call's name and input pair its BeforeTool with its AfterTool.
-  if (!toolUseId && agent === 'gemini' && tool && (phase === 'pre' || phase === 'post')) toolUseId = syntheticToolUseId(tool, payload.tool_input);
-  return {
+  const call: HookCall = {
     phase,
     status,
-    tool,
+    tool: str(payload.tool_name),
     input: payload.tool_input,
     output: response,
     error,
-    toolUseId,
+    toolUseId: str(payload.tool_use_id) ?? str(payload.tool_call_id) ?? str(payload.call_id),
     agentSessionId: str(payload.session_id),
     transcriptPath: str(payload.transcript_path),
     cwd: str(payload.cwd),
@@ -108,51 +79,9 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
     agentVersion: str(payload.agent_version) ?? str(payload.version),
     model: str(payload.model),
   };
-}
-
-/** A stable id for a call whose agent gives none: `agentsnap:` and a hash of its tool name and input. */
-export function syntheticToolUseId(tool: string, input: unknown): string {
-  const canon = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canon) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
-  return `agentsnap:${createHash('sha1').update(JSON.stringify([tool, canon(input ?? null)])).digest('hex').slice(0, 16)}`;
-}
-
-/**
- * How a Codex tool call ended, from its rollout file (transcript_path): Codex
- * gives PostToolUse no exit code, but has written the call's `item_completed`
- * event (`status`, `exit_code`) by then. Null when it cannot be told.
- */
-export function codexCallResult(file: string, callId: string): { failed: boolean; exitCode: number | null } | null {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    const size = fs.fstatSync(fd).size;
-    const from = Math.max(0, size - 4 * 1024 * 1024);
-    const buf = Buffer.alloc(size - from);
-    fs.readSync(fd, buf, 0, buf.length, from);
-    const lines = buf.toString('utf8').split('\n');
-    for (let i = lines.length - 1; i >= 0; i--) {
-      const line = lines[i] as string;
-      if (!line.includes(callId) || !line.includes('item_completed')) continue;
-      try {
-        const item = (JSON.parse(line) as { payload?: { type?: string; item?: { id?: string; status?: string; exit_code?: unknown } } }).payload;
-        if (item?.type !== 'item_completed' || item.item?.id !== callId) continue;
-        const exitCode = typeof item.item.exit_code === 'number' ? item.item.exit_code : null;
-        return { failed: item.item.status === 'failed' || (exitCode !== null && exitCode !== 0), exitCode };
-      } catch {
-        /* a partial line at the start of the window */
-      }
-    }
-    return null;
-  } catch {
-    return null;
-  } finally {
-    fs.closeSync(fd);
-  }
+  // What only the agent's own format tells (a failure in a result's text, a call id where it gives none).
+  adapterOf(agent)?.refineCall?.(call, payload);
+  return call;
 }
 
 /**
@@ -213,6 +142,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     }
   }
   const call = parseHookCall(opts.agent, opts.event, payload);
+  const adapter = adapterOf(opts.agent);
   if (call.phase === 'ignore') return none(null);
   let repo: Repo;
   let id: string;
@@ -230,7 +160,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       if (call.phase === 'end') {
         const mapped = call.agentSessionId ? readMapping(repo, opts.agent, call.agentSessionId) : null;
         if (!mapped) return none(null);
-        await endSession(repo, mapped, { settings, ...(opts.agent === 'claude' && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
+        await endSession(repo, mapped, { settings, ...(adapter?.importsReadCalls && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
         return { action: 'end', session: mapped, step: null, warning: null };
       }
       id = await sessionForAgent(repo, opts.agent, call.agentSessionId, settings);
@@ -247,19 +177,19 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     let transcript: TranscriptPosition | null = null;
     let agentVersion = call.agentVersion;
     let model = call.model;
-    // Claude Code's read-only tools are not hooked: the calls since the last hook are journaled from the same tail read.
+    // An agent whose read-only tools are not hooked (Claude Code): the calls since the last hook are journaled from the same tail read.
     let tail: TranscriptTail | null | undefined;
     let callOffset: number | undefined;
     if (call.transcriptPath) {
-      // Under wrap, Gemini CLI runs with an overlay home that is gone afterwards: keep the path the file ends up at.
-      const file = opts.agent === 'gemini' ? mapGeminiPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
-      if (opts.agent === 'claude') tail = readTranscriptTail(call.transcriptPath);
+      // The path the agent's file ends up at (Gemini CLI under wrap runs with an overlay home that is gone afterwards).
+      const file = adapter?.transcriptPath ? adapter.transcriptPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
+      if (adapter?.importsReadCalls) tail = readTranscriptTail(call.transcriptPath);
       const loc = locateToolCall(call.transcriptPath, call.toolUseId, tail);
       // A call whose line is not written yet (a hook answered by the warm server can be that fast) comes after every line there.
       callOffset = loc.lineOffset ?? tail?.size;
       loc.path = file;
       transcript = { path: loc.path, ...(loc.offset !== undefined ? { offset: loc.offset } : {}), ...(loc.uuid ? { uuid: loc.uuid } : {}) };
-      agentVersion = agentVersion ?? (loc.agentVersion ? `${agentName(opts.agent)} ${loc.agentVersion}` : null);
+      agentVersion = agentVersion ?? (loc.agentVersion ? `${productName(opts.agent)} ${loc.agentVersion}` : null);
       model = model ?? loc.model ?? null;
     }
     try {
@@ -278,12 +208,11 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       return unprotected(repo, id, settings, { phase: 'pre', tool, input, toolUseId: call.toolUseId }, e);
     }
   }
-  if (opts.agent === 'codex' && call.status === 'done' && call.transcriptPath && call.toolUseId) {
-    const result = codexCallResult(call.transcriptPath, call.toolUseId);
-    if (result?.failed) {
-      call.status = 'failed';
-      call.error = call.error ?? (result.exitCode !== null ? `Exit code ${result.exitCode}` : 'failed');
-    }
+  // A call that looks done may have failed by the agent's own files (Codex CLI's rollout).
+  const failure = adapter?.callFailed?.(call) ?? null;
+  if (failure) {
+    call.status = 'failed';
+    call.error = call.error ?? failure;
   }
   const output = clean(call.output);
   const error = call.error ? clean(call.error) : null;
@@ -319,16 +248,17 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
 function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: string, toolUseId: string) {
   const loc = locateToolCall(transcriptPath, toolUseId);
   if (!loc.uuid) return null;
-  const file = agent === 'gemini' ? mapGeminiPath(sessionPaths(repo, id).dir, transcriptPath) : transcriptPath;
+  const adapter = adapterOf(agent);
+  const file = adapter?.transcriptPath ? adapter.transcriptPath(sessionPaths(repo, id).dir, transcriptPath) : transcriptPath;
   return {
     position: { path: file, uuid: loc.uuid, ...(loc.lineOffset !== undefined ? { offset: loc.lineOffset } : {}) },
-    agentVersion: loc.agentVersion ? `${agentName(agent)} ${loc.agentVersion}` : null,
+    agentVersion: loc.agentVersion ? `${productName(agent)} ${loc.agentVersion}` : null,
     model: loc.model ?? null,
   };
 }
 
-function agentName(agent: string): string {
-  return agent === 'claude' ? 'claude-code' : agent === 'codex' ? 'codex-cli' : agent === 'gemini' ? 'gemini-cli' : agent;
+function productName(agent: string): string {
+  return agent === 'generic' ? agent : adapterOf(agent)?.product ?? agent;
 }
 
 async function unprotected(

@@ -1,79 +1,22 @@
 // `agentsnap init <agent>`: hooks that record every tool call without a
 // wrapper, written into the agent's project-local settings, kept out of
 // commits, merged with what is there and idempotent; `init --remove` takes
-// exactly those entries out again.
-// - Claude Code: .claude/settings.local.json (personal by design), plus the
-//   in-agent command /agentsnap-undo (.claude/commands/agentsnap-undo.md).
-// - Codex CLI: .codex/hooks.json (read for trusted projects; Codex asks the
-//   user to review new hooks once before it runs them).
-// - Gemini CLI: .gemini/settings.json, its only project settings file; many
-//   projects commit it, so init refuses when it is tracked.
+// exactly those entries out again. Agent-neutral: where each agent's settings
+// live, its events and matcher, and any file beside them come from its
+// adapter's `init` layout (agents/*.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
-import { CLAUDE_TOOL_MATCHER, parseJsonc, withHooks, withoutHooks, type HookGroup } from './agents/agent-hooks.js';
+import { ADAPTERS } from './agents/registry.js';
+import type { HookGroup, InitLayout } from './agents/adapter.js';
+import { parseJsonc, withHooks, withoutHooks } from './agents/settings-file.js';
+
+/** Claude Code's in-agent undo command, written beside its settings. */
+export { CLAUDE_UNDO_COMMAND } from './agents/claude.js';
 
 export const INIT_AGENTS = ['claude', 'codex', 'gemini'] as const;
 export type InitAgent = (typeof INIT_AGENTS)[number];
-
-interface AgentLayout {
-  /** The settings file holding the hooks, from the top of the worktree. */
-  file: string;
-  /** The hook events, and whether each takes a tool matcher. */
-  events: [string, boolean][];
-  /** Said after writing the hooks (what the user still has to do, if anything). */
-  note?: string;
-}
-
-const LAYOUTS: Record<InitAgent, AgentLayout> = {
-  claude: {
-    file: '.claude/settings.local.json',
-    events: [
-      ['PreToolUse', true],
-      ['PostToolUse', true],
-      ['PostToolUseFailure', true],
-      ['SessionEnd', false],
-    ],
-  },
-  codex: {
-    file: '.codex/hooks.json',
-    events: [
-      ['PreToolUse', true],
-      ['PostToolUse', true],
-      ['SessionEnd', false],
-    ],
-    note: 'Codex CLI reads .codex/ only in projects you trust, and runs new hooks only after you review them once: type /hooks in Codex and trust the agentsnap hooks.',
-  },
-  gemini: {
-    file: '.gemini/settings.json',
-    events: [
-      ['BeforeTool', true],
-      ['AfterTool', true],
-      ['SessionEnd', false],
-    ],
-    note: 'Gemini CLI runs project hooks only in folders you trust, and warns once about new ones.',
-  },
-};
-
-/** The in-agent undo command for Claude Code (issue 4): `/agentsnap-undo [N] [--dry-run] [--force]`. */
-export const CLAUDE_UNDO_COMMAND = '.claude/commands/agentsnap-undo.md';
-const UNDO_MARKER = '<!-- written by `agentsnap init claude`; removed by `agentsnap init --remove claude` -->';
-const CLAUDE_UNDO_TEXT = `---
-description: Undo tool calls with agentsnap (puts the files back as they were before step N; default the last step)
-argument-hint: "[N] [--dry-run] [--force]"
-allowed-tools: Bash(agentsnap undo:*), Bash(agentsnap log:*)
----
-${UNDO_MARKER}
-Run this exact command with the Bash tool, from the project directory, and nothing else before it:
-
-agentsnap undo $ARGUMENTS
-
-Then report to the user in a few lines what it printed: which files were restored, and any warning or
-refusal word for word. If it refused because of changes made outside tool calls or an unprotected step,
-say so and that \`/agentsnap-undo <N> --force\` would override it; do not run it with --force yourself.
-The files are now as they were before that step: do not redo the undone work unless the user asks.
-`;
 
 /**
  * The hook command init writes: the stable entry point on PATH, silent where
@@ -159,13 +102,13 @@ export async function init(opts: InitOptions): Promise<InitResult> {
     });
   }
   const agent = opts.agent as InitAgent;
-  const layout = LAYOUTS[agent];
+  const layout = ADAPTERS[agent].init as InitLayout;
   const repo = await openRepo(opts.cwd, { env: opts.env });
   const rel = layout.file;
   const file = path.join(repo.worktree, rel);
-  if (agent !== 'claude' && !opts.remove && (await isTracked(repo, rel))) {
+  if (!layout.personal && !opts.remove && (await isTracked(repo, rel))) {
     throw errors.refused(`${rel} is committed in this repository: agentsnap's hooks in it would reach everyone who clones it.`, {
-      hint: `${agent === 'gemini' ? 'Gemini CLI has' : 'Codex CLI has'} no other project settings file; run the agent as \`agentsnap wrap -- ${agent}\` instead.`,
+      ...(layout.trackedHint ? { hint: layout.trackedHint } : {}),
       data: { file },
     });
   }
@@ -176,8 +119,7 @@ export async function init(opts: InitOptions): Promise<InitResult> {
     const add: Record<string, HookGroup[]> = {};
     for (const [ev, matcher] of layout.events) {
       const hooks = [{ type: 'command', command: initHookCommand(agent, ev) }];
-      // Claude Code's read-only tools are journaled from its transcript, not hooked (see CLAUDE_TOOL_MATCHER).
-      add[ev] = [matcher ? { matcher: agent === 'claude' ? CLAUDE_TOOL_MATCHER : '*', hooks } : { hooks }];
+      add[ev] = [matcher ? { matcher: layout.matcher, hooks } : { hooks }];
     }
     next = withHooks(next, add);
   }
@@ -186,14 +128,14 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   const changed = text !== before && !(opts.remove && before === '');
   let excluded = false;
   if (changed) {
-    if (opts.remove && empty && agent !== 'claude') {
+    if (opts.remove && empty && !layout.personal) {
       fs.rmSync(file, { force: true }); // the file was only ours
       removeEmptyDir(path.dirname(file), repo.worktree);
     } else writeAtomic(file, text);
     if (!opts.remove) excluded = await excludeLocally(repo, rel);
   }
   const extra: InitResult['extra'] = [];
-  if (agent === 'claude') extra.push(await undoCommand(repo, !!opts.remove));
+  for (const f of layout.extraFiles ?? []) extra.push(await extraFile(repo, f, !!opts.remove));
   return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null };
 }
 
@@ -206,18 +148,18 @@ function removeEmptyDir(dir: string, top: string): void {
   }
 }
 
-/** Writes (or removes) Claude Code's /agentsnap-undo command; a file of the same name that is not ours is left alone. */
-async function undoCommand(repo: Repo, remove: boolean): Promise<InitResult['extra'][number]> {
-  const file = path.join(repo.worktree, CLAUDE_UNDO_COMMAND);
+/** Writes (or removes) a file of the layout's (Claude Code's /agentsnap-undo command); a file of the same name that is not ours is left alone. */
+async function extraFile(repo: Repo, f: NonNullable<InitLayout['extraFiles']>[number], remove: boolean): Promise<InitResult['extra'][number]> {
+  const file = path.join(repo.worktree, f.file);
   let current: string | null = null;
   try {
     current = fs.readFileSync(file, 'utf8');
   } catch {
     /* none yet */
   }
-  const ours = current !== null && current.includes(UNDO_MARKER);
+  const ours = current !== null && current.includes(f.marker);
   if (current !== null && !ours) {
-    return { file, changed: false, note: `${CLAUDE_UNDO_COMMAND} exists and is not agentsnap's: left as it is` };
+    return { file, changed: false, note: `${f.file} exists and is not agentsnap's: left as it is` };
   }
   if (remove) {
     if (!ours) return { file, changed: false };
@@ -225,9 +167,9 @@ async function undoCommand(repo: Repo, remove: boolean): Promise<InitResult['ext
     removeEmptyDir(path.dirname(file), repo.worktree);
     return { file, changed: true };
   }
-  if (current === CLAUDE_UNDO_TEXT) return { file, changed: false };
-  writeAtomic(file, CLAUDE_UNDO_TEXT);
-  await excludeLocally(repo, CLAUDE_UNDO_COMMAND);
+  if (current === f.text) return { file, changed: false };
+  writeAtomic(file, f.text);
+  await excludeLocally(repo, f.file);
   return { file, changed: true };
 }
 

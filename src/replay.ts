@@ -6,7 +6,7 @@ import { resolveSession, type SessionOptions } from './api.js';
 import { errors } from './base/errors.js';
 import { loadSettings } from './git/config.js';
 import { redactText, redactValue } from './session/redact.js';
-import { readConversation, type ConversationEntry } from './agents/transcript.js';
+import { readConversation, type ConversationEntry } from './agents/claude-transcript.js';
 import { stepOf } from './session/read.js';
 import type { Session, Step } from './session/model.js';
 import type { ChangedPath } from './session/journal.js';

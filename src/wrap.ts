@@ -14,13 +14,14 @@ import { loadSettings, type Settings } from './git/config.js';
 import { endSession, listSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
 import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
 import { maybeAutoGc } from './worktrees/gc.js';
-import { AGENTS, type Agent } from './hook.js';
+import { AGENTS, type Agent, type RunContext, type RunHooks } from './agents/adapter.js';
+import { ADAPTERS, findAgent } from './agents/registry.js';
+import { claudeArgv as claudeArgvFor, claudeHookSettings as claudeSettingsFor } from './agents/claude.js';
 import { redactValue } from './session/redact.js';
 import { assertSessionId } from './base/ids.js';
 import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server/server.js';
 import { startWorktreeServer } from './server-api.js';
 import type { ServerCalls } from './server/serve.js';
-import { CLAUDE_TOOL_MATCHER, codexConfigOverrides, createGeminiOverlay, recoverGeminiOverlays, type GeminiOverlay } from './agents/agent-hooks.js';
 import { startAutoCheckpoints } from './session/auto.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
@@ -82,19 +83,7 @@ export function detectAgent(command: string[]): Agent {
   return findAgent(command)?.agent ?? 'generic';
 }
 
-/** The agent and the index of the word naming it (its own options follow that word). */
-export function findAgent(command: string[]): { agent: Exclude<Agent, 'generic'>; index: number } | null {
-  const runners = new Set(['node', 'npx', 'bunx', 'bun', 'pnpx', 'deno', 'env', 'exec']);
-  for (const [index, arg] of command.slice(0, 4).entries()) {
-    if (arg.startsWith('-')) continue;
-    const base = path.basename(arg).replace(/\.(exe|cmd|js|mjs|cjs)$/i, '').replace(/@[\d.]+.*$/, '').toLowerCase();
-    if (base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code')) return { agent: 'claude', index };
-    if (base === 'codex' || arg.includes('@openai/codex')) return { agent: 'codex', index };
-    if (base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli')) return { agent: 'gemini', index };
-    if (!runners.has(base)) break;
-  }
-  return null;
-}
+export { findAgent } from './agents/registry.js';
 
 export { shellQuote } from './base/shell.js';
 
@@ -122,77 +111,33 @@ export function hookCommand(agent: Agent, event: string, opts: HookCommandOption
   return words.map(shellQuote).join(' ');
 }
 
-type HookEntries = Record<string, { matcher: string; hooks: { type: 'command'; command: string; timeout?: number }[] }[]>;
-
-/** Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure). */
-export function claudeHookSettings(opts: HookCommandOptions & { sessionEnd?: boolean }): { hooks: HookEntries } {
-  const events = ['PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(opts.sessionEnd ? ['SessionEnd'] : [])];
-  const hooks: HookEntries = {};
-  // SessionEnd takes no matcher; the tool events leave out the read-only tools (journaled from the transcript).
-  for (const ev of events) hooks[ev] = [{ matcher: ev === 'SessionEnd' ? '*' : CLAUDE_TOOL_MATCHER, hooks: [{ type: 'command', command: hookCommand('claude', ev, opts) }] }];
-  return { hooks };
+/** Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure), with this install's hook commands. */
+export function claudeHookSettings(opts: HookCommandOptions & { sessionEnd?: boolean }): ReturnType<typeof claudeSettingsFor> {
+  return claudeSettingsFor((ev) => hookCommand('claude', ev, opts), opts.sessionEnd);
 }
 
-function mergeHooks(base: Record<string, unknown>, add: { hooks: HookEntries }): Record<string, unknown> {
-  const hooks = { ...((base.hooks && typeof base.hooks === 'object' ? base.hooks : {}) as Record<string, unknown[]>) };
-  for (const [ev, entries] of Object.entries(add.hooks)) hooks[ev] = [...(Array.isArray(hooks[ev]) ? hooks[ev] : []), ...entries];
-  return { ...base, hooks };
-}
-
-/**
- * The claude command with agentsnap's hooks added through `--settings`
- * (merged by Claude Code with the user's settings; no file is edited). A
- * `--settings` the user gave is kept: its content is merged with ours.
- */
+/** The claude command with this run's hooks added through `--settings` (see agents/claude.ts). */
 export function claudeArgv(command: string[], cwd: string, at = findAgent(command)?.index ?? 0, runDir?: string): string[] {
-  const ours = claudeHookSettings({ wrapped: true, runDir });
-  const rest = command.slice(at + 1);
-  const out: string[] = [];
-  let merged = false;
-  for (let i = 0; i < rest.length; i++) {
-    const arg = rest[i] as string;
-    if (arg === '--') {
-      out.push(...rest.slice(i));
-      break;
-    }
-    let value: string | undefined;
-    if (arg === '--settings' && i + 1 < rest.length) value = rest[++i];
-    else if (arg.startsWith('--settings=')) value = arg.slice('--settings='.length);
-    if (value === undefined) {
-      out.push(arg);
-      continue;
-    }
-    out.push('--settings', JSON.stringify(mergeHooks(readSettingsArg(value, cwd), ours)));
-    merged = true;
-  }
-  if (!merged) out.unshift('--settings', JSON.stringify(ours));
-  return [...command.slice(0, at + 1), ...out];
+  return claudeArgvFor(command, cwd, at, (ev) => hookCommand('claude', ev, { wrapped: true, runDir }));
 }
 
-/** The codex command with agentsnap's hooks, trusted for this run only, as `-c` overrides (no file is edited). */
+/** The codex command with this run's hooks, trusted for this run only, as `-c` overrides (see agents/codex.ts). */
 export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0, runDir?: string): string[] {
-  const overrides = codexConfigOverrides((ev) => hookCommand('codex', ev, { wrapped: true, runDir }));
-  return [...command.slice(0, at + 1), ...overrides, ...command.slice(at + 1)];
+  return ADAPTERS.codex.wrapArgv?.(runContextFor(command, at, '', {}, 'codex', runDir)) ?? [...command];
 }
 
-function readSettingsArg(value: string, cwd: string): Record<string, unknown> {
-  let text = value;
-  if (!value.trim().startsWith('{')) {
-    try {
-      text = fs.readFileSync(path.resolve(cwd, value), 'utf8');
-    } catch (e) {
-      throw errors.invalidArgument(`cannot read the --settings file ${value}: ${(e as Error).message}`, { data: { file: value } });
-    }
-  }
-  try {
-    const parsed = JSON.parse(text) as unknown;
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-  } catch {
-    /* reported below */
-  }
-  throw errors.invalidArgument(`the --settings given to claude is not a JSON object: ${value.slice(0, 80)}`, {
-    hint: 'agentsnap merges its hooks into it; fix the settings and try again.',
-  });
+/** What an adapter needs to inject one run's hooks. */
+function runContextFor(command: string[], at: number, cwd: string, env: NodeJS.ProcessEnv, agent: Agent, runDir: string | undefined, where?: { repo: Repo; session: string }): RunContext {
+  return {
+    command,
+    at,
+    cwd,
+    env,
+    hookCommand: (ev, extra) => hookCommand(agent, ev, { wrapped: true, runDir, ...(extra ?? {}) }),
+    session: where?.session ?? '',
+    worktree: where?.repo.worktree ?? '',
+    sessionDir: where ? sessionPaths(where.repo, where.session).dir : '',
+  };
 }
 
 /** Finds the program the way the shell would (PATH search for a bare name); throws when it cannot be started. */
@@ -297,23 +242,6 @@ function sameSubdir(from: string, to: string, cwd: string): string {
   }
 }
 
-/** Gemini CLI's home for this run: the user's, plus agentsnap's BeforeTool/AfterTool hooks (see agent-hooks.ts). */
-function geminiOverlay(repo: Repo, session: string, env: NodeJS.ProcessEnv, runDir: string | undefined): GeminiOverlay {
-  const sessionDir = sessionPaths(repo, session).dir;
-  // One per run: a wrapper that was killed leaves its overlay (and whatever Gemini created only there) in place.
-  const dir = path.join(sessionDir, `gemini-home-${process.pid}-${Date.now().toString(36)}`);
-  const hook = (ev: string) => ({
-    matcher: '*',
-    hooks: [{ type: 'command', name: `agentsnap-${ev}`, command: hookCommand('gemini', ev, { wrapped: true, session, worktree: repo.worktree, runDir }), timeout: 600_000 }],
-  });
-  return createGeminiOverlay({
-    dir,
-    realHome: env.GEMINI_CLI_HOME || env.HOME || os.homedir(),
-    hooks: { BeforeTool: [hook('BeforeTool')], AfterTool: [hook('AfterTool')] },
-    sessionDir,
-  });
-}
-
 /** Runs `command` as an agent inside an agentsnap session. */
 export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const command = opts.command;
@@ -391,19 +319,21 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
       if (isAgentsnapError(e) && e.code === 'Busy') runDir = runDirOf(repo);
     }
   }
-  const argv = agent === 'claude' ? claudeArgv(command, opts.cwd, undefined, runDir) : agent === 'codex' ? codexArgv(command, undefined, runDir) : [...command];
-  const agentEnv: Record<string, string> = {};
-  let gemini: GeminiOverlay | null = null;
-  if (agent === 'gemini') {
-    // What a killed wrapper's Gemini wrote only in its overlay goes back first (a run's chats, logins, settings).
-    warnings.push(...recoverGeminiOverlays(sessionsDir(repo)));
+  // The agent's hooks for this run: on its command line, and any state they need beside it (undone by finish()).
+  const adapter = ADAPTERS[agent];
+  const run = runContextFor(command, findAgent(command)?.index ?? 0, opts.cwd, opts.env, agent, runDir, { repo, session });
+  const argv = adapter.wrapArgv?.(run) ?? [...command];
+  let agentEnv: Record<string, string> = {};
+  let injected: RunHooks | null = null;
+  if (adapter.prepareRun) {
+    warnings.push(...(adapter.recover?.(sessionsDir(repo)) ?? []));
     try {
-      gemini = geminiOverlay(repo, session, opts.env, runDir);
-      agentEnv.GEMINI_CLI_HOME = gemini.home;
+      injected = adapter.prepareRun(run);
+      agentEnv = injected.env;
     } catch (e) {
       await server?.close();
       await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
-      throw wrapFailed('could not add agentsnap\'s hooks to Gemini CLI', e);
+      throw wrapFailed(`could not add agentsnap's hooks to ${adapter.displayName}`, e);
     }
   }
   // Time-gated retention (one stat unless it is due): it runs beside the agent, never delaying its start.
@@ -432,14 +362,14 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   } catch (e) {
     await auto?.stop();
     await server?.close();
-    endWarnings.push(...(gemini?.finish() ?? []));
+    endWarnings.push(...(injected?.finish() ?? []));
     await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
     await autoGc;
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   }
   await auto?.stop();
   await server?.close();
-  endWarnings.push(...(gemini?.finish() ?? []));
+  endWarnings.push(...(injected?.finish() ?? []));
   const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
   let endError: AgentsnapError | null = null;

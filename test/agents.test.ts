@@ -13,7 +13,8 @@ import { cli, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.j
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { codexArgv } from '../src/wrap.js';
-import { createGeminiOverlay, parseJsonc } from '../src/agents/agent-hooks.js';
+import { createGeminiOverlay } from '../src/agents/gemini.js';
+import { parseJsonc } from '../src/agents/settings-file.js';
 
 async function startSession(repo: TempRepo): Promise<string> {
   const res = await cli(repo, ['snap', '--json']);

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, tempRepo } from './helpers.js';
-import { CLAUDE_READ_ONLY_TOOLS, CLAUDE_TOOL_MATCHER } from '../src/agents/agent-hooks.js';
+import { CLAUDE_READ_ONLY_TOOLS, CLAUDE_TOOL_MATCHER } from '../src/agents/claude.js';
 
 test('init claude merges hooks into .claude/settings.local.json idempotently, keeps it uncommitted, and --remove restores the file', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });

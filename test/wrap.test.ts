@@ -6,7 +6,7 @@ import path from 'node:path';
 import { BIN, cliProcess, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
 import { readJournal } from '../src/session/journal.js';
 import { claudeArgv, detectAgent } from '../src/wrap.js';
-import { CLAUDE_TOOL_MATCHER } from '../src/agents/agent-hooks.js';
+import { CLAUDE_TOOL_MATCHER } from '../src/agents/claude.js';
 
 function journalOf(repo: TempRepo, session: string) {
   return readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', session, 'journal.jsonl')).events as unknown as Record<string, unknown>[];

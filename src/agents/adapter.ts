@@ -1,8 +1,17 @@
-// What every agent adapter gives agentsnap (one file per agent beside this
-// one) and the shapes the agent-neutral code (hook, wrap, init, rewind,
-// the session's transcript import) works with. Owns no agent's knowledge
-// itself; must not import anything above agents/ (sessions, restores, the
-// server): adapters know the agents' formats, not agentsnap's machinery.
+// agents/ (above snapshot/, below session/): one adapter per agent —
+// claude.ts (with claude-transcript.ts), codex.ts, gemini.ts, generic.ts —
+// each owning everything agentsnap knows about that agent: recognising its
+// command, injecting hooks for a `wrap` run, the `init` settings it writes and
+// removes, refining its hook payloads into the common call shape, telling a
+// failed call, its transcript, forking its conversation, the resume command.
+// This file is the interface and the shapes agent-neutral code (hook.ts,
+// wrap.ts, init.ts, rewind.ts, the session's transcript import) works with;
+// registry.ts lists the adapters. Adding an agent = one file + its line in
+// registry.ts + AGENTS. Adapters read and write the agents' own files only:
+// nothing here imports sessions, snapshots, restores or the server.
+
+export const AGENTS = ['claude', 'codex', 'gemini', 'generic'] as const;
+export type Agent = (typeof AGENTS)[number];
 
 /** Where a tool call is in the agent's transcript. */
 export interface TranscriptPosition {
@@ -11,4 +20,128 @@ export interface TranscriptPosition {
   offset?: number;
   /** uuid of the transcript line holding the tool call. */
   uuid?: string;
+}
+
+/** What one hook call means, whatever agent sent it. */
+export interface HookCall {
+  phase: 'pre' | 'post' | 'end' | 'ignore';
+  status: 'done' | 'failed' | 'interrupted' | 'unprotected';
+  tool: string | null;
+  input: unknown;
+  output: unknown;
+  error: string | null;
+  toolUseId: string | null;
+  agentSessionId: string | null;
+  transcriptPath: string | null;
+  cwd: string | null;
+  durationMs: number | null;
+  agentVersion: string | null;
+  model: string | null;
+}
+
+/** A hook group in an agent's settings file (Claude Code's shape; Codex and Gemini CLI use the same). */
+export type HookGroup = { matcher?: string; hooks?: { type?: string; command?: string; name?: string; timeout?: number }[] };
+
+/** What `wrap` gives an adapter to inject this run's hooks. */
+export interface RunContext {
+  /** The command line, and the index of the word naming the agent (its own options follow it; 0 when none does). */
+  command: string[];
+  at: number;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** The hook command line for one event of this run (`extra` names the session on the command line too). */
+  hookCommand(event: string, extra?: { session: string; worktree: string }): string;
+  session: string;
+  worktree: string;
+  /** The session's state directory (for files the injection keeps while the agent runs). */
+  sessionDir: string;
+}
+
+/** State one run's hooks need beside the command line. */
+export interface RunHooks {
+  /** Variables the agent needs for them. */
+  env: Record<string, string>;
+  /** After the agent ended: puts back what the injection changed; warnings, one line each. */
+  finish(): string[];
+}
+
+/** Where `init` writes an agent's project hooks. */
+export interface InitLayout {
+  /** The settings file holding the hooks, from the top of the worktree. */
+  file: string;
+  /** The hook events, and whether each takes a tool matcher. */
+  events: [string, boolean][];
+  /** The tool matcher of the events that take one. */
+  matcher: string;
+  /** A personal file (never committed by design): kept even when only our hooks were in it; no refusal when tracked. */
+  personal: boolean;
+  /** Said when the settings file is committed (init refuses: the hooks would reach everyone who clones). */
+  trackedHint?: string;
+  /** Said after writing the hooks (what the user still has to do, if anything). */
+  note?: string;
+  /** Files init writes beside the settings (Claude Code's /agentsnap-undo), each recognised by a marker line. */
+  extraFiles?: { file: string; text: string; marker: string }[];
+}
+
+/** A conversation forked before a step: the new transcript and how to resume it. */
+export interface ChatFork {
+  kind: 'transcript';
+  /** The new transcript file. */
+  file: string;
+  original: string;
+  sessionId: string;
+  /** Directory to resume from (Claude Code looks sessions up by the project directory). */
+  cwd: string;
+  resumeCommand: string;
+  /** `cd <cwd> && <resumeCommand>`, quoted for a POSIX shell: runs as is from anywhere. */
+  shellCommand: string;
+  /** Lines kept from the original. */
+  lines: number;
+  /** Other tool calls of the same assistant message that were cut with it. */
+  sharedWith: number;
+  /**
+   * Set when step N's call was made by a subagent, whose calls the main
+   * conversation never holds: the tool_use id of the Agent call (in the main
+   * conversation) that started it, before which the fork is cut.
+   */
+  subagentCall: string | null;
+  /** The step of that Agent call, when it was recorded. */
+  subagentStep: number | null;
+}
+
+/** The step a conversation is forked before. */
+export interface ForkPoint {
+  step: number;
+  transcript: TranscriptPosition | null;
+  toolUseId: string | null;
+}
+
+export interface AgentAdapter {
+  readonly name: Agent;
+  /** The name its version is journaled under (`claude-code 2.1.3`). */
+  readonly product: string;
+  /** Whether a command word is this agent: `base` is its program name (lower case, no extension or version). */
+  isCommand(arg: string, base: string): boolean;
+  /** Refines the common call shape in place: failure in the agent's own words, a call id where it gives none. */
+  refineCall?(call: HookCall, payload: Record<string, unknown>): void;
+  /** Whether a post-hook call that looks done failed (read from the agent's own files; Codex's rollout). */
+  callFailed?(call: HookCall): string | null;
+  /** The transcript path to journal for one reported by a hook (Gemini under wrap: where the file ends up). */
+  transcriptPath?(sessionDir: string, reported: string): string;
+  /** Whether the agent leaves read-only tools unhooked and the session imports them from its transcript (Claude Code). */
+  readonly importsReadCalls?: boolean;
+  /** How messages name it (`Gemini CLI`). */
+  readonly displayName: string;
+  /** wrap: the command line with this run's hooks added (no file of the user's edited); throws on a bad argument of the user's. */
+  wrapArgv?(run: RunContext): string[];
+  /** wrap: state this run's hooks need outside the command line (Gemini's home overlay); undone by `finish`. */
+  prepareRun?(run: RunContext): RunHooks;
+  /** wrap: puts back what a killed wrapper's prepareRun left; warnings. */
+  recover?(sessionsRoot: string): string[];
+  /** `init <agent>`: the project settings it writes and removes. */
+  readonly init?: InitLayout;
+  /** Whether a recorded transcript is this agent's (its conversation can then be forked). */
+  ownsTranscript?(path: string, sessionAgent: string | null): boolean;
+  /** A new conversation cut before `at`, next to the original (never modified); throws when it cannot. */
+  forkConversation?(at: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork;
 }

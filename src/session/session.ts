@@ -32,8 +32,8 @@ import { snapshotTree } from '../snapshot/snapshot.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
 import { maybeMaintain } from './maintenance.js';
-import { locateToolCall, readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from '../agents/transcript.js';
-import { CLAUDE_READ_ONLY_TOOLS } from '../agents/agent-hooks.js';
+import { locateToolCall, readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from '../agents/claude-transcript.js';
+import { CLAUDE_READ_ONLY_TOOLS } from '../agents/claude.js';
 import { redactValue, sanitize } from './redact.js';
 
 export const STEP_REF_PREFIX = 'refs/agent/';

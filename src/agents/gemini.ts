@@ -1,157 +1,23 @@
-// Hooks injected into Codex CLI and Gemini CLI for one `wrap` run, without
-// editing the user's configuration:
-// - Codex CLI reads hooks from every config layer, including `-c key=value`
-//   overrides (its "session flags" layer). Hooks it has not seen before run
-//   only once trusted: a `hooks.state.<key>.trusted_hash` in a user-controlled
-//   layer, which `-c` is too. So agentsnap passes its hooks and their trust
-//   as `-c` flags (codex-rs/hooks/src/engine/discovery.rs, config_rules.rs).
-// - Gemini CLI has no per-run settings flag, and the system settings files it
-//   lets an environment variable replace are skipped unless root owns them
-//   and every directory above them. So agentsnap points GEMINI_CLI_HOME at a
-//   private overlay of ~/.gemini: every entry is a symlink to the real one,
+// Gemini CLI: everything agentsnap knows about it.
+// - wrap: Gemini CLI has no per-run settings flag, and the system settings
+//   files it lets an environment variable replace are skipped unless root owns
+//   them and every directory above them. So agentsnap points GEMINI_CLI_HOME at
+//   a private overlay of ~/.gemini: every entry is a symlink to the real one,
 //   except settings.json, which is the user's settings plus agentsnap's hooks
 //   (hook arrays concatenate across settings layers). When the agent exits,
 //   whatever Gemini created or replaced in the overlay is moved back.
+// - init: .gemini/settings.json, its only project settings file; many
+//   projects commit it, so init refuses when it is tracked.
+// - Hook payloads (BeforeTool/AfterTool) carry no call id, and a failing shell
+//   command shows only in the result's text.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
-
-// ---------------------------------------------------------------- Codex CLI
-
-/** Where Codex says `-c` overrides come from; hook state keys name it. */
-const CODEX_SESSION_FLAGS_SOURCE = '/<session-flags>/config.toml';
-const CODEX_EVENT_LABELS: Record<string, string> = { PreToolUse: 'pre_tool_use', PostToolUse: 'post_tool_use', SessionEnd: 'session_end' };
-/** Codex's default hook timeout (seconds), part of the normalized hook it hashes. */
-const CODEX_DEFAULT_TIMEOUT = 600;
-
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort()
-        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
-    );
-  }
-  return value;
-}
-
-/**
- * The hash Codex trusts a command hook by: sha256 of the canonical JSON of
- * {event_name, matcher, hooks: [normalized handler]} (codex-rs/config/src/fingerprint.rs
- * `version_for_toml`, discovery.rs `command_hook_hash`).
- */
-export function codexTrustHash(event: string, matcher: string | null, command: string): string {
-  const label = CODEX_EVENT_LABELS[event] ?? event;
-  const handler = { type: 'command', command, timeout: CODEX_DEFAULT_TIMEOUT, async: false };
-  const identity: Record<string, unknown> = { event_name: label, hooks: [handler] };
-  if (matcher !== null) identity.matcher = matcher;
-  return `sha256:${createHash('sha256').update(JSON.stringify(canonical(identity))).digest('hex')}`;
-}
-
-/** A TOML basic string (JSON's escapes are TOML's, plus DEL, which TOML wants escaped). */
-function tomlString(s: string): string {
-  return JSON.stringify(s).replace(/\x7f/g, '\\u007f');
-}
-
-/**
- * `-c` overrides that make Codex run `commandFor(event)` before and after
- * every tool call in this run only, trusted.
- */
-export function codexConfigOverrides(commandFor: (event: string) => string, events: string[] = ['PreToolUse', 'PostToolUse']): string[] {
-  const out: string[] = [];
-  const state: string[] = [];
-  for (const ev of events) {
-    const matcher = ev === 'SessionEnd' ? null : '*';
-    const command = commandFor(ev);
-    const group = `{${matcher === null ? '' : `matcher=${tomlString(matcher)},`}hooks=[{type="command",command=${tomlString(command)}}]}`;
-    out.push('-c', `hooks.${ev}=[${group}]`);
-    const key = `${CODEX_SESSION_FLAGS_SOURCE}:${CODEX_EVENT_LABELS[ev] ?? ev}:0:0`;
-    state.push(`${tomlString(key)}={trusted_hash=${tomlString(codexTrustHash(ev, matcher, command))}}`);
-  }
-  out.push('-c', `hooks.state={${state.join(',')}}`);
-  return out;
-}
-
-// ---------------------------------------------------------------- Gemini CLI
-
-/** Reads JSON with comments and trailing commas (Gemini CLI's settings files allow both). */
-export function parseJsonc(text: string): unknown {
-  let out = '';
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i] as string;
-    if (c === '"') {
-      let j = i + 1;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
-      out += text.slice(i, j + 1);
-      i = j + 1;
-    } else if (c === '/' && text[i + 1] === '/') {
-      while (i < text.length && text[i] !== '\n') i++;
-    } else if (c === '/' && text[i + 1] === '*') {
-      const end = text.indexOf('*/', i + 2);
-      i = end === -1 ? text.length : end + 2;
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return JSON.parse(out.replace(/,(\s*[}\]])/g, '$1'));
-}
-
-/**
- * Claude Code's built-in tools that cannot change a file: agentsnap does not
- * hook them (a hook costs the agent a process per call) and journals them from
- * the transcript instead (src/transcript-import.ts). Conservative: any tool not
- * named here, MCP tools and tools of future versions included, stays hooked.
- */
-export const CLAUDE_READ_ONLY_TOOLS = ['Read', 'Glob', 'Grep', 'LS', 'NotebookRead', 'WebFetch', 'WebSearch'] as const;
-
-/**
- * The tool matcher of agentsnap's Claude Code PreToolUse/PostToolUse(Failure)
- * hooks: every tool name except exactly the read-only ones. Claude Code reads
- * a matcher that is not a plain name list as a JavaScript regex and tests the
- * tool name with it; the negative lookahead is honoured (checked on 2.1.332:
- * Read fires no hook, Write/Edit/Bash/ToolSearch do).
- */
-export const CLAUDE_TOOL_MATCHER = `^(?!(?:${CLAUDE_READ_ONLY_TOOLS.join('|')})$)`;
-
-export type HookGroup = { matcher?: string; hooks?: { type?: string; command?: string; name?: string }[] };
-
-/** Whether a hook command is one of agentsnap's for `agent` (written by wrap or init). */
-export function isAgentsnapHook(command: unknown, agent: string): boolean {
-  if (typeof command !== 'string' || !command.includes('agentsnap')) return false;
-  // `agentsnap hook <agent> …` (Node), or `agentsnap-hook [--run DIR] [--exec NODE JS] <agent> …` (the shell client).
-  return command.includes(` hook ${agent} `) || new RegExp(`agentsnap-hook'?(?: .*)? ${agent} `).test(command);
-}
-
-/** `settings` with `add` appended to its hook arrays (a new object; `settings` is not changed). */
-export function withHooks(settings: Record<string, unknown>, add: Record<string, HookGroup[]>): Record<string, unknown> {
-  const hooks = { ...((settings.hooks && typeof settings.hooks === 'object' && !Array.isArray(settings.hooks) ? settings.hooks : {}) as Record<string, unknown>) };
-  for (const [ev, groups] of Object.entries(add)) hooks[ev] = [...(Array.isArray(hooks[ev]) ? (hooks[ev] as unknown[]) : []), ...groups];
-  return { ...settings, hooks };
-}
-
-/** `settings` without agentsnap's hooks for `agent`; events and groups left empty by that are dropped. */
-export function withoutHooks(settings: Record<string, unknown>, agent: string): Record<string, unknown> {
-  if (!settings.hooks || typeof settings.hooks !== 'object' || Array.isArray(settings.hooks)) return settings;
-  const hooks: Record<string, unknown> = {};
-  for (const [ev, groups] of Object.entries(settings.hooks as Record<string, unknown>)) {
-    if (!Array.isArray(groups)) {
-      hooks[ev] = groups;
-      continue;
-    }
-    const kept = (groups as HookGroup[])
-      .map((g) => (g && Array.isArray(g.hooks) ? { ...g, hooks: g.hooks.filter((h) => !isAgentsnapHook(h?.command, agent)) } : g))
-      .filter((g, i) => !g || !Array.isArray(g.hooks) || g.hooks.length > 0 || ((groups as HookGroup[])[i]?.hooks ?? []).length === 0);
-    if (kept.length > 0) hooks[ev] = kept;
-  }
-  const next: Record<string, unknown> = { ...settings, hooks };
-  if (Object.keys(hooks).length === 0) delete next.hooks;
-  return next;
-}
+import os from 'node:os';
+import type { AgentAdapter, HookGroup } from './adapter.js';
+import { parseJsonc, withHooks, withoutHooks } from './settings-file.js';
 
 export interface GeminiOverlay {
   /** GEMINI_CLI_HOME for the agent. */
@@ -381,3 +247,64 @@ export function recoverGeminiOverlays(sessionsRoot: string): string[] {
   }
   return lines;
 }
+
+/** A stable id for a call whose agent gives none: `agentsnap:` and a hash of its tool name and input. */
+export function syntheticToolUseId(tool: string, input: unknown): string {
+  const canon = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(canon) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
+  return `agentsnap:${createHash('sha1').update(JSON.stringify([tool, canon(input ?? null)])).digest('hex').slice(0, 16)}`;
+}
+
+export const gemini: AgentAdapter = {
+  name: 'gemini',
+  product: 'gemini-cli',
+  displayName: 'Gemini CLI',
+  isCommand: (arg, base) => base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli'),
+  refineCall(call, payload) {
+    const response = payload.tool_response ?? payload.tool_output ?? payload.output;
+    const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;
+    if (call.phase === 'post' && call.status === 'done') {
+      // Gemini's run_shell_command reports a failing command only in its text: "Exit Code: 3".
+      const text = responseObj ? `${typeof responseObj.llmContent === 'string' ? responseObj.llmContent : ''}\n${typeof responseObj.returnDisplay === 'string' ? responseObj.returnDisplay : ''}` : '';
+      const m = /(?:^|\n)\s*(?:Exit Code:|Command exited with code:)\s*(\d+)/.exec(text);
+      if (m && m[1] !== '0') {
+        call.status = 'failed';
+        call.error = call.error ?? `Exit code ${m[1]}`;
+      }
+    }
+    // Gemini CLI gives its hooks no call id: the call's name and input pair its BeforeTool with its AfterTool.
+    if (!call.toolUseId && call.tool && (call.phase === 'pre' || call.phase === 'post')) call.toolUseId = syntheticToolUseId(call.tool, payload.tool_input);
+  },
+  // Under wrap, Gemini CLI runs with an overlay home that is gone afterwards: keep the path the file ends up at.
+  transcriptPath: (sessionDir, reported) => mapGeminiPath(sessionDir, reported),
+  /** Gemini CLI's home for this run: the user's, plus agentsnap's BeforeTool/AfterTool hooks. */
+  prepareRun(run) {
+    // One per run: a wrapper that was killed leaves its overlay (and whatever Gemini created only there) in place.
+    const dir = path.join(run.sessionDir, `gemini-home-${process.pid}-${Date.now().toString(36)}`);
+    const hook = (ev: string): HookGroup => ({
+      matcher: '*',
+      hooks: [{ type: 'command', name: `agentsnap-${ev}`, command: run.hookCommand(ev, { session: run.session, worktree: run.worktree }), timeout: 600_000 }],
+    });
+    const overlay = createGeminiOverlay({
+      dir,
+      realHome: run.env.GEMINI_CLI_HOME || run.env.HOME || os.homedir(),
+      hooks: { BeforeTool: [hook('BeforeTool')], AfterTool: [hook('AfterTool')] },
+      sessionDir: run.sessionDir,
+    });
+    return { env: { GEMINI_CLI_HOME: overlay.home }, finish: () => overlay.finish() };
+  },
+  // What a killed wrapper's Gemini wrote only in its overlay goes back first (a run's chats, logins, settings).
+  recover: (sessionsRoot) => recoverGeminiOverlays(sessionsRoot),
+  init: {
+    file: '.gemini/settings.json',
+    events: [
+      ['BeforeTool', true],
+      ['AfterTool', true],
+      ['SessionEnd', false],
+    ],
+    matcher: '*',
+    personal: false,
+    trackedHint: 'Gemini CLI has no other project settings file; run the agent as `agentsnap wrap -- gemini` instead.',
+    note: 'Gemini CLI runs project hooks only in folders you trust, and warns once about new ones.',
+  },
+};

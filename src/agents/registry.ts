@@ -1,0 +1,26 @@
+// The adapters, by name, and recognising an agent from its command line.
+import path from 'node:path';
+import type { Agent, AgentAdapter } from './adapter.js';
+import { claude } from './claude.js';
+import { codex } from './codex.js';
+import { gemini } from './gemini.js';
+import { generic } from './generic.js';
+
+export const ADAPTERS: Record<Agent, AgentAdapter> = { claude, codex, gemini, generic };
+
+/** The adapter of `agent` (the name a hook command or a session records), or null for a name agentsnap does not know. */
+export function adapterOf(agent: string | null): AgentAdapter | null {
+  return agent !== null && Object.hasOwn(ADAPTERS, agent) ? ADAPTERS[agent as Agent] : null;
+}
+
+/** The agent and the index of the word naming it (its own options follow that word): its program, or the script a runner (node, npx…) starts. */
+export function findAgent(command: string[]): { agent: Exclude<Agent, 'generic'>; index: number } | null {
+  const runners = new Set(['node', 'npx', 'bunx', 'bun', 'pnpx', 'deno', 'env', 'exec']);
+  for (const [index, arg] of command.slice(0, 4).entries()) {
+    if (arg.startsWith('-')) continue;
+    const base = path.basename(arg).replace(/\.(exe|cmd|js|mjs|cjs)$/i, '').replace(/@[\d.]+.*$/, '').toLowerCase();
+    for (const a of [claude, codex, gemini]) if (a.isCommand(arg, base)) return { agent: a.name as Exclude<Agent, 'generic'>, index };
+    if (!runners.has(base)) break;
+  }
+  return null;
+}
