@@ -3,354 +3,40 @@
 // redaction, effects, read-only views. Snapshots the worktree but never writes
 // into it (that is restore/); knows no agent beyond the adapters in agents/.
 //
-// Sessions and steps: allocation, snapshots, journal, refs. Every mutation
-// runs under the session's lock and follows one order: write objects, append
-// the journal event (the truth), move the refs, then refresh state.json (a
-// cache). A crash between any two leaves something the next call repairs.
+// Sessions and steps (this file): start, pre, post, checkpoint, unprotected,
+// resume, end, and an operation's hold on a session (withSessionLock). Every
+// mutation runs under the session's lock and follows one order: write
+// objects, append the journal event (the truth), move the refs, then refresh
+// state.json (a cache). A crash between any two leaves something the next
+// call repairs. Beside it: refs.ts (refs and paths), state.ts (the cached
+// fold), locks.ts (locks and that order), selection.ts (summaries, liveness,
+// which session), transcript-import.ts (calls no hook reported); this file
+// re-exports what it exported before the split.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
 import { errors } from '../base/errors.js';
-import { assertSessionId, newSessionId, sessionIdProblem } from '../base/ids.js';
-import {
-  appendEvent,
-  eventBase,
-  readJournal,
-  type ChangedPath,
-  type JournalEvent,
-  type SessionStatus,
-  type SkippedFile,
-  type StepPostEvent,
-  type TranscriptPosition,
-} from './journal.js';
-import { acquireLock, currentOwner, ownerAlive, withLock } from '../base/lock.js';
-import { applyEvent, foldJournal, openSteps, sessionStatus, type Session, type Step } from './model.js';
-import { commitTree, diffTrees, listRefs, readHead, updateRefs, type RefUpdate } from '../git/plumbing.js';
-import { loadSettings, serverEnabled, type Settings } from '../git/config.js';
-import { snapshotTree } from '../snapshot/snapshot.js';
+import { assertSessionId, newSessionId } from '../base/ids.js';
+import { appendEvent, eventBase, type ChangedPath, type JournalEvent, type SkippedFile, type StepPostEvent, type TranscriptPosition } from './journal.js';
+import { withLock } from '../base/lock.js';
+import { foldJournal, type Session, type Step } from './model.js';
+import { commitTree, diffTrees, readHead, updateRefs, type RefUpdate } from '../git/plumbing.js';
+import { loadSettings, type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
 import { maybeMaintain } from './maintenance.js';
-import { locateToolCall, readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from '../agents/claude-transcript.js';
-import { CLAUDE_READ_ONLY_TOOLS } from '../agents/claude.js';
-import { redactValue, sanitize } from './redact.js';
-
-export const STEP_REF_PREFIX = 'refs/agent/';
-export const META_REF_PREFIX = 'refs/agentsnap/';
-
-export function stepRef(session: string, step: number): string {
-  return `${STEP_REF_PREFIX}${session}/${step}`;
-}
-export const SESSION_META_PREFIX = `${META_REF_PREFIX}sessions/`;
-/** A ref agentsnap keeps for a session besides its steps: head, origin, ops/<k>, worktree-head. */
-export function sessionMetaRef(session: string, name: string): string {
-  return `${SESSION_META_PREFIX}${session}/${name}`;
-}
-export function headRef(session: string): string {
-  return sessionMetaRef(session, 'head');
-}
-/** The session a ref belongs to (`refs/agent/<id>/…`, `refs/agentsnap/sessions/<id>/…`), or null. */
-export function sessionOfRef(ref: string): string | null {
-  const prefix = ref.startsWith(STEP_REF_PREFIX) ? STEP_REF_PREFIX : ref.startsWith(SESSION_META_PREFIX) ? SESSION_META_PREFIX : null;
-  return prefix ? ref.slice(prefix.length).split('/')[0] || null : null;
-}
-/** Every ref agentsnap keeps for a session. */
-export async function sessionRefs(repo: Repo, id: string): Promise<string[]> {
-  const refs = [...(await listRefs(repo, `${STEP_REF_PREFIX}${id}/`)), ...(await listRefs(repo, `${SESSION_META_PREFIX}${id}/`))];
-  return refs.map((r) => r.ref);
-}
-
-export interface SessionPaths {
-  dir: string;
-  index: string;
-  journal: string;
-  state: string;
-  lock: string;
-}
-
-export function sessionsDir(repo: Repo): string {
-  return path.join(repo.stateDir, 'sessions');
-}
-
-/** The ids of the sessions that have a journal in this repository, sorted. */
-export function sessionIds(repo: Repo): string[] {
-  let names: string[];
-  try {
-    names = fs.readdirSync(sessionsDir(repo));
-  } catch {
-    return [];
-  }
-  return names.filter((n) => sessionIdProblem(n) === undefined && fs.existsSync(sessionPaths(repo, n).journal)).sort();
-}
-
-export function sessionPaths(repo: Repo, id: string): SessionPaths {
-  const dir = path.join(sessionsDir(repo), id);
-  return {
-    dir,
-    index: path.join(dir, 'index'),
-    journal: path.join(dir, 'journal.jsonl'),
-    state: path.join(dir, 'state.json'),
-    lock: path.join(dir, 'lock'),
-  };
-}
-
-export function worktreeKey(repo: Pick<Repo, 'worktree'>): string {
-  return createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
-}
-
-function worktreeLockFile(repo: Repo): string {
-  return path.join(repo.stateDir, 'locks', `worktree-${worktreeKey(repo)}.lock`);
-}
-
-/**
- * The worktree content lock: held around every snapshot and every restore of
- * this worktree (all sessions), so no snapshot reads a half-restored worktree.
- * Distinct from the worktree lock above, which is held while a session starts
- * (and so around its baseline snapshot). Order: session lock, then this one.
- */
-export function contentLockFile(repo: Repo): string {
-  return path.join(repo.stateDir, 'locks', `content-${worktreeKey(repo)}.lock`);
-}
-
-/** snapshotTree under the worktree content lock (the caller holds the session lock). */
-async function lockedSnapshot(repo: Repo, settings: Settings, opts: Parameters<typeof snapshotTree>[1]): ReturnType<typeof snapshotTree> {
-  const file = contentLockFile(repo);
-  ensureDir(path.dirname(file));
-  const take = repo.accel?.snapshot ?? ((o: Parameters<typeof snapshotTree>[1]) => snapshotTree(repo, o));
-  // With a server to take the next snapshots, a new copy of the user's index is not written back for them.
-  const warmCopy = !serverEnabled(repo.callerEnv, settings);
-  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ ...opts, untrackedCache: true, warmCopy }));
-}
-
-function ensureDir(dir: string): void {
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-}
-
-/** The small per-session cache the per-tool-call path reads instead of the whole journal. */
-interface SessionState {
-  v: 1;
-  journalSize: number;
-  session: Omit<Session, 'steps' | 'extraEvents'> & { stepCount: number; open: Step[] };
-  /** Snapshots written since agentsnap last packed this session's objects. */
-  unpacked: number;
-  packedHead: string | null;
-  /** The newest journaled tool_use ids (at most RECENT_CALLS): where a transcript import stops. */
-  recentToolUseIds?: string[];
-  /** The agent transcript of the newest step that named one (read at session end for calls no hook saw). */
-  transcriptPath?: string | null;
-  /** Where the last transcript import left off (ReadCallScan.floor): the next one walks back to it. */
-  transcriptFloor?: { path: string; offset: number };
-}
-
-const RECENT_CALLS = 256;
-
-/** `s` is the whole journal folded, or (`folded`) the previous state's open steps with new events applied. */
-function stateFrom(s: Session, journalSize: number, prev: SessionState | null, folded = false): SessionState {
-  const { steps, extraEvents, ...rest } = s;
-  void extraEvents;
-  return {
-    v: 1,
-    journalSize,
-    session: { ...rest, stepCount: rest.nextStep - 1, open: openSteps(s) },
-    unpacked: prev?.unpacked ?? 0,
-    packedHead: prev?.packedHead ?? null,
-    // Folded forward from a cache that predates the list, the steps are not all the journal's: leave it to a full read.
-    ...(folded && !prev?.recentToolUseIds
-      ? {}
-      : { recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS) }),
-    transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
-    ...(prev?.transcriptFloor ? { transcriptFloor: prev.transcriptFloor } : {}),
-  };
-}
-
-function writeState(file: string, state: SessionState): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, JSON.stringify(state), { mode: 0o600 });
-  fs.renameSync(tmp, file);
-}
-
-function readState(file: string): SessionState | null {
-  try {
-    const st = JSON.parse(fs.readFileSync(file, 'utf8')) as SessionState;
-    return st.v === 1 ? st : null;
-  } catch {
-    return null;
-  }
-}
-
-function journalSize(file: string): number {
-  try {
-    return fs.statSync(file).size;
-  } catch {
-    return 0;
-  }
-}
-
-/** Loads the full session from its journal. Throws UnknownSession when there is none. */
-export function loadSession(repo: Repo, id: string): Session {
-  assertSessionId(id);
-  const p = sessionPaths(repo, id);
-  const read = readJournal(p.journal);
-  const s = foldJournal(read.events);
-  if (!s) {
-    throw errors.unknownSession(`no session ${id} in this repository.`, {
-      hint: 'List sessions with `agentsnap sessions`.',
-      data: { session: id },
-    });
-  }
-  return s;
-}
-
-/**
- * State for the hot path: the cache when it matches the journal, else
- * rebuilt. Only a caller holding the session lock may `repair` (move refs,
- * rewrite state.json): a reader without it could see a writer between its
- * journal append and its ref update, and move refs back.
- */
-async function loadState(repo: Repo, id: string, repair = true): Promise<SessionState> {
-  const p = sessionPaths(repo, id);
-  const cached = readState(p.state);
-  const size = journalSize(p.journal);
-  if (cached && cached.journalSize === size && size > 0) return cached;
-  const read = readJournal(p.journal);
-  const s = foldJournal(read.events);
-  if (!s) {
-    throw errors.unknownSession(`no session ${id} in this repository.`, {
-      hint: 'List sessions with `agentsnap sessions`.',
-      data: { session: id },
-    });
-  }
-  const state = stateFrom(s, size, cached);
-  if (!repair) return state;
-  // The journal is ahead of the cache: a previous command died after journaling. Make the refs agree.
-  await updateRefs(repo, refsFor(s));
-  writeState(p.state, state);
-  return state;
-}
-
-/** Whether a session has ended or been discarded, from its state cache (a whole journal read only when the cache is behind). */
-export async function sessionFinished(repo: Repo, id: string): Promise<boolean> {
-  const st = (await loadState(repo, id, false)).session;
-  return !!st.ended || !!st.discarded;
-}
-
-/** The refs a session's journal says it has: baseline, each step's latest snapshot, and the head. */
-export function refsFor(s: Session): RefUpdate[] {
-  const updates: RefUpdate[] = [{ ref: stepRef(s.id, 0), value: s.baseline }, { ref: headRef(s.id), value: s.head }];
-  for (const st of s.steps) {
-    const commit = st.post ?? st.pre;
-    if (commit) updates.push({ ref: stepRef(s.id, st.step), value: commit });
-  }
-  return updates;
-}
-
-export interface SessionSummary {
-  id: string;
-  worktree: string;
-  status: SessionStatus;
-  steps: number;
-  openSteps: number;
-  createdAt: string;
-  lastActivity: string;
-  agent: string | null;
-  command: string[] | null;
-  head: string;
-  baseline: string;
-  baseHead: string | null;
-  branch: string | null;
-  /** The wrapper process the session follows, if any. */
-  owner: Session['owner'];
-}
-
-/** A session's status now: one whose wrapper process is gone counts as ended. */
-export function statusNow(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): SessionStatus {
-  return sessionStatus(s, !s.owner || ownerAlive(s.owner));
-}
-
-/** A live wrapper process runs the session now. */
-export function wrapperRunning(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): boolean {
-  return !!s.owner && statusNow(s) === 'running';
-}
-
-/** The session is marked running, but its wrapper process is gone (doctor --fix journals its end). */
-export function wrapperGone(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): boolean {
-  return !s.ended && !s.discarded && !!s.owner && statusNow(s) === 'ended';
-}
-
-/** Whether a session is or may still be in use: its wrapper lives, or (without a wrapper) it was active within the last hour. */
-export function sessionInUse(s: Pick<SessionSummary, 'status' | 'lastActivity' | 'owner'>, now = Date.now()): boolean {
-  if (s.status !== 'running') return false;
-  return !!s.owner || now - Date.parse(s.lastActivity) < 60 * 60 * 1000;
-}
-
-function summaryOf(state: SessionState): SessionSummary {
-  const s = state.session;
-  return {
-    id: s.id,
-    worktree: s.worktree,
-    status: statusNow(s),
-    owner: s.owner,
-    steps: s.stepCount,
-    openSteps: s.open.length,
-    createdAt: s.createdAt,
-    lastActivity: s.lastActivity,
-    agent: s.agent,
-    command: s.command,
-    head: s.head,
-    baseline: s.baseline,
-    baseHead: s.baseHead,
-    branch: s.branch,
-  };
-}
-
-/** Every session of the repository (all worktrees), most recently active first. */
-export async function listSessions(repo: Repo): Promise<SessionSummary[]> {
-  const out: SessionSummary[] = [];
-  for (const name of sessionIds(repo)) {
-    try {
-      out.push(summaryOf(await loadState(repo, name, false)));
-    } catch {
-      /* an unreadable session is reported by doctor, not here */
-    }
-  }
-  return out.sort((a, b) => (a.lastActivity < b.lastActivity ? 1 : a.lastActivity > b.lastActivity ? -1 : 0));
-}
-
-export interface SelectOptions {
-  session?: string | undefined;
-}
-
-/** Session selection: --session, else AGENTSNAP_SESSION, else the most recently active, non-discarded session of this worktree. */
-export async function selectSession(repo: Repo, opts: SelectOptions = {}): Promise<{ id: string; source: 'flag' | 'env' | 'recent' }> {
-  if (opts.session) {
-    loadSessionExists(repo, opts.session);
-    return { id: opts.session, source: 'flag' };
-  }
-  const fromEnv = repo.callerEnv.AGENTSNAP_SESSION;
-  if (fromEnv) {
-    loadSessionExists(repo, fromEnv);
-    return { id: fromEnv, source: 'env' };
-  }
-  const recent = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status !== 'discarded');
-  if (!recent) {
-    throw errors.noSession(`no agentsnap session in this worktree (${repo.worktree}).`, {
-      hint: 'Start one with `agentsnap wrap -- <agent>` or `agentsnap snap`.',
-      data: { worktree: repo.worktree },
-    });
-  }
-  return { id: recent.id, source: 'recent' };
-}
-
-function loadSessionExists(repo: Repo, id: string): void {
-  assertSessionId(id);
-  if (!fs.existsSync(sessionPaths(repo, id).journal)) {
-    throw errors.unknownSession(`no session ${id} in this repository.`, {
-      hint: 'List sessions with `agentsnap sessions`.',
-      data: { session: id },
-    });
-  }
-}
+import { readTranscriptTail, type TranscriptTail } from '../agents/claude-transcript.js';
+import { adapterOf } from '../agents/registry.js';
+import { stepRef, headRef, type SessionPaths, sessionPaths, ensureDir } from './refs.js';
+import { worktreeLockFile, lockedSnapshot, mutate, commitEvent } from './locks.js';
+import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled } from './state.js';
+import { wrapperRunning, listSessions, type SelectOptions, selectSession } from './selection.js';
+import { importTranscriptCalls, importBeforeHeadMoves, importQuietly } from './transcript-import.js';
+export { STEP_REF_PREFIX, META_REF_PREFIX, stepRef, SESSION_META_PREFIX, sessionMetaRef, headRef, sessionOfRef, sessionRefs, sessionsDir, sessionIds, sessionPaths, worktreeKey, refsFor } from './refs.js';
+export type { SessionPaths } from './refs.js';
+export { loadSession, sessionFinished } from './state.js';
+export { contentLockFile } from './locks.js';
+export { statusNow, wrapperRunning, wrapperGone, sessionInUse, listSessions, selectSession, wrapperOwner } from './selection.js';
+export type { SessionSummary, SelectOptions } from './selection.js';
 
 export interface SnapshotContext {
   settings?: Settings;
@@ -372,16 +58,6 @@ export interface SnapshotResult {
   tree: string;
   changed: ChangedPath[];
   skipped: SkippedFile[];
-}
-
-/**
- * Redaction for what an event or a commit message carries as free text (tool
- * names, messages, inputs, outputs, errors, reasons, commands, versions): the
- * same as a hook's input gets, whoever called. Redacting twice is harmless.
- * Paths, ids and object names are left as they are (they must stay exact).
- */
-function journaled(settings: Settings): <T>(v: T) => T {
-  return (v) => redactValue(v, settings.redactPatterns);
 }
 
 export function commitMessage(fields: {
@@ -456,32 +132,6 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
   });
 }
 
-/** Runs fn under the session lock with fresh state; refuses sessions that are not running. */
-async function mutate<T>(
-  repo: Repo,
-  id: string,
-  settings: Settings,
-  purpose: string,
-  fn: (state: SessionState, p: SessionPaths) => Promise<T>,
-  requireRunning = true,
-): Promise<T> {
-  loadSessionExists(repo, id);
-  const p = sessionPaths(repo, id);
-  const lock = await acquireLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose });
-  try {
-    const state = await loadState(repo, id);
-    if (requireRunning && (state.session.ended || state.session.discarded)) {
-      throw errors.sessionNotRunning(`session ${id} has ${state.session.discarded ? 'been discarded' : 'ended'}.`, {
-        hint: 'Start a new session (leave --session out).',
-        data: { session: id },
-      });
-    }
-    return await fn(state, p);
-  } finally {
-    lock.release();
-  }
-}
-
 /** What an operation (src/undo.ts) gets while it holds a session's lock. */
 export interface LockedSession {
   paths: SessionPaths;
@@ -509,19 +159,6 @@ export async function withSessionLock<T>(repo: Repo, id: string, settings: Setti
       }),
     false,
   );
-}
-
-/** Journal, refs, state: in that order (see the module comment). */
-async function commitEvent(repo: Repo, p: SessionPaths, state: SessionState, ev: JournalEvent, refs: RefUpdate[]): Promise<void> {
-  const size = appendEvent(p.journal, ev);
-  await updateRefs(repo, refs);
-  // Fold the cached state forward: re-reading the whole journal would make each step cost O(steps).
-  const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
-  applyEvent(s, ev);
-  const next = stateFrom(s, size, state, true);
-  next.unpacked = state.unpacked + 1;
-  writeState(p.state, next);
-  Object.assign(state, next);
 }
 
 export interface PreOptions extends SnapshotContext {
@@ -849,7 +486,7 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
   const settings = opts.settings ?? (await loadSettings(repo));
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
   await mutate(repo, id, settings, 'import transcript calls', async (state, p) => {
-    const transcript = opts.transcriptPath ?? (state.session.agent === 'claude' ? state.transcriptPath : null);
+    const transcript = opts.transcriptPath ?? (adapterOf(state.session.agent)?.importsReadCalls ? state.transcriptPath : null);
     const tail = transcript ? readTranscriptTail(transcript) : null;
     if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined, true);
   });
@@ -881,167 +518,6 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
     await maybeMaintain(repo, p, state, true);
     return { commit, changed: commit ? snap.changed : [] };
   });
-}
-
-/**
- * Journals the calls of Claude Code's read-only tools (not hooked) that the
- * transcript tail holds since the last import (its floor): one step each
- * (step.pre + step.post with `source: 'transcript'`), in call order, with no
- * snapshot of its own (a read changes no file: pre = post = the state it
- * saw), output through the same redaction and size limit as a hooked call's.
- * `final` (the session ends): a read that never got its result is closed
- * `interrupted`, still pre = post. Caller holds the session lock. Never
- * throws for a transcript it cannot read: it imports nothing then.
- */
-async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<number> {
-  // A state cache written before this existed has no recent ids: take them from the journal once.
-  const recent = state.recentToolUseIds ?? loadSession(repo, state.session.id).steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []));
-  const known = new Set(recent);
-  const openReads = new Map<string, Step>();
-  for (const o of state.session.open) {
-    if (o.source === 'transcript' && o.toolUseId) openReads.set(o.toolUseId, o);
-    else if (o.toolUseId) known.add(o.toolUseId);
-  }
-  for (const tid of openReads.keys()) known.delete(tid);
-  // A wrapper's session began before the agent: older lines are another session's. A session that hooks
-  // written by init start on the agent's first hooked call, after the reads that came before it.
-  const since = state.session.owner ? state.session.createdAt : null;
-  // Where the last import of this transcript left off; a file that shrank since was replaced: walk it as new.
-  const last = state.transcriptFloor;
-  const floor = last && last.path === transcriptPath && last.offset <= tail.size ? last.offset : undefined;
-  const scan = unjournaledReadCalls(tail, {
-    journaled: (tid) => known.has(tid),
-    open: (tid) => openReads.has(tid),
-    // At the end, a read with no result will get none: it is journaled (interrupted) with the rest.
-    ...(final ? { pendingBefore: Infinity } : pendingBefore !== undefined ? { pendingBefore } : {}),
-    since,
-    tools: CLAUDE_READ_ONLY_TOOLS,
-    ...(floor !== undefined ? { floor } : {}),
-  });
-  const calls = scan.calls;
-  // Kept with the next state written (this import's, or the hooked call's own event right after it).
-  if (scan.floor !== null) state.transcriptFloor = { path: transcriptPath, offset: scan.floor };
-  const head = state.session.head;
-  const tree = state.session.headTree;
-  const unended = final ? [...openReads.values()].filter((o) => !calls.some((c) => c.toolUseId === o.toolUseId)) : [];
-  if ((calls.length === 0 && unended.length === 0) || !tree) return 0;
-  const clean = <T>(v: T): T => sanitize(v, { limit: settings.outputLimit, patterns: settings.redactPatterns });
-  const refs: RefUpdate[] = [];
-  let size = 0;
-  const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
-  const events: JournalEvent[] = [];
-  let nextStep = s.nextStep;
-  // The steps of hooked calls that ran after a read (see TranscriptCall.before), read from the journal once if needed.
-  let journaled: Step[] | null = null;
-  const stateBefore = (toolUseId: string): { pre: string; tree: string } | null => {
-    const st = state.session.open.find((o) => o.toolUseId === toolUseId) ?? (journaled ??= loadSession(repo, state.session.id).steps).find((o) => o.toolUseId === toolUseId);
-    return st?.pre && st.preTree ? { pre: st.pre, tree: st.preTree } : null;
-  };
-  for (const c of calls) {
-    const opened = openReads.get(c.toolUseId);
-    const seen = (!opened && c.before ? stateBefore(c.before) : null) ?? { pre: opened?.pre ?? head, tree: opened?.preTree ?? tree };
-    const step = opened?.step ?? nextStep++;
-    const now = new Date().toISOString();
-    const started = opened?.startedAt ?? c.startedAt ?? now;
-    const ended = c.endedAt ?? started;
-    const ms = Date.parse(ended) - Date.parse(started);
-    const pre: JournalEvent = {
-      ...eventBase(state.session.id),
-      time: started,
-      type: 'step.pre',
-      step,
-      tool: clean(c.tool),
-      input: clean(c.input),
-      toolUseId: c.toolUseId,
-      message: null,
-      commit: seen.pre,
-      tree: seen.tree,
-      parent: seen.pre,
-      overlaps: [],
-      changed: [],
-      skipped: [],
-      transcript: { path: transcriptPath, offset: c.lineOffset, ...(c.uuid ? { uuid: c.uuid } : {}) },
-      agentVersion: c.agentVersion ? `claude-code ${c.agentVersion}` : null,
-      ...(c.model ? { model: c.model } : {}),
-      source: 'transcript',
-    };
-    // A read that ran beside other calls (ended at a later import) keeps the state it started in: pre = post.
-    const post: JournalEvent = {
-      ...eventBase(state.session.id),
-      time: ended,
-      type: 'step.post',
-      step,
-      status: c.pending ? 'interrupted' : c.isError ? 'failed' : 'done',
-      commit: seen.pre,
-      tree: seen.tree,
-      output: clean(c.output),
-      error: c.isError ? clean(typeof c.output === 'string' ? c.output.split('\n')[0] ?? 'failed' : 'failed') : null,
-      durationMs: !c.pending && Number.isFinite(ms) && ms >= 0 ? ms : null,
-      changed: [],
-      skipped: [],
-      source: 'transcript',
-    };
-    if (!c.closes) events.push(pre);
-    if (!c.pending || final) events.push(post);
-    refs.push({ ref: stepRef(state.session.id, step), value: seen.pre });
-  }
-  // Reads journaled as started whose result never came: closed as they started (a read changes nothing).
-  for (const o of unended) {
-    if (!o.pre || !o.preTree) continue;
-    events.push({ ...eventBase(state.session.id), type: 'step.post', step: o.step, status: 'interrupted', commit: o.pre, tree: o.preTree, output: undefined, error: null, durationMs: null, changed: [], skipped: [], source: 'transcript' });
-    refs.push({ ref: stepRef(state.session.id, o.step), value: o.pre });
-  }
-  for (const ev of events) {
-    size = appendEvent(p.journal, ev);
-    applyEvent(s, ev);
-  }
-  await updateRefs(repo, refs);
-  const next = stateFrom(s, size, { ...state, recentToolUseIds: recent }, true);
-  writeState(p.state, next);
-  Object.assign(state, next);
-  return calls.length + unended.length;
-}
-
-/**
- * Before something other than a hooked call moves the session head (an
- * operation, a checkpoint), the reads the session's Claude Code transcript
- * holds are journaled, so each keeps the head it ran in and its step number
- * comes before the move: every line in the file now was written before it (a
- * transcript position, unlike a timestamp, has no clock skew). A read with no
- * result yet gets its start now and its end at a later import. Reads after an
- * open hooked call's line (the agent's own `agentsnap undo` through Bash, with
- * a Read in the same message) run after that call: they are left to a later
- * import. The transcript is the one the last import read (else the newest
- * step's, for a Claude Code session): none, and this costs nothing.
- */
-async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings): Promise<void> {
-  if (state.session.ended || state.session.discarded) return;
-  const transcript = state.transcriptFloor?.path ?? (state.session.agent === 'claude' ? state.transcriptPath ?? null : null);
-  if (!transcript) return;
-  const tail = readTranscriptTail(transcript);
-  if (!tail) return;
-  let pendingBefore = tail.size;
-  for (const o of state.session.open) {
-    if (o.source === 'transcript' || !o.toolUseId) continue;
-    const at = locateToolCall(transcript, o.toolUseId, tail).lineOffset;
-    if (at !== undefined) pendingBefore = Math.min(pendingBefore, at);
-  }
-  await importQuietly(repo, p, state, settings, transcript, tail, pendingBefore);
-}
-
-/** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */
-async function importQuietly(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<void> {
-  try {
-    await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail, pendingBefore, final);
-  } catch {
-    Object.assign(state, await loadState(repo, state.session.id));
-  }
-}
-
-/** The owner record for a wrapper process. */
-export function wrapperOwner(): { pid: number; start: string | null; host: string } {
-  const o = currentOwner('wrap');
-  return { pid: o.pid, start: o.start, host: os.hostname() };
 }
 
 /**

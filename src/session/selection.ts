@@ -1,0 +1,114 @@
+// Which sessions there are and which one a command means: summaries, liveness
+// (decided here only: statusNow, wrapperRunning, wrapperGone, sessionInUse)
+// and selection (--session, AGENTSNAP_SESSION, else the most recent).
+import os from 'node:os';
+import { errors } from '../base/errors.js';
+import { type SessionStatus } from './journal.js';
+import { currentOwner, ownerAlive } from '../base/lock.js';
+import { openSteps, sessionStatus, type Session } from './model.js';
+import type { Repo } from '../git/repo.js';
+import { sessionIds } from './refs.js';
+import { type SessionState, loadState, loadSessionExists } from './state.js';
+
+export interface SessionSummary {
+  id: string;
+  worktree: string;
+  status: SessionStatus;
+  steps: number;
+  openSteps: number;
+  createdAt: string;
+  lastActivity: string;
+  agent: string | null;
+  command: string[] | null;
+  head: string;
+  baseline: string;
+  baseHead: string | null;
+  branch: string | null;
+  /** The wrapper process the session follows, if any. */
+  owner: Session['owner'];
+}
+
+/** A session's status now: one whose wrapper process is gone counts as ended. */
+export function statusNow(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): SessionStatus {
+  return sessionStatus(s, !s.owner || ownerAlive(s.owner));
+}
+
+/** A live wrapper process runs the session now. */
+export function wrapperRunning(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): boolean {
+  return !!s.owner && statusNow(s) === 'running';
+}
+
+/** The session is marked running, but its wrapper process is gone (doctor --fix journals its end). */
+export function wrapperGone(s: Pick<Session, 'discarded' | 'ended' | 'owner'>): boolean {
+  return !s.ended && !s.discarded && !!s.owner && statusNow(s) === 'ended';
+}
+
+/** Whether a session is or may still be in use: its wrapper lives, or (without a wrapper) it was active within the last hour. */
+export function sessionInUse(s: Pick<SessionSummary, 'status' | 'lastActivity' | 'owner'>, now = Date.now()): boolean {
+  if (s.status !== 'running') return false;
+  return !!s.owner || now - Date.parse(s.lastActivity) < 60 * 60 * 1000;
+}
+
+function summaryOf(state: SessionState): SessionSummary {
+  const s = state.session;
+  return {
+    id: s.id,
+    worktree: s.worktree,
+    status: statusNow(s),
+    owner: s.owner,
+    steps: s.stepCount,
+    openSteps: s.open.length,
+    createdAt: s.createdAt,
+    lastActivity: s.lastActivity,
+    agent: s.agent,
+    command: s.command,
+    head: s.head,
+    baseline: s.baseline,
+    baseHead: s.baseHead,
+    branch: s.branch,
+  };
+}
+
+/** Every session of the repository (all worktrees), most recently active first. */
+export async function listSessions(repo: Repo): Promise<SessionSummary[]> {
+  const out: SessionSummary[] = [];
+  for (const name of sessionIds(repo)) {
+    try {
+      out.push(summaryOf(await loadState(repo, name, false)));
+    } catch {
+      /* an unreadable session is reported by doctor, not here */
+    }
+  }
+  return out.sort((a, b) => (a.lastActivity < b.lastActivity ? 1 : a.lastActivity > b.lastActivity ? -1 : 0));
+}
+
+export interface SelectOptions {
+  session?: string | undefined;
+}
+
+/** Session selection: --session, else AGENTSNAP_SESSION, else the most recently active, non-discarded session of this worktree. */
+export async function selectSession(repo: Repo, opts: SelectOptions = {}): Promise<{ id: string; source: 'flag' | 'env' | 'recent' }> {
+  if (opts.session) {
+    loadSessionExists(repo, opts.session);
+    return { id: opts.session, source: 'flag' };
+  }
+  const fromEnv = repo.callerEnv.AGENTSNAP_SESSION;
+  if (fromEnv) {
+    loadSessionExists(repo, fromEnv);
+    return { id: fromEnv, source: 'env' };
+  }
+  const recent = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status !== 'discarded');
+  if (!recent) {
+    throw errors.noSession(`no agentsnap session in this worktree (${repo.worktree}).`, {
+      hint: 'Start one with `agentsnap wrap -- <agent>` or `agentsnap snap`.',
+      data: { worktree: repo.worktree },
+    });
+  }
+  return { id: recent.id, source: 'recent' };
+}
+
+/** The owner record for a wrapper process. */
+export function wrapperOwner(): { pid: number; start: string | null; host: string } {
+  const o = currentOwner('wrap');
+  return { pid: o.pid, start: o.start, host: os.hostname() };
+}

@@ -1,0 +1,141 @@
+// A session's state: the fold of its journal, cached in state.json (rebuilt
+// whenever the journal's size differs from the one recorded there).
+import fs from 'node:fs';
+import path from 'node:path';
+import { errors } from '../base/errors.js';
+import { assertSessionId } from '../base/ids.js';
+import { readJournal } from './journal.js';
+import { foldJournal, openSteps, type Session, type Step } from './model.js';
+import { updateRefs } from '../git/plumbing.js';
+import { type Settings } from '../git/config.js';
+import type { Repo } from '../git/repo.js';
+import { redactValue } from './redact.js';
+import { sessionPaths, refsFor } from './refs.js';
+
+/** The small per-session cache the per-tool-call path reads instead of the whole journal. */
+export interface SessionState {
+  v: 1;
+  journalSize: number;
+  session: Omit<Session, 'steps' | 'extraEvents'> & { stepCount: number; open: Step[] };
+  /** Snapshots written since agentsnap last packed this session's objects. */
+  unpacked: number;
+  packedHead: string | null;
+  /** The newest journaled tool_use ids (at most RECENT_CALLS): where a transcript import stops. */
+  recentToolUseIds?: string[];
+  /** The agent transcript of the newest step that named one (read at session end for calls no hook saw). */
+  transcriptPath?: string | null;
+  /** Where the last transcript import left off (ReadCallScan.floor): the next one walks back to it. */
+  transcriptFloor?: { path: string; offset: number };
+}
+
+const RECENT_CALLS = 256;
+
+/** `s` is the whole journal folded, or (`folded`) the previous state's open steps with new events applied. */
+export function stateFrom(s: Session, journalSize: number, prev: SessionState | null, folded = false): SessionState {
+  const { steps, extraEvents, ...rest } = s;
+  void extraEvents;
+  return {
+    v: 1,
+    journalSize,
+    session: { ...rest, stepCount: rest.nextStep - 1, open: openSteps(s) },
+    unpacked: prev?.unpacked ?? 0,
+    packedHead: prev?.packedHead ?? null,
+    // Folded forward from a cache that predates the list, the steps are not all the journal's: leave it to a full read.
+    ...(folded && !prev?.recentToolUseIds
+      ? {}
+      : { recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS) }),
+    transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
+    ...(prev?.transcriptFloor ? { transcriptFloor: prev.transcriptFloor } : {}),
+  };
+}
+
+export function writeState(file: string, state: SessionState): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, JSON.stringify(state), { mode: 0o600 });
+  fs.renameSync(tmp, file);
+}
+
+function readState(file: string): SessionState | null {
+  try {
+    const st = JSON.parse(fs.readFileSync(file, 'utf8')) as SessionState;
+    return st.v === 1 ? st : null;
+  } catch {
+    return null;
+  }
+}
+
+function journalSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Loads the full session from its journal. Throws UnknownSession when there is none. */
+export function loadSession(repo: Repo, id: string): Session {
+  assertSessionId(id);
+  const p = sessionPaths(repo, id);
+  const read = readJournal(p.journal);
+  const s = foldJournal(read.events);
+  if (!s) {
+    throw errors.unknownSession(`no session ${id} in this repository.`, {
+      hint: 'List sessions with `agentsnap sessions`.',
+      data: { session: id },
+    });
+  }
+  return s;
+}
+
+/**
+ * State for the hot path: the cache when it matches the journal, else
+ * rebuilt. Only a caller holding the session lock may `repair` (move refs,
+ * rewrite state.json): a reader without it could see a writer between its
+ * journal append and its ref update, and move refs back.
+ */
+export async function loadState(repo: Repo, id: string, repair = true): Promise<SessionState> {
+  const p = sessionPaths(repo, id);
+  const cached = readState(p.state);
+  const size = journalSize(p.journal);
+  if (cached && cached.journalSize === size && size > 0) return cached;
+  const read = readJournal(p.journal);
+  const s = foldJournal(read.events);
+  if (!s) {
+    throw errors.unknownSession(`no session ${id} in this repository.`, {
+      hint: 'List sessions with `agentsnap sessions`.',
+      data: { session: id },
+    });
+  }
+  const state = stateFrom(s, size, cached);
+  if (!repair) return state;
+  // The journal is ahead of the cache: a previous command died after journaling. Make the refs agree.
+  await updateRefs(repo, refsFor(s));
+  writeState(p.state, state);
+  return state;
+}
+
+/** Whether a session has ended or been discarded, from its state cache (a whole journal read only when the cache is behind). */
+export async function sessionFinished(repo: Repo, id: string): Promise<boolean> {
+  const st = (await loadState(repo, id, false)).session;
+  return !!st.ended || !!st.discarded;
+}
+
+export function loadSessionExists(repo: Repo, id: string): void {
+  assertSessionId(id);
+  if (!fs.existsSync(sessionPaths(repo, id).journal)) {
+    throw errors.unknownSession(`no session ${id} in this repository.`, {
+      hint: 'List sessions with `agentsnap sessions`.',
+      data: { session: id },
+    });
+  }
+}
+
+/**
+ * Redaction for what an event or a commit message carries as free text (tool
+ * names, messages, inputs, outputs, errors, reasons, commands, versions): the
+ * same as a hook's input gets, whoever called. Redacting twice is harmless.
+ * Paths, ids and object names are left as they are (they must stay exact).
+ */
+export function journaled(settings: Settings): <T>(v: T) => T {
+  return (v) => redactValue(v, settings.redactPatterns);
+}
