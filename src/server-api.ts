@@ -115,16 +115,17 @@ export async function serverStop(opts: RepoOptions = {}): Promise<ServerStatus> 
 export interface ServerRunOptions extends RepoOptions {
   /** Exit after this long without a call (default: agentsnap.serverIdle). */
   idleMs?: number;
-  /** How the server runs a `snap` the Node client hands it (the CLI passes its own; absent: the client runs it). */
-  command?: ServerCalls['command'];
+  /** How the server runs a `snap` the Node client hands it (the CLI passes its snap command; absent: the client runs it). */
+  snap?: ServerCalls['snap'];
 }
 
 /**
  * Starts the warm server of `repo`'s worktree (throws Busy when one runs already): hook calls run the same
- * runHook as `agentsnap hook`, a `snap` the `command` given (the CLI's run: the same code as `agentsnap snap`).
+ * runHook as `agentsnap hook`, a `snap` the `snap` given (the CLI's snap command, `runSnap`: the same code as
+ * `agentsnap snap`, which calls api.snap).
  */
-export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { command?: ServerCalls['command'] }): Promise<HookServer> {
-  const { command, ...rest } = opts;
+export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { snap?: ServerCalls['snap'] }): Promise<HookServer> {
+  const { snap, ...rest } = opts;
   return hostWorktreeServer(repo, {
     ...rest,
     calls: {
@@ -133,7 +134,7 @@ export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOption
         const res = await runHook({ ...parsed, input: call.input, cwd: call.cwd, openRepo: call.openRepo });
         return { warning: res.warning, trace: `${res.action} ${res.session ?? ''} ${res.step ?? ''} ${res.warning ?? ''}` };
       },
-      ...(command ? { command } : {}),
+      ...(snap ? { snap } : {}),
     },
   });
 }
@@ -146,7 +147,7 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
   const idleMs = opts.idleMs ?? (Number.isFinite(envIdle) && envIdle > 0 ? envIdle : settings.serverIdleMs);
   const server = await startWorktreeServer(repo, {
     hosted: false,
-    ...(opts.command ? { command: opts.command } : {}),
+    ...(opts.snap ? { snap: opts.snap } : {}),
     idleMs,
     onError: (e) => process.stderr.write(`${new Date().toISOString()} ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`),
   });

@@ -43,8 +43,8 @@ export interface WrapOptions {
   onProgress?: (phase: string) => void;
   /** Run the agent in a new session worktree (`wrap --worktree`) instead of this worktree. */
   worktree?: { name?: string | null | undefined; from?: StartPoint | undefined } | null | undefined;
-  /** How this run's warm server answers a `snap` the Node client hands it (the CLI passes its own run; absent: the client runs it). */
-  runCommand?: ServerCalls['command'];
+  /** How this run's warm server answers a `snap` the Node client hands it (the CLI passes its snap command; absent: the client runs it). */
+  serveSnap?: ServerCalls['snap'];
 }
 
 export interface WrapStart {
@@ -312,7 +312,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   let runDir: string | undefined;
   if (serverEnabled(opts.env, settings)) {
     try {
-      server = await startWorktreeServer(repo, { hosted: true, ...(opts.runCommand ? { command: opts.runCommand } : {}) });
+      server = await startWorktreeServer(repo, { hosted: true, ...(opts.serveSnap ? { snap: opts.serveSnap } : {}) });
       runDir = server.runDir;
     } catch (e) {
       // Busy: another process serves this worktree already, and answers these hooks too.

@@ -17,7 +17,7 @@ import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { serverEngine } from '../src/server/serve.js';
 import { startWorktreeServer } from '../src/server-api.js';
-import { run as runCli } from '../src/cli/main.js';
+import { runSnap } from '../src/cli/main.js';
 import type { HookServer } from '../src/server/server.js';
 import type { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
@@ -60,7 +60,7 @@ async function hook(repo: TempRepo, server: HookServer, event: 'PreToolUse' | 'P
 /** A server on the repository with its engine up and sweeps driven by the test only. */
 async function withServer(repo: TempRepo, body: (server: HookServer, engine: IncrementalSnapshotter) => Promise<void>): Promise<void> {
   const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } });
-  const server = await startWorktreeServer(r, { hosted: true, command: runCli, idleSweeps: false });
+  const server = await startWorktreeServer(r, { hosted: true, snap: runSnap, idleSweeps: false });
   try {
     const engine = await serverEngine(server);
     assert.ok(engine, 'the incremental engine started');
@@ -172,7 +172,7 @@ test('server: a write through a hard link made from outside the worktree is in t
 test('server: its own idle sweeps find a write through an outside hard link before the next call (no sweep driven by the test)', async () => {
   const repo = seeded();
   const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } });
-  const server = await startWorktreeServer(r, { hosted: true, command: runCli });
+  const server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
   try {
     const engine = await serverEngine(server);
     assert.ok(engine);

@@ -11,7 +11,7 @@ import { cli, cliProcess, runProcess, sessionOf, tempRepo, type TempRepo } from 
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { startWorktreeServer } from '../src/server-api.js';
-import { run as runCli } from '../src/cli/main.js';
+import { runSnap } from '../src/cli/main.js';
 import { runDirOf, serverInfo } from '../src/server/server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,7 +57,7 @@ const serverEnv = (repo: TempRepo) => ({ ...repo.env, AGENTSNAP_SERVER: 'on' });
 test('server: a tool call through the shell client is recorded like the Node hook records it', async () => {
   const repo = seeded();
   const r = await openRepo(repo.dir, { env: serverEnv(repo) });
-  const server = await startWorktreeServer(r, { hosted: true, command: runCli });
+  const server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
   try {
     const pre = await hook(repo, server.runDir, 'PreToolUse', 'toolu_1');
     assert.is(pre.code, 0, pre.stderr);
@@ -150,7 +150,7 @@ test('server: snap through the Node shim runs in the server and prints what snap
   const repo = seeded();
   const env = serverEnv(repo);
   const r = await openRepo(repo.dir, { env });
-  const server = await startWorktreeServer(r, { hosted: true, command: runCli });
+  const server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
   try {
     const first = await run(process.execPath, [JS, 'snap', '--json'], { cwd: path.join(repo.dir, 'src'), env });
     assert.is(first.code, 0, first.stderr);
@@ -209,7 +209,7 @@ test('server: with AGENTSNAP_SERVER=off nothing starts and hooks still record', 
 test('server: stop refuses a wrapper\'s server (exit 3, one message) and leaves it serving', async () => {
   const repo = seeded();
   const r = await openRepo(repo.dir, { env: serverEnv(repo) });
-  const server = await startWorktreeServer(r, { hosted: true, command: runCli });
+  const server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
   try {
     const stop = await cliProcess(repo, ['server', 'stop'], { env: { AGENTSNAP_SERVER: 'on' } });
     assert.is(stop.code, 3, stop.stderr);

@@ -13,7 +13,7 @@ import { readJournal } from '../src/session/journal.js';
 import { init } from '../src/init.js';
 import { claudeHookSettings } from '../src/wrap.js';
 import { startWorktreeServer } from '../src/server-api.js';
-import { run as runCli } from '../src/cli/main.js';
+import { runSnap } from '../src/cli/main.js';
 import { serverInfo } from '../src/server/server.js';
 import { FAMILIES, runSequence, type Op } from './support/nothing-lost.js';
 
@@ -327,7 +327,7 @@ test(`wrap's hooks through the server the wrapper hosts: a Read ${flushed === 'u
   const base = { ...repo.env, AGENTSNAP_SERVER: 'on' };
   const r = await openRepo(repo.dir, { env: base });
   const id = (await startSession(r, { agent: 'claude', owner: wrapperOwner() })).session;
-  const server = await startWorktreeServer(r, { hosted: true, command: runCli });
+  const server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
   try {
     const env = { ...base, AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir, AGENTSNAP_HOOKS: 'claude' };
     const hookVia = settingsHooks(claudeHookSettings({ wrapped: true, runDir: server.runDir }), repo, env);

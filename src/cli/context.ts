@@ -8,8 +8,8 @@ export interface CliContext {
   output(argv: { json?: boolean; quiet?: boolean }): Output;
   /** For commands whose exit code is not theirs to choose (wrap exits with the agent's code). */
   setExitCode(code: number): void;
-  /** The CLI itself, for a warm server this process hosts (wrap, `server run`): it runs a `snap` as `agentsnap snap` does. */
-  run(args: string[], io: CliIO): Promise<number>;
+  /** `snap` for a warm server this process hosts (wrap, `server run`): runSnap in main.ts, as `agentsnap snap` runs. */
+  serveSnap(args: string[], io: CliIO): Promise<number | null>;
 }
 
 export type CommandFactory = (ctx: CliContext) => CommandModule;

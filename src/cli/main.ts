@@ -70,19 +70,13 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     setExitCode: (code) => {
       exitCode = code;
     },
-    run,
+    serveSnap: runSnap,
   };
   // `snap` on the Node path runs on every tool call when no server does: well-formed arguments skip
   // yargs (~25 ms of its start-up); anything else (help, a typo, a bad value) gets yargs' handling.
-  const quick = args[0] === 'snap' ? parseSnapArgs(args.slice(1)) : null;
-  if (quick) {
-    try {
-      const { snapCommand } = await import('./commands/snap.js');
-      await (snapCommand(ctx).handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
-      return exitCode;
-    } catch (e) {
-      return reportError(e, io, wantsJson);
-    }
+  if (args[0] === 'snap') {
+    const code = await runSnap(args.slice(1), io);
+    if (code !== null) return code;
   }
   const known = new Set(COMMANDS.map((c) => c.name));
   // A named command without --help needs only its own module; anything else
@@ -126,6 +120,32 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     return exitCode;
   } catch (e) {
     return reportError(e, io, wantsJson);
+  }
+}
+
+/**
+ * `agentsnap snap <args>` when its arguments are plain (parseSnapArgs): the snap command's handler — api.snap,
+ * then its output — with errors reported as the CLI reports them; null for anything yargs has to parse. The
+ * warm server answers the Node client's `snap` through this (ctx.serveSnap), so it runs what `snap` runs here.
+ */
+export async function runSnap(args: string[], io: CliIO): Promise<number | null> {
+  const quick = parseSnapArgs(args);
+  if (!quick) return null;
+  let exitCode: number = ExitCode.ok;
+  const ctx: CliContext = {
+    io,
+    output: (argv) => makeOutput(io, { json: !!argv.json, quiet: !!argv.quiet }),
+    setExitCode: (code) => {
+      exitCode = code;
+    },
+    serveSnap: runSnap,
+  };
+  try {
+    const { snapCommand } = await import('./commands/snap.js');
+    await (snapCommand(ctx).handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
+    return exitCode;
+  } catch (e) {
+    return reportError(e, io, args.includes('--json'));
   }
 }
 

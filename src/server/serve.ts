@@ -2,7 +2,8 @@
 // one Repo kept open with its accelerators (cached settings, a long-lived ref
 // updater, in-process commits, the incremental snapshot engine), and each
 // call handed to the functions its starter gave (`ServerCalls`: the hook
-// router for `agentsnap hook …`, the CLI's own code for `snap`). Owns the
+// router's runHook for `agentsnap hook …`, the CLI's snap command — which
+// calls api.snap — for `snap`). Owns the
 // process side of serving; must not import what a call does (hook routing,
 // the API, the CLI): those sit above and are passed in (server-api.ts
 // startWorktreeServer), so the server runs exactly the code the CLI runs.
@@ -26,10 +27,10 @@ export interface ServerCalls {
   /** `agentsnap hook <args…>` with the agent's payload; the warning goes to the agent's stderr. */
   hook(args: string[], call: { env: NodeJS.ProcessEnv; cwd: string; input: string; openRepo: CallRepoOpener }): Promise<{ warning: string | null; trace?: string }>;
   /**
-   * `agentsnap <args…>` for the Node client (bin/server-client.js sends `snap`): the exit code, output captured in
-   * io. Absent, or null from it: the client is told to run the command itself (same output, without the server).
+   * `agentsnap snap <args…>` from the Node client (bin/server-client.js): the exit code, output captured in io.
+   * Absent, or null from it: the client is told to run the command itself (same output, without the server).
    */
-  command?: (args: string[], io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openRepo: CallRepoOpener }) => Promise<number | null>;
+  snap?: (args: string[], io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openRepo: CallRepoOpener }) => Promise<number | null>;
 }
 
 export interface WorktreeServerOptions {
@@ -158,10 +159,10 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
       trace?.(`call ${call.pid}: ${res.trace ?? res.warning ?? 'ok'}`);
       return { warning: res.warning };
     }
-    if (call.args[0] === 'snap' && opts.calls.command) {
+    if (call.args[0] === 'snap' && opts.calls.snap) {
       const stdout = collector();
       const stderr = collector();
-      const code = await opts.calls.command(call.args, { stdout, stderr, env: call.env, cwd: call.cwd, openRepo: repoFor });
+      const code = await opts.calls.snap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openRepo: repoFor });
       if (code !== null) return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
     }
     return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };

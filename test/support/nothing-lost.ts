@@ -14,7 +14,7 @@ import { runHook } from '../../src/hook.js';
 import { openRepo } from '../../src/git/repo.js';
 import { serverEngine } from '../../src/server/serve.js';
 import { startWorktreeServer } from '../../src/server-api.js';
-import { run as runCli } from '../../src/cli/main.js';
+import { runSnap } from '../../src/cli/main.js';
 import { startWorktreeSession } from '../../src/worktrees/worktree.js';
 
 // ---------------------------------------------------------------------------
@@ -419,7 +419,7 @@ export class World {
     }
     if (this.mode === 'server') {
       const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on', ...(process.env.AGENTSNAP_SERVER_TRACE ? { AGENTSNAP_SERVER_TRACE: '1' } : {}) } });
-      this.server = await startWorktreeServer(r, { hosted: true, command: runCli });
+      this.server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
     }
   }
 

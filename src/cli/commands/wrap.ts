@@ -56,7 +56,7 @@ export const wrapCommand: CommandFactory = (ctx) => ({
       agent: argv.agent,
       worktree: argv.worktree ? { name: argv.name ?? null, from: argv.from ?? 'current' } : null,
       auto: argv.auto,
-      runCommand: ctx.run,
+      serveSnap: ctx.serveSnap,
       onProgress: (p) => progress.update(p),
       onStart: (info) => {
         progress.done();
