@@ -108,8 +108,8 @@ test('agentsnap merges its own packs: their number stays bounded, every snapshot
 
 /** Runs packObjects in a child process (the built library), SIGKILLed after delayMs; whether the kill came first. */
 function packAndKill(repo: TempRepo, head: string, since: string, delayMs: number): Promise<boolean> {
-  const code = `import { openRepo } from ${JSON.stringify(path.join(ROOT, 'dist', 'repo.js'))};
-import { packObjects } from ${JSON.stringify(path.join(ROOT, 'dist', 'maintenance.js'))};
+  const code = `import { openRepo } from ${JSON.stringify(path.join(ROOT, 'dist', 'git', 'repo.js'))};
+import { packObjects } from ${JSON.stringify(path.join(ROOT, 'dist', 'session', 'maintenance.js'))};
 await packObjects(await openRepo(process.cwd(), { env: process.env }), ${JSON.stringify(head)}, ${JSON.stringify(since)});`;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: repo.dir, env: repo.env, stdio: 'ignore', detached: true });

@@ -247,8 +247,8 @@ async function killedRestore(r: TempRepo, fromTree: string, toTree: string, at: 
   const src = (m: string) => JSON.stringify(path.join(ROOT, 'src', m));
   fs.writeFileSync(
     script,
-    `import { openRepo } from ${src('repo.ts')};
-import { applyPlan, planChanges } from ${src('restore.ts')};
+    `import { openRepo } from ${src('git/repo.ts')};
+import { applyPlan, planChanges } from ${src('restore/restore.ts')};
 const repo = await openRepo(${JSON.stringify(r.dir)}, { env: process.env });
 const plan = await planChanges(repo, ${JSON.stringify(fromTree)}, ${JSON.stringify(toTree)});
 await applyPlan(repo, plan, { target: { tree: ${JSON.stringify(toTree)} }, afterCheck: (rel) => { if (rel === ${JSON.stringify(at)}) process.kill(process.pid, 'SIGKILL'); } });

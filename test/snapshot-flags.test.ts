@@ -245,9 +245,9 @@ test('issue 13 #6: an unreadable directory is listed as skipped (never silently 
     assert.equal(post.skipped.map((x) => x.path).sort(), ['locked', 'nolist'], 'the session index lists what a fresh one does');
     assert.is(entryAt(repo, post.commit, 'locked/untracked.txt'), null);
     // Equal to a snapshot on a fresh throwaway index (tree and skipped set), as the same unprivileged user.
-    const script = `import { openRepo } from ${JSON.stringify(path.join(ROOT, 'dist/repo.js'))};
-      import { loadSettings } from ${JSON.stringify(path.join(ROOT, 'dist/config.js'))};
-      import { snapshotNow } from ${JSON.stringify(path.join(ROOT, 'dist/snapshot-now.js'))};
+    const script = `import { openRepo } from ${JSON.stringify(path.join(ROOT, 'dist/git/repo.js'))};
+      import { loadSettings } from ${JSON.stringify(path.join(ROOT, 'dist/git/config.js'))};
+      import { snapshotNow } from ${JSON.stringify(path.join(ROOT, 'dist/snapshot/snapshot-now.js'))};
       const r = await openRepo(process.cwd(), { env: process.env });
       console.log(JSON.stringify(await snapshotNow(r, await loadSettings(r), 'test')));`;
     const fresh = await runProcess('setpriv', [...SETPRIV, process.execPath, '--input-type=module', '-e', script], { cwd: repo.dir, env: repo.env });
@@ -287,10 +287,10 @@ test('issue 13 #6: the incremental engine equals a full scan while a directory i
     const dist = (m: string) => JSON.stringify(path.join(ROOT, 'dist', m));
     // Runs as the unprivileged user: the engine, the chmods and the reference scans.
     const script = `import fs from 'node:fs';
-      import { openRepo } from ${dist('repo.js')};
-      import { loadSettings } from ${dist('config.js')};
-      import { snapshotNow } from ${dist('snapshot-now.js')};
-      import { IncrementalSnapshotter } from ${dist('incremental.js')};
+      import { openRepo } from ${dist('git/repo.js')};
+      import { loadSettings } from ${dist('git/config.js')};
+      import { snapshotNow } from ${dist('snapshot/snapshot-now.js')};
+      import { IncrementalSnapshotter } from ${dist('snapshot/incremental.js')};
       const r = await openRepo(process.cwd(), { env: process.env });
       const settings = await loadSettings(r);
       const engine = await IncrementalSnapshotter.open(r, { runDir: ${JSON.stringify(path.join(repo.base, 'run'))}, settings });
