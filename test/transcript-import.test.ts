@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { runHook } from '../src/hook.js';
-import { endSession, loadSession, recordPost, recordPre, startSession, wrapperOwner } from '../src/session.js';
+import { endSession, loadSession, recordPost, recordPre, resumeSession, startSession, wrapperOwner } from '../src/session.js';
 import { readTranscriptTail } from '../src/transcript.js';
 import { openRepo } from '../src/repo.js';
 import { readJournal } from '../src/journal.js';
@@ -719,6 +719,31 @@ test('SessionStart of an agent other than Claude Code, or outside a wrapper (ini
     assert.is((await hook(repo, env, 'SessionStart', payload)).action, 'start');
     assert.is((await hook(repo, env, 'SessionStart', { ...payload, source: 'compact' })).action, 'start');
     assert.is(journalOf(repo, id).events.filter((e) => e.type === 'session.transcript').length, 1);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a resumed session (wrap --session) forgets the transcript its old run named: what that one holds since is not imported', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, hookVia } = await wrapLike(repo);
+    const t1 = new Transcript(repo, 'old-run');
+    await hookVia('SessionStart', { session_id: 'cc-old', transcript_path: t1.file, source: 'startup' });
+    const r = await openRepo(repo.dir, { env: repo.env });
+    await endSession(r, id, {});
+    // Claude Code run again without the wrapper, on the old conversation: none of this session's.
+    t1.use('toolu_r_outside', 'Read', { file_path: path.join(repo.dir, 'a.txt') });
+    t1.result('toolu_r_outside', 'one');
+    await resumeSession(r, id, { agent: 'claude', owner: wrapperOwner() });
+    const t2 = new Transcript(repo, 'new-run');
+    await hookVia('SessionStart', { session_id: 'cc-new', transcript_path: t2.file, source: 'startup' });
+    t2.use('toolu_r_new', 'Read', { file_path: path.join(repo.dir, 'a.txt') });
+    t2.result('toolu_r_new', 'one');
+    const snap = await cli(repo, ['snap', '--session', id, '-m', 'mine']);
+    assert.is(snap.code, 0, snap.stderr);
+    const reads = loadSession(r, id).steps.filter((st) => st.source === 'transcript').map((st) => st.toolUseId);
+    assert.equal(reads, ['toolu_r_new']);
   } finally {
     repo.cleanup();
   }
