@@ -465,6 +465,16 @@ test('regression: an unhooked Read imported after an undo keeps the state it saw
   await runSequence('off', FAMILIES.filter((f) => f !== 'ignore'), ops);
 });
 
+test('regression (generative harness): a Read before the first hooked call, then the user\'s edit and a forced restore, keeps the state it saw', async () => {
+  const ops: Op[] = [
+    { t: 'read' }, // a Read, in the transcript only; no hooked call yet
+    { t: 'edit', e: { k: 'write', p: 1, c: 0 } }, // the user's edit
+    { t: 'restore', s: 0, after: true, f: 0, force: true }, // agentsnap restore --force 1 --after -- .gitignore: the head moves
+    { t: 'call', tool: 'Write', edits: [{ k: 'write', p: 0, c: 1 }], during: null, fail: false }, // its pre checks the Read
+  ];
+  await runSequence('off', FAMILIES.filter((f) => f !== 'ignore'), ops);
+});
+
 test('a Read before a user\'s undo is journaled before the undo, with the state it saw: undo <read step> goes there', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
