@@ -16,6 +16,7 @@ import {
   recordCheckpoint,
   recordPost,
   recordPre,
+  recordTranscript,
   recordUnprotected,
   sessionFinished,
   sessionPaths,
@@ -32,7 +33,8 @@ export type Agent = (typeof AGENTS)[number];
 
 /** What one hook call means, whatever agent sent it. */
 export interface HookCall {
-  phase: 'pre' | 'post' | 'end' | 'ignore';
+  /** 'start': the agent started (Claude Code's SessionStart: only its transcript path is used). */
+  phase: 'pre' | 'post' | 'start' | 'end' | 'ignore';
   status: StepPostEvent['status'];
   tool: string | null;
   input: unknown;
@@ -51,6 +53,7 @@ const PRE_EVENTS = new Set(['pretooluse', 'beforetool', 'pre']);
 const POST_EVENTS = new Set(['posttooluse', 'aftertool', 'post']);
 const FAILURE_EVENTS = new Set(['posttoolusefailure', 'failure', 'failed']);
 const END_EVENTS = new Set(['sessionend', 'end']);
+const START_EVENTS = new Set(['sessionstart']);
 
 function str(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;
@@ -80,6 +83,7 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
     const exit = responseObj ? num(responseObj.exit_code ?? responseObj.exitCode) : null;
     if (error || (exit !== null && exit !== 0)) status = 'failed';
   } else if (END_EVENTS.has(ev)) phase = 'end';
+  else if (START_EVENTS.has(ev)) phase = 'start';
   if (phase === 'post' && status === 'done' && agent === 'gemini') {
     // Gemini's run_shell_command reports a failing command only in its text: "Exit Code: 3".
     const text = responseObj ? `${typeof responseObj.llmContent === 'string' ? responseObj.llmContent : ''}\n${typeof responseObj.returnDisplay === 'string' ? responseObj.returnDisplay : ''}` : '';
@@ -187,7 +191,7 @@ export interface HookOptions {
 }
 
 export interface HookOutcome {
-  action: 'pre' | 'post' | 'checkpoint' | 'end' | 'ignored' | 'unprotected' | 'failed';
+  action: 'pre' | 'post' | 'checkpoint' | 'start' | 'end' | 'ignored' | 'unprotected' | 'failed';
   session: string | null;
   step: number | null;
   /** One line for stderr when something went wrong; the agent goes on either way. */
@@ -214,6 +218,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   }
   const call = parseHookCall(opts.agent, opts.event, payload);
   if (call.phase === 'ignore') return none(null);
+  // Claude Code's start names its transcript before any hooked call: journaled for a wrapper's session only (init's
+  // hooks start theirs at the first hooked call, which names it). Other agents' reads are all hooked.
+  if (call.phase === 'start' && (opts.agent !== 'claude' || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))) return none(null);
   let repo: Repo;
   let id: string;
   let settings: Settings;
@@ -239,6 +246,14 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     return none(`agentsnap: warning: no snapshot for this ${call.tool ?? 'tool'} call: ${message(e)}`, 'failed');
   }
   if (call.phase === 'end') return none(null); // a wrapper ends its own session
+  if (call.phase === 'start') {
+    try {
+      await recordTranscript(repo, id, { settings, path: call.transcriptPath as string });
+      return { action: 'start', session: id, step: null, warning: null };
+    } catch (e) {
+      return none(`agentsnap: warning: the transcript of this session was not journaled: ${message(e)}`, 'failed');
+    }
+  }
   const limit = settings.outputLimit;
   const clean = <T>(v: T): T => sanitize(v, { limit, patterns: settings.redactPatterns });
   const tool = call.tool ? clean(call.tool) : null;

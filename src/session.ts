@@ -845,7 +845,7 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
   const settings = opts.settings ?? (await loadSettings(repo));
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
   await mutate(repo, id, settings, 'import transcript calls', async (state, p) => {
-    const transcript = opts.transcriptPath ?? (state.session.agent === 'claude' ? state.transcriptPath : null);
+    const transcript = opts.transcriptPath ?? state.session.agentTranscript ?? (state.session.agent === 'claude' ? state.transcriptPath : null);
     const tail = transcript ? readTranscriptTail(transcript) : null;
     if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined, true);
   });
@@ -1012,7 +1012,7 @@ async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: Session
  */
 async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings): Promise<void> {
   if (state.session.ended || state.session.discarded) return;
-  const transcript = state.transcriptFloor?.path ?? (state.session.agent === 'claude' ? state.transcriptPath ?? null : null);
+  const transcript = readsTranscript(state);
   if (!transcript) return;
   const tail = readTranscriptTail(transcript);
   if (!tail) return;
@@ -1023,6 +1023,42 @@ async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: Session
     if (at !== undefined) pendingBefore = Math.min(pendingBefore, at);
   }
   await importQuietly(repo, p, state, settings, transcript, tail, pendingBefore);
+}
+
+/**
+ * The Claude Code transcript a session's unhooked reads come from: the one the
+ * agent named at its start (it changes with /clear), else the one the last
+ * import read, else the newest step's (a `claude` session); null: none known.
+ */
+function readsTranscript(state: SessionState): string | null {
+  return state.session.agentTranscript ?? state.transcriptFloor?.path ?? (state.session.agent === 'claude' ? state.transcriptPath ?? null : null);
+}
+
+export interface TranscriptOptions extends SnapshotContext {
+  /** The transcript file, as the agent names it. */
+  path: string;
+}
+
+/**
+ * Journals the transcript Claude Code names when it starts (its SessionStart
+ * hook, which wrap injects), so an operation or checkpoint before the first
+ * hooked call journals the reads before it (importBeforeHeadMoves): without
+ * it the session learnt its transcript only at that call, and such a read
+ * came after the operation, with the operation's result as its state. Nothing
+ * is journaled when the session already has that transcript; one that
+ * replaces another (/clear) is journaled after the reads the old one holds.
+ * Returns whether it journaled.
+ */
+export async function recordTranscript(repo: Repo, id: string, opts: TranscriptOptions): Promise<boolean> {
+  const settings = opts.settings ?? (await loadSettings(repo));
+  return mutate(repo, id, settings, 'journal the transcript', async (state, p) => {
+    const before = state.session.agentTranscript;
+    if (before === opts.path) return false;
+    // Only the transcript this run named: what an older run's holds since it ended is no run of this session.
+    if (before) await importBeforeHeadMoves(repo, p, state, settings);
+    await commitEvent(repo, p, state, { ...eventBase(id), type: 'session.transcript', path: opts.path }, []);
+    return true;
+  });
 }
 
 /** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */

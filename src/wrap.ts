@@ -123,12 +123,16 @@ export function hookCommand(agent: Agent, event: string, opts: HookCommandOption
 
 type HookEntries = Record<string, { matcher: string; hooks: { type: 'command'; command: string; timeout?: number }[] }[]>;
 
-/** Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure). */
+/**
+ * Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure); for a
+ * wrapper's session also SessionStart, which names the transcript before any hooked call (the reads before the
+ * first one are journaled before an operation or checkpoint that comes first).
+ */
 export function claudeHookSettings(opts: HookCommandOptions & { sessionEnd?: boolean }): { hooks: HookEntries } {
-  const events = ['PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(opts.sessionEnd ? ['SessionEnd'] : [])];
+  const events = [...(opts.wrapped ? ['SessionStart'] : []), 'PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(opts.sessionEnd ? ['SessionEnd'] : [])];
   const hooks: HookEntries = {};
-  // SessionEnd takes no matcher; the tool events leave out the read-only tools (journaled from the transcript).
-  for (const ev of events) hooks[ev] = [{ matcher: ev === 'SessionEnd' ? '*' : CLAUDE_TOOL_MATCHER, hooks: [{ type: 'command', command: hookCommand('claude', ev, opts) }] }];
+  // The session events match every source/reason; the tool events leave out the read-only tools (journaled from the transcript).
+  for (const ev of events) hooks[ev] = [{ matcher: ev.startsWith('Session') ? '*' : CLAUDE_TOOL_MATCHER, hooks: [{ type: 'command', command: hookCommand('claude', ev, opts) }] }];
   return { hooks };
 }
 
