@@ -60,6 +60,7 @@ export const errors = {
   noSession: make('NoSession', 'user'),
   sessionNotRunning: make('SessionNotRunning', 'user'),
   stepOutOfRange: make('StepOutOfRange', 'user'),
+  unknownPath: make('UnknownPath', 'user'),
   noOpenStep: make('NoOpenStep', 'user'),
   nothingToDo: make('NothingToDo', 'user'),
   ambiguousOpenStep: make('AmbiguousOpenStep', 'user'),
