@@ -167,6 +167,13 @@ test('unknown options get a did-you-mean; missing arguments are said in plain wo
     assertCleanFailure(await cliProcess(repo, ['log', '--sesion', 'x']), 2, /unknown option --sesion \(did you mean --session\?\)/);
     assertCleanFailure(await cliProcess(repo, ['undo', '--dryrun']), 2, /did you mean --dry-run\?/);
     assertCleanFailure(await cliProcess(repo, ['snap', '--zzzzzz']), 2, /unknown option --zzzzzz$/m);
+    assertCleanFailure(await cliProcess(repo, ['--bogus']), 2, /unknown option --bogus$/m);
+    assertCleanFailure(await cliProcess(repo, ['log', '--last', 'x']), 2, /--last needs a number, not "x"/);
+    assertCleanFailure(await cliProcess(repo, ['log', '--last']), 2, /--last needs a number$/m);
+    assertCleanFailure(await cliProcess(repo, ['snap', '--phase']), 2, /--phase needs a value: "pre" or "post"/);
+    assertCleanFailure(await cliProcess(repo, ['snap', '--phase', 'middle']), 2, /--phase must be "pre" or "post", not "middle"/);
+    assertCleanFailure(await cliProcess(repo, ['init', 'aider']), 2, /agent must be "claude", "codex" or "gemini", not "aider"/);
+    assertCleanFailure(await cliProcess(repo, ['undo', '2', '3']), 2, /unexpected argument "3"/);
     const restore = await cliProcess(repo, ['restore']);
     assertCleanFailure(restore, 2, /restore needs a step number: agentsnap restore <step> \[paths\.\.\]/);
     assert.not.match(restore.stderr, /non-option/);

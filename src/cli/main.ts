@@ -84,6 +84,33 @@ function missingArgumentMessage(msg: string, command: string | undefined, usage:
   return `${command} needs ${POSITIONAL_WORDS[missing] ?? `<${missing}>`}: agentsnap ${usage}`;
 }
 
+/** "Invalid values: Argument: phase, Given: "middle", Choices: "pre", "post"" as "--phase must be "pre" or "post", not "middle"". */
+function invalidChoiceMessage(msg: string, usage: string | undefined): string | undefined {
+  const m = /^Invalid values:\s*Argument: ([\w-]+), Given: (.+?), Choices: (.+)$/s.exec(msg.trim());
+  if (!m) return undefined;
+  const [, name, given, choices] = m as unknown as [string, string, string, string];
+  const what = usage?.includes(`<${name}>`) || usage?.includes(`[${name}]`) ? name : `--${name}`;
+  const list = choices.trim().split(', ');
+  const options = list.length > 1 ? `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}` : list.join('');
+  return given === 'true' ? `${what} needs a value: ${options}` : `${what} must be ${options}, not ${given}`;
+}
+
+/** A number option yargs could not read (NaN): named with what was typed, not as `null`. */
+function badNumberMessage(argv: Record<string, unknown>, args: string[], numberKeys: string[]): string | undefined {
+  for (const key of numberKeys) {
+    // `--last` with nothing after it: yargs leaves the option unset, as if it were not given.
+    const at = args.indexOf(`--${key}`);
+    if (at >= 0 && (at === args.length - 1 || (/^-/.test(args[at + 1]!) && !/^-\d/.test(args[at + 1]!)))) return `--${key} needs a number`;
+  }
+  for (const [key, value] of Object.entries(argv)) {
+    if (typeof value !== 'number' || !Number.isNaN(value) || key.length === 1 || /[A-Z]/.test(key)) continue;
+    const i = args.findIndex((a) => a === `--${key}` || a.startsWith(`--${key}=`));
+    const raw = i < 0 ? undefined : args[i]!.includes('=') ? args[i]!.slice(args[i]!.indexOf('=') + 1) : args[i + 1];
+    return raw === undefined || raw.startsWith('-') ? `--${key} needs a number` : `--${key} needs a number, not ${JSON.stringify(raw)}`;
+  }
+  return undefined;
+}
+
 /** Levenshtein distance, for did-you-mean on option names. */
 function distance(a: string, b: string): number {
   const d = Array.from({ length: b.length + 1 }, (_, i) => i);
@@ -185,14 +212,21 @@ export async function run(argsIn: string[], io: CliIO): Promise<number> {
       if (err) throw err;
       const command = first !== undefined && known.has(first) ? first : undefined;
       const usage = modules.find((m) => typeof m.command === 'string' && m.command.split(' ')[0] === command)?.command as string | undefined;
+      // No command, and an option it does not know (`agentsnap --bogus`): say that, not "Name a command".
+      const strayOption = command === undefined ? args.find((a) => a.startsWith('-') && !['--help', '-h', '--version', '-v'].includes(a)) : undefined;
       const plain =
         unknownCommandMessage(args, msg, known) ??
         missingArgumentMessage(msg ?? '', command, usage) ??
-        (command ? unknownOptionMessage(msg ?? '', args, Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)) : undefined);
+        invalidChoiceMessage(msg ?? '', usage) ??
+        (command ? unknownOptionMessage(msg ?? '', args, Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)) : undefined) ??
+        (strayOption ? `unknown option ${strayOption.split('=')[0]}` : undefined);
       // yargs' messages can span lines ("Invalid values:\n  Argument: ..."): one line, like every other error.
       throw new UsageError(plain ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
     })
     .middleware((argv) => {
+      const numberKeys = ((parser as unknown as { getOptions(): { number?: string[] } }).getOptions().number ?? []).filter((k) => k.length > 1);
+      const nan = badNumberMessage(argv, args, numberKeys);
+      if (nan) throw new UsageError(nan);
       const command = String(argv._[0] ?? '');
       const rest = (argv['--'] as unknown[] | undefined) ?? [];
       if (TAKES_DASHDASH.has(command) || rest.length === 0) return;
