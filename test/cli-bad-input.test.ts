@@ -174,6 +174,9 @@ test('unknown options get a did-you-mean; missing arguments are said in plain wo
     assertCleanFailure(await cliProcess(repo, ['snap', '--phase', 'middle']), 2, /--phase must be "pre" or "post", not "middle"/);
     assertCleanFailure(await cliProcess(repo, ['init', 'aider']), 2, /agent must be "claude", "codex" or "gemini", not "aider"/);
     assertCleanFailure(await cliProcess(repo, ['undo', '2', '3']), 2, /unexpected argument "3"/);
+    // After `--` come paths: `--last` there is a file name, not an option without its number.
+    const paths = await cliProcess(repo, ['log', '--', '--last']);
+    assert.is(paths.code, 0, paths.stderr);
     const restore = await cliProcess(repo, ['restore']);
     assertCleanFailure(restore, 2, /restore needs a step number: agentsnap restore <step> \[paths\.\.\]/);
     assert.not.match(restore.stderr, /non-option/);

@@ -164,7 +164,9 @@ export async function run(argsIn: string[], io: CliIO): Promise<number> {
         ? // `help frobnicate` says "unknown command", as `frobnicate` does.
           helpOf === undefined || COMMANDS.some((c) => c.name === helpOf) ? [...argsIn.slice(1, 2), '--help'] : argsIn.slice(1, 2)
         : argsIn;
-  const wantsJson = args.includes('--json');
+  // What the user typed as options and positionals (after `--` come a command or paths, never options).
+  const optionArgs = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+  const wantsJson = optionArgs.includes('--json');
   let exitCode: number = ExitCode.ok;
   const ctx: CliContext = {
     io,
@@ -213,19 +215,19 @@ export async function run(argsIn: string[], io: CliIO): Promise<number> {
       const command = first !== undefined && known.has(first) ? first : undefined;
       const usage = modules.find((m) => typeof m.command === 'string' && m.command.split(' ')[0] === command)?.command as string | undefined;
       // No command, and an option it does not know (`agentsnap --bogus`): say that, not "Name a command".
-      const strayOption = command === undefined ? args.find((a) => a.startsWith('-') && !['--help', '-h', '--version', '-v'].includes(a)) : undefined;
+      const strayOption = command === undefined ? optionArgs.find((a) => a.startsWith('-') && !['--help', '-h', '--version', '-v'].includes(a)) : undefined;
       const plain =
         unknownCommandMessage(args, msg, known) ??
         missingArgumentMessage(msg ?? '', command, usage) ??
         invalidChoiceMessage(msg ?? '', usage) ??
-        (command ? unknownOptionMessage(msg ?? '', args, Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)) : undefined) ??
+        (command ? unknownOptionMessage(msg ?? '', optionArgs, Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)) : undefined) ??
         (strayOption ? `unknown option ${strayOption.split('=')[0]}` : undefined);
       // yargs' messages can span lines ("Invalid values:\n  Argument: ..."): one line, like every other error.
       throw new UsageError(plain ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
     })
     .middleware((argv) => {
       const numberKeys = ((parser as unknown as { getOptions(): { number?: string[] } }).getOptions().number ?? []).filter((k) => k.length > 1);
-      const nan = badNumberMessage(argv, args, numberKeys);
+      const nan = badNumberMessage(argv, optionArgs, numberKeys);
       if (nan) throw new UsageError(nan);
       const command = String(argv._[0] ?? '');
       const rest = (argv['--'] as unknown[] | undefined) ?? [];
