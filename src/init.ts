@@ -13,6 +13,7 @@ import path from 'node:path';
 import { errors } from './errors.js';
 import { openRepo, type Repo } from './repo.js';
 import { CLAUDE_TOOL_MATCHER, parseJsonc, withHooks, withoutHooks, type HookGroup } from './agent-hooks.js';
+import { HOOK_CLIENT } from './server.js';
 
 export const INIT_AGENTS = ['claude', 'codex', 'gemini'] as const;
 export type InitAgent = (typeof INIT_AGENTS)[number];
@@ -80,8 +81,43 @@ The files are now as they were before that step: do not redo the undone work unl
  * agentsnap is not installed. `agentsnap-hook` (a POSIX-sh client) hands the
  * call to the worktree's warm server, or runs `agentsnap hook` without one.
  */
-export function initHookCommand(agent: InitAgent, event: string): string {
+export function initHookCommand(agent: InitAgent, event: string, client: HookClient | null = null): string {
+  if (client) {
+    // No agentsnap-hook on PATH (npx, a clone): this install by its absolute paths, the Node fallback included
+    // (the client's own fallback, `agentsnap hook`, would need agentsnap on PATH too).
+    return `${[client.hook, '--exec', client.node, client.js].map(quoteWord).join(' ')} ${agent} ${event} || true`;
+  }
   return `command -v agentsnap-hook >/dev/null 2>&1 && agentsnap-hook ${agent} ${event} || true`;
+}
+
+/** This install's hook client, with the node and CLI its fallback runs. */
+export interface HookClient {
+  hook: string;
+  node: string;
+  js: string;
+}
+
+export function thisInstall(): HookClient {
+  return { hook: HOOK_CLIENT, node: process.execPath, js: path.join(path.dirname(HOOK_CLIENT), 'agentsnap.js') };
+}
+
+/** The executable file `name` resolves to on `env.PATH`, as `command -v` finds it; null when none. */
+export function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
+  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, name);
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      if (fs.statSync(file).isFile()) return file;
+    } catch {
+      /* not here */
+    }
+  }
+  return null;
+}
+
+function quoteWord(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 export interface InitResult {
@@ -95,6 +131,8 @@ export interface InitResult {
   extra: { file: string; changed: boolean; note?: string }[];
   /** What the user still has to do in the agent, if anything. */
   note: string | null;
+  /** Set when `agentsnap-hook` is not on PATH: the hooks run this install by its absolute path. */
+  absolute: HookClient | null;
 }
 
 export interface InitOptions {
@@ -172,10 +210,13 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   const { settings, before } = readSettings(file, rel);
   // Take our entries out, then add them back unless removing: the same result however often it runs.
   let next = withoutHooks(settings, agent);
+  // Hooks that call a command the agent cannot find record nothing, in silence: without agentsnap-hook on
+  // PATH they name this install's files (a later global install and `init` again give the PATH form back).
+  const absolute = opts.remove || onPath('agentsnap-hook', opts.env) ? null : thisInstall();
   if (!opts.remove) {
     const add: Record<string, HookGroup[]> = {};
     for (const [ev, matcher] of layout.events) {
-      const hooks = [{ type: 'command', command: initHookCommand(agent, ev) }];
+      const hooks = [{ type: 'command', command: initHookCommand(agent, ev, absolute) }];
       // Claude Code's read-only tools are journaled from its transcript, not hooked (see CLAUDE_TOOL_MATCHER).
       add[ev] = [matcher ? { matcher: agent === 'claude' ? CLAUDE_TOOL_MATCHER : '*', hooks } : { hooks }];
     }
@@ -186,23 +227,26 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   const changed = text !== before && !(opts.remove && before === '');
   let excluded = false;
   if (changed) {
-    if (opts.remove && empty && agent !== 'claude') {
+    if (opts.remove && empty) {
       fs.rmSync(file, { force: true }); // the file was only ours
       removeEmptyDir(path.dirname(file), repo.worktree);
+      unexcludeLocally(repo, rel);
     } else writeAtomic(file, text);
     if (!opts.remove) excluded = await excludeLocally(repo, rel);
   }
   const extra: InitResult['extra'] = [];
   if (agent === 'claude') extra.push(await undoCommand(repo, !!opts.remove));
-  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null };
+  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute };
 }
 
+/** Removes `dir` and the directories above it that this leaves empty, up to (not including) `top`. */
 function removeEmptyDir(dir: string, top: string): void {
-  if (path.resolve(dir) === path.resolve(top)) return;
-  try {
-    fs.rmdirSync(dir);
-  } catch {
-    /* not empty: the user's own files stay */
+  for (let d = path.resolve(dir); d !== path.resolve(top) && d.startsWith(path.resolve(top) + path.sep); d = path.dirname(d)) {
+    try {
+      fs.rmdirSync(d);
+    } catch {
+      return; /* not empty: the user's own files stay */
+    }
   }
 }
 
@@ -223,6 +267,7 @@ async function undoCommand(repo: Repo, remove: boolean): Promise<InitResult['ext
     if (!ours) return { file, changed: false };
     fs.rmSync(file, { force: true });
     removeEmptyDir(path.dirname(file), repo.worktree);
+    unexcludeLocally(repo, CLAUDE_UNDO_COMMAND);
     return { file, changed: true };
   }
   if (current === CLAUDE_UNDO_TEXT) return { file, changed: false };
@@ -244,6 +289,33 @@ async function excludeLocally(repo: Repo, rel: string): Promise<boolean> {
   } catch {
     /* new file */
   }
-  fs.writeFileSync(exclude, `${text}${text && !text.endsWith('\n') ? '\n' : ''}/${rel}\n`);
+  fs.writeFileSync(exclude, `${text}${text && !text.endsWith('\n') ? '\n' : ''}${EXCLUDE_MARKER}\n/${rel}\n`);
   return true;
+}
+
+const EXCLUDE_MARKER = '# added by `agentsnap init` (removed by `agentsnap init --remove`)';
+
+/**
+ * Takes out the info/exclude line excludeLocally added for `rel` (and its marker line), once the file it kept out
+ * of commits is gone. A file that stays (it holds the user's own settings) stays excluded: dropping the line then
+ * would put it up for commit.
+ */
+function unexcludeLocally(repo: Repo, rel: string): void {
+  const exclude = path.join(repo.commonDir, 'info', 'exclude');
+  let text: string;
+  try {
+    text = fs.readFileSync(exclude, 'utf8');
+  } catch {
+    return;
+  }
+  const lines = text.split('\n');
+  const out: string[] = [];
+  for (const line of lines) {
+    if (line === `/${rel}`) {
+      if (out[out.length - 1] === EXCLUDE_MARKER) out.pop();
+      continue;
+    }
+    out.push(line);
+  }
+  if (out.length !== lines.length) fs.writeFileSync(exclude, out.join('\n'));
 }

@@ -328,7 +328,10 @@ export async function selectSession(repo: Repo, opts: SelectOptions = {}): Promi
     loadSessionExists(repo, fromEnv);
     return { id: fromEnv, source: 'env' };
   }
-  const recent = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status !== 'discarded');
+  const mine = (await listSessions(repo)).filter((s) => s.worktree === repo.worktree && s.status !== 'discarded');
+  // An ended session that recorded nothing (`wrap -- false`, an agent that exited at once) is not the default:
+  // `undo` would say "nothing to undo" while the work is in the session before it.
+  const recent = mine.find((s) => !(s.status === 'ended' && s.steps === 0 && recordedNothing(repo, s.id))) ?? mine[0];
   if (!recent) {
     throw errors.noSession(`no agentsnap session in this worktree (${repo.worktree}).`, {
       hint: 'Start one with `agentsnap wrap -- <agent>` or `agentsnap snap`.',
@@ -336,6 +339,16 @@ export async function selectSession(repo: Repo, opts: SelectOptions = {}): Promi
     });
   }
   return { id: recent.id, source: 'recent' };
+}
+
+/** The session's head is its baseline's tree: nothing happened in it. */
+function recordedNothing(repo: Repo, id: string): boolean {
+  try {
+    const s = loadSession(repo, id);
+    return s.headTree === s.baselineTree;
+  } catch {
+    return false;
+  }
 }
 
 function loadSessionExists(repo: Repo, id: string): void {
@@ -1081,7 +1094,7 @@ export function wrapperOwner(): { pid: number; start: string | null; host: strin
  * environment, else the running session of this worktree, else a new one
  * (created under the worktree lock, so concurrent calls share one session).
  */
-export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotContext): Promise<{ id: string; created: SnapshotResult | null }> {
+export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotContext & { /** false: never start one (`--phase post` closes a step of a running session). */ start?: boolean }): Promise<{ id: string; created: SnapshotResult | null }> {
   if (opts.session || repo.callerEnv.AGENTSNAP_SESSION) {
     return { id: (await selectSession(repo, opts)).id, created: null };
   }
@@ -1091,6 +1104,12 @@ export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotC
   return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'select session' }, async () => {
     const running = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status === 'running');
     if (running) return { id: running.id, created: null };
+    if (opts.start === false) {
+      throw errors.noSession('no session running in this worktree: there is no step to close.', {
+        hint: '`agentsnap snap --phase pre` starts a session and opens the step that `--phase post` closes.',
+        data: { worktree: repo.worktree },
+      });
+    }
     const created = await startSession(repo, { settings, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     return { id: created.session, created };
   });
