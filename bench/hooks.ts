@@ -61,7 +61,8 @@ export function installClaudeHooks(repo: BenchRepo, env: BenchEnv, tool: string)
     for (const [name, rel] of Object.entries(bins)) fs.symlinkSync(path.join(ROOT, rel), path.join(binDir, name));
   }
   const hookEnv = { ...env.env, PATH: `${binDir}${path.delimiter}${env.env.PATH ?? ''}`, CLAUDE_PROJECT_DIR: repo.dir };
-  run(agentsnapCmd(env, repo.dir, ['init', 'claude']));
+  // With agentsnap-hook on PATH, as after a global install: init writes the PATH form users get.
+  run(agentsnapCmd(env, repo.dir, ['init', 'claude'], { PATH: hookEnv.PATH ?? '' }));
   const settings = JSON.parse(fs.readFileSync(path.join(repo.dir, '.claude', 'settings.local.json'), 'utf8')) as {
     hooks?: Record<string, HookGroup[]>;
   };

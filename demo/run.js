@@ -62,4 +62,7 @@ console.log(`notes.txt exists again: ${fs.existsSync(path.join(dir, 'notes.txt')
 step('changed your mind: redo returns to the state before the undo', ['redo']);
 console.log(`notes.txt after redo: ${fs.existsSync(path.join(dir, 'notes.txt')) ? 'present' : 'deleted again'}`);
 step('where the session stands', ['status']);
-console.log(`\n${bold('Try more in the demo repository:')}\n  cd ${dir}\n  node ${bin} diff 0        # everything the agent changed\n  git status                 # agentsnap never touched the index, HEAD or branches\n  git for-each-ref refs/agent/`);
+// The hints name the command a user types: `agentsnap`, as installed (README "Install").
+const installed = (process.env.PATH ?? '').split(path.delimiter).some((d) => d && fs.existsSync(path.join(d, 'agentsnap')));
+console.log(`\n${bold('Try more in the demo repository:')}\n  cd ${dir}\n  agentsnap diff 0             # everything the agent changed\n  agentsnap undo 2 --dry-run   # what undoing from step 2 would change\n  git status                   # agentsnap never touched the index, HEAD or branches\n  git for-each-ref refs/agent/`);
+if (!installed) console.log(`(agentsnap is not on your PATH yet: \`npm install -g .\` in ${root} installs it; see "Install" in the README)`);

@@ -1,5 +1,7 @@
 // The public API: validates what callers pass, then calls the internal layer,
 // which trusts its input. The CLI is a thin layer over these functions.
+import fs from 'node:fs';
+import nodePath from 'node:path';
 import { errors } from './base/errors.js';
 import { assertSessionId } from './base/ids.js';
 import { openRepo, type Repo } from './git/repo.js';
@@ -81,7 +83,7 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
   const repo = await repoFor(opts);
   const settings = await loadSettings(repo);
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
-  const { id, created } = await sessionForSnap(repo, { session, settings, ...progress });
+  const { id, created } = await sessionForSnap(repo, { session, settings, ...progress, start: opts.phase !== 'post' });
   const common = { settings, ...progress };
   // A session this call started: its baseline and this snapshot are one instant, taken by one scan.
   const sameInstantAs = created;
@@ -207,6 +209,14 @@ export async function log(opts: LogOptions = {}): Promise<{ session: Session; st
 
 /** A path given on the command line (relative to the caller's directory) as a worktree-relative path. */
 export function toRepoPath(repo: Repo, p: string): string {
+  // An absolute path is the file system's, not the worktree's: `/etc/passwd` is outside
+  // (refused as `../x` is), `<worktree>/a.txt` is `a.txt`. Symlinked spellings of the
+  // worktree are compared by real path.
+  if (nodePath.isAbsolute(p)) {
+    const rel = relativeToWorktree(repo.worktree, p);
+    if (rel === null) throw errors.invalidArgument(`${p} is outside the worktree.`, { data: { path: p } });
+    return toRepoPath({ ...repo, prefix: '' }, rel === '' ? '.' : rel);
+  }
   const joined = repo.prefix ? `${repo.prefix}${p}` : p;
   const parts: string[] = [];
   for (const part of joined.split('/')) {
@@ -219,6 +229,30 @@ export function toRepoPath(repo: Repo, p: string): string {
     } else parts.push(part);
   }
   return parts.join('/') || '.';
+}
+
+/** `abs` relative to the worktree (posix separators), or null when it is not inside it. */
+function relativeToWorktree(worktree: string, abs: string): string | null {
+  const inside = (root: string, x: string) => {
+    const rel = nodePath.relative(root, x);
+    return rel === '' || (!rel.startsWith('..') && !nodePath.isAbsolute(rel)) ? rel.split(nodePath.sep).join('/') : null;
+  };
+  const direct = inside(worktree, nodePath.resolve(abs));
+  if (direct !== null) return direct;
+  // The deepest part of the path that exists, by its real path (the rest cannot be a link).
+  let head = nodePath.resolve(abs);
+  let tail = '';
+  for (;;) {
+    try {
+      const real = fs.realpathSync(head);
+      return inside(fs.realpathSync(worktree), nodePath.join(real, tail));
+    } catch {
+      const parent = nodePath.dirname(head);
+      if (parent === head) return null;
+      tail = nodePath.join(nodePath.basename(head), tail);
+      head = parent;
+    }
+  }
 }
 
 export interface ShowOptions extends SessionOptions {

@@ -16,6 +16,7 @@ import {
   recordCheckpoint,
   recordPost,
   recordPre,
+  recordTranscript,
   recordUnprotected,
   sessionFinished,
   sessionPaths,
@@ -35,6 +36,7 @@ const PRE_EVENTS = new Set(['pretooluse', 'beforetool', 'pre']);
 const POST_EVENTS = new Set(['posttooluse', 'aftertool', 'post']);
 const FAILURE_EVENTS = new Set(['posttoolusefailure', 'failure', 'failed']);
 const END_EVENTS = new Set(['sessionend', 'end']);
+const START_EVENTS = new Set(['sessionstart']);
 
 function str(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;
@@ -64,6 +66,7 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
     const exit = responseObj ? num(responseObj.exit_code ?? responseObj.exitCode) : null;
     if (error || (exit !== null && exit !== 0)) status = 'failed';
   } else if (END_EVENTS.has(ev)) phase = 'end';
+  else if (START_EVENTS.has(ev)) phase = 'start';
   const call: HookCall = {
     phase,
     status,
@@ -116,7 +119,7 @@ export interface HookOptions {
 }
 
 export interface HookOutcome {
-  action: 'pre' | 'post' | 'checkpoint' | 'end' | 'ignored' | 'unprotected' | 'failed';
+  action: 'pre' | 'post' | 'checkpoint' | 'start' | 'end' | 'ignored' | 'unprotected' | 'failed';
   session: string | null;
   step: number | null;
   /** One line for stderr when something went wrong; the agent goes on either way. */
@@ -144,6 +147,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   const call = parseHookCall(opts.agent, opts.event, payload);
   const adapter = adapterOf(opts.agent);
   if (call.phase === 'ignore') return none(null);
+  // Claude Code's start names its transcript before any hooked call: journaled for a wrapper's session only (init's
+  // hooks start theirs at the first hooked call, which names it). Other agents' reads are all hooked.
+  if (call.phase === 'start' && (!adapter?.importsReadCalls || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))) return none(null);
   let repo: Repo;
   let id: string;
   let settings: Settings;
@@ -169,6 +175,14 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     return none(`agentsnap: warning: no snapshot for this ${call.tool ?? 'tool'} call: ${message(e)}`, 'failed');
   }
   if (call.phase === 'end') return none(null); // a wrapper ends its own session
+  if (call.phase === 'start') {
+    try {
+      await recordTranscript(repo, id, { settings, path: call.transcriptPath as string });
+      return { action: 'start', session: id, step: null, warning: null };
+    } catch (e) {
+      return none(`agentsnap: warning: the transcript of this session was not journaled: ${message(e)}`, 'failed');
+    }
+  }
   const limit = settings.outputLimit;
   const clean = <T>(v: T): T => sanitize(v, { limit, patterns: settings.redactPatterns });
   const tool = call.tool ? clean(call.tool) : null;

@@ -14,6 +14,7 @@ import { parseJsonc, withHooks, withoutHooks } from './agents/settings-file.js';
 
 /** Claude Code's in-agent undo command, written beside its settings. */
 export { CLAUDE_UNDO_COMMAND } from './agents/claude.js';
+import { HOOK_CLIENT } from './server/server.js';
 
 export const INIT_AGENTS = ['claude', 'codex', 'gemini'] as const;
 export type InitAgent = (typeof INIT_AGENTS)[number];
@@ -23,8 +24,32 @@ export type InitAgent = (typeof INIT_AGENTS)[number];
  * agentsnap is not installed. `agentsnap-hook` (a POSIX-sh client) hands the
  * call to the worktree's warm server, or runs `agentsnap hook` without one.
  */
-export function initHookCommand(agent: InitAgent, event: string): string {
+export function initHookCommand(agent: InitAgent, event: string, client: HookClient | null = null): string {
+  if (client) {
+    // No agentsnap-hook on PATH (npx, a clone): this install by its absolute paths, the Node fallback included
+    // (the client's own fallback, `agentsnap hook`, would need agentsnap on PATH too).
+    return `${[client.hook, '--exec', client.node, client.js].map(quoteWord).join(' ')} ${agent} ${event} || true`;
+  }
   return `command -v agentsnap-hook >/dev/null 2>&1 && agentsnap-hook ${agent} ${event} || true`;
+}
+
+/** This install's hook client, with the node and CLI its fallback runs. */
+export interface HookClient {
+  hook: string;
+  node: string;
+  js: string;
+}
+
+export function thisInstall(): HookClient {
+  return { hook: HOOK_CLIENT, node: process.execPath, js: path.join(path.dirname(HOOK_CLIENT), 'agentsnap.js') };
+}
+
+import { onPath } from './base/shell.js';
+
+export { onPath };
+
+function quoteWord(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 export interface InitResult {
@@ -38,6 +63,8 @@ export interface InitResult {
   extra: { file: string; changed: boolean; note?: string }[];
   /** What the user still has to do in the agent, if anything. */
   note: string | null;
+  /** Set when `agentsnap-hook` is not on PATH: the hooks run this install by its absolute path. */
+  absolute: HookClient | null;
 }
 
 export interface InitOptions {
@@ -115,10 +142,13 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   const { settings, before } = readSettings(file, rel);
   // Take our entries out, then add them back unless removing: the same result however often it runs.
   let next = withoutHooks(settings, agent);
+  // Hooks that call a command the agent cannot find record nothing, in silence: without agentsnap-hook on
+  // PATH they name this install's files (a later global install and `init` again give the PATH form back).
+  const absolute = opts.remove || onPath('agentsnap-hook', opts.env) ? null : thisInstall();
   if (!opts.remove) {
     const add: Record<string, HookGroup[]> = {};
     for (const [ev, matcher] of layout.events) {
-      const hooks = [{ type: 'command', command: initHookCommand(agent, ev) }];
+      const hooks = [{ type: 'command', command: initHookCommand(agent, ev, absolute) }];
       add[ev] = [matcher ? { matcher: layout.matcher, hooks } : { hooks }];
     }
     next = withHooks(next, add);
@@ -128,23 +158,26 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   const changed = text !== before && !(opts.remove && before === '');
   let excluded = false;
   if (changed) {
-    if (opts.remove && empty && !layout.personal) {
+    if (opts.remove && empty) {
       fs.rmSync(file, { force: true }); // the file was only ours
       removeEmptyDir(path.dirname(file), repo.worktree);
+      unexcludeLocally(repo, rel);
     } else writeAtomic(file, text);
     if (!opts.remove) excluded = await excludeLocally(repo, rel);
   }
   const extra: InitResult['extra'] = [];
   for (const f of layout.extraFiles ?? []) extra.push(await extraFile(repo, f, !!opts.remove));
-  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null };
+  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute };
 }
 
+/** Removes `dir` and the directories above it that this leaves empty, up to (not including) `top`. */
 function removeEmptyDir(dir: string, top: string): void {
-  if (path.resolve(dir) === path.resolve(top)) return;
-  try {
-    fs.rmdirSync(dir);
-  } catch {
-    /* not empty: the user's own files stay */
+  for (let d = path.resolve(dir); d !== path.resolve(top) && d.startsWith(path.resolve(top) + path.sep); d = path.dirname(d)) {
+    try {
+      fs.rmdirSync(d);
+    } catch {
+      return; /* not empty: the user's own files stay */
+    }
   }
 }
 
@@ -165,6 +198,7 @@ async function extraFile(repo: Repo, f: NonNullable<InitLayout['extraFiles']>[nu
     if (!ours) return { file, changed: false };
     fs.rmSync(file, { force: true });
     removeEmptyDir(path.dirname(file), repo.worktree);
+    unexcludeLocally(repo, f.file);
     return { file, changed: true };
   }
   if (current === f.text) return { file, changed: false };
@@ -186,6 +220,33 @@ async function excludeLocally(repo: Repo, rel: string): Promise<boolean> {
   } catch {
     /* new file */
   }
-  fs.writeFileSync(exclude, `${text}${text && !text.endsWith('\n') ? '\n' : ''}/${rel}\n`);
+  fs.writeFileSync(exclude, `${text}${text && !text.endsWith('\n') ? '\n' : ''}${EXCLUDE_MARKER}\n/${rel}\n`);
   return true;
+}
+
+const EXCLUDE_MARKER = '# added by `agentsnap init` (removed by `agentsnap init --remove`)';
+
+/**
+ * Takes out the info/exclude line excludeLocally added for `rel` (and its marker line), once the file it kept out
+ * of commits is gone. A file that stays (it holds the user's own settings) stays excluded: dropping the line then
+ * would put it up for commit.
+ */
+function unexcludeLocally(repo: Repo, rel: string): void {
+  const exclude = path.join(repo.commonDir, 'info', 'exclude');
+  let text: string;
+  try {
+    text = fs.readFileSync(exclude, 'utf8');
+  } catch {
+    return;
+  }
+  const lines = text.split('\n');
+  const out: string[] = [];
+  for (const line of lines) {
+    if (line === `/${rel}`) {
+      if (out[out.length - 1] === EXCLUDE_MARKER) out.pop();
+      continue;
+    }
+    out.push(line);
+  }
+  if (out.length !== lines.length) fs.writeFileSync(exclude, out.join('\n'));
 }

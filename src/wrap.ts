@@ -111,9 +111,12 @@ export function hookCommand(agent: Agent, event: string, opts: HookCommandOption
   return words.map(shellQuote).join(' ');
 }
 
-/** Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure), with this install's hook commands. */
+/**
+ * Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure), with this
+ * install's hook commands; for a wrapper's session also SessionStart (see agents/claude.ts).
+ */
 export function claudeHookSettings(opts: HookCommandOptions & { sessionEnd?: boolean }): ReturnType<typeof claudeSettingsFor> {
-  return claudeSettingsFor((ev) => hookCommand('claude', ev, opts), opts.sessionEnd);
+  return claudeSettingsFor((ev) => hookCommand('claude', ev, opts), { sessionEnd: !!opts.sessionEnd, sessionStart: opts.wrapped });
 }
 
 /** The claude command with this run's hooks added through `--settings` (see agents/claude.ts). */

@@ -164,10 +164,10 @@ test('gemini with init hooks and no wrapper: its hooks map the Gemini session to
   fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), '{"security":{"auth":{"selectedType":"gemini-api-key"}}}\n');
   const stub = await startGeminiStub([{ tools: [{ name: 'write_file', input: { file_path: 'hello.txt', content: 'hello\n' } }] }, { text: 'All done.' }]);
   try {
-    const init = await cliProcess(repo, ['init', 'gemini']);
-    assert.is(init.code, 0, init.stderr);
-    // The init hooks call `agentsnap-hook` (and `agentsnap`) from PATH.
+    // The init hooks call `agentsnap-hook` (and `agentsnap`) from PATH, where init finds it (a global install).
     const pathWithAgentsnap = agentsnapOnPath(repo.base);
+    const init = await cliProcess(repo, ['init', 'gemini'], { env: { PATH: pathWithAgentsnap } });
+    assert.is(init.code, 0, init.stderr);
     const env = {
       GEMINI_API_KEY: 'e2e-test-key-not-real',
       GOOGLE_GEMINI_BASE_URL: stub.url,
@@ -193,10 +193,10 @@ test('codex with init hooks and no wrapper (trusted project, reviewed hooks): it
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const stub = await startResponsesStub([{ tools: [{ name: 'exec_command', input: { cmd: 'echo hi > made.txt' } }] }, { text: 'All done.' }]);
   try {
-    const init = await cliProcess(repo, ['init', 'codex']);
+    const pathWithAgentsnap = agentsnapOnPath(repo.base);
+    const init = await cliProcess(repo, ['init', 'codex'], { env: { PATH: pathWithAgentsnap } });
     assert.is(init.code, 0, init.stderr);
     assert.match(init.stderr, '/hooks');
-    const pathWithAgentsnap = agentsnapOnPath(repo.base);
     // The user's own steps: trusting the project, and reviewing the new hooks (--dangerously-bypass-hook-trust stands in for that).
     fs.mkdirSync(path.join(repo.home, '.codex'), { recursive: true });
     fs.writeFileSync(path.join(repo.home, '.codex', 'config.toml'), `[projects.${JSON.stringify(repo.dir)}]\ntrust_level = "trusted"\n`);

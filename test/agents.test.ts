@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { cli, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { agentsnapOnPath, cli, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { codexArgv } from '../src/wrap.js';
@@ -213,15 +213,17 @@ test('gemini overlay left by a killed wrapper: the next wrap moves back what Gem
 test('init codex and init gemini: merged, idempotent, kept out of commits, removed exactly; a committed Gemini settings file is refused', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
+    // agentsnap-hook on PATH, as after a global install: init writes the PATH form.
+    const installed = { env: { PATH: agentsnapOnPath(repo.base) } };
     for (const [agent, rel, events] of [
       ['codex', '.codex/hooks.json', ['PostToolUse', 'PreToolUse', 'SessionEnd']],
       ['gemini', '.gemini/settings.json', ['AfterTool', 'BeforeTool', 'SessionEnd']],
     ] as const) {
-      const first = await cli(repo, ['init', agent]);
+      const first = await cli(repo, ['init', agent], installed);
       assert.is(first.code, 0, first.stderr);
       assert.match(first.stderr, '.git/info/exclude');
       const once = repo.read(rel).toString();
-      assert.is((await cli(repo, ['init', agent])).code, 0);
+      assert.is((await cli(repo, ['init', agent], installed)).code, 0);
       assert.is(repo.read(rel).toString(), once, 'idempotent');
       const s = JSON.parse(once) as { hooks: Record<string, { matcher?: string; hooks: { command: string }[] }[]> };
       assert.equal(Object.keys(s.hooks).sort(), [...events]);

@@ -9,6 +9,7 @@ import { startMessagesStub, type ScriptedTurn } from './support/messages-stub.js
 import { claudeBinary } from './support/claude-code.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
+import { readJournal } from '../src/session/journal.js';
 
 const claude = claudeBinary();
 
@@ -82,6 +83,12 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
     const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
     assert.is(s.agent, 'claude');
     assert.ok(s.ended);
+    // The SessionStart hook wrap injects named the transcript before any step (the reads before the first hooked call
+    // are journaled before an operation that comes first).
+    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as { type: string; path?: string }[];
+    const told = events.findIndex((e) => e.type === 'session.transcript');
+    assert.ok(told > 0 && told < events.findIndex((e) => e.type === 'step.pre'), `session.transcript before the first step: ${events.map((e) => e.type).join(' ')}`);
+    assert.is(events[told]?.path, s.steps[0]?.transcript?.path);
     assert.is(s.steps.length, stub.toolUses.length, 'one step per tool call');
     // Through the server a hook can run before Claude Code has flushed the lines of its message: a Read sent in one
     // message with a Write, still unwritten then, is journaled after the Write (with the state before it). Match by call.

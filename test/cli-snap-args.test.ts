@@ -37,7 +37,7 @@ test('snap: yargs still explains bad arguments (exit 2) and prints help', async 
   try {
     const bad = await cli(repo, ['snap', '--phase', 'bogus']);
     assert.is(bad.code, 2, bad.stderr);
-    assert.match(bad.stderr, /Argument: phase, Given: "bogus"/);
+    assert.match(bad.stderr, /--phase must be "pre" or "post", not "bogus"/);
     const help = await cli(repo, ['snap', '--help']);
     assert.is(help.code, 0);
     assert.match(help.stdout, /bracket a tool call/);

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cli, tempRepo } from './helpers.js';
+import { agentsnapOnPath, cli, tempRepo } from './helpers.js';
 import { CLAUDE_READ_ONLY_TOOLS, CLAUDE_TOOL_MATCHER } from '../src/agents/claude.js';
 
 test('init claude merges hooks into .claude/settings.local.json idempotently, keeps it uncommitted, and --remove restores the file', async () => {
@@ -9,10 +9,12 @@ test('init claude merges hooks into .claude/settings.local.json idempotently, ke
     const mine = { permissions: { allow: ['Bash(ls)'] }, hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'my-check' }] }] } };
     const original = `${JSON.stringify(mine, null, 2)}\n`;
     repo.write('.claude/settings.local.json', original);
-    const first = await cli(repo, ['init', 'claude']);
+    // agentsnap-hook on PATH, as after a global install (without it: test/install.test.ts).
+    const installed = { env: { PATH: agentsnapOnPath(repo.base) } };
+    const first = await cli(repo, ['init', 'claude'], installed);
     assert.is(first.code, 0, first.stderr);
     const once = repo.read('.claude/settings.local.json').toString();
-    const second = await cli(repo, ['init', 'claude']);
+    const second = await cli(repo, ['init', 'claude'], installed);
     assert.is(second.code, 0);
     assert.match(second.stderr, 'already has');
     assert.is(repo.read('.claude/settings.local.json').toString(), once, 'idempotent');
@@ -58,7 +60,7 @@ test('init claude upgrades the `*` entries an older agentsnap wrote instead of a
     assert.is(s.hooks.SessionEnd?.length, 1);
     repo.write('.claude/settings.local.json', JSON.stringify(before));
     assert.is((await cli(repo, ['init', 'claude', '--remove'])).code, 0);
-    assert.equal(JSON.parse(repo.read('.claude/settings.local.json').toString()), {});
+    assert.not.ok(repo.exists('.claude/settings.local.json'), 'a file that held only agentsnap\'s hooks is removed (it was left as `{}`)');
   } finally {
     repo.cleanup();
   }

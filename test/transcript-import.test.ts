@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { runHook } from '../src/hook.js';
-import { endSession, loadSession, recordPost, recordPre, startSession, wrapperOwner } from '../src/session/session.js';
+import { endSession, loadSession, recordPost, recordPre, resumeSession, startSession, wrapperOwner } from '../src/session/session.js';
 import { readTranscriptTail } from '../src/agents/claude-transcript.js';
 import { openRepo } from '../src/git/repo.js';
 import { readJournal } from '../src/session/journal.js';
@@ -466,6 +466,16 @@ test('regression: an unhooked Read imported after an undo keeps the state it saw
   await runSequence('off', FAMILIES.filter((f) => f !== 'ignore'), ops);
 });
 
+test('regression (generative harness): a Read before the first hooked call, then the user\'s edit and a forced restore, keeps the state it saw', async () => {
+  const ops: Op[] = [
+    { t: 'read' }, // a Read, in the transcript only; no hooked call yet
+    { t: 'edit', e: { k: 'write', p: 1, c: 0 } }, // the user's edit
+    { t: 'restore', s: 0, after: true, f: 0, force: true }, // agentsnap restore --force 1 --after -- .gitignore: the head moves
+    { t: 'call', tool: 'Write', edits: [{ k: 'write', p: 0, c: 1 }], during: null, fail: false }, // its pre checks the Read
+  ];
+  await runSequence('off', FAMILIES.filter((f) => f !== 'ignore'), ops);
+});
+
 test('a Read before a user\'s undo is journaled before the undo, with the state it saw: undo <read step> goes there', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
@@ -605,6 +615,146 @@ test('a Read before a user\'s checkpoint (snap -m) is journaled before it, with 
     assert.ok(r1 && r1.step < cp.step, `the read (step ${r1?.step}) comes before the checkpoint (step ${cp.step})`);
     assert.is(r1?.pre, w1?.post);
     assert.is(r1?.post, w1?.post);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// ----- the transcript known from the start (Claude Code's SessionStart hook, injected by wrap)
+
+/** A session as `wrap` starts one, and its injected Claude Code hooks run as Claude Code runs them (Node path). */
+async function wrapLike(repo: TempRepo) {
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const id = (await startSession(r, { agent: 'claude', owner: wrapperOwner() })).session;
+  const env = { ...repo.env, AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir, AGENTSNAP_HOOKS: 'claude' };
+  return { id, env, hookVia: settingsHooks(claudeHookSettings({ wrapped: true }), repo, env) };
+}
+
+test('SessionStart (wrap): a Read before the first hooked call, then the user\'s checkpoint and restore, are journaled before both with the state it saw', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, hookVia } = await wrapLike(repo);
+    const tr = new Transcript(repo, 'started');
+    await hookVia('SessionStart', { session_id: 'cc-start', transcript_path: tr.file, source: 'startup' });
+    // Claude reads a.txt; the user edits it and checkpoints, Claude reads it again, the user restores it.
+    tr.use('toolu_r1', 'Read', { file_path: path.join(repo.dir, 'a.txt') });
+    tr.result('toolu_r1', '     1\tone\n');
+    repo.write('a.txt', 'two\n');
+    const snap = await cli(repo, ['snap', '--session', id, '-m', 'mine', '--json']);
+    assert.is(snap.code, 0, snap.stderr);
+    tr.use('toolu_r2', 'Read', { file_path: path.join(repo.dir, 'a.txt') });
+    tr.result('toolu_r2', '     1\ttwo\n');
+    const cp = (JSON.parse(snap.stdout) as { step: number }).step;
+    const undo = await cli(repo, ['restore', String(cp), 'a.txt', '--session', id, '--force']);
+    assert.is(undo.code, 0, undo.stderr);
+    assert.is(repo.read('a.txt').toString(), 'one\n');
+    // The first hooked call comes only now.
+    const w = { file_path: path.join(repo.dir, 'b.txt'), content: 'bee\n' };
+    const common = { session_id: 'cc-start', transcript_path: tr.file, tool_name: 'Write', tool_use_id: 'toolu_w1', tool_input: w };
+    tr.use('toolu_w1', 'Write', w);
+    await hookVia('PreToolUse', common);
+    repo.write('b.txt', 'bee\n');
+    tr.result('toolu_w1', 'File created successfully at: b.txt');
+    await hookVia('PostToolUse', { ...common, tool_response: { type: 'create' } });
+    const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
+    assert.equal(s.steps.map((st) => [st.step, st.toolUseId ?? st.kind, st.status]), [[1, 'toolu_r1', 'done'], [2, 'checkpoint', 'done'], [3, 'toolu_r2', 'done'], [4, 'toolu_w1', 'done']]);
+    const [r1, c2, r2] = s.steps;
+    assert.is(r1?.pre, s.baseline, 'the first read saw the baseline');
+    assert.is(r1?.post, r1?.pre);
+    assert.is(r2?.pre, c2?.post, 'the second read saw the checkpoint, not the restore\'s result');
+    assert.is(r2?.post, r2?.pre);
+    assert.is(repo.git(['show', `${r2?.pre}:a.txt`]), 'two\n');
+    const j = journalOf(repo, id);
+    const cpAt = j.events.findIndex((e) => e.type === 'step.checkpoint');
+    assert.ok(j.preAt('toolu_r1') < cpAt, 'the first read is journaled before the checkpoint');
+    assert.ok(j.preAt('toolu_r2') < j.opAt(), 'the second read is journaled before the restore');
+    assert.is(j.events.filter((e) => e.type === 'step.pre' && e.source === 'transcript').length, 2, 'each read once');
+    // Back to what the second read saw.
+    const back = await cli(repo, ['undo', String(r2?.step), '--session', id, '--force']);
+    assert.is(back.code, 0, back.stderr);
+    assert.is(repo.read('a.txt').toString(), 'two\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('SessionStart after /clear (a new transcript): the reads of the old one are journaled first, those of the new one before the next operation', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, hookVia } = await wrapLike(repo);
+    const t1 = new Transcript(repo, 'before-clear');
+    await hookVia('SessionStart', { session_id: 'cc-a', transcript_path: t1.file, source: 'startup' });
+    const w = { file_path: path.join(repo.dir, 'b.txt'), content: 'bee\n' };
+    const common = { session_id: 'cc-a', transcript_path: t1.file, tool_name: 'Write', tool_use_id: 'toolu_w1', tool_input: w };
+    t1.use('toolu_w1', 'Write', w);
+    await hookVia('PreToolUse', common);
+    repo.write('b.txt', 'bee\n');
+    t1.result('toolu_w1', 'File created successfully at: b.txt');
+    await hookVia('PostToolUse', { ...common, tool_response: { type: 'create' } });
+    t1.use('toolu_r1', 'Read', { file_path: path.join(repo.dir, 'b.txt') });
+    t1.result('toolu_r1', '     1\tbee\n');
+    // /clear: a new Claude Code session id and transcript, in the same process (and wrapper).
+    const t2 = new Transcript(repo, 'after-clear');
+    await hookVia('SessionStart', { session_id: 'cc-b', transcript_path: t2.file, source: 'clear' });
+    t2.use('toolu_r2', 'Read', { file_path: path.join(repo.dir, 'a.txt') });
+    t2.result('toolu_r2', '     1\tone\n');
+    const w1 = loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps.find((st) => st.toolUseId === 'toolu_w1');
+    const undo = await cli(repo, ['undo', String(w1?.step), '--session', id]);
+    assert.is(undo.code, 0, undo.stderr);
+    assert.not.ok(fs.existsSync(path.join(repo.dir, 'b.txt')));
+    const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
+    assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_w1', 'done'], ['toolu_r1', 'done'], ['toolu_r2', 'done']]);
+    for (const st of s.steps.slice(1)) assert.is(st.pre, w1?.post, `${st.toolUseId} saw the Write done`);
+    const j = journalOf(repo, id);
+    assert.ok(j.preAt('toolu_r1') < j.opAt() && j.preAt('toolu_r2') < j.opAt(), 'both reads are journaled before the undo');
+    // The wrapper's end imports the new transcript again: nothing twice.
+    await endSession(await openRepo(repo.dir, { env: repo.env }), id, {});
+    assert.is(journalOf(repo, id).events.filter((e) => e.type === 'step.pre' && e.source === 'transcript').length, 2);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('SessionStart of an agent other than Claude Code, or outside a wrapper (init hooks), journals nothing and starts no session', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const tr = new Transcript(repo, 'unwrapped');
+    const payload = { session_id: 'cc-x', transcript_path: tr.file, source: 'startup' };
+    assert.is((await hook(repo, repo.env, 'SessionStart', payload, false)).action, 'ignored');
+    assert.equal(JSON.parse((await cli(repo, ['sessions', '--json'])).stdout), []);
+    const { id, env } = await wrappedSession(repo);
+    const out = await runHook({ agent: 'gemini', event: 'SessionStart', input: JSON.stringify({ hook_event_name: 'SessionStart', cwd: repo.dir, ...payload }), env, cwd: repo.dir, wrapped: true });
+    assert.is(out.action, 'ignored');
+    assert.not.ok(journalOf(repo, id).events.some((e) => e.type === 'session.transcript'));
+    // The same start told twice (a hook run again): journaled once.
+    assert.is((await hook(repo, env, 'SessionStart', payload)).action, 'start');
+    assert.is((await hook(repo, env, 'SessionStart', { ...payload, source: 'compact' })).action, 'start');
+    assert.is(journalOf(repo, id).events.filter((e) => e.type === 'session.transcript').length, 1);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a resumed session (wrap --session) forgets the transcript its old run named: what that one holds since is not imported', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, hookVia } = await wrapLike(repo);
+    const t1 = new Transcript(repo, 'old-run');
+    await hookVia('SessionStart', { session_id: 'cc-old', transcript_path: t1.file, source: 'startup' });
+    const r = await openRepo(repo.dir, { env: repo.env });
+    await endSession(r, id, {});
+    // Claude Code run again without the wrapper, on the old conversation: none of this session's.
+    t1.use('toolu_r_outside', 'Read', { file_path: path.join(repo.dir, 'a.txt') });
+    t1.result('toolu_r_outside', 'one');
+    await resumeSession(r, id, { agent: 'claude', owner: wrapperOwner() });
+    const t2 = new Transcript(repo, 'new-run');
+    await hookVia('SessionStart', { session_id: 'cc-new', transcript_path: t2.file, source: 'startup' });
+    t2.use('toolu_r_new', 'Read', { file_path: path.join(repo.dir, 'a.txt') });
+    t2.result('toolu_r_new', 'one');
+    const snap = await cli(repo, ['snap', '--session', id, '-m', 'mine']);
+    assert.is(snap.code, 0, snap.stderr);
+    const reads = loadSession(r, id).steps.filter((st) => st.source === 'transcript').map((st) => st.toolUseId);
+    assert.equal(reads, ['toolu_r_new']);
   } finally {
     repo.cleanup();
   }

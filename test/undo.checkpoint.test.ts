@@ -62,7 +62,7 @@ test('undo of a `snap -m` checkpoint itself refuses (its change is the user\'s);
       assert.is(text(repo, 'a.txt'), 'a1 mine\n');
     }
     const dry = await cli(repo, ['undo', '2', '--dry-run', '--json']);
-    assert.is(dry.code, 0, dry.stderr);
+    assert.is(dry.code, 3, 'a dry run of a refused undo exits 3, as the undo does');
     const plan = (JSON.parse(dry.stdout) as { files: { wouldRefuse: boolean; outside: { path: string }[] } }).files;
     assert.ok(plan.wouldRefuse, dry.stdout);
     assert.equal(plan.outside.map((o) => o.path), ['a.txt']);

@@ -193,9 +193,12 @@ test('claudeArgv injects hook settings, merging a --settings the user gave', () 
   assert.is(plain[0], 'claude');
   assert.is(plain[1], '--settings');
   const hooks = (JSON.parse(plain[2] as string) as { hooks: Record<string, { matcher: string; hooks: { command: string }[] }[]> }).hooks;
-  assert.equal(Object.keys(hooks).sort(), ['PostToolUse', 'PostToolUseFailure', 'PreToolUse']);
+  assert.equal(Object.keys(hooks).sort(), ['PostToolUse', 'PostToolUseFailure', 'PreToolUse', 'SessionStart']);
   // Every tool but Claude Code's read-only ones (journaled from the transcript instead).
   for (const ev of ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']) assert.is(hooks[ev]?.[0]?.matcher, CLAUDE_TOOL_MATCHER);
+  // SessionStart names the transcript before any hooked call, whatever its source (startup, resume, clear, compact).
+  assert.is(hooks.SessionStart?.[0]?.matcher, '*');
+  assert.match(hooks.SessionStart?.[0]?.hooks[0]?.command ?? '', / hook claude SessionStart --wrapped$/);
   assert.match(hooks.PreToolUse?.[0]?.hooks[0]?.command ?? '', / hook claude PreToolUse --wrapped$/);
   assert.equal(plain.slice(3), ['-p', 'hi']);
   const user = JSON.stringify({ model: 'x', hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'mine' }] }] } });

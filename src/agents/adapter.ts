@@ -24,7 +24,8 @@ export interface TranscriptPosition {
 
 /** What one hook call means, whatever agent sent it. */
 export interface HookCall {
-  phase: 'pre' | 'post' | 'end' | 'ignore';
+  /** 'start': the agent started (Claude Code's SessionStart: only its transcript path is used). */
+  phase: 'pre' | 'post' | 'start' | 'end' | 'ignore';
   status: 'done' | 'failed' | 'interrupted' | 'unprotected';
   tool: string | null;
   input: unknown;
@@ -73,7 +74,7 @@ export interface InitLayout {
   events: [string, boolean][];
   /** The tool matcher of the events that take one. */
   matcher: string;
-  /** A personal file (never committed by design): kept even when only our hooks were in it; no refusal when tracked. */
+  /** A personal file (never committed by design): init does not refuse when it is tracked. */
   personal: boolean;
   /** Said when the settings file is committed (init refuses: the hooks would reach everyone who clones). */
   trackedHint?: string;
@@ -138,6 +139,8 @@ export interface AgentAdapter {
   prepareRun?(run: RunContext): RunHooks;
   /** wrap: puts back what a killed wrapper's prepareRun left; warnings. */
   recover?(sessionsRoot: string): string[];
+  /** The agent's settings files that may hold hooks (doctor reports agentsnap's there): from the worktree's top, and from $HOME. */
+  readonly hookSettingsFiles?: { project: string[]; user: string[] };
   /** `init <agent>`: the project settings it writes and removes. */
   readonly init?: InitLayout;
   /** Whether a recorded transcript is this agent's (its conversation can then be forked). */

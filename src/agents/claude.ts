@@ -32,12 +32,16 @@ export const CLAUDE_TOOL_MATCHER = `^(?!(?:${CLAUDE_READ_ONLY_TOOLS.join('|')})$
 
 type HookEntries = Record<string, { matcher: string; hooks: { type: 'command'; command: string; timeout?: number }[] }[]>;
 
-/** Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure; SessionEnd too if asked). */
-export function claudeHookSettings(commandFor: (event: string) => string, sessionEnd = false): { hooks: HookEntries } {
-  const events = ['PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(sessionEnd ? ['SessionEnd'] : [])];
+/**
+ * Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure); for a
+ * wrapper's session also SessionStart, which names the transcript before any hooked call (the reads before the
+ * first one are journaled before an operation or checkpoint that comes first); SessionEnd when asked.
+ */
+export function claudeHookSettings(commandFor: (event: string) => string, opts: { sessionEnd?: boolean; sessionStart?: boolean } = {}): { hooks: HookEntries } {
+  const events = [...(opts.sessionStart ? ['SessionStart'] : []), 'PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(opts.sessionEnd ? ['SessionEnd'] : [])];
   const hooks: HookEntries = {};
-  // SessionEnd takes no matcher; the tool events leave out the read-only tools (journaled from the transcript).
-  for (const ev of events) hooks[ev] = [{ matcher: ev === 'SessionEnd' ? '*' : CLAUDE_TOOL_MATCHER, hooks: [{ type: 'command', command: commandFor(ev) }] }];
+  // The session events match every source/reason; the tool events leave out the read-only tools (journaled from the transcript).
+  for (const ev of events) hooks[ev] = [{ matcher: ev.startsWith('Session') ? '*' : CLAUDE_TOOL_MATCHER, hooks: [{ type: 'command', command: commandFor(ev) }] }];
   return { hooks };
 }
 
@@ -53,7 +57,7 @@ function mergeHooks(base: Record<string, unknown>, add: { hooks: HookEntries }):
  * `--settings` the user gave is kept: its content is merged with ours.
  */
 export function claudeArgv(command: string[], cwd: string, at: number, commandFor: (event: string) => string): string[] {
-  const ours = claudeHookSettings(commandFor);
+  const ours = claudeHookSettings(commandFor, { sessionStart: true });
   const rest = command.slice(at + 1);
   const out: string[] = [];
   let merged = false;
@@ -122,6 +126,7 @@ export const claude: AgentAdapter = {
   displayName: 'Claude Code',
   isCommand: (arg, base) => base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code'),
   importsReadCalls: true,
+  hookSettingsFiles: { project: ['.claude/settings.local.json', '.claude/settings.json'], user: ['.claude/settings.json'] },
   wrapArgv: (run) => claudeArgv(run.command, run.cwd, run.at, (ev) => run.hookCommand(ev)),
   init: {
     file: '.claude/settings.local.json',

@@ -112,6 +112,7 @@ export const codex: AgentAdapter = {
   product: 'codex-cli',
   displayName: 'Codex CLI',
   isCommand: (arg, base) => base === 'codex' || arg.includes('@openai/codex'),
+  hookSettingsFiles: { project: ['.codex/hooks.json'], user: ['.codex/hooks.json'] },
   callFailed(call) {
     if (call.status !== 'done' || !call.transcriptPath || !call.toolUseId) return null;
     const result = codexCallResult(call.transcriptPath, call.toolUseId);

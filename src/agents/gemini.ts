@@ -260,6 +260,7 @@ export const gemini: AgentAdapter = {
   product: 'gemini-cli',
   displayName: 'Gemini CLI',
   isCommand: (arg, base) => base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli'),
+  hookSettingsFiles: { project: ['.gemini/settings.json'], user: ['.gemini/settings.json'] },
   refineCall(call, payload) {
     const response = payload.tool_response ?? payload.tool_output ?? payload.output;
     const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;

@@ -5,7 +5,7 @@
 // Errors are classes with a stable string `code` and structured `data`, so the
 // CLI can map them to exit codes and `--json` output without parsing messages.
 
-/** Documented process exit codes (README "Exit codes"). */
+/** Documented process exit codes (docs/reference.md, "Exit codes"). */
 export const ExitCode = {
   ok: 0,
   user: 1,
@@ -64,6 +64,7 @@ export const errors = {
   noSession: make('NoSession', 'user'),
   sessionNotRunning: make('SessionNotRunning', 'user'),
   stepOutOfRange: make('StepOutOfRange', 'user'),
+  unknownPath: make('UnknownPath', 'user'),
   noOpenStep: make('NoOpenStep', 'user'),
   nothingToDo: make('NothingToDo', 'user'),
   ambiguousOpenStep: make('AmbiguousOpenStep', 'user'),

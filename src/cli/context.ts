@@ -1,4 +1,5 @@
 import type { CommandModule } from 'yargs';
+import { errors } from '../base/errors.js';
 import type { CliIO, Output } from './output.js';
 
 /** What every command handler gets: where it runs and how to print. Passed in, never global. */
@@ -29,4 +30,16 @@ export const jsonOption = {
 export function sessionSourceNote(id: string, source: 'flag' | 'env' | 'recent'): string {
   const why = source === 'flag' ? '' : source === 'env' ? ' (from AGENTSNAP_SESSION)' : ' (most recent in this worktree)';
   return `session ${id}${why}`;
+}
+
+/**
+ * A step positional as the user typed it (parsed as a string: yargs' number type
+ * turns `abc` into NaN and the message would say `null`): a whole number from 1.
+ */
+export function stepArgument(value: unknown): number {
+  const text = String(value);
+  if (!/^[1-9][0-9]{0,8}$/.test(text)) {
+    throw errors.invalidArgument(`${JSON.stringify(text)} is not a step number.`, { hint: 'Steps are numbered from 1: see `agentsnap log`.', data: { value: text } });
+  }
+  return Number(text);
 }

@@ -58,11 +58,115 @@ function version(): string {
   return '0.1.0';
 }
 
+// Commands that read what comes after `--` (a command to run, paths). Every other
+// command refuses it: `undo -- 2` must not quietly undo the last step instead.
+const TAKES_DASHDASH = new Set(['wrap', 'restore', 'log', 'diff']);
+
+/** What a missing positional is, in words, for "restore needs a step number". */
+const POSITIONAL_WORDS: Record<string, string> = {
+  step: 'a step number',
+  from: 'a state (N, N:pre or 0)',
+  session: 'a session id (see `agentsnap sessions`)',
+  agent: 'an agent',
+  action: 'an action',
+  event: 'an event',
+  name: 'a name',
+  remote: 'a remote',
+};
+
+/** "Not enough non-option arguments: got 0, need at least 1" as "restore needs a step number: agentsnap restore <step> [paths..]". */
+function missingArgumentMessage(msg: string, command: string | undefined, usage: string | undefined): string | undefined {
+  const m = /^Not enough non-option arguments: got (\d+), need at least (\d+)/.exec(msg);
+  if (!m || !command || !usage) return undefined;
+  const required = [...usage.matchAll(/<([^>]+)>/g)].map((x) => x[1] as string);
+  const missing = required[Number(m[1])];
+  if (!missing) return undefined;
+  return `${command} needs ${POSITIONAL_WORDS[missing] ?? `<${missing}>`}: agentsnap ${usage}`;
+}
+
+/** "Invalid values: Argument: phase, Given: "middle", Choices: "pre", "post"" as "--phase must be "pre" or "post", not "middle"". */
+function invalidChoiceMessage(msg: string, usage: string | undefined): string | undefined {
+  const m = /^Invalid values:\s*Argument: ([\w-]+), Given: (.+?), Choices: (.+)$/s.exec(msg.trim());
+  if (!m) return undefined;
+  const [, name, given, choices] = m as unknown as [string, string, string, string];
+  const what = usage?.includes(`<${name}>`) || usage?.includes(`[${name}]`) ? name : `--${name}`;
+  const list = choices.trim().split(', ');
+  const options = list.length > 1 ? `${list.slice(0, -1).join(', ')} or ${list[list.length - 1]}` : list.join('');
+  return given === 'true' ? `${what} needs a value: ${options}` : `${what} must be ${options}, not ${given}`;
+}
+
+/** A number option yargs could not read (NaN): named with what was typed, not as `null`. */
+function badNumberMessage(argv: Record<string, unknown>, args: string[], numberKeys: string[]): string | undefined {
+  for (const key of numberKeys) {
+    // `--last` with nothing after it: yargs leaves the option unset, as if it were not given.
+    const at = args.indexOf(`--${key}`);
+    if (at >= 0 && (at === args.length - 1 || (/^-/.test(args[at + 1]!) && !/^-\d/.test(args[at + 1]!)))) return `--${key} needs a number`;
+  }
+  for (const [key, value] of Object.entries(argv)) {
+    if (typeof value !== 'number' || !Number.isNaN(value) || key.length === 1 || /[A-Z]/.test(key)) continue;
+    const i = args.findIndex((a) => a === `--${key}` || a.startsWith(`--${key}=`));
+    const raw = i < 0 ? undefined : args[i]!.includes('=') ? args[i]!.slice(args[i]!.indexOf('=') + 1) : args[i + 1];
+    return raw === undefined || raw.startsWith('-') ? `--${key} needs a number` : `--${key} needs a number, not ${JSON.stringify(raw)}`;
+  }
+  return undefined;
+}
+
+/** Levenshtein distance, for did-you-mean on option names. */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = d[0]!;
+    d[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = d[j]!;
+      d[j] = Math.min(d[j]! + 1, d[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return d[b.length]!;
+}
+
+/** "Unknown argument: forse" as "unknown option --forse (did you mean --force?)"; a stray positional as "unexpected argument". */
+function unknownOptionMessage(msg: string, args: string[], known: string[]): string | undefined {
+  const m = /^Unknown arguments?: (.+)$/.exec(msg);
+  if (!m) return undefined;
+  const names = (m[1] as string).split(', ');
+  const parts = names.map((name) => {
+    const flag = args.find((a) => a.replace(/^-+/, '').split('=')[0] === name && a.startsWith('-'));
+    if (!flag) return `unexpected argument ${JSON.stringify(name)}`;
+    const dashed = `${name.length === 1 ? '-' : '--'}${name}`;
+    const candidates = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
+    let best: string | undefined;
+    let bestD = Infinity;
+    for (const k of candidates) {
+      const dd = distance(name, k);
+      if (dd < bestD) {
+        bestD = dd;
+        best = k;
+      }
+    }
+    const close = best !== undefined && (bestD <= Math.max(1, Math.floor(name.length / 3)) || (name.length >= 3 && best.startsWith(name)));
+    return `unknown option ${dashed}${close ? ` (did you mean --${best}?)` : ''}`;
+  });
+  return parts.join('; ');
+}
+
 /** Runs the CLI with the given arguments; returns the exit code instead of exiting. */
-export async function run(args: string[], io: CliIO): Promise<number> {
+export async function run(argsIn: string[], io: CliIO): Promise<number> {
   // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
-  if (args[0] === 'hook' && !args.includes('--help') && !args.includes('-h')) return (await import('./commands/hook.js')).runHookCli(args.slice(1), io);
-  const wantsJson = args.includes('--json');
+  if (argsIn[0] === 'hook' && !argsIn.includes('--help') && !argsIn.includes('-h')) return (await import('./commands/hook.js')).runHookCli(argsIn.slice(1), io);
+  // `agentsnap` alone is a newcomer asking what there is: the help, exit 0. `agentsnap help undo` is `undo --help`.
+  const helpOf = argsIn[0] === 'help' ? argsIn[1] : undefined;
+  const args =
+    argsIn.length === 0
+      ? ['--help']
+      : argsIn[0] === 'help'
+        ? // `help frobnicate` says "unknown command", as `frobnicate` does.
+          helpOf === undefined || COMMANDS.some((c) => c.name === helpOf) ? [...argsIn.slice(1, 2), '--help'] : argsIn.slice(1, 2)
+        : argsIn;
+  // What the user typed as options and positionals (after `--` come a command or paths, never options).
+  const optionArgs = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
+  const wantsJson = optionArgs.includes('--json');
   let exitCode: number = ExitCode.ok;
   const ctx: CliContext = {
     io,
@@ -98,12 +202,34 @@ export async function run(args: string[], io: CliIO): Promise<number> {
     .help()
     .alias('h', 'help')
     .version(version())
+    .alias('v', 'version')
     .wrap(Math.min(100, (io.stdout as { columns?: number }).columns ?? 100))
     .exitProcess(false)
     .fail((msg, err) => {
       if (err) throw err;
+      const command = first !== undefined && known.has(first) ? first : undefined;
+      const usage = modules.find((m) => typeof m.command === 'string' && m.command.split(' ')[0] === command)?.command as string | undefined;
+      // No command, and an option it does not know (`agentsnap --bogus`): say that, not "Name a command".
+      const strayOption = command === undefined ? optionArgs.find((a) => a.startsWith('-') && !['--help', '-h', '--version', '-v'].includes(a)) : undefined;
+      const plain =
+        unknownCommandMessage(args, msg, known) ??
+        missingArgumentMessage(msg ?? '', command, usage) ??
+        invalidChoiceMessage(msg ?? '', usage) ??
+        (command ? unknownOptionMessage(msg ?? '', optionArgs, Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)) : undefined) ??
+        (strayOption ? `unknown option ${strayOption.split('=')[0]}` : undefined);
       // yargs' messages can span lines ("Invalid values:\n  Argument: ..."): one line, like every other error.
-      throw new UsageError(unknownCommandMessage(args, msg, known) ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
+      throw new UsageError(plain ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
+    })
+    .middleware((argv) => {
+      const numberKeys = ((parser as unknown as { getOptions(): { number?: string[] } }).getOptions().number ?? []).filter((k) => k.length > 1);
+      const nan = badNumberMessage(argv, optionArgs, numberKeys);
+      if (nan) throw new UsageError(nan);
+      const command = String(argv._[0] ?? '');
+      const rest = (argv['--'] as unknown[] | undefined) ?? [];
+      if (TAKES_DASHDASH.has(command) || rest.length === 0) return;
+      const what = rest.map((x) => JSON.stringify(String(x))).join(' ');
+      const fix = command === 'undo' && rest.length === 1 && /^[1-9][0-9]*$/.test(String(rest[0])) ? ` To undo step ${String(rest[0])} and every later one: \`agentsnap undo ${String(rest[0])}\`.` : command === 'revert' ? ' To bring back single files, use `agentsnap restore N -- <paths>`.' : '';
+      throw new UsageError(`${command} takes nothing after --, got ${what}.${fix}`);
     });
   for (const mod of modules) parser.command(mod);
   skipHelpCache(parser);

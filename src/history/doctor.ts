@@ -14,6 +14,9 @@ import { listRefs, updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { headRef, refsFor, sessionIds, sessionOfRef, sessionPaths, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, wrapperGone } from '../session/session.js';
 import { isAgentsnapError } from '../base/errors.js';
 import { diskUse } from '../base/fsutil.js';
+import { isAgentsnapHook, type HookGroup } from '../agents/settings-file.js';
+import { ADAPTERS, adapterOf } from '../agents/registry.js';
+import { onPath } from '../base/shell.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
 
@@ -71,20 +74,12 @@ async function checkHooks(repo: Repo): Promise<Check> {
 /** Agent settings files that may hold agentsnap hooks (presence is reported, never judged). */
 function integrationFiles(repo: Repo): { agent: string; file: string }[] {
   const home = repo.callerEnv.HOME ?? '';
-  const files = [
-    { agent: 'claude', file: path.join(repo.worktree, '.claude', 'settings.local.json') },
-    { agent: 'claude', file: path.join(repo.worktree, '.claude', 'settings.json') },
-    { agent: 'codex', file: path.join(repo.worktree, '.codex', 'hooks.json') },
-    { agent: 'gemini', file: path.join(repo.worktree, '.gemini', 'settings.json') },
+  const agents = Object.values(ADAPTERS);
+  // The project's files first, then the user's (each adapter names its agent's).
+  return [
+    ...agents.flatMap((a) => (a.hookSettingsFiles?.project ?? []).map((rel) => ({ agent: a.name as string, file: path.join(repo.worktree, rel) }))),
+    ...(home ? agents.flatMap((a) => (a.hookSettingsFiles?.user ?? []).map((rel) => ({ agent: a.name as string, file: path.join(home, rel) }))) : []),
   ];
-  if (home) {
-    files.push(
-      { agent: 'claude', file: path.join(home, '.claude', 'settings.json') },
-      { agent: 'codex', file: path.join(home, '.codex', 'hooks.json') },
-      { agent: 'gemini', file: path.join(home, '.gemini', 'settings.json') },
-    );
-  }
-  return files;
 }
 
 function checkIntegrations(repo: Repo): Check[] {
@@ -101,7 +96,53 @@ function checkIntegrations(repo: Repo): Check[] {
   if (found.length === 0) {
     return [{ check: 'integration', status: 'info', message: 'no agent settings file mentions agentsnap (fine when agents run under `agentsnap wrap`)' }];
   }
-  return found.map((f) => ({ check: 'integration', status: 'info' as const, message: `${f.agent}: agentsnap hooks configured in ${f.file}`, data: f }));
+  const out: Check[] = [];
+  for (const f of found) {
+    out.push({ check: 'integration', status: 'info' as const, message: `${f.agent}: agentsnap hooks configured in ${f.file}`, data: f });
+    const missing = unresolvedHookCommands(f.file, f.agent, repo.callerEnv);
+    if (missing.length === 0) continue;
+    // The settings file `agentsnap init <agent>` writes (its adapter's init layout).
+    const own = path.relative(repo.worktree, f.file) === adapterOf(f.agent)?.init?.file;
+    out.push({
+      check: 'integration',
+      status: 'problem',
+      message: `${f.agent}: the agentsnap hooks in ${f.file} run ${missing.join(', ')}, which ${missing.length === 1 ? 'does' : 'do'} not resolve here: they record nothing`,
+      fix: own ? `agentsnap init ${f.agent}` : `edit ${f.file} (or \`agentsnap init ${f.agent}\` for the project's personal settings)`,
+      data: { ...f, missing },
+    });
+  }
+  return out;
+}
+
+/**
+ * The programs agentsnap's hook commands in `file` name that do not exist: an absolute path that is gone (an
+ * install moved or an npx cache cleaned), or `agentsnap-hook`/`agentsnap` with none on PATH. Such hooks exit 0 and
+ * record nothing, in silence.
+ */
+function unresolvedHookCommands(file: string, agent: string, env: NodeJS.ProcessEnv): string[] {
+  let settings: unknown;
+  try {
+    settings = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return [];
+  }
+  const hooks = (settings as { hooks?: unknown } | null)?.hooks;
+  if (!hooks || typeof hooks !== 'object') return [];
+  const missing = new Set<string>();
+  for (const groups of Object.values(hooks as Record<string, unknown>)) {
+    if (!Array.isArray(groups)) continue;
+    for (const g of groups as HookGroup[]) {
+      for (const h of Array.isArray(g?.hooks) ? g.hooks : []) {
+        if (!isAgentsnapHook(h?.command, agent)) continue;
+        const command = String(h.command);
+        const words = [...command.matchAll(/'((?:[^']|'\\'')*)'|(\S+)/g)].map((m) => (m[1] !== undefined ? m[1].replace(/'\\''/g, "'") : m[2] ?? ''));
+        for (const w of words) if (w.startsWith('/') && !fs.existsSync(w)) missing.add(w);
+        const bare = words.find((w) => w === 'agentsnap-hook' || w === 'agentsnap');
+        if (bare && !onPath(bare, env)) missing.add(`${bare} (not on PATH)`);
+      }
+    }
+  }
+  return [...missing];
 }
 
 interface LoadedSession {

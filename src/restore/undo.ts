@@ -28,7 +28,7 @@ import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, s
 import { withLock } from '../base/lock.js';
 import { snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from '../git/plumbing.js';
-import { fsPath } from '../git/run.js';
+import { fsPath, splitNul } from '../git/run.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 import { applyPlan, changeLetter, keptCommit, nestedLeft, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from '../session/read.js';
@@ -328,12 +328,36 @@ function redoSpec(): OpSpec {
   };
 }
 
+/**
+ * A restore of a path that is neither in the target state nor in the worktree
+ * would change nothing and still record an operation: a typo. Refused before
+ * anything is recorded, naming each such path (one ls-tree per tree).
+ */
+async function requireKnownPaths(repo: Repo, paths: string[], trees: string[], target: string): Promise<void> {
+  if (paths.length === 0) return;
+  const found = new Set<string>();
+  for (const tree of trees) {
+    const res = await repo.git(['ls-tree', '-z', '--name-only', tree, '--', ...paths], { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
+    for (const name of splitNul(res.stdout)) for (const p of paths) if (name === p || name.startsWith(`${p}/`)) found.add(p);
+  }
+  const unknown = paths.filter((p) => !found.has(p));
+  if (unknown.length === 0) return;
+  const onDisk = unknown.filter((p) => fs.existsSync(path.join(repo.worktree, p)));
+  const list = unknown.join(', ');
+  throw errors.unknownPath(
+    onDisk.length === unknown.length
+      ? `${list} ${unknown.length === 1 ? 'is' : 'are'} in no snapshot (ignored or left out): there is nothing to restore.`
+      : `${list} ${unknown.length === 1 ? 'is' : 'are'} neither in ${target} nor in the worktree: nothing was restored.`,
+    { hint: 'Paths are relative to the current directory; `agentsnap log -- <path>` lists the steps that changed one.', data: { paths: unknown } },
+  );
+}
+
 function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): OpSpec {
   const target: OpTarget = { step, when, paths };
   return {
     kind: 'restore',
     target,
-    async resolve({ repo, session, events }) {
+    async resolve({ repo, session, events, safetyTree }) {
       const st = stepOf(session, step);
       let commit: string;
       let anchor: number;
@@ -350,8 +374,10 @@ function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): O
         commit = st.post;
         anchor = st.kind === 'checkpoint' ? stepEvent(events, step, 'step.checkpoint') : stepEvent(events, step, 'step.post');
       }
+      const toTree = await treeOf(repo, commit);
+      await requireKnownPaths(repo, paths, [toTree, safetyTree], `the state ${when} step ${step}`);
       return {
-        toTree: await treeOf(repo, commit),
+        toTree,
         toCommit: commit,
         paths,
         anchor,

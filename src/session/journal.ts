@@ -132,6 +132,17 @@ export interface SessionResumeEvent extends EventBase {
   owner: { pid: number; start: string | null; host: string } | null;
 }
 
+/**
+ * The agent's transcript, as the agent named it when it started, before any
+ * hooked call (Claude Code's SessionStart hook, which wrap injects): what an
+ * operation or checkpoint reads the unhooked calls from until a hooked call
+ * names one. Journals without it fall back to the transcript of the newest step.
+ */
+export interface SessionTranscriptEvent extends EventBase {
+  type: 'session.transcript';
+  path: string;
+}
+
 export interface SessionEndEvent extends EventBase {
   type: 'session.end';
   exitCode: number | null;
@@ -279,6 +290,7 @@ export type JournalEvent =
   | StepUnprotectedEvent
   | SessionEndEvent
   | SessionResumeEvent
+  | SessionTranscriptEvent
   | OpStartEvent
   | OpDoneEvent
   // Later event types (undo, redo, apply, discard...) are read as unknown events and kept.

@@ -6,6 +6,7 @@ import type {
   SessionResumeEvent,
   SessionStartEvent,
   SessionStatus,
+  SessionTranscriptEvent,
   SkippedFile,
   StepCheckpointEvent,
   StepPostEvent,
@@ -71,6 +72,8 @@ export interface Session {
   headTree: string | null;
   ended: SessionEndEvent | null;
   discarded: boolean;
+  /** The transcript the agent named at its (re)start (`session.transcript`); absent in journals without one. */
+  agentTranscript?: string;
   steps: Step[];
   nextStep: number;
   /** Every event of the journal, for event types this module does not fold. */
@@ -258,8 +261,13 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       s.owner = e.owner;
       if (e.agent) s.agent = e.agent;
       if (e.command) s.command = e.command;
+      // A new run: its agent names its own transcript when it starts.
+      delete s.agentTranscript;
       break;
     }
+    case 'session.transcript':
+      s.agentTranscript = (ev as SessionTranscriptEvent).path;
+      break;
     case 'session.discard': {
       s.discarded = true;
       // A discard may carry the final snapshot of the worktree it removed.

@@ -8,7 +8,7 @@ import { currentOwner, ownerAlive } from '../base/lock.js';
 import { openSteps, sessionStatus, type Session } from './model.js';
 import type { Repo } from '../git/repo.js';
 import { sessionIds } from './refs.js';
-import { type SessionState, loadState, loadSessionExists } from './state.js';
+import { type SessionState, loadSession, loadState, loadSessionExists } from './state.js';
 
 export interface SessionSummary {
   id: string;
@@ -97,7 +97,10 @@ export async function selectSession(repo: Repo, opts: SelectOptions = {}): Promi
     loadSessionExists(repo, fromEnv);
     return { id: fromEnv, source: 'env' };
   }
-  const recent = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status !== 'discarded');
+  const mine = (await listSessions(repo)).filter((s) => s.worktree === repo.worktree && s.status !== 'discarded');
+  // An ended session that recorded nothing (`wrap -- false`, an agent that exited at once) is not the default:
+  // `undo` would say "nothing to undo" while the work is in the session before it.
+  const recent = mine.find((s) => !(s.status === 'ended' && s.steps === 0 && recordedNothing(repo, s.id))) ?? mine[0];
   if (!recent) {
     throw errors.noSession(`no agentsnap session in this worktree (${repo.worktree}).`, {
       hint: 'Start one with `agentsnap wrap -- <agent>` or `agentsnap snap`.',
@@ -105,6 +108,16 @@ export async function selectSession(repo: Repo, opts: SelectOptions = {}): Promi
     });
   }
   return { id: recent.id, source: 'recent' };
+}
+
+/** The session's head is its baseline's tree: nothing happened in it. */
+function recordedNothing(repo: Repo, id: string): boolean {
+  try {
+    const s = loadSession(repo, id);
+    return s.headTree === s.baselineTree;
+  } catch {
+    return false;
+  }
 }
 
 /** The owner record for a wrapper process. */

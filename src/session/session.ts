@@ -486,7 +486,7 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
   const settings = opts.settings ?? (await loadSettings(repo));
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
   await mutate(repo, id, settings, 'import transcript calls', async (state, p) => {
-    const transcript = opts.transcriptPath ?? (adapterOf(state.session.agent)?.importsReadCalls ? state.transcriptPath : null);
+    const transcript = opts.transcriptPath ?? state.session.agentTranscript ?? (adapterOf(state.session.agent)?.importsReadCalls ? state.transcriptPath : null);
     const tail = transcript ? readTranscriptTail(transcript) : null;
     if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined, true);
   });
@@ -520,12 +520,39 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
   });
 }
 
+export interface TranscriptOptions extends SnapshotContext {
+  /** The transcript file, as the agent names it. */
+  path: string;
+}
+
+/**
+ * Journals the transcript Claude Code names when it starts (its SessionStart
+ * hook, which wrap injects), so an operation or checkpoint before the first
+ * hooked call journals the reads before it (importBeforeHeadMoves): without
+ * it the session learnt its transcript only at that call, and such a read
+ * came after the operation, with the operation's result as its state. Nothing
+ * is journaled when the session already has that transcript; one that
+ * replaces another (/clear) is journaled after the reads the old one holds.
+ * Returns whether it journaled.
+ */
+export async function recordTranscript(repo: Repo, id: string, opts: TranscriptOptions): Promise<boolean> {
+  const settings = opts.settings ?? (await loadSettings(repo));
+  return mutate(repo, id, settings, 'journal the transcript', async (state, p) => {
+    const before = state.session.agentTranscript;
+    if (before === opts.path) return false;
+    // Only the transcript this run named: what an older run's holds since it ended is no run of this session.
+    if (before) await importBeforeHeadMoves(repo, p, state, settings);
+    await commitEvent(repo, p, state, { ...eventBase(id), type: 'session.transcript', path: opts.path }, []);
+    return true;
+  });
+}
+
 /**
  * The session a `snap` should use: the selected one when given or set in the
  * environment, else the running session of this worktree, else a new one
  * (created under the worktree lock, so concurrent calls share one session).
  */
-export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotContext): Promise<{ id: string; created: SnapshotResult | null }> {
+export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotContext & { /** false: never start one (`--phase post` closes a step of a running session). */ start?: boolean }): Promise<{ id: string; created: SnapshotResult | null }> {
   if (opts.session || repo.callerEnv.AGENTSNAP_SESSION) {
     return { id: (await selectSession(repo, opts)).id, created: null };
   }
@@ -535,6 +562,12 @@ export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotC
   return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'select session' }, async () => {
     const running = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status === 'running');
     if (running) return { id: running.id, created: null };
+    if (opts.start === false) {
+      throw errors.noSession('no session running in this worktree: there is no step to close.', {
+        hint: '`agentsnap snap --phase pre` starts a session and opens the step that `--phase post` closes.',
+        data: { worktree: repo.worktree },
+      });
+    }
     const created = await startSession(repo, { settings, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     return { id: created.session, created };
   });

@@ -147,7 +147,7 @@ export async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: 
  */
 export async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings): Promise<void> {
   if (state.session.ended || state.session.discarded) return;
-  const transcript = state.transcriptFloor?.path ?? (adapterOf(state.session.agent)?.importsReadCalls ? state.transcriptPath ?? null : null);
+  const transcript = readsTranscript(state);
   if (!transcript) return;
   const tail = readTranscriptTail(transcript);
   if (!tail) return;
@@ -158,6 +158,16 @@ export async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: 
     if (at !== undefined) pendingBefore = Math.min(pendingBefore, at);
   }
   await importQuietly(repo, p, state, settings, transcript, tail, pendingBefore);
+}
+
+/**
+ * The transcript a session's unhooked reads come from: the one the agent
+ * named at its start (it changes with /clear), else the one the last import
+ * read, else the newest step's (an agent whose reads are not hooked, Claude
+ * Code); null: none known.
+ */
+function readsTranscript(state: SessionState): string | null {
+  return state.session.agentTranscript ?? state.transcriptFloor?.path ?? (adapterOf(state.session.agent)?.importsReadCalls ? state.transcriptPath ?? null : null);
 }
 
 /** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */

@@ -72,14 +72,52 @@ export function untrackedClassifier(settings: Settings): Classifier {
   const opts = { dot: true };
   const isSecret = picomatch(SECRET_PATTERNS, opts);
   const isAllowed = picomatch(SECRET_ALLOW, opts);
-  // Like .gitignore, a glob without a slash matches the file name at any depth.
-  const globs = settings.exclude.map((g) => (g.includes('/') ? g : `**/${g}`));
-  const isExcluded = globs.length > 0 ? picomatch(globs, opts) : () => false;
+  const isExcluded = excludeMatcher(settings.exclude);
   return (rel, size) => {
     if (isExcluded(rel)) return 'excluded';
     if (settings.excludeSecrets && isSecret(rel) && !isAllowed(rel)) return 'secret';
     if (settings.maxFileSize > 0 && size > settings.maxFileSize) return 'too-large';
     return null;
+  };
+}
+
+/**
+ * `agentsnap.exclude` read as .gitignore lines (picomatch globs): a pattern
+ * without a slash matches a name at any depth, one with a slash (or a leading
+ * `/`) the path from the top; a pattern that matches a directory excludes
+ * everything below it (`node_modules`); a trailing `/` matches directories only.
+ * Negations (`!x`) are not supported (git's own ignore files have them).
+ */
+export function excludeMatcher(patterns: string[]): (rel: string) => boolean {
+  if (patterns.length === 0) return () => false;
+  const opts = { dot: true };
+  const anyDepth = (g: string) => (g.includes('/') ? g.replace(/^\/+/, '') : `**/${g}`);
+  const all: string[] = [];
+  const dirsOnly: string[] = [];
+  for (const raw of patterns) {
+    const dirOnly = raw.endsWith('/');
+    const g = anyDepth(raw.replace(/\/+$/, ''));
+    if (!g) continue;
+    (dirOnly ? dirsOnly : all).push(g);
+  }
+  const file = all.length > 0 ? picomatch(all, opts) : () => false;
+  const dir = all.length + dirsOnly.length > 0 ? picomatch([...all, ...dirsOnly], opts) : () => false;
+  // Directories repeat across files: each one is matched once.
+  const dirCache = new Map<string, boolean>();
+  const dirExcluded = (d: string): boolean => {
+    let hit = dirCache.get(d);
+    if (hit === undefined) {
+      const slash = d.lastIndexOf('/');
+      hit = (slash > 0 && dirExcluded(d.slice(0, slash))) || dir(d);
+      if (dirCache.size > 100_000) dirCache.clear();
+      dirCache.set(d, hit);
+    }
+    return hit;
+  };
+  return (rel) => {
+    if (file(rel)) return true;
+    const slash = rel.lastIndexOf('/');
+    return slash > 0 && dirExcluded(rel.slice(0, slash));
   };
 }
 

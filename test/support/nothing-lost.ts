@@ -421,6 +421,9 @@ export class World {
       const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on', ...(process.env.AGENTSNAP_SERVER_TRACE ? { AGENTSNAP_SERVER_TRACE: '1' } : {}) } });
       this.server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
     }
+    // Claude Code's start, as wrap hooks it: the transcript is known before the first hooked call.
+    const started = await this.hook('SessionStart', { source: 'startup' });
+    if (started) throw new Error(`SessionStart hook: ${started}`);
   }
 
   async teardown(): Promise<void> {

@@ -23,6 +23,10 @@ export const initCommand: CommandFactory = (ctx) => ({
       if (x.note) out.note(`agentsnap: ${x.note}`);
       else if (x.changed) out.note(`agentsnap: ${res.removed ? 'removed' : 'wrote'} ${x.file}${res.removed ? '' : ' (/agentsnap-undo in Claude Code; kept out of commits)'}`);
     }
+    if (res.absolute) {
+      const npx = /[\\/]_npx[\\/]/.test(res.absolute.hook) ? ', in an npx cache that npm may clean' : '';
+      out.note(`agentsnap: agentsnap-hook is not on PATH, so the hooks run this install by its path (${res.absolute.hook}${npx}); once a global install puts agentsnap-hook on PATH (\`npm install -g\`: see "Install" in the README), run \`agentsnap init ${res.agent}\` again for hooks that follow upgrades`);
+    }
     if (res.note) out.note(`agentsnap: ${res.note}`);
   },
 });

@@ -1,9 +1,9 @@
 // The commands that move the worktree (undo, redo, restore, revert) and status.
 import { redo, restore, revert, status, undo, type OperationResult } from '../../api-undo.js';
-import { errors } from '../../base/errors.js';
+import { ExitCode, errors } from '../../base/errors.js';
 import type { ChatRewind } from '../../restore/rewind.js';
 import type { CommandFactory } from '../context.js';
-import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
+import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { describeLeft, printablePath, type Output } from '../output.js';
 
 const opOptions = {
@@ -83,6 +83,16 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
   }
 }
 
+/**
+ * A dry run of an operation the real one would refuse exits 3, as the real one
+ * does: a script can ask "would this go through?" without changing anything.
+ */
+function dryRunVerdict(ctx: Parameters<CommandFactory>[0], out: Output, r: OperationResult | null, kind: string): void {
+  if (!r || !r.dryRun || !r.wouldRefuse) return;
+  ctx.setExitCode(ExitCode.refused);
+  if (!out.json) out.err(`agentsnap: the real ${kind} would be refused (exit 3): see the changes above; --force goes ahead and keeps them in the safety snapshot.`);
+}
+
 function printChat(out: Output, chat: ChatRewind, step: number): void {
   if (chat.kind === 'transcript') {
     out.out(`conversation forked before step ${step}: ${chat.file} (the original is unchanged)`);
@@ -105,7 +115,7 @@ export const undoCommand: CommandFactory = (ctx) => ({
   describe: 'Put the worktree back to before step N (and every later step); default: the last step not undone',
   builder: (y) =>
     y
-      .positional('step', { type: 'number', describe: 'step to undo, with every later one' })
+      .positional('step', { type: 'string', describe: 'step to undo, with every later one' })
       .options({
         ...opOptions,
         chat: { type: 'boolean', default: false, describe: 'rewind only the conversation (a forked transcript to resume)' },
@@ -115,20 +125,22 @@ export const undoCommand: CommandFactory = (ctx) => ({
       .example('$0 undo 3 --dry-run', 'what undoing step 3 and later would change')
       .example('$0 undo 3 --both', 'files and conversation back to before step 3'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & { step?: number; chat: boolean; both: boolean };
+    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean };
     const out = ctx.output(argv);
+    const step = argv.step === undefined ? undefined : stepArgument(argv.step);
     if (argv.chat && argv.both) throw errors.invalidArgument('--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.');
     const res = await undo({
       cwd: ctx.io.cwd,
       env: ctx.io.env,
       session: argv.session,
-      step: argv.step,
+      step,
       dryRun: argv['dry-run'],
       force: argv.force,
       scope: argv.chat ? 'chat' : argv.both ? 'both' : 'files',
     });
     if (out.json) {
       out.printJson(res);
+      dryRunVerdict(ctx, out, res.files, 'undo');
       return;
     }
     const id = res.files?.session;
@@ -142,6 +154,7 @@ export const undoCommand: CommandFactory = (ctx) => ({
           : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
       printOperation(out, r, head);
       if (!r.dryRun && r.undone.length > 0) out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
+      dryRunVerdict(ctx, out, r, 'undo');
     }
     if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep);
     else if (argv['dry-run'] && res.chatStep !== null && !res.files) out.out(`the conversation would be rewound to before step ${res.chatStep}`);
@@ -156,6 +169,7 @@ export const redoCommand: CommandFactory = (ctx) => ({
     const argv = raw as unknown as OpArgs;
     const out = ctx.output(argv);
     const r = await redo({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, dryRun: argv['dry-run'], force: argv.force });
+    dryRunVerdict(ctx, out, r, 'redo');
     if (out.json) {
       out.printJson(r);
       return;
@@ -172,40 +186,44 @@ export const restoreCommand: CommandFactory = (ctx) => ({
   describe: 'Bring specific files back as they were before step N (or after it, with --after)',
   builder: (y) =>
     y
-      .positional('step', { type: 'number', describe: 'step number' })
+      .positional('step', { type: 'string', describe: 'step number' })
       .positional('paths', { type: 'string', array: true, describe: 'files or directories (also accepted after --)' })
       .options({ ...opOptions, after: { type: 'boolean', default: false, describe: 'the state after step N instead of before it' } })
       .example('$0 restore 3 -- src/app.ts', 'src/app.ts as it was before step 3')
       .example('$0 restore 3 --after -- src/', 'src/ as step 3 left it'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & { step: number; after: boolean; paths?: string[]; '--'?: string[] };
+    const argv = raw as unknown as OpArgs & { step: string; after: boolean; paths?: string[]; '--'?: string[] };
     const out = ctx.output(argv);
+    const step = stepArgument(argv.step);
     const paths = [...(argv.paths ?? []), ...(argv['--'] ?? [])].map(String);
-    const r = await restore({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: argv.step, after: argv.after, paths, dryRun: argv['dry-run'], force: argv.force });
+    const r = await restore({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step, after: argv.after, paths, dryRun: argv['dry-run'], force: argv.force });
+    dryRunVerdict(ctx, out, r, 'restore');
     if (out.json) {
       out.printJson(r);
       return;
     }
     out.note(sessionSourceNote(r.session, r.source));
     const when = argv.after ? 'after' : 'before';
-    printOperation(out, r, r.dryRun ? `restore (dry run): ${paths.join(' ')} as ${when} step ${argv.step}` : `restore (operation ${r.op}): ${paths.join(' ')} as ${when} step ${argv.step}`);
+    printOperation(out, r, r.dryRun ? `restore (dry run): ${paths.join(' ')} as ${when} step ${step}` : `restore (operation ${r.op}): ${paths.join(' ')} as ${when} step ${step}`);
   },
 });
 
 export const revertCommand: CommandFactory = (ctx) => ({
   command: 'revert <step>',
   describe: 'Take back only what step N changed, keeping later steps (three-way merge; conflicts change nothing)',
-  builder: (y) => y.positional('step', { type: 'number', describe: 'step number' }).options(opOptions).example('$0 revert 4', 'take back tool call 4 only'),
+  builder: (y) => y.positional('step', { type: 'string', describe: 'step number' }).options(opOptions).example('$0 revert 4', 'take back tool call 4 only'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & { step: number };
+    const argv = raw as unknown as OpArgs & { step: string };
     const out = ctx.output(argv);
-    const r = await revert({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: argv.step, dryRun: argv['dry-run'], force: argv.force });
+    const step = stepArgument(argv.step);
+    const r = await revert({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step, dryRun: argv['dry-run'], force: argv.force });
+    dryRunVerdict(ctx, out, r, 'revert');
     if (out.json) {
       out.printJson(r);
       return;
     }
     out.note(sessionSourceNote(r.session, r.source));
-    printOperation(out, r, r.dryRun ? `revert ${argv.step} (dry run)` : `revert ${argv.step} (operation ${r.op}): step ${argv.step}'s changes taken back`);
+    printOperation(out, r, r.dryRun ? `revert ${step} (dry run)` : `revert ${step} (operation ${r.op}): step ${step}'s changes taken back`);
   },
 });
 
