@@ -17,7 +17,7 @@ import {
   stepRef,
   type SnapshotResult,
 } from './session/session.js';
-import { diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './session/read.js';
+import { describeStep, diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './session/read.js';
 import type { Session, Step } from './session/model.js';
 import type { StepPostEvent } from './session/journal.js';
 import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
@@ -199,12 +199,20 @@ export interface LogOptions extends SessionOptions {
   paths?: string[] | undefined;
 }
 
+/** A row of `log`: the step, and what its call was in one line (`describeStep`: the command, the file, the MCP tool's argument). */
+export interface LogRow {
+  session: Session;
+  step: Step;
+  what: string | null;
+}
+
 /** `agentsnap log`: the steps of a session, filtered. */
-export async function log(opts: LogOptions = {}): Promise<{ session: Session; steps: Step[]; source: ResolvedSession['source'] }> {
+export async function log(opts: LogOptions = {}): Promise<{ session: Session; steps: Step[]; rows: LogRow[]; source: ResolvedSession['source'] }> {
   if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
   const r = await resolveSession(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
-  return { session: r.session, steps: filterSteps(r.session, { tool: opts.tool, last: opts.last, paths }), source: r.source };
+  const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths });
+  return { session: r.session, steps, rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step) })), source: r.source };
 }
 
 /** A path given on the command line (relative to the caller's directory) as a worktree-relative path. */

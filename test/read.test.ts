@@ -167,8 +167,9 @@ test('sessions: text and --json fields', async () => {
     assert.is(list[0]?.id, 'second', 'most recently active first');
     assert.is(a.session, 'first');
     const text = await cli(repo, ['sessions']);
-    assert.match(text.stdout, /^first\s+running\s+2 steps/m);
-    assert.match(text.stdout, /^second\s+running\s+1 step\s/m);
+    assert.match(text.stdout, /^SESSION\s+STATUS\s+STEPS\s/);
+    assert.match(text.stdout, /^first\s+running\s+2\s/m);
+    assert.match(text.stdout, /^second\s+running\s+1\s/m);
   } finally {
     repo.cleanup();
   }

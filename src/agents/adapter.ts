@@ -10,6 +10,8 @@
 // registry.ts + AGENTS. Adapters read and write the agents' own files only:
 // nothing here imports sessions, snapshots, restores or the server.
 
+import type { CallDescription } from './describe.js';
+
 export const AGENTS = ['claude', 'codex', 'gemini', 'generic'] as const;
 export type Agent = (typeof AGENTS)[number];
 
@@ -125,6 +127,12 @@ export interface AgentAdapter {
   isCommand(arg: string, base: string): boolean;
   /** Refines the common call shape in place: failure in the agent's own words, a call id where it gives none. */
   refineCall?(call: HookCall, payload: Record<string, unknown>): void;
+  /**
+   * What a recorded call was, from this agent's own tool input shapes (its shell tool's command, the file its
+   * edit tools write…); null for a tool it does not know, which then gets the agent-neutral reading
+   * (`describeCallGeneric`).
+   */
+  describeCall?(tool: string | null, input: unknown): CallDescription | null;
   /** Whether a post-hook call that looks done failed (read from the agent's own files; Codex's rollout). */
   callFailed?(call: HookCall): string | null;
   /** The transcript path to journal for one reported by a hook (Gemini under wrap: where the file ends up). */

@@ -11,6 +11,40 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import type { AgentAdapter } from './adapter.js';
 import { forkClaudeTranscript } from './claude-transcript.js';
+import { field, paths, shell, text, type CallDescription } from './describe.js';
+
+/** Claude Code's built-in tools by their input (its tool schemas: Bash `command`, Write/Edit/MultiEdit/Read `file_path`…). */
+function describeClaudeCall(tool: string | null, input: unknown): CallDescription | null {
+  switch (tool) {
+    case 'Bash':
+      return shell(field(input, 'command'));
+    case 'Write':
+    case 'Edit':
+    case 'MultiEdit':
+    case 'Read':
+      return paths(field(input, 'file_path'));
+    case 'NotebookEdit':
+    case 'NotebookRead':
+      return paths(field(input, 'notebook_path'));
+    case 'LS':
+      return paths(field(input, 'path'));
+    case 'Glob':
+    case 'Grep': {
+      const pattern = field(input, 'pattern');
+      const where = field(input, 'path');
+      return text(pattern === null ? null : where === null ? pattern : `${pattern}  in ${where}`);
+    }
+    case 'WebFetch':
+      return text(field(input, 'url'));
+    case 'WebSearch':
+      return text(field(input, 'query'));
+    case 'Task':
+    case 'Agent':
+      return text(field(input, 'description', 'prompt'));
+    default:
+      return null;
+  }
+}
 
 /**
  * Claude Code's built-in tools that cannot change a file: agentsnap does not
@@ -126,6 +160,7 @@ export const claude: AgentAdapter = {
   displayName: 'Claude Code',
   isCommand: (arg, base) => base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code'),
   importsReadCalls: true,
+  describeCall: describeClaudeCall,
   hookSettingsFiles: { project: ['.claude/settings.local.json', '.claude/settings.json'], user: ['.claude/settings.json'] },
   wrapArgv: (run) => claudeArgv(run.command, run.cwd, run.at, (ev) => run.hookCommand(ev)),
   init: {

@@ -13,6 +13,23 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import type { AgentAdapter } from './adapter.js';
+import { commandText, field, paths, patchPaths, shell, type CallDescription } from './describe.js';
+
+/**
+ * Codex's calls as its hooks report them: its shell tools as `Bash` with `command`; `apply_patch` with the
+ * whole patch text in `command` (openai/codex#18391), whose `*** Update File:` lines name the files.
+ */
+function describeCodexCall(tool: string | null, input: unknown): CallDescription | null {
+  if (tool === 'apply_patch') {
+    const patch = field(input, 'command', 'input', 'patch');
+    return patch === null ? null : paths(...patchPaths(patch));
+  }
+  if (tool === 'Bash' || tool === 'shell' || tool === 'exec_command' || tool === 'local_shell') {
+    const o = input && typeof input === 'object' ? (input as Record<string, unknown>) : {};
+    return shell(commandText(o.command) ?? commandText(o.cmd));
+  }
+  return null;
+}
 
 /** Where Codex says `-c` overrides come from; hook state keys name it. */
 const CODEX_SESSION_FLAGS_SOURCE = '/<session-flags>/config.toml';
@@ -113,6 +130,7 @@ export const codex: AgentAdapter = {
   displayName: 'Codex CLI',
   isCommand: (arg, base) => base === 'codex' || arg.includes('@openai/codex'),
   hookSettingsFiles: { project: ['.codex/hooks.json'], user: ['.codex/hooks.json'] },
+  describeCall: describeCodexCall,
   callFailed(call) {
     if (call.status !== 'done' || !call.transcriptPath || !call.toolUseId) return null;
     const result = codexCallResult(call.transcriptPath, call.toolUseId);

@@ -18,6 +18,7 @@ import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
 import os from 'node:os';
 import type { AgentAdapter, HookGroup } from './adapter.js';
 import { parseJsonc, withHooks, withoutHooks } from './settings-file.js';
+import { field, paths, shell, text, type CallDescription } from './describe.js';
 
 export interface GeminiOverlay {
   /** GEMINI_CLI_HOME for the agent. */
@@ -255,12 +256,44 @@ export function syntheticToolUseId(tool: string, input: unknown): string {
   return `agentsnap:${createHash('sha1').update(JSON.stringify([tool, canon(input ?? null)])).digest('hex').slice(0, 16)}`;
 }
 
+/** Gemini CLI's built-in tools by their input (run_shell_command `command`, write_file/replace `file_path`…). */
+function describeGeminiCall(tool: string | null, input: unknown): CallDescription | null {
+  switch (tool) {
+    case 'run_shell_command':
+      return shell(field(input, 'command'));
+    case 'write_file':
+    case 'replace':
+    case 'edit':
+    case 'read_file':
+      return paths(field(input, 'file_path', 'absolute_path', 'path'));
+    case 'read_many_files': {
+      const list = input && typeof input === 'object' ? (input as Record<string, unknown>).paths : null;
+      return Array.isArray(list) ? paths(...list.filter((p): p is string => typeof p === 'string')) : null;
+    }
+    case 'list_directory':
+      return paths(field(input, 'path', 'dir_path'));
+    case 'glob':
+    case 'search_file_content':
+    case 'grep':
+      return text(field(input, 'pattern'));
+    case 'google_web_search':
+      return text(field(input, 'query'));
+    case 'web_fetch':
+      return text(field(input, 'prompt', 'url'));
+    case 'save_memory':
+      return text(field(input, 'fact'));
+    default:
+      return null;
+  }
+}
+
 export const gemini: AgentAdapter = {
   name: 'gemini',
   product: 'gemini-cli',
   displayName: 'Gemini CLI',
   isCommand: (arg, base) => base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli'),
   hookSettingsFiles: { project: ['.gemini/settings.json'], user: ['.gemini/settings.json'] },
+  describeCall: describeGeminiCall,
   refineCall(call, payload) {
     const response = payload.tool_response ?? payload.tool_output ?? payload.output;
     const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;

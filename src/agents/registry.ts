@@ -5,6 +5,7 @@ import { claude } from './claude.js';
 import { codex } from './codex.js';
 import { gemini } from './gemini.js';
 import { generic } from './generic.js';
+import { describeCallGeneric, type CallDescription } from './describe.js';
 
 export const ADAPTERS: Record<Agent, AgentAdapter> = { claude, codex, gemini, generic };
 
@@ -23,4 +24,20 @@ export function findAgent(command: string[]): { agent: Exclude<Agent, 'generic'>
     if (!runners.has(base)) break;
   }
   return null;
+}
+
+/** The adapter whose product name a step's `agentVersion` starts with (`claude-code 2.1.3`), for a session that names no agent. */
+export function adapterOfProduct(agentVersion: string | null | undefined): AgentAdapter | null {
+  const product = agentVersion?.split(' ')[0];
+  return product ? Object.values(ADAPTERS).find((a) => a.product === product) ?? null : null;
+}
+
+/**
+ * What a recorded call was: the agent's own reading of its tool input (the adapter's `describeCall`), else
+ * the agent-neutral one. `agent` is the session's; `agentVersion` the step's, for sessions that name none.
+ */
+export function describeCall(agent: string | null, agentVersion: string | null | undefined, tool: string | null, input: unknown): CallDescription | null {
+  if (input === undefined || input === null) return null;
+  const adapter = adapterOf(agent) ?? adapterOfProduct(agentVersion);
+  return adapter?.describeCall?.(tool, input) ?? describeCallGeneric(tool, input);
 }

@@ -10,6 +10,7 @@ import { loadSession, sessionPaths } from './session.js';
 import { snapshotNow } from '../snapshot/snapshot-now.js';
 import { loadSettings } from '../git/config.js';
 import { treeOf } from '../git/plumbing.js';
+import { describeCall } from '../agents/registry.js';
 
 export interface LogFilter {
   tool?: string | undefined;
@@ -34,6 +35,32 @@ export function filterSteps(s: Session, filter: LogFilter): Step[] {
   }
   if (filter.last !== undefined) steps = steps.slice(Math.max(0, steps.length - filter.last));
   return steps;
+}
+
+/** One line of text: runs of whitespace (newlines of a script included) as one space, other control characters escaped. */
+function oneLine(t: string): string {
+  // eslint-disable-next-line no-control-regex
+  return t.replace(/\s+/g, ' ').trim().replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** A path a tool named, relative to the session's worktree when it is inside it (agents often give absolute paths). */
+function worktreePath(worktree: string, p: string): string {
+  if (!path.isAbsolute(p)) return p.replace(/^\.\//, '');
+  const rel = path.relative(worktree, p);
+  return rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? p : rel.split(path.sep).join('/');
+}
+
+/**
+ * What a step's call was, in one line, for `log`: `$ <command>` for a shell command, the files it wrote or
+ * read (relative to the worktree), an MCP tool's main argument; null when its input says nothing (a
+ * checkpoint, a `snap --phase pre`). The reading of each agent's tool inputs is its adapter's.
+ */
+export function describeStep(s: Pick<Session, 'agent' | 'worktree'>, st: Step): string | null {
+  const d = describeCall(s.agent, st.agentVersion, st.tool, st.input);
+  if (!d) return null;
+  if (d.kind === 'shell') return `$ ${oneLine(d.command)}`;
+  if (d.kind === 'paths') return oneLine(d.paths.map((p) => worktreePath(s.worktree, p)).join(', '));
+  return oneLine(d.text);
 }
 
 /** A point in a session's history: the state before or after a step (`0` is the baseline). */

@@ -50,16 +50,23 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
       out.note('no sessions yet: start one with `agentsnap wrap -- <agent>` or `agentsnap snap`');
       return;
     }
-    for (const s of list) {
-      const steps = s.steps === 1 ? '1 step' : `${s.steps} steps`;
-      const files = s.filesChanged === 1 ? '1 file changed' : `${s.filesChanged} files changed`;
-      const agent = s.agent ? `  ${s.agent}` : '';
-      const name = s.name ? ` (${s.name})` : '';
-      const where =
-        s.worktreeKind === 'main' ? 'main worktree' : `${s.worktree}${s.worktreeExists ? '' : out.color.dim(' (removed)')}`;
-      const disk = formatSize((s.diskUse.worktree ?? 0) + s.diskUse.state);
-      out.out(`${out.color.bold(s.id)}${name}  ${statusColor(out, s.status)}  ${steps}  ${files}  ${disk}  ${when(s.createdAt)}  ${where}${agent}`);
-    }
+    // A header and aligned columns (sizes under their label: the disk the session's state and worktree take).
+    const c = out.color;
+    const header = { id: 'SESSION', status: 'STATUS', steps: 'STEPS', files: 'FILES CHANGED', disk: 'DISK USE', started: 'STARTED', agent: 'AGENT', where: 'WORKTREE' };
+    const rows = list.map((s) => ({
+      id: cell(`${s.id}${s.name ? ` (${s.name})` : ''}`, `${c.bold(s.id)}${s.name ? ` (${s.name})` : ''}`),
+      status: cell(s.status, statusColor(out, s.status)),
+      steps: cell(String(s.steps)),
+      files: cell(String(s.filesChanged)),
+      disk: cell(formatSize((s.diskUse.worktree ?? 0) + s.diskUse.state)),
+      started: cell(when(s.createdAt)),
+      agent: cell(s.agent ?? '-'),
+      where: cell(s.worktreeKind === 'main' ? 'main worktree' : `${s.worktree}${s.worktreeExists ? '' : ' (removed)'}`, s.worktreeKind === 'main' ? 'main worktree' : `${s.worktree}${s.worktreeExists ? '' : c.dim(' (removed)')}`),
+    }));
+    const keys = Object.keys(header) as (keyof typeof header)[];
+    const right = new Set<keyof typeof header>(['steps', 'files', 'disk']);
+    const columns = Object.fromEntries(keys.map((k) => [k, padColumn([cell(header[k], c.dim(header[k])), ...rows.map((r) => r[k])], right.has(k) ? 'right' : 'left')])) as Record<keyof typeof header, string[]>;
+    for (let i = 0; i <= rows.length; i++) out.out(keys.map((k) => columns[k][i]).join('  ').trimEnd());
   },
 });
 
@@ -89,9 +96,35 @@ function stepJson(st: Step) {
   };
 }
 
+/** A table cell: the text as it is measured, and as it is printed (coloured). */
+interface Cell {
+  plain: string;
+  shown: string;
+}
+
+const cell = (plain: string, shown = plain): Cell => ({ plain, shown });
+
+/** Cells of one column padded to its widest (right-aligned for numbers); escape codes do not count. */
+function padColumn(cells: Cell[], align: 'left' | 'right' = 'left'): string[] {
+  const width = Math.max(0, ...cells.map((c) => c.plain.length));
+  return cells.map((c) => (align === 'right' ? ' '.repeat(width - c.plain.length) + c.shown : c.shown + ' '.repeat(width - c.plain.length)));
+}
+
+/** `text` cut to `max` characters, the cut marked with an ellipsis. */
+function cut(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
+}
+
+/** The width rows are cut to: the terminal's, else $COLUMNS, else 120 (piped output stays readable in a pager). */
+function rowWidth(out: { columns?: number }, env: NodeJS.ProcessEnv): number {
+  if (typeof out.columns === 'number' && out.columns > 0) return out.columns;
+  const n = Number(env.COLUMNS);
+  return Number.isInteger(n) && n > 0 ? n : 120;
+}
+
 export const logCommand: CommandFactory = (ctx) => ({
   command: 'log',
-  describe: 'List the steps of a session with the files each changed',
+  describe: 'List the steps of a session: what each call was (command, file, MCP argument) and the files it changed',
   builder: (y) =>
     y
       .options({
@@ -108,40 +141,64 @@ export const logCommand: CommandFactory = (ctx) => ({
     const paths = [...(argv['--'] ?? []).map(String)];
     const res = await log({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, tool: argv.tool, last: argv.last, paths });
     if (out.json) {
-      out.printJson(res.steps.map(stepJson));
+      out.printJson(res.rows.map((r) => ({ ...stepJson(r.step), what: r.what })));
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
-    if (res.steps.length === 0) {
+    if (res.rows.length === 0) {
       out.note(res.session.steps.length === 0 ? 'no steps yet' : 'no step matches');
       return;
     }
     const c = out.color;
-    for (const st of res.steps) {
-      const n = countChanges(st.changed);
-      const files = n.files === 1 ? '1 file' : `${n.files} files`;
-      const tool = st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-');
+    const rows = res.rows;
+    // Every column as wide as its widest cell, whatever the tool names, statuses and dates: the rows line up.
+    const stepCol = padColumn(rows.map((r) => cell(String(r.step.step), c.bold(String(r.step.step)))), 'right');
+    const toolCol = padColumn(rows.map(({ step: st }) => cell(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-'))));
+    const statusCol = padColumn(rows.map(({ step: st }) => cell(st.status, statusColor(out, st.status))));
+    const timeCol = padColumn(rows.map(({ step: st }) => cell(when(st.startedAt))));
+    const changeCol = padColumn(
+      rows.map(({ step: st }) => {
+        const n = countChanges(st.changed);
+        const files = n.files === 1 ? '1 file' : `${n.files} files`;
+        return cell(`${files} +${n.added} -${n.deleted}`, `${files} ${c.green(`+${n.added}`)} ${c.red(`-${n.deleted}`)}`);
+      }),
+    );
+    const width = rowWidth(ctx.io.stdout as { columns?: number }, ctx.io.env);
+    rows.forEach(({ step: st, what, session }, i) => {
       const marks: string[] = [];
-      if (st.overlaps.length > 0) marks.push(c.yellow(`overlaps ${st.overlaps.join(',')}`));
-      if (st.changedBefore.length > 0 && st.step > 1) marks.push(c.yellow(`${st.changedBefore.length} changed outside tool calls before it`));
-      if (st.message) marks.push(JSON.stringify(st.message));
+      const plainMarks: string[] = [];
+      const mark = (plain: string, shown = plain) => {
+        plainMarks.push(plain);
+        marks.push(shown);
+      };
+      if (st.overlaps.length > 0) mark(`overlaps ${st.overlaps.join(',')}`, c.yellow(`overlaps ${st.overlaps.join(',')}`));
+      if (st.changedBefore.length > 0 && st.step > 1) mark(`${st.changedBefore.length} changed outside tool calls before it`, c.yellow(`${st.changedBefore.length} changed outside tool calls before it`));
+      if (st.message) mark(JSON.stringify(st.message));
       // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
-      if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0) marks.push(c.yellow('changed outside tool calls (undo needs --force)'));
-      if (st.source === 'transcript') marks.push(c.dim('not hooked (read-only), from the transcript'));
-      const effect = outsideEffect(st, res.session.worktree);
-      if (effect) marks.push(c.red(`not undoable: ${effect}`));
-      out.out(
-        `${c.bold(String(st.step).padStart(4))}  ${tool.padEnd(12)} ${statusColor(out, st.status.padEnd(11))} ${when(st.startedAt)}  ${files} ${c.green(`+${n.added}`)} ${c.red(`-${n.deleted}`)}${marks.length ? `  ${marks.join('  ')}` : ''}`,
-      );
+      if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0) mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
+      if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
+      const effect = outsideEffect(st, session.worktree);
+      if (effect) mark(`not undoable: ${effect}`, c.red(`not undoable: ${effect}`));
+      const head = `  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}  ${timeCol[i]}  ${changeCol[i]}`;
+      const used = visibleLength(head) + (marks.length ? 2 + plainMarks.join('  ').length : 0);
+      // What the call was, cut so the row fits the terminal (never cut below a readable minimum).
+      const desc = what === null ? '' : `  ${c.cyan(cut(what, Math.max(24, width - used - 2)))}`;
+      out.out(`${head}${desc}${marks.length ? `  ${marks.join('  ')}` : ''}`.trimEnd());
       for (const ch of st.changed) {
         const counts = ch.added === null ? 'binary' : `${c.green(`+${ch.added}`)} ${c.red(`-${ch.deleted ?? 0}`)}`;
         out.out(`        ${ch.change} ${printablePath(ch.path)}  ${counts}`);
       }
       if (st.skipped.length > 0) out.out(c.dim(`        not snapshotted: ${st.skipped.map(describeSkipped).join(', ')}`));
       if (st.unprotectedReason) out.out(c.red(`        unprotected: ${st.unprotectedReason}`));
-    }
+    });
   },
 });
+
+/** The printed width of a string holding SGR escape codes. */
+function visibleLength(s: string): number {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/\x1b\[[0-9;]*m/g, '').length;
+}
 
 export const showCommand: CommandFactory = (ctx) => ({
   command: 'show <step>',
