@@ -8,6 +8,7 @@ import { openRepo, type Repo } from './git/repo.js';
 import { loadSettings } from './git/config.js';
 import { autoStartServer } from './server/server.js';
 import {
+  listSessions,
   loadSession,
   recordCheckpoint,
   recordPost,
@@ -197,6 +198,8 @@ export interface LogOptions extends SessionOptions {
   tool?: string | undefined;
   last?: number | undefined;
   paths?: string[] | undefined;
+  /** Only steps whose recorded input, output, error or message holds this text (plain text, case-insensitive). */
+  grep?: string | undefined;
 }
 
 /** A row of `log`: the step, and what its call was in one line (`describeStep`: the command, the file, the MCP tool's argument). */
@@ -211,8 +214,33 @@ export async function log(opts: LogOptions = {}): Promise<{ session: Session; st
   if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
   const r = await resolveSession(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
-  const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths });
+  const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths, grep: opts.grep });
   return { session: r.session, steps, rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step) })), source: r.source };
+}
+
+/**
+ * `agentsnap log --all-sessions`: the steps of every session of the repository (every worktree's, ended and
+ * discarded ones included) that pass the filters, in the order they started; `last` counts over them all.
+ */
+export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Promise<{ rows: LogRow[]; sessions: number }> {
+  if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
+  const repo = await repoFor(opts);
+  const paths = (opts.paths ?? []).map((p) => toRepoPath(repo, p));
+  const rows: LogRow[] = [];
+  const list = await listSessions(repo);
+  for (const summary of list) {
+    let session: Session;
+    try {
+      session = loadSession(repo, summary.id);
+    } catch {
+      continue; // an unreadable session is doctor's to report
+    }
+    for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) rows.push({ session, step, what: describeStep(session, step) });
+  }
+  // Time order across sessions (a session's own steps keep their order when their times tie).
+  const order = (r: LogRow) => Date.parse(r.step.startedAt) || 0;
+  const sorted = rows.map((r, i) => ({ r, i })).sort((a, b) => order(a.r) - order(b.r) || a.i - b.i).map((x) => x.r);
+  return { rows: opts.last !== undefined ? sorted.slice(Math.max(0, sorted.length - opts.last)) : sorted, sessions: list.length };
 }
 
 /** A path given on the command line (relative to the caller's directory) as a worktree-relative path. */

@@ -144,4 +144,79 @@ test('sessions: a header row over aligned columns, the disk use under its label'
   }
 });
 
+/** One call of a Claude Code conversation `chat` (each conversation is its own agentsnap session under init's hooks). */
+async function chatCall(repo: TempRepo, chat: string, id: string, tool: string, input: unknown, change: () => void, response: unknown = 'ok'): Promise<string> {
+  const session = await hook(repo, 'claude', 'PreToolUse', { session_id: chat, tool_name: tool, tool_input: input, tool_use_id: id });
+  change();
+  await hook(repo, 'claude', 'PostToolUse', { session_id: chat, tool_name: tool, tool_input: input, tool_use_id: id, tool_response: response });
+  return session;
+}
+
+test('log --grep TEXT: steps whose input or output holds TEXT (case-insensitive, plain text, as journaled: redacted); --all-sessions labels each row', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const first = await chatCall(repo, 'chat-1', 'a1', 'Bash', { command: 'rm -rf build' }, () => repo.write('x.txt', '1\n'));
+    await chatCall(repo, 'chat-1', 'a2', 'Bash', { command: 'curl -H "Authorization: Bearer ghp_16C7e42F292c6912E7710c838347Ae178B4a" api' }, () => {});
+    const second = await chatCall(repo, 'chat-2', 'b1', 'Bash', { command: 'echo RM -RF is not run here' }, () => {});
+    await chatCall(repo, 'chat-2', 'b2', 'Bash', { command: 'cat notes.txt' }, () => {}, { stdout: 'the Needle is in the output', stderr: '' });
+    await chatCall(repo, 'chat-2', 'b3', 'Bash', { command: 'ls a.* (x)' }, () => {});
+    assert.ok(first !== second, 'two sessions');
+    const rows = async (args: string[]) => {
+      const r = await cliProcess(repo, ['log', ...args]);
+      assert.is(r.code, 0, r.stderr);
+      return r.stdout.split('\n').filter((l) => /\d\d:\d\d:\d\d/.test(l));
+    };
+    // The default session (the most recent), case-insensitive.
+    const mine = await rows(['--grep', 'rm -rf']);
+    assert.is(mine.length, 1, mine.join('\n'));
+    assert.match(mine[0]!, /RM -RF is not run here/);
+    // Every session: each row starts with its session.
+    const all = await rows(['--all-sessions', '--grep', 'rm -rf']);
+    assert.is(all.length, 2, all.join('\n'));
+    assert.match(all[0]!, new RegExp(`^${first}\\s+1\\s+Bash\\s.*\\$ rm -rf build$`));
+    assert.match(all[1]!, new RegExp(`^${second}\\s+1\\s+Bash\\s.*RM -RF`));
+    // Outputs are searched too; TEXT is plain text, not a pattern.
+    assert.match((await rows(['--grep', 'NEEDLE']))[0] ?? '', /cat notes\.txt/);
+    assert.is((await rows(['--grep', 'a.* (x)'])).length, 1);
+    assert.is((await rows(['--grep', 'a.*x'])).length, 0);
+    // What was redacted before it was journaled cannot be found.
+    assert.is((await rows(['--all-sessions', '--grep', 'ghp_16C7e42F292c6912E7710c838347Ae178B4a'])).length, 0);
+    assert.is((await rows(['--all-sessions', '--grep', 'Authorization'])).length, 1);
+    // --json names each step's session.
+    const j = JSON.parse((await cliProcess(repo, ['log', '--all-sessions', '--grep', 'rm -rf', '--json'])).stdout) as { session: string; step: number }[];
+    assert.equal(j.map((x) => [x.session, x.step]), [[first, 1], [second, 1]]);
+    // Nothing matches: said on stderr, exit 0.
+    const none = await cliProcess(repo, ['log', '--all-sessions', '--grep', 'no such text']);
+    assert.is(none.code, 0);
+    assert.match(none.stderr, /no step matches/);
+    // --all-sessions and --session contradict each other.
+    const both = await cliProcess(repo, ['log', '--all-sessions', '--session', first]);
+    assert.is(both.code, 2, both.stderr);
+    assert.match(both.stderr, /--all-sessions/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('log --all-sessions -- <path>: who last wrote it is the last row (time order across sessions); --last N of them all', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const first = await chatCall(repo, 'chat-1', 'a1', 'Write', { file_path: path.join(repo.dir, 'src', 'app.ts') }, () => repo.write('src/app.ts', 'one\n'));
+    await chatCall(repo, 'chat-1', 'a2', 'Bash', { command: 'touch other.txt' }, () => repo.write('other.txt', ''));
+    const second = await chatCall(repo, 'chat-2', 'b1', 'Edit', { file_path: path.join(repo.dir, 'src', 'app.ts') }, () => repo.write('src/app.ts', 'two\n'));
+    await chatCall(repo, 'chat-1', 'a3', 'Bash', { command: 'sed -i s/two/three/ src/app.ts' }, () => repo.write('src/app.ts', 'three\n'));
+    const r = await cliProcess(repo, ['log', '--all-sessions', '--', 'src/app.ts']);
+    assert.is(r.code, 0, r.stderr);
+    const rows = r.stdout.split('\n').filter((l) => /\d\d:\d\d:\d\d/.test(l));
+    assert.equal(rows.map((l) => l.split(/\s+/).slice(0, 3).join(' ')), [`${first} 1 Write`, `${second} 1 Edit`, `${first} 3 Bash`]);
+    const last = await cliProcess(repo, ['log', '--all-sessions', '--last', '1', '--json', '--', 'src/app.ts']);
+    assert.equal((JSON.parse(last.stdout) as { session: string; step: number }[]).map((x) => [x.session, x.step]), [[first, 3]]);
+    // From a subdirectory, the path is relative to it, as everywhere.
+    const sub = await cliProcess(repo, ['log', '--all-sessions', '--json', '--', 'app.ts'], { cwd: path.join(repo.dir, 'src') });
+    assert.is((JSON.parse(sub.stdout) as unknown[]).length, 3, sub.stderr);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -17,6 +17,21 @@ export interface LogFilter {
   last?: number | undefined;
   /** Only steps that changed one of these paths (worktree-relative; a directory matches everything below it). */
   paths?: string[] | undefined;
+  /** Only steps whose input, output, error or message holds this text (plain text, case-insensitive; as journaled, i.e. redacted). */
+  grep?: string | undefined;
+}
+
+/** Whether any string in `value` (an input or output as journaled: strings, arrays, objects) holds `needle` (lower case). */
+function holds(value: unknown, needle: string): boolean {
+  if (typeof value === 'string') return value.toLowerCase().includes(needle);
+  if (Array.isArray(value)) return value.some((v) => holds(v, needle));
+  if (value && typeof value === 'object') return Object.values(value).some((v) => holds(v, needle));
+  return false;
+}
+
+/** A step whose recorded input, output, error or checkpoint message holds `needle` (lower case). */
+export function stepHolds(step: Step, needle: string): boolean {
+  return holds(step.input, needle) || holds(step.output, needle) || holds(step.error, needle) || holds(step.message, needle);
 }
 
 function touches(step: Step, paths: string[]): boolean {
@@ -32,6 +47,10 @@ export function filterSteps(s: Session, filter: LogFilter): Step[] {
   if (filter.paths && filter.paths.length > 0) {
     const ps = filter.paths.map((p) => p.replace(/^\.\//, '').replace(/\/+$/, '') || '.');
     steps = ps.includes('.') ? steps : steps.filter((st) => touches(st, ps));
+  }
+  if (filter.grep) {
+    const needle = filter.grep.toLowerCase();
+    steps = steps.filter((st) => stepHolds(st, needle));
   }
   if (filter.last !== undefined) steps = steps.slice(Math.max(0, steps.length - filter.last));
   return steps;

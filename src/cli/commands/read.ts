@@ -1,5 +1,5 @@
 // The read-only commands: sessions, log, show, diff.
-import { diff, log, sessions, show } from '../../api.js';
+import { diff, log, logAllSessions, sessions, show, type LogRow } from '../../api.js';
 import { errors } from '../../base/errors.js';
 import type { Step } from '../../session/model.js';
 import { outsideEffect } from '../../session/effects.js';
@@ -131,27 +131,45 @@ export const logCommand: CommandFactory = (ctx) => ({
         ...sessionOption,
         tool: { type: 'string', describe: 'only steps of this tool' },
         last: { type: 'number', describe: 'only the last N steps' },
+        grep: { type: 'string', describe: 'only steps whose input or output holds this text (plain text, any case)' },
+        'all-sessions': { type: 'boolean', default: false, describe: 'the steps of every session of the repository, in time order, each row with its session' },
         ...jsonOption,
       })
       .example('$0 log --last 5', 'the five most recent steps')
-      .example('$0 log -- src/app.ts', 'only steps that changed src/app.ts'),
+      .example('$0 log -- src/app.ts', 'only steps that changed src/app.ts')
+      .example("$0 log --all-sessions --grep 'rm -rf'", 'which step of any session ran rm -rf')
+      .example('$0 log --all-sessions --last 1 -- src/app.ts', 'the last step, in any session, that changed src/app.ts'),
   handler: async (raw) => {
-    const argv = raw as unknown as { session?: string; tool?: string; last?: number; json: boolean; '--'?: string[]; _: (string | number)[] };
+    const argv = raw as unknown as { session?: string; tool?: string; last?: number; grep?: string; 'all-sessions': boolean; json: boolean; '--'?: string[]; _: (string | number)[] };
     const out = ctx.output(argv);
     const paths = [...(argv['--'] ?? []).map(String)];
-    const res = await log({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, tool: argv.tool, last: argv.last, paths });
+    const all = argv['all-sessions'];
+    if (all && argv.session !== undefined) throw errors.invalidArgument('--all-sessions and --session name different sessions: give one of them.');
+    if (argv.grep !== undefined && argv.grep === '') throw errors.invalidArgument('--grep needs a text to look for.');
+    const common = { cwd: ctx.io.cwd, env: ctx.io.env, tool: argv.tool, last: argv.last, paths, grep: argv.grep };
+    let rows: LogRow[];
+    let empty: string;
+    if (all) {
+      const res = await logAllSessions(common);
+      rows = res.rows;
+      empty = res.sessions === 0 ? 'no sessions yet' : 'no step matches';
+    } else {
+      const res = await log({ ...common, session: argv.session });
+      rows = res.rows;
+      if (!out.json) out.note(sessionSourceNote(res.session.id, res.source));
+      empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
+    }
     if (out.json) {
-      out.printJson(res.rows.map((r) => ({ ...stepJson(r.step), what: r.what })));
+      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what })));
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
-    if (res.rows.length === 0) {
-      out.note(res.session.steps.length === 0 ? 'no steps yet' : 'no step matches');
+    if (rows.length === 0) {
+      out.note(empty);
       return;
     }
     const c = out.color;
-    const rows = res.rows;
     // Every column as wide as its widest cell, whatever the tool names, statuses and dates: the rows line up.
+    const sessionCol = all ? padColumn(rows.map((r) => cell(r.session.id))) : null;
     const stepCol = padColumn(rows.map((r) => cell(String(r.step.step), c.bold(String(r.step.step)))), 'right');
     const toolCol = padColumn(rows.map(({ step: st }) => cell(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-'))));
     const statusCol = padColumn(rows.map(({ step: st }) => cell(st.status, statusColor(out, st.status))));
@@ -179,7 +197,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
       const effect = outsideEffect(st, session.worktree);
       if (effect) mark(`not undoable: ${effect}`, c.red(`not undoable: ${effect}`));
-      const head = `  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}  ${timeCol[i]}  ${changeCol[i]}`;
+      const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}  ${timeCol[i]}  ${changeCol[i]}`;
       const used = visibleLength(head) + (marks.length ? 2 + plainMarks.join('  ').length : 0);
       // What the call was, cut so the row fits the terminal (never cut below a readable minimum).
       const desc = what === null ? '' : `  ${c.cyan(cut(what, Math.max(24, width - used - 2)))}`;
