@@ -3,6 +3,7 @@
 import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../base/errors.js';
 import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
+import { PAGED_COMMANDS, startPager, type Pager } from './pager.js';
 
 /** A command: its name (the first word of its yargs `command`) and how to load its module. */
 export interface CommandEntry {
@@ -152,7 +153,20 @@ function unknownOptionMessage(msg: string, args: string[], known: string[]): str
 }
 
 /** Runs the CLI with the given arguments; returns the exit code instead of exiting. */
-export async function run(argsIn: string[], io: CliIO): Promise<number> {
+export async function run(argsIn: string[], ioIn: CliIO): Promise<number> {
+  let pager: Pager | null = null;
+  // show, diff, log and replay on a terminal go through a pager, as git's do (src/cli/pager.ts).
+  const words = argsIn.includes('--') ? argsIn.slice(0, argsIn.indexOf('--')) : argsIn;
+  const command = words.find((a) => !a.startsWith('-'));
+  if (command !== undefined && PAGED_COMMANDS.has(command) && !words.some((a) => a === '--no-pager' || a === '--help' || a === '-h')) pager = await startPager(ioIn);
+  try {
+    return await runCommand(argsIn, pager?.io ?? ioIn);
+  } finally {
+    await pager?.finish();
+  }
+}
+
+async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
   // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
   if (argsIn[0] === 'hook' && !argsIn.includes('--help') && !argsIn.includes('-h')) return (await import('./commands/hook.js')).runHookCli(argsIn.slice(1), io);
   // `agentsnap` alone is a newcomer asking what there is: the help, exit 0. `agentsnap help undo` is `undo --help`.
@@ -203,6 +217,7 @@ export async function run(argsIn: string[], io: CliIO): Promise<number> {
     .alias('h', 'help')
     .version(version())
     .alias('v', 'version')
+    .option('pager', { type: 'boolean', default: true, global: true, describe: 'page show, diff, log and replay on a terminal ($AGENTSNAP_PAGER, $PAGER, less); --no-pager prints as is' })
     .wrap(Math.min(100, (io.stdout as { columns?: number }).columns ?? 100))
     .exitProcess(false)
     .fail((msg, err) => {
@@ -361,6 +376,13 @@ export function reportError(raw: unknown, io: CliIO, json: boolean): number {
 }
 
 export async function main(): Promise<void> {
+  // A reader that stopped early (`agentsnap show 3 | head`) is no failure: what is left to print is dropped and the
+  // command ends as it would have (never killed halfway through an operation by a closed pipe).
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE') throw e;
+    });
+  }
   const code = await run(process.argv.slice(2), {
     stdout: process.stdout,
     stderr: process.stderr,
