@@ -217,7 +217,9 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     .alias('h', 'help')
     .version(version())
     .alias('v', 'version')
-    .option('pager', { type: 'boolean', default: true, global: true, describe: 'page show, diff, log and replay on a terminal ($AGENTSNAP_PAGER, $PAGER, less); --no-pager prints as is' })
+    // Hidden: it would head every command's options; the top-level help says it (as git's --no-pager).
+    .option('pager', { type: 'boolean', default: true, global: true, hidden: true, describe: 'page show, diff, log and replay on a terminal' })
+    .epilogue('show, diff, log and replay go through a pager on a terminal ($AGENTSNAP_PAGER, $PAGER, less): --no-pager prints as is.')
     .wrap(Math.min(100, (io.stdout as { columns?: number }).columns ?? 100))
     .exitProcess(false)
     .fail((msg, err) => {
