@@ -499,6 +499,11 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack
   const res = early
     ? { stdout: early, stderr: '' }
     : await repo.git(snapshotStatusArgs(writeBack), { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: writeBack ? '1' : '0' } });
+  // git's untracked cache records an ignore file it could not read like one that does not exist (a null oid)
+  // and, while its directory's stat data stays (a chmod changes only the file's), never reads it again: once
+  // readable, its rules were ignored by every later status (issue 13, generative seed 208). Dropped at once,
+  // before anything else can fail: the next status builds the cache anew.
+  if (writeBack && !early && /^warning: unable to access '/m.test(res.stderr)) await dropUntrackedCache(repo, indexFile);
   const changed: string[] = [];
   const untracked: string[] = [];
   let unmerged = false;
