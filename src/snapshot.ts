@@ -264,9 +264,11 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // re-hashed), which makes status's refresh exact for it too; listing
   // through status builds the untracked cache the next snapshot starts from.
   const usedStatus = fast || (seeded && !!opts.untrackedCache);
-  const scan = usedStatus
-    ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed), unread: st.unread }))
-    : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({ untracked: u.paths, reread: t.reread, unread: [...u.unread, ...t.unread] }));
+  const scan = scanDroppingIgnored(repo, indexFile, () =>
+    usedStatus
+      ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed), unread: st.unread }))
+      : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({ untracked: u.paths, reread: t.reread, unread: [...u.unread, ...t.unread] })),
+  );
   // Whether a new index holds .gitattributes files: asked beside the scan (it reads the seed, which the scan does not change).
   const attributesInSeed = seeded ? hasTransformingAttributes(repo, indexFile, settings) : null;
   attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
@@ -397,6 +399,32 @@ function keepRacyReference(indexFile: string, notAfterMs: number): void {
     if (st.mtimeMs > notAfterMs) fs.utimesSync(indexFile, st.atime, new Date(notAfterMs));
   } catch {
     /* no index yet (an empty worktree) */
+  }
+}
+
+/**
+ * The scan re-reads every stat-dirty entry of the private index before
+ * reconcileWithUserIndex drops the entries the user does not track that the
+ * rules ignore now, so one of those that could not be read failed every
+ * snapshot (a file the session's index held, chmod 000, then ignored:
+ * generative seed 203, nocaps). Such a file leaves the private index and the
+ * scan runs again; one check-ignore, only on that failure.
+ */
+async function scanDroppingIgnored<T>(repo: Repo, indexFile: string, run: () => Promise<T>): Promise<T> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await run();
+    } catch (e) {
+      let err: unknown = e;
+      try {
+        explainAddFailure(e);
+      } catch (x) {
+        err = x;
+      }
+      const rel = isAgentsnapError(err) && err.code === 'UnreadableFile' ? String(err.data?.path ?? '') : '';
+      if (!rel || tries >= 100 || !(await ignoredPaths(repo, [rel], { readIndex: true })).has(rel)) throw err;
+      await removePaths(repo, indexFile, [rel]);
+    }
   }
 }
 
