@@ -263,6 +263,23 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
   return view;
 }
 
+/** Files under root (below readable directories, .git left out) that a process without read capabilities cannot read. */
+function unreadableFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const name of fs.readdirSync(path.join(root, rel)).sort()) {
+      const r = rel ? `${rel}/${name}` : name;
+      if (r === '.git') continue;
+      const st = fs.lstatSync(path.join(root, r));
+      if (st.isDirectory()) {
+        if ((st.mode & 0o500) === 0o500) walk(r);
+      } else if (st.isFile() && (st.mode & 0o400) === 0) out.push(r);
+    }
+  };
+  walk('');
+  return out;
+}
+
 /** Whether every parent of rel is a real directory or absent (git refuses pathspecs beyond a symlink). */
 function reachablePath(repo: TempRepo, rel: string): boolean {
   let cur = repo.dir;
@@ -920,6 +937,9 @@ export class World {
         if (!this.wsPath) return say('no session worktree');
         const d = this.applyEdit(op.e, this.wsPath);
         const res = await this.agentsnap(['snap', '--session', 'ws', '-q'], { cwd: this.wsPath });
+        // A file it cannot read (nocaps, after a chmod 000 there) fails the snapshot naming it (UnreadableFile): that is right.
+        const unreadable = this.noCaps ? unreadableFiles(this.wsPath) : [];
+        if (res.code === 1 && unreadable.some((u) => res.stderr.includes(u))) return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap refused (unreadable: ${unreadable.join(', ')})`);
         if (res.code !== 0) throw new InvariantError(`snap in the session worktree exited ${res.code}: ${res.stderr}`);
         return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap`);
       }
