@@ -171,7 +171,8 @@ export const logCommand: CommandFactory = (ctx) => ({
     // Every column as wide as its widest cell, whatever the tool names, statuses and dates: the rows line up.
     const sessionCol = all ? padColumn(rows.map((r) => cell(r.session.id))) : null;
     const stepCol = padColumn(rows.map((r) => cell(String(r.step.step), c.bold(String(r.step.step)))), 'right');
-    const toolCol = padColumn(rows.map(({ step: st }) => cell(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-'))));
+    // A tool name is the agent's text: escaped, and cut so that one odd name does not push every row off the screen.
+    const toolCol = padColumn(rows.map(({ step: st }) => cell(cut(printablePath(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-')), 40))));
     const statusCol = padColumn(rows.map(({ step: st }) => cell(st.status, statusColor(out, st.status))));
     const timeCol = padColumn(rows.map(({ step: st }) => cell(when(st.startedAt))));
     const changeCol = padColumn(
