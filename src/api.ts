@@ -298,12 +298,12 @@ export interface ShowOptions extends SessionOptions {
 }
 
 /** `agentsnap show N`: what step N changed. */
-export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; diff: string; source: ResolvedSession['source'] }> {
+export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; what: string | null; diff: string; source: ResolvedSession['source'] }> {
   checkStepNumber(opts.step);
   const r = await resolveSession(opts);
   stepOf(r.session, opts.step);
   const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });
-  return { session: r.session, step: out.step, diff: out.diff, source: r.source };
+  return { session: r.session, step: out.step, what: describeStep(r.session, out.step), diff: out.diff, source: r.source };
 }
 
 export interface DiffCommandOptions extends SessionOptions {

@@ -62,6 +62,9 @@ test('log: each row says what the call was (command, file relative to the worktr
     const j = JSON.parse((await cliProcess(repo, ['log', '--session', id, '--json'])).stdout) as { step: number; what: string | null }[];
     assert.is(j[0]?.what, '$ npm test -- --grep "log rows"');
     assert.is(j[1]?.what, 'src/app.ts');
+    // show says it too, whole, in its first line.
+    const shown = await cliProcess(repo, ['show', '6', '--session', id]);
+    assert.match(shown.stdout.split('\n')[0] ?? '', /^step 6\s+Bash\s+failed\s+\S+\s+\$ rm -rf build && make all$/);
   } finally {
     repo.cleanup();
   }

@@ -235,12 +235,12 @@ export const showCommand: CommandFactory = (ctx) => ({
     }
     const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: Number(argv.step), color: out.stdoutColor, stat: argv.stat });
     if (out.json) {
-      out.printJson({ ...stepJson(res.step), session: res.session.id, diff: res.diff });
+      out.printJson({ ...stepJson(res.step), what: res.what, session: res.session.id, diff: res.diff });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
     const st = res.step;
-    out.out(out.color.bold(`step ${st.step}  ${st.tool ?? st.kind}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`));
+    out.out(out.color.bold(`step ${st.step}  ${st.tool ?? st.kind}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`) + (res.what ? `  ${out.color.cyan(res.what)}` : ''));
     if (res.diff) ctx.io.stdout.write(res.diff);
     else out.note('no changes');
   },
