@@ -130,7 +130,6 @@ export const codex: AgentAdapter = {
   displayName: 'Codex CLI',
   isCommand: (arg, base) => base === 'codex' || arg.includes('@openai/codex'),
   hookSettingsFiles: { project: ['.codex/hooks.json'], user: ['.codex/hooks.json'] },
-  describeCall: describeCodexCall,
   callFailed(call) {
     if (call.status !== 'done' || !call.transcriptPath || !call.toolUseId) return null;
     const result = codexCallResult(call.transcriptPath, call.toolUseId);
@@ -151,4 +150,6 @@ export const codex: AgentAdapter = {
     trackedHint: 'Codex CLI has no other project settings file; run the agent as `agentsnap wrap -- codex` instead.',
     note: 'Codex CLI reads .codex/ only in projects you trust, and runs new hooks only after you review them once: type /hooks in Codex and trust the agentsnap hooks.',
   },
+  // What each of its calls was, for `log`.
+  describeCall: describeCodexCall,
 };

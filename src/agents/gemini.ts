@@ -293,7 +293,6 @@ export const gemini: AgentAdapter = {
   displayName: 'Gemini CLI',
   isCommand: (arg, base) => base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli'),
   hookSettingsFiles: { project: ['.gemini/settings.json'], user: ['.gemini/settings.json'] },
-  describeCall: describeGeminiCall,
   refineCall(call, payload) {
     const response = payload.tool_response ?? payload.tool_output ?? payload.output;
     const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;
@@ -341,4 +340,6 @@ export const gemini: AgentAdapter = {
     trackedHint: 'Gemini CLI has no other project settings file; run the agent as `agentsnap wrap -- gemini` instead.',
     note: 'Gemini CLI runs project hooks only in folders you trust, and warns once about new ones.',
   },
+  // What each of its calls was, for `log`.
+  describeCall: describeGeminiCall,
 };
