@@ -571,7 +571,13 @@ export class World {
       const g = got.get(u);
       return !!want && !!g && want.oid === g.oid && want.mode === g.mode;
     };
-    const lines = diffEntries(view.tree, got, (p) => view.unreadable.includes(p) && exact(p));
+    // An ignore file the product cannot read (nocaps, a chmod 000 .gitignore) gives no rules, as in git
+    // (which warns and reads none): a file only its rules ignore may then be recorded, with its exact
+    // bytes, or not (git's untracked cache may still hold the listing from when it was readable).
+    // Either is no loss: the bytes are stored, and a restore never touches an ignored file.
+    const ignoreUnreadable = (p: string) =>
+      view.unreadable.some((u) => path.posix.basename(u) === '.gitignore' && (path.posix.dirname(u) === '.' || under(p, [path.posix.dirname(u)])));
+    const lines = diffEntries(view.tree, got, (p) => (view.unreadable.includes(p) || (!view.tree.has(p) && ignoreUnreadable(p))) && exact(p));
     const gotSkipped = new Map(skipped.map((s) => [s.path, s.reason]));
     for (const [p, r] of view.skipped) if (gotSkipped.get(p) !== r) lines.push(`  not listed as skipped (${r}): ${p}${gotSkipped.has(p) ? ` (listed as ${gotSkipped.get(p)})` : ''}`);
     for (const [p, r] of gotSkipped) if (!view.skipped.has(p) && !view.unreadable.some((u) => under(u, [p])) && !(r === 'unreadable' && view.unreadableDirs.some((d) => under(p, [d])))) lines.push(`  listed as skipped (${r}) but should not be: ${p}`);
