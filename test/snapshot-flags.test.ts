@@ -350,6 +350,37 @@ test('issue 13 #6: an unreadable untracked file that a new rule ignores does not
   }
 });
 
+test('issue 13 #6: undo of a step that put a directory holding an unreadable one where a file was leaves that directory (no internal error)', async () => {
+  // Found by the generative test (seed 318): the check of "a directory becoming a file" listed the directory's
+  // files with readdir, which threw EACCES on the unreadable one inside: undo exited 70.
+  if (!setprivWorks) {
+    console.log('skipped: issue 13 #6 undo over an unreadable directory (setpriv cannot drop CAP_DAC_OVERRIDE here)');
+    return;
+  }
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', g: 'g\n' } });
+  const locked = path.join(repo.dir, 'g', 'h');
+  try {
+    const base = await unprivilegedJson(repo, []);
+    await unprivilegedJson(repo, ['--phase', 'pre', '--tool', 'Bash', '--session', base.session]);
+    fs.rmSync(path.join(repo.dir, 'g'));
+    repo.write('g/h/inner.txt', 'the agent\'s, unreadable by the time of the undo\n');
+    repo.write('a.txt', 'a2\n');
+    fs.chmodSync(locked, 0o000);
+    const post = await unprivilegedJson(repo, ['--phase', 'post', '--session', base.session]);
+    assert.ok(post.skipped.some((s) => s.path === 'g/h' && s.reason === 'unreadable'), JSON.stringify(post.skipped));
+    const undo = await unprivileged(repo, ['undo', '--json', '--session', base.session]);
+    assert.is(undo.code, 0, undo.stdout + undo.stderr);
+    const out = JSON.parse(undo.stdout) as { files: { left: { path: string; reason: string }[] } };
+    assert.ok(out.files.left.some((l) => l.path === 'g'), JSON.stringify(out.files.left));
+    assert.equal(repo.read('a.txt').toString(), 'a\n', 'the rest of the undo is done');
+    fs.chmodSync(locked, 0o700);
+    assert.equal(repo.read('g/h/inner.txt').toString(), 'the agent\'s, unreadable by the time of the undo\n', 'the directory it could not read is left as it was');
+  } finally {
+    if (fs.existsSync(locked)) fs.chmodSync(locked, 0o700);
+    repo.cleanup();
+  }
+});
+
 test('issue 13 #6: the incremental engine equals a full scan while a directory is unreadable and after', async () => {
   if (!setprivWorks) {
     console.log('skipped: issue 13 #6 incremental engine with an unreadable directory (setpriv cannot drop CAP_DAC_OVERRIDE here)');
