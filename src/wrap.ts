@@ -45,6 +45,8 @@ export interface WrapOptions {
   worktree?: { name?: string | null | undefined; from?: StartPoint | undefined } | null | undefined;
   /** How this run's warm server answers a `snap` the Node client hands it (the CLI passes its snap command; absent: the client runs it). */
   serveSnap?: ServerCalls['snap'];
+  /** Test seam: called right before the agent is spawned (a signal sent to the wrapper here must reach the agent). */
+  beforeSpawn?: () => void;
 }
 
 export interface WrapStart {
@@ -191,26 +193,36 @@ function inTerminalForeground(): boolean {
 const TERMINAL_SIGNALS = new Set<NodeJS.Signals>(['SIGINT', 'SIGQUIT', 'SIGHUP']);
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGTERM', 'SIGUSR1', 'SIGUSR2'];
 
-function runChild(program: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+function runChild(program: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv, beforeSpawn?: () => void): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(program, argv.slice(1), { cwd, env, stdio: 'inherit', argv0: argv[0] });
+    // The handlers go in before the agent exists: a signal that lands between spawn() and their
+    // install (a loaded machine can deschedule the wrapper there while the agent already runs) took
+    // the default action and killed the wrapper, leaving the agent running and its session open.
+    let child: ReturnType<typeof spawn> | null = null;
     const handlers = new Map<NodeJS.Signals, () => void>();
     const cleanup = () => {
       for (const [sig, h] of handlers) process.off(sig, h);
+    };
+    const forward = (sig: NodeJS.Signals) => {
+      try {
+        child?.kill(sig);
+      } catch {
+        /* already gone */
+      }
     };
     for (const sig of FORWARDED_SIGNALS) {
       const h = () => {
         // Ctrl-C and friends reach the agent straight from the terminal; sending them again would deliver them twice.
         if (TERMINAL_SIGNALS.has(sig) && inTerminalForeground()) return;
-        try {
-          child.kill(sig);
-        } catch {
-          /* already gone */
-        }
+        forward(sig);
       };
       handlers.set(sig, h);
       process.on(sig, h);
     }
+    beforeSpawn?.();
+    // Node runs signal listeners on a later turn of the event loop, so one raised in beforeSpawn (or
+    // sent then) finds the agent spawned below and is forwarded to it, never lost.
+    child = spawn(program, argv.slice(1), { cwd, env, stdio: 'inherit', argv0: argv[0] });
     child.on('error', (e) => {
       cleanup();
       reject(e);
@@ -364,7 +376,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' }) : null;
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
-    exit = await runChild(program, argv, cwd, env);
+    exit = await runChild(program, argv, cwd, env, opts.beforeSpawn);
   } catch (e) {
     await auto?.stop();
     await server?.close();
