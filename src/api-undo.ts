@@ -2,10 +2,9 @@
 // revert), the conversation rewind and status. Validates input and picks the
 // session, then calls src/undo.ts, which trusts it.
 import { errors } from './base/errors.js';
-import { assertSessionId } from './base/ids.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSession, selectSession } from './session/session.js';
-import { toRepoPath, type SessionOptions } from './api.js';
+import { sessionArg, toRepoPath, type SessionOptions } from './api.js';
 import {
   foldOps,
   redoOperation,
@@ -33,8 +32,8 @@ export interface OperationCommonOptions extends SessionOptions {
 }
 
 async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: string; source: 'flag' | 'env' | 'recent' }> {
-  const session = opts.session === undefined ? undefined : assertSessionId(opts.session);
   const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+  const session = sessionArg(repo, opts.session);
   const sel = await selectSession(repo, { session });
   return { repo, id: sel.id, source: sel.source };
 }
