@@ -84,7 +84,10 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
     if (chatStep === null) throw errors.invalidArgument(`session ${id} has no steps: there is no conversation to rewind.`);
     const st = s.steps.find((x) => x.step === chatStep);
     if (!st) throw errors.stepOutOfRange(`session ${id} has no step ${chatStep}.`, { data: { session: id, step: chatStep } });
-    if (!opts.dryRun) chat = rewindChat(s, st, s.cwd);
+    // The digest says whether the files are back to before the step: this call put them there
+    // (--both), or the last operation was an undo to it; `--chat` alone restores none.
+    const filesRestored = files !== null ? files.target.step === chatStep : lastUndoneStep(repo, id) === chatStep;
+    if (!opts.dryRun) chat = rewindChat(s, st, s.cwd, { filesRestored });
   }
   return { source, files, chat, chatStep };
 }
