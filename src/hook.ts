@@ -211,7 +211,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     try {
       // Calls the agent ended without a post hook (Codex's failed apply_patch) are closed first, as
       // it tells: not left open to overlap this call and end `interrupted`.
-      if (adapter?.callEnded) await closeEndedCalls(repo, id, settings, adapter, call.toolUseId);
+      if (adapter?.callEnded) await closeEndedCalls(repo, id, settings, adapter, { except: call.toolUseId, onlyFailed: true });
       const res = await recordPre(repo, id, {
         settings,
         tool,
@@ -265,15 +265,16 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
 
 /**
  * Records the post of every open call of the session whose end the agent's own files show
- * (`callEnded`). One state read per pre of such an agent; its files are read only when a call is open.
+ * (`callEnded`; with onlyFailed, only calls that failed: at a pre, a call that ended well may still get its post hook). One state read per pre of such an agent; its files are read only when a call is open.
  */
-export async function closeEndedCalls(repo: Repo, id: string, settings: Settings, adapter: AgentAdapter, except: string | null = null): Promise<void> {
+export async function closeEndedCalls(repo: Repo, id: string, settings: Settings, adapter: AgentAdapter, opts: { except?: string | null; onlyFailed?: boolean } = {}): Promise<void> {
   if (!adapter.callEnded) return;
   const open = (await loadState(repo, id, false)).session.open;
   for (const st of open) {
-    if (!st.toolUseId || st.toolUseId === except || !st.transcript?.path || st.source === 'transcript') continue;
+    if (!st.toolUseId || st.toolUseId === opts.except || !st.transcript?.path || st.source === 'transcript') continue;
     const ended = adapter.callEnded(st.transcript.path, st.toolUseId);
-    if (!ended) continue;
+    // A call that ended well gets its own PostToolUse (a parallel call's may simply not have arrived yet).
+    if (!ended || (opts.onlyFailed && ended.status !== 'failed')) continue;
     try {
       await recordPost(repo, id, { settings, step: st.step, status: ended.status, error: ended.error, output: null, durationMs: null });
     } catch {

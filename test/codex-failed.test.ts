@@ -59,4 +59,26 @@ test('a failed Codex apply_patch (PreToolUse, no PostToolUse) is recorded failed
   }
 });
 
+test('under init (no wrapper), a last apply_patch that failed is recorded failed when Codex ends its session, not interrupted', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const rollout = path.join(repo.home, '.codex', 'sessions', 'rollout-2026-12-01T11-00-00-y.jsonl');
+    fs.mkdirSync(path.dirname(rollout), { recursive: true });
+    fs.writeFileSync(rollout, `${JSON.stringify({ type: 'session_meta', payload: { cli_version: '0.171.0' } })}\n`);
+    const common = { session_id: 'codex-init-1', turn_id: 't', transcript_path: rollout, cwd: repo.dir, model: 'gpt-5' };
+    const initHook = (event: string, payload: unknown) => cliProcess(repo, ['hook', 'codex', event], { input: JSON.stringify(payload) });
+    const pre = await initHook('PreToolUse', { ...common, hook_event_name: 'PreToolUse', tool_name: 'apply_patch', tool_input: { command: 'x' }, tool_use_id: 'call_9' });
+    assert.is(pre.code, 0, pre.stderr);
+    fs.appendFileSync(rollout, `${JSON.stringify({ type: 'response_item', payload: { type: 'custom_tool_call_output', call_id: 'call_9', output: 'apply_patch verification failed: no such file' } })}\n`);
+    assert.is((await initHook('SessionEnd', { ...common, hook_event_name: 'SessionEnd' })).code, 0);
+    const id = repo.git(['for-each-ref', '--format=%(refname)', 'refs/agent/']).split('\n')[0]!.split('/')[2]!;
+    const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
+    assert.ok(s.ended, 'the session ended');
+    const calls = s.steps.filter((st) => st.kind === 'call');
+    assert.equal(calls.map((st) => [st.toolUseId, st.status, st.error]), [['call_9', 'failed', 'apply_patch verification failed: no such file']]);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
