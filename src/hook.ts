@@ -148,8 +148,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   const call = parseHookCall(opts.agent, opts.event, payload);
   const adapter = adapterOf(opts.agent);
   if (call.phase === 'ignore') return none(null);
-  // Claude Code's start names its transcript before any hooked call: journaled for a wrapper's session only (init's
-  // hooks start theirs at the first hooked call, which names it). Other agents' reads are all hooked.
+  // An agent whose reads come from its transcript (Claude Code) names it at its start, before any hooked call:
+  // journaled for a wrapper's session only (init's hooks start theirs at the first hooked call, which names it).
+  // Other agents' reads are all hooked.
   if (call.phase === 'start' && (!adapter?.importsReadCalls || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))) return none(null);
   let repo: Repo;
   let id: string;
@@ -297,7 +298,7 @@ function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: s
 }
 
 function productName(agent: string): string {
-  return agent === 'generic' ? agent : adapterOf(agent)?.product ?? agent;
+  return adapterOf(agent)?.product ?? agent;
 }
 
 async function unprotected(

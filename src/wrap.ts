@@ -112,6 +112,9 @@ export function hookCommand(agent: Agent, event: string, opts: HookCommandOption
   return words.map(shellQuote).join(' ');
 }
 
+// The three below are agents/claude.ts's and agents/codex.ts's injections with this install's hook commands,
+// kept here for the public API (claudeHookSettings) and tests; wrap itself goes through the adapters.
+
 /**
  * Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure), with this
  * install's hook commands; for a wrapper's session also SessionStart (see agents/claude.ts).

@@ -182,4 +182,41 @@ test('a private index written after the last snapshot (a snapshot killed halfway
   }
 });
 
+// Issue 13, seed 203 of the generative test (server mode): a directory removed
+// in the same timestamp tick as its parent's cached listing was listed as
+// "unreadable" (git: could not open directory 'd/': No such file or directory),
+// and the same staleness hides a new untracked file. git tells a directory
+// changed since its cached listing by its stat data, and one changed in the
+// same tick as the cached stat by the index file's mtime (racy, as for
+// entries); update-index and write-tree rewrote the private index after the
+// status that listed it, moving that mtime past the tick. The tick collision
+// is made here with utimes (core.trustctime=false: ctime cannot be set).
+test('a directory changed in the same tick as its cached listing is listed again (racy untracked cache)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'd/c.txt': 'c\n' } });
+  try {
+    repo.git(['config', 'core.trustctime', 'false']);
+    const s1 = await snapJson(repo);
+    await onOwnIndex(repo, s1.session);
+    assert.is(markers(repo).length, 1);
+    // A new directory (adding its file to the private index invalidates only that directory's cached listing).
+    repo.write('gone/f.txt', 'f\n');
+    // The root as changed half a second into the previous second: the status lists it with that stat.
+    const tick = new Date((Math.floor(Date.now() / 1000) - 1) * 1000 + 500);
+    fs.utimesSync(repo.dir, tick, tick);
+    const s2 = await snapJson(repo, ['--session', s1.session]);
+    assert.ok(treeFiles(repo, s2.commit).has('gone/f.txt'));
+    // Changed again within that tick: a new file, a directory gone.
+    repo.write('y.txt', 'y\n');
+    fs.rmSync(path.join(repo.dir, 'gone'), { recursive: true });
+    fs.utimesSync(repo.dir, tick, tick);
+    const s3 = await snapJson(repo, ['--session', s1.session]);
+    const files = treeFiles(repo, s3.commit);
+    assert.ok(files.has('y.txt'), 'the new untracked file is recorded');
+    assert.not.ok(files.has('gone/f.txt'));
+    assert.equal(s3.skipped, [], 'nothing listed as left out');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -288,13 +288,30 @@ export interface PreparedRestore {
 type Disk = { is: 'from' } | { is: 'to' } | { is: 'other'; reason: string };
 
 
-/** Files (anything but directories) below a directory of the worktree, not following symlinks. */
+/**
+ * Files (anything but directories) below a directory of the worktree, not following symlinks. A directory
+ * that cannot be listed, or an entry that cannot be lstat-ed, is listed itself: what it holds is unknown,
+ * so it counts as something the snapshot does not have (a snapshot lists it as skipped, unreadable).
+ */
 function filesBelow(worktree: string, rel: string): string[] {
   const out: string[] = [];
   const walk = (r: string) => {
-    for (const name of fs.readdirSync(path.join(worktree, r))) {
+    let names: string[];
+    try {
+      names = fs.readdirSync(path.join(worktree, r));
+    } catch {
+      out.push(r);
+      return;
+    }
+    for (const name of names) {
       const child = `${r}/${name}`;
-      if (fs.lstatSync(path.join(worktree, child)).isDirectory()) walk(child);
+      let dir: boolean;
+      try {
+        dir = fs.lstatSync(path.join(worktree, child)).isDirectory();
+      } catch {
+        dir = false;
+      }
+      if (dir) walk(child);
       else out.push(child);
     }
   };
@@ -534,9 +551,21 @@ function pruneEmptyDirs(worktree: string, rels: Iterable<string>): void {
  * never a recursive delete). False when something else was in it.
  */
 function removeEmptyTree(abs: string): boolean {
-  for (const name of fs.readdirSync(abs)) {
+  let names: string[];
+  try {
+    names = fs.readdirSync(abs);
+  } catch {
+    return false; // unreadable since the check (chmod 000): what it holds is unknown, so it stays
+  }
+  for (const name of names) {
     const child = path.join(abs, name);
-    if (!fs.lstatSync(child).isDirectory() || !removeEmptyTree(child)) return false;
+    let dir = false;
+    try {
+      dir = fs.lstatSync(child).isDirectory();
+    } catch {
+      // gone (or not searchable): not known to be an empty directory
+    }
+    if (!dir || !removeEmptyTree(child)) return false;
   }
   try {
     fs.rmdirSync(abs);

@@ -226,6 +226,9 @@ function withOverrides(repo: Repo, args: string[]): Repo {
 
 async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean): Promise<TreeSnapshotResult> {
   const { indexFile, settings } = opts;
+  // git's racy reference for the untracked cache this index holds (see keepRacyReference).
+  const scanStart = Date.now();
+  const racyBefore = opts.untrackedCache ? mtimeMs(indexFile) || null : null;
 
   // Tracked updates and the untracked listing do not depend on each other.
   // A freshly seeded private index equals the user's, so there is nothing to reconcile.
@@ -245,9 +248,12 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // A new session index is checked whole below (every attributed entry
   // re-hashed), which makes status's refresh exact for it too; listing
   // through status builds the untracked cache the next snapshot starts from.
-  const scan = fast || (seeded && !!opts.untrackedCache)
-    ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed), unread: st.unread }))
-    : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({ untracked: u.paths, reread: t.reread, unread: [...u.unread, ...t.unread] }));
+  const usedStatus = fast || (seeded && !!opts.untrackedCache);
+  const scan = scanDroppingIgnored(repo, indexFile, () =>
+    usedStatus
+      ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed), unread: st.unread }))
+      : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({ untracked: u.paths, reread: t.reread, unread: [...u.unread, ...t.unread] })),
+  );
   // Whether a new index holds .gitattributes files: asked beside the scan (it reads the seed, which the scan does not change).
   const attributesInSeed = seeded ? hasTransformingAttributes(repo, indexFile, settings) : null;
   attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
@@ -346,6 +352,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     fs.rmSync(noAttributesMarker(indexFile), { force: true });
     await dropUntrackedCache(repo, indexFile);
   }
+  if (opts.untrackedCache) keepRacyReference(indexFile, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity));
   if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
     const marker = noAttributesMarker(indexFile);
     fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
@@ -353,6 +360,57 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   }
   keepPrivate(indexFile);
   return { tree, skipped, seeded, changed };
+}
+
+/**
+ * git tells a directory changed since the untracked cache listed it by its
+ * stat data, and one changed again within the same timestamp tick (second
+ * granularity unless git is built with USE_NSEC) by the index file's mtime:
+ * a directory whose cached mtime is not older than the index is re-read
+ * (racy, as for entries). git does not smudge cached directories when it
+ * writes the index, so update-index and write-tree after the status moved
+ * that mtime past the tick, and the stale listing was trusted from then on:
+ * a new untracked file was missing from every later snapshot, a directory
+ * removed was reported as unreadable (issue 13, generative seed 203). The
+ * index's mtime is set back to before the scan read the directories (a
+ * margin for coarse and 2 s clocks): only recently changed directories and
+ * entries are read again by the next status.
+ */
+const RACY_MARGIN_MS = 3000;
+
+function keepRacyReference(indexFile: string, notAfterMs: number): void {
+  try {
+    const st = fs.statSync(indexFile);
+    if (st.mtimeMs > notAfterMs) fs.utimesSync(indexFile, st.atime, new Date(notAfterMs));
+  } catch {
+    /* no index yet (an empty worktree) */
+  }
+}
+
+/**
+ * The scan re-reads every stat-dirty entry of the private index before
+ * reconcileWithUserIndex drops the entries the user does not track that the
+ * rules ignore now, so one of those that could not be read failed every
+ * snapshot (a file the session's index held, chmod 000, then ignored:
+ * generative seed 203, nocaps). Such a file leaves the private index and the
+ * scan runs again; one check-ignore, only on that failure.
+ */
+async function scanDroppingIgnored<T>(repo: Repo, indexFile: string, run: () => Promise<T>): Promise<T> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await run();
+    } catch (e) {
+      let err: unknown = e;
+      try {
+        explainAddFailure(e);
+      } catch (x) {
+        err = x;
+      }
+      const rel = isAgentsnapError(err) && err.code === 'UnreadableFile' ? String(err.data?.path ?? '') : '';
+      if (!rel || tries >= 100 || !(await ignoredPaths(repo, [rel], { readIndex: true })).has(rel)) throw err;
+      await removePaths(repo, indexFile, [rel]);
+    }
+  }
 }
 
 /** git writes an index with the umask's mode: the private index lists the user's files, so only they may read it. */
@@ -454,6 +512,11 @@ async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack
   const res = early
     ? { stdout: early, stderr: '' }
     : await repo.git(snapshotStatusArgs(writeBack), { extraEnv: { ...indexEnv(indexFile), GIT_OPTIONAL_LOCKS: writeBack ? '1' : '0' } });
+  // git's untracked cache records an ignore file it could not read like one that does not exist (a null oid)
+  // and, while its directory's stat data stays (a chmod changes only the file's), never reads it again: once
+  // readable, its rules were ignored by every later status (issue 13, generative seed 208). Dropped at once,
+  // before anything else can fail: the next status builds the cache anew.
+  if (writeBack && !early && /^warning: unable to access '/m.test(res.stderr)) await dropUntrackedCache(repo, indexFile);
   const changed: string[] = [];
   const untracked: string[] = [];
   let unmerged = false;

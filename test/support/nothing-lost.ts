@@ -167,6 +167,12 @@ export interface View {
   unreadable: string[];
   /** Directories it cannot open (nocaps mode only), empty ones too: listing one as left out is right (it cannot know what is in it). */
   unreadableDirs: string[];
+  /**
+   * Directories whose .gitignore is in the user's index with skip-worktree and absent from the disk:
+   * git (and so this ground truth) still reads its rules from the index; a snapshot, which reads
+   * the disk, does not (see compareSnapshot).
+   */
+  indexOnlyIgnoreDirs: string[];
 }
 
 export const blobOid = (content: Buffer) => crypto.createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
@@ -226,7 +232,12 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
   walk('', false, false);
   const untracked = files.filter((f) => !tracked.has(f.rel)).map((f) => f.rel);
   const ignored = checkIgnored(repo, [...untracked, ...nested.map((n) => n.rel)]);
-  const view: View = { tree: new Map(), skipped: new Map(), untouchable: new Map(), unreadable: [], unreadableDirs };
+  const indexOnlyIgnoreDirs = repo
+    .git(['ls-files', '-t', '-z'])
+    .split('\0')
+    .filter((l) => l.startsWith('S ') && path.posix.basename(l.slice(2)) === '.gitignore' && !lstat(path.join(repo.dir, l.slice(2))))
+    .map((l) => path.posix.dirname(l.slice(2)));
+  const view: View = { tree: new Map(), skipped: new Map(), untouchable: new Map(), unreadable: [], unreadableDirs, indexOnlyIgnoreDirs };
   const entryOf = (abs: string, st: fs.Stats): Entry =>
     st.isSymbolicLink()
       ? { mode: '120000', oid: blobOid(Buffer.from(fs.readlinkSync(abs))) }
@@ -263,6 +274,23 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
     else view.skipped.set(n.rel, 'nested-repo-without-commit');
   }
   return view;
+}
+
+/** Files under root (below readable directories, .git left out) that a process without read capabilities cannot read. */
+function unreadableFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const name of fs.readdirSync(path.join(root, rel)).sort()) {
+      const r = rel ? `${rel}/${name}` : name;
+      if (r === '.git') continue;
+      const st = fs.lstatSync(path.join(root, r));
+      if (st.isDirectory()) {
+        if ((st.mode & 0o500) === 0o500) walk(r);
+      } else if (st.isFile() && (st.mode & 0o400) === 0) out.push(r);
+    }
+  };
+  walk('');
+  return out;
 }
 
 /** Whether every parent of rel is a real directory or absent (git refuses pathspecs beyond a symlink). */
@@ -571,7 +599,16 @@ export class World {
       const g = got.get(u);
       return !!want && !!g && want.oid === g.oid && want.mode === g.mode;
     };
-    const lines = diffEntries(view.tree, got, (p) => view.unreadable.includes(p) && exact(p));
+    // An ignore file the product cannot read (nocaps, a chmod 000 .gitignore) gives no rules, as in git
+    // (which warns and reads none): a file only its rules ignore may then be recorded, with its exact
+    // bytes, or not (git's untracked cache may still hold the listing from when it was readable).
+    // Either is no loss: the bytes are stored, and a restore never touches an ignored file.
+    // Likewise a .gitignore the user marked skip-worktree that is gone from the disk: git reads its rules from
+    // the index, a snapshot (which reads the disk, and records no file that is not on it) reads none.
+    const ignoreUnreadable = (p: string) =>
+      view.unreadable.some((u) => path.posix.basename(u) === '.gitignore' && under(p, [path.posix.dirname(u)])) ||
+      view.indexOnlyIgnoreDirs.some((d) => under(p, [d]));
+    const lines = diffEntries(view.tree, got, (p) => (view.unreadable.includes(p) || (!view.tree.has(p) && ignoreUnreadable(p))) && exact(p));
     const gotSkipped = new Map(skipped.map((s) => [s.path, s.reason]));
     for (const [p, r] of view.skipped) if (gotSkipped.get(p) !== r) lines.push(`  not listed as skipped (${r}): ${p}${gotSkipped.has(p) ? ` (listed as ${gotSkipped.get(p)})` : ''}`);
     for (const [p, r] of gotSkipped) if (!view.skipped.has(p) && !view.unreadable.some((u) => under(u, [p])) && !(r === 'unreadable' && view.unreadableDirs.some((d) => under(p, [d])))) lines.push(`  listed as skipped (${r}) but should not be: ${p}`);
@@ -916,6 +953,9 @@ export class World {
         if (!this.wsPath) return say('no session worktree');
         const d = this.applyEdit(op.e, this.wsPath);
         const res = await this.agentsnap(['snap', '--session', 'ws', '-q'], { cwd: this.wsPath });
+        // A file it cannot read (nocaps, after a chmod 000 there) fails the snapshot naming it (UnreadableFile): that is right.
+        const unreadable = this.noCaps ? unreadableFiles(this.wsPath) : [];
+        if (res.code === 1 && unreadable.some((u) => res.stderr.includes(u))) return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap refused (unreadable: ${unreadable.join(', ')})`);
         if (res.code !== 0) throw new InvariantError(`snap in the session worktree exited ${res.code}: ${res.stderr}`);
         return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap`);
       }
