@@ -11,6 +11,7 @@ import { shellQuote } from './base/shell.js';
 import { AgentsnapError, errors, isAgentsnapError } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSettings, type Settings } from './git/config.js';
+import { closeEndedCalls } from './hook.js';
 import { endSession, listSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
 import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
 import { maybeAutoGc } from './worktrees/gc.js';
@@ -392,6 +393,8 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
   let endError: AgentsnapError | null = null;
   try {
+    // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
+    if (adapter.callEnded) await closeEndedCalls(repo, session, settings, adapter).catch(() => undefined);
     const end = await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
     if (agent !== 'generic' && end.changed.length > 0) {
       const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
