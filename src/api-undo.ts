@@ -2,10 +2,9 @@
 // revert), the conversation rewind and status. Validates input and picks the
 // session, then calls src/undo.ts, which trusts it.
 import { errors } from './base/errors.js';
-import { assertSessionId } from './base/ids.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSession, selectSession } from './session/session.js';
-import { toRepoPath, type SessionOptions } from './api.js';
+import { sessionArg, toRepoPath, type SessionOptions } from './api.js';
 import {
   foldOps,
   redoOperation,
@@ -33,8 +32,8 @@ export interface OperationCommonOptions extends SessionOptions {
 }
 
 async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: string; source: 'flag' | 'env' | 'recent' }> {
-  const session = opts.session === undefined ? undefined : assertSessionId(opts.session);
   const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+  const session = sessionArg(repo, opts.session);
   const sel = await selectSession(repo, { session });
   return { repo, id: sel.id, source: sel.source };
 }
@@ -85,7 +84,10 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
     if (chatStep === null) throw errors.invalidArgument(`session ${id} has no steps: there is no conversation to rewind.`);
     const st = s.steps.find((x) => x.step === chatStep);
     if (!st) throw errors.stepOutOfRange(`session ${id} has no step ${chatStep}.`, { data: { session: id, step: chatStep } });
-    if (!opts.dryRun) chat = rewindChat(s, st, s.cwd);
+    // The digest says whether the files are back to before the step: this call put them there
+    // (--both), or the last operation was an undo to it; `--chat` alone restores none.
+    const filesRestored = files !== null ? files.target.step === chatStep : lastUndoneStep(repo, id) === chatStep;
+    if (!opts.dryRun) chat = rewindChat(s, st, s.cwd, { filesRestored });
   }
   return { source, files, chat, chatStep };
 }

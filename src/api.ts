@@ -3,7 +3,6 @@
 import fs from 'node:fs';
 import nodePath from 'node:path';
 import { errors } from './base/errors.js';
-import { assertSessionId } from './base/ids.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSettings } from './git/config.js';
 import { autoStartServer } from './server/server.js';
@@ -21,6 +20,8 @@ import {
 import { describeStep, diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './session/read.js';
 import type { Session, Step } from './session/model.js';
 import type { StepPostEvent } from './session/journal.js';
+import { sessionIdOrName } from './worktrees/worktree.js';
+import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
 import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
 import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
 
@@ -49,8 +50,11 @@ function checkStepNumber(n: unknown, what = 'step'): number {
   return n;
 }
 
-function checkSession(id: string | undefined): string | undefined {
-  return id === undefined ? undefined : assertSessionId(id);
+/** A session named by its id or its --name (see sessionIdOrName); undefined stays undefined (the default session). */
+export function sessionArg(repo: Repo, value: unknown, opts: { mayBeNew?: boolean } = {}): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '') throw errors.invalidArgument('name the session (see `agentsnap sessions`).');
+  return sessionIdOrName(repo, value, opts);
 }
 
 export interface SnapOptions extends SessionOptions {
@@ -73,7 +77,6 @@ export interface SnapOutcome extends SnapshotResult {
 
 /** `agentsnap snap`: a checkpoint, or the pre or post snapshot of a tool call. */
 export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
-  const session = checkSession(opts.session);
   if (opts.phase !== undefined && opts.phase !== 'pre' && opts.phase !== 'post') {
     throw errors.invalidArgument(`--phase must be pre or post, not ${JSON.stringify(opts.phase)}.`);
   }
@@ -82,6 +85,7 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     if (opts.phase !== 'post') throw errors.invalidArgument('--step goes with --phase post (pre and checkpoints allocate the next step).');
   }
   const repo = await repoFor(opts);
+  const session = sessionArg(repo, opts.session, { mayBeNew: true });
   const settings = await loadSettings(repo);
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
   const { id, created } = await sessionForSnap(repo, { session, settings, ...progress, start: opts.phase !== 'post' });
@@ -116,9 +120,9 @@ export async function sessions(opts: RepoOptions = {}): Promise<SessionOverview[
   return sessionsOverview(await repoFor(opts));
 }
 
-function requireSession(id: unknown): string {
+function requireSession(repo: Repo, id: unknown): string {
   if (typeof id !== 'string' || id === '') throw errors.invalidArgument('name the session (see `agentsnap sessions`).');
-  return assertSessionId(id);
+  return sessionIdOrName(repo, id);
 }
 
 export interface ApplyCommandOptions extends RepoOptions {
@@ -128,8 +132,22 @@ export interface ApplyCommandOptions extends RepoOptions {
 
 /** `agentsnap apply <session>`: the session's net change merged into this worktree. */
 export async function apply(opts: ApplyCommandOptions): Promise<ApplyResult> {
-  const id = requireSession(opts.session);
-  return applySession(await repoFor(opts), id, { forceConflicts: !!opts.forceConflicts });
+  const repo = await repoFor(opts);
+  const id = requireSession(repo, opts.session);
+  return applySession(repo, id, { forceConflicts: !!opts.forceConflicts });
+}
+
+export interface UndoApplyCommandOptions extends RepoOptions {
+  /** Only an apply of this session (id or name); default: the last apply into this worktree. */
+  session?: string | undefined;
+  force?: boolean;
+}
+
+/** `agentsnap apply --undo`: the last apply into this worktree taken back, where nothing changed the paths since. */
+export async function applyUndo(opts: UndoApplyCommandOptions = {}): Promise<UndoApplyResult> {
+  const repo = await repoFor(opts);
+  const session = sessionArg(repo, opts.session);
+  return undoApply(repo, { session, force: !!opts.force });
 }
 
 export interface PromoteCommandOptions extends RepoOptions {
@@ -137,13 +155,16 @@ export interface PromoteCommandOptions extends RepoOptions {
   branch: string;
   message?: string | undefined;
   force?: boolean;
+  /** Also commit what was uncommitted in the session's worktree before it started (left out by default). */
+  includeUncommitted?: boolean;
 }
 
 /** `agentsnap promote <session> --branch NAME`: one ordinary commit on a new branch. */
 export async function promote(opts: PromoteCommandOptions): Promise<PromoteResult> {
-  const id = requireSession(opts.session);
   if (typeof opts.branch !== 'string' || opts.branch === '') throw errors.invalidArgument('--branch NAME is required.');
-  return promoteSession(await repoFor(opts), id, { branch: opts.branch, message: opts.message, force: !!opts.force });
+  const repo = await repoFor(opts);
+  const id = requireSession(repo, opts.session);
+  return promoteSession(repo, id, { branch: opts.branch, message: opts.message, force: !!opts.force, includeUncommitted: !!opts.includeUncommitted });
 }
 
 export interface DiscardCommandOptions extends RepoOptions {
@@ -154,8 +175,9 @@ export interface DiscardCommandOptions extends RepoOptions {
 
 /** `agentsnap discard <session>`: final snapshot, then the session's worktree goes. */
 export async function discard(opts: DiscardCommandOptions): Promise<DiscardResult> {
-  const id = requireSession(opts.session);
-  return discardSession(await repoFor(opts), id, { purge: !!opts.purge, force: !!opts.force });
+  const repo = await repoFor(opts);
+  const id = requireSession(repo, opts.session);
+  return discardSession(repo, id, { purge: !!opts.purge, force: !!opts.force });
 }
 
 export interface GcCommandOptions extends RepoOptions {
@@ -188,8 +210,8 @@ export interface ResolvedSession {
 
 /** The session a command operates on (--session, AGENTSNAP_SESSION, or the most recent of this worktree). */
 export async function resolveSession(opts: SessionOptions = {}): Promise<ResolvedSession> {
-  const session = checkSession(opts.session);
   const repo = await repoFor(opts);
+  const session = sessionArg(repo, opts.session);
   const sel = await selectSession(repo, { session });
   return { repo, session: loadSession(repo, sel.id), source: sel.source };
 }

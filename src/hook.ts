@@ -22,11 +22,12 @@ import {
   sessionPaths,
   startSession,
 } from './session/session.js';
+import { loadState } from './session/state.js';
 import { sanitize } from './session/redact.js';
 import { locateToolCall, readTranscriptTail, type TranscriptTail } from './agents/claude-transcript.js';
 import type { StepPostEvent, TranscriptPosition } from './session/journal.js';
 import { adapterOf } from './agents/registry.js';
-import type { HookCall } from './agents/adapter.js';
+import type { AgentAdapter, HookCall } from './agents/adapter.js';
 import { autoStartServer } from './server/server.js';
 
 export { AGENTS } from './agents/adapter.js';
@@ -147,8 +148,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   const call = parseHookCall(opts.agent, opts.event, payload);
   const adapter = adapterOf(opts.agent);
   if (call.phase === 'ignore') return none(null);
-  // Claude Code's start names its transcript before any hooked call: journaled for a wrapper's session only (init's
-  // hooks start theirs at the first hooked call, which names it). Other agents' reads are all hooked.
+  // An agent whose reads come from its transcript (Claude Code) names it at its start, before any hooked call:
+  // journaled for a wrapper's session only (init's hooks start theirs at the first hooked call, which names it).
+  // Other agents' reads are all hooked.
   if (call.phase === 'start' && (!adapter?.importsReadCalls || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))) return none(null);
   let repo: Repo;
   let id: string;
@@ -166,6 +168,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       if (call.phase === 'end') {
         const mapped = call.agentSessionId ? readMapping(repo, opts.agent, call.agentSessionId) : null;
         if (!mapped) return none(null);
+        if (adapter?.callEnded) await closeEndedCalls(repo, mapped, settings, adapter);
         await endSession(repo, mapped, { settings, ...(adapter?.importsReadCalls && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
         return { action: 'end', session: mapped, step: null, warning: null };
       }
@@ -207,6 +210,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       model = model ?? loc.model ?? null;
     }
     try {
+      // Calls the agent ended without a post hook (Codex's failed apply_patch) are closed first, as
+      // it tells: not left open to overlap this call and end `interrupted`.
+      if (adapter?.callEnded) await closeEndedCalls(repo, id, settings, adapter, { except: call.toolUseId, onlyFailed: true });
       const res = await recordPre(repo, id, {
         settings,
         tool,
@@ -258,6 +264,26 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   }
 }
 
+/**
+ * Records the post of every open call of the session whose end the agent's own files show
+ * (`callEnded`; with onlyFailed, only calls that failed: at a pre, a call that ended well may still get its post hook). One state read per pre of such an agent; its files are read only when a call is open.
+ */
+export async function closeEndedCalls(repo: Repo, id: string, settings: Settings, adapter: AgentAdapter, opts: { except?: string | null; onlyFailed?: boolean } = {}): Promise<void> {
+  if (!adapter.callEnded) return;
+  const open = (await loadState(repo, id, false)).session.open;
+  for (const st of open) {
+    if (!st.toolUseId || st.toolUseId === opts.except || !st.transcript?.path || st.source === 'transcript') continue;
+    const ended = adapter.callEnded(st.transcript.path, st.toolUseId);
+    // A call that ended well gets its own PostToolUse (a parallel call's may simply not have arrived yet).
+    if (!ended || (opts.onlyFailed && ended.status !== 'failed')) continue;
+    try {
+      await recordPost(repo, id, { settings, step: st.step, status: ended.status, error: ended.error, output: null, durationMs: null });
+    } catch {
+      // Closed meanwhile (a late post hook), or the snapshot failed: the call's own hooks decide then.
+    }
+  }
+}
+
 /** The call's place in the transcript, looked up at its post (its pre may have run before the agent wrote it). */
 function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: string, toolUseId: string) {
   const loc = locateToolCall(transcriptPath, toolUseId);
@@ -272,7 +298,7 @@ function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: s
 }
 
 function productName(agent: string): string {
-  return agent === 'generic' ? agent : adapterOf(agent)?.product ?? agent;
+  return adapterOf(agent)?.product ?? agent;
 }
 
 async function unprotected(

@@ -60,5 +60,7 @@ export {
 export type { WorktreeMeta, CreatedWorktree, WorktreeSession, CreateWorktreeOptions, StartPoint } from './worktrees/worktree.js';
 export { sessionsOverview, applySession, promoteSession, discardSession, dropSession } from './worktrees/parallel.js';
 export type { SessionOverview, ApplyResult, PromoteResult, DiscardResult } from './worktrees/parallel.js';
+export type { UndoApplyResult } from './worktrees/apply-undo.js';
+export type { FileStat } from './worktrees/diffstat.js';
 export { maybeAutoGc, parseDuration } from './worktrees/gc.js';
 export type { GcReport, GcOptions } from './worktrees/gc.js';

@@ -11,6 +11,7 @@ import { shellQuote } from './base/shell.js';
 import { AgentsnapError, errors, isAgentsnapError } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSettings, type Settings } from './git/config.js';
+import { closeEndedCalls } from './hook.js';
 import { endSession, listSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
 import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
 import { maybeAutoGc } from './worktrees/gc.js';
@@ -45,6 +46,8 @@ export interface WrapOptions {
   worktree?: { name?: string | null | undefined; from?: StartPoint | undefined } | null | undefined;
   /** How this run's warm server answers a `snap` the Node client hands it (the CLI passes its snap command; absent: the client runs it). */
   serveSnap?: ServerCalls['snap'];
+  /** Test seam: called right before the agent is spawned (a signal sent to the wrapper here must reach the agent). */
+  beforeSpawn?: () => void;
 }
 
 export interface WrapStart {
@@ -110,6 +113,9 @@ export function hookCommand(agent: Agent, event: string, opts: HookCommandOption
   if (opts.worktree) words.push('--worktree', opts.worktree);
   return words.map(shellQuote).join(' ');
 }
+
+// The three below are agents/claude.ts's and agents/codex.ts's injections with this install's hook commands,
+// kept here for the public API (claudeHookSettings) and tests; wrap itself goes through the adapters.
 
 /**
  * Claude Code hook settings recording every tool call (PreToolUse, PostToolUse, PostToolUseFailure), with this
@@ -188,26 +194,36 @@ function inTerminalForeground(): boolean {
 const TERMINAL_SIGNALS = new Set<NodeJS.Signals>(['SIGINT', 'SIGQUIT', 'SIGHUP']);
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGTERM', 'SIGUSR1', 'SIGUSR2'];
 
-function runChild(program: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+function runChild(program: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv, beforeSpawn?: () => void): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(program, argv.slice(1), { cwd, env, stdio: 'inherit', argv0: argv[0] });
+    // The handlers go in before the agent exists: a signal that lands between spawn() and their
+    // install (a loaded machine can deschedule the wrapper there while the agent already runs) took
+    // the default action and killed the wrapper, leaving the agent running and its session open.
+    let child: ReturnType<typeof spawn> | null = null;
     const handlers = new Map<NodeJS.Signals, () => void>();
     const cleanup = () => {
       for (const [sig, h] of handlers) process.off(sig, h);
+    };
+    const forward = (sig: NodeJS.Signals) => {
+      try {
+        child?.kill(sig);
+      } catch {
+        /* already gone */
+      }
     };
     for (const sig of FORWARDED_SIGNALS) {
       const h = () => {
         // Ctrl-C and friends reach the agent straight from the terminal; sending them again would deliver them twice.
         if (TERMINAL_SIGNALS.has(sig) && inTerminalForeground()) return;
-        try {
-          child.kill(sig);
-        } catch {
-          /* already gone */
-        }
+        forward(sig);
       };
       handlers.set(sig, h);
       process.on(sig, h);
     }
+    beforeSpawn?.();
+    // Node runs signal listeners on a later turn of the event loop, so one raised in beforeSpawn (or
+    // sent then) finds the agent spawned below and is forwarded to it, never lost.
+    child = spawn(program, argv.slice(1), { cwd, env, stdio: 'inherit', argv0: argv[0] });
     child.on('error', (e) => {
       cleanup();
       reject(e);
@@ -361,7 +377,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' }) : null;
   let exit: { code: number | null; signal: NodeJS.Signals | null };
   try {
-    exit = await runChild(program, argv, cwd, env);
+    exit = await runChild(program, argv, cwd, env, opts.beforeSpawn);
   } catch (e) {
     await auto?.stop();
     await server?.close();
@@ -377,6 +393,8 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
   let endError: AgentsnapError | null = null;
   try {
+    // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
+    if (adapter.callEnded) await closeEndedCalls(repo, session, settings, adapter).catch(() => undefined);
     const end = await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
     if (agent !== 'generic' && end.changed.length > 0) {
       const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);

@@ -67,8 +67,32 @@ export interface TempRepoOptions {
   noInit?: boolean;
 }
 
+/** Temp dirs of this process not cleaned up yet: removed when the run is interrupted (SIGINT, SIGTERM, SIGHUP). */
+const liveTempDirs = new Set<string>();
+let signalCleanup = false;
+
+/** Registers a temp dir to remove if the test process is stopped by a signal before its own cleanup. */
+export function removeOnSignal(dir: string): () => void {
+  liveTempDirs.add(dir);
+  if (!signalCleanup) {
+    signalCleanup = true;
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      process.once(sig, () => {
+        for (const d of liveTempDirs) fs.rmSync(d, { recursive: true, force: true });
+        liveTempDirs.clear();
+        // Our handler is gone (once): the signal's default action ends the process as it would have.
+        process.kill(process.pid, sig);
+      });
+    }
+  }
+  return () => {
+    liveTempDirs.delete(dir);
+  };
+}
+
 export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
   const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-test-')));
+  const forget = removeOnSignal(base);
   const home = path.join(base, 'home');
   const dir = path.join(base, 'repo');
   fs.mkdirSync(home);
@@ -112,7 +136,10 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
       }
     },
     rm: (rel) => fs.rmSync(path.join(dir, rel), { recursive: true, force: true }),
-    cleanup: () => fs.rmSync(base, { recursive: true, force: true }),
+    cleanup: () => {
+      fs.rmSync(base, { recursive: true, force: true });
+      forget();
+    },
   };
   if (!opts.noInit) {
     git(['init', '-q', '-b', 'main']);

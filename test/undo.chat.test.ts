@@ -6,8 +6,8 @@ import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, tempRepo, type TempRepo } from './helpers.js';
-import { openRepo, recordPost, recordPre, snap } from '../src/index.js';
+import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
+import { openRepo, recordPost, recordPre, snap, startSession } from '../src/index.js';
 
 const SID = '2907b720-0000-4000-8000-000000000001';
 
@@ -183,8 +183,40 @@ test('without a transcript, undo --chat prints a digest of the session before st
     assert.is(r.code, 0, r.stderr);
     assert.match(r.stdout, /step 2 Write: x \(done\) -> A a.txt/);
     assert.not.match(r.stdout, /step 3 Bash/);
-    assert.match(r.stdout, /Steps 3 to 4 were undone/);
-    assert.match(r.stderr, /no conversation to fork/);
+    assert.match(r.stdout, /Steps 3 to 4 are taken back in the conversation only/);
+    assert.match(r.stdout, /still hold their changes/, 'the files were not restored: the digest does not say they were');
+    assert.not.match(r.stdout, /were undone|as they were before step/);
+    assert.match(r.stderr, /no conversation to fork \(no transcript is recorded for this session\)/);
+    // After an undo of the files, the digest says so.
+    assert.is((await cli(repo, ['undo', '3', '--session', id])).code, 0);
+    const after = await cli(repo, ['undo', '3', '--chat', '--session', id]);
+    assert.is(after.code, 0, after.stderr);
+    assert.match(after.stdout, /Steps 3 to 4 were undone: the files in .* are as they were before step 3/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo --chat of a Codex session says truthfully why its conversation cannot be forked (its transcript is recorded)', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const r = await openRepo(repo.dir, { env: repo.env });
+    const rollout = path.join(repo.home, '.codex', 'sessions', '2026', '12', '01', 'rollout-2026-12-01T10-00-00-abc.jsonl');
+    fs.mkdirSync(path.dirname(rollout), { recursive: true });
+    fs.writeFileSync(rollout, JSON.stringify({ type: 'session_meta', payload: { id: 'abc' } }) + '\n');
+    const id = (await startSession(r, { agent: 'codex' })).session;
+    for (const [n, f] of [['1', 'a.txt'], ['2', 'b.txt']] as const) {
+      await recordPre(r, id, { tool: 'apply_patch', toolUseId: `call_${n}`, input: { command: 'x' }, transcript: { path: rollout, offset: 0 } });
+      fs.writeFileSync(path.join(repo.dir, f), `${n}\n`);
+      await recordPost(r, id, { toolUseId: `call_${n}` });
+    }
+    const res = await cliProcess(repo, ['undo', '2', '--chat', '--session', id]);
+    assert.is(res.code, 0, res.stderr);
+    assert.not.match(res.stderr, /no transcript is recorded/);
+    assert.match(res.stderr, /Codex CLI/);
+    assert.match(res.stderr, /cannot be forked/);
+    assert.match(res.stderr, rollout);
+    assert.match(res.stdout, /still hold their changes/);
   } finally {
     repo.cleanup();
   }

@@ -157,6 +157,41 @@ test('wrap exits with 128 + signal number when the agent is killed by a signal',
   }
 });
 
+// Failing test first: the wrapper installed its signal handlers only after spawning the agent; a SIGTERM
+// landing in between (a loaded machine descheduling the wrapper right after spawn(), while the agent
+// already ran: the test above failed 1 run in 40 that way) killed the wrapper by the default action,
+// with the agent left running and its session never ended. The seam raises the signal right before
+// the spawn, where it used to kill the wrapper; now it reaches the agent.
+test('a signal sent to the wrapper as the agent starts reaches the agent (wrapper ends its session, exits 143)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const agent = agentScript(repo, 'agent.sh', 'exec sleep 30');
+    const script = path.join(repo.base, 'wrap-seam.mjs');
+    const index = path.join(path.dirname(BIN), '..', 'dist', 'index.js');
+    fs.writeFileSync(
+      script,
+      `import { wrap } from ${JSON.stringify(index)};\n` +
+        `const r = await wrap({ cwd: process.cwd(), env: process.env, command: [${JSON.stringify(agent)}], beforeSpawn: () => process.kill(process.pid, 'SIGTERM') });\n` +
+        `console.log(JSON.stringify({ exitCode: r.exitCode, signal: r.signal, session: r.session }));\n` +
+        `process.exitCode = r.exitCode;\n`,
+    );
+    const child = spawn(process.execPath, [script], { cwd: repo.dir, env: repo.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const res = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+    assert.equal(res, { code: 143, signal: null }, `the wrapper itself was killed: ${err}`);
+    const r = JSON.parse(out) as { exitCode: number; signal: string; session: string };
+    assert.is(r.signal, 'SIGTERM');
+    const end = journalOf(repo, r.session).at(-1) as { type: string; signal: string };
+    assert.is(end.type, 'session.end');
+    assert.is(end.signal, 'SIGTERM');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('wrap --session resumes an ended session with a checkpoint of the worktree, and refuses a discarded one', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {

@@ -135,6 +135,11 @@ export interface AgentAdapter {
   describeCall?(tool: string | null, input: unknown): CallDescription | null;
   /** Whether a post-hook call that looks done failed (read from the agent's own files; Codex's rollout). */
   callFailed?(call: HookCall): string | null;
+  /**
+   * How an open call ended, from the agent's own files, for agents that fire no post hook for some
+   * failures (Codex's apply_patch); null while nothing says it ended.
+   */
+  callEnded?(transcriptPath: string, toolUseId: string): { status: 'done' | 'failed'; error: string | null } | null;
   /** The transcript path to journal for one reported by a hook (Gemini under wrap: where the file ends up). */
   transcriptPath?(sessionDir: string, reported: string): string;
   /** Whether the agent leaves read-only tools unhooked and the session imports them from its transcript (Claude Code). */

@@ -5,6 +5,9 @@
 // in the same project folder, cut just before the assistant message holding
 // step N's tool call, under a new session UUID, so `claude --resume <uuid>`
 // continues from there and the model no longer sees the undone calls.
+// Over 500 lines on purpose: Claude Code's transcript format is read in this one
+// place (locating calls, the reads no hook saw, replay, the fork), so a change
+// of that format is one file's.
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';

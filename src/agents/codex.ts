@@ -86,12 +86,98 @@ export function codexConfigOverrides(commandFor: (event: string) => string, even
   return out;
 }
 
+/** How a Codex tool call ended, as its rollout tells it. */
+export interface CodexCallResult {
+  failed: boolean;
+  exitCode: number | null;
+  /** The failure in Codex's words (first line), when it gave one. */
+  error: string | null;
+}
+
+function firstLine(v: unknown): string | null {
+  if (typeof v !== 'string') return null;
+  const line = v.trim().split('\n')[0]?.trim();
+  return line ? line.slice(0, 500) : null;
+}
+
+/** A tool output as Codex writes it: a string, `{content}`, or content items. */
+function outputText(v: unknown): string | null {
+  if (typeof v === 'string') return v;
+  if (v && typeof v === 'object') {
+    const o = v as { content?: unknown; text?: unknown };
+    if (typeof o.content === 'string') return o.content;
+    if (Array.isArray(o.content)) return o.content.map((c) => (c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string' ? (c as { text: string }).text : '')).join('\n');
+    if (typeof o.text === 'string') return o.text;
+  }
+  return null;
+}
+
+function fromExit(exitCode: number | null, failed: boolean, error: string | null): CodexCallResult {
+  return { failed: failed || (exitCode !== null && exitCode !== 0), exitCode, error: exitCode !== null && exitCode !== 0 ? `Exit code ${exitCode}` : error };
+}
+
+/** One rollout record about the call, read tolerantly (fields of several Codex releases); null when it says nothing. */
+function recordResult(line: string, callId: string): CodexCallResult | null {
+  let rec: { payload?: Record<string, unknown> };
+  try {
+    rec = JSON.parse(line) as { payload?: Record<string, unknown> };
+  } catch {
+    return null; // a partial line at the start of the window
+  }
+  const p = rec.payload;
+  if (!p || typeof p !== 'object') return null;
+  const exitOf = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) ? v : null);
+  switch (p.type) {
+    case 'item_completed': {
+      const item = p.item as { id?: unknown; status?: unknown; exit_code?: unknown } | undefined;
+      if (item?.id !== callId) return null;
+      return fromExit(exitOf(item.exit_code), item.status === 'failed', item.status === 'failed' ? 'failed' : null);
+    }
+    case 'patch_apply_end':
+    case 'exec_command_end': {
+      if (p.call_id !== callId) return null;
+      const failed = p.success === false || p.status === 'failed';
+      return fromExit(exitOf(p.exit_code), failed, failed ? firstLine(p.stderr) ?? 'failed' : null);
+    }
+    case 'function_call_output':
+    case 'custom_tool_call_output': {
+      if (p.call_id !== callId) return null;
+      const raw = p.output;
+      let text = outputText(raw);
+      let exitCode: number | null = null;
+      let failed = !!raw && typeof raw === 'object' && (raw as { success?: unknown }).success === false;
+      // The function form wraps its text as JSON: {output, metadata: {exit_code}}.
+      if (text && text.trimStart().startsWith('{')) {
+        try {
+          const o = JSON.parse(text) as { output?: unknown; metadata?: { exit_code?: unknown } };
+          exitCode = exitOf(o.metadata?.exit_code);
+          text = typeof o.output === 'string' ? o.output : text;
+        } catch {
+          /* plain text that starts with a brace */
+        }
+      }
+      // Freeform: "Exit code: N"; exec_command (0.171): "Process exited with code N".
+      const shown = text ? /^(?:Exit code:|Process exited with code) (\d+)/m.exec(text) : null;
+      if (exitCode === null && shown) exitCode = Number(shown[1]);
+      // apply_patch that never ran (bad patch, file missing) says so instead of an exit code.
+      if (text && /^apply_patch verification failed/m.test(text)) failed = true;
+      return fromExit(exitCode, failed, failed ? firstLine(text) ?? 'failed' : null);
+    }
+    default:
+      return null;
+  }
+}
+
 /**
  * How a Codex tool call ended, from its rollout file (transcript_path): Codex
- * gives PostToolUse no exit code, but has written the call's `item_completed`
- * event (`status`, `exit_code`) by then. Null when it cannot be told.
+ * gives PostToolUse no exit code, and fires no PostToolUse at all for an
+ * apply_patch that fails, but has written the call's end by then: an
+ * `item_completed` or `patch_apply_end`/`exec_command_end` event, or the
+ * `function_call_output`/`custom_tool_call_output` the model is given. The
+ * last record about the call decides. Null when nothing tells (still running,
+ * or a format this does not know).
  */
-export function codexCallResult(file: string, callId: string): { failed: boolean; exitCode: number | null } | null {
+export function codexCallResult(file: string, callId: string): CodexCallResult | null {
   let fd: number;
   try {
     fd = fs.openSync(file, 'r');
@@ -106,15 +192,9 @@ export function codexCallResult(file: string, callId: string): { failed: boolean
     const lines = buf.toString('utf8').split('\n');
     for (let i = lines.length - 1; i >= 0; i--) {
       const line = lines[i] as string;
-      if (!line.includes(callId) || !line.includes('item_completed')) continue;
-      try {
-        const item = (JSON.parse(line) as { payload?: { type?: string; item?: { id?: string; status?: string; exit_code?: unknown } } }).payload;
-        if (item?.type !== 'item_completed' || item.item?.id !== callId) continue;
-        const exitCode = typeof item.item.exit_code === 'number' ? item.item.exit_code : null;
-        return { failed: item.item.status === 'failed' || (exitCode !== null && exitCode !== 0), exitCode };
-      } catch {
-        /* a partial line at the start of the window */
-      }
+      if (!line.includes(callId)) continue;
+      const result = recordResult(line, callId);
+      if (result) return result;
     }
     return null;
   } catch {
@@ -130,11 +210,18 @@ export const codex: AgentAdapter = {
   displayName: 'Codex CLI',
   isCommand: (arg, base) => base === 'codex' || arg.includes('@openai/codex'),
   hookSettingsFiles: { project: ['.codex/hooks.json'], user: ['.codex/hooks.json'] },
+  // Its rollout (~/.codex/sessions/…/rollout-*.jsonl): recorded, but no fork of it is written (undo --chat says so).
+  ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /codex/i.test(sessionAgent)) || /\/\.codex\/sessions\//.test(file) || /\/rollout-[^/]*\.jsonl$/.test(file),
   callFailed(call) {
     if (call.status !== 'done' || !call.transcriptPath || !call.toolUseId) return null;
     const result = codexCallResult(call.transcriptPath, call.toolUseId);
     if (!result?.failed) return null;
-    return result.exitCode !== null ? `Exit code ${result.exitCode}` : 'failed';
+    return result.error ?? 'failed';
+  },
+  // A call whose PostToolUse never comes (a failed apply_patch): its end is in the rollout.
+  callEnded(transcriptPath, toolUseId) {
+    const result = codexCallResult(transcriptPath, toolUseId);
+    return result ? { status: result.failed ? 'failed' : 'done', error: result.failed ? result.error ?? 'failed' : null } : null;
   },
   /** The codex command with agentsnap's hooks, trusted for this run only, as `-c` overrides (no file is edited). */
   wrapArgv: (run) => [...run.command.slice(0, run.at + 1), ...codexConfigOverrides((ev) => run.hookCommand(ev)), ...run.command.slice(run.at + 1)],

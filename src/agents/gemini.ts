@@ -293,6 +293,8 @@ export const gemini: AgentAdapter = {
   displayName: 'Gemini CLI',
   isCommand: (arg, base) => base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli'),
   hookSettingsFiles: { project: ['.gemini/settings.json'], user: ['.gemini/settings.json'] },
+  // Its chat files under ~/.gemini/tmp: recorded, but no fork of them is written (undo --chat says so).
+  ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /gemini/i.test(sessionAgent)) || file.includes('/.gemini/'),
   refineCall(call, payload) {
     const response = payload.tool_response ?? payload.tool_output ?? payload.output;
     const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;

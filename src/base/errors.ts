@@ -61,6 +61,7 @@ export const errors = {
   gitTooOld: make('GitTooOld', 'user'),
   invalidSessionId: make('InvalidSessionId', 'user'),
   unknownSession: make('UnknownSession', 'user'),
+  ambiguousSession: make('AmbiguousSession', 'user'),
   noSession: make('NoSession', 'user'),
   sessionNotRunning: make('SessionNotRunning', 'user'),
   stepOutOfRange: make('StepOutOfRange', 'user'),

@@ -18,7 +18,7 @@ export type CommandFactory = (ctx: CliContext) => CommandModule;
 export const sessionOption = {
   session: {
     type: 'string',
-    describe: 'session id (default: $AGENTSNAP_SESSION, else the most recent session of this worktree)',
+    describe: 'session id, or the name it was started with (default: $AGENTSNAP_SESSION, else the most recent session of this worktree)',
   },
 } as const;
 

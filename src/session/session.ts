@@ -12,6 +12,8 @@
 // fold), locks.ts (locks and that order), selection.ts (summaries, liveness,
 // which session), transcript-import.ts (calls no hook reported); this file
 // re-exports what it exported before the split.
+// Over 500 lines: each kind of step follows the same mutation order, and they
+// are kept side by side so that they stay alike.
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';

@@ -37,6 +37,7 @@ import { keptCommit, planChanges, prepareRestore, releaseKept, writeRestore, typ
 import { describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
 import { removeTempIndex, snapshotNow, tempIndex } from '../snapshot/snapshot-now.js';
 import { diskUse, exists, unlinkQuiet } from '../base/fsutil.js';
+import { diffStat, emptyTree, type FileStat } from './diffstat.js';
 
 export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
 
@@ -87,7 +88,7 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
 }
 
 /** Journals an event of the session (and moves refs) the way every step does: under its lock; journal, refs, state. */
-function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
+export function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
   return withSessionLock(repo, id, settings, ev.type, (locked) => locked.append(ev, refs));
 }
 
@@ -114,6 +115,8 @@ export interface ApplyResult {
   skipped: string[];
   /** Paths that could not be written after all (an I/O error, or changed during the write), and why. */
   left: LeftPath[];
+  /** Lines added and deleted per file written or deleted (this worktree before → after). */
+  stat: FileStat[];
 }
 
 async function mergeTrees(repo: Repo, base: string, ours: string, theirs: string): Promise<{ tree: string; conflicts: string[] }> {
@@ -148,7 +151,7 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   const settings = opts.settings ?? (await loadSettings(repo));
   const base = s.baselineTree ?? (await treeOf(repo, s.baseline));
   const theirs = s.headTree ?? (await treeOf(repo, s.head));
-  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [] };
+  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [], stat: [] };
   if (base === theirs) return { ...result, empty: true };
 
   // The worktree content lock, like every restore: no snapshot of this worktree reads it half written.
@@ -206,7 +209,8 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       ...(left.length > 0 ? { left } : {}),
       ...(kept ? { kept } : {}),
     };
-    return { ev, result: { ...result, safety: safetyNow, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left } };
+    const stat = await diffStat(repo, ours, merged.tree, [...written, ...deleted]);
+    return { ev, result: { ...result, safety: safetyNow, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left, stat } };
   });
   if (!('ev' in applied)) return applied;
   // Journaled after the content lock is released: lock order is session lock, then content lock.
@@ -218,6 +222,8 @@ export interface PromoteOptions {
   branch: string;
   message?: string | undefined;
   force?: boolean;
+  /** Also commit what was uncommitted in the session's worktree when it started (left out by default). */
+  includeUncommitted?: boolean;
   settings?: Settings;
 }
 
@@ -227,6 +233,15 @@ export interface PromoteResult {
   commit: string;
   parent: string | null;
   tree: string;
+  /** Lines added and deleted per file of the commit (its parent → it). */
+  stat: FileStat[];
+  /**
+   * Paths that differed from the parent commit already when the session
+   * started (the user's uncommitted edits and untracked files in that
+   * worktree, not the agent's): left out of the commit unless `uncommittedIncluded`.
+   */
+  uncommitted: string[];
+  uncommittedIncluded: boolean;
 }
 
 const IDENTITY_VARS = ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE'];
@@ -254,8 +269,31 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
     throw errors.invalidArgument(`${JSON.stringify(opts.branch)} is not a valid branch name.`, { data: { branch: opts.branch } });
   }
   const parent = s.baseHead;
-  const tree = await withGitModes(repo, await withEntriesNotOnDisk(repo, s, s.headTree ?? (await treeOf(repo, s.head)), parent), parent);
-  if (parent && (await treeOf(repo, parent)) === tree) {
+  // As the user's own commit would hold it (see both functions): the session's result, and its baseline.
+  const asCommitted = async (t: string) => withGitModes(repo, await withEntriesNotOnDisk(repo, s, t, parent), parent);
+  const result = await asCommitted(s.headTree ?? (await treeOf(repo, s.head)));
+  const baseline = await asCommitted(s.baselineTree ?? (await treeOf(repo, s.baseline)));
+  const parentTree = parent ? await treeOf(repo, parent) : await emptyTree(repo);
+  // What differed from the parent commit when the session started was the user's, not the agent's
+  // (a session in the user's own worktree, or a worktree filled from it): the user's untracked notes
+  // and half-done edits must not land silently in a commit that may be pushed. Left out by default:
+  // the session's net change (baseline → result) merged onto the parent commit.
+  const uncommitted = baseline === parentTree ? [] : (await diffStat(repo, parentTree, baseline)).map((f) => f.path);
+  let tree = result;
+  if (uncommitted.length > 0 && !opts.includeUncommitted) {
+    const merged = await mergeTrees(repo, baseline, parentTree, result);
+    if (merged.conflicts.length > 0) {
+      throw errors.conflict(
+        `session ${id} changed ${merged.conflicts.length} file(s) that were already changed in its worktree before it started (uncommitted), and the two cannot be told apart: ${merged.conflicts.join(', ')}.`,
+        {
+          hint: 'Nothing was created. Commit them with the session\'s work with --include-uncommitted, or bring the session back with `agentsnap apply` and commit by hand.',
+          data: { session: id, conflicts: merged.conflicts, uncommitted },
+        },
+      );
+    }
+    tree = merged.tree;
+  }
+  if (parent && parentTree === tree) {
     throw errors.nothingToDo(`session ${id} has no changes against the commit it started from (${parent.slice(0, 10)}).`, {
       data: { session: id },
     });
@@ -285,7 +323,8 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
   }
   const ev: JournalEvent = { ...eventBase(id), type: 'session.promote', branch: opts.branch, commit, parent };
   await recordEvent(repo, id, settings, ev);
-  return { session: id, branch: opts.branch, commit, parent, tree };
+  const stat = await diffStat(repo, parentTree, tree);
+  return { session: id, branch: opts.branch, commit, parent, tree, stat, uncommitted, uncommittedIncluded: uncommitted.length > 0 && !!opts.includeUncommitted };
 }
 
 /**
@@ -531,7 +570,7 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
 }
 
 /** Removes lock files under refs/agentsnap/safety/ that no process holds (a killed git's; see clearStaleGitLock). */
-async function clearStaleSafetyRefLocks(repo: Repo): Promise<void> {
+export async function clearStaleSafetyRefLocks(repo: Repo): Promise<void> {
   const dir = path.join(repo.commonDir, ...SAFETY_REF_PREFIX.split('/').filter(Boolean));
   let names: string[];
   try {

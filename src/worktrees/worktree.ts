@@ -17,14 +17,14 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import picomatch from 'picomatch';
 import { errors } from '../base/errors.js';
-import { assertSessionId, newSessionId } from '../base/ids.js';
+import { assertSessionId, newSessionId, sessionIdProblem } from '../base/ids.js';
 import { openRepo, type Repo } from '../git/repo.js';
 import { lastValue, loadSettings, parseBool, readGitConfig, WORKTREE_EXCLUDE_FILE, type Settings } from '../git/config.js';
 import { commitTree, readHead, resolveCommit, treeOf, updateRefs, writeTree } from '../git/plumbing.js';
 import { cleanGitEnv, runGit, splitNul } from '../git/run.js';
 import { copyIndexFile } from '../snapshot/snapshot.js';
 import { removeTempIndex, snapshotNow, tempIndex } from '../snapshot/snapshot-now.js';
-import { commitMessage, sessionMetaRef, sessionPaths, startSession, type SnapshotResult, type StartOptions } from '../session/session.js';
+import { commitMessage, sessionIds, sessionMetaRef, sessionPaths, startSession, type SnapshotResult, type StartOptions } from '../session/session.js';
 import { applyPlan, planChanges, withoutSkipped } from '../restore/restore.js';
 import { exists, rmQuiet } from '../base/fsutil.js';
 import { redactText } from '../session/redact.js';
@@ -96,6 +96,36 @@ export function readWorktreeMeta(repo: Repo, session: string): WorktreeMeta | nu
   } catch {
     return null;
   }
+}
+
+/**
+ * The session a user named, by its id or by the `--name` it was started with
+ * (`wrap --worktree --name`): an id wins; a name must name exactly one session.
+ * `mayBeNew`: a valid id that names nothing is returned as it is (`snap --session`
+ * starts that session); otherwise it is an UnknownSession error.
+ */
+export function sessionIdOrName(repo: Repo, value: string, opts: { mayBeNew?: boolean } = {}): string {
+  if (sessionIdProblem(value) === undefined && fs.existsSync(sessionPaths(repo, value).journal)) return value;
+  const named = sessionIds(repo).filter((id) => readWorktreeMeta(repo, id)?.name === value);
+  if (named.length === 1) return named[0]!;
+  if (named.length > 1) {
+    throw errors.ambiguousSession(`${JSON.stringify(value)} names ${named.length} sessions: ${named.join(', ')}.`, {
+      hint: 'Name the session by its id (see `agentsnap sessions`).',
+      data: { name: value, sessions: named },
+    });
+  }
+  const problem = sessionIdProblem(value);
+  if (problem) {
+    throw errors.invalidSessionId(`invalid session id ${JSON.stringify(value)}: ${problem}, and no session has that name.`, {
+      hint: 'List sessions with `agentsnap sessions`.',
+      data: { session: value },
+    });
+  }
+  if (opts.mayBeNew) return value;
+  throw errors.unknownSession(`no session ${value} in this repository (no session has that id or name).`, {
+    hint: 'List sessions with `agentsnap sessions`.',
+    data: { session: value },
+  });
 }
 
 export function originRef(session: string): string {

@@ -1,26 +1,65 @@
 // Commands that bring parallel sessions back or throw them away: apply, promote, discard, gc.
-import { apply, discard, gc, promote } from '../../api.js';
+import { errors } from '../../base/errors.js';
+import { apply, applyUndo, discard, gc, promote } from '../../api.js';
+import type { FileStat } from '../../worktrees/diffstat.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
 import { describeLeft, formatSize, printablePath } from '../output.js';
 
-const sessionPositional = { type: 'string', describe: 'session id (see `agentsnap sessions`)' } as const;
+const sessionPositional = { type: 'string', describe: 'session id, or the name it was started with (see `agentsnap sessions`)' } as const;
+
+/** Like git's --stat, with counts in words: " path | +a -d" per file, then a summary line. */
+function diffstatLines(stat: FileStat[]): string[] {
+  if (stat.length === 0) return [];
+  const names = stat.map((f) => printablePath(f.path));
+  const width = Math.min(60, Math.max(...names.map((n) => n.length)));
+  const lines = stat.map((f, i) => ` ${names[i]!.padEnd(width)} | ${f.added === null ? 'binary' : `+${f.added} -${f.deleted ?? 0}`}`);
+  const ins = stat.reduce((n, f) => n + (f.added ?? 0), 0);
+  const del = stat.reduce((n, f) => n + (f.deleted ?? 0), 0);
+  const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  lines.push(` ${plural(stat.length, 'file', 'files')} changed, ${plural(ins, 'insertion(+)', 'insertions(+)')}, ${plural(del, 'deletion(-)', 'deletions(-)')}`);
+  return lines;
+}
+
+function listed(paths: string[], max = 10): string {
+  return paths.slice(0, max).map(printablePath).join(', ') + (paths.length > max ? `, … (${paths.length - max} more)` : '');
+}
 
 export const applyCommand: CommandFactory = (ctx) => ({
-  command: 'apply <session>',
-  describe: "Merge a session's net change (its start to its last snapshot) into this worktree",
+  command: 'apply [session]',
+  describe: "Merge a session's net change (its start to its last snapshot) into this worktree; --undo takes the last apply back",
   builder: (y) =>
     y
       .positional('session', sessionPositional)
       .options({
         'force-conflicts': { type: 'boolean', default: false, describe: 'write conflicting files with conflict markers instead of refusing' },
+        undo: { type: 'boolean', default: false, describe: 'take back the last apply into this worktree (of <session>, if named)' },
+        force: { type: 'boolean', default: false, implies: 'undo', describe: 'with --undo: take back the other paths when some were changed since the apply' },
         ...jsonOption,
       })
-      .example('$0 apply lq3k2x0a-7f3c', "bring that agent's work into the current worktree"),
+      .example('$0 apply lq3k2x0a-7f3c', "bring that agent's work into the current worktree")
+      .example('$0 apply --undo', 'take the last apply back (paths changed since are refused)'),
   handler: async (raw) => {
-    const argv = raw as unknown as { session: string; forceConflicts: boolean; json: boolean };
+    const argv = raw as unknown as { session?: string; forceConflicts: boolean; undo: boolean; force: boolean; json: boolean };
     const out = ctx.output(argv);
-    const res = await apply({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, forceConflicts: argv.forceConflicts });
+    if (!argv.undo && (argv.session === undefined || argv.session === '')) {
+      throw errors.invalidArgument('apply needs a session id or name (see `agentsnap sessions`): agentsnap apply <session>, or agentsnap apply --undo.');
+    }
+    if (argv.undo && argv.forceConflicts) throw errors.invalidArgument('--force-conflicts goes with an apply, not with --undo.');
+    if (argv.undo) {
+      const res = await applyUndo({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, force: argv.force });
+      if (out.json) {
+        out.printJson(res);
+        return;
+      }
+      for (const line of diffstatLines(res.stat)) out.out(line);
+      for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
+      out.note(`agentsnap: took back the apply of session ${res.session} (${res.appliedAt}): ${res.written.length} written, ${res.deleted.length} deleted`);
+      if (res.left.length > 0) out.err(`agentsnap: ${res.left.length} path(s) changed since the apply were left as they are: ${listed(res.left.map((l) => l.path))}`);
+      out.note(`agentsnap: this worktree as it was before the undo: ${res.beforeRef} (${res.before.slice(0, 10)})`);
+      return;
+    }
+    const res = await apply({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session ?? '', forceConflicts: argv.forceConflicts });
     if (out.json) {
       out.printJson(res);
       return;
@@ -29,13 +68,12 @@ export const applyCommand: CommandFactory = (ctx) => ({
       out.note(`agentsnap: session ${res.session} has nothing to apply here`);
       return;
     }
-    for (const p of res.written) out.out(`  ${res.conflicts.includes(p) ? out.color.red('C') : res.created.includes(p) ? 'A' : 'M'} ${printablePath(p)}`);
-    for (const p of res.deleted) out.out(`  D ${printablePath(p)}`);
+    for (const line of diffstatLines(res.stat)) out.out(line);
     out.note(`agentsnap: applied session ${res.session}: ${res.written.length} written, ${res.deleted.length} deleted`);
     if (res.conflicts.length > 0) out.err(`agentsnap: ${res.conflicts.length} file(s) have conflict markers: ${res.conflicts.join(', ')}`);
     if (res.skipped.length > 0) out.note(`agentsnap: submodules not written: ${res.skipped.join(', ')}`);
     for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
-    out.note(`agentsnap: this worktree as it was before: ${res.safetyRef} (${res.safety?.slice(0, 10)})`);
+    out.note(`agentsnap: this worktree as it was before: ${res.safetyRef} (${res.safety?.slice(0, 10)}); take it back with \`agentsnap apply --undo\``);
   },
 });
 
@@ -49,18 +87,29 @@ export const promoteCommand: CommandFactory = (ctx) => ({
         branch: { type: 'string', alias: 'b', demandOption: true, describe: 'name of the new branch' },
         message: { type: 'string', alias: 'm', describe: 'commit message (default: "Changes from agent session <id>")' },
         force: { type: 'boolean', default: false, describe: 'replace the branch if it exists' },
+        'include-uncommitted': { type: 'boolean', default: false, describe: 'also commit what was uncommitted in the worktree when the session started (left out by default)' },
         ...jsonOption,
       })
       .example('$0 promote lq3k2x0a-7f3c -b feature/login -m "Add login form"', "the session's result as a commit on a new branch"),
   handler: async (raw) => {
-    const argv = raw as unknown as { session: string; branch: string; message?: string; force: boolean; json: boolean };
+    const argv = raw as unknown as { session: string; branch: string; message?: string; force: boolean; includeUncommitted: boolean; json: boolean };
     const out = ctx.output(argv);
-    const res = await promote({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, branch: argv.branch, message: argv.message, force: argv.force });
+    const res = await promote({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, branch: argv.branch, message: argv.message, force: argv.force, includeUncommitted: argv.includeUncommitted });
     if (out.json) {
       out.printJson(res);
       return;
     }
     out.out(`${res.branch} ${res.commit}`);
+    for (const line of diffstatLines(res.stat)) out.out(line);
+    if (res.uncommitted.length > 0) {
+      out.err(
+        out.color.yellow(
+          res.uncommittedIncluded
+            ? `agentsnap: warning: the commit includes ${res.uncommitted.length} file(s) that were uncommitted in the worktree before the session started (yours, not the agent's): ${listed(res.uncommitted)}`
+            : `agentsnap: left out ${res.uncommitted.length} file(s) that were uncommitted in the worktree before the session started (yours, not the agent's): ${listed(res.uncommitted)}; add them with --include-uncommitted`,
+        ),
+      );
+    }
     out.note(`agentsnap: branch ${res.branch} holds session ${res.session} as one commit on ${res.parent ? res.parent.slice(0, 10) : 'no parent'}`);
   },
 });
