@@ -151,4 +151,25 @@ test('undo leaves a nested repository that is still there "left alone", as befor
   }
 });
 
+// Failing test first (generative seed 430, every mode): an executable the agent made unreadable (chmod
+// 000) came back from undo still 000: the restore keeps the file's own permission bits and derived the
+// exec bits from its read bits, of which there were none. Its result was not its target (100644, not
+// 100755), and the user's file stayed unreadable.
+test('undo of an agent\'s chmod 000 on an executable gives back a readable executable with its bytes', async () => {
+  const repo = tempRepo({ files: { 'run.sh': '#!/bin/sh\necho hi\n' } });
+  try {
+    fs.chmodSync(path.join(repo.dir, 'run.sh'), 0o755);
+    repo.git(['add', '-A']);
+    repo.git(['commit', '-q', '-m', 'exec']);
+    await step(repo, () => fs.chmodSync(path.join(repo.dir, 'run.sh'), 0o000));
+    const res = await cli(repo, ['undo']);
+    assert.is(res.code, 0, res.stderr);
+    const mode = fs.statSync(path.join(repo.dir, 'run.sh')).mode & 0o777;
+    assert.ok((mode & 0o500) === 0o500, `owner can read and run it again (mode ${mode.toString(8)})`);
+    assert.is(repo.read('run.sh').toString(), '#!/bin/sh\necho hi\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -484,7 +484,10 @@ function writeTemp(repo: Repo, abs: string, entry: TreeEntry, content: Buffer | 
   let keep: number | null = null;
   try {
     const st = fs.lstatSync(abs);
-    if (st.isFile()) keep = st.mode & 0o7777;
+    // The file's own permission bits are kept (a user's chmod 600 stays), unless its owner cannot
+    // read it: the snapshot read these bytes, so that mode (an agent's chmod 000) came later, and the
+    // exec bits derived from no read bits would leave the target's 100755 unreachable.
+    if (st.isFile() && (st.mode & 0o400) !== 0) keep = st.mode & 0o7777;
   } catch {
     /* new file */
   }
