@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
+import { readFileTail } from '../base/fsutil.js';
 import { shellQuote } from '../base/shell.js';
 import type { ChatFork, ForkPoint, TranscriptPosition } from './adapter.js';
 
@@ -65,24 +66,9 @@ export interface TranscriptTail {
 
 /** The last SCAN_LIMIT bytes of a transcript; null when it cannot be read. Never throws. */
 export function readTranscriptTail(file: string): TranscriptTail | null {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    const size = fs.fstatSync(fd).size;
-    const from = Math.max(0, size - SCAN_LIMIT);
-    const buf = Buffer.alloc(size - from);
-    const got = fs.readSync(fd, buf, 0, buf.length, from);
-    return { buf: got === buf.length ? buf : buf.subarray(0, got), from, size: from + got };
-  } catch {
-    return null;
-  } finally {
-    fs.closeSync(fd);
-  }
+  return readFileTail(file, SCAN_LIMIT);
 }
+
 
 /**
  * Where the tool call `toolUseId` is in the transcript: its byte length now

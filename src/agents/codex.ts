@@ -10,8 +10,8 @@
 //   review new hooks once before it runs them).
 // - Hook payloads use Claude Code's field names; PostToolUse has no exit code:
 //   the rollout file (transcript_path) says how the call ended.
-import fs from 'node:fs';
 import { createHash } from 'node:crypto';
+import { readFileTail } from '../base/fsutil.js';
 import type { AgentAdapter } from './adapter.js';
 import { commandText, field, paths, patchPaths, shell, type CallDescription } from './describe.js';
 
@@ -178,30 +178,16 @@ function recordResult(line: string, callId: string): CodexCallResult | null {
  * or a format this does not know).
  */
 export function codexCallResult(file: string, callId: string): CodexCallResult | null {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, 'r');
-  } catch {
-    return null;
+  const tail = readFileTail(file, 4 * 1024 * 1024);
+  if (!tail) return null;
+  const lines = tail.buf.toString('utf8').split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i] as string;
+    if (!line.includes(callId)) continue;
+    const result = recordResult(line, callId);
+    if (result) return result;
   }
-  try {
-    const size = fs.fstatSync(fd).size;
-    const from = Math.max(0, size - 4 * 1024 * 1024);
-    const buf = Buffer.alloc(size - from);
-    fs.readSync(fd, buf, 0, buf.length, from);
-    const lines = buf.toString('utf8').split('\n');
-    for (let i = lines.length - 1; i >= 0; i--) {
-      const line = lines[i] as string;
-      if (!line.includes(callId)) continue;
-      const result = recordResult(line, callId);
-      if (result) return result;
-    }
-    return null;
-  } catch {
-    return null;
-  } finally {
-    fs.closeSync(fd);
-  }
+  return null;
 }
 
 export const codex: AgentAdapter = {

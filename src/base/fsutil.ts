@@ -189,3 +189,23 @@ export function caseSensitiveFs(repo: { worktree: string; gitDir: string }): boo
   }
 }
 
+/** The last `limit` bytes of a file, with where they start and the size read; null when it cannot be read. Never throws. */
+export function readFileTail(file: string, limit: number): { buf: Buffer; from: number; size: number } | null {
+  let fd: number;
+  try {
+    fd = nodeFs.openSync(file, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const size = nodeFs.fstatSync(fd).size;
+    const from = Math.max(0, size - limit);
+    const buf = Buffer.alloc(size - from);
+    const got = nodeFs.readSync(fd, buf, 0, buf.length, from);
+    return { buf: got === buf.length ? buf : buf.subarray(0, got), from, size: from + got };
+  } catch {
+    return null;
+  } finally {
+    nodeFs.closeSync(fd);
+  }
+}
