@@ -207,6 +207,15 @@ export interface TranscriptReader {
   readConversation(file: string): ConversationEntry[];
 }
 
+/** One item of an agent's task list (its plan). */
+export interface PlanItem {
+  /** The agent's id for it, when its plan tools give one (Claude Code's TaskCreate). */
+  id?: string;
+  text: string;
+  /** The agent's own word: pending, in_progress, completed (cancelled…). */
+  status: string;
+}
+
 export interface AgentAdapter {
   readonly name: Agent;
   /** The name its version is journaled under (`claude-code 2.1.3`). */
@@ -221,6 +230,11 @@ export interface AgentAdapter {
    * (`describeCallGeneric`).
    */
   describeCall?(tool: string | null, input: unknown): CallDescription | null;
+  /**
+   * The plan after a call, from the plan before it: the agent's plan tools (Claude Code's TodoWrite and
+   * TaskCreate/TaskUpdate, Codex's update_plan, Gemini CLI's write_todos); null for any other tool.
+   */
+  nextPlan?(plan: readonly PlanItem[], tool: string | null, input: unknown, output: unknown): PlanItem[] | null;
   /** Whether a post-hook call that looks done failed (read from the agent's own files; Codex's rollout). */
   callFailed?(call: HookCall): string | null;
   /**
