@@ -17,6 +17,8 @@ import {
 } from './restore/undo.js';
 import { rewindChat, type ChatRewind } from './restore/rewind.js';
 import { readJournal } from './session/journal.js';
+import { serverInfo } from './server/server.js';
+import { readWatchState, type WatcherReport } from './server/watch-state.js';
 import { sessionPaths } from './session/session.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
@@ -134,8 +136,9 @@ export async function revert(opts: OperationCommonOptions & { step: number }): P
   return { ...(await revertOperation(repo, id, step, opOptions(opts))), source };
 }
 
-/** `agentsnap status`: where the session stands. */
-export async function status(opts: SessionOptions = {}): Promise<SessionStatusReport & { source: 'flag' | 'env' | 'recent' }> {
+/** `agentsnap status`: where the session stands, and the warm server's file watcher (null: no server runs here). */
+export async function status(opts: SessionOptions = {}): Promise<SessionStatusReport & { source: 'flag' | 'env' | 'recent'; watcher: WatcherReport | null }> {
   const { repo, id, source } = await sessionFor(opts);
-  return { ...statusOf(repo, id), source };
+  const server = serverInfo(repo);
+  return { ...statusOf(repo, id), source, watcher: server ? readWatchState(server.runDir, server.pid) : null };
 }
