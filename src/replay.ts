@@ -6,7 +6,8 @@ import { resolveSession, type SessionOptions } from './api.js';
 import { errors } from './base/errors.js';
 import { loadSettings } from './git/config.js';
 import { redactText, redactValue } from './session/redact.js';
-import { readConversation, type ConversationEntry } from './agents/claude-transcript.js';
+import type { ConversationEntry } from './agents/adapter.js';
+import { transcriptReader } from './agents/registry.js';
 import { stepOf } from './session/read.js';
 import type { Session, Step } from './session/model.js';
 import type { ChangedPath } from './session/journal.js';
@@ -155,7 +156,7 @@ export async function replay(opts: ReplayOptions = {}): Promise<{ session: Sessi
   for (const st of r.session.steps) if (st.transcript?.path && !paths.includes(st.transcript.path)) paths.push(st.transcript.path);
   const settings = await loadSettings(r.repo);
   const conversations = paths.map((p) =>
-    readConversation(p).map((c) => (c.kind === 'tool' ? { ...c, input: redactValue(c.input, settings.redactPatterns) } : { ...c, text: redactText(c.text, settings.redactPatterns) })),
+    (transcriptReader(r.session.agent, p)?.readConversation(p) ?? []).map((c) => (c.kind === 'tool' ? { ...c, input: redactValue(c.input, settings.redactPatterns) } : { ...c, text: redactText(c.text, settings.redactPatterns) })),
   );
   return { session: r.session, entries: buildReplay(r.session, conversations, opts.until), source: r.source };
 }

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
 import type { AgentAdapter } from './adapter.js';
-import { forkClaudeTranscript } from './claude-transcript.js';
+import { forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, unjournaledReadCalls } from './claude-transcript.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 
 /** Claude Code's built-in tools by their input (its tool schemas: Bash `command`, Write/Edit/MultiEdit/Read `file_path`…). */
@@ -159,7 +159,12 @@ export const claude: AgentAdapter = {
   product: 'claude-code',
   displayName: 'Claude Code',
   isCommand: (arg, base) => base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code'),
-  importsReadCalls: true,
+  transcript: {
+    readTail: readTranscriptTail,
+    locateCall: locateToolCall,
+    unjournaledReads: (tail, opts) => unjournaledReadCalls(tail, { ...opts, tools: CLAUDE_READ_ONLY_TOOLS }),
+    readConversation,
+  },
   describeCall: describeClaudeCall,
   hookSettingsFiles: { project: ['.claude/settings.local.json', '.claude/settings.json'], user: ['.claude/settings.json'] },
   wrapArgv: (run) => claudeArgv(run.command, run.cwd, run.at, (ev) => run.hookCommand(ev)),
