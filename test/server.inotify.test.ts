@@ -289,4 +289,41 @@ nsTest('inotify: no inotify instance left (EMFILE): degraded with the instances 
   }
 });
 
+nsTest('inotify: a wrapper\'s server (hosted) degrades the same way: its snapshots equal the worktree, `server status` says why', async () => {
+  const repo = manyDirs(50);
+  let ns: Ns | null = null;
+  try {
+    ns = await userNamespace(repo, { watches: 20 });
+    const out = path.join(repo.base, 'out');
+    fs.mkdirSync(out);
+    const node = `"${process.execPath}" "${BIN}"`;
+    // The agent: waits (bounded poll) for the engine to report, edits an unwatched directory, snaps, reports.
+    const script = [
+      `i=0; until ${node} server status --json > "${out}/status.json" && grep -q '"degraded"' "${out}/status.json"; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.1; done`,
+      'echo changed > d47/f.txt',
+      'mkdir -p d60 && echo new > d60/g.txt',
+      `${node} snap -m edits --json > "${out}/snap.json"`,
+      // The snap was the server's (its engine counts it).
+      `i=0; until ${node} server status --json > "${out}/after.json" && grep -Eq '"fullScans": [1-9]' "${out}/after.json"; do i=$((i+1)); [ $i -gt 600 ] && exit 8; sleep 0.1; done`,
+    ].join(' && ');
+    const res = await ns.run(['wrap', '--', '/bin/sh', '-c', script]);
+    assert.is(res.code, 0, `wrap: ${res.stdout}${res.stderr}`);
+    assert.not.match(res.stderr, /inotify/, 'nothing printed on the way');
+    const st = JSON.parse(fs.readFileSync(path.join(out, 'status.json'), 'utf8')) as ServerJson & { hosted: boolean };
+    assert.is(st.hosted, true);
+    assert.is(st.watcher?.code, 'ENOSPC');
+    assert.is(st.watches, 0);
+    assert.match(st.watcher?.hint ?? '', /max_user_watches=524288/);
+    const snapped = JSON.parse(fs.readFileSync(path.join(out, 'snap.json'), 'utf8')) as { commit: string };
+    assertSnapshotIsWorktree(repo, snapped.commit, 'the snap inside the wrapper');
+    const heads = repo.git(['for-each-ref', '--format=%(objectname)', 'refs/agentsnap/sessions/*/head']).trim().split('\n');
+    assert.is(heads.length, 1);
+    const head = heads[0] ?? '';
+    assertSnapshotIsWorktree(repo, head, 'the final snapshot');
+  } finally {
+    ns?.close();
+    repo.cleanup();
+  }
+});
+
 test.run();
