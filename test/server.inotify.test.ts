@@ -270,6 +270,42 @@ nsTest('inotify: watches that run out while the server runs (new directories pas
   }
 });
 
+nsTest('inotify: two worktrees\' servers share the limit: the first keeps watching, the second degrades and holds nothing', async () => {
+  const first = manyDirs(30);
+  const second = manyDirs(30);
+  let ns: Ns | null = null;
+  let ns2: Ns | null = null;
+  try {
+    ns = await userNamespace(first, { watches: 50 });
+    // The same namespace (same limit, same user), run from the second worktree.
+    const keeper = ns.pid;
+    ns2 = { pid: keeper, run: (args) => runProcess('nsenter', ['-t', String(keeper), '-U', '--', process.execPath, BIN, ...args], { cwd: second.dir, env: { ...second.env, ...serverEnv } }), close: () => undefined };
+    const pid1 = await startServerIn(ns);
+    await statusUntil(ns, (x) => x.watches === 32, 'the first server watches');
+    const pid2 = await startServerIn(ns2);
+    const s2 = await statusUntil(ns2, (x) => x.watcher?.state === 'degraded', 'the second server degrades');
+    assert.is(s2.watcher?.code, 'ENOSPC');
+    assert.is(inotifyWatchesOf(pid2), 0);
+    assert.is(inotifyWatchesOf(pid1), 32);
+    const s1 = await serverStatus(ns);
+    assert.is(s1.watcher?.state, 'watching');
+    await snap(ns2, ['--phase', 'pre', '--tool', 'Bash']);
+    second.write('d29/f.txt', 'changed\n');
+    const post = await snap(ns2, ['--phase', 'post']);
+    assertSnapshotIsWorktree(second, post.commit, 'the degraded server');
+    await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
+    first.write('d29/f.txt', 'changed\n');
+    const post1 = await snap(ns, ['--phase', 'post']);
+    assertSnapshotIsWorktree(first, post1.commit, 'the watching server');
+    await statusUntil(ns, (x) => (x.watcher?.incremental ?? 0) >= 1, 'the first server snapshots incrementally');
+  } finally {
+    if (ns2) await ns2.run(['server', 'stop']);
+    await stopServer(ns);
+    first.cleanup();
+    second.cleanup();
+  }
+});
+
 nsTest('inotify: no inotify instance left (EMFILE): degraded with the instances limit named, snapshots equal the worktree', async () => {
   const repo = manyDirs(10);
   let ns: Ns | null = null;
