@@ -26,11 +26,6 @@ export interface ServerStatus {
   watcher: WatcherReport | null;
 }
 
-/** The watcher report of the server running for `repo`'s worktree, or null. */
-export function serverWatcher(repo: Repo): WatcherReport | null {
-  const info = serverInfo(repo);
-  return info ? readWatchState(info.runDir, info.pid) : null;
-}
 
 function repoFor(opts: RepoOptions): Promise<Repo> {
   return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});

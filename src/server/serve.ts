@@ -67,7 +67,7 @@ function watchPublisher(runDir: string, engine: IncrementalSnapshotter, onNotice
       reason: d?.reason ?? null,
       code: d?.code ?? null,
       limit,
-      hint: d ? hint ?? 'Every snapshot is a full scan while this server runs (as without a server, minus Node start-up).' : null,
+      hint: d ? hint ?? 'Every snapshot is a full scan while this server runs (what a snapshot without a server costs, minus Node start-up); once the reason is gone, `agentsnap server stop` makes the next server watch again.' : null,
       since: d?.since ?? null,
       fullScans: engine.stats.full,
       incremental: engine.stats.incremental,
