@@ -17,6 +17,8 @@ import {
 } from './restore/undo.js';
 import { rewindChat, type ChatRewind } from './restore/rewind.js';
 import { readJournal } from './session/journal.js';
+import { serverInfo } from './server/server.js';
+import { readWatchState, type WatcherReport } from './server/watch-state.js';
 import { sessionPaths } from './session/session.js';
 import { planItemsDone, type PlanItem } from './session/plan.js';
 import { agentProcesses, stopAgentProcesses, type AgentProcess } from './session/processes.js';
@@ -157,9 +159,10 @@ export async function revert(opts: OperationCommonOptions & { step: number }): P
   return { ...(await revertOperation(repo, id, step, opOptions(opts))), source };
 }
 
-/** `agentsnap status`: where the session stands. */
-export async function status(opts: SessionOptions = {}): Promise<SessionStatusReport & { processes: AgentProcess[]; source: 'flag' | 'env' | 'recent' }> {
+/** `agentsnap status`: where the session stands, the processes its calls left running, and the warm server's file watcher (null: no server runs here). */
+export async function status(opts: SessionOptions = {}): Promise<SessionStatusReport & { processes: AgentProcess[]; source: 'flag' | 'env' | 'recent'; watcher: WatcherReport | null }> {
   const { repo, id, source } = await sessionFor(opts);
+  const server = serverInfo(repo);
   const processes = agentProcesses(loadSession(repo, id), (await loadSettings(repo)).redactPatterns);
-  return { ...statusOf(repo, id), processes, source };
+  return { ...statusOf(repo, id), processes, source, watcher: server ? readWatchState(server.runDir, server.pid) : null };
 }

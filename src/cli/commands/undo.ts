@@ -5,6 +5,7 @@ import type { ChatRewind } from '../../restore/rewind.js';
 import { planLines } from '../../session/plan.js';
 import type { AgentProcess } from '../../session/processes.js';
 import type { StopResult } from '../../base/procfs.js';
+import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { describeLeft, printablePath, type Output } from '../output.js';
@@ -278,6 +279,11 @@ export const statusCommand: CommandFactory = (ctx) => ({
     out.out(`${c.bold(`session ${s.session}`)}  ${s.status}  ${s.worktree}${s.agent ? `  ${s.agent}` : ''}`);
     out.out(s.lastStep ? `last step: ${s.lastStep.step} ${s.lastStep.tool ?? ''} (${s.lastStep.status})`.replace('  ', ' ') : 'no steps yet');
     out.out(`hooks: last step event ${ago(s.lastStepEventAt)}`);
+    // Only when it costs the user something: a watching server is the normal case.
+    if (s.watcher?.state === 'degraded') {
+      out.out(c.yellow(watcherLine(s.watcher)));
+      if (s.watcher.hint) out.out(`  ${s.watcher.hint}`);
+    }
     if (s.undone.length > 0) out.out(`undone: ${steps(s.undone)}${s.redoable !== null ? ` (\`agentsnap redo\` takes back operation ${s.redoable})` : ''}`);
     if (s.open.length > 0) out.out(c.yellow(`open: ${steps(s.open)} (running, or the post hook never came)`));
     if (s.unprotected.length > 0) out.out(c.red(`unprotected: ${s.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${u.reason})` : ''}`).join(', ')}`));
