@@ -11,6 +11,7 @@ import { describeStep } from './session/read.js';
 import { redactText } from './session/redact.js';
 import type { Session, Step } from './session/model.js';
 import { resolveSession, toRepoPath, type ResolvedSession, type SessionOptions } from './api.js';
+import { latestCheckByStep, type CheckResult } from './worktrees/check.js';
 
 export type { BlameLine, LineOrigin } from './session/blame.js';
 
@@ -120,6 +121,16 @@ export interface WhyResult {
   status: Step['status'] | null;
   /** The assistant's words right before the call (redacted), when the transcript holds them. */
   assistant: string | null;
+  /** The newest checks (`agentsnap check`) of the state before the step and of the state after it. */
+  checks: { before: CheckResult | null; after: CheckResult | null };
+}
+
+function checksAround(s: Session, st: Step | null): WhyResult['checks'] {
+  if (!st) return { before: null, after: null };
+  const checks = latestCheckByStep(s);
+  const earlier = s.steps.filter((x) => x.step < st.step && x.post && x.source !== 'transcript');
+  const prev = earlier.length ? (earlier[earlier.length - 1] as Step).step : 0;
+  return { before: checks.get(prev) ?? null, after: checks.get(st.step) ?? null };
 }
 
 /** `agentsnap why <file>:<line>`: the story of one line. */
@@ -142,5 +153,6 @@ export async function why(opts: WhyOptions): Promise<WhyResult> {
     message: st?.message ?? null,
     status: st && line.origin.kind === 'step' ? st.status : null,
     assistant: context?.assistant ?? null,
+    checks: checksAround(b.session, st),
   };
 }

@@ -2,7 +2,8 @@
 // last state where it passed. Validates, then runs worktrees/check.ts.
 import { errors } from './base/errors.js';
 import { loadSettings } from './git/config.js';
-import { openCheckWorktree, recordedChecks, verdictOf, type CheckResult } from './worktrees/check.js';
+import { openCheckWorktree, recordedChecks, runAutoCheck, verdictOf, type CheckResult } from './worktrees/check.js';
+import { loadSession } from './session/session.js';
 import { describeStep, showStep } from './session/read.js';
 import type { Session, Step } from './session/model.js';
 import { resolveSession, type ResolvedSession, type SessionOptions } from './api.js';
@@ -187,6 +188,13 @@ export function lastGood(s: Session): { good: number; command: string; undoFrom:
   if (good === null) return null;
   const after = s.steps.find((st) => st.step > (good as number) && st.source !== 'transcript');
   return { good, command, undoFrom: after?.step ?? null };
+}
+
+/** `agentsnap check --auto`: the background runner agentsnap.check starts after each step (see runAutoCheck). */
+export async function autoCheck(opts: SessionOptions): Promise<CheckResult[]> {
+  const r = await resolveSession(opts);
+  const settings = await loadSettings(r.repo);
+  return runAutoCheck(r.repo, r.session.id, settings, () => loadSession(r.repo, r.session.id));
 }
 
 export { verdictOf };

@@ -25,7 +25,7 @@ import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
 import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
 import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
 import { planAt, planHistory, type PlanState } from './session/plan.js';
-import { latestCheckByStep, type CheckResult } from './worktrees/check.js';
+import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from './worktrees/check.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */
@@ -106,6 +106,8 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     phase = 'checkpoint';
     res = await recordCheckpoint(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
   }
+  // A step (or checkpoint) ended: agentsnap.check, when set, checks the newest state in the background.
+  if (phase !== 'pre') maybeStartAutoCheck(repo, id, settings);
   // With the repository and settings already at hand (opening it again costs two git processes).
   if (opts.autoStartServer) {
     try {

@@ -64,6 +64,12 @@ test('check: every state in a throwaway worktree, the user\'s files untouched; l
     const range = await cli(repo, ['check', '--steps', `${steps[2]}..`, '--run', 'true', '--json']);
     assert.equal((JSON.parse(range.stdout) as { results: { step: number }[] }).results.map((r) => r.step), [steps[2], steps[3]]);
 
+    // why names the checks around the step that wrote a line.
+    const why = await cli(repo, ['why', 'broken.txt:1']);
+    assert.is(why.code, 0, why.stderr);
+    // The newest check of each state: step 2's (before) by the test command, step 3's (after) by `true`.
+    assert.match(why.stdout, /checks: before the step ✓ echo "checking in .*; after it ✓ true/);
+
     // undo --last-good: back to the state after the last step whose newest check passed.
     const good = await cli(repo, ['check', '--each', '--run', TESTS]);
     assert.is(good.code, 1);
@@ -141,6 +147,33 @@ test('check: agentsnap.worktreeShare directories reach the check (by symlink whe
     assert.match(setup.stderr, 'worktree setup command');
     assert.is(worktrees(repo).length, 1);
     assert.ok(fs.existsSync(path.join(repo.dir, 'node_modules/dep/index.js')));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('check: git config agentsnap.check checks the newest step in the background after each step; log turns green or red', async () => {
+  const repo = tempRepo({ files: { 'README': 'readme\n' } });
+  try {
+    spawnSync('git', ['config', 'agentsnap.check', 'test ! -e broken.txt'], { cwd: repo.dir, env: repo.env });
+    const steps = await session(repo);
+    const newest = steps[3] as number;
+    const lock = path.join(repo.dir, '.git', 'agentsnap', 'locks');
+    // Polled with a generous bound: a loaded machine only makes this slower, never wrong.
+    let rows: { step: number; check: { verdict: string; command: string } | null }[] = [];
+    for (let i = 0; i < 1200; i++) {
+      rows = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as typeof rows;
+      const runner = fs.existsSync(lock) && fs.readdirSync(lock).some((f) => f.startsWith('check-'));
+      if (rows.find((r) => r.step === newest)?.check && !runner) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const last = rows.find((r) => r.step === newest)?.check;
+    assert.ok(last, `the newest step was checked in the background: ${JSON.stringify(rows)}`);
+    assert.is(last.verdict, 'fail');
+    assert.is(last.command, 'test ! -e broken.txt');
+    assert.is(worktrees(repo).length, 1);
+    const log = await cli(repo, ['log']);
+    assert.match(log.stdout, '✗');
   } finally {
     repo.cleanup();
   }

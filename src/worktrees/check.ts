@@ -5,9 +5,12 @@
 // forced checkout of its snapshot plus `git clean -fd` (ignored files stay:
 // shared `node_modules` and build caches, as agentsnap.worktreeShare wants).
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { errors } from '../base/errors.js';
+import { acquireLock, ownerAlive, type Lock } from '../base/lock.js';
+import { packageRoot } from '../base/package-root.js';
 import { openRepo, type Repo } from '../git/repo.js';
 import type { Settings } from '../git/config.js';
 import { treeOf } from '../git/plumbing.js';
@@ -222,4 +225,94 @@ async function shareInto(repo: Repo, dir: string, cfg: WorktreeConfig, warnings:
     } else warnings.push(`${rel} not shared with the check worktree: this filesystem has no copy-on-write clones (agentsnap.worktreeShareSymlink=true shares it by symlink)`);
   }
   return linked;
+}
+
+/** `git config agentsnap.check '<cmd>'`: the command checked in the background after each step (only ever from git config). */
+export function autoCheckCommand(settings: Settings): string | null {
+  const values = settings.gitConfig?.get('agentsnap.check');
+  const cmd = values?.[values.length - 1];
+  return cmd && cmd.trim() ? cmd : null;
+}
+
+function autoCheckLock(repo: Pick<Repo, 'stateDir'>, id: string): string {
+  return path.join(repo.stateDir, 'locks', `check-${id}.lock`);
+}
+
+/**
+ * After a step, when agentsnap.check is set: starts the background runner (`agentsnap check --auto`) unless one
+ * runs for the session already (it takes the newest step itself when it is done). Costs the tool call one
+ * spawn, not waited for; nothing when agentsnap.check is unset.
+ */
+export function maybeStartAutoCheck(repo: Pick<Repo, 'stateDir' | 'worktree' | 'callerEnv'>, id: string, settings: Settings): void {
+  if (!autoCheckCommand(settings)) return;
+  try {
+    const owner = JSON.parse(fs.readFileSync(autoCheckLock(repo, id), 'utf8')) as { pid: number; start: string | null; host: string };
+    if (ownerAlive(owner)) return;
+  } catch {
+    /* no runner */
+  }
+  try {
+    const child = spawn(process.execPath, [path.join(packageRoot(), 'bin', 'agentsnap.js'), 'check', '--auto', '--session', id], {
+      cwd: repo.worktree,
+      env: repo.callerEnv,
+      detached: true,
+      stdio: 'ignore',
+    });
+    child.unref();
+    // Low priority: the agent's own work comes first.
+    if (child.pid) os.setPriority(child.pid, 10);
+  } catch {
+    /* a background check is a convenience: `agentsnap check` runs it by hand */
+  }
+}
+
+/**
+ * The background runner: checks the state after the session's newest step with agentsnap.check, one at a time,
+ * at low priority, and again while newer steps came meanwhile (older unchecked ones are superseded: skipped).
+ * Exits at once when another runner holds the session's check lock.
+ */
+export async function runAutoCheck(repo: Repo, id: string, settings: Settings, load: () => Session): Promise<CheckResult[]> {
+  const command = autoCheckCommand(settings);
+  if (!command) return [];
+  const done: CheckResult[] = [];
+  fs.mkdirSync(path.dirname(autoCheckLock(repo, id)), { recursive: true, mode: 0o700 });
+  for (;;) {
+    let lock: Lock;
+    try {
+      lock = await acquireLock(autoCheckLock(repo, id), { timeoutMs: 0, purpose: 'check' });
+    } catch {
+      return done; // another runner: it takes the newest step
+    }
+    try {
+      for (;;) {
+        const s = load();
+        const newest = newestCheckable(s);
+        if (newest === null) break;
+        const tree = await treeOf(repo, stateAfter(s, newest).commit);
+        if (recordedChecks(s).some((c) => c.command === command && c.tree === tree)) break;
+        const wt = await openCheckWorktree(repo, s, { settings });
+        try {
+          done.push(await wt.run(newest, command));
+        } finally {
+          await wt.close();
+        }
+      }
+    } finally {
+      lock.release();
+    }
+    // A step recorded between the last look and the release: its trigger saw this runner and left it to us.
+    const s = load();
+    const newest = newestCheckable(s);
+    if (newest === null) return done;
+    const tree = await treeOf(repo, stateAfter(s, newest).commit);
+    if (recordedChecks(s).some((c) => c.command === command && c.tree === tree)) return done;
+  }
+}
+
+function newestCheckable(s: Session): number | null {
+  for (let i = s.steps.length - 1; i >= 0; i--) {
+    const st = s.steps[i] as Step;
+    if (st.post && st.source !== 'transcript' && st.status !== 'open') return st.step;
+  }
+  return null;
 }

@@ -74,7 +74,7 @@ export const whyCommand: CommandFactory = (ctx) => ({
     const res = await why({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, path: m[1] as string, line: Number(m[2]) });
     const a = res.line.author;
     if (out.json) {
-      out.printJson({ session: res.session.id, path: res.path, line: res.line.line, text: res.line.text, commit: res.line.commit, ...a, status: res.status, input: res.input, message: res.message, assistant: res.assistant });
+      out.printJson({ session: res.session.id, path: res.path, line: res.line.line, text: res.line.text, commit: res.line.commit, ...a, status: res.status, input: res.input, message: res.message, assistant: res.assistant, checks: res.checks });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
@@ -89,5 +89,7 @@ export const whyCommand: CommandFactory = (ctx) => ({
     if (res.assistant) out.out(`the assistant said before the call: ${oneLine(res.assistant, 400)}`);
     if (res.message) out.out(`note: ${oneLine(res.message, 400)}`);
     if (res.input !== null && res.input !== undefined) out.out(`input: ${oneLine(JSON.stringify(res.input), 400)}`);
+    const verdict = (r: { verdict: string; command: string } | null) => (r ? `${r.verdict === 'pass' ? '✓' : r.verdict === 'fail' ? '✗' : '~'} ${oneLine(r.command, 60)}` : 'not checked');
+    if (res.checks.before || res.checks.after) out.out(`checks: before the step ${verdict(res.checks.before)}; after it ${verdict(res.checks.after)}`);
   },
 });

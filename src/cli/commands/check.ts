@@ -1,5 +1,5 @@
 // check and bisect: run a command against the states after steps, find the first bad one.
-import { bisect, check, type CheckResult } from '../../api-check.js';
+import { autoCheck, bisect, check, type CheckResult } from '../../api-check.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
@@ -33,7 +33,8 @@ export const checkCommand: CommandFactory = (ctx) => ({
     y
       .options({
         ...sessionOption,
-        run: { type: 'string', demandOption: true, describe: 'the command to run (sh -c), e.g. "npm test"' },
+        run: { type: 'string', describe: 'the command to run (sh -c), e.g. "npm test"' },
+        auto: { type: 'boolean', default: false, hidden: true, describe: 'the background runner of agentsnap.check' },
         steps: { type: 'string', describe: 'the states after steps A..B (0: the baseline)' },
         each: { type: 'boolean', default: false, describe: 'the states after every step' },
         step: { type: 'string', describe: 'the state after step N' },
@@ -43,9 +44,14 @@ export const checkCommand: CommandFactory = (ctx) => ({
       .example("$0 check --run 'npm test'", 'check the state after the latest step')
       .example("$0 check --each --run 'npm test'", 'every step; `log` then shows which ones pass'),
   handler: async (raw) => {
-    const argv = raw as unknown as { session?: string; run: string; steps?: string; each: boolean; step?: string; fresh: boolean; json: boolean };
+    const argv = raw as unknown as { session?: string; run?: string; steps?: string; each: boolean; step?: string; fresh: boolean; auto: boolean; json: boolean };
     const out = ctx.output(argv);
-    const res = await check({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, run: String(argv.run), steps: argv.steps, each: argv.each, step: optionalStep(argv.step, '--step'), fresh: argv.fresh });
+    if (argv.auto) {
+      await autoCheck({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session });
+      return;
+    }
+    if (argv.run === undefined) throw errors.invalidArgument("check needs a command: agentsnap check --run '<cmd>' (or set git config agentsnap.check for checks after each step).");
+    const res = await check({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, run: argv.run, steps: argv.steps, each: argv.each, step: optionalStep(argv.step, '--step'), fresh: argv.fresh });
     const failed = res.results.some((r) => r.verdict === 'fail');
     if (failed) ctx.setExitCode(ExitCode.user);
     if (out.json) {
