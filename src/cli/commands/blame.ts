@@ -12,6 +12,7 @@ function label(a: LineAuthor): string {
   if (o.kind === 'between') return 'between steps (not a tool call)';
   if (o.kind === 'before-session') return 'before the session';
   if (o.kind === 'operation') return o.subject.replace(/^agentsnap:\s*/, '');
+  if (o.kind === 'committed') return `step ${o.step} ${a.tool ?? ''} of ${o.session}`.replace('  ', ' ');
   return 'not recorded yet';
 }
 
@@ -88,6 +89,7 @@ export const whyCommand: CommandFactory = (ctx) => ({
     else if (o.kind === 'between') out.out(`changed between calls, before step ${a.step} (${a.time}): not by a recorded tool call (you, or a process outside the agent's calls)`);
     else if (o.kind === 'before-session') out.out('written before the session started');
     else if (o.kind === 'operation') out.out(`put back by ${o.subject.replace(/^agentsnap:\s*/, '')}`);
+    else if (o.kind === 'committed') out.out(`written by step ${o.step}${a.tool ? ` (${a.tool})` : ''} of session ${o.session}, committed in ${o.commit.slice(0, 12)} (its agentsnap note)`);
     else out.out('in the worktree, not recorded by any snapshot yet');
     if (a.prompt) out.out(`the user had asked: ${oneLine(a.prompt, 400)}`);
     if (res.assistant) out.out(`the assistant said before the call: ${oneLine(res.assistant, 400)}`);
