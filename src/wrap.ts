@@ -395,7 +395,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   try {
     // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
     if (adapter.callEnded) await closeEndedCalls(repo, session, settings, adapter).catch(() => undefined);
-    const end = await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
+    const end = await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: true });
     if (agent !== 'generic' && end.changed.length > 0) {
       const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
       if (calls.length === 0) {

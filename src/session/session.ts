@@ -25,7 +25,7 @@ import { commitTree, diffTrees, readHead, updateRefs, type RefUpdate } from '../
 import { loadSettings, type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
-import { maybeMaintain } from './maintenance.js';
+import { maintainInBackground, maybeMaintain } from './maintenance.js';
 import { readTranscriptTail, type TranscriptTail } from '../agents/claude-transcript.js';
 import { adapterOf } from '../agents/registry.js';
 import { stepRef, headRef, type SessionPaths, sessionPaths, ensureDir } from './refs.js';
@@ -481,6 +481,8 @@ export interface EndOptions extends SnapshotContext {
   signal?: string | null;
   /** The agent's transcript, for calls no hook saw (else the one the session's steps named, for Claude Code). */
   transcriptPath?: string | null;
+  /** Pack the session's objects in a detached process instead of before returning (wrap: the user's shell waits for it). */
+  packInBackground?: boolean;
 }
 
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
@@ -517,7 +519,8 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
       changed: commit ? snap.changed : [],
     };
     await commitEvent(repo, p, state, ev, commit ? [{ ref: headRef(id), value: commit }] : []);
-    await maybeMaintain(repo, p, state, true);
+    if (!opts.packInBackground) await maybeMaintain(repo, p, state, true);
+    else if (state.unpacked > 0) maintainInBackground(repo, id);
     return { commit, changed: commit ? snap.changed : [] };
   });
 }
