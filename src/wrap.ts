@@ -323,7 +323,8 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     } else if (resumed && opts.session) {
       session = (await resumeSession(repo, opts.session, { settings, agent, command: journaled, owner, ...progress })).session;
     } else {
-      session = (await startSession(repo, { settings, agent, command: journaled, owner, ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
+      // Its final snapshot is the Node path's unless the agent made a call (the server's engine opens at the first one): the baseline's copy of the user's index is kept warm for it.
+      session = (await startSession(repo, { settings, agent, command: journaled, owner, warmCopy: true, ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
     }
     if (!inWorktree) {
       // Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: say so.

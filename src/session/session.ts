@@ -51,6 +51,8 @@ export interface StartOptions extends SnapshotContext {
   command?: string[] | null;
   /** Process whose life the session follows (a wrapper); null for sessions driven by `snap`. */
   owner?: { pid: number; start: string | null; host: string } | null;
+  /** Write the baseline's refreshed copy of the user's index back for the next Node-path snapshot even with a server (see SnapshotTreeOptions.warmCopy). */
+  warmCopy?: boolean;
 }
 
 export interface SnapshotResult {
@@ -102,7 +104,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     }
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [],
