@@ -23,6 +23,7 @@ import { assertSessionId } from './base/ids.js';
 import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server/server.js';
 import { startWorktreeServer } from './server-api.js';
 import { serverEngineIfUp, type ServerCalls } from './server/serve.js';
+import { snapshotTree } from './snapshot/snapshot.js';
 import { startAutoCheckpoints } from './session/auto.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
@@ -398,7 +399,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const engine = server ? serverEngineIfUp(server) : null;
   const endRepo: Repo =
     engine && engine.stats.full + engine.stats.incremental > 0
-      ? { ...repo, accel: { ...repo.accel, snapshot: (o) => engine.snapshot({ settings: o.settings, parentTree: o.parentTree }) } }
+      ? { ...repo, accel: { ...repo.accel, snapshot: (o) => engine.snapshot({ settings: o.settings, parentTree: o.parentTree }).catch(() => snapshotTree(repo, o)) } }
       : repo;
   if (endRepo === repo) await server?.close();
   endWarnings.push(...(injected?.finish() ?? []));

@@ -16,6 +16,7 @@ import type { Repo } from '../git/repo.js';
 import { acquireLock } from '../base/lock.js';
 import { exists, unlinkQuiet } from '../base/fsutil.js';
 import { readHead } from '../git/plumbing.js';
+import { errors } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 
 export const PACK_EVERY = 50;
@@ -83,6 +84,8 @@ function packName(stdout: Buffer): string | null {
  */
 export async function packObjects(repo: Repo, head: string, since: string | null, opts: { lockTimeoutMs?: number } = {}): Promise<void> {
   const dir = packDir(repo);
+  // A repository removed meanwhile (the pack of an ended session runs in the background) is not made again.
+  if (!exists(path.dirname(dir)) || !exists(repo.stateDir)) throw errors.internal(`${repo.commonDir} is gone.`, { data: { commonDir: repo.commonDir } });
   fs.mkdirSync(dir, { recursive: true });
   fs.mkdirSync(path.join(repo.stateDir, 'locks'), { recursive: true, mode: 0o700 });
   const lock = await acquireLock(path.join(repo.stateDir, 'locks', 'packs.lock'), { timeoutMs: opts.lockTimeoutMs ?? 2000, purpose: 'pack' });
