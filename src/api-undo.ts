@@ -18,6 +18,7 @@ import {
 import { rewindChat, type ChatRewind } from './restore/rewind.js';
 import { readJournal } from './session/journal.js';
 import { sessionPaths } from './session/session.js';
+import { planItemsDone, type PlanItem } from './session/plan.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
 export type { ChatRewind, ChatFork, ChatDigest } from './restore/rewind.js';
@@ -66,6 +67,8 @@ export interface UndoOutcome {
   chat: ChatRewind | null;
   /** The step the conversation was rewound to (before it). */
   chatStep: number | null;
+  /** The items of the agent's plan the undone steps had marked completed (the agent may still believe them done). */
+  planUndone: PlanItem[];
 }
 
 /** `agentsnap undo [N]`: the worktree (and/or the conversation) back to before step N. */
@@ -89,7 +92,9 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
     const filesRestored = files !== null ? files.target.step === chatStep : lastUndoneStep(repo, id) === chatStep;
     if (!opts.dryRun) chat = rewindChat(s, st, s.cwd, { filesRestored });
   }
-  return { source, files, chat, chatStep };
+  let planUndone: PlanItem[] = [];
+  if (files && files.undone.length > 0) planUndone = planItemsDone(loadSession(repo, id), Math.min(...files.undone), Math.max(...files.undone));
+  return { source, files, chat, chatStep, planUndone };
 }
 
 /** The step the last undo went back to, when the last operation was an undo. */

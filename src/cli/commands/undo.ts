@@ -2,6 +2,7 @@
 import { redo, restore, revert, status, undo, type OperationResult } from '../../api-undo.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { ChatRewind } from '../../restore/rewind.js';
+import { planLines } from '../../session/plan.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { describeLeft, printablePath, type Output } from '../output.js';
@@ -154,6 +155,9 @@ export const undoCommand: CommandFactory = (ctx) => ({
           : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
       printOperation(out, r, head);
       if (!r.dryRun && r.undone.length > 0) out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
+      if (res.planUndone.length > 0) {
+        out.out(`plan items the ${r.dryRun ? 'steps to undo' : 'undone steps'} had marked done (the agent may still believe them done):\n${planLines(res.planUndone).replace(/^/gm, '  ')}`);
+      }
       dryRunVerdict(ctx, out, r, 'undo');
     }
     if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep);
