@@ -293,7 +293,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   let serverStart: Promise<HookServer | 'busy' | null> | null = null;
   const startServer = (at: Repo, s: Settings): Promise<HookServer | 'busy' | null> =>
     serverEnabled(opts.env, s)
-      ? startWorktreeServer(at, { hosted: true, engineAtFirstCall: true, ...(opts.serveSnap ? { snap: opts.serveSnap } : {}) }).catch((e: unknown) =>
+      ? startWorktreeServer(at, { hosted: true, engineAtFirstCall: true, gitConfig: s.gitConfig, ...(opts.serveSnap ? { snap: opts.serveSnap } : {}) }).catch((e: unknown) =>
           // Busy: another process serves this worktree already, and answers these hooks too.
           isAgentsnapError(e) && e.code === 'Busy' ? ('busy' as const) : null,
         )

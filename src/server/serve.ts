@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { openRepo, type Repo, type RepoAccel } from '../git/repo.js';
-import { loadSettings, type Settings } from '../git/config.js';
+import { loadSettings, type GitConfig, type Settings } from '../git/config.js';
 import { RefUpdater } from '../git/ref-updater.js';
 import { HookServer, type CallHandler, type ServerCall } from './server.js';
 import type { SnapshotTreeOptions, TreeSnapshotResult } from '../snapshot/snapshot.js';
@@ -44,6 +44,8 @@ export interface WorktreeServerOptions {
   idleSweeps?: boolean;
   /** Start the engine at the first call instead of now (wrap: an agent that makes no call never pays for its watches). */
   engineAtFirstCall?: boolean;
+  /** The repository's git config when the starter has just read it (wrap's settings): not read again here. */
+  gitConfig?: GitConfig | undefined;
 }
 
 const engines = new WeakMap<HookServer, { open(): Promise<IncrementalSnapshotter | null>; now(): IncrementalSnapshotter | null }>();
@@ -140,7 +142,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
   const repo: Repo = { ...base, accel };
   accel.settings = cachedSettings(repo);
   // Commits in-process, as `git commit-tree` writes them (where objectStore says that is what git would do).
-  const store = objectStore(repo);
+  const store = objectStore(repo, opts.gitConfig);
   if (store) {
     accel.commitTree = async (spec) => {
       const now = new Date();
