@@ -102,6 +102,73 @@ test('codex under wrap: hooks injected for the run only, one step per tool call,
   }
 });
 
+/** The call ids of the function calls and outputs a Responses API request sends back to the model. */
+function responsesCallsSent(body: Record<string, unknown> | undefined): { calls: string[]; outputs: string[]; texts: string[] } {
+  const input = Array.isArray(body?.input) ? (body.input as Record<string, unknown>[]) : [];
+  const texts = input.filter((i) => i.type === 'message').map((i) => JSON.stringify(i.content));
+  return {
+    calls: input.filter((i) => i.type === 'function_call').map((i) => String(i.call_id)),
+    outputs: input.filter((i) => i.type === 'function_call_output').map((i) => String(i.call_id)),
+    texts,
+  };
+}
+
+test('codex: undo N --chat forks the rollout before call N; `codex exec resume <id>` sends the model exactly the kept calls', async () => {
+  if (!codex) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const script: ScriptedTurn[] = [
+    { text: 'Creating hello.txt.', tools: [{ name: 'exec_command', input: { cmd: "printf 'hello\\n' > hello.txt" } }] },
+    { tools: [{ name: 'exec_command', input: { cmd: 'echo two > a.txt' } }] },
+    { tools: [{ name: 'exec_command', input: { cmd: 'echo three > b.txt' } }] },
+    { text: 'All done.' },
+  ];
+  const stub = await startResponsesStub(script);
+  const provider = (url: string) => `model_providers.stub={name="stub",base_url="${url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
+  try {
+    const res = await cliProcess(
+      repo,
+      ['wrap', '--', codex, 'exec', '-c', provider(stub.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', 'Make the changes.'],
+      { env: { OPENAI_API_KEY: 'sk-e2e-test-key-not-real' }, timeoutMs: 120_000 },
+    );
+    assert.is(res.code, 0, res.stderr);
+    const { s } = await sessionOf(repo, res.stderr);
+    const ids = stub.calls.map((c) => c.id);
+    assert.equal(s.steps.map((st) => st.toolUseId), ids);
+    const rollout = s.steps[0]?.transcript?.path as string;
+    const rolloutBytes = fs.readFileSync(rollout);
+    const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
+    assert.is(r.code, 0, r.stderr);
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    assert.is(chat.kind, 'transcript');
+    assert.is(chat.resumeCommand, `codex resume ${chat.sessionId}`);
+    assert.is(chat.cwd, repo.dir);
+    assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is unchanged');
+    assert.is(fs.readFileSync(path.join(repo.dir, 'b.txt'), 'utf8'), 'three\n', '--chat leaves the files alone');
+    // Resume the fork non-interactively, as `codex resume <id>` would interactively.
+    const resumed = await startResponsesStub([{ text: 'Resumed.' }]);
+    try {
+      const c = await run(
+        codex,
+        ['exec', 'resume', '-c', provider(resumed.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', chat.sessionId, 'Where are we?'],
+        { cwd: repo.dir, env: { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real' } },
+      );
+      assert.is(c.code, 0, c.stderr);
+      assert.is(resumed.requests.length, 1, 'one model request');
+      const sent = responsesCallsSent(resumed.requests[0]);
+      assert.equal(sent.calls, ids.slice(0, 2), 'the model sees calls 1 and 2 only');
+      assert.equal(sent.outputs, ids.slice(0, 2));
+      assert.ok(sent.texts.some((t) => t.includes('Make the changes.')), 'the first prompt is kept');
+      assert.match(sent.texts[sent.texts.length - 1] as string, 'Where are we?');
+    } finally {
+      await resumed.close();
+    }
+    assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is still unchanged');
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
 test('gemini under wrap: hooks through an overlay home, one step per tool call, ~/.gemini left as it was plus what Gemini wrote', async () => {
   if (!gemini) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });

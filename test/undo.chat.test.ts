@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
 import { openRepo, recordPost, recordPre, snap, startSession } from '../src/index.js';
+import { syntheticToolUseId } from '../src/agents/gemini.js';
 
 const SID = '2907b720-0000-4000-8000-000000000001';
 
@@ -197,26 +198,191 @@ test('without a transcript, undo --chat prints a digest of the session before st
   }
 });
 
-test('undo --chat of a Codex session says truthfully why its conversation cannot be forked (its transcript is recorded)', async () => {
+/** A Codex 0.171 rollout: session_meta, the prompt, a response with text + call_1, its output, a response with call_2 + call_3, outputs, the end. */
+function writeRollout(repo: TempRepo, id: string): string {
+  const rollout = path.join(repo.home, '.codex', 'sessions', '2026', '11', '30', `rollout-2026-11-30T10-00-00-${id}.jsonl`);
+  fs.mkdirSync(path.dirname(rollout), { recursive: true });
+  let ordinal = 0;
+  const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: '2026-11-30T10:00:00.000Z', ordinal: ordinal++, type, payload });
+  const item = (payload: Record<string, unknown>) => rec('response_item', payload);
+  const call = (n: string) => item({ type: 'function_call', id: `fc_${n}`, name: 'exec_command', arguments: JSON.stringify({ cmd: `echo ${n}` }), call_id: `call_${n}` });
+  const output = (n: string) => item({ type: 'function_call_output', call_id: `call_${n}`, output: 'Process exited with code 0' });
+  const lines = [
+    rec('session_meta', { session_id: id, id, cwd: repo.dir, cli_version: '0.171.0', big: 0 }).replace('"big":0', '"big":12345678901234567890'),
+    rec('event_msg', { type: 'task_started', turn_id: 't1' }),
+    item({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'make the files' }] }),
+    rec('event_msg', { type: 'item_completed', thread_id: id, item: { type: 'UserMessage', id: 'u1' } }),
+    rec('event_msg', { type: 'item_completed', thread_id: id, item: { type: 'AgentMessage', id: 'msg_1' } }),
+    item({ type: 'message', role: 'assistant', id: 'msg_1', content: [{ type: 'output_text', text: 'Writing a.txt' }] }),
+    call('1'),
+    rec('token_usage_record', { thread_id: id, session_id: id, response_id: 'resp_1' }),
+    output('1'),
+    rec('event_msg', { type: 'token_count' }),
+    call('2'),
+    call('3'),
+    rec('token_usage_record', { thread_id: id, session_id: id, response_id: 'resp_2' }),
+    output('2'),
+    output('3'),
+    item({ type: 'message', role: 'assistant', id: 'msg_3', content: [{ type: 'output_text', text: 'Done.' }] }),
+    rec('event_msg', { type: 'task_complete' }),
+  ];
+  fs.writeFileSync(rollout, lines.join('\n') + '\n');
+  return rollout;
+}
+
+async function recordCodexCalls(repo: TempRepo, rollout: string): Promise<string> {
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const id = (await startSession(r, { agent: 'codex' })).session;
+  for (const [n, f] of [['1', 'a.txt'], ['2', 'b.txt'], ['3', 'c.txt']] as const) {
+    await recordPre(r, id, { tool: 'Bash', toolUseId: `call_${n}`, input: { command: `echo ${n}` }, transcript: { path: rollout, offset: 0 } });
+    fs.writeFileSync(path.join(repo.dir, f), `${n}\n`);
+    await recordPost(r, id, { toolUseId: `call_${n}` });
+  }
+  return id;
+}
+
+test('undo N --chat of a Codex session writes a new rollout cut before step N under a new thread id, resumable with codex resume', async () => {
   const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
   try {
-    const r = await openRepo(repo.dir, { env: repo.env });
+    const oldId = '01a231fc-1d01-71f2-837d-4137f85c75ee';
+    const rollout = writeRollout(repo, oldId);
+    const originalBytes = fs.readFileSync(rollout);
+    const id = await recordCodexCalls(repo, rollout);
+    // Steps 1 to 3 are call_1 to call_3; call_3 shares its model response with call_2.
+    const res = await cliProcess(repo, ['undo', '3', '--chat', '--session', id]);
+    assert.is(res.code, 0, res.stderr);
+    const m = /^resume it with: {2}cd (.*) && codex resume ([0-9a-f-]{36})$/m.exec(res.stdout);
+    assert.ok(m, res.stdout);
+    assert.is(m![1], repo.dir);
+    const newId = m![2] as string;
+    assert.match(newId, /^[0-9a-f]{8}-[0-9a-f]{4}-7/, 'a UUID v7, as Codex names its threads');
+    assert.match(res.stdout, /shared its model response with 1 other tool call/);
+    const json = JSON.parse((await cliProcess(repo, ['undo', '3', '--chat', '--session', id, '--json'])).stdout) as { chat: { file: string; agent: string; sessionId: string } };
+    assert.is(json.chat.agent, 'codex');
+    const forked = json.chat.file;
+    const d = new Date();
+    const day = `${d.getFullYear()}/${String(d.getMonth() + 1).padStart(2, '0')}/${String(d.getDate()).padStart(2, '0')}`;
+    assert.ok(forked.startsWith(path.join(repo.home, '.codex', 'sessions', ...day.split('/')) + path.sep), forked);
+    assert.match(path.basename(forked), new RegExp(`^rollout-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}-${json.chat.sessionId}\\.jsonl$`));
+    const text = fs.readFileSync(forked, 'utf8');
+    const recs = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
+    assert.is(recs.length, 10, 'everything before the response holding call_2 and call_3');
+    assert.equal(recs[0]?.payload.id, json.chat.sessionId);
+    assert.equal(recs[0]?.payload.session_id, json.chat.sessionId);
+    assert.ok(text.includes('12345678901234567890'), 'lines are copied, not re-serialised (big integers stay exact)');
+    assert.not.ok(text.includes(oldId), 'every mention of the old thread id is the new one');
+    assert.not.ok(text.includes('call_2') || text.includes('call_3'));
+    assert.ok(text.includes('call_1'));
+    assert.is((fs.statSync(forked).mode & 0o777).toString(8), '600');
+    // Cut before step 1: before its whole model response (the text that came with the call too).
+    const first = JSON.parse((await cliProcess(repo, ['undo', '1', '--chat', '--session', id, '--json'])).stdout) as { chat: { file: string; lines: number } };
+    assert.is(first.chat.lines, 4, 'session_meta, task_started, the prompt and its event');
+    assert.not.ok(fs.readFileSync(first.chat.file, 'utf8').includes('Writing a.txt'));
+    assert.equal(fs.readFileSync(rollout), originalBytes, 'the original rollout is unchanged');
+    assert.ok(repo.exists('c.txt'), '--chat leaves the files alone');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo --chat of a Codex call the rollout does not hold prints the digest and says why', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
     const rollout = path.join(repo.home, '.codex', 'sessions', '2026', '12', '01', 'rollout-2026-12-01T10-00-00-abc.jsonl');
     fs.mkdirSync(path.dirname(rollout), { recursive: true });
     fs.writeFileSync(rollout, JSON.stringify({ type: 'session_meta', payload: { id: 'abc' } }) + '\n');
-    const id = (await startSession(r, { agent: 'codex' })).session;
-    for (const [n, f] of [['1', 'a.txt'], ['2', 'b.txt']] as const) {
-      await recordPre(r, id, { tool: 'apply_patch', toolUseId: `call_${n}`, input: { command: 'x' }, transcript: { path: rollout, offset: 0 } });
-      fs.writeFileSync(path.join(repo.dir, f), `${n}\n`);
-      await recordPost(r, id, { toolUseId: `call_${n}` });
-    }
+    const id = await recordCodexCalls(repo, rollout);
     const res = await cliProcess(repo, ['undo', '2', '--chat', '--session', id]);
     assert.is(res.code, 0, res.stderr);
-    assert.not.match(res.stderr, /no transcript is recorded/);
-    assert.match(res.stderr, /Codex CLI/);
-    assert.match(res.stderr, /cannot be forked/);
+    assert.match(res.stderr, /the tool call of step 2 is not in the Codex rollout/);
     assert.match(res.stderr, rollout);
     assert.match(res.stdout, /still hold their changes/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+/** A Gemini CLI 0.61 chat: metadata, the prompt, three turns (the second with two calls, the third repeating the first call), results. */
+function writeGeminiChat(repo: TempRepo): { file: string; calls: { name: string; args: Record<string, unknown> }[] } {
+  const tmp = path.join(repo.home, '.gemini', 'tmp', 'repo');
+  fs.mkdirSync(path.join(tmp, 'chats'), { recursive: true });
+  fs.writeFileSync(path.join(tmp, '.project_root'), repo.dir);
+  const file = path.join(tmp, 'chats', 'session-2026-11-30T10-00-f814ecc2.jsonl');
+  const calls = [
+    { name: 'write_file', args: { file_path: 'a.txt', content: '1\n' } },
+    { name: 'run_shell_command', args: { command: 'echo 2 > b.txt' } },
+    { name: 'run_shell_command', args: { command: 'echo 3 > c.txt' } },
+    { name: 'write_file', args: { file_path: 'a.txt', content: '1\n' } },
+  ];
+  const turn = (id: string, text: string, cs: typeof calls) => ({
+    id,
+    timestamp: '2026-11-30T10:00:01.000Z',
+    type: 'gemini',
+    content: text,
+    toolCalls: cs.map((c, i) => ({ id: `${c.name}_${id}_${i}`, name: c.name, args: c.args, result: [{ functionResponse: { id: `${c.name}_${id}_${i}`, name: c.name, response: { output: 'ok' } } }] })),
+  });
+  const result = (id: string) => ({ id, type: 'user', content: [{ functionResponse: { name: 'x', response: { output: 'ok' } } }] });
+  const records = [
+    { sessionId: 'f814ecc2-1067-40d9-bf19-64c619bdc0e5', projectHash: 'abc', startTime: '2026-11-30T10:00:00.000Z', lastUpdated: '2026-11-30T10:00:00.000Z', kind: 'main' },
+    { id: 'p1', type: 'user', content: [{ text: 'make the files' }] },
+    { $set: { lastUpdated: '2026-11-30T10:00:00.500Z' } },
+    { ...turn('m1', 'Writing a.txt', []), toolCalls: undefined },
+    turn('m1', 'Writing a.txt', calls.slice(0, 1)),
+    result('r1'),
+    turn('m2', '', calls.slice(1, 3)),
+    result('r2'),
+    { id: 'gone', type: 'user', content: [{ text: 'rewound away' }] },
+    { $rewindTo: 'gone' },
+    turn('m3', '', calls.slice(3)),
+    result('r3'),
+    { id: 'm4', type: 'gemini', content: 'Done.' },
+  ];
+  fs.writeFileSync(file, records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  return { file, calls };
+}
+
+test('undo N --chat of a Gemini CLI session writes a new chat cut before step N in the same chats directory, resumable with gemini --resume', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const { file, calls } = writeGeminiChat(repo);
+    const originalBytes = fs.readFileSync(file);
+    const r = await openRepo(repo.dir, { env: repo.env });
+    const id = (await startSession(r, { agent: 'gemini' })).session;
+    for (const [i, c] of calls.entries()) {
+      const toolUseId = syntheticToolUseId(c.name, c.args);
+      await recordPre(r, id, { tool: c.name, toolUseId, input: c.args, transcript: { path: file, offset: 0 } });
+      fs.writeFileSync(path.join(repo.dir, `f${i}.txt`), `${i}\n`);
+      await recordPost(r, id, { toolUseId });
+    }
+    const chatOf = async (step: number) => {
+      const res = await cliProcess(repo, ['undo', String(step), '--chat', '--session', id, '--json']);
+      assert.is(res.code, 0, res.stderr);
+      const chat = (JSON.parse(res.stdout) as { chat: { kind: string; agent: string; file: string; sessionId: string; cwd: string; shellCommand: string; sharedWith: number } }).chat;
+      assert.is(chat.kind, 'transcript', res.stderr);
+      const lines = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      return { chat, lines };
+    };
+    // Step 3 shares its turn (m2) with step 2.
+    const { chat, lines } = await chatOf(3);
+    assert.is(chat.agent, 'gemini');
+    assert.is(path.dirname(chat.file), path.dirname(file));
+    assert.match(path.basename(chat.file), new RegExp(`^session-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-${chat.sessionId.slice(0, 8)}\\.jsonl$`));
+    assert.is(lines[0]?.sessionId, chat.sessionId);
+    assert.is(lines[0]?.projectHash, 'abc');
+    assert.equal(lines.slice(1).map((l) => l.id), ['p1', 'm1', 'r1'], 'the fold up to the turn holding step 3, its last version of each message');
+    assert.is((lines[2]?.toolCalls as unknown[]).length, 1);
+    assert.is(chat.sharedWith, 1);
+    assert.is(chat.cwd, repo.dir, 'resumed from the project directory');
+    assert.is(chat.shellCommand, `cd ${repo.dir} && gemini --resume ${chat.sessionId}`);
+    // Step 4 repeats step 1's call: its own occurrence (m3) is the cut, after the rewound message is gone.
+    const fourth = await chatOf(4);
+    assert.equal(fourth.lines.slice(1).map((l) => l.id), ['p1', 'm1', 'r1', 'm2', 'r2']);
+    const first = await chatOf(1);
+    assert.equal(first.lines.slice(1).map((l) => l.id), ['p1']);
+    const text = await cliProcess(repo, ['undo', '3', '--chat', '--session', id]);
+    assert.match(text.stdout, /shared its model turn with 1 other tool call/);
+    assert.match(text.stdout, /resume it with: {2}cd .* && gemini --resume [0-9a-f-]{36}$/m);
+    assert.equal(fs.readFileSync(file), originalBytes, 'the original chat is unchanged');
   } finally {
     repo.cleanup();
   }

@@ -449,6 +449,7 @@ export function forkClaudeTranscript(step: ForkPoint, opts: { cwd: string; newId
   fs.renameSync(tmp, file);
   return {
     kind: 'transcript',
+    agent: 'claude',
     file,
     original: t.path,
     sessionId: id,

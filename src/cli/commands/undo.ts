@@ -97,19 +97,28 @@ function dryRunVerdict(ctx: Parameters<CommandFactory>[0], out: Output, r: Opera
   if (!out.json) out.err(`agentsnap: the real ${kind} would be refused (exit 3): see the changes above; --force goes ahead and keeps them in the safety snapshot.`);
 }
 
-function printChat(out: Output, chat: ChatRewind, step: number): void {
+/** What an agent calls one model turn that can hold several tool calls. */
+const TURN_WORD: Record<string, string> = { claude: 'assistant message', codex: 'model response', gemini: 'model turn' };
+
+function printChat(out: Output, chat: ChatRewind, step: number, compacting = false): void {
   if (chat.kind === 'transcript') {
-    out.out(`conversation forked before step ${step}: ${chat.file} (the original is unchanged)`);
+    const compact = 'digest' in chat;
+    out.out(compact ? `conversation compacted before step ${step}: ${chat.file} (the original is unchanged; the files are untouched)` : `conversation forked before step ${step}: ${chat.file} (the original is unchanged)`);
     if (chat.subagentCall) {
       const agentCall = chat.subagentStep !== null ? `step ${chat.subagentStep}, the Agent call` : `the Agent call ${chat.subagentCall}`;
-      out.out(out.color.yellow(`  step ${step} was made by a subagent: the conversation is cut before ${agentCall} that started it`));
+      out.out(out.color.yellow(`  step ${step} was made by a subagent: the conversation is ${compact ? 'kept from' : 'cut before'} ${agentCall} that started it`));
     }
+    const turn = TURN_WORD[chat.agent] ?? 'assistant message';
     if (chat.sharedWith > 0) {
-      out.out(out.color.yellow(`  step ${step}'s tool call shared its assistant message with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is cut before that whole message`));
+      out.out(out.color.yellow(`  step ${step}'s tool call shared its ${turn} with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is ${compact ? 'kept from' : 'cut before'} that whole ${turn.split(' ')[1]}`));
+    }
+    if (compact) {
+      const pct = chat.before.chars > 0 ? Math.round((100 * (chat.before.chars - chat.after.chars)) / chat.before.chars) : 0;
+      out.out(`  before: ${chat.before.messages} messages, ${chat.before.chars} characters; after: ${chat.after.messages} messages, ${chat.after.chars} characters (${pct}% shorter)`);
     }
     out.out(`resume it with:  ${chat.shellCommand}`);
   } else {
-    out.note(`agentsnap: no conversation to fork (${chat.reason}); a digest of the session before step ${step}:`);
+    out.note(`agentsnap: no conversation to ${compacting ? 'compact' : 'fork'} (${chat.reason}); a digest of the session before step ${step}:`);
     out.out(chat.text);
   }
 }
