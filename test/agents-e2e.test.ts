@@ -224,6 +224,66 @@ test('gemini under wrap: hooks through an overlay home, one step per tool call, 
   }
 });
 
+/** The function calls (name and args) and responses a Gemini API request sends back to the model. */
+function geminiCallsSent(body: Record<string, unknown> | undefined): { calls: string[]; responses: number; texts: string[] } {
+  const contents = Array.isArray(body?.contents) ? (body.contents as { role?: string; parts?: Record<string, unknown>[] }[]) : [];
+  const parts = contents.flatMap((c) => c.parts ?? []);
+  return {
+    calls: parts.filter((p) => p.functionCall).map((p) => JSON.stringify([(p.functionCall as { name: string }).name, (p.functionCall as { args: unknown }).args])),
+    responses: parts.filter((p) => p.functionResponse).length,
+    texts: parts.filter((p) => typeof p.text === 'string').map((p) => p.text as string),
+  };
+}
+
+test('gemini: undo N --chat forks the saved chat before call N; `gemini --resume <id>` sends the model exactly the kept calls', async () => {
+  if (!gemini) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  fs.mkdirSync(path.join(repo.home, '.gemini'), { recursive: true });
+  fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), '{"security":{"auth":{"selectedType":"gemini-api-key"}}}\n');
+  const script: ScriptedTurn[] = [
+    { text: 'Creating hello.txt.', tools: [{ name: 'write_file', input: { file_path: 'hello.txt', content: 'hello\n' } }] },
+    { tools: [{ name: 'run_shell_command', input: { command: 'echo two > a.txt' } }] },
+    { tools: [{ name: 'run_shell_command', input: { command: 'echo three > b.txt' } }] },
+    { text: 'All done.' },
+  ];
+  const stub = await startGeminiStub(script);
+  const env = (url: string) => ({ GEMINI_API_KEY: 'e2e-test-key-not-real', GOOGLE_GEMINI_BASE_URL: url, GEMINI_CLI_TRUST_WORKSPACE: 'true' });
+  try {
+    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { env: env(stub.url), timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stderr);
+    const { s } = await sessionOf(repo, res.stderr);
+    assert.is(s.steps.length, 3);
+    const chatFile = s.steps[0]?.transcript?.path as string;
+    const chatBytes = fs.readFileSync(chatFile);
+    const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
+    assert.is(r.code, 0, r.stderr);
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    assert.is(chat.kind, 'transcript', r.stdout);
+    assert.is(chat.resumeCommand, `gemini --resume ${chat.sessionId}`);
+    assert.is(chat.cwd, repo.dir);
+    assert.is(path.dirname(chat.file), path.dirname(chatFile));
+    assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original chat is unchanged');
+    const sent = (c: ScriptedTurn['tools']) => (c ?? []).map((t) => JSON.stringify([t.name, t.input]));
+    const resumed = await startGeminiStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    try {
+      const c = await run(gemini, ['--resume', chat.sessionId, '-p', 'Where are we?', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env(resumed.url) } });
+      assert.is(c.code, 0, c.stderr);
+      assert.ok(resumed.requests.length >= 1, 'a model request');
+      const got = geminiCallsSent(resumed.requests[0]);
+      assert.equal(got.calls, [...sent(script[0]?.tools), ...sent(script[1]?.tools)], 'the model sees calls 1 and 2 only');
+      assert.ok(got.responses >= 2, `their results are sent (${got.responses})`);
+      assert.ok(got.texts.some((t) => t.includes('Make the changes.')), 'the first prompt is kept');
+      assert.ok(got.texts.some((t) => t.includes('Where are we?')));
+    } finally {
+      await resumed.close();
+    }
+    assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original chat is still unchanged');
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
 test('gemini with init hooks and no wrapper: its hooks map the Gemini session to an agentsnap session', async () => {
   if (!gemini) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
