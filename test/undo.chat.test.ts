@@ -388,4 +388,102 @@ test('undo N --chat of a Gemini CLI session writes a new chat cut before step N 
   }
 });
 
+test('undo N --compact forks the conversation with everything before step N as one digest and the rest kept; files untouched; sizes before/after', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const original = writeTranscript(repo);
+    const originalBytes = fs.readFileSync(original);
+    const r = await openRepo(repo.dir, { env: repo.env });
+    const id = (await snap({ cwd: repo.dir, env: repo.env })).session;
+    const calls: [string, string, string, () => void, boolean][] = [
+      ['Write', 'toolu_1', 'a2', () => fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'one\n'), false],
+      ['Bash', 'toolu_2', 'a3', () => fs.writeFileSync(path.join(repo.dir, 'b.txt'), 'two\n'), true],
+      ['Bash', 'toolu_3', 'a4', () => fs.writeFileSync(path.join(repo.dir, 'c.txt'), 'three\n'), false],
+    ];
+    for (const [tool, toolUseId, uuid, change, fails] of calls) {
+      await recordPre(r, id, { tool, toolUseId, input: { command: `run ${toolUseId}` }, transcript: { path: original, offset: 0, uuid } });
+      change();
+      await recordPost(r, id, { toolUseId, ...(fails ? { status: 'failed' as const, error: 'Exit code 3' } : {}) });
+    }
+    // Step 1 is the snap's checkpoint; steps 2-4 the calls. Compact before step 4 (toolu_3, which shares message 2 with toolu_2).
+    const res = await cliProcess(repo, ['undo', '3', '--compact', '--session', id, '--json']);
+    assert.is(res.code, 0, res.stderr);
+    const chat = (JSON.parse(res.stdout) as { chat: { kind: string; file: string; sessionId: string; digest: string; before: { messages: number; chars: number }; after: { messages: number; chars: number } } }).chat;
+    assert.is(chat.kind, 'transcript');
+    const lines = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(lines.slice(2).map((l) => l.uuid), ['a3', 'a4', 'r2', 'r3', 'a5'], 'everything from the message holding step 3 on');
+    assert.is(lines[0]?.type, 'system');
+    assert.is(lines[0]?.subtype, 'compact_boundary');
+    assert.is(lines[0]?.parentUuid, null);
+    assert.is(lines[1]?.isCompactSummary, true);
+    assert.is(lines[1]?.parentUuid, lines[0]?.uuid);
+    assert.is(lines[2]?.parentUuid, lines[1]?.uuid, 'the first kept line hangs below the summary');
+    assert.is(lines[3]?.parentUuid, 'a3');
+    assert.ok(lines.every((l) => l.sessionId === chat.sessionId));
+    const digest = (lines[1]?.message as { content: string }).content;
+    assert.is(digest, chat.digest);
+    assert.match(digest, 'make the files', "the user's request");
+    assert.match(digest, 'Writing a.txt', "the agent's words");
+    assert.match(digest, /step 2 Write: .* -> A a\.txt/);
+    assert.not.match(digest, /- step 3/, 'step 3 on is kept as it happened, not digested');
+    assert.not.match(digest, 'toolu_2');
+    assert.equal(chat.before, { messages: 7, chars: chat.before.chars });
+    assert.equal(chat.after, { messages: 5, chars: chat.after.chars });
+    assert.ok(chat.after.chars < chat.before.chars + digest.length);
+    assert.equal(fs.readFileSync(original), originalBytes, 'the original transcript is unchanged');
+    assert.ok(repo.exists('c.txt') && repo.exists('a.txt'), '--compact leaves the files alone');
+    // The failure and its error are in a digest that covers them.
+    const later = await cliProcess(repo, ['undo', '4', '--compact', '--session', id]);
+    assert.is(later.code, 0, later.stderr);
+    assert.match(later.stdout, /^conversation compacted before step 4: .* \(the original is unchanged; the files are untouched\)$/m);
+    assert.match(later.stdout, /before: 7 messages, \d+ characters; after: \d+ messages, \d+ characters \(-?\d+% shorter\)/);
+    assert.match(later.stdout, /resume it with: {2}cd .* && claude --resume [0-9a-f-]{36}$/m);
+    const f4 = /claude --resume ([0-9a-f-]{36})$/m.exec(later.stdout)![1] as string;
+    assert.match(fs.readFileSync(path.join(path.dirname(original), `${f4}.jsonl`), 'utf8'), /step 3 Bash: .* FAILED: Exit code 3 -> A b\.txt/);
+    // --compact goes alone.
+    for (const other of ['--chat', '--both', '--stop-processes']) {
+      const bad = await cliProcess(repo, ['undo', '3', '--compact', other, '--session', id]);
+      assert.is(bad.code, 2, bad.stderr);
+      assert.match(bad.stderr, `--compact and ${other} exclude each other`);
+    }
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a fork keeps Claude Code\'s file history consistent (2.1.220+ file-history-delta lines) and links the backups it names under the fork\'s id', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const original = writeTranscript(repo);
+    // As 2.1.332 writes them (CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING=1 in -p mode): a snapshot of the prompt's
+    // message after it, a delta after each call's assistant line for a file first changed in the turn.
+    const lines = fs.readFileSync(original, 'utf8').trim().split('\n');
+    const snapshot = JSON.stringify({ type: 'file-history-snapshot', messageId: 'u1', snapshot: { messageId: 'u1', trackedFileBackups: {}, timestamp: 't' }, isSnapshotUpdate: false });
+    const delta = (msg: string, file: string, backup: string | null) =>
+      JSON.stringify({ type: 'file-history-delta', messageId: msg, snapshotMessageId: 'u1', trackingPath: file, backup: { backupFileName: backup, version: 1, backupTime: 't', realParentDir: repo.dir }, timestamp: 't' });
+    const withHistory = [lines[0], lines[1], snapshot, lines[2], lines[3], delta('a2', 'a.txt', 'aaaa1111@v1'), lines[4], lines[5], delta('a3', 'b.txt', 'bbbb2222@v1'), ...lines.slice(6)];
+    fs.writeFileSync(original, withHistory.join('\n') + '\n');
+    const history = path.join(repo.home, '.claude', 'file-history', SID);
+    fs.mkdirSync(history, { recursive: true });
+    fs.writeFileSync(path.join(history, 'aaaa1111@v1'), 'a before\n');
+    fs.writeFileSync(path.join(history, 'bbbb2222@v1'), 'b before\n');
+    const id = await recordCalls(repo, original);
+    const res = await cliProcess(repo, ['undo', '3', '--chat', '--session', id, '--json']);
+    assert.is(res.code, 0, res.stderr);
+    const chat = (JSON.parse(res.stdout) as { chat: { file: string; sessionId: string } }).chat;
+    const kept = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(kept.map((l) => l.uuid ?? `${l.type}${l.trackingPath ? `:${l.trackingPath}` : ''}`), ['queue-operation', 'u1', 'file-history-snapshot', 'a1', 'a2', 'file-history-delta:a.txt', 'r1']);
+    const forkHistory = path.join(repo.home, '.claude', 'file-history', chat.sessionId);
+    assert.equal(fs.readdirSync(forkHistory), ['aaaa1111@v1'], 'the backups of the kept deltas only');
+    assert.is(fs.readFileSync(path.join(forkHistory, 'aaaa1111@v1'), 'utf8'), 'a before\n');
+    // Compacting before step 3 summarizes u1: its snapshot goes, and with it every delta that adds to it.
+    const c = await cliProcess(repo, ['undo', '3', '--compact', '--session', id, '--json']);
+    assert.is(c.code, 0, c.stderr);
+    const compacted = fs.readFileSync((JSON.parse(c.stdout) as { chat: { file: string } }).chat.file, 'utf8');
+    assert.not.match(compacted, 'file-history');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

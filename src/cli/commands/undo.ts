@@ -148,16 +148,24 @@ export const undoCommand: CommandFactory = (ctx) => ({
         ...opOptions,
         chat: { type: 'boolean', default: false, describe: 'rewind only the conversation (a forked transcript to resume)' },
         both: { type: 'boolean', default: false, describe: 'rewind the files and the conversation' },
+        compact: { type: 'boolean', default: false, describe: 'fork the conversation with everything before step N replaced by a digest, the rest kept (files untouched)' },
         'stop-processes': { type: 'boolean', default: false, describe: 'also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL)' },
       })
       .example('$0 undo', 'undo the last tool call')
       .example('$0 undo 3 --dry-run', 'what undoing step 3 and later would change')
-      .example('$0 undo 3 --both', 'files and conversation back to before step 3'),
+      .example('$0 undo 3 --both', 'files and conversation back to before step 3')
+      .example('$0 undo 3 --compact', 'a shorter conversation: steps before 3 as a digest, step 3 on kept'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean; 'stop-processes': boolean };
+    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean; compact: boolean; 'stop-processes': boolean };
     const out = ctx.output(argv);
     const step = argv.step === undefined ? undefined : stepArgument(argv.step);
     if (argv.chat && argv.both) throw errors.invalidArgument('--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.');
+    if (argv.compact && (argv.chat || argv.both || argv['stop-processes'])) {
+      const other = argv.chat ? '--chat' : argv.both ? '--both' : '--stop-processes';
+      throw errors.invalidArgument(`--compact and ${other} exclude each other: --compact forks a shorter conversation (steps before N as a digest, the rest kept) and leaves files and processes alone; ${other === '--stop-processes' ? '--stop-processes goes with an undo of the files' : `${other} rewinds the conversation to before step N`}.`, {
+        hint: 'Run them one after the other, e.g. `agentsnap undo N` then `agentsnap undo N --compact`.',
+      });
+    }
     const res = await undo({
       cwd: ctx.io.cwd,
       env: ctx.io.env,
@@ -165,7 +173,7 @@ export const undoCommand: CommandFactory = (ctx) => ({
       step,
       dryRun: argv['dry-run'],
       force: argv.force,
-      scope: argv.chat ? 'chat' : argv.both ? 'both' : 'files',
+      scope: argv.compact ? 'compact' : argv.chat ? 'chat' : argv.both ? 'both' : 'files',
       stopProcesses: argv['stop-processes'],
     });
     if (out.json) {
@@ -190,8 +198,10 @@ export const undoCommand: CommandFactory = (ctx) => ({
       printProcesses(out, res.processes, r.dryRun, r.target.step);
       dryRunVerdict(ctx, out, r, 'undo');
     }
-    if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep);
-    else if (argv['dry-run'] && res.chatStep !== null && !res.files) out.out(`the conversation would be rewound to before step ${res.chatStep}`);
+    if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep, argv.compact);
+    else if (argv['dry-run'] && res.chatStep !== null && !res.files) {
+      out.out(argv.compact ? `the conversation would be compacted: the steps before ${res.chatStep} as a digest, step ${res.chatStep} on kept` : `the conversation would be rewound to before step ${res.chatStep}`);
+    }
   },
 });
 
