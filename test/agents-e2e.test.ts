@@ -163,6 +163,29 @@ test('codex: undo N --chat forks the rollout before call N; `codex exec resume <
       await resumed.close();
     }
     assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is still unchanged');
+
+    // undo 2 --compact: calls before 2 become the digest; codex resumes with the digest and calls 2 and 3.
+    const k = await cliProcess(repo, ['undo', '2', '--compact', '--json']);
+    assert.is(k.code, 0, k.stderr);
+    const compact = (JSON.parse(k.stdout) as { chat: { kind: string; sessionId: string; digest: string } }).chat;
+    assert.is(compact.kind, 'transcript', k.stdout);
+    const again = await startResponsesStub([{ text: 'Resumed.' }]);
+    try {
+      const c = await run(
+        codex,
+        ['exec', 'resume', '-c', provider(again.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', compact.sessionId, 'And now?'],
+        { cwd: repo.dir, env: { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real' } },
+      );
+      assert.is(c.code, 0, c.stderr);
+      const sent = responsesCallsSent(again.requests[0]);
+      assert.equal(sent.calls, ids.slice(1), 'the model sees calls 2 and 3 only');
+      assert.equal(sent.outputs, ids.slice(1));
+      assert.ok(sent.texts.some((t) => t.includes('[agentsnap] A digest')), 'the digest is sent');
+      assert.not.ok(JSON.stringify(again.requests[0]).includes(ids[0] as string), 'call 1 is not sent');
+    } finally {
+      await again.close();
+    }
+    assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is never changed');
   } finally {
     await stub.close();
     repo.cleanup();

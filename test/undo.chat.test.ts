@@ -199,7 +199,7 @@ test('without a transcript, undo --chat prints a digest of the session before st
 });
 
 /** A Codex 0.171 rollout: session_meta, the prompt, a response with text + call_1, its output, a response with call_2 + call_3, outputs, the end. */
-function writeRollout(repo: TempRepo, id: string): string {
+function writeRollout(repo: TempRepo, id: string, context = false): string {
   const rollout = path.join(repo.home, '.codex', 'sessions', '2026', '11', '30', `rollout-2026-11-30T10-00-00-${id}.jsonl`);
   fs.mkdirSync(path.dirname(rollout), { recursive: true });
   let ordinal = 0;
@@ -210,6 +210,13 @@ function writeRollout(repo: TempRepo, id: string): string {
   const lines = [
     rec('session_meta', { session_id: id, id, cwd: repo.dir, cli_version: '0.171.0', big: 0 }).replace('"big":0', '"big":12345678901234567890'),
     rec('event_msg', { type: 'task_started', turn_id: 't1' }),
+    ...(context
+      ? [
+          item({ type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex.' }] }),
+          item({ type: 'message', role: 'user', content: [{ type: 'input_text', text: `<environment_context>\n  <cwd>${repo.dir}</cwd>\n</environment_context>` }] }),
+          rec('turn_context', { turn_id: 't1', cwd: repo.dir }),
+        ]
+      : []),
     item({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'make the files' }] }),
     rec('event_msg', { type: 'item_completed', thread_id: id, item: { type: 'UserMessage', id: 'u1' } }),
     rec('event_msg', { type: 'item_completed', thread_id: id, item: { type: 'AgentMessage', id: 'msg_1' } }),
@@ -280,6 +287,51 @@ test('undo N --chat of a Codex session writes a new rollout cut before step N un
     assert.not.ok(fs.readFileSync(first.chat.file, 'utf8').includes('Writing a.txt'));
     assert.equal(fs.readFileSync(rollout), originalBytes, 'the original rollout is unchanged');
     assert.ok(repo.exists('c.txt'), '--chat leaves the files alone');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo N --compact of a Codex session: a new rollout with the context Codex gave the model, the digest as a user message, and the rollout from step N on', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const oldId = '01a231fc-1d01-71f2-837d-4137f85c75ee';
+    const rollout = writeRollout(repo, oldId, true);
+    const originalBytes = fs.readFileSync(rollout);
+    const id = await recordCodexCalls(repo, rollout);
+    const res = await cliProcess(repo, ['undo', '2', '--compact', '--session', id, '--json']);
+    assert.is(res.code, 0, res.stderr);
+    const chat = (JSON.parse(res.stdout) as { chat: { kind: string; agent: string; file: string; sessionId: string; digest: string; resumeCommand: string; before: { messages: number }; after: { messages: number } } }).chat;
+    assert.is(chat.kind, 'transcript', res.stdout);
+    assert.is(chat.agent, 'codex');
+    assert.is(chat.resumeCommand, `codex resume ${chat.sessionId}`);
+    const recs = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ordinal: number; type: string; payload: Record<string, unknown> });
+    const shape = recs.map((r) => (r.type === 'response_item' ? `${String(r.payload.type)}:${String(r.payload.role ?? r.payload.call_id)}` : `${r.type}${r.type === 'event_msg' ? `:${String(r.payload.type)}` : ''}`));
+    assert.equal(shape, [
+      'session_meta',
+      'event_msg:task_started',
+      'message:developer',
+      'message:user',
+      'turn_context',
+      'message:user',
+      'function_call:call_2',
+      'function_call:call_3',
+      'token_usage_record',
+      'function_call_output:call_2',
+      'function_call_output:call_3',
+      'message:assistant',
+      'event_msg:task_complete',
+    ]);
+    assert.equal(recs.map((r) => r.ordinal), recs.map((_, i) => i), 'ordinals renumbered');
+    assert.is(recs[0]?.payload.id, chat.sessionId);
+    const digest = JSON.stringify(recs[5]?.payload.content);
+    assert.ok(digest.includes('make the files') && digest.includes('Writing a.txt'), digest);
+    assert.match(chat.digest, /step 1 Bash: echo 1 -> A a\.txt/);
+    assert.not.ok(JSON.stringify(recs).includes('call_1'), 'call 1 is only in the digest, as a step');
+    assert.is(chat.before.messages, 9);
+    assert.is(chat.after.messages, 6);
+    assert.equal(fs.readFileSync(rollout), originalBytes, 'the original rollout is unchanged');
+    assert.ok(repo.exists('c.txt'), '--compact leaves the files alone');
   } finally {
     repo.cleanup();
   }
@@ -481,6 +533,36 @@ test('a fork keeps Claude Code\'s file history consistent (2.1.220+ file-history
     assert.is(c.code, 0, c.stderr);
     const compacted = fs.readFileSync((JSON.parse(c.stdout) as { chat: { file: string } }).chat.file, 'utf8');
     assert.not.match(compacted, 'file-history');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('undo N --compact of a Gemini CLI session: a new chat whose messages before step N are one digest, the rest kept', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+  try {
+    const { file, calls } = writeGeminiChat(repo);
+    const originalBytes = fs.readFileSync(file);
+    const r = await openRepo(repo.dir, { env: repo.env });
+    const id = (await startSession(r, { agent: 'gemini' })).session;
+    for (const c of calls) {
+      const toolUseId = syntheticToolUseId(c.name, c.args);
+      await recordPre(r, id, { tool: c.name, toolUseId, input: c.args, transcript: { path: file, offset: 0 } });
+      await recordPost(r, id, { toolUseId });
+    }
+    const res = await cliProcess(repo, ['undo', '3', '--compact', '--session', id, '--json']);
+    assert.is(res.code, 0, res.stderr);
+    const chat = (JSON.parse(res.stdout) as { chat: { kind: string; file: string; sessionId: string; digest: string; before: { messages: number }; after: { messages: number } } }).chat;
+    assert.is(chat.kind, 'transcript', res.stdout);
+    const lines = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.is(lines[0]?.sessionId, chat.sessionId);
+    assert.equal(lines.slice(2).map((l) => l.id), ['m2', 'r2', 'm3', 'r3', 'm4']);
+    assert.is(lines[1]?.type, 'user');
+    assert.equal(lines[1]?.content, [{ text: chat.digest }]);
+    assert.match(chat.digest, 'make the files');
+    assert.match(chat.digest, /step 1 write_file/);
+    assert.equal([chat.before.messages, chat.after.messages], [8, 6]);
+    assert.equal(fs.readFileSync(file), originalBytes, 'the original chat is unchanged');
   } finally {
     repo.cleanup();
   }

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { shellQuote } from '../base/shell.js';
-import type { ChatFork, ForkPoint } from './adapter.js';
+import type { ChatCompact, ChatFork, ConversationEntry, ConversationSize, DigestBuilder, ForkPoint } from './adapter.js';
 
 interface Rec {
   raw: string;
@@ -170,4 +170,87 @@ export function forkCodexRollout(step: ForkPoint, opts: { cwd: string; newId?: s
   const newId = opts.newId ?? uuidv7();
   const lines = recs.slice(0, cut.index).map((r) => withThreadId(r, oldId, newId));
   return writeRolloutFork(file, lines, { cwd: cwd ?? opts.cwd, newId, sharedWith: cut.sharedWith });
+}
+
+/** Text of a Responses API message's content items. */
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.map((c) => (c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string' ? (c as { text: string }).text : '')).join('\n');
+}
+
+/** A user message Codex adds itself (environment, instructions, AGENTS.md), not one the user typed. */
+function isContextMessage(p: Record<string, unknown>): boolean {
+  if (p.role === 'developer' || p.role === 'system') return true;
+  return p.role === 'user' && /^\s*(<environment_context>|<user_instructions>|<skills_instructions>|<permissions|# AGENTS\.md)/.test(contentText(p.content));
+}
+
+/** What the model is sent of a rollout: its conversation items (context messages left out) and their characters. */
+function rolloutSize(recs: Rec[]): ConversationSize {
+  let messages = 0;
+  let chars = 0;
+  for (const r of recs) {
+    const p = itemKind(r) !== null ? (r.obj?.payload as Record<string, unknown>) : null;
+    if (!p || (p.type === 'message' && isContextMessage(p))) continue;
+    messages++;
+    chars += p.type === 'message' ? contentText(p.content).length : JSON.stringify(p.arguments ?? p.output ?? p.input ?? p.content ?? '').length;
+  }
+  return { messages, chars };
+}
+
+/** The conversation entries of rollout records (user prompts, the agent's text, its calls). */
+function rolloutEntries(recs: Rec[]): ConversationEntry[] {
+  const out: ConversationEntry[] = [];
+  for (const r of recs) {
+    const p = itemKind(r) !== null ? (r.obj?.payload as Record<string, unknown>) : null;
+    if (!p) continue;
+    const time = typeof (r.obj as { timestamp?: unknown }).timestamp === 'string' ? ((r.obj as { timestamp: string }).timestamp) : null;
+    if (p.type === 'message' && !isContextMessage(p)) {
+      const text = contentText(p.content);
+      if (text.trim()) out.push({ kind: p.role === 'assistant' ? 'assistant' : 'user', text, uuid: null, time });
+    } else if (CALL_ITEMS.has(String(p.type))) {
+      out.push({ kind: 'tool', toolUseId: String(p.call_id ?? ''), name: typeof p.name === 'string' ? p.name : null, input: p.arguments ?? p.input, uuid: null, time });
+    }
+  }
+  return out;
+}
+
+/** Lines before the cut a compacted rollout keeps: the session's own records and the context Codex gave the model. */
+function isPreamble(r: Rec): boolean {
+  const t = r.obj?.type;
+  if (t === 'session_meta' || t === 'turn_context' || t === 'world_state') return true;
+  if (t === 'event_msg') return ['task_started', 'thread_settings_applied'].includes(String(r.obj?.payload?.type));
+  const p = itemKind(r) !== null ? (r.obj?.payload as Record<string, unknown>) : null;
+  return !!p && p.type === 'message' && isContextMessage(p);
+}
+
+/** Numbers the records' `ordinal` fields 0, 1, 2… again (textually: the rest of each line is kept byte for byte). */
+function renumber(lines: string[]): string[] {
+  return lines.map((l, i) => l.replace(/"ordinal":\d+/, `"ordinal":${i}`));
+}
+
+/**
+ * A new rollout in which everything before step N's model response is one user message, the digest, after
+ * the context Codex gave the model (session_meta, developer and environment messages, turn context), and
+ * everything from that response on is kept.
+ */
+export function compactCodexRollout(step: ForkPoint, digest: DigestBuilder, opts: { cwd: string; newId?: string }): ChatCompact {
+  const file = step.transcript?.path;
+  if (!file) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
+  if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call id to find in the Codex rollout ${file}.`, { data: { path: file } });
+  const { recs, id: oldId, cwd } = readRollout(file);
+  const cut = findRolloutCut(recs, step.toolUseId);
+  if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Codex rollout ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
+  const prior = recs.slice(0, cut.index);
+  const text = digest(rolloutEntries(prior));
+  const newId = opts.newId ?? uuidv7();
+  const at = (recs[cut.index]?.obj as { timestamp?: unknown } | null)?.timestamp;
+  const summary: Rec = {
+    raw: JSON.stringify({ timestamp: typeof at === 'string' ? at : new Date().toISOString(), ordinal: 0, type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } }),
+    obj: null,
+  };
+  const kept = [...prior.filter(isPreamble), summary, ...recs.slice(cut.index)];
+  const lines = renumber(kept.map((r) => withThreadId(r, oldId, newId)));
+  const fork = writeRolloutFork(file, lines, { cwd: cwd ?? opts.cwd, newId, sharedWith: cut.sharedWith });
+  return { ...fork, before: rolloutSize(recs), after: rolloutSize(parse(lines.join('\n'))), digest: text };
 }

@@ -15,7 +15,7 @@ import { readFileTail } from '../base/fsutil.js';
 import type { AgentAdapter } from './adapter.js';
 import { commandText, field, paths, patchPaths, shell, type CallDescription } from './describe.js';
 import { obj, planFromList } from './plan.js';
-import { forkCodexRollout } from './codex-rollout.js';
+import { compactCodexRollout, forkCodexRollout } from './codex-rollout.js';
 
 /**
  * Codex's calls as its hooks report them: its shell tools as `Bash` with `command`; `apply_patch` with the
@@ -203,6 +203,7 @@ export const codex: AgentAdapter = {
   // Its rollout (~/.codex/sessions/…/rollout-*.jsonl), forked by codex-rollout.ts.
   ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /codex/i.test(sessionAgent)) || /\/\.codex\/sessions\//.test(file) || /\/rollout-[^/]*\.jsonl$/.test(file),
   forkConversation: (at, opts) => forkCodexRollout(at, opts),
+  compactConversation: (at, digest, opts) => compactCodexRollout(at, digest, opts),
   callFailed(call) {
     if (call.status !== 'done' || !call.transcriptPath || !call.toolUseId) return null;
     const result = codexCallResult(call.transcriptPath, call.toolUseId);

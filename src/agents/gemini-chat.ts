@@ -17,7 +17,7 @@ import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { shellQuote } from '../base/shell.js';
-import type { ChatFork, ForkPoint } from './adapter.js';
+import type { ChatCompact, ChatFork, ConversationEntry, ConversationSize, DigestBuilder, ForkPoint } from './adapter.js';
 
 /** A stable id for a call whose agent gives none: `agentsnap:` and a hash of its tool name and input. */
 export function syntheticToolUseId(tool: string, input: unknown): string {
@@ -173,4 +173,63 @@ export function forkGeminiChat(step: ForkPoint, opts: { cwd: string; newId?: str
   const cut = findGeminiCut(chat.messages, step.toolUseId, step.occurrence ?? 0);
   if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Gemini CLI chat ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
   return writeGeminiFork(file, chat, chat.messages.slice(0, cut.index), { cwd: opts.cwd, ...(opts.newId ? { newId: opts.newId } : {}), sharedWith: cut.sharedWith });
+}
+
+/** Text parts of a message's content (a string, or parts with `text`). */
+function partsText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content.map((p) => (isObj(p) && typeof p.text === 'string' ? p.text : '')).join('');
+}
+
+/** Messages Gemini CLI does not send back on resume (its own context, commands, display-only kinds). */
+function sentOnResume(m: Obj): boolean {
+  if (m.type === 'user') {
+    const t = partsText(m.content).trim();
+    const hasParts = Array.isArray(m.content) && m.content.some((p) => isObj(p) && !('text' in p));
+    return hasParts || !(t === '' || t.startsWith('/') || t.startsWith('?') || t.startsWith('<session_context>') || t.startsWith('<hook_context>'));
+  }
+  return m.type === 'gemini';
+}
+
+/** What the model is sent of a chat on resume: its messages and their characters. */
+function chatSize(messages: Obj[]): ConversationSize {
+  let n = 0;
+  let chars = 0;
+  for (const m of messages) {
+    if (!sentOnResume(m)) continue;
+    n++;
+    chars += (typeof m.content === 'string' ? m.content.length : JSON.stringify(m.content ?? '').length) + (m.toolCalls ? JSON.stringify(m.toolCalls).length : 0);
+  }
+  return { messages: n, chars };
+}
+
+/** The conversation entries of chat messages (the user's text, the model's text, its calls). */
+function chatEntries(messages: Obj[]): ConversationEntry[] {
+  const out: ConversationEntry[] = [];
+  for (const m of messages) {
+    if (!sentOnResume(m)) continue;
+    const time = typeof m.timestamp === 'string' ? m.timestamp : null;
+    const text = partsText(m.content);
+    if (text.trim()) out.push({ kind: m.type === 'user' ? 'user' : 'assistant', text, uuid: typeof m.id === 'string' ? m.id : null, time });
+    for (const c of toolCalls(m)) out.push({ kind: 'tool', toolUseId: String(c.id ?? ''), name: typeof c.name === 'string' ? c.name : null, input: c.args, uuid: null, time });
+  }
+  return out;
+}
+
+/** A new chat whose messages before the model turn holding step N's call are one user message, the digest; the rest kept. */
+export function compactGeminiChat(step: ForkPoint, digest: DigestBuilder, opts: { cwd: string; newId?: string }): ChatCompact {
+  const file = step.transcript?.path;
+  if (!file) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
+  if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call id to find in the Gemini CLI chat ${file}.`, { data: { path: file } });
+  const chat = readGeminiChat(file);
+  const cut = findGeminiCut(chat.messages, step.toolUseId, step.occurrence ?? 0);
+  if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Gemini CLI chat ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
+  const prior = chat.messages.slice(0, cut.index);
+  const text = digest(chatEntries(prior));
+  const at = chat.messages[cut.index]?.timestamp;
+  const summary: Obj = { id: randomUUID(), timestamp: typeof at === 'string' ? at : new Date().toISOString(), type: 'user', content: [{ text }] };
+  const messages = [summary, ...chat.messages.slice(cut.index)];
+  const fork = writeGeminiFork(file, chat, messages, { cwd: opts.cwd, ...(opts.newId ? { newId: opts.newId } : {}), sharedWith: cut.sharedWith });
+  return { ...fork, before: chatSize(chat.messages), after: chatSize(messages), digest: text };
 }

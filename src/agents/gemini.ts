@@ -19,7 +19,7 @@ import type { AgentAdapter, HookGroup } from './adapter.js';
 import { parseJsonc, withHooks, withoutHooks } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList } from './plan.js';
-import { forkGeminiChat, syntheticToolUseId } from './gemini-chat.js';
+import { compactGeminiChat, forkGeminiChat, syntheticToolUseId } from './gemini-chat.js';
 
 export { syntheticToolUseId } from './gemini-chat.js';
 
@@ -294,6 +294,7 @@ export const gemini: AgentAdapter = {
   // Its chat files under ~/.gemini/tmp, forked by gemini-chat.ts.
   ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /gemini/i.test(sessionAgent)) || file.includes('/.gemini/'),
   forkConversation: (at, opts) => forkGeminiChat(at, opts),
+  compactConversation: (at, digest, opts) => compactGeminiChat(at, digest, opts),
   refineCall(call, payload) {
     const response = payload.tool_response ?? payload.tool_output ?? payload.output;
     const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;
