@@ -301,6 +301,23 @@ test('gemini: undo N --chat forks the saved chat before call N; `gemini --resume
       await resumed.close();
     }
     assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original chat is still unchanged');
+
+    // undo 2 --compact: call 1 becomes the digest; gemini resumes with the digest and calls 2 and 3.
+    const k = await cliProcess(repo, ['undo', '2', '--compact', '--json']);
+    assert.is(k.code, 0, k.stderr);
+    const compact = (JSON.parse(k.stdout) as { chat: { kind: string; sessionId: string } }).chat;
+    assert.is(compact.kind, 'transcript', k.stdout);
+    const again = await startGeminiStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    try {
+      const c = await run(gemini, ['--resume', compact.sessionId, '-p', 'And now?', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env(again.url) } });
+      assert.is(c.code, 0, c.stderr);
+      const got = geminiCallsSent(again.requests[0]);
+      assert.equal(got.calls, [...sent(script[1]?.tools), ...sent(script[2]?.tools)], 'the model sees calls 2 and 3 only');
+      assert.ok(got.texts.some((t) => t.includes('[agentsnap] A digest')), 'the digest is sent');
+    } finally {
+      await again.close();
+    }
+    assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original chat is never changed');
   } finally {
     await stub.close();
     repo.cleanup();
