@@ -25,6 +25,7 @@ import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
 import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
 import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
 import { planAt, planHistory, type PlanState } from './session/plan.js';
+import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from './worktrees/check.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */
@@ -105,6 +106,8 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     phase = 'checkpoint';
     res = await recordCheckpoint(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
   }
+  // A step (or checkpoint) ended: agentsnap.check, when set, checks the newest state in the background.
+  if (phase !== 'pre') maybeStartAutoCheck(repo, id, settings);
   // With the repository and settings already at hand (opening it again costs two git processes).
   if (opts.autoStartServer) {
     try {
@@ -232,6 +235,8 @@ export interface LogRow {
   what: string | null;
   /** The agent's plan as of this step (after it); null: no plan tool ran by then. */
   plan: PlanState | null;
+  /** The newest check of the state after this step (`agentsnap check`); null: never checked. */
+  check: CheckResult | null;
 }
 
 /** `agentsnap log`: the steps of a session, filtered. */
@@ -241,7 +246,13 @@ export async function log(opts: LogOptions = {}): Promise<{ session: Session; st
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
   const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths, grep: opts.grep });
   const plans = planHistory(r.session);
-  return { session: r.session, steps, rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step), plan: planAt(r.session, step.step, plans) })), source: r.source };
+  const checks = latestCheckByStep(r.session);
+  return {
+    session: r.session,
+    steps,
+    rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step), plan: planAt(r.session, step.step, plans), check: checks.get(step.step) ?? null })),
+    source: r.source,
+  };
 }
 
 /**
@@ -262,7 +273,10 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
       continue; // an unreadable session is doctor's to report
     }
     const plans = planHistory(session);
-    for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) rows.push({ session, step, what: describeStep(session, step), plan: planAt(session, step.step, plans) });
+    const checks = latestCheckByStep(session);
+    for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) {
+      rows.push({ session, step, what: describeStep(session, step), plan: planAt(session, step.step, plans), check: checks.get(step.step) ?? null });
+    }
   }
   // Time order across sessions (a session's own steps keep their order when their times tie).
   const order = (r: LogRow) => Date.parse(r.step.startedAt) || 0;

@@ -161,7 +161,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
     }
     if (out.json) {
-      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what, plan: r.plan })));
+      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what, plan: r.plan, check: r.check })));
       return;
     }
     if (rows.length === 0) {
@@ -176,6 +176,11 @@ export const logCommand: CommandFactory = (ctx) => ({
     const toolCol = padColumn(rows.map(({ step: st }) => cell(cut(printablePath(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-')), 40))));
     const statusCol = padColumn(rows.map(({ step: st }) => cell(st.status, statusColor(out, st.status))));
     const timeCol = padColumn(rows.map(({ step: st }) => cell(when(st.startedAt))));
+    // ✓/✗ of the newest check of each step's state (`agentsnap check`), when any step has one.
+    const checked = rows.some((r) => r.check);
+    const checkCol = checked
+      ? padColumn(rows.map(({ check }) => (!check ? cell(' ') : check.verdict === 'pass' ? cell('✓', c.green('✓')) : check.verdict === 'fail' ? cell('✗', c.red('✗')) : cell('~', c.yellow('~')))))
+      : null;
     const changeCol = padColumn(
       rows.map(({ step: st }) => {
         const n = countChanges(st.changed);
@@ -199,7 +204,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
       const effect = outsideEffect(st, session.worktree);
       if (effect) mark(`not undoable: ${effect}`, c.red(`not undoable: ${effect}`));
-      const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}  ${timeCol[i]}  ${changeCol[i]}`;
+      const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}${checkCol ? ` ${checkCol[i]}` : ''}  ${timeCol[i]}  ${changeCol[i]}`;
       const used = visibleLength(head) + (marks.length ? 2 + plainMarks.join('  ').length : 0);
       // What the call was, cut so the row fits the terminal (never cut below a readable minimum).
       const desc = what === null ? '' : `  ${c.cyan(cut(what, Math.max(24, width - used - 2)))}`;
