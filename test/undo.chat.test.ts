@@ -448,8 +448,8 @@ test('undo N --compact forks the conversation with everything before step N as o
     const r = await openRepo(repo.dir, { env: repo.env });
     const id = (await snap({ cwd: repo.dir, env: repo.env })).session;
     const calls: [string, string, string, () => void, boolean][] = [
-      ['Write', 'toolu_1', 'a2', () => fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'one\n'), false],
-      ['Bash', 'toolu_2', 'a3', () => fs.writeFileSync(path.join(repo.dir, 'b.txt'), 'two\n'), true],
+      ['Write', 'toolu_1', 'a2', () => fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'one\n'), true],
+      ['Bash', 'toolu_2', 'a3', () => fs.writeFileSync(path.join(repo.dir, 'b.txt'), 'two\n'), false],
       ['Bash', 'toolu_3', 'a4', () => fs.writeFileSync(path.join(repo.dir, 'c.txt'), 'three\n'), false],
     ];
     for (const [tool, toolUseId, uuid, change, fails] of calls) {
@@ -476,7 +476,7 @@ test('undo N --compact forks the conversation with everything before step N as o
     assert.is(digest, chat.digest);
     assert.match(digest, 'make the files', "the user's request");
     assert.match(digest, 'Writing a.txt', "the agent's words");
-    assert.match(digest, /step 2 Write: .* -> A a\.txt/);
+    assert.match(digest, /step 2 Write: .* FAILED: Exit code 3 -> A a\.txt/, 'a failure and its error');
     assert.not.match(digest, /- step 3/, 'step 3 on is kept as it happened, not digested');
     assert.not.match(digest, 'toolu_2');
     assert.equal(chat.before, { messages: 7, chars: chat.before.chars });
@@ -484,14 +484,17 @@ test('undo N --compact forks the conversation with everything before step N as o
     assert.ok(chat.after.chars < chat.before.chars + digest.length);
     assert.equal(fs.readFileSync(original), originalBytes, 'the original transcript is unchanged');
     assert.ok(repo.exists('c.txt') && repo.exists('a.txt'), '--compact leaves the files alone');
-    // The failure and its error are in a digest that covers them.
+    // Step 4 shares its assistant message with step 3: the cut is the same, and step 3 stays as it happened, out of the digest.
     const later = await cliProcess(repo, ['undo', '4', '--compact', '--session', id]);
     assert.is(later.code, 0, later.stderr);
     assert.match(later.stdout, /^conversation compacted before step 4: .* \(the original is unchanged; the files are untouched\)$/m);
     assert.match(later.stdout, /before: 7 messages, \d+ characters; after: \d+ messages, \d+ characters \(-?\d+% shorter\)/);
     assert.match(later.stdout, /resume it with: {2}cd .* && claude --resume [0-9a-f-]{36}$/m);
     const f4 = /claude --resume ([0-9a-f-]{36})$/m.exec(later.stdout)![1] as string;
-    assert.match(fs.readFileSync(path.join(path.dirname(original), `${f4}.jsonl`), 'utf8'), /step 3 Bash: .* FAILED: Exit code 3 -> A b\.txt/);
+    const compacted4 = fs.readFileSync(path.join(path.dirname(original), `${f4}.jsonl`), 'utf8');
+    assert.match(compacted4, /- step 2 Write/);
+    assert.not.match(compacted4, /- step 3/);
+    assert.match(later.stdout, "step 4's tool call shared its assistant message with 1 other tool call; the conversation is kept from that whole message");
     // --compact goes alone.
     for (const other of ['--chat', '--both', '--stop-processes']) {
       const bad = await cliProcess(repo, ['undo', '3', '--compact', other, '--session', id]);

@@ -141,8 +141,8 @@ export interface ChatCompact extends ChatFork {
   digest: string;
 }
 
-/** What a digest of the conversation before the step is built from: the entries there, in order. */
-export type DigestBuilder = (prior: ConversationEntry[]) => string;
+/** What a digest of the conversation before the step is built from: the entries there, and those kept, in order. */
+export type DigestBuilder = (prior: ConversationEntry[], kept: ConversationEntry[]) => string;
 
 /** The end of a transcript, read once per hook call: what locateCall and unjournaledReads look through. */
 export interface TranscriptTail {

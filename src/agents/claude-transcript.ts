@@ -587,7 +587,7 @@ export function compactClaudeTranscript(step: ForkPoint, digest: DigestBuilder, 
   const { file: original, lines, subagents, cut, subagentCall } = readForCut(step);
   const id = opts.newId ?? randomUUID();
   const prior = lines.slice(0, cut.index);
-  const text = digest(conversationOf(prior.map((l) => l.raw)));
+  const text = digest(conversationOf(prior.map((l) => l.raw)), conversationOf(lines.slice(cut.index).map((l) => l.raw)));
   const first = lines[cut.index]?.obj ?? {};
   const common: Record<string, unknown> = {};
   for (const k of ['userType', 'entrypoint', 'cwd', 'version', 'gitBranch']) if (first[k] !== undefined) common[k] = first[k];

@@ -242,7 +242,7 @@ export function compactCodexRollout(step: ForkPoint, digest: DigestBuilder, opts
   const cut = findRolloutCut(recs, step.toolUseId);
   if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Codex rollout ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
   const prior = recs.slice(0, cut.index);
-  const text = digest(rolloutEntries(prior));
+  const text = digest(rolloutEntries(prior), rolloutEntries(recs.slice(cut.index)));
   const newId = opts.newId ?? uuidv7();
   const at = (recs[cut.index]?.obj as { timestamp?: unknown } | null)?.timestamp;
   const summary: Rec = {

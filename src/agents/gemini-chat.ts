@@ -212,7 +212,8 @@ function chatEntries(messages: Obj[]): ConversationEntry[] {
     const time = typeof m.timestamp === 'string' ? m.timestamp : null;
     const text = partsText(m.content);
     if (text.trim()) out.push({ kind: m.type === 'user' ? 'user' : 'assistant', text, uuid: typeof m.id === 'string' ? m.id : null, time });
-    for (const c of toolCalls(m)) out.push({ kind: 'tool', toolUseId: String(c.id ?? ''), name: typeof c.name === 'string' ? c.name : null, input: c.args, uuid: null, time });
+    // The id agentsnap's steps record for it (Gemini's hooks give none).
+    for (const c of toolCalls(m)) out.push({ kind: 'tool', toolUseId: syntheticToolUseId(String(c.name ?? ''), c.args), name: typeof c.name === 'string' ? c.name : null, input: c.args, uuid: null, time });
   }
   return out;
 }
@@ -226,7 +227,7 @@ export function compactGeminiChat(step: ForkPoint, digest: DigestBuilder, opts: 
   const cut = findGeminiCut(chat.messages, step.toolUseId, step.occurrence ?? 0);
   if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Gemini CLI chat ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
   const prior = chat.messages.slice(0, cut.index);
-  const text = digest(chatEntries(prior));
+  const text = digest(chatEntries(prior), chatEntries(chat.messages.slice(cut.index)));
   const at = chat.messages[cut.index]?.timestamp;
   const summary: Obj = { id: randomUUID(), timestamp: typeof at === 'string' ? at : new Date().toISOString(), type: 'user', content: [{ text }] };
   const messages = [summary, ...chat.messages.slice(cut.index)];

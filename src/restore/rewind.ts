@@ -93,7 +93,7 @@ const oneLine = (t: string) => t.replace(/\s+/g, ' ').trim();
  * agent's words (its decisions) from the conversation, and per step the call, the files it changed, and a
  * failure with its error. The files are as they are now (a compaction restores none).
  */
-export function compactDigest(s: Session, before: number, prior: ConversationEntry[]): string {
+export function compactDigest(s: Session, before: number, prior: ConversationEntry[], kept: ConversationEntry[] = []): string {
   const lines = [`[agentsnap] A digest of this conversation before step ${before} (session ${s.id}); the messages it replaces were removed to make the conversation shorter. The files in ${s.worktree} are unchanged: they hold the changes of every step below.`];
   const requests = prior.filter((e) => e.kind === 'user').map((e) => oneLine((e as { text: string }).text)).filter(Boolean);
   if (requests.length > 0) {
@@ -105,7 +105,13 @@ export function compactDigest(s: Session, before: number, prior: ConversationEnt
     lines.push('', 'What the agent said it would do or had decided:');
     for (const t of said) lines.push(`- ${clip(t, 500)}`);
   }
-  const steps = s.steps.filter((st) => st.step < before);
+  // A step before N whose call is in the kept part shared step N's model turn: it stays as it happened. A call id can
+  // repeat (Gemini CLI's are its tool and input): the last k steps of an id the kept part holds k times are the kept ones.
+  const keptCount = new Map<string, number>();
+  for (const e of kept) if (e.kind === 'tool') keptCount.set(e.toolUseId, (keptCount.get(e.toolUseId) ?? 0) + 1);
+  const inKept = new Set<number>();
+  for (const [id, n] of keptCount) for (const st of s.steps.filter((x) => x.toolUseId === id).slice(-n)) inKept.add(st.step);
+  const steps = s.steps.filter((st) => st.step < before && !inKept.has(st.step));
   if (steps.length > 0) {
     lines.push('', 'The steps (tool calls) so far:');
     for (const st of steps) {
@@ -123,15 +129,15 @@ export function compactDigest(s: Session, before: number, prior: ConversationEnt
 export function compactChat(s: Session, step: Step, cwd: string): ChatCompact | ChatDigest {
   const path = step.transcript?.path;
   const owner = path ? ownerOf(s, path) : undefined;
-  const digestOf = (prior: ConversationEntry[]) => compactDigest(s, step.step, prior);
+  const digestOf = (prior: ConversationEntry[], kept: ConversationEntry[]) => compactDigest(s, step.step, prior, kept);
   if (owner?.compactConversation) {
     try {
       const fork = owner.compactConversation(forkPoint(s, step), digestOf, { cwd });
       if (fork.subagentCall) fork.subagentStep = s.steps.find((x) => x.toolUseId === fork.subagentCall)?.step ?? null;
       return fork;
     } catch (e) {
-      return { kind: 'digest', text: digestOf([]), reason: e instanceof Error ? e.message : String(e) };
+      return { kind: 'digest', text: compactDigest(s, step.step, []), reason: e instanceof Error ? e.message : String(e) };
     }
   }
-  return { kind: 'digest', text: digestOf([]), reason: noForkReason(s, step, path, owner, 'compacted') };
+  return { kind: 'digest', text: compactDigest(s, step.step, []), reason: noForkReason(s, step, path, owner, 'compacted') };
 }
