@@ -17,13 +17,14 @@ import { benchEnv, Interrupted, markInterrupted, ROOT } from './measure.js';
 import { benchRepo, resetRepo } from './repos.js';
 import { SCENARIOS as PER_CALL_SCENARIOS, startupReference, type Row } from './scenarios.js';
 import { claudeEditSession, claudeReadSession } from './claude-session.js';
+import { bisectScenario } from './bisect.js';
 import { formatDiskTable, formatTable } from './table.js';
 import { profileSnap } from './profile.js';
 import { serverStatus, stopAllServers, stopServer, vmHwmMiB } from './server.js';
 import type { DiskResult } from './disk.js';
 
-// The per-call scenarios, then whole sessions of the real Claude Code.
-const SCENARIOS = [...PER_CALL_SCENARIOS, claudeReadSession, claudeEditSession];
+// The per-call scenarios, whole sessions of the real Claude Code, bisect over a session.
+const SCENARIOS = [...PER_CALL_SCENARIOS, claudeReadSession, claudeEditSession, bisectScenario];
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [--only ID,...] [--disk-steps N] [--json] [--profile]
 

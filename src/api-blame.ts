@@ -11,6 +11,8 @@ import { describeStep } from './session/read.js';
 import { redactText } from './session/redact.js';
 import type { Session, Step } from './session/model.js';
 import { resolveSession, toRepoPath, type ResolvedSession, type SessionOptions } from './api.js';
+import { committedAuthors } from './history/notes.js';
+import { loadSession } from './session/session.js';
 import { latestCheckByStep, type CheckResult } from './worktrees/check.js';
 
 export type { BlameLine, LineOrigin } from './session/blame.js';
@@ -86,6 +88,12 @@ function authorOf(s: Session, origin: LineOrigin, context: (st: Step) => CallCon
   };
 }
 
+/** A line a commit's note attributes to a step of `s` (null: that session is not in this repository any more). */
+function committedAuthor(s: Session | null, origin: Extract<LineOrigin, { kind: 'committed' }>): LineAuthor {
+  const st = s?.steps.find((x) => x.step === origin.step) ?? null;
+  return { origin, step: origin.step, tool: st?.tool ?? null, time: st ? st.endedAt ?? st.startedAt : null, what: s && st ? describeStep(s, st) : null, prompt: null };
+}
+
 /** `agentsnap blame <file>`: each line of the file as it is now, with the step that last wrote it. */
 export async function blame(opts: BlameOptions): Promise<BlameResult> {
   if (typeof opts.path !== 'string' || opts.path === '') throw errors.invalidArgument('blame needs a file: agentsnap blame <file>.');
@@ -101,7 +109,28 @@ export async function blame(opts: BlameOptions): Promise<BlameResult> {
   }
   const settings = await loadSettings(r.repo);
   const context = contextReader(r.session, settings.redactPatterns);
-  const lines = (await blameFile(r.repo, r.session, rel, contents)).map((l) => ({ ...l, author: authorOf(r.session, l.origin, context) }));
+  const blamed = await blameFile(r.repo, r.session, rel, contents);
+  // Lines from before this session that a commit's note attributes to an earlier session's step.
+  if (blamed.some((l) => l.origin.kind === 'before-session')) {
+    const committed = await committedAuthors(r.repo, rel, contents);
+    for (const l of blamed) {
+      const c = committed.get(l.line);
+      if (l.origin.kind === 'before-session' && c) l.origin = { kind: 'committed', ...c };
+    }
+  }
+  const others = new Map<string, Session | null>();
+  const sessionOf = (id: string): Session | null => {
+    if (id === r.session.id) return r.session;
+    if (!others.has(id)) {
+      try {
+        others.set(id, loadSession(r.repo, id));
+      } catch {
+        others.set(id, null); // gc'ed, or recorded in another clone
+      }
+    }
+    return others.get(id) ?? null;
+  };
+  const lines = blamed.map((l) => ({ ...l, author: l.origin.kind === 'committed' ? committedAuthor(sessionOf(l.origin.session), l.origin) : authorOf(r.session, l.origin, context) }));
   return { session: r.session, source: r.source, path: rel, lines };
 }
 

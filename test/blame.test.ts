@@ -27,7 +27,7 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
     const res = await cli(repo, ['blame', 'f.txt']);
     assert.is(res.code, 0, res.stderr);
     const rows = res.stdout.trimEnd().split('\n').map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
-    assert.equal(rows, [`step ${two} Edit 1) A`, `step ${one} Bash 2) B`, `before step ${two} (not a call) 3) c`, 'not recorded yet 4) d']);
+    assert.equal(rows, [`step ${two} Edit 1) A`, `step ${one} Bash 2) B`, 'between steps (not a tool call) 3) c', 'not recorded yet 4) d']);
 
     const json = await cli(repo, ['blame', 'f.txt', '--json']);
     const lines = (JSON.parse(json.stdout) as { lines: { line: number; text: string; step: number | null; origin: { kind: string } }[] }).lines;
@@ -100,6 +100,8 @@ test('blame: the user\'s request and the assistant\'s words from Claude Code\'s 
     assert.is(line?.tool, 'Write');
     assert.match(line?.prompt ?? '', 'Please say hello in hello.txt');
     assert.not.match(line?.prompt ?? '', 'SECRETSECRET', 'redacted like the journal');
+    const text = await cli(repo, ['blame', 'hello.txt']);
+    assert.match(text.stdout, /^step \d+ Write +\d\d:\d\d Please say hello in hello.t… 1\) hello$/m);
     const w = await cli(repo, ['why', 'hello.txt:1']);
     assert.match(w.stdout, 'the user had asked: Please say hello in hello.txt');
     assert.match(w.stdout, 'the assistant said before the call: I will write the greeting.');

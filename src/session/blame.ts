@@ -18,6 +18,8 @@ export type LineOrigin =
   | { kind: 'between'; step: number }
   | { kind: 'before-session' }
   | { kind: 'operation'; subject: string }
+  /** Before this session, committed: the note of the commit (refs/notes/agentsnap) names an earlier session's step. */
+  | { kind: 'committed'; session: string; step: number; commit: string }
   | { kind: 'not-recorded' };
 
 export interface BlameLine {

@@ -111,7 +111,8 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'session.start',
-      cwd: process.cwd(),
+      // The caller's directory (the repository was opened from it), not this process's: a library caller passes its own.
+      cwd: path.join(repo.worktree, repo.prefix),
       worktree: repo.worktree,
       gitDir: repo.gitDir,
       baseHead: head.commit,
@@ -171,6 +172,8 @@ export interface PreOptions extends SnapshotContext {
   transcript?: TranscriptPosition | null;
   agentVersion?: string | null;
   model?: string | null;
+  /** The directory the agent named for the call (journaled when it is not the session's). */
+  cwd?: string | null;
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
   /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
@@ -215,6 +218,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       transcript: opts.transcript ?? null,
       agentVersion: clean(opts.agentVersion ?? null),
       ...(opts.model ? { model: clean(opts.model) } : {}),
+      ...(opts.cwd && opts.cwd !== s.cwd ? { cwd: clean(opts.cwd) } : {}),
     };
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, step), value: commit },

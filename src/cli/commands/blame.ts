@@ -9,9 +9,10 @@ import { printablePath } from '../output.js';
 function label(a: LineAuthor): string {
   const o = a.origin;
   if (o.kind === 'step') return `step ${a.step} ${a.tool ?? 'checkpoint'}`;
-  if (o.kind === 'between') return `before step ${a.step} (not a call)`;
+  if (o.kind === 'between') return 'between steps (not a tool call)';
   if (o.kind === 'before-session') return 'before the session';
   if (o.kind === 'operation') return o.subject.replace(/^agentsnap:\s*/, '');
+  if (o.kind === 'committed') return `step ${o.step} ${a.tool ?? ''} of ${o.session}`.replace('  ', ' ');
   return 'not recorded yet';
 }
 
@@ -48,10 +49,14 @@ export const blameCommand: CommandFactory = (ctx) => ({
     const width = Math.min(40, Math.max(0, ...labels.map((s) => s.length)));
     const numWidth = String(res.lines.length).length;
     const c = out.color;
+    // The user's request that led to the call, cut short: a column only when some line has one.
+    const prompts = res.lines.map((l) => (l.author.prompt ? oneLine(l.author.prompt, 28) : ''));
+    const promptWidth = Math.max(0, ...prompts.map((p) => p.length));
     const rows = res.lines.map((l, i) => {
       const who = (labels[i] as string).padEnd(width).slice(0, width);
       const shown = l.author.origin.kind === 'step' ? c.cyan(who) : c.dim(who);
-      return `${shown} ${hhmm(l.author.time).padEnd(5)} ${String(l.line).padStart(numWidth)}) ${l.text}`;
+      const prompt = promptWidth ? ` ${c.dim((prompts[i] as string).padEnd(promptWidth))}` : '';
+      return `${shown} ${hhmm(l.author.time).padEnd(5)}${prompt} ${String(l.line).padStart(numWidth)}) ${l.text}`;
     });
     ctx.io.stdout.write(rows.length ? `${rows.join('\n')}\n` : '');
     if (rows.length === 0) out.note(`${printablePath(res.path)} is empty`);
@@ -84,6 +89,7 @@ export const whyCommand: CommandFactory = (ctx) => ({
     else if (o.kind === 'between') out.out(`changed between calls, before step ${a.step} (${a.time}): not by a recorded tool call (you, or a process outside the agent's calls)`);
     else if (o.kind === 'before-session') out.out('written before the session started');
     else if (o.kind === 'operation') out.out(`put back by ${o.subject.replace(/^agentsnap:\s*/, '')}`);
+    else if (o.kind === 'committed') out.out(`written by step ${o.step}${a.tool ? ` (${a.tool})` : ''} of session ${o.session}, committed in ${o.commit.slice(0, 12)} (its agentsnap note)`);
     else out.out('in the worktree, not recorded by any snapshot yet');
     if (a.prompt) out.out(`the user had asked: ${oneLine(a.prompt, 400)}`);
     if (res.assistant) out.out(`the assistant said before the call: ${oneLine(res.assistant, 400)}`);
