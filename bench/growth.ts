@@ -25,20 +25,22 @@ export interface Series {
   unit: 'ms' | 'MiB' | 'watches';
   /** Value by size. */
   points: Map<number, number>;
+  /** Drawn in the plot (false: the table only, to keep the plot readable). */
+  plot: boolean;
 }
 
 /** The rows of the growth table, found by their `what` (agentsnap's figure, or the row's baseline). */
-export const GROWTH_FIGURES: { what: string; name: string; marker: string; baseline?: boolean }[] = [
+export const GROWTH_FIGURES: { what: string; name: string; marker: string; baseline?: boolean; tableOnly?: boolean }[] = [
   { what: 'snap: first of a new session', name: 'first snapshot (cold)', marker: 'F' },
-  { what: 'tool call: read-only', name: 'read-only call (Read: no hook)', marker: 'r' },
+  { what: 'tool call: read-only', name: 'read-only call (Read: no hook)', marker: 'r', tableOnly: true },
   { what: 'tool call: read-only Bash (`ls`)', name: 'read-only call (Bash `ls`)', marker: 'R' },
   { what: 'tool call: edits one file', name: 'one-file edit', marker: 'E' },
   { what: 'tool call: creates 100 files', name: '100 new files', marker: 'C' },
   { what: 'undo: 10 files differ', name: 'undo of 10 files', marker: 'U' },
-  { what: 'undo: 100 files differ', name: 'undo of 100 files', marker: 'H' },
+  { what: 'undo: 100 files differ', name: 'undo of 100 files', marker: 'H', tableOnly: true },
   { what: 'session fixed cost: `wrap -- true` (agent idle)', name: 'session fixed cost', marker: 'S' },
   { what: 'tool call: edits one file', name: 'raw git snapshot (baseline)', marker: 'g', baseline: true },
-  { what: 'session fixed cost: `wrap -- true` (agent idle)', name: 'node start-up + git status', marker: 'n', baseline: true },
+  { what: 'session fixed cost: `wrap -- true` (agent idle)', name: 'node start-up + git status', marker: 'n', baseline: true, tableOnly: true },
 ];
 
 /** Sizes of the file-count repositories in the rows (a 100k-directory repository is not on that axis). */
@@ -52,7 +54,7 @@ export function growthSeries(rows: GrowthInput[]): Series[] {
   for (const f of GROWTH_FIGURES) {
     const points = new Map<number, number>();
     for (const r of onAxis) if (r.what === f.what) points.set(r.size, f.baseline ? r.baselineMs : r.agentsnapMs);
-    if (points.size) out.push({ name: f.name, marker: f.marker, unit: 'ms', points });
+    if (points.size) out.push({ name: f.name, marker: f.marker, unit: 'ms', points, plot: !f.tableOnly });
   }
   const maxBy = (pick: (r: GrowthInput) => number | null | undefined) => {
     const points = new Map<number, number>();
@@ -64,9 +66,9 @@ export function growthSeries(rows: GrowthInput[]): Series[] {
     return points;
   };
   const rss = maxBy((r) => r.serverRssMiB);
-  if (rss.size) out.push({ name: 'server RSS (peak over the rows)', marker: 'M', unit: 'MiB', points: rss });
+  if (rss.size) out.push({ name: 'server RSS (peak over the rows)', marker: 'M', unit: 'MiB', points: rss, plot: false });
   const watches = maxBy((r) => r.serverWatches);
-  if (watches.size) out.push({ name: 'server inotify watches', marker: 'W', unit: 'watches', points: watches });
+  if (watches.size) out.push({ name: 'server inotify watches', marker: 'W', unit: 'watches', points: watches, plot: false });
   return out;
 }
 
@@ -74,7 +76,7 @@ function fmtValue(v: number | undefined, unit: Series['unit']): string {
   if (v === undefined || !Number.isFinite(v)) return '-';
   if (unit === 'MiB') return `${v.toFixed(0)} MiB`;
   if (unit === 'watches') return v.toLocaleString('en-US');
-  if (v >= 10_000) return `${(v / 1000).toFixed(1)} s`;
+  if (v >= 1000) return `${(v / 1000).toFixed(v >= 10_000 ? 1 : 2)} s`;
   return v < 10 ? `${v.toFixed(1)} ms` : `${v.toFixed(0)} ms`;
 }
 
@@ -115,10 +117,11 @@ function fmtAxisMs(v: number): string {
 /**
  * An ASCII plot of the `ms` series: sizes on x and times on y, both on log
  * scales (decades marked on y), each series its marker at its sizes joined
- * by dots; `*` where two markers fall on one cell. Empty below 2 sizes.
+ * by dots; `*` where two markers fall on one cell. Series with `plot: false`
+ * stay in the table only. Empty below 2 sizes.
  */
 export function asciiPlot(series: Series[], opts: { width?: number; height?: number } = {}): string {
-  const plotted = series.filter((s) => s.unit === 'ms' && [...s.points.values()].some((v) => v > 0));
+  const plotted = series.filter((s) => s.plot && s.unit === 'ms' && [...s.points.values()].some((v) => v > 0));
   const sizes = [...new Set(plotted.flatMap((s) => [...s.points.keys()]))].sort((a, b) => a - b);
   if (sizes.length < 2) return '';
   const width = Math.max(20, opts.width ?? 64);
@@ -173,7 +176,8 @@ export function asciiPlot(series: Series[], opts: { width?: number; height?: num
   }
   lines.push(`${' '.repeat(lw + 2)}${ticks}   files (log scale)`);
   const legend = plotted.map((s) => `${s.marker} ${s.name}`);
-  lines.push('', `${' '.repeat(lw + 2)}${legend.join('   ')}`);
+  lines.push('');
+  for (let i = 0; i < legend.length; i += 4) lines.push(`${' '.repeat(lw + 2)}${legend.slice(i, i + 4).join('   ')}`);
   return lines.join('\n');
 }
 
