@@ -97,7 +97,7 @@ export function formatGrowthTable(series: Series[]): string {
     const a = first === undefined ? undefined : s.points.get(first);
     const b = last === undefined ? undefined : s.points.get(last);
     const growth =
-      first !== undefined && last !== undefined && first !== last && a !== undefined && b !== undefined && a > 0
+      first !== undefined && last !== undefined && first !== last && a !== undefined && b !== undefined && a >= (s.unit === 'ms' ? 1 : 1e-9)
         ? `×${(b / a).toFixed(b / a >= 10 ? 0 : 1)} for ×${(last / first).toFixed(0)} files`
         : '';
     return [s.name, ...sizes.map((n) => fmtValue(s.points.get(n), s.unit)), growth];
