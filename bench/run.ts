@@ -25,7 +25,7 @@ import { profileSnap } from './profile.js';
 import { maxUserWatches, serverStatus, stopAllServers, stopServer } from './server.js';
 import type { DiskResult } from './disk.js';
 
-const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [--only ID,...] [--disk-steps N] [--json] [--profile]
+const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [--only ID,...] [--disk-steps N] [--json] [--profile] [--no-isogit]
 
   --sizes       repository sizes in files (default 1000,10000,100000; 10k, 500k, 1m understood); generated once, cached in .bench/;
                 above 100k the large generator (~20 files per directory, a few deep trees); dirs100k: 100k directories of 2 files
@@ -33,7 +33,8 @@ const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [-
   --only        scenarios to run (${SCENARIOS.map((s) => s.id).join(', ')})
   --disk-steps  one-file steps of the disk scenario (default 1000; a tenth, extrapolated, when hook calls are slow)
   --json        print the rows as JSON instead of the tables
-  --profile     also print, per size, each git process of one \`agentsnap snap\` (GIT_TRACE2_EVENT)`;
+  --profile     also print, per size, each git process of one \`agentsnap snap\` (GIT_TRACE2_EVENT)
+  --no-isogit   leave isomorphic-git out of the tool calls' peers (it is never run above 100k files)`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
       'disk-steps': { type: 'string', default: '1000' },
       json: { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
+      'no-isogit': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -101,7 +103,7 @@ async function main(): Promise<void> {
           log(`  disk growth: not run above ${CLASSIC_MAX} files unless named in --only`);
           continue;
         }
-        const ctx = { repo, env, runs, log, diskSteps, explicit: only ?? new Set<string>() };
+        const ctx = { repo, env, runs, log, diskSteps, explicit: only ?? new Set<string>(), isogit: !values['no-isogit'] };
         try {
           const out = await sc.run(ctx);
           // A server the scenario's CLI calls started (\`snap\` starts one for the next call): its pid and peak memory.

@@ -87,6 +87,8 @@ export interface ScenarioContext {
   diskSteps: number;
   /** Scenarios named in --only (they run even where slow). */
   explicit: Set<string>;
+  /** isomorphic-git among the tool calls' peers (`--no-isogit` leaves it out: minutes a sample at 100k on a busy machine). */
+  isogit: boolean;
 }
 
 export interface Scenario {
@@ -261,6 +263,7 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         const runs = Math.max(1, Math.min(ctx.runs, 7));
         const large = repo.size > CLASSIC_MAX;
         if (large) r0notes.push(`isomorphic-git not run above ${CLASSIC_MAX.toLocaleString('en-US')} files; shadow repo: at most 3 runs`);
+        else if (!ctx.isogit) r0notes.push('isomorphic-git not run (--no-isogit)');
         ctx.log(`  ${what} (${runs} runs)`);
         const samples = await interleave(
           [
@@ -278,7 +281,7 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
             // Above 100k files a shadow-repo sample takes seconds: 3 of them say enough.
             large ? { ...shadowSubject(repo, env, change), maxRuns: () => 3 } : shadowSubject(repo, env, change),
             // isomorphic-git takes ~25 s a sample at 100k and holds the whole index in memory: not run above.
-            ...(large ? [] : [isogitSubject(repo, env, change, ctx.log)]),
+            ...(large || !ctx.isogit ? [] : [isogitSubject(repo, env, change, ctx.log)]),
           ],
           runs,
         );
