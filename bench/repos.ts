@@ -155,7 +155,7 @@ export async function benchRepo(cacheDir: string, spec: RepoSpec, env: BenchEnv,
   const { size } = spec;
   const dir = path.join(cacheDir, `repo-${spec.key}`);
   const metaFile = path.join(cacheDir, `repo-${spec.key}.json`);
-  const version = spec.layout === 'classic' ? GENERATOR_VERSION : LARGE_GENERATOR_VERSION;
+  const version = spec.layout === 'classic' ? GENERATOR_VERSION : LARGE_GENERATOR_VERSION[spec.layout];
   let meta: Meta | null = null;
   try {
     meta = JSON.parse(fs.readFileSync(metaFile, 'utf8')) as Meta;
@@ -200,8 +200,8 @@ export function duHuman(dir: string): string {
   }
 }
 
-/** Bump when the large generator changes (the classic one has GENERATOR_VERSION). */
-const LARGE_GENERATOR_VERSION = 1;
+/** Bump when the large generator changes (the classic one has GENERATOR_VERSION); per layout, so one change regenerates only its own. */
+const LARGE_GENERATOR_VERSION = { wide: 1, dirs: 2 } as const;
 
 /** Files per directory in the wide layout (average; each directory holds 10 to 30). */
 const WIDE_FILES_PER_DIR = 20;
@@ -256,6 +256,13 @@ export function filesPerDir(r: () => number, dirs: number, total: number, lo: nu
   return counts;
 }
 
+/** `total` files over `dirs` directories, as evenly as can be (the first ones one more). */
+export function evenly(dirs: number, total: number): Uint32Array {
+  const counts = new Uint32Array(dirs);
+  for (let i = 0; i < dirs; i++) counts[i] = Math.floor(total / dirs) + (i < total % dirs ? 1 : 0);
+  return counts;
+}
+
 /**
  * A large repository (`wide`: ~20 files per directory and a few deep trees;
  * `dirs`: N directories of 2 files), written from Node directly and committed
@@ -277,10 +284,7 @@ async function generateLarge(dir: string, spec: RepoSpec, env: BenchEnv, log: (s
   const dirCount = spec.layout === 'dirs' ? (spec.dirs ?? 0) : Math.max(1, Math.ceil((size - 3) / WIDE_FILES_PER_DIR));
   const dirs = largeDirs(r, dirCount, spec.layout === 'dirs' ? 0 : DEEP_TREES, DEEP_TREE_DEPTH);
   const top = ['.gitignore', 'README.md', 'package.json'];
-  const counts = spec.layout === 'dirs'
-    ? new Uint32Array(dirs.length).fill(Math.floor((size - top.length) / dirs.length))
-    : filesPerDir(r, dirs.length, size - top.length, 10, 30);
-  if (spec.layout === 'dirs') counts[0] = (counts[0] ?? 0) + ((size - top.length) % dirs.length);
+  const counts = spec.layout === 'dirs' ? evenly(dirs.length, size - top.length) : filesPerDir(r, dirs.length, size - top.length, 10, 30);
 
   const fi = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: dir, env: env.env, stdio: ['pipe', 'ignore', 'pipe'] });
   let fiErr = '';
@@ -344,7 +348,7 @@ async function generateLarge(dir: string, spec: RepoSpec, env: BenchEnv, log: (s
   git(env, dir, ['update-index', '-q', '--refresh']);
   const left = git(env, dir, ['status', '--porcelain', '--untracked-files=no']).trim();
   if (left) throw new Error(`the generated repository differs from its commit: ${left.split('\n').slice(0, 3).join('; ')}`);
-  return { version: LARGE_GENERATOR_VERSION, size, editFile, layout: spec.layout, dirs: dirs.length, generateMs: Date.now() - t0 };
+  return { version: LARGE_GENERATOR_VERSION[spec.layout === 'dirs' ? 'dirs' : 'wide'], size, editFile, layout: spec.layout, dirs: dirs.length, generateMs: Date.now() - t0 };
 }
 
 /**
