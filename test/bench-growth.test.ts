@@ -6,6 +6,7 @@ import * as assert from 'uvu/assert';
 import { parseCount, parseSizes, shortCount } from '../bench/args.js';
 import { asciiPlot, formatGrowthTable, growthSeries, targetSummary, type GrowthInput } from '../bench/growth.js';
 import { spreadPick } from '../bench/changes.js';
+import { evenly, filesPerDir, largeDirs } from '../bench/repos.js';
 
 test('--sizes: plain numbers, _ separators, k and m suffixes, dirsN; classic generator up to 100k', () => {
   assert.is(parseCount('1000'), 1000);
@@ -47,6 +48,21 @@ test('spreadPick picks what filtering an array of the names would, from the NUL 
     const want = phase === 'first' ? 0 : step - 1;
     assert.equal(spreadPick(nul, count, divisor, phase, accept), kept.filter((_, i) => i % step === want).slice(0, count));
   }
+});
+
+test('large layouts: unique directories with a few deep trees, files spread as asked (dirsN: at most 2 a directory)', () => {
+  let seed = 1;
+  const r = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+  const dirs = largeDirs(r, 5000, 4, 18);
+  assert.is(dirs.length, 5000);
+  assert.is(new Set(dirs).size, 5000);
+  assert.ok(Math.max(...dirs.map((d) => d.split('/').length)) >= 18, 'deep trees');
+  const counts = filesPerDir(r, dirs.length, 99_997, 10, 30);
+  assert.is(counts.reduce((a, b) => a + b, 0), 99_997);
+  const even = evenly(100_000, 199_997);
+  assert.is(even.reduce((a, b) => a + b, 0), 199_997);
+  assert.is(Math.max(...even), 2);
+  assert.is(Math.min(...even), 1);
 });
 
 const row = (size: number, what: string, agentsnapMs: number, baselineMs = 100, extra: Partial<GrowthInput> = {}): GrowthInput => ({
