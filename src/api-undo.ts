@@ -17,7 +17,13 @@ import {
 } from './restore/undo.js';
 import { rewindChat, type ChatRewind } from './restore/rewind.js';
 import { readJournal } from './session/journal.js';
+import { serverInfo } from './server/server.js';
+import { readWatchState, type WatcherReport } from './server/watch-state.js';
 import { sessionPaths } from './session/session.js';
+import { planItemsDone, type PlanItem } from './session/plan.js';
+import { agentProcesses, stopAgentProcesses, type AgentProcess } from './session/processes.js';
+import type { StopResult } from './base/procfs.js';
+import { loadSettings } from './git/config.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
 export type { ChatRewind, ChatFork, ChatDigest } from './restore/rewind.js';
@@ -58,6 +64,8 @@ export interface UndoOptions extends OperationCommonOptions {
   step?: number | undefined;
   /** files (default), chat (conversation only) or both. */
   scope?: 'files' | 'chat' | 'both';
+  /** Also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL). */
+  stopProcesses?: boolean;
 }
 
 export interface UndoOutcome {
@@ -66,6 +74,13 @@ export interface UndoOutcome {
   chat: ChatRewind | null;
   /** The step the conversation was rewound to (before it). */
   chatStep: number | null;
+  /** The items of the agent's plan the undone steps had marked completed (the agent may still believe them done). */
+  planUndone: PlanItem[];
+  /**
+   * Live processes the undone steps started and left running (servers, watchers): an undo puts files back,
+   * not processes; with `stopProcesses` (not in a dry run) each says how it was stopped.
+   */
+  processes: (AgentProcess & { stopped?: StopResult })[];
 }
 
 /** `agentsnap undo [N]`: the worktree (and/or the conversation) back to before step N. */
@@ -89,7 +104,17 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
     const filesRestored = files !== null ? files.target.step === chatStep : lastUndoneStep(repo, id) === chatStep;
     if (!opts.dryRun) chat = rewindChat(s, st, s.cwd, { filesRestored });
   }
-  return { source, files, chat, chatStep };
+  let planUndone: PlanItem[] = [];
+  let processes: UndoOutcome['processes'] = [];
+  const from = files?.target.step;
+  if (files && from !== undefined) {
+    const s = loadSession(repo, id);
+    if (files.undone.length > 0) planUndone = planItemsDone(s, Math.min(...files.undone), Math.max(...files.undone));
+    // `undo N` undoes N and every later step, also when they were undone already (a second `undo N --stop-processes`).
+    processes = agentProcesses(s, (await loadSettings(repo)).redactPatterns).filter((p) => p.step >= from);
+    if (opts.stopProcesses && !opts.dryRun) processes = await stopAgentProcesses(s, processes);
+  }
+  return { source, files, chat, chatStep, planUndone, processes };
 }
 
 /** The step the last undo went back to, when the last operation was an undo. */
@@ -134,8 +159,10 @@ export async function revert(opts: OperationCommonOptions & { step: number }): P
   return { ...(await revertOperation(repo, id, step, opOptions(opts))), source };
 }
 
-/** `agentsnap status`: where the session stands. */
-export async function status(opts: SessionOptions = {}): Promise<SessionStatusReport & { source: 'flag' | 'env' | 'recent' }> {
+/** `agentsnap status`: where the session stands, the processes its calls left running, and the warm server's file watcher (null: no server runs here). */
+export async function status(opts: SessionOptions = {}): Promise<SessionStatusReport & { processes: AgentProcess[]; source: 'flag' | 'env' | 'recent'; watcher: WatcherReport | null }> {
   const { repo, id, source } = await sessionFor(opts);
-  return { ...statusOf(repo, id), source };
+  const server = serverInfo(repo);
+  const processes = agentProcesses(loadSession(repo, id), (await loadSettings(repo)).redactPatterns);
+  return { ...statusOf(repo, id), processes, source, watcher: server ? readWatchState(server.runDir, server.pid) : null };
 }

@@ -24,6 +24,7 @@ import { sessionIdOrName } from './worktrees/worktree.js';
 import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
 import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
 import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
+import { planAt, planHistory, type PlanState } from './session/plan.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */
@@ -229,6 +230,8 @@ export interface LogRow {
   session: Session;
   step: Step;
   what: string | null;
+  /** The agent's plan as of this step (after it); null: no plan tool ran by then. */
+  plan: PlanState | null;
 }
 
 /** `agentsnap log`: the steps of a session, filtered. */
@@ -237,7 +240,8 @@ export async function log(opts: LogOptions = {}): Promise<{ session: Session; st
   const r = await resolveSession(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
   const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths, grep: opts.grep });
-  return { session: r.session, steps, rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step) })), source: r.source };
+  const plans = planHistory(r.session);
+  return { session: r.session, steps, rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step), plan: planAt(r.session, step.step, plans) })), source: r.source };
 }
 
 /**
@@ -257,7 +261,8 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
     } catch {
       continue; // an unreadable session is doctor's to report
     }
-    for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) rows.push({ session, step, what: describeStep(session, step) });
+    const plans = planHistory(session);
+    for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) rows.push({ session, step, what: describeStep(session, step), plan: planAt(session, step.step, plans) });
   }
   // Time order across sessions (a session's own steps keep their order when their times tie).
   const order = (r: LogRow) => Date.parse(r.step.startedAt) || 0;
@@ -320,12 +325,12 @@ export interface ShowOptions extends SessionOptions {
 }
 
 /** `agentsnap show N`: what step N changed. */
-export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; what: string | null; diff: string; source: ResolvedSession['source'] }> {
+export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; what: string | null; diff: string; plan: PlanState | null; source: ResolvedSession['source'] }> {
   checkStepNumber(opts.step);
   const r = await resolveSession(opts);
   stepOf(r.session, opts.step);
   const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });
-  return { session: r.session, step: out.step, what: describeStep(r.session, out.step), diff: out.diff, source: r.source };
+  return { session: r.session, step: out.step, what: describeStep(r.session, out.step), diff: out.diff, plan: planAt(r.session, out.step.step), source: r.source };
 }
 
 export interface DiffCommandOptions extends SessionOptions {

@@ -24,10 +24,9 @@ import {
 } from './session/session.js';
 import { loadState } from './session/state.js';
 import { sanitize } from './session/redact.js';
-import { locateToolCall, readTranscriptTail, type TranscriptTail } from './agents/claude-transcript.js';
 import type { StepPostEvent, TranscriptPosition } from './session/journal.js';
-import { adapterOf } from './agents/registry.js';
-import type { AgentAdapter, HookCall } from './agents/adapter.js';
+import { adapterOf, transcriptReader } from './agents/registry.js';
+import type { AgentAdapter, HookCall, ToolCallLocation, TranscriptTail } from './agents/adapter.js';
 import { autoStartServer } from './server/server.js';
 
 export { AGENTS } from './agents/adapter.js';
@@ -151,7 +150,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   // An agent whose reads come from its transcript (Claude Code) names it at its start, before any hooked call:
   // journaled for a wrapper's session only (init's hooks start theirs at the first hooked call, which names it).
   // Other agents' reads are all hooked.
-  if (call.phase === 'start' && (!adapter?.importsReadCalls || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))) return none(null);
+  if (call.phase === 'start' && (!adapter?.transcript?.unjournaledReads || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))) return none(null);
   let repo: Repo;
   let id: string;
   let settings: Settings;
@@ -169,7 +168,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         const mapped = call.agentSessionId ? readMapping(repo, opts.agent, call.agentSessionId) : null;
         if (!mapped) return none(null);
         if (adapter?.callEnded) await closeEndedCalls(repo, mapped, settings, adapter);
-        await endSession(repo, mapped, { settings, ...(adapter?.importsReadCalls && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
+        await endSession(repo, mapped, { settings, ...(adapter?.transcript?.unjournaledReads && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
         return { action: 'end', session: mapped, step: null, warning: null };
       }
       id = await sessionForAgent(repo, opts.agent, call.agentSessionId, settings);
@@ -200,8 +199,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     if (call.transcriptPath) {
       // The path the agent's file ends up at (Gemini CLI under wrap runs with an overlay home that is gone afterwards).
       const file = adapter?.transcriptPath ? adapter.transcriptPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
-      if (adapter?.importsReadCalls) tail = readTranscriptTail(call.transcriptPath);
-      const loc = locateToolCall(call.transcriptPath, call.toolUseId, tail);
+      const reader = transcriptReader(opts.agent, call.transcriptPath);
+      if (reader?.unjournaledReads) tail = reader.readTail(call.transcriptPath);
+      const loc = reader ? reader.locateCall(call.transcriptPath, call.toolUseId, tail) : transcriptSize(call.transcriptPath);
       // A call whose line is not written yet (a hook answered by the warm server can be that fast) comes after every line there.
       callOffset = loc.lineOffset ?? tail?.size;
       loc.path = file;
@@ -286,8 +286,8 @@ export async function closeEndedCalls(repo: Repo, id: string, settings: Settings
 
 /** The call's place in the transcript, looked up at its post (its pre may have run before the agent wrote it). */
 function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: string, toolUseId: string) {
-  const loc = locateToolCall(transcriptPath, toolUseId);
-  if (!loc.uuid) return null;
+  const loc = transcriptReader(agent, transcriptPath)?.locateCall(transcriptPath, toolUseId);
+  if (!loc?.uuid) return null;
   const adapter = adapterOf(agent);
   const file = adapter?.transcriptPath ? adapter.transcriptPath(sessionPaths(repo, id).dir, transcriptPath) : transcriptPath;
   return {
@@ -295,6 +295,15 @@ function postTranscript(repo: Repo, id: string, agent: string, transcriptPath: s
     agentVersion: loc.agentVersion ? `${productName(agent)} ${loc.agentVersion}` : null,
     model: loc.model ?? null,
   };
+}
+
+/** A transcript no adapter reads: only its length is journaled. */
+function transcriptSize(file: string): ToolCallLocation {
+  try {
+    return { path: file, offset: fs.statSync(file).size };
+  } catch {
+    return { path: file };
+  }
 }
 
 function productName(agent: string): string {

@@ -6,7 +6,9 @@ import { resolveSession, type SessionOptions } from './api.js';
 import { errors } from './base/errors.js';
 import { loadSettings } from './git/config.js';
 import { redactText, redactValue } from './session/redact.js';
-import { readConversation, type ConversationEntry } from './agents/claude-transcript.js';
+import type { ConversationEntry } from './agents/adapter.js';
+import { transcriptReader } from './agents/registry.js';
+import { planHistory, planLines, type PlanItem } from './session/plan.js';
 import { stepOf } from './session/read.js';
 import type { Session, Step } from './session/model.js';
 import type { ChangedPath } from './session/journal.js';
@@ -44,6 +46,8 @@ export type ReplayEntry =
       agentVersion: string | null;
       model: string | null;
       unprotectedReason: string | null;
+      /** The agent's plan after this step, when this step changed it (its plan tool). */
+      plan: PlanItem[] | null;
     }
   | { type: 'end'; time: string; exitCode: number | null; signal: string | null; changed: ChangedPath[] };
 
@@ -52,7 +56,7 @@ export interface ReplayOptions extends SessionOptions {
   until?: number | undefined;
 }
 
-function stepEntry(st: Step): ReplayEntry {
+function stepEntry(st: Step, plans: Map<number, PlanItem[]>): ReplayEntry {
   return {
     type: 'step',
     step: st.step,
@@ -71,6 +75,7 @@ function stepEntry(st: Step): ReplayEntry {
     agentVersion: st.agentVersion ?? null,
     model: st.model ?? null,
     unprotectedReason: st.unprotectedReason,
+    plan: plans.get(st.step) ?? null,
   };
 }
 
@@ -82,6 +87,7 @@ function timeOf(e: ReplayEntry): string | null {
 
 /** Builds the ordered entries of a session (pure, given its transcripts' conversations). */
 export function buildReplay(s: Session, conversations: ConversationEntry[][], until?: number): ReplayEntry[] {
+  const plans = new Map(planHistory(s).map((p) => [p.setAt, p.items]));
   const byToolUse = new Map<string, Step>();
   for (const st of s.steps) if (st.toolUseId) byToolUse.set(st.toolUseId, st);
   const used = new Set<number>();
@@ -98,7 +104,7 @@ export function buildReplay(s: Session, conversations: ConversationEntry[][], un
         const st = byToolUse.get(c.toolUseId);
         if (st && !used.has(st.step)) {
           used.add(st.step);
-          body.push(stepEntry(st));
+          body.push(stepEntry(st, plans));
         } else if (!st) body.push({ type: 'call', tool: c.name, input: c.input, time: c.time });
       } else body.push({ type: c.kind, text: c.text, time: c.time });
     }
@@ -106,7 +112,7 @@ export function buildReplay(s: Session, conversations: ConversationEntry[][], un
   // Steps the transcript does not hold (checkpoints, generic agents): by time.
   for (const st of s.steps) {
     if (used.has(st.step)) continue;
-    const e = stepEntry(st);
+    const e = stepEntry(st, plans);
     let at = body.length;
     for (let i = 0; i < body.length; i++) {
       const t = timeOf(body[i] as ReplayEntry);
@@ -155,7 +161,7 @@ export async function replay(opts: ReplayOptions = {}): Promise<{ session: Sessi
   for (const st of r.session.steps) if (st.transcript?.path && !paths.includes(st.transcript.path)) paths.push(st.transcript.path);
   const settings = await loadSettings(r.repo);
   const conversations = paths.map((p) =>
-    readConversation(p).map((c) => (c.kind === 'tool' ? { ...c, input: redactValue(c.input, settings.redactPatterns) } : { ...c, text: redactText(c.text, settings.redactPatterns) })),
+    (transcriptReader(r.session.agent, p)?.readConversation(p) ?? []).map((c) => (c.kind === 'tool' ? { ...c, input: redactValue(c.input, settings.redactPatterns) } : { ...c, text: redactText(c.text, settings.redactPatterns) })),
   );
   return { session: r.session, entries: buildReplay(r.session, conversations, opts.until), source: r.source };
 }
@@ -218,6 +224,7 @@ export function replayMarkdown(entries: ReplayEntry[]): string {
         if (e.output !== null && e.output !== undefined) lines.push('', 'Output:', '', outputBlock(e.output));
         if (e.error) lines.push('', `Error: ${e.error}`);
         if (e.unprotectedReason) lines.push('', `Unprotected (no snapshot): ${e.unprotectedReason}`);
+        if (e.plan) lines.push('', 'Plan after this step:', '', planLines(e.plan));
         lines.push('', e.changed.length > 0 ? `Changed:\n\n${changedLines(e.changed)}` : e.kind === 'checkpoint' ? '' : 'Changed: nothing');
         parts.push(lines.join('\n').trimEnd());
         break;

@@ -8,6 +8,7 @@ import { errors } from './base/errors.js';
 import type { RepoOptions } from './api.js';
 import { parseHookArgs, runHook } from './hook.js';
 import { hostWorktreeServer, type ServerCalls, type WorktreeServerOptions } from './server/serve.js';
+import { readWatchState, type WatcherReport } from './server/watch-state.js';
 import { autoStartServer, runDirOf, serverEnabled, serverEnabledWithoutConfig, serverInfo, spawnBackgroundServer, waitForServer, type HookServer, type ServerInfo } from './server/server.js';
 
 export interface ServerStatus {
@@ -19,13 +20,19 @@ export interface ServerStatus {
   hosted: boolean;
   since: string | null;
   runDir: string;
+  /** inotify watches the running server holds (null: no server, or its watcher not up yet). */
+  watches: number | null;
+  /** Its file watcher: watching, or degraded (every snapshot a full scan) with why and the command that raises the limit. */
+  watcher: WatcherReport | null;
 }
+
 
 function repoFor(opts: RepoOptions): Promise<Repo> {
   return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
 }
 
 function statusOf(repo: Repo, enabled: boolean, info: ServerInfo | null): ServerStatus {
+  const watcher = info ? readWatchState(info.runDir, info.pid) : null;
   return {
     enabled,
     running: info !== null,
@@ -33,6 +40,8 @@ function statusOf(repo: Repo, enabled: boolean, info: ServerInfo | null): Server
     hosted: info?.hosted ?? false,
     since: info?.since ?? null,
     runDir: runDirOf(repo),
+    watches: watcher?.watches ?? null,
+    watcher,
   };
 }
 
@@ -150,6 +159,7 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
     ...(opts.snap ? { snap: opts.snap } : {}),
     idleMs,
     onError: (e) => process.stderr.write(`${new Date().toISOString()} ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`),
+    onNotice: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
   });
   const stop = () => void server.close();
   process.once('SIGTERM', stop);

@@ -113,4 +113,21 @@ test('architecture: no import cycles', () => {
   assert.equal(cycles, [], `import cycles:\n  ${cycles.join('\n  ')}`);
 });
 
+// Issue 15: what agentsnap knows about one agent is in that agent's adapter file(s); everything else goes
+// through the AgentAdapter interface (adapter.ts) and registry.ts. The exceptions are public API helpers
+// named for one agent (`claudeHookSettings`/`claudeArgv` in wrap.ts, `CLAUDE_UNDO_COMMAND` from init.ts).
+test('architecture: outside src/agents/, one agent\'s files are reached only through the adapter interface', () => {
+  const ADAPTER_FILES = /^agents\/(claude|claude-transcript|codex|gemini|generic)\.ts$/;
+  const allowed = new Set(['wrap.ts → agents/claude.ts', 'init.ts → agents/claude.ts']);
+  const bad: string[] = [];
+  for (const [file, deps] of graph()) {
+    if (layerOf(file) === 'agents') continue;
+    for (const d of deps) {
+      const edge = `${rel(file)} → ${rel(d)}`;
+      if (ADAPTER_FILES.test(rel(d)) && !allowed.has(edge)) bad.push(edge);
+    }
+  }
+  assert.equal(bad, [], `imports of one agent's adapter from agent-neutral code (use adapterOf/transcriptReader in agents/registry.ts):\n  ${bad.join('\n  ')}`);
+});
+
 test.run();

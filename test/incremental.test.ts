@@ -366,10 +366,33 @@ test('a directory that cannot be watched makes the engine take full scans', asyn
     const again = await check(c, res.tree, 'unwatchable again');
     assert.is(again.mode, 'full');
     assert.match(c.engine.stats.lastFullReason ?? '', /ENOSPC/);
-    // Watching failed again right after the restart: the watches are given back for good.
+    // No inotify watch left: the watches are given back for good, with no restart (it would fail the same way).
     assert.match(c.engine.stats.lastFullReason ?? '', /no watcher/);
+    const state = c.engine.watchState();
+    assert.is(state.watches, 0);
+    assert.is(state.degraded?.code, 'ENOSPC');
     c.t.write('a.txt', 'still seen\n');
     assert.is((await check(c, again.tree, 'after giving up')).mode, 'full');
+  } finally {
+    await teardown(c);
+  }
+});
+
+test('a directory that cannot be watched for another reason (EACCES): one restart, then full scans with the watches given back', async () => {
+  let attempts = 0;
+  const c = await setup({ 'a.txt': 'a\n', 'locked/y.txt': 'y\n' }, { watcher: { beforeWatch: (rel) => {
+    if (rel === 'locked' && ++attempts > 0) throw Object.assign(new Error('permission denied'), { code: 'EACCES' });
+  } } });
+  try {
+    assert.is(c.engine.watchState().degraded, null, 'not given up before a restart was tried');
+    const first = await check(c, null, 'first');
+    assert.is(attempts, 2, 'watched again once, at the first full scan');
+    const state = c.engine.watchState();
+    assert.is(state.watches, 0);
+    assert.is(state.degraded?.code, null);
+    assert.match(state.degraded?.reason ?? '', /EACCES/);
+    c.t.write('locked/y.txt', 'changed\n');
+    assert.is((await check(c, first.tree, 'after giving up')).mode, 'full');
   } finally {
     await teardown(c);
   }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { runHook } from '../src/hook.js';
 import { endSession, loadSession, recordPost, recordPre, resumeSession, startSession, wrapperOwner } from '../src/session/session.js';
-import { readTranscriptTail } from '../src/agents/claude-transcript.js';
+import { readTranscriptTail } from '../src/agents/claude-transcript.js'; // the Claude adapter's own reader, tested directly
 import { openRepo } from '../src/git/repo.js';
 import { readJournal } from '../src/session/journal.js';
 import { init } from '../src/init.js';

@@ -119,6 +119,103 @@ export interface ForkPoint {
   toolUseId: string | null;
 }
 
+/** The end of a transcript, read once per hook call: what locateCall and unjournaledReads look through. */
+export interface TranscriptTail {
+  buf: Buffer;
+  /** Byte offset of buf[0] in the file. */
+  from: number;
+  /** The file's size when read. */
+  size: number;
+}
+
+export interface ToolCallLocation extends TranscriptPosition {
+  /** Byte offset where the line holding the call starts. */
+  lineOffset?: number;
+  /** The agent's version and model, from the line holding the call. */
+  agentVersion?: string;
+  model?: string;
+}
+
+/** A finished tool call found in the transcript that no hook recorded. */
+export interface TranscriptCall {
+  toolUseId: string;
+  tool: string;
+  input: unknown;
+  /** The tool_result's content: its text (blocks joined), or the value as it is. */
+  output: unknown;
+  isError: boolean;
+  /** Still running (no tool_result yet): only its start is known. */
+  pending: boolean;
+  /** Already journaled as started (an open step): only its end is new. */
+  closes: boolean;
+  /**
+   * The nearest journaled call after this one in the transcript, if any: a
+   * read imported after a hooked call of the same message ran (its hooks ran
+   * before the message reached the transcript) saw the state before that call.
+   */
+  before: string | null;
+  startedAt: string | null;
+  endedAt: string | null;
+  /** uuid of the assistant line holding the call and the byte offset where that line starts. */
+  uuid: string | null;
+  lineOffset: number;
+  agentVersion: string | null;
+  model: string | null;
+}
+
+/** What one import found: the calls, and where the next import may start (see `floor`). */
+export interface ReadCallScan {
+  calls: TranscriptCall[];
+  /**
+   * Byte offset before which every line of the tail is accounted for: each
+   * read there is journaled (done, failed or still open), or was another
+   * session's. The next import walks back to it and no further. It stops at
+   * the start of a read that has no result yet and was not journaled (its
+   * result comes later) and at a torn last line. Null: keep the last one.
+   */
+  floor: number | null;
+}
+
+export interface ReadCallScanOptions {
+  journaled: (toolUseId: string) => boolean;
+  /** Journaled as started, not yet ended (a read that was still running at the last import). */
+  open?: (toolUseId: string) => boolean;
+  /** Also return the calls with no result yet (pending) whose line starts before this offset: a hooked call's pre records the reads started before it. */
+  pendingBefore?: number;
+  since: string | null;
+  /** Where the previous import of this transcript left off (its `floor`). */
+  floor?: number;
+}
+
+export type ConversationEntry =
+  | { kind: 'user'; text: string; uuid: string | null; time: string | null }
+  | { kind: 'assistant'; text: string; uuid: string | null; time: string | null }
+  | { kind: 'tool'; toolUseId: string; name: string | null; input: unknown; uuid: string | null; time: string | null };
+
+/** An agent's transcript as agent-neutral code reads it (hook.ts, the session's import, replay). Never throws. */
+export interface TranscriptReader {
+  /** The end of the transcript; null when it cannot be read. */
+  readTail(file: string): TranscriptTail | null;
+  /** Where the call `toolUseId` is (searched in `tail` when the caller has read it already). */
+  locateCall(file: string, toolUseId: string | null, tail?: TranscriptTail | null): ToolCallLocation;
+  /**
+   * The calls of the read-only tools the agent leaves unhooked (Claude Code), which the session then
+   * imports from the transcript; absent: every call is hooked.
+   */
+  unjournaledReads?(tail: TranscriptTail, opts: ReadCallScanOptions): ReadCallScan;
+  /** The main conversation: user prompts, assistant text and tool calls, in order. */
+  readConversation(file: string): ConversationEntry[];
+}
+
+/** One item of an agent's task list (its plan). */
+export interface PlanItem {
+  /** The agent's id for it, when its plan tools give one (Claude Code's TaskCreate). */
+  id?: string;
+  text: string;
+  /** The agent's own word: pending, in_progress, completed (cancelled…). */
+  status: string;
+}
+
 export interface AgentAdapter {
   readonly name: Agent;
   /** The name its version is journaled under (`claude-code 2.1.3`). */
@@ -133,6 +230,11 @@ export interface AgentAdapter {
    * (`describeCallGeneric`).
    */
   describeCall?(tool: string | null, input: unknown): CallDescription | null;
+  /**
+   * The plan after a call, from the plan before it: the agent's plan tools (Claude Code's TodoWrite and
+   * TaskCreate/TaskUpdate, Codex's update_plan, Gemini CLI's write_todos); null for any other tool.
+   */
+  nextPlan?(plan: readonly PlanItem[], tool: string | null, input: unknown, output: unknown): PlanItem[] | null;
   /** Whether a post-hook call that looks done failed (read from the agent's own files; Codex's rollout). */
   callFailed?(call: HookCall): string | null;
   /**
@@ -142,8 +244,8 @@ export interface AgentAdapter {
   callEnded?(transcriptPath: string, toolUseId: string): { status: 'done' | 'failed'; error: string | null } | null;
   /** The transcript path to journal for one reported by a hook (Gemini under wrap: where the file ends up). */
   transcriptPath?(sessionDir: string, reported: string): string;
-  /** Whether the agent leaves read-only tools unhooked and the session imports them from its transcript (Claude Code). */
-  readonly importsReadCalls?: boolean;
+  /** Reading the agent's transcript: where a call is in it, the reads no hook saw, the conversation for replay. */
+  readonly transcript?: TranscriptReader;
   /** How messages name it (`Gemini CLI`). */
   readonly displayName: string;
   /** wrap: the command line with this run's hooks added (no file of the user's edited); throws on a bad argument of the user's. */

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { readFileTail } from '../base/fsutil.js';
 import { shellQuote } from '../base/shell.js';
-import type { ChatFork, ForkPoint, TranscriptPosition } from './adapter.js';
+import type { ChatFork, ConversationEntry, ForkPoint, ReadCallScan, ReadCallScanOptions, ToolCallLocation, TranscriptCall, TranscriptTail } from './adapter.js';
 
 interface TranscriptLine {
   type?: string;
@@ -46,23 +46,6 @@ function holdsToolUse(line: TranscriptLine, toolUseId: string): boolean {
 
 /** How far back from the end a pre hook looks for its tool call (the line was just written). */
 const SCAN_LIMIT = 16 * 1024 * 1024;
-
-export interface ToolCallLocation extends TranscriptPosition {
-  /** Byte offset where the line holding the call starts. */
-  lineOffset?: number;
-  /** The agent's version and model, from the line holding the call. */
-  agentVersion?: string;
-  model?: string;
-}
-
-/** The end of a transcript, read once per hook call: what locateToolCall and unjournaledReadCalls look through. */
-export interface TranscriptTail {
-  buf: Buffer;
-  /** Byte offset of buf[0] in the file. */
-  from: number;
-  /** The file's size when read. */
-  size: number;
-}
 
 /** The last SCAN_LIMIT bytes of a transcript; null when it cannot be read. Never throws. */
 export function readTranscriptTail(file: string): TranscriptTail | null {
@@ -110,50 +93,10 @@ export function locateToolCall(file: string, toolUseId: string | null, tail?: Tr
   }
 }
 
-/** A finished tool call found in the transcript that no hook recorded. */
-export interface TranscriptCall {
-  toolUseId: string;
-  tool: string;
-  input: unknown;
-  /** The tool_result's content: its text (blocks joined), or the value as it is. */
-  output: unknown;
-  isError: boolean;
-  /** Still running (no tool_result yet): only its start is known. */
-  pending: boolean;
-  /** Already journaled as started (an open step): only its end is new. */
-  closes: boolean;
-  /**
-   * The nearest journaled call after this one in the transcript, if any: a
-   * read imported after a hooked call of the same message ran (its hooks ran
-   * before the message reached the transcript) saw the state before that call.
-   */
-  before: string | null;
-  startedAt: string | null;
-  endedAt: string | null;
-  /** uuid of the assistant line holding the call and the byte offset where that line starts. */
-  uuid: string | null;
-  lineOffset: number;
-  agentVersion: string | null;
-  model: string | null;
-}
-
 function resultContent(content: unknown): unknown {
   if (!Array.isArray(content)) return content;
   const parts = (content as ContentBlock[]).map((b) => (b && b.type === 'text' ? b.text ?? '' : `[${b?.type ?? 'content'}]`));
   return parts.join('\n');
-}
-
-/** What one import found: the calls, and where the next import may start (see `floor`). */
-export interface ReadCallScan {
-  calls: TranscriptCall[];
-  /**
-   * Byte offset before which every line of the tail is accounted for: each
-   * read there is journaled (done, failed or still open), or was another
-   * session's. The next import walks back to it and no further. It stops at
-   * the start of a read that has no result yet and was not journaled (its
-   * result comes later) and at a torn last line. Null: keep the last one.
-   */
-  floor: number | null;
 }
 
 /**
@@ -174,17 +117,7 @@ export interface ReadCallScan {
  */
 export function unjournaledReadCalls(
   tail: TranscriptTail,
-  opts: {
-    journaled: (toolUseId: string) => boolean;
-    /** Journaled as started, not yet ended (a read that was still running at the last import). */
-    open?: (toolUseId: string) => boolean;
-    /** Also return the calls with no result yet (pending) whose line starts before this offset: a hooked call's pre records the reads started before it. */
-    pendingBefore?: number;
-    since: string | null;
-    tools: readonly string[];
-    /** Where the previous import of this transcript left off (its `floor`). */
-    floor?: number;
-  },
+  opts: ReadCallScanOptions & { tools: readonly string[] },
 ): ReadCallScan {
   const found: TranscriptCall[] = [];
   const { buf, from } = tail;
@@ -287,11 +220,6 @@ function call(
     model: line.message?.model ?? null,
   };
 }
-
-export type ConversationEntry =
-  | { kind: 'user'; text: string; uuid: string | null; time: string | null }
-  | { kind: 'assistant'; text: string; uuid: string | null; time: string | null }
-  | { kind: 'tool'; toolUseId: string; name: string | null; input: unknown; uuid: string | null; time: string | null };
 
 /** The main conversation of a transcript: user prompts, assistant text and tool calls, in order. */
 export function readConversation(file: string): ConversationEntry[] {

@@ -9,9 +9,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
-import type { AgentAdapter } from './adapter.js';
-import { forkClaudeTranscript } from './claude-transcript.js';
+import type { AgentAdapter, PlanItem } from './adapter.js';
+import { forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, unjournaledReadCalls } from './claude-transcript.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
+import { obj, planFromList, str } from './plan.js';
 
 /** Claude Code's built-in tools by their input (its tool schemas: Bash `command`, Write/Edit/MultiEdit/Read `file_path`…). */
 function describeClaudeCall(tool: string | null, input: unknown): CallDescription | null {
@@ -154,13 +155,44 @@ say so and that \`/agentsnap-undo <N> --force\` would override it; do not run it
 The files are now as they were before that step: do not redo the undone work unless the user asks.
 `;
 
+/**
+ * Claude Code's plan tools, both families (reference: claude-code-hooks.md): TodoWrite sends the whole list each
+ * time; TaskCreate adds one task (its id is in the result: "Task #3 created…", else the next number), TaskUpdate
+ * changes one (`status: deleted` removes it).
+ */
+function nextClaudePlan(plan: readonly PlanItem[], tool: string | null, input: unknown, output: unknown): PlanItem[] | null {
+  const inp = obj(input);
+  if (!inp) return null;
+  if (tool === 'TodoWrite') return planFromList(inp.todos, ['content', 'subject']);
+  if (tool === 'TaskCreate') {
+    const text = str(inp.subject) ?? str(inp.description);
+    if (text === null) return null;
+    const said = str(obj(obj(output)?.task)?.id) ?? str(obj(output)?.id) ?? /#(\d+)/.exec(typeof output === 'string' ? output : JSON.stringify(output ?? ''))?.[1] ?? null;
+    const id = said ?? String(plan.reduce((n, t) => Math.max(n, Number(t.id) || 0), 0) + 1);
+    return [...plan, { id, text, status: str(inp.status) ?? 'pending' }];
+  }
+  if (tool === 'TaskUpdate') {
+    const id = str(inp.taskId) ?? str(inp.id);
+    if (id === null || !plan.some((t) => t.id === id)) return null;
+    if (inp.status === 'deleted') return plan.filter((t) => t.id !== id);
+    return plan.map((t) => (t.id === id ? { ...t, ...(str(inp.subject) ? { text: str(inp.subject) as string } : {}), ...(str(inp.status) ? { status: str(inp.status) as string } : {}) } : t));
+  }
+  return null;
+}
+
 export const claude: AgentAdapter = {
   name: 'claude',
   product: 'claude-code',
   displayName: 'Claude Code',
   isCommand: (arg, base) => base === 'claude' || base === 'claude-code' || arg.includes('@anthropic-ai/claude-code'),
-  importsReadCalls: true,
+  transcript: {
+    readTail: readTranscriptTail,
+    locateCall: locateToolCall,
+    unjournaledReads: (tail, opts) => unjournaledReadCalls(tail, { ...opts, tools: CLAUDE_READ_ONLY_TOOLS }),
+    readConversation,
+  },
   describeCall: describeClaudeCall,
+  nextPlan: nextClaudePlan,
   hookSettingsFiles: { project: ['.claude/settings.local.json', '.claude/settings.json'], user: ['.claude/settings.json'] },
   wrapArgv: (run) => claudeArgv(run.command, run.cwd, run.at, (ev) => run.hookCommand(ev)),
   init: {

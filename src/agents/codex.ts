@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { readFileTail } from '../base/fsutil.js';
 import type { AgentAdapter } from './adapter.js';
 import { commandText, field, paths, patchPaths, shell, type CallDescription } from './describe.js';
+import { obj, planFromList } from './plan.js';
 
 /**
  * Codex's calls as its hooks report them: its shell tools as `Bash` with `command`; `apply_patch` with the
@@ -191,6 +192,8 @@ export function codexCallResult(file: string, callId: string): CodexCallResult |
 }
 
 export const codex: AgentAdapter = {
+  // update_plan sends the whole plan: `plan: [{ step, status }]`.
+  nextPlan: (_plan, tool, input) => (tool === 'update_plan' ? planFromList(obj(input)?.plan, ['step', 'text']) : null),
   name: 'codex',
   product: 'codex-cli',
   displayName: 'Codex CLI',

@@ -19,6 +19,7 @@ import os from 'node:os';
 import type { AgentAdapter, HookGroup } from './adapter.js';
 import { parseJsonc, withHooks, withoutHooks } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
+import { obj, planFromList } from './plan.js';
 
 export interface GeminiOverlay {
   /** GEMINI_CLI_HOME for the agent. */
@@ -288,6 +289,8 @@ function describeGeminiCall(tool: string | null, input: unknown): CallDescriptio
 }
 
 export const gemini: AgentAdapter = {
+  // write_todos sends the whole list: `todos: [{ description, status }]`.
+  nextPlan: (_plan, tool, input) => (tool === 'write_todos' ? planFromList(obj(input)?.todos, ['description', 'text']) : null),
   name: 'gemini',
   product: 'gemini-cli',
   displayName: 'Gemini CLI',

@@ -1,6 +1,6 @@
 // The adapters, by name, and recognising an agent from its command line.
 import path from 'node:path';
-import type { Agent, AgentAdapter } from './adapter.js';
+import type { Agent, AgentAdapter, TranscriptReader } from './adapter.js';
 import { claude } from './claude.js';
 import { codex } from './codex.js';
 import { gemini } from './gemini.js';
@@ -40,4 +40,19 @@ export function describeCall(agent: string | null, agentVersion: string | null |
   if (input === undefined || input === null) return null;
   const adapter = adapterOf(agent) ?? adapterOfProduct(agentVersion);
   return adapter?.describeCall?.(tool, input) ?? describeCallGeneric(tool, input);
+}
+
+/**
+ * The reader of a session's transcript: its agent's, else the one of the adapter that owns the file (a
+ * session that names no agent); null when no adapter reads it.
+ */
+export function transcriptReader(agent: string | null, file: string): TranscriptReader | null {
+  const own = adapterOf(agent)?.transcript;
+  if (own) return own;
+  return Object.values(ADAPTERS).find((a) => a.transcript && a.ownsTranscript?.(file, agent))?.transcript ?? null;
+}
+
+/** Whether the agent leaves read-only tools unhooked and the session imports them from its transcript (Claude Code). */
+export function importsReadCalls(agent: string | null): boolean {
+  return !!adapterOf(agent)?.transcript?.unjournaledReads;
 }

@@ -181,15 +181,7 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
   // What the user typed as options and positionals (after `--` come a command or paths, never options).
   const optionArgs = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
   const wantsJson = optionArgs.includes('--json');
-  let exitCode: number = ExitCode.ok;
-  const ctx: CliContext = {
-    io,
-    output: (argv) => makeOutput(io, { json: !!argv.json, quiet: !!argv.quiet }),
-    setExitCode: (code) => {
-      exitCode = code;
-    },
-    serveSnap: runSnap,
-  };
+  const { ctx, exitCode } = cliContext(io);
   // `snap` on the Node path runs on every tool call when no server does: well-formed arguments skip
   // yargs (~25 ms of its start-up); anything else (help, a typo, a bad value) gets yargs' handling.
   if (args[0] === 'snap') {
@@ -260,10 +252,24 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
       }
     });
     void helpShown;
-    return exitCode;
+    return exitCode();
   } catch (e) {
     return reportError(e, io, wantsJson);
   }
+}
+
+/** What a command module gets (CliContext), and the exit code its handler set. */
+function cliContext(io: CliIO): { ctx: CliContext; exitCode: () => number } {
+  let code: number = ExitCode.ok;
+  const ctx: CliContext = {
+    io,
+    output: (argv) => makeOutput(io, { json: !!argv.json, quiet: !!argv.quiet }),
+    setExitCode: (c) => {
+      code = c;
+    },
+    serveSnap: runSnap,
+  };
+  return { ctx, exitCode: () => code };
 }
 
 /**
@@ -274,19 +280,11 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
 export async function runSnap(args: string[], io: CliIO): Promise<number | null> {
   const quick = parseSnapArgs(args);
   if (!quick) return null;
-  let exitCode: number = ExitCode.ok;
-  const ctx: CliContext = {
-    io,
-    output: (argv) => makeOutput(io, { json: !!argv.json, quiet: !!argv.quiet }),
-    setExitCode: (code) => {
-      exitCode = code;
-    },
-    serveSnap: runSnap,
-  };
+  const { ctx, exitCode } = cliContext(io);
   try {
     const { snapCommand } = await import('./commands/snap.js');
     await (snapCommand(ctx).handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
-    return exitCode;
+    return exitCode();
   } catch (e) {
     return reportError(e, io, args.includes('--json'));
   }

@@ -17,6 +17,8 @@ import { diskUse } from '../base/fsutil.js';
 import { isAgentsnapHook, type HookGroup } from '../agents/settings-file.js';
 import { ADAPTERS, adapterOf } from '../agents/registry.js';
 import { onPath } from '../base/shell.js';
+import { serverInfo } from '../server/server.js';
+import { readWatchState } from '../server/watch-state.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
 
@@ -358,6 +360,25 @@ async function checkRefs(repo: Repo, sessions: LoadedSession[]): Promise<Check[]
   return checks;
 }
 
+/** The warm server's file watcher, when a server runs: degraded (full scans only) is a problem with the command that raises the limit. */
+function checkWatcher(repo: Repo): Check[] {
+  const info = serverInfo(repo);
+  const w = info ? readWatchState(info.runDir, info.pid) : null;
+  if (!info || !w) return [];
+  const data = { pid: info.pid, ...w };
+  if (w.state === 'watching') return [{ check: 'watcher', status: 'ok', message: `the server (pid ${info.pid}) follows the worktree with ${w.watches} inotify watches`, data }];
+  const cost = w.lastFullScanMs !== null ? ` (the last took ${w.lastFullScanMs} ms)` : '';
+  return [
+    {
+      check: 'watcher',
+      status: 'problem',
+      message: `the server's file watcher is degraded: every snapshot is a full scan${cost}: ${w.reason}`,
+      fix: w.hint ?? 'agentsnap server stop',
+      data,
+    },
+  ];
+}
+
 async function runChecks(repo: Repo): Promise<Check[]> {
   const sessions = loadSessions(repo);
   return [
@@ -369,6 +390,7 @@ async function runChecks(repo: Repo): Promise<Check[]> {
     ...(await checkWorktrees(repo)),
     ...(await checkRefs(repo, sessions)),
     await checkDisk(repo),
+    ...checkWatcher(repo),
   ];
 }
 

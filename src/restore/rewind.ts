@@ -8,7 +8,6 @@ import type { ChatFork } from '../agents/adapter.js';
 import { ADAPTERS } from '../agents/registry.js';
 
 export type { ChatFork } from '../agents/adapter.js';
-export { findCut } from '../agents/claude-transcript.js';
 
 export interface ChatDigest {
   kind: 'digest';

@@ -18,6 +18,7 @@ import { HookServer, type CallHandler, type ServerCall } from './server.js';
 import type { SnapshotTreeOptions, TreeSnapshotResult } from '../snapshot/snapshot.js';
 import { encodeCommit, objectStore } from '../git/objects.js';
 import { IncrementalSnapshotter } from '../snapshot/incremental.js';
+import { inotifyLimit, removeWatchState, writeWatchState, type WatcherReport } from './watch-state.js';
 
 /** A repository opener for a call: the server's own Repo when the call's worktree and git environment match it. */
 export type CallRepoOpener = (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
@@ -42,6 +43,67 @@ export interface WorktreeServerOptions {
   onError?: (e: unknown) => void;
   /** Stat sweeps of the worktree in idle time (default true; tests drive them through serverEngine). */
   idleSweeps?: boolean;
+  /** Told once, when the watcher gives up (a background server writes it to its log). */
+  onNotice?: (line: string) => void;
+}
+
+/**
+ * Publishes the engine's watcher state to the run dir (watch-state.ts): at
+ * once when the state, the reason or the number of watches changed, the
+ * counters at most once a second; the notice once, when it degrades.
+ */
+function watchPublisher(runDir: string, engine: IncrementalSnapshotter, onNotice?: (line: string) => void): { publish(): void; close(): void } {
+  let lastKey = '';
+  let timer: NodeJS.Timeout | null = null;
+  let told = false;
+  let closed = false;
+  const report = (): WatcherReport => {
+    const w = engine.watchState();
+    const d = w.degraded;
+    const { limit, hint } = d ? inotifyLimit(d.code) : { limit: null, hint: null };
+    return {
+      state: d ? 'degraded' : 'watching',
+      watches: w.watches,
+      reason: d?.reason ?? null,
+      code: d?.code ?? null,
+      limit,
+      hint: d ? hint ?? 'Every snapshot is a full scan while this server runs (what a snapshot without a server costs, minus Node start-up); once the reason is gone, `agentsnap server stop` makes the next server watch again.' : null,
+      since: d?.since ?? null,
+      fullScans: engine.stats.full,
+      incremental: engine.stats.incremental,
+      lastFullScanMs: engine.stats.lastFullMs === null ? null : Math.round(engine.stats.lastFullMs),
+      updated: new Date().toISOString(),
+    };
+  };
+  const write = () => {
+    timer = null;
+    if (closed) return;
+    const r = report();
+    lastKey = `${r.state}|${r.watches}|${r.reason}`;
+    writeWatchState(runDir, r);
+    if (r.state === 'degraded' && !told) {
+      told = true;
+      onNotice?.(`agentsnap: the file watcher is degraded, every snapshot is a full scan: ${r.reason}.${r.hint ? ` ${r.hint}` : ''}`);
+    }
+  };
+  return {
+    publish() {
+      if (closed) return;
+      const w = engine.watchState();
+      if (`${w.degraded ? 'degraded' : 'watching'}|${w.watches}|${w.degraded?.reason ?? null}` !== lastKey) {
+        if (timer) clearTimeout(timer);
+        write();
+      } else if (!timer) {
+        timer = setTimeout(write, 1000);
+        timer.unref();
+      }
+    },
+    close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      removeWatchState(runDir);
+    },
+  };
 }
 
 const engines = new WeakMap<HookServer, Promise<IncrementalSnapshotter | null>>();
@@ -170,6 +232,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
   const server = await HookServer.start(repo, { hosted: opts.hosted, ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}), handle, ...(opts.onError ? { onError: opts.onError } : {}) });
   // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
   let engine: IncrementalSnapshotter | null = null;
+  let published: ReturnType<typeof watchPublisher> | null = null;
   const opening =
     opts.incremental === false
       ? Promise.resolve()
@@ -177,8 +240,11 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
           .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings, idleSweeps: opts.idleSweeps !== false }))
           .then((e) => {
             engine = e;
+            const watch = watchPublisher(server.runDir, e, opts.onNotice);
+            published = watch;
+            watch.publish();
             accel.snapshot = async (o: SnapshotTreeOptions): Promise<TreeSnapshotResult> => {
-              const res = await e.snapshot({ settings: o.settings, parentTree: o.parentTree });
+              const res = await e.snapshot({ settings: o.settings, parentTree: o.parentTree }).finally(() => watch.publish());
               trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
               return res;
             };
@@ -190,6 +256,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
   engines.set(server, opening.then(() => engine));
   void server.closed().then(async () => {
     await opening;
+    (published as ReturnType<typeof watchPublisher> | null)?.close();
     refs.close();
     await (engine as IncrementalSnapshotter | null)?.close();
   });

@@ -158,6 +158,13 @@ export function checkpointMadeBy(e: Pick<StepCheckpointEvent, 'madeBy' | 'tool'>
 }
 
 /** Applies one journal event to a session (in place). Events of other sessions are ignored. */
+/** A call's snapshot is the session's new tip, but for a call journaled from the transcript: it took no snapshot, its commit is the state it started in. */
+function moveHead(s: Session, e: { commit: string; source?: string }, tree: string | null): void {
+  if (e.source === 'transcript') return;
+  s.head = e.commit;
+  s.headTree = tree;
+}
+
 export function applyEvent(s: Session, ev: JournalEvent): void {
   if (ev.session !== s.id) return;
   // Calls journaled from a transcript carry the times they ran, which can be before the last event.
@@ -184,9 +191,7 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         ...(e.model ? { model: e.model } : {}),
         ...(e.source ? { source: e.source } : {}),
       });
-      if (e.source === 'transcript') break;
-      s.head = e.commit;
-      s.headTree = tree;
+      moveHead(s, e, tree);
       break;
     }
     case 'step.post': {
@@ -206,10 +211,7 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       if (e.transcript && !st.transcript?.uuid) st.transcript = { ...e.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
       if (e.agentVersion && !st.agentVersion) st.agentVersion = e.agentVersion;
       if (e.model && !st.model) st.model = e.model;
-      // A call journaled from the transcript took no snapshot: its commit is the state it started in, not a new tip.
-      if (e.source === 'transcript') break;
-      s.head = e.commit;
-      s.headTree = tree;
+      moveHead(s, e, tree);
       break;
     }
     case 'step.checkpoint': {

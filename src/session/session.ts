@@ -26,8 +26,8 @@ import { loadSettings, type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
 import { maybeMaintain } from './maintenance.js';
-import { readTranscriptTail, type TranscriptTail } from '../agents/claude-transcript.js';
-import { adapterOf } from '../agents/registry.js';
+import type { TranscriptTail } from '../agents/adapter.js';
+import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { stepRef, headRef, type SessionPaths, sessionPaths, ensureDir } from './refs.js';
 import { worktreeLockFile, lockedSnapshot, mutate, commitEvent } from './locks.js';
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled } from './state.js';
@@ -488,8 +488,8 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
   const settings = opts.settings ?? (await loadSettings(repo));
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
   await mutate(repo, id, settings, 'import transcript calls', async (state, p) => {
-    const transcript = opts.transcriptPath ?? state.session.agentTranscript ?? (adapterOf(state.session.agent)?.importsReadCalls ? state.transcriptPath : null);
-    const tail = transcript ? readTranscriptTail(transcript) : null;
+    const transcript = opts.transcriptPath ?? state.session.agentTranscript ?? (importsReadCalls(state.session.agent) ? state.transcriptPath : null);
+    const tail = transcript ? transcriptReader(state.session.agent, transcript)?.readTail(transcript) ?? null : null;
     if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined, true);
   });
   for (const st of [...(await loadState(repo, id, false)).session.open]) {

@@ -72,18 +72,24 @@ function journalSize(file: string): number {
   }
 }
 
-/** Loads the full session from its journal. Throws UnknownSession when there is none. */
-export function loadSession(repo: Repo, id: string): Session {
-  assertSessionId(id);
-  const p = sessionPaths(repo, id);
-  const read = readJournal(p.journal);
-  const s = foldJournal(read.events);
+/** The session the journal's events fold to; UnknownSession when they hold none. */
+function foldOrUnknown(events: Parameters<typeof foldJournal>[0], id: string): Session {
+  const s = foldJournal(events);
   if (!s) {
     throw errors.unknownSession(`no session ${id} in this repository.`, {
       hint: 'List sessions with `agentsnap sessions`.',
       data: { session: id },
     });
   }
+  return s;
+}
+
+/** Loads the full session from its journal. Throws UnknownSession when there is none. */
+export function loadSession(repo: Repo, id: string): Session {
+  assertSessionId(id);
+  const p = sessionPaths(repo, id);
+  const read = readJournal(p.journal);
+  const s = foldOrUnknown(read.events, id);
   return s;
 }
 
@@ -99,13 +105,7 @@ export async function loadState(repo: Repo, id: string, repair = true): Promise<
   const size = journalSize(p.journal);
   if (cached && cached.journalSize === size && size > 0) return cached;
   const read = readJournal(p.journal);
-  const s = foldJournal(read.events);
-  if (!s) {
-    throw errors.unknownSession(`no session ${id} in this repository.`, {
-      hint: 'List sessions with `agentsnap sessions`.',
-      data: { session: id },
-    });
-  }
+  const s = foldOrUnknown(read.events, id);
   const state = stateFrom(s, size, cached);
   if (!repair) return state;
   // The journal is ahead of the cache: a previous command died after journaling. Make the refs agree.

@@ -7,9 +7,8 @@ import { applyEvent, type Session, type Step } from './model.js';
 import { updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
-import { locateToolCall, readTranscriptTail, unjournaledReadCalls, type TranscriptTail } from '../agents/claude-transcript.js';
-import { CLAUDE_READ_ONLY_TOOLS } from '../agents/claude.js';
-import { adapterOf } from '../agents/registry.js';
+import type { TranscriptTail } from '../agents/adapter.js';
+import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { sanitize } from './redact.js';
 import { stepRef, type SessionPaths } from './refs.js';
 import { type SessionState, stateFrom, writeState, loadSession, loadState, journaled } from './state.js';
@@ -40,13 +39,14 @@ export async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: 
   // Where the last import of this transcript left off; a file that shrank since was replaced: walk it as new.
   const last = state.transcriptFloor;
   const floor = last && last.path === transcriptPath && last.offset <= tail.size ? last.offset : undefined;
-  const scan = unjournaledReadCalls(tail, {
+  const reads = transcriptReader(state.session.agent, transcriptPath)?.unjournaledReads;
+  if (!reads) return 0;
+  const scan = reads(tail, {
     journaled: (tid) => known.has(tid),
     open: (tid) => openReads.has(tid),
     // At the end, a read with no result will get none: it is journaled (interrupted) with the rest.
     ...(final ? { pendingBefore: Infinity } : pendingBefore !== undefined ? { pendingBefore } : {}),
     since,
-    tools: CLAUDE_READ_ONLY_TOOLS,
     ...(floor !== undefined ? { floor } : {}),
   });
   const calls = scan.calls;
@@ -149,12 +149,13 @@ export async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: 
   if (state.session.ended || state.session.discarded) return;
   const transcript = readsTranscript(state);
   if (!transcript) return;
-  const tail = readTranscriptTail(transcript);
-  if (!tail) return;
+  const reader = transcriptReader(state.session.agent, transcript);
+  const tail = reader?.unjournaledReads ? reader.readTail(transcript) : null;
+  if (!reader || !tail) return;
   let pendingBefore = tail.size;
   for (const o of state.session.open) {
     if (o.source === 'transcript' || !o.toolUseId) continue;
-    const at = locateToolCall(transcript, o.toolUseId, tail).lineOffset;
+    const at = reader.locateCall(transcript, o.toolUseId, tail).lineOffset;
     if (at !== undefined) pendingBefore = Math.min(pendingBefore, at);
   }
   await importQuietly(repo, p, state, settings, transcript, tail, pendingBefore);
@@ -167,7 +168,7 @@ export async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: 
  * Code); null: none known.
  */
 function readsTranscript(state: SessionState): string | null {
-  return state.session.agentTranscript ?? state.transcriptFloor?.path ?? (adapterOf(state.session.agent)?.importsReadCalls ? state.transcriptPath ?? null : null);
+  return state.session.agentTranscript ?? state.transcriptFloor?.path ?? (importsReadCalls(state.session.agent) ? state.transcriptPath ?? null : null);
 }
 
 /** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */

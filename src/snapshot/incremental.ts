@@ -69,6 +69,23 @@ export interface EngineStats {
   lastSweep: SweepResult | null;
   /** How long the last snapshot waited for a sweep in progress (ms). */
   lastWaitMs: number;
+  /** How long the last full scan took (ms), or null before the first. */
+  lastFullMs: number | null;
+}
+
+/** What the engine's watcher holds and whether it gave up (the server publishes it for status and doctor). */
+export interface WatchState {
+  /** inotify watches held now. */
+  watches: number;
+  /** Set once the watcher gave up: from then on every snapshot is a full scan. */
+  degraded: {
+    reason: string;
+    /** ENOSPC (no inotify watch left) or EMFILE (no inotify instance); null for other reasons (a remote filesystem…). */
+    code: 'ENOSPC' | 'EMFILE' | null;
+    /** Directories that were watched when the kernel said no (ENOSPC/EMFILE). */
+    watchedBefore: number | null;
+    since: string;
+  } | null;
 }
 
 const DEFAULT_MAX_DIRTY = 3000; // measured at 100k files: ~0.4 ms a scattered path vs ~1.5 s a full scan
@@ -150,7 +167,7 @@ interface UserIndex {
 }
 
 export class IncrementalSnapshotter {
-  readonly stats: EngineStats = { incremental: 0, full: 0, lastFullReason: null, sweeps: 0, lastSweep: null, lastWaitMs: 0 };
+  readonly stats: EngineStats = { incremental: 0, full: 0, lastFullReason: null, sweeps: 0, lastSweep: null, lastWaitMs: 0, lastFullMs: null };
   private readonly reader: ObjectReader;
   private checker: IgnoreChecker;
   private store: ObjectStore | null = null;
@@ -168,8 +185,9 @@ export class IncrementalSnapshotter {
   private skipDirs = new Set<string>();
   /** The next full scan restarts the watcher (ignore rules or the tracked set moved what is watched). */
   private rewatch = false;
-  /** Set when watching failed again right after a restart: full scans only, watches released. */
+  /** Set when watching failed again right after a restart, or the kernel had no inotify watch left: full scans only, watches released. */
   private watcherGaveUp: string | null = null;
+  private gaveUp: WatchState['degraded'] = null;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
   // What inotify does not report (writes through a shared mmap, or through a
@@ -218,7 +236,7 @@ export class IncrementalSnapshotter {
    * idle sweeps; tests call it.
    */
   checkMappings(): void {
-    if (this.closed || !this.base) return;
+    if (this.closed || !this.base || this.watcherGaveUp) return;
     for (const p of this.mapped?.scan() ?? []) this.pending.add(p);
   }
 
@@ -247,7 +265,34 @@ export class IncrementalSnapshotter {
       skipDir: (rel) => engine.skipDirs.has(rel),
       ...opts.watcher,
     });
+    // No inotify resources: no point waiting for the first snapshot to find out again.
+    if (engine.watcher.exhausted) engine.giveUpWatching();
     return engine;
+  }
+
+  /** The watches held and whether the engine gave up watching (full scans only). */
+  watchState(): WatchState {
+    return { watches: this.watcherGaveUp ? 0 : this.watcher.inotifyWatches, degraded: this.gaveUp };
+  }
+
+  /**
+   * Full scans from now on, every watch given back: the watcher cannot be had
+   * (no inotify watches or instance left, or lost again right after a
+   * restart). A full scan is what a snapshot without the server costs, and
+   * equals it by construction.
+   */
+  private giveUpWatching(): void {
+    const ex = this.watcher.exhausted;
+    const reasons = this.watcher.take().reasons;
+    const reason = ex ? ex.message : reasons.slice(0, 3).join(', ') + (reasons.length > 3 ? ', …' : '');
+    this.watcherGaveUp = `no watcher (${reason})`;
+    this.gaveUp = { reason, code: ex?.code ?? null, watchedBefore: ex?.watched ?? null, since: new Date().toISOString() };
+    this.watcher.close();
+    // Nothing to vouch for between full scans: no maps check, no sweep.
+    if (this.mapsTimer) clearInterval(this.mapsTimer);
+    this.mapsTimer = null;
+    this.pending.clear();
+    this.mappedLast.clear();
   }
 
   /** The worktree's tree now, with what was left out and what changed since parentTree. */
@@ -384,7 +429,8 @@ export class IncrementalSnapshotter {
     // after it stay dirty for the next call (also during a full scan).
     await this.watcher.sync();
     const taken = this.watcher.take();
-    this.addUnreported(taken.paths);
+    // Given up: the snapshot is a full scan, which reads everything (no maps scan for it).
+    if (!this.watcherGaveUp) this.addUnreported(taken.paths);
     const why = await this.whyFull(taken.trustworthy ? null : `watcher: ${taken.reasons.join(', ')}`, opts.settings, taken.paths);
     if (why === null) {
       try {
@@ -466,6 +512,10 @@ export class IncrementalSnapshotter {
     this.checker = new IgnoreChecker(this.repo);
     if (this.watcherGaveUp) {
       // Full scans only.
+    } else if (this.watcher.exhausted) {
+      // The kernel had no inotify watch (or instance) left: a restart would take the watches other
+      // programs need and fail again. Every watch is given back already; full scans from now on.
+      this.giveUpWatching();
     } else if (this.watcher.needsRestart) {
       // Events were lost: directories may be unwatched or watched under an old path.
       this.rewatch = false;
@@ -474,8 +524,7 @@ export class IncrementalSnapshotter {
       if (this.watcher.needsRestart) {
         // Lost again right away: the watches cannot be had (no inotify watches left, a directory
         // that cannot be watched, another platform). Give them back; every snapshot is a full scan.
-        this.watcherGaveUp = `no watcher (${this.watcher.take().reasons.join(', ')})`;
-        this.watcher.close();
+        this.giveUpWatching();
       }
     } else if (this.rewatch) {
       // Nothing lost, but what is skipped may have changed.
@@ -488,7 +537,9 @@ export class IncrementalSnapshotter {
     this.records.clear();
     this.pending.clear();
     this.baselineSince = this.snapStart;
+    const scanStart = performance.now();
     const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
+    this.stats.lastFullMs = performance.now() - scanStart;
     this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
     this.recordAfterFull(this.linked, this.snapStart);
     if (this.store) this.tree = new TreeEditor(this.reader, this.store, res.tree);

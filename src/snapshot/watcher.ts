@@ -10,6 +10,12 @@
 // burst large enough that the kernel queue may have overflowed (libuv drops
 // IN_Q_OVERFLOW silently), a cookie that did not arrive, a watcher error, a
 // platform other than Linux.
+//
+// When the kernel says no more watches (ENOSPC: fs.inotify.max_user_watches)
+// or no inotify instance (EMFILE: max_user_instances, or the open-file limit),
+// it stops trying, gives back every watch it holds (other programs of the
+// user share the limit) and says so in `exhausted`: the engine then takes
+// full scans only.
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -28,6 +34,24 @@ export interface WatcherOptions {
   /** Tests: called before each directory watch is added; throwing simulates a failed watch. */
   beforeWatch?: (rel: string) => void;
 }
+
+/** The kernel refused a watch for want of inotify resources. */
+export interface WatchExhaustion {
+  /** ENOSPC: no inotify watch left (max_user_watches); EMFILE: no inotify instance (max_user_instances) or no file descriptor. */
+  code: 'ENOSPC' | 'EMFILE';
+  /** Directories that were watched when it happened. */
+  watched: number;
+  message: string;
+}
+
+/** The errors of fs.watch that mean "no inotify resources left", not "this directory". */
+function exhaustionCode(e: unknown): 'ENOSPC' | 'EMFILE' | null {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === 'ENOSPC' || code === 'EMFILE' ? code : null;
+}
+
+/** Reasons kept at most (a watch that fails in each of 100k directories must not make 100k strings). */
+const MAX_REASONS = 20;
 
 export interface TakeResult {
   /** Paths (relative, posix) with an event since the last take. A directory means its whole subtree. */
@@ -85,6 +109,7 @@ export class WorktreeWatcher {
   private readonly cookieWaiters = new Map<string, () => void>();
   private cookieSeq = 0;
   private closed = false;
+  private exhaustedBy: WatchExhaustion | null = null;
   /** Directories holding a `.git` (nested repositories), watched or seen by an event. */
   readonly nestedRepos = new Set<string>();
 
@@ -105,12 +130,12 @@ export class WorktreeWatcher {
 
   private startAll(): void {
     if (process.platform !== 'linux') {
-      this.broken.push(`no exact watcher on ${process.platform}`);
+      this.loseFor(`no exact watcher on ${process.platform}`);
       return;
     }
     const remote = remoteFilesystem(this.worktree);
     if (remote) {
-      this.broken.push(`the worktree is on ${remote}: changes made elsewhere raise no inotify event`);
+      this.loseFor(`the worktree is on ${remote}: changes made elsewhere raise no inotify event`);
       return;
     }
     try {
@@ -124,9 +149,10 @@ export class WorktreeWatcher {
           done();
         }
       });
-      this.cookieWatch.on('error', () => this.broken.push('cookie watch failed'));
+      this.cookieWatch.on('error', () => this.loseFor('cookie watch failed'));
     } catch (e) {
-      this.broken.push(`cannot watch ${this.cookieDir} (${(e as NodeJS.ErrnoException).code ?? e})`);
+      if (this.exhaust(e)) return;
+      this.loseFor(`cannot watch ${this.cookieDir} (${(e as NodeJS.ErrnoException).code ?? e})`);
     }
     this.watchTree('');
   }
@@ -135,6 +161,7 @@ export class WorktreeWatcher {
   async restart(): Promise<void> {
     this.closeAll();
     this.broken = [];
+    this.exhaustedBy = null;
     this.lost = [];
     this.dirty = new Set();
     this.nestedRepos.clear();
@@ -170,7 +197,7 @@ export class WorktreeWatcher {
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return 'gone';
-      this.broken.push(`cannot read ${dir || '.'} (${code ?? e})`);
+      this.loseFor(`cannot read ${dir || '.'} (${code ?? e})`);
       return null;
     }
     const out: string[] = [];
@@ -181,7 +208,7 @@ export class WorktreeWatcher {
       }
       if (!ent.isDirectory()) continue;
       if (ent.name.includes('\uFFFD')) {
-        this.broken.push(`a directory name that is not UTF-8 in ${dir || '.'}`);
+        this.loseFor(`a directory name that is not UTF-8 in ${dir || '.'}`);
         continue;
       }
       const child = dir ? `${dir}/${ent.name}` : ent.name;
@@ -204,9 +231,49 @@ export class WorktreeWatcher {
     return this.watches.size;
   }
 
+  /** The inotify watches held: one per watched directory and the sync cookies' directory. */
+  get inotifyWatches(): number {
+    return this.watches.size + (this.cookieWatch ? 1 : 0);
+  }
+
+  /** Set when the kernel refused a watch for want of inotify resources (every watch is then given back). */
+  get exhausted(): WatchExhaustion | null {
+    return this.exhaustedBy;
+  }
+
+  /** Marks the watcher untrustworthy until restart() (at most MAX_REASONS reasons kept). */
+  private loseFor(reason: string): void {
+    if (this.broken.length < MAX_REASONS) this.broken.push(reason);
+    else if (this.broken.length === MAX_REASONS) this.broken.push('…');
+  }
+
+  /**
+   * When `e` says the kernel has no inotify resources left: stops watching
+   * and gives every watch back (true). Trying the other directories would
+   * fail the same way, and holding some makes other programs fail.
+   */
+  private exhaust(e: unknown): boolean {
+    const code = exhaustionCode(e);
+    if (!code) return false;
+    if (!this.exhaustedBy) {
+      const watched = this.watches.size;
+      this.exhaustedBy = {
+        code,
+        watched,
+        message:
+          code === 'ENOSPC'
+            ? `no inotify watches left after ${watched} directories (ENOSPC: the limit fs.inotify.max_user_watches is reached for this user)`
+            : `no inotify instance could be created (EMFILE: fs.inotify.max_user_instances reached for this user, or the open-file limit)`,
+      };
+      this.loseFor(this.exhaustedBy.message);
+    }
+    this.closeAll();
+    return true;
+  }
+
   private watchTree(rel: string): void {
     const stack = [rel];
-    while (stack.length > 0) {
+    while (stack.length > 0 && !this.exhaustedBy) {
       const dir = stack.pop() as string;
       if (!this.watchDir(dir)) continue;
       const children = this.subdirs(dir);
@@ -217,7 +284,7 @@ export class WorktreeWatcher {
 
   /** Adds the watch of one directory; false when it is gone or could not be watched. */
   private watchDir(rel: string): boolean {
-    if (this.closed) return false;
+    if (this.closed || this.exhaustedBy) return false;
     const old = this.watches.get(rel);
     if (old) {
       // Possibly another inode now (a directory moved here): watch by path again.
@@ -232,11 +299,12 @@ export class WorktreeWatcher {
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return false; // removed meanwhile: its parent's event reports it
-      this.broken.push(`cannot watch ${rel || '.'} (${code ?? (e as Error).message})`);
+      if (this.exhaust(e)) return false;
+      this.loseFor(`cannot watch ${rel || '.'} (${code ?? (e as Error).message})`);
       return false;
     }
     w.on('error', (e: NodeJS.ErrnoException) => {
-      this.broken.push(`watch of ${rel || '.'} failed (${e.code ?? e.message})`);
+      this.loseFor(`watch of ${rel || '.'} failed (${e.code ?? e.message})`);
     });
     this.watches.set(rel, w);
     return true;
@@ -258,7 +326,7 @@ export class WorktreeWatcher {
 
   private onEvent(dir: string, type: string, name: string | Buffer | null): void {
     if (++this.turnEvents >= this.threshold) {
-      if (!this.broken.includes('event burst')) this.broken.push('event burst');
+      if (!this.broken.includes('event burst')) this.loseFor('event burst');
     }
     if (!this.turnResetScheduled) {
       this.turnResetScheduled = true;
@@ -334,7 +402,7 @@ export class WorktreeWatcher {
       const timer = setTimeout(() => {
         this.cookieWaiters.delete(name);
         // Its watch may be gone (the run dir replaced): watch again before trusting events.
-        this.broken.push('sync cookie did not arrive');
+        this.loseFor('sync cookie did not arrive');
         resolve();
       }, timeoutMs);
       this.cookieWaiters.set(name, () => {
@@ -346,7 +414,7 @@ export class WorktreeWatcher {
       } catch (e) {
         clearTimeout(timer);
         this.cookieWaiters.delete(name);
-        this.broken.push(`cannot write a sync cookie (${(e as NodeJS.ErrnoException).code ?? e})`);
+        this.loseFor(`cannot write a sync cookie (${(e as NodeJS.ErrnoException).code ?? e})`);
         resolve();
       }
     });

@@ -5,6 +5,7 @@ import type { Step } from '../../session/model.js';
 import { outsideEffect } from '../../session/effects.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
+import { planLines } from '../../session/plan.js';
 import { countChanges, describeSkipped, formatSize, printablePath, type Output } from '../output.js';
 
 function when(iso: string): string {
@@ -160,7 +161,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
     }
     if (out.json) {
-      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what })));
+      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what, plan: r.plan })));
       return;
     }
     if (rows.length === 0) {
@@ -235,12 +236,13 @@ export const showCommand: CommandFactory = (ctx) => ({
     }
     const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: Number(argv.step), color: out.stdoutColor, stat: argv.stat });
     if (out.json) {
-      out.printJson({ ...stepJson(res.step), what: res.what, session: res.session.id, diff: res.diff });
+      out.printJson({ ...stepJson(res.step), what: res.what, plan: res.plan, session: res.session.id, diff: res.diff });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
     const st = res.step;
     out.out(out.color.bold(`step ${st.step}  ${st.tool ?? st.kind}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`) + (res.what ? `  ${out.color.cyan(res.what)}` : ''));
+    if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
     if (res.diff) ctx.io.stdout.write(res.diff);
     else out.note('no changes');
   },

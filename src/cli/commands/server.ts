@@ -3,6 +3,7 @@ import { serverRun, serverStart, serverStatus, serverStop, type ServerStatus } f
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
 import type { Output } from '../output.js';
+import { watcherLine } from '../../server/watch-state.js';
 
 function print(out: Output, s: ServerStatus): void {
   if (out.json) {
@@ -12,6 +13,10 @@ function print(out: Output, s: ServerStatus): void {
   if (!s.enabled) out.out('server: switched off (AGENTSNAP_SERVER or agentsnap.server; needs Linux)');
   else if (!s.running) out.out('server: not running (the next hook call or snap starts one)');
   else out.out(`server: running, pid ${s.pid}${s.hosted ? ', inside a wrapper' : ''}, since ${s.since}`);
+  if (s.watcher) {
+    out.out(watcherLine(s.watcher));
+    if (s.watcher.hint) out.out(`  ${s.watcher.hint}`);
+  }
   out.out(`run dir: ${s.runDir}`);
 }
 

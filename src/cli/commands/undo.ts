@@ -2,6 +2,10 @@
 import { redo, restore, revert, status, undo, type OperationResult } from '../../api-undo.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { ChatRewind } from '../../restore/rewind.js';
+import { planLines } from '../../session/plan.js';
+import type { AgentProcess } from '../../session/processes.js';
+import type { StopResult } from '../../base/procfs.js';
+import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { describeLeft, printablePath, type Output } from '../output.js';
@@ -110,6 +114,21 @@ function printChat(out: Output, chat: ChatRewind, step: number): void {
   }
 }
 
+function processLine(p: AgentProcess & { stopped?: StopResult }): string {
+  const ports = p.ports.length > 0 ? `, listening on ${p.ports.map((n) => `:${n}`).join(' ')}` : '';
+  const stopped = p.stopped === undefined ? '' : p.stopped === 'failed' ? '  — could not be stopped' : p.stopped === 'gone' ? '  — had already ended' : `  — stopped (${p.stopped === 'killed' ? 'SIGKILL' : 'SIGTERM'})`;
+  return `pid ${p.pid}  ${printablePath(p.command)}  (started by step ${p.step}${ports})${stopped}`;
+}
+
+/** The processes the undone steps left running: an undo puts files back, not processes (and redo revives none). */
+function printProcesses(out: Output, list: (AgentProcess & { stopped?: StopResult })[], dryRun: boolean, step: number | undefined): void {
+  if (list.length === 0) return;
+  const stopping = list.some((p) => p.stopped !== undefined);
+  out.out(stopping ? 'processes the undone steps started:' : `still running, started by ${dryRun ? 'the steps to undo' : 'the undone steps'} (files are put back, processes are not):`);
+  for (const p of list) out.out(`  ${processLine(p)}`);
+  if (!stopping) out.note(`agentsnap: \`agentsnap undo ${step ?? 'N'} --stop-processes\` also stops them; a stopped process is not started again by redo`);
+}
+
 export const undoCommand: CommandFactory = (ctx) => ({
   command: 'undo [step]',
   describe: 'Put the worktree back to before step N (and every later step); default: the last step not undone',
@@ -120,12 +139,13 @@ export const undoCommand: CommandFactory = (ctx) => ({
         ...opOptions,
         chat: { type: 'boolean', default: false, describe: 'rewind only the conversation (a forked transcript to resume)' },
         both: { type: 'boolean', default: false, describe: 'rewind the files and the conversation' },
+        'stop-processes': { type: 'boolean', default: false, describe: 'also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL)' },
       })
       .example('$0 undo', 'undo the last tool call')
       .example('$0 undo 3 --dry-run', 'what undoing step 3 and later would change')
       .example('$0 undo 3 --both', 'files and conversation back to before step 3'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean };
+    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean; 'stop-processes': boolean };
     const out = ctx.output(argv);
     const step = argv.step === undefined ? undefined : stepArgument(argv.step);
     if (argv.chat && argv.both) throw errors.invalidArgument('--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.');
@@ -137,6 +157,7 @@ export const undoCommand: CommandFactory = (ctx) => ({
       dryRun: argv['dry-run'],
       force: argv.force,
       scope: argv.chat ? 'chat' : argv.both ? 'both' : 'files',
+      stopProcesses: argv['stop-processes'],
     });
     if (out.json) {
       out.printJson(res);
@@ -154,6 +175,10 @@ export const undoCommand: CommandFactory = (ctx) => ({
           : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
       printOperation(out, r, head);
       if (!r.dryRun && r.undone.length > 0) out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
+      if (res.planUndone.length > 0) {
+        out.out(`plan items the ${r.dryRun ? 'steps to undo' : 'undone steps'} had marked done (the agent may still believe them done):\n${planLines(res.planUndone).replace(/^/gm, '  ')}`);
+      }
+      printProcesses(out, res.processes, r.dryRun, r.target.step);
       dryRunVerdict(ctx, out, r, 'undo');
     }
     if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep);
@@ -254,10 +279,19 @@ export const statusCommand: CommandFactory = (ctx) => ({
     out.out(`${c.bold(`session ${s.session}`)}  ${s.status}  ${s.worktree}${s.agent ? `  ${s.agent}` : ''}`);
     out.out(s.lastStep ? `last step: ${s.lastStep.step} ${s.lastStep.tool ?? ''} (${s.lastStep.status})`.replace('  ', ' ') : 'no steps yet');
     out.out(`hooks: last step event ${ago(s.lastStepEventAt)}`);
+    // Only when it costs the user something: a watching server is the normal case.
+    if (s.watcher?.state === 'degraded') {
+      out.out(c.yellow(watcherLine(s.watcher)));
+      if (s.watcher.hint) out.out(`  ${s.watcher.hint}`);
+    }
     if (s.undone.length > 0) out.out(`undone: ${steps(s.undone)}${s.redoable !== null ? ` (\`agentsnap redo\` takes back operation ${s.redoable})` : ''}`);
     if (s.open.length > 0) out.out(c.yellow(`open: ${steps(s.open)} (running, or the post hook never came)`));
     if (s.unprotected.length > 0) out.out(c.red(`unprotected: ${s.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${u.reason})` : ''}`).join(', ')}`));
     if (s.notUndoable.length > 0) out.out(c.red(`not undoable: ${s.notUndoable.map((n) => `step ${n.step} \`${n.command}\``).join(', ')}`));
+    if (s.processes.length > 0) {
+      out.out(`processes the agent left running (${s.processes.length}):`);
+      for (const p of s.processes) out.out(`  ${processLine(p)}`);
+    }
     if (s.interrupted.length > 0) out.out(c.yellow(`interrupted operations: ${s.interrupted.join(', ')} (the next undo, redo, restore or revert completes them)`));
     if (s.ops.length === 0) out.out('operations: none');
     else {

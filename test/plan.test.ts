@@ -1,0 +1,105 @@
+// The agent's plan per step (issue 16): read from its plan tools' calls as the journal holds them, shown by
+// `show N`, `log --json`, `replay`, and named by `undo N` when the undone steps had marked items done.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import path from 'node:path';
+import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
+import { ADAPTERS } from '../src/agents/registry.js';
+import type { PlanItem } from '../src/agents/adapter.js';
+import { planLines } from '../src/session/plan.js';
+
+async function wrappedSession(repo: TempRepo): Promise<{ id: string; env: Record<string, string> }> {
+  const res = await cli(repo, ['snap', '--json']);
+  assert.is(res.code, 0, res.stderr);
+  const id = (JSON.parse(res.stdout) as { session: string }).session;
+  return { id, env: { AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir } };
+}
+
+let calls = 0;
+/** One hooked Claude Code call: pre, the work, post. */
+async function call(repo: TempRepo, env: Record<string, string>, tool: string, input: unknown, work: () => void = () => undefined, response: unknown = {}) {
+  const common = { session_id: 'cc-plan', cwd: repo.dir, tool_name: tool, tool_use_id: `toolu_plan_${++calls}`, tool_input: input };
+  const pre = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: 'PreToolUse' }) });
+  assert.is(pre.code, 0, pre.stderr);
+  work();
+  const post = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: 'PostToolUse', tool_response: response }) });
+  assert.is(post.code, 0, post.stderr);
+}
+
+const todos = (a: string, b: string) => ({
+  todos: [
+    { content: 'Write the parser', status: a, activeForm: 'Writing the parser' },
+    { content: 'Add \u001b[31mtests\u001b[0m', status: b, activeForm: 'Adding tests' },
+  ],
+});
+
+test('plan: show, log --json and replay give the plan as of each step; undo names the items the undone steps marked done', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    await call(repo, env, 'TodoWrite', todos('in_progress', 'pending')); // step 2 (`snap` took step 1)
+    await call(repo, env, 'Write', { file_path: path.join(repo.dir, 'parser.txt'), content: 'p\n' }, () => repo.write('parser.txt', 'p\n')); // 3
+    await call(repo, env, 'TodoWrite', todos('completed', 'in_progress')); // 5
+    await call(repo, env, 'Write', { file_path: path.join(repo.dir, 'test.txt'), content: 't\n' }, () => repo.write('test.txt', 't\n')); // 5
+    await call(repo, env, 'TodoWrite', todos('completed', 'completed')); // 6
+
+    const show2 = await cli(repo, ['show', '3', '--json', '--session', id]);
+    assert.is(show2.code, 0, show2.stderr);
+    const plan2 = (JSON.parse(show2.stdout) as { plan: { setAt: number; items: PlanItem[] } }).plan;
+    assert.is(plan2.setAt, 2);
+    assert.equal(plan2.items.map((t) => t.status), ['in_progress', 'pending']);
+
+    const show5 = await cli(repo, ['show', '5', '--session', id]);
+    assert.is(show5.code, 0, show5.stderr);
+    assert.match(show5.stdout, 'plan (as of this step, set by step 4):');
+    assert.match(show5.stdout, '  - [x] Write the parser\n  - [~] Add [31mtests [0m');
+    assert.not.match(show5.stdout, '\u001b', 'the agent\'s escape sequences are not sent to the terminal');
+
+    const log = await cli(repo, ['log', '--json', '--session', id]);
+    const rows = JSON.parse(log.stdout) as { step: number; plan: { setAt: number } | null }[];
+    assert.equal(rows.map((r) => r.plan?.setAt ?? null), [null, 2, 2, 4, 4, 6]);
+
+    const replay = await cli(repo, ['replay', '--session', id]);
+    assert.is(replay.code, 0, replay.stderr);
+    assert.is((replay.stdout.match(/Plan after this step:/g) ?? []).length, 3, replay.stdout);
+
+    // Undoing 5 and 6 takes back the tests (step 5) and the plan call that marked them done (step 6).
+    const dry = await cli(repo, ['undo', '5', '--dry-run', '--session', id]);
+    assert.match(dry.stdout, 'plan items the steps to undo had marked done');
+    const undo = await cli(repo, ['undo', '5', '--session', id]);
+    assert.is(undo.code, 0, undo.stderr);
+    assert.match(undo.stdout, 'plan items the undone steps had marked done (the agent may still believe them done):\n  - [x] Add');
+    assert.not.match(undo.stdout, 'Write the parser', 'completed before step 5: not the undone steps\' doing');
+    const json = await cli(repo, ['redo', '--json', '--session', id]);
+    assert.is(json.code, 0, json.stderr);
+    const again = await cli(repo, ['undo', '5', '--json', '--session', id]);
+    assert.equal((JSON.parse(again.stdout) as { planUndone: PlanItem[] }).planUndone.map((t) => t.text), ['Add \u001b[31mtests\u001b[0m']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('plan: each agent\'s plan tools (Claude Code TodoWrite and TaskCreate/TaskUpdate, Codex update_plan, Gemini CLI write_todos)', () => {
+  const claude = ADAPTERS.claude.nextPlan;
+  assert.ok(claude);
+  let plan: PlanItem[] = [];
+  plan = claude(plan, 'TaskCreate', { subject: 'one', description: 'the first' }, 'Task #1 created successfully: one') ?? plan;
+  plan = claude(plan, 'TaskCreate', { subject: 'two' }, { task: { id: '7', subject: 'two' } }) ?? plan;
+  plan = claude(plan, 'TaskUpdate', { taskId: '1', status: 'completed' }, 'Updated task #1 status') ?? plan;
+  assert.equal(plan, [
+    { id: '1', text: 'one', status: 'completed' },
+    { id: '7', text: 'two', status: 'pending' },
+  ]);
+  assert.equal(claude(plan, 'TaskUpdate', { taskId: '7', status: 'deleted' }, ''), [{ id: '1', text: 'one', status: 'completed' }]);
+  assert.is(claude(plan, 'TaskUpdate', { taskId: '99', status: 'completed' }, ''), null, 'an unknown task changes nothing');
+  assert.is(claude(plan, 'Write', { file_path: 'x' }, null), null);
+  assert.equal(ADAPTERS.codex.nextPlan?.([], 'update_plan', { explanation: 'why', plan: [{ step: 'Read the code', status: 'completed' }, { step: 'Fix it', status: 'in_progress' }] }, null), [
+    { text: 'Read the code', status: 'completed' },
+    { text: 'Fix it', status: 'in_progress' },
+  ]);
+  assert.equal(ADAPTERS.gemini.nextPlan?.([], 'write_todos', { todos: [{ description: 'Plan', status: 'cancelled' }] }, null), [{ text: 'Plan', status: 'cancelled' }]);
+  assert.is(ADAPTERS.gemini.nextPlan?.([], 'run_shell_command', { command: 'ls' }, null), null);
+  assert.is(planLines([{ text: 'Plan', status: 'cancelled' }, { text: 'a\nb', status: 'pending' }]), '- [-] Plan\n- [ ] a b');
+});
+
+test.run();
