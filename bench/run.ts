@@ -85,6 +85,7 @@ async function main(): Promise<void> {
   // No process outlives the bench: a signal stops the run at the next sample, then servers are stopped.
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, () => markInterrupted(sig));
   process.on('exit', () => stopAllServers(log));
+  let report: ((stoppedBy: string | null) => void) | null = null;
   try {
     const gitVersion = spawnSync('git', ['version'], { encoding: 'utf8', env: env.env }).stdout.trim();
     const loadBefore = os.loadavg();
@@ -95,6 +96,31 @@ async function main(): Promise<void> {
     const disk: DiskResult[] = [];
     const profiles: string[] = [];
     const took: string[] = [];
+    // What the run measured so far: at its end, or when a signal stopped it between samples.
+    report = (stoppedBy: string | null) => {
+      const series = growthSeries(rows);
+      const summary = targetSummary(rows);
+      const server = process.env.AGENTSNAP_SERVER ? `AGENTSNAP_SERVER=${process.env.AGENTSNAP_SERVER}` : null;
+      if (values.json) {
+        process.stdout.write(
+          `${JSON.stringify({ git: gitVersion, node: process.version, cpus: os.cpus().length, runs, loadBefore, loadAfter: os.loadavg(), server, startup, rows, disk, growth: series.map((s) => ({ ...s, points: Object.fromEntries(s.points) })), targets: summary }, null, 2)}\n`,
+        );
+        return;
+      }
+      const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
+      const header = `${stoppedBy ? `bench ${stoppedBy}: the rows measured until then\n` : ''}agentsnap bench: ${gitVersion}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()}${server ? `, ${server}` : ''}; median of ${runs} interleaved runs; load average ${load(loadBefore)} before, ${load(os.loadavg())} after`;
+      process.stdout.write(`\n${header}\n\n${formatTable(rows)}\n`);
+      if (disk.length) process.stdout.write(`\n${formatDiskTable(disk)}\n`);
+      process.stdout.write(
+        `\nreference: node start-up ${startup.nodeMs.toFixed(0)} ms, \`agentsnap --version\` ${startup.versionMs.toFixed(0)} ms (each agentsnap Node process pays both); ` +
+          `two empty hook commands (\`sh -c 'cat > /dev/null'\`, the floor of any tool call through hooks) ${startup.emptyHooksMs.toFixed(1)} ms\n`,
+      );
+      const growth = formatGrowthTable(series);
+      if (growth) process.stdout.write(`\ngrowth with the repository's size (median per figure; 100k-directory repositories left out)\n\n${growth}\n\n${asciiPlot(series)}\n`);
+      if (summary.length) process.stdout.write(`\nscale targets (#19):\n${summary.map((l) => `  ${l}`).join('\n')}\n`);
+      process.stdout.write(`\nrun time: ${((Date.now() - t0) / 1000).toFixed(0)} s (${took.join(', ')}; repositories generated in this run included); fs.inotify.max_user_watches ${maxUserWatches() ?? 'unknown'}\n`);
+      for (const p of profiles) process.stdout.write(`\n${p}\n`);
+    };
     for (const spec of specs) {
       const t1 = Date.now();
       const repo = await benchRepo(cacheDir, spec, env, log);
@@ -127,31 +153,11 @@ async function main(): Promise<void> {
       if (values.profile) profiles.push(profileSnap(repo, env));
       took.push(`${repo.label}${repo.layout === 'dirs' ? '' : ' files'} ${((Date.now() - t1) / 1000).toFixed(0)} s`);
     }
-    const series = growthSeries(rows);
-    const summary = targetSummary(rows);
-    const server = process.env.AGENTSNAP_SERVER ? `AGENTSNAP_SERVER=${process.env.AGENTSNAP_SERVER}` : null;
-    if (values.json) {
-      process.stdout.write(
-        `${JSON.stringify({ git: gitVersion, node: process.version, cpus: os.cpus().length, runs, loadBefore, loadAfter: os.loadavg(), server, startup, rows, disk, growth: series.map((s) => ({ ...s, points: Object.fromEntries(s.points) })), targets: summary }, null, 2)}\n`,
-      );
-      return;
-    }
-    const load = (l: number[]) => l.map((x) => x.toFixed(1)).join(' ');
-    const header = `agentsnap bench: ${gitVersion}, node ${process.version}, ${os.cpus().length} cores, ${os.platform()}${server ? `, ${server}` : ''}; median of ${runs} interleaved runs; load average ${load(loadBefore)} before, ${load(os.loadavg())} after`;
-    process.stdout.write(`\n${header}\n\n${formatTable(rows)}\n`);
-    if (disk.length) process.stdout.write(`\n${formatDiskTable(disk)}\n`);
-    process.stdout.write(
-      `\nreference: node start-up ${startup.nodeMs.toFixed(0)} ms, \`agentsnap --version\` ${startup.versionMs.toFixed(0)} ms (each agentsnap Node process pays both); ` +
-        `two empty hook commands (\`sh -c 'cat > /dev/null'\`, the floor of any tool call through hooks) ${startup.emptyHooksMs.toFixed(1)} ms\n`,
-    );
-    const growth = formatGrowthTable(series);
-    if (growth) process.stdout.write(`\ngrowth with the repository's size (median per figure; 100k-directory repositories left out)\n\n${growth}\n\n${asciiPlot(series)}\n`);
-    if (summary.length) process.stdout.write(`\nscale targets (#19):\n${summary.map((l) => `  ${l}`).join('\n')}\n`);
-    process.stdout.write(`\nrun time: ${((Date.now() - t0) / 1000).toFixed(0)} s (${took.join(', ')}; repositories generated in this run included); fs.inotify.max_user_watches ${maxUserWatches() ?? 'unknown'}\n`);
-    for (const p of profiles) process.stdout.write(`\n${p}\n`);
+    report(null);
   } catch (e) {
     if (e instanceof Interrupted) {
-      log(`bench ${e.message}; servers stopped, no figures`);
+      report?.(e.message);
+      log(`bench ${e.message}; servers stopped${report ? ', the rows measured until then printed' : ', no figures'}`);
       process.exitCode = 130;
       return;
     }

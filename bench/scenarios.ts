@@ -303,7 +303,7 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         const r = row(ctx, what, samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', target, hookRss);
         for (const name of [BACKUP, SHADOW, ISOGIT]) {
           const xs = samples.get(name) ?? [];
-          r.peers[name] = { ms: median(xs), samples: xs.length };
+          if (xs.length) r.peers[name] = { ms: median(xs), samples: xs.length };
         }
         withServer(r, end);
         r.notes.push(...r0notes);
