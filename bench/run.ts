@@ -21,13 +21,14 @@ import { CLASSIC_MAX, parseSizes, type RepoSpec } from './args.js';
 import { asciiPlot, formatGrowthTable, growthSeries, targetSummary } from './growth.js';
 import { SCENARIOS as PER_CALL_SCENARIOS, startupReference, withServer, type Row } from './scenarios.js';
 import { claudeEditSession, claudeReadSession } from './claude-session.js';
+import { bisectScenario } from './bisect.js';
 import { formatDiskTable, formatTable } from './table.js';
 import { profileSnap } from './profile.js';
 import { maxUserWatches, serverStatus, stopAllServers, stopServer } from './server.js';
 import type { DiskResult } from './disk.js';
 
-// The per-call scenarios, then whole sessions of the real Claude Code.
-const SCENARIOS = [...PER_CALL_SCENARIOS, claudeReadSession, claudeEditSession];
+// The per-call scenarios, whole sessions of the real Claude Code, bisect over a session.
+const SCENARIOS = [...PER_CALL_SCENARIOS, claudeReadSession, claudeEditSession, bisectScenario];
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [--only ID,...] [--disk-steps N] [--json] [--profile] [--no-isogit]
 

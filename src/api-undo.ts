@@ -24,6 +24,7 @@ import { planItemsDone, type PlanItem } from './session/plan.js';
 import { agentProcesses, stopAgentProcesses, type AgentProcess } from './session/processes.js';
 import type { StopResult } from './base/procfs.js';
 import { loadSettings } from './git/config.js';
+import { lastGood } from './api-check.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
 export type { ChatRewind, ChatFork, ChatDigest } from './restore/rewind.js';
@@ -66,6 +67,8 @@ export interface UndoOptions extends OperationCommonOptions {
   scope?: 'files' | 'chat' | 'both';
   /** Also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL). */
   stopProcesses?: boolean;
+  /** Back to the state after the last step whose newest check passed (`agentsnap check`), instead of a step. */
+  lastGood?: boolean;
 }
 
 export interface UndoOutcome {
@@ -85,6 +88,7 @@ export interface UndoOutcome {
 
 /** `agentsnap undo [N]`: the worktree (and/or the conversation) back to before step N. */
 export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
+  if (opts.lastGood) return undo({ ...opts, lastGood: false, step: await lastGoodStep(opts) });
   const step = opts.step === undefined ? undefined : stepNumber(opts.step);
   const scope = opts.scope ?? 'files';
   if (!['files', 'chat', 'both'].includes(scope)) throw errors.invalidArgument(`scope must be files, chat or both, not ${JSON.stringify(scope)}.`);
@@ -115,6 +119,24 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
     if (opts.stopProcesses && !opts.dryRun) processes = await stopAgentProcesses(s, processes);
   }
   return { source, files, chat, chatStep, planUndone, processes };
+}
+
+/** The step `undo --last-good` undoes: the first one after the last state that passed its check. */
+async function lastGoodStep(opts: UndoOptions): Promise<number> {
+  if (opts.step !== undefined) throw errors.invalidArgument('--last-good and a step number exclude each other: --last-good picks the step.');
+  const { repo, id } = await sessionFor(opts);
+  const s = loadSession(repo, id);
+  const found = lastGood(s);
+  if (!found) {
+    throw errors.invalidArgument(`no state of session ${id} has passed a check yet: there is no last good step.`, {
+      hint: "Check the steps first: agentsnap check --each --run '<your test command>'.",
+      data: { session: id },
+    });
+  }
+  if (found.undoFrom === null) {
+    throw errors.invalidArgument(`the state after the newest step (${found.good}) passed its check: there is nothing after the last good step to undo.`, { data: { session: id, good: found.good } });
+  }
+  return found.undoFrom;
 }
 
 /** The step the last undo went back to, when the last operation was an undo. */

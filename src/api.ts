@@ -25,6 +25,8 @@ import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
 import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
 import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
 import { planAt, planHistory, type PlanState } from './session/plan.js';
+import { environmentAt, type StepEnvironment } from './session/environment.js';
+import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from './worktrees/check.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */
@@ -105,6 +107,8 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     phase = 'checkpoint';
     res = await recordCheckpoint(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
   }
+  // A step (or checkpoint) ended: agentsnap.check, when set, checks the newest state in the background.
+  if (phase !== 'pre') maybeStartAutoCheck(repo, id, settings);
   // With the repository and settings already at hand (opening it again costs two git processes).
   if (opts.autoStartServer) {
     try {
@@ -232,6 +236,8 @@ export interface LogRow {
   what: string | null;
   /** The agent's plan as of this step (after it); null: no plan tool ran by then. */
   plan: PlanState | null;
+  /** The newest check of the state after this step (`agentsnap check`); null: never checked. */
+  check: CheckResult | null;
 }
 
 /** `agentsnap log`: the steps of a session, filtered. */
@@ -241,7 +247,13 @@ export async function log(opts: LogOptions = {}): Promise<{ session: Session; st
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
   const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths, grep: opts.grep });
   const plans = planHistory(r.session);
-  return { session: r.session, steps, rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step), plan: planAt(r.session, step.step, plans) })), source: r.source };
+  const checks = latestCheckByStep(r.session);
+  return {
+    session: r.session,
+    steps,
+    rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step), plan: planAt(r.session, step.step, plans), check: checks.get(step.step) ?? null })),
+    source: r.source,
+  };
 }
 
 /**
@@ -262,7 +274,10 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
       continue; // an unreadable session is doctor's to report
     }
     const plans = planHistory(session);
-    for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) rows.push({ session, step, what: describeStep(session, step), plan: planAt(session, step.step, plans) });
+    const checks = latestCheckByStep(session);
+    for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) {
+      rows.push({ session, step, what: describeStep(session, step), plan: planAt(session, step.step, plans), check: checks.get(step.step) ?? null });
+    }
   }
   // Time order across sessions (a session's own steps keep their order when their times tie).
   const order = (r: LogRow) => Date.parse(r.step.startedAt) || 0;
@@ -325,12 +340,12 @@ export interface ShowOptions extends SessionOptions {
 }
 
 /** `agentsnap show N`: what step N changed. */
-export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; what: string | null; diff: string; plan: PlanState | null; source: ResolvedSession['source'] }> {
+export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; what: string | null; diff: string; plan: PlanState | null; environment: StepEnvironment; source: ResolvedSession['source'] }> {
   checkStepNumber(opts.step);
   const r = await resolveSession(opts);
   stepOf(r.session, opts.step);
   const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });
-  return { session: r.session, step: out.step, what: describeStep(r.session, out.step), diff: out.diff, plan: planAt(r.session, out.step.step), source: r.source };
+  return { session: r.session, step: out.step, what: describeStep(r.session, out.step), diff: out.diff, plan: planAt(r.session, out.step.step), environment: environmentAt(r.session, out.step.step), source: r.source };
 }
 
 export interface DiffCommandOptions extends SessionOptions {

@@ -28,6 +28,7 @@ import type { StepPostEvent, TranscriptPosition } from './session/journal.js';
 import { adapterOf, transcriptReader } from './agents/registry.js';
 import type { AgentAdapter, HookCall, ToolCallLocation, TranscriptTail } from './agents/adapter.js';
 import { autoStartServer } from './server/server.js';
+import { maybeStartAutoCheck } from './worktrees/check.js';
 
 export { AGENTS } from './agents/adapter.js';
 export type { Agent, HookCall } from './agents/adapter.js';
@@ -221,6 +222,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         transcript,
         agentVersion,
         model,
+        cwd: call.cwd,
         ...(tail && call.transcriptPath ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } } : {}),
       });
       return { action: 'pre', session: id, step: res.step, warning: null };
@@ -246,6 +248,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       durationMs: call.durationMs,
       ...(call.transcriptPath && call.toolUseId ? { transcript: () => postTranscript(repo, id, opts.agent, call.transcriptPath as string, call.toolUseId as string) } : {}),
     });
+    maybeStartAutoCheck(repo, id, settings);
     return { action: 'post', session: id, step: res.step, warning: null };
   } catch (e) {
     if (isAgentsnapError(e) && e.code === 'NoOpenStep') {

@@ -1,5 +1,6 @@
 // Public API of the hooks, backup-remote and doctor commands: validates what
 // callers pass, opens the repository, calls one internal function each.
+import { noteCommit, type CommitNote } from './history/notes.js';
 import { errors } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { hooksStatus, installHooks, uninstallHooks, type HooksReport, type InstallResult } from './history/hooks-install.js';
@@ -12,7 +13,7 @@ function repoFor(opts: RepoOptions): Promise<Repo> {
 }
 
 /** `agentsnap hooks install|uninstall|status`. */
-export async function hooks(action: 'install' | 'uninstall' | 'status', opts: RepoOptions & { force?: boolean } = {}): Promise<HooksReport | InstallResult> {
+export async function hooks(action: 'install' | 'uninstall' | 'status' | 'note-commit', opts: RepoOptions & { force?: boolean } = {}): Promise<HooksReport | InstallResult | { note: CommitNote | null }> {
   const repo = await repoFor(opts);
   switch (action) {
     case 'install':
@@ -21,6 +22,8 @@ export async function hooks(action: 'install' | 'uninstall' | 'status', opts: Re
       return uninstallHooks(repo);
     case 'status':
       return hooksStatus(repo);
+    case 'note-commit':
+      return { note: await noteCommit(repo) };
     default:
       throw errors.invalidArgument(`unknown hooks action ${JSON.stringify(action)}: use install, uninstall or status.`);
   }

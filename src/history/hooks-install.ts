@@ -10,9 +10,10 @@ import { errors } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import type { Repo } from '../git/repo.js';
 import { exists } from '../base/fsutil.js';
+import { setNotesRewrite } from './notes.js';
 
 /** The git hooks agentsnap installs; one script serves them all (it dispatches on its name). */
-export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction'] as const;
+export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit'] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
 
 /** Suffix of a pre-existing hook kept aside and chained (matched by the pre-commit check: `*.agentsnap-*`). */
@@ -176,6 +177,8 @@ export async function installHooks(repo: Repo, opts: { force?: boolean } = {}): 
       actions.push({ name: p.name, action: 'installed' });
     }
   }
+  // The post-commit hook's notes follow their commits through amend and rebase.
+  await setNotesRewrite(repo, true);
   return { ...(await hooksStatus(repo)), actions };
 }
 
@@ -199,5 +202,6 @@ export async function uninstallHooks(repo: Repo): Promise<InstallResult> {
       actions.push({ name, action: 'removed' });
     }
   }
+  await setNotesRewrite(repo, false);
   return { ...(await hooksStatus(repo)), actions };
 }

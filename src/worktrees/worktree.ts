@@ -207,7 +207,7 @@ async function untrackedEntries(repo: Repo): Promise<string[]> {
 }
 
 /** Copies a file, symlink or directory tree; `force` demands copy-on-write clones (throws where there are none). */
-function copyEntry(src: string, dst: string, force: boolean): void {
+export function copyEntry(src: string, dst: string, force: boolean): void {
   const st = fs.lstatSync(src);
   fs.mkdirSync(path.dirname(dst), { recursive: true });
   if (st.isSymbolicLink()) fs.symlinkSync(fs.readlinkSync(src), dst);
@@ -219,7 +219,7 @@ function copyEntry(src: string, dst: string, force: boolean): void {
   }
 }
 
-const NO_CLONE = new Set(['ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'ENOSYS', 'EINVAL', 'ENOTTY']);
+export const NO_CLONE = new Set(['ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'ENOSYS', 'EINVAL', 'ENOTTY']);
 
 /** Copies `agentsnap.worktreeCopy` matches and shares `agentsnap.worktreeShare` directories. */
 async function setUpFiles(source: Repo, target: string, cfg: WorktreeConfig, meta: WorktreeMeta, warnings: string[]): Promise<void> {

@@ -25,7 +25,7 @@ export const hooksCommand: CommandFactory = (ctx) => ({
   describe: 'Install, remove or inspect the git hooks that keep snapshots out of real history',
   builder: (y) =>
     y
-      .positional('action', { choices: ['install', 'uninstall', 'status'] as const, describe: 'what to do' })
+      .positional('action', { choices: ['install', 'uninstall', 'status', 'note-commit'] as const, describe: 'what to do (note-commit: what the post-commit hook runs)' })
       .options({
         force: { type: 'boolean', default: false, describe: 'install: change hook files even when the hooks directory is checked in' },
         ...jsonOption,
@@ -33,11 +33,16 @@ export const hooksCommand: CommandFactory = (ctx) => ({
       .example('$0 hooks install', 'install (chaining any hook already there)')
       .example('$0 hooks status --json', 'what is installed where'),
   handler: async (raw) => {
-    const argv = raw as unknown as { action: 'install' | 'uninstall' | 'status'; force: boolean; json: boolean };
+    const argv = raw as unknown as { action: 'install' | 'uninstall' | 'status' | 'note-commit'; force: boolean; json: boolean };
     const out = ctx.output(argv);
     const res = await hooks(argv.action, { cwd: ctx.io.cwd, env: ctx.io.env, force: argv.force });
     if (out.json) {
       out.printJson(res);
+      return;
+    }
+    if ('note' in res) {
+      const files = res.note ? Object.keys(res.note.files).length : 0;
+      out.note(files ? `agentsnap: noted which session steps wrote the committed lines of ${files} ${files === 1 ? 'file' : 'files'} (refs/notes/agentsnap)` : 'agentsnap: no committed line came from a recorded step');
       return;
     }
     if ('actions' in res) {

@@ -93,6 +93,9 @@ function stepJson(st: Step) {
     error: st.error ?? null,
     unprotectedReason: st.unprotectedReason,
     ...(st.source ? { source: st.source } : {}),
+    ...(st.cwd ? { cwd: st.cwd } : {}),
+    agentVersion: st.agentVersion ?? null,
+    model: st.model ?? null,
     ...(st.kind === 'checkpoint' ? { madeBy: st.madeBy ?? 'user' } : {}),
   };
 }
@@ -161,7 +164,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
     }
     if (out.json) {
-      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what, plan: r.plan })));
+      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what, plan: r.plan, check: r.check })));
       return;
     }
     if (rows.length === 0) {
@@ -176,6 +179,11 @@ export const logCommand: CommandFactory = (ctx) => ({
     const toolCol = padColumn(rows.map(({ step: st }) => cell(cut(printablePath(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-')), 40))));
     const statusCol = padColumn(rows.map(({ step: st }) => cell(st.status, statusColor(out, st.status))));
     const timeCol = padColumn(rows.map(({ step: st }) => cell(when(st.startedAt))));
+    // ✓/✗ of the newest check of each step's state (`agentsnap check`), when any step has one.
+    const checked = rows.some((r) => r.check);
+    const checkCol = checked
+      ? padColumn(rows.map(({ check }) => (!check ? cell(' ') : check.verdict === 'pass' ? cell('✓', c.green('✓')) : check.verdict === 'fail' ? cell('✗', c.red('✗')) : cell('~', c.yellow('~')))))
+      : null;
     const changeCol = padColumn(
       rows.map(({ step: st }) => {
         const n = countChanges(st.changed);
@@ -199,7 +207,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
       const effect = outsideEffect(st, session.worktree);
       if (effect) mark(`not undoable: ${effect}`, c.red(`not undoable: ${effect}`));
-      const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}  ${timeCol[i]}  ${changeCol[i]}`;
+      const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}${checkCol ? ` ${checkCol[i]}` : ''}  ${timeCol[i]}  ${changeCol[i]}`;
       const used = visibleLength(head) + (marks.length ? 2 + plainMarks.join('  ').length : 0);
       // What the call was, cut so the row fits the terminal (never cut below a readable minimum).
       const desc = what === null ? '' : `  ${c.cyan(cut(what, Math.max(24, width - used - 2)))}`;
@@ -236,12 +244,15 @@ export const showCommand: CommandFactory = (ctx) => ({
     }
     const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: Number(argv.step), color: out.stdoutColor, stat: argv.stat });
     if (out.json) {
-      out.printJson({ ...stepJson(res.step), what: res.what, plan: res.plan, session: res.session.id, diff: res.diff });
+      out.printJson({ ...stepJson(res.step), what: res.what, plan: res.plan, environment: res.environment, session: res.session.id, diff: res.diff });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
     const st = res.step;
     out.out(out.color.bold(`step ${st.step}  ${st.tool ?? st.kind}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`) + (res.what ? `  ${out.color.cyan(res.what)}` : ''));
+    const env = res.environment;
+    const agent = env.agentVersion ?? env.agent;
+    if (agent || env.model || env.cwd !== res.session.cwd) out.out(out.color.dim([agent ? `agent ${printablePath(agent)}` : null, env.model ? `model ${printablePath(env.model)}` : null, env.cwd !== res.session.cwd ? `in ${printablePath(env.cwd)}` : null].filter(Boolean).join(', ')));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
     if (res.diff) ctx.io.stdout.write(res.diff);
     else out.note('no changes');

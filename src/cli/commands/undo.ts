@@ -140,12 +140,13 @@ export const undoCommand: CommandFactory = (ctx) => ({
         chat: { type: 'boolean', default: false, describe: 'rewind only the conversation (a forked transcript to resume)' },
         both: { type: 'boolean', default: false, describe: 'rewind the files and the conversation' },
         'stop-processes': { type: 'boolean', default: false, describe: 'also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL)' },
+        'last-good': { type: 'boolean', default: false, describe: 'back to the state after the last step whose check passed (agentsnap check)' },
       })
       .example('$0 undo', 'undo the last tool call')
       .example('$0 undo 3 --dry-run', 'what undoing step 3 and later would change')
       .example('$0 undo 3 --both', 'files and conversation back to before step 3'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean; 'stop-processes': boolean };
+    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean; 'stop-processes': boolean; 'last-good': boolean };
     const out = ctx.output(argv);
     const step = argv.step === undefined ? undefined : stepArgument(argv.step);
     if (argv.chat && argv.both) throw errors.invalidArgument('--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.');
@@ -158,6 +159,7 @@ export const undoCommand: CommandFactory = (ctx) => ({
       force: argv.force,
       scope: argv.chat ? 'chat' : argv.both ? 'both' : 'files',
       stopProcesses: argv['stop-processes'],
+      lastGood: argv['last-good'],
     });
     if (out.json) {
       out.printJson(res);
