@@ -338,6 +338,17 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
   const toHash = opts.freshCheckout
     ? []
     : plan.filter((c) => found.get(c.path)?.kind === 'file' && [c.from, c.to].some((e) => e && e.mode !== SYMLINK && e.mode !== GITLINK)).map((c) => c.path);
+  // A file this process cannot read (chmod 000, and not root) cannot be compared, nor kept as an object if it
+  // were replaced: it is left as it is, like one that cannot be lstat-ed (one hash-object over it would fail them all).
+  for (let i = toHash.length - 1; i >= 0; i--) {
+    const rel = toHash[i] as string;
+    try {
+      fs.accessSync(path.join(repo.worktree, rel), fs.constants.R_OK);
+    } catch (e) {
+      unreadable.set(rel, (e as NodeJS.ErrnoException).code ?? 'error');
+      toHash.splice(i, 1);
+    }
+  }
   const hashes = new Map<string, string>();
   if (toHash.length > 0) {
     const oids = await hashRaw(repo, toHash);
