@@ -1,0 +1,147 @@
+// Adversarial tests of issue 17's check/bisect, blame and commit notes: what a hostile or merely unusual
+// repository, environment or configuration does to them. Each failed before its fix.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { agentsnapOnPath, cli, cliProcess, indexBytes, tempRepo, USER_IDENTITY, type TempRepo } from './helpers.js';
+import { journalEvents } from './snap-helpers.js';
+
+async function step(repo: TempRepo, change: () => void, env: Record<string, string> = {}): Promise<number> {
+  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '--json'], { env });
+  assert.is(pre.code, 0, pre.stderr);
+  const n = (JSON.parse(pre.stdout) as { step: number }).step;
+  change();
+  const post = await cli(repo, ['snap', '--phase', 'post', '--step', String(n), '--tool', 'Bash'], { env });
+  assert.is(post.code, 0, post.stderr);
+  return n;
+}
+
+function checkEvents(repo: TempRepo): Record<string, unknown>[] {
+  const id = repo.git(['for-each-ref', '--format=%(refname)', 'refs/agent/']).split('\n')[0]!.split('/')[2]!;
+  return journalEvents(repo, id).filter((e) => e.type === 'step.check');
+}
+
+test('check: a command the journal redacts (agentsnap.redactPattern, a token in it) is still recognised: reused, and the background runner ends', async () => {
+  const repo = tempRepo({ files: { 'README': 'x\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'a\n'));
+    repo.git(['config', 'agentsnap.redactPattern', 'hunter2']);
+    const cmd = 'echo hunter2 >/dev/null; true';
+    const first = await cli(repo, ['check', '--run', cmd]);
+    assert.is(first.code, 0, first.stderr);
+    const again = await cli(repo, ['check', '--run', cmd]);
+    assert.match(again.stdout, 'recorded earlier for this state', 'the same command on the same state is not run again');
+    // The background runner looked for its command among the journaled (redacted) ones forever, running it and
+    // journaling a step.check each time. Bounded only so that the failing version fails instead of hanging.
+    repo.git(['config', 'agentsnap.check', cmd]);
+    const before = checkEvents(repo).length;
+    const auto = await cliProcess(repo, ['check', '--auto'], { timeoutMs: 120_000 });
+    assert.is(auto.code, 0, `the runner ended by itself: ${auto.code} ${auto.stderr}`);
+    assert.is(checkEvents(repo).length, before, 'nothing new to check: no new step.check');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('check: a git hook\'s or shell\'s GIT_INDEX_FILE / GIT_DIR never lets the check\'s git commands reach the user\'s index, HEAD or branch', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await step(repo, () => repo.write('b.txt', 'b\n'));
+    const gitDir = path.join(repo.dir, '.git');
+    const index = indexBytes(repo);
+    const head = repo.git(['rev-parse', 'main']);
+    // As in a pre-commit hook that runs `agentsnap check`: git sets GIT_INDEX_FILE (and, often, GIT_DIR).
+    const viaIndex = await cli(repo, ['check', '--fresh', '--run', 'git rm -q --cached a.txt'], { env: { GIT_INDEX_FILE: path.join(gitDir, 'index') } });
+    assert.is(viaIndex.code, 0, viaIndex.stdout + viaIndex.stderr);
+    assert.ok(indexBytes(repo)?.equals(index as Buffer), 'the user\'s index is byte for byte as it was');
+    const viaDir = await cli(repo, ['check', '--fresh', '--run', 'git add -A && git commit -q -m "made by a check"'], { env: { GIT_DIR: gitDir, ...USER_IDENTITY } });
+    assert.is(viaDir.code, 0, viaDir.stdout + viaDir.stderr);
+    assert.is(repo.git(['rev-parse', 'main']), head, 'the user\'s branch did not move');
+    assert.ok(indexBytes(repo)?.equals(index as Buffer), 'the user\'s index is byte for byte as it was');
+    assert.is(repo.git(['status', '--porcelain']), '?? b.txt\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('blame: a CRLF file (text eol=crlf) changed since the last snapshot keeps its recorded lines and its bytes', async () => {
+  const repo = tempRepo();
+  try {
+    repo.write('.gitattributes', '*.txt text eol=crlf\n');
+    repo.write('f.txt', 'one\r\ntwo\r\n');
+    repo.git(['add', '-A']);
+    repo.git(['commit', '-q', '-m', 'initial']);
+    const n = await step(repo, () => repo.write('f.txt', 'one\r\ntwo\r\nthree\r\n'));
+    repo.write('f.txt', 'one\r\ntwo\r\nthree\r\nfour\r\n'); // not recorded yet
+    const res = await cli(repo, ['blame', 'f.txt', '--json']);
+    assert.is(res.code, 0, res.stderr);
+    const lines = (JSON.parse(res.stdout) as { lines: { text: string; origin: { kind: string; step?: number } }[] }).lines;
+    assert.equal(lines.map((l) => [l.text, l.origin.kind, l.origin.step ?? null]), [
+      ['one\r', 'before-session', null],
+      ['two\r', 'before-session', null],
+      ['three\r', 'step', n],
+      ['four\r', 'not-recorded', null],
+    ]);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('blame notes: a rebase that moves the agent\'s lines leaves a note git concatenated (post-commit\'s + the copied one): a later session still reads it', async () => {
+  const repo = tempRepo({ files: { 'base.txt': 'b1\nb2\n' } });
+  try {
+    const env = { PATH: agentsnapOnPath(repo.base) };
+    const g = (args: string[]) => {
+      const r = spawnSync('git', args, { cwd: repo.dir, env: { ...repo.env, ...USER_IDENTITY, ...env }, encoding: 'utf8' });
+      assert.is(r.status, 0, `git ${args.join(' ')}: ${r.stderr}`);
+      return r.stdout;
+    };
+    assert.is((await cli(repo, ['hooks', 'install'], { env })).code, 0);
+    const n = await step(repo, () => repo.write('base.txt', 'b1\nb2\nagent1\nagent2\n'), env);
+    g(['commit', '-q', '-am', 'agent']);
+    g(['checkout', '-q', '-b', 'side', 'HEAD~1']);
+    repo.write('base.txt', 'u0\nb1\nb2\n');
+    g(['commit', '-q', '-am', 'side']);
+    g(['checkout', '-q', 'main']);
+    g(['rebase', '-q', 'side']);
+    const later = await cliProcess(repo, ['wrap', '--agent', 'generic', '--', 'true'], { env });
+    assert.is(later.code, 0, later.stderr);
+    const id = /started session (\S+)/.exec(later.stderr)?.[1] as string;
+    const blame = await cli(repo, ['blame', 'base.txt', '--session', id, '--json'], { env });
+    assert.is(blame.code, 0, blame.stderr);
+    const lines = (JSON.parse(blame.stdout) as { lines: { text: string; origin: { kind: string; step?: number } }[] }).lines;
+    assert.equal(lines.map((l) => [l.text, l.origin.kind, l.origin.step ?? null]), [
+      ['u0', 'before-session', null],
+      ['b1', 'before-session', null],
+      ['b2', 'before-session', null],
+      ['agent1', 'committed', n],
+      ['agent2', 'committed', n],
+    ], g(['notes', '--ref=agentsnap', 'show', 'HEAD']));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('blame: a symlink is blamed as the link it is, never read through (a FIFO or /dev/zero behind it would hang)', async () => {
+  const repo = tempRepo({ files: { 'README': 'x\n' } });
+  try {
+    fs.writeFileSync(path.join(repo.base, 'outside.txt'), 'secret outside the repository\n');
+    await step(repo, () => fs.symlinkSync(path.join(repo.base, 'outside.txt'), path.join(repo.dir, 'link')));
+    const res = await cli(repo, ['blame', 'link', '--json']);
+    assert.is(res.code, 0, res.stderr);
+    const lines = (JSON.parse(res.stdout) as { lines: { text: string; origin: { kind: string } }[] }).lines;
+    assert.equal(lines.map((l) => [l.text, l.origin.kind]), [[path.join(repo.base, 'outside.txt'), 'step']]);
+    const fifo = spawnSync('mkfifo', [path.join(repo.dir, 'pipe')]);
+    if (fifo.status === 0) {
+      const p = await cli(repo, ['blame', 'pipe']);
+      assert.is(p.code, 2, p.stderr);
+      assert.match(p.stderr, 'not a regular file');
+    }
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test.run();
