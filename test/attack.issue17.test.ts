@@ -56,7 +56,7 @@ test('check: a git hook\'s or shell\'s GIT_INDEX_FILE / GIT_DIR never lets the c
     const viaIndex = await cli(repo, ['check', '--fresh', '--run', 'git rm -q --cached a.txt'], { env: { GIT_INDEX_FILE: path.join(gitDir, 'index') } });
     assert.is(viaIndex.code, 0, viaIndex.stdout + viaIndex.stderr);
     assert.ok(indexBytes(repo)?.equals(index as Buffer), 'the user\'s index is byte for byte as it was');
-    const viaDir = await cli(repo, ['check', '--fresh', '--run', 'git add -A && git commit -q -m "made by a check"'], { env: { GIT_DIR: gitDir, ...USER_IDENTITY } });
+    const viaDir = await cli(repo, ['check', '--fresh', '--run', 'echo new > n.txt && git add -A && git commit -q -m "made by a check"'], { env: { GIT_DIR: gitDir, ...USER_IDENTITY } });
     assert.is(viaDir.code, 0, viaDir.stdout + viaDir.stderr);
     assert.is(repo.git(['rev-parse', 'main']), head, 'the user\'s branch did not move');
     assert.ok(indexBytes(repo)?.equals(index as Buffer), 'the user\'s index is byte for byte as it was');

@@ -92,8 +92,24 @@ export async function readNote(repo: Repo, commit: string): Promise<CommitNote |
   try {
     const res = await repo.git(['notes', '--ref', NOTES_REF, 'show', commit], { okCodes: [1, 128] });
     if (res.code !== 0) return null;
-    const n = JSON.parse(res.stdout.toString('utf8')) as CommitNote;
-    return n && n.v === 1 && n.files && typeof n.files === 'object' ? n : null;
+    // One JSON line per note; but when a rebase or amend copies a note (notes.rewriteRef) onto a commit the
+    // post-commit hook already noted, git concatenates them (notes.rewriteMode's default): the first one is the
+    // hook's, made for this very commit, so a file keeps the first note that names it.
+    const out: CommitNote = { v: 1, files: {} };
+    let found = false;
+    for (const line of res.stdout.toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      let n: CommitNote;
+      try {
+        n = JSON.parse(line) as CommitNote;
+      } catch {
+        continue;
+      }
+      if (!n || n.v !== 1 || !n.files || typeof n.files !== 'object') continue;
+      found = true;
+      for (const [rel, runs] of Object.entries(n.files)) if (!(rel in out.files) && Array.isArray(runs)) out.files[rel] = runs;
+    }
+    return found ? out : null;
   } catch {
     return null;
   }

@@ -108,6 +108,28 @@ function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{
   });
 }
 
+/**
+ * Variables that point git at a repository, worktree or index: set by a git hook (GIT_INDEX_FILE, GIT_DIR) or
+ * by the user's shell, they would make a check's `git` commands act on the user's index, HEAD and branches
+ * instead of the check worktree's.
+ */
+const REPO_LOCATING_GIT_VARS = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_COMMON_DIR', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_PREFIX', 'GIT_IMPLICIT_WORK_TREE', 'GIT_NAMESPACE', 'GIT_SHALLOW_FILE', 'GIT_GRAFT_FILE'];
+
+/** The environment of a check's commands (setup included): the caller's, without git's repository variables or the session's. */
+function checkEnv(callerEnv: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...callerEnv };
+  for (const k of REPO_LOCATING_GIT_VARS) delete env[k];
+  // Not a session of its own: an agent run inside a check must not join the user's session.
+  delete env.AGENTSNAP_SESSION;
+  delete env.AGENTSNAP_WORKTREE;
+  return env;
+}
+
+/** Whether a journaled command (redacted when journaled) is `command`: compared as both are journaled. */
+function sameCommand(recorded: string, command: string, patterns: RegExp[]): boolean {
+  return recorded === command || recorded === redactText(command, patterns);
+}
+
 /** A throwaway worktree for checks; `close()` removes it. */
 export interface CheckWorktree {
   run(n: number, command: string): Promise<CheckResult>;
@@ -141,10 +163,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
   }
   const known = opts.fresh ? [] : recordedChecks(s);
   let setUp = false;
-  const env: NodeJS.ProcessEnv = { ...repo.callerEnv };
-  // Not a session of its own: an agent run inside a check must not join the user's session.
-  delete env.AGENTSNAP_SESSION;
-  delete env.AGENTSNAP_WORKTREE;
+  const env = checkEnv(repo.callerEnv);
   const journal = (r: CheckResult) => {
     const ev = { ...eventBase(s.id), type: CHECK_EVENT, step: r.step, command: redactText(r.command, opts.settings.redactPatterns), tree: r.tree, exitCode: r.exitCode, durationMs: r.durationMs, output: r.output, ...(r.reused ? { reused: true } : {}) };
     return recordEvent(repo, s.id, opts.settings, ev as unknown as JournalEvent);
@@ -154,7 +173,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
     async run(n, command) {
       const { commit } = stateAfter(s, n);
       const tree = await treeOf(repo, commit);
-      const before = known.find((c) => c.command === command && c.tree === tree);
+      const before = known.find((c) => sameCommand(c.command, command, opts.settings.redactPatterns) && c.tree === tree);
       if (before) {
         // Journaled again (marked reused): the newest check of the session is the one asked for last.
         const reused: CheckResult = { ...before, step: n, reused: true, time: new Date().toISOString() };
@@ -289,7 +308,7 @@ export async function runAutoCheck(repo: Repo, id: string, settings: Settings, l
         const newest = newestCheckable(s);
         if (newest === null) break;
         const tree = await treeOf(repo, stateAfter(s, newest).commit);
-        if (recordedChecks(s).some((c) => c.command === command && c.tree === tree)) break;
+        if (recordedChecks(s).some((c) => sameCommand(c.command, command, settings.redactPatterns) && c.tree === tree)) break;
         const wt = await openCheckWorktree(repo, s, { settings });
         try {
           done.push(await wt.run(newest, command));
@@ -305,7 +324,7 @@ export async function runAutoCheck(repo: Repo, id: string, settings: Settings, l
     const newest = newestCheckable(s);
     if (newest === null) return done;
     const tree = await treeOf(repo, stateAfter(s, newest).commit);
-    if (recordedChecks(s).some((c) => c.command === command && c.tree === tree)) return done;
+    if (recordedChecks(s).some((c) => sameCommand(c.command, command, settings.redactPatterns) && c.tree === tree)) return done;
   }
 }
 
