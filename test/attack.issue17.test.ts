@@ -4,8 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { agentsnapOnPath, cli, cliProcess, indexBytes, tempRepo, USER_IDENTITY, type TempRepo } from './helpers.js';
+import { spawn, spawnSync } from 'node:child_process';
+import { agentsnapOnPath, BIN, cli, cliProcess, indexBytes, tempRepo, USER_IDENTITY, type TempRepo } from './helpers.js';
 import { journalEvents } from './snap-helpers.js';
 
 async function step(repo: TempRepo, change: () => void, env: Record<string, string> = {}): Promise<number> {
@@ -138,6 +138,64 @@ test('blame: a symlink is blamed as the link it is, never read through (a FIFO o
       const p = await cli(repo, ['blame', 'pipe']);
       assert.is(p.code, 2, p.stderr);
       assert.match(p.stderr, 'not a regular file');
+    }
+  } finally {
+    repo.cleanup();
+  }
+});
+
+function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) [ZX] /.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+async function until(what: string, ok: () => boolean): Promise<void> {
+  // Generous bound: a loaded machine makes this slower, never wrong.
+  for (let i = 0; i < 1200 && !ok(); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(ok(), what);
+}
+
+function checkWorktrees(repo: TempRepo): string[] {
+  return repo.git(['worktree', 'list', '--porcelain']).split('\n').filter((l) => l.startsWith('worktree ') && l.includes('check-'));
+}
+
+test('check: a command that leaves a process behind holding its output returns when the command ends; the leftover is stopped', async () => {
+  const repo = tempRepo({ files: { 'README': 'x\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'a\n'));
+    const pidFile = path.join(repo.base, 'bg.pid');
+    // Bounded only so that the failing version fails instead of hanging for 600 s.
+    const res = await cliProcess(repo, ['check', '--run', `sleep 600 & echo $! > '${pidFile}'; echo started`, '--json'], { timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stdout + res.stderr);
+    assert.match(res.stdout, 'started');
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    await until(`the leftover sleep ${pid} was stopped`, () => !alive(pid));
+    assert.equal(checkWorktrees(repo), []);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('check: SIGTERM (or Ctrl-C) of agentsnap check midway stops the command and removes the throwaway worktree', async () => {
+  const repo = tempRepo({ files: { 'README': 'x\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'a\n'));
+    const pidFile = path.join(repo.base, 'cmd.pid');
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+      fs.rmSync(pidFile, { force: true });
+      const child = spawn(process.execPath, [BIN, 'check', '--fresh', '--run', `echo $$ > '${pidFile}'.tmp && mv '${pidFile}'.tmp '${pidFile}' && exec sleep 600`], { cwd: repo.dir, env: repo.env, stdio: 'ignore' });
+      const ended = new Promise<void>((resolve) => child.on('close', () => resolve()));
+      await until('the check command started', () => fs.existsSync(pidFile));
+      const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+      child.kill(sig);
+      await ended;
+      await until(`${sig}: the check command ${pid} was stopped`, () => !alive(pid));
+      assert.equal(checkWorktrees(repo), [], `${sig}: no worktree left`);
+      assert.equal((fs.existsSync(path.join(repo.dir, '.git', 'worktrees')) ? fs.readdirSync(path.join(repo.dir, '.git', 'worktrees')) : []).filter((n) => n.startsWith('check-')), [], `${sig}: no .git/worktrees entry left`);
     }
   } finally {
     repo.cleanup();

@@ -89,10 +89,30 @@ function lastLines(text: string, patterns: RegExp[]): string {
   return tail.length > OUTPUT_CHARS ? tail.slice(-OUTPUT_CHARS) : tail;
 }
 
-function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number; output: string; ms: number }> {
+/** The process group of the check command running now, for the signal handlers (see openCheckWorktree). */
+interface Running {
+  pgid: number | null;
+}
+
+function killGroup(pgid: number | null, sig: NodeJS.Signals): void {
+  if (pgid === null) return;
+  try {
+    process.kill(-pgid, sig);
+  } catch {
+    /* the group is gone */
+  }
+}
+
+/**
+ * Runs `cmd` in its own process group. When the shell ends, what it left in its group (a server started with
+ * `&`, a watcher) is killed: it runs in a worktree about to be removed, and would hold the output pipes open,
+ * so the check would never end.
+ */
+function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv, running: Running): Promise<{ code: number; output: string; ms: number }> {
   return new Promise((resolve, reject) => {
     const t0 = Date.now();
-    const child = spawn('/bin/sh', ['-c', cmd], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', cmd], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    running.pgid = child.pid ?? null;
     const chunks: Buffer[] = [];
     let size = 0;
     const keep = (d: Buffer) => {
@@ -103,8 +123,30 @@ function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{
     };
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), output: Buffer.concat(chunks).toString('utf8'), ms: Date.now() - t0 }));
+    child.on('error', (e) => {
+      running.pgid = null;
+      reject(e);
+    });
+    let exit: { code: number; ms: number } | null = null;
+    let pipesLeft: NodeJS.Timeout | null = null;
+    const done = () => {
+      if (!exit) return;
+      if (pipesLeft) clearTimeout(pipesLeft);
+      running.pgid = null;
+      resolve({ code: exit.code, output: Buffer.concat(chunks).toString('utf8'), ms: exit.ms });
+    };
+    child.on('exit', (code, signal) => {
+      exit = { code: code ?? (signal ? 128 : 1), ms: Date.now() - t0 };
+      killGroup(child.pid ?? null, 'SIGKILL');
+      // A process that left the group (setsid) may still hold the pipes: not waited for beyond a moment.
+      pipesLeft = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        done();
+      }, 2000);
+      pipesLeft.unref();
+    });
+    child.on('close', done);
   });
 }
 
@@ -161,6 +203,29 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
     await removeSessionWorktree(repo, { path: dir, shared: [] }).catch(() => undefined);
     throw e;
   }
+  // Stopped midway (Ctrl-C, SIGTERM, SIGHUP): the command's group (its own, so not reached by a terminal's
+  // Ctrl-C) is killed and the worktree removed before the signal does what it would have done.
+  const running: Running = { pgid: null };
+  let closing: Promise<void> | null = null;
+  const remove = () => (closing ??= (async () => {
+    killGroup(running.pgid, 'SIGKILL');
+    // The symlinks to the user's shared directories go first, only while they are symlinks (never followed).
+    await removeSessionWorktree(repo, { path: dir, shared: shared.map((p) => ({ path: p, how: 'symlink' as const })) });
+  })());
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const onSignal = (sig: NodeJS.Signals) => {
+    unlisten();
+    void remove()
+      .catch(() => undefined)
+      .finally(() => {
+        // Nobody else listens: the signal's own action (ending the process) as without us.
+        if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
+      });
+  };
+  const unlisten = () => {
+    for (const sig of signals) process.removeListener(sig, onSignal);
+  };
+  for (const sig of signals) process.on(sig, onSignal);
   const known = opts.fresh ? [] : recordedChecks(s);
   let setUp = false;
   const env = checkEnv(repo.callerEnv);
@@ -184,7 +249,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
       await wt.git(['clean', '-q', '-f', '-d', ...shared.flatMap((p) => ['-e', `/${p}`])]);
       if (!setUp && cfg.setup) {
         setUp = true;
-        const res = await runCommand(cfg.setup, dir, env);
+        const res = await runCommand(cfg.setup, dir, env, running);
         if (res.code !== 0) {
           throw errors.worktreeSetupFailed(`the worktree setup command (agentsnap.worktreeSetup) failed with exit code ${res.code}.`, {
             hint: 'Fix the command or unset it: git config --unset agentsnap.worktreeSetup.',
@@ -192,7 +257,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
           });
         }
       }
-      const res = await runCommand(command, dir, { ...env, AGENTSNAP_CHECK_STEP: String(n) });
+      const res = await runCommand(command, dir, { ...env, AGENTSNAP_CHECK_STEP: String(n) }, running);
       const result: CheckResult = {
         step: n,
         command,
@@ -208,8 +273,8 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
       return result;
     },
     async close() {
-      for (const p of shared) fs.rmSync(path.join(dir, p), { force: true });
-      await removeSessionWorktree(repo, { path: dir, shared: [] });
+      unlisten();
+      await remove();
     },
   };
 }
