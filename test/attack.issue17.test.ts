@@ -202,4 +202,17 @@ test('check: SIGTERM (or Ctrl-C) of agentsnap check midway stops the command and
   }
 });
 
+test('check --steps naming no recorded state is an error, not a silent pass of nothing', async () => {
+  const repo = tempRepo({ files: { 'README': 'x\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'a\n'));
+    const res = await cli(repo, ['check', '--steps', '99..100', '--run', 'false']);
+    assert.is(res.code, 1, `${res.code} ${res.stdout} ${res.stderr}`);
+    assert.match(res.stderr, 'no state after a step in 99..100');
+    assert.equal(checkWorktrees(repo), []);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
