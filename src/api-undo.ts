@@ -15,7 +15,7 @@ import {
   type OperationResult,
   type SessionStatusReport,
 } from './restore/undo.js';
-import { rewindChat, type ChatRewind } from './restore/rewind.js';
+import { compactChat, rewindChat, type ChatRewind } from './restore/rewind.js';
 import { readJournal } from './session/journal.js';
 import { serverInfo } from './server/server.js';
 import { readWatchState, type WatcherReport } from './server/watch-state.js';
@@ -27,7 +27,7 @@ import { loadSettings } from './git/config.js';
 import { lastGood } from './api-check.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
-export type { ChatRewind, ChatFork, ChatDigest } from './restore/rewind.js';
+export type { ChatRewind, ChatFork, ChatCompact, ChatDigest, ConversationSize } from './restore/rewind.js';
 
 export interface OperationCommonOptions extends SessionOptions {
   /** Print what would change; change nothing. */
@@ -63,8 +63,11 @@ function opOptions(opts: OperationCommonOptions) {
 export interface UndoOptions extends OperationCommonOptions {
   /** Step to undo (with every later one); default: the last step not already undone. */
   step?: number | undefined;
-  /** files (default), chat (conversation only) or both. */
-  scope?: 'files' | 'chat' | 'both';
+  /**
+   * files (default), chat (conversation only), both, or compact: a fork of the conversation in which
+   * everything before step N is one digest and the rest is kept (files untouched).
+   */
+  scope?: 'files' | 'chat' | 'both' | 'compact';
   /** Also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL). */
   stopProcesses?: boolean;
   /** Back to the state after the last step whose newest check passed (`agentsnap check`), instead of a step. */
@@ -91,10 +94,10 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
   if (opts.lastGood) return undo({ ...opts, lastGood: false, step: await lastGoodStep(opts) });
   const step = opts.step === undefined ? undefined : stepNumber(opts.step);
   const scope = opts.scope ?? 'files';
-  if (!['files', 'chat', 'both'].includes(scope)) throw errors.invalidArgument(`scope must be files, chat or both, not ${JSON.stringify(scope)}.`);
+  if (!['files', 'chat', 'both', 'compact'].includes(scope)) throw errors.invalidArgument(`scope must be files, chat, both or compact, not ${JSON.stringify(scope)}.`);
   const { repo, id, source } = await sessionFor(opts);
   let files: OperationResult | null = null;
-  if (scope !== 'chat') files = await undoOperation(repo, id, step, opOptions(opts));
+  if (scope === 'files' || scope === 'both') files = await undoOperation(repo, id, step, opOptions(opts));
   let chat: ChatRewind | null = null;
   let chatStep: number | null = null;
   if (scope !== 'files') {
@@ -106,7 +109,7 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
     // The digest says whether the files are back to before the step: this call put them there
     // (--both), or the last operation was an undo to it; `--chat` alone restores none.
     const filesRestored = files !== null ? files.target.step === chatStep : lastUndoneStep(repo, id) === chatStep;
-    if (!opts.dryRun) chat = rewindChat(s, st, s.cwd, { filesRestored });
+    if (!opts.dryRun) chat = scope === 'compact' ? compactChat(s, st, s.cwd) : rewindChat(s, st, s.cwd, { filesRestored });
   }
   let planUndone: PlanItem[] = [];
   let processes: UndoOutcome['processes'] = [];

@@ -25,6 +25,7 @@ import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
 import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
 import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
 import { planAt, planHistory, type PlanState } from './session/plan.js';
+import { environmentAt, type StepEnvironment } from './session/environment.js';
 import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from './worktrees/check.js';
 
 export interface RepoOptions {
@@ -339,12 +340,12 @@ export interface ShowOptions extends SessionOptions {
 }
 
 /** `agentsnap show N`: what step N changed. */
-export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; what: string | null; diff: string; plan: PlanState | null; source: ResolvedSession['source'] }> {
+export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; what: string | null; diff: string; plan: PlanState | null; environment: StepEnvironment; source: ResolvedSession['source'] }> {
   checkStepNumber(opts.step);
   const r = await resolveSession(opts);
   stepOf(r.session, opts.step);
   const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });
-  return { session: r.session, step: out.step, what: describeStep(r.session, out.step), diff: out.diff, plan: planAt(r.session, out.step.step), source: r.source };
+  return { session: r.session, step: out.step, what: describeStep(r.session, out.step), diff: out.diff, plan: planAt(r.session, out.step.step), environment: environmentAt(r.session, out.step.step), source: r.source };
 }
 
 export interface DiffCommandOptions extends SessionOptions {

@@ -222,6 +222,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         transcript,
         agentVersion,
         model,
+        cwd: call.cwd,
         ...(tail && call.transcriptPath ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } } : {}),
       });
       return { action: 'pre', session: id, step: res.step, warning: null };

@@ -22,7 +22,8 @@ import { redactValue } from './session/redact.js';
 import { assertSessionId } from './base/ids.js';
 import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server/server.js';
 import { startWorktreeServer } from './server-api.js';
-import type { ServerCalls } from './server/serve.js';
+import { serverEngineIfUp, type ServerCalls } from './server/serve.js';
+import { snapshotTree } from './snapshot/snapshot.js';
 import { startAutoCheckpoints } from './session/auto.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
@@ -286,8 +287,20 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   let settings: Settings;
   let sessionEnv: Record<string, string> = {};
   const warnings: string[] = [];
+  // The warm server answers this run's hooks from this process (none where it is switched off). In this
+  // worktree it starts beside the baseline (its channel and engine need nothing from the session; the agent,
+  // whose hooks it answers, starts only after both); a session worktree exists only once it is created.
+  let serverStart: Promise<HookServer | 'busy' | null> | null = null;
+  const startServer = (at: Repo, s: Settings): Promise<HookServer | 'busy' | null> =>
+    serverEnabled(opts.env, s)
+      ? startWorktreeServer(at, { hosted: true, engineAtFirstCall: true, gitConfig: s.gitConfig, ...(opts.serveSnap ? { snap: opts.serveSnap } : {}) }).catch((e: unknown) =>
+          // Busy: another process serves this worktree already, and answers these hooks too.
+          isAgentsnapError(e) && e.code === 'Busy' ? ('busy' as const) : null,
+        )
+      : Promise.resolve(null);
   try {
     settings = await loadSettings(source);
+    if (!inWorktree) serverStart = startServer(repo, settings);
     // The command line is journaled: redact tokens passed as arguments.
     const journaled = redactValue(command, settings.redactPatterns);
     if (opts.worktree) {
@@ -311,7 +324,8 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     } else if (resumed && opts.session) {
       session = (await resumeSession(repo, opts.session, { settings, agent, command: journaled, owner, ...progress })).session;
     } else {
-      session = (await startSession(repo, { settings, agent, command: journaled, owner, ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
+      // Its final snapshot is the Node path's unless the agent made a call (the server's engine opens at the first one): the baseline's copy of the user's index is kept warm for it.
+      session = (await startSession(repo, { settings, agent, command: journaled, owner, warmCopy: true, ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
     }
     if (!inWorktree) {
       // Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: say so.
@@ -323,21 +337,14 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
       }
     }
   } catch (e) {
+    const started = await serverStart;
+    if (started && started !== 'busy') await started.close();
     const what = inWorktree ? 'could not create the session worktree' : resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot';
     throw wrapFailed(what, e);
   }
-  // The warm server answers this run's hooks from this process (none where it is switched off).
-  let server: HookServer | null = null;
-  let runDir: string | undefined;
-  if (serverEnabled(opts.env, settings)) {
-    try {
-      server = await startWorktreeServer(repo, { hosted: true, ...(opts.serveSnap ? { snap: opts.serveSnap } : {}) });
-      runDir = server.runDir;
-    } catch (e) {
-      // Busy: another process serves this worktree already, and answers these hooks too.
-      if (isAgentsnapError(e) && e.code === 'Busy') runDir = runDirOf(repo);
-    }
-  }
+  const started = await (serverStart ?? startServer(repo, settings));
+  const server: HookServer | null = started === 'busy' ? null : started;
+  const runDir: string | undefined = started === 'busy' ? runDirOf(repo) : started?.runDir;
   // The agent's hooks for this run: on its command line, and any state they need beside it (undone by finish()).
   const adapter = ADAPTERS[agent];
   const run = runContextFor(command, findAgent(command)?.index ?? 0, opts.cwd, opts.env, agent, runDir, { repo, session });
@@ -387,15 +394,22 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   }
   await auto?.stop();
-  await server?.close();
+  // The final snapshot comes from the server's engine when it has taken one (what its watcher saw since, instead
+  // of a scan of the whole worktree): the server closes after it. An agent that made no call started no engine.
+  const engine = server ? serverEngineIfUp(server) : null;
+  const endRepo: Repo =
+    engine && engine.stats.full + engine.stats.incremental > 0
+      ? { ...repo, accel: { ...repo.accel, snapshot: (o) => engine.snapshot({ settings: o.settings, parentTree: o.parentTree }).catch(() => snapshotTree(repo, o)) } }
+      : repo;
+  if (endRepo === repo) await server?.close();
   endWarnings.push(...(injected?.finish() ?? []));
   const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
   let endError: AgentsnapError | null = null;
   try {
     // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
-    if (adapter.callEnded) await closeEndedCalls(repo, session, settings, adapter).catch(() => undefined);
-    const end = await endSession(repo, session, { settings, exitCode: exit.code, signal: exit.signal });
+    if (adapter.callEnded) await closeEndedCalls(endRepo, session, settings, adapter).catch(() => undefined);
+    const end = await endSession(endRepo, session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: true });
     if (agent !== 'generic' && end.changed.length > 0) {
       const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
       if (calls.length === 0) {
@@ -408,6 +422,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
+  if (endRepo !== repo) await server?.close();
   await autoGc;
   return { session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: inWorktree, warnings: endWarnings };
 }

@@ -102,6 +102,96 @@ test('codex under wrap: hooks injected for the run only, one step per tool call,
   }
 });
 
+/** The call ids of the function calls and outputs a Responses API request sends back to the model. */
+function responsesCallsSent(body: Record<string, unknown> | undefined): { calls: string[]; outputs: string[]; texts: string[] } {
+  const input = Array.isArray(body?.input) ? (body.input as Record<string, unknown>[]) : [];
+  const texts = input.filter((i) => i.type === 'message').map((i) => JSON.stringify(i.content));
+  return {
+    calls: input.filter((i) => i.type === 'function_call').map((i) => String(i.call_id)),
+    outputs: input.filter((i) => i.type === 'function_call_output').map((i) => String(i.call_id)),
+    texts,
+  };
+}
+
+test('codex: undo N --chat forks the rollout before call N; `codex exec resume <id>` sends the model exactly the kept calls', async () => {
+  if (!codex) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const script: ScriptedTurn[] = [
+    { text: 'Creating hello.txt.', tools: [{ name: 'exec_command', input: { cmd: "printf 'hello\\n' > hello.txt" } }] },
+    { tools: [{ name: 'exec_command', input: { cmd: 'echo two > a.txt' } }] },
+    { tools: [{ name: 'exec_command', input: { cmd: 'echo three > b.txt' } }] },
+    { text: 'All done.' },
+  ];
+  const stub = await startResponsesStub(script);
+  const provider = (url: string) => `model_providers.stub={name="stub",base_url="${url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
+  try {
+    const res = await cliProcess(
+      repo,
+      ['wrap', '--', codex, 'exec', '-c', provider(stub.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', 'Make the changes.'],
+      { env: { OPENAI_API_KEY: 'sk-e2e-test-key-not-real' }, timeoutMs: 120_000 },
+    );
+    assert.is(res.code, 0, res.stderr);
+    const { s } = await sessionOf(repo, res.stderr);
+    const ids = stub.calls.map((c) => c.id);
+    assert.equal(s.steps.map((st) => st.toolUseId), ids);
+    const rollout = s.steps[0]?.transcript?.path as string;
+    const rolloutBytes = fs.readFileSync(rollout);
+    const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
+    assert.is(r.code, 0, r.stderr);
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    assert.is(chat.kind, 'transcript');
+    assert.is(chat.resumeCommand, `codex resume ${chat.sessionId}`);
+    assert.is(chat.cwd, repo.dir);
+    assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is unchanged');
+    assert.is(fs.readFileSync(path.join(repo.dir, 'b.txt'), 'utf8'), 'three\n', '--chat leaves the files alone');
+    // Resume the fork non-interactively, as `codex resume <id>` would interactively.
+    const resumed = await startResponsesStub([{ text: 'Resumed.' }]);
+    try {
+      const c = await run(
+        codex,
+        ['exec', 'resume', '-c', provider(resumed.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', chat.sessionId, 'Where are we?'],
+        { cwd: repo.dir, env: { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real' } },
+      );
+      assert.is(c.code, 0, c.stderr);
+      assert.is(resumed.requests.length, 1, 'one model request');
+      const sent = responsesCallsSent(resumed.requests[0]);
+      assert.equal(sent.calls, ids.slice(0, 2), 'the model sees calls 1 and 2 only');
+      assert.equal(sent.outputs, ids.slice(0, 2));
+      assert.ok(sent.texts.some((t) => t.includes('Make the changes.')), 'the first prompt is kept');
+      assert.match(sent.texts[sent.texts.length - 1] as string, 'Where are we?');
+    } finally {
+      await resumed.close();
+    }
+    assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is still unchanged');
+
+    // undo 2 --compact: calls before 2 become the digest; codex resumes with the digest and calls 2 and 3.
+    const k = await cliProcess(repo, ['undo', '2', '--compact', '--json']);
+    assert.is(k.code, 0, k.stderr);
+    const compact = (JSON.parse(k.stdout) as { chat: { kind: string; sessionId: string; digest: string } }).chat;
+    assert.is(compact.kind, 'transcript', k.stdout);
+    const again = await startResponsesStub([{ text: 'Resumed.' }]);
+    try {
+      const c = await run(
+        codex,
+        ['exec', 'resume', '-c', provider(again.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', compact.sessionId, 'And now?'],
+        { cwd: repo.dir, env: { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real' } },
+      );
+      assert.is(c.code, 0, c.stderr);
+      const sent = responsesCallsSent(again.requests[0]);
+      assert.equal(sent.calls, ids.slice(1), 'the model sees calls 2 and 3 only');
+      assert.equal(sent.outputs, ids.slice(1));
+      assert.ok(sent.texts.some((t) => t.includes('[agentsnap] A digest')), 'the digest is sent');
+      assert.not.ok(JSON.stringify(again.requests[0]).includes(ids[0] as string), 'call 1 is not sent');
+    } finally {
+      await again.close();
+    }
+    assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is never changed');
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
 test('gemini under wrap: hooks through an overlay home, one step per tool call, ~/.gemini left as it was plus what Gemini wrote', async () => {
   if (!gemini) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
@@ -151,6 +241,83 @@ test('gemini under wrap: hooks through an overlay home, one step per tool call, 
     assert.ok(fs.existsSync(transcript), 'the chat file was moved back');
     const sessionDir = path.join(repo.dir, '.git', 'agentsnap', 'sessions', id);
     assert.equal(fs.readdirSync(sessionDir).filter((n) => n.startsWith('gemini-home')), []);
+  } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+/** The function calls (name and args) and responses a Gemini API request sends back to the model. */
+function geminiCallsSent(body: Record<string, unknown> | undefined): { calls: string[]; responses: number; texts: string[] } {
+  const contents = Array.isArray(body?.contents) ? (body.contents as { role?: string; parts?: Record<string, unknown>[] }[]) : [];
+  const parts = contents.flatMap((c) => c.parts ?? []);
+  return {
+    calls: parts.filter((p) => p.functionCall).map((p) => JSON.stringify([(p.functionCall as { name: string }).name, (p.functionCall as { args: unknown }).args])),
+    responses: parts.filter((p) => p.functionResponse).length,
+    texts: parts.filter((p) => typeof p.text === 'string').map((p) => p.text as string),
+  };
+}
+
+test('gemini: undo N --chat forks the saved chat before call N; `gemini --resume <id>` sends the model exactly the kept calls', async () => {
+  if (!gemini) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  fs.mkdirSync(path.join(repo.home, '.gemini'), { recursive: true });
+  fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), '{"security":{"auth":{"selectedType":"gemini-api-key"}}}\n');
+  const script: ScriptedTurn[] = [
+    { text: 'Creating hello.txt.', tools: [{ name: 'write_file', input: { file_path: 'hello.txt', content: 'hello\n' } }] },
+    { tools: [{ name: 'run_shell_command', input: { command: 'echo two > a.txt' } }] },
+    { tools: [{ name: 'run_shell_command', input: { command: 'echo three > b.txt' } }] },
+    { text: 'All done.' },
+  ];
+  const stub = await startGeminiStub(script);
+  const env = (url: string) => ({ GEMINI_API_KEY: 'e2e-test-key-not-real', GOOGLE_GEMINI_BASE_URL: url, GEMINI_CLI_TRUST_WORKSPACE: 'true' });
+  try {
+    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { env: env(stub.url), timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stderr);
+    const { s } = await sessionOf(repo, res.stderr);
+    assert.is(s.steps.length, 3);
+    const chatFile = s.steps[0]?.transcript?.path as string;
+    const chatBytes = fs.readFileSync(chatFile);
+    const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
+    assert.is(r.code, 0, r.stderr);
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    assert.is(chat.kind, 'transcript', r.stdout);
+    assert.is(chat.resumeCommand, `gemini --resume ${chat.sessionId}`);
+    assert.is(chat.cwd, repo.dir);
+    assert.is(path.dirname(chat.file), path.dirname(chatFile));
+    assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original chat is unchanged');
+    const sent = (c: ScriptedTurn['tools']) => (c ?? []).map((t) => JSON.stringify([t.name, t.input]));
+    const resumed = await startGeminiStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    try {
+      const c = await run(gemini, ['--resume', chat.sessionId, '-p', 'Where are we?', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env(resumed.url) } });
+      assert.is(c.code, 0, c.stderr);
+      assert.ok(resumed.requests.length >= 1, 'a model request');
+      const got = geminiCallsSent(resumed.requests[0]);
+      assert.equal(got.calls, [...sent(script[0]?.tools), ...sent(script[1]?.tools)], 'the model sees calls 1 and 2 only');
+      assert.ok(got.responses >= 2, `their results are sent (${got.responses})`);
+      assert.ok(got.texts.some((t) => t.includes('Make the changes.')), 'the first prompt is kept');
+      assert.ok(got.texts.some((t) => t.includes('Where are we?')));
+    } finally {
+      await resumed.close();
+    }
+    assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original chat is still unchanged');
+
+    // undo 2 --compact: call 1 becomes the digest; gemini resumes with the digest and calls 2 and 3.
+    const k = await cliProcess(repo, ['undo', '2', '--compact', '--json']);
+    assert.is(k.code, 0, k.stderr);
+    const compact = (JSON.parse(k.stdout) as { chat: { kind: string; sessionId: string } }).chat;
+    assert.is(compact.kind, 'transcript', k.stdout);
+    const again = await startGeminiStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    try {
+      const c = await run(gemini, ['--resume', compact.sessionId, '-p', 'And now?', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env(again.url) } });
+      assert.is(c.code, 0, c.stderr);
+      const got = geminiCallsSent(again.requests[0]);
+      assert.equal(got.calls, [...sent(script[1]?.tools), ...sent(script[2]?.tools)], 'the model sees calls 2 and 3 only');
+      assert.ok(got.texts.some((t) => t.includes('[agentsnap] A digest')), 'the digest is sent');
+    } finally {
+      await again.close();
+    }
+    assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original chat is never changed');
   } finally {
     await stub.close();
     repo.cleanup();

@@ -17,8 +17,8 @@ async function wrappedSession(repo: TempRepo): Promise<{ id: string; env: Record
 
 let calls = 0;
 /** One hooked Claude Code call: pre, the work, post. */
-async function call(repo: TempRepo, env: Record<string, string>, tool: string, input: unknown, work: () => void = () => undefined, response: unknown = {}) {
-  const common = { session_id: 'cc-plan', cwd: repo.dir, tool_name: tool, tool_use_id: `toolu_plan_${++calls}`, tool_input: input };
+async function call(repo: TempRepo, env: Record<string, string>, tool: string, input: unknown, work: () => void = () => undefined, response: unknown = {}, cwd = repo.dir) {
+  const common = { session_id: 'cc-plan', cwd, tool_name: tool, tool_use_id: `toolu_plan_${++calls}`, tool_input: input };
   const pre = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: 'PreToolUse' }) });
   assert.is(pre.code, 0, pre.stderr);
   work();
@@ -100,6 +100,25 @@ test('plan: each agent\'s plan tools (Claude Code TodoWrite and TaskCreate/TaskU
   assert.equal(ADAPTERS.gemini.nextPlan?.([], 'write_todos', { todos: [{ description: 'Plan', status: 'cancelled' }] }, null), [{ text: 'Plan', status: 'cancelled' }]);
   assert.is(ADAPTERS.gemini.nextPlan?.([], 'run_shell_command', { command: 'ls' }, null), null);
   assert.is(planLines([{ text: 'Plan', status: 'cancelled' }, { text: 'a\nb', status: 'pending' }]), '- [-] Plan\n- [ ] a b');
+});
+
+test('environment: show N and show --json give the directory of the call (when the agent left the session\'s), the agent and the command', async () => {
+  const repo = tempRepo({ files: { 'sub/a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    await call(repo, env, 'Bash', { command: 'true' }); // step 2
+    await call(repo, env, 'Bash', { command: 'true' }, () => undefined, {}, path.join(repo.dir, 'sub')); // step 3
+    const two = JSON.parse((await cli(repo, ['show', '2', '--json', '--session', id])).stdout) as { environment: { cwd: string }; cwd?: string };
+    const three = JSON.parse((await cli(repo, ['show', '3', '--json', '--session', id])).stdout) as { environment: { cwd: string }; cwd?: string };
+    assert.is(two.cwd, undefined, 'the session\'s own directory is not journaled per call');
+    assert.is(three.cwd, path.join(repo.dir, 'sub'));
+    assert.is(three.environment.cwd, path.join(repo.dir, 'sub'));
+    assert.is(two.environment.cwd, JSON.parse((await cli(repo, ['show', '2', '--json', '--session', id])).stdout).environment.cwd);
+    const text = await cli(repo, ['show', '3', '--session', id]);
+    assert.match(text.stdout, `in ${path.join(repo.dir, 'sub')}`);
+  } finally {
+    repo.cleanup();
+  }
 });
 
 test.run();

@@ -333,8 +333,10 @@ nsTest('inotify: a wrapper\'s server (hosted) degrades the same way: its snapsho
     const out = path.join(repo.base, 'out');
     fs.mkdirSync(out);
     const node = `"${process.execPath}" "${BIN}"`;
-    // The agent: waits (bounded poll) for the engine to report, edits an unwatched directory, snaps, reports.
+    // The agent: makes a call (a wrapper's engine starts at the first one), waits (bounded poll) for the engine to
+    // report, edits an unwatched directory, snaps, reports.
     const script = [
+      `${node} snap -m first > /dev/null`,
       `i=0; until ${node} server status --json > "${out}/status.json" && grep -q '"degraded"' "${out}/status.json"; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.1; done`,
       'echo changed > d47/f.txt',
       'mkdir -p d60 && echo new > d60/g.txt',

@@ -12,6 +12,7 @@ import { seededRandom } from './support/crash-harness.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
 import { loadSettings, type Settings } from '../src/git/config.js';
 import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
+import { onGitSpawn } from '../src/git/run.js';
 import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
 
 interface Ctx {
@@ -286,6 +287,43 @@ test('the copy is kept while neither index changes, and seeded anew when the use
     assert.ok(snap.seeded && inProcess(c));
     assert.equal(snap.changed, []);
   } finally {
+    c.t.cleanup();
+  }
+});
+
+test('a kept copy reuses the base tree of the last snapshot (no second write-tree), and writes it again when that tree is not loose', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'd/b.txt': 'b\n' });
+  const writeTrees: string[][] = [];
+  const stop = onGitSpawn((args) => {
+    if (args.includes('write-tree')) writeTrees.push(args);
+  });
+  try {
+    // A fresh `git add` of everything leaves no cache-tree: write-tree must hash every entry.
+    c.t.write('d/e/new.txt', 'n\n');
+    c.t.git(['add', '-A']);
+    c.t.write('untracked.txt', 'u\n');
+    let snap = await check(c, null, 'first', { warmCopy: true });
+    assert.ok(snap.seeded && inProcess(c));
+    const before = writeTrees.length;
+    c.t.write('d/b.txt', 'b2\n');
+    c.t.write('more.txt', 'm\n');
+    snap = await check(c, snap.tree, 'second');
+    assert.ok(!snap.seeded && inProcess(c), 'the kept copy is used again');
+    assert.equal(snap.changed.map((x) => `${x.change} ${x.path}`), ['M d/b.txt', 'A more.txt']);
+    // check() also ran the reference's full scan (one write-tree): the session snapshot ran none.
+    assert.is(writeTrees.length - before, 1, 'no write-tree for the kept copy');
+    // The base tree (no commit holds it: the snapshot added untracked files) packed, its loose copy gone: written again.
+    const base = (JSON.parse(fs.readFileSync(`${c.index}.user-copy`, 'utf8')) as { base: string }).base;
+    c.t.gitRaw(['pack-objects', '-q', path.join(c.t.dir, '.git', 'objects', 'pack', 'pack')], { input: `${base}\n` });
+    c.t.git(['prune-packed']);
+    assert.not.ok(fs.existsSync(path.join(c.t.dir, '.git', 'objects', base.slice(0, 2), base.slice(2))));
+    const again = writeTrees.length;
+    c.t.write('d/b.txt', 'b3\n');
+    snap = await check(c, snap.tree, 'third');
+    assert.ok(!snap.seeded && inProcess(c));
+    assert.is(writeTrees.length - again, 2, 'write-tree again when the base tree is not loose');
+  } finally {
+    stop();
     c.t.cleanup();
   }
 });

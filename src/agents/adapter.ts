@@ -89,11 +89,13 @@ export interface InitLayout {
 /** A conversation forked before a step: the new transcript and how to resume it. */
 export interface ChatFork {
   kind: 'transcript';
+  /** Whose conversation it is. */
+  agent: Agent;
   /** The new transcript file. */
   file: string;
   original: string;
   sessionId: string;
-  /** Directory to resume from (Claude Code looks sessions up by the project directory). */
+  /** Directory to resume from (Claude Code and Gemini CLI look sessions up by the project directory). */
   cwd: string;
   resumeCommand: string;
   /** `cd <cwd> && <resumeCommand>`, quoted for a POSIX shell: runs as is from anywhere. */
@@ -117,7 +119,30 @@ export interface ForkPoint {
   step: number;
   transcript: TranscriptPosition | null;
   toolUseId: string | null;
+  /**
+   * How many earlier steps recorded the same call id in the same transcript (0: none): Gemini CLI gives no
+   * call id, and its synthetic one (tool and input) repeats when a call does.
+   */
+  occurrence?: number;
 }
+
+/** The size of a conversation as the model is sent it: its messages and their characters. */
+export interface ConversationSize {
+  messages: number;
+  chars: number;
+}
+
+/** A forked conversation whose part before the step is one digest message (`undo N --compact`). */
+export interface ChatCompact extends ChatFork {
+  /** The original conversation, whole, and the compacted one. */
+  before: ConversationSize;
+  after: ConversationSize;
+  /** The digest that replaced everything before the step. */
+  digest: string;
+}
+
+/** What a digest of the conversation before the step is built from: the entries there, and those kept, in order. */
+export type DigestBuilder = (prior: ConversationEntry[], kept: ConversationEntry[]) => string;
 
 /** The end of a transcript, read once per hook call: what locateCall and unjournaledReads look through. */
 export interface TranscriptTail {
@@ -262,4 +287,9 @@ export interface AgentAdapter {
   ownsTranscript?(path: string, sessionAgent: string | null): boolean;
   /** A new conversation cut before `at`, next to the original (never modified); throws when it cannot. */
   forkConversation?(at: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork;
+  /**
+   * A new conversation in which everything before `at` is one message, the digest `digest` builds from it,
+   * and everything from `at` on is kept (the original is never modified); throws when it cannot.
+   */
+  compactConversation?(at: ForkPoint, digest: DigestBuilder, opts: { cwd: string; newId?: string }): ChatCompact;
 }

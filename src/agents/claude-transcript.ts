@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { readFileTail } from '../base/fsutil.js';
 import { shellQuote } from '../base/shell.js';
-import type { ChatFork, ConversationEntry, ForkPoint, ReadCallScan, ReadCallScanOptions, ToolCallLocation, TranscriptCall, TranscriptTail } from './adapter.js';
+import type { ChatCompact, ChatFork, ConversationEntry, ConversationSize, DigestBuilder, ForkPoint, ReadCallScan, ReadCallScanOptions, ToolCallLocation, TranscriptCall, TranscriptTail } from './adapter.js';
 
 interface TranscriptLine {
   type?: string;
@@ -229,8 +229,13 @@ export function readConversation(file: string): ConversationEntry[] {
   } catch {
     return [];
   }
+  return conversationOf(text.split('\n'));
+}
+
+/** The conversation entries of transcript lines (raw JSONL). */
+function conversationOf(rawLines: string[]): ConversationEntry[] {
   const out: ConversationEntry[] = [];
-  for (const raw of text.split('\n')) {
+  for (const raw of rawLines) {
     if (!raw.trim()) continue;
     let line: TranscriptLine;
     try {
@@ -238,7 +243,7 @@ export function readConversation(file: string): ConversationEntry[] {
     } catch {
       continue;
     }
-    if (line.isSidechain || line.isMeta) continue;
+    if (line.isSidechain || line.isMeta || (line as { isCompactSummary?: unknown }).isCompactSummary) continue;
     const uuid = line.uuid ?? null;
     const time = line.timestamp ?? null;
     if (line.type === 'user') {
@@ -408,8 +413,8 @@ function withSession(l: Line, id: string): string {
   return JSON.stringify({ ...l.obj, sessionId: id });
 }
 
-/** Writes the forked transcript for `step` next to the original. */
-export function forkClaudeTranscript(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
+/** The transcript's lines, its subagents, and where step N's conversation is cut (or throws). */
+function readForCut(step: ForkPoint): { file: string; lines: Line[]; subagents: Subagent[]; cut: { index: number; sharedWith: number }; subagentCall: string | null } {
   const t = step.transcript;
   if (!t?.path) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
   let text: string;
@@ -435,29 +440,205 @@ export function forkClaudeTranscript(step: ForkPoint, opts: { cwd: string; newId
       data: { path: t.path, uuid: t.uuid ?? null, toolUseId: step.toolUseId },
     });
   }
-  const id = opts.newId ?? randomUUID();
-  const keptLines = lines.slice(0, cut.index);
-  const kept = keptLines.map((l) => withSession(l, id));
-  // Claude Code finds sessions by project directory: resume from the directory the conversation ran in.
-  const at = lines[cut.index]?.obj?.cwd;
-  const cwd = typeof at === 'string' ? at : opts.cwd;
-  const file = path.join(path.dirname(t.path), `${id}.jsonl`);
+  return { file: t.path, lines, subagents, cut, subagentCall };
+}
+
+/**
+ * The file history of kept lines (2.1.220+: a `file-history-snapshot` per user message, `messageId` its
+ * uuid; a `file-history-delta` per file first changed in that turn, `snapshotMessageId` the snapshot it
+ * adds to, `messageId` the assistant line of the call): a snapshot of a message that is not kept goes, and
+ * so does a delta whose snapshot or message is not kept, so `/rewind` never meets a dangling one.
+ */
+function consistentFileHistory(lines: Line[]): Line[] {
+  const uuids = new Set(lines.map((l) => l.obj?.uuid).filter((u): u is string => typeof u === 'string'));
+  const snapshots = new Set<string>();
+  return lines.filter((l) => {
+    const o = l.obj;
+    if (o?.type === 'file-history-snapshot') {
+      if (typeof o.messageId !== 'string' || !uuids.has(o.messageId)) return false;
+      snapshots.add(o.messageId);
+    } else if (o?.type === 'file-history-delta') {
+      if (typeof o.snapshotMessageId !== 'string' || !snapshots.has(o.snapshotMessageId)) return false;
+      if (typeof o.messageId === 'string' && !uuids.has(o.messageId)) return false;
+    }
+    return true;
+  });
+}
+
+/** The backup file names kept file-history lines refer to. */
+function backupNames(lines: Line[]): string[] {
+  const names = new Set<string>();
+  const add = (b: unknown) => {
+    const n = b && typeof b === 'object' ? (b as { backupFileName?: unknown }).backupFileName : null;
+    if (typeof n === 'string' && /^[\w@.-]+$/.test(n)) names.add(n);
+  };
+  for (const l of lines) {
+    const o = l.obj;
+    if (o?.type === 'file-history-delta') add(o.backup);
+    if (o?.type === 'file-history-snapshot') {
+      const tracked = (o.snapshot as { trackedFileBackups?: unknown } | undefined)?.trackedFileBackups;
+      if (tracked && typeof tracked === 'object') for (const b of Object.values(tracked)) add(b);
+    }
+  }
+  return [...names];
+}
+
+/**
+ * Claude Code keeps the backups `/rewind` restores from in `<config>/file-history/<session id>/` and, on
+ * resume, copies them over only from the session the last line names, which in a fork is the fork itself:
+ * so the fork gets its own links (a copy where a link cannot be made) of the backups its lines name.
+ */
+function linkBackups(transcript: string, lines: Line[], newId: string): void {
+  const projects = path.dirname(path.dirname(transcript));
+  if (path.basename(projects) !== 'projects') return;
+  const history = path.join(path.dirname(projects), 'file-history');
+  const names = backupNames(lines);
+  if (names.length === 0) return;
+  const from = [...new Set([path.basename(transcript, '.jsonl'), ...lines.map((l) => l.obj?.sessionId).filter((x): x is string => typeof x === 'string')])];
+  const to = path.join(history, newId);
+  fs.mkdirSync(to, { recursive: true, mode: 0o700 });
+  for (const name of names) {
+    const src = from.map((id) => path.join(history, id, name)).find((f) => fs.existsSync(f));
+    if (!src) continue; // gone already: Claude Code reports that rewind point as unavailable, as it would for the original
+    try {
+      fs.linkSync(src, path.join(to, name));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      fs.copyFileSync(src, path.join(to, name), fs.constants.COPYFILE_EXCL);
+    }
+  }
+}
+
+function writeTranscript(file: string, lines: string[]): void {
   const tmp = `${file}.tmp-${process.pid}`;
-  // Subagents first: the fork appears (rename) only once it is whole.
-  copySubagents(t.path, subagents, new Set(keptLines.flatMap(toolUseIds)), id);
-  fs.writeFileSync(tmp, kept.length > 0 ? kept.join('\n') + '\n' : '', { mode: 0o600, flag: 'wx' });
+  fs.writeFileSync(tmp, lines.length > 0 ? lines.join('\n') + '\n' : '', { mode: 0o600, flag: 'wx' });
   fs.renameSync(tmp, file);
+}
+
+function forkResult(file: string, original: string, id: string, cwd: string, lines: number, sharedWith: number, subagentCall: string | null): ChatFork {
   return {
     kind: 'transcript',
+    agent: 'claude',
     file,
-    original: t.path,
+    original,
     sessionId: id,
     cwd,
     resumeCommand: `claude --resume ${id}`,
     shellCommand: `cd ${shellQuote(cwd)} && claude --resume ${id}`,
-    lines: kept.length,
-    sharedWith: cut.sharedWith,
+    lines,
+    sharedWith,
     subagentCall,
     subagentStep: null,
+  };
+}
+
+/** Writes the forked transcript for `step` next to the original. */
+export function forkClaudeTranscript(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
+  const { file: original, lines, subagents, cut, subagentCall } = readForCut(step);
+  const id = opts.newId ?? randomUUID();
+  const keptLines = consistentFileHistory(lines.slice(0, cut.index));
+  const kept = keptLines.map((l) => withSession(l, id));
+  // Claude Code finds sessions by project directory: resume from the directory the conversation ran in.
+  const at = lines[cut.index]?.obj?.cwd;
+  const cwd = typeof at === 'string' ? at : opts.cwd;
+  const file = path.join(path.dirname(original), `${id}.jsonl`);
+  // Subagents and backups first: the fork appears (rename) only once it is whole.
+  copySubagents(original, subagents, new Set(keptLines.flatMap(toolUseIds)), id);
+  linkBackups(original, keptLines, id);
+  writeTranscript(file, kept);
+  return forkResult(file, original, id, cwd, kept.length, cut.sharedWith, subagentCall);
+}
+
+/** What the model is sent of a transcript: its user and assistant messages (the last version of each) and their characters. */
+function claudeConversationSize(lines: Line[]): ConversationSize {
+  let messages = 0;
+  let chars = 0;
+  const seen = new Set<string>();
+  for (const l of lines) {
+    const o = l.obj;
+    if (!o || (o.type !== 'user' && o.type !== 'assistant') || o.isSidechain === true) continue;
+    const m = messageOf(l);
+    if (!m) continue;
+    const content = m.content;
+    chars += typeof content === 'string' ? content.length : JSON.stringify(content ?? '').length;
+    // Claude Code writes one line per content block of an assistant message: one message.
+    const key = o.type === 'assistant' && typeof m.id === 'string' ? `a:${m.id}` : `l:${String(o.uuid ?? messages)}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      messages++;
+    }
+  }
+  return { messages, chars };
+}
+
+/** An ISO time `ms` milliseconds before `iso` (now when `iso` is not a time). */
+function before(iso: unknown, ms: number): string {
+  const t = typeof iso === 'string' ? Date.parse(iso) : NaN;
+  return new Date((Number.isFinite(t) ? t : Date.now()) - ms).toISOString();
+}
+
+/**
+ * The compacted fork for `step`: the lines from the assistant message holding its call on, after a
+ * `compact_boundary` and a summary user line (`isCompactSummary`) holding the digest, as Claude Code's own
+ * /compact and /rewind "summarize up to here" write them; lines whose parent was summarized now hang
+ * below the summary. The file history of summarized messages goes with them (consistently).
+ */
+export function compactClaudeTranscript(step: ForkPoint, digest: DigestBuilder, opts: { cwd: string; newId?: string }): ChatCompact {
+  const { file: original, lines, subagents, cut, subagentCall } = readForCut(step);
+  const id = opts.newId ?? randomUUID();
+  const prior = lines.slice(0, cut.index);
+  const text = digest(conversationOf(prior.map((l) => l.raw)), conversationOf(lines.slice(cut.index).map((l) => l.raw)));
+  const first = lines[cut.index]?.obj ?? {};
+  const common: Record<string, unknown> = {};
+  for (const k of ['userType', 'entrypoint', 'cwd', 'version', 'gitBranch']) if (first[k] !== undefined) common[k] = first[k];
+  const boundaryUuid = randomUUID();
+  const summaryUuid = randomUUID();
+  const boundary = {
+    parentUuid: null,
+    isSidechain: false,
+    ...common,
+    sessionId: id,
+    type: 'system',
+    subtype: 'compact_boundary',
+    content: 'Conversation compacted',
+    isMeta: false,
+    timestamp: before(first.timestamp, 2),
+    uuid: boundaryUuid,
+    level: 'info',
+    compactMetadata: { trigger: 'manual', preTokens: 0, messagesSummarized: claudeConversationSize(prior).messages },
+  };
+  const summary = {
+    parentUuid: boundaryUuid,
+    isSidechain: false,
+    ...common,
+    sessionId: id,
+    type: 'user',
+    message: { role: 'user', content: text },
+    isCompactSummary: true,
+    isVisibleInTranscriptOnly: true,
+    uuid: summaryUuid,
+    timestamp: before(first.timestamp, 1),
+  };
+  const rest = consistentFileHistory(lines.slice(cut.index));
+  const keptUuids = new Set(rest.map((l) => l.obj?.uuid).filter((u): u is string => typeof u === 'string'));
+  const kept = rest.map((l) => {
+    const o = l.obj;
+    if (!o) return l.raw;
+    const parent = o.parentUuid;
+    const relinked = typeof parent === 'string' && !keptUuids.has(parent) ? { parentUuid: summaryUuid } : {};
+    return typeof o.sessionId === 'string' || 'parentUuid' in relinked ? JSON.stringify({ ...o, ...relinked, ...(typeof o.sessionId === 'string' ? { sessionId: id } : {}) }) : l.raw;
+  });
+  const out = [JSON.stringify(boundary), JSON.stringify(summary), ...kept];
+  const at = first.cwd;
+  const cwd = typeof at === 'string' ? at : opts.cwd;
+  const file = path.join(path.dirname(original), `${id}.jsonl`);
+  copySubagents(original, subagents, new Set(rest.flatMap(toolUseIds)), id);
+  linkBackups(original, rest, id);
+  writeTranscript(file, out);
+  return {
+    ...forkResult(file, original, id, cwd, out.length, cut.sharedWith, subagentCall),
+    before: claudeConversationSize(lines),
+    after: claudeConversationSize(parseLines(out.join('\n'))),
+    digest: text,
   };
 }

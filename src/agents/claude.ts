@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
 import type { AgentAdapter, PlanItem } from './adapter.js';
-import { forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, unjournaledReadCalls } from './claude-transcript.js';
+import { compactClaudeTranscript, forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, unjournaledReadCalls } from './claude-transcript.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList, str } from './plan.js';
 
@@ -210,4 +210,5 @@ export const claude: AgentAdapter = {
   },
   ownsTranscript: (file, sessionAgent) => sessionAgent === null || /claude/i.test(sessionAgent) || file.includes('/.claude/'),
   forkConversation: (at, opts) => forkClaudeTranscript(at, opts),
+  compactConversation: (at, digest, opts) => compactClaudeTranscript(at, digest, opts),
 };

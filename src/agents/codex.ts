@@ -15,6 +15,7 @@ import { readFileTail } from '../base/fsutil.js';
 import type { AgentAdapter } from './adapter.js';
 import { commandText, field, paths, patchPaths, shell, type CallDescription } from './describe.js';
 import { obj, planFromList } from './plan.js';
+import { compactCodexRollout, forkCodexRollout } from './codex-rollout.js';
 
 /**
  * Codex's calls as its hooks report them: its shell tools as `Bash` with `command`; `apply_patch` with the
@@ -199,8 +200,10 @@ export const codex: AgentAdapter = {
   displayName: 'Codex CLI',
   isCommand: (arg, base) => base === 'codex' || arg.includes('@openai/codex'),
   hookSettingsFiles: { project: ['.codex/hooks.json'], user: ['.codex/hooks.json'] },
-  // Its rollout (~/.codex/sessions/…/rollout-*.jsonl): recorded, but no fork of it is written (undo --chat says so).
+  // Its rollout (~/.codex/sessions/…/rollout-*.jsonl), forked by codex-rollout.ts.
   ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /codex/i.test(sessionAgent)) || /\/\.codex\/sessions\//.test(file) || /\/rollout-[^/]*\.jsonl$/.test(file),
+  forkConversation: (at, opts) => forkCodexRollout(at, opts),
+  compactConversation: (at, digest, opts) => compactCodexRollout(at, digest, opts),
   callFailed(call) {
     if (call.status !== 'done' || !call.transcriptPath || !call.toolUseId) return null;
     const result = codexCallResult(call.transcriptPath, call.toolUseId);

@@ -12,7 +12,6 @@
 //   command shows only in the result's text.
 import fs from 'node:fs';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
 import os from 'node:os';
@@ -20,6 +19,9 @@ import type { AgentAdapter, HookGroup } from './adapter.js';
 import { parseJsonc, withHooks, withoutHooks } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList } from './plan.js';
+import { compactGeminiChat, forkGeminiChat, syntheticToolUseId } from './gemini-chat.js';
+
+export { syntheticToolUseId } from './gemini-chat.js';
 
 export interface GeminiOverlay {
   /** GEMINI_CLI_HOME for the agent. */
@@ -250,13 +252,6 @@ export function recoverGeminiOverlays(sessionsRoot: string): string[] {
   return lines;
 }
 
-/** A stable id for a call whose agent gives none: `agentsnap:` and a hash of its tool name and input. */
-export function syntheticToolUseId(tool: string, input: unknown): string {
-  const canon = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canon) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
-  return `agentsnap:${createHash('sha1').update(JSON.stringify([tool, canon(input ?? null)])).digest('hex').slice(0, 16)}`;
-}
-
 /** Gemini CLI's built-in tools by their input (run_shell_command `command`, write_file/replace `file_path`…). */
 function describeGeminiCall(tool: string | null, input: unknown): CallDescription | null {
   switch (tool) {
@@ -296,8 +291,10 @@ export const gemini: AgentAdapter = {
   displayName: 'Gemini CLI',
   isCommand: (arg, base) => base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli'),
   hookSettingsFiles: { project: ['.gemini/settings.json'], user: ['.gemini/settings.json'] },
-  // Its chat files under ~/.gemini/tmp: recorded, but no fork of them is written (undo --chat says so).
+  // Its chat files under ~/.gemini/tmp, forked by gemini-chat.ts.
   ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /gemini/i.test(sessionAgent)) || file.includes('/.gemini/'),
+  forkConversation: (at, opts) => forkGeminiChat(at, opts),
+  compactConversation: (at, digest, opts) => compactGeminiChat(at, digest, opts),
   refineCall(call, payload) {
     const response = payload.tool_response ?? payload.tool_output ?? payload.output;
     const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;

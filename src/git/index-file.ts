@@ -121,12 +121,13 @@ function walkIndex(
     }
     onEntry(i, nameBuf, nameStart, nameEnd, flags, extended);
     if (extended & 0x2000 && intentToAdd === null) intentToAdd = nameBuf.toString('utf8', nameStart, nameEnd);
-    if (unsupported === null) {
-      const p = () => nameBuf.toString('utf8', nameStart, nameEnd);
-      if ((flags >> 12) & 3) unsupported = `unmerged index entry: ${p()}`;
-      else if (mode === GITLINK) unsupported = `gitlink (submodule) in the index: ${p()}`;
-      else if (flags & 0x8000) unsupported = `assume-unchanged entry in the index: ${p()}`;
-      else if (extended & 0x4000) unsupported = `skip-worktree entry in the index (sparse checkout): ${p()}`;
+    // No closure or string per entry: this loop runs cold (interpreted) in a short-lived CLI process.
+    if (unsupported === null && ((flags >> 12) & 3 || mode === GITLINK || flags & 0x8000 || extended & 0x4000)) {
+      const p = nameBuf.toString('utf8', nameStart, nameEnd);
+      if ((flags >> 12) & 3) unsupported = `unmerged index entry: ${p}`;
+      else if (mode === GITLINK) unsupported = `gitlink (submodule) in the index: ${p}`;
+      else if (flags & 0x8000) unsupported = `assume-unchanged entry in the index: ${p}`;
+      else unsupported = `skip-worktree entry in the index (sparse checkout): ${p}`;
     }
   }
   // Extensions: a split index keeps its entries in another file.

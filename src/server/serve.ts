@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { openRepo, type Repo, type RepoAccel } from '../git/repo.js';
-import { loadSettings, type Settings } from '../git/config.js';
+import { loadSettings, type GitConfig, type Settings } from '../git/config.js';
 import { RefUpdater } from '../git/ref-updater.js';
 import { HookServer, type CallHandler, type ServerCall } from './server.js';
 import type { SnapshotTreeOptions, TreeSnapshotResult } from '../snapshot/snapshot.js';
@@ -43,6 +43,10 @@ export interface WorktreeServerOptions {
   onError?: (e: unknown) => void;
   /** Stat sweeps of the worktree in idle time (default true; tests drive them through serverEngine). */
   idleSweeps?: boolean;
+  /** Start the engine at the first call instead of now (wrap: an agent that makes no call never pays for its watches). */
+  engineAtFirstCall?: boolean;
+  /** The repository's git config when the starter has just read it (wrap's settings): not read again here. */
+  gitConfig?: GitConfig | undefined;
   /** Told once, when the watcher gives up (a background server writes it to its log). */
   onNotice?: (line: string) => void;
 }
@@ -106,11 +110,16 @@ function watchPublisher(runDir: string, engine: IncrementalSnapshotter, onNotice
   };
 }
 
-const engines = new WeakMap<HookServer, Promise<IncrementalSnapshotter | null>>();
+const engines = new WeakMap<HookServer, { open(): Promise<IncrementalSnapshotter | null>; now(): IncrementalSnapshotter | null }>();
 
-/** The server's incremental engine once it is up (null when it did not start or is off). */
+/** The server's incremental engine once it is up (null when it did not start or is off); starts it if it waits for a call. */
 export function serverEngine(server: HookServer): Promise<IncrementalSnapshotter | null> {
-  return engines.get(server) ?? Promise.resolve(null);
+  return engines.get(server)?.open() ?? Promise.resolve(null);
+}
+
+/** The server's engine if it is up now, without starting or waiting for it. */
+export function serverEngineIfUp(server: HookServer): IncrementalSnapshotter | null {
+  return engines.get(server)?.now() ?? null;
 }
 
 /** git's offset notation for the local time zone now: +0100, -0530. */
@@ -195,7 +204,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
   const repo: Repo = { ...base, accel };
   accel.settings = cachedSettings(repo);
   // Commits in-process, as `git commit-tree` writes them (where objectStore says that is what git would do).
-  const store = objectStore(repo);
+  const store = objectStore(repo, opts.gitConfig);
   if (store) {
     accel.commitTree = async (spec) => {
       const now = new Date();
@@ -212,7 +221,9 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     return openRepo(dir, { env });
   };
   const trace = base.callerEnv.AGENTSNAP_SERVER_TRACE ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`) : null;
+  let openEngine: () => Promise<void> = () => Promise.resolve();
   const handle: CallHandler = async (call: ServerCall) => {
+    void openEngine();
     trace?.(`call ${call.pid}: ${call.args.join(' ')}`);
     if (call.args[0] === 'hook') {
       const input = await call.readStdin();
@@ -233,8 +244,10 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
   // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
   let engine: IncrementalSnapshotter | null = null;
   let published: ReturnType<typeof watchPublisher> | null = null;
-  const opening =
-    opts.incremental === false
+  let opening: Promise<void> | null = null;
+  let closing = false;
+  const open = (): Promise<void> =>
+    (opening ??= opts.incremental === false || closing
       ? Promise.resolve()
       : (accel.settings as () => Promise<Settings>)()
           .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings, idleSweeps: opts.idleSweeps !== false }))
@@ -252,9 +265,12 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
           .catch((e) => {
             trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
             opts.onError?.(e);
-          });
-  engines.set(server, opening.then(() => engine));
+          }));
+  openEngine = open;
+  if (!opts.engineAtFirstCall) void open();
+  engines.set(server, { open: () => open().then(() => engine), now: () => engine });
   void server.closed().then(async () => {
+    closing = true;
     await opening;
     (published as ReturnType<typeof watchPublisher> | null)?.close();
     refs.close();

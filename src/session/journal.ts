@@ -60,6 +60,8 @@ export interface StepPreEvent extends EventBase {
   agentVersion?: string | null;
   /** The model that asked for the call, when the agent says (added with wrap). */
   model?: string | null;
+  /** The directory the agent named for the call, when it is not the session's (the agent cd'ed). */
+  cwd?: string;
   /**
    * Set on a call no hook saw (Claude Code's read-only tools are not hooked):
    * journaled afterwards from the agent's transcript, with no snapshot of its

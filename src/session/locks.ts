@@ -33,7 +33,7 @@ export async function lockedSnapshot(repo: Repo, settings: Settings, opts: Param
   ensureDir(path.dirname(file));
   const take = repo.accel?.snapshot ?? ((o: Parameters<typeof snapshotTree>[1]) => snapshotTree(repo, o));
   // With a server to take the next snapshots, a new copy of the user's index is not written back for them.
-  const warmCopy = !serverEnabled(repo.callerEnv, settings);
+  const warmCopy = opts.warmCopy ?? !serverEnabled(repo.callerEnv, settings);
   return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ ...opts, untrackedCache: true, warmCopy }));
 }
 

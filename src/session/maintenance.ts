@@ -8,11 +8,16 @@
 // list), so their number grows with the log of agentsnap's objects. Nothing
 // else of the user's repository is touched: no other pack is read for
 // writing or deleted, and nothing is pruned.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Repo } from '../git/repo.js';
 import { acquireLock } from '../base/lock.js';
 import { exists, unlinkQuiet } from '../base/fsutil.js';
+import { readHead } from '../git/plumbing.js';
+import { errors } from '../base/errors.js';
+import { packageRoot } from '../base/package-root.js';
 
 export const PACK_EVERY = 50;
 /** Merging starts once agentsnap has this many packs of its own. */
@@ -77,27 +82,47 @@ function packName(stdout: Buffer): string | null {
  * lock (sessions pack independently); busy means another one is at it: the
  * objects stay loose until next time.
  */
-export async function packObjects(repo: Repo, head: string, since: string | null): Promise<void> {
+export async function packObjects(repo: Repo, head: string, since: string | null, opts: { lockTimeoutMs?: number } = {}): Promise<void> {
   const dir = packDir(repo);
+  // A repository removed meanwhile (the pack of an ended session runs in the background) is not made again.
+  if (!exists(path.dirname(dir)) || !exists(repo.stateDir)) throw errors.internal(`${repo.commonDir} is gone.`, { data: { commonDir: repo.commonDir } });
   fs.mkdirSync(dir, { recursive: true });
   fs.mkdirSync(path.join(repo.stateDir, 'locks'), { recursive: true, mode: 0o700 });
-  const lock = await acquireLock(path.join(repo.stateDir, 'locks', 'packs.lock'), { timeoutMs: 2000, purpose: 'pack' });
+  const lock = await acquireLock(path.join(repo.stateDir, 'locks', 'packs.lock'), { timeoutMs: opts.lockTimeoutMs ?? 2000, purpose: 'pack' });
   try {
-    const revs = since ? `${head}\n^${since}\n` : `${head}\n`;
+    const objects = await ownObjects(repo, head, since);
     // --incremental leaves out objects that are already packed; --local those of alternates.
-    const res = await repo.git(['-c', 'pack.writeBitmaps=false', 'pack-objects', '-q', '--revs', '--incremental', '--local', path.join(dir, 'pack')], { input: revs });
-    const name = packName(res.stdout);
+    const res = objects ? await repo.git(['-c', 'pack.writeBitmaps=false', 'pack-objects', '-q', '--incremental', '--local', path.join(dir, 'pack')], { input: objects }) : null;
+    const name = res ? packName(res.stdout) : null;
     // A kill before this line leaves the new pack unlisted: valid, never merged.
     if (name) {
       const list = readPackList(repo);
       if (!list.packs.includes(name)) writePackList(repo, { ...list, packs: [...list.packs, name] });
     }
-    await repo.git(['prune-packed', '-q']);
+    if (name) await repo.git(['prune-packed', '-q']);
     // The new objects are packed whatever happens to the merge.
     await mergeOwnPacks(repo).catch(() => {});
   } finally {
     lock.release();
   }
+}
+
+/**
+ * The objects of `head` not reachable from `since` that are agentsnap's to
+ * pack, as pack-objects reads them (`<oid> <path>` lines; empty: none): the
+ * user's index (its blobs and cached trees) and HEAD's tree are left out.
+ * A snapshot holds the user's files, and in a repository whose objects are
+ * loose (a fresh `git add` of 100k files) packing those is the user's gc's
+ * work, not agentsnap's: it took seconds at a session's end. What stays
+ * loose of them is what was loose before agentsnap came.
+ */
+async function ownObjects(repo: Repo, head: string, since: string | null): Promise<string> {
+  const args = ['rev-list', '--objects', head];
+  if (since) args.push(`^${since}`);
+  args.push('--not', '--indexed-objects');
+  const userHead = (await readHead(repo)).commit;
+  if (userHead) args.push(`${userHead}^{tree}`);
+  return (await repo.git(args)).stdout.toString('utf8');
 }
 
 /** Removes a pack's files, the index first: without it git no longer sees the pack. */
@@ -194,5 +219,31 @@ export async function maybeMaintain(repo: Repo, paths: Paths, state: PackState, 
     fs.renameSync(tmp, paths.state);
   } catch {
     /* the cache is rebuilt when missing */
+  }
+}
+
+/**
+ * Packs the ended session `id`'s objects in a detached process at low
+ * priority (src/session/maintain-main.ts) and returns at once: the end of a
+ * session is the user's time (their shell waits for `wrap` to exit), and a
+ * pack of a session that snapshotted 100k new files takes seconds. A failure
+ * to start leaves the objects loose for the next maintenance.
+ */
+export function maintainInBackground(repo: Repo, id: string): void {
+  // tsc's module, whether this code runs from it, from the bundled CLI or from src/ (tests).
+  const entry = path.join(packageRoot(), 'dist', 'session', 'maintain-main.js');
+  try {
+    const child = spawn(process.execPath, [entry, id], { cwd: repo.worktree, env: repo.callerEnv, detached: true, stdio: 'ignore' });
+    child.on('error', () => undefined);
+    if (child.pid) {
+      try {
+        os.setPriority(child.pid, 10);
+      } catch {
+        /* as it is */
+      }
+    }
+    child.unref();
+  } catch {
+    /* stays loose */
   }
 }

@@ -47,6 +47,8 @@ export interface Step {
   unprotectedReason: string | null;
   agentVersion?: string | null;
   model?: string | null;
+  /** The directory the agent named for the call, when it was not the session's. */
+  cwd?: string;
   /** A checkpoint's: whose change it records (see StepCheckpointEvent.madeBy); calls are always the agent's. */
   madeBy?: 'agent' | 'user';
   /** 'transcript': a call no hook saw, journaled from the agent's transcript (no snapshot of its own). */
@@ -189,6 +191,7 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         transcript: e.transcript ?? null,
         ...(e.agentVersion ? { agentVersion: e.agentVersion } : {}),
         ...(e.model ? { model: e.model } : {}),
+        ...(e.cwd ? { cwd: e.cwd } : {}),
         ...(e.source ? { source: e.source } : {}),
       });
       moveHead(s, e, tree);

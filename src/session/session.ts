@@ -25,7 +25,7 @@ import { commitTree, diffTrees, readHead, updateRefs, type RefUpdate } from '../
 import { loadSettings, type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
-import { maybeMaintain } from './maintenance.js';
+import { maintainInBackground, maybeMaintain } from './maintenance.js';
 import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { stepRef, headRef, type SessionPaths, sessionPaths, ensureDir } from './refs.js';
@@ -51,6 +51,8 @@ export interface StartOptions extends SnapshotContext {
   command?: string[] | null;
   /** Process whose life the session follows (a wrapper); null for sessions driven by `snap`. */
   owner?: { pid: number; start: string | null; host: string } | null;
+  /** Write the baseline's refreshed copy of the user's index back for the next Node-path snapshot even with a server (see SnapshotTreeOptions.warmCopy). */
+  warmCopy?: boolean;
 }
 
 export interface SnapshotResult {
@@ -102,7 +104,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     }
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [],
@@ -111,7 +113,8 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'session.start',
-      cwd: process.cwd(),
+      // The caller's directory (the repository was opened from it), not this process's: a library caller passes its own.
+      cwd: path.join(repo.worktree, repo.prefix),
       worktree: repo.worktree,
       gitDir: repo.gitDir,
       baseHead: head.commit,
@@ -171,6 +174,8 @@ export interface PreOptions extends SnapshotContext {
   transcript?: TranscriptPosition | null;
   agentVersion?: string | null;
   model?: string | null;
+  /** The directory the agent named for the call (journaled when it is not the session's). */
+  cwd?: string | null;
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
   /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
@@ -215,6 +220,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       transcript: opts.transcript ?? null,
       agentVersion: clean(opts.agentVersion ?? null),
       ...(opts.model ? { model: clean(opts.model) } : {}),
+      ...(opts.cwd && opts.cwd !== s.cwd ? { cwd: clean(opts.cwd) } : {}),
     };
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, step), value: commit },
@@ -481,6 +487,8 @@ export interface EndOptions extends SnapshotContext {
   signal?: string | null;
   /** The agent's transcript, for calls no hook saw (else the one the session's steps named, for Claude Code). */
   transcriptPath?: string | null;
+  /** Pack the session's objects in a detached process instead of before returning (wrap: the user's shell waits for it). */
+  packInBackground?: boolean;
 }
 
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
@@ -517,7 +525,8 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
       changed: commit ? snap.changed : [],
     };
     await commitEvent(repo, p, state, ev, commit ? [{ ref: headRef(id), value: commit }] : []);
-    await maybeMaintain(repo, p, state, true);
+    if (!opts.packInBackground) await maybeMaintain(repo, p, state, true);
+    else if (state.unpacked > 0) maintainInBackground(repo, id);
     return { commit, changed: commit ? snap.changed : [] };
   });
 }

@@ -169,7 +169,7 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   await clearStaleGitLock(`${indexFile}.lock`);
   // A private index kept as a copy of the user's index (the in-process path's)
   // is used again while neither index was written since; else it is seeded anew.
-  const copy = opts.untrackedCache ? userCopyState(repo, indexFile) : 'none';
+  const { state: copy, base: knownBase } = opts.untrackedCache ? userCopyState(repo, indexFile) : { state: 'none' as const, base: null };
   if (copy === 'stale') discardPrivateIndex(indexFile);
   const userKey = statKey(path.join(repo.gitDir, 'index'));
   const seeded = seedPrivateIndex(repo, indexFile);
@@ -182,7 +182,7 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   if (!(opts.untrackedCache && seeded && opts.warmCopy === false)) dropStatusPrefetch();
   let declined: string | undefined;
   if (opts.untrackedCache && (seeded || copy === 'valid')) {
-    const res = await inProcessSnapshot(repo, opts, userKey, seeded);
+    const res = await inProcessSnapshot(repo, opts, userKey, seeded, seeded ? null : knownBase);
     if (typeof res !== 'string') return res;
     declined = res;
     dropStatusPrefetch();
@@ -768,14 +768,33 @@ function userCopyFile(indexFile: string): string {
   return `${indexFile}.user-copy`;
 }
 
-function userCopyState(repo: Repo, indexFile: string): 'valid' | 'stale' | 'none' {
-  let state: { user: string; priv: string };
+/** `base`: the tree of the copy's entries (write-tree's), when the record has it and the copy is valid. */
+function userCopyState(repo: Repo, indexFile: string): { state: 'valid' | 'stale' | 'none'; base: string | null } {
+  let state: { user: string; priv: string; base?: unknown };
   try {
-    state = JSON.parse(fs.readFileSync(userCopyFile(indexFile), 'utf8')) as { user: string; priv: string };
+    state = JSON.parse(fs.readFileSync(userCopyFile(indexFile), 'utf8')) as { user: string; priv: string; base?: unknown };
   } catch {
-    return 'none';
+    return { state: 'none', base: null };
   }
-  return state.user === statKey(path.join(repo.gitDir, 'index')) && state.priv === statKey(indexFile) ? 'valid' : 'stale';
+  if (state.user !== statKey(path.join(repo.gitDir, 'index')) || state.priv !== statKey(indexFile)) return { state: 'stale', base: null };
+  return { state: 'valid', base: typeof state.base === 'string' && /^[0-9a-f]{40}$/.test(state.base) ? state.base : null };
+}
+
+/**
+ * Whether the tree `oid` is a loose object, whose mtime it then moves to now
+ * (as git's write-tree freshens an object it finds): a base tree no commit
+ * holds (the snapshot added untracked files to it) is unreachable, and a
+ * prune's expiry counts from that mtime. Packed or gone: write-tree instead.
+ */
+function freshenLoose(objectsDir: string, oid: string): boolean {
+  const file = path.join(objectsDir, oid.slice(0, 2), oid.slice(2));
+  try {
+    const now = new Date();
+    fs.utimesSync(file, now, now);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Removes the private index and what was kept about it, so the next step seeds a fresh copy. */
@@ -843,7 +862,7 @@ export const MAX_IN_PROCESS_PATHS = 3000;
  * transforming attributes or config, flagged, unmerged or gitlink entries,
  * nested repositories, names that are not UTF-8, too many dirty paths.
  */
-async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey: string, seeded: boolean): Promise<TreeSnapshotResult | string> {
+async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey: string, seeded: boolean, knownBase: string | null): Promise<TreeSnapshotResult | string> {
   const { indexFile, settings } = opts;
   const cfg = settings.gitConfig;
   if (!cfg) return 'git config not known';
@@ -853,10 +872,14 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   const store = objectStore(repo, cfg);
   if (!store) return 'objects cannot be written in-process';
   if (!fs.existsSync(indexFile)) return 'no index yet';
-  // write-tree locks the index it reads, as status does: it gets a copy of its own.
-  const baseCopy = `${indexFile}.base-${process.pid}`;
-  fs.copyFileSync(indexFile, baseCopy);
-  const base = writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
+  // The copy's entries did not change since the last snapshot wrote down their tree (status writes only stat data and
+  // its untracked cache): that tree again, without a write-tree of 100k entries (seconds without a valid cache-tree,
+  // as after a fresh `git add` of everything). Else write-tree, which locks the index it reads (as status does): it
+  // gets a copy of its own.
+  const reuse = knownBase !== null && freshenLoose(store.objectsDir, knownBase);
+  const baseCopy = reuse ? indexFile : `${indexFile}.base-${process.pid}`;
+  if (!reuse) fs.copyFileSync(indexFile, baseCopy);
+  const base = reuse ? Promise.resolve(knownBase) : writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
   const writeBack = !seeded || opts.warmCopy !== false;
   // A fresh copy not written back: the status of the user's index itself, if the executable started it.
   // It ran without this repository's overrides: of those only the filters switched off can be left here
@@ -957,7 +980,7 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   fs.rmSync(noAttributesMarker(indexFile), { force: true });
   keepPrivate(indexFile);
   const stateTmp = `${userCopyFile(indexFile)}.tmp-${process.pid}`;
-  fs.writeFileSync(stateTmp, JSON.stringify({ user: userKey, priv: statKey(indexFile) }), { mode: 0o600 });
+  fs.writeFileSync(stateTmp, JSON.stringify({ user: userKey, priv: statKey(indexFile), base: baseTree }), { mode: 0o600 });
   fs.renameSync(stateTmp, userCopyFile(indexFile));
   return { tree, skipped, seeded, changed };
 }

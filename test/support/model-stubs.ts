@@ -20,6 +20,8 @@ export interface ModelStub {
   url: string;
   /** The tool calls sent, in order (id is the Responses API call_id; empty for Gemini, which has none). */
   calls: { id: string; name: string; input: Record<string, unknown> }[];
+  /** Every request body that offered tools, in arrival order (what the model was sent). */
+  requests: Record<string, unknown>[];
   close(): Promise<void>;
 }
 
@@ -27,6 +29,7 @@ type Responder = (body: Record<string, unknown>, url: URL, res: http.ServerRespo
 
 async function serve(respond: Responder): Promise<ModelStub> {
   const calls: ModelStub['calls'] = [];
+  const requests: Record<string, unknown>[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (d: Buffer) => chunks.push(d));
@@ -42,6 +45,7 @@ async function serve(respond: Responder): Promise<ModelStub> {
         res.end('{"error":{"message":"not in the stub"}}');
         return;
       }
+      if (Array.isArray(body.tools) && body.tools.length > 0) requests.push(body);
       respond(body, new URL(req.url ?? '/', 'http://stub'), res, calls);
     });
   });
@@ -49,6 +53,7 @@ async function serve(respond: Responder): Promise<ModelStub> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    requests,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

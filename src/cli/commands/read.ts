@@ -93,6 +93,9 @@ function stepJson(st: Step) {
     error: st.error ?? null,
     unprotectedReason: st.unprotectedReason,
     ...(st.source ? { source: st.source } : {}),
+    ...(st.cwd ? { cwd: st.cwd } : {}),
+    agentVersion: st.agentVersion ?? null,
+    model: st.model ?? null,
     ...(st.kind === 'checkpoint' ? { madeBy: st.madeBy ?? 'user' } : {}),
   };
 }
@@ -241,12 +244,15 @@ export const showCommand: CommandFactory = (ctx) => ({
     }
     const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: Number(argv.step), color: out.stdoutColor, stat: argv.stat });
     if (out.json) {
-      out.printJson({ ...stepJson(res.step), what: res.what, plan: res.plan, session: res.session.id, diff: res.diff });
+      out.printJson({ ...stepJson(res.step), what: res.what, plan: res.plan, environment: res.environment, session: res.session.id, diff: res.diff });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
     const st = res.step;
     out.out(out.color.bold(`step ${st.step}  ${st.tool ?? st.kind}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`) + (res.what ? `  ${out.color.cyan(res.what)}` : ''));
+    const env = res.environment;
+    const agent = env.agentVersion ?? env.agent;
+    if (agent || env.model || env.cwd !== res.session.cwd) out.out(out.color.dim([agent ? `agent ${printablePath(agent)}` : null, env.model ? `model ${printablePath(env.model)}` : null, env.cwd !== res.session.cwd ? `in ${printablePath(env.cwd)}` : null].filter(Boolean).join(', ')));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
     if (res.diff) ctx.io.stdout.write(res.diff);
     else out.note('no changes');

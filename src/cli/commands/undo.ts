@@ -97,19 +97,28 @@ function dryRunVerdict(ctx: Parameters<CommandFactory>[0], out: Output, r: Opera
   if (!out.json) out.err(`agentsnap: the real ${kind} would be refused (exit 3): see the changes above; --force goes ahead and keeps them in the safety snapshot.`);
 }
 
-function printChat(out: Output, chat: ChatRewind, step: number): void {
+/** What an agent calls one model turn that can hold several tool calls. */
+const TURN_WORD: Record<string, string> = { claude: 'assistant message', codex: 'model response', gemini: 'model turn' };
+
+function printChat(out: Output, chat: ChatRewind, step: number, compacting = false): void {
   if (chat.kind === 'transcript') {
-    out.out(`conversation forked before step ${step}: ${chat.file} (the original is unchanged)`);
+    const compact = 'digest' in chat;
+    out.out(compact ? `conversation compacted before step ${step}: ${chat.file} (the original is unchanged; the files are untouched)` : `conversation forked before step ${step}: ${chat.file} (the original is unchanged)`);
     if (chat.subagentCall) {
       const agentCall = chat.subagentStep !== null ? `step ${chat.subagentStep}, the Agent call` : `the Agent call ${chat.subagentCall}`;
-      out.out(out.color.yellow(`  step ${step} was made by a subagent: the conversation is cut before ${agentCall} that started it`));
+      out.out(out.color.yellow(`  step ${step} was made by a subagent: the conversation is ${compact ? 'kept from' : 'cut before'} ${agentCall} that started it`));
     }
+    const turn = TURN_WORD[chat.agent] ?? 'assistant message';
     if (chat.sharedWith > 0) {
-      out.out(out.color.yellow(`  step ${step}'s tool call shared its assistant message with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is cut before that whole message`));
+      out.out(out.color.yellow(`  step ${step}'s tool call shared its ${turn} with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is ${compact ? 'kept from' : 'cut before'} that whole ${turn.split(' ')[1]}`));
+    }
+    if (compact) {
+      const pct = chat.before.chars > 0 ? Math.round((100 * (chat.before.chars - chat.after.chars)) / chat.before.chars) : 0;
+      out.out(`  before: ${chat.before.messages} messages, ${chat.before.chars} characters; after: ${chat.after.messages} messages, ${chat.after.chars} characters (${pct}% shorter)`);
     }
     out.out(`resume it with:  ${chat.shellCommand}`);
   } else {
-    out.note(`agentsnap: no conversation to fork (${chat.reason}); a digest of the session before step ${step}:`);
+    out.note(`agentsnap: no conversation to ${compacting ? 'compact' : 'fork'} (${chat.reason}); a digest of the session before step ${step}:`);
     out.out(chat.text);
   }
 }
@@ -139,17 +148,25 @@ export const undoCommand: CommandFactory = (ctx) => ({
         ...opOptions,
         chat: { type: 'boolean', default: false, describe: 'rewind only the conversation (a forked transcript to resume)' },
         both: { type: 'boolean', default: false, describe: 'rewind the files and the conversation' },
+        compact: { type: 'boolean', default: false, describe: 'fork the conversation with everything before step N replaced by a digest, the rest kept (files untouched)' },
         'stop-processes': { type: 'boolean', default: false, describe: 'also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL)' },
         'last-good': { type: 'boolean', default: false, describe: 'back to the state after the last step whose check passed (agentsnap check)' },
       })
       .example('$0 undo', 'undo the last tool call')
       .example('$0 undo 3 --dry-run', 'what undoing step 3 and later would change')
-      .example('$0 undo 3 --both', 'files and conversation back to before step 3'),
+      .example('$0 undo 3 --both', 'files and conversation back to before step 3')
+      .example('$0 undo 3 --compact', 'a shorter conversation: steps before 3 as a digest, step 3 on kept'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean; 'stop-processes': boolean; 'last-good': boolean };
+    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean; compact: boolean; 'stop-processes': boolean; 'last-good': boolean };
     const out = ctx.output(argv);
     const step = argv.step === undefined ? undefined : stepArgument(argv.step);
     if (argv.chat && argv.both) throw errors.invalidArgument('--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.');
+    if (argv.compact && (argv.chat || argv.both || argv['stop-processes'])) {
+      const other = argv.chat ? '--chat' : argv.both ? '--both' : '--stop-processes';
+      throw errors.invalidArgument(`--compact and ${other} exclude each other: --compact forks a shorter conversation (steps before N as a digest, the rest kept) and leaves files and processes alone; ${other === '--stop-processes' ? '--stop-processes goes with an undo of the files' : `${other} rewinds the conversation to before step N`}.`, {
+        hint: 'Run them one after the other, e.g. `agentsnap undo N` then `agentsnap undo N --compact`.',
+      });
+    }
     const res = await undo({
       cwd: ctx.io.cwd,
       env: ctx.io.env,
@@ -157,7 +174,7 @@ export const undoCommand: CommandFactory = (ctx) => ({
       step,
       dryRun: argv['dry-run'],
       force: argv.force,
-      scope: argv.chat ? 'chat' : argv.both ? 'both' : 'files',
+      scope: argv.compact ? 'compact' : argv.chat ? 'chat' : argv.both ? 'both' : 'files',
       stopProcesses: argv['stop-processes'],
       lastGood: argv['last-good'],
     });
@@ -183,8 +200,10 @@ export const undoCommand: CommandFactory = (ctx) => ({
       printProcesses(out, res.processes, r.dryRun, r.target.step);
       dryRunVerdict(ctx, out, r, 'undo');
     }
-    if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep);
-    else if (argv['dry-run'] && res.chatStep !== null && !res.files) out.out(`the conversation would be rewound to before step ${res.chatStep}`);
+    if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep, argv.compact);
+    else if (argv['dry-run'] && res.chatStep !== null && !res.files) {
+      out.out(argv.compact ? `the conversation would be compacted: the steps before ${res.chatStep} as a digest, step ${res.chatStep} on kept` : `the conversation would be rewound to before step ${res.chatStep}`);
+    }
   },
 });
 
