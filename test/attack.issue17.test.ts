@@ -215,4 +215,19 @@ test('check --steps naming no recorded state is an error, not a silent pass of n
   }
 });
 
+test('hooks install: commit --amend and rebase print no "notes ref refs/notes/agentsnap is invalid" before the first note; uninstall takes the setting out', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const env = { PATH: agentsnapOnPath(repo.base) };
+    assert.is((await cli(repo, ['hooks', 'install'], { env })).code, 0);
+    const amend = spawnSync('git', ['commit', '-q', '--amend', '-m', 'amended'], { cwd: repo.dir, env: { ...repo.env, ...USER_IDENTITY, ...env }, encoding: 'utf8' });
+    assert.is(amend.status, 0, amend.stderr);
+    assert.is(amend.stderr, '', 'nothing on stderr');
+    assert.is((await cli(repo, ['hooks', 'uninstall'], { env })).code, 0);
+    assert.is(repo.gitRaw(['config', '--get-all', 'notes.rewriteRef']).stdout, '');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -121,12 +121,24 @@ export function noteLine(note: CommitNote, rel: string, line: number): { session
   return null;
 }
 
+/**
+ * What `hooks install` adds to notes.rewriteRef: a glob, because git warns "notes ref … is invalid" on every
+ * amend and rebase while a named ref does not exist yet (before the first note); a glob that matches nothing
+ * is silent. (Older installs added NOTES_REF itself: uninstall takes either out.)
+ */
+export const NOTES_REWRITE_REF = `${NOTES_REF}*`;
+
 /** `notes.rewriteRef` carries agentsnap's notes across amend and rebase; set by `hooks install`. */
 export async function setNotesRewrite(repo: Repo, on: boolean): Promise<void> {
   const res = await repo.git(['config', '--local', '--get-all', 'notes.rewriteRef'], { okCodes: [1] });
-  const has = res.stdout.toString().split('\n').includes(NOTES_REF);
-  if (on && !has) await repo.git(['config', '--local', '--add', 'notes.rewriteRef', NOTES_REF]);
-  if (!on && has) await repo.git(['config', '--local', '--unset', 'notes.rewriteRef', `^${NOTES_REF.replace(/\//g, '\\/')}$`], { okCodes: [5] });
+  const values = res.stdout.toString().split('\n');
+  if (on && !values.includes(NOTES_REWRITE_REF)) await repo.git(['config', '--local', '--add', 'notes.rewriteRef', NOTES_REWRITE_REF]);
+  if (on && values.includes(NOTES_REF)) await repo.git(['config', '--local', '--unset-all', '--fixed-value', 'notes.rewriteRef', NOTES_REF], { okCodes: [5] });
+  if (!on) {
+    for (const v of [NOTES_REWRITE_REF, NOTES_REF]) {
+      if (values.includes(v)) await repo.git(['config', '--local', '--unset-all', '--fixed-value', 'notes.rewriteRef', v], { okCodes: [5] });
+    }
+  }
 }
 
 /**
