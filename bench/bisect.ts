@@ -94,6 +94,10 @@ export const bisectScenario: Scenario = {
           peers: {},
           server: null,
           serverRssMiB: null,
+          serverWatches: null,
+          watchesFrom: null,
+          label: repo.label,
+          layout: repo.layout,
           notes: [`bisect ran the command ${runsTaken} times (log2(${STEPS}) = ${Math.log2(STEPS)}, plus the two ends); by hand: ${visits.length} states, one worktree`],
         },
       ];

@@ -124,6 +124,10 @@ function sessionScenario(id: string, kind: 'read' | 'edit', what: string, target
           peers: {},
           server: null,
           serverRssMiB: null,
+          serverWatches: null,
+          watchesFrom: null,
+          label: repo.label,
+          layout: repo.layout,
           notes: [`real Claude Code, ${CALLS} calls: ${(bareMs / 1000).toFixed(2)} s unwrapped, ${(wrappedMs / 1000).toFixed(2)} s wrapped (session fixed cost included)`],
         };
         return [r];

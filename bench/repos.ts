@@ -4,13 +4,22 @@
 // reused when its meta.json (written last) says it is complete.
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { git, type BenchEnv } from './measure.js';
+import type { Layout, RepoSpec } from './args.js';
 
 /** Bump when the generator changes, so stale caches are regenerated. */
 const GENERATOR_VERSION = 1;
 
 export interface BenchRepo {
   size: number;
+  /** How it was generated; `label` is what the tables print (`100k dirs`), `key` names its cache. */
+  layout: Layout;
+  label: string;
+  key: string;
+  /** Directories holding tracked files (from meta.json; null for caches written before it was recorded). */
+  dirs: number | null;
   dir: string;
   /** A tracked file deep in the tree that the timed scenarios edit. */
   editFile: string;
@@ -22,6 +31,10 @@ interface Meta {
   version: number;
   size: number;
   editFile: string;
+  /** Large layouts only (the classic meta.json stays as it was). */
+  layout?: Layout;
+  dirs?: number;
+  generateMs?: number;
 }
 
 /** Small deterministic PRNG (mulberry32), so every machine gets the same repository. */
@@ -137,25 +150,205 @@ function generate(dir: string, size: number, env: BenchEnv, log: (s: string) => 
   return { version: GENERATOR_VERSION, size, editFile };
 }
 
-/** The cached repository of `size` files, generated first when missing or stale. */
-export function benchRepo(cacheDir: string, size: number, env: BenchEnv, log: (s: string) => void): BenchRepo {
-  const dir = path.join(cacheDir, `repo-${size}`);
-  const metaFile = path.join(cacheDir, `repo-${size}.json`);
+/** The cached repository of a spec (`--sizes`), generated first when missing or stale. */
+export async function benchRepo(cacheDir: string, spec: RepoSpec, env: BenchEnv, log: (s: string) => void): Promise<BenchRepo> {
+  const { size } = spec;
+  const dir = path.join(cacheDir, `repo-${spec.key}`);
+  const metaFile = path.join(cacheDir, `repo-${spec.key}.json`);
+  const version = spec.layout === 'classic' ? GENERATOR_VERSION : LARGE_GENERATOR_VERSION[spec.layout];
   let meta: Meta | null = null;
   try {
     meta = JSON.parse(fs.readFileSync(metaFile, 'utf8')) as Meta;
-    if (meta.version !== GENERATOR_VERSION || meta.size !== size || !fs.existsSync(path.join(dir, '.git'))) meta = null;
+    if (meta.version !== version || meta.size !== size || !fs.existsSync(path.join(dir, '.git'))) meta = null;
   } catch {
     meta = null;
   }
   if (!meta) {
-    log(`generating a repository of ${size} files in ${dir} (cached for later runs)`);
+    log(`generating a repository of ${size} files${spec.layout === 'dirs' ? ` in ${spec.dirs} directories` : ''} in ${dir} (cached for later runs)`);
     fs.rmSync(metaFile, { force: true });
-    meta = generate(dir, size, env, log);
+    if (spec.layout === 'classic') {
+      meta = generate(dir, size, env, log);
+    } else {
+      // Big: say what the disk holds before writing gigabytes.
+      log(`  disk before: ${diskFree(cacheDir)}`);
+      meta = await generateLarge(dir, spec, env, log);
+      log(`  generated in ${((meta.generateMs ?? 0) / 1000).toFixed(0)} s; ${dir} takes ${duHuman(dir)}; disk after: ${diskFree(cacheDir)}`);
+    }
     fs.writeFileSync(metaFile, JSON.stringify(meta));
   }
   const editOriginal = git(env, dir, ['cat-file', 'blob', `HEAD:${meta.editFile}`]);
-  return { size, dir, editFile: meta.editFile, editOriginal };
+  return { size, layout: spec.layout, label: spec.label, key: spec.key, dirs: meta.dirs ?? null, dir, editFile: meta.editFile, editOriginal };
+}
+
+/** `df -h` of the file system holding `dir`, one line: size, used, available. */
+export function diskFree(dir: string): string {
+  try {
+    const s = fs.statfsSync(dir);
+    const gib = (blocks: number) => `${((blocks * s.bsize) / 1024 ** 3).toFixed(1)} GiB`;
+    return `${gib(s.bavail)} available of ${gib(s.blocks)}`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** `du -sh`-like size of a directory (du itself: walking 1M files in Node would hold the bench for minutes). */
+export function duHuman(dir: string): string {
+  try {
+    return (spawnSync('du', ['-sh', dir], { encoding: 'utf8' }).stdout.split('\t')[0] ?? '?').trim() || '?';
+  } catch {
+    return '?';
+  }
+}
+
+/** Bump when the large generator changes (the classic one has GENERATOR_VERSION); per layout, so one change regenerates only its own. */
+const LARGE_GENERATOR_VERSION = { wide: 1, dirs: 2 } as const;
+
+/** Files per directory in the wide layout (average; each directory holds 10 to 30). */
+const WIDE_FILES_PER_DIR = 20;
+/** The few deep trees of the wide layout: chains this deep below a shallow directory. */
+const DEEP_TREES = 4;
+const DEEP_TREE_DEPTH = 18;
+
+/**
+ * The directories of a large repository, breadth first: a handful at the top,
+ * each directory 2 to 7 subdirectories (names unique by construction, so no set
+ * of paths is kept), plus `deep` chains of `deepDepth` directories hung below
+ * shallow directories. Only directory paths are held (50k at 1M files).
+ */
+export function largeDirs(r: () => number, count: number, deep: number, deepDepth: number): string[] {
+  const dirs: string[] = [];
+  const depth: number[] = [];
+  const tops = Math.min(count, 12);
+  for (let i = 0; i < tops; i++) {
+    dirs.push(`${pick(r, WORDS)}-${i}`);
+    depth.push(1);
+  }
+  const chains = Math.min(deep, Math.floor(count / (deepDepth * 4)));
+  const bushy = count - chains * deepDepth;
+  for (let p = 0; dirs.length < bushy && p < dirs.length; p++) {
+    const kids = 2 + Math.floor(r() * 6);
+    for (let k = 0; k < kids && dirs.length < bushy; k++) {
+      dirs.push(`${dirs[p]}/${pick(r, WORDS)}-${k}`);
+      depth.push((depth[p] ?? 0) + 1);
+    }
+  }
+  for (let c = 0; c < chains; c++) {
+    let parent = dirs[Math.floor(r() * Math.min(dirs.length, tops * 4))] ?? '';
+    for (let d = 0; d < deepDepth; d++) {
+      parent = `${parent}/${pick(r, WORDS)}-deep${c}`;
+      dirs.push(parent);
+    }
+  }
+  return dirs;
+}
+
+/** How many files each directory gets: `total` spread over `dirs`, each `lo`..`hi` (uniform), exactly `total` in all. */
+export function filesPerDir(r: () => number, dirs: number, total: number, lo: number, hi: number): Uint32Array {
+  const counts = new Uint32Array(dirs);
+  let left = total;
+  for (let i = 0; i < dirs && left > 0; i++) {
+    const c = Math.min(left, lo + Math.floor(r() * (hi - lo + 1)));
+    counts[i] = c;
+    left -= c;
+  }
+  // The random counts fell short: one more file per directory, round robin.
+  for (let i = 0; left > 0; i = (i + 1) % dirs, left--) counts[i] = (counts[i] ?? 0) + 1;
+  return counts;
+}
+
+/** `total` files over `dirs` directories, as evenly as can be (the first ones one more). */
+export function evenly(dirs: number, total: number): Uint32Array {
+  const counts = new Uint32Array(dirs);
+  for (let i = 0; i < dirs; i++) counts[i] = Math.floor(total / dirs) + (i < total % dirs ? 1 : 0);
+  return counts;
+}
+
+/**
+ * A large repository (`wide`: ~20 files per directory and a few deep trees;
+ * `dirs`: N directories of 2 files), written from Node directly and committed
+ * through one `git fast-import` stream (no loose objects, no `git add` of a
+ * million files), then the index built by `read-tree` + `update-index
+ * --refresh`. Content is a slice of a pool of source-like text behind a
+ * unique first line, so every blob differs and sizes follow the classic
+ * generator's distribution. Memory stays bounded: one directory's files at a
+ * time, only directory paths kept.
+ */
+async function generateLarge(dir: string, spec: RepoSpec, env: BenchEnv, log: (s: string) => void): Promise<Meta> {
+  const t0 = Date.now();
+  const { size } = spec;
+  const r = rng(size + (spec.layout === 'dirs' ? 7 : 0));
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  git(env, dir, ['init', '-q', '-b', 'main']);
+  const pool = Array.from({ length: 64 }, (_, i) => content(r, `pool${i}`, 40 * 1024));
+  const dirCount = spec.layout === 'dirs' ? (spec.dirs ?? 0) : Math.max(1, Math.ceil((size - 3) / WIDE_FILES_PER_DIR));
+  const dirs = largeDirs(r, dirCount, spec.layout === 'dirs' ? 0 : DEEP_TREES, DEEP_TREE_DEPTH);
+  const top = ['.gitignore', 'README.md', 'package.json'];
+  const counts = spec.layout === 'dirs' ? evenly(dirs.length, size - top.length) : filesPerDir(r, dirs.length, size - top.length, 10, 30);
+
+  const fi = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: dir, env: env.env, stdio: ['pipe', 'ignore', 'pipe'] });
+  let fiErr = '';
+  fi.stderr.on('data', (d: Buffer) => (fiErr += d.toString()));
+  const exited = once(fi, 'close');
+  const out = fi.stdin;
+  const send = async (chunk: string | Buffer) => {
+    if (!out.write(chunk)) await once(out, 'drain');
+  };
+  const fileCmd = async (rel: string, body: Buffer) => {
+    await send(`M 100644 inline ${rel}\ndata ${body.length}\n`);
+    await send(body);
+    await send('\n');
+  };
+  const when = '1704067200 +0000';
+  const msg = `synthetic repository of ${size} files (${spec.layout}${spec.layout === 'dirs' ? `, ${dirs.length} directories` : ''})`;
+  await send(`commit refs/heads/main\ncommitter Bench User <bench@example.com> ${when}\ndata ${Buffer.byteLength(msg)}\n${msg}\n`);
+  const writeTracked = async (rel: string, text: string) => {
+    const body = Buffer.from(text);
+    fs.writeFileSync(path.join(dir, rel), body);
+    await fileCmd(rel, body);
+  };
+  await writeTracked('.gitignore', 'node_modules/\ndist/\n*.log\n.cache/\n');
+  await writeTracked('README.md', `# synthetic repository (${size} files, ${spec.layout})\n`);
+  await writeTracked('package.json', '{ "name": "synthetic", "private": true }\n');
+  let editFile = '';
+  let written = top.length;
+  let nextLog = 50_000;
+  for (let d = 0; d < dirs.length; d++) {
+    const rel = dirs[d] ?? '';
+    fs.mkdirSync(path.join(dir, rel), { recursive: true });
+    const n = counts[d] ?? 0;
+    for (let j = 0; j < n; j++) {
+      const name = `${pick(r, WORDS)}-${pick(r, WORDS)}-${j}.${pick(r, EXTS)}`;
+      const file = `${rel}/${name}`;
+      const chunk = pool[Math.floor(r() * pool.length)] ?? '';
+      const len = Math.min(fileSize(r), chunk.length - 1);
+      const off = Math.floor(r() * (chunk.length - len));
+      await writeTracked(file, `// ${file}: generated by agentsnap's benchmark\n${chunk.slice(off, off + len)}\n`);
+      if (!editFile && file.split('/').length >= 5 && file.endsWith('.ts')) editFile = file;
+    }
+    written += n;
+    if (written >= nextLog) {
+      log(`  wrote ${written} files (${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+      nextLog += 50_000;
+    }
+  }
+  if (!editFile) editFile = 'README.md';
+  await send('\ndone\n');
+  out.end();
+  const [code] = (await exited) as [number | null];
+  if (code !== 0) throw new Error(`git fast-import failed (exit ${code}): ${fiErr.trim()}`);
+  // Ignored build output and dependencies, as the classic generator writes them.
+  for (let p = 0; p < 20; p++) {
+    for (let f = 0; f < 10; f++) write(dir, `node_modules/pkg-${p}/lib/file-${f}.js`, content(r, `dep${f}`, 400));
+  }
+  for (let f = 0; f < 30; f++) write(dir, `dist/bundle-${f}.js`, content(r, `bundle${f}`, 800));
+  write(dir, 'build.log', 'ok\n');
+  log(`  building the index of ${written} files (read-tree, update-index --refresh)`);
+  git(env, dir, ['read-tree', 'HEAD']);
+  git(env, dir, ['update-index', '-q', '--refresh']);
+  const left = git(env, dir, ['status', '--porcelain', '--untracked-files=no']).trim();
+  if (left) throw new Error(`the generated repository differs from its commit: ${left.split('\n').slice(0, 3).join('; ')}`);
+  return { version: LARGE_GENERATOR_VERSION[spec.layout === 'dirs' ? 'dirs' : 'wide'], size, editFile, layout: spec.layout, dirs: dirs.length, generateMs: Date.now() - t0 };
 }
 
 /**

@@ -17,10 +17,11 @@ import {
   type Subject,
 } from './measure.js';
 import { removeAgentsnapState, type BenchRepo } from './repos.js';
-import { CREATE_COUNT, makeChange, type Change, type ChangeKind } from './changes.js';
+import { CREATE_COUNT, makeChange, spreadPick, type Change, type ChangeKind } from './changes.js';
 import { claudePayload, hookCmds, installClaudeHooks, recordedSteps, toolCall, type ToolCallSpec } from './hooks.js';
 import { BACKUP, backupSubject, ISOGIT, isogitSubject, SHADOW, shadowSubject } from './peers.js';
-import { serverStatus, stopServer, vmHwmMiB, type ServerInfo } from './server.js';
+import { serverStatus, serverWatches, stopServer, vmHwmMiB, type ServerInfo } from './server.js';
+import { CLASSIC_MAX, type Layout } from './args.js';
 import { diskGrowth, type DiskResult } from './disk.js';
 
 export interface Target {
@@ -58,7 +59,23 @@ export interface Row {
   server: ServerInfo | null;
   /** Its peak memory (VmHWM), MiB. */
   serverRssMiB: number | null;
+  /** Inotify watches it held at the end of the row, and where the figure comes from (its status, or /proc/<pid>/fdinfo). */
+  serverWatches: number | null;
+  watchesFrom: 'status' | 'fdinfo' | null;
+  /** The repository as the tables print it (`1,000,000`, `100k dirs`). */
+  label: string;
+  /** The repository's layout (bench/args.ts): the growth table follows the file-count ones only. */
+  layout: Layout;
   notes: string[];
+}
+
+/** Fills a row's server columns from a status taken at its end: pid, peak memory, inotify watches. */
+export function withServer(r: Row, status: ServerInfo): void {
+  r.server = status.supported ? status : null;
+  r.serverRssMiB = status.pid ? vmHwmMiB(status.pid) : null;
+  const w = status.running ? serverWatches(status) : null;
+  r.serverWatches = w?.watches ?? null;
+  r.watchesFrom = w?.from ?? null;
 }
 
 export interface ScenarioContext {
@@ -70,6 +87,8 @@ export interface ScenarioContext {
   diskSteps: number;
   /** Scenarios named in --only (they run even where slow). */
   explicit: Set<string>;
+  /** isomorphic-git among the tool calls' peers (`--no-isogit` leaves it out: minutes a sample at 100k on a busy machine). */
+  isogit: boolean;
 }
 
 export interface Scenario {
@@ -133,6 +152,10 @@ function row(ctx: ScenarioContext, what: string, a: number[], b: number[], basel
     peers: {},
     server: null,
     serverRssMiB: null,
+    serverWatches: null,
+    watchesFrom: null,
+    label: ctx.repo.label,
+    layout: ctx.repo.layout,
     notes: [],
   };
 }
@@ -238,6 +261,9 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         const server = serverStatus(env, repo.dir);
         ctx.log(`  ${what}: warm-up call ${warmMs.toFixed(0)} ms; ${server.supported ? (server.running ? `server running, pid ${server.pid}` : 'no server running') : 'this agentsnap has no server command'}`);
         const runs = Math.max(1, Math.min(ctx.runs, 7));
+        const large = repo.size > CLASSIC_MAX;
+        if (large) r0notes.push(`isomorphic-git not run above ${CLASSIC_MAX.toLocaleString('en-US')} files; shadow repo: at most 3 runs`);
+        else if (!ctx.isogit) r0notes.push('isomorphic-git not run (--no-isogit)');
         ctx.log(`  ${what} (${runs} runs)`);
         const samples = await interleave(
           [
@@ -252,8 +278,10 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
             },
             rawGitSubject(ctx, change),
             backupSubject(repo, env, change),
-            shadowSubject(repo, env, change),
-            isogitSubject(repo, env, change, ctx.log),
+            // Above 100k files a shadow-repo sample takes seconds: 3 of them say enough.
+            large ? { ...shadowSubject(repo, env, change), maxRuns: () => 3 } : shadowSubject(repo, env, change),
+            // isomorphic-git takes ~25 s a sample at 100k and holds the whole index in memory: not run above.
+            ...(large || !ctx.isogit ? [] : [isogitSubject(repo, env, change, ctx.log)]),
           ],
           runs,
         );
@@ -275,10 +303,9 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         const r = row(ctx, what, samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', target, hookRss);
         for (const name of [BACKUP, SHADOW, ISOGIT]) {
           const xs = samples.get(name) ?? [];
-          r.peers[name] = { ms: median(xs), samples: xs.length };
+          if (xs.length) r.peers[name] = { ms: median(xs), samples: xs.length };
         }
-        r.server = end.supported ? end : null;
-        r.serverRssMiB = end.pid ? vmHwmMiB(end.pid) : null;
+        withServer(r, end);
         r.notes.push(...r0notes);
         if (notPost) r.notes.push(`${notPost} of ${runs + 1} post hooks returned before their snapshot was recorded`);
         for (const m of [...messages].slice(0, 3)) r.notes.push(`hook said: ${m}`);
@@ -303,10 +330,13 @@ export const toolCallReadOnlyBash = toolCallScenario('hook-read-bash', 'tool cal
 export const toolCallCreate = toolCallScenario('hook-create', `tool call: creates ${CREATE_COUNT} files`, 'create', null);
 
 /** Writes new content into `count` tracked files spread over the repository (the same files every time). */
+const manyFiles = new Map<string, string[]>();
+
 function editManyFiles(repo: BenchRepo, env: BenchEnv, count: number, tag: string): string[] {
-  const files = git(env, repo.dir, ['ls-files', '-z', '--', '*.ts']).split('\0').filter(Boolean);
-  const step = Math.max(1, Math.floor(files.length / count));
-  const picked = files.filter((_, i) => i % step === 0).slice(0, count);
+  // Listed once per repository and count (one ls-files of 1M paths costs a second).
+  const key = `${repo.dir}\0${count}`;
+  const picked = manyFiles.get(key) ?? spreadPick(git(env, repo.dir, ['ls-files', '-z', '--', '*.ts']), count, count, 'first', () => true);
+  manyFiles.set(key, picked);
   for (const rel of picked) fs.appendFileSync(path.join(repo.dir, rel), `// ${tag}\n`);
   return picked;
 }
@@ -390,8 +420,7 @@ export const firstSnapshotWarm: Scenario = {
       );
       const end = serverStatus(env, repo.dir);
       const r = row(ctx, 'first snapshot of a new session, server warm (first pre hook)', samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', { maxRatio: 1, issue: 7, sizes: [100_000] }, null);
-      r.server = end.supported ? end : null;
-      r.serverRssMiB = end.pid ? vmHwmMiB(end.pid) : null;
+      withServer(r, end);
       return [r];
     } finally {
       stopServer(env, repo.dir);
@@ -401,7 +430,55 @@ export const firstSnapshotWarm: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [firstSnapshot, firstSnapshotWarm, checkpointOneFile, toolCallReadOnly, toolCallReadOnlyBash, toolCallEdit, toolCallCreate, undoTen, undoHundred, diskScenario];
+/** Issue 19: a session's fixed cost ≤ Node start-up + one `git status`, at these sizes. */
+const FIXED_TARGET: Target = { maxRatio: 1, issue: 19, sizes: [10_000, 100_000, 1_000_000] };
+export const FIXED_BASELINE = 'node start-up + git status';
+
+/**
+ * The fixed cost of a session (issue 19): `agentsnap wrap -- true`, an agent
+ * that does nothing, start to end (session start, its hooks' set-up, the
+ * session's end with its maintenance), against Node's start-up plus one
+ * `git status` of the same repository, sampled in the same loop. Two rows:
+ * repeated sessions (earlier sessions' state kept, as a user running short
+ * sessions one after the other has it), and the first session in the
+ * repository (agentsnap's state removed before each sample), untargeted.
+ */
+export const sessionFixedCost: Scenario = {
+  id: 'fixed',
+  async run(ctx) {
+    const { repo, env } = ctx;
+    stopServer(env, repo.dir);
+    removeAgentsnapState(repo, env);
+    const wrapCmd = agentsnapCmd(env, repo.dir, ['wrap', '-q', '--', 'true']);
+    const node: Cmd = { file: process.execPath, args: ['-e', '0'], cwd: repo.dir, env: env.env };
+    const status: Cmd = { file: 'git', args: ['status'], cwd: repo.dir, env: env.env };
+    const baseline: Subject = { name: FIXED_BASELINE, run: () => timed([node]).ms + timed([status]).ms };
+    const rows: Row[] = [];
+    const measure = async (what: string, runs: number, prepare: ((i: number) => void) | undefined, target: Target | null) => {
+      ctx.log(`  ${what} (${runs} runs)`);
+      const samples = await interleave([{ name: 'agentsnap', ...(prepare ? { prepare } : {}), run: () => timed([wrapCmd]).ms }, baseline], runs);
+      prepare?.(-1);
+      const rss = peakRssMiB(env, wrapCmd);
+      const r = row(ctx, what, samples.get('agentsnap') ?? [], samples.get(FIXED_BASELINE) ?? [], FIXED_BASELINE, target, rss);
+      rows.push(r);
+    };
+    try {
+      timed([wrapCmd]); // untimed: the first session in the repository
+      await measure('session fixed cost: `wrap -- true` (agent idle)', Math.max(1, Math.min(ctx.runs, 7)), undefined, FIXED_TARGET);
+      const fresh = () => {
+        stopServer(env, repo.dir);
+        removeAgentsnapState(repo, env);
+      };
+      await measure('session fixed cost, first session in the repository', Math.max(1, Math.min(ctx.runs, 3)), fresh, null);
+      return rows;
+    } finally {
+      stopServer(env, repo.dir);
+      removeAgentsnapState(repo, env);
+    }
+  },
+};
+
+export const SCENARIOS: Scenario[] = [firstSnapshot, firstSnapshotWarm, checkpointOneFile, toolCallReadOnly, toolCallReadOnlyBash, toolCallEdit, toolCallCreate, undoTen, undoHundred, sessionFixedCost, diskScenario];
 
 /** Node's own start-up and agentsnap's CLI load (`--version`), for reading the small sizes. */
 export async function startupReference(env: BenchEnv, runs: number): Promise<{ nodeMs: number; versionMs: number; emptyHooksMs: number }> {

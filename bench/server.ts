@@ -12,9 +12,11 @@ export interface ServerInfo {
   supported: boolean;
   running: boolean;
   pid: number | null;
+  /** Inotify watches the server says it holds (`watches` in its status JSON, when this agentsnap reports it). */
+  watches: number | null;
 }
 
-const NONE: ServerInfo = { supported: false, running: false, pid: null };
+const NONE: ServerInfo = { supported: false, running: false, pid: null, watches: null };
 
 /** Worktrees whose server the bench may have started (through hook calls), stopped again by stopAllServers. */
 const touched = new Map<string, BenchEnv>();
@@ -52,13 +54,64 @@ export function serverStatus(env: BenchEnv, dir: string): ServerInfo {
   try {
     parsed = JSON.parse(r.stdout);
   } catch {
-    return { supported: true, running: false, pid: null };
+    return { supported: true, running: false, pid: null, watches: null };
   }
   const pid = findPid(parsed);
   if (pid) seen.set(dir, (seen.get(dir) ?? new Set()).add(pid));
   const obj = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
   const running = typeof obj.running === 'boolean' ? obj.running : pid !== null && alive(pid);
-  return { supported: true, running, pid: running ? pid : null };
+  return { supported: true, running, pid: running ? pid : null, watches: running ? findCount(parsed, 'watches') : null };
+}
+
+/** A non-negative integer under `key` anywhere in the status JSON (read defensively: the field is new). */
+function findCount(v: unknown, key: string): number | null {
+  if (!v || typeof v !== 'object') return null;
+  const o = v as Record<string, unknown>;
+  const x = o[key];
+  if (typeof x === 'number' && Number.isInteger(x) && x >= 0) return x;
+  for (const y of Object.values(o)) {
+    const n = findCount(y, key);
+    if (n !== null) return n;
+  }
+  return null;
+}
+
+/** Inotify watches a process holds: the `inotify wd:` lines of its /proc/<pid>/fdinfo/* (null when unreadable). */
+export function inotifyWatchesOf(pid: number): number | null {
+  let fds: string[];
+  try {
+    fds = fs.readdirSync(`/proc/${pid}/fdinfo`);
+  } catch {
+    return null;
+  }
+  let n = 0;
+  for (const fd of fds) {
+    let text: string;
+    try {
+      text = fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8');
+    } catch {
+      continue; // closed meanwhile
+    }
+    if (!text.includes('inotify wd:')) continue;
+    for (let i = text.indexOf('inotify wd:'); i >= 0; i = text.indexOf('\ninotify wd:', i + 1)) n++;
+  }
+  return n;
+}
+
+/** The server's inotify watches: its own figure when its status gives one, else counted from /proc. */
+export function serverWatches(info: ServerInfo): { watches: number; from: 'status' | 'fdinfo' } | null {
+  if (info.watches !== null) return { watches: info.watches, from: 'status' };
+  const n = info.pid ? inotifyWatchesOf(info.pid) : null;
+  return n === null ? null : { watches: n, from: 'fdinfo' };
+}
+
+/** fs.inotify.max_user_watches, the per-user limit every server of this user shares (null off Linux). */
+export function maxUserWatches(): number | null {
+  try {
+    return Number(fs.readFileSync('/proc/sys/fs/inotify/max_user_watches', 'utf8').trim());
+  } catch {
+    return null;
+  }
 }
 
 /** Remembers a worktree where hook calls ran, so its server is stopped even if the run dies before asking. */

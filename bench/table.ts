@@ -8,6 +8,15 @@ import { BACKUP, ISOGIT, SHADOW } from './peers.js';
 /** Issue 7: any agentsnap process under this at 100k files. */
 export const MEMORY_TARGET_MIB = 150;
 const MEMORY_TARGET_SIZE = 100_000;
+/** Issue 19: the server under this at 1M files (and, the bench says, at 500k: the 1M budget applies from there). */
+export const LARGE_MEMORY_TARGET_MIB = 300;
+export const LARGE_MEMORY_TARGET_SIZE = 500_000;
+
+/** The memory target of a repository (MiB), null where none applies (below 100k; a 100k-directory repository). */
+export function memoryTargetMiB(r: { size: number; layout?: string }): number | null {
+  if (r.layout === 'dirs' || r.size < MEMORY_TARGET_SIZE) return null;
+  return r.size >= LARGE_MEMORY_TARGET_SIZE ? LARGE_MEMORY_TARGET_MIB : MEMORY_TARGET_MIB;
+}
 
 const fmtInt = (n: number) => n.toLocaleString('en-US');
 const fmtMs = (n: number) => (Number.isFinite(n) ? `${n < 10 ? n.toFixed(1) : n.toFixed(0)} ms` : '-');
@@ -30,9 +39,10 @@ function peerCell(r: Row, name: string): string {
   return `${fmtMs(p.ms)}${p.samples < r.samples ? ` (${p.samples} run${p.samples === 1 ? '' : 's'})` : ''}`;
 }
 
-function memoryMark(r: { size: number }, mib: number | null): string {
-  if (mib === null || r.size < MEMORY_TARGET_SIZE) return '';
-  return mib < MEMORY_TARGET_MIB ? ' ✓' : ' ✗';
+function memoryMark(r: { size: number; layout?: string }, mib: number | null): string {
+  const target = memoryTargetMiB(r);
+  if (mib === null || target === null) return '';
+  return mib < target ? ' ✓' : ' ✗';
 }
 
 function render(head: string[], body: string[][], right: Set<number>): string {
@@ -49,9 +59,9 @@ function render(head: string[], body: string[][], right: Set<number>): string {
 }
 
 export function formatTable(rows: Row[]): string {
-  const head = ['files', 'what', 'agentsnap', 'raw git', 'ratio', 'target', BACKUP, SHADOW, ISOGIT, 'max RSS', 'server RSS'];
+  const head = ['files', 'what', 'agentsnap', 'raw git', 'ratio', 'target', BACKUP, SHADOW, ISOGIT, 'max RSS', 'server RSS', 'watches'];
   const body = rows.map((r) => [
-    fmtInt(r.size),
+    r.label ?? fmtInt(r.size),
     r.what,
     fmtMs(r.agentsnapMs),
     fmtMs(r.baselineMs),
@@ -62,20 +72,24 @@ export function formatTable(rows: Row[]): string {
     peerCell(r, ISOGIT),
     r.maxRssMiB === null ? (r.server?.running ? 'no node' : '') : `${fmtMiB(r.maxRssMiB)}${memoryMark(r, r.maxRssMiB)}`,
     r.serverRssMiB === null ? '' : `${fmtMiB(r.serverRssMiB)}${memoryMark(r, r.serverRssMiB)}`,
+    r.serverWatches === null || r.serverWatches === undefined ? '' : `${fmtInt(r.serverWatches)}${r.watchesFrom === 'fdinfo' ? '*' : ''}`,
   ]);
   const notes: string[] = [];
   for (const r of rows) {
-    if (r.server?.running) notes.push(`${fmtInt(r.size)} ${r.what}: agentsnap server running (pid ${r.server.pid})`);
-    for (const n of r.notes) notes.push(`${fmtInt(r.size)} ${r.what}: ${n}`);
+    const name = r.label ?? fmtInt(r.size);
+    if (r.server?.running) notes.push(`${name} ${r.what}: agentsnap server running (pid ${r.server.pid})`);
+    for (const n of r.notes) notes.push(`${name} ${r.what}: ${n}`);
   }
   const legend = [
     `raw git: GIT_INDEX_FILE=<warm private index> git add -A; write-tree; commit-tree; update-ref. ${BACKUP}: Claude Code's checkpoint, a copy of each file`,
     `before it is written (in-process). ${SHADOW}: Cline/Gemini CLI, git add -A + git commit in a warm shadow git dir (core.worktree = the repo).`,
     `${ISOGIT}: statusMatrix + add/remove + commit in-process (a warm worker process), warm index. Every subject of a row handles the same change.`,
     `max RSS: peak of the agentsnap Node processes (CLI, or every Node process the hook commands start); server RSS: the warm server's VmHWM.`,
-    `Memory target (#7): < ${MEMORY_TARGET_MIB} MiB at ${fmtInt(MEMORY_TARGET_SIZE)} files.`,
+    `Memory targets: < ${MEMORY_TARGET_MIB} MiB at ${fmtInt(MEMORY_TARGET_SIZE)} files (#7), server < ${LARGE_MEMORY_TARGET_MIB} MiB at 1,000,000 (#19; marked from ${fmtInt(LARGE_MEMORY_TARGET_SIZE)}).`,
+    `watches: the server's inotify watches at the end of the row (its status; * = counted from /proc/<pid>/fdinfo, \`inotify wd:\` lines).`,
+    `session fixed cost rows: the raw git column is node start-up (\`node -e 0\`) + one \`git status\` of the repository instead; max RSS: the wrapper (it hosts the session's server).`,
   ];
-  return [render(head, body, new Set([0, 2, 3, 4, 6, 7, 8, 9, 10])), '', ...legend, ...(notes.length ? ['', ...notes] : [])].join('\n');
+  return [render(head, body, new Set([0, 2, 3, 4, 6, 7, 8, 9, 10, 11])), '', ...legend, ...(notes.length ? ['', ...notes] : [])].join('\n');
 }
 
 export function formatDiskTable(results: DiskResult[]): string {
