@@ -102,8 +102,13 @@ export async function blame(opts: BlameOptions): Promise<BlameResult> {
   const abs = `${r.repo.worktree}/${rel}`;
   let contents: Buffer | null = null;
   try {
-    if (fs.statSync(abs).isDirectory()) throw errors.invalidArgument(`${rel} is a directory: blame takes a file.`);
-    contents = fs.readFileSync(abs);
+    // lstat: a symlink is blamed as the link a snapshot records, never read through (to a file outside the
+    // repository, a FIFO that blocks, /dev/zero that never ends).
+    const st = fs.lstatSync(abs);
+    if (st.isDirectory()) throw errors.invalidArgument(`${rel} is a directory: blame takes a file.`);
+    if (st.isSymbolicLink()) contents = Buffer.from(fs.readlinkSync(abs, { encoding: 'buffer' }));
+    else if (!st.isFile()) throw errors.invalidArgument(`${rel} is not a regular file: blame takes a file.`);
+    else contents = fs.readFileSync(abs);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }

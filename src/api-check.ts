@@ -22,7 +22,10 @@ function parseRange(s: Session, text: string): number[] {
   const from = m[1] === undefined ? 0 : Number(m[1]);
   const to = m[2] === undefined ? Math.max(...all) : Number(m[2]);
   if (from > to) throw errors.invalidArgument(`--steps ${text}: ${from} comes after ${to}.`);
-  return all.filter((n) => n >= from && n <= to);
+  const picked = all.filter((n) => n >= from && n <= to);
+  // Nothing to run must not read as "every state passed" (exit 0).
+  if (picked.length === 0) throw errors.stepOutOfRange(`session ${s.id} has no state after a step in ${text} to check.`, { data: { session: s.id, steps: text } });
+  return picked;
 }
 
 export interface CheckOptions extends SessionOptions {

@@ -92,8 +92,24 @@ export async function readNote(repo: Repo, commit: string): Promise<CommitNote |
   try {
     const res = await repo.git(['notes', '--ref', NOTES_REF, 'show', commit], { okCodes: [1, 128] });
     if (res.code !== 0) return null;
-    const n = JSON.parse(res.stdout.toString('utf8')) as CommitNote;
-    return n && n.v === 1 && n.files && typeof n.files === 'object' ? n : null;
+    // One JSON line per note; but when a rebase or amend copies a note (notes.rewriteRef) onto a commit the
+    // post-commit hook already noted, git concatenates them (notes.rewriteMode's default): the first one is the
+    // hook's, made for this very commit, so a file keeps the first note that names it.
+    const out: CommitNote = { v: 1, files: {} };
+    let found = false;
+    for (const line of res.stdout.toString('utf8').split('\n')) {
+      if (!line.trim()) continue;
+      let n: CommitNote;
+      try {
+        n = JSON.parse(line) as CommitNote;
+      } catch {
+        continue;
+      }
+      if (!n || n.v !== 1 || !n.files || typeof n.files !== 'object') continue;
+      found = true;
+      for (const [rel, runs] of Object.entries(n.files)) if (!(rel in out.files) && Array.isArray(runs)) out.files[rel] = runs;
+    }
+    return found ? out : null;
   } catch {
     return null;
   }
@@ -105,12 +121,24 @@ export function noteLine(note: CommitNote, rel: string, line: number): { session
   return null;
 }
 
+/**
+ * What `hooks install` adds to notes.rewriteRef: a glob, because git warns "notes ref … is invalid" on every
+ * amend and rebase while a named ref does not exist yet (before the first note); a glob that matches nothing
+ * is silent. (Older installs added NOTES_REF itself: uninstall takes either out.)
+ */
+export const NOTES_REWRITE_REF = `${NOTES_REF}*`;
+
 /** `notes.rewriteRef` carries agentsnap's notes across amend and rebase; set by `hooks install`. */
 export async function setNotesRewrite(repo: Repo, on: boolean): Promise<void> {
   const res = await repo.git(['config', '--local', '--get-all', 'notes.rewriteRef'], { okCodes: [1] });
-  const has = res.stdout.toString().split('\n').includes(NOTES_REF);
-  if (on && !has) await repo.git(['config', '--local', '--add', 'notes.rewriteRef', NOTES_REF]);
-  if (!on && has) await repo.git(['config', '--local', '--unset', 'notes.rewriteRef', `^${NOTES_REF.replace(/\//g, '\\/')}$`], { okCodes: [5] });
+  const values = res.stdout.toString().split('\n');
+  if (on && !values.includes(NOTES_REWRITE_REF)) await repo.git(['config', '--local', '--add', 'notes.rewriteRef', NOTES_REWRITE_REF]);
+  if (on && values.includes(NOTES_REF)) await repo.git(['config', '--local', '--unset-all', '--fixed-value', 'notes.rewriteRef', NOTES_REF], { okCodes: [5] });
+  if (!on) {
+    for (const v of [NOTES_REWRITE_REF, NOTES_REF]) {
+      if (values.includes(v)) await repo.git(['config', '--local', '--unset-all', '--fixed-value', 'notes.rewriteRef', v], { okCodes: [5] });
+    }
+  }
 }
 
 /**

@@ -93,8 +93,8 @@ async function throwawayCommit(repo: Repo, base: string, rel: string, contents: 
   const dir = fs.mkdtempSync(path.join(repo.stateDir, 'tmp-blame-'));
   try {
     const extraEnv = { GIT_INDEX_FILE: path.join(dir, 'index') };
-    // --path: the same clean filters (eol, filter=) the snapshots' blobs went through.
-    const blob = (await repo.git(['hash-object', '-w', '--stdin', `--path=${rel}`], { input: contents })).stdout.toString().trim();
+    // --no-filters: snapshots hold the worktree's exact bytes (no eol or filter= conversion), so must this blob.
+    const blob = (await repo.git(['hash-object', '-w', '--stdin', '--no-filters'], { input: contents })).stdout.toString().trim();
     await repo.git(['read-tree', base], { extraEnv });
     await repo.git(['update-index', '--add', '--cacheinfo', `100644,${blob},${rel}`], { extraEnv });
     const tree = (await repo.git(['write-tree'], { extraEnv })).stdout.toString().trim();

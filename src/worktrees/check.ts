@@ -89,10 +89,30 @@ function lastLines(text: string, patterns: RegExp[]): string {
   return tail.length > OUTPUT_CHARS ? tail.slice(-OUTPUT_CHARS) : tail;
 }
 
-function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number; output: string; ms: number }> {
+/** The process group of the check command running now, for the signal handlers (see openCheckWorktree). */
+interface Running {
+  pgid: number | null;
+}
+
+function killGroup(pgid: number | null, sig: NodeJS.Signals): void {
+  if (pgid === null) return;
+  try {
+    process.kill(-pgid, sig);
+  } catch {
+    /* the group is gone */
+  }
+}
+
+/**
+ * Runs `cmd` in its own process group. When the shell ends, what it left in its group (a server started with
+ * `&`, a watcher) is killed: it runs in a worktree about to be removed, and would hold the output pipes open,
+ * so the check would never end.
+ */
+function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv, running: Running): Promise<{ code: number; output: string; ms: number }> {
   return new Promise((resolve, reject) => {
     const t0 = Date.now();
-    const child = spawn('/bin/sh', ['-c', cmd], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', cmd], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    running.pgid = child.pid ?? null;
     const chunks: Buffer[] = [];
     let size = 0;
     const keep = (d: Buffer) => {
@@ -103,9 +123,53 @@ function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv): Promise<{
     };
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), output: Buffer.concat(chunks).toString('utf8'), ms: Date.now() - t0 }));
+    child.on('error', (e) => {
+      running.pgid = null;
+      reject(e);
+    });
+    let exit: { code: number; ms: number } | null = null;
+    let pipesLeft: NodeJS.Timeout | null = null;
+    const done = () => {
+      if (!exit) return;
+      if (pipesLeft) clearTimeout(pipesLeft);
+      running.pgid = null;
+      resolve({ code: exit.code, output: Buffer.concat(chunks).toString('utf8'), ms: exit.ms });
+    };
+    child.on('exit', (code, signal) => {
+      exit = { code: code ?? (signal ? 128 : 1), ms: Date.now() - t0 };
+      killGroup(child.pid ?? null, 'SIGKILL');
+      // A process that left the group (setsid) may still hold the pipes: not waited for beyond a moment.
+      pipesLeft = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        done();
+      }, 2000);
+      pipesLeft.unref();
+    });
+    child.on('close', done);
   });
+}
+
+/**
+ * Variables that point git at a repository, worktree or index: set by a git hook (GIT_INDEX_FILE, GIT_DIR) or
+ * by the user's shell, they would make a check's `git` commands act on the user's index, HEAD and branches
+ * instead of the check worktree's.
+ */
+const REPO_LOCATING_GIT_VARS = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_COMMON_DIR', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_PREFIX', 'GIT_IMPLICIT_WORK_TREE', 'GIT_NAMESPACE', 'GIT_SHALLOW_FILE', 'GIT_GRAFT_FILE'];
+
+/** The environment of a check's commands (setup included): the caller's, without git's repository variables or the session's. */
+function checkEnv(callerEnv: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...callerEnv };
+  for (const k of REPO_LOCATING_GIT_VARS) delete env[k];
+  // Not a session of its own: an agent run inside a check must not join the user's session.
+  delete env.AGENTSNAP_SESSION;
+  delete env.AGENTSNAP_WORKTREE;
+  return env;
+}
+
+/** Whether a journaled command (redacted when journaled) is `command`: compared as both are journaled. */
+function sameCommand(recorded: string, command: string, patterns: RegExp[]): boolean {
+  return recorded === command || recorded === redactText(command, patterns);
 }
 
 /** A throwaway worktree for checks; `close()` removes it. */
@@ -139,12 +203,32 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
     await removeSessionWorktree(repo, { path: dir, shared: [] }).catch(() => undefined);
     throw e;
   }
+  // Stopped midway (Ctrl-C, SIGTERM, SIGHUP): the command's group (its own, so not reached by a terminal's
+  // Ctrl-C) is killed and the worktree removed before the signal does what it would have done.
+  const running: Running = { pgid: null };
+  let closing: Promise<void> | null = null;
+  const remove = () => (closing ??= (async () => {
+    killGroup(running.pgid, 'SIGKILL');
+    // The symlinks to the user's shared directories go first, only while they are symlinks (never followed).
+    await removeSessionWorktree(repo, { path: dir, shared: shared.map((p) => ({ path: p, how: 'symlink' as const })) });
+  })());
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const onSignal = (sig: NodeJS.Signals) => {
+    unlisten();
+    void remove()
+      .catch(() => undefined)
+      .finally(() => {
+        // Nobody else listens: the signal's own action (ending the process) as without us.
+        if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
+      });
+  };
+  const unlisten = () => {
+    for (const sig of signals) process.removeListener(sig, onSignal);
+  };
+  for (const sig of signals) process.on(sig, onSignal);
   const known = opts.fresh ? [] : recordedChecks(s);
   let setUp = false;
-  const env: NodeJS.ProcessEnv = { ...repo.callerEnv };
-  // Not a session of its own: an agent run inside a check must not join the user's session.
-  delete env.AGENTSNAP_SESSION;
-  delete env.AGENTSNAP_WORKTREE;
+  const env = checkEnv(repo.callerEnv);
   const journal = (r: CheckResult) => {
     const ev = { ...eventBase(s.id), type: CHECK_EVENT, step: r.step, command: redactText(r.command, opts.settings.redactPatterns), tree: r.tree, exitCode: r.exitCode, durationMs: r.durationMs, output: r.output, ...(r.reused ? { reused: true } : {}) };
     return recordEvent(repo, s.id, opts.settings, ev as unknown as JournalEvent);
@@ -154,7 +238,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
     async run(n, command) {
       const { commit } = stateAfter(s, n);
       const tree = await treeOf(repo, commit);
-      const before = known.find((c) => c.command === command && c.tree === tree);
+      const before = known.find((c) => sameCommand(c.command, command, opts.settings.redactPatterns) && c.tree === tree);
       if (before) {
         // Journaled again (marked reused): the newest check of the session is the one asked for last.
         const reused: CheckResult = { ...before, step: n, reused: true, time: new Date().toISOString() };
@@ -165,7 +249,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
       await wt.git(['clean', '-q', '-f', '-d', ...shared.flatMap((p) => ['-e', `/${p}`])]);
       if (!setUp && cfg.setup) {
         setUp = true;
-        const res = await runCommand(cfg.setup, dir, env);
+        const res = await runCommand(cfg.setup, dir, env, running);
         if (res.code !== 0) {
           throw errors.worktreeSetupFailed(`the worktree setup command (agentsnap.worktreeSetup) failed with exit code ${res.code}.`, {
             hint: 'Fix the command or unset it: git config --unset agentsnap.worktreeSetup.',
@@ -173,7 +257,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
           });
         }
       }
-      const res = await runCommand(command, dir, { ...env, AGENTSNAP_CHECK_STEP: String(n) });
+      const res = await runCommand(command, dir, { ...env, AGENTSNAP_CHECK_STEP: String(n) }, running);
       const result: CheckResult = {
         step: n,
         command,
@@ -189,8 +273,8 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
       return result;
     },
     async close() {
-      for (const p of shared) fs.rmSync(path.join(dir, p), { force: true });
-      await removeSessionWorktree(repo, { path: dir, shared: [] });
+      unlisten();
+      await remove();
     },
   };
 }
@@ -289,7 +373,7 @@ export async function runAutoCheck(repo: Repo, id: string, settings: Settings, l
         const newest = newestCheckable(s);
         if (newest === null) break;
         const tree = await treeOf(repo, stateAfter(s, newest).commit);
-        if (recordedChecks(s).some((c) => c.command === command && c.tree === tree)) break;
+        if (recordedChecks(s).some((c) => sameCommand(c.command, command, settings.redactPatterns) && c.tree === tree)) break;
         const wt = await openCheckWorktree(repo, s, { settings });
         try {
           done.push(await wt.run(newest, command));
@@ -305,7 +389,7 @@ export async function runAutoCheck(repo: Repo, id: string, settings: Settings, l
     const newest = newestCheckable(s);
     if (newest === null) return done;
     const tree = await treeOf(repo, stateAfter(s, newest).commit);
-    if (recordedChecks(s).some((c) => c.command === command && c.tree === tree)) return done;
+    if (recordedChecks(s).some((c) => sameCommand(c.command, command, settings.redactPatterns) && c.tree === tree)) return done;
   }
 }
 
