@@ -45,6 +45,10 @@ export function readlinkSync(p: P, opts?: { encoding: 'buffer' }): string | Buff
   return opts ? realFs.readlinkSync(b(p), opts) : realFs.readlinkSync(b(p));
 }
 
+export function accessSync(p: P, mode?: number): void {
+  realFs.accessSync(b(p), mode);
+}
+
 export function readFileSync(p: P | number): Buffer {
   return realFs.readFileSync(typeof p === 'number' ? p : b(p));
 }

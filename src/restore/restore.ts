@@ -345,7 +345,10 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
     try {
       fs.accessSync(path.join(repo.worktree, rel), fs.constants.R_OK);
     } catch (e) {
-      unreadable.set(rel, (e as NodeJS.ErrnoException).code ?? 'error');
+      // Only a refusal: anything else (a name this check cannot spell, a file gone meanwhile) is left to the hash.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'EACCES' && code !== 'EPERM') continue;
+      unreadable.set(rel, code);
       toHash.splice(i, 1);
     }
   }
