@@ -137,7 +137,9 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
     },
     rm: (rel) => fs.rmSync(path.join(dir, rel), { recursive: true, force: true }),
     cleanup: () => {
-      fs.rmSync(base, { recursive: true, force: true });
+      // A detached process agentsnap started (the end-of-session pack, a background check) may still be writing
+      // into the repository: rmSync retries what it finds not empty (bounded, with a growing delay).
+      fs.rmSync(base, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
       forget();
     },
   };
