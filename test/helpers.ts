@@ -71,6 +71,40 @@ export interface TempRepoOptions {
 const liveTempDirs = new Set<string>();
 let signalCleanup = false;
 
+/** Kills (SIGKILL) the processes whose working directory is under `dir` and waits, bounded, until they are gone (Linux /proc; elsewhere nothing). */
+export function stopProcessesIn(dir: string): void {
+  let pids: number[] = [];
+  try {
+    pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => {
+      if (pid === process.pid) return false;
+      try {
+        const cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+        return cwd === dir || cwd.startsWith(`${dir}/`);
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  const gone = (pid: number) => {
+    try {
+      return /^\S+ \(.*\) [ZX] /.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return true;
+    }
+  };
+  const until = Date.now() + 10_000;
+  while (pids.some((p) => !gone(p)) && Date.now() < until) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+}
+
 /** Registers a temp dir to remove if the test process is stopped by a signal before its own cleanup. */
 export function removeOnSignal(dir: string): () => void {
   liveTempDirs.add(dir);
@@ -138,7 +172,9 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
     rm: (rel) => fs.rmSync(path.join(dir, rel), { recursive: true, force: true }),
     cleanup: () => {
       // A detached process agentsnap started (the end-of-session pack, a background check) may still be writing
-      // into the repository: rmSync retries what it finds not empty (bounded, with a growing delay).
+      // into the repository: it is stopped first (its directory is in there), then rmSync retries what it finds
+      // not empty (bounded, with a growing delay).
+      stopProcessesIn(base);
       fs.rmSync(base, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
       forget();
     },
