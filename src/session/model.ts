@@ -14,6 +14,8 @@ import type {
   StepStatus,
   StepUnprotectedEvent,
   OpDoneEvent,
+  OpKind,
+  OpStartEvent,
   TranscriptPosition,
 } from './journal.js';
 
@@ -53,6 +55,12 @@ export interface Step {
   madeBy?: 'agent' | 'user';
   /** 'transcript': a call no hook saw, journaled from the agent's transcript (no snapshot of its own). */
   source?: 'transcript';
+  /**
+   * The operation this call ran (the agent's own undo, redo or restore through `agentsnap mcp`,
+   * OpStartEvent.byStep), done while the call was open: `tree` is its result, which the call's
+   * post compares with (the restore is the operation's, not an edit of the call to undo again).
+   */
+  operation?: { op: number; kind: OpKind; tree: string };
 }
 
 export interface Session {
@@ -289,6 +297,9 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       if (e.commit) {
         s.head = e.commit;
         s.headTree = tree;
+        const start = s.extraEvents.find((x): x is OpStartEvent => x.type === 'op.start' && (x as OpStartEvent).op === e.op);
+        const by = start?.byStep === undefined ? undefined : s.steps.find((x) => x.step === start.byStep);
+        if (by && start && by.status === 'open' && e.status === 'done' && tree) by.operation = { op: e.op, kind: start.kind, tree };
       }
       s.extraEvents.push(ev);
       break;
