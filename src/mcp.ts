@@ -254,7 +254,7 @@ function stepLine(row: LogRow, undone: Set<number>, withSession: boolean): strin
   const status = undone.has(st.step) ? `${st.status}, undone` : st.status;
   const files = st.changed.length === 0 ? 'no file changed' : st.changed.map((c) => `${c.change} ${c.path}${c.added === null ? '' : ` +${c.added} -${c.deleted ?? 0}`}`).join(', ');
   const marks: string[] = [];
-  if (st.operation) marks.push(`ran ${st.operation.kind} (operation ${st.operation.op})`);
+  if (st.operation?.tree) marks.push(`ran ${st.operation.kind} (operation ${st.operation.op})`);
   if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0) marks.push('changes made outside tool calls');
   if (st.changedBefore.length > 0 && st.step > 1) marks.push(`${st.changedBefore.length} file(s) changed outside tool calls before it`);
   if (row.check) marks.push(`check ${row.check.verdict}`);

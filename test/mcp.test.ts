@@ -2,11 +2,16 @@
 // dist/cli.bundle.js → dist/mcp.bundle.js), in hermetic temp repositories.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { BIN, cli, cliProcess, sessionOf, step, tempRepo, worktreeFiles, type TempRepo } from './helpers.js';
+import { BIN, agentsnapOnPath, cli, cliProcess, runProcess, sessionOf, step, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
 import { journalEvents } from './snap-helpers.js';
+import { init } from '../src/init.js';
+import { loadSession } from '../src/session/session.js';
+import { openRepo } from '../src/git/repo.js';
+import { serverInfo } from '../src/server/server.js';
 
 interface ToolText {
   text: string;
@@ -247,6 +252,183 @@ test('outside a git worktree the server does not start: an error on stderr, exit
     assert.is(res.code, 1, res.stderr);
     assert.match(res.stderr, /not a git repository|no git repository/i);
   } finally {
+    repo.cleanup();
+  }
+});
+
+
+/** A Claude Code transcript as the hooks see it: each call's assistant line before its pre, its result before its post. */
+class Transcript {
+  readonly file: string;
+  private clock = Date.now();
+  constructor(repo: TempRepo, name: string) {
+    this.file = path.join(repo.home, '.claude', 'projects', 'p', `${name}.jsonl`);
+    fs.mkdirSync(path.dirname(this.file), { recursive: true });
+    fs.writeFileSync(this.file, `${JSON.stringify({ type: 'user', uuid: 'u-0', timestamp: this.time(), message: { role: 'user', content: 'go' } })}\n`);
+  }
+  private time(): string {
+    this.clock += 1000;
+    return new Date(this.clock).toISOString();
+  }
+  use(id: string, name: string, input: unknown): void {
+    fs.appendFileSync(this.file, `${JSON.stringify({ type: 'assistant', uuid: `a-${id}`, timestamp: this.time(), version: '2.1.332', message: { id: `msg-${id}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id, name, input }] } })}\n`);
+  }
+  result(id: string, content: unknown): void {
+    fs.appendFileSync(this.file, `${JSON.stringify({ type: 'user', uuid: `r-${id}`, timestamp: this.time(), message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content }] } })}\n`);
+  }
+}
+
+const show = (m: Map<string, { mode: string; content: Buffer }>) => Object.fromEntries([...m].map(([k, v]) => [k, `${v.mode} ${v.content.toString('utf8')}`]));
+
+type HookRunner = (event: string, payload: Record<string, unknown>) => Promise<void>;
+
+/** One tool call as Claude Code makes it: transcript line, PreToolUse hook, the tool, its result, PostToolUse hook. */
+async function agentCall(tr: Transcript, hook: HookRunner, id: string, tool: string, input: Record<string, unknown>, run: () => Promise<unknown>): Promise<unknown> {
+  const common = { session_id: 'cc-mcp', transcript_path: tr.file, tool_name: tool, tool_use_id: id, tool_input: input };
+  tr.use(id, tool, input);
+  await hook('PreToolUse', common);
+  const out = await run();
+  tr.result(id, out);
+  await hook('PostToolUse', { ...common, tool_response: out });
+  return out;
+}
+
+/** Hooks as `wrap` injects them (`agentsnap hook claude <event> --wrapped`), each a process on the Node path. */
+function wrappedHooks(repo: TempRepo, env: Record<string, string>): HookRunner {
+  return async (event, payload) => {
+    const res = await cliProcess(repo, ['hook', 'claude', event, '--wrapped'], { env, input: JSON.stringify({ hook_event_name: event, cwd: repo.dir, ...payload }) });
+    assert.is(res.code, 0, res.stderr);
+    assert.is(res.stderr, '', 'no warning');
+  };
+}
+
+/** The hook commands `init claude` wrote, run through /bin/sh as Claude Code runs them. */
+function initHooks(repo: TempRepo, settingsFile: string, env: NodeJS.ProcessEnv): HookRunner {
+  const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
+  return async (event, payload) => {
+    const command = settings.hooks[event]?.[0]?.hooks[0]?.command as string;
+    const res = await runProcess('/bin/sh', ['-c', command], { cwd: repo.dir, env, input: JSON.stringify({ hook_event_name: event, cwd: repo.dir, ...payload }) });
+    assert.is(res.code, 0, res.stderr);
+    assert.is(res.stderr, '', 'no warning');
+  };
+}
+
+/**
+ * The agent's own undo through MCP, inside one of its hooked calls: Write (step a), list_steps (a+1), undo to before
+ * the Write (a+2: pre hook, the MCP undo, post hook), then an Edit building on the restored state (a+3).
+ */
+async function undoInsideOwnCall(repo: TempRepo, hook: HookRunner, mcp: Awaited<ReturnType<typeof connect>>, tr: Transcript, id: () => string) {
+  // init's own files (.claude/, excluded by .git/info/exclude) are in no snapshot.
+  const files = () => worktreeFiles(repo, (rel) => rel.startsWith('.claude'));
+  const start = files();
+  const write = { file_path: path.join(repo.dir, 'a.txt'), content: 'agent wrote this\n' };
+  await agentCall(tr, hook, 'toolu_w', 'Write', write, async () => {
+    repo.write('a.txt', write.content);
+    repo.write('b.txt', 'new\n');
+    return 'ok';
+  });
+  const listed = (await agentCall(tr, hook, 'toolu_l', 'mcp__agentsnap__list_steps', {}, () => mcp.call('list_steps'))) as ToolText;
+  assert.is(listed.isError, false, listed.text);
+  const s0 = loadSession(await openRepo(repo.dir, { env: repo.env }), id());
+  const w = s0.steps.find((x) => x.toolUseId === 'toolu_w')!;
+  assert.match(listed.text, new RegExp(`^${w.step}  Write  \\[done\\].*M a\\.txt`, 'm'));
+  const undoInput = { step: w.step, dry_run: false };
+  const undone = (await agentCall(tr, hook, 'toolu_u', 'mcp__agentsnap__undo', undoInput, () => mcp.call('undo', undoInput))) as ToolText;
+  assert.is(undone.isError, false, undone.text);
+  assert.match(undone.text, new RegExp(`Undone: steps ${w.step}-${w.step + 1} \\(operation 1\\)`));
+  assert.match(undone.text, /M a\.txt \(modified\)/);
+  assert.match(undone.text, /D b\.txt \(deleted\)/);
+  assert.match(undone.text, /conversation still contains the undone tool calls/);
+  assert.equal(files(), start, 'the worktree exactly as before the Write');
+
+  const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id());
+  const u = s.steps.find((x) => x.toolUseId === 'toolu_u')!;
+  assert.is(u.step, w.step + 2);
+  assert.is(u.tool, 'mcp__agentsnap__undo');
+  assert.is(u.status, 'done');
+  assert.equal(u.operation?.op, 1);
+  assert.is(u.operation?.kind, 'undo');
+  assert.equal(u.changed, [], "the restore is the operation's, not the call's own edit");
+  assert.equal(show(treeFiles(repo, u.post!)), show(start), 'its post is the restored state');
+  const ev = journalEvents(repo, id());
+  const opStart = ev.find((e) => e.type === 'op.start') as Record<string, unknown>;
+  assert.is(opStart.byStep, u.step);
+  assert.equal(opStart.undoes, [w.step, w.step + 1]);
+  const order = ev.filter((e) => ['step.pre', 'step.post', 'op.start', 'op.done'].includes(e.type as string) && (e.step === u.step || e.op === 1)).map((e) => e.type);
+  assert.equal(order, ['step.pre', 'op.start', 'op.done', 'step.post'], 'the operation inside the call');
+
+  // The agent's next call builds on the restored state: nothing outside tool calls before it, only its own change.
+  const edit = { file_path: path.join(repo.dir, 'a.txt'), old_string: 'one', new_string: 'uno' };
+  await agentCall(tr, hook, 'toolu_e', 'Edit', edit, async () => {
+    assert.is(repo.read('a.txt').toString(), 'one\n', 'the Edit reads the restored file');
+    repo.write('a.txt', 'uno\n');
+    return 'ok';
+  });
+  const s2 = loadSession(await openRepo(repo.dir, { env: repo.env }), id());
+  const e = s2.steps.find((x) => x.toolUseId === 'toolu_e')!;
+  assert.equal(e.changedBefore, []);
+  assert.equal(e.changed.map((c) => [c.change, c.path]), [['M', 'a.txt']]);
+  assert.equal(treeFiles(repo, e.pre!), start);
+  const st = JSON.parse((await cli(repo, ['status', '--json'])).stdout) as { undone: number[] };
+  assert.equal(st.undone, [w.step, w.step + 1]);
+
+  // A bare undo takes back the Edit, then skips the call that ran the undo (redo is what takes that back).
+  const u1 = await cli(repo, ['undo', '--json']);
+  assert.is(u1.code, 0, u1.stderr);
+  assert.is((JSON.parse(u1.stdout) as { files: { target: { step: number } } }).files.target.step, e.step);
+  assert.equal(files(), start);
+  const u2 = await cli(repo, ['undo', '--json', '--dry-run']);
+  if (w.step > 1) {
+    assert.is(u2.code, 0, u2.stderr);
+    assert.ok((JSON.parse(u2.stdout) as { files: { target: { step: number } } }).files.target.step < w.step, u2.stdout);
+  } else {
+    // Nothing before the Write: the undo call is not picked (it would bring the undone Write back).
+    assert.is(u2.code, 1, u2.stdout);
+    assert.match(u2.stdout, /every step is undone, or ran an undo, redo or restore itself/);
+  }
+  return { write: w, undo: u, edit: e };
+}
+
+test('the agent undoes through MCP inside its own hooked call (wrap hooks, Node path): the call is journaled as the undo, the undone steps marked, the next call builds on the restored state', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const res = await cli(repo, ['snap', '--json']);
+    assert.is(res.code, 0, res.stderr);
+    const id = (JSON.parse(res.stdout) as { session: string }).session;
+    const env = { AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir };
+    // Claude Code starts its MCP servers with its own environment: wrap's variables name the session.
+    const mcp = await connect(repo, { env });
+    try {
+      await undoInsideOwnCall(repo, wrappedHooks(repo, env), mcp, new Transcript(repo, 'wrapped'), () => id);
+    } finally {
+      await mcp.close();
+    }
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('the same through init hooks answered by a background server that stays up: no lock is held while the tool runs (the MCP undo does not wait), the session found as the most recent', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const env = { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_TRACE: '1', PATH: agentsnapOnPath(repo.base) };
+  try {
+    const initRes = await init({ agent: 'claude', cwd: repo.dir, env });
+    const started = await cliProcess(repo, ['server', 'start'], { env });
+    assert.is(started.code, 0, started.stderr);
+    // A lock held by the server would make the undo wait for it, then fail Busy: a short timeout tells at once.
+    repo.git(['config', 'agentsnap.lockTimeoutMs', '2000']);
+    const mcp = await connect(repo, { env: { AGENTSNAP_SERVER: 'on' } });
+    try {
+      const id = () => sessionOf(repo);
+      await undoInsideOwnCall(repo, initHooks(repo, initRes.file, env), mcp, new Transcript(repo, 'init'), id);
+      assert.ok(serverInfo(await openRepo(repo.dir, { env: repo.env })), 'the background server still runs');
+      const trace = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
+      assert.ok((trace.match(/call \d+: hook claude PreToolUse\n/g) ?? []).length >= 4, trace);
+    } finally {
+      await mcp.close();
+    }
+  } finally {
+    await cliProcess(repo, ['server', 'stop'], { env });
     repo.cleanup();
   }
 });

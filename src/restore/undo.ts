@@ -274,11 +274,13 @@ function undoSpec(step: number | undefined): OpSpec {
       if (n === undefined) {
         // A read journaled from the transcript changed nothing: undoing it alone would change nothing either.
         // A call that ran an operation (the agent's undo through MCP) changed files only by it: `redo` takes that back.
-        const candidates = session.steps.filter((st) => st.status !== 'open' && !undone.has(st.step) && st.source !== 'transcript' && !st.operation && (st.pre || st.kind === 'checkpoint'));
+        const candidates = session.steps.filter((st) => st.status !== 'open' && !undone.has(st.step) && st.source !== 'transcript' && !st.operation?.tree && (st.pre || st.kind === 'checkpoint'));
         const last = candidates[candidates.length - 1];
         if (!last) {
-          throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${session.steps.length === 0 ? 'it has no steps' : 'every step is already undone'}.`, {
-            hint: undone.size > 0 ? 'Bring undone steps back with `agentsnap redo`.' : undefined,
+          const ranOps = session.steps.some((st) => st.operation?.tree && st.status !== 'open' && !undone.has(st.step));
+          const why = session.steps.length === 0 ? 'it has no steps' : ranOps ? 'every step is undone, or ran an undo, redo or restore itself' : 'every step is already undone';
+          throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${why}.`, {
+            hint: undone.size > 0 || ranOps ? 'Bring undone steps back with `agentsnap redo`.' : undefined,
             data: { session: session.id },
           });
         }

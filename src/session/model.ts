@@ -57,10 +57,10 @@ export interface Step {
   source?: 'transcript';
   /**
    * The operation this call ran (the agent's own undo, redo or restore through `agentsnap mcp`,
-   * OpStartEvent.byStep), done while the call was open: `tree` is its result, which the call's
-   * post compares with (the restore is the operation's, not an edit of the call to undo again).
+   * OpStartEvent.byStep) while it was open: `tree` is its result (null until its op.done), which the
+   * call's post compares with (the restore is the operation's, not an edit of the call to undo again).
    */
-  operation?: { op: number; kind: OpKind; tree: string };
+  operation?: { op: number; kind: OpKind; tree: string | null };
 }
 
 export interface Session {
@@ -297,10 +297,20 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       if (e.commit) {
         s.head = e.commit;
         s.headTree = tree;
-        const start = s.extraEvents.find((x): x is OpStartEvent => x.type === 'op.start' && (x as OpStartEvent).op === e.op);
-        const by = start?.byStep === undefined ? undefined : s.steps.find((x) => x.step === start.byStep);
-        if (by && start && by.status === 'open' && e.status === 'done' && tree) by.operation = { op: e.op, kind: start.kind, tree };
       }
+      // The call that asked for it (op.start.byStep): its result is what the call's post compares with.
+      const by = s.steps.find((x) => x.operation?.op === e.op && x.operation.tree === null);
+      if (by?.operation) {
+        if (e.status === 'done' && tree) by.operation.tree = tree;
+        else delete by.operation;
+      }
+      s.extraEvents.push(ev);
+      break;
+    }
+    case 'op.start': {
+      const e = ev as OpStartEvent;
+      const by = e.byStep === undefined ? undefined : s.steps.find((x) => x.step === e.byStep);
+      if (by && by.status === 'open') by.operation = { op: e.op, kind: e.kind, tree: null };
       s.extraEvents.push(ev);
       break;
     }
