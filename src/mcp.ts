@@ -248,10 +248,10 @@ function cut(text: string): string {
 
 const CHANGE_WORD: Record<string, string> = { A: 'added', D: 'deleted', M: 'modified', T: 'type changed' };
 
-function stepLine(row: LogRow, undone: Set<number>, withSession: boolean): string {
+function stepLine(row: LogRow, undone: Set<number>, withSession: boolean, thisCall?: number): string {
   const st = row.step;
   const tool = st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-');
-  const status = undone.has(st.step) ? `${st.status}, undone` : st.status;
+  const status = undone.has(st.step) ? `${st.status}, undone` : st.step === thisCall ? `${st.status}: this call` : st.status;
   const files = st.changed.length === 0 ? 'no file changed' : st.changed.map((c) => `${c.change} ${c.path}${c.added === null ? '' : ` +${c.added} -${c.deleted ?? 0}`}`).join(', ');
   const marks: string[] = [];
   if (st.operation?.tree) marks.push(`ran ${st.operation.kind} (operation ${st.operation.op})`);
@@ -359,7 +359,8 @@ export class AgentsnapTools {
     const undone = await undoneOf(res.session, this.worktree, this.env);
     const head = `session ${res.session.id}${res.source === 'env' ? ' (this run)' : res.source === 'recent' ? ' (the most recent in this worktree)' : ''}: ${res.session.steps.length} step(s)`;
     if (res.rows.length === 0) return `${head}\n${res.session.steps.length === 0 ? 'No steps yet.' : 'No step matches.'}`;
-    const lines = [head, 'step  tool  [status]  what  — files changed', ...res.rows.map((r) => stepLine(r, undone, false))];
+    const own = ownCall(res.session, 'list_steps');
+    const lines = [head, 'step  tool  [status]  what  — files changed', ...res.rows.map((r) => stepLine(r, undone, false, own))];
     if (undone.size > 0) lines.push(`Undone: ${stepList([...undone])} (redo takes the last undo back).`);
     return lines.join('\n');
   }
