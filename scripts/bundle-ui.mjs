@@ -27,7 +27,7 @@ await build({
   logLevel: 'warning',
 });
 
-for (const f of ['index.html', 'app.css']) fs.copyFileSync(path.join(src, f), path.join(out, f));
+for (const f of ['index.html', 'app.css', 'favicon.svg']) fs.copyFileSync(path.join(src, f), path.join(out, f));
 const require = createRequire(import.meta.url);
 const d2hCss = path.join(path.dirname(require.resolve('diff2html/package.json')), 'bundles', 'css', 'diff2html.min.css');
 fs.copyFileSync(d2hCss, path.join(out, 'diff2html.css'));

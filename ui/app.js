@@ -26,6 +26,11 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
+/** replaceChildren without the nulls (the DOM would print them as "null"). */
+function fill(node, ...children) {
+  node.replaceChildren(...children.filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 class ApiError extends Error {
   constructor(status, error) {
     super(error?.message ?? `HTTP ${status}`);
@@ -65,7 +70,7 @@ const state = {
 };
 
 function showError(where, e) {
-  where.replaceChildren(el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
+  fill(where, el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
 }
 
 // ---- sessions ----
@@ -73,7 +78,7 @@ function showError(where, e) {
 async function loadSessions() {
   state.sessions = await api('sessions');
   const list = $('session-list');
-  list.replaceChildren(
+  fill(list, 
     ...state.sessions.map((s) =>
       el(
         'li',
@@ -87,7 +92,7 @@ async function loadSessions() {
       ),
     ),
   );
-  if (state.sessions.length === 0) list.replaceChildren(el('li', { class: 'none' }, 'No sessions yet: start one with agentsnap wrap -- <agent>.'));
+  if (state.sessions.length === 0) fill(list, el('li', { class: 'none' }, 'No sessions yet: start one with agentsnap wrap -- <agent>.'));
 }
 
 async function selectSession(id, step) {
@@ -95,7 +100,7 @@ async function selectSession(id, step) {
   state.replay = null;
   state.step = null;
   for (const li of document.querySelectorAll('#session-list li.session')) li.classList.toggle('selected', li.dataset.session === id);
-  $('filter-tool').replaceChildren(el('option', { value: '' }, 'every tool'));
+  fill($('filter-tool'), el('option', { value: '' }, 'every tool'));
   await loadTimeline();
   if (step !== undefined) await selectStep(step);
   else showEmpty();
@@ -131,9 +136,9 @@ async function loadTimeline() {
   state.rows = res.rows;
   state.undone = new Set(st.undone);
   const s = res.session;
-  $('session-head').replaceChildren(
+  fill($('session-head'), 
     el('h2', {}, `Session ${s.id}`),
-    el('div', { class: 'meta' }, `${s.agent ?? 'no agent named'} · ${s.steps.length} steps · ${st.status}${s.ended ? ' · ended' : ''}`),
+    el('div', { class: 'meta' }, `${s.agent ?? 'no agent named'} · ${s.steps.length} steps · ${st.status}`),
   );
   $('where').textContent = s.worktree;
   // The tool filter offers every tool of the session (kept while a filter is on).
@@ -170,7 +175,7 @@ async function loadTimeline() {
     );
   }
   if (items.length === 0) items.push(el('li', { class: 'none' }, s.steps.length === 0 ? 'No steps yet.' : 'No step matches the filter.'));
-  list.replaceChildren(...items);
+  fill(list, ...items);
   fillCompare(s);
 }
 
@@ -202,7 +207,7 @@ function renderDiff() {
   $('diff-title').textContent = state.diffTitle;
   const box = $('diff');
   if (!state.diffText.trim()) {
-    box.replaceChildren(el('div', { class: 'none' }, 'No change.'));
+    fill(box, el('div', { class: 'none' }, 'No change.'));
     return;
   }
   // diff2html builds the markup and escapes every line of the diff.
@@ -244,7 +249,7 @@ async function selectStep(n) {
     const x = res.step;
     const meta = [x.status, x.startedAt, x.durationMs !== null ? `${x.durationMs} ms` : null, res.what].filter(Boolean).join(' · ');
     const check = row?.check;
-    $('step-meta').replaceChildren(
+    fill($('step-meta'), 
       el('div', {}, meta),
       check ? el('div', { class: `check-line ${check.verdict}` }, `${check.verdict === 'pass' ? '✓' : check.verdict === 'fail' ? '✗' : '~'} check ${check.verdict}: ${check.command} (exit ${check.exitCode})`, check.output ? el('pre', {}, check.output) : null) : null,
       x.error ? el('div', { class: 'error' }, `error: ${x.error}`) : null,
@@ -255,7 +260,7 @@ async function selectStep(n) {
     $('input').textContent = pretty(x.input);
     $('output').textContent = pretty(x.output);
     const paths = [...new Set(x.changed.map((c) => c.path))];
-    $('restore-path').replaceChildren(...paths.map((p) => el('option', { value: p }, p)));
+    fill($('restore-path'), ...paths.map((p) => el('option', { value: p }, p)));
     $('act-restore').disabled = paths.length === 0;
     $('restore-path').disabled = paths.length === 0;
   } catch (e) {
@@ -264,7 +269,7 @@ async function selectStep(n) {
   try {
     const conv = await conversationAround(n);
     if (state.step !== n) return;
-    $('conversation').replaceChildren(
+    fill($('conversation'), 
       ...(conv.length === 0
         ? [el('div', { class: 'none' }, 'No conversation recorded around this step.')]
         : conv.map((e) => {
@@ -319,7 +324,7 @@ async function runAction(kind, label, body) {
   const forceLine = $('force-line');
   const confirm = $('dialog-confirm');
   $('dialog-title').textContent = label;
-  bodyBox.replaceChildren(el('p', {}, 'Dry run…'));
+  fill(bodyBox, el('p', {}, 'Dry run…'));
   forceLine.hidden = true;
   force.checked = false;
   confirm.hidden = false;
@@ -339,12 +344,12 @@ async function runAction(kind, label, body) {
   try {
     dry = await api(kind, {}, { ...body, session: state.session, dryRun: true });
   } catch (e) {
-    bodyBox.replaceChildren(el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
+    fill(bodyBox, el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
     confirm.hidden = true;
     return;
   }
   const plan = dry.files ?? dry;
-  bodyBox.replaceChildren(el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'), ...describePlan(plan));
+  fill(bodyBox, el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'), ...describePlan(plan));
   if (plan.wouldRefuse) showRefusal(refusalOf(plan));
   else confirm.disabled = false;
   dialogDone = async () => {
@@ -353,7 +358,7 @@ async function runAction(kind, label, body) {
     try {
       const res = await api(kind, {}, { ...body, session: state.session, dryRun: false, force: force.checked });
       const r = res.files ?? res;
-      bodyBox.replaceChildren(el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`), ...describePlan(r), r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null);
+      fill(bodyBox, el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`), ...describePlan(r), r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null);
       confirm.hidden = true;
       $('dialog-cancel').textContent = 'Close';
       await refresh(true);
@@ -380,7 +385,7 @@ async function search() {
   box.hidden = false;
   try {
     const res = await api('search', { q });
-    $('search-list').replaceChildren(
+    fill($('search-list'), 
       ...(res.rows.length === 0
         ? [el('li', { class: 'none' }, 'Nothing found.')]
         : res.rows.map((r) =>
