@@ -23,7 +23,8 @@ await build({
   platform: 'browser',
   target: 'es2020',
   minify: true,
-  legalComments: 'linked',
+  legalComments: 'eof',
+  banner: { js: '/* agentsnap ui. Bundles diff2html (MIT), jsdiff (BSD-3-Clause) and hogan.js (Apache-2.0): see their packages. */' },
   logLevel: 'warning',
 });
 

@@ -474,6 +474,8 @@ $('cmp-go').addEventListener('click', async () => {
   const first = FIRST_SESSION || state.sessions.find((s) => s.worktreeKind === 'main')?.id || state.sessions[0]?.id;
   if (first) await selectSession(first);
   state.stamp = (await api('stamp')).stamp;
+  $('live').textContent = '● live';
+  $('live').className = 'ok';
   document.body.dataset.ready = 'true';
   setTimeout(poll, POLL_MS);
 })().catch((e) => {
