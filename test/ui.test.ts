@@ -313,6 +313,18 @@ test('ui operations: undo dry run changes nothing, undo, refusal over the user\'
   });
 });
 
+test('ui: --session names the page\'s first session (a wrong one fails at the start, exit 1); a port in use: exit 5', async () => {
+  await withFixture(async (f) => {
+    const page = await request(f.ui.port, 'GET', `/?token=${f.ui.token}`, { Host: f.host });
+    assert.match(page.body, `<meta name="agentsnap-session" content="${f.session}">`, 'this worktree\'s most recent session by default');
+    const wrong = await cli(f.repo, ['ui', '--no-open', '--session', 'no-such-session']);
+    assert.is(wrong.code, 1, wrong.stderr);
+    const busy = await cli(f.repo, ['ui', '--no-open', '--port', String(f.ui.port)]);
+    assert.is(busy.code, 5, busy.stderr);
+    assert.match(busy.stderr, `port ${f.ui.port}`);
+  });
+});
+
 test('ui: the page files ship in dist/ui (built, no build step for users) and package.json ships dist', () => {
   const dir = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'dist', 'ui');
   for (const f of ['index.html', 'app.js', 'app.css', 'diff2html.css']) assert.ok(fs.existsSync(path.join(dir, f)), `dist/ui/${f}`);

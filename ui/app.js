@@ -414,7 +414,8 @@ async function refresh(force) {
   state.stamp = s;
   state.replay = null;
   await loadSessions();
-  if (state.session) await loadTimeline();
+  if (!state.session && state.sessions.length > 0) await selectSession(state.sessions[0].id);
+  else if (state.session) await loadTimeline();
   if (force && state.step !== null) await selectStep(state.step);
 }
 

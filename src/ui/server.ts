@@ -20,7 +20,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { diff, log, logAllSessions, sessions, show, type RepoOptions } from '../api.js';
+import { diff, log, logAllSessions, resolveSession, sessions, show, type RepoOptions } from '../api.js';
 import { redo, restore, revert, status, undo } from '../api-undo.js';
 import { replay } from '../replay.js';
 import { errors, isAgentsnapError } from '../base/errors.js';
@@ -167,6 +167,16 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
   if (!fs.existsSync(path.join(assets, 'index.html'))) {
     throw errors.invalidArgument(`the page's files are missing (${assets}).`, { hint: 'Build the package: npm run build.' });
   }
+  // The session the page opens with: the one named (a wrong name fails here), else this worktree's most recent.
+  let first = '';
+  if (opts.session !== undefined) first = (await resolveSession({ ...base, session: opts.session })).session.id;
+  else {
+    try {
+      first = (await resolveSession(base)).session.id;
+    } catch (e) {
+      if (!isAgentsnapError(e) || e.code !== 'NoSession') throw e;
+    }
+  }
   const token = randomBytes(32).toString('base64url');
   let actualPort = 0;
 
@@ -283,7 +293,7 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       const html = bytes
         .toString('utf8')
         .replace('__AGENTSNAP_TOKEN__', escapeAttr(token))
-        .replace('__AGENTSNAP_SESSION__', escapeAttr(opts.session ?? ''));
+        .replace('__AGENTSNAP_SESSION__', escapeAttr(first));
       send(res, 200, TYPES['.html'] as string, method === 'HEAD' ? '' : html, extra);
       return;
     }
