@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { chromium as playwright, type Browser, type Page } from 'playwright-core';
 import { tempRepo, type TempRepo } from './helpers.js';
-import { recordScriptedSession } from './ui-helpers.js';
+import { recordClaudeSession, recordScriptedSession, SECRET } from './ui-helpers.js';
 import { chromium, CHROMIUM_ARGS } from './support/chromium.js';
 import { openSession } from '../src/index.js';
 import { startUiServer, type UiServer } from '../src/ui/server.js';
@@ -26,12 +26,14 @@ async function fileBecomes(repo: TempRepo, rel: string, want: string | null): Pr
   }
 }
 
-async function session(fn: (ctx: { repo: TempRepo; ui: UiServer; page: Page; failing: number; requests: string[]; problems: string[] }) => Promise<void>): Promise<void> {
-  const repo = tempRepo({ files: { README: 'readme\n' } });
+type Ctx = { repo: TempRepo; ui: UiServer; page: Page; failing: number; requests: string[]; problems: string[] };
+
+async function session(fn: (ctx: Ctx) => Promise<void>, record: (repo: TempRepo) => Promise<{ failing: number }> = recordScriptedSession, files: Record<string, string> = { README: 'readme\n' }): Promise<void> {
+  const repo = tempRepo({ files });
   let browser: Browser | null = null;
   let ui: UiServer | null = null;
   try {
-    const { failing } = await recordScriptedSession(repo);
+    const { failing } = await record(repo);
     ui = await startUiServer({ cwd: repo.dir, env: repo.env });
     browser = await playwright.launch({ executablePath: browserPath.path as string, args: CHROMIUM_ARGS, timeout: WAIT });
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
@@ -132,6 +134,30 @@ run('ui in Chromium: refreshes by itself when an agent records a new session; se
     assert.match(await page.locator('#search-list').innerText(), s.id);
     assert.equal(problems, []);
   });
+});
+
+run('ui in Chromium: a step of a Claude Code session shows the conversation around it (redacted); compare two states', async () => {
+  await session(
+    async ({ page, problems }) => {
+      await page.locator('#timeline li.step[data-step="2"] button').click();
+      const conv = page.locator('#conversation');
+      await conv.locator('.msg.user').waitFor();
+      const text = await conv.innerText();
+      assert.match(text, 'Please fix the greeting; the deploy token is [REDACTED:github-token].');
+      assert.match(text, 'I will edit a.txt first.');
+      assert.not.ok(text.includes(SECRET));
+      assert.ok(text.indexOf('Please fix') < text.indexOf('step 2: Edit'), 'in order: the prompt, then the call');
+      await page.locator('#cmp-from').selectOption('0');
+      await page.locator('#cmp-to').selectOption('2');
+      await page.locator('#cmp-go').click();
+      await page.locator('#diff .d2h-file-wrapper').first().waitFor();
+      assert.match(await page.locator('#diff').innerText(), 'a.txt');
+      assert.is(await page.locator('#actions').isVisible(), false, 'no step actions while comparing');
+      assert.equal(problems, []);
+    },
+    async (repo) => ({ failing: (await recordClaudeSession(repo)).step }),
+    { 'a.txt': 'one\n' },
+  );
 });
 
 test.run();

@@ -3,9 +3,11 @@
 // embedding agentsnap records its calls) whose third step breaks the check, and
 // plain HTTP requests with any Host/Origin/headers (fetch would not let a test
 // forge Host).
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import * as assert from 'uvu/assert';
-import { cli, type TempRepo } from './helpers.js';
+import { cli, cliProcess, type TempRepo } from './helpers.js';
 import { openSession } from '../src/index.js';
 
 export const SECRET = 'ghp_16C7e42F292c6912E7710c838347Ae178B4a';
@@ -71,4 +73,31 @@ export function request(port: number, method: string, pathAndQuery: string, head
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/**
+ * A session of Claude Code's hooks (`hook claude … --wrapped`, as under `wrap`) with its transcript: the user's
+ * prompt (holding a secret), the assistant's words, then an Edit of a.txt (step 2, after the snap's checkpoint 1).
+ */
+export async function recordClaudeSession(repo: TempRepo): Promise<{ session: string; step: number }> {
+  const start = await cli(repo, ['snap', '--json', '-m', 'before the agent']);
+  assert.is(start.code, 0, start.stderr);
+  const id = (JSON.parse(start.stdout) as { session: string }).session;
+  const env = { AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir };
+  const transcript = path.join(repo.home, 't.jsonl');
+  const lines: unknown[] = [
+    { type: 'user', uuid: 'u1', timestamp: '2030-01-01T00:00:00Z', message: { role: 'user', content: `Please fix the greeting; the deploy token is ${SECRET}.` } },
+    { type: 'assistant', uuid: 'a1', message: { role: 'assistant', content: [{ type: 'text', text: 'I will edit a.txt first.' }] } },
+    { type: 'assistant', uuid: 'a2', message: { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'Edit', input: { file_path: 'a.txt' } }] } },
+  ];
+  fs.writeFileSync(transcript, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  const pre = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], {
+    env,
+    input: JSON.stringify({ tool_name: 'Edit', tool_use_id: 'tu1', tool_input: { file_path: 'a.txt', old_string: 'one', new_string: 'two' }, transcript_path: transcript }),
+  });
+  assert.is(pre.code, 0, pre.stderr);
+  repo.write('a.txt', 'two\n');
+  const post = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], { env, input: JSON.stringify({ tool_name: 'Edit', tool_use_id: 'tu1', tool_response: { ok: true } }) });
+  assert.is(post.code, 0, post.stderr);
+  return { session: id, step: 2 };
 }

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { BIN, cli, tempRepo, type TempRepo } from './helpers.js';
-import { CHECK, recordScriptedSession, request, SECRET, type Reply } from './ui-helpers.js';
+import { CHECK, recordClaudeSession, recordScriptedSession, request, SECRET, type Reply } from './ui-helpers.js';
 import { startUiServer, type UiServer } from '../src/ui/server.js';
 
 interface Fixture {
@@ -323,6 +323,24 @@ test('ui: --session names the page\'s first session (a wrong one fails at the st
     assert.is(busy.code, 5, busy.stderr);
     assert.match(busy.stderr, `port ${f.ui.port}`);
   });
+});
+
+test('ui: the conversation of a Claude Code session (replay) reaches the page in order, the user\'s words redacted', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const { session, step } = await recordClaudeSession(repo);
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    const r = await request(ui.port, 'GET', `/api/replay?session=${session}`, { Host: `127.0.0.1:${ui.port}`, 'X-Agentsnap-Token': ui.token });
+    assert.is(r.status, 200, r.body);
+    assert.not.ok(r.body.includes(SECRET), 'the secret the user typed');
+    const entries = r.json().entries as { type: string; text?: string; step?: number }[];
+    assert.equal(entries.map((e) => e.type), ['session', 'step', 'user', 'assistant', 'step']);
+    assert.match(entries[2]!.text!, 'Please fix the greeting; the deploy token is [REDACTED:github-token].');
+    assert.is(entries[4]!.step, step);
+  } finally {
+    await ui.close();
+    repo.cleanup();
+  }
 });
 
 test('ui: the page files ship in dist/ui (built, no build step for users) and package.json ships dist', () => {

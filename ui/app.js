@@ -241,6 +241,7 @@ async function selectStep(n) {
   for (const li of document.querySelectorAll('#timeline li.step')) li.classList.toggle('selected', Number(li.dataset.step) === n);
   $('empty').hidden = true;
   $('step-view').hidden = false;
+  for (const id of ['actions', 'step-meta', 'step-extra']) $(id).hidden = false;
   const row = state.rows.find((r) => r.step.step === n);
   $('step-title').textContent = `Step ${n}${row ? `: ${row.step.tool ?? row.step.kind}` : ''}`;
   try {
@@ -460,6 +461,10 @@ $('cmp-go').addEventListener('click', async () => {
   $('empty').hidden = true;
   $('step-view').hidden = false;
   $('step-title').textContent = `Compare ${from} → ${to}`;
+  // Comparing is no step: its actions, input, output and conversation go until a step is selected again.
+  state.step = null;
+  for (const li of document.querySelectorAll('#timeline li.step.selected')) li.classList.remove('selected');
+  for (const id of ['actions', 'step-meta', 'step-extra']) $(id).hidden = true;
   try {
     const res = await api('diff', { session: state.session, from, to });
     state.diffText = res.diff;
