@@ -136,9 +136,9 @@ run('ui in Chromium: refreshes by itself when an agent records a new session; se
   });
 });
 
-run('ui in Chromium: a step of a Claude Code session shows the conversation around it (redacted); compare two states', async () => {
+run('ui in Chromium: a step of a Claude Code session shows the conversation around it (redacted); compare two states; revert one step; restore one file', async () => {
   await session(
-    async ({ page, problems }) => {
+    async ({ repo, page, problems }) => {
       await page.locator('#timeline li.step[data-step="2"] button').click();
       const conv = page.locator('#conversation');
       await conv.locator('.msg.user').waitFor();
@@ -153,6 +153,26 @@ run('ui in Chromium: a step of a Claude Code session shows the conversation arou
       await page.locator('#diff .d2h-file-wrapper').first().waitFor();
       assert.match(await page.locator('#diff').innerText(), 'a.txt');
       assert.is(await page.locator('#actions').isVisible(), false, 'no step actions while comparing');
+
+      // Revert only step 2, then restore its one file as after it: each through its dry run and Confirm.
+      await page.locator('#timeline li.step[data-step="2"] button').click();
+      await page.locator('#actions').waitFor();
+      await page.locator('#act-revert').click();
+      await page.locator('#dialog-body .dry').waitFor();
+      assert.match(await page.locator('#dialog-body').innerText(), 'M a.txt');
+      assert.is(repo.read('a.txt').toString(), 'two\n');
+      await page.locator('#dialog-confirm:not([disabled])').click();
+      await page.locator('#dialog-body .done').waitFor();
+      await fileBecomes(repo, 'a.txt', 'one\n');
+      await page.locator('#dialog-cancel').click();
+      await page.locator('#restore-path').selectOption('a.txt');
+      await page.locator('#restore-when').selectOption('after');
+      await page.locator('#act-restore').click();
+      await page.locator('#dialog-body .dry').waitFor();
+      assert.match(await page.locator('#dialog-title').innerText(), 'Restore a.txt as after step 2');
+      await page.locator('#dialog-confirm:not([disabled])').click();
+      await page.locator('#dialog-body .done').waitFor();
+      await fileBecomes(repo, 'a.txt', 'two\n');
       assert.equal(problems, []);
     },
     async (repo) => ({ failing: (await recordClaudeSession(repo)).step }),

@@ -182,6 +182,8 @@ test('ui: no CORS headers, a preflight gets none; every answer has CSP default-s
       assert.match(csp, /(^|; )default-src 'self'(;|$)/);
       assert.not.match(csp, /https?:|\*|unsafe/, `no external or unsafe source: ${csp}`);
       assert.is(r.headers['x-content-type-options'], 'nosniff');
+      assert.is(r.headers['x-frame-options'], 'DENY', 'no framing (a Confirm click cannot be hijacked)');
+      assert.match(csp, "frame-ancestors 'none'");
     }
     // The page's own files name nothing outside it: no CDN, no external font.
     const page = replies[0]!.body;

@@ -333,8 +333,8 @@ async function runAction(kind, label, body) {
   confirm.textContent = 'Confirm';
   $('dialog-cancel').textContent = 'Cancel';
   back.hidden = false;
-  const showRefusal = (text, hint) => {
-    bodyBox.prepend(el('div', { class: 'refusal', role: 'alert' }, el('b', {}, 'Refused: '), text, hint ? el('div', { class: 'hint' }, hint) : null));
+  const showRefusal = (text, hint, dryRun) => {
+    bodyBox.prepend(el('div', { class: 'refusal', role: 'alert' }, el('b', {}, dryRun ? 'Would be refused without Force: ' : 'Refused, nothing was written: '), text, hint ? el('div', { class: 'hint' }, hint) : null));
     forceLine.hidden = false;
     confirm.disabled = !force.checked;
   };
@@ -351,7 +351,7 @@ async function runAction(kind, label, body) {
   }
   const plan = dry.files ?? dry;
   fill(bodyBox, el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'), ...describePlan(plan));
-  if (plan.wouldRefuse) showRefusal(refusalOf(plan));
+  if (plan.wouldRefuse) showRefusal(refusalOf(plan), null, true);
   else confirm.disabled = false;
   dialogDone = async () => {
     confirm.disabled = true;

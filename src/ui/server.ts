@@ -236,6 +236,8 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       'Content-Length': Buffer.byteLength(body),
       'Content-Security-Policy': CSP,
       'X-Content-Type-Options': 'nosniff',
+      // No other page may frame this one (clickjacking a Confirm): CSP frame-ancestors, and this for older browsers.
+      'X-Frame-Options': 'DENY',
       'Referrer-Policy': 'no-referrer',
       'Cache-Control': 'no-store',
       'Cross-Origin-Resource-Policy': 'same-origin',
