@@ -106,14 +106,15 @@ test('ui: the token is required for the page (401 without it or wrong), sets an 
     assert.is(page.status, 200);
     assert.match(page.body, `<meta name="agentsnap-token" content="${f.ui.token}">`);
     const cookie = String(page.headers['set-cookie']);
-    assert.match(cookie, `agentsnap_ui=${f.ui.token}`);
+    assert.match(cookie, `agentsnap_ui_${f.ui.port}=${f.ui.token}`);
     assert.match(cookie, 'HttpOnly');
     assert.match(cookie, 'SameSite=Strict');
-    const withCookie = { ...host, Cookie: `agentsnap_ui=${f.ui.token}` };
+    const withCookie = { ...host, Cookie: `agentsnap_ui_${f.ui.port}=${f.ui.token}` };
     assert.is((await request(f.ui.port, 'GET', '/app.js', withCookie)).status, 200, 'the cookie serves the page\'s files');
     assert.is((await request(f.ui.port, 'GET', '/api/sessions', withCookie)).status, 401, 'the API wants the header, not the cookie');
     assert.is((await request(f.ui.port, 'GET', '/api/sessions', { ...host, 'X-Agentsnap-Token': 'nope' })).status, 401);
     assert.is((await f.get('/api/sessions')).status, 200);
+    assert.is((await request(f.ui.port, 'GET', '/app.js', { ...host, Cookie: `agentsnap_ui_${f.ui.port + 1}=${f.ui.token}` })).status, 401, 'another port\'s cookie');
     // Two servers, two tokens (random, from crypto).
     const other = await startUiServer({ cwd: f.repo.dir, env: f.repo.env });
     try {
@@ -171,7 +172,7 @@ test('ui: no CORS headers, a preflight gets none; every answer has CSP default-s
     noCors(pre, 'preflight');
     const replies = [
       await request(f.ui.port, 'GET', `/?token=${f.ui.token}`, { Host: f.host, Origin: 'http://evil.example' }),
-      await f.get('/app.js', { Cookie: `agentsnap_ui=${f.ui.token}` }),
+      await f.get('/app.js', { Cookie: `agentsnap_ui_${f.ui.port}=${f.ui.token}` }),
       await f.get('/api/sessions', { Origin: 'http://evil.example' }),
       await f.get('/api/nothing-here'),
       await request(f.ui.port, 'GET', '/', { Host: f.host }),
@@ -189,7 +190,7 @@ test('ui: no CORS headers, a preflight gets none; every answer has CSP default-s
     const page = replies[0]!.body;
     for (const m of page.matchAll(/(?:src|href)="([^"]*)"/g)) assert.not.match(m[1] as string, /^(https?:)?\/\//, `page loads ${m[1]}`);
     for (const css of ['app.css', 'diff2html.css']) {
-      const text = (await f.get(`/${css}`, { Cookie: `agentsnap_ui=${f.ui.token}` })).body;
+      const text = (await f.get(`/${css}`, { Cookie: `agentsnap_ui_${f.ui.port}=${f.ui.token}` })).body;
       assert.not.match(text, /@import|url\(\s*['"]?(https?:)?\/\//, `${css} loads nothing from outside`);
     }
   });
@@ -262,7 +263,9 @@ test('ui endpoints: sessions, log with checks/overlaps/changes between steps, sh
     assert.is(out.status, 400);
     assert.is(out.json().error.code, 'StepOutOfRange');
     assert.is((await f.get('/api/nope')).status, 404);
-    assert.is((await f.get('/../package.json', { Cookie: `agentsnap_ui=${f.ui.token}` })).status, 404);
+    for (const p of ['/../package.json', '/%2e%2e/package.json', '/..%2fpackage.json', '/%2e%2e%2f%2e%2e%2fpackage.json', '/.git/config']) {
+      assert.is((await f.get(p, { Cookie: `agentsnap_ui_${f.ui.port}=${f.ui.token}` })).status, 404, `only the page's own files: ${p}`);
+    }
     assert.is((await f.post('undo', 'x'.repeat(70_000))).status, 413);
   });
 });

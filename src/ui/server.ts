@@ -47,7 +47,8 @@ export interface UiServer {
 
 export const UI_HOST = '127.0.0.1';
 export const TOKEN_HEADER = 'x-agentsnap-token';
-const COOKIE = 'agentsnap_ui';
+/** The cookie's name holds the port: browsers keep one cookie jar per host whatever the port, and two pages must not overwrite each other's. */
+const cookieName = (port: number) => `agentsnap_ui_${port}`;
 const CSP = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 /** Request bodies are small JSON objects (a step, a path): anything larger is refused unread. */
 const MAX_BODY = 64 * 1024;
@@ -76,10 +77,10 @@ function sameToken(given: string | undefined | null, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function cookieToken(req: http.IncomingMessage): string | undefined {
+function cookieToken(req: http.IncomingMessage, port: number): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const [k, ...v] = part.trim().split('=');
-    if (k === COOKIE) return v.join('=');
+    if (k === cookieName(port)) return v.join('=');
   }
   return undefined;
 }
@@ -277,7 +278,7 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
     }
     // The page and its files: the token in the URL (first load) or the cookie it set.
     const fromQuery = url.searchParams.get('token');
-    const ok = sameToken(fromQuery, token) || sameToken(cookieToken(req), token);
+    const ok = sameToken(fromQuery, token) || sameToken(cookieToken(req, actualPort), token);
     if (!ok) throw new HttpError(401, 'open the URL `agentsnap ui` printed (it holds the token)');
     const name = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
     if (!/^[a-z0-9][a-z0-9._-]*$/i.test(name)) throw new HttpError(404, 'not found');
@@ -289,7 +290,7 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       throw new HttpError(404, 'not found');
     }
     const extra: Record<string, string> = {};
-    if (sameToken(fromQuery, token)) extra['Set-Cookie'] = `${COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/`;
+    if (sameToken(fromQuery, token)) extra['Set-Cookie'] = `${cookieName(actualPort)}=${token}; HttpOnly; SameSite=Strict; Path=/`;
     if (name === 'index.html') {
       // The token and the first session for the page's script, in meta tags (no inline script under the CSP).
       const html = bytes
