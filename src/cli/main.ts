@@ -43,6 +43,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'gc', load: async () => (await import('./commands/parallel.js')).gcCommand },
   { name: 'server', load: async () => (await import('./commands/server.js')).serverCommand },
   { name: 'mcp', load: async () => (await import('./commands/mcp.js')).mcpCommand },
+  { name: 'ui', load: async () => (await import('./commands/ui.js')).uiCommand },
 ];
 
 class UsageError extends AgentsnapError {
