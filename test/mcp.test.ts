@@ -415,8 +415,8 @@ test('the same through init hooks answered by a background server that stays up:
     const initRes = await init({ agent: 'claude', cwd: repo.dir, env });
     const started = await cliProcess(repo, ['server', 'start'], { env });
     assert.is(started.code, 0, started.stderr);
-    // A lock held by the server would make the undo wait for it, then fail Busy: a short timeout tells at once.
-    repo.git(['config', 'agentsnap.lockTimeoutMs', '2000']);
+    // A lock held by the server would make the undo wait for it, then fail Busy: a short timeout (5 s, nothing else contends here) tells at once.
+    repo.git(['config', 'agentsnap.lockTimeout', '5000']);
     const mcp = await connect(repo, { env: { AGENTSNAP_SERVER: 'on' } });
     try {
       const id = () => sessionOf(repo);
