@@ -223,6 +223,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         agentVersion,
         model,
         cwd: call.cwd,
+        env: opts.env,
         ...(tail && call.transcriptPath ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } } : {}),
       });
       return { action: 'pre', session: id, step: res.step, warning: null };

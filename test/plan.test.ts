@@ -2,6 +2,7 @@
 // `show N`, `log --json`, `replay`, and named by `undo N` when the undone steps had marked items done.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
 import { ADAPTERS } from '../src/agents/registry.js';
@@ -116,6 +117,60 @@ test('environment: show N and show --json give the directory of the call (when t
     assert.is(two.environment.cwd, JSON.parse((await cli(repo, ['show', '2', '--json', '--session', id])).stdout).environment.cwd);
     const text = await cli(repo, ['show', '3', '--session', id]);
     assert.match(text.stdout, `in ${path.join(repo.dir, 'sub')}`);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('environment: the names (never the values) of environment variables changed since the first call, per step; secrets never written', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    const secret = 'hunter2-secret-value-9f3a';
+    const secret2 = 'second-secret-value-77c1';
+    const base = { ...env, API_TOKEN: secret, KEEP_ME: 'kept-value', PWD: repo.dir };
+    await call(repo, base, 'Bash', { command: 'true' }); // step 2: the first call, the reference
+    const changedEnv = { ...env, API_TOKEN: secret2, NEW_VAR: 'x', PWD: path.join(repo.dir, 'elsewhere') };
+    await call(repo, changedEnv, 'Bash', { command: 'true' }); // 3: API_TOKEN changed, NEW_VAR added, KEEP_ME removed (PWD is the shell's)
+    await call(repo, changedEnv, 'Bash', { command: 'true' }); // 4: as at 3
+    await call(repo, base, 'Bash', { command: 'true' }); // 5: back as at the start
+
+    type Env = { envChanged: { added: string[]; removed: string[]; changed: string[] } | null; envChangedAt: number | null };
+    const showJson = async (n: number) => {
+      const res = await cli(repo, ['show', String(n), '--json', '--session', id]);
+      assert.is(res.code, 0, res.stderr);
+      return JSON.parse(res.stdout) as { environment: Env; envChanged?: unknown };
+    };
+    assert.equal((await showJson(2)).environment.envChanged, null);
+    const three = await showJson(3);
+    assert.equal(three.environment.envChanged, { added: ['NEW_VAR'], removed: ['KEEP_ME'], changed: ['API_TOKEN'] });
+    assert.is(three.environment.envChangedAt, 3);
+    assert.equal((await showJson(4)).environment.envChanged, three.environment.envChanged, 'as of step 4: what step 3 saw');
+    assert.is((await showJson(4)).environment.envChangedAt, 3);
+    assert.equal((await showJson(5)).environment.envChanged, { added: [], removed: [], changed: [] });
+
+    const text = await cli(repo, ['show', '3', '--session', id]);
+    assert.match(text.stdout, 'environment since the first call: added NEW_VAR; removed KEEP_ME; changed API_TOKEN');
+    assert.not.match((await cli(repo, ['show', '2', '--session', id])).stdout, 'environment since');
+
+    const log = JSON.parse((await cli(repo, ['log', '--json', '--session', id])).stdout) as { step: number; envChanged?: unknown }[];
+    assert.equal(log.map((r) => r.envChanged !== undefined), [false, false, true, false, true], 'journaled only where it differs from the step before');
+
+    // The library API gives the same.
+    const { show } = await import('../src/index.js');
+    const lib = await show({ cwd: repo.dir, env: repo.env as Record<string, string>, session: id, step: 4 });
+    assert.equal(lib.environment.envChanged, three.environment.envChanged);
+
+    // No value, in any file of the state dir or any object agentsnap wrote.
+    const stateDir = path.join(repo.dir, '.git', 'agentsnap');
+    const files = (fs.readdirSync(stateDir, { recursive: true }) as string[]).map((f) => path.join(stateDir, f)).filter((f) => fs.statSync(f).isFile());
+    assert.ok(files.some((f) => f.endsWith('journal.jsonl')));
+    for (const f of files) {
+      const bytes = fs.readFileSync(f, 'latin1');
+      for (const v of [secret, secret2, 'kept-value']) assert.not.ok(bytes.includes(v), `${v} in ${f}`);
+    }
+    const objects = repo.git(['cat-file', '--batch-all-objects', '--batch']);
+    for (const v of [secret, secret2, 'kept-value']) assert.not.ok(objects.includes(v), `${v} in an object`);
   } finally {
     repo.cleanup();
   }

@@ -15,6 +15,7 @@ import type {
   StepUnprotectedEvent,
   OpDoneEvent,
   TranscriptPosition,
+  EnvChange,
 } from './journal.js';
 
 export interface Step {
@@ -49,6 +50,8 @@ export interface Step {
   model?: string | null;
   /** The directory the agent named for the call, when it was not the session's. */
   cwd?: string;
+  /** Set where it differs from the previous call's: the environment variables (names) that differ from the first call's. */
+  envChanged?: EnvChange;
   /** A checkpoint's: whose change it records (see StepCheckpointEvent.madeBy); calls are always the agent's. */
   madeBy?: 'agent' | 'user';
   /** 'transcript': a call no hook saw, journaled from the agent's transcript (no snapshot of its own). */
@@ -76,6 +79,8 @@ export interface Session {
   discarded: boolean;
   /** The transcript the agent named at its (re)start (`session.transcript`); absent in journals without one. */
   agentTranscript?: string;
+  /** The newest envChanged a step journaled (the hot path compares a call's with it). */
+  envChanged?: EnvChange;
   steps: Step[];
   nextStep: number;
   /** Every event of the journal, for event types this module does not fold. */
@@ -192,8 +197,10 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         ...(e.agentVersion ? { agentVersion: e.agentVersion } : {}),
         ...(e.model ? { model: e.model } : {}),
         ...(e.cwd ? { cwd: e.cwd } : {}),
+        ...(e.envChanged ? { envChanged: e.envChanged } : {}),
         ...(e.source ? { source: e.source } : {}),
       });
+      if (e.envChanged) s.envChanged = e.envChanged;
       moveHead(s, e, tree);
       break;
     }

@@ -33,6 +33,7 @@ import { worktreeLockFile, lockedSnapshot, mutate, commitEvent } from './locks.j
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled } from './state.js';
 import { wrapperRunning, listSessions, type SelectOptions, selectSession } from './selection.js';
 import { importTranscriptCalls, importBeforeHeadMoves, importQuietly } from './transcript-import.js';
+import { envChangeAt } from './environment.js';
 export { STEP_REF_PREFIX, META_REF_PREFIX, stepRef, SESSION_META_PREFIX, sessionMetaRef, headRef, sessionOfRef, sessionRefs, sessionsDir, sessionIds, sessionPaths, worktreeKey, refsFor } from './refs.js';
 export type { SessionPaths } from './refs.js';
 export { loadSession, sessionFinished } from './state.js';
@@ -176,6 +177,8 @@ export interface PreOptions extends SnapshotContext {
   model?: string | null;
   /** The directory the agent named for the call (journaled when it is not the session's). */
   cwd?: string | null;
+  /** The environment the call ran with (a hook's own: the agent's): the names that differ from the first call's are journaled, never a value. */
+  env?: NodeJS.ProcessEnv | null;
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
   /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
@@ -201,6 +204,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       parents: [s.head],
       message: commitMessage({ summary: `step ${step} pre ${tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool, head: head.commit }),
     });
+    const envChanged = opts.env ? envChangeAt(p.dir, state, opts.env, s.envChanged) : undefined;
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'step.pre',
@@ -221,6 +225,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       agentVersion: clean(opts.agentVersion ?? null),
       ...(opts.model ? { model: clean(opts.model) } : {}),
       ...(opts.cwd && opts.cwd !== s.cwd ? { cwd: clean(opts.cwd) } : {}),
+      ...(envChanged ? { envChanged: clean(envChanged) } : {}),
     };
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, step), value: commit },
