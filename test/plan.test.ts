@@ -176,4 +176,46 @@ test('environment: the names (never the values) of environment variables changed
   }
 });
 
+test('environment: the tools the agent had, from Claude Code\'s transcript (its api-request-shape lines), journaled when they change', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    const file = path.join(repo.base, 'transcript.jsonl');
+    const line = (v: unknown) => fs.appendFileSync(file, JSON.stringify(v) + '\n');
+    const shape = (names: string[]) =>
+      line({ type: 'api-request-shape', sessionId: 's', shapeHash: names.join(), version: '2.1.332', shape: { system: [{ type: 'text', text: 'x'.repeat(5000) }], tools: names.map((name) => ({ name, description: `the ${name} tool`, input_schema: { type: 'object' } })) } });
+    const claudeCall = async (toolUseId: string) => {
+      line({ type: 'assistant', uuid: `a-${toolUseId}`, version: '2.1.332', message: { id: `m-${toolUseId}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id: toolUseId, name: 'Bash', input: { command: 'true' } }] } });
+      const common = { session_id: 'cc-tools', cwd: repo.dir, transcript_path: file, tool_name: 'Bash', tool_use_id: toolUseId, tool_input: { command: 'true' } };
+      for (const ev of ['PreToolUse', 'PostToolUse']) {
+        const r = await cliProcess(repo, ['hook', 'claude', ev, '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: ev, ...(ev === 'PostToolUse' ? { tool_response: {} } : {}) }) });
+        assert.is(r.code, 0, r.stderr);
+      }
+      line({ type: 'user', uuid: `r-${toolUseId}`, message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'ok' }] } });
+    };
+    shape(['Bash', 'Read', 'Write']);
+    await claudeCall('toolu_t1'); // step 2
+    shape(['Bash', 'Read', 'Write']); // a new shape (the system prompt changed), the same tools
+    await claudeCall('toolu_t2'); // 3
+    shape(['Bash', 'Read', 'Write', 'mcp__db__query']);
+    await claudeCall('toolu_t3'); // 4
+    await claudeCall('toolu_t4'); // 5
+
+    type Env = { tools: string[] | null; toolsAt: number | null };
+    const envOf = async (n: number) => (JSON.parse((await cli(repo, ['show', String(n), '--json', '--session', id])).stdout) as { environment: Env }).environment;
+    assert.equal(await envOf(1), { ...(await envOf(1)), tools: null, toolsAt: null }, 'no call yet');
+    assert.equal([(await envOf(2)).tools, (await envOf(2)).toolsAt], [['Bash', 'Read', 'Write'], 2]);
+    assert.equal([(await envOf(3)).tools, (await envOf(3)).toolsAt], [['Bash', 'Read', 'Write'], 2], 'the same tools: nothing journaled');
+    assert.equal([(await envOf(5)).tools, (await envOf(5)).toolsAt], [['Bash', 'Read', 'Write', 'mcp__db__query'], 4]);
+    const log = JSON.parse((await cli(repo, ['log', '--json', '--session', id])).stdout) as { step: number; tools?: string[] }[];
+    assert.equal(log.map((r) => r.tools ?? null), [null, ['Bash', 'Read', 'Write'], null, ['Bash', 'Read', 'Write', 'mcp__db__query'], null]);
+    const text = await cli(repo, ['show', '4', '--session', id]);
+    assert.match(text.stdout, 'tools (4, as of step 4): Bash, Read, Write, mcp__db__query');
+    const journal = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl'), 'utf8');
+    assert.not.match(journal, 'the Bash tool', 'names only, not the descriptions');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
 import type { AgentAdapter, PlanItem } from './adapter.js';
-import { compactClaudeTranscript, forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, unjournaledReadCalls } from './claude-transcript.js';
+import { compactClaudeTranscript, forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, toolsOffered, unjournaledReadCalls } from './claude-transcript.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList, str } from './plan.js';
 
@@ -190,6 +190,7 @@ export const claude: AgentAdapter = {
     locateCall: locateToolCall,
     unjournaledReads: (tail, opts) => unjournaledReadCalls(tail, { ...opts, tools: CLAUDE_READ_ONLY_TOOLS }),
     readConversation,
+    toolsOffered,
   },
   describeCall: describeClaudeCall,
   nextPlan: nextClaudePlan,

@@ -4,8 +4,9 @@
 // environment variables that differ from the session's first call. Recorded
 // on the tool-call path: the call's directory when the agent left the
 // session's, and those names when they differ from the previous call's.
-// Never recorded: the values of environment variables. Not recorded: the tools
-// the agent had (no agent's hook payload or transcript says).
+// Never recorded: the values of environment variables. The tools the agent
+// offered its model come from its transcript when it names them (Claude Code's
+// api-request-shape lines), journaled at a pre when they changed.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
@@ -25,6 +26,10 @@ export interface StepEnvironment {
   envChanged: EnvChange | null;
   /** The step that journaled envChanged. */
   envChangedAt: number | null;
+  /** The tools the agent offered its model as of this step (names; null: its files do not say, see docs/reference.md). */
+  tools: string[] | null;
+  /** The step that journaled them. */
+  toolsAt: number | null;
 }
 
 export function environmentAt(s: Session, step: number): StepEnvironment {
@@ -32,6 +37,8 @@ export function environmentAt(s: Session, step: number): StepEnvironment {
   let model: string | null = null;
   let envChanged: EnvChange | null = null;
   let envChangedAt: number | null = null;
+  let tools: string[] | null = null;
+  let toolsAt: number | null = null;
   let cwd = s.cwd;
   for (const st of s.steps) {
     if (st.step > step) break;
@@ -41,9 +48,13 @@ export function environmentAt(s: Session, step: number): StepEnvironment {
       envChanged = st.envChanged;
       envChangedAt = st.step;
     }
+    if (st.tools) {
+      tools = st.tools;
+      toolsAt = st.step;
+    }
     if (st.step === step) cwd = st.cwd ?? s.cwd;
   }
-  return { cwd, agent: s.agent, agentVersion, model, command: s.command, envChanged, envChangedAt };
+  return { cwd, agent: s.agent, agentVersion, model, command: s.command, envChanged, envChangedAt, tools, toolsAt };
 }
 
 export function envEmpty(c: EnvChange): boolean {

@@ -71,6 +71,8 @@ export interface StepPreEvent extends EventBase {
   cwd?: string;
   /** Names (never values) of the environment variables that differ from the session's first call; only when that differs from the previous call's. */
   envChanged?: EnvChange;
+  /** The names of the tools the agent offered its model, when they differ from those the session journaled last (Claude Code). */
+  tools?: string[];
   /**
    * Set on a call no hook saw (Claude Code's read-only tools are not hooked):
    * journaled afterwards from the agent's transcript, with no snapshot of its

@@ -179,6 +179,8 @@ export interface PreOptions extends SnapshotContext {
   cwd?: string | null;
   /** The environment the call ran with (a hook's own: the agent's): the names that differ from the first call's are journaled, never a value. */
   env?: NodeJS.ProcessEnv | null;
+  /** The tools the agent offers its model, from its transcript past byte `since` (the adapter's toolsOffered over the tail the hook read). */
+  toolsOffered?: ((since: number | undefined) => string[] | null) | null;
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
   /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
@@ -205,6 +207,8 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       message: commitMessage({ summary: `step ${step} pre ${tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool, head: head.commit }),
     });
     const envChanged = opts.env ? envChangeAt(p.dir, state, opts.env, s.envChanged) : undefined;
+    const offered = opts.transcriptTail && opts.toolsOffered ? toolsSince(state, opts.transcriptTail, opts.toolsOffered) : null;
+    const tools = offered && clean(offered).join('\0') !== (s.tools ?? []).join('\0') ? clean(offered) : undefined;
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'step.pre',
@@ -226,6 +230,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       ...(opts.model ? { model: clean(opts.model) } : {}),
       ...(opts.cwd && opts.cwd !== s.cwd ? { cwd: clean(opts.cwd) } : {}),
       ...(envChanged ? { envChanged: clean(envChanged) } : {}),
+      ...(tools ? { tools } : {}),
     };
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, step), value: commit },
@@ -234,6 +239,17 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
     await maybeMaintain(repo, p, state);
     return { session: id, step, commit, tree: snap.tree, changed: snap.changed, skipped: snap.skipped };
   });
+}
+
+/**
+ * The tools offered since the previous pre looked (state.toolsScan: the end of the last whole line it searched, so
+ * each byte of the transcript is searched once); moves that mark to this tail's last whole line.
+ */
+function toolsSince(state: SessionState, t: NonNullable<PreOptions['transcriptTail']>, offered: NonNullable<PreOptions['toolsOffered']>): string[] | null {
+  const seen = state.toolsScan;
+  const found = offered(seen && seen.path === t.path && seen.offset <= t.tail.size ? seen.offset : undefined);
+  state.toolsScan = { path: t.path, offset: t.tail.from + t.tail.buf.lastIndexOf(0x0a) + 1 };
+  return found;
 }
 
 export interface PostOptions extends SnapshotContext {

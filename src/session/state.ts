@@ -29,6 +29,8 @@ export interface SessionState {
   transcriptFloor?: { path: string; offset: number };
   /** The key of the session's environment hashes and the digest of the last call's environment (see envChangeAt). */
   env?: EnvState;
+  /** How far the pre hooks searched the transcript for the tools the agent offered (see toolsSince in session.ts). */
+  toolsScan?: { path: string; offset: number };
 }
 
 const RECENT_CALLS = 256;
@@ -50,6 +52,7 @@ export function stateFrom(s: Session, journalSize: number, prev: SessionState | 
     transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
     ...(prev?.transcriptFloor ? { transcriptFloor: prev.transcriptFloor } : {}),
     ...(prev?.env ? { env: prev.env } : {}),
+    ...(prev?.toolsScan ? { toolsScan: prev.toolsScan } : {}),
   };
 }
 

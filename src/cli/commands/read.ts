@@ -95,6 +95,7 @@ function stepJson(st: Step) {
     ...(st.source ? { source: st.source } : {}),
     ...(st.cwd ? { cwd: st.cwd } : {}),
     ...(st.envChanged ? { envChanged: st.envChanged } : {}),
+    ...(st.tools ? { tools: st.tools } : {}),
     agentVersion: st.agentVersion ?? null,
     model: st.model ?? null,
     ...(st.kind === 'checkpoint' ? { madeBy: st.madeBy ?? 'user' } : {}),
@@ -259,6 +260,7 @@ export const showCommand: CommandFactory = (ctx) => ({
       const names = (what: string, list: string[]) => (list.length ? `${what} ${list.map(printablePath).join(', ')}` : null);
       out.out(out.color.dim(`environment since the first call: ${[names('added', ch.added), names('removed', ch.removed), names('changed', ch.changed)].filter(Boolean).join('; ')} (names only)`));
     }
+    if (env.tools) out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
     if (res.diff) ctx.io.stdout.write(res.diff);
     else out.note('no changes');
