@@ -143,6 +143,10 @@ test('codex: undo N --chat forks the rollout before call N; `codex exec resume <
     assert.is(chat.resumeCommand, `codex resume ${chat.sessionId}`);
     assert.is(chat.cwd, repo.dir);
     assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is unchanged');
+    // Marked as `codex fork` marks its forks (its TUI then says "Thread forked from <id>" on resume).
+    const meta = (JSON.parse(fs.readFileSync(chat.file, 'utf8').split('\n')[0] as string) as { payload: Record<string, unknown> }).payload;
+    assert.is(meta.forked_from_id, JSON.parse(rolloutBytes.toString('utf8').split('\n')[0] as string).payload.id);
+    assert.is(typeof meta.forked_from_ordinal_exclusive, 'number');
     assert.is(fs.readFileSync(path.join(repo.dir, 'b.txt'), 'utf8'), 'three\n', '--chat leaves the files alone');
     // Resume the fork non-interactively, as `codex resume <id>` would interactively.
     const resumed = await startResponsesStub([{ text: 'Resumed.' }]);
