@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapCmd, git, interleave, median, run, timed, type Cmd } from './measure.js';
 import { removeAgentsnapState } from './repos.js';
-import type { Row, Scenario, ScenarioContext } from './scenarios.js';
+import { timeRow, type Row, type Scenario, type ScenarioContext } from './scenarios.js';
 import { stopServer } from './server.js';
 
 const STEPS = 64;
@@ -80,26 +80,15 @@ export const bisectScenario: Scenario = {
       const a = median(samples.get('agentsnap') ?? []);
       const b = median(samples.get('raw git') ?? []);
       return [
-        {
-          kind: 'time',
-          size: repo.size,
+        timeRow(ctx, {
           what: `bisect over ${STEPS} steps`,
           agentsnapMs: a,
           baseline: 'raw git by hand',
           baselineMs: b,
-          ratio: a / b,
           samples: (samples.get('agentsnap') ?? []).length,
           target: { maxRatio: 2, issue: 17, sizes: [1000, 10_000] },
-          maxRssMiB: null,
-          peers: {},
-          server: null,
-          serverRssMiB: null,
-          serverWatches: null,
-          watchesFrom: null,
-          label: repo.label,
-          layout: repo.layout,
           notes: [`bisect ran the command ${runsTaken} times (log2(${STEPS}) = ${Math.log2(STEPS)}, plus the two ends); by hand: ${visits.length} states, one worktree`],
-        },
+        }),
       ];
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

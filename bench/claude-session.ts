@@ -9,7 +9,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { agentsnapCmd, interleave, median, type Cmd } from './measure.js';
 import { removeAgentsnapState } from './repos.js';
-import { rawGitSubject, type Row, type Scenario, type ScenarioContext, type Target } from './scenarios.js';
+import { rawGitSubject, timeRow, type Row, type Scenario, type ScenarioContext, type Target } from './scenarios.js';
 import { stopServer } from './server.js';
 import { claudeBinary } from '../test/support/claude-code.js';
 import { startMessagesStub, type ScriptedTurn } from '../test/support/messages-stub.js';
@@ -110,26 +110,15 @@ function sessionScenario(id: string, kind: 'read' | 'edit', what: string, target
         const wrappedMs = median(samples.get('wrapped') ?? []);
         const pairMs = median(samples.get('raw pair') ?? []);
         const perCall = Math.max(0, wrappedMs - bareMs) / CALLS;
-        const r: Row = {
-          kind: 'time',
-          size: repo.size,
+        const r = timeRow(ctx, {
           what,
           agentsnapMs: perCall,
           baseline: 'raw git pre+post pair',
           baselineMs: pairMs,
-          ratio: perCall / pairMs,
           samples: (samples.get('wrapped') ?? []).length,
-          target: target.sizes.includes(repo.size) ? target : null,
-          maxRssMiB: null,
-          peers: {},
-          server: null,
-          serverRssMiB: null,
-          serverWatches: null,
-          watchesFrom: null,
-          label: repo.label,
-          layout: repo.layout,
+          target,
           notes: [`real Claude Code, ${CALLS} calls: ${(bareMs / 1000).toFixed(2)} s unwrapped, ${(wrappedMs / 1000).toFixed(2)} s wrapped (session fixed cost included)`],
-        };
+        });
         return [r];
       } finally {
         await stub.close();

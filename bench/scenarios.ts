@@ -136,19 +136,25 @@ export function rawGitSubject(ctx: ScenarioContext, change: Change | null = null
 }
 
 function row(ctx: ScenarioContext, what: string, a: number[], b: number[], baseline: string, target: Target | null, rss: number | null): Row {
-  const agentsnapMs = median(a);
-  const baselineMs = median(b);
+  return timeRow(ctx, { what, agentsnapMs: median(a), baseline, baselineMs: median(b), samples: a.length, target, maxRssMiB: rss });
+}
+
+/** A time row from figures already reduced (a scenario that times something other than one sample per run). */
+export function timeRow(
+  ctx: ScenarioContext,
+  f: { what: string; agentsnapMs: number; baseline: string; baselineMs: number; samples: number; target: Target | null; maxRssMiB?: number | null; notes?: string[] },
+): Row {
   return {
     kind: 'time',
     size: ctx.repo.size,
-    what,
-    agentsnapMs,
-    baseline,
-    baselineMs,
-    ratio: agentsnapMs / baselineMs,
-    samples: a.length,
-    target: target && target.sizes.includes(ctx.repo.size) ? target : null,
-    maxRssMiB: rss,
+    what: f.what,
+    agentsnapMs: f.agentsnapMs,
+    baseline: f.baseline,
+    baselineMs: f.baselineMs,
+    ratio: f.agentsnapMs / f.baselineMs,
+    samples: f.samples,
+    target: f.target && f.target.sizes.includes(ctx.repo.size) ? f.target : null,
+    maxRssMiB: f.maxRssMiB ?? null,
     peers: {},
     server: null,
     serverRssMiB: null,
@@ -156,7 +162,7 @@ function row(ctx: ScenarioContext, what: string, a: number[], b: number[], basel
     watchesFrom: null,
     label: ctx.repo.label,
     layout: ctx.repo.layout,
-    notes: [],
+    notes: f.notes ?? [],
   };
 }
 

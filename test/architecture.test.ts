@@ -16,7 +16,7 @@ import * as assert from 'uvu/assert';
 const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'src');
 
 /** Lowest first. `.` is the files directly in src/: the public API (index.ts, api*.ts, the routers). */
-const LAYERS = ['base', 'git', 'snapshot', 'agents', 'session', 'restore', 'server', 'worktrees', 'history', '.', 'cli'];
+const LAYERS = ['base', 'git', 'snapshot', 'agents', 'session', 'restore', 'server', 'worktrees', 'history', '.', 'ui', 'cli'];
 
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {

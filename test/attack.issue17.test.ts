@@ -6,17 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { agentsnapOnPath, BIN, cli, cliProcess, indexBytes, tempRepo, USER_IDENTITY, type TempRepo } from './helpers.js';
-import { journalEvents } from './snap-helpers.js';
+import { journalEvents, recordStep } from './snap-helpers.js';
 
-async function step(repo: TempRepo, change: () => void, env: Record<string, string> = {}): Promise<number> {
-  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '--json'], { env });
-  assert.is(pre.code, 0, pre.stderr);
-  const n = (JSON.parse(pre.stdout) as { step: number }).step;
-  change();
-  const post = await cli(repo, ['snap', '--phase', 'post', '--step', String(n), '--tool', 'Bash'], { env });
-  assert.is(post.code, 0, post.stderr);
-  return n;
-}
 
 function checkEvents(repo: TempRepo): Record<string, unknown>[] {
   const id = repo.git(['for-each-ref', '--format=%(refname)', 'refs/agent/']).split('\n')[0]!.split('/')[2]!;
@@ -26,7 +17,7 @@ function checkEvents(repo: TempRepo): Record<string, unknown>[] {
 test('check: a command the journal redacts (agentsnap.redactPattern, a token in it) is still recognised: reused, and the background runner ends', async () => {
   const repo = tempRepo({ files: { 'README': 'x\n' } });
   try {
-    await step(repo, () => repo.write('a.txt', 'a\n'));
+    await recordStep(repo, () => repo.write('a.txt', 'a\n'));
     repo.git(['config', 'agentsnap.redactPattern', 'hunter2']);
     const cmd = 'echo hunter2 >/dev/null; true';
     const first = await cli(repo, ['check', '--run', cmd]);
@@ -48,7 +39,7 @@ test('check: a command the journal redacts (agentsnap.redactPattern, a token in 
 test('check: a git hook\'s or shell\'s GIT_INDEX_FILE / GIT_DIR never lets the check\'s git commands reach the user\'s index, HEAD or branch', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
-    await step(repo, () => repo.write('b.txt', 'b\n'));
+    await recordStep(repo, () => repo.write('b.txt', 'b\n'));
     const gitDir = path.join(repo.dir, '.git');
     const index = indexBytes(repo);
     const head = repo.git(['rev-parse', 'main']);
@@ -73,7 +64,7 @@ test('blame: a CRLF file (text eol=crlf) changed since the last snapshot keeps i
     repo.write('f.txt', 'one\r\ntwo\r\n');
     repo.git(['add', '-A']);
     repo.git(['commit', '-q', '-m', 'initial']);
-    const n = await step(repo, () => repo.write('f.txt', 'one\r\ntwo\r\nthree\r\n'));
+    const n = await recordStep(repo, () => repo.write('f.txt', 'one\r\ntwo\r\nthree\r\n'));
     repo.write('f.txt', 'one\r\ntwo\r\nthree\r\nfour\r\n'); // not recorded yet
     const res = await cli(repo, ['blame', 'f.txt', '--json']);
     assert.is(res.code, 0, res.stderr);
@@ -99,7 +90,7 @@ test('blame notes: a rebase that moves the agent\'s lines leaves a note git conc
       return r.stdout;
     };
     assert.is((await cli(repo, ['hooks', 'install'], { env })).code, 0);
-    const n = await step(repo, () => repo.write('base.txt', 'b1\nb2\nagent1\nagent2\n'), env);
+    const n = await recordStep(repo, () => repo.write('base.txt', 'b1\nb2\nagent1\nagent2\n'), env);
     g(['commit', '-q', '-am', 'agent']);
     g(['checkout', '-q', '-b', 'side', 'HEAD~1']);
     repo.write('base.txt', 'u0\nb1\nb2\n');
@@ -128,7 +119,7 @@ test('blame: a symlink is blamed as the link it is, never read through (a FIFO o
   const repo = tempRepo({ files: { 'README': 'x\n' } });
   try {
     fs.writeFileSync(path.join(repo.base, 'outside.txt'), 'secret outside the repository\n');
-    await step(repo, () => fs.symlinkSync(path.join(repo.base, 'outside.txt'), path.join(repo.dir, 'link')));
+    await recordStep(repo, () => fs.symlinkSync(path.join(repo.base, 'outside.txt'), path.join(repo.dir, 'link')));
     const res = await cli(repo, ['blame', 'link', '--json']);
     assert.is(res.code, 0, res.stderr);
     const lines = (JSON.parse(res.stdout) as { lines: { text: string; origin: { kind: string } }[] }).lines;
@@ -166,7 +157,7 @@ function checkWorktrees(repo: TempRepo): string[] {
 test('check: a command that leaves a process behind holding its output returns when the command ends; the leftover is stopped', async () => {
   const repo = tempRepo({ files: { 'README': 'x\n' } });
   try {
-    await step(repo, () => repo.write('a.txt', 'a\n'));
+    await recordStep(repo, () => repo.write('a.txt', 'a\n'));
     const pidFile = path.join(repo.base, 'bg.pid');
     // Bounded only so that the failing version fails instead of hanging for 600 s.
     const res = await cliProcess(repo, ['check', '--run', `sleep 600 & echo $! > '${pidFile}'; echo started`, '--json'], { timeoutMs: 120_000 });
@@ -183,7 +174,7 @@ test('check: a command that leaves a process behind holding its output returns w
 test('check: SIGTERM (or Ctrl-C) of agentsnap check midway stops the command and removes the throwaway worktree', async () => {
   const repo = tempRepo({ files: { 'README': 'x\n' } });
   try {
-    await step(repo, () => repo.write('a.txt', 'a\n'));
+    await recordStep(repo, () => repo.write('a.txt', 'a\n'));
     const pidFile = path.join(repo.base, 'cmd.pid');
     for (const sig of ['SIGTERM', 'SIGINT'] as const) {
       fs.rmSync(pidFile, { force: true });
@@ -205,7 +196,7 @@ test('check: SIGTERM (or Ctrl-C) of agentsnap check midway stops the command and
 test('check --steps naming no recorded state is an error, not a silent pass of nothing', async () => {
   const repo = tempRepo({ files: { 'README': 'x\n' } });
   try {
-    await step(repo, () => repo.write('a.txt', 'a\n'));
+    await recordStep(repo, () => repo.write('a.txt', 'a\n'));
     const res = await cli(repo, ['check', '--steps', '99..100', '--run', 'false']);
     assert.is(res.code, 1, `${res.code} ${res.stdout} ${res.stderr}`);
     assert.match(res.stderr, 'no state after a step in 99..100');

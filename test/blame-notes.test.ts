@@ -5,6 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { agentsnapOnPath, cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
+import { recordStep } from './snap-helpers.js';
 
 function git(repo: TempRepo, env: Record<string, string>, args: string[]): string {
   const id = { GIT_AUTHOR_NAME: 'U', GIT_AUTHOR_EMAIL: 'u@example.com', GIT_COMMITTER_NAME: 'U', GIT_COMMITTER_EMAIL: 'u@example.com' };
@@ -13,15 +14,6 @@ function git(repo: TempRepo, env: Record<string, string>, args: string[]): strin
   return r.stdout;
 }
 
-async function step(repo: TempRepo, env: Record<string, string>, change: () => void): Promise<number> {
-  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '--json'], { env });
-  assert.is(pre.code, 0, pre.stderr);
-  const n = (JSON.parse(pre.stdout) as { step: number }).step;
-  change();
-  const post = await cli(repo, ['snap', '--phase', 'post', '--step', String(n), '--tool', 'Bash'], { env });
-  assert.is(post.code, 0, post.stderr);
-  return n;
-}
 
 test('blame notes: committed agent lines keep their step through commit --amend and rebase, in a later session', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'base\n', 'other.txt': 'o\n' } });
@@ -32,9 +24,9 @@ test('blame notes: committed agent lines keep their step through commit --amend 
     assert.match(git(repo, env, ['config', '--get-all', 'notes.rewriteRef']), 'refs/notes/agentsnap');
     const base = git(repo, env, ['rev-parse', 'HEAD']).trim();
     git(repo, env, ['checkout', '-q', '-b', 'feature']);
-    const one = await step(repo, env, () => repo.write('a.txt', 'base\nagent one\n'));
+    const one = await recordStep(repo, () => repo.write('a.txt', 'base\nagent one\n'), env);
     repo.write('a.txt', 'base\nagent one\nmine\n'); // the user's line, between steps
-    const two = await step(repo, env, () => repo.write('a.txt', 'base\nagent one\nmine\nagent two\n'));
+    const two = await recordStep(repo, () => repo.write('a.txt', 'base\nagent one\nmine\nagent two\n'), env);
     const first = (JSON.parse((await cli(repo, ['log', '--json'], { env })).stdout) as { step: number }[]).length;
     assert.is(first, 2);
     git(repo, env, ['add', 'a.txt']);

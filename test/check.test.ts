@@ -5,14 +5,16 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { cli, tempRepo, worktreeFiles, type TempRepo } from './helpers.js';
+import { cli, cliProcess, tempRepo, worktreeFiles, type TempRepo } from './helpers.js';
 
-async function step(repo: TempRepo, tool: string, change: () => void): Promise<number> {
-  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', tool, '--json']);
+/** One step; with `env`, through the real CLI process (whose client hands `snap` to a running warm server). */
+async function step(repo: TempRepo, tool: string, change: () => void, env?: Record<string, string>): Promise<number> {
+  const run = (args: string[]) => (env ? cliProcess(repo, args, { env }) : cli(repo, args));
+  const pre = await run(['snap', '--phase', 'pre', '--tool', tool, '--json']);
   assert.is(pre.code, 0, pre.stderr);
   const n = (JSON.parse(pre.stdout) as { step: number }).step;
   change();
-  const post = await cli(repo, ['snap', '--phase', 'post', '--step', String(n), '--tool', tool, '--json']);
+  const post = await run(['snap', '--phase', 'post', '--step', String(n), '--tool', tool, '--json']);
   assert.is(post.code, 0, post.stderr);
   return n;
 }
@@ -23,12 +25,12 @@ function worktrees(repo: TempRepo): string[] {
 }
 
 /** A session of four calls: the third breaks "the tests" (test.sh exits 1 once broken.txt exists), the fourth edits docs. */
-async function session(repo: TempRepo): Promise<number[]> {
+async function session(repo: TempRepo, env?: Record<string, string>): Promise<number[]> {
   return [
-    await step(repo, 'Write', () => repo.write('src.txt', 'v1\n')),
-    await step(repo, 'Bash', () => repo.write('src.txt', 'v2\n')),
-    await step(repo, 'Bash', () => repo.write('broken.txt', 'oops\n')),
-    await step(repo, 'Edit', () => repo.write('README', 'docs\n')),
+    await step(repo, 'Write', () => repo.write('src.txt', 'v1\n'), env),
+    await step(repo, 'Bash', () => repo.write('src.txt', 'v2\n'), env),
+    await step(repo, 'Bash', () => repo.write('broken.txt', 'oops\n'), env),
+    await step(repo, 'Edit', () => repo.write('README', 'docs\n'), env),
   ];
 }
 
@@ -152,29 +154,52 @@ test('check: agentsnap.worktreeShare directories reach the check (by symlink whe
   }
 });
 
+/** Polls log --json until the newest step has a check and no runner holds the lock (a loaded machine only makes it slower). */
+async function backgroundCheckOf(repo: TempRepo, newest: number, env: Record<string, string> = {}): Promise<{ verdict: string; command: string }> {
+  const lock = path.join(repo.dir, '.git', 'agentsnap', 'locks');
+  let rows: { step: number; check: { verdict: string; command: string } | null }[] = [];
+  for (let i = 0; i < 1200; i++) {
+    rows = JSON.parse((await cli(repo, ['log', '--json'], { env })).stdout) as typeof rows;
+    const runner = fs.existsSync(lock) && fs.readdirSync(lock).some((f) => f.startsWith('check-'));
+    if (rows.find((r) => r.step === newest)?.check && !runner) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const last = rows.find((r) => r.step === newest)?.check;
+  assert.ok(last, `the newest step was checked in the background: ${JSON.stringify(rows)}`);
+  return last;
+}
+
 test('check: git config agentsnap.check checks the newest step in the background after each step; log turns green or red', async () => {
   const repo = tempRepo({ files: { 'README': 'readme\n' } });
   try {
     spawnSync('git', ['config', 'agentsnap.check', 'test ! -e broken.txt'], { cwd: repo.dir, env: repo.env });
     const steps = await session(repo);
-    const newest = steps[3] as number;
-    const lock = path.join(repo.dir, '.git', 'agentsnap', 'locks');
-    // Polled with a generous bound: a loaded machine only makes this slower, never wrong.
-    let rows: { step: number; check: { verdict: string; command: string } | null }[] = [];
-    for (let i = 0; i < 1200; i++) {
-      rows = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as typeof rows;
-      const runner = fs.existsSync(lock) && fs.readdirSync(lock).some((f) => f.startsWith('check-'));
-      if (rows.find((r) => r.step === newest)?.check && !runner) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const last = rows.find((r) => r.step === newest)?.check;
-    assert.ok(last, `the newest step was checked in the background: ${JSON.stringify(rows)}`);
+    const last = await backgroundCheckOf(repo, steps[3] as number);
     assert.is(last.verdict, 'fail');
     assert.is(last.command, 'test ! -e broken.txt');
     assert.is(worktrees(repo).length, 1);
     const log = await cli(repo, ['log']);
     assert.match(log.stdout, '✗');
   } finally {
+    repo.cleanup();
+  }
+});
+
+test('check: agentsnap.check also runs in the background when the warm server answers the calls (its cached settings)', async () => {
+  const repo = tempRepo({ files: { 'README': 'readme\n' } });
+  const env = { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_TRACE: '1' };
+  try {
+    spawnSync('git', ['config', 'agentsnap.check', 'test ! -e broken.txt'], { cwd: repo.dir, env: repo.env });
+    const started = await cliProcess(repo, ['server', 'start'], { env });
+    assert.is(started.code, 0, started.stderr);
+    const steps = await session(repo, env);
+    const trace = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
+    assert.is((trace.match(/call \d+: snap --phase (pre|post) /g) ?? []).length, 8, `every snap answered by the server: ${trace}`);
+    const last = await backgroundCheckOf(repo, steps[3] as number, env);
+    assert.is(last.verdict, 'fail');
+    assert.is(last.command, 'test ! -e broken.txt');
+  } finally {
+    await cliProcess(repo, ['server', 'stop'], { env });
     repo.cleanup();
   }
 });

@@ -111,3 +111,14 @@ export async function startNamedSession(repo: TempRepo, id: string): Promise<str
   const res = await startSession(r, { id });
   return res.commit;
 }
+
+/** One recorded Bash step through the CLI: pre, the change, post; returns its number. */
+export async function recordStep(repo: TempRepo, change: () => void, env: Record<string, string> = {}): Promise<number> {
+  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '--json'], { env });
+  assert.is(pre.code, 0, pre.stderr);
+  const n = (JSON.parse(pre.stdout) as { step: number }).step;
+  change();
+  const post = await cli(repo, ['snap', '--phase', 'post', '--step', String(n), '--tool', 'Bash'], { env });
+  assert.is(post.code, 0, post.stderr);
+  return n;
+}

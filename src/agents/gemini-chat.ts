@@ -164,14 +164,20 @@ export function writeGeminiFork(original: string, chat: GeminiChat, messages: Ob
   };
 }
 
-/** A new chat cut before the model turn holding step N's call, next to the original (never modified). */
-export function forkGeminiChat(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
+/** Step N's chat and the cut before the model turn holding its call; refuses a step that has none. */
+function chatAtStep(step: ForkPoint): { file: string; chat: ReturnType<typeof readGeminiChat>; cut: NonNullable<ReturnType<typeof findGeminiCut>> } {
   const file = step.transcript?.path;
   if (!file) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
   if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call id to find in the Gemini CLI chat ${file}.`, { data: { path: file } });
   const chat = readGeminiChat(file);
   const cut = findGeminiCut(chat.messages, step.toolUseId, step.occurrence ?? 0);
   if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Gemini CLI chat ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
+  return { file, chat, cut };
+}
+
+/** A new chat cut before the model turn holding step N's call, next to the original (never modified). */
+export function forkGeminiChat(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
+  const { file, chat, cut } = chatAtStep(step);
   return writeGeminiFork(file, chat, chat.messages.slice(0, cut.index), { cwd: opts.cwd, ...(opts.newId ? { newId: opts.newId } : {}), sharedWith: cut.sharedWith });
 }
 
@@ -220,12 +226,7 @@ function chatEntries(messages: Obj[]): ConversationEntry[] {
 
 /** A new chat whose messages before the model turn holding step N's call are one user message, the digest; the rest kept. */
 export function compactGeminiChat(step: ForkPoint, digest: DigestBuilder, opts: { cwd: string; newId?: string }): ChatCompact {
-  const file = step.transcript?.path;
-  if (!file) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
-  if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call id to find in the Gemini CLI chat ${file}.`, { data: { path: file } });
-  const chat = readGeminiChat(file);
-  const cut = findGeminiCut(chat.messages, step.toolUseId, step.occurrence ?? 0);
-  if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Gemini CLI chat ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
+  const { file, chat, cut } = chatAtStep(step);
   const prior = chat.messages.slice(0, cut.index);
   const text = digest(chatEntries(prior), chatEntries(chat.messages.slice(cut.index)));
   const at = chat.messages[cut.index]?.timestamp;

@@ -1,0 +1,31 @@
+// `agentsnap ui`: serves the local page (src/ui/server.ts), prints its URL and opens it; runs until Ctrl-C.
+import { startUiServer } from '../../ui/server.js';
+import { openInBrowser } from '../../ui/open.js';
+import type { CommandFactory } from '../context.js';
+import { sessionOption } from '../context.js';
+
+export const uiCommand: CommandFactory = (ctx) => ({
+  command: 'ui',
+  describe: 'A local web page of the sessions: timeline, diffs, conversation, and undo/redo/restore/revert with their dry runs',
+  builder: (y) =>
+    y
+      .options({
+        ...sessionOption,
+        port: { type: 'number', describe: 'port on 127.0.0.1 (default: a free one)' },
+        open: { type: 'boolean', default: true, describe: 'open the page in the browser (--no-open: only print its URL)' },
+      })
+      .example('$0 ui', 'open the timeline of the most recent session')
+      .example('$0 ui --no-open --port 4791', 'print the URL (it holds the access token) and serve on port 4791'),
+  handler: async (raw) => {
+    const argv = raw as unknown as { session?: string; port?: number; open: boolean };
+    const out = ctx.output({});
+    const server = await startUiServer({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, port: argv.port });
+    out.out(server.url);
+    out.note('agentsnap ui: serving on 127.0.0.1 only; the URL holds the access token. Ctrl-C stops it.');
+    if (argv.open && !(await openInBrowser(server.url, ctx.io.env))) out.note('could not start a browser: open the URL above');
+    await new Promise<void>((resolve) => {
+      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => resolve());
+    });
+    await server.close();
+  },
+});

@@ -1,0 +1,330 @@
+// `agentsnap ui` (issue 20): a local page over the public API. This layer sits
+// above src/*.ts and only calls it: every endpoint is one API call (log, show,
+// diff, replay, undo/redo/restore/revert with their dry runs), so what the page
+// shows and does is what the CLI shows and does, redaction included.
+//
+// A page that can rewrite files is a target, so every request must pass:
+//  - the socket is bound to 127.0.0.1 only;
+//  - Host must be 127.0.0.1:<port> or localhost:<port> (a DNS-rebinding page
+//    reaches us under its own name, so its Host names that);
+//  - a random token (32 bytes from crypto) proves the caller read the URL the
+//    command printed: `?token=` on the page load (which sets an HttpOnly,
+//    SameSite=Strict cookie for the page's own files), and the
+//    `X-Agentsnap-Token` header on every /api call (a custom header: no other
+//    site can send it without a CORS preflight, which we never answer);
+//  - a mutating request (anything but GET/HEAD) must carry an Origin equal to
+//    the page's own (CSRF);
+//  - no CORS headers at all; a CSP of `default-src 'self'` (no external
+//    sources: the page ships its scripts, styles and diff2html itself).
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { diff, log, logAllSessions, resolveSession, sessions, show, type RepoOptions } from '../api.js';
+import { redo, restore, revert, status, undo } from '../api-undo.js';
+import { replay } from '../replay.js';
+import { errors, isAgentsnapError } from '../base/errors.js';
+import { packageRoot } from '../base/package-root.js';
+import { openRepo, type Repo } from '../git/repo.js';
+import { sessionsDir } from '../session/session.js';
+
+export interface UiServerOptions extends RepoOptions {
+  /** TCP port on 127.0.0.1 (default 0: a free one). */
+  port?: number | undefined;
+  /** The session the page opens with (id or name); default: the most recent. */
+  session?: string | undefined;
+  /** Where the page's files are (default: the package's dist/ui). */
+  assetsDir?: string | undefined;
+}
+
+export interface UiServer {
+  /** The URL to open: http://127.0.0.1:<port>/?token=… */
+  url: string;
+  port: number;
+  token: string;
+  close(): Promise<void>;
+}
+
+export const UI_HOST = '127.0.0.1';
+export const TOKEN_HEADER = 'x-agentsnap-token';
+/** The cookie's name holds the port: browsers keep one cookie jar per host whatever the port, and two pages must not overwrite each other's. */
+const cookieName = (port: number) => `agentsnap_ui_${port}`;
+const CSP = "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/** Request bodies are small JSON objects (a step, a path): anything larger is refused unread. */
+const MAX_BODY = 64 * 1024;
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+};
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function sameToken(given: string | undefined | null, token: string): boolean {
+  if (typeof given !== 'string') return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function cookieToken(req: http.IncomingMessage, port: number): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [k, ...v] = part.trim().split('=');
+    if (k === cookieName(port)) return v.join('=');
+  }
+  return undefined;
+}
+
+/** The HTTP status of an API error: refusals and conflicts are 409, busy 423, the caller's mistakes 400. */
+function statusOfError(e: unknown): number {
+  if (!isAgentsnapError(e)) return 500;
+  switch (e.exit) {
+    case 'refused':
+    case 'conflict':
+      return 409;
+    case 'busy':
+      return 423;
+    case 'internal':
+      return 500;
+    default:
+      return 400;
+  }
+}
+
+function escapeAttr(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+async function readJson(req: http.IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_BODY) throw new HttpError(413, 'request body too large');
+    chunks.push(c as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'the request body is not JSON');
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new HttpError(400, 'the request body must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** A step number from a query string or body: the API validates the range. */
+function num(v: unknown, what: string): number {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,9}$/.test(v) ? Number(v) : NaN;
+  if (!Number.isInteger(n)) throw errors.invalidArgument(`${what} must be a step number, not ${JSON.stringify(v)}.`);
+  return n;
+}
+
+/** A fingerprint of every session's journal (size and mtime): the page polls it and reloads what changed. */
+function stamp(repo: Repo): string {
+  const dir = sessionsDir(repo);
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(dir).sort();
+  } catch {
+    return 'none';
+  }
+  return names
+    .map((n) => {
+      try {
+        const st = fs.statSync(path.join(dir, n, 'journal.jsonl'));
+        return `${n}:${st.size}:${st.mtimeMs}`;
+      } catch {
+        return `${n}:-`;
+      }
+    })
+    .join(',');
+}
+
+/** Starts the page's server on 127.0.0.1; resolves when it listens. */
+export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServer> {
+  const port = opts.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw errors.invalidArgument(`--port must be a port number (0-65535), not ${JSON.stringify(opts.port)}.`);
+  const env = opts.env ?? process.env;
+  // Opened once: a wrong directory fails here, before anything listens; the stamp reads its state dir.
+  const repo = await openRepo(opts.cwd ?? process.cwd(), { env });
+  // The page names paths from the worktree's top (it has no current directory): every call runs there.
+  const base: RepoOptions = { cwd: repo.worktree, env };
+  const assets = opts.assetsDir ?? path.join(packageRoot(), 'dist', 'ui');
+  if (!fs.existsSync(path.join(assets, 'index.html'))) {
+    throw errors.invalidArgument(`the page's files are missing (${assets}).`, { hint: 'Build the package: npm run build.' });
+  }
+  // The session the page opens with: the one named (a wrong name fails here), else this worktree's most recent.
+  let first = '';
+  if (opts.session !== undefined) first = (await resolveSession({ ...base, session: opts.session })).session.id;
+  else {
+    try {
+      first = (await resolveSession(base)).session.id;
+    } catch (e) {
+      if (!isAgentsnapError(e) || e.code !== 'NoSession') throw e;
+    }
+  }
+  const token = randomBytes(32).toString('base64url');
+  let actualPort = 0;
+
+  const api = async (name: string, q: URLSearchParams, body: Record<string, unknown>): Promise<unknown> => {
+    const session = str(q.get('session')) ?? str(body.session);
+    const common = { ...base, session };
+    switch (name) {
+      case 'sessions':
+        return sessions(base);
+      case 'stamp':
+        return { stamp: stamp(repo) };
+      case 'log': {
+        const r = await log({ ...common, tool: str(q.get('tool')), grep: str(q.get('grep')), paths: q.getAll('path').filter((p) => p !== '') });
+        return { session: r.session, source: r.source, rows: r.rows.map(({ session: _s, ...row }) => row) };
+      }
+      case 'search': {
+        const grep = str(q.get('q'));
+        if (!grep) throw errors.invalidArgument('search needs a text to look for.');
+        const r = await logAllSessions({ ...base, grep });
+        return { sessions: r.sessions, rows: r.rows.map(({ session: s, ...row }) => ({ session: s.id, ...row })) };
+      }
+      case 'show': {
+        const r = await show({ ...common, step: num(q.get('step'), 'step') });
+        return { step: r.step, what: r.what, diff: r.diff, plan: r.plan, environment: r.environment };
+      }
+      case 'diff': {
+        const from = str(q.get('from'));
+        if (!from) throw errors.invalidArgument('diff needs a state to compare from (N, N:pre or 0).');
+        const to = str(q.get('to'));
+        const r = await diff({ ...common, from, to: to === 'worktree' ? undefined : to, paths: q.getAll('path').filter((p) => p !== '') });
+        return { from: r.from, to: r.to, diff: r.diff };
+      }
+      case 'replay':
+        return { entries: (await replay(common)).entries };
+      case 'status':
+        return status(common);
+      case 'undo':
+      case 'redo':
+      case 'restore':
+      case 'revert': {
+        const op = { ...common, dryRun: body.dryRun === true, force: body.force === true };
+        if (name === 'undo') return undo({ ...op, step: body.step === undefined ? undefined : num(body.step, 'step') });
+        if (name === 'redo') return redo(op);
+        if (name === 'revert') return revert({ ...op, step: num(body.step, 'step') });
+        const paths = Array.isArray(body.paths) ? body.paths.filter((p): p is string => typeof p === 'string' && p !== '') : [];
+        return restore({ ...op, step: num(body.step, 'step'), after: body.after === true, paths });
+      }
+      default:
+        throw new HttpError(404, `no such endpoint: ${name}`);
+    }
+  };
+  const MUTATING = new Set(['undo', 'redo', 'restore', 'revert']);
+
+  const send = (res: http.ServerResponse, code: number, type: string, body: string | Buffer, extra: Record<string, string> = {}) => {
+    res.writeHead(code, {
+      'Content-Type': type,
+      'Content-Length': Buffer.byteLength(body),
+      'Content-Security-Policy': CSP,
+      'X-Content-Type-Options': 'nosniff',
+      // No other page may frame this one (clickjacking a Confirm): CSP frame-ancestors, and this for older browsers.
+      'X-Frame-Options': 'DENY',
+      'Referrer-Policy': 'no-referrer',
+      'Cache-Control': 'no-store',
+      'Cross-Origin-Resource-Policy': 'same-origin',
+      ...extra,
+    });
+    res.end(body);
+  };
+  const sendJson = (res: http.ServerResponse, code: number, value: unknown) => send(res, code, 'application/json; charset=utf-8', JSON.stringify(value));
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const host = req.headers.host ?? '';
+    // DNS rebinding: a page under another name that resolves to 127.0.0.1 still says its own name here.
+    const origin = `http://${host}`;
+    if (host !== `${UI_HOST}:${actualPort}` && host !== `localhost:${actualPort}`) throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost');
+    const method = req.method ?? 'GET';
+    const url = new URL(req.url ?? '/', origin);
+    const isApi = url.pathname.startsWith('/api/');
+    if (method !== 'GET' && method !== 'HEAD') {
+      // CSRF: a form or fetch from another site carries that site's Origin (or none, for some old clients: refused too).
+      if (req.headers.origin !== origin) throw new HttpError(403, 'cross-origin request refused');
+      if (!isApi || method !== 'POST') throw new HttpError(405, 'method not allowed');
+    }
+    if (isApi) {
+      if (!sameToken(req.headers[TOKEN_HEADER] as string | undefined, token)) throw new HttpError(401, 'missing or wrong token');
+      const name = url.pathname.slice('/api/'.length);
+      const mutating = MUTATING.has(name);
+      if (mutating !== (method === 'POST')) throw new HttpError(405, mutating ? `${name} takes a POST` : `${name} takes a GET`);
+      const body = method === 'POST' ? await readJson(req) : {};
+      try {
+        sendJson(res, 200, await api(name, url.searchParams, body));
+      } catch (e) {
+        if (e instanceof HttpError) throw e;
+        const err = isAgentsnapError(e) ? e.toJSON() : { code: 'Internal', message: e instanceof Error ? e.message : String(e) };
+        sendJson(res, statusOfError(e), { error: err });
+      }
+      return;
+    }
+    // The page and its files: the token in the URL (first load) or the cookie it set.
+    const fromQuery = url.searchParams.get('token');
+    const ok = sameToken(fromQuery, token) || sameToken(cookieToken(req, actualPort), token);
+    if (!ok) throw new HttpError(401, 'open the URL `agentsnap ui` printed (it holds the token)');
+    const name = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
+    if (!/^[a-z0-9][a-z0-9._-]*$/i.test(name)) throw new HttpError(404, 'not found');
+    const file = path.join(assets, name);
+    let bytes: Buffer;
+    try {
+      bytes = fs.readFileSync(file);
+    } catch {
+      throw new HttpError(404, 'not found');
+    }
+    const extra: Record<string, string> = {};
+    if (sameToken(fromQuery, token)) extra['Set-Cookie'] = `${cookieName(actualPort)}=${token}; HttpOnly; SameSite=Strict; Path=/`;
+    if (name === 'index.html') {
+      // The token and the first session for the page's script, in meta tags (no inline script under the CSP).
+      const html = bytes
+        .toString('utf8')
+        .replace('__AGENTSNAP_TOKEN__', escapeAttr(token))
+        .replace('__AGENTSNAP_SESSION__', escapeAttr(first));
+      send(res, 200, TYPES['.html'] as string, method === 'HEAD' ? '' : html, extra);
+      return;
+    }
+    send(res, 200, TYPES[path.extname(name)] ?? 'application/octet-stream', method === 'HEAD' ? '' : bytes, extra);
+  };
+
+  const server = http.createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      const code = e instanceof HttpError ? e.status : 500;
+      if (!res.headersSent) sendJson(res, code, { error: { code: 'Http', message: e instanceof Error ? e.message : String(e) } });
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) =>
+      reject(e.code === 'EADDRINUSE' ? errors.busy(`port ${port} on ${UI_HOST} is in use.`, { hint: 'Pick another with --port, or leave it out for a free one.' }) : e),
+    );
+    server.listen(port, UI_HOST, () => resolve());
+  });
+  actualPort = (server.address() as { port: number }).port;
+  return {
+    url: `http://${UI_HOST}:${actualPort}/?token=${token}`,
+    port: actualPort,
+    token,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
