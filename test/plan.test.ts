@@ -4,10 +4,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
+import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, type TempRepo } from './helpers.js';
 import { ADAPTERS } from '../src/agents/registry.js';
 import type { PlanItem } from '../src/agents/adapter.js';
 import { planLines } from '../src/session/plan.js';
+import { init } from '../src/init.js';
+import { openRepo } from '../src/git/repo.js';
+import { serverInfo } from '../src/server/server.js';
 
 async function wrappedSession(repo: TempRepo): Promise<{ id: string; env: Record<string, string> }> {
   const res = await cli(repo, ['snap', '--json']);
@@ -214,6 +217,38 @@ test('environment: the tools the agent had, from Claude Code\'s transcript (its 
     const journal = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl'), 'utf8');
     assert.not.match(journal, 'the Bash tool', 'names only, not the descriptions');
   } finally {
+    repo.cleanup();
+  }
+});
+
+test('environment: one environment seen through the Node hook and through the warm server\'s shell client is no change', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const env = { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_TRACE: '1', PATH: agentsnapOnPath(repo.base), SOME_SETTING: 'kept' };
+  try {
+    const initRes = await init({ agent: 'claude', cwd: repo.dir, env });
+    const settings = JSON.parse(fs.readFileSync(initRes.file, 'utf8')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
+    const hook = async (event: string, n: number) => {
+      const payload = { hook_event_name: event, session_id: 'cc-paths', cwd: repo.dir, tool_name: 'Bash', tool_use_id: `toolu_p${n}`, tool_input: { command: 'true' }, ...(event === 'PostToolUse' ? { tool_response: {} } : {}) };
+      const r = await runProcess('/bin/sh', ['-c', settings.hooks[event]?.[0]?.hooks[0]?.command as string], { cwd: repo.dir, env, input: JSON.stringify(payload) });
+      assert.is(r.code, 0, r.stderr);
+    };
+    // Call 1: no server yet, the Node hook (which starts one); calls 2 and 3: the shell client, answered by the server.
+    await hook('PreToolUse', 1);
+    await hook('PostToolUse', 1);
+    const r = await openRepo(repo.dir, { env: repo.env });
+    for (let i = 0; i < 600 && !serverInfo(r)?.ready; i++) await new Promise((res) => setTimeout(res, 50));
+    if (!serverInfo(r)?.ready) assert.is((await cliProcess(repo, ['server', 'start'], { env })).code, 0);
+    for (const n of [2, 3]) {
+      await hook('PreToolUse', n);
+      await hook('PostToolUse', n);
+    }
+    const trace = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
+    assert.is((trace.match(/call \d+: hook claude PreToolUse\n/g) ?? []).length, 2, trace);
+    const id = (JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string }[])[0]?.id as string;
+    const log = JSON.parse((await cli(repo, ['log', '--json', '--session', id])).stdout) as { step: number; envChanged?: unknown }[];
+    assert.equal(log.map((x) => x.envChanged ?? null), [null, null, null], JSON.stringify(log.map((x) => x.envChanged)));
+  } finally {
+    await cliProcess(repo, ['server', 'stop'], { env });
     repo.cleanup();
   }
 });
