@@ -173,6 +173,16 @@ export interface View {
    * the disk, does not (see compareSnapshot).
    */
   indexOnlyIgnoreDirs: string[];
+  /** Ignored files agentsnap cannot read (nocaps mode only): untouchable, but see ignoredOnlyByUnseenRules. */
+  unreadableIgnored: string[];
+}
+
+/** p is under a directory whose .gitignore a snapshot cannot see: unreadable to it, or gone from the disk under skip-worktree. */
+function ignoredOnlyByUnseenRules(view: View, p: string): boolean {
+  return (
+    view.unreadable.some((u) => path.posix.basename(u) === '.gitignore' && under(p, [path.posix.dirname(u)])) ||
+    view.indexOnlyIgnoreDirs.some((d) => under(p, [d]))
+  );
 }
 
 export const blobOid = (content: Buffer) => crypto.createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
@@ -237,7 +247,7 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
     .split('\0')
     .filter((l) => l.startsWith('S ') && path.posix.basename(l.slice(2)) === '.gitignore' && !lstat(path.join(repo.dir, l.slice(2))))
     .map((l) => path.posix.dirname(l.slice(2)));
-  const view: View = { tree: new Map(), skipped: new Map(), untouchable: new Map(), unreadable: [], unreadableDirs, indexOnlyIgnoreDirs };
+  const view: View = { tree: new Map(), skipped: new Map(), untouchable: new Map(), unreadable: [], unreadableDirs, indexOnlyIgnoreDirs, unreadableIgnored: [] };
   const entryOf = (abs: string, st: fs.Stats): Entry =>
     st.isSymbolicLink()
       ? { mode: '120000', oid: blobOid(Buffer.from(fs.readlinkSync(abs))) }
@@ -247,6 +257,7 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
     if (!tracked.has(f.rel)) {
       if (ignored.has(f.rel)) {
         view.untouchable.set(f.rel, e);
+        if (f.unreadable) view.unreadableIgnored.push(f.rel);
         continue;
       }
       const reason = path.posix.basename(f.rel) === '.env' ? 'secret' : f.st.isFile() && f.st.size > 2048 ? 'too-large' : null;
@@ -583,8 +594,11 @@ export class World {
     }
     if (n === 0 && warning === '') return n;
     if (n === 0) {
-      // A snapshot that failed must have failed for an entry it could not read, and said so.
-      if (view.unreadable.length > 0 && view.unreadable.some((u) => warning.includes(u) || warning.includes(path.posix.dirname(u)))) return n;
+      // A snapshot that failed must have failed for an entry it could not read, and said so: one the ground truth
+      // counts as readable content, or an ignored one whose rules the snapshot cannot see (an ignore file it cannot
+      // read, or one gone from the disk under skip-worktree: see compareSnapshot), for which it is untracked content.
+      const unreadable = [...view.unreadable, ...view.unreadableIgnored.filter((u) => ignoredOnlyByUnseenRules(view, u))];
+      if (unreadable.some((u) => warning.includes(u) || warning.includes(path.posix.dirname(u)))) return n;
       throw new InvariantError(`${where}: no snapshot, warning: ${warning}`);
     }
     return n;
@@ -605,9 +619,7 @@ export class World {
     // Either is no loss: the bytes are stored, and a restore never touches an ignored file.
     // Likewise a .gitignore the user marked skip-worktree that is gone from the disk: git reads its rules from
     // the index, a snapshot (which reads the disk, and records no file that is not on it) reads none.
-    const ignoreUnreadable = (p: string) =>
-      view.unreadable.some((u) => path.posix.basename(u) === '.gitignore' && under(p, [path.posix.dirname(u)])) ||
-      view.indexOnlyIgnoreDirs.some((d) => under(p, [d]));
+    const ignoreUnreadable = (p: string) => ignoredOnlyByUnseenRules(view, p);
     const lines = diffEntries(view.tree, got, (p) => (view.unreadable.includes(p) || (!view.tree.has(p) && ignoreUnreadable(p))) && exact(p));
     const gotSkipped = new Map(skipped.map((s) => [s.path, s.reason]));
     for (const [p, r] of view.skipped) if (gotSkipped.get(p) !== r) lines.push(`  not listed as skipped (${r}): ${p}${gotSkipped.has(p) ? ` (listed as ${gotSkipped.get(p)})` : ''}`);
