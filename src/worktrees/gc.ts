@@ -6,7 +6,7 @@
 // to git's own gc (gc.pruneExpire), which is the user's policy to set.
 import fs from 'node:fs';
 import path from 'node:path';
-import { errors } from '../base/errors.js';
+import { errors, isAgentsnapError } from '../base/errors.js';
 import { openRepo, type Repo } from '../git/repo.js';
 import { lastValue, loadSettings, parseInteger, readGitConfig } from '../git/config.js';
 import { acquireLock, type Lock } from '../base/lock.js';
@@ -266,10 +266,11 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
       }
       report.removedSessions.push(s.id);
       if (!dryRun) {
-        const sessionLock = await acquireLock(sessionPaths(repo, s.id).lock, { timeoutMs: 0, purpose: 'gc' }).catch(() => null);
+        let lockError: unknown = null;
+        const sessionLock = await acquireLock(sessionPaths(repo, s.id).lock, { timeoutMs: 0, purpose: 'gc' }).catch((e: unknown) => ((lockError = e), null));
         if (!sessionLock) {
           report.removedSessions.pop();
-          report.kept.push({ session: s.id, reason: 'its lock is held' });
+          report.kept.push({ session: s.id, reason: keptForLock(lockError) });
           continue;
         }
         try {
@@ -380,4 +381,13 @@ export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Prom
   } catch {
     return null;
   }
+}
+
+/** Why gc kept a session whose lock it could not take: who holds it, or what failed. */
+function keptForLock(e: unknown): string {
+  if (isAgentsnapError(e) && e.code === 'Busy') {
+    const owner = (e.data as { owner?: { pid?: number; purpose?: string } | null } | undefined)?.owner;
+    return owner?.pid ? `its lock is held by pid ${owner.pid} (${owner.purpose ?? 'agentsnap'})` : 'its lock is held';
+  }
+  return `its lock could not be taken (${e instanceof Error ? e.message : String(e)})`;
 }
