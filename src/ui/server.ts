@@ -8,10 +8,13 @@
 //  - Host must be 127.0.0.1:<port> or localhost:<port> (a DNS-rebinding page
 //    reaches us under its own name, so its Host names that);
 //  - a random token (32 bytes from crypto) proves the caller read the URL the
-//    command printed: `?token=` on the page load (which sets an HttpOnly,
-//    SameSite=Strict cookie for the page's own files), and the
-//    `X-Agentsnap-Token` header on every /api call (a custom header: no other
-//    site can send it without a CORS preflight, which we never answer);
+//    command printed: `?token=` on the page load, and the `X-Agentsnap-Token`
+//    header on every /api call (a custom header: no other site can send it
+//    without a CORS preflight, which we never answer). The page load sets an
+//    HttpOnly, SameSite=Strict cookie for the page's own files (scripts,
+//    styles) that holds another random value, never the token: browsers send
+//    127.0.0.1's cookies to every port of it, so any server there the browser
+//    visits gets the cookie — it must open neither the page nor the API;
 //  - a mutating request (anything but GET/HEAD) must carry an Origin equal to
 //    the page's own (CSRF);
 //  - no CORS headers at all; a CSP of `default-src 'self'` (no external
@@ -179,6 +182,8 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
     }
   }
   const token = randomBytes(32).toString('base64url');
+  // The cookie's value: it serves the page's files (the same for every user, in the package), nothing else.
+  const fileKey = randomBytes(32).toString('base64url');
   let actualPort = 0;
 
   const api = async (name: string, q: URLSearchParams, body: Record<string, unknown>): Promise<unknown> => {
@@ -250,11 +255,26 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const host = req.headers.host ?? '';
+    // Node keeps the first of two Host headers; such a request is invalid (RFC 9112 3.2), and which one counts is the sender's game.
+    let hosts = 0;
+    for (let i = 0; i < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).toLowerCase() === 'host') hosts++;
+    if (hosts > 1) throw new HttpError(400, 'more than one Host header');
     // DNS rebinding: a page under another name that resolves to 127.0.0.1 still says its own name here.
     const origin = `http://${host}`;
     if (host !== `${UI_HOST}:${actualPort}` && host !== `localhost:${actualPort}`) throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost');
+    const target = req.url ?? '/';
+    // An absolute-form target names the host it is for, whatever Host says (RFC 9112 3.2.2): it must be us too.
+    if (!target.startsWith('/')) {
+      let named = '';
+      try {
+        named = new URL(target).host;
+      } catch {
+        throw new HttpError(400, 'bad request target');
+      }
+      if (named !== host) throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost');
+    }
     const method = req.method ?? 'GET';
-    const url = new URL(req.url ?? '/', origin);
+    const url = new URL(target, origin);
     const isApi = url.pathname.startsWith('/api/');
     if (method !== 'GET' && method !== 'HEAD') {
       // CSRF: a form or fetch from another site carries that site's Origin (or none, for some old clients: refused too).
@@ -276,11 +296,11 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       }
       return;
     }
-    // The page and its files: the token in the URL (first load) or the cookie it set.
+    // The page wants the token in its URL (it holds the token for its script); its files, the token or the cookie it set.
     const fromQuery = url.searchParams.get('token');
-    const ok = sameToken(fromQuery, token) || sameToken(cookieToken(req, actualPort), token);
-    if (!ok) throw new HttpError(401, 'open the URL `agentsnap ui` printed (it holds the token)');
     const name = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
+    const ok = sameToken(fromQuery, token) || (name !== 'index.html' && sameToken(cookieToken(req, actualPort), fileKey));
+    if (!ok) throw new HttpError(401, 'open the URL `agentsnap ui` printed (it holds the token)');
     if (!/^[a-z0-9][a-z0-9._-]*$/i.test(name)) throw new HttpError(404, 'not found');
     const file = path.join(assets, name);
     let bytes: Buffer;
@@ -290,7 +310,7 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       throw new HttpError(404, 'not found');
     }
     const extra: Record<string, string> = {};
-    if (sameToken(fromQuery, token)) extra['Set-Cookie'] = `${cookieName(actualPort)}=${token}; HttpOnly; SameSite=Strict; Path=/`;
+    if (sameToken(fromQuery, token)) extra['Set-Cookie'] = `${cookieName(actualPort)}=${fileKey}; HttpOnly; SameSite=Strict; Path=/`;
     if (name === 'index.html') {
       // The token and the first session for the page's script, in meta tags (no inline script under the CSP).
       const html = bytes
@@ -312,7 +332,16 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
-      reject(e.code === 'EADDRINUSE' ? errors.busy(`port ${port} on ${UI_HOST} is in use.`, { hint: 'Pick another with --port, or leave it out for a free one.' }) : e),
+      reject(
+        e.code === 'EADDRINUSE'
+          ? errors.busy(`port ${port} on ${UI_HOST} is in use.`, { hint: 'Pick another with --port, or leave it out for a free one.' })
+          : e.code === 'EACCES'
+            ? errors.invalidArgument(`port ${port} on ${UI_HOST} needs a privilege this process does not have (ports below 1024 do).`, {
+                hint: 'Pick a port above 1023 with --port, or leave it out for a free one.',
+                cause: e,
+              })
+            : e,
+      ),
     );
     server.listen(port, UI_HOST, () => resolve());
   });
