@@ -21,7 +21,7 @@ export interface Opened {
 const attr = (s: string) => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** A 0600 file in a 0700 directory of its own that takes the browser to `url`. */
-function launchFile(url: string, env: NodeJS.ProcessEnv): { file: string; close(): void } {
+export function launchFile(url: string, env: NodeJS.ProcessEnv): { file: string; close(): void } {
   const dir = fs.mkdtempSync(path.join(env.TMPDIR || os.tmpdir(), 'agentsnap-ui-'));
   const file = path.join(dir, 'open.html');
   const u = attr(url);

@@ -1,0 +1,185 @@
+// `agentsnap ui` attacked in a real browser (issue 20): hostile text from the
+// agent (file names, tool names, inputs, outputs, messages, diffs), what another
+// server on 127.0.0.1 sees of the page's cookie, the file the browser is opened
+// on, a double click on Confirm. Playwright drives Debian's Chromium; skipped,
+// with the reason, where there is none. No sleeps: Playwright's polling with a
+// generous bound, or bounded polls of what is on disk.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import http from 'node:http';
+import { pathToFileURL } from 'node:url';
+import { chromium as playwright, type Browser } from 'playwright-core';
+import { cli, tempRepo } from './helpers.js';
+import { recordScriptedSession, request } from './ui-helpers.js';
+import { chromium, CHROMIUM_ARGS } from './support/chromium.js';
+import { openSession } from '../src/index.js';
+import { startUiServer } from '../src/ui/server.js';
+import { launchFile } from '../src/ui/open.js';
+
+const browserPath = chromium();
+const WAIT = 120_000;
+const run = browserPath.path ? test : test.skip;
+if (!browserPath.path) console.log(`ui-browser.attack: skipped: ${browserPath.reason}`);
+
+async function withBrowser(fn: (b: Browser) => Promise<void>): Promise<void> {
+  const browser = await playwright.launch({ executablePath: browserPath.path as string, args: CHROMIUM_ARGS, timeout: WAIT });
+  try {
+    await fn(browser);
+  } finally {
+    await browser.close();
+  }
+}
+
+/** Breaks out of text into markup, in every context a renderer could put it (text, attribute, URL). */
+const HOSTILE = (tag: string) => `"><img src=x onerror="window.__pwned='${tag}'"><script>window.__pwned='${tag}'</script>`;
+
+run('ui in Chromium: hostile file names, tool names, inputs, outputs, messages and diff lines stay text (no element of theirs in the page, no script of theirs run)', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  let ui: { close(): Promise<void> } | null = null;
+  try {
+    const s = await openSession(repo.dir, { env: repo.env, agent: `agent${HOSTILE('agent')}` });
+    const evilName = `x"><img src=y onerror="window.__pwned='name'">.txt`;
+    await s.toolCall(`Tool${HOSTILE('tool')}`, { file_path: evilName, command: `javascript:window.__pwned='input'//${HOSTILE('input')}` }, () => {
+      repo.write(evilName, `<script>window.__pwned='diff'</script>\n${HOSTILE('diff')}\n`);
+      return { stdout: HOSTILE('stdout'), stderr: HOSTILE('stderr') };
+    });
+    await s.checkpoint(`checkpoint ${HOSTILE('message')}`);
+    await s.toolCall('Bash', { command: 'false' }, () => {
+      throw new Error(`failed ${HOSTILE('error')}`);
+    }).catch(() => undefined);
+    await s.end();
+    const server = await startUiServer({ cwd: repo.dir, env: repo.env });
+    ui = server;
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(WAIT);
+      const problems: string[] = [];
+      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+      page.on('dialog', (d) => {
+        problems.push(`dialog: ${d.message()}`);
+        void d.dismiss();
+      });
+      await page.goto(server.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      const foreign = () =>
+        page.evaluate(() => ({
+          pwned: (window as unknown as { __pwned?: string }).__pwned ?? null,
+          elements: [...document.querySelectorAll('img, iframe, object, embed, a[href^="javascript"], script:not([src]), [onerror], [onclick]')].map((e) => e.outerHTML),
+        }));
+      assert.equal(await foreign(), { pwned: null, elements: [] }, 'the timeline');
+      assert.match(await page.locator('#timeline').innerText(), "onerror=\"window.__pwned='tool'\"", 'the tool name shows, as text');
+      for (const n of ['1', '2', '3']) {
+        await page.locator(`#timeline li.step[data-step="${n}"] button`).click();
+        await page.locator('#step-title').filter({ hasText: `Step ${n}` }).waitFor();
+        await page.waitForFunction(() => document.querySelector('#conversation')?.children.length);
+        if (n === '1') {
+          await page.locator('#diff .d2h-file-wrapper').first().waitFor();
+          assert.match(await page.locator('#diff').innerText(), "<script>window.__pwned='diff'</script>", 'the diff line, as text');
+          assert.match(await page.locator('#output').innerText(), "onerror=\"window.__pwned='stdout'\"");
+        }
+        assert.equal(await foreign(), { pwned: null, elements: [] }, `step ${n}`);
+      }
+      await page.locator('#search').fill('pwned');
+      await page.locator('#search-list li button').first().waitFor();
+      await page.locator('#cmp-from').selectOption('0');
+      await page.locator('#cmp-go').click();
+      await page.locator('#diff .d2h-file-wrapper').first().waitFor();
+      assert.equal(await foreign(), { pwned: null, elements: [] }, 'search and compare');
+      assert.equal(problems, []);
+    });
+  } finally {
+    await ui?.close();
+    repo.cleanup();
+  }
+});
+
+run('ui in Chromium: another server on 127.0.0.1 the browser visits gets the page\'s cookie (cookies ignore ports), and with it neither the page nor the API', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  await recordScriptedSession(repo);
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  const seen: string[] = [];
+  const evil = http.createServer((req, res) => {
+    seen.push(req.headers.cookie ?? '');
+    res.end('<!doctype html><title>another local server</title>');
+  });
+  await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', () => resolve()));
+  const evilPort = (evil.address() as { port: number }).port;
+  try {
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(WAIT);
+      await page.goto(ui.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      await page.goto(`http://127.0.0.1:${evilPort}/`);
+    });
+    const cookies = seen.join('; ');
+    assert.match(cookies, `agentsnap_ui_${ui.port}=`, 'the browser sent it: this is what the test is about');
+    const Host = `127.0.0.1:${ui.port}`;
+    for (const part of cookies.split(';').map((c) => c.trim()).filter(Boolean)) {
+      const value = part.slice(part.indexOf('=') + 1);
+      assert.not.ok(value.includes(ui.token), 'the token itself');
+      const pageWith = await request(ui.port, 'GET', '/', { Host, Cookie: part });
+      assert.is(pageWith.status, 401, 'the page');
+      assert.not.ok(pageWith.body.includes(ui.token));
+      assert.is((await request(ui.port, 'GET', '/api/sessions', { Host, 'X-Agentsnap-Token': value, Cookie: part })).status, 401, 'the API');
+    }
+  } finally {
+    await new Promise<void>((resolve) => evil.close(() => resolve()));
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
+run('ui in Chromium: the file the browser is opened on (instead of the URL, which holds the token) leads to the page', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  await recordScriptedSession(repo);
+  const ui = await startUiServer({ cwd: repo.dir, env: { ...repo.env } });
+  const launch = launchFile(ui.url, { TMPDIR: repo.base });
+  try {
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(WAIT);
+      await page.goto(pathToFileURL(launch.file).href);
+      await page.waitForSelector('body[data-ready="true"]');
+      assert.is(new URL(page.url()).origin, `http://127.0.0.1:${ui.port}`);
+      assert.ok(await page.locator('#timeline li.step').count() > 0);
+    });
+  } finally {
+    launch.close();
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
+run('ui in Chromium: a double click on Confirm runs the operation once (two undos would take the undo of the first one as well)', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  const { session } = await recordScriptedSession(repo);
+  // Two undos, so that a second redo would have something to take back too.
+  assert.is((await cli(repo, ['undo', '--session', session])).code, 0);
+  assert.is((await cli(repo, ['undo', '--session', session])).code, 0);
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  const ops = async (): Promise<number> => {
+    const r = await cli(repo, ['status', '--json', '--session', session]);
+    assert.is(r.code, 0, r.stderr);
+    return (JSON.parse(r.stdout) as { ops: unknown[] }).ops.length;
+  };
+  try {
+    const before = await ops();
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(WAIT);
+      await page.goto(ui.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      await page.locator('#redo').click();
+      await page.locator('#dialog-body .dry').waitFor();
+      await page.locator('#dialog-confirm:not([disabled])').dblclick();
+      await page.locator('#dialog-body .done').waitFor();
+    });
+    assert.is(await ops(), before + 1, 'one redo');
+  } finally {
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
+test.run();
