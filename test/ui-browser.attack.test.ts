@@ -182,4 +182,35 @@ run('ui in Chromium: a double click on Confirm runs the operation once (two undo
   }
 });
 
+run('ui in Chromium: an agent\'s call between the dry run and Confirm: the dialog shows the new plan (nothing done) and the next Confirm does that one', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  const s = await openSession(repo.dir, { env: repo.env, agent: 'scripted-agent' });
+  await s.toolCall('Write', { file_path: 'a.txt' }, () => repo.write('a.txt', 'a\n'));
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(WAIT);
+      await page.goto(ui.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      await page.locator('#timeline li.step[data-step="1"] button').click();
+      await page.locator('#act-undo').click();
+      await page.locator('#dialog-body .dry').waitFor();
+      assert.not.match(await page.locator('#dialog-body').innerText(), 'b.txt');
+      await s.toolCall('Write', { file_path: 'b.txt' }, () => repo.write('b.txt', 'b\n'));
+      await page.locator('#dialog-confirm:not([disabled])').click();
+      await page.locator('#dialog-body .plan-changed').waitFor();
+      assert.match(await page.locator('#dialog-body').innerText(), 'b.txt', 'the new plan names the new file');
+      assert.ok(repo.exists('a.txt') && repo.exists('b.txt'), 'nothing done');
+      await page.locator('#dialog-confirm:not([disabled])').click();
+      await page.locator('#dialog-body .done').waitFor();
+    });
+    assert.not.ok(repo.exists('a.txt') || repo.exists('b.txt'), 'the plan confirmed the second time');
+  } finally {
+    await s.end();
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -9,6 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { BIN, tempRepo } from './helpers.js';
 import { recordScriptedSession, request } from './ui-helpers.js';
 import { startUiServer } from '../src/ui/server.js';
+import { openSession } from '../src/index.js';
 
 const WAIT = 120_000;
 
@@ -157,6 +158,37 @@ test('ui: requests that never finish (half a header, a body that never comes) ho
   } finally {
     await ui.close();
     for (const s of stuck) s.destroy();
+    repo.cleanup();
+  }
+});
+
+test('ui: a Confirm does what its dry run showed or nothing: when an agent\'s call changed the plan in between, 409 PlanChanged with the new dry run, nothing written', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  const s = await openSession(repo.dir, { env: repo.env, agent: 'scripted-agent' });
+  await s.toolCall('Write', { file_path: 'a.txt' }, () => repo.write('a.txt', 'a\n'));
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    const host = `127.0.0.1:${ui.port}`;
+    const post = (body: unknown) => request(ui.port, 'POST', '/api/undo', { Host: host, Origin: `http://${host}`, 'X-Agentsnap-Token': ui.token }, JSON.stringify(body));
+    const dry = await post({ session: s.id, step: 1, dryRun: true });
+    assert.is(dry.status, 200, dry.body);
+    const shown = dry.json();
+    assert.equal(shown.files.changes.map((c: any) => c.path), ['a.txt']);
+    assert.type(shown.planId, 'string', 'a dry run names its plan');
+    // The agent goes on while the user reads the dialog: a call of its own, not an edit of the user's.
+    await s.toolCall('Write', { file_path: 'b.txt' }, () => repo.write('b.txt', 'b\n'));
+    const confirm = await post({ session: s.id, step: 1, expect: shown.planId });
+    assert.is(confirm.status, 409, confirm.body);
+    assert.is(confirm.json().error.code, 'PlanChanged');
+    assert.equal(confirm.json().dryRun.files.changes.map((c: any) => c.path).sort(), ['a.txt', 'b.txt'], 'with the new dry run');
+    assert.ok(repo.exists('a.txt') && repo.exists('b.txt'), 'nothing written');
+    // Confirming the new plan does it.
+    const again = await post({ session: s.id, step: 1, expect: confirm.json().dryRun.planId });
+    assert.is(again.status, 200, again.body);
+    assert.not.ok(repo.exists('a.txt') || repo.exists('b.txt'));
+  } finally {
+    await s.end();
+    await ui.close();
     repo.cleanup();
   }
 });

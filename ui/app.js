@@ -32,10 +32,11 @@ function fill(node, ...children) {
 }
 
 class ApiError extends Error {
-  constructor(status, error) {
+  constructor(status, error, body) {
     super(error?.message ?? `HTTP ${status}`);
     this.status = status;
     this.error = error ?? {};
+    this.body = body ?? {};
   }
 }
 
@@ -52,7 +53,7 @@ async function api(name, params = {}, body) {
     credentials: 'same-origin',
   });
   const value = await res.json();
-  if (!res.ok) throw new ApiError(res.status, value.error);
+  if (!res.ok) throw new ApiError(res.status, value.error, value);
   return value;
 }
 
@@ -302,6 +303,14 @@ function describePlan(r) {
   ];
 }
 
+/** Processes the steps to undo started and left running (an undo puts files back, not processes), as the CLI lists them. */
+function processList(res) {
+  return planList(
+    res.dryRun === false ? 'Still running, started by the undone steps (files are put back, processes are not)' : 'Still running, started by the steps to undo (files are put back, processes are not)',
+    (res.processes ?? []).map((p) => `pid ${p.pid} (step ${p.step}): ${p.command}${p.ports?.length ? ` · listening on ${p.ports.join(', ')}` : ''}`),
+  );
+}
+
 function refusalOf(r) {
   const why = [];
   if (r.outside.length > 0) why.push('files were changed outside the recorded tool calls (your own edits?)');
@@ -341,29 +350,43 @@ async function runAction(kind, label, body) {
   force.onchange = () => {
     confirm.disabled = !force.checked;
   };
-  let dry;
+  // What Confirm confirms: the plan of the dry run on show (the server does nothing when it changed since).
+  let expect = null;
+  const showDry = (dry, changed) => {
+    const plan = dry.files ?? dry;
+    expect = dry.planId;
+    fill(bodyBox,
+      changed ? el('div', { class: 'plan-changed', role: 'alert' }, el('b', {}, 'The plan changed since the dry run, nothing was done: '), 'this is the new one. Confirm again to go ahead.') : null,
+      el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'),
+      ...describePlan(plan),
+      processList(dry));
+    if (plan.wouldRefuse) showRefusal(refusalOf(plan), null, true);
+    else confirm.disabled = false;
+  };
   try {
-    dry = await api(kind, {}, { ...body, session: state.session, dryRun: true });
+    showDry(await api(kind, {}, { ...body, session: state.session, dryRun: true }), false);
   } catch (e) {
     fill(bodyBox, el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
     confirm.hidden = true;
     return;
   }
-  const plan = dry.files ?? dry;
-  fill(bodyBox, el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'), ...describePlan(plan));
-  if (plan.wouldRefuse) showRefusal(refusalOf(plan), null, true);
-  else confirm.disabled = false;
   dialogDone = async () => {
     confirm.disabled = true;
     state.busy = true;
     try {
-      const res = await api(kind, {}, { ...body, session: state.session, dryRun: false, force: force.checked });
+      const res = await api(kind, {}, { ...body, session: state.session, dryRun: false, force: force.checked, expect });
       const r = res.files ?? res;
-      fill(bodyBox, el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`), ...describePlan(r), r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null);
+      fill(bodyBox, el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`), ...describePlan(r), processList(res), r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null);
       confirm.hidden = true;
       $('dialog-cancel').textContent = 'Close';
       await refresh(true);
     } catch (e) {
+      if (e.status === 409 && e.error?.code === 'PlanChanged' && e.body?.dryRun) {
+        force.checked = false;
+        forceLine.hidden = true;
+        showDry(e.body.dryRun, true);
+        return;
+      }
       if (e.status === 409 && e.error?.code === 'Refused') showRefusal(e.message, e.error.hint);
       else bodyBox.prepend(el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
       confirm.disabled = !force.checked && !forceLine.hidden;

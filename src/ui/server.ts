@@ -22,7 +22,7 @@
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { diff, log, logAllSessions, resolveSession, sessions, show, type RepoOptions } from '../api.js';
 import { redo, restore, revert, status, undo } from '../api-undo.js';
 import { replay } from '../replay.js';
@@ -63,6 +63,44 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.svg': 'image/svg+xml',
 };
+
+/** A Confirm whose plan is no longer its dry run's: the new dry run goes back to the page, nothing was done. */
+class PlanChanged extends Error {
+  constructor(readonly dryRun: unknown) {
+    super('what this would do changed since its dry run (a step ran, or a file changed): nothing was done.');
+  }
+}
+
+interface PlanShape {
+  target?: unknown;
+  changes: { path: string; change: string }[];
+  outside: { path: string; change: string }[];
+  unprotected: { step: number }[];
+  left: { path: string }[];
+  undone?: number[];
+  wouldRefuse: boolean;
+}
+
+/**
+ * What an operation would do, as a short id: its target, the files it would write and how, the user's edits it
+ * would overwrite, the unprotected steps it crosses, what it leaves, the steps it marks undone. The page confirms an
+ * id; the real run goes ahead only while a new dry run has the same one.
+ */
+function planId(result: unknown): string {
+  const r = result as { files?: PlanShape } & PlanShape;
+  const p = r.files ?? r;
+  const sorted = (xs: string[]) => [...xs].sort();
+  const key = {
+    target: p.target ?? null,
+    changes: sorted(p.changes.map((c) => `${c.change} ${c.path}`)),
+    outside: sorted(p.outside.map((c) => `${c.change} ${c.path}`)),
+    unprotected: p.unprotected.map((u) => u.step),
+    left: sorted(p.left.map((l) => l.path)),
+    undone: p.undone ?? [],
+    wouldRefuse: p.wouldRefuse,
+  };
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32);
+}
 
 class HttpError extends Error {
   constructor(
@@ -224,11 +262,27 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       case 'restore':
       case 'revert': {
         const op = { ...common, dryRun: body.dryRun === true, force: body.force === true };
-        if (name === 'undo') return undo({ ...op, step: body.step === undefined ? undefined : num(body.step, 'step') });
-        if (name === 'redo') return redo(op);
-        if (name === 'revert') return revert({ ...op, step: num(body.step, 'step') });
         const paths = Array.isArray(body.paths) ? body.paths.filter((p): p is string => typeof p === 'string' && p !== '') : [];
-        return restore({ ...op, step: num(body.step, 'step'), after: body.after === true, paths });
+        const call = async (o: typeof op): Promise<unknown> => {
+          if (name === 'undo') return undo({ ...o, step: body.step === undefined ? undefined : num(body.step, 'step') });
+          if (name === 'redo') return redo(o);
+          if (name === 'revert') return revert({ ...o, step: num(body.step, 'step') });
+          return restore({ ...o, step: num(body.step, 'step'), after: body.after === true, paths });
+        };
+        const dryRun = async (force: boolean) => {
+          const r = await call({ ...op, dryRun: true, force });
+          return { ...(r as object), planId: planId(r) };
+        };
+        if (op.dryRun) return dryRun(op.force);
+        // A Confirm names the plan it was shown: an agent's call (or anything else) since then changes what the
+        // operation would do, which the user did not see; the new dry run goes back instead. The real run still
+        // makes every check of its own (the user's edits, unprotected steps) under its lock.
+        if (typeof body.expect === 'string') {
+          // As the page's dry run was: without force (Force is ticked after it, over what it showed).
+          const now = await dryRun(false);
+          if (now.planId !== body.expect) throw new PlanChanged(now);
+        }
+        return call(op);
       }
       default:
         throw new HttpError(404, `no such endpoint: ${name}`);
@@ -291,6 +345,10 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
         sendJson(res, 200, await api(name, url.searchParams, body));
       } catch (e) {
         if (e instanceof HttpError) throw e;
+        if (e instanceof PlanChanged) {
+          sendJson(res, 409, { error: { code: 'PlanChanged', message: e.message, hint: 'Look at the new dry run, then confirm again.' }, dryRun: e.dryRun });
+          return;
+        }
         const err = isAgentsnapError(e) ? e.toJSON() : { code: 'Internal', message: e instanceof Error ? e.message : String(e) };
         sendJson(res, statusOfError(e), { error: err });
       }
