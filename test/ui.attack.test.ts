@@ -193,4 +193,32 @@ test('ui: a Confirm does what its dry run showed or nothing: when an agent\'s ca
   }
 });
 
+test('ui: the timeline\'s answers are bounded by the number of steps, not by what the calls wrote (a Write of 200 KB is in show, not in log or search)', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  const s = await openSession(repo.dir, { env: repo.env, agent: 'scripted-agent' });
+  const big = 'x'.repeat(200_000);
+  for (let i = 0; i < 5; i++) await s.toolCall('Write', { file_path: `f${i}.txt`, content: big }, () => repo.write(`f${i}.txt`, big));
+  await s.end();
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    const a = { Host: `127.0.0.1:${ui.port}`, 'X-Agentsnap-Token': ui.token };
+    const log = await request(ui.port, 'GET', `/api/log?session=${s.id}`, a);
+    assert.is(log.status, 200);
+    assert.ok(log.body.length < 100_000, `log: ${log.body.length} bytes for 5 steps`);
+    assert.equal(log.json().rows.map((r: any) => [r.step.step, r.step.tool, r.what !== null]), [1, 2, 3, 4, 5].map((n) => [n, 'Write', true]));
+    assert.is(log.json().session.steps.length, 5, 'the session\'s steps are there, for the filters');
+    const search = await request(ui.port, 'GET', '/api/search?q=f3.txt', a);
+    assert.is(search.status, 200);
+    assert.ok(search.body.length < 100_000, `search: ${search.body.length} bytes`);
+    assert.equal(search.json().rows.map((r: any) => r.step.step), [4]);
+    const show = await request(ui.port, 'GET', `/api/show?session=${s.id}&step=4`, a);
+    const input = show.json().step.input;
+    assert.is(input.file_path, 'f3.txt', 'one step shows its input');
+    assert.ok(typeof input.content === 'string' && input.content.length > 1000 && /^x+/.test(input.content), 'as the journal keeps it');
+  } finally {
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -30,6 +30,7 @@ import { errors, isAgentsnapError } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import { openRepo, type Repo } from '../git/repo.js';
 import { sessionsDir } from '../session/session.js';
+import type { Step } from '../session/model.js';
 
 export interface UiServerOptions extends RepoOptions {
   /** TCP port on 127.0.0.1 (default 0: a free one). */
@@ -196,6 +197,16 @@ function stamp(repo: Repo): string {
     .join(',');
 }
 
+/**
+ * A step for the timeline: without its input and output (a Write's content, a command's output), which `show`
+ * gives for the one step selected. The timeline is fetched again at every change while an agent runs: its size
+ * must grow with the number of steps, not with what they wrote.
+ */
+function brief(step: Step): Omit<Step, 'input' | 'output'> {
+  const { input: _i, output: _o, ...rest } = step;
+  return rest;
+}
+
 /** Starts the page's server on 127.0.0.1; resolves when it listens. */
 export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServer> {
   const port = opts.port ?? 0;
@@ -234,13 +245,17 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
         return { stamp: stamp(repo) };
       case 'log': {
         const r = await log({ ...common, tool: str(q.get('tool')), grep: str(q.get('grep')), paths: q.getAll('path').filter((p) => p !== '') });
-        return { session: r.session, source: r.source, rows: r.rows.map(({ session: _s, ...row }) => row) };
+        return {
+          session: { ...r.session, steps: r.session.steps.map(brief) },
+          source: r.source,
+          rows: r.rows.map(({ session: _s, plan: _p, step, ...row }) => ({ ...row, step: brief(step) })),
+        };
       }
       case 'search': {
         const grep = str(q.get('q'));
         if (!grep) throw errors.invalidArgument('search needs a text to look for.');
         const r = await logAllSessions({ ...base, grep });
-        return { sessions: r.sessions, rows: r.rows.map(({ session: s, ...row }) => ({ session: s.id, ...row })) };
+        return { sessions: r.sessions, rows: r.rows.map(({ session: s, plan: _p, step, ...row }) => ({ session: s.id, ...row, step: brief(step) })) };
       }
       case 'show': {
         const r = await show({ ...common, step: num(q.get('step'), 'step') });
