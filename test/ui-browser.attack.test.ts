@@ -213,4 +213,51 @@ run('ui in Chromium: an agent\'s call between the dry run and Confirm: the dialo
   }
 });
 
+run('ui in Chromium: a dry run that answers after its dialog was cancelled and another opened is dropped: Confirm runs the operation the dialog names', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  const { session, failing } = await recordScriptedSession(repo);
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(WAIT);
+      // The undo's dry run is held until the test lets it go (a slow dry run on a big repository).
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let holding = true;
+      await page.route('**/api/undo', async (route) => {
+        if (holding) {
+          holding = false;
+          await held;
+        }
+        await route.continue();
+      });
+      await page.goto(ui.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      await page.locator(`#timeline li.step[data-step="${failing + 1}"] button`).click();
+      await page.locator('#act-undo').click();
+      await page.locator('#dialog-body').filter({ hasText: 'Dry run…' }).waitFor();
+      await page.locator('#dialog-cancel').click();
+      await page.locator('#act-revert').click();
+      await page.locator('#dialog-body .dry').waitFor();
+      assert.match(await page.locator('#dialog-title').innerText(), 'Revert only step');
+      const late = page.waitForResponse((r) => r.url().endsWith('/api/undo'));
+      release();
+      await late;
+      // Whatever the late answer did to the dialog, it is done once the page has run its handlers; a round trip
+      // through the page's own fetch is after them.
+      await page.evaluate(() => fetch('/favicon.svg').then((r) => r.text()));
+      assert.match(await page.locator('#dialog-title').innerText(), 'Revert only step');
+      await page.locator('#dialog-confirm:not([disabled])').click();
+      await page.locator('#dialog-body .done').waitFor();
+    });
+    const st = await cli(repo, ['status', '--json', '--session', session]);
+    const ops = (JSON.parse(st.stdout) as { ops: { kind: string }[] }).ops;
+    assert.equal(ops.map((o) => o.kind), ['revert'], 'the operation the dialog named, and only it');
+  } finally {
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
 test.run();

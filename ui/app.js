@@ -319,15 +319,22 @@ function refusalOf(r) {
 }
 
 let dialogDone = null;
+/** Which dialog is on show: an answer for an earlier one (cancelled, another opened since) is dropped. */
+let dialogSeq = 0;
 
 function closeDialog() {
   $('dialog-back').hidden = true;
   dialogDone = null;
+  dialogSeq++;
 }
 
 /** The confirmation dialog of one operation: its dry run, a refusal with its reason and the force option, then the real run. */
 async function runAction(kind, label, body) {
   if (state.busy) return;
+  const seq = ++dialogSeq;
+  const current = () => seq === dialogSeq;
+  // The session of the dialog's dry run, whatever the page shows by the time of Confirm.
+  const session = state.session;
   const back = $('dialog-back');
   const bodyBox = $('dialog-body');
   const force = $('force');
@@ -364,17 +371,21 @@ async function runAction(kind, label, body) {
     else confirm.disabled = false;
   };
   try {
-    showDry(await api(kind, {}, { ...body, session: state.session, dryRun: true }), false);
+    const dry = await api(kind, {}, { ...body, session, dryRun: true });
+    if (!current()) return;
+    showDry(dry, false);
   } catch (e) {
+    if (!current()) return;
     fill(bodyBox, el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
     confirm.hidden = true;
     return;
   }
   dialogDone = async () => {
+    if (!current()) return;
     confirm.disabled = true;
     state.busy = true;
     try {
-      const res = await api(kind, {}, { ...body, session: state.session, dryRun: false, force: force.checked, expect });
+      const res = await api(kind, {}, { ...body, session, dryRun: false, force: force.checked, expect });
       const r = res.files ?? res;
       fill(bodyBox, el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`), ...describePlan(r), processList(res), r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null);
       confirm.hidden = true;
