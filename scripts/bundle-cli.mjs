@@ -73,6 +73,31 @@ const lazyStringWidth = {
   },
 };
 
+// `agentsnap mcp` (src/mcp.ts, with the MCP SDK: ~430 kB) is a bundle of its own, dist/mcp.bundle.js: inside this
+// one its text would be read at every start of every command, `snap` on each tool call included. The command's
+// `import('../../mcp.js')` becomes `import('./mcp.bundle.js')`, next to this bundle.
+const MCP_MODULE = /^\.\.\/\.\.\/mcp\.js$/;
+const mcpApart = {
+  name: 'mcp-apart',
+  setup(b) {
+    b.onResolve({ filter: MCP_MODULE }, (args) => (/[\\/]cli[\\/]commands[\\/]mcp\.js$/.test(args.importer) ? { path: './mcp.bundle.js', external: true } : undefined));
+  },
+};
+
+const common = {
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  // CommonJS dependencies (picomatch) require Node's built-ins.
+  banner: { js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);" },
+  minifyWhitespace: true,
+  minifySyntax: true,
+  logLevel: 'warning',
+};
+
+await build({ ...common, entryPoints: [path.join(dist, 'mcp.js')], outfile: path.join(dist, 'mcp.bundle.js') });
+
 await build({
   entryPoints: [path.join(dist, 'cli', 'main.js')],
   outfile,
@@ -82,7 +107,7 @@ await build({
   target: 'node20',
   // CommonJS dependencies (picomatch) require Node's built-ins.
   banner: { js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);" },
-  plugins: [yargsLocales, lazyStringWidth],
+  plugins: [yargsLocales, lazyStringWidth, mcpApart],
   // Less text for V8 to scan on every start; identifiers stay (error names, stack traces with AGENTSNAP_DEBUG=1).
   minifyWhitespace: true,
   minifySyntax: true,

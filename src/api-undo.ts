@@ -36,6 +36,8 @@ export interface OperationCommonOptions extends SessionOptions {
   force?: boolean;
   /** Test seam: stop after this many file changes, as a crash would. */
   interruptAfter?: number;
+  /** The open step of the tool call asking for it (agentsnap's MCP tools): see OperationOptions.byStep. */
+  byStep?: number | undefined;
 }
 
 async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: string; source: 'flag' | 'env' | 'recent' }> {
@@ -57,6 +59,7 @@ function opOptions(opts: OperationCommonOptions) {
     dryRun: !!opts.dryRun,
     force: !!opts.force,
     ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}),
+    ...(opts.byStep !== undefined ? { byStep: stepNumber(opts.byStep, 'byStep') } : {}),
   };
 }
 

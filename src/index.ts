@@ -64,3 +64,5 @@ export type { UndoApplyResult } from './worktrees/apply-undo.js';
 export type { FileStat } from './worktrees/diffstat.js';
 export { maybeAutoGc, parseDuration } from './worktrees/gc.js';
 export type { GcReport, GcOptions } from './worktrees/gc.js';
+export { serveMcp, AgentsnapTools, MCP_TOOLS } from './mcp.js';
+export type { McpServerOptions, McpTool, McpToolResult, McpToolAnnotations } from './mcp.js';

@@ -65,6 +65,8 @@ export interface InitResult {
   note: string | null;
   /** Set when `agentsnap-hook` is not on PATH: the hooks run this install by its absolute path. */
   absolute: HookClient | null;
+  /** The agent's MCP configuration file, when `mcp` (or `remove`) touched it or was asked to. */
+  mcp: { file: string; changed: boolean; excluded: boolean; note: string | null } | null;
 }
 
 export interface InitOptions {
@@ -72,6 +74,8 @@ export interface InitOptions {
   env: NodeJS.ProcessEnv;
   agent: string;
   remove?: boolean;
+  /** Also declare agentsnap's MCP server (`agentsnap mcp`) in the agent's project MCP configuration. `remove` takes it out whether or not this is set. */
+  mcp?: boolean;
 }
 
 function readSettings(file: string, rel: string): { settings: Record<string, unknown>; before: string } {
@@ -139,12 +143,19 @@ export async function init(opts: InitOptions): Promise<InitResult> {
       data: { file },
     });
   }
+  // Removing: the MCP entry first, so a settings file it shares with the hooks (Gemini's) is left empty, and goes, after them.
+  const mcpBefore = opts.remove && layout.mcp ? await mcpEntry(repo, layout.mcp, { remove: true, absolute: null }) : null;
   const { settings, before } = readSettings(file, rel);
   // Take our entries out, then add them back unless removing: the same result however often it runs.
   let next = withoutHooks(settings, agent);
   // Hooks that call a command the agent cannot find record nothing, in silence: without agentsnap-hook on
   // PATH they name this install's files (a later global install and `init` again give the PATH form back).
   const absolute = opts.remove || onPath('agentsnap-hook', opts.env) ? null : thisInstall();
+  if (opts.mcp && !opts.remove) {
+    if (!layout.mcp) throw errors.invalidArgument(`agentsnap knows no MCP configuration of ${agent}.`);
+    // Whatever would refuse the MCP entry (a committed file, comments, another server of that name) refuses before any write.
+    await mcpEntry(repo, layout.mcp, { remove: false, absolute, dryRun: true });
+  }
   if (!opts.remove) {
     const add: Record<string, HookGroup[]> = {};
     for (const [ev, matcher] of layout.events) {
@@ -167,7 +178,51 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   }
   const extra: InitResult['extra'] = [];
   for (const f of layout.extraFiles ?? []) extra.push(await extraFile(repo, f, !!opts.remove));
-  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute };
+  let mcp = mcpBefore;
+  if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
+  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp };
+}
+
+/** The command an agent's MCP configuration starts agentsnap's server with: `agentsnap mcp` from PATH, else this install by its paths. */
+function mcpCommand(absolute: HookClient | null, env: NodeJS.ProcessEnv): { command: string; args: string[] } {
+  if (!absolute && onPath('agentsnap', env)) return { command: 'agentsnap', args: ['mcp'] };
+  const install = absolute ?? thisInstall();
+  return { command: install.node, args: [install.js, 'mcp'] };
+}
+
+/** Adds (or takes out) agentsnap's MCP server in the agent's project MCP file, through its adapter; kept out of commits like the hooks. */
+async function mcpEntry(repo: Repo, layout: NonNullable<InitLayout['mcp']>, opts: { remove: boolean; absolute: HookClient | null; dryRun?: boolean }): Promise<NonNullable<InitResult['mcp']>> {
+  const rel = layout.file;
+  const file = path.join(repo.worktree, rel);
+  let current: string | null = null;
+  try {
+    current = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
+  }
+  if (opts.remove) {
+    if (current === null) return { file, changed: false, excluded: false, note: null };
+    const next = layout.remove(current);
+    if (next === current) return { file, changed: false, excluded: false, note: null };
+    if (next === null) {
+      fs.rmSync(file, { force: true });
+      removeEmptyDir(path.dirname(file), repo.worktree);
+      unexcludeLocally(repo, rel);
+    } else writeAtomic(file, next);
+    return { file, changed: true, excluded: false, note: null };
+  }
+  if (!layout.personal && (await isTracked(repo, rel))) {
+    throw errors.refused(`${rel} is committed in this repository: agentsnap's MCP server in it would reach everyone who clones it.`, {
+      ...(layout.trackedHint ? { hint: layout.trackedHint } : {}),
+      data: { file },
+    });
+  }
+  const next = layout.add(current, mcpCommand(opts.absolute, repo.callerEnv));
+  const changed = next !== current;
+  if (opts.dryRun) return { file, changed, excluded: false, note: null };
+  if (changed) writeAtomic(file, next);
+  const excluded = changed ? await excludeLocally(repo, rel) : false;
+  return { file, changed, excluded, note: layout.note ?? null };
 }
 
 /** Removes `dir` and the directories above it that this leaves empty, up to (not including) `top`. */

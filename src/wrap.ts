@@ -47,6 +47,8 @@ export interface WrapOptions {
   worktree?: { name?: string | null | undefined; from?: StartPoint | undefined } | null | undefined;
   /** How this run's warm server answers a `snap` the Node client hands it (the CLI passes its snap command; absent: the client runs it). */
   serveSnap?: ServerCalls['snap'];
+  /** `wrap --mcp`: also offer agentsnap's MCP server (`agentsnap mcp`) to the agent for this run, through its own per-run mechanism. */
+  mcp?: boolean | undefined;
   /** Test seam: called right before the agent is spawned (a signal sent to the wrapper here must reach the agent). */
   beforeSpawn?: () => void;
 }
@@ -137,8 +139,10 @@ export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0
 }
 
 /** What an adapter needs to inject one run's hooks. */
-function runContextFor(command: string[], at: number, cwd: string, env: NodeJS.ProcessEnv, agent: Agent, runDir: string | undefined, where?: { repo: Repo; session: string }): RunContext {
+function runContextFor(command: string[], at: number, cwd: string, env: NodeJS.ProcessEnv, agent: Agent, runDir: string | undefined, where?: { repo: Repo; session: string }, mcp = false): RunContext {
   return {
+    // The server of this install, for this session and worktree whatever environment and directory the agent starts it with.
+    mcp: mcp && where ? { command: process.execPath, args: [AGENTSNAP_BIN, 'mcp', '--session', where.session, '--worktree', where.repo.worktree] } : null,
     command,
     at,
     cwd,
@@ -347,8 +351,11 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const runDir: string | undefined = started === 'busy' ? runDirOf(repo) : started?.runDir;
   // The agent's hooks for this run: on its command line, and any state they need beside it (undone by finish()).
   const adapter = ADAPTERS[agent];
-  const run = runContextFor(command, findAgent(command)?.index ?? 0, opts.cwd, opts.env, agent, runDir, { repo, session });
+  const run = runContextFor(command, findAgent(command)?.index ?? 0, opts.cwd, opts.env, agent, runDir, { repo, session }, !!opts.mcp);
   const argv = adapter.wrapArgv?.(run) ?? [...command];
+  if (opts.mcp && agent === 'generic') {
+    warnings.push(`--mcp: agentsnap knows no per-run MCP configuration of ${command[0] ?? 'this agent'}; add \`${shellQuote(process.execPath)} ${shellQuote(AGENTSNAP_BIN)} mcp\` to its own MCP servers (AGENTSNAP_SESSION names this session).`);
+  }
   let agentEnv: Record<string, string> = {};
   let injected: RunHooks | null = null;
   if (adapter.prepareRun) {

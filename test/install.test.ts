@@ -51,8 +51,12 @@ test('the tarball ships no source maps (nor a comment pointing at one), and ever
     for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)(['"])((?:@[\w.-]+\/)?[\w-][\w.-]*(?:\/[\w./-]+)?)\1/g)) {
       const spec = m[2] as string;
       if (spec.startsWith('node:') || builtin.has(spec)) continue;
+      // Ajv (in the MCP SDK) names its runtime helpers and formats for the code it generates as text
+      // (`x.code = 'require("ajv/dist/runtime/…")'`, for standalone validators): strings, never run by the bundle.
+      const before = text.slice(Math.max(0, (m.index ?? 0) - 1), m.index ?? 0);
+      if (f === 'dist/mcp.bundle.js' && /^ajv(-formats)?\/dist\//.test(spec) && (before === "'" || before === '`')) continue;
       const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] as string);
-      assert.ok(f !== 'dist/cli.bundle.js', `the bundle imports ${spec}: it should hold it`);
+      assert.ok(!f.endsWith('.bundle.js'), `the bundle ${f} imports ${spec}: it should hold it`);
       needed.add(name);
       assert.ok(deps.has(name), `${f} imports ${spec}, which is not in dependencies`);
     }

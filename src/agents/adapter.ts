@@ -58,6 +58,31 @@ export interface RunContext {
   worktree: string;
   /** The session's state directory (for files the injection keeps while the agent runs). */
   sessionDir: string;
+  /** `wrap --mcp`: agentsnap's MCP server (`agentsnap mcp`) to offer the agent for this run; null: none. */
+  mcp: McpServerCommand | null;
+}
+
+/** How an agent starts agentsnap's MCP server (`agentsnap mcp`): always under the name `agentsnap`. */
+export interface McpServerCommand {
+  command: string;
+  args: string[];
+}
+
+/**
+ * `init <agent> --mcp`: the agent's project file declaring MCP servers, as its adapter edits it. `add` and `remove`
+ * get the file's text (null: no file) and return the new text (`remove`: null when nothing else is left, the file
+ * then goes); both leave everything that is not agentsnap's entry as it is, and throw (errors.refused) rather than
+ * replace an `agentsnap` entry that is not agentsnap's own.
+ */
+export interface McpInitLayout {
+  file: string;
+  add(current: string | null, server: McpServerCommand): string;
+  remove(current: string): string | null;
+  /** A personal file: init does not refuse when it is committed (else it does, as for the hooks). */
+  personal: boolean;
+  trackedHint?: string;
+  /** Said after adding it (what the user still has to do in the agent, if anything). */
+  note?: string;
 }
 
 /** State one run's hooks need beside the command line. */
@@ -84,6 +109,8 @@ export interface InitLayout {
   note?: string;
   /** Files init writes beside the settings (Claude Code's /agentsnap-undo), each recognised by a marker line. */
   extraFiles?: { file: string; text: string; marker: string }[];
+  /** `init --mcp`: where agentsnap's MCP server is declared for the project. */
+  mcp?: McpInitLayout;
 }
 
 /** A conversation forked before a step: the new transcript and how to resume it. */

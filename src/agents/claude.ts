@@ -4,12 +4,15 @@
 //   user's settings; no file is edited).
 // - init: .claude/settings.local.json (personal by design), plus the
 //   in-agent command /agentsnap-undo (.claude/commands/agentsnap-undo.md).
+// - MCP (`agentsnap mcp`): `init --mcp` declares it in the project's .mcp.json,
+//   `wrap --mcp` passes it for the run with `--mcp-config`.
 // - Read-only tools are not hooked: the session imports them from the
 //   transcript (session/transcript-import), so their matcher leaves them out.
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
-import type { AgentAdapter, PlanItem } from './adapter.js';
+import type { AgentAdapter, McpServerCommand, PlanItem } from './adapter.js';
+import { jsonMcpLayout, MCP_SERVER_NAME } from './settings-file.js';
 import { compactClaudeTranscript, forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, unjournaledReadCalls } from './claude-transcript.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList, str } from './plan.js';
@@ -116,6 +119,16 @@ export function claudeArgv(command: string[], cwd: string, at: number, commandFo
   return [...command.slice(0, at + 1), ...out];
 }
 
+/**
+ * The claude command with agentsnap's MCP server for this run: `--mcp-config=<json>` right after the program word. The
+ * `=` form, because the option takes several values: a separate JSON word would make the prompt after it one more.
+ */
+export function withMcpConfig(argv: string[], at: number, mcp: McpServerCommand | null): string[] {
+  if (!mcp) return argv;
+  const config = { mcpServers: { [MCP_SERVER_NAME]: { type: 'stdio', command: mcp.command, args: mcp.args } } };
+  return [...argv.slice(0, at + 1), `--mcp-config=${JSON.stringify(config)}`, ...argv.slice(at + 1)];
+}
+
 function readSettingsArg(value: string, cwd: string): Record<string, unknown> {
   let text = value;
   if (!value.trim().startsWith('{')) {
@@ -194,7 +207,8 @@ export const claude: AgentAdapter = {
   describeCall: describeClaudeCall,
   nextPlan: nextClaudePlan,
   hookSettingsFiles: { project: ['.claude/settings.local.json', '.claude/settings.json'], user: ['.claude/settings.json'] },
-  wrapArgv: (run) => claudeArgv(run.command, run.cwd, run.at, (ev) => run.hookCommand(ev)),
+  // With `wrap --mcp`, agentsnap's MCP server for this run too: `--mcp-config` (added to the project's and the user's servers).
+  wrapArgv: (run) => withMcpConfig(claudeArgv(run.command, run.cwd, run.at, (ev) => run.hookCommand(ev)), run.at, run.mcp),
   init: {
     file: '.claude/settings.local.json',
     events: [
@@ -207,6 +221,13 @@ export const claude: AgentAdapter = {
     matcher: CLAUDE_TOOL_MATCHER,
     personal: true,
     extraFiles: [{ file: CLAUDE_UNDO_COMMAND, text: CLAUDE_UNDO_TEXT, marker: UNDO_MARKER }],
+    // The project-scope MCP file (claude-code-hooks.md); usually shared, so a committed one is refused as for the hooks.
+    mcp: jsonMcpLayout('.mcp.json', {
+      personal: false,
+      trackedHint: 'A committed .mcp.json reaches everyone who clones the repository: add the server for yourself with `claude mcp add --scope local agentsnap -- agentsnap mcp`, or run `agentsnap wrap --mcp -- claude`.',
+      note: 'Claude Code asks once whether to use the MCP servers of the project\'s .mcp.json: approve agentsnap (see `claude mcp list`).',
+      entry: () => ({ type: 'stdio' }),
+    }),
   },
   ownsTranscript: (file, sessionAgent) => sessionAgent === null || /claude/i.test(sessionAgent) || file.includes('/.claude/'),
   forkConversation: (at, opts) => forkClaudeTranscript(at, opts),

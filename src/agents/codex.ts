@@ -8,11 +8,15 @@
 //   under wrap: test/agents-e2e.test.ts (pinned version) catches it.
 // - init: .codex/hooks.json (read for trusted projects; Codex asks the user to
 //   review new hooks once before it runs them).
+// - MCP (`agentsnap mcp`): `init --mcp` declares it in .codex/config.toml
+//   (`[mcp_servers.agentsnap]`), `wrap --mcp` as `-c mcp_servers.agentsnap.*`.
 // - Hook payloads use Claude Code's field names; PostToolUse has no exit code:
 //   the rollout file (transcript_path) says how the call ended.
 import { createHash } from 'node:crypto';
 import { readFileTail } from '../base/fsutil.js';
-import type { AgentAdapter } from './adapter.js';
+import { errors } from '../base/errors.js';
+import type { AgentAdapter, McpInitLayout, McpServerCommand } from './adapter.js';
+import { MCP_SERVER_NAME } from './settings-file.js';
 import { commandText, field, paths, patchPaths, shell, type CallDescription } from './describe.js';
 import { obj, planFromList } from './plan.js';
 import { compactCodexRollout, forkCodexRollout } from './codex-rollout.js';
@@ -87,6 +91,54 @@ export function codexConfigOverrides(commandFor: (event: string) => string, even
   out.push('-c', `hooks.state={${state.join(',')}}`);
   return out;
 }
+
+/** `-c` overrides declaring agentsnap's MCP server for one run (`wrap --mcp`). */
+export function codexMcpOverrides(mcp: McpServerCommand | null): string[] {
+  if (!mcp) return [];
+  return ['-c', `mcp_servers.${MCP_SERVER_NAME}.command=${tomlString(mcp.command)}`, '-c', `mcp_servers.${MCP_SERVER_NAME}.args=[${mcp.args.map(tomlString).join(',')}]`];
+}
+
+const MCP_MARKER = '# agentsnap: added by `agentsnap init codex --mcp`, removed by `agentsnap init --remove codex`';
+
+/** `text` without the table `init --mcp` appended (its marker line to the next table header) and the blank line it put before it. */
+function withoutCodexMcpTable(text: string): string {
+  const lines = text.split('\n');
+  const at = lines.indexOf(MCP_MARKER);
+  if (at < 0) return text;
+  let end = at + 2;
+  while (end < lines.length && !/^\s*\[/.test(lines[end]!)) end++;
+  // Blank lines at its end belong to the table after it, if any.
+  if (end < lines.length) while (end > at + 2 && lines[end - 1]!.trim() === '') end--;
+  const start = at > 0 && lines[at - 1]!.trim() === '' ? at - 1 : at;
+  const after = end < lines.length ? lines.slice(end) : start > 0 ? [''] : [];
+  return [...lines.slice(0, start), ...after].join('\n');
+}
+
+/** `.codex/config.toml` as `init codex --mcp` edits it: one table appended, marked, and taken out again; the rest is left byte for byte. */
+const codexMcpLayout: McpInitLayout = {
+  file: '.codex/config.toml',
+  personal: false,
+  trackedHint: 'A committed .codex/config.toml reaches everyone who clones the repository: run `agentsnap wrap --mcp -- codex` instead, or add the server to your own ~/.codex/config.toml.',
+  note: 'Codex CLI reads .codex/config.toml only in projects you trust.',
+  add(current, server) {
+    const rest = withoutCodexMcpTable(current ?? '');
+    // A table of that name that init did not write (or a dotted key of it) is the user's.
+    if (new RegExp(`^\\s*(\\[\\s*mcp_servers\\s*\\.\\s*"?${MCP_SERVER_NAME}"?\\s*[\\].]|mcp_servers\\s*\\.\\s*"?${MCP_SERVER_NAME}"?\\s*[.=]|mcp_servers\\s*=.*\\b${MCP_SERVER_NAME}\\b)`, 'm').test(rest)) {
+      throw errors.refused(`.codex/config.toml already declares an MCP server named ${MCP_SERVER_NAME} that init did not write; it is left as it is.`, {
+        hint: 'Rename or remove that entry, then run init again.',
+        data: { file: '.codex/config.toml' },
+      });
+    }
+    const table = `${MCP_MARKER}\n[mcp_servers.${MCP_SERVER_NAME}]\ncommand = ${tomlString(server.command)}\nargs = [${server.args.map(tomlString).join(', ')}]\n`;
+    if (rest.trim() === '') return table;
+    return `${rest}${rest.endsWith('\n') ? '' : '\n'}\n${table}`;
+  },
+  remove(current) {
+    const rest = withoutCodexMcpTable(current);
+    if (rest === current) return current;
+    return rest.trim() === '' ? null : rest;
+  },
+};
 
 /** How a Codex tool call ended, as its rollout tells it. */
 export interface CodexCallResult {
@@ -216,7 +268,7 @@ export const codex: AgentAdapter = {
     return result ? { status: result.failed ? 'failed' : 'done', error: result.failed ? result.error ?? 'failed' : null } : null;
   },
   /** The codex command with agentsnap's hooks, trusted for this run only, as `-c` overrides (no file is edited). */
-  wrapArgv: (run) => [...run.command.slice(0, run.at + 1), ...codexConfigOverrides((ev) => run.hookCommand(ev)), ...run.command.slice(run.at + 1)],
+  wrapArgv: (run) => [...run.command.slice(0, run.at + 1), ...codexConfigOverrides((ev) => run.hookCommand(ev)), ...codexMcpOverrides(run.mcp), ...run.command.slice(run.at + 1)],
   init: {
     file: '.codex/hooks.json',
     events: [
@@ -228,6 +280,7 @@ export const codex: AgentAdapter = {
     personal: false,
     trackedHint: 'Codex CLI has no other project settings file; run the agent as `agentsnap wrap -- codex` instead.',
     note: 'Codex CLI reads .codex/ only in projects you trust, and runs new hooks only after you review them once: type /hooks in Codex and trust the agentsnap hooks.',
+    mcp: codexMcpLayout,
   },
   // What each of its calls was, for `log`.
   describeCall: describeCodexCall,

@@ -15,8 +15,8 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
 import os from 'node:os';
-import type { AgentAdapter, HookGroup } from './adapter.js';
-import { parseJsonc, withHooks, withoutHooks } from './settings-file.js';
+import type { AgentAdapter, HookGroup, McpServerCommand } from './adapter.js';
+import { jsonMcpLayout, parseJsonc, withHooks, withMcpServer, withoutHooks, withoutMcpServer } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList } from './plan.js';
 import { compactGeminiChat, forkGeminiChat, syntheticToolUseId } from './gemini-chat.js';
@@ -98,6 +98,8 @@ interface OverlayState {
   /** The user's settings.json when the run started (null: none), and what the overlay's copy was written as. */
   before: string | null;
   written: string;
+  /** `wrap --mcp` added agentsnap's MCP server to the overlay's settings: taken out of what is carried back. */
+  mcp?: boolean;
 }
 
 const OVERLAY_STATE = 'agentsnap-overlay.json';
@@ -106,7 +108,7 @@ const OVERLAY_STATE = 'agentsnap-overlay.json';
  * Builds the overlay home in `dir` (created; must not exist). `hooks` are the
  * hook groups to add to the user's settings.
  */
-export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks: Record<string, HookGroup[]>; sessionDir: string }): GeminiOverlay {
+export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks: Record<string, HookGroup[]>; sessionDir: string; mcp?: McpServerCommand | null }): GeminiOverlay {
   const realDir = path.join(opts.realHome, '.gemini');
   const overlayDir = path.join(opts.dir, '.gemini');
   const realSettings = path.join(realDir, 'settings.json');
@@ -145,9 +147,10 @@ export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks
     if (name === 'settings.json') continue;
     fs.symlinkSync(path.join(realDir, name), path.join(overlayDir, name));
   }
-  const written = `${JSON.stringify(withHooks(settings, opts.hooks), null, 2)}\n`;
+  const withOurs = withHooks(settings, opts.hooks);
+  const written = `${JSON.stringify(opts.mcp ? withMcpServer(withOurs, { command: opts.mcp.command, args: opts.mcp.args }, realSettings) : withOurs, null, 2)}\n`;
   fs.writeFileSync(path.join(overlayDir, 'settings.json'), written, { mode: 0o600 });
-  const state: OverlayState = { owner: currentOwner('gemini overlay'), realHome: opts.realHome, before, written };
+  const state: OverlayState = { owner: currentOwner('gemini overlay'), realHome: opts.realHome, before, written, ...(opts.mcp ? { mcp: true } : {}) };
   fs.writeFileSync(path.join(opts.dir, OVERLAY_STATE), `${JSON.stringify(state)}\n`, { mode: 0o600 });
   fs.writeFileSync(geminiOverlayRecord(opts.sessionDir), `${JSON.stringify({ overlay: opts.dir, real: opts.realHome } satisfies OverlayRecord)}\n`);
   return { home: opts.dir, finish: () => finishOverlay(opts.dir, state, opts.sessionDir) };
@@ -176,7 +179,8 @@ function finishOverlay(dir: string, state: OverlayState, sessionDir: string): st
       } else {
         const parsed = parseJsonc(now) as Record<string, unknown>;
         fs.mkdirSync(realDir, { recursive: true });
-        fs.writeFileSync(realSettings, `${JSON.stringify(withoutHooks(parsed, 'gemini'), null, 2)}\n`);
+        const back = withoutHooks(parsed, 'gemini');
+        fs.writeFileSync(realSettings, `${JSON.stringify(state.mcp ? withoutMcpServer(back) : back, null, 2)}\n`);
       }
     }
   } catch (e) {
@@ -325,6 +329,7 @@ export const gemini: AgentAdapter = {
       realHome: run.env.GEMINI_CLI_HOME || run.env.HOME || os.homedir(),
       hooks: { BeforeTool: [hook('BeforeTool')], AfterTool: [hook('AfterTool')] },
       sessionDir: run.sessionDir,
+      mcp: run.mcp,
     });
     return { env: { GEMINI_CLI_HOME: overlay.home }, finish: () => overlay.finish() };
   },
@@ -341,6 +346,12 @@ export const gemini: AgentAdapter = {
     personal: false,
     trackedHint: 'Gemini CLI has no other project settings file; run the agent as `agentsnap wrap -- gemini` instead.',
     note: 'Gemini CLI runs project hooks only in folders you trust, and warns once about new ones.',
+    // Its MCP servers live in the same file, under mcpServers.
+    mcp: jsonMcpLayout('.gemini/settings.json', {
+      personal: false,
+      trackedHint: 'Gemini CLI has no other project settings file; run the agent as `agentsnap wrap --mcp -- gemini` instead.',
+      note: 'Gemini CLI starts project MCP servers only in folders you trust.',
+    }),
   },
   // What each of its calls was, for `log`.
   describeCall: describeGeminiCall,

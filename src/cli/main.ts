@@ -42,6 +42,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'discard', load: async () => (await import('./commands/parallel.js')).discardCommand },
   { name: 'gc', load: async () => (await import('./commands/parallel.js')).gcCommand },
   { name: 'server', load: async () => (await import('./commands/server.js')).serverCommand },
+  { name: 'mcp', load: async () => (await import('./commands/mcp.js')).mcpCommand },
   { name: 'ui', load: async () => (await import('./commands/ui.js')).uiCommand },
 ];
 

@@ -54,6 +54,12 @@ export interface OperationOptions {
   settings?: Settings;
   /** Test seam: stop (throw) after this many file changes, as a crash would. */
   interruptAfter?: number;
+  /**
+   * The open step of the tool call asking for this operation (the agent's own undo through `agentsnap mcp`):
+   * journaled as op.start.byStep when that step is still open (else left out), so its post does not record
+   * the restore as the call's own change.
+   */
+  byStep?: number;
   /** Test seam: the restore engine's hooks around each replaced path (a write racing with the restore). */
   restoreHooks?: Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
 }
@@ -267,11 +273,14 @@ function undoSpec(step: number | undefined): OpSpec {
       let n = step;
       if (n === undefined) {
         // A read journaled from the transcript changed nothing: undoing it alone would change nothing either.
-        const candidates = session.steps.filter((st) => st.status !== 'open' && !undone.has(st.step) && st.source !== 'transcript' && (st.pre || st.kind === 'checkpoint'));
+        // A call that ran an operation (the agent's undo through MCP) changed files only by it: `redo` takes that back.
+        const candidates = session.steps.filter((st) => st.status !== 'open' && !undone.has(st.step) && st.source !== 'transcript' && !st.operation?.tree && (st.pre || st.kind === 'checkpoint'));
         const last = candidates[candidates.length - 1];
         if (!last) {
-          throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${session.steps.length === 0 ? 'it has no steps' : 'every step is already undone'}.`, {
-            hint: undone.size > 0 ? 'Bring undone steps back with `agentsnap redo`.' : undefined,
+          const ranOps = session.steps.some((st) => st.operation?.tree && st.status !== 'open' && !undone.has(st.step));
+          const why = session.steps.length === 0 ? 'it has no steps' : ranOps ? 'every step is undone, or ran an undo, redo or restore itself' : 'every step is already undone';
+          throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${why}.`, {
+            hint: undone.size > 0 || ranOps ? 'Bring undone steps back with `agentsnap redo`.' : undefined,
             data: { session: session.id },
           });
         }
@@ -807,6 +816,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
         // What the safety snapshot saw besides the session head: protected for later operations (outsideChanges).
         // Without a head tree snapshotTree reports nothing; readers then diff the safety commit with its parent.
         ...(head.tree ? { changedBefore: snap.changed } : {}),
+        ...(opts.byStep !== undefined && session.steps.some((x) => x.step === opts.byStep && x.status === 'open' && x.source !== 'transcript') ? { byStep: opts.byStep } : {}),
       };
       await locked.append(start, [{ ref, value: safety }]);
       result.op = op;

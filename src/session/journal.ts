@@ -215,6 +215,12 @@ export interface OpStartEvent extends EventBase {
    * written before it have none; it is then the diff of `safety` against its parent.
    */
   changedBefore?: ChangedPath[];
+  /**
+   * The open step of the tool call that asked for this operation (the agent's own undo through
+   * `agentsnap mcp`): that call's post then records what changed after the operation, not the
+   * restore itself, and the step is marked as the one that ran it (Step.operation). Optional.
+   */
+  byStep?: number;
 }
 
 /** An operation finished: the worktree matches `tree` (minus `left`), which becomes the session head. */

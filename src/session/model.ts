@@ -14,6 +14,8 @@ import type {
   StepStatus,
   StepUnprotectedEvent,
   OpDoneEvent,
+  OpKind,
+  OpStartEvent,
   TranscriptPosition,
 } from './journal.js';
 
@@ -53,6 +55,12 @@ export interface Step {
   madeBy?: 'agent' | 'user';
   /** 'transcript': a call no hook saw, journaled from the agent's transcript (no snapshot of its own). */
   source?: 'transcript';
+  /**
+   * The operation this call ran (the agent's own undo, redo or restore through `agentsnap mcp`,
+   * OpStartEvent.byStep) while it was open: `tree` is its result (null until its op.done), which the
+   * call's post compares with (the restore is the operation's, not an edit of the call to undo again).
+   */
+  operation?: { op: number; kind: OpKind; tree: string | null };
 }
 
 export interface Session {
@@ -290,6 +298,19 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         s.head = e.commit;
         s.headTree = tree;
       }
+      // The call that asked for it (op.start.byStep): its result is what the call's post compares with.
+      const by = s.steps.find((x) => x.operation?.op === e.op && x.operation.tree === null);
+      if (by?.operation) {
+        if (e.status === 'done' && tree) by.operation.tree = tree;
+        else delete by.operation;
+      }
+      s.extraEvents.push(ev);
+      break;
+    }
+    case 'op.start': {
+      const e = ev as OpStartEvent;
+      const by = e.byStep === undefined ? undefined : s.steps.find((x) => x.step === e.byStep);
+      if (by && by.status === 'open') by.operation = { op: e.op, kind: e.kind, tree: null };
       s.extraEvents.push(ev);
       break;
     }

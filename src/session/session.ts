@@ -302,7 +302,10 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
       message: commitMessage({ summary: `step ${st.step} post ${st.tool ?? ''}`.trim(), session: id, step: st.step, phase: 'post', tool: st.tool, head: head.commit }),
     });
     // snap.changed is already the diff from the chain tip; it is the step's own diff unless other snapshots came between.
-    const changed = st.preTree && st.preTree !== s.headTree ? await diffTrees(repo, st.preTree, snap.tree) : snap.changed;
+    // A call that ran an operation (the agent's undo through `agentsnap mcp`): what it changed besides that operation,
+    // from the operation's result; the restore itself is the operation's (journaled as such), not an edit to undo again.
+    const from = st.operation?.tree ?? st.preTree;
+    const changed = from && from !== s.headTree ? await diffTrees(repo, from, snap.tree) : snap.changed;
     const startedMs = Date.parse(st.startedAt);
     const ev: JournalEvent = {
       ...eventBase(id),

@@ -78,11 +78,14 @@ export interface MessagesStubOptions {
    * Other conversations (subagents) get their own script: the first whose
    * marker occurs in the conversation's first user message.
    */
-  conversations?: { marker: string; script: ScriptedTurn[] }[];
+  conversations?: { marker: string; script: ScriptStep[] }[];
 }
 
 /** Starts the stand-in on 127.0.0.1 (a free port). */
-export async function startMessagesStub(script: ScriptedTurn[], opts: MessagesStubOptions = {}): Promise<MessagesStub> {
+/** A turn, or what the model answers given the request so far (it reads the tool results, as a model would). */
+export type ScriptStep = ScriptedTurn | ((req: MessagesRequest) => ScriptedTurn);
+
+export async function startMessagesStub(script: ScriptStep[], opts: MessagesStubOptions = {}): Promise<MessagesStub> {
   const requests: MessagesRequest[] = [];
   const toolUses: MessagesStub['toolUses'] = [];
   const server = http.createServer((req, res) => {
@@ -113,7 +116,8 @@ export async function startMessagesStub(script: ScriptedTurn[], opts: MessagesSt
       requests.push(body);
       const turn = (body.messages ?? []).filter((m) => m.role === 'assistant').length;
       const first = JSON.stringify((body.messages ?? []).find((m) => m.role === 'user')?.content ?? '');
-      const scripted = (opts.conversations?.find((c) => first.includes(c.marker))?.script ?? script)[turn];
+      const next = (opts.conversations?.find((c) => first.includes(c.marker))?.script ?? script)[turn];
+      const scripted = typeof next === 'function' ? next(body) : next;
       const blocks: Block[] = [];
       if (scripted?.text) blocks.push({ type: 'text', text: scripted.text });
       for (const t of scripted?.tools ?? []) {

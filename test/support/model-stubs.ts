@@ -9,12 +9,19 @@ import type { AddressInfo } from 'node:net';
 export interface ScriptedCall {
   name: string;
   input: Record<string, unknown>;
+  /** Responses API: the namespace of a namespaced tool (Codex offers an MCP server's tools as one, `mcp__<server>`). */
+  namespace?: string;
 }
 
 export interface ScriptedTurn {
   text?: string;
   tools?: ScriptedCall[];
 }
+
+/** A turn, or what the model answers given the request so far (it reads the tool results, as a model would). */
+export type ScriptStep = ScriptedTurn | ((body: Record<string, unknown>) => ScriptedTurn);
+
+const turnOf = (step: ScriptStep | undefined, body: Record<string, unknown>): ScriptedTurn | undefined => (typeof step === 'function' ? step(body) : step);
 
 export interface ModelStub {
   url: string;
@@ -63,7 +70,7 @@ async function serve(respond: Responder): Promise<ModelStub> {
 }
 
 /** POST /v1/responses, streamed: `response.output_item.done` with `function_call` items (Codex runs `exec_command` as its Bash tool). */
-export function startResponsesStub(script: ScriptedTurn[]): Promise<ModelStub> {
+export function startResponsesStub(script: ScriptStep[]): Promise<ModelStub> {
   let n = 0;
   return serve((body, url, res, calls) => {
     if (!url.pathname.endsWith('/responses')) {
@@ -73,7 +80,7 @@ export function startResponsesStub(script: ScriptedTurn[]): Promise<ModelStub> {
     }
     // Requests without tools (none seen so far) would be side requests: they do not advance the script.
     const offersTools = Array.isArray(body.tools) && body.tools.length > 0;
-    const turn = offersTools ? script[n] ?? { text: 'Done.' } : { text: 'Stub.' };
+    const turn = offersTools ? turnOf(script[n], body) ?? { text: 'Done.' } : { text: 'Stub.' };
     n++;
     const ev = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -84,7 +91,7 @@ export function startResponsesStub(script: ScriptedTurn[]): Promise<ModelStub> {
       const callId = `call_${n}_${i}`;
       if (!offersTools) continue;
       calls.push({ id: callId, name: t.name, input: t.input });
-      ev('response.output_item.done', { item: { type: 'function_call', id: `fc_${n}_${i}`, call_id: callId, name: t.name, arguments: JSON.stringify(t.input) } });
+      ev('response.output_item.done', { item: { type: 'function_call', id: `fc_${n}_${i}`, call_id: callId, name: t.name, ...(t.namespace ? { namespace: t.namespace } : {}), arguments: JSON.stringify(t.input) } });
     }
     ev('response.completed', { response: { id, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } } });
     res.end();
@@ -92,7 +99,7 @@ export function startResponsesStub(script: ScriptedTurn[]): Promise<ModelStub> {
 }
 
 /** POST /v1beta/models/<model>:streamGenerateContent (SSE) and :generateContent, with `functionCall` parts. */
-export function startGeminiStub(script: ScriptedTurn[]): Promise<ModelStub> {
+export function startGeminiStub(script: ScriptStep[]): Promise<ModelStub> {
   return serve((body, url, res, calls) => {
     if (!/:(stream)?generateContent$/i.test(url.pathname)) {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -102,7 +109,7 @@ export function startGeminiStub(script: ScriptedTurn[]): Promise<ModelStub> {
     const contents = Array.isArray(body.contents) ? (body.contents as { role?: string }[]) : [];
     const offersTools = Array.isArray(body.tools) && body.tools.length > 0;
     // Side requests (no tools: routing, next-speaker checks) get a short JSON-ish text.
-    const turn: ScriptedTurn = offersTools ? script[contents.filter((c) => c.role === 'model').length] ?? { text: 'Done.' } : { text: '{"next_speaker":"user","reasoning":"done"}' };
+    const turn: ScriptedTurn = offersTools ? turnOf(script[contents.filter((c) => c.role === 'model').length], body) ?? { text: 'Done.' } : { text: '{"next_speaker":"user","reasoning":"done"}' };
     const parts: Record<string, unknown>[] = [];
     if (turn.text) parts.push({ text: turn.text });
     for (const t of turn.tools ?? []) {

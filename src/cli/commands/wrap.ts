@@ -12,6 +12,7 @@ interface WrapArgs {
   name?: string;
   from?: string;
   command?: string[];
+  mcp: boolean;
   '--'?: string[];
 }
 
@@ -30,6 +31,7 @@ export const wrapCommand: CommandFactory = (ctx) => ({
         },
         auto: { type: 'boolean', default: false, describe: 'also checkpoint whenever the worktree changed and then stayed quiet (agents without hooks, e.g. aider)' },
         quiet: { type: 'boolean', alias: 'q', default: false, describe: 'no session line on stderr' },
+        mcp: { type: 'boolean', default: false, describe: "also give the agent agentsnap's MCP tools (steps, undo, redo, restore, check) for this run, editing no file of yours" },
         worktree: { type: 'boolean', describe: 'run the agent in a new linked worktree of its own (see apply, promote, discard)' },
         name: { type: 'string', implies: 'worktree', describe: 'with --worktree: a label for the session, shown by `agentsnap sessions`' },
         from: {
@@ -42,7 +44,8 @@ export const wrapCommand: CommandFactory = (ctx) => ({
       .example('$0 wrap --session fix-login -- claude --continue', 'resume a session')
       .example('$0 wrap -- ./my-agent.sh', 'a generic agent calls `agentsnap snap --phase pre|post` itself')
       .example('$0 wrap --worktree --name login -- claude', 'the agent works in its own worktree; bring the result back with `agentsnap apply`')
-      .example('$0 wrap --auto -- aider', 'a checkpoint after each burst of changes'),
+      .example('$0 wrap --auto -- aider', 'a checkpoint after each burst of changes')
+      .example('$0 wrap --mcp -- claude', 'the agent can list and undo its own steps (MCP tools mcp__agentsnap__*)'),
   handler: async (raw) => {
     const argv = raw as unknown as WrapArgs;
     const out = ctx.output({ quiet: argv.quiet });
@@ -56,6 +59,7 @@ export const wrapCommand: CommandFactory = (ctx) => ({
       agent: argv.agent,
       worktree: argv.worktree ? { name: argv.name ?? null, from: argv.from ?? 'current' } : null,
       auto: argv.auto,
+      mcp: argv.mcp,
       serveSnap: ctx.serveSnap,
       onProgress: (p) => progress.update(p),
       onStart: (info) => {
@@ -64,6 +68,7 @@ export const wrapCommand: CommandFactory = (ctx) => ({
         const how = [
           info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`,
           ...(argv.auto ? ['automatic checkpoints'] : []),
+          ...(argv.mcp && info.agent !== 'generic' ? ['MCP server agentsnap offered'] : []),
         ].join(', ');
         out.note(`agentsnap: ${verb} session ${info.session} (refs ${info.refPrefix}<n>; ${how})`);
         if (info.sessionWorktree) out.note(`agentsnap: the agent works in ${info.worktree}`);
