@@ -260,4 +260,47 @@ run('ui in Chromium: a dry run that answers after its dialog was cancelled and a
   }
 });
 
+run('ui in Chromium: a step\'s answer that comes after another session\'s step was selected is dropped (the diff on show is the selected step\'s)', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  const a = await openSession(repo.dir, { env: repo.env, agent: 'agent-a' });
+  await a.toolCall('Write', { file_path: 'from-a.txt' }, () => repo.write('from-a.txt', 'a\n'));
+  await a.end();
+  const b = await openSession(repo.dir, { env: repo.env, agent: 'agent-b' });
+  await b.toolCall('Write', { file_path: 'from-b.txt' }, () => repo.write('from-b.txt', 'b\n'));
+  await b.end();
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(WAIT);
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      await page.route('**/api/show?*', async (route) => {
+        if (route.request().url().includes(`session=${a.id}`)) await held;
+        await route.continue();
+      });
+      await page.goto(ui.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      await page.locator(`#session-list li[data-session="${a.id}"] button`).click();
+      await page.locator('#session-head').filter({ hasText: a.id }).waitFor();
+      await page.locator('#timeline li.step[data-step="1"] button').click();
+      await page.locator(`#session-list li[data-session="${b.id}"] button`).click();
+      await page.locator('#session-head').filter({ hasText: b.id }).waitFor();
+      await page.locator('#timeline li.step[data-step="1"] button').click();
+      await page.locator('#diff').filter({ hasText: 'from-b.txt' }).waitFor();
+      const late = page.waitForResponse((r) => r.url().includes('/api/show') && r.url().includes(`session=${a.id}`));
+      release();
+      await late;
+      await page.evaluate(() => fetch('/favicon.svg').then((r) => r.text()));
+      const diff = await page.locator('#diff').innerText();
+      assert.match(diff, 'from-b.txt');
+      assert.not.match(diff, 'from-a.txt', 'session A\'s step under session B');
+      assert.equal(await page.locator('#restore-path option').allInnerTexts(), ['from-b.txt']);
+    });
+  } finally {
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
 test.run();

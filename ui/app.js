@@ -121,6 +121,7 @@ function changesText(changed) {
 }
 
 async function loadTimeline() {
+  const seq = ++seqs.timeline;
   const session = state.session;
   const file = $('filter-file').value.trim();
   const tool = $('filter-tool').value;
@@ -129,10 +130,10 @@ async function loadTimeline() {
   try {
     [res, st] = await Promise.all([api('log', { session, path: file || undefined, tool: tool || undefined }), api('status', { session })]);
   } catch (e) {
-    showError($('timeline'), e);
+    if (seq === seqs.timeline) showError($('timeline'), e);
     return;
   }
-  if (session !== state.session) return;
+  if (seq !== seqs.timeline || session !== state.session) return;
   state.session = res.session.id;
   state.rows = res.rows;
   state.undone = new Set(st.undone);
@@ -198,7 +199,14 @@ function fillCompare(s) {
 
 // ---- one step ----
 
+/**
+ * Which answer may still fill a view: each load of the timeline, and of the detail pane (a step, a comparison),
+ * takes a number; an answer for an older one (another session, step or filter chosen since) is dropped.
+ */
+const seqs = { timeline: 0, detail: 0 };
+
 function showEmpty() {
+  seqs.detail++;
   $('empty').hidden = false;
   $('step-view').hidden = true;
 }
@@ -224,9 +232,13 @@ function pretty(v) {
   return JSON.stringify(v, null, 2);
 }
 
-async function conversationAround(stepNo) {
-  if (!state.replay) state.replay = (await api('replay', { session: state.session })).entries;
-  const entries = state.replay;
+async function conversationAround(stepNo, session) {
+  // Cached per session: an answer for a session left since must not stand for the one on show.
+  let entries = state.replay?.session === session ? state.replay.entries : null;
+  if (!entries) {
+    entries = (await api('replay', { session })).entries;
+    if (session === state.session) state.replay = { session, entries };
+  }
   const at = entries.findIndex((e) => e.type === 'step' && e.step === stepNo);
   if (at < 0) return [];
   // From after the step before this one to before the next step: what was said around the call.
@@ -238,6 +250,9 @@ async function conversationAround(stepNo) {
 }
 
 async function selectStep(n) {
+  const seq = ++seqs.detail;
+  const session = state.session;
+  const stale = () => seq !== seqs.detail || session !== state.session || state.step !== n;
   state.step = n;
   for (const li of document.querySelectorAll('#timeline li.step')) li.classList.toggle('selected', Number(li.dataset.step) === n);
   $('empty').hidden = true;
@@ -246,8 +261,8 @@ async function selectStep(n) {
   const row = state.rows.find((r) => r.step.step === n);
   $('step-title').textContent = `Step ${n}${row ? `: ${row.step.tool ?? row.step.kind}` : ''}`;
   try {
-    const res = await api('show', { session: state.session, step: n });
-    if (state.step !== n) return;
+    const res = await api('show', { session, step: n });
+    if (stale()) return;
     const x = res.step;
     const meta = [x.status, x.startedAt, x.durationMs !== null ? `${x.durationMs} ms` : null, res.what].filter(Boolean).join(' · ');
     const check = row?.check;
@@ -266,11 +281,12 @@ async function selectStep(n) {
     $('act-restore').disabled = paths.length === 0;
     $('restore-path').disabled = paths.length === 0;
   } catch (e) {
+    if (stale()) return;
     showError($('diff'), e);
   }
   try {
-    const conv = await conversationAround(n);
-    if (state.step !== n) return;
+    const conv = await conversationAround(n, session);
+    if (stale()) return;
     fill($('conversation'), 
       ...(conv.length === 0
         ? [el('div', { class: 'none' }, 'No conversation recorded around this step.')]
@@ -282,7 +298,7 @@ async function selectStep(n) {
           })),
     );
   } catch (e) {
-    showError($('conversation'), e);
+    if (!stale()) showError($('conversation'), e);
   }
 }
 
@@ -495,17 +511,19 @@ $('cmp-go').addEventListener('click', async () => {
   $('empty').hidden = true;
   $('step-view').hidden = false;
   $('step-title').textContent = `Compare ${from} → ${to}`;
+  const seq = ++seqs.detail;
   // Comparing is no step: its actions, input, output and conversation go until a step is selected again.
   state.step = null;
   for (const li of document.querySelectorAll('#timeline li.step.selected')) li.classList.remove('selected');
   for (const id of ['actions', 'step-meta', 'step-extra']) $(id).hidden = true;
   try {
     const res = await api('diff', { session: state.session, from, to });
+    if (seq !== seqs.detail) return;
     state.diffText = res.diff;
     state.diffTitle = `From ${$('cmp-from').selectedOptions[0].textContent} to ${$('cmp-to').selectedOptions[0].textContent}`;
     renderDiff();
   } catch (e) {
-    showError($('diff'), e);
+    if (seq === seqs.detail) showError($('diff'), e);
   }
 });
 
