@@ -221,4 +221,21 @@ test('ui: the timeline\'s answers are bounded by the number of steps, not by wha
   }
 });
 
+test('ui: the repository removed while the page is open: the live stamp fails (the page says disconnected) instead of reading as "no sessions"', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  await recordScriptedSession(repo);
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    const a = { Host: `127.0.0.1:${ui.port}`, 'X-Agentsnap-Token': ui.token };
+    assert.is((await request(ui.port, 'GET', '/api/stamp', a)).status, 200);
+    fs.rmSync(repo.dir, { recursive: true, force: true });
+    const r = await request(ui.port, 'GET', '/api/stamp', a);
+    assert.is(r.status, 400, r.body);
+    assert.match(r.json().error.message, repo.dir);
+  } finally {
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
 test.run();

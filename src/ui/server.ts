@@ -178,6 +178,12 @@ function num(v: unknown, what: string): number {
 
 /** A fingerprint of every session's journal (size and mtime): the page polls it and reloads what changed. */
 function stamp(repo: Repo): string {
+  // No sessions directory is "no session yet"; no git directory is a repository gone (removed, moved) under the page.
+  if (!fs.existsSync(repo.gitDir)) {
+    throw errors.notARepository(`the repository at ${repo.worktree} is gone (removed or moved while the page was open).`, {
+      hint: 'Stop agentsnap ui (Ctrl-C) and start it again in the repository.',
+    });
+  }
   const dir = sessionsDir(repo);
   let names: string[] = [];
   try {
