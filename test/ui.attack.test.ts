@@ -61,7 +61,7 @@ test('ui: the cookie is no key to the page or the API (browsers send 127.0.0.1\'
   }
 });
 
-test('ui: the browser is opened on a private file that leads to the page, never on the URL itself (any local user reads argv with ps); the file goes at exit', async () => {
+test('ui: the browser is opened on a private file that leads to the page, never on the URL itself (any local user reads argv with ps); the file goes at Ctrl-C, which frees the port', async () => {
   const repo = tempRepo({ files: { README: 'readme\n' } });
   // A stand-in xdg-open: records its argv and what it was asked to open, as a browser would read it.
   const bin = path.join(repo.base, 'fake-bin');
@@ -93,6 +93,14 @@ test('ui: the browser is opened on a private file that leads to the page, never 
     assert.is(await exited, 0, err);
     assert.not.ok(fs.existsSync(opened), 'the file is gone at exit');
     assert.not.ok(fs.existsSync(path.dirname(opened)), 'and its directory');
+    // Ctrl-C freed the port: it can be bound again at once.
+    const port = Number(new URL(url).port);
+    const again = net.createServer();
+    await new Promise<void>((resolve, reject) => {
+      again.once('error', reject);
+      again.listen(port, '127.0.0.1', () => resolve());
+    });
+    await new Promise<void>((resolve) => again.close(() => resolve()));
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     repo.cleanup();
@@ -232,6 +240,24 @@ test('ui: the repository removed while the page is open: the live stamp fails (t
     const r = await request(ui.port, 'GET', '/api/stamp', a);
     assert.is(r.status, 400, r.body);
     assert.match(r.json().error.message, repo.dir);
+  } finally {
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
+test('ui: the page\'s files only, however the path is spelled (double-encoded, backslashes, NUL, a second slash, a trailing one)', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    const Host = `127.0.0.1:${ui.port}`;
+    const q = `?token=${ui.token}`;
+    assert.is((await request(ui.port, 'GET', `/app.js${q}`, { Host })).status, 200);
+    for (const p of ['/%252e%252e/package.json', '/..%5cpackage.json', '/..\\package.json', '/app.js%00.png', '/%00', '//etc/passwd', '/app.js/', '/.%2e/.%2e/package.json', '/%2fetc%2fpasswd', '/~', '/favicon.svg%20']) {
+      const r = await request(ui.port, 'GET', `${p}${q}`, { Host });
+      assert.ok(r.status === 404 || r.status === 400, `${p}: ${r.status}`);
+      assert.not.match(r.body, '"name"', `${p}: nothing of package.json`);
+    }
   } finally {
     await ui.close();
     repo.cleanup();
