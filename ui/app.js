@@ -322,7 +322,7 @@ function describePlan(r) {
 /** Processes the steps to undo started and left running (an undo puts files back, not processes), as the CLI lists them. */
 function processList(res) {
   return planList(
-    res.dryRun === false ? 'Still running, started by the undone steps (files are put back, processes are not)' : 'Still running, started by the steps to undo (files are put back, processes are not)',
+    (res.files ?? res).dryRun === false ? 'Still running, started by the undone steps (files are put back, processes are not)' : 'Still running, started by the steps to undo (files are put back, processes are not)',
     (res.processes ?? []).map((p) => `pid ${p.pid} (step ${p.step}): ${p.command}${p.ports?.length ? ` · listening on ${p.ports.join(', ')}` : ''}`),
   );
 }
