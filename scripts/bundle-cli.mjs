@@ -77,10 +77,13 @@ const lazyStringWidth = {
 // one its text would be read at every start of every command, `snap` on each tool call included. The command's
 // `import('../../mcp.js')` becomes `import('./mcp.bundle.js')`, next to this bundle.
 const MCP_MODULE = /^\.\.\/\.\.\/mcp\.js$/;
+// Likewise `agentsnap ui`'s server (src/ui/server.ts, node:http): dist/ui.bundle.js, so no other command loads a network module.
+const UI_MODULE = /^\.\.\/\.\.\/ui\/server\.js$/;
 const mcpApart = {
   name: 'mcp-apart',
   setup(b) {
     b.onResolve({ filter: MCP_MODULE }, (args) => (/[\\/]cli[\\/]commands[\\/]mcp\.js$/.test(args.importer) ? { path: './mcp.bundle.js', external: true } : undefined));
+    b.onResolve({ filter: UI_MODULE }, (args) => (/[\\/]cli[\\/]commands[\\/]ui\.js$/.test(args.importer) ? { path: './ui.bundle.js', external: true } : undefined));
   },
 };
 
@@ -97,6 +100,7 @@ const common = {
 };
 
 await build({ ...common, entryPoints: [path.join(dist, 'mcp.js')], outfile: path.join(dist, 'mcp.bundle.js') });
+await build({ ...common, entryPoints: [path.join(dist, 'ui', 'server.js')], outfile: path.join(dist, 'ui.bundle.js') });
 
 await build({
   entryPoints: [path.join(dist, 'cli', 'main.js')],

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Third step of `npm run build`: the page of `agentsnap ui` (issue 20), ready to
-// serve, in dist/ui (shipped with the package: users run no build step). The
+// serve, in dist/ui-page (shipped with the package: users run no build step; not
+// dist/ui, which is tsc's output of src/ui/ and must stay). The
 // page's script (ui/app.js) is bundled with diff2html into one file for the
 // browser; diff2html's stylesheet is copied beside it. No CDN, no external font.
 import fs from 'node:fs';
@@ -11,7 +12,7 @@ import { build } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const src = path.join(root, 'ui');
-const out = path.join(root, 'dist', 'ui');
+const out = path.join(root, 'dist', 'ui-page');
 fs.rmSync(out, { recursive: true, force: true });
 fs.mkdirSync(out, { recursive: true });
 

@@ -99,7 +99,7 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
   let phase: SnapOutcome['phase'];
   if (opts.phase === 'pre') {
     phase = 'pre';
-    res = await recordPre(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
+    res = await recordPre(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null, env: opts.env ?? process.env });
   } else if (opts.phase === 'post') {
     phase = 'post';
     res = await recordPost(repo, id, { ...common, ...(opts.step !== undefined ? { step: opts.step } : {}), ...(opts.status ? { status: opts.status } : {}) });

@@ -197,11 +197,14 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     // An agent whose read-only tools are not hooked (Claude Code): the calls since the last hook are journaled from the same tail read.
     let tail: TranscriptTail | null | undefined;
     let callOffset: number | undefined;
+    let offered: ((since: number | undefined) => string[] | null) | null = null;
     if (call.transcriptPath) {
       // The path the agent's file ends up at (Gemini CLI under wrap runs with an overlay home that is gone afterwards).
       const file = adapter?.transcriptPath ? adapter.transcriptPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
       const reader = transcriptReader(opts.agent, call.transcriptPath);
       if (reader?.unjournaledReads) tail = reader.readTail(call.transcriptPath);
+      const read = tail;
+      if (read && reader?.toolsOffered) offered = (since) => reader.toolsOffered?.(read, since) ?? null;
       const loc = reader ? reader.locateCall(call.transcriptPath, call.toolUseId, tail) : transcriptSize(call.transcriptPath);
       // A call whose line is not written yet (a hook answered by the warm server can be that fast) comes after every line there.
       callOffset = loc.lineOffset ?? tail?.size;
@@ -223,6 +226,8 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         agentVersion,
         model,
         cwd: call.cwd,
+        env: opts.env,
+        toolsOffered: offered,
         ...(tail && call.transcriptPath ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } } : {}),
       });
       return { action: 'pre', session: id, step: res.step, warning: null };

@@ -76,7 +76,7 @@ function sessionHandle(repo: Repo, id: string, settings: Settings, joined: boole
       const toolUseId = opts?.toolUseId ?? null;
       let step: number | null = null;
       try {
-        step = (await recordPre(repo, id, { settings, tool: name, input: clean(input), toolUseId })).step;
+        step = (await recordPre(repo, id, { settings, tool: name, input: clean(input), toolUseId, env: repo.callerEnv })).step;
       } catch (e) {
         if (isAgentsnapError(e) && e.code === 'SessionNotRunning') throw e;
         warn(opts, e, 'pre');

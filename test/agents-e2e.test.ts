@@ -11,6 +11,7 @@ import { startGeminiStub, startResponsesStub, type ScriptedTurn } from './suppor
 import { codexBinary, geminiBinary } from './support/agent-clis.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
+import { checkPlanAndProcesses, leftServer } from './support/states-e2e.js';
 
 const codex = codexBinary();
 const gemini = geminiBinary();
@@ -143,6 +144,10 @@ test('codex: undo N --chat forks the rollout before call N; `codex exec resume <
     assert.is(chat.resumeCommand, `codex resume ${chat.sessionId}`);
     assert.is(chat.cwd, repo.dir);
     assert.equal(fs.readFileSync(rollout), rolloutBytes, 'the original rollout is unchanged');
+    // Marked as `codex fork` marks its forks (its TUI then says "Thread forked from <id>" on resume).
+    const meta = (JSON.parse(fs.readFileSync(chat.file, 'utf8').split('\n')[0] as string) as { payload: Record<string, unknown> }).payload;
+    assert.is(meta.forked_from_id, JSON.parse(rolloutBytes.toString('utf8').split('\n')[0] as string).payload.id);
+    assert.is(typeof meta.forked_from_ordinal_exclusive, 'number');
     assert.is(fs.readFileSync(path.join(repo.dir, 'b.txt'), 'utf8'), 'three\n', '--chat leaves the files alone');
     // Resume the fork non-interactively, as `codex resume <id>` would interactively.
     const resumed = await startResponsesStub([{ text: 'Resumed.' }]);
@@ -375,6 +380,70 @@ test('codex with init hooks and no wrapper (trusted project, reviewed hooks): it
     assert.equal(list.map((x) => [x.agent, x.steps, x.status]), [['codex', 1, 'ended']]);
     assert.is(repo.git(['status', '--porcelain']), '?? made.txt\n', '.codex/hooks.json is kept out of commits');
   } finally {
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test('codex under wrap: its plan (update_plan) per step, the server an exec_command left running (status, undo, undo --stop-processes)', async () => {
+  if (!codex) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const server = leftServer(repo);
+  const plan = (a: string, b: string) => ({ plan: [{ step: 'Start the server', status: a }, { step: 'Write the notes', status: b }] });
+  const stub = await startResponsesStub([
+    { tools: [{ name: 'update_plan', input: plan('in_progress', 'pending') }] },
+    { tools: [{ name: 'exec_command', input: { cmd: server.command } }] },
+    { tools: [{ name: 'exec_command', input: { cmd: 'echo notes > notes.txt' } }] },
+    { tools: [{ name: 'update_plan', input: plan('completed', 'completed') }] },
+    { text: 'All done.' },
+  ]);
+  try {
+    const provider = `model_providers.stub={name="stub",base_url="${stub.url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
+    // 0.171.0 offers update_plan in exec mode only with tools.update_plan.enabled.
+    const res = await cliProcess(
+      repo,
+      ['wrap', '--', codex, 'exec', '-c', provider, '-c', 'model_provider=stub', '-c', 'tools.update_plan.enabled=true', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', 'Start the server and write the notes.'],
+      { env: { OPENAI_API_KEY: 'sk-e2e-test-key-not-real' }, timeoutMs: 120_000 },
+    );
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, 'All done.');
+    assert.ok((stub.requests[0]?.tools as { name?: string }[]).some((t) => t.name === 'update_plan'), 'update_plan offered');
+    const { id, s } = await sessionOf(repo, res.stderr);
+    assert.equal(s.steps.map((st) => st.tool), ['update_plan', 'Bash', 'Bash', 'update_plan']);
+    const { environments } = await checkPlanAndProcesses(repo, id, server, { planStep: 1, serverStep: 2, doneStep: 4, items: ['Start the server', 'Write the notes'], firstItemMark: '~' });
+    for (const e of environments) assert.is(e.tools, null, 'Codex names no tools in its rollout');
+  } finally {
+    server.kill();
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test('gemini under wrap: its plan (write_todos) per step, the server a run_shell_command left running (status, undo, undo --stop-processes)', async () => {
+  if (!gemini) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  fs.mkdirSync(path.join(repo.home, '.gemini'), { recursive: true });
+  fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), '{"security":{"auth":{"selectedType":"gemini-api-key"}}}\n');
+  const server = leftServer(repo);
+  const todos = (a: string, b: string) => ({ todos: [{ description: 'Start the server', status: a }, { description: 'Write the notes', status: b }] });
+  const stub = await startGeminiStub([
+    { tools: [{ name: 'write_todos', input: todos('in_progress', 'pending') }] },
+    { tools: [{ name: 'run_shell_command', input: { command: server.command } }] },
+    { tools: [{ name: 'write_file', input: { file_path: 'notes.txt', content: 'notes\n' } }] },
+    { tools: [{ name: 'write_todos', input: todos('completed', 'completed') }] },
+    { text: 'All done.' },
+  ]);
+  try {
+    const env = { GEMINI_API_KEY: 'e2e-test-key-not-real', GOOGLE_GEMINI_BASE_URL: stub.url, GEMINI_CLI_TRUST_WORKSPACE: 'true' };
+    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Start the server and write the notes.', '--yolo', '-m', 'gemini-2.5-flash'], { env, timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, 'All done.');
+    const { id, s } = await sessionOf(repo, res.stderr);
+    assert.equal(s.steps.map((st) => st.tool), ['write_todos', 'run_shell_command', 'write_file', 'write_todos']);
+    const { environments } = await checkPlanAndProcesses(repo, id, server, { planStep: 1, serverStep: 2, doneStep: 4, items: ['Start the server', 'Write the notes'], firstItemMark: '~' });
+    for (const e of environments) assert.is(e.tools, null, 'Gemini CLI names no tools in its chat or hook payloads');
+  } finally {
+    server.kill();
     await stub.close();
     repo.cleanup();
   }

@@ -10,6 +10,7 @@ import { claudeBinary } from './support/claude-code.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { readJournal } from '../src/session/journal.js';
+import { checkPlanAndProcesses, leftServer } from './support/states-e2e.js';
 
 const claude = claudeBinary();
 
@@ -198,6 +199,48 @@ test('claude with init hooks and a background server a previous session started:
     });
   } finally {
     await cliProcess(repo, ['server', 'stop'], { env });
+    await stub.close();
+    repo.cleanup();
+  }
+});
+
+test('claude under wrap: its plan (TodoWrite) per step, the server a Bash call left running (status, undo, undo --stop-processes), the tools it had', async () => {
+  if (!claude) return;
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  const server = leftServer(repo);
+  const todos = (a: string, b: string) => ({ todos: [{ content: 'Start the server', status: a, activeForm: 'Starting the server' }, { content: 'Write the notes', status: b, activeForm: 'Writing the notes' }] });
+  const stub = await startMessagesStub([
+    { tools: [{ name: 'TodoWrite', input: todos('in_progress', 'pending') }] },
+    { tools: [{ name: 'Bash', input: { command: server.command, description: 'start the server' } }] },
+    { tools: [{ name: 'Write', input: { file_path: path.join(repo.dir, 'notes.txt'), content: 'notes\n' } }] },
+    { tools: [{ name: 'TodoWrite', input: todos('completed', 'completed') }] },
+    { text: 'All done.' },
+  ]);
+  try {
+    // TodoWrite is offered with these (2.1.332; the default is TaskCreate/TaskUpdate for some models, none for others).
+    const env = {
+      IS_SANDBOX: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      ANTHROPIC_BASE_URL: stub.url,
+      ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+      CLAUDE_CODE_ENABLE_TODO_TOOLS: '1',
+      CLAUDE_CODE_ENABLE_TASKS: '0',
+      ENABLE_TOOL_SEARCH: 'false',
+    };
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Start the server and write the notes.', '--dangerously-skip-permissions'], { env, timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, 'All done.');
+    const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
+    const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
+    assert.equal(s.steps.map((st) => st.tool), ['TodoWrite', 'Bash', 'Write', 'TodoWrite']);
+    const { environments } = await checkPlanAndProcesses(repo, id, server, { planStep: 1, serverStep: 2, doneStep: 4, items: ['Start the server', 'Write the notes'], firstItemMark: '~' });
+    // The tools it offered its model, from its transcript, as of every step.
+    const offered = (stub.requests[0]?.tools as { name: string }[]).map((t) => t.name);
+    for (const e of environments) assert.equal(e.tools, offered);
+    assert.ok(offered.includes('TodoWrite') && offered.includes('Bash'), offered.join(' '));
+  } finally {
+    server.kill();
     await stub.close();
     repo.cleanup();
   }

@@ -354,9 +354,9 @@ test('ui: the conversation of a Claude Code session (replay) reaches the page in
   }
 });
 
-test('ui: the page files ship in dist/ui (built, no build step for users) and package.json ships dist', () => {
-  const dir = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'dist', 'ui');
-  for (const f of ['index.html', 'app.js', 'app.css', 'diff2html.css']) assert.ok(fs.existsSync(path.join(dir, f)), `dist/ui/${f}`);
+test('ui: the page files ship in dist/ui-page (built, no build step for users) and package.json ships dist', () => {
+  const dir = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'dist', 'ui-page');
+  for (const f of ['index.html', 'app.js', 'app.css', 'diff2html.css']) assert.ok(fs.existsSync(path.join(dir, f)), `dist/ui-page/${f}`);
   const pkg = JSON.parse(fs.readFileSync(path.join(dir, '..', '..', 'package.json'), 'utf8')) as { files: string[] };
   assert.ok(pkg.files.includes('dist'));
 });

@@ -276,8 +276,12 @@ test('undo N --chat of a Codex session writes a new rollout cut before step N un
     assert.is(recs.length, 10, 'everything before the response holding call_2 and call_3');
     assert.equal(recs[0]?.payload.id, json.chat.sessionId);
     assert.equal(recs[0]?.payload.session_id, json.chat.sessionId);
+    // Marked as Codex's own `codex fork` marks a fork (0.171.0): the parent's id and where the copy ends, after `id`.
+    assert.is(recs[0]?.payload.forked_from_id, oldId);
+    assert.is(recs[0]?.payload.forked_from_ordinal_exclusive, 10);
+    assert.equal(Object.keys(recs[0]?.payload ?? {}).slice(0, 4), ['session_id', 'id', 'forked_from_id', 'forked_from_ordinal_exclusive']);
     assert.ok(text.includes('12345678901234567890'), 'lines are copied, not re-serialised (big integers stay exact)');
-    assert.not.ok(text.includes(oldId), 'every mention of the old thread id is the new one');
+    assert.is(text.split(oldId).length, 2, 'every other mention of the old thread id is the new one');
     assert.not.ok(text.includes('call_2') || text.includes('call_3'));
     assert.ok(text.includes('call_1'));
     assert.is((fs.statSync(forked).mode & 0o777).toString(8), '600');
@@ -324,6 +328,8 @@ test('undo N --compact of a Codex session: a new rollout with the context Codex 
     ]);
     assert.equal(recs.map((r) => r.ordinal), recs.map((_, i) => i), 'ordinals renumbered');
     assert.is(recs[0]?.payload.id, chat.sessionId);
+    assert.is(recs[0]?.payload.forked_from_id, oldId, 'forked from the original');
+    assert.is(recs[0]?.payload.forked_from_ordinal_exclusive, undefined, 'not a copy of the original up to an ordinal');
     const digest = JSON.stringify(recs[5]?.payload.content);
     assert.ok(digest.includes('make the files') && digest.includes('Writing a.txt'), digest);
     assert.match(chat.digest, /step 1 Bash: echo 1 -> A a\.txt/);

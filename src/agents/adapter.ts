@@ -257,6 +257,11 @@ export interface TranscriptReader {
   unjournaledReads?(tail: TranscriptTail, opts: ReadCallScanOptions): ReadCallScan;
   /** The main conversation: user prompts, assistant text and tool calls, in order. */
   readConversation(file: string): ConversationEntry[];
+  /**
+   * The names of the tools the agent offered its model, from the newest record of them in `tail` at or
+   * after byte `since` of the file (null: none there). Absent: the agent's files do not say.
+   */
+  toolsOffered?(tail: TranscriptTail, since?: number): string[] | null;
 }
 
 /** One item of an agent's task list (its plan). */

@@ -53,6 +53,36 @@ export function readTranscriptTail(file: string): TranscriptTail | null {
 }
 
 
+const SHAPE_NEEDLE = Buffer.from('"api-request-shape"');
+
+/**
+ * The tools Claude Code offered its model: the names in the newest `api-request-shape` line (2.1.3xx writes one
+ * before the first request of each new shape of system prompt and tools: `shape.tools[].name`) at or after byte
+ * `since`. One backward search of the tail past `since` (the previous import's floor: what a call before already
+ * looked at), and one line parsed only when there is one there.
+ */
+export function toolsOffered(tail: TranscriptTail, since?: number): string[] | null {
+  const lo = since === undefined ? 0 : Math.max(0, since - tail.from);
+  if (lo >= tail.buf.length) return null;
+  const buf = tail.buf.subarray(lo);
+  let at = buf.lastIndexOf(SHAPE_NEEDLE);
+  while (at !== -1) {
+    const start = buf.lastIndexOf(0x0a, at) + 1;
+    let end = buf.indexOf(0x0a, at);
+    if (end === -1) end = buf.length;
+    try {
+      const line = JSON.parse(buf.subarray(start, end).toString('utf8')) as { type?: unknown; shape?: { tools?: unknown } };
+      if (line.type === 'api-request-shape' && Array.isArray(line.shape?.tools)) {
+        return line.shape.tools.flatMap((t) => (t && typeof (t as { name?: unknown }).name === 'string' ? [(t as { name: string }).name] : []));
+      }
+    } catch {
+      /* a partial line (still being written, or cut at the window's start) */
+    }
+    at = start >= 2 ? buf.lastIndexOf(SHAPE_NEEDLE, start - 2) : -1;
+  }
+  return null;
+}
+
 /**
  * Where the tool call `toolUseId` is in the transcript: its byte length now
  * and the uuid of the assistant line holding the call, searched from the end

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import type { AgentAdapter, McpServerCommand, PlanItem } from './adapter.js';
 import { jsonMcpLayout, MCP_SERVER_NAME } from './settings-file.js';
-import { compactClaudeTranscript, forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, unjournaledReadCalls } from './claude-transcript.js';
+import { compactClaudeTranscript, forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, toolsOffered, unjournaledReadCalls } from './claude-transcript.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList, str } from './plan.js';
 
@@ -203,6 +203,7 @@ export const claude: AgentAdapter = {
     locateCall: locateToolCall,
     unjournaledReads: (tail, opts) => unjournaledReadCalls(tail, { ...opts, tools: CLAUDE_READ_ONLY_TOOLS }),
     readConversation,
+    toolsOffered,
   },
   describeCall: describeClaudeCall,
   nextPlan: nextClaudePlan,

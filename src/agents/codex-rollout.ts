@@ -8,9 +8,11 @@
 // exactly the kept items) is a copy of the lines before the model response that
 // holds step N's call, every string value equal to the old id replaced by the
 // new one, written under the new id in today's directory, as Codex names a
-// new session; the original is never changed. Codex's own `fork` writes a
-// session_meta with `history_base` pointing into the parent instead: a copy
-// stays whole when the original goes, and older releases read it too.
+// new session; the original is never changed. The session_meta carries the
+// marks Codex's own `codex fork` writes (`forked_from_id`,
+// `forked_from_ordinal_exclusive`), not its `history_base`, which points into
+// the parent for the lines a Codex fork does not copy: a copy stays whole when
+// the original goes, and older releases read it too.
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -132,6 +134,31 @@ export function withThreadId(r: Rec, oldId: string, newId: string): string {
   return r.raw.split(JSON.stringify(oldId)).join(JSON.stringify(newId));
 }
 
+/**
+ * The session_meta line marked as Codex's own `codex fork` marks a fork (0.171.0: `forked_from_id`, the parent's
+ * thread id, and `forked_from_ordinal_exclusive`, where the copied part of the parent ends, right after `id`; its
+ * TUI then says "Thread forked from <id>"), textually: any marks the parent carried (a fork of a fork) are replaced.
+ * No `history_base`: the copy holds every line itself.
+ */
+export function markForked(metaLine: string, newId: string, parentId: string, ordinalExclusive: number | null): string {
+  const cleared = metaLine.replace(/,"forked_from_id":"[^"]*"/, '').replace(/,"forked_from_ordinal_exclusive":\d+/, '');
+  const marks = `,"forked_from_id":${JSON.stringify(parentId)}${ordinalExclusive !== null ? `,"forked_from_ordinal_exclusive":${ordinalExclusive}` : ''}`;
+  const idField = `"id":${JSON.stringify(newId)}`;
+  const at = cleared.search(new RegExp(`[{,]${idField.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+  if (at === -1) return cleared;
+  const end = at + 1 + idField.length;
+  return cleared.slice(0, end) + marks + cleared.slice(end);
+}
+
+/** The session_meta line (the first) of `lines` marked as forked from `parentId`. */
+function withForkMarks(lines: string[], newId: string, parentId: string, ordinalExclusive: number | null): string[] {
+  const i = lines.findIndex((l) => /"type":"session_meta"/.test(l));
+  if (i === -1) return lines;
+  const out = [...lines];
+  out[i] = markForked(lines[i] as string, newId, parentId, ordinalExclusive);
+  return out;
+}
+
 /** Writes a new rollout from `lines` under a new id; returns the fork as undo prints it. */
 export function writeRolloutFork(original: string, lines: string[], fork: { cwd: string; newId?: string; sharedWith: number }): ChatFork {
   const now = new Date();
@@ -168,7 +195,8 @@ export function forkCodexRollout(step: ForkPoint, opts: { cwd: string; newId?: s
     throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Codex rollout ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
   }
   const newId = opts.newId ?? uuidv7();
-  const lines = recs.slice(0, cut.index).map((r) => withThreadId(r, oldId, newId));
+  const ordinal = (recs[cut.index]?.obj as { ordinal?: unknown } | null)?.ordinal;
+  const lines = withForkMarks(recs.slice(0, cut.index).map((r) => withThreadId(r, oldId, newId)), newId, oldId, typeof ordinal === 'number' && Number.isSafeInteger(ordinal) ? ordinal : null);
   return writeRolloutFork(file, lines, { cwd: cwd ?? opts.cwd, newId, sharedWith: cut.sharedWith });
 }
 
@@ -250,7 +278,8 @@ export function compactCodexRollout(step: ForkPoint, digest: DigestBuilder, opts
     obj: null,
   };
   const kept = [...prior.filter(isPreamble), summary, ...recs.slice(cut.index)];
-  const lines = renumber(kept.map((r) => withThreadId(r, oldId, newId)));
+  // Forked from the original, but not a copy of it up to an ordinal: no forked_from_ordinal_exclusive.
+  const lines = withForkMarks(renumber(kept.map((r) => withThreadId(r, oldId, newId))), newId, oldId, null);
   const fork = writeRolloutFork(file, lines, { cwd: cwd ?? opts.cwd, newId, sharedWith: cut.sharedWith });
   return { ...fork, before: rolloutSize(recs), after: rolloutSize(parse(lines.join('\n'))), digest: text };
 }

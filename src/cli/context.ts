@@ -1,5 +1,5 @@
 import type { CommandModule } from 'yargs';
-import { errors } from '../base/errors.js';
+import { AgentsnapError, ExitCode, errors, type ExitCodeName } from '../base/errors.js';
 import type { CliIO, Output } from './output.js';
 
 /** What every command handler gets: where it runs and how to print. Passed in, never global. */
@@ -42,4 +42,11 @@ export function stepArgument(value: unknown): number {
     throw errors.invalidArgument(`${JSON.stringify(text)} is not a step number.`, { hint: 'Steps are numbered from 1: see `agentsnap log`.', data: { value: text } });
   }
   return Number(text);
+}
+
+/** An AgentsnapError of another bundle's class (dist/mcp.bundle.js and dist/ui.bundle.js hold their own copies) as this one's, so it keeps its exit code. */
+export function sameError(e: unknown): unknown {
+  const x = e as Partial<AgentsnapError> | null;
+  if (e instanceof AgentsnapError || !x || x.name !== 'AgentsnapError' || typeof x.code !== 'string' || !(String(x.exit) in ExitCode)) return e;
+  return new AgentsnapError(x.code, x.exit as ExitCodeName, String(x.message), { ...(x.hint ? { hint: x.hint } : {}), ...(x.data ? { data: x.data } : {}), cause: e });
 }

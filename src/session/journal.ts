@@ -40,6 +40,13 @@ export interface SessionStartEvent extends EventBase {
   skipped: SkippedFile[];
 }
 
+/** Environment variables named by their names only: added, removed or changed since the session's first call. */
+export interface EnvChange {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
+
 export interface StepPreEvent extends EventBase {
   type: 'step.pre';
   step: number;
@@ -62,6 +69,10 @@ export interface StepPreEvent extends EventBase {
   model?: string | null;
   /** The directory the agent named for the call, when it is not the session's (the agent cd'ed). */
   cwd?: string;
+  /** Names (never values) of the environment variables that differ from the session's first call; only when that differs from the previous call's. */
+  envChanged?: EnvChange;
+  /** The names of the tools the agent offered its model, when they differ from those the session journaled last (Claude Code). */
+  tools?: string[];
   /**
    * Set on a call no hook saw (Claude Code's read-only tools are not hooked):
    * journaled afterwards from the agent's transcript, with no snapshot of its

@@ -17,6 +17,7 @@ import type {
   OpKind,
   OpStartEvent,
   TranscriptPosition,
+  EnvChange,
 } from './journal.js';
 
 export interface Step {
@@ -51,6 +52,10 @@ export interface Step {
   model?: string | null;
   /** The directory the agent named for the call, when it was not the session's. */
   cwd?: string;
+  /** Set where it differs from the previous call's: the environment variables (names) that differ from the first call's. */
+  envChanged?: EnvChange;
+  /** Set where they changed: the tools the agent offered its model (names). */
+  tools?: string[];
   /** A checkpoint's: whose change it records (see StepCheckpointEvent.madeBy); calls are always the agent's. */
   madeBy?: 'agent' | 'user';
   /** 'transcript': a call no hook saw, journaled from the agent's transcript (no snapshot of its own). */
@@ -84,6 +89,10 @@ export interface Session {
   discarded: boolean;
   /** The transcript the agent named at its (re)start (`session.transcript`); absent in journals without one. */
   agentTranscript?: string;
+  /** The newest envChanged a step journaled (the hot path compares a call's with it). */
+  envChanged?: EnvChange;
+  /** The newest tools a step journaled. */
+  tools?: string[];
   steps: Step[];
   nextStep: number;
   /** Every event of the journal, for event types this module does not fold. */
@@ -200,8 +209,12 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         ...(e.agentVersion ? { agentVersion: e.agentVersion } : {}),
         ...(e.model ? { model: e.model } : {}),
         ...(e.cwd ? { cwd: e.cwd } : {}),
+        ...(e.envChanged ? { envChanged: e.envChanged } : {}),
+        ...(e.tools ? { tools: e.tools } : {}),
         ...(e.source ? { source: e.source } : {}),
       });
+      if (e.envChanged) s.envChanged = e.envChanged;
+      if (e.tools) s.tools = e.tools;
       moveHead(s, e, tree);
       break;
     }

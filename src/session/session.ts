@@ -33,6 +33,7 @@ import { worktreeLockFile, lockedSnapshot, mutate, commitEvent } from './locks.j
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled } from './state.js';
 import { wrapperRunning, listSessions, type SelectOptions, selectSession } from './selection.js';
 import { importTranscriptCalls, importBeforeHeadMoves, importQuietly } from './transcript-import.js';
+import { envChangeAt } from './environment.js';
 export { STEP_REF_PREFIX, META_REF_PREFIX, stepRef, SESSION_META_PREFIX, sessionMetaRef, headRef, sessionOfRef, sessionRefs, sessionsDir, sessionIds, sessionPaths, worktreeKey, refsFor } from './refs.js';
 export type { SessionPaths } from './refs.js';
 export { loadSession, sessionFinished } from './state.js';
@@ -176,6 +177,10 @@ export interface PreOptions extends SnapshotContext {
   model?: string | null;
   /** The directory the agent named for the call (journaled when it is not the session's). */
   cwd?: string | null;
+  /** The environment the call ran with (a hook's own: the agent's): the names that differ from the first call's are journaled, never a value. */
+  env?: NodeJS.ProcessEnv | null;
+  /** The tools the agent offers its model, from its transcript past byte `since` (the adapter's toolsOffered over the tail the hook read). */
+  toolsOffered?: ((since: number | undefined) => string[] | null) | null;
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
   /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
@@ -201,6 +206,9 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       parents: [s.head],
       message: commitMessage({ summary: `step ${step} pre ${tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool, head: head.commit }),
     });
+    const envChanged = opts.env ? envChangeAt(p.dir, state, opts.env, s.envChanged) : undefined;
+    const offered = opts.transcriptTail && opts.toolsOffered ? toolsSince(state, opts.transcriptTail, opts.toolsOffered) : null;
+    const tools = offered && clean(offered).join('\0') !== (s.tools ?? []).join('\0') ? clean(offered) : undefined;
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'step.pre',
@@ -221,6 +229,8 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       agentVersion: clean(opts.agentVersion ?? null),
       ...(opts.model ? { model: clean(opts.model) } : {}),
       ...(opts.cwd && opts.cwd !== s.cwd ? { cwd: clean(opts.cwd) } : {}),
+      ...(envChanged ? { envChanged: clean(envChanged) } : {}),
+      ...(tools ? { tools } : {}),
     };
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, step), value: commit },
@@ -229,6 +239,17 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
     await maybeMaintain(repo, p, state);
     return { session: id, step, commit, tree: snap.tree, changed: snap.changed, skipped: snap.skipped };
   });
+}
+
+/**
+ * The tools offered since the previous pre looked (state.toolsScan: the end of the last whole line it searched, so
+ * each byte of the transcript is searched once); moves that mark to this tail's last whole line.
+ */
+function toolsSince(state: SessionState, t: NonNullable<PreOptions['transcriptTail']>, offered: NonNullable<PreOptions['toolsOffered']>): string[] | null {
+  const seen = state.toolsScan;
+  const found = offered(seen && seen.path === t.path && seen.offset <= t.tail.size ? seen.offset : undefined);
+  state.toolsScan = { path: t.path, offset: t.tail.from + t.tail.buf.lastIndexOf(0x0a) + 1 };
+  return found;
 }
 
 export interface PostOptions extends SnapshotContext {

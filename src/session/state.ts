@@ -11,6 +11,7 @@ import { type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
 import { redactValue } from './redact.js';
 import { sessionPaths, refsFor } from './refs.js';
+import type { EnvState } from './environment.js';
 
 /** The small per-session cache the per-tool-call path reads instead of the whole journal. */
 export interface SessionState {
@@ -26,6 +27,10 @@ export interface SessionState {
   transcriptPath?: string | null;
   /** Where the last transcript import left off (ReadCallScan.floor): the next one walks back to it. */
   transcriptFloor?: { path: string; offset: number };
+  /** The key of the session's environment hashes and the digest of the last call's environment (see envChangeAt). */
+  env?: EnvState;
+  /** How far the pre hooks searched the transcript for the tools the agent offered (see toolsSince in session.ts). */
+  toolsScan?: { path: string; offset: number };
 }
 
 const RECENT_CALLS = 256;
@@ -46,6 +51,8 @@ export function stateFrom(s: Session, journalSize: number, prev: SessionState | 
       : { recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS) }),
     transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
     ...(prev?.transcriptFloor ? { transcriptFloor: prev.transcriptFloor } : {}),
+    ...(prev?.env ? { env: prev.env } : {}),
+    ...(prev?.toolsScan ? { toolsScan: prev.toolsScan } : {}),
   };
 }
 

@@ -32,12 +32,14 @@ import { openRepo, type Repo } from '../git/repo.js';
 import { sessionsDir } from '../session/session.js';
 import type { Step } from '../session/model.js';
 
+export { openInBrowser } from './open.js';
+
 export interface UiServerOptions extends RepoOptions {
   /** TCP port on 127.0.0.1 (default 0: a free one). */
   port?: number | undefined;
   /** The session the page opens with (id or name); default: the most recent. */
   session?: string | undefined;
-  /** Where the page's files are (default: the package's dist/ui). */
+  /** Where the page's files are (default: the package's dist/ui-page). */
   assetsDir?: string | undefined;
 }
 
@@ -222,7 +224,7 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
   const repo = await openRepo(opts.cwd ?? process.cwd(), { env });
   // The page names paths from the worktree's top (it has no current directory): every call runs there.
   const base: RepoOptions = { cwd: repo.worktree, env };
-  const assets = opts.assetsDir ?? path.join(packageRoot(), 'dist', 'ui');
+  const assets = opts.assetsDir ?? path.join(packageRoot(), 'dist', 'ui-page');
   if (!fs.existsSync(path.join(assets, 'index.html'))) {
     throw errors.invalidArgument(`the page's files are missing (${assets}).`, { hint: 'Build the package: npm run build.' });
   }

@@ -1,9 +1,8 @@
 // `agentsnap mcp`: the MCP server over stdio (src/mcp.ts). Its stdout is the protocol's: nothing else is printed there.
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { AgentsnapError, ExitCode, type ExitCodeName } from '../../base/errors.js';
 import type { CommandFactory } from '../context.js';
-import { sessionOption } from '../context.js';
+import { sameError, sessionOption } from '../context.js';
 
 export const mcpCommand: CommandFactory = (ctx) => ({
   command: 'mcp',
@@ -33,10 +32,3 @@ export const mcpCommand: CommandFactory = (ctx) => ({
     }
   },
 });
-
-/** An AgentsnapError of the other bundle's class (dist/mcp.bundle.js holds its own copy) as this one's, so it keeps its exit code. */
-function sameError(e: unknown): unknown {
-  const x = e as Partial<AgentsnapError> | null;
-  if (e instanceof AgentsnapError || !x || x.name !== 'AgentsnapError' || typeof x.code !== 'string' || !(String(x.exit) in ExitCode)) return e;
-  return new AgentsnapError(x.code, x.exit as ExitCodeName, String(x.message), { ...(x.hint ? { hint: x.hint } : {}), ...(x.data ? { data: x.data } : {}), cause: e });
-}

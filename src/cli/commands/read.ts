@@ -94,6 +94,8 @@ function stepJson(st: Step) {
     unprotectedReason: st.unprotectedReason,
     ...(st.source ? { source: st.source } : {}),
     ...(st.cwd ? { cwd: st.cwd } : {}),
+    ...(st.envChanged ? { envChanged: st.envChanged } : {}),
+    ...(st.tools ? { tools: st.tools } : {}),
     agentVersion: st.agentVersion ?? null,
     model: st.model ?? null,
     ...(st.kind === 'checkpoint' ? { madeBy: st.madeBy ?? 'user' } : {}),
@@ -253,6 +255,12 @@ export const showCommand: CommandFactory = (ctx) => ({
     const env = res.environment;
     const agent = env.agentVersion ?? env.agent;
     if (agent || env.model || env.cwd !== res.session.cwd) out.out(out.color.dim([agent ? `agent ${printablePath(agent)}` : null, env.model ? `model ${printablePath(env.model)}` : null, env.cwd !== res.session.cwd ? `in ${printablePath(env.cwd)}` : null].filter(Boolean).join(', ')));
+    const ch = env.envChanged;
+    if (ch && (ch.added.length || ch.removed.length || ch.changed.length)) {
+      const names = (what: string, list: string[]) => (list.length ? `${what} ${list.map(printablePath).join(', ')}` : null);
+      out.out(out.color.dim(`environment since the first call: ${[names('added', ch.added), names('removed', ch.removed), names('changed', ch.changed)].filter(Boolean).join('; ')} (names only)`));
+    }
+    if (env.tools) out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
     if (res.diff) ctx.io.stdout.write(res.diff);
     else out.note('no changes');

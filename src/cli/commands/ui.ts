@@ -1,8 +1,6 @@
 // `agentsnap ui`: serves the local page (src/ui/server.ts), prints its URL and opens it; runs until Ctrl-C.
-import { startUiServer } from '../../ui/server.js';
-import { openInBrowser } from '../../ui/open.js';
 import type { CommandFactory } from '../context.js';
-import { sessionOption } from '../context.js';
+import { sameError, sessionOption } from '../context.js';
 
 export const uiCommand: CommandFactory = (ctx) => ({
   command: 'ui',
@@ -19,7 +17,11 @@ export const uiCommand: CommandFactory = (ctx) => ({
   handler: async (raw) => {
     const argv = raw as unknown as { session?: string; port?: number; open: boolean };
     const out = ctx.output({});
-    const server = await startUiServer({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, port: argv.port });
+    // Loaded here: the server (node:http) is a bundle of its own (scripts/bundle-cli.mjs), never paid by other commands.
+    const { startUiServer, openInBrowser } = await import('../../ui/server.js');
+    const server = await startUiServer({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, port: argv.port }).catch((e: unknown) => {
+      throw sameError(e);
+    });
     out.out(server.url);
     out.note('agentsnap ui: serving on 127.0.0.1 only; the URL holds the access token. Ctrl-C stops it.');
     // Listening for the signals before the browser's file exists: Ctrl-C at any moment removes it.
