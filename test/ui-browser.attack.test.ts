@@ -303,4 +303,44 @@ run('ui in Chromium: a step\'s answer that comes after another session\'s step w
   }
 });
 
+run('ui in Chromium: an undo while an agent\'s call is still running says so (what the call writes counts as outside the recorded calls), beside the refusal', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  const s = await openSession(repo.dir, { env: repo.env, agent: 'scripted-agent' });
+  await s.toolCall('Write', { file_path: 'a.txt' }, () => repo.write('a.txt', 'a\n'));
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let started!: () => void;
+  const running = new Promise<void>((r) => (started = r));
+  const call = s.toolCall('Bash', { command: 'make' }, async () => {
+    repo.write('b.txt', 'b\n');
+    started();
+    await held;
+    return 'ok';
+  });
+  await running;
+  const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+  try {
+    await withBrowser(async (browser) => {
+      const page = await browser.newPage();
+      page.setDefaultTimeout(WAIT);
+      await page.goto(ui.url);
+      await page.waitForSelector('body[data-ready="true"]');
+      await page.locator('#timeline li.step[data-step="1"] button').click();
+      await page.locator('#act-undo').click();
+      await page.locator('#dialog-body .dry').waitFor();
+      const note = page.locator('#dialog-body .running');
+      await note.waitFor();
+      assert.match(await note.innerText(), 'step 2');
+      assert.match(await page.locator('#dialog-body .refusal').innerText(), 'still running');
+    });
+    assert.ok(repo.exists('a.txt') && repo.exists('b.txt'), 'nothing written');
+  } finally {
+    release();
+    await call;
+    await s.end();
+    await ui.close();
+    repo.cleanup();
+  }
+});
+
 test.run();

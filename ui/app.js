@@ -327,9 +327,13 @@ function processList(res) {
   );
 }
 
-function refusalOf(r) {
+function refusalOf(r, open = []) {
   const why = [];
-  if (r.outside.length > 0) why.push('files were changed outside the recorded tool calls (your own edits?)');
+  if (r.outside.length > 0) {
+    why.push(open.length > 0
+      ? `files were changed outside the recorded tool calls (your own edits, or what the call still running, step ${open.join(', ')}, wrote so far)`
+      : 'files were changed outside the recorded tool calls (your own edits?)');
+  }
   if (r.unprotected.length > 0) why.push('it crosses steps that have no snapshot (unprotected)');
   return why.length ? why.join('; ') : 'it would be refused';
 }
@@ -375,21 +379,25 @@ async function runAction(kind, label, body) {
   };
   // What Confirm confirms: the plan of the dry run on show (the server does nothing when it changed since).
   let expect = null;
-  const showDry = (dry, changed) => {
+  let openSteps = [];
+  const showDry = (dry, changed, open) => {
     const plan = dry.files ?? dry;
     expect = dry.planId;
     fill(bodyBox,
       changed ? el('div', { class: 'plan-changed', role: 'alert' }, el('b', {}, 'The plan changed since the dry run, nothing was done: '), 'this is the new one. Confirm again to go ahead.') : null,
+      open.length > 0 ? el('div', { class: 'running', role: 'alert' }, el('b', {}, 'An agent is working: '), `step ${open.join(', ')} has not ended. What it writes meanwhile counts as a change outside the recorded calls, and it may go on writing after this.`) : null,
       el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'),
       ...describePlan(plan),
       processList(dry));
-    if (plan.wouldRefuse) showRefusal(refusalOf(plan), null, true);
+    if (plan.wouldRefuse) showRefusal(refusalOf(plan, open), null, true);
     else confirm.disabled = false;
   };
   try {
-    const dry = await api(kind, {}, { ...body, session, dryRun: true });
+    // The session's calls still running, beside the dry run: what they write reads as "outside" to it.
+    const [dry, st] = await Promise.all([api(kind, {}, { ...body, session, dryRun: true }), api('status', { session }).catch(() => null)]);
     if (!current()) return;
-    showDry(dry, false);
+    openSteps = st?.open ?? [];
+    showDry(dry, false, openSteps);
   } catch (e) {
     if (!current()) return;
     fill(bodyBox, el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
@@ -411,7 +419,7 @@ async function runAction(kind, label, body) {
       if (e.status === 409 && e.error?.code === 'PlanChanged' && e.body?.dryRun) {
         force.checked = false;
         forceLine.hidden = true;
-        showDry(e.body.dryRun, true);
+        showDry(e.body.dryRun, true, openSteps);
         return;
       }
       if (e.status === 409 && e.error?.code === 'Refused') showRefusal(e.message, e.error.hint);
