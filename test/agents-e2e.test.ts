@@ -376,7 +376,14 @@ test('codex with init hooks and no wrapper (trusted project, reviewed hooks): it
     const env = { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real', PATH: pathWithAgentsnap };
     const r = await run(codex, ['exec', '-c', provider, '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', '--dangerously-bypass-hook-trust', 'Make the changes.'], { cwd: repo.dir, env });
     assert.is(r.code, 0, r.stderr);
-    const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { agent: string; steps: number; status: string }[];
+    // Codex does not wait for its SessionEnd hook before it exits: the hook may still be recording the end. Polled
+    // with a generous bound (a loaded machine only makes this slower).
+    let list: { agent: string; steps: number; status: string }[] = [];
+    for (let i = 0; i < 600; i++) {
+      list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as typeof list;
+      if (list[0]?.status !== 'running') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     assert.equal(list.map((x) => [x.agent, x.steps, x.status]), [['codex', 1, 'ended']]);
     assert.is(repo.git(['status', '--porcelain']), '?? made.txt\n', '.codex/hooks.json is kept out of commits');
   } finally {
