@@ -18,6 +18,8 @@ interface Fixture {
   failing: number;
   host: string;
   origin: string;
+  /** The Cookie header the page's first load sets (it serves the page's files). */
+  cookie: string;
   get(p: string, headers?: Record<string, string>): Promise<Reply>;
   post(name: string, body: unknown, headers?: Record<string, string>): Promise<Reply>;
 }
@@ -29,6 +31,8 @@ async function fixture(): Promise<Fixture> {
   const host = `127.0.0.1:${ui.port}`;
   const origin = `http://${host}`;
   const auth = { Host: host, 'X-Agentsnap-Token': ui.token };
+  const page = await request(ui.port, 'GET', `/?token=${ui.token}`, { Host: host });
+  const cookie = String(page.headers['set-cookie']).split(';')[0] as string;
   return {
     repo,
     ui,
@@ -36,6 +40,7 @@ async function fixture(): Promise<Fixture> {
     failing,
     host,
     origin,
+    cookie,
     get: (p, headers = {}) => request(ui.port, 'GET', p, { ...auth, ...headers }),
     post: (name, body, headers = {}) => request(ui.port, 'POST', `/api/${name}`, { ...auth, Origin: origin, ...headers }, JSON.stringify(body)),
   };
@@ -106,15 +111,16 @@ test('ui: the token is required for the page (401 without it or wrong), sets an 
     assert.is(page.status, 200);
     assert.match(page.body, `<meta name="agentsnap-token" content="${f.ui.token}">`);
     const cookie = String(page.headers['set-cookie']);
-    assert.match(cookie, `agentsnap_ui_${f.ui.port}=${f.ui.token}`);
+    assert.match(cookie, new RegExp(`^agentsnap_ui_${f.ui.port}=[A-Za-z0-9_-]{43};`));
+    assert.not.match(cookie, f.ui.token, 'the cookie is not the token (ui.attack.test.ts)');
     assert.match(cookie, 'HttpOnly');
     assert.match(cookie, 'SameSite=Strict');
-    const withCookie = { ...host, Cookie: `agentsnap_ui_${f.ui.port}=${f.ui.token}` };
+    const withCookie = { ...host, Cookie: cookie.split(';')[0] as string };
     assert.is((await request(f.ui.port, 'GET', '/app.js', withCookie)).status, 200, 'the cookie serves the page\'s files');
     assert.is((await request(f.ui.port, 'GET', '/api/sessions', withCookie)).status, 401, 'the API wants the header, not the cookie');
     assert.is((await request(f.ui.port, 'GET', '/api/sessions', { ...host, 'X-Agentsnap-Token': 'nope' })).status, 401);
     assert.is((await f.get('/api/sessions')).status, 200);
-    assert.is((await request(f.ui.port, 'GET', '/app.js', { ...host, Cookie: `agentsnap_ui_${f.ui.port + 1}=${f.ui.token}` })).status, 401, 'another port\'s cookie');
+    assert.is((await request(f.ui.port, 'GET', '/app.js', { ...host, Cookie: (cookie.split(';')[0] as string).replace(`_${f.ui.port}=`, `_${f.ui.port + 1}=`) })).status, 401, 'another port\'s cookie');
     // Two servers, two tokens (random, from crypto).
     const other = await startUiServer({ cwd: f.repo.dir, env: f.repo.env });
     try {
@@ -172,7 +178,7 @@ test('ui: no CORS headers, a preflight gets none; every answer has CSP default-s
     noCors(pre, 'preflight');
     const replies = [
       await request(f.ui.port, 'GET', `/?token=${f.ui.token}`, { Host: f.host, Origin: 'http://evil.example' }),
-      await f.get('/app.js', { Cookie: `agentsnap_ui_${f.ui.port}=${f.ui.token}` }),
+      await f.get('/app.js', { Cookie: f.cookie }),
       await f.get('/api/sessions', { Origin: 'http://evil.example' }),
       await f.get('/api/nothing-here'),
       await request(f.ui.port, 'GET', '/', { Host: f.host }),
@@ -190,7 +196,7 @@ test('ui: no CORS headers, a preflight gets none; every answer has CSP default-s
     const page = replies[0]!.body;
     for (const m of page.matchAll(/(?:src|href)="([^"]*)"/g)) assert.not.match(m[1] as string, /^(https?:)?\/\//, `page loads ${m[1]}`);
     for (const css of ['app.css', 'diff2html.css']) {
-      const text = (await f.get(`/${css}`, { Cookie: `agentsnap_ui_${f.ui.port}=${f.ui.token}` })).body;
+      const text = (await f.get(`/${css}`, { Cookie: f.cookie })).body;
       assert.not.match(text, /@import|url\(\s*['"]?(https?:)?\/\//, `${css} loads nothing from outside`);
     }
   });
@@ -264,7 +270,7 @@ test('ui endpoints: sessions, log with checks/overlaps/changes between steps, sh
     assert.is(out.json().error.code, 'StepOutOfRange');
     assert.is((await f.get('/api/nope')).status, 404);
     for (const p of ['/../package.json', '/%2e%2e/package.json', '/..%2fpackage.json', '/%2e%2e%2f%2e%2e%2fpackage.json', '/.git/config']) {
-      assert.is((await f.get(p, { Cookie: `agentsnap_ui_${f.ui.port}=${f.ui.token}` })).status, 404, `only the page's own files: ${p}`);
+      assert.is((await f.get(p, { Cookie: f.cookie })).status, 404, `only the page's own files: ${p}`);
     }
     assert.is((await f.post('undo', 'x'.repeat(70_000))).status, 413);
   });

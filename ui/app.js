@@ -32,10 +32,11 @@ function fill(node, ...children) {
 }
 
 class ApiError extends Error {
-  constructor(status, error) {
+  constructor(status, error, body) {
     super(error?.message ?? `HTTP ${status}`);
     this.status = status;
     this.error = error ?? {};
+    this.body = body ?? {};
   }
 }
 
@@ -52,7 +53,7 @@ async function api(name, params = {}, body) {
     credentials: 'same-origin',
   });
   const value = await res.json();
-  if (!res.ok) throw new ApiError(res.status, value.error);
+  if (!res.ok) throw new ApiError(res.status, value.error, value);
   return value;
 }
 
@@ -120,6 +121,7 @@ function changesText(changed) {
 }
 
 async function loadTimeline() {
+  const seq = ++seqs.timeline;
   const session = state.session;
   const file = $('filter-file').value.trim();
   const tool = $('filter-tool').value;
@@ -128,10 +130,10 @@ async function loadTimeline() {
   try {
     [res, st] = await Promise.all([api('log', { session, path: file || undefined, tool: tool || undefined }), api('status', { session })]);
   } catch (e) {
-    showError($('timeline'), e);
+    if (seq === seqs.timeline) showError($('timeline'), e);
     return;
   }
-  if (session !== state.session) return;
+  if (seq !== seqs.timeline || session !== state.session) return;
   state.session = res.session.id;
   state.rows = res.rows;
   state.undone = new Set(st.undone);
@@ -197,7 +199,14 @@ function fillCompare(s) {
 
 // ---- one step ----
 
+/**
+ * Which answer may still fill a view: each load of the timeline, and of the detail pane (a step, a comparison),
+ * takes a number; an answer for an older one (another session, step or filter chosen since) is dropped.
+ */
+const seqs = { timeline: 0, detail: 0 };
+
 function showEmpty() {
+  seqs.detail++;
   $('empty').hidden = false;
   $('step-view').hidden = true;
 }
@@ -223,9 +232,13 @@ function pretty(v) {
   return JSON.stringify(v, null, 2);
 }
 
-async function conversationAround(stepNo) {
-  if (!state.replay) state.replay = (await api('replay', { session: state.session })).entries;
-  const entries = state.replay;
+async function conversationAround(stepNo, session) {
+  // Cached per session: an answer for a session left since must not stand for the one on show.
+  let entries = state.replay?.session === session ? state.replay.entries : null;
+  if (!entries) {
+    entries = (await api('replay', { session })).entries;
+    if (session === state.session) state.replay = { session, entries };
+  }
   const at = entries.findIndex((e) => e.type === 'step' && e.step === stepNo);
   if (at < 0) return [];
   // From after the step before this one to before the next step: what was said around the call.
@@ -237,6 +250,9 @@ async function conversationAround(stepNo) {
 }
 
 async function selectStep(n) {
+  const seq = ++seqs.detail;
+  const session = state.session;
+  const stale = () => seq !== seqs.detail || session !== state.session || state.step !== n;
   state.step = n;
   for (const li of document.querySelectorAll('#timeline li.step')) li.classList.toggle('selected', Number(li.dataset.step) === n);
   $('empty').hidden = true;
@@ -245,8 +261,8 @@ async function selectStep(n) {
   const row = state.rows.find((r) => r.step.step === n);
   $('step-title').textContent = `Step ${n}${row ? `: ${row.step.tool ?? row.step.kind}` : ''}`;
   try {
-    const res = await api('show', { session: state.session, step: n });
-    if (state.step !== n) return;
+    const res = await api('show', { session, step: n });
+    if (stale()) return;
     const x = res.step;
     const meta = [x.status, x.startedAt, x.durationMs !== null ? `${x.durationMs} ms` : null, res.what].filter(Boolean).join(' · ');
     const check = row?.check;
@@ -265,11 +281,12 @@ async function selectStep(n) {
     $('act-restore').disabled = paths.length === 0;
     $('restore-path').disabled = paths.length === 0;
   } catch (e) {
+    if (stale()) return;
     showError($('diff'), e);
   }
   try {
-    const conv = await conversationAround(n);
-    if (state.step !== n) return;
+    const conv = await conversationAround(n, session);
+    if (stale()) return;
     fill($('conversation'), 
       ...(conv.length === 0
         ? [el('div', { class: 'none' }, 'No conversation recorded around this step.')]
@@ -281,7 +298,7 @@ async function selectStep(n) {
           })),
     );
   } catch (e) {
-    showError($('conversation'), e);
+    if (!stale()) showError($('conversation'), e);
   }
 }
 
@@ -302,23 +319,42 @@ function describePlan(r) {
   ];
 }
 
-function refusalOf(r) {
+/** Processes the steps to undo started and left running (an undo puts files back, not processes), as the CLI lists them. */
+function processList(res) {
+  return planList(
+    (res.files ?? res).dryRun === false ? 'Still running, started by the undone steps (files are put back, processes are not)' : 'Still running, started by the steps to undo (files are put back, processes are not)',
+    (res.processes ?? []).map((p) => `pid ${p.pid} (step ${p.step}): ${p.command}${p.ports?.length ? ` · listening on ${p.ports.join(', ')}` : ''}`),
+  );
+}
+
+function refusalOf(r, open = []) {
   const why = [];
-  if (r.outside.length > 0) why.push('files were changed outside the recorded tool calls (your own edits?)');
+  if (r.outside.length > 0) {
+    why.push(open.length > 0
+      ? `files were changed outside the recorded tool calls (your own edits, or what the call still running, step ${open.join(', ')}, wrote so far)`
+      : 'files were changed outside the recorded tool calls (your own edits?)');
+  }
   if (r.unprotected.length > 0) why.push('it crosses steps that have no snapshot (unprotected)');
   return why.length ? why.join('; ') : 'it would be refused';
 }
 
 let dialogDone = null;
+/** Which dialog is on show: an answer for an earlier one (cancelled, another opened since) is dropped. */
+let dialogSeq = 0;
 
 function closeDialog() {
   $('dialog-back').hidden = true;
   dialogDone = null;
+  dialogSeq++;
 }
 
 /** The confirmation dialog of one operation: its dry run, a refusal with its reason and the force option, then the real run. */
 async function runAction(kind, label, body) {
   if (state.busy) return;
+  const seq = ++dialogSeq;
+  const current = () => seq === dialogSeq;
+  // The session of the dialog's dry run, whatever the page shows by the time of Confirm.
+  const session = state.session;
   const back = $('dialog-back');
   const bodyBox = $('dialog-body');
   const force = $('force');
@@ -341,29 +377,51 @@ async function runAction(kind, label, body) {
   force.onchange = () => {
     confirm.disabled = !force.checked;
   };
-  let dry;
+  // What Confirm confirms: the plan of the dry run on show (the server does nothing when it changed since).
+  let expect = null;
+  let openSteps = [];
+  const showDry = (dry, changed, open) => {
+    const plan = dry.files ?? dry;
+    expect = dry.planId;
+    fill(bodyBox,
+      changed ? el('div', { class: 'plan-changed', role: 'alert' }, el('b', {}, 'The plan changed since the dry run, nothing was done: '), 'this is the new one. Confirm again to go ahead.') : null,
+      open.length > 0 ? el('div', { class: 'running', role: 'alert' }, el('b', {}, 'An agent is working: '), `step ${open.join(', ')} has not ended. What it writes meanwhile counts as a change outside the recorded calls, and it may go on writing after this.`) : null,
+      el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'),
+      ...describePlan(plan),
+      processList(dry));
+    if (plan.wouldRefuse) showRefusal(refusalOf(plan, open), null, true);
+    else confirm.disabled = false;
+  };
   try {
-    dry = await api(kind, {}, { ...body, session: state.session, dryRun: true });
+    // The session's calls still running, beside the dry run: what they write reads as "outside" to it.
+    const [dry, st] = await Promise.all([api(kind, {}, { ...body, session, dryRun: true }), api('status', { session }).catch(() => null)]);
+    if (!current()) return;
+    openSteps = st?.open ?? [];
+    showDry(dry, false, openSteps);
   } catch (e) {
+    if (!current()) return;
     fill(bodyBox, el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
     confirm.hidden = true;
     return;
   }
-  const plan = dry.files ?? dry;
-  fill(bodyBox, el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'), ...describePlan(plan));
-  if (plan.wouldRefuse) showRefusal(refusalOf(plan), null, true);
-  else confirm.disabled = false;
   dialogDone = async () => {
+    if (!current()) return;
     confirm.disabled = true;
     state.busy = true;
     try {
-      const res = await api(kind, {}, { ...body, session: state.session, dryRun: false, force: force.checked });
+      const res = await api(kind, {}, { ...body, session, dryRun: false, force: force.checked, expect });
       const r = res.files ?? res;
-      fill(bodyBox, el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`), ...describePlan(r), r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null);
+      fill(bodyBox, el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`), ...describePlan(r), processList(res), r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null);
       confirm.hidden = true;
       $('dialog-cancel').textContent = 'Close';
       await refresh(true);
     } catch (e) {
+      if (e.status === 409 && e.error?.code === 'PlanChanged' && e.body?.dryRun) {
+        force.checked = false;
+        forceLine.hidden = true;
+        showDry(e.body.dryRun, true, openSteps);
+        return;
+      }
       if (e.status === 409 && e.error?.code === 'Refused') showRefusal(e.message, e.error.hint);
       else bodyBox.prepend(el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
       confirm.disabled = !force.checked && !forceLine.hidden;
@@ -461,17 +519,19 @@ $('cmp-go').addEventListener('click', async () => {
   $('empty').hidden = true;
   $('step-view').hidden = false;
   $('step-title').textContent = `Compare ${from} → ${to}`;
+  const seq = ++seqs.detail;
   // Comparing is no step: its actions, input, output and conversation go until a step is selected again.
   state.step = null;
   for (const li of document.querySelectorAll('#timeline li.step.selected')) li.classList.remove('selected');
   for (const id of ['actions', 'step-meta', 'step-extra']) $(id).hidden = true;
   try {
     const res = await api('diff', { session: state.session, from, to });
+    if (seq !== seqs.detail) return;
     state.diffText = res.diff;
     state.diffTitle = `From ${$('cmp-from').selectedOptions[0].textContent} to ${$('cmp-to').selectedOptions[0].textContent}`;
     renderDiff();
   } catch (e) {
-    showError($('diff'), e);
+    if (seq === seqs.detail) showError($('diff'), e);
   }
 });
 

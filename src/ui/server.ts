@@ -8,10 +8,13 @@
 //  - Host must be 127.0.0.1:<port> or localhost:<port> (a DNS-rebinding page
 //    reaches us under its own name, so its Host names that);
 //  - a random token (32 bytes from crypto) proves the caller read the URL the
-//    command printed: `?token=` on the page load (which sets an HttpOnly,
-//    SameSite=Strict cookie for the page's own files), and the
-//    `X-Agentsnap-Token` header on every /api call (a custom header: no other
-//    site can send it without a CORS preflight, which we never answer);
+//    command printed: `?token=` on the page load, and the `X-Agentsnap-Token`
+//    header on every /api call (a custom header: no other site can send it
+//    without a CORS preflight, which we never answer). The page load sets an
+//    HttpOnly, SameSite=Strict cookie for the page's own files (scripts,
+//    styles) that holds another random value, never the token: browsers send
+//    127.0.0.1's cookies to every port of it, so any server there the browser
+//    visits gets the cookie — it must open neither the page nor the API;
 //  - a mutating request (anything but GET/HEAD) must carry an Origin equal to
 //    the page's own (CSRF);
 //  - no CORS headers at all; a CSP of `default-src 'self'` (no external
@@ -19,7 +22,7 @@
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { diff, log, logAllSessions, resolveSession, sessions, show, type RepoOptions } from '../api.js';
 import { redo, restore, revert, status, undo } from '../api-undo.js';
 import { replay } from '../replay.js';
@@ -27,6 +30,7 @@ import { errors, isAgentsnapError } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import { openRepo, type Repo } from '../git/repo.js';
 import { sessionsDir } from '../session/session.js';
+import type { Step } from '../session/model.js';
 
 export { openInBrowser } from './open.js';
 
@@ -62,6 +66,44 @@ const TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.svg': 'image/svg+xml',
 };
+
+/** A Confirm whose plan is no longer its dry run's: the new dry run goes back to the page, nothing was done. */
+class PlanChanged extends Error {
+  constructor(readonly dryRun: unknown) {
+    super('what this would do changed since its dry run (a step ran, or a file changed): nothing was done.');
+  }
+}
+
+interface PlanShape {
+  target?: unknown;
+  changes: { path: string; change: string }[];
+  outside: { path: string; change: string }[];
+  unprotected: { step: number }[];
+  left: { path: string }[];
+  undone?: number[];
+  wouldRefuse: boolean;
+}
+
+/**
+ * What an operation would do, as a short id: its target, the files it would write and how, the user's edits it
+ * would overwrite, the unprotected steps it crosses, what it leaves, the steps it marks undone. The page confirms an
+ * id; the real run goes ahead only while a new dry run has the same one.
+ */
+function planId(result: unknown): string {
+  const r = result as { files?: PlanShape } & PlanShape;
+  const p = r.files ?? r;
+  const sorted = (xs: string[]) => [...xs].sort();
+  const key = {
+    target: p.target ?? null,
+    changes: sorted(p.changes.map((c) => `${c.change} ${c.path}`)),
+    outside: sorted(p.outside.map((c) => `${c.change} ${c.path}`)),
+    unprotected: p.unprotected.map((u) => u.step),
+    left: sorted(p.left.map((l) => l.path)),
+    undone: p.undone ?? [],
+    wouldRefuse: p.wouldRefuse,
+  };
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32);
+}
 
 class HttpError extends Error {
   constructor(
@@ -138,6 +180,12 @@ function num(v: unknown, what: string): number {
 
 /** A fingerprint of every session's journal (size and mtime): the page polls it and reloads what changed. */
 function stamp(repo: Repo): string {
+  // No sessions directory is "no session yet"; no git directory is a repository gone (removed, moved) under the page.
+  if (!fs.existsSync(repo.gitDir)) {
+    throw errors.notARepository(`the repository at ${repo.worktree} is gone (removed or moved while the page was open).`, {
+      hint: 'Stop agentsnap ui (Ctrl-C) and start it again in the repository.',
+    });
+  }
   const dir = sessionsDir(repo);
   let names: string[] = [];
   try {
@@ -155,6 +203,16 @@ function stamp(repo: Repo): string {
       }
     })
     .join(',');
+}
+
+/**
+ * A step for the timeline: without its input and output (a Write's content, a command's output), which `show`
+ * gives for the one step selected. The timeline is fetched again at every change while an agent runs: its size
+ * must grow with the number of steps, not with what they wrote.
+ */
+function brief(step: Step): Omit<Step, 'input' | 'output'> {
+  const { input: _i, output: _o, ...rest } = step;
+  return rest;
 }
 
 /** Starts the page's server on 127.0.0.1; resolves when it listens. */
@@ -181,6 +239,8 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
     }
   }
   const token = randomBytes(32).toString('base64url');
+  // The cookie's value: it serves the page's files (the same for every user, in the package), nothing else.
+  const fileKey = randomBytes(32).toString('base64url');
   let actualPort = 0;
 
   const api = async (name: string, q: URLSearchParams, body: Record<string, unknown>): Promise<unknown> => {
@@ -193,13 +253,17 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
         return { stamp: stamp(repo) };
       case 'log': {
         const r = await log({ ...common, tool: str(q.get('tool')), grep: str(q.get('grep')), paths: q.getAll('path').filter((p) => p !== '') });
-        return { session: r.session, source: r.source, rows: r.rows.map(({ session: _s, ...row }) => row) };
+        return {
+          session: { ...r.session, steps: r.session.steps.map(brief) },
+          source: r.source,
+          rows: r.rows.map(({ session: _s, plan: _p, step, ...row }) => ({ ...row, step: brief(step) })),
+        };
       }
       case 'search': {
         const grep = str(q.get('q'));
         if (!grep) throw errors.invalidArgument('search needs a text to look for.');
         const r = await logAllSessions({ ...base, grep });
-        return { sessions: r.sessions, rows: r.rows.map(({ session: s, ...row }) => ({ session: s.id, ...row })) };
+        return { sessions: r.sessions, rows: r.rows.map(({ session: s, plan: _p, step, ...row }) => ({ session: s.id, ...row, step: brief(step) })) };
       }
       case 'show': {
         const r = await show({ ...common, step: num(q.get('step'), 'step') });
@@ -221,11 +285,27 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       case 'restore':
       case 'revert': {
         const op = { ...common, dryRun: body.dryRun === true, force: body.force === true };
-        if (name === 'undo') return undo({ ...op, step: body.step === undefined ? undefined : num(body.step, 'step') });
-        if (name === 'redo') return redo(op);
-        if (name === 'revert') return revert({ ...op, step: num(body.step, 'step') });
         const paths = Array.isArray(body.paths) ? body.paths.filter((p): p is string => typeof p === 'string' && p !== '') : [];
-        return restore({ ...op, step: num(body.step, 'step'), after: body.after === true, paths });
+        const call = async (o: typeof op): Promise<unknown> => {
+          if (name === 'undo') return undo({ ...o, step: body.step === undefined ? undefined : num(body.step, 'step') });
+          if (name === 'redo') return redo(o);
+          if (name === 'revert') return revert({ ...o, step: num(body.step, 'step') });
+          return restore({ ...o, step: num(body.step, 'step'), after: body.after === true, paths });
+        };
+        const dryRun = async (force: boolean) => {
+          const r = await call({ ...op, dryRun: true, force });
+          return { ...(r as object), planId: planId(r) };
+        };
+        if (op.dryRun) return dryRun(op.force);
+        // A Confirm names the plan it was shown: an agent's call (or anything else) since then changes what the
+        // operation would do, which the user did not see; the new dry run goes back instead. The real run still
+        // makes every check of its own (the user's edits, unprotected steps) under its lock.
+        if (typeof body.expect === 'string') {
+          // As the page's dry run was: without force (Force is ticked after it, over what it showed).
+          const now = await dryRun(false);
+          if (now.planId !== body.expect) throw new PlanChanged(now);
+        }
+        return call(op);
       }
       default:
         throw new HttpError(404, `no such endpoint: ${name}`);
@@ -252,11 +332,26 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const host = req.headers.host ?? '';
+    // Node keeps the first of two Host headers; such a request is invalid (RFC 9112 3.2), and which one counts is the sender's game.
+    let hosts = 0;
+    for (let i = 0; i < req.rawHeaders.length; i += 2) if ((req.rawHeaders[i] as string).toLowerCase() === 'host') hosts++;
+    if (hosts > 1) throw new HttpError(400, 'more than one Host header');
     // DNS rebinding: a page under another name that resolves to 127.0.0.1 still says its own name here.
     const origin = `http://${host}`;
     if (host !== `${UI_HOST}:${actualPort}` && host !== `localhost:${actualPort}`) throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost');
+    const target = req.url ?? '/';
+    // An absolute-form target names the host it is for, whatever Host says (RFC 9112 3.2.2): it must be us too.
+    if (!target.startsWith('/')) {
+      let named = '';
+      try {
+        named = new URL(target).host;
+      } catch {
+        throw new HttpError(400, 'bad request target');
+      }
+      if (named !== host) throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost');
+    }
     const method = req.method ?? 'GET';
-    const url = new URL(req.url ?? '/', origin);
+    const url = new URL(target, origin);
     const isApi = url.pathname.startsWith('/api/');
     if (method !== 'GET' && method !== 'HEAD') {
       // CSRF: a form or fetch from another site carries that site's Origin (or none, for some old clients: refused too).
@@ -273,16 +368,20 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
         sendJson(res, 200, await api(name, url.searchParams, body));
       } catch (e) {
         if (e instanceof HttpError) throw e;
+        if (e instanceof PlanChanged) {
+          sendJson(res, 409, { error: { code: 'PlanChanged', message: e.message, hint: 'Look at the new dry run, then confirm again.' }, dryRun: e.dryRun });
+          return;
+        }
         const err = isAgentsnapError(e) ? e.toJSON() : { code: 'Internal', message: e instanceof Error ? e.message : String(e) };
         sendJson(res, statusOfError(e), { error: err });
       }
       return;
     }
-    // The page and its files: the token in the URL (first load) or the cookie it set.
+    // The page wants the token in its URL (it holds the token for its script); its files, the token or the cookie it set.
     const fromQuery = url.searchParams.get('token');
-    const ok = sameToken(fromQuery, token) || sameToken(cookieToken(req, actualPort), token);
-    if (!ok) throw new HttpError(401, 'open the URL `agentsnap ui` printed (it holds the token)');
     const name = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
+    const ok = sameToken(fromQuery, token) || (name !== 'index.html' && sameToken(cookieToken(req, actualPort), fileKey));
+    if (!ok) throw new HttpError(401, 'open the URL `agentsnap ui` printed (it holds the token)');
     if (!/^[a-z0-9][a-z0-9._-]*$/i.test(name)) throw new HttpError(404, 'not found');
     const file = path.join(assets, name);
     let bytes: Buffer;
@@ -292,7 +391,7 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       throw new HttpError(404, 'not found');
     }
     const extra: Record<string, string> = {};
-    if (sameToken(fromQuery, token)) extra['Set-Cookie'] = `${cookieName(actualPort)}=${token}; HttpOnly; SameSite=Strict; Path=/`;
+    if (sameToken(fromQuery, token)) extra['Set-Cookie'] = `${cookieName(actualPort)}=${fileKey}; HttpOnly; SameSite=Strict; Path=/`;
     if (name === 'index.html') {
       // The token and the first session for the page's script, in meta tags (no inline script under the CSP).
       const html = bytes
@@ -314,7 +413,16 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
-      reject(e.code === 'EADDRINUSE' ? errors.busy(`port ${port} on ${UI_HOST} is in use.`, { hint: 'Pick another with --port, or leave it out for a free one.' }) : e),
+      reject(
+        e.code === 'EADDRINUSE'
+          ? errors.busy(`port ${port} on ${UI_HOST} is in use.`, { hint: 'Pick another with --port, or leave it out for a free one.' })
+          : e.code === 'EACCES'
+            ? errors.invalidArgument(`port ${port} on ${UI_HOST} needs a privilege this process does not have (ports below 1024 do).`, {
+                hint: 'Pick a port above 1023 with --port, or leave it out for a free one.',
+                cause: e,
+              })
+            : e,
+      ),
     );
     server.listen(port, UI_HOST, () => resolve());
   });

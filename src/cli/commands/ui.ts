@@ -24,10 +24,17 @@ export const uiCommand: CommandFactory = (ctx) => ({
     });
     out.out(server.url);
     out.note('agentsnap ui: serving on 127.0.0.1 only; the URL holds the access token. Ctrl-C stops it.');
-    if (argv.open && !(await openInBrowser(server.url, ctx.io.env))) out.note('could not start a browser: open the URL above');
-    await new Promise<void>((resolve) => {
+    // Listening for the signals before the browser's file exists: Ctrl-C at any moment removes it.
+    const stopped = new Promise<void>((resolve) => {
       for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => resolve());
     });
-    await server.close();
+    const opened = argv.open ? await openInBrowser(server.url, ctx.io.env) : null;
+    if (opened && !opened.opened) out.note('could not start a browser: open the URL above');
+    try {
+      await stopped;
+    } finally {
+      opened?.close();
+      await server.close();
+    }
   },
 });
