@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapOnPath, cliProcess, runProcess, tempRepo, treeFiles } from './helpers.js';
 import { startMessagesStub, type ScriptedTurn } from './support/messages-stub.js';
-import { claudeBinary } from './support/claude-code.js';
+import { claudeBinary, claudeStubEnv } from './support/claude-code.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { readJournal } from '../src/session/journal.js';
@@ -59,11 +59,7 @@ test(`claude under wrap (server ${server}): one step per tool call, right tools 
   let env: Record<string, string> = {};
   try {
     env = {
-      IS_SANDBOX: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      ANTHROPIC_BASE_URL: stub.url,
-      ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+      ...claudeStubEnv(stub.url),
       AGENTSNAP_SERVER: server === 'off' ? 'off' : 'on',
       ...(server !== 'off' ? { AGENTSNAP_SERVER_TRACE: '1' } : {}),
     };
@@ -158,11 +154,7 @@ test('claude with init hooks and a background server a previous session started:
   const reads = new Set([0, 2, 4]);
   const stub = await startMessagesStub(script);
   const env = {
-    IS_SANDBOX: '1',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_AUTOUPDATER: '1',
-    ANTHROPIC_BASE_URL: stub.url,
-    ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+    ...claudeStubEnv(stub.url),
     AGENTSNAP_SERVER: 'on',
     AGENTSNAP_SERVER_TRACE: '1',
     PATH: agentsnapOnPath(repo.base),
@@ -219,11 +211,7 @@ test('claude under wrap: its plan (TodoWrite) per step, the server a Bash call l
   try {
     // TodoWrite is offered with these (2.1.332; the default is TaskCreate/TaskUpdate for some models, none for others).
     const env = {
-      IS_SANDBOX: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      ANTHROPIC_BASE_URL: stub.url,
-      ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+      ...claudeStubEnv(stub.url),
       CLAUDE_CODE_ENABLE_TODO_TOOLS: '1',
       CLAUDE_CODE_ENABLE_TASKS: '0',
       ENABLE_TOOL_SEARCH: 'false',

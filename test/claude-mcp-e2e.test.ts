@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import path from 'node:path';
 import { cliProcess, tempRepo, treeFiles, worktreeFiles } from './helpers.js';
 import { startMessagesStub, type MessagesRequest, type ScriptStep } from './support/messages-stub.js';
-import { claudeBinary } from './support/claude-code.js';
+import { claudeBinary, claudeStubEnv } from './support/claude-code.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { readJournal } from '../src/session/journal.js';
@@ -67,11 +67,7 @@ test(`claude under wrap --mcp (server ${server}): list_steps, undo dry run, undo
   const stub = await startMessagesStub(script);
   try {
     const env = {
-      IS_SANDBOX: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      ANTHROPIC_BASE_URL: stub.url,
-      ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+      ...claudeStubEnv(stub.url),
       AGENTSNAP_SERVER: server,
     };
     const res = await cliProcess(repo, ['wrap', '--mcp', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], { env, timeoutMs: 180_000 });

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cliProcess, indexBytes, runProcess, tempRepo, type CliResult, type TempRepo } from './helpers.js';
 import { startMessagesStub, type MessagesRequest, type ScriptedTurn } from './support/messages-stub.js';
-import { claudeBinary } from './support/claude-code.js';
+import { claudeBinary, claudeStubEnv } from './support/claude-code.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 
@@ -18,11 +18,7 @@ const TIMEOUT_MS = 120_000;
 
 function agentEnv(url: string): Record<string, string> {
   return {
-    IS_SANDBOX: '1',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_AUTOUPDATER: '1',
-    ANTHROPIC_BASE_URL: url,
-    ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+    ...claudeStubEnv(url),
   };
 }
 

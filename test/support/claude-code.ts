@@ -8,6 +8,17 @@ import { ROOT } from '../helpers.js';
 
 export const CLAUDE_CODE_VERSION = '2.1.332';
 
+/** The environment that points the real claude at a local Messages API stand-in: offline, no updater, a fake key. */
+export function claudeStubEnv(baseUrl: string): Record<string, string> {
+  return {
+    IS_SANDBOX: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+    ANTHROPIC_BASE_URL: baseUrl,
+    ANTHROPIC_API_KEY: 'sk-ant-api03-e2e-test-key-not-real',
+  };
+}
+
 /**
  * Path of the claude binary: $AGENTSNAP_E2E_CLAUDE_BIN when set, else the
  * pinned version (installed now if missing). Returns null when
