@@ -9,6 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BIN, cli, step, tempRepo } from './helpers.js';
 import { decodeName, pathBytes, splitNul } from '../src/git/run.js';
+import { restore } from '../src/api-undo.js';
 
 /** worktree/<prefix><byte><suffix> as bytes (the byte alone is not UTF-8). */
 function rawName(dir: string, prefix: string, byte: number, suffix: string): Buffer {
@@ -72,6 +73,30 @@ test('a tracked file whose name is not UTF-8: the user edit the agent deleted co
     // The user's index is untouched and still names the file by its bytes.
     const ls = spawnSync('git', ['ls-files', '-z'], { cwd: repo.dir, env: repo.env });
     assert.ok(ls.stdout.includes(Buffer.from([0xef])), 'the user index keeps the raw name');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('restore of one file whose name is not UTF-8 (library, as the ui and MCP call it) brings its bytes back, and only it', async () => {
+  // Such a name reaches the library as splitNul gives it (each stray byte a lone surrogate); git's argv cannot
+  // carry it, so a pathspec naming it matched nothing: UnknownPath (found by the ui attack).
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  const bytes = rawName(repo.dir, 'd/na', 0xef, 'me');
+  const rel = decodeName(Buffer.concat([Buffer.from('d/na'), Buffer.from([0xef]), Buffer.from('me')]));
+  try {
+    fs.mkdirSync(path.join(repo.dir, 'd'));
+    fs.writeFileSync(bytes, 'committed\n');
+    repo.git(['add', '-A']);
+    repo.git(['commit', '-q', '-m', 'raw name']);
+    const n = await step(repo, () => {
+      fs.writeFileSync(bytes, 'the agent broke it\n');
+      fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'agent a\n');
+    });
+    const res = await restore({ cwd: repo.dir, env: repo.env, step: n, paths: [rel] });
+    assert.equal(res.changes.map((c) => c.path), [rel]);
+    assert.is(fs.readFileSync(bytes, 'utf8'), 'committed\n');
+    assert.is(fs.readFileSync(path.join(repo.dir, 'a.txt'), 'utf8'), 'agent a\n', 'the other file is left as it is');
   } finally {
     repo.cleanup();
   }

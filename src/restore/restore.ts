@@ -43,7 +43,7 @@ import { errors } from '../base/errors.js';
 import type { PlannedChange, TreeEntry } from '../session/journal.js';
 import type { Repo } from '../git/repo.js';
 import { commitTree, indexEnv, ZERO_OID } from '../git/plumbing.js';
-import { runGitSync, runGitToFdSync, splitNul } from '../git/run.js';
+import { hasRawBytes, runGitSync, runGitToFdSync, splitNul } from '../git/run.js';
 import { hashRaw, keepPrivate, stdinPathSafe } from '../snapshot/snapshot.js';
 import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet, unsafePath, caseSensitiveFs } from '../base/fsutil.js';
 import { clearStaleGitLock } from '../base/lock.js';
@@ -52,11 +52,19 @@ import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 export const GITLINK = '160000';
 export const SYMLINK = '120000';
 
+/** Whether `name` is one of `paths` or below one (a literal pathspec's match). */
+export function underAnyPath(name: string, paths: string[]): boolean {
+  return paths.some((p) => name === p || name.startsWith(`${p}/`));
+}
+
 /** Planned changes between two trees (diff-tree -r, no renames), optionally limited to paths (a directory covers what is below it). */
 export async function planChanges(repo: Repo, fromTree: string, toTree: string, paths?: string[]): Promise<PlannedChange[]> {
   if (fromTree === toTree) return [];
   const args = ['diff-tree', '-r', '-z', '--no-renames', '--raw', fromTree, toTree];
-  if (paths && paths.length > 0) args.push('--', ...paths);
+  // A name that is not UTF-8 cannot be passed in argv (it would reach git with U+FFFD for its bytes): then the
+  // whole diff is read and the paths are matched here, as a literal pathspec matches.
+  const inJs = !!paths && paths.some(hasRawBytes);
+  if (paths && paths.length > 0 && !inJs) args.push('--', ...paths);
   const res = await repo.git(args, { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
   const tokens = splitNul(res.stdout);
   const out: PlannedChange[] = [];
@@ -64,7 +72,9 @@ export async function planChanges(repo: Repo, fromTree: string, toTree: string, 
     const m = /^:(\d{6}) (\d{6}) ([0-9a-f]+) ([0-9a-f]+) [A-Z]\d*$/.exec(tokens[i] ?? '');
     if (!m) throw errors.internal(`unexpected diff-tree output: ${JSON.stringify(tokens[i])}`);
     const entry = (mode: string, oid: string): TreeEntry | null => (mode === '000000' ? null : { mode, oid });
-    out.push({ path: tokens[i + 1] ?? '', from: entry(m[1] ?? '', m[3] ?? ''), to: entry(m[2] ?? '', m[4] ?? '') });
+    const name = tokens[i + 1] ?? '';
+    if (inJs && !underAnyPath(name, paths)) continue;
+    out.push({ path: name, from: entry(m[1] ?? '', m[3] ?? ''), to: entry(m[2] ?? '', m[4] ?? '') });
   }
   return out;
 }

@@ -28,7 +28,7 @@ import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, s
 import { withLock } from '../base/lock.js';
 import { snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from '../git/plumbing.js';
-import { fsPath, splitNul } from '../git/run.js';
+import { fsPath, hasRawBytes, splitNul } from '../git/run.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 import { applyPlan, changeLetter, keptCommit, nestedLeft, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
 import { stepOf, worktreeTree } from '../session/read.js';
@@ -345,13 +345,16 @@ function redoSpec(): OpSpec {
 async function requireKnownPaths(repo: Repo, paths: string[], trees: string[], target: string): Promise<void> {
   if (paths.length === 0) return;
   const found = new Set<string>();
+  // A name that is not UTF-8 cannot be passed in argv: then the whole tree is listed and matched here.
+  const inJs = paths.some(hasRawBytes);
   for (const tree of trees) {
-    const res = await repo.git(['ls-tree', '-z', '--name-only', tree, '--', ...paths], { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
+    const args = inJs ? ['ls-tree', '-r', '-t', '-z', '--name-only', tree] : ['ls-tree', '-z', '--name-only', tree, '--', ...paths];
+    const res = await repo.git(args, { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
     for (const name of splitNul(res.stdout)) for (const p of paths) if (name === p || name.startsWith(`${p}/`)) found.add(p);
   }
   const unknown = paths.filter((p) => !found.has(p));
   if (unknown.length === 0) return;
-  const onDisk = unknown.filter((p) => fs.existsSync(path.join(repo.worktree, p)));
+  const onDisk = unknown.filter((p) => fs.existsSync(fsPath(path.join(repo.worktree, p))));
   const list = unknown.join(', ');
   throw errors.unknownPath(
     onDisk.length === unknown.length
