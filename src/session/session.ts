@@ -54,6 +54,8 @@ export interface StartOptions extends SnapshotContext {
   owner?: { pid: number; start: string | null; host: string } | null;
   /** Write the baseline's refreshed copy of the user's index back for the next Node-path snapshot even with a server (see SnapshotTreeOptions.warmCopy). */
   warmCopy?: boolean;
+  /** checkGitVersion already started by the caller (wrap runs it beside openRepo): awaited here, before anything is written. */
+  gitVersion?: Promise<string>;
 }
 
 export interface SnapshotResult {
@@ -91,7 +93,7 @@ export function commitMessage(fields: {
 /** Starts a session: validates the id, takes the baseline (step 0) and journals the start. */
 export async function startSession(repo: Repo, opts: StartOptions = {}): Promise<SnapshotResult> {
   const id = opts.id ? assertSessionId(opts.id) : newSessionId();
-  await checkGitVersion(repo.env);
+  await (opts.gitVersion ?? checkGitVersion(repo.env));
   const settings = opts.settings ?? (await loadSettings(repo));
   const p = sessionPaths(repo, id);
   ensureDir(p.dir);
