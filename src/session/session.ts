@@ -28,7 +28,7 @@ import { checkGitVersion } from '../git/repo.js';
 import { maintainInBackground, maybeMaintain } from './maintenance.js';
 import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
-import { stepRef, headRef, type SessionPaths, sessionPaths, ensureDir } from './refs.js';
+import { stepRef, headRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
 import { worktreeLockFile, lockedSnapshot, mutate, commitEvent } from './locks.js';
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled } from './state.js';
 import { wrapperRunning, listSessions, type SelectOptions, selectSession } from './selection.js';
@@ -107,7 +107,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     }
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, donors: donorIndexes(repo, id), ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [],
@@ -138,6 +138,23 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     if (s) writeState(p.state, stateFrom(s, size, null));
     return { session: id, step: 0, commit, tree: snap.tree, changed: [], skipped: snap.skipped };
   });
+}
+
+/**
+ * The private indexes of earlier sessions that may still be copies of the
+ * user's index (an `index.user-copy` record beside them), newest record
+ * first: a new session's baseline may continue one (SnapshotTreeOptions.donors;
+ * the snapshot checks each). A few only: the newest is the one that fits.
+ */
+function donorIndexes(repo: Repo, except: string): string[] {
+  const found: { index: string; at: number }[] = [];
+  for (const other of sessionIds(repo)) {
+    if (other === except) continue;
+    const index = sessionPaths(repo, other).index;
+    const st = fs.statSync(`${index}.user-copy`, { throwIfNoEntry: false });
+    if (st) found.push({ index, at: st.mtimeMs });
+  }
+  return found.sort((a, b) => b.at - a.at).slice(0, 4).map((f) => f.index);
 }
 
 /** What an operation (src/undo.ts) gets while it holds a session's lock. */
