@@ -56,6 +56,11 @@ export interface SweepResult {
   /** Files the next snapshot reads again: stat changed, racy, or mapped shared-writable now. */
   dirty: number;
   ms: number;
+  /**
+   * A snapshot asked while it ran: it stopped at its next turn and the next
+   * sweep goes on from there (files, dirty and ms count the sweep so far).
+   */
+  interrupted: boolean;
 }
 
 export type IncrementalResult = TreeSnapshotResult & { mode: 'incremental' | 'full' };
@@ -209,6 +214,10 @@ export class IncrementalSnapshotter {
   private sweepTimer: NodeJS.Timeout | null = null;
   private mapsTimer: NodeJS.Timeout | null = null;
   private idleSweepsDone = 0;
+  /** Snapshots queued and not begun: a sweep stops at its next turn for them. */
+  private snapshotsWaiting = 0;
+  /** A sweep a snapshot stopped, resumed by the next one unless a full scan came between (its records are new). */
+  private sweepCursor: { fullScans: number; paths: string[]; next: number; since: number | null; res: SweepResult } | null = null;
 
   private constructor(
     readonly repo: Repo,
@@ -302,7 +311,10 @@ export class IncrementalSnapshotter {
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     this.sweepTimer = null;
     const called = performance.now();
+    // A sweep in progress stops at its next turn (within SWEEP_CHUNK lstat calls) instead of finishing first.
+    this.snapshotsWaiting++;
     const run = this.queue.then(() => {
+      this.snapshotsWaiting--;
       this.stats.lastWaitMs = performance.now() - called;
       return this.snapshotNow(opts);
     });
@@ -318,8 +330,12 @@ export class IncrementalSnapshotter {
    * lstats every file of the last snapshot and compares with what was
    * recorded when its bytes were read; a difference (or a racy stat, or a
    * shared writable mapping now) makes the next snapshot read the file
-   * again. After a full scan it takes the records first. Resolves when done;
-   * snapshots wait for it.
+   * again. After a full scan it takes the records first. Resolves when done,
+   * or when a snapshot asked meanwhile (`interrupted`: the snapshot reads what
+   * it found so far, and the next sweep goes on from where it stopped; what it
+   * has not reached yet is as after the previous sweep: the window of
+   * DEVELOPING.md, "Writes no event reports", which stays bounded by sweeps
+   * being resumed, not restarted).
    */
   sweep(): Promise<SweepResult> {
     const run = this.queue.then(() => this.sweepNow());
@@ -335,7 +351,8 @@ export class IncrementalSnapshotter {
     this.sweepTimer = setTimeout(() => {
       this.sweepTimer = null;
       void this.sweep().then(
-        () => {
+        (res) => {
+          if (res.interrupted) return; // the snapshot that stopped it arms the next one
           this.idleSweepsDone++;
           this.armSweep();
         },
@@ -346,26 +363,45 @@ export class IncrementalSnapshotter {
   }
 
   private async sweepNow(): Promise<SweepResult> {
-    const started = performance.now();
-    const res: SweepResult = { files: 0, dirty: 0, ms: 0 };
+    let started = performance.now();
     // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
-    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return res;
-    const since = this.baselineSince;
-    let paths: string[];
-    if (since !== null) {
-      paths = splitNul((await this.repo.git(['ls-tree', '-r', '-z', '--name-only', '--full-tree', this.base.tree])).stdout);
-      for (const p of this.base.skipped.keys()) paths.push(p);
-    } else {
-      paths = [...this.records.keys()];
+    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return { files: 0, dirty: 0, ms: 0, interrupted: false };
+    let cur = this.sweepCursor;
+    // A full scan since the stopped sweep took the records again: start over.
+    if (!cur || cur.fullScans !== this.stats.full) {
+      const since = this.baselineSince;
+      let paths: string[];
+      if (since !== null) {
+        paths = splitNul((await this.repo.git(['ls-tree', '-r', '-z', '--name-only', '--full-tree', this.base.tree])).stdout);
+        for (const p of this.base.skipped.keys()) paths.push(p);
+      } else {
+        paths = [...this.records.keys()];
+      }
+      cur = { fullScans: this.stats.full, paths, next: 0, since, res: { files: 0, dirty: 0, ms: 0, interrupted: false } };
     }
+    this.sweepCursor = cur;
+    const { paths, since, res } = cur;
     const mark = (p: string) => {
       if (!this.pending.has(p)) res.dirty++;
       this.pending.add(p);
     };
-    for (let i = 0; i < paths.length; i++) {
-      if (i % SWEEP_CHUNK === SWEEP_CHUNK - 1) {
-        await new Promise((r) => setImmediate(r));
-        if (this.closed) return res;
+    const stop = (): SweepResult => {
+      res.ms += performance.now() - started;
+      return { ...res, interrupted: true };
+    };
+    for (let i = cur.next; i < paths.length; i++) {
+      if (i % SWEEP_CHUNK === 0) {
+        if (i > cur.next) {
+          cur.next = i;
+          res.ms += performance.now() - started;
+          await new Promise((r) => setImmediate(r));
+          started = performance.now();
+          if (this.closed) return stop();
+        }
+        if (this.snapshotsWaiting > 0) {
+          cur.next = i;
+          return stop();
+        }
       }
       const p = paths[i] as string;
       const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
@@ -384,10 +420,11 @@ export class IncrementalSnapshotter {
     }
     for (const p of this.mapped?.scan() ?? []) mark(p);
     if (this.baselineSince === since) this.baselineSince = null;
-    res.ms = performance.now() - started;
+    this.sweepCursor = null;
+    res.ms += performance.now() - started;
     this.stats.sweeps++;
     this.stats.lastSweep = res;
-    return res;
+    return { ...res };
   }
 
   /** Whether a later write to this file could leave its stat as it is (a timestamp within racyMs of `at`). */
