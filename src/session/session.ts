@@ -144,7 +144,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
  * The private indexes of earlier sessions that may still be copies of the
  * user's index (an `index.user-copy` record beside them), newest record
  * first: a new session's baseline may continue one (SnapshotTreeOptions.donors;
- * the snapshot checks each). A few only: the newest is the one that fits.
+ * the snapshot checks each). A few only (other worktrees of the repository, session worktrees among them, have records too): the newest of this worktree is the one that fits.
  */
 function donorIndexes(repo: Repo, except: string): string[] {
   const found: { index: string; at: number }[] = [];
@@ -154,7 +154,7 @@ function donorIndexes(repo: Repo, except: string): string[] {
     const st = fs.statSync(`${index}.user-copy`, { throwIfNoEntry: false });
     if (st) found.push({ index, at: st.mtimeMs });
   }
-  return found.sort((a, b) => b.at - a.at).slice(0, 4).map((f) => f.index);
+  return found.sort((a, b) => b.at - a.at).slice(0, 16).map((f) => f.index);
 }
 
 /** What an operation (src/undo.ts) gets while it holds a session's lock. */
