@@ -215,10 +215,11 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
  * data and wrote git's untracked cache), which is what the donor's own next
  * snapshot would start from (userCopyState 'valid'); the new session's
  * baseline is that snapshot, listed through the untracked cache instead of a
- * cold walk of every directory. The copy keeps the donor's mtime (git's
- * racy reference for entries and cached directories; Date precision only
- * moves it back, which makes more of them racy, never fewer) and the
- * donor's base tree. Checked again after the copy: a donor written while it
+ * cold walk of every directory. The copy gets the donor's mtime set back
+ * by RACY_MARGIN_MS (git's racy reference for entries and cached
+ * directories: an earlier one makes more of them racy, never fewer; the
+ * donor's status wrote it right after reading them) and keeps the donor's
+ * base tree. Checked again after the copy: a donor written while it
  * was copied is not taken. Null when none fits (then the user's index seeds it).
  */
 function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], userKey: string): { from: string } | null {
@@ -237,8 +238,10 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
     try {
       fs.copyFileSync(donor, tmp);
       fs.chmodSync(tmp, 0o600);
+      // Set back RACY_MARGIN_MS: what git read in the last seconds before the donor's status wrote it (a directory
+      // changed again within its cached tick, see keepRacyReference) is read again; never less exact, only re-read.
       const st = fs.statSync(donor);
-      fs.utimesSync(tmp, st.atime, st.mtime);
+      fs.utimesSync(tmp, st.atime, new Date(st.mtimeMs - RACY_MARGIN_MS));
       if (statKey(donor) !== before || statKey(path.join(repo.gitDir, 'index')) !== userKey) {
         unlinkQuiet(tmp);
         continue;
