@@ -234,7 +234,7 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
     const before = statKey(donor);
     if (before !== rec.priv) continue;
     fs.mkdirSync(path.dirname(indexFile), { recursive: true, mode: 0o700 });
-    const tmp = `${indexFile}.adopt-${process.pid}`;
+    const tmp = `${indexFile}.seed-${process.pid}`; // gc removes one a killed process left (strayFiles)
     try {
       fs.copyFileSync(donor, tmp);
       fs.chmodSync(tmp, 0o600);
