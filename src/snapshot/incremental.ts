@@ -17,13 +17,14 @@ import type { ChangedPath, SkippedFile } from '../git/types.js';
 import { PROJECT_FILE, WORKTREE_EXCLUDE_FILE, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
 import { snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
 import { diffTrees } from '../git/plumbing.js';
-import { fsPath, hasRawBytes, splitNul } from '../git/run.js';
+import { fsPath, hasRawBytes, spawnGit, splitNul } from '../git/run.js';
 import { ObjectReader } from '../git/cat-file.js';
 import { IgnoreChecker } from '../git/check-ignore.js';
 import { objectStore, type ObjectStore } from '../git/objects.js';
 import { blobOf, TreeEditor, unsupportedConfig } from './tree-editor.js';
 import { WorktreeWatcher, type WatcherOptions } from './watcher.js';
-import { readIndexPaths } from '../git/index-file.js';
+import { forEachIndexName } from '../git/index-file.js';
+import { PathTable } from './path-table.js';
 import { skipRestoreTemp, statKey } from '../base/fsutil.js';
 import { MappedFiles } from './mapped-files.js';
 
@@ -157,9 +158,9 @@ function isUnder(rel: string, dir: string): boolean {
   return dir === '' || rel === dir || rel.startsWith(`${dir}/`);
 }
 
+/** The user's index as last read; which paths it tracks is in the engine's PathTable. */
 interface UserIndex {
   key: string;
-  tracked: Set<string>;
   /** Every directory holding a tracked path ('' included). */
   dirs: Set<string>;
   /** Why the index cannot be followed incrementally (gitlinks, conflicts, skip-worktree…), or null. */
@@ -193,8 +194,11 @@ export class IncrementalSnapshotter {
   // What inotify does not report (writes through a shared mmap, or through a
   // hard link from outside the worktree) is found by stat: see DEVELOPING.md
   // ("Writes no event reports").
-  /** The lstat of each file of the last tree (and each skipped file), taken before its bytes were read. */
-  private records = new Map<string, number>();
+  /**
+   * Per path: whether the user's index tracks it, and the lstat of each file of the last tree (and each
+   * skipped file), taken before its bytes were read (its record).
+   */
+  private readonly table = new PathTable();
   /** Files with more than one link as last seen: lstat'ed again at every snapshot. */
   private linked = new Set<string>();
   /** Read by the next snapshot whatever the watcher says: changed at a sweep, racy, mapped. */
@@ -258,7 +262,7 @@ export class IncrementalSnapshotter {
     fs.mkdirSync(opts.runDir, { recursive: true, mode: 0o700 });
     const engine = new IncrementalSnapshotter(repo, opts, null as unknown as WorktreeWatcher);
     engine.store = objectStore(repo);
-    engine.index = await engine.readUserIndex();
+    engine.index = await engine.readUserIndex(null);
     engine.skipDirs = await engine.ignoredDirs(engine.index);
     engine.watcher = await WorktreeWatcher.start(repo, {
       runDir: opts.runDir,
@@ -351,35 +355,54 @@ export class IncrementalSnapshotter {
     // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
     if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return res;
     const since = this.baselineSince;
-    let paths: string[];
-    if (since !== null) {
-      paths = splitNul((await this.repo.git(['ls-tree', '-r', '-z', '--name-only', '--full-tree', this.base.tree])).stdout);
-      for (const p of this.base.skipped.keys()) paths.push(p);
-    } else {
-      paths = [...this.records.keys()];
-    }
     const mark = (p: string) => {
       if (!this.pending.has(p)) res.dirty++;
       this.pending.add(p);
     };
-    for (let i = 0; i < paths.length; i++) {
-      if (i % SWEEP_CHUNK === SWEEP_CHUNK - 1) {
-        await new Promise((r) => setImmediate(r));
-        if (this.closed) return res;
-      }
-      const p = paths[i] as string;
+    const check = (p: string) => {
       const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
       res.files++;
-      if (st?.isDirectory()) continue; // a gitlink (nested repositories mean full scans anyway)
+      if (st?.isDirectory()) return; // a gitlink (nested repositories mean full scans anyway)
       if (st?.isFile() && st.nlink > 1) this.linked.add(p);
-      const rec = this.records.get(p);
+      const rec = this.table.record(p);
       if (rec === undefined) {
-        if (since === null || !st) continue;
+        if (since === null || !st) return;
         // Read by the full scan that began at `since`: changed after that (racy), it is read again.
-        this.records.set(p, statRecord(st));
+        this.table.setRecord(p, statRecord(st));
         if (this.racy(st, since)) mark(p);
       } else if (!st || statRecord(st) !== rec) {
         mark(p);
+      }
+    };
+    // lstat calls between turns of the event loop (calls keep being read meanwhile).
+    let n = 0;
+    const breathe = async (): Promise<boolean> => {
+      await new Promise((r) => setImmediate(r));
+      return !this.closed;
+    };
+    if (since !== null) {
+      // The files of the tree, streamed from git (at 1M files its listing is ~50 MB, and as strings far more).
+      let stopped = false;
+      await forEachTreePath(this.repo, this.base.tree, async (paths) => {
+        for (const p of paths) {
+          check(p);
+          if (++n % SWEEP_CHUNK === 0 && !(await breathe())) {
+            stopped = true;
+            return false;
+          }
+        }
+        return true;
+      });
+      if (stopped) return res;
+      for (const p of [...this.base.skipped.keys()]) {
+        check(p);
+        if (++n % SWEEP_CHUNK === 0 && !(await breathe())) return res;
+      }
+    } else {
+      // Only this sweep changes the table meanwhile (snapshots wait for it), and it sets no record now.
+      for (const p of this.table.recordedPaths()) {
+        check(p);
+        if (++n % SWEEP_CHUNK === 0 && !(await breathe())) return res;
       }
     }
     for (const p of this.mapped?.scan() ?? []) mark(p);
@@ -406,7 +429,7 @@ export class IncrementalSnapshotter {
     this.mappedLast = mapped;
     for (const p of this.linked) {
       const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
-      const rec = this.records.get(p);
+      const rec = this.table.record(p);
       if (!st || rec === undefined || statRecord(st) !== rec) dirty.add(p);
       if (!st?.isFile() || st.nlink < 2) this.linked.delete(p);
     }
@@ -417,7 +440,7 @@ export class IncrementalSnapshotter {
     for (const p of paths) {
       const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
       if (!st || st.isDirectory()) continue;
-      this.records.set(p, statRecord(st));
+      this.table.setRecord(p, statRecord(st));
       if (this.racy(st, at)) this.pending.add(p);
     }
   }
@@ -463,16 +486,14 @@ export class IncrementalSnapshotter {
     if (this.watcher.nestedRepos.size > 0) return 'nested repository in the worktree';
     const idxKey = statKey(path.join(this.repo.gitDir, 'index'));
     if (idxKey !== this.index.key) {
-      const fresh = await this.readUserIndex();
-      const old = this.index;
+      // Read in place: paths whose tracked-ness changed are dirty (no second copy of the tracked set).
+      const fresh = await this.readUserIndex(dirty);
       this.index = fresh;
       if (fresh.unsupported) return fresh.unsupported;
-      // Paths whose tracked-ness changed are dirty; one in a directory that is not watched means restarting the watcher.
-      for (const p of fresh.tracked) if (!old.tracked.has(p)) dirty.add(p);
-      for (const p of old.tracked) if (!fresh.tracked.has(p)) dirty.add(p);
+      // One in a directory that is not watched means restarting the watcher.
       for (const p of dirty) {
         for (const skip of this.skipDirs) {
-          if (isUnder(p, skip) && fresh.tracked.has(p)) {
+          if (isUnder(p, skip) && this.table.isTracked(p)) {
             this.rewatch = true;
             return 'a path in an unwatched directory became tracked';
           }
@@ -503,8 +524,7 @@ export class IncrementalSnapshotter {
     this.keys = keys;
     this.store = this.configUnsupported ? null : objectStore(this.repo, cfg);
     if (!this.index || this.index.key !== statKey(path.join(this.repo.gitDir, 'index'))) {
-      this.index = null; // let the old one go before the new one is read (100k paths)
-      this.index = await this.readUserIndex();
+      this.index = await this.readUserIndex(null);
     }
     // An unwatched directory that now holds a tracked file must be watched.
     for (const d of this.skipDirs) if (this.index.dirs.has(d)) this.rewatch = true;
@@ -534,7 +554,7 @@ export class IncrementalSnapshotter {
     }
     // Records are taken again for what this scan reads: the hard-linked files now (they are checked at
     // every snapshot), the rest by the next sweep.
-    this.records.clear();
+    this.table.clearRecords();
     this.pending.clear();
     this.baselineSince = this.snapStart;
     const scanStart = performance.now();
@@ -577,33 +597,44 @@ export class IncrementalSnapshotter {
     return this.keyFiles.map(statKey).join('|');
   }
 
-  private async readUserIndex(): Promise<UserIndex> {
+  /**
+   * Reads the user's index into the table (in place: no second copy of 1M paths); each path whose
+   * tracked-ness changed since the last read is added to `changed`.
+   */
+  private async readUserIndex(changed: Set<string> | null): Promise<UserIndex> {
     const file = path.join(this.repo.gitDir, 'index');
     const key = statKey(file);
-    const tracked = new Set<string>();
-    const dirs = new Set<string>(['']);
-    const add = (p: string) => {
-      tracked.add(p);
-      for (let d = parentOf(p); !dirs.has(d); d = parentOf(d)) dirs.add(d);
+    const table = this.table;
+    const onPath = (p: string) => {
+      if (table.tracked(p)) changed?.add(p);
     };
-    // In-process for sha1 repositories (the common case: no process, far less memory); else git.
-    const parsed = this.store ? readIndexPaths(file) : null;
-    if (parsed) {
-      for (const p of parsed.paths) add(p);
-      return { key, tracked, dirs, unsupported: parsed.unsupported };
+    // Directory and name decoded apart (a '/' never splits a UTF-8 sequence): no full path per entry.
+    const onName = (bytes: Buffer, start: number, end: number) => {
+      let slash = end - 1;
+      while (slash >= start && bytes[slash] !== 0x2f) slash--;
+      const dir = slash < start ? '' : bytes.toString('utf8', start, slash);
+      const name = bytes.toString('utf8', slash + 1, end);
+      if (table.trackedAt(dir, name)) changed?.add(dir === '' ? name : `${dir}/${name}`);
+    };
+    table.beginIndexRead();
+    // In-process for sha1 repositories (the common case: no process, read in chunks); else git.
+    const parsed = this.store ? forEachIndexName(file, onName) : null;
+    let unsupported: string | null = parsed ? parsed.unsupported : null;
+    if (!parsed) {
+      if (this.store) table.beginIndexRead(); // a read given up midway: start over
+      const res = await this.repo.git(['ls-files', '-s', '-v', '-z']);
+      for (const rec of splitNul(res.stdout)) {
+        const tab = rec.indexOf('\t');
+        const [tag, mode, , stage] = rec.slice(0, tab).split(' ');
+        const p = rec.slice(tab + 1);
+        if (tag !== 'H') unsupported ??= `index entry flagged ${tag} (assume-unchanged, skip-worktree…): ${p}`;
+        if (stage !== '0') unsupported ??= `unmerged index entry: ${p}`;
+        if (mode === '160000') unsupported ??= `gitlink (submodule) in the index: ${p}`;
+        onPath(p);
+      }
     }
-    const res = await this.repo.git(['ls-files', '-s', '-v', '-z']);
-    let unsupported: string | null = null;
-    for (const rec of splitNul(res.stdout)) {
-      const tab = rec.indexOf('\t');
-      const [tag, mode, , stage] = rec.slice(0, tab).split(' ');
-      const p = rec.slice(tab + 1);
-      if (tag !== 'H') unsupported ??= `index entry flagged ${tag} (assume-unchanged, skip-worktree…): ${p}`;
-      if (stage !== '0') unsupported ??= `unmerged index entry: ${p}`;
-      if (mode === '160000') unsupported ??= `gitlink (submodule) in the index: ${p}`;
-      add(p);
-    }
-    return { key, tracked, dirs, unsupported };
+    const dirs = table.endIndexRead(changed ? (p) => changed.add(p) : null);
+    return { key, dirs, unsupported };
   }
 
   /**
@@ -648,7 +679,7 @@ export class IncrementalSnapshotter {
     if (dirty.size === 0) return this.result(base.tree, parentTree, base.skipped);
 
     const classify = untrackedClassifier(settings);
-    const walk = new Walk(this.repo.worktree, index, this.checker, classify, this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK, this.skipDirs, this.linked);
+    const walk = new Walk(this.repo.worktree, index, this.table, this.checker, classify, this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK, this.skipDirs, this.linked);
     // Ancestors first: a dirty directory covers everything below it.
     const sorted = [...dirty].sort((a, b) => a.length - b.length);
     const covered: string[] = [];
@@ -674,9 +705,9 @@ export class IncrementalSnapshotter {
     const written = tree.write();
     this.base = { tree: written, skipped, settings: base.settings };
     // The stat each file had before it was read: what sweeps compare with.
-    for (const p of walk.replaced) this.records.delete(p);
+    for (const p of walk.replaced) this.table.deleteRecord(p);
     for (const f of [...walk.files, ...walk.skippedStats]) {
-      this.records.set(f.rel, statRecord(f.st));
+      this.table.setRecord(f.rel, statRecord(f.st));
       if (this.racy(f.st, this.snapStart)) this.pending.add(f.rel);
     }
     if (tree.loadedDirs > MAX_CACHED_DIRS) this.tree = new TreeEditor(this.reader, store, written);
@@ -721,6 +752,7 @@ class Walk {
   constructor(
     private readonly worktree: string,
     private readonly index: UserIndex,
+    private readonly table: PathTable,
     private readonly checker: IgnoreChecker,
     private readonly classify: Classifier,
     private readonly maxFiles: number,
@@ -833,7 +865,7 @@ class Walk {
     if (++this.count > this.maxFiles) return `more than ${this.maxFiles} files under changed directories`;
     const symlink = st.isSymbolicLink();
     if (!symlink && !st.isFile()) {
-      if (this.index.tracked.has(rel)) return `tracked path ${rel} is neither a file nor a symlink`;
+      if (this.table.isTracked(rel)) return `tracked path ${rel} is neither a file nor a symlink`;
       return null; // git lists no sockets or fifos
     }
     // A file with another link changes when written through that one, and the
@@ -843,7 +875,7 @@ class Walk {
       return `${rel} has ${st.nlink} hard links`;
     }
     if (rel.includes('\uFFFD') || hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
-    if (this.index.tracked.has(rel)) {
+    if (this.table.isTracked(rel)) {
       this.files.push({ rel, symlink, st });
       return null;
     }
@@ -866,5 +898,52 @@ class Walk {
         this.skippedStats.push({ rel: u.rel, symlink: u.symlink, st: u.st });
       } else this.files.push({ rel: u.rel, symlink: u.symlink, st: u.st });
     }
+  }
+}
+
+/**
+ * The file paths of a tree (`ls-tree -r --name-only`), streamed: `onPaths`
+ * gets each chunk's names and git waits while it runs (a listing of 1M paths
+ * is never held); it returns false to stop early.
+ */
+async function forEachTreePath(repo: Repo, tree: string, onPaths: (paths: string[]) => Promise<boolean>): Promise<void> {
+  const args = ['ls-tree', '-r', '-z', '--name-only', '--full-tree', tree];
+  const child = spawnGit(args, { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } });
+  child.stdin.end();
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => {
+    if (stderr.length < 4096) stderr += d.toString('utf8');
+  });
+  const closed = new Promise<number | Error>((resolve) => {
+    child.on('error', (e) => resolve(e));
+    child.on('close', (code) => resolve(code ?? 128));
+  });
+  let carry: Buffer | null = null;
+  let stopped = false;
+  let read = false;
+  try {
+    for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+      const buf: Buffer = carry ? Buffer.concat([carry, chunk]) : chunk;
+      const last = buf.lastIndexOf(0);
+      if (last < 0) {
+        carry = Buffer.from(buf);
+        continue;
+      }
+      carry = last + 1 < buf.length ? Buffer.from(buf.subarray(last + 1)) : null;
+      if (!(await onPaths(splitNul(buf.subarray(0, last + 1))))) {
+        stopped = true;
+        break;
+      }
+    }
+    read = true;
+  } finally {
+    // Stopped early or failed midway: git need not list the rest.
+    if (stopped || !read) child.kill();
+  }
+  const end = await closed;
+  if (stopped) return;
+  if (end instanceof Error) throw errors.gitFailed(`could not start git: ${end.message}`, { cause: end });
+  if (end !== 0 || carry) {
+    throw errors.gitFailed(`git ls-tree failed: ${stderr.trim().split('\n').slice(-1)[0] || `exit ${end}`}`, { data: { args, exitCode: end, stderr } });
   }
 }
