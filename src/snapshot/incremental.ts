@@ -487,7 +487,15 @@ export class IncrementalSnapshotter {
     const idxKey = statKey(path.join(this.repo.gitDir, 'index'));
     if (idxKey !== this.index.key) {
       // Read in place: paths whose tracked-ness changed are dirty (no second copy of the tracked set).
-      const fresh = await this.readUserIndex(dirty);
+      let fresh: UserIndex;
+      try {
+        fresh = await this.readUserIndex(dirty);
+      } catch (e) {
+        // The table may hold part of this read, and the paths it found changed go with this snapshot:
+        // the next one must not trust it (a full scan reads the index again).
+        this.index = null;
+        throw e;
+      }
       this.index = fresh;
       if (fresh.unsupported) return fresh.unsupported;
       // One in a directory that is not watched means restarting the watcher.

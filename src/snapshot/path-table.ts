@@ -2,8 +2,8 @@
 // directory instead of a JS string and a hash-table slot per path (issue 19:
 // at 1M files a Set of the tracked paths and a Map of the stat records, each
 // keyed by its own copy of every path, were ~200 MB of the warm server's
-// heap). Per directory: its file names (each a short string), a flag byte and
-// a stat record (a double) per name, names sorted (binary search) with an
+// heap). Per directory: its file names sorted in one string (binary search),
+// a flag word and a stat record (a double) per name in typed arrays, and an
 // unsorted tail of recent additions merged in when it grows.
 //
 // Flags: tracked (in the user's index as last read), recorded (a stat record
@@ -14,76 +14,141 @@ const RECORDED = 2;
 /** Seen by the index read in progress (see beginIndexRead). */
 const SEEN = 4;
 
+const NO_DATA = new Float64Array(0);
+
+/** name vs joined[s, e), in code units (the order of JS's `<` on strings). */
+function compareAt(name: string, joined: string, s: number, e: number): number {
+  const n = Math.min(name.length, e - s);
+  for (let k = 0; k < n; k++) {
+    const d = name.charCodeAt(k) - joined.charCodeAt(s + k);
+    if (d !== 0) return d;
+  }
+  return name.length - (e - s);
+}
+
+/**
+ * The files of one directory. Sorted names in one string (each followed by
+ * '/', which no name holds), a word per name (its start << 3 | its flags)
+ * and a record per name; additions go to a small unsorted tail,
+ * merged in when it grows. ~27 bytes a file, against ~100 for a path string
+ * in a Set and another in a Map.
+ */
 class DirFiles {
-  names: string[] = [];
-  flags = new Uint8Array(4);
-  recs = new Float64Array(4);
-  /** names[0, sorted) are in order; names[sorted, names.length) are a tail of additions. */
-  sorted = 0;
+  joined = '';
+  /** Slot i < count: its record at data[i], its start << 3 | flags at data[count + i] (one typed array a directory). */
+  data: Float64Array = NO_DATA;
+  /** Names in joined (slots 0..count-1); slot count + k is tail entry k. */
+  count = 0;
+  tailNames: string[] | null = null;
+  tailFlags: number[] | null = null;
+  tailRecs: number[] | null = null;
+
+  get size(): number {
+    return this.count + (this.tailNames?.length ?? 0);
+  }
+
+  private end(i: number): number {
+    return (i + 1 < this.count ? (this.data[this.count + i + 1] as number) >>> 3 : this.joined.length) - 1;
+  }
+
+  nameAt(i: number): string {
+    if (i >= this.count) return (this.tailNames as string[])[i - this.count] as string;
+    return this.joined.slice((this.data[this.count + i] as number) >>> 3, this.end(i));
+  }
+
+  flagsAt(i: number): number {
+    return i < this.count ? (this.data[this.count + i] as number) & 7 : ((this.tailFlags as number[])[i - this.count] as number);
+  }
+
+  setFlags(i: number, f: number): void {
+    if (i < this.count) this.data[this.count + i] = ((this.data[this.count + i] as number) & ~7) | f;
+    else (this.tailFlags as number[])[i - this.count] = f;
+  }
+
+  recAt(i: number): number {
+    return i < this.count ? (this.data[i] as number) : ((this.tailRecs as number[])[i - this.count] as number);
+  }
+
+  setRec(i: number, r: number): void {
+    if (i < this.count) this.data[i] = r;
+    else (this.tailRecs as number[])[i - this.count] = r;
+  }
 
   find(name: string): number {
     let lo = 0;
-    let hi = this.sorted;
+    let hi = this.count;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      const m = this.names[mid] as string;
-      if (m < name) lo = mid + 1;
-      else if (m > name) hi = mid;
+      const c = compareAt(name, this.joined, (this.data[this.count + mid] as number) >>> 3, this.end(mid));
+      if (c > 0) lo = mid + 1;
+      else if (c < 0) hi = mid;
       else return mid;
     }
-    for (let i = this.sorted; i < this.names.length; i++) if (this.names[i] === name) return i;
+    const tail = this.tailNames;
+    if (tail) for (let k = 0; k < tail.length; k++) if (tail[k] === name) return this.count + k;
     return -1;
   }
 
-  /** The slot of name, added (flags 0) when absent. */
+  /** The slot of name, added (flags 0) when absent; the caller sets its flags before the next call. */
   slot(name: string): number {
     const at = this.find(name);
     if (at >= 0) return at;
-    if (this.names.length - this.sorted >= Math.max(16, this.sorted >>> 3)) this.merge();
-    const n = this.names.length;
-    if (n === this.flags.length) {
-      const flags = new Uint8Array(n * 2);
-      flags.set(this.flags);
-      this.flags = flags;
-      const recs = new Float64Array(n * 2);
-      recs.set(this.recs);
-      this.recs = recs;
+    if (this.tailNames && this.tailNames.length >= Math.max(16, this.count >>> 3)) this.merge();
+    if (!this.tailNames) {
+      this.tailNames = [];
+      this.tailFlags = [];
+      this.tailRecs = [];
     }
-    // In order (an index or a listing read in order): it extends the sorted part.
-    const last = this.names[n - 1];
-    if (this.sorted === n && (last === undefined || last < name)) this.sorted = n + 1;
-    this.names.push(name);
-    this.flags[n] = 0;
-    this.recs[n] = 0;
-    return n;
+    this.tailNames.push(name);
+    (this.tailFlags as number[]).push(0);
+    (this.tailRecs as number[]).push(0);
+    return this.size - 1;
   }
 
   /** Sorts the tail into the rest and drops names that are neither tracked nor recorded. */
   merge(): void {
-    const order: number[] = [];
-    for (let i = 0; i < this.names.length; i++) if (this.flags[i] !== 0) order.push(i);
-    if (this.sorted < this.names.length) {
-      order.sort((a, b) => {
-        const x = this.names[a] as string;
-        const y = this.names[b] as string;
-        return x < y ? -1 : x > y ? 1 : 0;
-      });
+    const tail = this.tailNames ?? [];
+    const order = tail.map((_, k) => k).filter((k) => ((this.tailFlags as number[])[k] as number) !== 0);
+    order.sort((a, b) => {
+      const x = tail[a] as string;
+      const y = tail[b] as string;
+      return x < y ? -1 : x > y ? 1 : 0;
+    });
+    const names: string[] = [];
+    const flags: number[] = [];
+    const recs: number[] = [];
+    let k = 0;
+    const takeTail = () => {
+      const t = order[k++] as number;
+      names.push(tail[t] as string);
+      flags.push((this.tailFlags as number[])[t] as number);
+      recs.push((this.tailRecs as number[])[t] as number);
+    };
+    for (let i = 0; i < this.count; i++) {
+      const f = (this.data[this.count + i] as number) & 7;
+      if (f === 0) continue;
+      const s = (this.data[this.count + i] as number) >>> 3;
+      const e = this.end(i);
+      while (k < order.length && compareAt(tail[order[k] as number] as string, this.joined, s, e) < 0) takeTail();
+      names.push(this.joined.slice(s, e));
+      flags.push(f);
+      recs.push(this.data[i] as number);
     }
-    const n = order.length;
-    const cap = Math.max(4, n);
-    const names = new Array<string>(n);
-    const flags = new Uint8Array(cap);
-    const recs = new Float64Array(cap);
-    for (let k = 0; k < n; k++) {
-      const i = order[k] as number;
-      names[k] = this.names[i] as string;
-      flags[k] = this.flags[i] as number;
-      recs[k] = this.recs[i] as number;
+    while (k < order.length) takeTail();
+    const n = names.length;
+    const data = n ? new Float64Array(2 * n) : NO_DATA;
+    let at = 0;
+    for (let i = 0; i < n; i++) {
+      data[i] = recs[i] as number;
+      data[n + i] = at * 8 + (flags[i] as number);
+      at += (names[i] as string).length + 1;
     }
-    this.names = names;
-    this.flags = flags;
-    this.recs = recs;
-    this.sorted = n;
+    this.data = data;
+    this.joined = n ? `${names.join('/')}/` : '';
+    this.count = n;
+    this.tailNames = null;
+    this.tailFlags = null;
+    this.tailRecs = null;
   }
 }
 
@@ -138,36 +203,37 @@ export class PathTable {
   /** Whether p is tracked in the user's index as last read. */
   isTracked(p: string): boolean {
     const e = this.entry(p, false);
-    return e !== null && ((e[0].flags[e[1]] as number) & TRACKED) !== 0;
+    return e !== null && (e[0].flagsAt(e[1]) & TRACKED) !== 0;
   }
 
   /** The stat record of p, if one is held. */
   record(p: string): number | undefined {
     const e = this.entry(p, false);
-    if (!e || !((e[0].flags[e[1]] as number) & RECORDED)) return undefined;
-    return e[0].recs[e[1]];
+    if (!e || !(e[0].flagsAt(e[1]) & RECORDED)) return undefined;
+    return e[0].recAt(e[1]);
   }
 
   setRecord(p: string, rec: number): void {
     const [d, i] = this.entry(p, true);
-    if (!((d.flags[i] as number) & RECORDED)) this.records++;
-    d.flags[i] = (d.flags[i] as number) | RECORDED;
-    d.recs[i] = rec;
+    const f = d.flagsAt(i);
+    if (!(f & RECORDED)) this.records++;
+    d.setFlags(i, f | RECORDED);
+    d.setRec(i, rec);
   }
 
   deleteRecord(p: string): void {
     const e = this.entry(p, false);
-    if (!e || !((e[0].flags[e[1]] as number) & RECORDED)) return;
-    e[0].flags[e[1]] = (e[0].flags[e[1]] as number) & ~RECORDED;
+    if (!e || !(e[0].flagsAt(e[1]) & RECORDED)) return;
+    e[0].setFlags(e[1], e[0].flagsAt(e[1]) & ~RECORDED);
     this.records--;
   }
 
   /** Drops every record (names no longer tracked go too). */
   clearRecords(): void {
     for (const [dir, d] of this.byDir) {
-      for (let i = 0; i < d.names.length; i++) d.flags[i] = (d.flags[i] as number) & ~RECORDED;
+      for (let i = 0; i < d.size; i++) d.setFlags(i, d.flagsAt(i) & ~RECORDED);
       d.merge();
-      if (d.names.length === 0) this.byDir.delete(dir);
+      if (d.size === 0) this.byDir.delete(dir);
     }
     this.records = 0;
   }
@@ -183,7 +249,7 @@ export class PathTable {
    */
   *recordedPaths(): Generator<string> {
     for (const [dir, d] of [...this.byDir]) {
-      for (let i = 0; i < d.names.length; i++) if ((d.flags[i] as number) & RECORDED) yield join(dir, d.names[i] as string);
+      for (let i = 0; i < d.size; i++) if (d.flagsAt(i) & RECORDED) yield join(dir, d.nameAt(i));
     }
   }
 
@@ -193,7 +259,7 @@ export class PathTable {
    * the path was untracked before (its tracked-ness changed).
    */
   beginIndexRead(): void {
-    for (const d of this.byDir.values()) for (let i = 0; i < d.names.length; i++) d.flags[i] = (d.flags[i] as number) & ~SEEN;
+    for (const d of this.byDir.values()) for (let i = 0; i < d.size; i++) d.setFlags(i, d.flagsAt(i) & ~SEEN);
   }
 
   /** Marks p tracked (seen by this read); true when it was not tracked before. */
@@ -205,8 +271,8 @@ export class PathTable {
   /** tracked() of dir/name (`copy` false: both strings are fresh, not slices of a longer one). */
   trackedAt(dir: string, name: string, copy = false): boolean {
     const [d, i] = this.add(dir, name, copy);
-    const f = d.flags[i] as number;
-    d.flags[i] = f | TRACKED | SEEN;
+    const f = d.flagsAt(i);
+    d.setFlags(i, f | TRACKED | SEEN);
     return (f & TRACKED) === 0;
   }
 
@@ -218,15 +284,15 @@ export class PathTable {
     const dirs = new Set<string>(['']);
     for (const [dir, d] of [...this.byDir]) {
       let any = false;
-      for (let i = 0; i < d.names.length; i++) {
-        const f = d.flags[i] as number;
+      for (let i = 0; i < d.size; i++) {
+        const f = d.flagsAt(i);
         if (f & TRACKED && !(f & SEEN)) {
-          d.flags[i] = f & ~TRACKED;
-          untracked?.(join(dir, d.names[i] as string));
+          d.setFlags(i, f & ~TRACKED);
+          untracked?.(join(dir, d.nameAt(i)));
         } else if (f & TRACKED) any = true;
       }
-      if (d.sorted < d.names.length) d.merge();
-      if (d.names.length === 0) {
+      if (d.tailNames) d.merge();
+      if (d.size === 0) {
         this.byDir.delete(dir);
         continue;
       }
