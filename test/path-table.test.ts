@@ -49,8 +49,13 @@ for (const seed of [1, 2, 3, 4, 5]) {
         for (let i = 0; i < n; i++) {
           const p = rnd() < 0.5 && tracked.size ? ([...tracked][Math.floor(rnd() * tracked.size)] as string) : randomPath(rnd);
           const rec = Math.floor(rnd() * 2 ** 53);
-          table.setRecord(p, rec);
-          records.set(p, rec);
+          if (rnd() < 0.5) {
+            table.setRecord(p, rec);
+            records.set(p, rec);
+          } else {
+            assert.is(table.recordOrSet(p, rec), records.get(p), `recordOrSet ${p}`);
+            if (!records.has(p)) records.set(p, rec);
+          }
         }
       } else if (op < 0.95) {
         const keys = [...records.keys()];

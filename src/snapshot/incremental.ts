@@ -17,7 +17,8 @@ import type { ChangedPath, SkippedFile } from '../git/types.js';
 import { PROJECT_FILE, WORKTREE_EXCLUDE_FILE, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
 import { snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
 import { diffTrees } from '../git/plumbing.js';
-import { fsPath, hasRawBytes, spawnGit, splitNul } from '../git/run.js';
+import { decodeName, fsPath, hasRawBytes, spawnGit, splitNul } from '../git/run.js';
+import { isUtf8 } from 'node:buffer';
 import { ObjectReader } from '../git/cat-file.js';
 import { IgnoreChecker } from '../git/check-ignore.js';
 import { objectStore, type ObjectStore } from '../git/objects.js';
@@ -115,21 +116,44 @@ const SWEEP_CHUNK = 2000;
  * a chance of 2^-53).
  */
 function statRecord(st: fs.Stats): number {
-  let a = 0x811c9dc5;
-  let b = 0x9747b28c;
-  for (const x of [st.ino, st.size, st.mtimeMs, st.ctimeMs, st.nlink, st.mode]) {
-    const lo = x % 4294967296 | 0;
-    const hi = (x / 4294967296) | 0;
-    const frac = ((x % 1) * 1e6) | 0; // sub-millisecond part of the times
-    a = Math.imul(a ^ lo, 0x01000193);
-    a = Math.imul(a ^ hi, 0x01000193);
-    a = Math.imul(a ^ frac, 0x01000193);
-    b = Math.imul(b ^ frac, 0x5bd1e995);
-    b = Math.imul(b ^ lo, 0x5bd1e995);
-    b = Math.imul(b ^ hi, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  return (a >>> 0) * 2097152 + (b >>> 11);
+  // No array per call (a sweep makes 1M of them).
+  hashA = 0x811c9dc5;
+  hashB = 0x9747b28c;
+  mixStat(st.ino);
+  mixStat(st.size);
+  mixStat(st.mtimeMs);
+  mixStat(st.ctimeMs);
+  mixStat(st.nlink);
+  mixStat(st.mode);
+  return (hashA >>> 0) * 2097152 + (hashB >>> 11);
+}
+
+let hashA = 0;
+let hashB = 0;
+
+function mixStat(x: number): void {
+  const lo = x % 4294967296 | 0;
+  const hi = (x / 4294967296) | 0;
+  const frac = ((x % 1) * 1e6) | 0; // sub-millisecond part of the times
+  let a = hashA;
+  let b = hashB;
+  a = Math.imul(a ^ lo, 0x01000193);
+  a = Math.imul(a ^ hi, 0x01000193);
+  a = Math.imul(a ^ frac, 0x01000193);
+  b = Math.imul(b ^ frac, 0x5bd1e995);
+  b = Math.imul(b ^ lo, 0x5bd1e995);
+  b = Math.imul(b ^ hi, 0x5bd1e995);
+  b ^= b >>> 15;
+  hashA = a;
+  hashB = b;
+}
+
+function phase(what: string): void {
+  if (!process.env.MEMPHASE_LOG) return;
+  const st = fs.readFileSync('/proc/self/status', 'utf8');
+  const v = (k: string) => Math.round(Number(new RegExp(`${k}:\\s+(\\d+)`).exec(st)?.[1]) / 1024);
+  const m = process.memoryUsage();
+  fs.appendFileSync(process.env.MEMPHASE_LOG, `${new Date().toISOString().slice(11, 23)} ${what} hwm=${v('VmHWM')} rss=${v('VmRSS')} heap=${Math.round(m.heapUsed / 2 ** 20)}/${Math.round(m.heapTotal / 2 ** 20)} ext=${Math.round(m.external / 2 ** 20)} ab=${Math.round(m.arrayBuffers / 2 ** 20)}\n`);
 }
 
 function lstatOrNull(file: string | Buffer): fs.Stats | null {
@@ -350,6 +374,15 @@ export class IncrementalSnapshotter {
   }
 
   private async sweepNow(): Promise<SweepResult> {
+    phase(`sweep start baseline=${this.baselineSince !== null}`);
+    try {
+      return await this.sweepNow2();
+    } finally {
+      phase('sweep end');
+    }
+  }
+
+  private async sweepNow2(): Promise<SweepResult> {
     const started = performance.now();
     const res: SweepResult = { files: 0, dirty: 0, ms: 0 };
     // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
@@ -364,13 +397,13 @@ export class IncrementalSnapshotter {
       res.files++;
       if (st?.isDirectory()) return; // a gitlink (nested repositories mean full scans anyway)
       if (st?.isFile() && st.nlink > 1) this.linked.add(p);
-      const rec = this.table.record(p);
+      const now = st ? statRecord(st) : null;
+      // After a full scan, a file without a record takes this one (one lookup for both).
+      const rec = since !== null && now !== null ? this.table.recordOrSet(p, now) : this.table.record(p);
       if (rec === undefined) {
-        if (since === null || !st) return;
         // Read by the full scan that began at `since`: changed after that (racy), it is read again.
-        this.table.setRecord(p, statRecord(st));
-        if (this.racy(st, since)) mark(p);
-      } else if (!st || statRecord(st) !== rec) {
+        if (since !== null && st && this.racy(st, since)) mark(p);
+      } else if (now === null || now !== rec) {
         mark(p);
       }
     };
@@ -383,16 +416,20 @@ export class IncrementalSnapshotter {
     if (since !== null) {
       // The files of the tree, streamed from git (at 1M files its listing is ~50 MB, and as strings far more).
       let stopped = false;
-      await forEachTreePath(this.repo, this.base.tree, async (paths) => {
-        for (const p of paths) {
+      await forEachTreePath(
+        this.repo,
+        this.base.tree,
+        (p) => {
           check(p);
-          if (++n % SWEEP_CHUNK === 0 && !(await breathe())) {
-            stopped = true;
-            return false;
-          }
-        }
-        return true;
-      });
+          n++;
+        },
+        async () => {
+          if (n < SWEEP_CHUNK) return true;
+          n = 0;
+          stopped = !(await breathe());
+          return !stopped;
+        },
+      );
       if (stopped) return res;
       for (const p of [...this.base.skipped.keys()]) {
         check(p);
@@ -446,6 +483,7 @@ export class IncrementalSnapshotter {
   }
 
   private async snapshotNow(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
+    phase('snapshot');
     if (this.closed) throw errors.internal('the incremental snapshotter is closed.');
     this.snapStart = Date.now();
     // Every change made before this call is in what take() returns; changes
@@ -566,8 +604,10 @@ export class IncrementalSnapshotter {
     this.pending.clear();
     this.baselineSince = this.snapStart;
     const scanStart = performance.now();
+    phase('full scan start');
     const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
     this.stats.lastFullMs = performance.now() - scanStart;
+    phase('full scan end');
     this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
     this.recordAfterFull(this.linked, this.snapStart);
     if (this.store) this.tree = new TreeEditor(this.reader, this.store, res.tree);
@@ -610,17 +650,29 @@ export class IncrementalSnapshotter {
    * tracked-ness changed since the last read is added to `changed`.
    */
   private async readUserIndex(changed: Set<string> | null): Promise<UserIndex> {
+    phase('index read');
     const file = path.join(this.repo.gitDir, 'index');
     const key = statKey(file);
     const table = this.table;
     const onPath = (p: string) => {
       if (table.tracked(p)) changed?.add(p);
     };
-    // Directory and name decoded apart (a '/' never splits a UTF-8 sequence): no full path per entry.
+    // Directory and name decoded apart (a '/' never splits a UTF-8 sequence): no full path per entry,
+    // and the directory's string kept while entries of the same directory follow.
+    let lastDirBytes = Buffer.alloc(256);
+    let lastDirLen = -1;
+    let lastDir = '';
     const onName = (bytes: Buffer, start: number, end: number) => {
       let slash = end - 1;
       while (slash >= start && bytes[slash] !== 0x2f) slash--;
-      const dir = slash < start ? '' : bytes.toString('utf8', start, slash);
+      const len = slash < start ? 0 : slash - start;
+      if (len !== lastDirLen || bytes.compare(lastDirBytes, 0, len, start, start + len) !== 0) {
+        if (len > lastDirBytes.length) lastDirBytes = Buffer.alloc(len * 2);
+        bytes.copy(lastDirBytes, 0, start, start + len);
+        lastDirLen = len;
+        lastDir = len === 0 ? '' : bytes.toString('utf8', start, slash);
+      }
+      const dir = lastDir;
       const name = bytes.toString('utf8', slash + 1, end);
       if (table.trackedAt(dir, name)) changed?.add(dir === '' ? name : `${dir}/${name}`);
     };
@@ -910,11 +962,12 @@ class Walk {
 }
 
 /**
- * The file paths of a tree (`ls-tree -r --name-only`), streamed: `onPaths`
- * gets each chunk's names and git waits while it runs (a listing of 1M paths
- * is never held); it returns false to stop early.
+ * The file paths of a tree (`ls-tree -r --name-only`), streamed: `onPath`
+ * gets each name, decoded only then (no array of a chunk's names outlives a
+ * scavenge), and `between` runs after each chunk of git's output (git waits
+ * meanwhile; false stops it). A listing of 1M paths is never held.
  */
-async function forEachTreePath(repo: Repo, tree: string, onPaths: (paths: string[]) => Promise<boolean>): Promise<void> {
+async function forEachTreePath(repo: Repo, tree: string, onPath: (p: string) => void, between: () => Promise<boolean>): Promise<void> {
   const args = ['ls-tree', '-r', '-z', '--name-only', '--full-tree', tree];
   const child = spawnGit(args, { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } });
   child.stdin.end();
@@ -938,7 +991,14 @@ async function forEachTreePath(repo: Repo, tree: string, onPaths: (paths: string
         continue;
       }
       carry = last + 1 < buf.length ? Buffer.from(buf.subarray(last + 1)) : null;
-      if (!(await onPaths(splitNul(buf.subarray(0, last + 1))))) {
+      // As splitNul decodes (a name that is not UTF-8 keeps its bytes as lone surrogates).
+      const utf8 = isUtf8(buf.subarray(0, last + 1));
+      for (let at = 0; at <= last; ) {
+        const nul = buf.indexOf(0, at);
+        onPath(utf8 ? buf.toString('utf8', at, nul) : decodeName(buf.subarray(at, nul)));
+        at = nul + 1;
+      }
+      if (!(await between())) {
         stopped = true;
         break;
       }

@@ -213,6 +213,17 @@ export class PathTable {
     return e[0].recAt(e[1]);
   }
 
+  /** The record of p if one is held; else rec becomes its record (and undefined is returned). */
+  recordOrSet(p: string, rec: number): number | undefined {
+    const [d, i] = this.entry(p, true);
+    const f = d.flagsAt(i);
+    if (f & RECORDED) return d.recAt(i);
+    this.records++;
+    d.setFlags(i, f | RECORDED);
+    d.setRec(i, rec);
+    return undefined;
+  }
+
   setRecord(p: string, rec: number): void {
     const [d, i] = this.entry(p, true);
     const f = d.flagsAt(i);
