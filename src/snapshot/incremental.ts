@@ -148,12 +148,14 @@ function mixStat(x: number): void {
   hashB = b;
 }
 
+const peakMem = { heap: 0, ext: 0, rss: 0 };
 function phase(what: string): void {
   if (!process.env.MEMPHASE_LOG) return;
   const st = fs.readFileSync('/proc/self/status', 'utf8');
   const v = (k: string) => Math.round(Number(new RegExp(`${k}:\\s+(\\d+)`).exec(st)?.[1]) / 1024);
   const m = process.memoryUsage();
-  fs.appendFileSync(process.env.MEMPHASE_LOG, `${new Date().toISOString().slice(11, 23)} ${what} hwm=${v('VmHWM')} rss=${v('VmRSS')} heap=${Math.round(m.heapUsed / 2 ** 20)}/${Math.round(m.heapTotal / 2 ** 20)} ext=${Math.round(m.external / 2 ** 20)} ab=${Math.round(m.arrayBuffers / 2 ** 20)}\n`);
+  fs.appendFileSync(process.env.MEMPHASE_LOG, `${new Date().toISOString().slice(11, 23)} ${what} hwm=${v('VmHWM')} rss=${v('VmRSS')} heap=${Math.round(m.heapUsed / 2 ** 20)}/${Math.round(m.heapTotal / 2 ** 20)} ext=${Math.round(m.external / 2 ** 20)} ab=${Math.round(m.arrayBuffers / 2 ** 20)} peak: heap=${Math.round(peakMem.heap / 2 ** 20)} ext=${Math.round(peakMem.ext / 2 ** 20)} rss=${Math.round(peakMem.rss / 2 ** 20)}\n`);
+  peakMem.heap = peakMem.ext = peakMem.rss = 0;
 }
 
 function lstatOrNull(file: string | Buffer): fs.Stats | null {
@@ -410,6 +412,12 @@ export class IncrementalSnapshotter {
     // lstat calls between turns of the event loop (calls keep being read meanwhile).
     let n = 0;
     const breathe = async (): Promise<boolean> => {
+      if (process.env.MEMPHASE_LOG) {
+        const m = process.memoryUsage();
+        peakMem.heap = Math.max(peakMem.heap, m.heapTotal);
+        peakMem.ext = Math.max(peakMem.ext, m.external);
+        peakMem.rss = Math.max(peakMem.rss, m.rss);
+      }
       await new Promise((r) => setImmediate(r));
       return !this.closed;
     };
@@ -967,6 +975,8 @@ class Walk {
  * scavenge), and `between` runs after each chunk of git's output (git waits
  * meanwhile; false stops it). A listing of 1M paths is never held.
  */
+const NO_BYTES = Buffer.alloc(0);
+
 async function forEachTreePath(repo: Repo, tree: string, onPath: (p: string) => void, between: () => Promise<boolean>): Promise<void> {
   const args = ['ls-tree', '-r', '-z', '--name-only', '--full-tree', tree];
   const child = spawnGit(args, { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } });
@@ -979,25 +989,33 @@ async function forEachTreePath(repo: Repo, tree: string, onPath: (p: string) => 
     child.on('error', (e) => resolve(e));
     child.on('close', (code) => resolve(code ?? 128));
   });
-  let carry: Buffer | null = null;
+  // Git's chunks are copied into one buffer kept for the whole listing and dropped at once: a chunk kept
+  // while its ~1000 paths are lstat'ed outlives scavenges, and promoted chunks piled up (+50 MB external at 1M).
+  let work = Buffer.allocUnsafe(1 << 17);
+  let have = 0;
   let stopped = false;
   let read = false;
   try {
-    for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
-      const buf: Buffer = carry ? Buffer.concat([carry, chunk]) : chunk;
-      const last = buf.lastIndexOf(0);
-      if (last < 0) {
-        carry = Buffer.from(buf);
-        continue;
+    for await (let chunk of child.stdout as AsyncIterable<Buffer>) {
+      if (have + chunk.length > work.length) {
+        const grown = Buffer.allocUnsafe(Math.max(2 * work.length, have + chunk.length));
+        work.copy(grown, 0, 0, have);
+        work = grown;
       }
-      carry = last + 1 < buf.length ? Buffer.from(buf.subarray(last + 1)) : null;
+      chunk.copy(work, have);
+      have += chunk.length;
+      chunk = NO_BYTES;
+      const last = have > 0 ? work.lastIndexOf(0, have - 1) : -1;
+      if (last < 0) continue;
       // As splitNul decodes (a name that is not UTF-8 keeps its bytes as lone surrogates).
-      const utf8 = isUtf8(buf.subarray(0, last + 1));
+      const utf8 = isUtf8(work.subarray(0, last + 1));
       for (let at = 0; at <= last; ) {
-        const nul = buf.indexOf(0, at);
-        onPath(utf8 ? buf.toString('utf8', at, nul) : decodeName(buf.subarray(at, nul)));
+        const nul = work.indexOf(0, at);
+        onPath(utf8 ? work.toString('utf8', at, nul) : decodeName(work.subarray(at, nul)));
         at = nul + 1;
       }
+      work.copy(work, 0, last + 1, have);
+      have -= last + 1;
       if (!(await between())) {
         stopped = true;
         break;
@@ -1011,7 +1029,7 @@ async function forEachTreePath(repo: Repo, tree: string, onPath: (p: string) => 
   const end = await closed;
   if (stopped) return;
   if (end instanceof Error) throw errors.gitFailed(`could not start git: ${end.message}`, { cause: end });
-  if (end !== 0 || carry) {
+  if (end !== 0 || have > 0) {
     throw errors.gitFailed(`git ls-tree failed: ${stderr.trim().split('\n').slice(-1)[0] || `exit ${end}`}`, { data: { args, exitCode: end, stderr } });
   }
 }
