@@ -148,16 +148,6 @@ function mixStat(x: number): void {
   hashB = b;
 }
 
-const peakMem = { heap: 0, ext: 0, rss: 0 };
-function phase(what: string): void {
-  if (!process.env.MEMPHASE_LOG) return;
-  const st = fs.readFileSync('/proc/self/status', 'utf8');
-  const v = (k: string) => Math.round(Number(new RegExp(`${k}:\\s+(\\d+)`).exec(st)?.[1]) / 1024);
-  const m = process.memoryUsage();
-  fs.appendFileSync(process.env.MEMPHASE_LOG, `${new Date().toISOString().slice(11, 23)} ${what} hwm=${v('VmHWM')} rss=${v('VmRSS')} heap=${Math.round(m.heapUsed / 2 ** 20)}/${Math.round(m.heapTotal / 2 ** 20)} ext=${Math.round(m.external / 2 ** 20)} ab=${Math.round(m.arrayBuffers / 2 ** 20)} peak: heap=${Math.round(peakMem.heap / 2 ** 20)} ext=${Math.round(peakMem.ext / 2 ** 20)} rss=${Math.round(peakMem.rss / 2 ** 20)}\n`);
-  peakMem.heap = peakMem.ext = peakMem.rss = 0;
-}
-
 function lstatOrNull(file: string | Buffer): fs.Stats | null {
   try {
     return fs.lstatSync(file, { throwIfNoEntry: false }) ?? null;
@@ -376,15 +366,6 @@ export class IncrementalSnapshotter {
   }
 
   private async sweepNow(): Promise<SweepResult> {
-    phase(`sweep start baseline=${this.baselineSince !== null}`);
-    try {
-      return await this.sweepNow2();
-    } finally {
-      phase('sweep end');
-    }
-  }
-
-  private async sweepNow2(): Promise<SweepResult> {
     const started = performance.now();
     const res: SweepResult = { files: 0, dirty: 0, ms: 0 };
     // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
@@ -412,12 +393,6 @@ export class IncrementalSnapshotter {
     // lstat calls between turns of the event loop (calls keep being read meanwhile).
     let n = 0;
     const breathe = async (): Promise<boolean> => {
-      if (process.env.MEMPHASE_LOG) {
-        const m = process.memoryUsage();
-        peakMem.heap = Math.max(peakMem.heap, m.heapTotal);
-        peakMem.ext = Math.max(peakMem.ext, m.external);
-        peakMem.rss = Math.max(peakMem.rss, m.rss);
-      }
       await new Promise((r) => setImmediate(r));
       return !this.closed;
     };
@@ -491,7 +466,6 @@ export class IncrementalSnapshotter {
   }
 
   private async snapshotNow(opts: { settings: Settings; parentTree: string | null }): Promise<IncrementalResult> {
-    phase('snapshot');
     if (this.closed) throw errors.internal('the incremental snapshotter is closed.');
     this.snapStart = Date.now();
     // Every change made before this call is in what take() returns; changes
@@ -612,10 +586,8 @@ export class IncrementalSnapshotter {
     this.pending.clear();
     this.baselineSince = this.snapStart;
     const scanStart = performance.now();
-    phase('full scan start');
     const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
     this.stats.lastFullMs = performance.now() - scanStart;
-    phase('full scan end');
     this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
     this.recordAfterFull(this.linked, this.snapStart);
     if (this.store) this.tree = new TreeEditor(this.reader, this.store, res.tree);
@@ -658,7 +630,6 @@ export class IncrementalSnapshotter {
    * tracked-ness changed since the last read is added to `changed`.
    */
   private async readUserIndex(changed: Set<string> | null): Promise<UserIndex> {
-    phase('index read');
     const file = path.join(this.repo.gitDir, 'index');
     const key = statKey(file);
     const table = this.table;
