@@ -289,4 +289,41 @@ test('random rounds with writes no event reports: after a sweep, every snapshot 
   }
 });
 
+test('a snapshot taken while a sweep runs stops it at its next turn (no wait for the rest); the next sweep resumes where it stopped and finds the rest', async () => {
+  // 4500 files: the sweep lstats 2000 a turn, so it is still running when the snapshot asks.
+  if (skipWithoutPython()) return;
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 4500; i++) files[`f/${String(i).padStart(4, '0')}.txt`] = `file ${i}\n`;
+  const c = await setup(files);
+  try {
+    const first = await check(c, null, 'first');
+    const baseline = await c.engine.sweep(); // takes the records after the full scan
+    assert.is(baseline.interrupted, false);
+    assert.is(baseline.files, 4500);
+    // Written through mappings that are gone at once: no event, only a sweep finds them. One early in the sweep's order, one late.
+    mmapWrite(path.join(c.t.dir, 'f/0001.txt'), 'EARLY');
+    mmapWrite(path.join(c.t.dir, 'f/4400.txt'), 'LATE!');
+    const sweeps = c.engine.stats.sweeps;
+    const sweeping = c.engine.sweep();
+    // The sweep's first turn runs before this (the queue starts it in a microtask, and it yields after 2000 files).
+    await new Promise((r) => setImmediate(r));
+    const during = await c.engine.snapshot({ settings: c.settings, parentTree: first.tree });
+    const part = await sweeping;
+    assert.is(part.interrupted, true, 'the sweep stopped for the snapshot');
+    assert.is(part.files, 2000, 'it stopped after its first turn');
+    assert.is(c.engine.stats.sweeps, sweeps, 'an interrupted sweep is not counted as done');
+    assert.is(during.mode, 'incremental');
+    assert.is(show(c, during.tree, 'f/0001.txt'), 'EARLY1\n', 'what the sweep found before it stopped is read');
+    assert.is(show(c, during.tree, 'f/4400.txt'), 'file 4400\n', 'the window: not swept yet');
+    const rest = await c.engine.sweep();
+    assert.is(rest.interrupted, false);
+    assert.is(rest.files, 4500, 'resumed: every file lstat\'ed once over the two turns');
+    assert.is(c.engine.stats.sweeps, sweeps + 1);
+    const caught = await check(c, during.tree, 'after the resumed sweep');
+    assert.is(show(c, caught.tree, 'f/4400.txt'), 'LATE!4400\n');
+  } finally {
+    await teardown(c);
+  }
+});
+
 test.run();

@@ -81,6 +81,28 @@ for (const seed of [1, 2, 3, 4, 5]) {
       for (const [p, r] of records) assert.is(table.record(p), r, p);
       assert.equal([...table.recordedPaths()].sort(), [...records.keys()].sort(), `round ${round}: recorded paths`);
       assert.is(table.recordCount, records.size);
+      // A sweep's cursor, stopped and resumed while records are added (tails merged): every path recorded
+      // before and after is given at least once.
+      if (round % 5 === 0) {
+        const before = new Set(records.keys());
+        const cursor = table.recordCursor();
+        const seen = new Set<string>();
+        for (let k = 0; k < 3; k++) {
+          for (let i = 0; i < 40; i++) {
+            const p = cursor.next();
+            if (p) seen.add(p);
+          }
+          for (let i = 0; i < 60; i++) {
+            const p = randomPath(rnd);
+            const rec = Math.floor(rnd() * 2 ** 53);
+            table.setRecord(p, rec);
+            records.set(p, rec);
+          }
+        }
+        for (let p = cursor.next(); p !== null; p = cursor.next()) seen.add(p);
+        for (const p of before) if (records.has(p)) assert.ok(seen.has(p), `round ${round}: the cursor left out ${p}`);
+        for (const p of seen) assert.ok(records.has(p), `round ${round}: the cursor gave ${p}, not recorded`);
+      }
     }
   });
 }

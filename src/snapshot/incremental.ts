@@ -19,6 +19,7 @@ import { snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotRe
 import { diffTrees } from '../git/plumbing.js';
 import { decodeName, fsPath, hasRawBytes, spawnGit, splitNul } from '../git/run.js';
 import { isUtf8 } from 'node:buffer';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { ObjectReader } from '../git/cat-file.js';
 import { IgnoreChecker } from '../git/check-ignore.js';
 import { objectStore, type ObjectStore } from '../git/objects.js';
@@ -58,6 +59,11 @@ export interface SweepResult {
   /** Files the next snapshot reads again: stat changed, racy, or mapped shared-writable now. */
   dirty: number;
   ms: number;
+  /**
+   * A snapshot asked while it ran: it stopped at its next turn and the next
+   * sweep goes on from there (files, dirty and ms count the sweep so far).
+   */
+  interrupted: boolean;
 }
 
 export type IncrementalResult = TreeSnapshotResult & { mode: 'incremental' | 'full' };
@@ -229,6 +235,10 @@ export class IncrementalSnapshotter {
   private sweepTimer: NodeJS.Timeout | null = null;
   private mapsTimer: NodeJS.Timeout | null = null;
   private idleSweepsDone = 0;
+  /** Snapshots queued and not begun: a sweep stops at its next turn for them. */
+  private snapshotsWaiting = 0;
+  /** A sweep a snapshot stopped, resumed by the next one unless a full scan came between (its records are new). */
+  private sweepCursor: { fullScans: number; source: SweepSource; since: number | null; res: SweepResult } | null = null;
 
   private constructor(
     readonly repo: Repo,
@@ -322,7 +332,10 @@ export class IncrementalSnapshotter {
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     this.sweepTimer = null;
     const called = performance.now();
+    // A sweep in progress stops at its next turn (within SWEEP_CHUNK lstat calls) instead of finishing first.
+    this.snapshotsWaiting++;
     const run = this.queue.then(() => {
+      this.snapshotsWaiting--;
       this.stats.lastWaitMs = performance.now() - called;
       return this.snapshotNow(opts);
     });
@@ -338,8 +351,12 @@ export class IncrementalSnapshotter {
    * lstats every file of the last snapshot and compares with what was
    * recorded when its bytes were read; a difference (or a racy stat, or a
    * shared writable mapping now) makes the next snapshot read the file
-   * again. After a full scan it takes the records first. Resolves when done;
-   * snapshots wait for it.
+   * again. After a full scan it takes the records first. Resolves when done,
+   * or when a snapshot asked meanwhile (`interrupted`: the snapshot reads what
+   * it found so far, and the next sweep goes on from where it stopped; what it
+   * has not reached yet is as after the previous sweep: the window of
+   * DEVELOPING.md, "Writes no event reports", which stays bounded by sweeps
+   * being resumed, not restarted).
    */
   sweep(): Promise<SweepResult> {
     const run = this.queue.then(() => this.sweepNow());
@@ -355,7 +372,8 @@ export class IncrementalSnapshotter {
     this.sweepTimer = setTimeout(() => {
       this.sweepTimer = null;
       void this.sweep().then(
-        () => {
+        (res) => {
+          if (res.interrupted) return; // the snapshot that stopped it arms the next one
           this.idleSweepsDone++;
           this.armSweep();
         },
@@ -366,11 +384,21 @@ export class IncrementalSnapshotter {
   }
 
   private async sweepNow(): Promise<SweepResult> {
-    const started = performance.now();
-    const res: SweepResult = { files: 0, dirty: 0, ms: 0 };
+    let started = performance.now();
     // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
-    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return res;
-    const since = this.baselineSince;
+    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return { files: 0, dirty: 0, ms: 0, interrupted: false };
+    let cur = this.sweepCursor;
+    // A full scan since the stopped sweep took the records again: start over.
+    if (!cur || cur.fullScans !== this.stats.full) {
+      cur?.source.close();
+      const since = this.baselineSince;
+      // After a full scan: the files of its tree, streamed from git (at 1M files its listing is ~50 MB, and as
+      // strings far more), then the skipped files; else the records, directory by directory.
+      const source: SweepSource = since !== null ? new BaselineSource(new TreeListing(this.repo, this.base.tree), [...this.base.skipped.keys()]) : this.table.recordCursor();
+      cur = { fullScans: this.stats.full, source, since, res: { files: 0, dirty: 0, ms: 0, interrupted: false } };
+    }
+    this.sweepCursor = cur;
+    const { source, since, res } = cur;
     const mark = (p: string) => {
       if (!this.pending.has(p)) res.dirty++;
       this.pending.add(p);
@@ -390,47 +418,46 @@ export class IncrementalSnapshotter {
         mark(p);
       }
     };
-    // lstat calls between turns of the event loop (calls keep being read meanwhile).
-    let n = 0;
-    const breathe = async (): Promise<boolean> => {
-      await new Promise((r) => setImmediate(r));
-      return !this.closed;
+    const stop = (): SweepResult => {
+      res.ms += performance.now() - started;
+      return { ...res, interrupted: true };
     };
-    if (since !== null) {
-      // The files of the tree, streamed from git (at 1M files its listing is ~50 MB, and as strings far more).
-      let stopped = false;
-      await forEachTreePath(
-        this.repo,
-        this.base.tree,
-        (p) => {
-          check(p);
-          n++;
-        },
-        async () => {
-          if (n < SWEEP_CHUNK) return true;
+    // A turn of the event loop every SWEEP_CHUNK lstat calls (calls keep being read meanwhile); a snapshot
+    // asked stops the sweep there, and the next sweep goes on from the same place in the same source.
+    let n = 0;
+    try {
+      for (;;) {
+        if (n === SWEEP_CHUNK) {
           n = 0;
-          stopped = !(await breathe());
-          return !stopped;
-        },
-      );
-      if (stopped) return res;
-      for (const p of [...this.base.skipped.keys()]) {
+          res.ms += performance.now() - started;
+          await new Promise((r) => setImmediate(r));
+          started = performance.now();
+          if (this.closed) return stop();
+        }
+        if (n === 0 && this.snapshotsWaiting > 0) return stop();
+        const p = source.next();
+        if (p === null) break;
+        if (p === undefined) {
+          await source.fill();
+          if (this.closed) return stop();
+          continue;
+        }
         check(p);
-        if (++n % SWEEP_CHUNK === 0 && !(await breathe())) return res;
+        n++;
       }
-    } else {
-      // Only this sweep changes the table meanwhile (snapshots wait for it), and it sets no record now.
-      for (const p of this.table.recordedPaths()) {
-        check(p);
-        if (++n % SWEEP_CHUNK === 0 && !(await breathe())) return res;
-      }
+    } catch (e) {
+      source.close();
+      this.sweepCursor = null;
+      throw e;
     }
+    source.close();
     for (const p of this.mapped?.scan() ?? []) mark(p);
     if (this.baselineSince === since) this.baselineSince = null;
-    res.ms = performance.now() - started;
+    this.sweepCursor = null;
+    res.ms += performance.now() - started;
     this.stats.sweeps++;
     this.stats.lastSweep = res;
-    return res;
+    return { ...res };
   }
 
   /** Whether a later write to this file could leave its stat as it is (a timestamp within racyMs of `at`). */
@@ -582,6 +609,8 @@ export class IncrementalSnapshotter {
     }
     // Records are taken again for what this scan reads: the hard-linked files now (they are checked at
     // every snapshot), the rest by the next sweep.
+    this.sweepCursor?.source.close(); // a stopped sweep starts over after this scan
+    this.sweepCursor = null;
     this.table.clearRecords();
     this.pending.clear();
     this.baselineSince = this.snapStart;
@@ -763,6 +792,8 @@ export class IncrementalSnapshotter {
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     if (this.mapsTimer) clearInterval(this.mapsTimer);
     await this.queue.catch(() => undefined);
+    this.sweepCursor?.source.close();
+    this.sweepCursor = null;
     this.watcher.close();
     await Promise.all([this.reader.close(), this.checker.close()]);
   }
@@ -946,61 +977,123 @@ class Walk {
  * scavenge), and `between` runs after each chunk of git's output (git waits
  * meanwhile; false stops it). A listing of 1M paths is never held.
  */
-const NO_BYTES = Buffer.alloc(0);
+/** Where a sweep takes its paths; it can stop and go on later. */
+interface SweepSource {
+  /** The next path; undefined when more must be read first (fill), null at the end. */
+  next(): string | null | undefined;
+  fill(): Promise<void>;
+  close(): void;
+}
 
-async function forEachTreePath(repo: Repo, tree: string, onPath: (p: string) => void, between: () => Promise<boolean>): Promise<void> {
-  const args = ['ls-tree', '-r', '-z', '--name-only', '--full-tree', tree];
-  const child = spawnGit(args, { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } });
-  child.stdin.end();
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => {
-    if (stderr.length < 4096) stderr += d.toString('utf8');
-  });
-  const closed = new Promise<number | Error>((resolve) => {
-    child.on('error', (e) => resolve(e));
-    child.on('close', (code) => resolve(code ?? 128));
-  });
-  // Git's chunks are copied into one buffer kept for the whole listing and dropped at once: a chunk kept
-  // while its ~1000 paths are lstat'ed outlives scavenges, and promoted chunks piled up (+50 MB external at 1M).
-  let work = Buffer.allocUnsafe(1 << 17);
-  let have = 0;
-  let stopped = false;
-  let read = false;
-  try {
-    for await (let chunk of child.stdout as AsyncIterable<Buffer>) {
-      if (have + chunk.length > work.length) {
-        const grown = Buffer.allocUnsafe(Math.max(2 * work.length, have + chunk.length));
-        work.copy(grown, 0, 0, have);
-        work = grown;
-      }
-      chunk.copy(work, have);
-      have += chunk.length;
-      chunk = NO_BYTES;
-      const last = have > 0 ? work.lastIndexOf(0, have - 1) : -1;
-      if (last < 0) continue;
+/**
+ * The file paths of a tree (`ls-tree -r --name-only`), streamed: each name is
+ * decoded only when asked for, and git waits (its pipe full) while the sweep
+ * lstats or stops for a snapshot. A listing of 1M paths is never held.
+ */
+class TreeListing {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly chunks: AsyncIterator<Buffer>;
+  private readonly exit: Promise<number | Error>;
+  private readonly args: string[];
+  private stderr = '';
+  // Git's chunks are copied into one buffer kept for the whole listing: a chunk kept while its ~1000 paths
+  // are lstat'ed outlives scavenges, and promoted chunks piled up (+50 MB external at 1M files).
+  private work = Buffer.allocUnsafe(1 << 17);
+  private have = 0;
+  /** The next name starts here; names end at NULs up to `end` (the last complete one). */
+  private at = 0;
+  private end = -1;
+  private utf8 = true;
+  private done = false;
+
+  constructor(repo: Repo, tree: string) {
+    this.args = ['ls-tree', '-r', '-z', '--name-only', '--full-tree', tree];
+    this.child = spawnGit(this.args, { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } });
+    this.child.stdin.end();
+    this.child.stderr.on('data', (d: Buffer) => {
+      if (this.stderr.length < 4096) this.stderr += d.toString('utf8');
+    });
+    this.exit = new Promise((resolve) => {
+      this.child.on('error', (e) => resolve(e));
+      this.child.on('close', (code) => resolve(code ?? 128));
+    });
+    this.chunks = (this.child.stdout as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  }
+
+  next(): string | null | undefined {
+    if (this.at <= this.end) {
+      const nul = this.work.indexOf(0, this.at);
       // As splitNul decodes (a name that is not UTF-8 keeps its bytes as lone surrogates).
-      const utf8 = isUtf8(work.subarray(0, last + 1));
-      for (let at = 0; at <= last; ) {
-        const nul = work.indexOf(0, at);
-        onPath(utf8 ? work.toString('utf8', at, nul) : decodeName(work.subarray(at, nul)));
-        at = nul + 1;
+      const p = this.utf8 ? this.work.toString('utf8', this.at, nul) : decodeName(this.work.subarray(this.at, nul));
+      this.at = nul + 1;
+      return p;
+    }
+    return this.done ? null : undefined;
+  }
+
+  async fill(): Promise<void> {
+    this.work.copy(this.work, 0, this.at, this.have);
+    this.have -= this.at;
+    this.at = 0;
+    this.end = -1;
+    for (;;) {
+      const r = await this.chunks.next();
+      if (r.done) {
+        this.done = true;
+        const code = await this.exit;
+        if (code instanceof Error) throw errors.gitFailed(`could not start git: ${code.message}`, { cause: code });
+        if (code !== 0 || this.have > 0) {
+          throw errors.gitFailed(`git ls-tree failed: ${this.stderr.trim().split('\n').slice(-1)[0] || `exit ${code}`}`, { data: { args: this.args, exitCode: code, stderr: this.stderr } });
+        }
+        return;
       }
-      work.copy(work, 0, last + 1, have);
-      have -= last + 1;
-      if (!(await between())) {
-        stopped = true;
-        break;
+      const chunk = r.value;
+      if (this.have + chunk.length > this.work.length) {
+        const grown = Buffer.allocUnsafe(Math.max(2 * this.work.length, this.have + chunk.length));
+        this.work.copy(grown, 0, 0, this.have);
+        this.work = grown;
+      }
+      chunk.copy(this.work, this.have);
+      this.have += chunk.length;
+      const last = this.work.lastIndexOf(0, this.have - 1);
+      if (last >= 0) {
+        this.end = last;
+        this.utf8 = isUtf8(this.work.subarray(0, last + 1));
+        return;
       }
     }
-    read = true;
-  } finally {
-    // Stopped early or failed midway: git need not list the rest.
-    if (stopped || !read) child.kill();
   }
-  const end = await closed;
-  if (stopped) return;
-  if (end instanceof Error) throw errors.gitFailed(`could not start git: ${end.message}`, { cause: end });
-  if (end !== 0 || have > 0) {
-    throw errors.gitFailed(`git ls-tree failed: ${stderr.trim().split('\n').slice(-1)[0] || `exit ${end}`}`, { data: { args, exitCode: end, stderr } });
+
+  /** Stops git when it has not listed everything (a sweep started over, the engine closed). */
+  close(): void {
+    if (this.done) return;
+    this.done = true;
+    this.at = 0;
+    this.end = -1;
+    this.child.kill();
+    void this.chunks.return?.().catch(() => undefined);
+  }
+}
+
+/** The first sweep after a full scan: the files of its tree, then the skipped files. */
+class BaselineSource implements SweepSource {
+  private i = 0;
+  constructor(
+    private readonly listing: TreeListing,
+    private readonly skipped: string[],
+  ) {}
+
+  next(): string | null | undefined {
+    const p = this.listing.next();
+    if (p !== null) return p;
+    return this.i < this.skipped.length ? (this.skipped[this.i++] as string) : null;
+  }
+
+  fill(): Promise<void> {
+    return this.listing.fill();
+  }
+
+  close(): void {
+    this.listing.close();
   }
 }

@@ -42,6 +42,8 @@ class DirFiles {
   tailNames: string[] | null = null;
   tailFlags: number[] | null = null;
   tailRecs: number[] | null = null;
+  /** Bumped when slots move (a merge): a cursor on this directory starts it over. */
+  version = 0;
 
   get size(): number {
     return this.count + (this.tailNames?.length ?? 0);
@@ -146,6 +148,7 @@ class DirFiles {
     this.data = data;
     this.joined = n ? `${names.join('/')}/` : '';
     this.count = n;
+    this.version++;
     this.tailNames = null;
     this.tailFlags = null;
     this.tailRecs = null;
@@ -262,6 +265,50 @@ export class PathTable {
     for (const [dir, d] of [...this.byDir]) {
       for (let i = 0; i < d.size; i++) if (d.flagsAt(i) & RECORDED) yield join(dir, d.nameAt(i));
     }
+  }
+
+  /**
+   * The recorded paths from now on, directory by directory, as a sweep takes
+   * them: it can stop and go on later while snapshots change the table.
+   * Directories added since it began are left out (their records are newer
+   * than the sweep); a directory whose slots moved meanwhile is gone through
+   * again from its start (some files lstat'ed twice, none left out).
+   */
+  recordCursor(): { next(): string | null; fill(): Promise<void>; close(): void } {
+    const dirs = [...this.byDir.keys()];
+    let di = 0;
+    let d: DirFiles | null = null;
+    let version = 0;
+    let ni = 0;
+    return {
+      next: () => {
+        while (di < dirs.length) {
+          const dir = dirs[di] as string;
+          const now = this.byDir.get(dir);
+          if (!now) {
+            di++;
+            d = null;
+            continue;
+          }
+          if (now !== d || now.version !== version) {
+            d = now;
+            version = now.version;
+            ni = 0;
+          }
+          while (ni < now.size) {
+            const i = ni++;
+            if (now.flagsAt(i) & RECORDED) return join(dir, now.nameAt(i));
+          }
+          di++;
+          d = null;
+        }
+        return null;
+      },
+      fill: () => Promise.resolve(),
+      close: () => {
+        di = dirs.length;
+      },
+    };
   }
 
   /**
