@@ -8,6 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { git, type BenchEnv } from './measure.js';
 import type { Layout, RepoSpec } from './args.js';
+import { quiesceAgentsnap } from './server.js';
 
 /** Bump when the generator changes, so stale caches are regenerated. */
 const GENERATOR_VERSION = 1;
@@ -382,5 +383,6 @@ export function resetRepo(repo: BenchRepo, env: BenchEnv, log: (s: string) => vo
 export function removeAgentsnapState(repo: BenchRepo, env: BenchEnv): void {
   const refs = git(env, repo.dir, ['for-each-ref', '--format=delete %(refname)', 'refs/agent/', 'refs/agentsnap/']);
   if (refs) git(env, repo.dir, ['update-ref', '--stdin'], refs);
-  fs.rmSync(path.join(repo.dir, '.git', 'agentsnap'), { recursive: true, force: true });
+  quiesceAgentsnap(repo.dir);
+  fs.rmSync(path.join(repo.dir, '.git', 'agentsnap'), { recursive: true, force: true, maxRetries: 5 });
 }

@@ -192,3 +192,46 @@ export function vmHwmMiB(pid: number): number | null {
     return null;
   }
 }
+
+/** agentsnap Node processes (by /proc: cwd is `dir`, an argument ends in agentsnap.js or cli.bundle.js), with their arguments. */
+function agentsnapProcessesIn(dir: string): { pid: number; server: boolean }[] {
+  const out: { pid: number; server: boolean }[] = [];
+  let real = dir;
+  try {
+    real = fs.realpathSync(dir);
+  } catch {
+    return out;
+  }
+  for (const name of fs.readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/cwd`) !== real) continue;
+      const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (!args.some((a) => a.endsWith('agentsnap.js') || a.endsWith('cli.bundle.js'))) continue;
+      out.push({ pid, server: args.includes('server') && args.includes('run') });
+    } catch {
+      /* gone, or not ours */
+    }
+  }
+  return out;
+}
+
+/**
+ * Before agentsnap's state of a bench repository is deleted: a server that was
+ * still starting when `server stop` asked (no pid file yet: it answered "none")
+ * is stopped, and background work (the end-of-session pack) gets 10 s to end
+ * before it is killed, so nothing writes into the directory being removed.
+ */
+export function quiesceAgentsnap(dir: string): void {
+  if (process.platform !== 'linux') return;
+  for (let waited = 0; waited < 10_000; waited += 50) {
+    const procs = agentsnapProcessesIn(dir);
+    if (procs.length === 0) return;
+    for (const p of procs) if (p.server) signal(p.pid, 'SIGTERM');
+    sleepMs(50);
+  }
+  for (const p of agentsnapProcessesIn(dir)) signal(p.pid, 'SIGKILL');
+  sleepMs(100);
+}
+

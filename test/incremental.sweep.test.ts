@@ -326,4 +326,34 @@ test('a snapshot taken while a sweep runs stops it at its next turn (no wait for
   }
 });
 
+test('the first sweep after a full scan (git\'s listing, streamed) stopped by a snapshot resumes in the same listing: every file once, a write meanwhile found', async () => {
+  if (skipWithoutPython()) return;
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 4500; i++) files[`f/${String(i).padStart(4, '0')}.txt`] = `file ${i}\n`;
+  files['g/other.txt'] = 'other\n';
+  const c = await setup(files);
+  try {
+    const first = await check(c, null, 'first');
+    const sweeping = c.engine.sweep(); // the baseline: git's listing of the tree, then the records taken
+    await new Promise((r) => setImmediate(r));
+    const during = await c.engine.snapshot({ settings: c.settings, parentTree: first.tree });
+    const part = await sweeping;
+    assert.is(part.interrupted, true, 'the baseline stopped for the snapshot');
+    assert.ok(part.files < 4501, `stopped early (${part.files} files)`);
+    assert.is(during.mode, 'incremental');
+    // No event: only a stat finds it (after the full scan: racy, read again).
+    mmapWrite(path.join(c.t.dir, 'f/4400.txt'), 'LATE!');
+    const rest = await c.engine.sweep();
+    assert.is(rest.interrupted, false);
+    assert.is(rest.files, 4501, 'resumed in the same listing: every file lstat\'ed once');
+    const caught = await check(c, during.tree, 'after the resumed baseline');
+    assert.is(show(c, caught.tree, 'f/4400.txt'), 'LATE!4400\n');
+    // The records are all taken: the next sweep goes over the table, every file once.
+    const next = await c.engine.sweep();
+    assert.is(next.files, 4501);
+  } finally {
+    await teardown(c);
+  }
+});
+
 test.run();

@@ -1,7 +1,7 @@
 // Reads the paths of a git index file (versions 2, 3 and 4) without a git
 // process and without holding git's text listing of 100k entries in memory
 // (`ls-files -s` output, its string and its split copies cost ~50 MB at
-// 100k files; this costs the file's bytes and the path strings).
+// 100k files). The file is read in chunks of INDEX_CHUNK bytes, never whole.
 // Returns null for what it does not read (split index, unknown version or a
 // malformed file): the caller then asks git.
 import fs from 'node:fs';
@@ -20,6 +20,17 @@ export function readIndexPaths(file: string): IndexPaths | null {
     paths[i] = bytes.toString('utf8', start, end);
   });
   return res && { paths, unsupported: res.unsupported };
+}
+
+/**
+ * Calls `onName` with each entry's name as bytes (bytes[start, end), valid
+ * only during the call) in index order, reading the file in chunks (no buffer
+ * of the whole file, no array of every path); null for what it does not read
+ * (possibly after some calls: the caller asks git then).
+ */
+export function forEachIndexName(file: string, onName: (bytes: Buffer, start: number, end: number) => void, chunk = INDEX_CHUNK): { unsupported: string | null } | null {
+  const res = walkIndex(file, () => undefined, (_i, bytes, start, end) => onName(bytes, start, end), chunk);
+  return res && { unsupported: res.unsupported };
 }
 
 export interface IndexFacts {
@@ -47,77 +58,157 @@ export function readIndexFacts(file: string): IndexFacts | null {
   return res && { unsupported: res.unsupported ?? (res.intentToAdd !== null ? `intent-to-add entry in the index: ${res.intentToAdd}` : null), attributesFiles };
 }
 
+/**
+ * A window on an open file, read in chunks by position: an index of 1M
+ * entries (~140 MB) is walked without holding it (issue 19: the warm
+ * server's peak).
+ */
+class FileWindow {
+  buf: Buffer;
+  /** File offset of buf[0]. */
+  start = 0;
+  /** Valid bytes in buf. */
+  len = 0;
+  constructor(
+    private readonly fd: number,
+    readonly size: number,
+    chunk: number,
+  ) {
+    this.buf = Buffer.allocUnsafe(Math.max(64, Math.min(size, chunk)));
+  }
+
+  /** Makes bytes [p, p + n) of the file readable at buf[p - start]; false past the end of the file. */
+  ensure(p: number, n: number): boolean {
+    if (p >= this.start && p + n <= this.start + this.len) return true;
+    if (p + n > this.size) return false;
+    let keep = 0;
+    const target = n > this.buf.length ? Buffer.allocUnsafe(Math.max(n, this.buf.length * 2)) : this.buf;
+    if (p >= this.start && p < this.start + this.len) {
+      keep = this.start + this.len - p;
+      this.buf.copy(target, 0, p - this.start, this.start + this.len);
+    }
+    this.buf = target;
+    this.start = p;
+    this.len = keep;
+    while (this.len < this.buf.length && this.start + this.len < this.size) {
+      const got = fs.readSync(this.fd, this.buf, this.len, this.buf.length - this.len, this.start + this.len);
+      if (got === 0) break;
+      this.len += got;
+    }
+    return p + n <= this.start + this.len;
+  }
+}
+
+/** Bytes of the index read at a time. */
+const INDEX_CHUNK = 1 << 20;
+
 /** Calls `onEntry` with each entry's name (bytes[start, end), valid only during the call); null for what it does not read. */
 function walkIndex(
   file: string,
   onCount: (count: number) => void,
   onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number) => void,
+  chunk = INDEX_CHUNK,
 ): { unsupported: string | null; intentToAdd: string | null; sparse: boolean } | null {
-  let buf: Buffer;
+  let fd: number;
   try {
-    buf = fs.readFileSync(file);
+    fd = fs.openSync(file, 'r');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { unsupported: null, intentToAdd: null, sparse: false };
     return null;
   }
-  if (buf.length < 12 || buf.toString('latin1', 0, 4) !== 'DIRC') return null;
-  const version = buf.readUInt32BE(4);
+  try {
+    return walkIndexFd(fd, onCount, onEntry, chunk);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === undefined) throw e;
+    return null; // unreadable midway: the caller asks git
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function walkIndexFd(
+  fd: number,
+  onCount: (count: number) => void,
+  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number) => void,
+  chunk: number,
+): { unsupported: string | null; intentToAdd: string | null; sparse: boolean } | null {
+  const w = new FileWindow(fd, fs.fstatSync(fd).size, chunk);
+  if (!w.ensure(0, 12) || w.buf.toString('latin1', 0, 4) !== 'DIRC') return null;
+  const version = w.buf.readUInt32BE(4);
   if (version < 2 || version > 4) return null;
-  const count = buf.readUInt32BE(8);
+  const count = w.buf.readUInt32BE(8);
   onCount(count);
   const hashLen = 20; // sha1 repositories only (callers check the object format)
   let unsupported: string | null = null;
   let intentToAdd: string | null = null;
-  let at = 12;
+  let at = 12; // a file offset
   // Version 4 names are rebuilt in one growing buffer.
   let prev = Buffer.alloc(version === 4 ? 4096 : 0);
   let prevLen = 0;
   for (let i = 0; i < count; i++) {
-    if (at + 62 > buf.length) return null;
-    const mode = buf.readUInt32BE(at + 24);
-    const flags = buf.readUInt16BE(at + 40 + hashLen);
-    let pathAt = at + 42 + hashLen;
+    // Offsets below are from `at` (the entry's file offset); o is where `at` sits in the window.
+    if (!w.ensure(at, 62)) return null;
+    let o = at - w.start;
+    const mode = w.buf.readUInt32BE(o + 24);
+    const flags = w.buf.readUInt16BE(o + 40 + hashLen);
+    let p = 42 + hashLen;
     let extended = 0;
     if (flags & 0x4000) {
       if (version < 3) return null;
-      extended = buf.readUInt16BE(pathAt);
-      pathAt += 2;
+      if (!w.ensure(at, p + 2)) return null;
+      o = at - w.start;
+      extended = w.buf.readUInt16BE(o + p);
+      p += 2;
     }
+    let strip = 0;
+    if (version === 4) {
+      // Prefix compression: a varint of bytes to drop from the previous path, then the rest.
+      const need = Math.min(p + 16, w.size - at);
+      if (need <= p || !w.ensure(at, need)) return null;
+      o = at - w.start;
+      let c = w.buf[o + p++] as number;
+      strip = c & 127;
+      while (c & 128) {
+        if (p >= need) return null;
+        c = w.buf[o + p++] as number;
+        strip = ((strip + 1) << 7) | (c & 127);
+      }
+    }
+    // The name ends at a NUL: scan, reading on (the entry kept in the window) until it is found.
+    let q = p;
+    for (;;) {
+      const b = w.buf;
+      const end = w.len - o;
+      while (q < end && b[o + q] !== 0) q++; // a loop, not indexOf: no native call per entry
+      if (q < end) break;
+      const want = Math.min(q + 4096, w.size - at);
+      if (want <= q || !w.ensure(at, want)) return null;
+      o = at - w.start;
+    }
+    const buf = w.buf;
     let nameBuf: Buffer;
     let nameStart: number;
     let nameEnd: number;
     if (version === 4) {
-      // Prefix compression: a varint of bytes to drop from the previous path, then the rest.
-      let c = buf[pathAt++] as number;
-      let strip = c & 127;
-      while (c & 128) {
-        c = buf[pathAt++] as number;
-        strip = ((strip + 1) << 7) | (c & 127);
-      }
-      let nul = pathAt;
-      while (nul < buf.length && buf[nul] !== 0) nul++; // a loop, not indexOf: no native call per entry
-      if (nul >= buf.length || strip > prevLen) return null;
+      if (strip > prevLen) return null;
       const keep = prevLen - strip;
-      const len = keep + (nul - pathAt);
+      const len = keep + (q - p);
       if (len > prev.length) {
         const grown = Buffer.alloc(Math.max(len, prev.length * 2));
         prev.copy(grown, 0, 0, keep);
         prev = grown;
       }
-      for (let k = pathAt, d = keep; k < nul; k++, d++) prev[d] = buf[k] as number;
+      for (let k = o + p, d = keep; k < o + q; k++, d++) prev[d] = buf[k] as number;
       prevLen = len;
       nameBuf = prev;
       nameStart = 0;
       nameEnd = len;
-      at = nul + 1;
+      at = at + q + 1;
     } else {
-      let nul = pathAt;
-      while (nul < buf.length && buf[nul] !== 0) nul++;
-      if (nul >= buf.length) return null;
       nameBuf = buf;
-      nameStart = pathAt;
-      nameEnd = nul;
-      at = at + ((pathAt - at + (nul - pathAt) + 8) & ~7);
+      nameStart = o + p;
+      nameEnd = o + q;
+      at = at + ((q + 8) & ~7);
     }
     onEntry(i, nameBuf, nameStart, nameEnd, flags, extended);
     if (extended & 0x2000 && intentToAdd === null) intentToAdd = nameBuf.toString('utf8', nameStart, nameEnd);
@@ -132,9 +223,11 @@ function walkIndex(
   }
   // Extensions: a split index keeps its entries in another file.
   let sparse = false;
-  while (at + 8 <= buf.length - hashLen) {
-    const sig = buf.toString('latin1', at, at + 4);
-    const size = buf.readUInt32BE(at + 4);
+  while (at + 8 <= w.size - hashLen) {
+    if (!w.ensure(at, 8)) return null;
+    const o = at - w.start;
+    const sig = w.buf.toString('latin1', o, o + 4);
+    const size = w.buf.readUInt32BE(o + 4);
     if (sig === 'link') return null;
     if (sig === 'sdir') {
       unsupported ??= 'sparse index';

@@ -17,13 +17,16 @@ import type { ChangedPath, SkippedFile } from '../git/types.js';
 import { PROJECT_FILE, WORKTREE_EXCLUDE_FILE, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
 import { snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
 import { diffTrees } from '../git/plumbing.js';
-import { fsPath, hasRawBytes, splitNul } from '../git/run.js';
+import { decodeName, fsPath, hasRawBytes, spawnGit, splitNul } from '../git/run.js';
+import { isUtf8 } from 'node:buffer';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { ObjectReader } from '../git/cat-file.js';
 import { IgnoreChecker } from '../git/check-ignore.js';
 import { objectStore, type ObjectStore } from '../git/objects.js';
 import { blobOf, TreeEditor, unsupportedConfig } from './tree-editor.js';
 import { WorktreeWatcher, type WatcherOptions } from './watcher.js';
-import { readIndexPaths } from '../git/index-file.js';
+import { forEachIndexName } from '../git/index-file.js';
+import { PathTable } from './path-table.js';
 import { skipRestoreTemp, statKey } from '../base/fsutil.js';
 import { MappedFiles } from './mapped-files.js';
 
@@ -119,21 +122,36 @@ const SWEEP_CHUNK = 2000;
  * a chance of 2^-53).
  */
 function statRecord(st: fs.Stats): number {
-  let a = 0x811c9dc5;
-  let b = 0x9747b28c;
-  for (const x of [st.ino, st.size, st.mtimeMs, st.ctimeMs, st.nlink, st.mode]) {
-    const lo = x % 4294967296 | 0;
-    const hi = (x / 4294967296) | 0;
-    const frac = ((x % 1) * 1e6) | 0; // sub-millisecond part of the times
-    a = Math.imul(a ^ lo, 0x01000193);
-    a = Math.imul(a ^ hi, 0x01000193);
-    a = Math.imul(a ^ frac, 0x01000193);
-    b = Math.imul(b ^ frac, 0x5bd1e995);
-    b = Math.imul(b ^ lo, 0x5bd1e995);
-    b = Math.imul(b ^ hi, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  return (a >>> 0) * 2097152 + (b >>> 11);
+  // No array per call (a sweep makes 1M of them).
+  hashA = 0x811c9dc5;
+  hashB = 0x9747b28c;
+  mixStat(st.ino);
+  mixStat(st.size);
+  mixStat(st.mtimeMs);
+  mixStat(st.ctimeMs);
+  mixStat(st.nlink);
+  mixStat(st.mode);
+  return (hashA >>> 0) * 2097152 + (hashB >>> 11);
+}
+
+let hashA = 0;
+let hashB = 0;
+
+function mixStat(x: number): void {
+  const lo = x % 4294967296 | 0;
+  const hi = (x / 4294967296) | 0;
+  const frac = ((x % 1) * 1e6) | 0; // sub-millisecond part of the times
+  let a = hashA;
+  let b = hashB;
+  a = Math.imul(a ^ lo, 0x01000193);
+  a = Math.imul(a ^ hi, 0x01000193);
+  a = Math.imul(a ^ frac, 0x01000193);
+  b = Math.imul(b ^ frac, 0x5bd1e995);
+  b = Math.imul(b ^ lo, 0x5bd1e995);
+  b = Math.imul(b ^ hi, 0x5bd1e995);
+  b ^= b >>> 15;
+  hashA = a;
+  hashB = b;
 }
 
 function lstatOrNull(file: string | Buffer): fs.Stats | null {
@@ -162,9 +180,9 @@ function isUnder(rel: string, dir: string): boolean {
   return dir === '' || rel === dir || rel.startsWith(`${dir}/`);
 }
 
+/** The user's index as last read; which paths it tracks is in the engine's PathTable. */
 interface UserIndex {
   key: string;
-  tracked: Set<string>;
   /** Every directory holding a tracked path ('' included). */
   dirs: Set<string>;
   /** Why the index cannot be followed incrementally (gitlinks, conflicts, skip-worktree…), or null. */
@@ -198,8 +216,11 @@ export class IncrementalSnapshotter {
   // What inotify does not report (writes through a shared mmap, or through a
   // hard link from outside the worktree) is found by stat: see DEVELOPING.md
   // ("Writes no event reports").
-  /** The lstat of each file of the last tree (and each skipped file), taken before its bytes were read. */
-  private records = new Map<string, number>();
+  /**
+   * Per path: whether the user's index tracks it, and the lstat of each file of the last tree (and each
+   * skipped file), taken before its bytes were read (its record).
+   */
+  private readonly table = new PathTable();
   /** Files with more than one link as last seen: lstat'ed again at every snapshot. */
   private linked = new Set<string>();
   /** Read by the next snapshot whatever the watcher says: changed at a sweep, racy, mapped. */
@@ -217,7 +238,7 @@ export class IncrementalSnapshotter {
   /** Snapshots queued and not begun: a sweep stops at its next turn for them. */
   private snapshotsWaiting = 0;
   /** A sweep a snapshot stopped, resumed by the next one unless a full scan came between (its records are new). */
-  private sweepCursor: { fullScans: number; paths: string[]; next: number; since: number | null; res: SweepResult } | null = null;
+  private sweepCursor: { fullScans: number; source: SweepSource; since: number | null; res: SweepResult } | null = null;
 
   private constructor(
     readonly repo: Repo,
@@ -267,7 +288,7 @@ export class IncrementalSnapshotter {
     fs.mkdirSync(opts.runDir, { recursive: true, mode: 0o700 });
     const engine = new IncrementalSnapshotter(repo, opts, null as unknown as WorktreeWatcher);
     engine.store = objectStore(repo);
-    engine.index = await engine.readUserIndex();
+    engine.index = await engine.readUserIndex(null);
     engine.skipDirs = await engine.ignoredDirs(engine.index);
     engine.watcher = await WorktreeWatcher.start(repo, {
       runDir: opts.runDir,
@@ -369,55 +390,67 @@ export class IncrementalSnapshotter {
     let cur = this.sweepCursor;
     // A full scan since the stopped sweep took the records again: start over.
     if (!cur || cur.fullScans !== this.stats.full) {
+      cur?.source.close();
       const since = this.baselineSince;
-      let paths: string[];
-      if (since !== null) {
-        paths = splitNul((await this.repo.git(['ls-tree', '-r', '-z', '--name-only', '--full-tree', this.base.tree])).stdout);
-        for (const p of this.base.skipped.keys()) paths.push(p);
-      } else {
-        paths = [...this.records.keys()];
-      }
-      cur = { fullScans: this.stats.full, paths, next: 0, since, res: { files: 0, dirty: 0, ms: 0, interrupted: false } };
+      // After a full scan: the files of its tree, streamed from git (at 1M files its listing is ~50 MB, and as
+      // strings far more), then the skipped files; else the records, directory by directory.
+      const source: SweepSource = since !== null ? new BaselineSource(new TreeListing(this.repo, this.base.tree), [...this.base.skipped.keys()]) : this.table.recordCursor();
+      cur = { fullScans: this.stats.full, source, since, res: { files: 0, dirty: 0, ms: 0, interrupted: false } };
     }
     this.sweepCursor = cur;
-    const { paths, since, res } = cur;
+    const { source, since, res } = cur;
     const mark = (p: string) => {
       if (!this.pending.has(p)) res.dirty++;
       this.pending.add(p);
+    };
+    const check = (p: string) => {
+      const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
+      res.files++;
+      if (st?.isDirectory()) return; // a gitlink (nested repositories mean full scans anyway)
+      if (st?.isFile() && st.nlink > 1) this.linked.add(p);
+      const now = st ? statRecord(st) : null;
+      // After a full scan, a file without a record takes this one (one lookup for both).
+      const rec = since !== null && now !== null ? this.table.recordOrSet(p, now) : this.table.record(p);
+      if (rec === undefined) {
+        // Read by the full scan that began at `since`: changed after that (racy), it is read again.
+        if (since !== null && st && this.racy(st, since)) mark(p);
+      } else if (now === null || now !== rec) {
+        mark(p);
+      }
     };
     const stop = (): SweepResult => {
       res.ms += performance.now() - started;
       return { ...res, interrupted: true };
     };
-    for (let i = cur.next; i < paths.length; i++) {
-      if (i % SWEEP_CHUNK === 0) {
-        if (i > cur.next) {
-          cur.next = i;
+    // A turn of the event loop every SWEEP_CHUNK lstat calls (calls keep being read meanwhile); a snapshot
+    // asked stops the sweep there, and the next sweep goes on from the same place in the same source.
+    let n = 0;
+    try {
+      for (;;) {
+        if (n === SWEEP_CHUNK) {
+          n = 0;
           res.ms += performance.now() - started;
           await new Promise((r) => setImmediate(r));
           started = performance.now();
           if (this.closed) return stop();
         }
-        if (this.snapshotsWaiting > 0) {
-          cur.next = i;
-          return stop();
+        if (n === 0 && this.snapshotsWaiting > 0) return stop();
+        const p = source.next();
+        if (p === null) break;
+        if (p === undefined) {
+          await source.fill();
+          if (this.closed) return stop();
+          continue;
         }
+        check(p);
+        n++;
       }
-      const p = paths[i] as string;
-      const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
-      res.files++;
-      if (st?.isDirectory()) continue; // a gitlink (nested repositories mean full scans anyway)
-      if (st?.isFile() && st.nlink > 1) this.linked.add(p);
-      const rec = this.records.get(p);
-      if (rec === undefined) {
-        if (since === null || !st) continue;
-        // Read by the full scan that began at `since`: changed after that (racy), it is read again.
-        this.records.set(p, statRecord(st));
-        if (this.racy(st, since)) mark(p);
-      } else if (!st || statRecord(st) !== rec) {
-        mark(p);
-      }
+    } catch (e) {
+      source.close();
+      this.sweepCursor = null;
+      throw e;
     }
+    source.close();
     for (const p of this.mapped?.scan() ?? []) mark(p);
     if (this.baselineSince === since) this.baselineSince = null;
     this.sweepCursor = null;
@@ -443,7 +476,7 @@ export class IncrementalSnapshotter {
     this.mappedLast = mapped;
     for (const p of this.linked) {
       const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
-      const rec = this.records.get(p);
+      const rec = this.table.record(p);
       if (!st || rec === undefined || statRecord(st) !== rec) dirty.add(p);
       if (!st?.isFile() || st.nlink < 2) this.linked.delete(p);
     }
@@ -454,7 +487,7 @@ export class IncrementalSnapshotter {
     for (const p of paths) {
       const st = lstatOrNull(fsPath(path.join(this.repo.worktree, p)));
       if (!st || st.isDirectory()) continue;
-      this.records.set(p, statRecord(st));
+      this.table.setRecord(p, statRecord(st));
       if (this.racy(st, at)) this.pending.add(p);
     }
   }
@@ -500,16 +533,22 @@ export class IncrementalSnapshotter {
     if (this.watcher.nestedRepos.size > 0) return 'nested repository in the worktree';
     const idxKey = statKey(path.join(this.repo.gitDir, 'index'));
     if (idxKey !== this.index.key) {
-      const fresh = await this.readUserIndex();
-      const old = this.index;
+      // Read in place: paths whose tracked-ness changed are dirty (no second copy of the tracked set).
+      let fresh: UserIndex;
+      try {
+        fresh = await this.readUserIndex(dirty);
+      } catch (e) {
+        // The table may hold part of this read, and the paths it found changed go with this snapshot:
+        // the next one must not trust it (a full scan reads the index again).
+        this.index = null;
+        throw e;
+      }
       this.index = fresh;
       if (fresh.unsupported) return fresh.unsupported;
-      // Paths whose tracked-ness changed are dirty; one in a directory that is not watched means restarting the watcher.
-      for (const p of fresh.tracked) if (!old.tracked.has(p)) dirty.add(p);
-      for (const p of old.tracked) if (!fresh.tracked.has(p)) dirty.add(p);
+      // One in a directory that is not watched means restarting the watcher.
       for (const p of dirty) {
         for (const skip of this.skipDirs) {
-          if (isUnder(p, skip) && fresh.tracked.has(p)) {
+          if (isUnder(p, skip) && this.table.isTracked(p)) {
             this.rewatch = true;
             return 'a path in an unwatched directory became tracked';
           }
@@ -540,8 +579,7 @@ export class IncrementalSnapshotter {
     this.keys = keys;
     this.store = this.configUnsupported ? null : objectStore(this.repo, cfg);
     if (!this.index || this.index.key !== statKey(path.join(this.repo.gitDir, 'index'))) {
-      this.index = null; // let the old one go before the new one is read (100k paths)
-      this.index = await this.readUserIndex();
+      this.index = await this.readUserIndex(null);
     }
     // An unwatched directory that now holds a tracked file must be watched.
     for (const d of this.skipDirs) if (this.index.dirs.has(d)) this.rewatch = true;
@@ -571,7 +609,9 @@ export class IncrementalSnapshotter {
     }
     // Records are taken again for what this scan reads: the hard-linked files now (they are checked at
     // every snapshot), the rest by the next sweep.
-    this.records.clear();
+    this.sweepCursor?.source.close(); // a stopped sweep starts over after this scan
+    this.sweepCursor = null;
+    this.table.clearRecords();
     this.pending.clear();
     this.baselineSince = this.snapStart;
     const scanStart = performance.now();
@@ -614,33 +654,55 @@ export class IncrementalSnapshotter {
     return this.keyFiles.map(statKey).join('|');
   }
 
-  private async readUserIndex(): Promise<UserIndex> {
+  /**
+   * Reads the user's index into the table (in place: no second copy of 1M paths); each path whose
+   * tracked-ness changed since the last read is added to `changed`.
+   */
+  private async readUserIndex(changed: Set<string> | null): Promise<UserIndex> {
     const file = path.join(this.repo.gitDir, 'index');
     const key = statKey(file);
-    const tracked = new Set<string>();
-    const dirs = new Set<string>(['']);
-    const add = (p: string) => {
-      tracked.add(p);
-      for (let d = parentOf(p); !dirs.has(d); d = parentOf(d)) dirs.add(d);
+    const table = this.table;
+    const onPath = (p: string) => {
+      if (table.tracked(p)) changed?.add(p);
     };
-    // In-process for sha1 repositories (the common case: no process, far less memory); else git.
-    const parsed = this.store ? readIndexPaths(file) : null;
-    if (parsed) {
-      for (const p of parsed.paths) add(p);
-      return { key, tracked, dirs, unsupported: parsed.unsupported };
+    // Directory and name decoded apart (a '/' never splits a UTF-8 sequence): no full path per entry,
+    // and the directory's string kept while entries of the same directory follow.
+    let lastDirBytes = Buffer.alloc(256);
+    let lastDirLen = -1;
+    let lastDir = '';
+    const onName = (bytes: Buffer, start: number, end: number) => {
+      let slash = end - 1;
+      while (slash >= start && bytes[slash] !== 0x2f) slash--;
+      const len = slash < start ? 0 : slash - start;
+      if (len !== lastDirLen || bytes.compare(lastDirBytes, 0, len, start, start + len) !== 0) {
+        if (len > lastDirBytes.length) lastDirBytes = Buffer.alloc(len * 2);
+        bytes.copy(lastDirBytes, 0, start, start + len);
+        lastDirLen = len;
+        lastDir = len === 0 ? '' : bytes.toString('utf8', start, slash);
+      }
+      const dir = lastDir;
+      const name = bytes.toString('utf8', slash + 1, end);
+      if (table.trackedAt(dir, name)) changed?.add(dir === '' ? name : `${dir}/${name}`);
+    };
+    table.beginIndexRead();
+    // In-process for sha1 repositories (the common case: no process, read in chunks); else git.
+    const parsed = this.store ? forEachIndexName(file, onName) : null;
+    let unsupported: string | null = parsed ? parsed.unsupported : null;
+    if (!parsed) {
+      if (this.store) table.beginIndexRead(); // a read given up midway: start over
+      const res = await this.repo.git(['ls-files', '-s', '-v', '-z']);
+      for (const rec of splitNul(res.stdout)) {
+        const tab = rec.indexOf('\t');
+        const [tag, mode, , stage] = rec.slice(0, tab).split(' ');
+        const p = rec.slice(tab + 1);
+        if (tag !== 'H') unsupported ??= `index entry flagged ${tag} (assume-unchanged, skip-worktree…): ${p}`;
+        if (stage !== '0') unsupported ??= `unmerged index entry: ${p}`;
+        if (mode === '160000') unsupported ??= `gitlink (submodule) in the index: ${p}`;
+        onPath(p);
+      }
     }
-    const res = await this.repo.git(['ls-files', '-s', '-v', '-z']);
-    let unsupported: string | null = null;
-    for (const rec of splitNul(res.stdout)) {
-      const tab = rec.indexOf('\t');
-      const [tag, mode, , stage] = rec.slice(0, tab).split(' ');
-      const p = rec.slice(tab + 1);
-      if (tag !== 'H') unsupported ??= `index entry flagged ${tag} (assume-unchanged, skip-worktree…): ${p}`;
-      if (stage !== '0') unsupported ??= `unmerged index entry: ${p}`;
-      if (mode === '160000') unsupported ??= `gitlink (submodule) in the index: ${p}`;
-      add(p);
-    }
-    return { key, tracked, dirs, unsupported };
+    const dirs = table.endIndexRead(changed ? (p) => changed.add(p) : null);
+    return { key, dirs, unsupported };
   }
 
   /**
@@ -685,7 +747,7 @@ export class IncrementalSnapshotter {
     if (dirty.size === 0) return this.result(base.tree, parentTree, base.skipped);
 
     const classify = untrackedClassifier(settings);
-    const walk = new Walk(this.repo.worktree, index, this.checker, classify, this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK, this.skipDirs, this.linked);
+    const walk = new Walk(this.repo.worktree, index, this.table, this.checker, classify, this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK, this.skipDirs, this.linked);
     // Ancestors first: a dirty directory covers everything below it.
     const sorted = [...dirty].sort((a, b) => a.length - b.length);
     const covered: string[] = [];
@@ -711,9 +773,9 @@ export class IncrementalSnapshotter {
     const written = tree.write();
     this.base = { tree: written, skipped, settings: base.settings };
     // The stat each file had before it was read: what sweeps compare with.
-    for (const p of walk.replaced) this.records.delete(p);
+    for (const p of walk.replaced) this.table.deleteRecord(p);
     for (const f of [...walk.files, ...walk.skippedStats]) {
-      this.records.set(f.rel, statRecord(f.st));
+      this.table.setRecord(f.rel, statRecord(f.st));
       if (this.racy(f.st, this.snapStart)) this.pending.add(f.rel);
     }
     if (tree.loadedDirs > MAX_CACHED_DIRS) this.tree = new TreeEditor(this.reader, store, written);
@@ -730,6 +792,8 @@ export class IncrementalSnapshotter {
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     if (this.mapsTimer) clearInterval(this.mapsTimer);
     await this.queue.catch(() => undefined);
+    this.sweepCursor?.source.close();
+    this.sweepCursor = null;
     this.watcher.close();
     await Promise.all([this.reader.close(), this.checker.close()]);
   }
@@ -758,6 +822,7 @@ class Walk {
   constructor(
     private readonly worktree: string,
     private readonly index: UserIndex,
+    private readonly table: PathTable,
     private readonly checker: IgnoreChecker,
     private readonly classify: Classifier,
     private readonly maxFiles: number,
@@ -870,7 +935,7 @@ class Walk {
     if (++this.count > this.maxFiles) return `more than ${this.maxFiles} files under changed directories`;
     const symlink = st.isSymbolicLink();
     if (!symlink && !st.isFile()) {
-      if (this.index.tracked.has(rel)) return `tracked path ${rel} is neither a file nor a symlink`;
+      if (this.table.isTracked(rel)) return `tracked path ${rel} is neither a file nor a symlink`;
       return null; // git lists no sockets or fifos
     }
     // A file with another link changes when written through that one, and the
@@ -880,7 +945,7 @@ class Walk {
       return `${rel} has ${st.nlink} hard links`;
     }
     if (rel.includes('\uFFFD') || hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
-    if (this.index.tracked.has(rel)) {
+    if (this.table.isTracked(rel)) {
       this.files.push({ rel, symlink, st });
       return null;
     }
@@ -903,5 +968,132 @@ class Walk {
         this.skippedStats.push({ rel: u.rel, symlink: u.symlink, st: u.st });
       } else this.files.push({ rel: u.rel, symlink: u.symlink, st: u.st });
     }
+  }
+}
+
+/**
+ * The file paths of a tree (`ls-tree -r --name-only`), streamed: `onPath`
+ * gets each name, decoded only then (no array of a chunk's names outlives a
+ * scavenge), and `between` runs after each chunk of git's output (git waits
+ * meanwhile; false stops it). A listing of 1M paths is never held.
+ */
+/** Where a sweep takes its paths; it can stop and go on later. */
+interface SweepSource {
+  /** The next path; undefined when more must be read first (fill), null at the end. */
+  next(): string | null | undefined;
+  fill(): Promise<void>;
+  close(): void;
+}
+
+/**
+ * The file paths of a tree (`ls-tree -r --name-only`), streamed: each name is
+ * decoded only when asked for, and git waits (its pipe full) while the sweep
+ * lstats or stops for a snapshot. A listing of 1M paths is never held.
+ */
+class TreeListing {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly chunks: AsyncIterator<Buffer>;
+  private readonly exit: Promise<number | Error>;
+  private readonly args: string[];
+  private stderr = '';
+  // Git's chunks are copied into one buffer kept for the whole listing: a chunk kept while its ~1000 paths
+  // are lstat'ed outlives scavenges, and promoted chunks piled up (+50 MB external at 1M files).
+  private work = Buffer.allocUnsafe(1 << 17);
+  private have = 0;
+  /** The next name starts here; names end at NULs up to `end` (the last complete one). */
+  private at = 0;
+  private end = -1;
+  private utf8 = true;
+  private done = false;
+
+  constructor(repo: Repo, tree: string) {
+    this.args = ['ls-tree', '-r', '-z', '--name-only', '--full-tree', tree];
+    this.child = spawnGit(this.args, { cwd: repo.worktree, env: { ...repo.env, GIT_DIR: repo.gitDir, GIT_WORK_TREE: repo.worktree } });
+    this.child.stdin.end();
+    this.child.stderr.on('data', (d: Buffer) => {
+      if (this.stderr.length < 4096) this.stderr += d.toString('utf8');
+    });
+    this.exit = new Promise((resolve) => {
+      this.child.on('error', (e) => resolve(e));
+      this.child.on('close', (code) => resolve(code ?? 128));
+    });
+    this.chunks = (this.child.stdout as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  }
+
+  next(): string | null | undefined {
+    if (this.at <= this.end) {
+      const nul = this.work.indexOf(0, this.at);
+      // As splitNul decodes (a name that is not UTF-8 keeps its bytes as lone surrogates).
+      const p = this.utf8 ? this.work.toString('utf8', this.at, nul) : decodeName(this.work.subarray(this.at, nul));
+      this.at = nul + 1;
+      return p;
+    }
+    return this.done ? null : undefined;
+  }
+
+  async fill(): Promise<void> {
+    this.work.copy(this.work, 0, this.at, this.have);
+    this.have -= this.at;
+    this.at = 0;
+    this.end = -1;
+    for (;;) {
+      const r = await this.chunks.next();
+      if (r.done) {
+        this.done = true;
+        const code = await this.exit;
+        if (code instanceof Error) throw errors.gitFailed(`could not start git: ${code.message}`, { cause: code });
+        if (code !== 0 || this.have > 0) {
+          throw errors.gitFailed(`git ls-tree failed: ${this.stderr.trim().split('\n').slice(-1)[0] || `exit ${code}`}`, { data: { args: this.args, exitCode: code, stderr: this.stderr } });
+        }
+        return;
+      }
+      const chunk = r.value;
+      if (this.have + chunk.length > this.work.length) {
+        const grown = Buffer.allocUnsafe(Math.max(2 * this.work.length, this.have + chunk.length));
+        this.work.copy(grown, 0, 0, this.have);
+        this.work = grown;
+      }
+      chunk.copy(this.work, this.have);
+      this.have += chunk.length;
+      const last = this.work.lastIndexOf(0, this.have - 1);
+      if (last >= 0) {
+        this.end = last;
+        this.utf8 = isUtf8(this.work.subarray(0, last + 1));
+        return;
+      }
+    }
+  }
+
+  /** Stops git when it has not listed everything (a sweep started over, the engine closed). */
+  close(): void {
+    if (this.done) return;
+    this.done = true;
+    this.at = 0;
+    this.end = -1;
+    this.child.kill();
+    void this.chunks.return?.().catch(() => undefined);
+  }
+}
+
+/** The first sweep after a full scan: the files of its tree, then the skipped files. */
+class BaselineSource implements SweepSource {
+  private i = 0;
+  constructor(
+    private readonly listing: TreeListing,
+    private readonly skipped: string[],
+  ) {}
+
+  next(): string | null | undefined {
+    const p = this.listing.next();
+    if (p !== null) return p;
+    return this.i < this.skipped.length ? (this.skipped[this.i++] as string) : null;
+  }
+
+  fill(): Promise<void> {
+    return this.listing.fill();
+  }
+
+  close(): void {
+    this.listing.close();
   }
 }
