@@ -953,7 +953,14 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   // (core.ignoreCase declined above), and they change nothing where this path keeps its result (it
   // declines wherever an attributes file or attributes config could name a filter).
   const prefetched = writeBack ? null : takeStatusPrefetch(repo, userKey, snapshotStatusArgs(false));
-  const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched);
+  // git writes the copy back after its status read the directories and refreshed the entries, a tick later when the
+  // status crossed a second: that mtime is no racy reference for what it read (a directory changed again within its
+  // cached tick was trusted by every later status of this copy, and of a new session's copy of it). As the full
+  // path's (keepRacyReference), it is set back to before the status began, whatever the snapshot then does.
+  const statusStart = Date.now();
+  const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched).finally(() => {
+    if (writeBack) keepRacyReference(indexFile, statusStart - RACY_MARGIN_MS);
+  });
   const settled = () => Promise.allSettled([base, status]);
   // Read while git runs (git replaces the file whole, so either version has the same entries).
   const facts = readIndexFacts(baseCopy);
