@@ -555,7 +555,22 @@ function isAttributesFile(rel: string): boolean {
 
 /** Attribute sources outside the worktree's files (checked on every snapshot: no git process). */
 function attributesFromConfig(repo: Repo, settings: Settings): boolean {
-  return autocrlfOn(settings) || !!settings.attributesFile || fs.existsSync(path.join(repo.commonDir, 'info', 'attributes'));
+  return autocrlfOn(settings) || !!settings.attributesFile || fs.existsSync(path.join(repo.commonDir, 'info', 'attributes')) || defaultAttributesFiles(repo).some((f) => fs.existsSync(f));
+}
+
+/**
+ * The attributes files git reads without being told to: where core.attributesFile is not set,
+ * $XDG_CONFIG_HOME/git/attributes (else $HOME/.config/git/attributes), and the system's
+ * (/etc/gitattributes for git built with prefix /usr) unless GIT_ATTR_NOSYSTEM.
+ */
+function defaultAttributesFiles(repo: Repo): string[] {
+  const env = repo.env;
+  const out: string[] = [];
+  const xdg = env.XDG_CONFIG_HOME ? env.XDG_CONFIG_HOME : env.HOME ? path.join(env.HOME, '.config') : null;
+  if (xdg) out.push(path.join(xdg, 'git', 'attributes'));
+  const noSystem = (env.GIT_ATTR_NOSYSTEM ?? '').trim().toLowerCase();
+  if (!['1', 'true', 'yes', 'on'].includes(noSystem)) out.push('/etc/gitattributes');
+  return out;
 }
 
 /**
