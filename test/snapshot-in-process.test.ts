@@ -551,4 +551,36 @@ test('the kept copy re-reads a directory changed again in the tick its cached li
   }
 });
 
+// An entry whose stat data a donor's status refreshed (the file was stat-dirty against the user's index, its
+// bytes the same) and that was written again afterwards with the same size and its mtime put back (utimes,
+// touch -d, cp -p, rsync -a) within the second of the ctime that status recorded: git trusts it by its stat
+// data (an old mtime is no racy entry), so the adopted index kept the old bytes while a fresh copy of the
+// user's index (its stat data the user's) reads the file again. Made here without a clock: a new inode
+// (written aside and renamed) is the stat change, core.trustctime=false stands for the ctime's second.
+test('a new session re-reads an entry an earlier session refreshed that was rewritten with its stat data kept', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'run.sh': 'AAAA\n' }, [['core.trustctime', 'false']]);
+  const abs = path.join(c.t.dir, 'run.sh');
+  const old = new Date(Date.now() - 60_000);
+  try {
+    fs.utimesSync(abs, old, old);
+    c.t.gitRaw(['update-index', '--refresh']);
+    // The same bytes under a new inode: stat-dirty against the user's index, refreshed by the first session.
+    fs.writeFileSync(`${abs}.new`, 'AAAA\n');
+    fs.utimesSync(`${abs}.new`, old, old);
+    fs.renameSync(`${abs}.new`, abs);
+    c.index = path.join(c.t.base, 's1', 'index');
+    await check(c, null, 'first session');
+    assert.ok(inProcess(c));
+    // Rewritten in place, same size, mtime put back.
+    fs.writeFileSync(abs, 'BBBB\n');
+    fs.utimesSync(abs, old, old);
+    c.index = path.join(c.t.base, 's2', 'index');
+    const next = await check(c, null, 'a new session', { donors: [path.join(c.t.base, 's1', 'index')] });
+    assert.is(next.adopted, path.join(c.t.base, 's1', 'index'));
+    assert.is(c.t.gitRaw(['cat-file', '-p', `${next.tree}:run.sh`]).stdout, 'BBBB\n');
+  } finally {
+    c.t.cleanup();
+  }
+});
+
 test.run();

@@ -59,6 +59,32 @@ export function readIndexFacts(file: string): IndexFacts | null {
 }
 
 /**
+ * The oldest mtime (whole seconds, as git compares them) among the entries of
+ * `file` whose stat data differs from the same entry's in `base`, when `file`
+ * holds base's entries in the same order with stat data refreshed by git
+ * (a copy of it git's status wrote back); Infinity when none differs; null
+ * when the two hold different numbers of entries or either is not read.
+ */
+export function oldestRefreshedMtime(file: string, base: string): number | null {
+  const STAT = 40; // ctime, mtime, dev, ino, mode, uid, gid, size
+  let baseStats = Buffer.alloc(0);
+  let baseCount = -1;
+  const a = walkIndex(base, (count) => ((baseCount = count), (baseStats = Buffer.allocUnsafe(count * STAT))), (i, _b, _s, _e, _f, _x, st, at) => {
+    st.copy(baseStats, i * STAT, at, at + STAT);
+  });
+  if (!a) return null;
+  let count = -1;
+  let oldest = Infinity;
+  const b = walkIndex(file, (c) => (count = c), (i, _b, _s, _e, _f, _x, st, at) => {
+    if (i >= baseCount || st.compare(baseStats, i * STAT, i * STAT + STAT, at, at + STAT) === 0) return;
+    const mtime = st.readUInt32BE(at + 8);
+    if (mtime < oldest) oldest = mtime;
+  });
+  if (!b || count !== baseCount) return null;
+  return oldest;
+}
+
+/**
  * A window on an open file, read in chunks by position: an index of 1M
  * entries (~140 MB) is walked without holding it (issue 19: the warm
  * server's peak).
@@ -106,7 +132,7 @@ const INDEX_CHUNK = 1 << 20;
 function walkIndex(
   file: string,
   onCount: (count: number) => void,
-  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number) => void,
+  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number, stat: Buffer, statAt: number) => void,
   chunk = INDEX_CHUNK,
 ): { unsupported: string | null; intentToAdd: string | null; sparse: boolean } | null {
   let fd: number;
@@ -129,7 +155,7 @@ function walkIndex(
 function walkIndexFd(
   fd: number,
   onCount: (count: number) => void,
-  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number) => void,
+  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number, stat: Buffer, statAt: number) => void,
   chunk: number,
 ): { unsupported: string | null; intentToAdd: string | null; sparse: boolean } | null {
   const w = new FileWindow(fd, fs.fstatSync(fd).size, chunk);
@@ -210,7 +236,7 @@ function walkIndexFd(
       nameEnd = o + q;
       at = at + ((q + 8) & ~7);
     }
-    onEntry(i, nameBuf, nameStart, nameEnd, flags, extended);
+    onEntry(i, nameBuf, nameStart, nameEnd, flags, extended, buf, o); // stat data: buf[o, o + 40)
     if (extended & 0x2000 && intentToAdd === null) intentToAdd = nameBuf.toString('utf8', nameStart, nameEnd);
     // No closure or string per entry: this loop runs cold (interpreted) in a short-lived CLI process.
     if (unsupported === null && ((flags >> 12) & 3 || mode === GITLINK || flags & 0x8000 || extended & 0x4000)) {

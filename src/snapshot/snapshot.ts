@@ -24,7 +24,7 @@ import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitN
 import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
 import { objectStore } from '../git/objects.js';
-import { readIndexFacts, readIndexFlags } from '../git/index-file.js';
+import { oldestRefreshedMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
 import { blobOf, hashRaw, stdinPathSafe, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from '../base/lock.js';
 import type { ChangedPath, SkippedFile, TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
@@ -240,8 +240,19 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
       fs.chmodSync(tmp, 0o600);
       // Set back RACY_MARGIN_MS: what git read in the last seconds before the donor's status wrote it (a directory
       // changed again within its cached tick, see keepRacyReference) is read again; never less exact, only re-read.
+      // And back to the oldest mtime of an entry whose stat data the donor's statuses refreshed (it differs from the
+      // user's): git trusts such an entry by its stat data unless its mtime is not older than the index, and a file
+      // written again within the second of the ctime a status recorded, same size, its mtime put back (utimes,
+      // touch -d, cp -p, rsync -a), keeps that stat data; a fresh copy of the user's index reads it again (its stat
+      // data is the user's). Entries the user's own index holds as they are keep git's rule.
+      const oldest = oldestRefreshedMtime(tmp, path.join(repo.gitDir, 'index'));
+      if (oldest === null || oldest < 2) {
+        // (An index mtime of 0 would switch git's racy checks off.)
+        unlinkQuiet(tmp);
+        continue;
+      }
       const st = fs.statSync(donor);
-      fs.utimesSync(tmp, st.atime, new Date(st.mtimeMs - RACY_MARGIN_MS));
+      fs.utimesSync(tmp, st.atime, new Date(Math.min(st.mtimeMs - RACY_MARGIN_MS, oldest * 1000)));
       if (statKey(donor) !== before || statKey(path.join(repo.gitDir, 'index')) !== userKey) {
         unlinkQuiet(tmp);
         continue;
