@@ -66,17 +66,21 @@ export function readIndexFacts(file: string): IndexFacts | null {
  * when the two hold different numbers of entries or either is not read.
  */
 export function oldestRefreshedMtime(file: string, base: string): number | null {
-  const STAT = 40; // ctime, mtime, dev, ino, mode, uid, gid, size
-  let baseStats = Buffer.alloc(0);
+  const WORDS = 10; // 40 bytes of stat data: ctime, mtime, dev, ino, mode, uid, gid, size
+  let baseStats = new Uint32Array(0);
   let baseCount = -1;
-  const a = walkIndex(base, (count) => ((baseCount = count), (baseStats = Buffer.allocUnsafe(count * STAT))), (i, _b, _s, _e, _f, _x, st, at) => {
-    st.copy(baseStats, i * STAT, at, at + STAT);
+  // Read word by word (no native call per entry: see walkIndexFd).
+  const a = walkIndex(base, (count) => ((baseCount = count), (baseStats = new Uint32Array(count * WORDS))), (i, _b, _s, _e, _f, _x, st, at) => {
+    for (let k = 0; k < WORDS; k++) baseStats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
   });
   if (!a) return null;
   let count = -1;
   let oldest = Infinity;
   const b = walkIndex(file, (c) => (count = c), (i, _b, _s, _e, _f, _x, st, at) => {
-    if (i >= baseCount || st.compare(baseStats, i * STAT, i * STAT + STAT, at, at + STAT) === 0) return;
+    if (i >= baseCount) return;
+    let k = 0;
+    while (k < WORDS && baseStats[i * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
+    if (k === WORDS) return;
     const mtime = st.readUInt32BE(at + 8);
     if (mtime < oldest) oldest = mtime;
   });
