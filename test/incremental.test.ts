@@ -643,4 +643,23 @@ test('a split index (update-index --split-index): the user staging an ignored fi
   }
 });
 
+test('a user index that was corrupt for one snapshot (truncated, then written back): the next snapshot equals the full scan again', async () => {
+  const c = await setup({ '.gitignore': '*.log\n', 'a.txt': 'a\n', 'k.log': 'tracked log\n', 'd/b.txt': 'b\n' });
+  try {
+    c.t.git(['add', '-f', 'k.log']);
+    let parent = (await check(c, null, 'first')).tree;
+    const file = path.join(c.t.dir, '.git', 'index');
+    const good = fs.readFileSync(file);
+    fs.writeFileSync(file, good.subarray(0, Math.floor(good.length / 2)));
+    // git itself cannot read it: the full scan fails, and so may the engine.
+    await c.engine.snapshot({ settings: c.settings, parentTree: parent }).catch(() => undefined);
+    fs.writeFileSync(file, good);
+    parent = (await check(c, parent, 'index written back')).tree;
+    c.t.write('a.txt', 'a2\n');
+    await check(c, parent, 'an edit after');
+  } finally {
+    await teardown(c);
+  }
+});
+
 test.run();
