@@ -301,42 +301,77 @@ export class PathTable {
    * The recorded paths from now on, directory by directory, as a sweep takes
    * them: it can stop and go on later while snapshots change the table.
    * Directories added since it began are left out (their records are newer
-   * than the sweep); a directory whose slots moved meanwhile is gone through
-   * again from its start (some files lstat'ed twice, none left out).
+   * than the sweep); in a directory whose slots moved meanwhile (a merge), the
+   * names it held when the cursor entered it are gone through on from where it
+   * stopped, by name (names added since are newer than the sweep too).
    */
   recordCursor(): { next(): string | null; fill(): Promise<void>; close(): void } {
     const dirs = [...this.byDir.keys()];
     let di = 0;
+    // The directory being gone through as it was when the cursor entered it: its names string, its slots'
+    // starts and its tail (append-only until a merge, which makes new ones and leaves these as they are).
     let d: DirFiles | null = null;
     let version = 0;
+    let joined = '';
+    let data: Float64Array = NO_DATA;
+    let count = 0;
+    let tail: string[] | null = null;
+    let tailLen = 0;
     let ni = 0;
     return {
       next: () => {
         while (di < dirs.length) {
           const dir = dirs[di] as string;
-          const now = this.byDir.get(dir);
-          if (!now) {
-            di++;
-            d = null;
-            continue;
-          }
-          if (now !== d || now.version !== version) {
-            d = now;
-            version = now.version;
+          if (d === null) {
+            const entered = this.byDir.get(dir);
+            if (!entered) {
+              di++;
+              continue;
+            }
+            d = entered;
+            version = entered.version;
+            joined = entered.joined;
+            data = entered.data;
+            count = entered.count;
+            tail = entered.tailNames;
+            tailLen = tail?.length ?? 0;
             ni = 0;
           }
-          while (ni < now.size) {
+          while (ni < count + tailLen) {
             const i = ni++;
-            if (now.flagsAt(i) & RECORDED) return join(dir, now.nameAt(i));
+            const now = this.byDir.get(dir);
+            if (!now) break; // no record left in it
+            if (now === d && now.version === version) {
+              // Slots unmoved: slot i is the same name.
+              if (now.flagsAt(i) & RECORDED) return join(dir, now.nameAt(i));
+              continue;
+            }
+            // Slots moved (a merge) since the cursor entered: by name, so that a directory merged at every
+            // stop is still gone through once (names added since have records newer than the sweep).
+            let name: string;
+            if (i < count) {
+              const s = (data[count + i] as number) >>> 3;
+              const e = (i + 1 < count ? (data[count + i + 1] as number) >>> 3 : joined.length) - 1;
+              name = joined.slice(s, e);
+            } else name = (tail as string[])[i - count] as string;
+            const at = now.find(name);
+            if (at >= 0 && now.flagsAt(at) & RECORDED) return join(dir, name);
           }
           di++;
           d = null;
+          tail = null;
+          data = NO_DATA;
+          joined = '';
         }
         return null;
       },
       fill: () => Promise.resolve(),
       close: () => {
         di = dirs.length;
+        d = null;
+        tail = null;
+        data = NO_DATA;
+        joined = '';
       },
     };
   }
