@@ -193,7 +193,7 @@ export function vmHwmMiB(pid: number): number | null {
   }
 }
 
-/** agentsnap Node processes (by /proc: cwd is `dir`, an argument ends in agentsnap.js or cli.bundle.js), with their arguments. */
+/** agentsnap Node processes (by /proc: cwd is `dir`, an argument is agentsnap.js or a module of dist/), and whether each is a server. */
 function agentsnapProcessesIn(dir: string): { pid: number; server: boolean }[] {
   const out: { pid: number; server: boolean }[] = [];
   let real = dir;
@@ -208,7 +208,8 @@ function agentsnapProcessesIn(dir: string): { pid: number; server: boolean }[] {
     try {
       if (fs.readlinkSync(`/proc/${pid}/cwd`) !== real) continue;
       const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      if (!args.some((a) => a.endsWith('agentsnap.js') || a.endsWith('cli.bundle.js'))) continue;
+      // The CLI, and what it starts detached: the server, the end-of-session pack (dist/session/maintain-main.js).
+      if (!args.some((a) => a.endsWith('agentsnap.js') || /[\\/]dist[\\/].*\.js$/.test(a))) continue;
       out.push({ pid, server: args.includes('server') && args.includes('run') });
     } catch {
       /* gone, or not ours */

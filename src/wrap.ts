@@ -9,7 +9,7 @@ import path from 'node:path';
 import { packageRoot } from './base/package-root.js';
 import { shellQuote } from './base/shell.js';
 import { AgentsnapError, errors, isAgentsnapError } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
+import { checkGitVersion, openRepo, type Repo } from './git/repo.js';
 import { loadSettings, type Settings } from './git/config.js';
 import { closeEndedCalls } from './hook.js';
 import { endSession, listSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
@@ -302,6 +302,9 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
           isAgentsnapError(e) && e.code === 'Busy' ? ('busy' as const) : null,
         )
       : Promise.resolve(null);
+  // A new session refuses a git that is too old before it writes anything (startSession awaits this): asked beside the settings.
+  const gitVersion = !inWorktree && !resumed ? checkGitVersion(source.env) : undefined;
+  gitVersion?.catch(() => {}); // awaited by startSession; a failure surfaces there
   try {
     settings = await loadSettings(source);
     if (!inWorktree) serverStart = startServer(repo, settings);
@@ -329,7 +332,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
       session = (await resumeSession(repo, opts.session, { settings, agent, command: journaled, owner, ...progress })).session;
     } else {
       // Its final snapshot is the Node path's unless the agent made a call (the server's engine opens at the first one): the baseline's copy of the user's index is kept warm for it.
-      session = (await startSession(repo, { settings, agent, command: journaled, owner, warmCopy: true, ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
+      session = (await startSession(repo, { settings, agent, command: journaled, owner, warmCopy: true, ...(gitVersion ? { gitVersion } : {}), ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
     }
     if (!inWorktree) {
       // Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: say so.
@@ -408,7 +411,9 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     engine && engine.stats.full + engine.stats.incremental > 0
       ? { ...repo, accel: { ...repo.accel, snapshot: (o) => engine.snapshot({ settings: o.settings, parentTree: o.parentTree }).catch(() => snapshotTree(repo, o)) } }
       : repo;
-  if (endRepo === repo) await server?.close();
+  // Without the engine the server has nothing to do for the end: it closes beside the final snapshot (its close
+  // gives a client that read its pid file just before it went 50 ms to send its call, which need not delay the end).
+  const closing = endRepo === repo ? server?.close() : undefined;
   endWarnings.push(...(injected?.finish() ?? []));
   const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
   const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
@@ -429,7 +434,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
-  if (endRepo !== repo) await server?.close();
+  await (closing ?? server?.close());
   await autoGc;
   return { session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: inWorktree, warnings: endWarnings };
 }

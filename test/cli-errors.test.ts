@@ -187,6 +187,14 @@ test('git too old: GitTooOld names the minimum version, nothing created', () =>
     assertCleanFailure(r, 1, /git 2\.20\.1 is too old: agentsnap needs git 2\.30\.0 or newer/);
     assert.is(jsonError(await cli(repo, ['snap', '--json'], { env })).code, 'GitTooOld');
     assert.is(repo.git(['for-each-ref', 'refs/agent/']), '');
+    // wrap asks for the version beside its other start-up work: still refused before any session state or the agent.
+    const marker = path.join(repo.base, 'agent-ran');
+    const w = await cliProcess(repo, ['wrap', '-q', '--', 'touch', marker], { env: { ...env, AGENTSNAP_SERVER: 'on' } });
+    assertCleanFailure(w, 1, /could not take the baseline snapshot: git 2\.20\.1 is too old: agentsnap needs git 2\.30\.0 or newer/);
+    assert.not.ok(fs.existsSync(marker), 'the agent did not run');
+    const sessions = path.join(gitCommonDir(repo), 'agentsnap', 'sessions');
+    assert.equal(fs.existsSync(sessions) ? fs.readdirSync(sessions) : [], []);
+    assert.is(repo.git(['for-each-ref', 'refs/agent/', 'refs/agentsnap/']), '');
   }),
 );
 

@@ -46,7 +46,7 @@ const skippedSet = (s: { path: string; reason: string; size?: number }[]) => s.m
 const inProcess = (c: Ctx) => fs.existsSync(`${c.index}.user-copy`);
 
 /** A session snapshot (as session.ts takes them), asserted equal to the full scan's. */
-async function check(c: Ctx, parentTree: string | null, label: string, extra: { maxInProcessPaths?: number; warmCopy?: boolean } = {}): Promise<TreeSnapshotResult> {
+async function check(c: Ctx, parentTree: string | null, label: string, extra: { maxInProcessPaths?: number; warmCopy?: boolean; donors?: string[] } = {}): Promise<TreeSnapshotResult> {
   let got: TreeSnapshotResult;
   try {
     got = await snapshotTree(c.repo, { indexFile: c.index, settings: c.settings, parentTree, untrackedCache: true, ...extra });
@@ -95,8 +95,14 @@ function walkDisk(dir: string, rel = ''): { files: string[]; dirs: string[] } {
   return { files, dirs };
 }
 
-test('random rounds: the in-process path returns exactly what the full scan does', async () => {
-  const seed = Number(process.env.AGENTSNAP_INPROC_SEED ?? 20261129);
+test('random rounds: the in-process path returns exactly what the full scan does', () => randomRounds(Number(process.env.AGENTSNAP_INPROC_SEED ?? 20261129), false));
+
+// A new session's index may start as a copy of an earlier session's (SnapshotTreeOptions.donors): its first
+// snapshot must still be exactly the full scan of a fresh copy of the user's index, whatever happened since.
+test('random rounds with new sessions: an index adopted from the previous session returns exactly what the full scan does', () =>
+  randomRounds(Number(process.env.AGENTSNAP_INPROC_SEED ?? 20261129) + 1, true));
+
+async function randomRounds(seed: number, newSessions: boolean): Promise<void> {
   const rounds = Number(process.env.AGENTSNAP_INPROC_ROUNDS ?? 50);
   const rand = seededRandom(seed);
   const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)] as T;
@@ -107,6 +113,8 @@ test('random rounds: the in-process path returns exactly what the full scan does
   fs.symlinkSync('src/a.ts', path.join(c.t.dir, 'link-to-a'));
   let parent: string | null = null;
   let taken = 0;
+  let adopted = 0;
+  let sessions = 0;
   const log: string[] = [];
   try {
     parent = (await check(c, null, 'first')).tree;
@@ -116,7 +124,7 @@ test('random rounds: the in-process path returns exactly what the full scan does
       for (let k = 0; k < nOps; k++) {
         const { files, dirs } = walkDisk(c.t.dir);
         const dirsOrRoot = ['', ...dirs];
-        const op = Math.floor(rand() * 17);
+        const op = Math.floor(rand() * 18);
         const anyFile = files.length > 0 ? pick(files) : null;
         const inDir = (d: string, n: string) => (d ? `${d}/${n}` : n);
         try {
@@ -249,6 +257,13 @@ test('random rounds: the in-process path returns exactly what the full scan does
               c.t.gitRaw(['commit', '-q', '-m', `c${r}`]);
               log.push('git commit');
               break;
+            case 16: // the repository's own exclude file changes (no directory of the worktree changes)
+              if (rand() < 0.3) {
+                fs.mkdirSync(path.join(c.t.dir, '.git', 'info'), { recursive: true });
+                fs.appendFileSync(path.join(c.t.dir, '.git', 'info', 'exclude'), pick(['*.ts\n', 'n1.txt\n', 'deeper/\n', '!x.log\n']));
+                log.push('info/exclude');
+              }
+              break;
             default: // nothing: a read-only call
               log.push('read-only');
           }
@@ -256,10 +271,70 @@ test('random rounds: the in-process path returns exactly what the full scan does
           log.push(`op failed: ${(e as Error).message}`);
         }
       }
-      parent = (await check(c, parent, `seed ${seed} round ${r} after [${log.slice(-4).join('; ')}]`)).tree;
+      const label = `seed ${seed} round ${r} after [${log.slice(-4).join('; ')}]`;
+      if (newSessions && rand() < 0.5) {
+        // A new session: its index does not exist yet, the previous session's is offered.
+        const donor = c.index;
+        c.index = path.join(c.t.base, `session-${r}`, 'index');
+        sessions++;
+        const got = await check(c, parent, `${label} (new session)`, { donors: [path.join(c.t.base, 'no-such-session', 'index'), donor] });
+        if (got.adopted) {
+          assert.is(got.adopted, donor);
+          adopted++;
+        }
+        parent = got.tree;
+      } else parent = (await check(c, parent, label)).tree;
       if (inProcess(c)) taken++;
     }
     assert.ok(taken >= rounds * 0.8, `only ${taken} of ${rounds} snapshots were in-process`);
+    if (newSessions) assert.ok(adopted >= sessions * 0.3, `only ${adopted} of ${sessions} new sessions adopted the previous index`);
+    process.stdout.write(newSessions ? `  ${adopted} of ${sessions} new sessions adopted the previous one's index\n` : '');
+  } finally {
+    c.t.cleanup();
+  }
+}
+
+test('a new session adopts an earlier session’s index only while it is an unwritten copy of the user’s index as it is now', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'd/b.txt': 'b\n', '.gitignore': '*.log\n' });
+  const at = (name: string) => path.join(c.t.base, name, 'index');
+  const start = async (name: string, donors: string[], label: string) => {
+    c.index = at(name);
+    return check(c, null, label, { donors });
+  };
+  try {
+    c.t.write('u.txt', 'untracked\n');
+    const first = await start('s1', [], 'first session');
+    assert.is(first.adopted, undefined);
+    const second = await start('s2', [at('s1')], 'second session');
+    assert.is(second.adopted, at('s1'), 'the previous session’s copy is continued');
+    assert.is(second.seeded, true);
+    assert.ok(second.tree === first.tree);
+    // An ignore rule that changed in place since (no directory's mtime moves), and the repository's exclude file.
+    fs.appendFileSync(path.join(c.t.dir, '.gitignore'), 'u.txt\n');
+    c.t.write('v.txt', 'v\n');
+    fs.appendFileSync(path.join(c.t.dir, '.git', 'info', 'exclude'), 'v.txt\n');
+    const third = await start('s3', [at('s2')], 'ignore rules changed');
+    assert.is(third.adopted, at('s2'));
+    assert.is(c.t.gitRaw(['ls-tree', '-r', '--name-only', third.tree]).stdout.split('\n').filter((x) => x === 'u.txt' || x === 'v.txt').length, 0, 'newly ignored files are left out');
+    // The donor written since its last snapshot (anything that writes an index changes its ctime): not taken.
+    fs.utimesSync(at('s3'), new Date(), new Date());
+    assert.is((await start('s4', [at('s3')], 'donor written since')).adopted, undefined);
+    // The user's index changed since the donor's last snapshot: not taken.
+    c.t.write('staged.txt', 'staged\n');
+    c.t.gitRaw(['add', 'staged.txt']);
+    assert.is((await start('s5', [at('s2')], 'user index changed')).adopted, undefined);
+    // A record that names another worktree: not taken.
+    const rec = JSON.parse(fs.readFileSync(`${at('s5')}.user-copy`, 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(`${at('s5')}.user-copy`, JSON.stringify({ ...rec, worktree: `${c.repo.worktree}-other` }));
+    assert.is((await start('s6', [at('s5')], 'another worktree')).adopted, undefined);
+    // Newest first: the first donor that fits is taken.
+    assert.is((await start('s7', [at('s5'), at('s6')], 'first fitting donor')).adopted, at('s6'));
+    // An attributes file that appeared since: adopted, then left to git (the full path from that copy), still exact.
+    c.t.write('.gitattributes', '*.txt text eol=crlf\n');
+    c.t.write('crlf.txt', 'one\r\ntwo\n');
+    const attrs = await start('s8', [at('s7')], 'attributes appeared');
+    assert.is(attrs.adopted, at('s7'));
+    assert.ok(attrs.declined, 'the in-process path leaves attributes to git');
   } finally {
     c.t.cleanup();
   }

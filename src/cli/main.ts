@@ -4,6 +4,7 @@ import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../base/
 import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
 import { PAGED_COMMANDS, startPager, type Pager } from './pager.js';
+import { AGENTS } from '../agents/adapter.js';
 
 /** A command: its name (the first word of its yargs `command`) and how to load its module. */
 export interface CommandEntry {
@@ -194,6 +195,19 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     const code = await runSnap(args.slice(1), io);
     if (code !== null) return code;
   }
+  // `wrap` starts every session: its plain forms skip yargs too (they are the session's fixed cost, issue 19).
+  if (args[0] === 'wrap') {
+    const quick = parseWrapArgs(args.slice(1));
+    if (quick) {
+      try {
+        const { wrapCommand } = await import('./commands/wrap.js');
+        await (wrapCommand(ctx).handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
+        return exitCode();
+      } catch (e) {
+        return reportError(e, io, false);
+      }
+    }
+  }
   const known = new Set(COMMANDS.map((c) => c.name));
   // A named command without --help needs only its own module; anything else
   // (help, no command, an unknown one) lists or suggests them all.
@@ -352,6 +366,46 @@ export function parseSnapArgs(args: string[]): Record<string, unknown> | null {
       if (!/^[1-9][0-9]{0,8}$/.test(value)) return null;
       argv[opt.key] = Number(value);
     } else argv[opt.key] = value;
+  }
+  return argv;
+}
+
+const WRAP_VALUES: Record<string, { key: string; choices?: readonly string[] }> = {
+  '--session': { key: 'session' },
+  '--agent': { key: 'agent', choices: ['auto', ...AGENTS] },
+};
+const WRAP_FLAGS: Record<string, string> = { '--quiet': 'quiet', '-q': 'quiet', '--auto': 'auto', '--mcp': 'mcp', '--worktree': 'worktree' };
+
+/**
+ * `wrap`'s arguments as yargs gives them to its handler, for the plain forms
+ * only: options before `--` (each at most once, values that cannot be taken
+ * for options, a valid --agent), the agent's command after it; null for
+ * anything else (help, --name/--from, a command without `--`, a typo), which
+ * yargs then parses, explains or rejects.
+ */
+export function parseWrapArgs(args: string[]): Record<string, unknown> | null {
+  const dd = args.indexOf('--');
+  if (dd < 0 || dd === args.length - 1) return null;
+  const argv: Record<string, unknown> = { agent: 'auto', auto: false, quiet: false, mcp: false, command: [], '--': args.slice(dd + 1) };
+  const seen = new Set<string>();
+  for (let i = 0; i < dd; i++) {
+    const arg = args[i] as string;
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    const flag = WRAP_FLAGS[name];
+    const opt = WRAP_VALUES[name];
+    const key = flag ?? opt?.key;
+    if (!key || seen.has(key)) return null;
+    seen.add(key);
+    if (flag) {
+      if (eq > 0) return null;
+      argv[flag] = true;
+      continue;
+    }
+    const value = eq > 0 ? arg.slice(eq + 1) : i + 1 < dd ? args[++i] : undefined;
+    if (value === undefined || value === '' || value.startsWith('-') || !opt) return null;
+    if (opt.choices && !opt.choices.includes(value)) return null;
+    argv[opt.key] = value;
   }
   return argv;
 }

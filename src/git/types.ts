@@ -98,6 +98,13 @@ export interface SnapshotTreeOptions extends SnapshotOptions {
    * where a server will take the next snapshots (default on).
    */
   warmCopy?: boolean;
+  /**
+   * Private indexes of this worktree's earlier sessions, newest first: a new
+   * index starts as a copy of the first that is still an unwritten copy of
+   * the user's index as it is now (with git's untracked cache), instead of a
+   * fresh copy of the user's index (see adoptDonor in snapshot.ts).
+   */
+  donors?: readonly string[];
   /** Dirty paths above which the in-process path leaves the snapshot to git (tests; default MAX_IN_PROCESS_PATHS). */
   maxInProcessPaths?: number;
 }
@@ -105,6 +112,8 @@ export interface SnapshotTreeOptions extends SnapshotOptions {
 export interface TreeSnapshotResult extends TreeSnapshot {
   /** Whether the private index was created by this call. */
   seeded: boolean;
+  /** The earlier session's index this new one was copied from (see SnapshotTreeOptions.donors). */
+  adopted?: string;
   /** Why the in-process path (inProcessSnapshot) was tried and not taken (tests, debugging). */
   declined?: string;
   /** Changes against parentTree. */

@@ -28,7 +28,7 @@ import { checkGitVersion } from '../git/repo.js';
 import { maintainInBackground, maybeMaintain } from './maintenance.js';
 import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
-import { stepRef, headRef, type SessionPaths, sessionPaths, ensureDir } from './refs.js';
+import { stepRef, headRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
 import { worktreeLockFile, lockedSnapshot, mutate, commitEvent } from './locks.js';
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled } from './state.js';
 import { wrapperRunning, listSessions, type SelectOptions, selectSession } from './selection.js';
@@ -54,6 +54,8 @@ export interface StartOptions extends SnapshotContext {
   owner?: { pid: number; start: string | null; host: string } | null;
   /** Write the baseline's refreshed copy of the user's index back for the next Node-path snapshot even with a server (see SnapshotTreeOptions.warmCopy). */
   warmCopy?: boolean;
+  /** checkGitVersion already started by the caller (wrap runs it beside openRepo): awaited here, before anything is written. */
+  gitVersion?: Promise<string>;
 }
 
 export interface SnapshotResult {
@@ -91,7 +93,7 @@ export function commitMessage(fields: {
 /** Starts a session: validates the id, takes the baseline (step 0) and journals the start. */
 export async function startSession(repo: Repo, opts: StartOptions = {}): Promise<SnapshotResult> {
   const id = opts.id ? assertSessionId(opts.id) : newSessionId();
-  await checkGitVersion(repo.env);
+  await (opts.gitVersion ?? checkGitVersion(repo.env));
   const settings = opts.settings ?? (await loadSettings(repo));
   const p = sessionPaths(repo, id);
   ensureDir(p.dir);
@@ -105,7 +107,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     }
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, donors: donorIndexes(repo, id), ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [],
@@ -136,6 +138,23 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     if (s) writeState(p.state, stateFrom(s, size, null));
     return { session: id, step: 0, commit, tree: snap.tree, changed: [], skipped: snap.skipped };
   });
+}
+
+/**
+ * The private indexes of earlier sessions that may still be copies of the
+ * user's index (an `index.user-copy` record beside them), newest record
+ * first: a new session's baseline may continue one (SnapshotTreeOptions.donors;
+ * the snapshot checks each). A few only (other worktrees of the repository, session worktrees among them, have records too): the newest of this worktree is the one that fits.
+ */
+function donorIndexes(repo: Repo, except: string): string[] {
+  const found: { index: string; at: number }[] = [];
+  for (const other of sessionIds(repo)) {
+    if (other === except) continue;
+    const index = sessionPaths(repo, other).index;
+    const st = fs.statSync(`${index}.user-copy`, { throwIfNoEntry: false });
+    if (st) found.push({ index, at: st.mtimeMs });
+  }
+  return found.sort((a, b) => b.at - a.at).slice(0, 16).map((f) => f.index);
 }
 
 /** What an operation (src/undo.ts) gets while it holds a session's lock. */

@@ -169,10 +169,17 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   await clearStaleGitLock(`${indexFile}.lock`);
   // A private index kept as a copy of the user's index (the in-process path's)
   // is used again while neither index was written since; else it is seeded anew.
-  const { state: copy, base: knownBase } = opts.untrackedCache ? userCopyState(repo, indexFile) : { state: 'none' as const, base: null };
+  let { state: copy, base: knownBase } = opts.untrackedCache ? userCopyState(repo, indexFile) : { state: 'none' as const, base: null };
   if (copy === 'stale') discardPrivateIndex(indexFile);
   const userKey = statKey(path.join(repo.gitDir, 'index'));
-  const seeded = seedPrivateIndex(repo, indexFile);
+  // A new index continues an earlier session's copy of the user's index where that copy is still exact (adoptDonor).
+  const adopted = opts.untrackedCache && opts.donors?.length && !fs.existsSync(indexFile) ? adoptDonor(repo, indexFile, opts.donors, userKey) : null;
+  if (adopted) {
+    ({ state: copy, base: knownBase } = userCopyState(repo, indexFile));
+    fs.rmSync(noFlagsMarker(indexFile), { force: true });
+    opts.onProgress?.('indexing the worktree');
+  }
+  const seeded = !adopted && seedPrivateIndex(repo, indexFile);
   if (seeded) {
     fs.rmSync(noFlagsMarker(indexFile), { force: true }); // a copy of the user's index: its flags are checked again
     opts.onProgress?.('indexing the worktree');
@@ -183,7 +190,7 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   let declined: string | undefined;
   if (opts.untrackedCache && (seeded || copy === 'valid')) {
     const res = await inProcessSnapshot(repo, opts, userKey, seeded, seeded ? null : knownBase);
-    if (typeof res !== 'string') return res;
+    if (typeof res !== 'string') return adopted ? { ...res, seeded: true, adopted: adopted.from } : res;
     declined = res;
     dropStatusPrefetch();
   }
@@ -193,7 +200,67 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   // The index holds exactly the user's entries (a copy, maybe refreshed by status): nothing to reconcile.
   const fresh = seeded || copy === 'valid';
   const result = await snapshotThroughIndex(repo, opts, fresh);
-  return { ...result, seeded, ...(declined !== undefined ? { declined } : {}) };
+  return { ...result, seeded: seeded || !!adopted, ...(adopted ? { adopted: adopted.from } : {}), ...(declined !== undefined ? { declined } : {}) };
+}
+
+/**
+ * A new private index as a copy of an earlier session's private index
+ * (`donors`, newest first) instead of the user's: the first donor that is
+ * still an unwritten copy of the user's index as it is now — its
+ * `index.user-copy` record names this worktree, the user's index's stat key
+ * now and the donor's own (so neither file was written since the donor's
+ * last in-process snapshot: git replaces an index whole, and anything else
+ * that writes one, chmod and utimes included, changes its ctime). Such a
+ * copy holds exactly the user's entries (status only refreshed their stat
+ * data and wrote git's untracked cache), which is what the donor's own next
+ * snapshot would start from (userCopyState 'valid'); the new session's
+ * baseline is that snapshot, listed through the untracked cache instead of a
+ * cold walk of every directory. The copy gets the donor's mtime set back
+ * by RACY_MARGIN_MS (git's racy reference for entries and cached
+ * directories: an earlier one makes more of them racy, never fewer; the
+ * donor's status wrote it right after reading them) and keeps the donor's
+ * base tree. Checked again after the copy: a donor written while it
+ * was copied is not taken. Null when none fits (then the user's index seeds it).
+ */
+function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], userKey: string): { from: string } | null {
+  for (const donor of donors) {
+    let rec: { user?: unknown; priv?: unknown; base?: unknown; worktree?: unknown; gitDir?: unknown };
+    try {
+      rec = JSON.parse(fs.readFileSync(userCopyFile(donor), 'utf8')) as typeof rec;
+    } catch {
+      continue;
+    }
+    if (rec.worktree !== repo.worktree || rec.gitDir !== repo.gitDir || rec.user !== userKey || typeof rec.priv !== 'string') continue;
+    const before = statKey(donor);
+    if (before !== rec.priv) continue;
+    fs.mkdirSync(path.dirname(indexFile), { recursive: true, mode: 0o700 });
+    const tmp = `${indexFile}.seed-${process.pid}`; // gc removes one a killed process left (strayFiles)
+    try {
+      fs.copyFileSync(donor, tmp);
+      fs.chmodSync(tmp, 0o600);
+      // Set back RACY_MARGIN_MS: what git read in the last seconds before the donor's status wrote it (a directory
+      // changed again within its cached tick, see keepRacyReference) is read again; never less exact, only re-read.
+      const st = fs.statSync(donor);
+      fs.utimesSync(tmp, st.atime, new Date(st.mtimeMs - RACY_MARGIN_MS));
+      if (statKey(donor) !== before || statKey(path.join(repo.gitDir, 'index')) !== userKey) {
+        unlinkQuiet(tmp);
+        continue;
+      }
+      fs.renameSync(tmp, indexFile);
+    } catch {
+      unlinkQuiet(tmp);
+      continue;
+    }
+    writeUserCopy(indexFile, { user: userKey, priv: statKey(indexFile), base: typeof rec.base === 'string' ? rec.base : null, worktree: repo.worktree, gitDir: repo.gitDir });
+    return { from: donor };
+  }
+  return null;
+}
+
+function writeUserCopy(indexFile: string, rec: { user: string; priv: string; base: string | null; worktree: string; gitDir: string }): void {
+  const tmp = `${userCopyFile(indexFile)}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, JSON.stringify(rec), { mode: 0o600 });
+  fs.renameSync(tmp, userCopyFile(indexFile));
 }
 
 /**
@@ -979,8 +1046,6 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   // The marker speaks for an index holding a snapshot's tree, which this one does not.
   fs.rmSync(noAttributesMarker(indexFile), { force: true });
   keepPrivate(indexFile);
-  const stateTmp = `${userCopyFile(indexFile)}.tmp-${process.pid}`;
-  fs.writeFileSync(stateTmp, JSON.stringify({ user: userKey, priv: statKey(indexFile), base: baseTree }), { mode: 0o600 });
-  fs.renameSync(stateTmp, userCopyFile(indexFile));
+  writeUserCopy(indexFile, { user: userKey, priv: statKey(indexFile), base: baseTree, worktree: repo.worktree, gitDir: repo.gitDir });
   return { tree, skipped, seeded, changed };
 }
