@@ -643,6 +643,26 @@ test('a split index (update-index --split-index): the user staging an ignored fi
   }
 });
 
+test('intent-to-add entries (git add -N) of an ignored file, a new file and one deleted since: each snapshot equals the full scan', async () => {
+  const c = await setup({ '.gitignore': '*.log\n', 'a.txt': 'a\n' });
+  try {
+    let parent = (await check(c, null, 'first')).tree;
+    c.t.write('x.log', 'ignored, then intended\n');
+    c.t.write('new/n.txt', 'new\n');
+    c.t.git(['add', '-N', '-f', 'x.log']);
+    c.t.git(['add', '-N', 'new/n.txt']);
+    parent = (await check(c, parent, 'add -N')).tree;
+    c.t.write('x.log', 'edited after add -N\n');
+    parent = (await check(c, parent, 'edit of an intent-to-add file')).tree;
+    c.t.rm('new/n.txt');
+    parent = (await check(c, parent, 'intent-to-add file deleted')).tree;
+    c.t.git(['rm', '-q', '--cached', 'x.log']);
+    await check(c, parent, 'intent-to-add entry removed: ignored again');
+  } finally {
+    await teardown(c);
+  }
+});
+
 test('a user index that was corrupt for one snapshot (truncated, then written back): the next snapshot equals the full scan again', async () => {
   const c = await setup({ '.gitignore': '*.log\n', 'a.txt': 'a\n', 'k.log': 'tracked log\n', 'd/b.txt': 'b\n' });
   try {
