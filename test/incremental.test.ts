@@ -619,4 +619,67 @@ test('a file tracked in an ignored directory while another change forces a full 
   }
 });
 
+test('a split index (update-index --split-index): the user staging an ignored file is followed incrementally (its replaced entries, which have no name, are no path)', async () => {
+  const files: Record<string, string> = { '.gitignore': '*.log\n', 'a.txt': 'a\n' };
+  for (let i = 0; i < 50; i++) files[`d/f${i}.txt`] = `${i}\n`;
+  const c = await setup(files);
+  try {
+    c.t.git(['update-index', '--split-index']);
+    c.t.write('d/f3.txt', 'changed\n');
+    c.t.git(['add', 'd/f3.txt']); // a replaced entry in the split index
+    let parent = (await check(c, null, 'first')).tree;
+    c.t.write('x.log', 'ignored until added\n');
+    c.t.git(['add', '-f', 'x.log']);
+    let res = await check(c, parent, 'git add -f');
+    assert.is(res.mode, 'incremental', `full scan: ${c.engine.stats.lastFullReason}`);
+    assert.equal(res.changed.map((x) => x.path), ['x.log']);
+    parent = res.tree;
+    c.t.git(['rm', '-q', '--cached', 'x.log']);
+    res = await check(c, parent, 'git rm --cached');
+    assert.is(res.mode, 'incremental', `full scan: ${c.engine.stats.lastFullReason}`);
+    assert.equal(res.changed.map((x) => x.path), ['x.log']);
+  } finally {
+    await teardown(c);
+  }
+});
+
+test('intent-to-add entries (git add -N) of an ignored file, a new file and one deleted since: each snapshot equals the full scan', async () => {
+  const c = await setup({ '.gitignore': '*.log\n', 'a.txt': 'a\n' });
+  try {
+    let parent = (await check(c, null, 'first')).tree;
+    c.t.write('x.log', 'ignored, then intended\n');
+    c.t.write('new/n.txt', 'new\n');
+    c.t.git(['add', '-N', '-f', 'x.log']);
+    c.t.git(['add', '-N', 'new/n.txt']);
+    parent = (await check(c, parent, 'add -N')).tree;
+    c.t.write('x.log', 'edited after add -N\n');
+    parent = (await check(c, parent, 'edit of an intent-to-add file')).tree;
+    c.t.rm('new/n.txt');
+    parent = (await check(c, parent, 'intent-to-add file deleted')).tree;
+    c.t.git(['rm', '-q', '--cached', 'x.log']);
+    await check(c, parent, 'intent-to-add entry removed: ignored again');
+  } finally {
+    await teardown(c);
+  }
+});
+
+test('a user index that was corrupt for one snapshot (truncated, then written back): the next snapshot equals the full scan again', async () => {
+  const c = await setup({ '.gitignore': '*.log\n', 'a.txt': 'a\n', 'k.log': 'tracked log\n', 'd/b.txt': 'b\n' });
+  try {
+    c.t.git(['add', '-f', 'k.log']);
+    let parent = (await check(c, null, 'first')).tree;
+    const file = path.join(c.t.dir, '.git', 'index');
+    const good = fs.readFileSync(file);
+    fs.writeFileSync(file, good.subarray(0, Math.floor(good.length / 2)));
+    // git itself cannot read it: the full scan fails, and so may the engine.
+    await c.engine.snapshot({ settings: c.settings, parentTree: parent }).catch(() => undefined);
+    fs.writeFileSync(file, good);
+    parent = (await check(c, parent, 'index written back')).tree;
+    c.t.write('a.txt', 'a2\n');
+    await check(c, parent, 'an edit after');
+  } finally {
+    await teardown(c);
+  }
+});
+
 test.run();

@@ -47,4 +47,17 @@ test('a truncated index is not read (null: the caller asks git)', async () => {
   for (const chunk of [64, 1000, 1 << 20]) assert.is(forEachIndexName(file, () => undefined, chunk), null);
 });
 
+test('a split index is not read (null: the caller asks git), and no entry is given with an empty name', () => {
+  const t = tempRepo({ files: filesOf(30) });
+  t.git(['update-index', '--split-index']);
+  t.write('top-0.md', 'changed\n');
+  t.git(['add', 'top-0.md']); // replaced in the split index: an entry with no name
+  const file = path.join(t.dir, '.git', 'index');
+  for (const chunk of [64, 1 << 20]) {
+    const got: string[] = [];
+    assert.is(forEachIndexName(file, (b, start, end) => got.push(b.toString('utf8', start, end)), chunk), null);
+    assert.ok(!got.includes(''), `chunk ${chunk}: an empty name`);
+  }
+});
+
 test.run();

@@ -240,6 +240,9 @@ function walkIndexFd(
       nameEnd = o + q;
       at = at + ((q + 8) & ~7);
     }
+    // No path is empty: a split index's entries that replace shared ones may have no name (they are
+    // known by position). Stop before the caller takes one for the root (it asks git then).
+    if (nameEnd === nameStart) return null;
     onEntry(i, nameBuf, nameStart, nameEnd, flags, extended, buf, o); // stat data: buf[o, o + 40)
     if (extended & 0x2000 && intentToAdd === null) intentToAdd = nameBuf.toString('utf8', nameStart, nameEnd);
     // No closure or string per entry: this loop runs cold (interpreted) in a short-lived CLI process.

@@ -15,7 +15,7 @@ import type { Repo } from '../git/repo.js';
 import { errors } from '../base/errors.js';
 import type { ChangedPath, SkippedFile } from '../git/types.js';
 import { PROJECT_FILE, WORKTREE_EXCLUDE_FILE, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
-import { snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
+import { discardPrivateIndex, snapshotTree, untrackedClassifier, type Classifier, type TreeSnapshotResult } from './snapshot.js';
 import { diffTrees } from '../git/plumbing.js';
 import { decodeName, fsPath, hasRawBytes, spawnGit, splitNul } from '../git/run.js';
 import { isUtf8 } from 'node:buffer';
@@ -615,7 +615,15 @@ export class IncrementalSnapshotter {
     this.pending.clear();
     this.baselineSince = this.snapStart;
     const scanStart = performance.now();
-    const res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
+    let res: TreeSnapshotResult;
+    try {
+      res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
+    } catch (e) {
+      // The private index may hold what made the scan fail (a copy of a user's index git could not read):
+      // the next full scan seeds a fresh copy instead of failing on it forever.
+      discardPrivateIndex(this.indexFile);
+      throw e;
+    }
     this.stats.lastFullMs = performance.now() - scanStart;
     this.base = { tree: res.tree, skipped: new Map(res.skipped.map((s) => [s.path, s])), settings: settingsKey(opts.settings) };
     this.recordAfterFull(this.linked, this.snapStart);

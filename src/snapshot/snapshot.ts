@@ -891,7 +891,7 @@ function freshenLoose(objectsDir: string, oid: string): boolean {
 }
 
 /** Removes the private index and what was kept about it, so the next step seeds a fresh copy. */
-function discardPrivateIndex(indexFile: string): void {
+export function discardPrivateIndex(indexFile: string): void {
   for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile), noFlagsMarker(indexFile)]) fs.rmSync(f, { force: true });
 }
 
