@@ -520,4 +520,67 @@ test('left to git: a nested repository, a name that is not UTF-8, too many chang
   );
 });
 
+// A directory changed again within the timestamp tick its cached listing was read in (the racy untracked
+// cache of issue 13, made here as in test/snapshot-untracked-cache.test.ts: utimes, core.trustctime=false):
+// the copy kept by the in-process path is written by git's status after it read the directories, a tick
+// later when the status crosses a second, so its mtime was no racy reference for what it read. The next
+// snapshot of the session trusted that listing (a new untracked file missing from it and from every later
+// one), and so did a new session that adopted the copy after that snapshot (adoptDonor's margin counts from
+// the copy's mtime).
+test('the kept copy re-reads a directory changed again in the tick its cached listing was read in', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'd/c.txt': 'c\n' }, [['core.trustctime', 'false']]);
+  try {
+    await check(c, null, 'first');
+    assert.ok(inProcess(c), 'the session keeps a copy of the user index');
+    // The root as changed half a second into the previous second: the status lists it with that stat.
+    const tick = new Date((Math.floor(Date.now() / 1000) - 1) * 1000 + 500);
+    fs.utimesSync(c.t.dir, tick, tick);
+    const listed = await check(c, null, 'the root listed with its stat in that tick');
+    assert.is(listed.declined, undefined);
+    assert.ok(inProcess(c));
+    // Changed again within that tick: a new untracked file.
+    c.t.write('y.txt', 'y\n');
+    fs.utimesSync(c.t.dir, tick, tick);
+    const next = await check(c, null, 'changed again within that tick');
+    assert.ok(c.t.gitRaw(['ls-tree', '--name-only', next.tree]).stdout.split('\n').includes('y.txt'));
+    // A new session adopting the copy now starts from what that snapshot listed.
+    c.index = path.join(c.t.base, 'session-2', 'index');
+    await check(c, null, 'a new session adopting it', { donors: [path.join(c.t.base, 'session', 'index')] });
+  } finally {
+    c.t.cleanup();
+  }
+});
+
+// An entry whose stat data a donor's status refreshed (the file was stat-dirty against the user's index, its
+// bytes the same) and that was written again afterwards with the same size and its mtime put back (utimes,
+// touch -d, cp -p, rsync -a) within the second of the ctime that status recorded: git trusts it by its stat
+// data (an old mtime is no racy entry), so the adopted index kept the old bytes while a fresh copy of the
+// user's index (its stat data the user's) reads the file again. Made here without a clock: a new inode
+// (written aside and renamed) is the stat change, core.trustctime=false stands for the ctime's second.
+test('a new session re-reads an entry an earlier session refreshed that was rewritten with its stat data kept', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'run.sh': 'AAAA\n' }, [['core.trustctime', 'false']]);
+  const abs = path.join(c.t.dir, 'run.sh');
+  const old = new Date(Date.now() - 60_000);
+  try {
+    fs.utimesSync(abs, old, old);
+    c.t.gitRaw(['update-index', '--refresh']);
+    // The same bytes under a new inode: stat-dirty against the user's index, refreshed by the first session.
+    fs.writeFileSync(`${abs}.new`, 'AAAA\n');
+    fs.utimesSync(`${abs}.new`, old, old);
+    fs.renameSync(`${abs}.new`, abs);
+    c.index = path.join(c.t.base, 's1', 'index');
+    await check(c, null, 'first session');
+    assert.ok(inProcess(c));
+    // Rewritten in place, same size, mtime put back.
+    fs.writeFileSync(abs, 'BBBB\n');
+    fs.utimesSync(abs, old, old);
+    c.index = path.join(c.t.base, 's2', 'index');
+    const next = await check(c, null, 'a new session', { donors: [path.join(c.t.base, 's1', 'index')] });
+    assert.is(next.adopted, path.join(c.t.base, 's1', 'index'));
+    assert.is(c.t.gitRaw(['cat-file', '-p', `${next.tree}:run.sh`]).stdout, 'BBBB\n');
+  } finally {
+    c.t.cleanup();
+  }
+});
+
 test.run();

@@ -161,6 +161,28 @@ test('git config that transforms content keeps the full scan', async () => {
   }
 });
 
+// git reads a global attributes file where core.attributesFile is not set ($XDG_CONFIG_HOME/git/attributes,
+// else ~/.config/git/attributes): a file the user added under it holds a converted blob in the user's index,
+// and a snapshot took that blob (and git's filtered refresh) for the file's bytes.
+test('attributes from the global attributes file git reads by default keep the exact bytes', async () => {
+  const repo = tempRepo({ files: { 'b.txt': 'b\n' } });
+  try {
+    fs.mkdirSync(path.join(repo.home, '.config', 'git'), { recursive: true });
+    fs.writeFileSync(path.join(repo.home, '.config', 'git', 'attributes'), '*.txt text\n');
+    repo.write('a.txt', 'one\r\ntwo\r\n');
+    repo.git(['add', 'a.txt']);
+    repo.git(['commit', '-q', '-m', 'crlf']);
+    const s1 = await snapJson(repo);
+    assertExactBytes(repo, s1.commit, 'a.txt');
+    repo.write('c.txt', 'three\r\n');
+    const s2 = await snapJson(repo, ['--session', s1.session]);
+    assertExactBytes(repo, s2.commit, 'a.txt');
+    assertExactBytes(repo, s2.commit, 'c.txt');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('a private index written after the last snapshot (a snapshot killed halfway) is reconciled as it is', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n', 'dir/b.txt': 'b\n' } });
   try {

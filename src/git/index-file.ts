@@ -59,6 +59,36 @@ export function readIndexFacts(file: string): IndexFacts | null {
 }
 
 /**
+ * The oldest mtime (whole seconds, as git compares them) among the entries of
+ * `file` whose stat data differs from the same entry's in `base`, when `file`
+ * holds base's entries in the same order with stat data refreshed by git
+ * (a copy of it git's status wrote back); Infinity when none differs; null
+ * when the two hold different numbers of entries or either is not read.
+ */
+export function oldestRefreshedMtime(file: string, base: string): number | null {
+  const WORDS = 10; // 40 bytes of stat data: ctime, mtime, dev, ino, mode, uid, gid, size
+  let baseStats = new Uint32Array(0);
+  let baseCount = -1;
+  // Read word by word (no native call per entry: see walkIndexFd).
+  const a = walkIndex(base, (count) => ((baseCount = count), (baseStats = new Uint32Array(count * WORDS))), (i, _b, _s, _e, _f, _x, st, at) => {
+    for (let k = 0; k < WORDS; k++) baseStats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
+  });
+  if (!a) return null;
+  let count = -1;
+  let oldest = Infinity;
+  const b = walkIndex(file, (c) => (count = c), (i, _b, _s, _e, _f, _x, st, at) => {
+    if (i >= baseCount) return;
+    let k = 0;
+    while (k < WORDS && baseStats[i * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
+    if (k === WORDS) return;
+    const mtime = st.readUInt32BE(at + 8);
+    if (mtime < oldest) oldest = mtime;
+  });
+  if (!b || count !== baseCount) return null;
+  return oldest;
+}
+
+/**
  * A window on an open file, read in chunks by position: an index of 1M
  * entries (~140 MB) is walked without holding it (issue 19: the warm
  * server's peak).
@@ -106,7 +136,7 @@ const INDEX_CHUNK = 1 << 20;
 function walkIndex(
   file: string,
   onCount: (count: number) => void,
-  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number) => void,
+  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number, stat: Buffer, statAt: number) => void,
   chunk = INDEX_CHUNK,
 ): { unsupported: string | null; intentToAdd: string | null; sparse: boolean } | null {
   let fd: number;
@@ -129,7 +159,7 @@ function walkIndex(
 function walkIndexFd(
   fd: number,
   onCount: (count: number) => void,
-  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number) => void,
+  onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number, stat: Buffer, statAt: number) => void,
   chunk: number,
 ): { unsupported: string | null; intentToAdd: string | null; sparse: boolean } | null {
   const w = new FileWindow(fd, fs.fstatSync(fd).size, chunk);
@@ -213,7 +243,7 @@ function walkIndexFd(
     // No path is empty: a split index's entries that replace shared ones may have no name (they are
     // known by position). Stop before the caller takes one for the root (it asks git then).
     if (nameEnd === nameStart) return null;
-    onEntry(i, nameBuf, nameStart, nameEnd, flags, extended);
+    onEntry(i, nameBuf, nameStart, nameEnd, flags, extended, buf, o); // stat data: buf[o, o + 40)
     if (extended & 0x2000 && intentToAdd === null) intentToAdd = nameBuf.toString('utf8', nameStart, nameEnd);
     // No closure or string per entry: this loop runs cold (interpreted) in a short-lived CLI process.
     if (unsupported === null && ((flags >> 12) & 3 || mode === GITLINK || flags & 0x8000 || extended & 0x4000)) {

@@ -24,7 +24,7 @@ import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitN
 import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
 import { objectStore } from '../git/objects.js';
-import { readIndexFacts, readIndexFlags } from '../git/index-file.js';
+import { oldestRefreshedMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
 import { blobOf, hashRaw, stdinPathSafe, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from '../base/lock.js';
 import type { ChangedPath, SkippedFile, TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
@@ -240,8 +240,19 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
       fs.chmodSync(tmp, 0o600);
       // Set back RACY_MARGIN_MS: what git read in the last seconds before the donor's status wrote it (a directory
       // changed again within its cached tick, see keepRacyReference) is read again; never less exact, only re-read.
+      // And back to the oldest mtime of an entry whose stat data the donor's statuses refreshed (it differs from the
+      // user's): git trusts such an entry by its stat data unless its mtime is not older than the index, and a file
+      // written again within the second of the ctime a status recorded, same size, its mtime put back (utimes,
+      // touch -d, cp -p, rsync -a), keeps that stat data; a fresh copy of the user's index reads it again (its stat
+      // data is the user's). Entries the user's own index holds as they are keep git's rule.
+      const oldest = oldestRefreshedMtime(tmp, path.join(repo.gitDir, 'index'));
+      if (oldest === null || oldest < 2) {
+        // (An index mtime of 0 would switch git's racy checks off.)
+        unlinkQuiet(tmp);
+        continue;
+      }
       const st = fs.statSync(donor);
-      fs.utimesSync(tmp, st.atime, new Date(st.mtimeMs - RACY_MARGIN_MS));
+      fs.utimesSync(tmp, st.atime, new Date(Math.min(st.mtimeMs - RACY_MARGIN_MS, oldest * 1000)));
       if (statKey(donor) !== before || statKey(path.join(repo.gitDir, 'index')) !== userKey) {
         unlinkQuiet(tmp);
         continue;
@@ -555,7 +566,22 @@ function isAttributesFile(rel: string): boolean {
 
 /** Attribute sources outside the worktree's files (checked on every snapshot: no git process). */
 function attributesFromConfig(repo: Repo, settings: Settings): boolean {
-  return autocrlfOn(settings) || !!settings.attributesFile || fs.existsSync(path.join(repo.commonDir, 'info', 'attributes'));
+  return autocrlfOn(settings) || !!settings.attributesFile || fs.existsSync(path.join(repo.commonDir, 'info', 'attributes')) || defaultAttributesFiles(repo).some((f) => fs.existsSync(f));
+}
+
+/**
+ * The attributes files git reads without being told to: where core.attributesFile is not set,
+ * $XDG_CONFIG_HOME/git/attributes (else $HOME/.config/git/attributes), and the system's
+ * (/etc/gitattributes for git built with prefix /usr) unless GIT_ATTR_NOSYSTEM.
+ */
+function defaultAttributesFiles(repo: Repo): string[] {
+  const env = repo.env;
+  const out: string[] = [];
+  const xdg = env.XDG_CONFIG_HOME ? env.XDG_CONFIG_HOME : env.HOME ? path.join(env.HOME, '.config') : null;
+  if (xdg) out.push(path.join(xdg, 'git', 'attributes'));
+  const noSystem = (env.GIT_ATTR_NOSYSTEM ?? '').trim().toLowerCase();
+  if (!['1', 'true', 'yes', 'on'].includes(noSystem)) out.push('/etc/gitattributes');
+  return out;
 }
 
 /**
@@ -953,7 +979,14 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   // (core.ignoreCase declined above), and they change nothing where this path keeps its result (it
   // declines wherever an attributes file or attributes config could name a filter).
   const prefetched = writeBack ? null : takeStatusPrefetch(repo, userKey, snapshotStatusArgs(false));
-  const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched);
+  // git writes the copy back after its status read the directories and refreshed the entries, a tick later when the
+  // status crossed a second: that mtime is no racy reference for what it read (a directory changed again within its
+  // cached tick was trusted by every later status of this copy, and of a new session's copy of it). As the full
+  // path's (keepRacyReference), it is set back to before the status began, whatever the snapshot then does.
+  const statusStart = Date.now();
+  const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched).finally(() => {
+    if (writeBack) keepRacyReference(indexFile, statusStart - RACY_MARGIN_MS);
+  });
   const settled = () => Promise.allSettled([base, status]);
   // Read while git runs (git replaces the file whole, so either version has the same entries).
   const facts = readIndexFacts(baseCopy);
