@@ -169,13 +169,15 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   await clearStaleGitLock(`${indexFile}.lock`);
   // A private index kept as a copy of the user's index (the in-process path's)
   // is used again while neither index was written since; else it is seeded anew.
-  let { state: copy, base: knownBase } = opts.untrackedCache ? userCopyState(repo, indexFile) : { state: 'none' as const, base: null };
-  if (copy === 'stale') discardPrivateIndex(indexFile);
+  // The user's index key first, and the copy judged against that one key: taken after the check, a rewrite
+  // of the user's index in between would be recorded as the key of a copy that holds the old entries.
   const userKey = statKey(path.join(repo.gitDir, 'index'));
+  let { state: copy, base: knownBase } = opts.untrackedCache ? userCopyState(indexFile, userKey) : { state: 'none' as const, base: null };
+  if (copy === 'stale') discardPrivateIndex(indexFile);
   // A new index continues an earlier session's copy of the user's index where that copy is still exact (adoptDonor).
   const adopted = opts.untrackedCache && opts.donors?.length && !fs.existsSync(indexFile) ? adoptDonor(repo, indexFile, opts.donors, userKey) : null;
   if (adopted) {
-    ({ state: copy, base: knownBase } = userCopyState(repo, indexFile));
+    ({ state: copy, base: knownBase } = userCopyState(indexFile, userKey));
     fs.rmSync(noFlagsMarker(indexFile), { force: true });
     opts.onProgress?.('indexing the worktree');
   }
@@ -862,14 +864,14 @@ function userCopyFile(indexFile: string): string {
 }
 
 /** `base`: the tree of the copy's entries (write-tree's), when the record has it and the copy is valid. */
-function userCopyState(repo: Repo, indexFile: string): { state: 'valid' | 'stale' | 'none'; base: string | null } {
+function userCopyState(indexFile: string, userKey: string): { state: 'valid' | 'stale' | 'none'; base: string | null } {
   let state: { user: string; priv: string; base?: unknown };
   try {
     state = JSON.parse(fs.readFileSync(userCopyFile(indexFile), 'utf8')) as { user: string; priv: string; base?: unknown };
   } catch {
     return { state: 'none', base: null };
   }
-  if (state.user !== statKey(path.join(repo.gitDir, 'index')) || state.priv !== statKey(indexFile)) return { state: 'stale', base: null };
+  if (state.user !== userKey || state.priv !== statKey(indexFile)) return { state: 'stale', base: null };
   return { state: 'valid', base: typeof state.base === 'string' && /^[0-9a-f]{40}$/.test(state.base) ? state.base : null };
 }
 
