@@ -193,4 +193,34 @@ test('server: its own idle sweeps find a write through an outside hard link befo
   }
 });
 
+test('server: a call whose payload names the worktree through a symlink is answered by the warm engine (not a fresh full scan)', async () => {
+  const repo = seeded();
+  const link = path.join(repo.base, 'link-to-worktree');
+  fs.symlinkSync(repo.dir, link);
+  try {
+    await withServer(repo, async (server, engine) => {
+      const env = { ...repo.env, AGENTSNAP_SERVER: 'on' };
+      const call = async (event: 'PreToolUse' | 'PostToolUse', id: string) => {
+        const input = JSON.stringify({ ...JSON.parse(payload(repo, event, id, 'true')), cwd: link });
+        const r = await runProcess('/bin/sh', [CLIENT, '--run', server.runDir, '--exec', process.execPath, JS, 'claude', event], { cwd: link, env, input });
+        assert.is(r.code, 0, r.stderr);
+        assert.is(r.stderr, '', 'answered by the server, no warning');
+      };
+      await call('PreToolUse', 't1');
+      await call('PostToolUse', 't1');
+      repo.write('a.txt', 'edited through the link\n');
+      await call('PreToolUse', 't2');
+      await call('PostToolUse', 't2');
+      assert.ok(engine.stats.full + engine.stats.incremental >= 4, `the engine took the snapshots (full ${engine.stats.full}, incremental ${engine.stats.incremental})`);
+      assert.ok(engine.stats.incremental >= 3, `incremental after the first (${engine.stats.incremental})`);
+    });
+    const session = loadSession(await openRepo(repo.dir, { env: repo.env }), sessionOf(repo));
+    const st = session.steps.find((s) => s.toolUseId === 't2');
+    assert.ok(st?.pre, 'the call has a pre-snapshot');
+    assert.is(repo.git(['show', `${st?.pre}:a.txt`]), 'edited through the link\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

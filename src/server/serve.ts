@@ -214,9 +214,20 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
   }
   const serverGitKey = gitEnvKey(base.callerEnv);
   /** The server's repo for calls in its worktree with its git environment; a fresh one otherwise. */
+  // A payload may name the worktree through a symlink (its cwd as the agent's shell sees it): compared as real
+  // paths, or every such call took a fresh repository, hence a full scan, instead of the warm engine.
+  const realOrSelf = (p: string): string => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  const realWorktree = realOrSelf(base.worktree);
   const repoFor: CallRepoOpener = async (dir, env) => {
-    if (gitEnvKey(env) === serverGitKey && inside(base.worktree, dir)) {
-      return { ...repo, callerEnv: env, prefix: path.relative(base.worktree, dir).split(path.sep).join('/') + (dir === base.worktree ? '' : '/') };
+    const real = gitEnvKey(env) === serverGitKey ? realOrSelf(dir) : null;
+    if (real !== null && inside(realWorktree, real)) {
+      return { ...repo, callerEnv: env, prefix: path.relative(realWorktree, real).split(path.sep).join('/') + (real === realWorktree ? '' : '/') };
     }
     return openRepo(dir, { env });
   };
