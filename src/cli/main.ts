@@ -325,7 +325,7 @@ function skipHelpCache(parser: object): void {
   if (usage && typeof usage.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {};
 }
 
-const SNAP_VALUES: Record<string, { key: string; choices?: readonly string[]; integer?: boolean }> = {
+const SNAP_VALUES: Record<string, PlainValue> = {
   '--session': { key: 'session' },
   '--phase': { key: 'phase', choices: ['pre', 'post'] },
   '--step': { key: 'step', integer: true },
@@ -336,21 +336,26 @@ const SNAP_VALUES: Record<string, { key: string; choices?: readonly string[]; in
 };
 const SNAP_FLAGS: Record<string, string> = { '--json': 'json', '--quiet': 'quiet', '-q': 'quiet' };
 
+interface PlainValue {
+  key: string;
+  choices?: readonly string[];
+  integer?: boolean;
+}
+
 /**
- * `snap`'s arguments as yargs would give them to its handler, for the plain
+ * Options `args[0..end)` into `argv` as yargs would give them, for the plain
  * forms only (each option at most once, values that cannot be mistaken for
  * options, choices and numbers valid); null for anything else, which yargs
  * then parses, explains or rejects.
  */
-export function parseSnapArgs(args: string[]): Record<string, unknown> | null {
-  const argv: Record<string, unknown> = { json: false, quiet: false };
+function parsePlainOptions(args: string[], end: number, flags: Record<string, string>, values: Record<string, PlainValue>, argv: Record<string, unknown>): Record<string, unknown> | null {
   const seen = new Set<string>();
-  for (let i = 0; i < args.length; i++) {
+  for (let i = 0; i < end; i++) {
     const arg = args[i] as string;
     const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
     const name = eq > 0 ? arg.slice(0, eq) : arg;
-    const flag = SNAP_FLAGS[name];
-    const opt = SNAP_VALUES[name];
+    const flag = flags[name];
+    const opt = values[name];
     const key = flag ?? opt?.key;
     if (!key || seen.has(key)) return null;
     seen.add(key);
@@ -359,7 +364,7 @@ export function parseSnapArgs(args: string[]): Record<string, unknown> | null {
       argv[flag] = true;
       continue;
     }
-    const value = eq > 0 ? arg.slice(eq + 1) : args[++i];
+    const value = eq > 0 ? arg.slice(eq + 1) : i + 1 < end ? args[++i] : undefined;
     if (value === undefined || value === '' || value.startsWith('-') || !opt) return null;
     if (opt.choices && !opt.choices.includes(value)) return null;
     if (opt.integer) {
@@ -370,7 +375,12 @@ export function parseSnapArgs(args: string[]): Record<string, unknown> | null {
   return argv;
 }
 
-const WRAP_VALUES: Record<string, { key: string; choices?: readonly string[] }> = {
+/** `snap`'s arguments as yargs would give them to its handler, for the plain forms only (parsePlainOptions); else null. */
+export function parseSnapArgs(args: string[]): Record<string, unknown> | null {
+  return parsePlainOptions(args, args.length, SNAP_FLAGS, SNAP_VALUES, { json: false, quiet: false });
+}
+
+const WRAP_VALUES: Record<string, PlainValue> = {
   '--session': { key: 'session' },
   '--agent': { key: 'agent', choices: ['auto', ...AGENTS] },
 };
@@ -378,36 +388,14 @@ const WRAP_FLAGS: Record<string, string> = { '--quiet': 'quiet', '-q': 'quiet', 
 
 /**
  * `wrap`'s arguments as yargs gives them to its handler, for the plain forms
- * only: options before `--` (each at most once, values that cannot be taken
- * for options, a valid --agent), the agent's command after it; null for
- * anything else (help, --name/--from, a command without `--`, a typo), which
- * yargs then parses, explains or rejects.
+ * only: options before `--` (parsePlainOptions), the agent's command after
+ * it; null for anything else (help, --name/--from, a command without `--`, a
+ * typo), which yargs then parses, explains or rejects.
  */
 export function parseWrapArgs(args: string[]): Record<string, unknown> | null {
   const dd = args.indexOf('--');
   if (dd < 0 || dd === args.length - 1) return null;
-  const argv: Record<string, unknown> = { agent: 'auto', auto: false, quiet: false, mcp: false, command: [], '--': args.slice(dd + 1) };
-  const seen = new Set<string>();
-  for (let i = 0; i < dd; i++) {
-    const arg = args[i] as string;
-    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    const flag = WRAP_FLAGS[name];
-    const opt = WRAP_VALUES[name];
-    const key = flag ?? opt?.key;
-    if (!key || seen.has(key)) return null;
-    seen.add(key);
-    if (flag) {
-      if (eq > 0) return null;
-      argv[flag] = true;
-      continue;
-    }
-    const value = eq > 0 ? arg.slice(eq + 1) : i + 1 < dd ? args[++i] : undefined;
-    if (value === undefined || value === '' || value.startsWith('-') || !opt) return null;
-    if (opt.choices && !opt.choices.includes(value)) return null;
-    argv[opt.key] = value;
-  }
-  return argv;
+  return parsePlainOptions(args, dd, WRAP_FLAGS, WRAP_VALUES, { agent: 'auto', auto: false, quiet: false, mcp: false, command: [], '--': args.slice(dd + 1) });
 }
 
 export function reportError(raw: unknown, io: CliIO, json: boolean): number {
