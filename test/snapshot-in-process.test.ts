@@ -3,6 +3,8 @@
 // against the full scan on a fresh throwaway index: after random rounds of
 // what agents and users do to a worktree, the same tree, skipped set and
 // changed list; and each case it leaves to git, left to git.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -13,6 +15,7 @@ import { openRepo, type Repo } from '../src/git/repo.js';
 import { loadSettings, type Settings } from '../src/git/config.js';
 import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
 import { onGitSpawn } from '../src/git/run.js';
+import { diffTrees } from '../src/git/plumbing.js';
 import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
 
 interface Ctx {
@@ -32,11 +35,82 @@ async function setup(files: Record<string, string>, config: string[][] = []): Pr
   return { t, repo, settings, index: path.join(t.base, 'session', 'index') };
 }
 
-/** What a full scan on a fresh throwaway index says about the worktree now. */
+/**
+ * What the worktree holds now: the paths, skipped set and modes of a full scan on a fresh throwaway index
+ * (a copy of the user's index), with the content of every file and symlink of that tree taken from its
+ * bytes on disk (bytesOnDisk). git's scan trusts an entry's stat data, and a file rewritten with the same
+ * size and its mtime put back, within the second of the ctime the user's index recorded (git compares
+ * seconds), keeps it: the copy then holds the old bytes (the racy rule does not help, the entry's mtime is
+ * older than the index), while a snapshot through an index whose racy reference is older reads the file.
+ * The ground truth is the bytes.
+ */
 async function reference(c: Ctx, parentTree: string | null): Promise<TreeSnapshotResult> {
   const idx = tempIndex(c.repo, 'reference');
+  let scan: TreeSnapshotResult;
   try {
-    return await snapshotTree(c.repo, { indexFile: idx, settings: c.settings, parentTree });
+    scan = await snapshotTree(c.repo, { indexFile: idx, settings: c.settings, parentTree });
+  } finally {
+    removeTempIndex(idx);
+  }
+  const tree = bytesOnDisk(c, scan.tree);
+  if (tree === scan.tree) return scan;
+  return { ...scan, tree, changed: parentTree ? await diffTrees(c.repo, parentTree, tree) : [] };
+}
+
+/** Runs git on bytes (names that are not UTF-8 stay as they are). */
+function gitBytes(c: Ctx, args: string[], input?: Buffer, env: Record<string, string> = {}): Buffer {
+  const r = spawnSync('git', args, { cwd: c.t.dir, env: { ...c.t.env, ...env }, input, maxBuffer: 256 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`git ${args.join(' ')} failed (${r.status}): ${r.stderr.toString()}`);
+  return r.stdout;
+}
+
+/**
+ * `tree` with each blob re-hashed from the worktree with no stat data trusted: a regular file's bytes (its
+ * mode from lstat) or a symlink's target, hashed in-process as git hashes a blob (no filters: snapshots hold
+ * exact bytes). Entries whose path is no file or symlink on disk are left as they are (the comparison shows them).
+ */
+function bytesOnDisk(c: Ctx, tree: string): string {
+  const listing = gitBytes(c, ['ls-tree', '-r', '-z', '--full-tree', tree]);
+  const fixes: Buffer[] = [];
+  let at = 0;
+  while (at < listing.length) {
+    const end = listing.indexOf(0, at);
+    const rec = listing.subarray(at, end);
+    at = end + 1;
+    const tab = rec.indexOf(0x09);
+    const [mode, type, oid] = rec.subarray(0, tab).toString().split(' ') as [string, string, string];
+    const name = rec.subarray(tab + 1);
+    if (type !== 'blob') continue; // gitlinks
+    const abs = Buffer.concat([Buffer.from(`${c.t.dir}/`), name]);
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(abs);
+    } catch {
+      continue;
+    }
+    let content: Buffer;
+    let diskMode: string;
+    if (st.isSymbolicLink()) {
+      content = fs.readlinkSync(abs, { encoding: 'buffer' });
+      diskMode = '120000';
+    } else if (st.isFile()) {
+      content = fs.readFileSync(abs);
+      diskMode = st.mode & 0o100 ? '100755' : '100644';
+    } else continue;
+    const hash = createHash(oid.length === 64 ? 'sha256' : 'sha1');
+    const diskOid = hash.update(`blob ${content.length}\0`).update(content).digest('hex');
+    if (diskOid === oid && diskMode === mode) continue;
+    const written = gitBytes(c, ['hash-object', '-w', '--no-filters', '--stdin'], content).toString().trim();
+    assert.is(written, diskOid, 'the blob hashed in-process is the one git writes');
+    fixes.push(Buffer.from(`${diskMode} ${diskOid}\t`), name, Buffer.from([0]));
+  }
+  if (fixes.length === 0) return tree;
+  const idx = tempIndex(c.repo, 'reference-bytes');
+  try {
+    const env = { GIT_INDEX_FILE: idx };
+    gitBytes(c, ['read-tree', tree], undefined, env);
+    gitBytes(c, ['update-index', '-z', '--index-info'], Buffer.concat(fixes), env);
+    return gitBytes(c, ['write-tree'], undefined, env).toString().trim();
   } finally {
     removeTempIndex(idx);
   }
@@ -94,6 +168,30 @@ function walkDisk(dir: string, rel = ''): { files: string[]; dirs: string[] } {
   }
   return { files, dirs };
 }
+
+// The reference itself: git's scan of a fresh copy of the user's index trusts an entry whose stat data did not
+// move (same size and inode, its mtime put back, the ctime's second the recorded one: core.trustctime=false
+// stands for that second here, no clock), and so holds bytes the file no longer has; the reference holds the
+// bytes on disk (seed 78 of the rounds with new sessions failed on this, the session's snapshot being right).
+test('the reference holds the bytes on disk where git trusts stale stat data', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'run.sh': 'AAAA\n' }, [['core.trustctime', 'false']]);
+  const abs = path.join(c.t.dir, 'run.sh');
+  const old = new Date(Date.now() - 60_000);
+  try {
+    fs.utimesSync(abs, old, old);
+    c.t.git(['update-index', '--refresh']);
+    fs.writeFileSync(abs, 'BBBB\n');
+    fs.utimesSync(abs, old, old);
+    assert.is(c.t.git(['status', '--porcelain']), '', 'git itself takes the file for unchanged');
+    const head = c.t.git(['rev-parse', 'HEAD^{tree}']).trim();
+    const ref = await reference(c, head);
+    assert.is(c.t.git(['cat-file', '-p', `${ref.tree}:run.sh`]), 'BBBB\n');
+    assert.is(c.t.git(['cat-file', '-p', `${ref.tree}:a.txt`]), 'a\n');
+    assert.equal(ref.changed.map((x) => `${x.change} ${x.path} +${x.added} -${x.deleted}`), ['M run.sh +1 -1']);
+  } finally {
+    c.t.cleanup();
+  }
+});
 
 test('random rounds: the in-process path returns exactly what the full scan does', () => randomRounds(Number(process.env.AGENTSNAP_INPROC_SEED ?? 20261129), false));
 
