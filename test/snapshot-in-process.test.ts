@@ -681,4 +681,40 @@ test('a new session re-reads an entry an earlier session refreshed that was rewr
   }
 });
 
+// The same within one session: its kept copy (userCopyState 'valid') held the stat data its status refreshed
+// (stat-dirty against the user's index, the same bytes), and the file written again in place afterwards with
+// the same size and its mtime put back, within the second of the ctime that status recorded, was trusted by
+// the next snapshot's status: that snapshot held the old bytes, the disk (and a fresh copy of the user's
+// index) the new ones. Made as the test above: a new inode is the stat change, core.trustctime=false the second.
+test('the kept copy re-reads an entry its status refreshed that was rewritten with its stat data kept', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'run.sh': 'AAAA\n' }, [['core.trustctime', 'false']]);
+  const abs = path.join(c.t.dir, 'run.sh');
+  const old = new Date(Date.now() - 60_000);
+  try {
+    fs.utimesSync(abs, old, old);
+    c.t.gitRaw(['update-index', '--refresh']);
+    fs.writeFileSync(`${abs}.new`, 'AAAA\n');
+    fs.utimesSync(`${abs}.new`, old, old);
+    fs.renameSync(`${abs}.new`, abs);
+    const first = await check(c, null, 'first snapshot');
+    assert.ok(inProcess(c));
+    fs.writeFileSync(abs, 'BBBB\n');
+    fs.utimesSync(abs, old, old);
+    const next = await check(c, first.tree, 'the next snapshot of the session');
+    assert.ok(!next.seeded && inProcess(c), 'the kept copy is used again');
+    assert.is(c.t.git(['cat-file', '-p', `${next.tree}:run.sh`]), 'BBBB\n');
+    assert.equal(next.changed.map((x) => `${x.change} ${x.path}`), ['M run.sh']);
+    // And written back once more (content back, then again): still read.
+    fs.writeFileSync(abs, 'AAAA\n');
+    fs.utimesSync(abs, old, old);
+    const back = await check(c, next.tree, 'written back');
+    fs.writeFileSync(abs, 'CCCC\n');
+    fs.utimesSync(abs, old, old);
+    const again = await check(c, back.tree, 'written again');
+    assert.is(c.t.git(['cat-file', '-p', `${again.tree}:run.sh`]), 'CCCC\n');
+  } finally {
+    c.t.cleanup();
+  }
+});
+
 test.run();

@@ -64,8 +64,11 @@ export function readIndexFacts(file: string): IndexFacts | null {
  * holds base's entries in the same order with stat data refreshed by git
  * (a copy of it git's status wrote back); Infinity when none differs; null
  * when the two hold different numbers of entries or either is not read.
+ * `ctimeSince` (whole seconds): only entries whose recorded ctime is not
+ * older count (where git compares ctimes, a later write of an older one
+ * shows by its ctime).
  */
-export function oldestRefreshedMtime(file: string, base: string): number | null {
+export function oldestRefreshedMtime(file: string, base: string, ctimeSince = 0): number | null {
   const WORDS = 10; // 40 bytes of stat data: ctime, mtime, dev, ino, mode, uid, gid, size
   let baseStats = new Uint32Array(0);
   let baseCount = -1;
@@ -80,7 +83,7 @@ export function oldestRefreshedMtime(file: string, base: string): number | null 
     if (i >= baseCount) return;
     let k = 0;
     while (k < WORDS && baseStats[i * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
-    if (k === WORDS) return;
+    if (k === WORDS || st.readUInt32BE(at) < ctimeSince) return;
     const mtime = st.readUInt32BE(at + 8);
     if (mtime < oldest) oldest = mtime;
   });

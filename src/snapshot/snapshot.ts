@@ -942,6 +942,12 @@ async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
   fs.writeFileSync(marker, '', { mode: 0o600 });
 }
 
+/** Whether git's stat check compares ctimes (core.trustctime, core.checkStat=minimal). */
+function ctimeCompared(cfg: GitConfig): boolean {
+  const off = (key: string, value: string) => (lastValue(cfg, key) ?? '').trim().toLowerCase() === value;
+  return !['false', 'no', 'off', '0'].some((v) => off('core.trustctime', v)) && !off('core.checkstat', 'minimal');
+}
+
 /** Dirty paths (changed tracked + untracked) above which git's own update-index and write-tree take over. */
 export const MAX_IN_PROCESS_PATHS = 3000;
 
@@ -985,9 +991,23 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   // status crossed a second: that mtime is no racy reference for what it read (a directory changed again within its
   // cached tick was trusted by every later status of this copy, and of a new session's copy of it). As the full
   // path's (keepRacyReference), it is set back to before the status began, whatever the snapshot then does.
+  // And back to the oldest mtime of an entry whose stat data this copy's statuses refreshed (it differs from the
+  // user's), as adoptDonor does for a new session: git trusts such an entry by its stat data unless its mtime is not
+  // older than the index, and a file written again within the second of the ctime the status recorded, same size,
+  // its mtime put back (utimes, touch -d, cp -p, rsync -a), keeps that stat data, so the next snapshot of this
+  // session took the old bytes while a fresh copy of the user's index (its stat data the user's) reads the file.
+  // Where git compares ctimes, only entries whose recorded ctime is recent count (a later write of an older one
+  // shows by its ctime's second), so a stale user index is not re-read whole at every snapshot. Where that cannot
+  // be told, the copy is not kept (the next snapshot seeds a new one).
   const statusStart = Date.now();
+  const ctimeSince = ctimeCompared(cfg) ? Math.floor((statusStart - RACY_MARGIN_MS) / 1000) : 0;
+  let keepCopy = true;
   const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched).finally(() => {
-    if (writeBack) keepRacyReference(indexFile, statusStart - RACY_MARGIN_MS);
+    if (!writeBack) return;
+    const oldest = oldestRefreshedMtime(indexFile, path.join(repo.gitDir, 'index'), ctimeSince);
+    // (An index mtime of 0 would switch git's racy checks off.)
+    if (oldest === null || oldest < 2) keepCopy = false;
+    keepRacyReference(indexFile, Math.min(statusStart - RACY_MARGIN_MS, (oldest ?? Infinity) * 1000));
   });
   const settled = () => Promise.allSettled([base, status]);
   // Read while git runs (git replaces the file whole, so either version has the same entries).
@@ -1081,6 +1101,7 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   // The marker speaks for an index holding a snapshot's tree, which this one does not.
   fs.rmSync(noAttributesMarker(indexFile), { force: true });
   keepPrivate(indexFile);
-  writeUserCopy(indexFile, { user: userKey, priv: statKey(indexFile), base: baseTree, worktree: repo.worktree, gitDir: repo.gitDir });
+  if (keepCopy) writeUserCopy(indexFile, { user: userKey, priv: statKey(indexFile), base: baseTree, worktree: repo.worktree, gitDir: repo.gitDir });
+  else discardPrivateIndex(indexFile);
   return { tree, skipped, seeded, changed };
 }
