@@ -892,6 +892,12 @@ function freshenLoose(objectsDir: string, oid: string): boolean {
   }
 }
 
+/** HEAD's tree; null on an unborn branch or an unreadable HEAD. */
+async function headTree(repo: Repo): Promise<string | null> {
+  const res = await repo.git(['rev-parse', '-q', '--verify', 'HEAD^{tree}'], { okCodes: [1, 128] });
+  return res.code === 0 ? res.stdout.toString('utf8').trim() : null;
+}
+
 /** Removes the private index and what was kept about it, so the next step seeds a fresh copy. */
 export function discardPrivateIndex(indexFile: string): void {
   for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile), noFlagsMarker(indexFile)]) fs.rmSync(f, { force: true });
@@ -971,10 +977,21 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   // its untracked cache): that tree again, without a write-tree of 100k entries (seconds without a valid cache-tree,
   // as after a fresh `git add` of everything). Else write-tree, which locks the index it reads (as status does): it
   // gets a copy of its own.
-  const reuse = knownBase !== null && freshenLoose(store.objectsDir, knownBase);
-  const baseCopy = reuse ? indexFile : `${indexFile}.base-${process.pid}`;
-  if (!reuse) fs.copyFileSync(indexFile, baseCopy);
-  const base = reuse ? Promise.resolve(knownBase) : writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
+  // A known base that is packed is reused when it is HEAD's tree (reachable: nothing to freshen), as when the user's
+  // index matches HEAD and HEAD is packed, the common case; asked beside the status (at 1M files the write-tree
+  // and its copy of the 140 MB index took ~1.2 s beside a 2.7 s status).
+  const copyAndWrite = (): Promise<string> => {
+    // Copied now, maybe while the status replaces the file: git replaces an index whole, the entries are the same.
+    const baseCopy = `${indexFile}.base-${process.pid}`;
+    fs.copyFileSync(indexFile, baseCopy);
+    return writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
+  };
+  const base =
+    knownBase === null
+      ? copyAndWrite()
+      : freshenLoose(store.objectsDir, knownBase)
+        ? Promise.resolve(knownBase)
+        : headTree(repo).then((tree) => (tree === knownBase ? knownBase : copyAndWrite()));
   const writeBack = !seeded || opts.warmCopy !== false;
   // A fresh copy not written back: the status of the user's index itself, if the executable started it.
   // It ran without this repository's overrides: of those only the filters switched off can be left here
@@ -991,7 +1008,7 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   });
   const settled = () => Promise.allSettled([base, status]);
   // Read while git runs (git replaces the file whole, so either version has the same entries).
-  const facts = readIndexFacts(baseCopy);
+  const facts = readIndexFacts(indexFile);
   const early = !facts ? 'index not readable in-process' : facts.unsupported ?? (facts.attributesFiles ? 'attributes files in the index' : null);
   if (early) {
     await settled();
