@@ -24,6 +24,12 @@ for (const version of ['2', '3', '4']) {
     const t = tempRepo({ files: filesOf(200) });
     t.git(['update-index', '--index-version', version]);
     if (version === '3') t.git(['update-index', '--skip-worktree', 'top-0.md']); // an extended entry
+    // Names of 0xfff bytes and more: their length is not in the entry's flags (the walk scans for the NUL).
+    const blob = t.git(['hash-object', '-w', '--stdin'], { input: 'long\n' }).trim();
+    for (const len of [0xffe, 0xfff, 0x1000, 4300]) {
+      const name = `long/${'n'.repeat(200)}/`.repeat(30).slice(0, len - 2) + `${len % 10}.t`.slice(-2);
+      t.git(['update-index', '--add', '--cacheinfo', `100644,${blob},${name}`]);
+    }
     const file = path.join(t.dir, '.git', 'index');
     const want = t.git(['ls-files', '-z']).split('\0').filter(Boolean);
     for (const chunk of [64, 65, 100, 333, 1000, 4096, 1 << 20]) {

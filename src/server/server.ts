@@ -21,7 +21,7 @@
 // the client, which must belong to the same user.
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { errors } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock.js';
@@ -166,8 +166,15 @@ export class HookServer {
       // Left by a server that was killed: nothing in them is still waited on.
       for (const name of fs.readdirSync(dir)) if (name !== 'server.lock' && name !== 'autostart.stamp' && name !== 'server.log' && !name.startsWith('engine')) fs.rmSync(path.join(dir, name), { force: true, recursive: true });
       const fifos = ['req', ...Array.from({ length: SLOTS }, (_, n) => `slot.${n}`)].map((f) => path.join(dir, f));
-      const made = spawnSync('mkfifo', ['-m', '600', ...fifos], { stdio: ['ignore', 'ignore', 'pipe'] });
-      if (made.status !== 0) throw errors.internal(`could not create the server's FIFOs: ${String(made.stderr ?? made.error ?? '').trim()}`);
+      // Not spawnSync: the baseline snapshot goes on meanwhile (a wrapper starts its server beside it).
+      const made = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
+        let stderr = '';
+        const child = spawn('mkfifo', ['-m', '600', ...fifos], { stdio: ['ignore', 'ignore', 'pipe'] });
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        child.on('error', (e) => resolve({ status: null, stderr: String(e) }));
+        child.on('close', (status) => resolve({ status, stderr }));
+      });
+      if (made.status !== 0) throw errors.internal(`could not create the server's FIFOs: ${made.stderr.trim()}`);
       // O_RDWR: opening never blocks, and the server's own write end keeps the FIFOs alive between clients.
       const flags = fs.constants.O_RDWR | fs.constants.O_NONBLOCK;
       const slotFds = fifos.slice(1).map((f) => fs.openSync(f, flags));

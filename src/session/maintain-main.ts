@@ -8,6 +8,7 @@ import path from 'node:path';
 import { assertSessionId } from '../base/ids.js';
 import { acquireLock } from '../base/lock.js';
 import { openRepo } from '../git/repo.js';
+import { precomputeDonorOldest } from '../snapshot/snapshot.js';
 import { packObjects } from './maintenance.js';
 import { sessionPaths } from './refs.js';
 import { loadState, writeState } from './state.js';
@@ -19,6 +20,8 @@ async function main(): Promise<void> {
   const id = assertSessionId(process.argv[2] ?? '');
   const repo = await openRepo(process.cwd(), { env: process.env });
   const p = sessionPaths(repo, id);
+  // For the next session's baseline (adoptDonor), off its start; no lock: what it records is keyed by both files.
+  precomputeDonorOldest(repo, p.index);
   // Read under the session lock, packed without it (an undo right after the session must not wait for the pack).
   const lockOpts = { timeoutMs: PACK_LOCK_WAIT_MS, purpose: 'pack (after the session)' };
   let lock = await acquireLock(p.lock, lockOpts);

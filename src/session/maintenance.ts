@@ -99,7 +99,9 @@ export async function packObjects(repo: Repo, head: string, since: string | null
       const list = readPackList(repo);
       if (!list.packs.includes(name)) writePackList(repo, { ...list, packs: [...list.packs, name] });
     }
-    if (name) await repo.git(['prune-packed', '-q']);
+    // Even when nothing new was packed: a snapshot since the last pack may have written loose again what a pack holds
+    // (the warm engine reads a racy file again and writes its blob and trees; issue 7's disk figure: 99 such objects).
+    await repo.git(['prune-packed', '-q']);
     // The new objects are packed whatever happens to the merge.
     await mergeOwnPacks(repo).catch(() => {});
   } finally {
