@@ -64,11 +64,8 @@ export function readIndexFacts(file: string): IndexFacts | null {
  * holds base's entries in the same order with stat data refreshed by git
  * (a copy of it git's status wrote back); Infinity when none differs; null
  * when the two hold different numbers of entries or either is not read.
- * `ctimeSince` (whole seconds): only entries whose recorded ctime is not
- * older count (where git compares ctimes, a later write of an older one
- * shows by its ctime).
  */
-export function oldestRefreshedMtime(file: string, base: string, ctimeSince = 0): number | null {
+export function oldestRefreshedMtime(file: string, base: string): number | null {
   const WORDS = 10; // 40 bytes of stat data: ctime, mtime, dev, ino, mode, uid, gid, size
   let baseStats = new Uint32Array(0);
   let baseCount = -1;
@@ -83,12 +80,27 @@ export function oldestRefreshedMtime(file: string, base: string, ctimeSince = 0)
     if (i >= baseCount) return;
     let k = 0;
     while (k < WORDS && baseStats[i * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
-    if (k === WORDS || st.readUInt32BE(at) < ctimeSince) return;
+    if (k === WORDS) return;
     const mtime = st.readUInt32BE(at + 8);
     if (mtime < oldest) oldest = mtime;
   });
   if (!b || count !== baseCount) return null;
   return oldest;
+}
+
+/**
+ * The oldest mtime (whole seconds) among the entries of `file` whose recorded
+ * ctime is not older than `ctimeSince` (whole seconds); Infinity when there
+ * is none; null when the file is not read. One walk, no second index.
+ */
+export function oldestRecentMtime(file: string, ctimeSince: number): number | null {
+  let oldest = Infinity;
+  const res = walkIndex(file, () => undefined, (_i, _b, _s, _e, _f, _x, st, at) => {
+    if (st.readUInt32BE(at) < ctimeSince) return;
+    const mtime = st.readUInt32BE(at + 8);
+    if (mtime < oldest) oldest = mtime;
+  });
+  return res ? oldest : null;
 }
 
 /**

@@ -24,7 +24,7 @@ import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitN
 import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
 import { objectStore } from '../git/objects.js';
-import { oldestRefreshedMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
+import { oldestRecentMtime, oldestRefreshedMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
 import { blobOf, hashRaw, stdinPathSafe, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from '../base/lock.js';
 import type { ChangedPath, SkippedFile, TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
@@ -1064,15 +1064,17 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   // older than the index, and a file written again within the second of the ctime the status recorded, same size,
   // its mtime put back (utimes, touch -d, cp -p, rsync -a), keeps that stat data, so the next snapshot of this
   // session took the old bytes while a fresh copy of the user's index (its stat data the user's) reads the file.
-  // Where git compares ctimes, only entries whose recorded ctime is recent count (a later write of an older one
-  // shows by its ctime's second), so a stale user index is not re-read whole at every snapshot. Where that cannot
-  // be told, the copy is not kept (the next snapshot seeds a new one).
+  // Where git compares ctimes, a later write shows by its ctime's second unless the recorded ctime is recent: there,
+  // every entry whose recorded ctime is within RACY_MARGIN_MS of the status counts, refreshed or not (one walk of
+  // the copy, no second index; a stale user index is not re-read whole at every snapshot). Where git does not
+  // (core.trustctime=false, core.checkStat=minimal), every entry whose stat data differs from the user's. Where
+  // that cannot be told, the copy is not kept (the next snapshot seeds a new one).
   const statusStart = Date.now();
-  const ctimeSince = ctimeCompared(cfg) ? Math.floor((statusStart - RACY_MARGIN_MS) / 1000) : 0;
+  const ctimeSince = ctimeCompared(cfg) ? Math.floor((statusStart - RACY_MARGIN_MS) / 1000) : null;
   let keepCopy = true;
   const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched).finally(() => {
     if (!writeBack) return;
-    const oldest = oldestRefreshedMtime(indexFile, path.join(repo.gitDir, 'index'), ctimeSince);
+    const oldest = ctimeSince !== null ? oldestRecentMtime(indexFile, ctimeSince) : oldestRefreshedMtime(indexFile, path.join(repo.gitDir, 'index'));
     // (An index mtime of 0 would switch git's racy checks off.)
     if (oldest === null || oldest < 2) keepCopy = false;
     keepRacyReference(indexFile, Math.min(statusStart - RACY_MARGIN_MS, (oldest ?? Infinity) * 1000));
