@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Second step of `npm run build`: bundles the CLI (tsc's dist/cli/main.js and
-// everything it imports, yargs included) into one file, dist/cli.bundle.js,
+// everything it imports, yargs included) into one file, dist/cli.bundle.cjs,
 // which bin/agentsnap.js runs. `agentsnap snap` runs on every tool call, and
 // Node resolving and compiling ~100 separate modules (yargs and its
 // dependencies are most of them) cost ~70 ms per start; one file does not.
@@ -15,11 +15,12 @@ import { build } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
-const outfile = path.join(dist, 'cli.bundle.js');
+// CommonJS: bin/cli-loader.js runs it as a vm.Script with V8's code cache (Node 20 has none for ES modules).
+const outfile = path.join(dist, 'cli.bundle.cjs');
 
 // yargs finds its message translations (`--help` chrome in the user's
 // LANG) at `<its own file>/../../../locales`. Inside the bundle that file is
-// dist/cli.bundle.js, so the locales are copied next to it and the one
+// dist/cli.bundle.cjs, so the locales are copied next to it and the one
 // path is rewritten; the build fails should a yargs release move it.
 const YARGS_SHIM = /[\\/]yargs[\\/]lib[\\/]platform-shims[\\/]esm\.mjs$/;
 const LOCALES_FROM = "resolve(__dirname, '../../../locales')";
@@ -106,17 +107,34 @@ await build({
   entryPoints: [path.join(dist, 'cli', 'main.js')],
   outfile,
   bundle: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
-  // CommonJS dependencies (picomatch) require Node's built-ins.
-  banner: { js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);" },
+  // The modules' import.meta.url (package-root.ts, yargs' shim) is the bundle's own; yargs' import.meta.resolve (config
+  // `extends`, which the CLI does not use) is not there and fails inside its try.
+  banner: { js: "const __agentsnapUrl = require('node:url').pathToFileURL(__filename).href;" },
+  define: { 'import.meta.url': '__agentsnapUrl', 'import.meta.resolve': 'undefined' },
   plugins: [yargsLocales, lazyStringWidth, mcpApart],
   // Less text for V8 to scan on every start; identifiers stay (error names, stack traces with AGENTSNAP_DEBUG=1).
   minifyWhitespace: true,
   minifySyntax: true,
   logLevel: 'warning',
 });
+
+// In the vm.Script the loader runs, import() has no loader (Node 20 loses vm's importModuleDynamically with a code
+// cache): the two ES bundles it imports are imported by bin/cli-loader.js instead, through the wrapper's
+// __agentsnapImport. The build fails on any other import() left.
+{
+  let text = fs.readFileSync(outfile, 'utf8');
+  for (const spec of ['./mcp.bundle.js', './ui.bundle.js']) {
+    const from = `import(${JSON.stringify(spec)})`;
+    if (text.split(from).length !== 2) throw new Error(`bundle-cli: ${from} is not in ${outfile} exactly once; update scripts/bundle-cli.mjs`);
+    text = text.replace(from, `__agentsnapImport(${JSON.stringify(spec)})`);
+  }
+  const left = /(?<![\w$.])import\(/.exec(text);
+  if (left) throw new Error(`bundle-cli: a dynamic import() is left in ${outfile} at ${left.index}: bin/cli-loader.js cannot serve it`);
+  fs.writeFileSync(outfile, text);
+}
 
 for (const [from, n] of lazyApplied) if (n === 0) throw new Error(`bundle-cli: no string-width holds ${from} any more; update scripts/bundle-cli.mjs`);
 

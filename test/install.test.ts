@@ -40,7 +40,8 @@ test('package.json: engines as strict as the dependencies need (yargs 18), and w
 test('the tarball ships no source maps (nor a comment pointing at one), and every module it imports is a dependency or built in', () => {
   const files = packedFiles();
   assert.equal(files.filter((f) => f.endsWith('.map')), [], 'no .map files');
-  assert.ok(files.includes('dist/cli.bundle.js') && files.includes('dist/index.js') && files.includes('bin/agentsnap-hook'));
+  assert.ok(files.includes('dist/cli.bundle.cjs') && files.includes('bin/cli-loader.js') && files.includes('dist/index.js') && files.includes('bin/agentsnap-hook'));
+  assert.equal(files.filter((f) => f.endsWith('.cache')), [], 'no code cache of this machine is shipped (bin/cli-loader.js)');
   assert.not.ok(files.some((f) => f.startsWith('src/') || f.startsWith('test/')), 'no sources, no tests');
   const builtin = new Set(builtinModules);
   const deps = new Set(Object.keys(pkg.dependencies));

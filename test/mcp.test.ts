@@ -1,5 +1,5 @@
 // `agentsnap mcp` (issue 18): a real MCP client of the SDK over stdio against the built CLI (bin/agentsnap.js →
-// dist/cli.bundle.js → dist/mcp.bundle.js), in hermetic temp repositories.
+// dist/cli.bundle.cjs → dist/mcp.bundle.js), in hermetic temp repositories.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';

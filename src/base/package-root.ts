@@ -1,5 +1,5 @@
 // Where the package's own files (bin/, hooks/) are. This module runs from
-// src/base/ (tests), dist/base/ (the library) or inside dist/cli.bundle.js (the
+// src/base/ (tests), dist/base/ (the library) or inside dist/cli.bundle.cjs (the
 // bundled CLI), so a fixed `..` from its location is wrong somewhere: the root
 // is the first directory above it that holds package.json.
 import fs from 'node:fs';

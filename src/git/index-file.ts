@@ -194,8 +194,10 @@ function walkIndexFd(
     // Offsets below are from `at` (the entry's file offset); o is where `at` sits in the window.
     if (!w.ensure(at, 62)) return null;
     let o = at - w.start;
-    const mode = w.buf.readUInt32BE(o + 24);
-    const flags = w.buf.readUInt16BE(o + 40 + hashLen);
+    // Bytes, not readUInt32BE/readUInt16BE: a call each per entry is most of a cold walk.
+    const b0 = w.buf;
+    const mode = ((b0[o + 24]! << 24) | (b0[o + 25]! << 16) | (b0[o + 26]! << 8) | b0[o + 27]!) >>> 0;
+    const flags = (b0[o + 40 + hashLen]! << 8) | b0[o + 41 + hashLen]!;
     let p = 42 + hashLen;
     let extended = 0;
     if (flags & 0x4000) {

@@ -2,7 +2,7 @@
 // read-only tools, see agents/claude.ts) journaled from its transcript as
 // steps whose pre and post are the state they saw.
 import path from 'node:path';
-import { appendEvent, eventBase, type JournalEvent } from './journal.js';
+import { appendEvents, eventBase, type JournalEvent } from './journal.js';
 import { applyEvent, type Session, type Step } from './model.js';
 import { updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { type Settings } from '../git/config.js';
@@ -122,10 +122,9 @@ export async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: 
     events.push({ ...eventBase(state.session.id), type: 'step.post', step: o.step, status: 'interrupted', commit: o.pre, tree: o.preTree, output: undefined, error: null, durationMs: null, changed: [], skipped: [], source: 'transcript' });
     refs.push({ ref: stepRef(state.session.id, o.step), value: o.pre });
   }
-  for (const ev of events) {
-    size = appendEvent(p.journal, ev);
-    applyEvent(s, ev);
-  }
+  // One write and one fsync for them all.
+  if (events.length > 0) size = appendEvents(p.journal, events);
+  for (const ev of events) applyEvent(s, ev);
   await updateRefs(repo, refs);
   const next = stateFrom(s, size, { ...state, recentToolUseIds: recent }, true);
   writeState(p.state, next);
