@@ -104,6 +104,56 @@ export function oldestRecentMtime(file: string, ctimeSince: number): number | nu
 }
 
 /**
+ * The oldest mtime (whole seconds) among the entries of `file` whose stat
+ * data differs from the entry of the same name in `base`, or that `base`
+ * does not hold, for indexes that hold different entries (a session's own
+ * private index against the user's); both are in git's order (name bytes).
+ * Infinity when there is none; null when either is not read. Two walks; the
+ * base's names are kept in one buffer while the second runs.
+ */
+export function oldestUnlikeMtime(file: string, base: string): number | null {
+  const WORDS = 10; // 40 bytes of stat data: ctime, mtime, dev, ino, mode, uid, gid, size
+  let stats = new Uint32Array(0);
+  let ends = new Uint32Array(0);
+  let names = Buffer.alloc(0);
+  let used = 0;
+  let n = 0;
+  const a = walkIndex(base, (count) => ((stats = new Uint32Array(count * WORDS)), (ends = new Uint32Array(count)), (names = Buffer.allocUnsafe(Math.max(64, count * 32)))), (i, b, s, e, _f, _x, st, at) => {
+    const len = e - s;
+    if (used + len > names.length) {
+      const grown = Buffer.allocUnsafe(Math.max(used + len, names.length * 2));
+      names.copy(grown, 0, 0, used);
+      names = grown;
+    }
+    b.copy(names, used, s, e);
+    used += len;
+    ends[i] = used;
+    for (let k = 0; k < WORDS; k++) stats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
+    n = i + 1;
+  });
+  if (!a) return null;
+  let j = 0;
+  let oldest = Infinity;
+  const res = walkIndex(file, () => undefined, (_i, b, s, e, _f, _x, st, at) => {
+    // Both in name order: move on in base to the first name not below this one.
+    let cmp = 1;
+    while (j < n) {
+      cmp = names.compare(b, s, e, j === 0 ? 0 : ends[j - 1]!, ends[j]!);
+      if (cmp >= 0) break; // base name >= this name
+      j++;
+    }
+    if (j < n && cmp === 0) {
+      let k = 0;
+      while (k < WORDS && stats[j * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
+      if (k === WORDS) return;
+    }
+    const mtime = st.readUInt32BE(at + 8);
+    if (mtime < oldest) oldest = mtime;
+  });
+  return res ? oldest : null;
+}
+
+/**
  * A window on an open file, read in chunks by position: an index of 1M
  * entries (~140 MB) is walked without holding it (issue 19: the warm
  * server's peak).

@@ -24,7 +24,7 @@ import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitN
 import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
 import { objectStore } from '../git/objects.js';
-import { oldestRecentMtime, oldestRefreshedMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
+import { oldestRecentMtime, oldestRefreshedMtime, oldestUnlikeMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
 import { blobOf, hashRaw, stdinPathSafe, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from '../base/lock.js';
 import type { ChangedPath, SkippedFile, TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
@@ -164,7 +164,8 @@ function explainAddFailure(e: unknown): never {
 export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): Promise<TreeSnapshotResult> {
   const { indexFile, settings } = opts;
   // Every git command of this snapshot runs with the repository's overrides (filters off, the filesystem's case rule).
-  const repo = withOverrides(userRepo, snapshotOverrides(userRepo, settings.gitConfig ?? (await readGitConfig(userRepo))));
+  const cfg = settings.gitConfig ?? (await readGitConfig(userRepo));
+  const repo = withOverrides(userRepo, snapshotOverrides(userRepo, cfg));
   // The caller holds the lock that serialises every writer of this index: a lock file left on it is a killed git's.
   await clearStaleGitLock(`${indexFile}.lock`);
   // A private index kept as a copy of the user's index (the in-process path's)
@@ -201,7 +202,7 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   await clearIndexFlags(repo, indexFile);
   // The index holds exactly the user's entries (a copy, maybe refreshed by status): nothing to reconcile.
   const fresh = seeded || copy === 'valid';
-  const result = await snapshotThroughIndex(repo, opts, fresh);
+  const result = await snapshotThroughIndex(repo, opts, fresh, cfg);
   return { ...result, seeded: seeded || !!adopted, ...(adopted ? { adopted: adopted.from } : {}), ...(declined !== undefined ? { declined } : {}) };
 }
 
@@ -355,7 +356,7 @@ function withOverrides(repo: Repo, args: string[]): Repo {
   };
 }
 
-async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean): Promise<TreeSnapshotResult> {
+async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean, cfg: GitConfig): Promise<TreeSnapshotResult> {
   const { indexFile, settings } = opts;
   // git's racy reference for the untracked cache this index holds (see keepRacyReference).
   const scanStart = Date.now();
@@ -483,7 +484,18 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     fs.rmSync(noAttributesMarker(indexFile), { force: true });
     await dropUntrackedCache(repo, indexFile);
   }
-  if (opts.untrackedCache) keepRacyReference(indexFile, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity));
+  // The stat data this scan's git commands recorded (status's refresh, update-index, add) is trusted by the next
+  // one unless the entry is racy: a file written again in place within the second of the ctime recorded, same size,
+  // its mtime put back (utimes, touch -d, cp -p, rsync -a), keeps it, and the next snapshot took the old bytes. The
+  // reference goes back to the oldest mtime of such an entry, as in inProcessSnapshot: where git compares ctimes,
+  // of every entry whose recorded ctime is within RACY_MARGIN_MS of this scan (one walk); where it does not
+  // (core.trustctime=false), of every entry whose stat data is not the user's index's (two walks: the user's
+  // index is what a fresh copy would trust). Also for snapshots without the untracked cache (undo's safety
+  // snapshot writes the session's index too).
+  const oldest = recentStatOldest(repo, indexFile, cfg, scanStart);
+  const entries = oldest === null || oldest === Infinity ? Infinity : Math.max(oldest, 2) * 1000;
+  if (opts.untrackedCache) keepRacyReference(indexFile, Math.min(entries, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity)));
+  else keepRacyReference(indexFile, entries);
   if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
     const marker = noAttributesMarker(indexFile);
     fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
@@ -508,6 +520,16 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
  * entries are read again by the next status.
  */
 const RACY_MARGIN_MS = 3000;
+
+/**
+ * The oldest mtime (whole seconds) of an entry of the session's own index a
+ * rewrite that keeps its stat data would leave trusted (see snapshotThroughIndex);
+ * Infinity when none; null when the index is not read in-process (then as before).
+ */
+function recentStatOldest(repo: Repo, indexFile: string, cfg: GitConfig, scanStart: number): number | null {
+  if (ctimeCompared(cfg)) return oldestRecentMtime(indexFile, Math.floor((scanStart - RACY_MARGIN_MS) / 1000));
+  return oldestUnlikeMtime(indexFile, path.join(repo.gitDir, 'index'));
+}
 
 function keepRacyReference(indexFile: string, notAfterMs: number): void {
   try {

@@ -1,0 +1,103 @@
+// A session's own private index (snapshotThroughIndex: after an undo's safety snapshot, after any fallback from the
+// in-process path) holds the stat data git recorded when its status, update-index or add read a file. A file then
+// written again in place, same size, its mtime put back (utimes, touch -d, cp -p, rsync -a), within the second of
+// the ctime git recorded, keeps that stat data: git trusts it by its stat data (an old mtime is no racy entry) and
+// the next snapshot records the old bytes. Made without a clock, as in snapshot-in-process.test.ts: a new inode
+// (written aside and renamed) is the stat change git records, core.trustctime=false stands for the ctime's second.
+// What a user observes: the snapshot's tree holds the bytes on disk (`git hash-object` of the file).
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { tempRepo, type TempRepo } from './helpers.js';
+import { openRepo, type Repo } from '../src/git/repo.js';
+import { loadSettings, type Settings } from '../src/git/config.js';
+import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
+
+interface Ctx {
+  t: TempRepo;
+  repo: Repo;
+  settings: Settings;
+  index: string;
+  abs: string;
+  old: Date;
+}
+
+async function setup(config: string[][]): Promise<Ctx> {
+  const t = tempRepo({ files: { 'a.txt': 'a\n', 'run.sh': 'AAAA\n' } });
+  for (const kv of config) t.git(['config', ...kv]);
+  const repo = await openRepo(t.dir, { env: t.env });
+  const settings = await loadSettings(repo);
+  const abs = path.join(t.dir, 'run.sh');
+  const old = new Date(Date.now() - 60_000);
+  fs.utimesSync(abs, old, old);
+  t.git(['update-index', '--refresh']);
+  return { t, repo, settings, index: path.join(t.base, 'session', 'index'), abs, old };
+}
+
+const snap = (c: Ctx, parentTree: string | null, untrackedCache = true): Promise<TreeSnapshotResult> =>
+  snapshotTree(c.repo, { indexFile: c.index, settings: c.settings, parentTree, untrackedCache });
+
+/** The same bytes under a new inode, mtime put back: stat-dirty, so git re-reads it and records its stat data. */
+function sameBytesNewInode(c: Ctx): void {
+  const bytes = fs.readFileSync(c.abs);
+  fs.writeFileSync(`${c.abs}.new`, bytes);
+  fs.utimesSync(`${c.abs}.new`, c.old, c.old);
+  fs.renameSync(`${c.abs}.new`, c.abs);
+}
+
+/** Written again in place, same size, mtime put back: the stat data git recorded stays as it is. */
+function rewriteKeepingStat(c: Ctx, content: string): void {
+  fs.writeFileSync(c.abs, content);
+  fs.utimesSync(c.abs, c.old, c.old);
+}
+
+function assertHoldsDisk(c: Ctx, res: TreeSnapshotResult, label: string): void {
+  const onDisk = c.t.git(['hash-object', '--no-filters', 'run.sh']).trim();
+  const inTree = c.t.git(['rev-parse', `${res.tree}:run.sh`]).trim();
+  assert.is(inTree, onDisk, `${label}: the snapshot holds the bytes on disk (${fs.readFileSync(c.abs, 'utf8').trim()})`);
+}
+
+// (Not under core.checkStat=minimal: git then compares only mtime seconds, size and mode, so the new inode is no
+// stat change and the user's own index trusts the rewrite as well.)
+{
+  test(`the session's own index re-reads an entry git refreshed that was rewritten with its stat data kept`, async () => {
+    const c = await setup([['core.trustctime', 'false']]);
+    try {
+      // An undo's safety snapshot (no untracked cache) makes the index the session's own.
+      const s0 = await snap(c, null, false);
+      assert.not.ok(fs.existsSync(`${c.index}.user-copy`), 'the index is the session own');
+      // Its full path (diff-files, update-index) records the new stat data.
+      sameBytesNewInode(c);
+      const s1 = await snap(c, s0.tree);
+      assertHoldsDisk(c, s1, 'first snapshot');
+      rewriteKeepingStat(c, 'BBBB\n');
+      const s2 = await snap(c, s1.tree);
+      assertHoldsDisk(c, s2, 'after the rewrite (full path)');
+      assert.equal(s2.changed.map((x) => `${x.change} ${x.path}`), ['M run.sh']);
+      // Through status on the index (the marker path): its refresh records the stat data.
+      sameBytesNewInode(c);
+      const s3 = await snap(c, s2.tree);
+      assertHoldsDisk(c, s3, 'status refresh');
+      rewriteKeepingStat(c, 'CCCC\n');
+      const s4 = await snap(c, s3.tree);
+      assertHoldsDisk(c, s4, 'after the rewrite (status path)');
+      // A snapshot without the untracked cache (undo's safety snapshot) records it too.
+      sameBytesNewInode(c);
+      const s5 = await snap(c, s4.tree, false);
+      assertHoldsDisk(c, s5, 'safety snapshot');
+      rewriteKeepingStat(c, 'DDDD\n');
+      const s6 = await snap(c, s5.tree);
+      assertHoldsDisk(c, s6, 'after the rewrite (after a safety snapshot)');
+      // A later snapshot with nothing changed moves no reference past it: rewritten again, still read.
+      const s7 = await snap(c, s6.tree);
+      rewriteKeepingStat(c, 'EEEE\n');
+      const s8 = await snap(c, s7.tree);
+      assertHoldsDisk(c, s8, 'rewritten after a snapshot that changed nothing');
+    } finally {
+      c.t.cleanup();
+    }
+  });
+}
+
+test.run();
