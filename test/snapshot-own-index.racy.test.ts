@@ -13,6 +13,8 @@ import { tempRepo, type TempRepo } from './helpers.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
 import { loadSettings, type Settings } from '../src/git/config.js';
 import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
+import { oldestUnlikeMtime } from '../src/git/index-file.js';
+import { recordApplied } from '../src/restore/restore.js';
 
 interface Ctx {
   t: TempRepo;
@@ -99,5 +101,57 @@ function assertHoldsDisk(c: Ctx, res: TreeSnapshotResult, label: string): void {
     }
   });
 }
+
+// An undo: its safety snapshot re-reads the file into the session's index, the restore writes its paths and
+// recordApplied writes them into that index (update-index, write-tree: a new index file, its mtime now, the reference
+// the safety snapshot left gone); the file then rewritten with its stat data kept is read by the next snapshot.
+test(`the session's own index keeps its racy reference through an undo's recordApplied`, async () => {
+  const c = await setup([['core.trustctime', 'false']]);
+  try {
+    const s0 = await snap(c, null);
+    sameBytesNewInode(c);
+    const safety = await snap(c, s0.tree, false);
+    assertHoldsDisk(c, safety, 'safety snapshot');
+    // The restore: a.txt back to other bytes, on disk and in the index.
+    const from = c.t.git(['rev-parse', `${safety.tree}:a.txt`]).trim();
+    c.t.write('a.txt', 'restored\n');
+    const to = c.t.git(['hash-object', '-w', '--no-filters', 'a.txt']).trim();
+    const applied = await recordApplied(c.repo, c.index, [{ path: 'a.txt', from: { mode: '100644', oid: from }, to: { mode: '100644', oid: to } }]);
+    rewriteKeepingStat(c, 'BBBB\n');
+    const next = await snap(c, applied);
+    assertHoldsDisk(c, next, 'the snapshot after the undo');
+  } finally {
+    c.t.cleanup();
+  }
+});
+
+// The walk under core.trustctime=false: entries whose stat data is not the user's index's entry of that name, and
+// entries the user's index lacks, count; entries the user's index holds as they are, and entries only it has, do not.
+test('oldestUnlikeMtime: by name, across indexes that hold different entries', () => {
+  const t = tempRepo({ files: { 'a.txt': 'a\n', 'c/d.txt': 'd\n', 'e.txt': 'e\n', 'z.txt': 'z\n' } });
+  try {
+    const at = (rel: string, s: number) => fs.utimesSync(path.join(t.dir, rel), new Date(s * 1000), new Date(s * 1000));
+    for (const [rel, s] of [['a.txt', 1000], ['c/d.txt', 2000], ['e.txt', 3000], ['z.txt', 4000]] as const) at(rel, s);
+    t.git(['update-index', '--refresh']);
+    const priv = path.join(t.base, 'priv-index');
+    fs.copyFileSync(path.join(t.dir, '.git', 'index'), priv);
+    const env = { GIT_INDEX_FILE: priv };
+    t.git(['update-index', '--index-version', '4'], { env });
+    const user = path.join(t.dir, '.git', 'index');
+    assert.is(oldestUnlikeMtime(priv, user), Infinity, 'the same stat data (v4 against v2)');
+    t.write('b.txt', 'b\n');
+    at('b.txt', 5000);
+    t.git(['update-index', '--add', 'b.txt'], { env });
+    assert.is(oldestUnlikeMtime(priv, user), 5000, 'an entry the user does not track');
+    at('e.txt', 2500);
+    t.git(['update-index', 'e.txt'], { env });
+    assert.is(oldestUnlikeMtime(priv, user), 2500, 'an entry whose stat data differs');
+    t.git(['update-index', '--force-remove', 'z.txt', 'a.txt'], { env });
+    assert.is(oldestUnlikeMtime(priv, user), 2500, 'entries only the user has do not count');
+    assert.is(oldestUnlikeMtime(user, priv), 1000, 'the other way round: a.txt, which the other lacks');
+  } finally {
+    t.cleanup();
+  }
+});
 
 test.run();

@@ -125,8 +125,7 @@ export function oldestUnlikeMtime(file: string, base: string): number | null {
       names.copy(grown, 0, 0, used);
       names = grown;
     }
-    b.copy(names, used, s, e);
-    used += len;
+    for (let k = s; k < e; k++) names[used++] = b[k]!; // no native call per entry
     ends[i] = used;
     for (let k = 0; k < WORDS; k++) stats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
     n = i + 1;
@@ -138,7 +137,13 @@ export function oldestUnlikeMtime(file: string, base: string): number | null {
     // Both in name order: move on in base to the first name not below this one.
     let cmp = 1;
     while (j < n) {
-      cmp = names.compare(b, s, e, j === 0 ? 0 : ends[j - 1]!, ends[j]!);
+      // Compared byte by byte here (a native compare per entry costs more than the bytes of a path).
+      const from = j === 0 ? 0 : ends[j - 1]!;
+      const to = ends[j]!;
+      let x = from;
+      let y = s;
+      while (x < to && y < e && names[x] === b[y]) x++, y++;
+      cmp = x < to && y < e ? names[x]! - b[y]! : to - x - (e - y);
       if (cmp >= 0) break; // base name >= this name
       j++;
     }

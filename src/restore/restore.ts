@@ -44,7 +44,7 @@ import type { PlannedChange, TreeEntry } from '../session/journal.js';
 import type { Repo } from '../git/repo.js';
 import { commitTree, indexEnv, ZERO_OID } from '../git/plumbing.js';
 import { hasRawBytes, runGitSync, runGitToFdSync, splitNul } from '../git/run.js';
-import { hashRaw, keepPrivate, stdinPathSafe } from '../snapshot/snapshot.js';
+import { hashRaw, keepingRacyReference, keepPrivate, stdinPathSafe } from '../snapshot/snapshot.js';
 import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet, unsafePath, caseSensitiveFs } from '../base/fsutil.js';
 import { clearStaleGitLock } from '../base/lock.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
@@ -1300,10 +1300,15 @@ export async function recordApplied(repo: Repo, indexFile: string, applied: Plan
   // Completing an interrupted operation writes the index before any snapshot has: a git killed
   // with that operation may have left the index's lock (the caller holds the session lock).
   await clearStaleGitLock(`${indexFile}.lock`);
-  if (lines.length > 0) {
-    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
-  }
-  const res = await repo.git(['write-tree'], { extraEnv: indexEnv(indexFile) });
+  // The index keeps the racy reference its last snapshot (the operation's safety snapshot) left: the entries that
+  // snapshot read are trusted by their stat data from then on otherwise (see snapshotThroughIndex). The entries
+  // written here have no stat data (read again by the next snapshot whatever the reference).
+  const res = await keepingRacyReference(indexFile, async () => {
+    if (lines.length > 0) {
+      await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(indexFile), input: lines.join('\0') + '\0' });
+    }
+    return repo.git(['write-tree'], { extraEnv: indexEnv(indexFile) });
+  });
   keepPrivate(indexFile);
   return res.stdout.toString('utf8').trim();
 }

@@ -531,6 +531,21 @@ function recentStatOldest(repo: Repo, indexFile: string, cfg: GitConfig, scanSta
   return oldestUnlikeMtime(indexFile, path.join(repo.gitDir, 'index'));
 }
 
+/**
+ * Runs `write` (git commands that write the private index without reading
+ * files into it: recordApplied's update-index --index-info and write-tree)
+ * and sets the index's mtime back to what it was before: git's racy
+ * reference the last snapshot left (see snapshotThroughIndex) still holds
+ * for the stat data that snapshot recorded, which a new index file's mtime
+ * (now) would make trusted.
+ */
+export async function keepingRacyReference<T>(indexFile: string, write: () => Promise<T>): Promise<T> {
+  const before = mtimeMs(indexFile);
+  const res = await write();
+  if (before >= 2000) keepRacyReference(indexFile, before);
+  return res;
+}
+
 function keepRacyReference(indexFile: string, notAfterMs: number): void {
   try {
     const st = fs.statSync(indexFile);
