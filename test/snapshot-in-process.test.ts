@@ -719,4 +719,39 @@ test('the kept copy re-reads an entry its status refreshed that was rewritten wi
   }
 });
 
+
+// git reads a boolean written with an empty value (`trustctime =`, what `git config core.trustctime ""` writes) or as
+// an integer (`0`, `0k`) as false: such a config compares no ctimes, and the kept copy's racy reference must cover
+// what it does under core.trustctime=false (the test above).
+/** Waits until the wall clock is past `ms` (a condition on the clock, not a race with work). */
+async function untilPast(ms: number): Promise<void> {
+  while (Date.now() <= ms) await new Promise((r) => setTimeout(r, Math.max(10, ms + 1 - Date.now())));
+}
+
+for (const value of ['', '0k', 'FALSE', 'false']) {
+  test(`the kept copy re-reads a rewritten entry with its stat data kept under core.trustctime=${JSON.stringify(value)}`, async () => {
+    const c = await setup({ 'a.txt': 'a\n', 'run.sh': 'AAAA\n' }, [['core.trustctime', value]]);
+    const abs = path.join(c.t.dir, 'run.sh');
+    const old = new Date(Date.now() - 60_000);
+    try {
+      assert.is(c.t.git(['config', '--bool', 'core.trustctime']).trim(), 'false', 'git reads it as false');
+      fs.utimesSync(abs, old, old);
+      c.t.gitRaw(['update-index', '--refresh']);
+      fs.writeFileSync(`${abs}.new`, 'AAAA\n');
+      fs.utimesSync(`${abs}.new`, old, old);
+      fs.renameSync(`${abs}.new`, abs);
+      // Its ctime older than any the kept copy's racy reference counts as recent (the clock waited for, no race).
+      await untilPast(fs.statSync(abs).ctimeMs + 4100);
+      const first = await check(c, null, 'first snapshot');
+      assert.ok(inProcess(c));
+      fs.writeFileSync(abs, 'BBBB\n');
+      fs.utimesSync(abs, old, old);
+      const next = await check(c, first.tree, 'the next snapshot of the session');
+      assert.is(c.t.git(['cat-file', '-p', `${next.tree}:run.sh`]), 'BBBB\n');
+    } finally {
+      c.t.cleanup();
+    }
+  });
+}
+
 test.run();

@@ -93,6 +93,20 @@ export function lastValue(cfg: GitConfig, key: string): string | undefined {
   return list?.[list.length - 1];
 }
 
+/**
+ * A boolean as git itself reads it (git_parse_maybe_bool): true, yes, on; false, no, off and the empty value
+ * (`key =`, what `git config key ""` writes: false, not true); else an integer with an optional k/m/g unit,
+ * false when zero. A key given without `=` is true (parseConfigList). Null for what git rejects.
+ */
+export function gitBool(value: string): boolean | null {
+  const v = value.toLowerCase();
+  if (v === 'true' || v === 'yes' || v === 'on') return true;
+  if (v === 'false' || v === 'no' || v === 'off' || v === '') return false;
+  const m = /^([-+]?(?:0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*))([kmg]?)$/.exec(v);
+  if (!m) return null;
+  return !/^[-+]?(?:0x0+|0+)$/.test(m[1]!); // zero in any base git reads (strtoimax, base 0)
+}
+
 export function parseBool(key: string, value: string | undefined, fallback: boolean): boolean {
   if (value === undefined) return fallback;
   const v = value.trim().toLowerCase();

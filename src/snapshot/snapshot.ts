@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { errors, isAgentsnapError } from '../base/errors.js';
-import { SECRET_ALLOW, SECRET_PATTERNS, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
+import { SECRET_ALLOW, SECRET_PATTERNS, gitBool, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
 import { snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
@@ -1038,8 +1038,11 @@ async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
 
 /** Whether git's stat check compares ctimes (core.trustctime, core.checkStat=minimal). */
 function ctimeCompared(cfg: GitConfig): boolean {
-  const off = (key: string, value: string) => (lastValue(cfg, key) ?? '').trim().toLowerCase() === value;
-  return !['false', 'no', 'off', '0'].some((v) => off('core.trustctime', v)) && !off('core.checkstat', 'minimal');
+  // As git reads the boolean: `trustctime =` (empty) and `0k` are false too. A value git rejects fails its commands;
+  // counted as not compared here (whichever the walk, the status then fails).
+  const trust = lastValue(cfg, 'core.trustctime');
+  if (trust !== undefined && gitBool(trust) !== true) return false;
+  return (lastValue(cfg, 'core.checkstat') ?? '').toLowerCase() !== 'minimal';
 }
 
 /** Dirty paths (changed tracked + untracked) above which git's own update-index and write-tree take over. */
