@@ -216,4 +216,23 @@ test('under core.ignoreCase=true on a case-sensitive filesystem, a user director
   }
 });
 
+// git reads integers as booleans (2, 1k: true): the snapshot must see the case rule git applies.
+for (const value of ['2', '1k']) {
+  test(`under core.ignoreCase=${value} (true to git) on a case-sensitive filesystem, an untracked README.md beside readme.md is in the snapshot`, async () => {
+    const repo = tempRepo({ files: { 'readme.md': 'tracked\n' } });
+    try {
+      repo.git(['config', 'core.ignoreCase', value]);
+      assert.is(repo.git(['config', '--bool', 'core.ignoreCase']).trim(), 'true');
+      repo.write('README.md', 'the user notes\n');
+      const { commit } = await snapJson(repo);
+      assert.is(blobAt(repo, commit, 'README.md').toString(), 'the user notes\n');
+      repo.write('later.txt', 'l\n');
+      const next = await snapJson(repo);
+      assert.is(blobAt(repo, next.commit, 'README.md').toString(), 'the user notes\n');
+    } finally {
+      repo.cleanup();
+    }
+  });
+}
+
 test.run();

@@ -339,7 +339,8 @@ export function snapshotOverrides(repo: Pick<Repo, 'worktree' | 'gitDir'>, cfg: 
     const m = /^filter\.(.+)\.(clean|process|smudge|required)$/s.exec(key);
     if (m?.[1]) drivers.add(m[1]);
   }
-  const ignoreCase = ['true', 'yes', 'on', '1', ''].includes((lastValue(cfg, 'core.ignorecase') ?? 'false').trim().toLowerCase());
+  // As git reads the boolean (2 and 1k are true); a value git rejects: overridden (false on this filesystem) all the same.
+  const ignoreCase = gitBool(lastValue(cfg, 'core.ignorecase') ?? 'false') ?? true;
   return snapshotConfigOverrides([...drivers], ignoreCase && caseSensitiveFs(repo));
 }
 

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Repo } from '../git/repo.js';
-import { lastValue, type GitConfig } from '../git/config.js';
+import { gitBool, lastValue, type GitConfig } from '../git/config.js';
 import type { ObjectReader } from '../git/cat-file.js';
 import { encodeTree, parseTree, type ObjectStore, type TreeEntry } from '../git/objects.js';
 import { pathsInput } from '../base/names.js';
@@ -172,7 +172,8 @@ export function unsupportedConfig(cfg: GitConfig): string | null {
   const bool = (key: string, dflt: boolean) => {
     const v = lastValue(cfg, key);
     if (v === undefined) return dflt;
-    return ['true', 'yes', 'on', '1', ''].includes(v.trim().toLowerCase());
+    // As git reads it (2 and 1k are true, the empty value false); a value git rejects: the answer that declines.
+    return gitBool(v) ?? !dflt;
   };
   if (!bool('core.filemode', true)) return 'core.fileMode=false';
   if (!bool('core.symlinks', true)) return 'core.symlinks=false';
