@@ -754,4 +754,44 @@ for (const value of ['', '0k', 'FALSE', 'false']) {
   });
 }
 
+// The kept copy's base, packed: reused only while it is HEAD's tree (d60193f). HEAD moved off it with the index kept
+// (reset --soft: the copy is still valid, its base no longer HEAD's) makes the write-tree of a copy taken beside the
+// status; HEAD on another commit of that same tree reuses it. Either way the copy's entries, staged changes included.
+test('a packed known base: reused while it is HEAD\'s tree, written again (a copy beside the status) once HEAD moved off it', async () => {
+  const c = await setup({ 'a.txt': 'a\n', 'd/b.txt': 'b\n' });
+  const writeTrees: string[][] = [];
+  const stop = onGitSpawn((args) => {
+    if (args.includes('write-tree')) writeTrees.push(args);
+  });
+  try {
+    c.t.write('a.txt', 'a2\n');
+    c.t.git(['commit', '-q', '-am', 'second']);
+    c.t.git(['repack', '-a', '-d', '-q']);
+    c.t.git(['prune-packed']);
+    let snap = await check(c, null, 'first', { warmCopy: true });
+    assert.ok(snap.seeded && inProcess(c));
+    const base = (JSON.parse(fs.readFileSync(`${c.index}.user-copy`, 'utf8')) as { base: string }).base;
+    assert.is(base, c.t.git(['rev-parse', 'HEAD^{tree}']).trim());
+    assert.not.ok(fs.existsSync(path.join(c.t.dir, '.git', 'objects', base.slice(0, 2), base.slice(2))), 'the base is packed');
+    // HEAD back one commit, the index (a.txt = a2, staged against HEAD now) untouched: the copy is still valid.
+    c.t.git(['reset', '--soft', 'HEAD~1']);
+    c.t.write('d/b.txt', 'b2\n');
+    let before = writeTrees.length;
+    snap = await check(c, snap.tree, 'HEAD moved off the base');
+    assert.ok(!snap.seeded && inProcess(c), 'the kept copy is used again');
+    assert.is(c.t.git(['cat-file', '-p', `${snap.tree}:a.txt`]), 'a2\n', 'the staged content, not HEAD\'s');
+    assert.is(writeTrees.length - before, 2, 'the session snapshot wrote the base again (and the reference one)');
+    // HEAD on a new commit of the copy's tree (the base again; the commit may rewrite the user's index): still exact.
+    c.t.git(['commit', '-q', '-m', 'again']);
+    assert.is(c.t.git(['rev-parse', 'HEAD^{tree}']).trim(), base);
+    c.t.write('d/b.txt', 'b3\n');
+    before = writeTrees.length;
+    snap = await check(c, snap.tree, 'HEAD on the base again');
+    assert.is(c.t.git(['cat-file', '-p', `${snap.tree}:d/b.txt`]), 'b3\n');
+  } finally {
+    stop();
+    c.t.cleanup();
+  }
+});
+
 test.run();
