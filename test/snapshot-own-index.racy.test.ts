@@ -102,6 +102,30 @@ function assertHoldsDisk(c: Ctx, res: TreeSnapshotResult, label: string): void {
   });
 }
 
+// `trustctime =` (empty; what `git config core.trustctime ""` writes) is false to git: no ctime compared, so the
+// reference must count what it counts under core.trustctime=false, not only the entries with a recent ctime.
+test(`the session's own index re-reads a rewritten entry with its stat data kept under an empty core.trustctime`, async () => {
+  const c = await setup([['core.trustctime', '']]);
+  try {
+    assert.is(c.t.git(['config', '--bool', 'core.trustctime']).trim(), 'false');
+    const s0 = await snap(c, null, false);
+    sameBytesNewInode(c);
+    const s1 = await snap(c, s0.tree);
+    // Through status on the index (the marker path): its refresh records the stat data of a file whose ctime is
+    // older than any the reference counts as recent (the clock waited for, no race).
+    sameBytesNewInode(c);
+    const until = fs.statSync(c.abs).ctimeMs + 4100;
+    while (Date.now() <= until) await new Promise((r) => setTimeout(r, Math.max(10, until + 1 - Date.now())));
+    const s2 = await snap(c, s1.tree);
+    assertHoldsDisk(c, s2, 'status refresh');
+    rewriteKeepingStat(c, 'BBBB\n');
+    const s3 = await snap(c, s2.tree);
+    assertHoldsDisk(c, s3, 'after the rewrite');
+  } finally {
+    c.t.cleanup();
+  }
+});
+
 // An undo: its safety snapshot re-reads the file into the session's index, the restore writes its paths and
 // recordApplied writes them into that index (update-index, write-tree: a new index file, its mtime now, the reference
 // the safety snapshot left gone); the file then rewritten with its stat data kept is read by the next snapshot.
