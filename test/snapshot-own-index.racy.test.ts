@@ -13,7 +13,7 @@ import { tempRepo, type TempRepo } from './helpers.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
 import { loadSettings, type Settings } from '../src/git/config.js';
 import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
-import { oldestUnlikeMtime } from '../src/git/index-file.js';
+import { oldestUnlikeMtime, readIndexFacts } from '../src/git/index-file.js';
 import { recordApplied } from '../src/restore/restore.js';
 
 interface Ctx {
@@ -151,6 +151,32 @@ test(`the session's own index keeps its racy reference through an undo's recordA
 
 // The walk under core.trustctime=false: entries whose stat data is not the user's index's entry of that name, and
 // entries the user's index lacks, count; entries the user's index holds as they are, and entries only it has, do not.
+// A split index (core.splitIndex, `update-index --split-index`) is not read in-process: the walk that sets the
+// reference back could not read a private index git kept split, and the hole above stayed open there.
+test('under a split index, the session\'s index is written whole and re-reads an entry rewritten with its stat data kept; no shared index of its own in .git', async () => {
+  const c = await setup([['core.trustctime', 'false'], ['core.splitIndex', 'true']]);
+  try {
+    c.t.git(['update-index', '--split-index']);
+    const gitDir = path.join(c.t.dir, '.git');
+    const shared = () => fs.readdirSync(gitDir).filter((f) => f.startsWith('sharedindex.')).sort();
+    const userIndex = fs.readFileSync(path.join(gitDir, 'index'));
+    const sharedBefore = shared();
+    assert.ok(sharedBefore.length >= 1, 'the user\'s index is split');
+    const s0 = await snap(c, null);
+    sameBytesNewInode(c);
+    const s1 = await snap(c, s0.tree);
+    assertHoldsDisk(c, s1, 'first snapshot');
+    rewriteKeepingStat(c, 'BBBB\n');
+    const s2 = await snap(c, s1.tree);
+    assertHoldsDisk(c, s2, 'after the rewrite');
+    assert.ok(readIndexFacts(c.index), 'the private index is not split (read in-process)');
+    assert.equal(shared(), sharedBefore, 'no shared index file written into .git');
+    assert.ok(fs.readFileSync(path.join(gitDir, 'index')).equals(userIndex), 'the user\'s index is byte-identical');
+  } finally {
+    c.t.cleanup();
+  }
+});
+
 test('oldestUnlikeMtime: by name, across indexes that hold different entries', () => {
   const t = tempRepo({ files: { 'a.txt': 'a\n', 'c/d.txt': 'd\n', 'e.txt': 'e\n', 'z.txt': 'z\n' } });
   try {

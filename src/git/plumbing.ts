@@ -14,8 +14,15 @@ import { SNAPSHOT_GIT_CONFIG } from './status-args.js';
 import type { ChangedPath, CommitSpec, RefUpdate } from './types.js';
 export type { CommitSpec, RefUpdate } from './types.js';
 
+/**
+ * The environment of a git command on a private index: that index, never
+ * split (core.splitIndex=false, as a `-c` would set it; cleanGitEnv drops any
+ * GIT_CONFIG_COUNT of the caller's). A copy of a split user index is read and
+ * then written whole: no shared index file of agentsnap's in the user's .git,
+ * and the walks that keep git's racy reference (snapshot.ts) can read it.
+ */
 export function indexEnv(indexFile: string): Record<string, string> {
-  return { GIT_INDEX_FILE: indexFile };
+  return { GIT_INDEX_FILE: indexFile, GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.splitIndex', GIT_CONFIG_VALUE_0: 'false' };
 }
 
 /** A path git could not read while it listed or compared the worktree, and why (it says so on stderr only, and exits 0). */

@@ -529,7 +529,8 @@ const RACY_MARGIN_MS = 3000;
  */
 function recentStatOldest(repo: Repo, indexFile: string, cfg: GitConfig, scanStart: number): number | null {
   if (ctimeCompared(cfg)) return oldestRecentMtime(indexFile, Math.floor((scanStart - RACY_MARGIN_MS) / 1000));
-  return oldestUnlikeMtime(indexFile, path.join(repo.gitDir, 'index'));
+  // The user's index not read in-process (split): every entry counts, the next snapshot re-reads each file.
+  return oldestUnlikeMtime(indexFile, path.join(repo.gitDir, 'index')) ?? oldestRecentMtime(indexFile, 0);
 }
 
 /**
