@@ -334,3 +334,11 @@ export async function step(repo: TempRepo, change: () => void, tool = 'Bash'): P
   if (post.code !== 0) throw new Error(`snap --phase post exited ${post.code}: ${post.stderr}`);
   return Number(pre.stdout.trim());
 }
+
+/**
+ * Waits until the clock is past `ms` (epoch milliseconds): a condition on the clock, not a race with work, for
+ * tests that need a file's timestamps behind a snapshot's start or outside a racy margin.
+ */
+export async function untilClockPast(ms: number): Promise<void> {
+  while (Date.now() <= ms) await new Promise((r) => setTimeout(r, Math.max(1, Math.min(50, ms + 1 - Date.now()))));
+}

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tempRepo, type TempRepo } from './helpers.js';
+import { tempRepo, untilClockPast, type TempRepo } from './helpers.js';
 import { seededRandom } from './support/crash-harness.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
 import { loadSettings, type Settings } from '../src/git/config.js';
@@ -84,8 +84,7 @@ const show = (c: Ctx, tree: string, rel: string) => c.t.git(['show', `${tree}:${
  */
 async function clockPast(file: string): Promise<void> {
   const st = fs.lstatSync(file);
-  const stamp = Math.max(st.mtimeMs, st.ctimeMs);
-  while (Date.now() <= stamp) await new Promise((r) => setTimeout(r, 1));
+  await untilClockPast(Math.max(st.mtimeMs, st.ctimeMs));
 }
 
 test('window: a write through a hard link made from outside after the last sweep is missed by the next snapshot, and in the first one after the next sweep', async () => {

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tempRepo, type TempRepo } from './helpers.js';
+import { tempRepo, untilClockPast, type TempRepo } from './helpers.js';
 import { seededRandom } from './support/crash-harness.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
 import { loadSettings, type Settings } from '../src/git/config.js';
@@ -724,10 +724,6 @@ test('the kept copy re-reads an entry its status refreshed that was rewritten wi
 // an integer (`0`, `0k`) as false: such a config compares no ctimes, and the kept copy's racy reference must cover
 // what it does under core.trustctime=false (the test above).
 /** Waits until the wall clock is past `ms` (a condition on the clock, not a race with work). */
-async function untilPast(ms: number): Promise<void> {
-  while (Date.now() <= ms) await new Promise((r) => setTimeout(r, Math.max(10, ms + 1 - Date.now())));
-}
-
 for (const value of ['', '0k', 'FALSE', 'false']) {
   test(`the kept copy re-reads a rewritten entry with its stat data kept under core.trustctime=${JSON.stringify(value)}`, async () => {
     const c = await setup({ 'a.txt': 'a\n', 'run.sh': 'AAAA\n' }, [['core.trustctime', value]]);
@@ -741,7 +737,7 @@ for (const value of ['', '0k', 'FALSE', 'false']) {
       fs.utimesSync(`${abs}.new`, old, old);
       fs.renameSync(`${abs}.new`, abs);
       // Its ctime older than any the kept copy's racy reference counts as recent (the clock waited for, no race).
-      await untilPast(fs.statSync(abs).ctimeMs + 4100);
+      await untilClockPast(fs.statSync(abs).ctimeMs + 4100);
       const first = await check(c, null, 'first snapshot');
       assert.ok(inProcess(c));
       fs.writeFileSync(abs, 'BBBB\n');

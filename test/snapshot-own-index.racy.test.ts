@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tempRepo, type TempRepo } from './helpers.js';
+import { tempRepo, untilClockPast, type TempRepo } from './helpers.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
 import { loadSettings, type Settings } from '../src/git/config.js';
 import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
@@ -114,8 +114,7 @@ test(`the session's own index re-reads a rewritten entry with its stat data kept
     // Through status on the index (the marker path): its refresh records the stat data of a file whose ctime is
     // older than any the reference counts as recent (the clock waited for, no race).
     sameBytesNewInode(c);
-    const until = fs.statSync(c.abs).ctimeMs + 4100;
-    while (Date.now() <= until) await new Promise((r) => setTimeout(r, Math.max(10, until + 1 - Date.now())));
+    await untilClockPast(fs.statSync(c.abs).ctimeMs + 4100);
     const s2 = await snap(c, s1.tree);
     assertHoldsDisk(c, s2, 'status refresh');
     rewriteKeepingStat(c, 'BBBB\n');

@@ -279,7 +279,7 @@ function oldestFile(indexFile: string): string {
 }
 
 /** The recorded oldestRefreshedMtime of `indexFile` and the user's index while their stat keys are `priv` and `user`; undefined when none is. */
-function knownOldest(indexFile: string, priv: string, user: string): number | null | undefined {
+function knownOldest(indexFile: string, priv: string, user: string): number | undefined {
   try {
     const rec = JSON.parse(fs.readFileSync(oldestFile(indexFile), 'utf8')) as { priv?: unknown; user?: unknown; oldest?: unknown };
     if (rec.priv !== priv || rec.user !== user) return undefined;
