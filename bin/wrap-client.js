@@ -40,13 +40,20 @@ async function call(run, kind, payload) {
   let reply = -1;
   try {
     let slot = -1;
-    for (let n = 0; n < SLOTS && slot < 0; n++) {
-      try {
-        fs.writeFileSync(path.join(run, `claim.${n}`), `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
-        slot = n;
-      } catch {
-        /* taken */
+    // The end of a session waits for a free slot while the server runs (a burst of hooks holds them all): given up,
+    // the session would be ended here with the server's warning, and the server would keep it as begun.
+    const deadline = Date.now() + (kind === 'wrap-end' ? 60_000 : 0);
+    for (;;) {
+      for (let n = 0; n < SLOTS && slot < 0; n++) {
+        try {
+          fs.writeFileSync(path.join(run, `claim.${n}`), `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+          slot = n;
+        } catch {
+          /* taken */
+        }
       }
+      if (slot >= 0 || Date.now() > deadline || backgroundServer(run) === null) break;
+      await new Promise((r) => setTimeout(r, 20));
     }
     if (slot < 0) return null;
     claim = path.join(run, `claim.${slot}`);
@@ -71,7 +78,12 @@ async function call(run, kind, payload) {
       if (nl >= 0) {
         const line = text.slice(0, nl);
         text = text.slice(nl + 1);
-        if (line.startsWith(prefix)) return line.slice(prefix.length).split(' ');
+        if (line.startsWith(prefix)) {
+          // Replied: the server frees the slot (claim and payload) after its write. Removing the claim here too
+          // would remove the next client's claim of this slot, and two clients reading one FIFO lose replies.
+          claim = null;
+          return line.slice(prefix.length).split(' ');
+        }
         continue; // a reply meant for a client killed before it read it
       }
       // Blocking reads on a pool thread: this process has nothing else to do meanwhile but take signals.

@@ -78,6 +78,8 @@ export async function snapshotByServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 
     }
     const line = await readReplyLine(reply, `${process.pid} `);
     if (line === null) return null;
+    // Replied: the server frees the slot after its write (removing the claim here could remove the next client's).
+    claim = null;
     const [kind, code, out] = line.split(' ');
     if (kind !== 'exit' || code !== '0' || !out || out === '-') return null;
     const res: unknown = JSON.parse(Buffer.from(out, 'base64').toString('utf8'));

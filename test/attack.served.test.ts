@@ -1,0 +1,142 @@
+// Attacks on the served wrap (issue 19): races, a dying server or client,
+// unusual environments. Each test asserts what a user observes: snapshots equal
+// to a full scan, exit codes, output, sessions ended once, no hang.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { BIN, cliProcess, tempRepo, type TempRepo } from './helpers.js';
+import { gitCommonDir } from './snap-helpers.js';
+
+const ON = { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1' };
+const NODE_BIN = `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)}`;
+
+interface ServerStatus {
+  running: boolean;
+  hosted: boolean | null;
+  pid: number | null;
+  watches: number | null;
+}
+
+async function serverStatus(repo: TempRepo): Promise<ServerStatus> {
+  const res = await cliProcess(repo, ['server', 'status', '--json'], { env: ON });
+  return JSON.parse(res.stdout) as ServerStatus;
+}
+
+async function untilWatching(repo: TempRepo): Promise<ServerStatus> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const s = await serverStatus(repo);
+    if ((s.running && s.watches !== null) || Date.now() > deadline) return s;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function groundTruth(repo: TempRepo): string {
+  const index = path.join(path.dirname(repo.dir), `truth-${process.hrtime.bigint()}`);
+  const env = { GIT_INDEX_FILE: index };
+  repo.git(['add', '-A'], { env });
+  const tree = repo.git(['write-tree'], { env }).trim();
+  fs.rmSync(index, { force: true });
+  return tree;
+}
+
+interface JournalEvent {
+  type: string;
+  tree?: string | null;
+  exitCode?: number | null;
+}
+
+function journal(repo: TempRepo, session: string): JournalEvent[] {
+  const file = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'journal.jsonl');
+  return fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as JournalEvent);
+}
+
+/** The tree of the session's last snapshot (its head: the end's commit, or the last step's when the end found nothing new). */
+function lastTree(repo: TempRepo, session: string): string {
+  return repo.git(['rev-parse', `refs/agentsnap/sessions/${session}/head^{tree}`]).trim();
+}
+
+function sessionOf(stderr: string): string {
+  const m = /started session (\S+) /.exec(stderr);
+  assert.ok(m, `a session line in: ${stderr}`);
+  return (m as RegExpExecArray)[1] as string;
+}
+
+async function withServer(extraEnv: Record<string, string> = {}): Promise<TempRepo> {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'src/b.txt': 'b\n', '.gitignore': 'ignored/\n' } });
+  const first = await cliProcess(repo, ['wrap', '-q', '--', 'true'], { env: { ...ON, ...extraEnv } });
+  assert.is(first.code, 0, first.stderr);
+  const s = await untilWatching(repo);
+  assert.ok(s.running && s.hosted === false, `a background server runs after the wrap: ${JSON.stringify(s)}`);
+  return repo;
+}
+
+function runDir(repo: TempRepo): string {
+  return path.join(gitCommonDir(repo), 'agentsnap', 'run', 'main');
+}
+
+test('served wraps at once whose agents call snap: every reply reaches its client (a client never frees a slot the server frees)', async () => {
+  const repo = await withServer();
+  const run = runDir(repo);
+  // Slots 2-15 held by a live process (this one): every call shares slots 0 and 1, as under a burst of hooks.
+  const held = Array.from({ length: 14 }, (_, n) => path.join(run, `claim.${n + 2}`));
+  for (const f of held) fs.writeFileSync(f, `${process.pid}\n`);
+  try {
+    const wraps = [1, 2, 3, 4].map((i) =>
+      cliProcess(repo, ['wrap', '--', 'sh', '-c', `for j in 1 2 3 4; do echo ${i}-$j > w${i}.txt; ${NODE_BIN} snap -q -m step$j; done`], { env: ON, timeoutMs: 120_000 }),
+    );
+    const results = await Promise.all(wraps);
+    for (const res of results) {
+      assert.is(res.code, 0, res.stderr);
+      const id = sessionOf(res.stderr);
+      assert.match(res.stderr, new RegExp(`session ${id} ended; see`), res.stderr);
+      assert.not.match(res.stderr, /server stopped|failed/, res.stderr);
+      assert.is(journal(repo, id).filter((e) => e.type === 'session.end').length, 1);
+    }
+  } finally {
+    for (const f of held) fs.rmSync(f, { force: true });
+    repo.cleanup();
+  }
+});
+
+test('the end of a served session waits for a reply slot while every slot is taken, instead of ending the session itself', async () => {
+  const repo = await withServer();
+  const run = runDir(repo);
+  // A process of the test's holds every free slot from the agent's last instant until the agent is gone.
+  const holder = spawn('sleep', ['1000'], { stdio: 'ignore' });
+  const marker = path.join(repo.base, 'agent-pid');
+  try {
+    const script = `for n in $(seq 0 15); do (set -C; echo ${holder.pid} > "$RUN/claim.$n") 2>/dev/null; done; echo done > late.txt; echo $$ > ${JSON.stringify(marker)}`;
+    const wrapping = cliProcess(repo, ['wrap', '--', 'sh', '-c', script], { env: { ...ON, RUN: run }, timeoutMs: 120_000 });
+    const deadline = Date.now() + 60_000;
+    while (!fs.existsSync(marker) || !fs.readFileSync(marker, 'utf8').endsWith('\n')) {
+      assert.ok(Date.now() < deadline, 'the agent ran');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const agentPid = Number(fs.readFileSync(marker, 'utf8').trim());
+    while (fs.existsSync(`/proc/${agentPid}`)) {
+      assert.ok(Date.now() < deadline, 'the agent exited');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    // The slots are freed (the server's housekeeping drops claims of processes gone).
+    holder.kill('SIGKILL');
+    const res = await wrapping;
+    assert.is(res.code, 0, res.stderr);
+    assert.not.match(res.stderr, /server stopped|failed/, res.stderr);
+    const id = sessionOf(res.stderr);
+    assert.match(res.stderr, new RegExp(`session ${id} ended; see`));
+    assert.is(journal(repo, id).filter((e) => e.type === 'session.end').length, 1);
+    assert.is(lastTree(repo, id), groundTruth(repo));
+  } finally {
+    holder.kill('SIGKILL');
+    repo.cleanup();
+  }
+});
+
+test.run();
