@@ -139,4 +139,34 @@ test('the end of a served session waits for a reply slot while every slot is tak
   }
 });
 
+/** The baseline of the session a wrap just began (its session.start tree). */
+function baselineOf(repo: TempRepo, stderr: string): string {
+  return journal(repo, sessionOf(stderr)).find((e) => e.type === 'session.start')?.tree as string;
+}
+
+test('a nested repository whose .git goes while the server idles: the next served baseline holds its files, as a wrap without the server', async () => {
+  const repo = await withServer();
+  try {
+    const nested = path.join(repo.dir, 'nested');
+    fs.mkdirSync(nested);
+    fs.writeFileSync(path.join(nested, 'n.txt'), 'n\n');
+    repo.git(['init', '-q'], { cwd: nested });
+    repo.git(['add', '-A'], { cwd: nested });
+    repo.git(['-c', 'user.name=T', '-c', 'user.email=t@e', 'commit', '-qm', 'n'], { cwd: nested });
+    const withRepo = await cliProcess(repo, ['wrap', '--', 'true'], { env: ON });
+    assert.is(withRepo.code, 0, withRepo.stderr);
+    // The user turns the nested repository into plain files of the worktree.
+    fs.rmSync(path.join(nested, '.git'), { recursive: true });
+    const served = await cliProcess(repo, ['wrap', '--', 'true'], { env: ON });
+    assert.is(served.code, 0, served.stderr);
+    const plain = await cliProcess(repo, ['wrap', '--', 'true'], { env: { AGENTSNAP_SERVER: 'off' } });
+    assert.is(plain.code, 0, plain.stderr);
+    const files = (tree: string) => repo.git(['ls-tree', '-r', tree]);
+    assert.is(files(baselineOf(repo, served.stderr)), files(baselineOf(repo, plain.stderr)));
+    assert.match(files(baselineOf(repo, served.stderr)), /\tnested\/n\.txt\n/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -208,6 +208,8 @@ export class IncrementalSnapshotter {
   private skipDirs = new Set<string>();
   /** The next full scan restarts the watcher (ignore rules or the tracked set moved what is watched). */
   private rewatch = false;
+  /** The last full scan saw a nested repository (a gitlink in the private index): the next starts from the user's index. */
+  private sawNested = false;
   /** Set when watching failed again right after a restart, or the kernel had no inotify watch left: full scans only, watches released. */
   private watcherGaveUp: string | null = null;
   private gaveUp: WatchState['degraded'] = null;
@@ -615,6 +617,12 @@ export class IncrementalSnapshotter {
     this.pending.clear();
     this.baselineSince = this.snapStart;
     const scanStart = performance.now();
+    // A nested repository is a gitlink in the private index, and once its .git is gone `git add -A` keeps that
+    // gitlink and never adds the files now there (a full scan from the user's index does): while one is in the
+    // worktree, and at the first scan after, the scan starts from a fresh copy of the user's index.
+    const nested = this.watcher.nestedRepos.size > 0 || [...dirty].some((p) => p.split('/').includes('.git'));
+    if (nested || this.sawNested) discardPrivateIndex(this.indexFile);
+    this.sawNested = nested;
     let res: TreeSnapshotResult;
     try {
       res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
