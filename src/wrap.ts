@@ -19,6 +19,7 @@ import { AGENTS, type Agent, type RunContext, type RunHooks } from './agents/ada
 import { ADAPTERS, findAgent } from './agents/registry.js';
 import { claudeArgv as claudeArgvFor, claudeHookSettings as claudeSettingsFor } from './agents/claude.js';
 import { redactValue } from './session/redact.js';
+import { sessionFinished } from './session/state.js';
 import { assertSessionId } from './base/ids.js';
 import { HOOK_CLIENT, runDirOf, serverEnabled, serverInfo, spawnBackgroundServer, type HookServer } from './server/server.js';
 import { serverSnapshotAccel } from './server/tree-client.js';
@@ -318,11 +319,15 @@ export async function endWrap(opts: { cwd: string; env: NodeJS.ProcessEnv; sessi
     await endSession(repo, opts.session, { settings, exitCode: null, signal: null }).catch(() => undefined);
     throw errors.invalidArgument(`cannot start the agent: ${exit.error}`);
   }
+  const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
+  const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
+  // The server ended it, and went (killed) before its reply reached the client: the session ended as it should.
+  if (await sessionFinished(repo, opts.session).catch(() => false)) {
+    return { session: opts.session, agent, exitCode, signal: exit.signal, endError: null, worktree: repo.worktree, sessionWorktree: false, warnings: [] };
+  }
   const adapter = ADAPTERS[agent];
   const warnings = ['agentsnap: warning: the background server stopped while the agent ran; the session was ended by this wrapper (a full scan).'];
   if (adapter.callEnded) await closeEndedCalls(repo, opts.session, settings, adapter).catch(() => undefined);
-  const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
-  const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
   let endError: AgentsnapError | null = null;
   try {
     await endSession(repo, opts.session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: true });

@@ -8,6 +8,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BIN, cliProcess, tempRepo, type TempRepo } from './helpers.js';
 import { gitCommonDir } from './snap-helpers.js';
+import { finishServedWrap } from '../src/cli/main.js';
+import { Writable } from 'node:stream';
 
 const ON = { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1' };
 const NODE_BIN = `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)}`;
@@ -164,6 +166,27 @@ test('a nested repository whose .git goes while the server idles: the next serve
     const files = (tree: string) => repo.git(['ls-tree', '-r', tree]);
     assert.is(files(baselineOf(repo, served.stderr)), files(baselineOf(repo, plain.stderr)));
     assert.match(files(baselineOf(repo, served.stderr)), /\tnested\/n\.txt\n/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('the server killed after it ended a served session, before its reply: the wrapper reports the end, not a failed final snapshot', async () => {
+  // What the client runs when its end call reads end of file (bin/wrap-client.js → finishServedWrap), for a
+  // session the server had ended already.
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const first = await cliProcess(repo, ['wrap', '--', 'sh', '-c', 'echo x > x.txt; exit 5'], { env: { AGENTSNAP_SERVER: 'off' } });
+    assert.is(first.code, 5, first.stderr);
+    const id = sessionOf(first.stderr);
+    const chunks = { out: [] as Buffer[], err: [] as Buffer[] };
+    const sink = (to: Buffer[]) => new Writable({ write: (c: Buffer, _e, cb) => (to.push(Buffer.from(c)), cb()) });
+    const code = await finishServedWrap({ cwd: repo.dir, env: repo.env, stdout: sink(chunks.out), stderr: sink(chunks.err) }, { session: id, agent: 'generic', quiet: false }, { code: 5, signal: null });
+    const stderr = Buffer.concat(chunks.err).toString();
+    assert.is(code, 5, stderr);
+    assert.not.match(stderr, /failed|server stopped/, stderr);
+    assert.match(stderr, new RegExp(`session ${id} ended; see`));
+    assert.is(journal(repo, id).filter((e) => e.type === 'session.end').length, 1);
   } finally {
     repo.cleanup();
   }
