@@ -61,6 +61,14 @@ function journal(repo: TempRepo, session: string): JournalEvent[] {
     .map((l) => JSON.parse(l) as JournalEvent);
 }
 
+/**
+ * The tree of the session's last snapshot: its head (the end's commit, or under --auto the last checkpoint's, as
+ * the checkpoints stop with one of what is left and the end then finds nothing new: its tree is null).
+ */
+function lastTree(repo: TempRepo, session: string): string {
+  return repo.git(['rev-parse', `refs/agentsnap/sessions/${session}/head^{tree}`]).trim();
+}
+
 function sessionOf(stderr: string): string {
   const m = /started session (\S+) /.exec(stderr);
   assert.ok(m, `a session line in: ${stderr}`);
@@ -164,9 +172,10 @@ test('beside a background server, a wrap the server does not begin (--auto) take
     const before = groundTruth(repo);
     const res = await cliProcess(repo, ['wrap', '--auto', '--', 'sh', '-c', 'echo auto > auto.txt'], { env: ON });
     assert.is(res.code, 0, res.stderr);
-    const ev = journal(repo, sessionOf(res.stderr));
+    const id = sessionOf(res.stderr);
+    const ev = journal(repo, id);
     assert.is(ev.find((e) => e.type === 'session.start')?.tree, before);
-    assert.is(ev.find((e) => e.type === 'session.end')?.tree, groundTruth(repo));
+    assert.is(lastTree(repo, id), groundTruth(repo));
     const log = fs.readFileSync(path.join(gitCommonDir(repo), 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
     assert.match(log, /tree served/, 'the baseline and end came from the server');
   } finally {
@@ -179,9 +188,14 @@ test('a snapshot the server gives whose reply is longer than a FIFO holds (3,000
   try {
     const res = await cliProcess(repo, ['wrap', '--auto', '--', 'sh', '-c', 'mkdir many && cd many && i=0; while [ $i -lt 3000 ]; do echo $i > "file-with-a-longish-name-$i.txt"; i=$((i+1)); done'], { env: ON });
     assert.is(res.code, 0, res.stderr);
-    const end = journal(repo, sessionOf(res.stderr)).find((e) => e.type === 'session.end') as JournalEvent & { changed?: unknown[] };
-    assert.is(end.tree, groundTruth(repo));
-    assert.is(end.changed?.length, 3000);
+    const id = sessionOf(res.stderr);
+    assert.is(lastTree(repo, id), groundTruth(repo));
+    // Each file created once: its path is in the changes of exactly one snapshot after the baseline.
+    const changed = journal(repo, id)
+      .filter((e) => e.type === 'step.checkpoint' || e.type === 'session.end')
+      .flatMap((e) => ((e as JournalEvent & { changed?: Array<{ path: string }> }).changed ?? []).map((c) => c.path));
+    assert.is(new Set(changed).size, 3000);
+    assert.is(changed.length, 3000);
   } finally {
     repo.cleanup();
   }
@@ -195,8 +209,7 @@ test('the snapshot the server is asked for under other git settings is the wrapp
     repo.write('user.txt', 'before\n');
     const res = await cliProcess(repo, ['wrap', '--auto', '--', 'sh', '-c', 'echo x > x.txt'], { env: { ...ON, GIT_CONFIG_GLOBAL: global } });
     assert.is(res.code, 0, res.stderr);
-    const ev = journal(repo, sessionOf(res.stderr));
-    assert.is(ev.find((e) => e.type === 'session.end')?.tree, groundTruth(repo));
+    assert.is(lastTree(repo, sessionOf(res.stderr)), groundTruth(repo));
     const log = fs.readFileSync(path.join(gitCommonDir(repo), 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
     assert.match(log, /tree declined \(another git environment\)/);
   } finally {
