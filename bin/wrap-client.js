@@ -188,7 +188,8 @@ async function wrapViaServer(args, loadCli) {
     return Number(ended[1]);
   }
   // The server went away while the agent ran: the session is ended here, as the server would have.
-  return (await loadCli()).finishServedWrap({ cwd: process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr }, spec.begun, outcome);
+  // In the session's worktree: the agent may have removed the directory this wrap began in.
+  return (await loadCli()).finishServedWrap({ cwd: spec.begun.worktree ?? process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr }, spec.begun, outcome);
 }
 
 module.exports = { wrapViaServer };

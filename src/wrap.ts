@@ -346,6 +346,8 @@ export interface WrapRun {
   argv: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /** The session's worktree (where its end opens the repository: the directory the wrap began in may be gone by then). */
+  worktree: string;
   /** The final snapshot and the session's end, after the agent exited with this. */
   finish(exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<WrapResult>;
   /** The agent could not be started: ends the session, and throws why. */
@@ -542,5 +544,5 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   await autoGc;
   return { session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: inWorktree, warnings: endWarnings };
   };
-  return { session, agent, program, argv, cwd, env, finish, notStarted };
+  return { session, agent, program, argv, cwd, env, worktree: repo.worktree, finish, notStarted };
 }

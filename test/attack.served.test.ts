@@ -192,4 +192,22 @@ test('the server killed after it ended a served session, before its reply: the w
   }
 });
 
+test('the agent removes the directory the wrap began in and the server dies: the wrapper still ends the session, with the agent\'s exit code', async () => {
+  const repo = await withServer();
+  try {
+    const sub = path.join(repo.dir, 'sub');
+    fs.mkdirSync(sub);
+    fs.writeFileSync(path.join(sub, 'f.txt'), 'f\n');
+    const server = await serverStatus(repo);
+    const res = await cliProcess(repo, ['wrap', '--', 'sh', '-c', 'rm -rf ../sub; kill -9 "$SRV"; echo after > ../after.txt; exit 4'], { cwd: sub, env: { ...ON, SRV: String(server.pid) }, timeoutMs: 120_000 });
+    assert.is(res.code, 4, res.stderr);
+    const id = sessionOf(res.stderr);
+    assert.match(res.stderr, new RegExp(`session ${id} ended; see`), res.stderr);
+    assert.is(journal(repo, id).filter((e) => e.type === 'session.end').length, 1);
+    assert.is(lastTree(repo, id), groundTruth(repo));
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -332,7 +332,7 @@ export async function runServedWrap(
     const { run } = begun;
     return {
       spawn: { program: run.program, argv: run.argv, cwd: run.cwd, env: run.env },
-      begun: { session: run.session, agent: run.agent, quiet: !!quick.quiet },
+      begun: { session: run.session, agent: run.agent, quiet: !!quick.quiet, worktree: run.worktree },
       finish: async (exit, endIo) => {
         const end = cliContext({ ...io, stdout: endIo.stdout, stderr: endIo.stderr });
         try {
@@ -355,7 +355,7 @@ export async function runServedWrap(
  */
 export async function finishServedWrap(
   io: CliIO,
-  begun: { session: string; agent: string; quiet: boolean },
+  begun: { session: string; agent: string; quiet: boolean; worktree?: string },
   exit: { code: number | null; signal: NodeJS.Signals | null; error?: string },
 ): Promise<number> {
   const { ctx } = cliContext(io);

@@ -58,7 +58,7 @@ export interface WrapClientOwner {
 export interface ServedWrap {
   spawn: { program: string; argv: string[]; cwd: string; env: NodeJS.ProcessEnv };
   /** What the client needs to end the session itself should this server be gone by then (finishServedWrap). */
-  begun: { session: string; agent: string; quiet: boolean };
+  begun: { session: string; agent: string; quiet: boolean; worktree: string };
   /** After the agent exited (or could not be started: `error`): the exit code, output in io. */
   finish(exit: { code: number | null; signal: NodeJS.Signals | null; error?: string }, io: { stdout: Writable; stderr: Writable }): Promise<number>;
 }

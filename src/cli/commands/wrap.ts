@@ -141,10 +141,10 @@ export async function beginServedWrap(
 /** finishServedWrap (main.ts): a served session ended by its client, its server gone (endWrap). */
 export async function endServedWrap(
   ctx: CliContext,
-  begun: { session: string; agent: string; quiet: boolean },
+  begun: { session: string; agent: string; quiet: boolean; worktree?: string },
   exit: { code: number | null; signal: NodeJS.Signals | null; error?: string },
 ): Promise<number> {
-  const res = await endWrap({ cwd: ctx.io.cwd, env: ctx.io.env, session: begun.session, agent: begun.agent, exit });
+  const res = await endWrap({ cwd: begun.worktree ?? ctx.io.cwd, env: ctx.io.env, session: begun.session, agent: begun.agent, exit });
   endNotes(ctx.output({ quiet: begun.quiet }), res);
   return res.exitCode;
 }
