@@ -4,19 +4,37 @@
 // loaded through V8's code cache (./cli-loader.js: ~30 ms sooner again). A
 // `snap` is handed to the worktree's warm server when one runs (the same CLI
 // code runs there, and this process loads nothing else); see src/server.ts.
+// So is the beginning and the end of a `wrap` (./wrap-client.js).
 // Otherwise, for `snap` and a pre-tool hook, the first snapshot's `git status`
 // starts before the CLI loads (src/status-prefetch.ts).
-import { snapViaServer } from './server-client.js';
+'use strict';
+// CommonJS (bin/package.json): an ES module entry costs every process ~5-9 ms of module loader before its first line.
+const { snapViaServer } = require('./server-client.js');
 
-const [command, , event] = process.argv.slice(2);
-const code = command === 'snap' ? snapViaServer(process.argv.slice(2)) : null;
-if (code !== null) process.exitCode = code;
-else {
-  const prefetch = command === 'snap' || (command === 'hook' && (event === 'PreToolUse' || event === 'BeforeTool')) ? await import('../dist/snapshot/status-prefetch.js') : null;
-  prefetch?.startStatusPrefetch(process.cwd(), process.env);
-  try {
-    await (await import('./cli-loader.js')).loadCli().main();
-  } finally {
-    prefetch?.dropStatusPrefetch();
+async function main() {
+  const [command, , event] = process.argv.slice(2);
+  // `wrap`: the worktree's background server begins and ends the session, this process only runs the agent (./wrap-client.js).
+  const code =
+    command === 'snap'
+      ? snapViaServer(process.argv.slice(2))
+      : command === 'wrap'
+        ? await require('./wrap-client.js').wrapViaServer(process.argv.slice(3), async () => require('./cli-loader.js').loadCli())
+        : null;
+  if (code !== null && command === 'wrap') process.exit(code); // its output went out by writeSync; nothing else is left to run
+  else if (code !== null) process.exitCode = code;
+  else {
+    const prefetch = command === 'snap' || (command === 'hook' && (event === 'PreToolUse' || event === 'BeforeTool')) ? await import('../dist/snapshot/status-prefetch.js') : null;
+    prefetch?.startStatusPrefetch(process.cwd(), process.env);
+    try {
+      await require('./cli-loader.js').loadCli().main();
+    } finally {
+      prefetch?.dropStatusPrefetch();
+    }
   }
 }
+
+main().catch((e) => {
+  // As an uncaught error of the ES module it was: the CLI reports its own failures, this is only what escaped it.
+  process.exitCode = 1;
+  throw e;
+});

@@ -13,14 +13,15 @@
 // cache is written again at the exit of the process that found it so (its
 // code compiled by then: what that command ran). Nothing here may fail a
 // command: a cache that cannot be read or written is not used.
-import fs from 'node:fs';
-import path from 'node:path';
-import vm from 'node:vm';
-import zlib from 'node:zlib';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const vm = require('node:vm');
+const zlib = require('node:zlib');
+const { createRequire } = require('node:module');
+const { pathToFileURL } = require('node:url');
 
-const BUNDLE = fileURLToPath(new URL('../dist/cli.bundle.cjs', import.meta.url));
+const BUNDLE = path.join(__dirname, '..', 'dist', 'cli.bundle.cjs');
 
 /** A short stable hash (FNV-1a, 32 bits) for the cache's file name; the header holds the whole key. */
 function shortHash(s) {
@@ -63,7 +64,7 @@ function writeCache(file, key, script) {
 }
 
 /** The CLI module's exports (`main`). */
-export function loadCli() {
+function loadCli() {
   const fd = fs.openSync(BUNDLE, 'r');
   let source;
   let st;
@@ -90,3 +91,5 @@ export function loadCli() {
   script.runInThisContext()(module.exports, createRequire(BUNDLE), module, BUNDLE, path.dirname(BUNDLE), importBeside);
   return module.exports;
 }
+
+module.exports = { loadCli };

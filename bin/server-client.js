@@ -4,13 +4,14 @@
 // "<pid> exit <code> <stdout base64> <stderr base64>". Returns null whenever
 // the server cannot answer, and the caller runs the command itself.
 // Plain JavaScript with node: imports only, so a call pays no module loading.
-import fs from 'node:fs';
-import path from 'node:path';
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
 
 const SLOTS = 16;
 
 /** `<git common dir>/agentsnap/run/<main|wt-NAME>` for the worktree around `cwd`, or null. */
-export function findRunDir(cwd) {
+function findRunDir(cwd) {
   let dir = cwd;
   for (;;) {
     const dotGit = path.join(dir, '.git');
@@ -45,7 +46,7 @@ function switchedOff(env) {
 }
 
 /** Runs `agentsnap <args>` in the server; the exit code, or null to run it here. */
-export function snapViaServer(args) {
+function snapViaServer(args) {
   if (process.platform !== 'linux' || switchedOff(process.env) || args.includes('--help') || args.includes('-h')) return null;
   let claim = null;
   try {
@@ -103,3 +104,5 @@ export function snapViaServer(args) {
     if (claim) fs.rmSync(claim, { force: true });
   }
 }
+
+module.exports = { findRunDir, snapViaServer };

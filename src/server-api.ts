@@ -126,6 +126,8 @@ export interface ServerRunOptions extends RepoOptions {
   idleMs?: number;
   /** How the server runs a `snap` the Node client hands it (the CLI passes its snap command; absent: the client runs it). */
   snap?: ServerCalls['snap'];
+  /** How it begins a thin wrap client's session (the CLI's wrap command, runServedWrap; absent: such clients run the whole wrap). */
+  wrap?: ServerCalls['wrap'];
 }
 
 /**
@@ -133,8 +135,8 @@ export interface ServerRunOptions extends RepoOptions {
  * runHook as `agentsnap hook`, a `snap` the `snap` given (the CLI's snap command, `runSnap`: the same code as
  * `agentsnap snap`, which calls api.snap).
  */
-export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { snap?: ServerCalls['snap'] }): Promise<HookServer> {
-  const { snap, ...rest } = opts;
+export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { snap?: ServerCalls['snap']; wrap?: ServerCalls['wrap'] }): Promise<HookServer> {
+  const { snap, wrap, ...rest } = opts;
   return hostWorktreeServer(repo, {
     ...rest,
     calls: {
@@ -144,6 +146,7 @@ export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOption
         return { warning: res.warning, trace: `${res.action} ${res.session ?? ''} ${res.step ?? ''} ${res.warning ?? ''}` };
       },
       ...(snap ? { snap } : {}),
+      ...(wrap ? { wrap } : {}),
     },
   });
 }
@@ -156,7 +159,10 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
   const idleMs = opts.idleMs ?? (Number.isFinite(envIdle) && envIdle > 0 ? envIdle : settings.serverIdleMs);
   const server = await startWorktreeServer(repo, {
     hosted: false,
+    // Warm for the next call: a session that starts after this server did (the wrap that left it) takes a baseline of what changed since.
+    warmUp: true,
     ...(opts.snap ? { snap: opts.snap } : {}),
+    ...(opts.wrap ? { wrap: opts.wrap } : {}),
     idleMs,
     onError: (e) => process.stderr.write(`${new Date().toISOString()} ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`),
     onNotice: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),

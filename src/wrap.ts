@@ -12,7 +12,7 @@ import { AgentsnapError, errors, isAgentsnapError } from './base/errors.js';
 import { checkGitVersion, openRepo, type Repo } from './git/repo.js';
 import { loadSettings, type Settings } from './git/config.js';
 import { closeEndedCalls } from './hook.js';
-import { endSession, listSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
+import { endSession, listWrappedSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
 import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
 import { maybeAutoGc } from './worktrees/gc.js';
 import { AGENTS, type Agent, type RunContext, type RunHooks } from './agents/adapter.js';
@@ -20,7 +20,9 @@ import { ADAPTERS, findAgent } from './agents/registry.js';
 import { claudeArgv as claudeArgvFor, claudeHookSettings as claudeSettingsFor } from './agents/claude.js';
 import { redactValue } from './session/redact.js';
 import { assertSessionId } from './base/ids.js';
-import { HOOK_CLIENT, runDirOf, serverEnabled, type HookServer } from './server/server.js';
+import { HOOK_CLIENT, runDirOf, serverEnabled, serverInfo, spawnBackgroundServer, type HookServer } from './server/server.js';
+import { serverSnapshotAccel } from './server/tree-client.js';
+import { serverAfterWrap } from './git/config.js';
 import { startWorktreeServer } from './server-api.js';
 import { serverEngineIfUp, type ServerCalls } from './server/serve.js';
 import { snapshotTree } from './snapshot/snapshot.js';
@@ -51,6 +53,17 @@ export interface WrapOptions {
   mcp?: boolean | undefined;
   /** Test seam: called right before the agent is spawned (a signal sent to the wrapper here must reach the agent). */
   beforeSpawn?: () => void;
+  /**
+   * The session is begun by this worktree's running background server for a thin client (bin/wrap-client.js)
+   * that starts the agent: no server is hosted (this one answers the hooks), the repository is the server's
+   * own (`openRepo`: its engine takes the snapshots) and the session's owner is the client.
+   */
+  servedBy?: {
+    openRepo: (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
+    owner: { pid: number; start: string | null; host: string };
+    /** checkGitVersion as the server remembers it (asked once per PATH and exec path while it runs). */
+    gitVersion: (env: NodeJS.ProcessEnv) => Promise<string>;
+  };
 }
 
 export interface WrapStart {
@@ -266,8 +279,92 @@ function sameSubdir(from: string, to: string, cwd: string): string {
   }
 }
 
+/**
+ * Whether a background server can begin this wrap for a thin client that starts the agent itself: in this
+ * worktree, without automatic checkpoints (they watch from the wrapper's process), and for an agent whose run
+ * needs no state outside its command line (an adapter with prepareRun, Gemini's home overlay, is finished by its
+ * wrapper, or recovered by the next one while that wrapper is gone).
+ */
+export function servable(opts: Pick<WrapOptions, 'worktree' | 'auto' | 'agent' | 'command'>): boolean {
+  if (opts.worktree || opts.auto || !opts.command[0]) return false;
+  const choice = opts.agent ?? 'auto';
+  const agent = choice === 'auto' ? detectAgent(opts.command) : choice;
+  return (AGENTS as readonly string[]).includes(agent) && !ADAPTERS[agent as Agent].prepareRun;
+}
+
 /** Runs `command` as an agent inside an agentsnap session. */
 export async function wrap(opts: WrapOptions): Promise<WrapResult> {
+  const run = await beginWrap(opts);
+  let exit: { code: number | null; signal: NodeJS.Signals | null };
+  try {
+    exit = await runChild(run.program, run.argv, run.cwd, run.env, opts.beforeSpawn);
+  } catch (e) {
+    return run.notStarted(e);
+  }
+  return run.finish(exit);
+}
+
+/**
+ * The end of a session whose beginning is gone (a thin client's server that stopped while its agent ran): the
+ * final snapshot (a full scan, no server) and the session's end, as finish() ends it. An agent that could not be
+ * started (`error`) ends the session without one and throws, as wrap does.
+ */
+export async function endWrap(opts: {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  session: string;
+  agent: string;
+  exit: { code: number | null; signal: NodeJS.Signals | null; error?: string };
+  /** The server's answer when it was there but did not end the session (else it was gone). */
+  refused?: string | null;
+}): Promise<WrapResult> {
+  const repo = await openRepo(opts.cwd, { env: opts.env });
+  const settings = await loadSettings(repo);
+  const agent: Agent = (AGENTS as readonly string[]).includes(opts.agent) ? (opts.agent as Agent) : 'generic';
+  const { exit } = opts;
+  if (exit.error !== undefined) {
+    await endSession(repo, opts.session, { settings, exitCode: null, signal: null }).catch(() => undefined);
+    throw errors.invalidArgument(`cannot start the agent: ${exit.error}`);
+  }
+  const adapter = ADAPTERS[agent];
+  const warnings = [
+    opts.refused
+      ? `agentsnap: warning: the background server did not end the session (${opts.refused}); it was ended by this wrapper (a full scan).`
+      : 'agentsnap: warning: the background server stopped while the agent ran; the session was ended by this wrapper (a full scan).',
+  ];
+  if (adapter.callEnded) await closeEndedCalls(repo, opts.session, settings, adapter).catch(() => undefined);
+  const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
+  const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
+  let endError: AgentsnapError | null = null;
+  try {
+    await endSession(repo, opts.session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: true });
+  } catch (e) {
+    endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
+  }
+  return { session: opts.session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: false, warnings };
+}
+
+/** A session begun for an agent (beginWrap): what to start, and its end once the agent exited. */
+export interface WrapRun {
+  session: string;
+  agent: Agent;
+  /** The program found on PATH, the agent's argv (argv[0] as typed, with hooks injected), its directory and whole environment. */
+  program: string;
+  argv: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** The final snapshot and the session's end, after the agent exited with this. */
+  finish(exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<WrapResult>;
+  /** The agent could not be started: ends the session, and throws why. */
+  notStarted(e: unknown): Promise<never>;
+}
+
+/**
+ * A wrap's first half: the baseline, the hooks and the environment of the
+ * agent, which the caller starts (wrap() here, or the thin client a
+ * background server answers: bin/wrap-client.js), then finish().
+ */
+export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const command = opts.command;
   if (command.length === 0 || !command[0]) {
     throw errors.invalidArgument('name the agent command to run after `--`.', { hint: 'For example: agentsnap wrap -- claude' });
@@ -280,8 +377,8 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const program = resolveProgram(command[0], opts.env, opts.cwd);
   const agent: Agent = choice === 'auto' ? detectAgent(command) : choice;
 
-  const source = await openRepo(opts.cwd, { env: opts.env });
-  const owner = wrapperOwner();
+  const source = await (opts.servedBy ? opts.servedBy.openRepo(opts.cwd, opts.env) : openRepo(opts.cwd, { env: opts.env }));
+  const owner = opts.servedBy?.owner ?? wrapperOwner();
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
   const inWorktree = !!opts.worktree;
   const resumed = !inWorktree && !!opts.session && fs.existsSync(path.join(source.stateDir, 'sessions', opts.session, 'journal.jsonl'));
@@ -295,19 +392,32 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   // worktree it starts beside the baseline (its channel and engine need nothing from the session; the agent,
   // whose hooks it answers, starts only after both); a session worktree exists only once it is created.
   let serverStart: Promise<HookServer | 'busy' | null> | null = null;
+  let listed: ReturnType<typeof listWrappedSessions> | null = null;
   const startServer = (at: Repo, s: Settings): Promise<HookServer | 'busy' | null> =>
-    serverEnabled(opts.env, s)
+    opts.servedBy
+      ? Promise.resolve('busy' as const)
+      : serverEnabled(opts.env, s)
       ? startWorktreeServer(at, { hosted: true, engineAtFirstCall: true, gitConfig: s.gitConfig, ...(opts.serveSnap ? { snap: opts.serveSnap } : {}) }).catch((e: unknown) =>
           // Busy: another process serves this worktree already, and answers these hooks too.
           isAgentsnapError(e) && e.code === 'Busy' ? ('busy' as const) : null,
         )
       : Promise.resolve(null);
   // A new session refuses a git that is too old before it writes anything (startSession awaits this): asked beside the settings.
-  const gitVersion = !inWorktree && !resumed ? checkGitVersion(source.env) : undefined;
+  const gitVersion = !inWorktree && !resumed ? (opts.servedBy?.gitVersion ?? checkGitVersion)(source.env) : undefined;
   gitVersion?.catch(() => {}); // awaited by startSession; a failure surfaces there
   try {
     settings = await loadSettings(source);
+    if (!inWorktree && !opts.servedBy && serverEnabled(opts.env, settings)) {
+      // A background server (left by the last wrap, or started by a hook) has watched this worktree since before
+      // this session: it takes the baseline and the final snapshot, each at the cost of a hooked call instead of a
+      // look at the whole worktree (issue 19). Where it cannot, the snapshot is this process's own, as without it.
+      const running = serverInfo(repo);
+      if (running && !running.hosted) repo = { ...repo, accel: { ...repo.accel, ...serverSnapshotAccel(repo) } };
+    }
     if (!inWorktree) serverStart = startServer(repo, settings);
+    // Read beside the baseline, for the warning below (a session begun meanwhile is a race either way).
+    listed = inWorktree ? null : listWrappedSessions(repo);
+    listed?.catch(() => {});
     // The command line is journaled: redact tokens passed as arguments.
     const journaled = redactValue(command, settings.redactPatterns);
     if (opts.worktree) {
@@ -336,7 +446,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     }
     if (!inWorktree) {
       // Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: say so.
-      const others = (await listSessions(repo)).filter((o) => o.id !== session && o.worktree === repo.worktree && o.status === 'running' && !!o.owner);
+      const others = (await (listed ?? listWrappedSessions(repo))).filter((o) => o.id !== session && o.worktree === repo.worktree && o.status === 'running' && !!o.owner);
       if (others.length > 0) {
         warnings.push(
           `${others.map((o) => `session ${o.id} (wrapper pid ${o.owner?.pid})`).join(', ')} also runs in this worktree: snapshots and undos of both take turns, never interleaved, and each session records the other's edits as changes made outside its tool calls. To run agents side by side, give each its own worktree: agentsnap wrap --worktree -- <agent>.`,
@@ -392,17 +502,15 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   const runStart = Date.now() - 1000; // journal times have millisecond precision; allow for clock rounding
   // A hooked agent's calls are its steps: what an automatic checkpoint sees between them is not the agent's.
   const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' }) : null;
-  let exit: { code: number | null; signal: NodeJS.Signals | null };
-  try {
-    exit = await runChild(program, argv, cwd, env, opts.beforeSpawn);
-  } catch (e) {
+  const notStarted = async (e: unknown): Promise<never> => {
     await auto?.stop();
     await server?.close();
     endWarnings.push(...(injected?.finish() ?? []));
     await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
     await autoGc;
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
-  }
+  };
+  const finish = async (exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<WrapResult> => {
   await auto?.stop();
   // The final snapshot comes from the server's engine when it has taken one (what its watcher saw since, instead
   // of a scan of the whole worktree): the server closes after it. An agent that made no call started no engine.
@@ -421,7 +529,7 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
   try {
     // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
     if (adapter.callEnded) await closeEndedCalls(endRepo, session, settings, adapter).catch(() => undefined);
-    const end = await endSession(endRepo, session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: true });
+    const end = await endSession(endRepo, session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: opts.servedBy ? 'deferred' : true });
     if (agent !== 'generic' && end.changed.length > 0) {
       const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
       if (calls.length === 0) {
@@ -435,6 +543,11 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
   await (closing ?? server?.close());
+  // The next session in this worktree finds a server that has watched since: its baseline and end cost what a
+  // hooked call does (see above). It exits after agentsnap.serverIdle without a call, like any background server.
+  if (server && !inWorktree && serverAfterWrap(opts.env, settings)) spawnBackgroundServer(repo);
   await autoGc;
   return { session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: inWorktree, warnings: endWarnings };
+  };
+  return { session, agent, program, argv, cwd, env, finish, notStarted };
 }

@@ -66,7 +66,7 @@ async function wrapTrue(repo: TempRepo, dir: string, n: number): Promise<Counts>
   while (!packed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   assert.ok(packed(), 'the end-of-session pack ran');
   // Its process exits right after it wrote the state: wait for its last trace line too.
-  const starts = () => fs.readFileSync(trace, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string; sid: string; argv?: string[] });
+  const starts = () => (fs.existsSync(trace) ? fs.readFileSync(trace, 'utf8') : '').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string; sid: string; argv?: string[] });
   const ended = () => {
     const ev = starts();
     const open = new Set(ev.filter((e) => e.event === 'start').map((e) => e.sid));
@@ -126,6 +126,54 @@ test('a session whose index is HEAD\'s packed tree writes no tree of the whole i
     // And the snapshots hold what is on disk.
     const head = repo.git(['for-each-ref', '--sort=-creatordate', '--format=%(objectname)', 'refs/agent/']).split('\n')[0]!;
     assert.is(repo.git(['show', `${head}:src/f1.ts`]), 'changed, not staged\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// With the background server a wrap leaves behind (issue 19), the next session is begun and ended by that server:
+// the wrapper is one Node process that starts no git at all, and the server looks at no more of the worktree than
+// its watcher says changed (no pass over the worktree for the whole session).
+test('a session begun by the background server the last wrap left: the wrapper starts no git, the server makes no pass over the worktree', async () => {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 200; i++) files[`src/m${i % 20}/f${i}.ts`] = `export const v${i} = ${i};\n`;
+  const repo = tempRepo({ files });
+  const dir = fs.mkdtempSync(path.join(path.dirname(repo.dir), 'fixed-cost-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'count-node.cjs'), "require('node:fs').appendFileSync(process.env.FIXED_COST_NODES, process.pid + ' ' + process.argv.slice(1).join(' ') + '\\n');\n");
+    const serverTrace = path.join(dir, 'server-trace.json');
+    // The first wrap leaves the server, with this environment: its git processes trace to serverTrace.
+    const first = await cliProcess(repo, ['wrap', '-q', '--', 'true'], { env: { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1', GIT_TRACE2_EVENT: serverTrace } });
+    assert.is(first.code, 0, first.stderr);
+    const deadline = Date.now() + 60_000;
+    const watching = async () => {
+      const s = JSON.parse((await cliProcess(repo, ['server', 'status', '--json'], { env: { AGENTSNAP_SERVER: 'on' } })).stdout) as { running: boolean; watches: number | null };
+      return s.running && s.watches !== null;
+    };
+    while (!(await watching()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(await watching(), 'the background server watches');
+    // Let the server's own start-up settle: its first full scan and sweep are not the session's.
+    const traced = () => (fs.existsSync(serverTrace) ? fs.readFileSync(serverTrace, 'utf8').split('\n').filter(Boolean).length : 0);
+    let seen = -1;
+    while (seen !== traced() && Date.now() < deadline) {
+      seen = traced();
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+    const fromServerBefore = traced();
+    const c = await wrapTrue(repo, dir, 2);
+    const serverCommands = fs
+      .readFileSync(serverTrace, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .slice(fromServerBefore)
+      .map((l) => JSON.parse(l) as { event: string; argv?: string[] })
+      .filter((e) => e.event === 'start')
+      .map((e) => (e.argv ?? []).slice(1));
+    const why = `\nwrapper:\n${c.commands.join('\n')}\nserver:\n${serverCommands.map((a) => a.join(' ').slice(0, 100)).join('\n')}`;
+    assert.is(c.gitProcesses, 0, `the wrapper started git${why}`);
+    assert.is(c.nodeProcesses, 1, `Node processes: ${c.nodeProcesses}`);
+    assert.equal(serverCommands.filter(walksWorktree), [], `the server passed over the worktree${why}`);
+    process.stdout.write(`  wrap -- true, begun by the server: the wrapper ${c.gitProcesses} git processes, the server ${serverCommands.length} (${serverCommands.filter(walksWorktree).length} passes over the worktree)\n`);
   } finally {
     repo.cleanup();
   }

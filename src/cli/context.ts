@@ -1,6 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { AgentsnapError, ExitCode, errors, type ExitCodeName } from '../base/errors.js';
 import type { CliIO, Output } from './output.js';
+import type { ServerCalls } from '../server/serve.js';
 
 /** What every command handler gets: where it runs and how to print. Passed in, never global. */
 export interface CliContext {
@@ -11,6 +12,8 @@ export interface CliContext {
   setExitCode(code: number): void;
   /** `snap` for a warm server this process hosts (wrap, `server run`): runSnap in main.ts, as `agentsnap snap` runs. */
   serveSnap(args: string[], io: CliIO): Promise<number | null>;
+  /** `wrap`'s first half for a background server (`server run`) answering a thin wrap client: runServedWrap in main.ts. */
+  serveWrap: ServerCalls['wrap'];
 }
 
 export type CommandFactory = (ctx: CliContext) => CommandModule;

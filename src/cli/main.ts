@@ -3,6 +3,8 @@
 import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../base/errors.js';
 import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO } from './output.js';
+import type { ServedWrap } from '../server/serve.js';
+import type { WrapArgs } from './commands/wrap.js';
 import { PAGED_COMMANDS, startPager, type Pager } from './pager.js';
 import { AGENTS } from '../agents/adapter.js';
 
@@ -288,6 +290,7 @@ function cliContext(io: CliIO): { ctx: CliContext; exitCode: () => number } {
       code = c;
     },
     serveSnap: runSnap,
+    serveWrap: runServedWrap,
   };
   return { ctx, exitCode: () => code };
 }
@@ -307,6 +310,61 @@ export async function runSnap(args: string[], io: CliIO): Promise<number | null>
     return exitCode();
   } catch (e) {
     return reportError(e, io, args.includes('--json'));
+  }
+}
+
+/**
+ * The first half of `agentsnap wrap <args>` in a background server, for the thin client (bin/wrap-client.js)
+ * that starts the agent (ServerCalls['wrap']): the wrap command's own start and end, printed as it prints them,
+ * for its plain forms only (parseWrapArgs, servable); null for anything else, which the client runs itself.
+ */
+export async function runServedWrap(
+  args: string[],
+  io: CliIO & { openRepo: NonNullable<CliIO['openRepo']>; owner: { pid: number; start: string | null; host: string }; gitVersion: (env: NodeJS.ProcessEnv) => Promise<string> },
+): Promise<ServedWrap | { code: number } | null> {
+  const quick = parseWrapArgs(args);
+  if (!quick) return null;
+  const { ctx, exitCode } = cliContext(io);
+  try {
+    const { beginServedWrap } = await import('./commands/wrap.js');
+    const begun = await beginServedWrap(ctx, quick as unknown as WrapArgs, { openRepo: io.openRepo, owner: io.owner, gitVersion: io.gitVersion });
+    if (!begun) return null;
+    const { run } = begun;
+    return {
+      spawn: { program: run.program, argv: run.argv, cwd: run.cwd, env: run.env },
+      begun: { session: run.session, agent: run.agent, quiet: !!quick.quiet },
+      finish: async (exit, endIo) => {
+        const end = cliContext({ ...io, stdout: endIo.stdout, stderr: endIo.stderr });
+        try {
+          if (exit.error !== undefined) await run.notStarted(new Error(exit.error));
+          return begun.end(end.ctx, await run.finish(exit));
+        } catch (e) {
+          return reportError(e, { ...io, stdout: endIo.stdout, stderr: endIo.stderr }, false);
+        }
+      },
+    };
+  } catch (e) {
+    void exitCode;
+    return { code: reportError(e, io, false) };
+  }
+}
+
+/**
+ * The end of a session a background server began for the thin wrap client (bin/wrap-client.js) when that
+ * server is gone by the time the agent exited: the final snapshot and the end, here, printed as wrap prints them.
+ */
+export async function finishServedWrap(
+  io: CliIO,
+  begun: { session: string; agent: string; quiet: boolean },
+  exit: { code: number | null; signal: NodeJS.Signals | null; error?: string },
+  refused: string | null = null,
+): Promise<number> {
+  const { ctx } = cliContext(io);
+  try {
+    const { endServedWrap } = await import('./commands/wrap.js');
+    return await endServedWrap(ctx, begun, exit, refused);
+  } catch (e) {
+    return reportError(e, io, false);
   }
 }
 

@@ -197,6 +197,7 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
     autoPollMs: parseInteger('agentsnap.autoPoll', lastValue(cfg, 'agentsnap.autopoll'), 10_000),
     server: parseBool('agentsnap.server', lastValue(cfg, 'agentsnap.server'), true),
     serverIdleMs: parseInteger('agentsnap.serverIdle', lastValue(cfg, 'agentsnap.serveridle'), 600_000),
+    serverAfterWrap: parseBool('agentsnap.serverAfterWrap', lastValue(cfg, 'agentsnap.serverafterwrap'), true),
     gitConfig: cfg,
   };
 }
@@ -237,6 +238,17 @@ export function worktreeExcludes(repo: Pick<Repo, 'gitDir' | 'commonDir'>): stri
  */
 export function serverEnabled(env: NodeJS.ProcessEnv, settings: Pick<Settings, 'server'>): boolean {
   return serverEnabledWithoutConfig(env) ?? settings.server;
+}
+
+/**
+ * Whether a wrapper that hosted this worktree's server leaves a background one
+ * for the next session: only where a server may run, `AGENTSNAP_SERVER_AFTER_WRAP`
+ * winning over `git config agentsnap.serverAfterWrap` (default true).
+ */
+export function serverAfterWrap(env: NodeJS.ProcessEnv, settings: Pick<Settings, 'server' | 'serverAfterWrap'>): boolean {
+  if (!serverEnabled(env, settings)) return false;
+  const fromEnv = env.AGENTSNAP_SERVER_AFTER_WRAP;
+  return fromEnv !== undefined && fromEnv !== '' ? parseBool('AGENTSNAP_SERVER_AFTER_WRAP', fromEnv, true) : settings.serverAfterWrap;
 }
 
 /** What platform and environment alone decide (null: the config decides), before a repository is opened. */

@@ -16,6 +16,11 @@ import type { CommitSpec, RefUpdate, Settings, SnapshotTreeOptions, TreeSnapshot
 export interface RepoAccel {
   /** A session snapshot (same tree, skipped files and changes as snapshotTree). */
   snapshot?: (opts: SnapshotTreeOptions) => Promise<TreeSnapshotResult>;
+  /**
+   * Whether `snapshot` takes the worktree content lock itself (another process takes the snapshot: the caller
+   * waiting on it with the lock held would stall a call that server serves first).
+   */
+  snapshotTakesContentLock?: boolean;
   /** Writes a commit object in-process (same object as `git commit-tree`). */
   commitTree?: (spec: CommitSpec) => Promise<string>;
   /** One ref transaction, through a long-lived `git update-ref --stdin`. */

@@ -50,6 +50,8 @@ export interface Settings {
   server: boolean;
   /** A background server exits after this many milliseconds without a call (agentsnap.serverIdle). */
   serverIdleMs: number;
+  /** Whether a `wrap` whose worktree had no background server leaves one running for the next session (agentsnap.serverAfterWrap; env AGENTSNAP_SERVER_AFTER_WRAP wins). */
+  serverAfterWrap: boolean;
   /** The effective git config these settings were read from (snapshotTree's in-process path checks it). */
   gitConfig?: GitConfig;
 }

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { openRepo, type Repo, type RepoAccel } from '../git/repo.js';
+import { checkGitVersion, openRepo, type Repo, type RepoAccel } from '../git/repo.js';
 import { loadSettings, type GitConfig, type Settings } from '../git/config.js';
 import { RefUpdater } from '../git/ref-updater.js';
 import { HookServer, type CallHandler, type ServerCall } from './server.js';
@@ -19,6 +19,10 @@ import type { SnapshotTreeOptions, TreeSnapshotResult } from '../snapshot/snapsh
 import { encodeCommit, objectStore } from '../git/objects.js';
 import { IncrementalSnapshotter } from '../snapshot/incremental.js';
 import { inotifyLimit, removeWatchState, writeWatchState, type WatcherReport } from './watch-state.js';
+import { settingsKey, type TreeRequest } from './tree-client.js';
+import { contentLockFile } from '../session/locks.js';
+import { processStartTime, withLock } from '../base/lock.js';
+import crypto from 'node:crypto';
 
 /** A repository opener for a call: the server's own Repo when the call's worktree and git environment match it. */
 export type CallRepoOpener = (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
@@ -32,6 +36,31 @@ export interface ServerCalls {
    * Absent, or null from it: the client is told to run the command itself (same output, without the server).
    */
   snap?: (args: string[], io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openRepo: CallRepoOpener }) => Promise<number | null>;
+  /**
+   * The first half of `agentsnap wrap <args…>` for the thin client (bin/wrap-client.js), which starts the agent
+   * itself: the session begun (output in io), or its exit code when it ended there (a reported error), or null:
+   * the client runs the whole wrap itself.
+   */
+  wrap?: (
+    args: string[],
+    io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openRepo: CallRepoOpener; owner: WrapClientOwner; gitVersion: (env: NodeJS.ProcessEnv) => Promise<string> },
+  ) => Promise<ServedWrap | { code: number } | null>;
+}
+
+/** The process of a thin wrap client: the session's owner while its agent runs. */
+export interface WrapClientOwner {
+  pid: number;
+  start: string | null;
+  host: string;
+}
+
+/** A session a server began for a thin wrap client: what the client starts, and the end it asks for after. */
+export interface ServedWrap {
+  spawn: { program: string; argv: string[]; cwd: string; env: NodeJS.ProcessEnv };
+  /** What the client needs to end the session itself should this server be gone by then (finishServedWrap). */
+  begun: { session: string; agent: string; quiet: boolean };
+  /** After the agent exited (or could not be started: `error`): the exit code, output in io. */
+  finish(exit: { code: number | null; signal: NodeJS.Signals | null; error?: string }, io: { stdout: Writable; stderr: Writable }): Promise<number>;
 }
 
 export interface WorktreeServerOptions {
@@ -49,6 +78,11 @@ export interface WorktreeServerOptions {
   gitConfig?: GitConfig | undefined;
   /** Told once, when the watcher gives up (a background server writes it to its log). */
   onNotice?: (line: string) => void;
+  /**
+   * Take the engine's first snapshot (a full scan) as soon as it is up, in idle time (a background server): the
+   * next call, a session's baseline among them, then costs what its watcher saw since instead of a full scan.
+   */
+  warmUp?: boolean;
 }
 
 /**
@@ -233,9 +267,95 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
   };
   const trace = base.callerEnv.AGENTSNAP_SERVER_TRACE ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`) : null;
   let openEngine: () => Promise<void> = () => Promise.resolve();
+  /**
+   * A wrapper's snapshot (tree-client.ts), from the engine only: without one up (or for another worktree, git
+   * environment or settings) the wrapper is told no (exit 3) and scans for itself. Under the content lock, as
+   * lockedSnapshot takes every snapshot.
+   */
+  const serveTree = async (call: ServerCall): Promise<{ code: number; stdout: string; stderr: string }> => {
+    const no = (why: string) => ({ code: 3, stdout: '', stderr: why });
+    const snapshot = accel.snapshot; // set once the engine is up
+    if (!snapshot) return no('no engine');
+    if (gitEnvKey(call.env) !== serverGitKey) return no('another git environment');
+    let req: TreeRequest;
+    try {
+      req = JSON.parse(await call.readStdin()) as TreeRequest;
+    } catch {
+      return no('unreadable request');
+    }
+    if (req?.v !== 1 || typeof req.worktree !== 'string' || realOrSelf(req.worktree) !== realWorktree) return no('another worktree');
+    if (req.parentTree !== null && !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(String(req.parentTree))) return no('bad parent');
+    const settings = await (accel.settings as () => Promise<Settings>)();
+    if (settingsKey(settings) !== req.settings) return no('other settings');
+    const res = await withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () =>
+      snapshot({ indexFile: '', settings, parentTree: req.parentTree, untrackedCache: true }),
+    );
+    return { code: 0, stdout: JSON.stringify({ tree: res.tree, skipped: res.skipped, changed: res.changed, seeded: false }), stderr: '' };
+  };
+  /** Sessions begun for thin wrap clients, by token: ended by the client's wrap-end call (or given up with it). */
+  const wraps = new Map<string, { pid: number; start: string | null; run: ServedWrap }>();
+  const wrapsAlive = (): boolean => {
+    for (const [token, w] of wraps) if (processStartTime(w.pid) !== w.start || w.start === null) wraps.delete(token);
+    return wraps.size > 0;
+  };
+  // git's version, asked once per PATH and exec path while this server runs (each session start checks it).
+  const gitVersions = new Map<string, Promise<string>>();
+  const gitVersion = (env: NodeJS.ProcessEnv): Promise<string> => {
+    const key = `${env.PATH ?? ''}\0${env.GIT_EXEC_PATH ?? ''}`;
+    let known = gitVersions.get(key);
+    if (!known) {
+      known = checkGitVersion(env);
+      gitVersions.set(key, known);
+      known.catch(() => gitVersions.delete(key)); // a failure is asked again, and reported, next time
+    }
+    return known;
+  };
+  const serveWrap = async (call: ServerCall): Promise<Awaited<ReturnType<CallHandler>>> => {
+    const owner: WrapClientOwner = { pid: call.pid, start: processStartTime(call.pid), host: os.hostname() };
+    const stdout = collector();
+    const stderr = collector();
+    const res = opts.calls.wrap ? await opts.calls.wrap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openRepo: repoFor, owner, gitVersion }) : null;
+    if (!res) return { warning: 'agentsnap: warning: the server does not begin this wrap' };
+    if ('code' in res) return { warning: null, exit: { code: res.code, stdout: stdout.text(), stderr: stderr.text() } };
+    const token = crypto.randomBytes(12).toString('hex');
+    wraps.set(token, { pid: call.pid, start: owner.start, run: res });
+    // The agent's environment as changes to the client's own (which it starts the agent with).
+    const set: Record<string, string> = {};
+    for (const [k, v] of Object.entries(res.spawn.env)) if (v !== undefined && call.env[k] !== v) set[k] = v;
+    const unset = Object.keys(call.env).filter((k) => res.spawn.env[k] === undefined);
+    const spawn = { token, program: res.spawn.program, argv: res.spawn.argv, cwd: res.spawn.cwd, env: { set, unset }, stdout: stdout.text(), begun: res.begun };
+    return { warning: null, spawn: { json: JSON.stringify(spawn), stderr: stderr.text() } };
+  };
+  const serveWrapEnd = async (call: ServerCall): Promise<Awaited<ReturnType<CallHandler>>> => {
+    let req: { token?: unknown; code?: unknown; signal?: unknown; error?: unknown };
+    try {
+      req = JSON.parse(await call.readStdin()) as typeof req;
+    } catch {
+      return { warning: 'agentsnap: warning: unreadable wrap-end request' };
+    }
+    const w = typeof req.token === 'string' ? wraps.get(req.token) : undefined;
+    if (!w || w.pid !== call.pid) return { warning: 'agentsnap: warning: no such session begun here' };
+    wraps.delete(req.token as string);
+    const stdout = collector();
+    const stderr = collector();
+    const exit = {
+      code: typeof req.code === 'number' ? req.code : null,
+      signal: typeof req.signal === 'string' ? (req.signal as NodeJS.Signals) : null,
+      ...(typeof req.error === 'string' ? { error: req.error } : {}),
+    };
+    const code = await w.run.finish(exit, { stdout, stderr });
+    return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
+  };
   const handle: CallHandler = async (call: ServerCall) => {
     void openEngine();
     trace?.(`call ${call.pid}: ${call.args.join(' ')}`);
+    if (call.args[0] === 'wrap') return serveWrap(call);
+    if (call.args[0] === 'wrap-end') return serveWrapEnd(call);
+    if (call.args[0] === 'tree') {
+      const exit = await serveTree(call);
+      trace?.(`call ${call.pid}: tree ${exit.code === 0 ? 'served' : `declined (${exit.stderr})`}`);
+      return { warning: null, exit };
+    }
     if (call.args[0] === 'hook') {
       const input = await call.readStdin();
       trace?.(`call ${call.pid}: read ${input.length} bytes`);
@@ -251,7 +371,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     }
     return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };
   };
-  const server = await HookServer.start(repo, { hosted: opts.hosted, ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}), handle, ...(opts.onError ? { onError: opts.onError } : {}) });
+  const server = await HookServer.start(repo, { hosted: opts.hosted, ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}), handle, busy: wrapsAlive, ...(opts.onError ? { onError: opts.onError } : {}) });
   // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
   let engine: IncrementalSnapshotter | null = null;
   let published: ReturnType<typeof watchPublisher> | null = null;
@@ -272,6 +392,13 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
               trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
               return res;
             };
+            if (opts.warmUp) {
+              const take = accel.snapshot;
+              void (accel.settings as () => Promise<Settings>)()
+                .then((settings) => withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ indexFile: '', settings, parentTree: null, untrackedCache: true })))
+                .then(() => trace?.('engine: warmed up'))
+                .catch((err: unknown) => trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`));
+            }
           })
           .catch((e) => {
             trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);

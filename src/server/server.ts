@@ -12,7 +12,9 @@
 // Clients reach it through FIFOs in a 0700 run directory: a POSIX shell has
 // no socket client, and nothing here listens on the network.
 //   <run>/pid        the server's pid: written once it is ready, removed first on shutdown
-//   <run>/req        request FIFO, one line a call: "<slot> <pid>" (short lines are written atomically)
+//   <run>/req        request FIFO, one line a call: "<slot> <pid>" (short lines are written atomically), or
+//                    "<slot> <pid> tree" for a wrapper's snapshot request (its options in in.<slot>; see tree-client.ts),
+//                    "<slot> <pid> wrap-end" for the end of a session a thin wrap client began (bin/wrap-client.js)
 //   <run>/slot.<n>   reply FIFOs; the server holds each open for writing, so a client
 //                    waiting on one reads end-of-file if the server dies, and falls back
 //   <run>/claim.<n>  a client's claim on slot n (an exclusive create), removed after the reply
@@ -108,7 +110,7 @@ export function runDirInUse(dir: string): boolean {
 /** What a call is, as the client's /proc entries tell it. */
 export interface ServerCall {
   pid: number;
-  /** The agentsnap arguments (after `agentsnap.js`): `hook <agent> <event> …` or `snap …`. */
+  /** The agentsnap arguments (after `agentsnap.js`): `hook <agent> <event> …` or `snap …`; `['tree']` for a wrapper's snapshot request. */
   args: string[];
   env: NodeJS.ProcessEnv;
   cwd: string;
@@ -121,7 +123,7 @@ export interface ServerCall {
  * agent's stderr (hooks never fail the agent); for a CLI command, its exit
  * code and output.
  */
-export type CallHandler = (call: ServerCall) => Promise<{ warning: string | null; exit?: { code: number; stdout: string; stderr: string } }>;
+export type CallHandler = (call: ServerCall) => Promise<{ warning: string | null; exit?: { code: number; stdout: string; stderr: string }; spawn?: { json: string; stderr: string } }>;
 
 export interface ServerOptions {
   /** Runs inside a wrapper (no idle exit) rather than as a background process. */
@@ -131,6 +133,8 @@ export interface ServerOptions {
   handle: CallHandler;
   /** Called for failures outside any call (the server goes on). */
   onError?: (e: unknown) => void;
+  /** Whether calls are still to come that the server must wait for (a session it began whose agent runs): no idle exit meanwhile. */
+  busy?: () => boolean;
 }
 
 export class HookServer {
@@ -139,6 +143,8 @@ export class HookServer {
   private reading: Promise<void> = Promise.resolve();
   private stopping = false;
   private queue: Promise<void> = Promise.resolve();
+  /** Snapshot requests in progress (served beside the queue: see onData). */
+  private readonly trees = new Set<Promise<void>>();
   private buffered = '';
   private lastCall = Date.now();
   private timer: NodeJS.Timeout | null = null;
@@ -224,43 +230,78 @@ export class HookServer {
     while ((nl = this.buffered.indexOf('\n')) >= 0) {
       const line = this.buffered.slice(0, nl);
       this.buffered = this.buffered.slice(nl + 1);
-      const m = /^(\d+) (\d+)$/.exec(line);
+      const m = /^(\d+) (\d+)(?: (tree|wrap-end))?$/.exec(line);
       if (!m) continue;
       const slot = Number(m[1]);
       const pid = Number(m[2]);
       if (slot >= SLOTS) continue;
       this.lastCall = Date.now();
+      if (m[3] === 'tree') {
+        // A wrapper's snapshot request holds its session's lock while it waits: behind a queued hook call of that
+        // session (waiting for the same lock) it would wait for that call's lock timeout. It takes the content lock
+        // in the handler, like any snapshot, so it runs beside the queue.
+        const t = this.serve(slot, pid, 'tree');
+        this.trees.add(t);
+        void t.finally(() => this.trees.delete(t));
+        continue;
+      }
       // One call at a time: calls of one session serialise on its lock anyway.
-      this.queue = this.queue.then(() => this.serve(slot, pid));
+      const kind = m[3] ?? null;
+      this.queue = this.queue.then(() => this.serve(slot, pid, kind));
     }
   }
 
-  private async serve(slot: number, pid: number): Promise<void> {
+  private async serve(slot: number, pid: number, kind: string | null = null): Promise<void> {
     let reply: string;
     try {
-      const call = readCall(pid, path.join(this.runDir, `in.${slot}`));
+      const call = readCall(pid, path.join(this.runDir, `in.${slot}`), kind);
       const res = await this.opts.handle(call);
       const b64 = (t: string) => (t ? Buffer.from(t).toString('base64') : '-');
-      if (res.exit) reply = `${pid} exit ${res.exit.code} ${b64(res.exit.stdout)} ${b64(res.exit.stderr)}`;
+      if (res.spawn) reply = `${pid} spawn ${b64(res.spawn.json)} ${b64(res.spawn.stderr)}`;
+      else if (res.exit) reply = `${pid} exit ${res.exit.code} ${b64(res.exit.stdout)} ${b64(res.exit.stderr)}`;
       else reply = res.warning ? `${pid} warn ${res.warning.replace(/[\r\n]+/g, ' ')}` : `${pid} ok`;
     } catch (e) {
       this.opts.onError?.(e);
       reply = `${pid} warn agentsnap: warning: server failed on this call: ${(e instanceof Error ? e.message : String(e)).split('\n')[0]}`;
     }
     this.lastCall = Date.now();
-    try {
-      fs.writeSync(this.slotFds[slot] as number, `${reply}\n`);
-    } catch (e) {
-      this.opts.onError?.(e);
-    }
+    await this.writeReply(this.slotFds[slot] as number, `${reply}\n`);
     fs.rmSync(path.join(this.runDir, `in.${slot}`), { force: true });
     fs.rmSync(path.join(this.runDir, `claim.${slot}`), { force: true });
+  }
+
+  /**
+   * Writes a reply whole: a reply FIFO holds 64 KiB, and a reply can be longer (a wrapper's final snapshot lists
+   * every changed path), so a write that would block waits for the client to read. A client that stops reading
+   * (killed) is given up on after 30 s, and what it left in the FIFO is read away: the next client of the slot must
+   * not find the half of someone else's line before its own.
+   */
+  private async writeReply(fd: number, text: string): Promise<void> {
+    let buf = Buffer.from(text);
+    const deadline = Date.now() + 30_000;
+    while (buf.length > 0) {
+      try {
+        buf = buf.subarray(fs.writeSync(fd, buf));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > deadline) {
+          this.opts.onError?.(e);
+          const sink = Buffer.alloc(64 * 1024);
+          try {
+            while (fs.readSync(fd, sink, 0, sink.length, null) > 0);
+          } catch {
+            /* empty (EAGAIN) */
+          }
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    }
   }
 
   private housekeeping(): void {
     const idleMs = this.opts.idleMs ?? 10 * 60_000;
     // Gone run dir or worktree: the repository, agentsnap's state or a session worktree was removed.
-    if (!fs.existsSync(path.join(this.runDir, 'pid')) || !fs.existsSync(this.worktree) || Date.now() - this.lastCall > idleMs) {
+    if (!fs.existsSync(path.join(this.runDir, 'pid')) || !fs.existsSync(this.worktree) || (Date.now() - this.lastCall > idleMs && !this.opts.busy?.())) {
       void this.close();
       return;
     }
@@ -285,7 +326,7 @@ export class HookServer {
       // A client that read the pid just before it went is given a moment to send its request.
       await new Promise((r) => setTimeout(r, this.opts.hosted ? 50 : 300));
       // Calls in progress finish (a stuck one is given up on: its client falls back when the slot closes).
-      await Promise.race([this.queue, new Promise((r) => setTimeout(r, 10_000).unref())]);
+      await Promise.race([Promise.all([this.queue, ...this.trees]), new Promise((r) => setTimeout(r, 10_000).unref())]);
       // Wake the pending read with a line of our own, then close.
       this.stopping = true;
       try {
@@ -326,7 +367,7 @@ function processExists(pid: number): boolean {
 }
 
 /** Reads a client's call from /proc/<pid>/: only a process of this same user is served. */
-export function readCall(pid: number, payloadFile: string | null): ServerCall {
+export function readCall(pid: number, payloadFile: string | null, kind: string | null = null): ServerCall {
   const proc = `/proc/${pid}`;
   const st = fs.statSync(proc);
   if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
@@ -336,7 +377,10 @@ export function readCall(pid: number, payloadFile: string | null): ServerCall {
   if (argv[argv.length - 1] === '') argv.pop();
   // `sh agentsnap-hook [--run DIR] [--exec NODE JS] <agent> <event> …`, or `node agentsnap.js snap …`.
   let args: string[];
-  if (/(^|\/)(ba|da)?sh$/.test(argv[0] ?? '') && /agentsnap-hook$/.test(argv[1] ?? '')) {
+  if (kind) {
+    // A wrapper's request (its process is `node agentsnap.js wrap …`, or anything through the library): the rest is in the payload.
+    args = [kind];
+  } else if (/(^|\/)(ba|da)?sh$/.test(argv[0] ?? '') && /agentsnap-hook$/.test(argv[1] ?? '')) {
     let i = 2;
     for (;;) {
       if (argv[i] === '--run') i += 2;

@@ -34,6 +34,7 @@ export async function lockedSnapshot(repo: Repo, settings: Settings, opts: Param
   const take = repo.accel?.snapshot ?? ((o: Parameters<typeof snapshotTree>[1]) => snapshotTree(repo, o));
   // With a server to take the next snapshots, a new copy of the user's index is not written back for them.
   const warmCopy = opts.warmCopy ?? !serverEnabled(repo.callerEnv, settings);
+  if (repo.accel?.snapshot && repo.accel.snapshotTakesContentLock) return take({ ...opts, untrackedCache: true, warmCopy });
   return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ ...opts, untrackedCache: true, warmCopy }));
 }
 

@@ -18,6 +18,9 @@ import { exists, unlinkQuiet } from '../base/fsutil.js';
 import { readHead } from '../git/plumbing.js';
 import { errors } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
+import { precomputeDonorOldest } from '../snapshot/snapshot.js';
+import { sessionPaths } from './refs.js';
+import { loadState, writeState } from './state.js';
 
 export const PACK_EVERY = 50;
 /** Merging starts once agentsnap has this many packs of its own. */
@@ -247,5 +250,44 @@ export function maintainInBackground(repo: Repo, id: string): void {
     child.unref();
   } catch {
     /* stays loose */
+  }
+}
+
+/** Another maintenance (a session's every-50 pack, another end) may hold the pack lock: wait for it, nobody waits on this. */
+const PACK_LOCK_WAIT_MS = 10 * 60_000;
+
+/**
+ * The maintenance after a session ended (in maintain-main.ts's detached
+ * process, or in the warm server that ended it): what the next session's
+ * baseline needs from its private index, then a pack of its objects. Never
+ * fails: what it could not pack stays loose for the next maintenance.
+ */
+export async function maintainEndedSession(repo: Repo, id: string): Promise<void> {
+  const p = sessionPaths(repo, id);
+  // For the next session's baseline (adoptDonor), off its start; no lock: what it records is keyed by both files.
+  precomputeDonorOldest(repo, p.index);
+  // Read under the session lock, packed without it (an undo right after the session must not wait for the pack).
+  const lockOpts = { timeoutMs: PACK_LOCK_WAIT_MS, purpose: 'pack (after the session)' };
+  let lock = await acquireLock(p.lock, lockOpts);
+  let head: string;
+  let since: string | null;
+  try {
+    const state = await loadState(repo, id);
+    if (state.unpacked === 0) return;
+    head = state.session.head;
+    since = state.packedHead;
+  } finally {
+    lock.release();
+  }
+  await packObjects(repo, head, since, { lockTimeoutMs: PACK_LOCK_WAIT_MS });
+  lock = await acquireLock(p.lock, lockOpts);
+  try {
+    const state = await loadState(repo, id);
+    // Everything reachable from `head` is packed now; snapshots taken since (an undo after the end) are not.
+    if (state.session.head === head) state.unpacked = 0;
+    state.packedHead = head;
+    writeState(p.state, state);
+  } finally {
+    lock.release();
   }
 }

@@ -1,12 +1,15 @@
 // Which sessions there are and which one a command means: summaries, liveness
 // (decided here only: statusNow, wrapperRunning, wrapperGone, sessionInUse)
 // and selection (--session, AGENTSNAP_SESSION, else the most recent).
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { type SessionStatus } from './journal.js';
 import { currentOwner, ownerAlive } from '../base/lock.js';
 import { openSteps, sessionStatus, type Session } from './model.js';
 import type { Repo } from '../git/repo.js';
+import { sessionIdProblem } from '../base/ids.js';
 import { sessionIds } from './refs.js';
 import { type SessionState, loadSession, loadState, loadSessionExists } from './state.js';
 
@@ -67,6 +70,52 @@ function summaryOf(state: SessionState): SessionSummary {
     baseHead: s.baseHead,
     branch: s.branch,
   };
+}
+
+/**
+ * `<state dir>/running/<id>`: a session a wrapper runs (a session with an owner) has one from its start or resume
+ * to its end, so a new wrapper finds the others in its worktree without reading every session of the repository
+ * (issue 19: that read grows with the sessions kept). One left by a wrapper that was killed is dropped by the
+ * next listing that finds its session no longer running.
+ */
+export function runningMarker(repo: Pick<Repo, 'stateDir'>, id: string): string {
+  return path.join(repo.stateDir, 'running', id);
+}
+
+export function markRunning(repo: Pick<Repo, 'stateDir'>, id: string): void {
+  const file = runningMarker(repo, id);
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fs.writeFileSync(file, '', { mode: 0o600 });
+  } catch {
+    /* only the warning about another wrapper in this worktree depends on it */
+  }
+}
+
+export function unmarkRunning(repo: Pick<Repo, 'stateDir'>, id: string): void {
+  fs.rmSync(runningMarker(repo, id), { force: true });
+}
+
+/** The sessions whose wrapper runs now (any worktree), from the running markers. */
+export async function listWrappedSessions(repo: Repo): Promise<SessionSummary[]> {
+  let names: string[];
+  try {
+    names = fs.readdirSync(path.join(repo.stateDir, 'running'));
+  } catch {
+    return [];
+  }
+  const out: SessionSummary[] = [];
+  for (const name of names) {
+    if (sessionIdProblem(name) !== undefined) continue;
+    try {
+      const s = summaryOf(await loadState(repo, name, false));
+      if (s.status === 'running' && s.owner) out.push(s);
+      else unmarkRunning(repo, name);
+    } catch {
+      /* gone meanwhile, or unreadable (doctor reports it) */
+    }
+  }
+  return out;
 }
 
 /** Every session of the repository (all worktrees), most recently active first. */

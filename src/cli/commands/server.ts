@@ -37,7 +37,7 @@ export const serverCommand: CommandFactory = (ctx) => ({
     const out = ctx.output(argv);
     const base = { cwd: ctx.io.cwd, env: ctx.io.env };
     if (argv.action === 'run') {
-      await serverRun({ ...base, snap: ctx.serveSnap, ...(argv.idle !== undefined ? { idleMs: argv.idle * 1000 } : {}) });
+      await serverRun({ ...base, snap: ctx.serveSnap, ...(ctx.serveWrap ? { wrap: ctx.serveWrap } : {}), ...(argv.idle !== undefined ? { idleMs: argv.idle * 1000 } : {}) });
       // A call given up on at shutdown may still hold a read of its client's stdin open.
       process.exit(0);
     }

@@ -1,9 +1,10 @@
-import { wrap, type AgentChoice } from '../../wrap.js';
+import { beginWrap, endWrap, servable, wrap, type AgentChoice, type WrapOptions, type WrapResult, type WrapRun, type WrapStart } from '../../wrap.js';
 import { AGENTS } from '../../hook.js';
-import type { CommandFactory } from '../context.js';
+import type { CliContext, CommandFactory } from '../context.js';
+import type { Output } from '../output.js';
 import { sessionOption } from '../context.js';
 
-interface WrapArgs {
+export interface WrapArgs {
   session?: string;
   agent: AgentChoice;
   auto: boolean;
@@ -49,49 +50,102 @@ export const wrapCommand: CommandFactory = (ctx) => ({
   handler: async (raw) => {
     const argv = raw as unknown as WrapArgs;
     const out = ctx.output({ quiet: argv.quiet });
-    const command = [...(argv.command ?? []), ...(argv['--'] ?? [])].map(String);
     const progress = out.progress();
     const res = await wrap({
-      cwd: ctx.io.cwd,
-      env: ctx.io.env,
-      command,
-      session: argv.session,
-      agent: argv.agent,
-      worktree: argv.worktree ? { name: argv.name ?? null, from: argv.from ?? 'current' } : null,
-      auto: argv.auto,
-      mcp: argv.mcp,
-      serveSnap: ctx.serveSnap,
+      ...wrapOptions(argv, ctx),
       onProgress: (p) => progress.update(p),
       onStart: (info) => {
         progress.done();
-        const verb = info.resumed ? 'resumed' : 'started';
-        const how = [
-          info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`,
-          ...(argv.auto ? ['automatic checkpoints'] : []),
-          ...(argv.mcp && info.agent !== 'generic' ? ['MCP server agentsnap offered'] : []),
-        ].join(', ');
-        out.note(`agentsnap: ${verb} session ${info.session} (refs ${info.refPrefix}<n>; ${how})`);
-        if (info.sessionWorktree) out.note(`agentsnap: the agent works in ${info.worktree}`);
-        for (const w of info.warnings) out.err(`agentsnap: warning: ${w}`);
+        startNotes(out, argv, info);
       },
     });
-    for (const w of res.warnings) out.err(w);
-    if (res.endError) {
-      out.err(`agentsnap: warning: the final snapshot of session ${res.session} failed: ${res.endError.message}`);
-    } else if (res.sessionWorktree) {
-      const id = res.session;
-      out.note(
-        [
-          `agentsnap: session ${id} ended; its work is in ${res.worktree}`,
-          `  look:     agentsnap log --session ${id}; agentsnap diff 0 --session ${id}`,
-          `  apply:    agentsnap apply ${id}   (merge it into your worktree)`,
-          `  promote:  agentsnap promote ${id} --branch <name>   (one commit on a new branch)`,
-          `  discard:  agentsnap discard ${id}   (remove the worktree)`,
-        ].join('\n'),
-      );
-    } else {
-      out.note(`agentsnap: session ${res.session} ended; see \`agentsnap log --session ${res.session}\``);
-    }
+    endNotes(out, res);
     ctx.setExitCode(res.exitCode);
   },
 });
+
+function wrapOptions(argv: WrapArgs, ctx: CliContext): WrapOptions {
+  return {
+    cwd: ctx.io.cwd,
+    env: ctx.io.env,
+    command: [...(argv.command ?? []), ...(argv['--'] ?? [])].map(String),
+    session: argv.session,
+    agent: argv.agent,
+    worktree: argv.worktree ? { name: argv.name ?? null, from: argv.from ?? 'current' } : null,
+    auto: argv.auto,
+    mcp: argv.mcp,
+    serveSnap: ctx.serveSnap,
+  };
+}
+
+/** The session line and the set-up warnings, once the baseline is taken. */
+function startNotes(out: Output, argv: WrapArgs, info: WrapStart): void {
+  const verb = info.resumed ? 'resumed' : 'started';
+  const how = [
+    info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`,
+    ...(argv.auto ? ['automatic checkpoints'] : []),
+    ...(argv.mcp && info.agent !== 'generic' ? ['MCP server agentsnap offered'] : []),
+  ].join(', ');
+  out.note(`agentsnap: ${verb} session ${info.session} (refs ${info.refPrefix}<n>; ${how})`);
+  if (info.sessionWorktree) out.note(`agentsnap: the agent works in ${info.worktree}`);
+  for (const w of info.warnings) out.err(`agentsnap: warning: ${w}`);
+}
+
+/** What the end of the session printed: its warnings, then how it ended. */
+function endNotes(out: Output, res: WrapResult): void {
+  for (const w of res.warnings) out.err(w);
+  if (res.endError) {
+    out.err(`agentsnap: warning: the final snapshot of session ${res.session} failed: ${res.endError.message}`);
+  } else if (res.sessionWorktree) {
+    const id = res.session;
+    out.note(
+      [
+        `agentsnap: session ${id} ended; its work is in ${res.worktree}`,
+        `  look:     agentsnap log --session ${id}; agentsnap diff 0 --session ${id}`,
+        `  apply:    agentsnap apply ${id}   (merge it into your worktree)`,
+        `  promote:  agentsnap promote ${id} --branch <name>   (one commit on a new branch)`,
+        `  discard:  agentsnap discard ${id}   (remove the worktree)`,
+      ].join('\n'),
+    );
+  } else {
+    out.note(`agentsnap: session ${res.session} ended; see \`agentsnap log --session ${res.session}\``);
+  }
+}
+
+/**
+ * The wrap command's first half for a background server answering the thin
+ * client (bin/wrap-client.js), which starts the agent; `end` is its second,
+ * printed through the end call's context. Only forms the client runs as this
+ * command would (servable: in this worktree, no automatic checkpoints, an
+ * agent whose hooks need nothing outside its command line); otherwise null,
+ * and the client runs the whole wrap itself.
+ */
+export async function beginServedWrap(
+  ctx: CliContext,
+  argv: WrapArgs,
+  servedBy: NonNullable<WrapOptions['servedBy']>,
+): Promise<{ run: WrapRun; end(ctx: CliContext, res: WrapResult): number } | null> {
+  const opts: WrapOptions = { ...wrapOptions(argv, ctx), servedBy };
+  if (!servable(opts)) return null;
+  const out = ctx.output({ quiet: argv.quiet });
+  const run = await beginWrap({ ...opts, onStart: (info) => startNotes(out, argv, info) });
+  return {
+    run,
+    end: (endCtx, res) => {
+      endNotes(endCtx.output({ quiet: argv.quiet }), res);
+      return res.exitCode;
+    },
+  };
+}
+
+/** finishServedWrap (main.ts): a served session ended by its client, its server gone (endWrap). */
+export async function endServedWrap(
+  ctx: CliContext,
+  begun: { session: string; agent: string; quiet: boolean },
+  exit: { code: number | null; signal: NodeJS.Signals | null; error?: string },
+  refused: string | null,
+): Promise<number> {
+  const res = await endWrap({ cwd: ctx.io.cwd, env: ctx.io.env, session: begun.session, agent: begun.agent, exit, refused });
+  endNotes(ctx.output({ quiet: begun.quiet }), res);
+  return res.exitCode;
+}
