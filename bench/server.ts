@@ -236,3 +236,58 @@ export function quiesceAgentsnap(dir: string): void {
   sleepMs(100);
 }
 
+
+/** CPU ticks (user + system, its reaped children's included) a process has used, from /proc/<pid>/stat (null when gone or unreadable). */
+function cpuTicks(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  } catch {
+    return null;
+  }
+}
+
+/** CPU ticks its children running now have used (a server's git pack-objects after a session; its long-lived git processes idle). */
+function childTicks(pid: number): number {
+  let kids: string[];
+  try {
+    kids = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  } catch {
+    return 0;
+  }
+  return kids.reduce((sum, k) => sum + (cpuTicks(Number(k)) ?? 0), 0);
+}
+
+/**
+ * Waits (up to timeoutMs) until the worktree's background server, if one
+ * runs, has its watcher up and has used no CPU for quietMs: a sample of the
+ * session fixed cost, or of its baseline, is not taken while the server is
+ * still setting up its watches or sweeping the worktree (work a user's
+ * sessions, minutes apart, do not wait for). Returns whether it settled.
+ */
+export function waitServerQuiet(env: BenchEnv, dir: string, timeoutMs = 180_000, quietMs = 600): boolean {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const info = serverStatus(env, dir);
+    if (!info.running || !info.pid) return true;
+    if (info.watches !== null) break;
+    if (Date.now() >= deadline) return false;
+    sleepMs(100);
+  }
+  const pid = serverStatus(env, dir).pid;
+  if (!pid) return true;
+  let last = (cpuTicks(pid) ?? 0) + childTicks(pid);
+  let since = Date.now();
+  while (Date.now() < deadline) {
+    sleepMs(50);
+    const own = cpuTicks(pid);
+    if (own === null) return true;
+    const now = own + childTicks(pid);
+    if (now !== last) {
+      last = now;
+      since = Date.now();
+    } else if (Date.now() - since >= quietMs) return true;
+  }
+  return false;
+}
