@@ -15,7 +15,6 @@
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
 const { findRunDir } = require('./server-client.js');
 
 const SLOTS = 16;
@@ -113,7 +112,7 @@ const TERMINAL_SIGNALS = new Set(['SIGINT', 'SIGQUIT', 'SIGHUP']);
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGTERM', 'SIGUSR1', 'SIGUSR2'];
 
 /** Starts the agent as src/wrap.ts runChild does: signals forwarded (those the terminal sent it too, not twice). */
-function runAgent(spec, env) {
+function runAgent(spawn, spec, env) {
   return new Promise((resolve) => {
     let child = null;
     const handlers = new Map();
@@ -153,7 +152,10 @@ async function wrapViaServer(args, loadCli) {
   if (process.platform !== 'linux' || /^(0|off|false|no)$/i.test(process.env.AGENTSNAP_SERVER ?? '') || !args.includes('--') || args.includes('--help') || args.includes('-h')) return null;
   const run = findRunDir(process.cwd());
   if (!run || backgroundServer(run) === null) return null;
-  const begun = await call(run, null, null);
+  // The request goes out before call() first waits: node:child_process loads while the server begins the session.
+  const asked = call(run, null, null);
+  const { spawn } = require('node:child_process');
+  const begun = await asked;
   if (!begun) return null;
   const [kind, a, b, c] = begun;
   if (kind === 'exit') {
@@ -172,7 +174,7 @@ async function wrapViaServer(args, loadCli) {
   write(2, decode(b));
   const env = { ...process.env, ...spec.env.set };
   for (const k of spec.env.unset) delete env[k];
-  const exit = await runAgent(spec, env);
+  const exit = await runAgent(spawn, spec, env);
   const outcome = exit.error ? { code: null, signal: null, error: exit.error.message } : { code: exit.code, signal: exit.signal };
   const ended = await call(run, 'wrap-end', JSON.stringify({ token: spec.token, ...outcome }));
   if (ended && ended[0] === 'exit') {
