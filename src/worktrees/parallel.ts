@@ -13,7 +13,7 @@ import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo }
 import { loadSettings, type Settings } from '../git/config.js';
 import { eventBase, type JournalEvent } from '../session/journal.js';
 import { clearStaleGitLock, withLock } from '../base/lock.js';
-import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, writeTree, type RefUpdate } from '../git/plumbing.js';
+import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { splitNul } from '../git/run.js';
 import { readIndexFlags } from '../git/index-file.js';
 import type { Session } from '../session/model.js';
@@ -35,7 +35,8 @@ import {
 } from '../session/session.js';
 import { keptCommit, planChanges, prepareRestore, releaseKept, writeRestore, type LeftPath, type RestoreOptions } from '../restore/restore.js';
 import { describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
-import { removeTempIndex, snapshotNow, tempIndex } from '../snapshot/snapshot-now.js';
+import { snapshotNow } from '../snapshot/snapshot-now.js';
+import { oursWithAsidesBack, treeWithEntries } from './killed-asides.js';
 import { diskUse, exists, unlinkQuiet } from '../base/fsutil.js';
 import { diffStat, emptyTree, type FileStat } from './diffstat.js';
 
@@ -159,7 +160,10 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
   const applied = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
     const ours = (await snapshotNow(repo, settings, 'safety')).tree;
-    const merged = await mergeTrees(repo, base, ours, theirs);
+    // A restore into this worktree killed while a path was aside (an apply killed mid-way, applied
+    // again): the merge sees the aside back at its path (see killed-asides.ts). The safety commit and
+    // the plan start from ours as it is on disk, so the plan also removes the aside.
+    const merged = await mergeTrees(repo, base, await oursWithAsidesBack(repo, base, ours, theirs), theirs);
     if (merged.conflicts.length > 0 && !opts.forceConflicts) {
       throw errors.conflict(`applying session ${id} conflicts in ${merged.conflicts.length} file(s): ${merged.conflicts.join(', ')}.`, {
         hint: 'Nothing was changed. Resolve by hand (see `agentsnap diff 0 --session ' + id + '`), or write conflict markers with --force-conflicts.',
@@ -370,7 +374,7 @@ async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'b
   const fromBaseline = await gone(baseline);
   const keep = [...fromResult].filter(([p]) => fromBaseline.has(p)).map(([, line]) => line);
   if (keep.length === 0) return tree;
-  return treeWithEntries(repo, tree, keep);
+  return treeWithEntries(repo, tree, keep, 'promote');
 }
 
 /**
@@ -410,19 +414,7 @@ async function withGitModes(repo: Repo, tree: string, parent: string | null): Pr
     }
   }
   if (fix.length === 0) return tree;
-  return treeWithEntries(repo, tree, fix);
-}
-
-/** `tree` with these `update-index --index-info` lines applied, through a throwaway index. */
-async function treeWithEntries(repo: Repo, tree: string, lines: string[]): Promise<string> {
-  const idx = tempIndex(repo, 'promote');
-  try {
-    await repo.git(['read-tree', tree], { extraEnv: indexEnv(idx) });
-    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: lines.join('\0') + '\0' });
-    return await writeTree(repo, idx);
-  } finally {
-    removeTempIndex(idx);
-  }
+  return treeWithEntries(repo, tree, fix, 'promote');
 }
 
 export interface DiscardOptions {
