@@ -27,8 +27,10 @@ async function session(r: TempRepo, id: string): Promise<string> {
   return wt;
 }
 
-/** Runs applySession in a child process that SIGKILLs itself at `hook` of path `at`. */
-async function killedApply(r: TempRepo, id: string, hook: 'beforeReplace' | 'afterCheck', at: string): Promise<void> {
+type Hook = 'beforeReplace' | 'afterCheck' | 'afterWrites';
+
+/** Runs applySession in a child process that SIGKILLs itself at `hook` of path `at` (afterWrites: once everything is written, before the journal event). */
+async function killedApply(r: TempRepo, id: string, hook: Hook, at: string): Promise<void> {
   const script = path.join(r.base, 'killed-apply.mts');
   const src = (m: string) => JSON.stringify(path.join(ROOT, 'src', m));
   fs.writeFileSync(
@@ -36,7 +38,8 @@ async function killedApply(r: TempRepo, id: string, hook: 'beforeReplace' | 'aft
     `import { openRepo } from ${src('git/repo.ts')};
 import { applySession } from ${src('worktrees/parallel.ts')};
 const repo = await openRepo(${JSON.stringify(r.dir)}, { env: process.env });
-await applySession(repo, ${JSON.stringify(id)}, { restoreHooks: { ${hook}: (rel) => { if (rel === ${JSON.stringify(at)}) process.kill(process.pid, 'SIGKILL'); } } });
+const kill = () => process.kill(process.pid, 'SIGKILL');
+await applySession(repo, ${JSON.stringify(id)}, ${hook === 'afterWrites' ? '{ afterWrites: kill }' : `{ restoreHooks: { ${hook}: (rel) => { if (rel === ${JSON.stringify(at)}) kill(); } } }`});
 process.exit(3);
 `,
   );
@@ -72,21 +75,27 @@ async function appliedAgain(r: TempRepo, id: string, wt: string, what: string): 
   for (const body of Object.values(FILES)) assert.ok(inSafetySnapshots(r, body), `${what}: ${JSON.stringify(body)} is in a safety snapshot`);
 }
 
-const POINTS: { hook: 'beforeReplace' | 'afterCheck'; at: string; what: string }[] = [
+const POINTS: { hook: Hook; at: string; what: string }[] = [
   { hook: 'beforeReplace', at: 'del.txt', what: 'killed before the first deletion' },
   { hook: 'afterCheck', at: 'del.txt', what: 'killed while the deleted file is aside' },
   { hook: 'beforeReplace', at: 'd/b.txt', what: 'killed between the writes' },
   { hook: 'afterCheck', at: 'a.txt', what: 'killed while an edited file is aside (the path is empty)' },
   { hook: 'afterCheck', at: 'd/b.txt', what: 'killed while an edited file in a directory is aside' },
+  { hook: 'beforeReplace', at: 'new.txt', what: 'killed before the last write' },
+  { hook: 'afterWrites', at: '', what: 'killed after the last write, before the journal event' },
 ];
 
 for (const p of POINTS) {
-  test(`apply ${p.what} (${p.hook} ${p.at}): applying again completes it, no aside left, nothing lost`, async () => {
+  test(`apply ${p.what} (${p.hook} ${p.at}): applying again completes it, no aside left, nothing lost; apply --undo takes all of it back`, async () => {
     const r = tempRepo({ files: FILES });
     try {
       const wt = await session(r, 's1');
       await killedApply(r, 's1', p.hook, p.at);
       await appliedAgain(r, 's1', wt, p.what);
+      // apply --undo takes the whole apply back (what the killed run wrote too), to the bytes.
+      const undo = await cli(r, ['apply', '--undo']);
+      assert.is(undo.code, 0, `${p.what}: apply --undo: ${undo.stderr}`);
+      assert.equal(differences(worktreeFiles(r), new Map(Object.entries(FILES).map(([k, v]) => [k, { mode: '100644', content: Buffer.from(v) }]))), [], `${p.what}: the worktree after apply --undo is as before the apply`);
     } finally {
       r.cleanup();
     }
