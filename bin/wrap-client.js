@@ -94,7 +94,17 @@ async function call(run, kind, payload) {
 const decode = (b64) => (b64 && b64 !== '-' ? Buffer.from(b64, 'base64') : null);
 
 function write(fd, buf) {
-  if (buf) fs.writeSync(fd, buf);
+  try {
+    if (buf) fs.writeSync(fd, buf);
+  } catch (e) {
+    if (e.code !== 'EPIPE') throw e; // a reader that stopped early (`| head`) is no failure, as in the CLI
+  }
+}
+
+/** An exit code as the server sent it (a whole number 0–255; anything else would be a bug, reported as one). */
+function exitCode(text) {
+  const n = Number(text);
+  return Number.isInteger(n) && n >= 0 && n <= 255 ? n : 70;
 }
 
 /** Whether this process is in its terminal's foreground process group (then the terminal signals the agent too). */
@@ -161,7 +171,7 @@ async function wrapViaServer(args, loadCli) {
   if (kind === 'exit') {
     write(1, decode(b));
     write(2, decode(c));
-    return Number(a);
+    return exitCode(a);
   }
   if (kind !== 'spawn') return null;
   let spec;
@@ -180,7 +190,7 @@ async function wrapViaServer(args, loadCli) {
   if (ended && ended[0] === 'exit') {
     write(1, decode(ended[2]));
     write(2, decode(ended[3]));
-    return Number(ended[1]);
+    return exitCode(ended[1]);
   }
   // The server went away while the agent ran (or, never seen, would not end the session): it is ended here, as the server would have.
   const why = ended && ended[0] === 'warn' ? ended.slice(1).join(' ') : null;
