@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { agentsnapCmd, interleave, median, type Cmd } from './measure.js';
 import { removeAgentsnapState } from './repos.js';
 import { rawGitSubject, timeRow, type Row, type Scenario, type ScenarioContext, type Target } from './scenarios.js';
-import { stopServer } from './server.js';
+import { stopServer, waitServerQuiet } from './server.js';
 import { claudeBinary } from '../test/support/claude-code.js';
 import { startMessagesStub, type ScriptedTurn } from '../test/support/messages-stub.js';
 
@@ -87,16 +87,22 @@ function sessionScenario(id: string, kind: 'read' | 'edit', what: string, target
         return r.ms;
       };
       const raw = rawGitSubject(ctx);
+      // A wrapped run leaves a background server for the next (agentsnap.serverAfterWrap): no sample is taken while
+      // it sets up its watches or sweeps.
+      const settle = () => {
+        if (!waitServerQuiet(env, repo.dir)) ctx.log('  (the background server did not settle within 180 s)');
+      };
       try {
         const runs = Math.max(1, Math.min(ctx.runs, 5));
         ctx.log(`  ${what} (${runs} runs of ${CALLS + 1} calls each, unwrapped and wrapped)`);
         const samples = await interleave(
           [
-            { name: 'claude', prepare: reset, run: async () => check(await timedAsync(bare), 'claude') },
-            { name: 'wrapped', prepare: reset, run: async () => check(await timedAsync(wrapped), 'agentsnap wrap -- claude') },
+            { name: 'claude', prepare: () => (settle(), reset()), run: async () => check(await timedAsync(bare), 'claude') },
+            { name: 'wrapped', prepare: () => (settle(), reset()), run: async () => check(await timedAsync(wrapped), 'agentsnap wrap -- claude') },
             {
               name: 'raw pair',
               run: async (i) => {
+                settle();
                 raw.prepare?.(2 * i);
                 const pre = await raw.run(2 * i);
                 raw.prepare?.(2 * i + 1);

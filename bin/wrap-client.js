@@ -15,7 +15,6 @@
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
 const { findRunDir } = require('./server-client.js');
 
 const SLOTS = 16;
@@ -79,8 +78,8 @@ async function call(run, kind, payload) {
         const line = text.slice(0, nl);
         text = text.slice(nl + 1);
         if (line.startsWith(prefix)) {
-          // Replied: the server frees the slot (claim and payload) after its write. Removing the claim here too
-          // would remove the next client's claim of this slot, and two clients reading one FIFO lose replies.
+          // Answered: the server removes the claim (after the payload), so the next call cannot take this slot
+          // while the server still has to clean it; ours is removed only when no answer came.
           claim = null;
           return line.slice(prefix.length).split(' ');
         }
@@ -102,7 +101,17 @@ async function call(run, kind, payload) {
 const decode = (b64) => (b64 && b64 !== '-' ? Buffer.from(b64, 'base64') : null);
 
 function write(fd, buf) {
-  if (buf) fs.writeSync(fd, buf);
+  try {
+    if (buf) fs.writeSync(fd, buf);
+  } catch (e) {
+    if (e.code !== 'EPIPE') throw e; // a reader that stopped early (`| head`) is no failure, as in the CLI
+  }
+}
+
+/** An exit code as the server sent it (a whole number 0–255; anything else would be a bug, reported as one). */
+function exitCode(text) {
+  const n = Number(text);
+  return Number.isInteger(n) && n >= 0 && n <= 255 ? n : 70;
 }
 
 /** Whether this process is in its terminal's foreground process group (then the terminal signals the agent too). */
@@ -120,7 +129,7 @@ const TERMINAL_SIGNALS = new Set(['SIGINT', 'SIGQUIT', 'SIGHUP']);
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGTERM', 'SIGUSR1', 'SIGUSR2'];
 
 /** Starts the agent as src/wrap.ts runChild does: signals forwarded (those the terminal sent it too, not twice). */
-function runAgent(spec, env) {
+function runAgent(spawn, spec, env) {
   return new Promise((resolve) => {
     let child = null;
     const handlers = new Map();
@@ -160,13 +169,16 @@ async function wrapViaServer(args, loadCli) {
   if (process.platform !== 'linux' || /^(0|off|false|no)$/i.test(process.env.AGENTSNAP_SERVER ?? '') || !args.includes('--') || args.includes('--help') || args.includes('-h')) return null;
   const run = findRunDir(process.cwd());
   if (!run || backgroundServer(run) === null) return null;
-  const begun = await call(run, null, null);
+  // The request goes out before call() first waits: node:child_process loads while the server begins the session.
+  const asked = call(run, null, null);
+  const { spawn } = require('node:child_process');
+  const begun = await asked;
   if (!begun) return null;
   const [kind, a, b, c] = begun;
   if (kind === 'exit') {
     write(1, decode(b));
     write(2, decode(c));
-    return Number(a);
+    return exitCode(a);
   }
   if (kind !== 'spawn') return null;
   let spec;
@@ -179,17 +191,18 @@ async function wrapViaServer(args, loadCli) {
   write(2, decode(b));
   const env = { ...process.env, ...spec.env.set };
   for (const k of spec.env.unset) delete env[k];
-  const exit = await runAgent(spec, env);
+  const exit = await runAgent(spawn, spec, env);
   const outcome = exit.error ? { code: null, signal: null, error: exit.error.message } : { code: exit.code, signal: exit.signal };
   const ended = await call(run, 'wrap-end', JSON.stringify({ token: spec.token, ...outcome }));
   if (ended && ended[0] === 'exit') {
     write(1, decode(ended[2]));
     write(2, decode(ended[3]));
-    return Number(ended[1]);
+    return exitCode(ended[1]);
   }
-  // The server went away while the agent ran: the session is ended here, as the server would have.
+  // The server went away while the agent ran (or, never seen, would not end the session): it is ended here, as the server would have.
+  const why = ended && ended[0] === 'warn' ? ended.slice(1).join(' ') : null;
   // In the session's worktree: the agent may have removed the directory this wrap began in.
-  return (await loadCli()).finishServedWrap({ cwd: spec.begun.worktree ?? process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr }, spec.begun, outcome);
+  return (await loadCli()).finishServedWrap({ cwd: spec.begun.worktree ?? process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr }, spec.begun, outcome, why);
 }
 
 module.exports = { wrapViaServer };

@@ -159,6 +159,8 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
   const idleMs = opts.idleMs ?? (Number.isFinite(envIdle) && envIdle > 0 ? envIdle : settings.serverIdleMs);
   const server = await startWorktreeServer(repo, {
     hosted: false,
+    // Warm for the next call: a session that starts after this server did (the wrap that left it) takes a baseline of what changed since.
+    warmUp: true,
     ...(opts.snap ? { snap: opts.snap } : {}),
     ...(opts.wrap ? { wrap: opts.wrap } : {}),
     idleMs,

@@ -310,7 +310,15 @@ export async function wrap(opts: WrapOptions): Promise<WrapResult> {
  * final snapshot (a full scan, no server) and the session's end, as finish() ends it. An agent that could not be
  * started (`error`) ends the session without one and throws, as wrap does.
  */
-export async function endWrap(opts: { cwd: string; env: NodeJS.ProcessEnv; session: string; agent: string; exit: { code: number | null; signal: NodeJS.Signals | null; error?: string } }): Promise<WrapResult> {
+export async function endWrap(opts: {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  session: string;
+  agent: string;
+  exit: { code: number | null; signal: NodeJS.Signals | null; error?: string };
+  /** The server's answer when it was there but did not end the session (else it was gone). */
+  refused?: string | null;
+}): Promise<WrapResult> {
   const repo = await openRepo(opts.cwd, { env: opts.env });
   const settings = await loadSettings(repo);
   const agent: Agent = (AGENTS as readonly string[]).includes(opts.agent) ? (opts.agent as Agent) : 'generic';
@@ -326,7 +334,11 @@ export async function endWrap(opts: { cwd: string; env: NodeJS.ProcessEnv; sessi
     return { session: opts.session, agent, exitCode, signal: exit.signal, endError: null, worktree: repo.worktree, sessionWorktree: false, warnings: [] };
   }
   const adapter = ADAPTERS[agent];
-  const warnings = ['agentsnap: warning: the background server stopped while the agent ran; the session was ended by this wrapper (a full scan).'];
+  const warnings = [
+    opts.refused
+      ? `agentsnap: warning: the background server did not end the session (${opts.refused}); it was ended by this wrapper (a full scan).`
+      : 'agentsnap: warning: the background server stopped while the agent ran; the session was ended by this wrapper (a full scan).',
+  ];
   if (adapter.callEnded) await closeEndedCalls(repo, opts.session, settings, adapter).catch(() => undefined);
   let endError: AgentsnapError | null = null;
   try {

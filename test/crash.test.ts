@@ -206,7 +206,7 @@ test(`crash: apply killed at random moments; applying again completes it (${TRIA
       assert.is(next.r.code, 0, `${label}: the next apply: ${next.r.stderr}`);
       estimateMs = Math.max(500, next.ms);
       checkAfter(repo, label, before);
-      assert.ok(sameFiles(worktreeFiles(repo), expected), `${label}: the worktree is not the applied result`);
+      assert.ok(sameFiles(worktreeFiles(repo), expected), `${label}: the worktree is not the applied result: ${diffFiles(worktreeFiles(repo), expected)}; next apply said: ${next.r.stdout} ${next.r.stderr}`);
       // The target worktree's state before apply is kept by a safety snapshot (or nothing was written).
       assert.ok(refsUnder(repo, 'refs/agentsnap/safety/').size > 0, `${label}: no safety snapshot`);
     }

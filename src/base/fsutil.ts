@@ -93,6 +93,18 @@ export function restoreAsideName(base: string, pid: number, rand: string): strin
   return `.${base.slice(0, 40)}.agentsnap-aside-${pid}-${rand}`;
 }
 
+/**
+ * For a restore's aside (see restoreAsideName): the name of the path it was set
+ * aside from, cut at 40 characters as restoreAsideName cuts it (`cut`: it may
+ * be the start of a longer name). Null for any other name.
+ */
+export function restoreAsideOf(name: string): { base: string; cut: boolean } | null {
+  if (!RESTORE_ASIDE_RE.test(name)) return null;
+  const file = name.slice(name.lastIndexOf('/') + 1);
+  const base = file.slice(1, file.lastIndexOf('.agentsnap-aside-'));
+  return base === '' ? null : { base, cut: base.length >= 40 };
+}
+
 /** For a restore's aside (see restoreAsideName): the pid that set it aside. Null for any other name. */
 export function restoreAsidePid(name: string): number | null {
   const m = RESTORE_ASIDE_RE.exec(name);

@@ -357,11 +357,12 @@ export async function finishServedWrap(
   io: CliIO,
   begun: { session: string; agent: string; quiet: boolean; worktree?: string },
   exit: { code: number | null; signal: NodeJS.Signals | null; error?: string },
+  refused: string | null = null,
 ): Promise<number> {
   const { ctx } = cliContext(io);
   try {
     const { endServedWrap } = await import('./commands/wrap.js');
-    return await endServedWrap(ctx, begun, exit);
+    return await endServedWrap(ctx, begun, exit, refused);
   } catch (e) {
     return reportError(e, io, false);
   }

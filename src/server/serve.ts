@@ -78,6 +78,11 @@ export interface WorktreeServerOptions {
   gitConfig?: GitConfig | undefined;
   /** Told once, when the watcher gives up (a background server writes it to its log). */
   onNotice?: (line: string) => void;
+  /**
+   * Take the engine's first snapshot (a full scan) as soon as it is up, in idle time (a background server): the
+   * next call, a session's baseline among them, then costs what its watcher saw since instead of a full scan.
+   */
+  warmUp?: boolean;
 }
 
 /**
@@ -387,6 +392,13 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
               trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
               return res;
             };
+            if (opts.warmUp) {
+              const take = accel.snapshot;
+              void (accel.settings as () => Promise<Settings>)()
+                .then((settings) => withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ indexFile: '', settings, parentTree: null, untrackedCache: true })))
+                .then(() => trace?.('engine: warmed up'))
+                .catch((err: unknown) => trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`));
+            }
           })
           .catch((e) => {
             trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);

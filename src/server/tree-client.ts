@@ -78,7 +78,7 @@ export async function snapshotByServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 
     }
     const line = await readReplyLine(reply, `${process.pid} `);
     if (line === null) return null;
-    // Replied: the server frees the slot after its write (removing the claim here could remove the next client's).
+    // Answered: the server removes the claim after the payload (a next call must not take this slot before that).
     claim = null;
     const [kind, code, out] = line.split(' ');
     if (kind !== 'exit' || code !== '0' || !out || out === '-') return null;

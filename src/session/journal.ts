@@ -280,6 +280,12 @@ export interface SessionApplyEvent extends EventBase {
   safetyRef: string;
   /** The merged tree written into the target. */
   result: string;
+  /**
+   * Optional: safety refs of applies of this session into this target that were killed before
+   * their event; this apply completed them, and `safety`'s tree (its undo point) is the target
+   * before the first of them on the paths they wrote (`written`/`deleted` include those).
+   */
+  completes?: string[];
   written: string[];
   deleted: string[];
   conflicts: string[];

@@ -107,7 +107,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     }
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, donors: donorIndexes(repo, id), ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, donors: repo.accel?.snapshot ? [] : donorIndexes(repo, id), ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents: [],

@@ -13,7 +13,7 @@ import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo }
 import { loadSettings, type Settings } from '../git/config.js';
 import { eventBase, type JournalEvent } from '../session/journal.js';
 import { clearStaleGitLock, withLock } from '../base/lock.js';
-import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, writeTree, type RefUpdate } from '../git/plumbing.js';
+import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { splitNul } from '../git/run.js';
 import { readIndexFlags } from '../git/index-file.js';
 import type { Session } from '../session/model.js';
@@ -35,7 +35,9 @@ import {
 } from '../session/session.js';
 import { keptCommit, planChanges, prepareRestore, releaseKept, writeRestore, type LeftPath, type RestoreOptions } from '../restore/restore.js';
 import { describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
-import { removeTempIndex, snapshotNow, tempIndex } from '../snapshot/snapshot-now.js';
+import { snapshotNow } from '../snapshot/snapshot-now.js';
+import { oursWithAsidesBack, treeWithEntries } from './killed-asides.js';
+import { APPLY_RESULT_TRAILER, beforeInterrupted, interruptedApplies, undoPaths } from './apply-interrupted.js';
 import { diskUse, exists, unlinkQuiet } from '../base/fsutil.js';
 import { diffStat, emptyTree, type FileStat } from './diffstat.js';
 
@@ -98,6 +100,8 @@ export interface ApplyOptions {
   settings?: Settings;
   /** Test seam: the restore engine's hooks around each replaced path (a write racing with the apply). */
   restoreHooks?: Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
+  /** Test seam: called once everything is written and the safety ref is final, before the journal event. */
+  afterWrites?: () => void;
 }
 
 export interface ApplyResult {
@@ -159,7 +163,11 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
   const applied = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
     const ours = (await snapshotNow(repo, settings, 'safety')).tree;
-    const merged = await mergeTrees(repo, base, ours, theirs);
+    // A restore into this worktree killed while a path was aside (an apply killed mid-way, applied
+    // again): the merge sees the aside back at its path (see killed-asides.ts). The safety commit and
+    // the plan start from ours as it is on disk, so the plan also removes the aside.
+    const oursSeen = await oursWithAsidesBack(repo, base, ours, theirs);
+    const merged = await mergeTrees(repo, base, oursSeen, theirs);
     if (merged.conflicts.length > 0 && !opts.forceConflicts) {
       throw errors.conflict(`applying session ${id} conflicts in ${merged.conflicts.length} file(s): ${merged.conflicts.join(', ')}.`, {
         hint: 'Nothing was changed. Resolve by hand (see `agentsnap diff 0 --session ' + id + '`), or write conflict markers with --force-conflicts.',
@@ -167,13 +175,22 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       });
     }
     const plan = await planChanges(repo, ours, merged.tree);
-    if (plan.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
+    const head = await readHead(repo);
+    const safetyMessage = commitMessage({ summary: `before applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit });
+    // An apply of this session into this worktree killed before its journal event: this run completes it
+    // (see apply-interrupted.ts), also when it has nothing left to write.
+    const killed = await interruptedApplies(repo, id, safetyMessage.slice(0, safetyMessage.indexOf('\n')));
+    if (plan.length === 0 && killed.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
     // Everything is checked before the safety commit and the first write: a path that is not as
     // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
     const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse', target: { tree: merged.tree } });
-    const head = await readHead(repo);
-    const safetyMessage = commitMessage({ summary: `before applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit });
-    const safety = await commitTree(repo, { tree: ours, parents: [], message: safetyMessage });
+    // The safety commit is this apply's record until its journal event: what it writes is in a trailer.
+    const message = `${safetyMessage}${APPLY_RESULT_TRAILER}: ${merged.tree}\n`;
+    let safety = await commitTree(repo, { tree: ours, parents: [], message });
+    // Completing killed applies: the undo point is this worktree before the first of them, on the paths
+    // they wrote (this worktree as it is now, asides and all, stays reachable as the first parent).
+    const before = killed.length > 0 ? await beforeInterrupted(repo, oursSeen, killed) : { tree: ours, paths: [] };
+    if (killed.length > 0) safety = await commitTree(repo, { tree: before.tree, parents: [safety, ...killed.map((k) => k.commit)], message });
     const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
     // Each apply names a new safety ref, so the lock of one whose git was killed (an apply killed
     // mid-way) is never in the way of a later update that would clear it: clear it here.
@@ -188,7 +205,7 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     let safetyNow = safety;
     if (kept) {
       // The safety ref keeps them reachable: same tree (this worktree before the apply), second parent the kept versions.
-      safetyNow = await commitTree(repo, { tree: ours, parents: [safety, kept], message: safetyMessage });
+      safetyNow = await commitTree(repo, { tree: before.tree, parents: [safety, kept], message });
       await updateRefs(repo, [{ ref: safetyRef, value: safetyNow }]);
     }
     releaseKept(restored);
@@ -196,6 +213,10 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     const written = restored.applied.filter((c) => c.to !== null).map((c) => c.path);
     const created = restored.applied.filter((c) => c.to !== null && c.from === null).map((c) => c.path);
     const deleted = restored.applied.filter((c) => c.to === null).map((c) => c.path);
+    // What apply --undo takes back: also the paths the killed applies wrote.
+    const byKilled = await undoPaths(repo, before.tree, merged.tree, before.paths);
+    const undoWritten = [...new Set([...written, ...byKilled.written])].sort();
+    const undoDeleted = [...new Set([...deleted, ...byKilled.deleted])].sort();
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'session.apply',
@@ -203,9 +224,10 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       safety: safetyNow,
       safetyRef,
       result: merged.tree,
-      written,
-      deleted,
+      written: undoWritten,
+      deleted: undoDeleted,
       conflicts: merged.conflicts,
+      ...(killed.length > 0 ? { completes: killed.map((k) => k.ref) } : {}),
       ...(left.length > 0 ? { left } : {}),
       ...(kept ? { kept } : {}),
     };
@@ -213,6 +235,7 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     return { ev, result: { ...result, safety: safetyNow, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left, stat } };
   });
   if (!('ev' in applied)) return applied;
+  opts.afterWrites?.();
   // Journaled after the content lock is released: lock order is session lock, then content lock.
   await recordEvent(repo, id, settings, applied.ev);
   return applied.result;
@@ -370,7 +393,7 @@ async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'b
   const fromBaseline = await gone(baseline);
   const keep = [...fromResult].filter(([p]) => fromBaseline.has(p)).map(([, line]) => line);
   if (keep.length === 0) return tree;
-  return treeWithEntries(repo, tree, keep);
+  return treeWithEntries(repo, tree, keep, 'promote');
 }
 
 /**
@@ -410,19 +433,7 @@ async function withGitModes(repo: Repo, tree: string, parent: string | null): Pr
     }
   }
   if (fix.length === 0) return tree;
-  return treeWithEntries(repo, tree, fix);
-}
-
-/** `tree` with these `update-index --index-info` lines applied, through a throwaway index. */
-async function treeWithEntries(repo: Repo, tree: string, lines: string[]): Promise<string> {
-  const idx = tempIndex(repo, 'promote');
-  try {
-    await repo.git(['read-tree', tree], { extraEnv: indexEnv(idx) });
-    await repo.git(['update-index', '-z', '--index-info'], { extraEnv: indexEnv(idx), input: lines.join('\0') + '\0' });
-    return await writeTree(repo, idx);
-  } finally {
-    removeTempIndex(idx);
-  }
+  return treeWithEntries(repo, tree, fix, 'promote');
 }
 
 export interface DiscardOptions {

@@ -143,8 +143,9 @@ export async function endServedWrap(
   ctx: CliContext,
   begun: { session: string; agent: string; quiet: boolean; worktree?: string },
   exit: { code: number | null; signal: NodeJS.Signals | null; error?: string },
+  refused: string | null,
 ): Promise<number> {
-  const res = await endWrap({ cwd: begun.worktree ?? ctx.io.cwd, env: ctx.io.env, session: begun.session, agent: begun.agent, exit });
+  const res = await endWrap({ cwd: begun.worktree ?? ctx.io.cwd, env: ctx.io.env, session: begun.session, agent: begun.agent, exit, refused });
   endNotes(ctx.output({ quiet: begun.quiet }), res);
   return res.exitCode;
 }
