@@ -1,7 +1,7 @@
 // Attacks on the served wrap (issue 19): races, a dying server or client,
 // unusual environments. Each test asserts what a user observes: snapshots equal
 // to a full scan, exit codes, output, sessions ended once, no hang.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
@@ -205,6 +205,31 @@ test('the agent removes the directory the wrap began in and the server dies: the
     assert.match(res.stderr, new RegExp(`session ${id} ended; see`), res.stderr);
     assert.is(journal(repo, id).filter((e) => e.type === 'session.end').length, 1);
     assert.is(lastTree(repo, id), groundTruth(repo));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+const DROP_READ_CAPS = ['--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search', '--'];
+
+test('a server left by a wrap without the read capabilities (setpriv) does not begin the session of one with them: same exit and baseline as without the server', async () => {
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!isRoot || spawnSync('setpriv', [...DROP_READ_CAPS, 'true']).status !== 0) {
+    console.log('  (skipped: needs root and setpriv to drop the read capabilities)');
+    return;
+  }
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    repo.write('locked.txt', 'secret\n');
+    const first = spawnSync('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, 'wrap', '-q', '--', 'true'], { cwd: repo.dir, env: { ...repo.env, ...ON }, encoding: 'utf8' });
+    assert.is(first.status, 0, first.stderr);
+    assert.ok((await untilWatching(repo)).running, 'the capability-less wrap left a server');
+    fs.chmodSync(path.join(repo.dir, 'locked.txt'), 0o000);
+    const served = await cliProcess(repo, ['wrap', '--', 'true'], { env: ON });
+    const plain = await cliProcess(repo, ['wrap', '--', 'true'], { env: { AGENTSNAP_SERVER: 'off' } });
+    assert.is(plain.code, 0, plain.stderr);
+    assert.is(served.code, plain.code, served.stderr);
+    assert.is(baselineOf(repo, served.stderr), baselineOf(repo, plain.stderr));
   } finally {
     repo.cleanup();
   }

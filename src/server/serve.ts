@@ -276,6 +276,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     const no = (why: string) => ({ code: 3, stdout: '', stderr: why });
     const snapshot = accel.snapshot; // set once the engine is up
     if (!snapshot) return no('no engine');
+    if (!sameCapabilities(call.pid)) return no('other capabilities');
     if (gitEnvKey(call.env) !== serverGitKey) return no('another git environment');
     let req: TreeRequest;
     try {
@@ -311,6 +312,9 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     return known;
   };
   const serveWrap = async (call: ServerCall): Promise<Awaited<ReturnType<CallHandler>>> => {
+    // A client that can read what this server cannot, or the reverse (same user, other capabilities: root under
+    // setpriv, a container), would get another snapshot here than its own: it begins the session itself.
+    if (!sameCapabilities(call.pid)) return { warning: 'agentsnap: warning: the server does not begin this wrap (other capabilities)' };
     const owner: WrapClientOwner = { pid: call.pid, start: processStartTime(call.pid), host: os.hostname() };
     const stdout = collector();
     const stderr = collector();
@@ -415,4 +419,19 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     await (engine as IncrementalSnapshotter | null)?.close();
   });
   return server;
+}
+
+/** The effective capabilities of a process (/proc/<pid>/status CapEff), or null where they cannot be read. */
+function capEff(pid: number | 'self'): string | null {
+  try {
+    return /^CapEff:\s*(\S+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a client has this server's capabilities (what it may read decides its snapshots). */
+function sameCapabilities(pid: number): boolean {
+  const ours = capEff('self');
+  return ours !== null && capEff(pid) === ours;
 }
