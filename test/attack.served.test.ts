@@ -7,81 +7,12 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BIN, cliProcess, tempRepo, type TempRepo } from './helpers.js';
-import { gitCommonDir } from './snap-helpers.js';
+import { groundTruth, headTree, journal, ON, runDir, serverStatus, sessionOf, untilWatching, withServer } from './support/served.js';
+
+const NODE_BIN = `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)}`;
 import { finishServedWrap } from '../src/cli/main.js';
 import { Writable } from 'node:stream';
 
-const ON = { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1' };
-const NODE_BIN = `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)}`;
-
-interface ServerStatus {
-  running: boolean;
-  hosted: boolean | null;
-  pid: number | null;
-  watches: number | null;
-}
-
-async function serverStatus(repo: TempRepo): Promise<ServerStatus> {
-  const res = await cliProcess(repo, ['server', 'status', '--json'], { env: ON });
-  return JSON.parse(res.stdout) as ServerStatus;
-}
-
-async function untilWatching(repo: TempRepo): Promise<ServerStatus> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const s = await serverStatus(repo);
-    if ((s.running && s.watches !== null) || Date.now() > deadline) return s;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function groundTruth(repo: TempRepo): string {
-  const index = path.join(path.dirname(repo.dir), `truth-${process.hrtime.bigint()}`);
-  const env = { GIT_INDEX_FILE: index };
-  repo.git(['add', '-A'], { env });
-  const tree = repo.git(['write-tree'], { env }).trim();
-  fs.rmSync(index, { force: true });
-  return tree;
-}
-
-interface JournalEvent {
-  type: string;
-  tree?: string | null;
-  exitCode?: number | null;
-}
-
-function journal(repo: TempRepo, session: string): JournalEvent[] {
-  const file = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'journal.jsonl');
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as JournalEvent);
-}
-
-/** The tree of the session's last snapshot (its head: the end's commit, or the last step's when the end found nothing new). */
-function lastTree(repo: TempRepo, session: string): string {
-  return repo.git(['rev-parse', `refs/agentsnap/sessions/${session}/head^{tree}`]).trim();
-}
-
-function sessionOf(stderr: string): string {
-  const m = /started session (\S+) /.exec(stderr);
-  assert.ok(m, `a session line in: ${stderr}`);
-  return (m as RegExpExecArray)[1] as string;
-}
-
-async function withServer(extraEnv: Record<string, string> = {}): Promise<TempRepo> {
-  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'src/b.txt': 'b\n', '.gitignore': 'ignored/\n' } });
-  const first = await cliProcess(repo, ['wrap', '-q', '--', 'true'], { env: { ...ON, ...extraEnv } });
-  assert.is(first.code, 0, first.stderr);
-  const s = await untilWatching(repo);
-  assert.ok(s.running && s.hosted === false, `a background server runs after the wrap: ${JSON.stringify(s)}`);
-  return repo;
-}
-
-function runDir(repo: TempRepo): string {
-  return path.join(gitCommonDir(repo), 'agentsnap', 'run', 'main');
-}
 
 test('served wraps at once whose agents call snap: every reply reaches its client (a client never frees a slot the server frees)', async () => {
   const repo = await withServer();
@@ -134,7 +65,7 @@ test('the end of a served session waits for a reply slot while every slot is tak
     const id = sessionOf(res.stderr);
     assert.match(res.stderr, new RegExp(`session ${id} ended; see`));
     assert.is(journal(repo, id).filter((e) => e.type === 'session.end').length, 1);
-    assert.is(lastTree(repo, id), groundTruth(repo));
+    assert.is(headTree(repo, id), groundTruth(repo));
   } finally {
     holder.kill('SIGKILL');
     repo.cleanup();
@@ -204,7 +135,7 @@ test('the agent removes the directory the wrap began in and the server dies: the
     const id = sessionOf(res.stderr);
     assert.match(res.stderr, new RegExp(`session ${id} ended; see`), res.stderr);
     assert.is(journal(repo, id).filter((e) => e.type === 'session.end').length, 1);
-    assert.is(lastTree(repo, id), groundTruth(repo));
+    assert.is(headTree(repo, id), groundTruth(repo));
   } finally {
     repo.cleanup();
   }

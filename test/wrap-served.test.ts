@@ -7,80 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BIN, cliProcess, tempRepo, type TempRepo } from './helpers.js';
+import { BIN, cliProcess, tempRepo } from './helpers.js';
 import { gitCommonDir } from './snap-helpers.js';
-
-const ON = { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1' };
-
-interface ServerStatus {
-  running: boolean;
-  hosted: boolean | null;
-  pid: number | null;
-  watches: number | null;
-}
-
-async function serverStatus(repo: TempRepo): Promise<ServerStatus> {
-  const res = await cliProcess(repo, ['server', 'status', '--json'], { env: ON });
-  return JSON.parse(res.stdout) as ServerStatus;
-}
-
-/** Waits until the background server the last wrap left watches the worktree (bounded: a failure is only slower). */
-async function untilWatching(repo: TempRepo): Promise<ServerStatus> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const s = await serverStatus(repo);
-    if ((s.running && s.watches !== null) || Date.now() > deadline) return s;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** The tree a full scan gives now: every file of the worktree but ignored ones, through a throwaway index. */
-function groundTruth(repo: TempRepo): string {
-  const index = path.join(path.dirname(repo.dir), `truth-${process.hrtime.bigint()}`);
-  const env = { GIT_INDEX_FILE: index };
-  repo.git(['add', '-A'], { env });
-  const tree = repo.git(['write-tree'], { env }).trim();
-  fs.rmSync(index, { force: true });
-  return tree;
-}
-
-interface JournalEvent {
-  type: string;
-  tree?: string | null;
-  exitCode?: number | null;
-  signal?: string | null;
-  owner?: { pid: number } | null;
-}
-
-function journal(repo: TempRepo, session: string): JournalEvent[] {
-  const file = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'journal.jsonl');
-  return fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as JournalEvent);
-}
-
-/** The tree of the session's last snapshot (its head). */
-function headTree(repo: TempRepo, session: string): string {
-  return repo.git(['rev-parse', `refs/agentsnap/sessions/${session}/head^{tree}`]).trim();
-}
-
-function sessionOf(stderr: string): string {
-  const m = /started session (\S+) /.exec(stderr);
-  assert.ok(m, `a session line in: ${stderr}`);
-  return (m as RegExpExecArray)[1] as string;
-}
-
-/** A repository with a background server left by a first wrap, watching. */
-async function withServer(extraEnv: Record<string, string> = {}): Promise<TempRepo> {
-  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'src/b.txt': 'b\n', '.gitignore': 'ignored/\n' } });
-  const first = await cliProcess(repo, ['wrap', '-q', '--', 'true'], { env: { ...ON, ...extraEnv } });
-  assert.is(first.code, 0, first.stderr);
-  const s = await untilWatching(repo);
-  assert.ok(s.running && s.hosted === false, `a background server runs after the wrap: ${JSON.stringify(s)}`);
-  return repo;
-}
+import { groundTruth, headTree, journal, ON, serverStatus, sessionOf, untilWatching, withServer } from './support/served.js';
 
 test('a wrap leaves a background server, and the next session is begun and ended by it, as a full scan sees the worktree', async () => {
   const repo = await withServer();
