@@ -45,6 +45,44 @@ function switchedOff(env) {
   return /^(0|off|false|no)$/i.test(env.AGENTSNAP_SERVER ?? '');
 }
 
+/** Claims a free reply slot (an exclusive create of claim.<n>); its number, or -1 when all are taken. */
+function claimSlot(run) {
+  for (let n = 0; n < SLOTS; n++) {
+    try {
+      fs.writeFileSync(path.join(run, `claim.${n}`), `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+      return n;
+    } catch {
+      /* taken */
+    }
+  }
+  return -1;
+}
+
+/**
+ * Opens slot n's reply FIFO for reading. The server holds it open for writing: end of file means it is gone. A
+ * read-only open would wait forever for a writer if it died after the pid check, so open read-write first (never
+ * waits), then read-only (a writer, ours, exists), and drop ours: only the server's end is left.
+ */
+function openReply(run, slot) {
+  const slotFile = path.join(run, `slot.${slot}`);
+  const ours = fs.openSync(slotFile, fs.constants.O_RDWR);
+  try {
+    return fs.openSync(slotFile, fs.constants.O_RDONLY);
+  } finally {
+    fs.closeSync(ours);
+  }
+}
+
+/** Sends the request line "<slot> <pid>[ <kind>]" (one short line: written atomically). */
+function sendRequest(run, slot, kind) {
+  const req = fs.openSync(path.join(run, 'req'), fs.constants.O_RDWR);
+  try {
+    fs.writeSync(req, `${slot} ${process.pid}${kind ? ` ${kind}` : ''}\n`);
+  } finally {
+    fs.closeSync(req);
+  }
+}
+
 /** Runs `agentsnap <args>` in the server; the exit code, or null to run it here. */
 function snapViaServer(args) {
   if (process.platform !== 'linux' || switchedOff(process.env) || args.includes('--help') || args.includes('-h')) return null;
@@ -54,27 +92,11 @@ function snapViaServer(args) {
     if (!run) return null;
     const pid = Number(fs.readFileSync(path.join(run, 'pid'), 'utf8').trim());
     process.kill(pid, 0);
-    let slot = -1;
-    for (let n = 0; n < SLOTS && slot < 0; n++) {
-      try {
-        fs.writeFileSync(path.join(run, `claim.${n}`), `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
-        slot = n;
-      } catch {
-        /* taken */
-      }
-    }
+    const slot = claimSlot(run);
     if (slot < 0) return null;
     claim = path.join(run, `claim.${slot}`);
-    // The server holds the reply FIFO open for writing: end of file means it is gone. A read-only open
-    // would wait forever for a writer if it died after the pid check, so open read-write first (never
-    // waits), then read-only (a writer, ours, exists), and drop ours: only the server's end is left.
-    const slotFile = path.join(run, `slot.${slot}`);
-    const ours = fs.openSync(slotFile, fs.constants.O_RDWR);
-    const reply = fs.openSync(slotFile, fs.constants.O_RDONLY);
-    fs.closeSync(ours);
-    const req = fs.openSync(path.join(run, 'req'), fs.constants.O_RDWR);
-    fs.writeSync(req, `${slot} ${process.pid}\n`);
-    fs.closeSync(req);
+    const reply = openReply(run, slot);
+    sendRequest(run, slot, null);
     const prefix = `${process.pid} `;
     let text = '';
     const buf = Buffer.alloc(64 * 1024);
@@ -105,4 +127,4 @@ function snapViaServer(args) {
   }
 }
 
-module.exports = { findRunDir, snapViaServer };
+module.exports = { findRunDir, snapViaServer, claimSlot, openReply, sendRequest };

@@ -15,9 +15,8 @@
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { findRunDir } = require('./server-client.js');
+const { claimSlot, findRunDir, openReply, sendRequest } = require('./server-client.js');
 
-const SLOTS = 16;
 
 /** The background server of this worktree (never a wrapper's own: it stops with that wrapper's agent), or null. */
 function backgroundServer(run) {
@@ -38,37 +37,19 @@ async function call(run, kind, payload) {
   let claim = null;
   let reply = -1;
   try {
-    let slot = -1;
     // The end of a session waits for a free slot while the server runs (a burst of hooks holds them all): given up,
     // the session would be ended here with the server's warning, and the server would keep it as begun.
     const deadline = Date.now() + (kind === 'wrap-end' ? 60_000 : 0);
-    for (;;) {
-      for (let n = 0; n < SLOTS && slot < 0; n++) {
-        try {
-          fs.writeFileSync(path.join(run, `claim.${n}`), `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
-          slot = n;
-        } catch {
-          /* taken */
-        }
-      }
-      if (slot >= 0 || Date.now() > deadline || backgroundServer(run) === null) break;
+    let slot = claimSlot(run);
+    while (slot < 0 && Date.now() <= deadline && backgroundServer(run) !== null) {
       await new Promise((r) => setTimeout(r, 20));
+      slot = claimSlot(run);
     }
     if (slot < 0) return null;
     claim = path.join(run, `claim.${slot}`);
     if (payload !== null) fs.writeFileSync(path.join(run, `in.${slot}`), payload, { mode: 0o600 });
-    // As server-client.js: read-write first (never waits), then read-only, then drop ours, so the server's
-    // write end is the only one left and its death reads as end of file.
-    const slotFile = path.join(run, `slot.${slot}`);
-    const ours = fs.openSync(slotFile, fs.constants.O_RDWR);
-    reply = fs.openSync(slotFile, fs.constants.O_RDONLY);
-    fs.closeSync(ours);
-    const req = fs.openSync(path.join(run, 'req'), fs.constants.O_RDWR);
-    try {
-      fs.writeSync(req, `${slot} ${process.pid}${kind ? ` ${kind}` : ''}\n`);
-    } finally {
-      fs.closeSync(req);
-    }
+    reply = openReply(run, slot);
+    sendRequest(run, slot, kind);
     const prefix = `${process.pid} `;
     const buf = Buffer.alloc(64 * 1024);
     let text = '';

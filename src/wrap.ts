@@ -327,8 +327,7 @@ export async function endWrap(opts: {
     await endSession(repo, opts.session, { settings, exitCode: null, signal: null }).catch(() => undefined);
     throw errors.invalidArgument(`cannot start the agent: ${exit.error}`);
   }
-  const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
-  const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
+  const exitCode = exitCodeOf(exit);
   // The server ended it, and went (killed) before its reply reached the client: the session ended as it should.
   if (await sessionFinished(repo, opts.session).catch(() => false)) {
     return { session: opts.session, agent, exitCode, signal: exit.signal, endError: null, worktree: repo.worktree, sessionWorktree: false, warnings: [] };
@@ -347,6 +346,11 @@ export async function endWrap(opts: {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
   return { session: opts.session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: false, warnings };
+}
+
+/** What a wrapper exits with: the agent's code, or 128 + its signal's number. */
+function exitCodeOf(exit: { code: number | null; signal: NodeJS.Signals | null }): number {
+  return exit.signal ? 128 + (os.constants.signals[exit.signal] ?? 0) : exit.code ?? 1;
 }
 
 /** A session begun for an agent (beginWrap): what to start, and its end once the agent exited. */
@@ -530,8 +534,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   // gives a client that read its pid file just before it went 50 ms to send its call, which need not delay the end).
   const closing = endRepo === repo ? server?.close() : undefined;
   endWarnings.push(...(injected?.finish() ?? []));
-  const signalNumber = exit.signal ? (os.constants.signals[exit.signal] ?? 0) : 0;
-  const exitCode = exit.signal ? 128 + signalNumber : exit.code ?? 1;
+  const exitCode = exitCodeOf(exit);
   let endError: AgentsnapError | null = null;
   try {
     // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
