@@ -12,6 +12,7 @@ import { planHistory, planLines, type PlanItem } from './session/plan.js';
 import { stepOf } from './session/read.js';
 import type { Session, Step } from './session/model.js';
 import type { ChangedPath } from './session/journal.js';
+import { fenceOf, printableLine, printableName, printableText } from './base/printable.js';
 
 export type ReplayEntry =
   | {
@@ -166,14 +167,14 @@ export async function replay(opts: ReplayOptions = {}): Promise<{ session: Sessi
   return { session: r.session, entries: buildReplay(r.session, conversations, opts.until), source: r.source };
 }
 
+/** Recorded text in a code block it cannot close, its control characters escaped (a terminal never runs them). */
 function fence(text: string, lang = ''): string {
-  const ticks = text.includes('```') ? '~~~~' : '```';
-  return `${ticks}${lang}\n${text.replace(/\n$/, '')}\n${ticks}`;
+  return fenceOf(printableText(text), lang);
 }
 
 function changedLines(changed: ChangedPath[]): string {
   return changed
-    .map((c) => `- ${c.change} \`${c.path}\`${c.added === null ? ' (binary)' : ` (+${c.added} -${c.deleted ?? 0})`}`)
+    .map((c) => `- ${c.change} \`${printableName(c.path)}\`${c.added === null ? ' (binary)' : ` (+${c.added} -${c.deleted ?? 0})`}`)
     .join('\n');
 }
 
@@ -192,38 +193,42 @@ function outputBlock(output: unknown): string {
   return fence(JSON.stringify(output, null, 2), 'json');
 }
 
-/** The replay as Markdown. */
+/**
+ * The replay as Markdown. Every recorded text in it (prompts, messages, tool names, inputs, outputs, file
+ * names) has its control characters escaped (base/printable.ts): printed to a terminal, it never runs an
+ * escape sequence. `--format jsonl` (the entries as JSON) is exact.
+ */
 export function replayMarkdown(entries: ReplayEntry[]): string {
   const parts: string[] = [];
   for (const e of entries) {
     switch (e.type) {
       case 'session': {
-        const lines = [`# agentsnap session ${e.session}`, '', `- worktree: \`${e.worktree}\``];
-        if (e.agent) lines.push(`- agent: ${e.agent}`);
-        if (e.command) lines.push(`- command: \`${e.command.join(' ')}\``);
-        lines.push(`- started: ${e.startedAt}${e.baseHead ? ` on ${e.branch ?? 'detached HEAD'} at ${e.baseHead.slice(0, 12)}` : ''}`);
+        const lines = [`# agentsnap session ${e.session}`, '', `- worktree: \`${printableName(e.worktree)}\``];
+        if (e.agent) lines.push(`- agent: ${printableName(e.agent)}`);
+        if (e.command) lines.push(`- command: \`${printableLine(e.command.join(' '))}\``);
+        lines.push(`- started: ${printableLine(e.startedAt)}${e.baseHead ? ` on ${printableName(e.branch ?? 'detached HEAD')} at ${e.baseHead.slice(0, 12)}` : ''}`);
         parts.push(lines.join('\n'));
         break;
       }
       case 'user':
-        parts.push(`## User\n\n${e.text.trim()}`);
+        parts.push(`## User\n\n${printableText(e.text.trim())}`);
         break;
       case 'assistant':
-        parts.push(`## Assistant\n\n${e.text.trim()}`);
+        parts.push(`## Assistant\n\n${printableText(e.text.trim())}`);
         break;
       case 'call':
-        parts.push(`### Tool call ${e.tool ?? ''} (not recorded by agentsnap)\n\n${fence(JSON.stringify(e.input ?? null, null, 2), 'json')}`);
+        parts.push(`### Tool call ${printableName(e.tool ?? '')} (not recorded by agentsnap)\n\n${fence(JSON.stringify(e.input ?? null, null, 2), 'json')}`);
         break;
       case 'step': {
-        const what = e.kind === 'checkpoint' ? `checkpoint${e.tool ? ` ${e.tool}` : ''}` : e.tool ?? 'tool call';
+        const what = e.kind === 'checkpoint' ? `checkpoint${e.tool ? ` ${printableName(e.tool)}` : ''}` : e.tool ? printableName(e.tool) : 'tool call';
         const dur = e.durationMs !== null && e.kind !== 'checkpoint' ? `, ${e.durationMs} ms` : '';
         const lines = [`### Step ${e.step}: ${what} (${e.status}${dur})`];
-        if (e.message) lines.push('', e.message);
+        if (e.message) lines.push('', printableText(e.message));
         if (e.changedBefore.length > 0) lines.push('', 'Changed outside tool calls before this step:', '', changedLines(e.changedBefore));
         if (e.input !== null && e.input !== undefined) lines.push('', 'Input:', '', fence(JSON.stringify(e.input, null, 2), 'json'));
         if (e.output !== null && e.output !== undefined) lines.push('', 'Output:', '', outputBlock(e.output));
-        if (e.error) lines.push('', `Error: ${e.error}`);
-        if (e.unprotectedReason) lines.push('', `Unprotected (no snapshot): ${e.unprotectedReason}`);
+        if (e.error) lines.push('', `Error: ${printableText(e.error)}`);
+        if (e.unprotectedReason) lines.push('', `Unprotected (no snapshot): ${printableLine(e.unprotectedReason)}`);
         if (e.plan) lines.push('', 'Plan after this step:', '', planLines(e.plan));
         lines.push('', e.changed.length > 0 ? `Changed:\n\n${changedLines(e.changed)}` : e.kind === 'checkpoint' ? '' : 'Changed: nothing');
         parts.push(lines.join('\n').trimEnd());

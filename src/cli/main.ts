@@ -7,6 +7,7 @@ import type { ServedWrap } from '../server/serve.js';
 import type { WrapArgs } from './commands/wrap.js';
 import { PAGED_COMMANDS, startPager, type Pager } from './pager.js';
 import { AGENTS } from '../agents/adapter.js';
+import { printableText } from '../base/printable.js';
 
 /** A command: its name (the first word of its yargs `command`) and how to load its module. */
 export interface CommandEntry {
@@ -471,8 +472,9 @@ export function reportError(raw: unknown, io: CliIO, json: boolean): number {
   if (json) {
     io.stdout.write(`${JSON.stringify({ error: err.toJSON() }, null, 2)}\n`);
   } else {
-    io.stderr.write(`agentsnap: ${err.message}\n`);
-    if (err.hint) io.stderr.write(`  ${err.hint}\n`);
+    // A message can name a file or a session, or quote a tool's output: escaped as all recorded text is.
+    io.stderr.write(`agentsnap: ${printableText(err.message)}\n`);
+    if (err.hint) io.stderr.write(`  ${printableText(err.hint)}\n`);
   }
   if (debug) {
     io.stderr.write(`${(e instanceof Error && e.stack) || String(e)}\n`);

@@ -4,6 +4,7 @@ import { Chalk, type ChalkInstance } from 'chalk';
 import type { Writable } from 'node:stream';
 import type { ChangedPath, SkippedFile } from '../session/journal.js';
 import { NESTED_REPO_GONE_PREFIX } from '../restore/restore.js';
+import { printableName, printableText } from '../base/printable.js';
 
 export interface CliIO {
   stdout: Writable & { isTTY?: boolean };
@@ -111,7 +112,7 @@ const SKIP_REASON: Record<SkippedFile['reason'], string> = {
 
 export function describeSkipped(s: SkippedFile): string {
   const size = s.size !== undefined && s.reason === 'too-large' ? `, ${formatSize(s.size)}` : '';
-  return `${s.path} (${SKIP_REASON[s.reason] ?? s.reason}${size})`;
+  return `${printableName(s.path)} (${SKIP_REASON[s.reason] ?? s.reason}${size})`;
 }
 
 export function countChanges(changed: ChangedPath[]): { files: number; added: number; deleted: number } {
@@ -124,11 +125,8 @@ export function countChanges(changed: ChangedPath[]): { files: number; added: nu
   return { files: changed.length, added, deleted };
 }
 
-/** Prints a path the way a terminal can show it (control characters escaped). */
-export function printablePath(p: string): string {
-  // eslint-disable-next-line no-control-regex
-  return /[\x00-\x1f\x7f]/.test(p) ? JSON.stringify(p) : p;
-}
+/** Prints a path the way a terminal can show it (control characters escaped: base/printable.ts, the one escaping of recorded text). */
+export const printablePath = printableName;
 
 /**
  * A path an operation left, for a `  ! …` line. One with an object id holds a
@@ -138,4 +136,36 @@ export function printablePath(p: string): string {
 export function describeLeft(l: { path: string; reason: string; oid?: string }): string {
   // A deleted nested repository is not there to be "left as it is": its reason says what happened.
   return l.oid || l.reason.startsWith(NESTED_REPO_GONE_PREFIX) ? `${printablePath(l.path)}  ${l.reason}` : `${printablePath(l.path)}  left as it is: ${l.reason}`;
+}
+
+/** git's diff header lines (before a file's first hunk), coloured bold as git colours them. */
+const DIFF_META = /^(diff --git |index |--- |\+\+\+ |new file mode |deleted file mode |old mode |new mode |similarity index |dissimilarity index |rename from |rename to |copy from |copy to |Binary files )/;
+
+/**
+ * A diff as git prints it (asked for without colour), made safe for a terminal: the files' bytes and names
+ * with their control characters escaped (printableText), then coloured the way git colours a diff by
+ * default (headers bold, hunk heads cyan, removed lines red, added green, a diffstat's graph red and green).
+ * git's own colours cannot be kept: in its output they could not be told from escape codes in the files.
+ */
+export function printableDiff(diff: string, c: ChalkInstance): string {
+  const text = printableText(diff);
+  if (c.level === 0) return text;
+  let inHeader = false;
+  return text
+    .split('\n')
+    .map((line) => {
+      if (line.startsWith('diff --git ')) inHeader = true;
+      if (line.startsWith('@@')) {
+        inHeader = false;
+        const m = /^(@@ [^@]* @@)(.*)$/.exec(line);
+        return m ? `${c.cyan(m[1])}${m[2]}` : c.cyan(line);
+      }
+      if (inHeader && DIFF_META.test(line)) return c.bold(line);
+      if (line.startsWith('+')) return c.green(line);
+      if (line.startsWith('-')) return c.red(line);
+      const stat = /^( .* \| +\d+ )(\+*)(-*)$/.exec(line);
+      if (stat) return `${stat[1]}${stat[2] ? c.green(stat[2]) : ''}${stat[3] ? c.red(stat[3]) : ''}`;
+      return line;
+    })
+    .join('\n');
 }

@@ -35,6 +35,7 @@ import { stepOf, worktreeTree } from '../session/read.js';
 import { outsideEffect, effectLabel } from '../session/effects.js';
 import fs from 'node:fs';
 import path from 'node:path';
+import { printableName } from '../base/printable.js';
 
 export function opRef(session: string, op: number): string {
   return sessionMetaRef(session, `ops/${op}`);
@@ -595,7 +596,7 @@ function refuseIfNeeded(spec: OpSpec, p: Prepared, force: boolean): void {
     });
   }
   if (p.outside.length > 0) {
-    const lines = p.outside.map((o) => `  ${o.change} ${o.path} (${o.when})`).join('\n');
+    const lines = p.outside.map((o) => `  ${o.change} ${printableName(o.path)} (${o.when})`).join('\n');
     throw errors.refused(`${what} would overwrite ${p.outside.length === 1 ? 'a change' : `${p.outside.length} changes`} made outside the recorded tool calls:\n${lines}`, {
       hint: 'Keep them: `agentsnap restore` single files instead. Or run again with --force; they stay in the safety snapshot taken first.',
       data: { outside: p.outside },

@@ -11,6 +11,7 @@ import { snapshotNow } from '../snapshot/snapshot-now.js';
 import { loadSettings } from '../git/config.js';
 import { treeOf } from '../git/plumbing.js';
 import { describeCall } from '../agents/registry.js';
+import { printableLine } from '../base/printable.js';
 
 export interface LogFilter {
   tool?: string | undefined;
@@ -58,8 +59,7 @@ export function filterSteps(s: Session, filter: LogFilter): Step[] {
 
 /** One line of text: runs of whitespace (newlines of a script included) as one space, other control characters escaped. */
 function oneLine(t: string): string {
-  // eslint-disable-next-line no-control-regex
-  return t.replace(/\s+/g, ' ').trim().replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return printableLine(t.replace(/\s+/g, ' ').trim());
 }
 
 /** A path a tool named, relative to the session's worktree when it is inside it (agents often give absolute paths). */

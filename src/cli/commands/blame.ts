@@ -4,15 +4,16 @@ import { errors } from '../../base/errors.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { printablePath } from '../output.js';
+import { printableLine } from '../../base/printable.js';
 
 /** Who wrote a line, in a few words (the blame column). */
 function label(a: LineAuthor): string {
   const o = a.origin;
-  if (o.kind === 'step') return `step ${a.step} ${a.tool ?? 'checkpoint'}`;
+  if (o.kind === 'step') return `step ${a.step} ${printablePath(a.tool ?? 'checkpoint')}`;
   if (o.kind === 'between') return 'between steps (not a tool call)';
   if (o.kind === 'before-session') return 'before the session';
-  if (o.kind === 'operation') return o.subject.replace(/^agentsnap:\s*/, '');
-  if (o.kind === 'committed') return `step ${o.step} ${a.tool ?? ''} of ${o.session}`.replace('  ', ' ');
+  if (o.kind === 'operation') return printableLine(o.subject.replace(/^agentsnap:\s*/, ''));
+  if (o.kind === 'committed') return `step ${o.step} ${printablePath(a.tool ?? '')} of ${printablePath(o.session)}`.replace('  ', ' ');
   return 'not recorded yet';
 }
 
@@ -56,7 +57,7 @@ export const blameCommand: CommandFactory = (ctx) => ({
       const who = (labels[i] as string).padEnd(width).slice(0, width);
       const shown = l.author.origin.kind === 'step' ? c.cyan(who) : c.dim(who);
       const prompt = promptWidth ? ` ${c.dim((prompts[i] as string).padEnd(promptWidth))}` : '';
-      return `${shown} ${hhmm(l.author.time).padEnd(5)}${prompt} ${String(l.line).padStart(numWidth)}) ${l.text}`;
+      return `${shown} ${hhmm(l.author.time).padEnd(5)}${prompt} ${String(l.line).padStart(numWidth)}) ${printableLine(l.text)}`;
     });
     ctx.io.stdout.write(rows.length ? `${rows.join('\n')}\n` : '');
     if (rows.length === 0) out.note(`${printablePath(res.path)} is empty`);
@@ -83,13 +84,13 @@ export const whyCommand: CommandFactory = (ctx) => ({
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
-    out.out(`${printablePath(res.path)}:${res.line.line}  ${res.line.text}`);
+    out.out(`${printablePath(res.path)}:${res.line.line}  ${printableLine(res.line.text)}`);
     const o = a.origin;
-    if (o.kind === 'step') out.out(`written by step ${a.step} (${a.tool ?? 'checkpoint'}, ${res.status}) at ${a.time}${a.what ? `: ${oneLine(a.what, 200)}` : ''}`);
+    if (o.kind === 'step') out.out(`written by step ${a.step} (${printablePath(a.tool ?? 'checkpoint')}, ${res.status}) at ${a.time}${a.what ? `: ${oneLine(a.what, 200)}` : ''}`);
     else if (o.kind === 'between') out.out(`changed between calls, before step ${a.step} (${a.time}): not by a recorded tool call (you, or a process outside the agent's calls)`);
     else if (o.kind === 'before-session') out.out('written before the session started');
-    else if (o.kind === 'operation') out.out(`put back by ${o.subject.replace(/^agentsnap:\s*/, '')}`);
-    else if (o.kind === 'committed') out.out(`written by step ${o.step}${a.tool ? ` (${a.tool})` : ''} of session ${o.session}, committed in ${o.commit.slice(0, 12)} (its agentsnap note)`);
+    else if (o.kind === 'operation') out.out(`put back by ${printableLine(o.subject.replace(/^agentsnap:\s*/, ''))}`);
+    else if (o.kind === 'committed') out.out(`written by step ${o.step}${a.tool ? ` (${printablePath(a.tool)})` : ''} of session ${printablePath(o.session)}, committed in ${o.commit.slice(0, 12)} (its agentsnap note)`);
     else out.out('in the worktree, not recorded by any snapshot yet');
     if (a.prompt) out.out(`the user had asked: ${oneLine(a.prompt, 400)}`);
     if (res.assistant) out.out(`the assistant said before the call: ${oneLine(res.assistant, 400)}`);

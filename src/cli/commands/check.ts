@@ -3,7 +3,8 @@ import { autoCheck, bisect, check, type CheckResult } from '../../api-check.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
-import { printablePath, type Output } from '../output.js';
+import { printableDiff, printablePath, type Output } from '../output.js';
+import { printableLine, printableText } from '../../base/printable.js';
 
 function stateName(n: number): string {
   return n === 0 ? 'baseline' : `step ${n}`;
@@ -17,7 +18,8 @@ function resultLine(out: Output, r: CheckResult): string {
 
 function printOutput(out: Output, r: CheckResult): void {
   if (r.verdict === 'pass' || !r.output) return;
-  for (const line of r.output.split('\n').slice(-8)) out.out(out.color.dim(`    ${line}`));
+  // The check's output is the project's (its test names, its files' text): escaped like every recorded text.
+  for (const line of printableText(r.output).split('\n').slice(-8)) out.out(out.color.dim(`    ${line}`));
 }
 
 function optionalStep(v: unknown, name: string): number | undefined {
@@ -59,7 +61,7 @@ export const checkCommand: CommandFactory = (ctx) => ({
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
-    for (const w of res.warnings) out.err(`agentsnap: warning: ${w}`);
+    for (const w of res.warnings) out.err(`agentsnap: warning: ${printableLine(w)}`);
     for (const r of res.results) {
       out.out(resultLine(out, r));
       printOutput(out, r);
@@ -97,9 +99,9 @@ export const bisectCommand: CommandFactory = (ctx) => ({
       return;
     }
     const st = res.firstBad;
-    out.out(out.color.bold(`first bad step: ${st.step}  ${st.tool ?? st.kind}  ${st.status}`) + (res.what ? `  ${out.color.cyan(printablePath(res.what))}` : ''));
-    if (st.input !== undefined && st.input !== null) out.out(`input: ${JSON.stringify(st.input).slice(0, 400)}`);
-    if (res.diff) ctx.io.stdout.write(res.diff.endsWith('\n') ? res.diff : `${res.diff}\n`);
+    out.out(out.color.bold(`first bad step: ${st.step}  ${printablePath(st.tool ?? st.kind)}  ${st.status}`) + (res.what ? `  ${out.color.cyan(printablePath(res.what))}` : ''));
+    if (st.input !== undefined && st.input !== null) out.out(`input: ${printableLine(JSON.stringify(st.input).slice(0, 400))}`);
+    if (res.diff) ctx.io.stdout.write(printableDiff(res.diff.endsWith('\n') ? res.diff : `${res.diff}\n`, out.color));
     out.out(`to go back to before it: agentsnap undo ${st.step}    to take back only its changes: agentsnap revert ${st.step}`);
   },
 });

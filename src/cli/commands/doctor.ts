@@ -2,6 +2,7 @@
 import { doctor } from '../../sync-api.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
+import { printableLine } from '../../base/printable.js';
 
 export const doctorCommand: CommandFactory = (ctx) => ({
   command: 'doctor',
@@ -18,11 +19,11 @@ export const doctorCommand: CommandFactory = (ctx) => ({
     ctx.setExitCode(res.healthy ? 0 : 1);
     if (out.json) return out.printJson(res);
     const c = out.color;
-    for (const f of res.fixed) out.out(`${c.cyan('fixed')}    ${f}`);
+    for (const f of res.fixed) out.out(`${c.cyan('fixed')}    ${printableLine(f)}`);
     for (const ch of res.checks) {
       const mark = ch.status === 'ok' ? c.green('ok     ') : ch.status === 'info' ? c.dim('info   ') : c.red('problem');
-      out.out(`${mark}  ${ch.message}`);
-      if (ch.fix) out.out(`         fix: ${ch.fix}`);
+      out.out(`${mark}  ${printableLine(ch.message)}`);
+      if (ch.fix) out.out(`         fix: ${printableLine(ch.fix)}`);
     }
     out.out(res.healthy ? 'healthy' : `${res.problems} problem${res.problems === 1 ? '' : 's'} found`);
   },

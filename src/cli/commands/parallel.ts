@@ -5,6 +5,7 @@ import type { FileStat } from '../../worktrees/diffstat.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
 import { describeLeft, formatSize, printablePath } from '../output.js';
+import { printableLine } from '../../base/printable.js';
 
 const sessionPositional = { type: 'string', describe: 'session id, or the name it was started with (see `agentsnap sessions`)' } as const;
 
@@ -70,8 +71,8 @@ export const applyCommand: CommandFactory = (ctx) => ({
     }
     for (const line of diffstatLines(res.stat)) out.out(line);
     out.note(`agentsnap: applied session ${res.session}: ${res.written.length} written, ${res.deleted.length} deleted`);
-    if (res.conflicts.length > 0) out.err(`agentsnap: ${res.conflicts.length} file(s) have conflict markers: ${res.conflicts.join(', ')}`);
-    if (res.skipped.length > 0) out.note(`agentsnap: submodules not written: ${res.skipped.join(', ')}`);
+    if (res.conflicts.length > 0) out.err(`agentsnap: ${res.conflicts.length} file(s) have conflict markers: ${listed(res.conflicts)}`);
+    if (res.skipped.length > 0) out.note(`agentsnap: submodules not written: ${listed(res.skipped)}`);
     for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
     out.note(`agentsnap: this worktree as it was before: ${res.safetyRef} (${res.safety?.slice(0, 10)}); take it back with \`agentsnap apply --undo\``);
   },
@@ -99,7 +100,7 @@ export const promoteCommand: CommandFactory = (ctx) => ({
       out.printJson(res);
       return;
     }
-    out.out(`${res.branch} ${res.commit}`);
+    out.out(`${printablePath(res.branch)} ${res.commit}`);
     for (const line of diffstatLines(res.stat)) out.out(line);
     if (res.uncommitted.length > 0) {
       out.err(
@@ -110,7 +111,7 @@ export const promoteCommand: CommandFactory = (ctx) => ({
         ),
       );
     }
-    out.note(`agentsnap: branch ${res.branch} holds session ${res.session} as one commit on ${res.parent ? res.parent.slice(0, 10) : 'no parent'}`);
+    out.note(`agentsnap: branch ${printablePath(res.branch)} holds session ${res.session} as one commit on ${res.parent ? res.parent.slice(0, 10) : 'no parent'}`);
   },
 });
 
@@ -134,7 +135,7 @@ export const discardCommand: CommandFactory = (ctx) => ({
       return;
     }
     if (res.finalCommit) out.note(`agentsnap: final snapshot ${res.finalCommit.slice(0, 10)}`);
-    if (res.worktreeRemoved) out.note(`agentsnap: removed worktree ${res.worktreeRemoved}`);
+    if (res.worktreeRemoved) out.note(`agentsnap: removed worktree ${printablePath(res.worktreeRemoved)}`);
     out.note(
       res.purged
         ? `agentsnap: session ${res.session} purged (refs and journal dropped)`
@@ -167,8 +168,8 @@ export const gcCommand: CommandFactory = (ctx) => ({
     }
     const verb = res.dryRun ? 'would remove' : 'removed';
     for (const s of res.removedSessions) out.out(`${verb} session ${s}`);
-    for (const w of res.removedWorktrees) out.out(`${verb} worktree ${w}`);
-    for (const k of res.kept) out.out(`kept session ${k.session}: ${k.reason}`);
+    for (const w of res.removedWorktrees) out.out(`${verb} worktree ${printablePath(w)}`);
+    for (const k of res.kept) out.out(`kept session ${k.session}: ${printableLine(k.reason)}`);
     out.out(
       `${res.removedSessions.length} session(s), ${res.removedWorktrees.length} worktree(s), ${res.removedRefs.length} ref(s), ${res.removedFiles.length} file(s) ${verb}; ` +
         `disk use ${formatSize(res.before)} -> ${formatSize(res.after)}${res.dryRun ? ' (estimate)' : ''}`,

@@ -6,7 +6,8 @@ import { outsideEffect } from '../../session/effects.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { planLines } from '../../session/plan.js';
-import { countChanges, describeSkipped, formatSize, printablePath, type Output } from '../output.js';
+import { countChanges, describeSkipped, formatSize, printableDiff, printablePath, type Output } from '../output.js';
+import { printableLine } from '../../base/printable.js';
 
 function when(iso: string): string {
   const d = new Date(iso);
@@ -55,14 +56,14 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
     const c = out.color;
     const header = { id: 'SESSION', status: 'STATUS', steps: 'STEPS', files: 'FILES CHANGED', disk: 'DISK USE', started: 'STARTED', agent: 'AGENT', where: 'WORKTREE' };
     const rows = list.map((s) => ({
-      id: cell(`${s.id}${s.name ? ` (${s.name})` : ''}`, `${c.bold(s.id)}${s.name ? ` (${s.name})` : ''}`),
+      id: cell(`${s.id}${s.name ? ` (${printablePath(s.name)})` : ''}`, `${c.bold(s.id)}${s.name ? ` (${printablePath(s.name)})` : ''}`),
       status: cell(s.status, statusColor(out, s.status)),
       steps: cell(String(s.steps)),
       files: cell(String(s.filesChanged)),
       disk: cell(formatSize((s.diskUse.worktree ?? 0) + s.diskUse.state)),
       started: cell(when(s.createdAt)),
-      agent: cell(s.agent ?? '-'),
-      where: cell(s.worktreeKind === 'main' ? 'main worktree' : `${s.worktree}${s.worktreeExists ? '' : ' (removed)'}`, s.worktreeKind === 'main' ? 'main worktree' : `${s.worktree}${s.worktreeExists ? '' : c.dim(' (removed)')}`),
+      agent: cell(printablePath(s.agent ?? '-')),
+      where: cell(s.worktreeKind === 'main' ? 'main worktree' : `${printablePath(s.worktree)}${s.worktreeExists ? '' : ' (removed)'}`, s.worktreeKind === 'main' ? 'main worktree' : `${printablePath(s.worktree)}${s.worktreeExists ? '' : c.dim(' (removed)')}`),
     }));
     const keys = Object.keys(header) as (keyof typeof header)[];
     const right = new Set<keyof typeof header>(['steps', 'files', 'disk']);
@@ -203,12 +204,12 @@ export const logCommand: CommandFactory = (ctx) => ({
       };
       if (st.overlaps.length > 0) mark(`overlaps ${st.overlaps.join(',')}`, c.yellow(`overlaps ${st.overlaps.join(',')}`));
       if (st.changedBefore.length > 0 && st.step > 1) mark(`${st.changedBefore.length} changed outside tool calls before it`, c.yellow(`${st.changedBefore.length} changed outside tool calls before it`));
-      if (st.message) mark(JSON.stringify(st.message));
+      if (st.message) mark(printableLine(JSON.stringify(st.message)));
       // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
       if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0) mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
       if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
       const effect = outsideEffect(st, session.worktree);
-      if (effect) mark(`not undoable: ${effect}`, c.red(`not undoable: ${effect}`));
+      if (effect) mark(`not undoable: ${printableLine(effect)}`, c.red(`not undoable: ${printableLine(effect)}`));
       const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}${checkCol ? ` ${checkCol[i]}` : ''}  ${timeCol[i]}  ${changeCol[i]}`;
       const used = visibleLength(head) + (marks.length ? 2 + plainMarks.join('  ').length : 0);
       // What the call was, cut so the row fits the terminal (never cut below a readable minimum).
@@ -219,7 +220,7 @@ export const logCommand: CommandFactory = (ctx) => ({
         out.out(`        ${ch.change} ${printablePath(ch.path)}  ${counts}`);
       }
       if (st.skipped.length > 0) out.out(c.dim(`        not snapshotted: ${st.skipped.map(describeSkipped).join(', ')}`));
-      if (st.unprotectedReason) out.out(c.red(`        unprotected: ${st.unprotectedReason}`));
+      if (st.unprotectedReason) out.out(c.red(`        unprotected: ${printableLine(st.unprotectedReason)}`));
     });
   },
 });
@@ -244,14 +245,15 @@ export const showCommand: CommandFactory = (ctx) => ({
     if (!/^\d+$/.test(String(argv.step))) {
       throw errors.invalidArgument(`${JSON.stringify(String(argv.step))} is not a step number.`, { hint: 'See `agentsnap log` for the steps of the session.' });
     }
-    const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: Number(argv.step), color: out.stdoutColor, stat: argv.stat });
+    // Without git's colours: the diff is escaped, then coloured (printableDiff); --json gets it as git wrote it.
+    const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: Number(argv.step), color: false, stat: argv.stat });
     if (out.json) {
       out.printJson({ ...stepJson(res.step), what: res.what, plan: res.plan, environment: res.environment, session: res.session.id, diff: res.diff });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
     const st = res.step;
-    out.out(out.color.bold(`step ${st.step}  ${st.tool ?? st.kind}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`) + (res.what ? `  ${out.color.cyan(res.what)}` : ''));
+    out.out(out.color.bold(`step ${st.step}  ${printablePath(st.tool ?? st.kind)}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`) + (res.what ? `  ${out.color.cyan(res.what)}` : ''));
     const env = res.environment;
     const agent = env.agentVersion ?? env.agent;
     if (agent || env.model || env.cwd !== res.session.cwd) out.out(out.color.dim([agent ? `agent ${printablePath(agent)}` : null, env.model ? `model ${printablePath(env.model)}` : null, env.cwd !== res.session.cwd ? `in ${printablePath(env.cwd)}` : null].filter(Boolean).join(', ')));
@@ -262,7 +264,7 @@ export const showCommand: CommandFactory = (ctx) => ({
     }
     if (env.tools) out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
-    if (res.diff) ctx.io.stdout.write(res.diff);
+    if (res.diff) ctx.io.stdout.write(printableDiff(res.diff, out.color));
     else out.note('no changes');
   },
 });
@@ -286,7 +288,7 @@ export const diffCommand: CommandFactory = (ctx) => ({
       session: argv.session,
       from: String(argv.from),
       to: argv.to === undefined ? undefined : String(argv.to),
-      color: out.stdoutColor,
+      color: false,
       stat: argv.stat,
       paths: (argv['--'] ?? []).map(String),
     });
@@ -295,7 +297,7 @@ export const diffCommand: CommandFactory = (ctx) => ({
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
-    if (res.diff) ctx.io.stdout.write(res.diff);
+    if (res.diff) ctx.io.stdout.write(printableDiff(res.diff, out.color));
     else out.note('no differences');
   },
 });

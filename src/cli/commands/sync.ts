@@ -2,6 +2,7 @@
 import { fetch, push, remoteAdd, remoteRemove } from '../../sync-api.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
+import { printableLine, printableName } from '../../base/printable.js';
 
 export const remoteCommand: CommandFactory = (ctx) => ({
   command: 'remote <action> <name> [url]',
@@ -61,7 +62,8 @@ export const fetchCommand: CommandFactory = (ctx) => ({
       return;
     }
     for (const s of res.sessions) {
-      const line = `${s.session}  ${s.action}${s.events ? `  ${s.events} events` : ''}${s.note ? `  (${s.note})` : ''}`;
+      // Session names and notes come from the remote: escaped like any recorded text.
+      const line = `${printableName(s.session)}  ${s.action}${s.events ? `  ${s.events} events` : ''}${s.note ? `  (${printableLine(s.note)})` : ''}`;
       if (s.action === 'diverged' || s.action === 'incomplete' || s.action === 'invalid') out.err(`agentsnap: ${line}`);
       else out.out(line);
     }

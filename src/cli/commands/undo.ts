@@ -9,6 +9,7 @@ import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { describeLeft, printablePath, type Output } from '../output.js';
+import { printableLine, printableText } from '../../base/printable.js';
 
 const opOptions = {
   ...sessionOption,
@@ -82,7 +83,7 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
   }
   if (r.safetyRef) out.note(`agentsnap: the worktree as it was is kept in ${r.safetyRef}`);
   if (r.notUndoable.length > 0) {
-    const list = r.notUndoable.map((n) => `step ${n.step} \`${n.command}\``).join(', ');
+    const list = r.notUndoable.map((n) => `step ${n.step} \`${printableLine(n.command)}\``).join(', ');
     out.out(c.red(`${r.dryRun ? 'files would be restored' : 'files restored'}; not undoable: ${list}`));
   }
 }
@@ -103,7 +104,7 @@ const TURN_WORD: Record<string, string> = { claude: 'assistant message', codex: 
 function printChat(out: Output, chat: ChatRewind, step: number, compacting = false): void {
   if (chat.kind === 'transcript') {
     const compact = 'digest' in chat;
-    out.out(compact ? `conversation compacted before step ${step}: ${chat.file} (the original is unchanged; the files are untouched)` : `conversation forked before step ${step}: ${chat.file} (the original is unchanged)`);
+    out.out(compact ? `conversation compacted before step ${step}: ${printablePath(chat.file)} (the original is unchanged; the files are untouched)` : `conversation forked before step ${step}: ${printablePath(chat.file)} (the original is unchanged)`);
     if (chat.subagentCall) {
       const agentCall = chat.subagentStep !== null ? `step ${chat.subagentStep}, the Agent call` : `the Agent call ${chat.subagentCall}`;
       out.out(out.color.yellow(`  step ${step} was made by a subagent: the conversation is ${compact ? 'kept from' : 'cut before'} ${agentCall} that started it`));
@@ -116,10 +117,10 @@ function printChat(out: Output, chat: ChatRewind, step: number, compacting = fal
       const pct = chat.before.chars > 0 ? Math.round((100 * (chat.before.chars - chat.after.chars)) / chat.before.chars) : 0;
       out.out(`  before: ${chat.before.messages} messages, ${chat.before.chars} characters; after: ${chat.after.messages} messages, ${chat.after.chars} characters (${pct}% shorter)`);
     }
-    out.out(`resume it with:  ${chat.shellCommand}`);
+    out.out(`resume it with:  ${printableLine(chat.shellCommand)}`);
   } else {
     out.note(`agentsnap: no conversation to ${compacting ? 'compact' : 'fork'} (${chat.reason}); a digest of the session before step ${step}:`);
-    out.out(chat.text);
+    out.out(printableText(chat.text));
   }
 }
 
@@ -250,7 +251,7 @@ export const restoreCommand: CommandFactory = (ctx) => ({
     }
     out.note(sessionSourceNote(r.session, r.source));
     const when = argv.after ? 'after' : 'before';
-    printOperation(out, r, r.dryRun ? `restore (dry run): ${paths.join(' ')} as ${when} step ${step}` : `restore (operation ${r.op}): ${paths.join(' ')} as ${when} step ${step}`);
+    printOperation(out, r, r.dryRun ? `restore (dry run): ${paths.map(printablePath).join(' ')} as ${when} step ${step}` : `restore (operation ${r.op}): ${paths.map(printablePath).join(' ')} as ${when} step ${step}`);
   },
 });
 
@@ -297,8 +298,8 @@ export const statusCommand: CommandFactory = (ctx) => ({
       return;
     }
     const c = out.color;
-    out.out(`${c.bold(`session ${s.session}`)}  ${s.status}  ${s.worktree}${s.agent ? `  ${s.agent}` : ''}`);
-    out.out(s.lastStep ? `last step: ${s.lastStep.step} ${s.lastStep.tool ?? ''} (${s.lastStep.status})`.replace('  ', ' ') : 'no steps yet');
+    out.out(`${c.bold(`session ${s.session}`)}  ${s.status}  ${printablePath(s.worktree)}${s.agent ? `  ${printablePath(s.agent)}` : ''}`);
+    out.out(s.lastStep ? `last step: ${s.lastStep.step} ${printablePath(s.lastStep.tool ?? '')} (${s.lastStep.status})`.replace('  ', ' ') : 'no steps yet');
     out.out(`hooks: last step event ${ago(s.lastStepEventAt)}`);
     // Only when it costs the user something: a watching server is the normal case.
     if (s.watcher?.state === 'degraded') {
@@ -307,8 +308,8 @@ export const statusCommand: CommandFactory = (ctx) => ({
     }
     if (s.undone.length > 0) out.out(`undone: ${steps(s.undone)}${s.redoable !== null ? ` (\`agentsnap redo\` takes back operation ${s.redoable})` : ''}`);
     if (s.open.length > 0) out.out(c.yellow(`open: ${steps(s.open)} (running, or the post hook never came)`));
-    if (s.unprotected.length > 0) out.out(c.red(`unprotected: ${s.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${u.reason})` : ''}`).join(', ')}`));
-    if (s.notUndoable.length > 0) out.out(c.red(`not undoable: ${s.notUndoable.map((n) => `step ${n.step} \`${n.command}\``).join(', ')}`));
+    if (s.unprotected.length > 0) out.out(c.red(`unprotected: ${s.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${printableLine(u.reason)})` : ''}`).join(', ')}`));
+    if (s.notUndoable.length > 0) out.out(c.red(`not undoable: ${s.notUndoable.map((n) => `step ${n.step} \`${printableLine(n.command)}\``).join(', ')}`));
     if (s.processes.length > 0) {
       out.out(`processes the agent left running (${s.processes.length}):`);
       for (const p of s.processes) out.out(`  ${processLine(p)}`);
@@ -318,7 +319,7 @@ export const statusCommand: CommandFactory = (ctx) => ({
     else {
       out.out('operations:');
       for (const o of s.ops) {
-        const what = o.kind === 'undo' ? `undo ${o.target.step}` : o.kind === 'redo' ? `redo of operation ${o.target.op}` : o.kind === 'restore' ? `restore ${(o.target.paths ?? []).join(' ')} (${o.target.when} step ${o.target.step})` : `revert ${o.target.step}`;
+        const what = o.kind === 'undo' ? `undo ${o.target.step}` : o.kind === 'redo' ? `redo of operation ${o.target.op}` : o.kind === 'restore' ? `restore ${(o.target.paths ?? []).map(printablePath).join(' ')} (${o.target.when} step ${o.target.step})` : `revert ${o.target.step}`;
         out.out(`  ${String(o.op).padStart(3)}  ${what}  ${o.changed} ${o.changed === 1 ? 'path' : 'paths'}  ${o.status}${o.redoneBy ? `  (redone by ${o.redoneBy})` : ''}`);
       }
     }
