@@ -7,9 +7,9 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BIN, cli, runProcess, tempRepo, type TempRepo } from './helpers.js';
+import { BIN, USER_IDENTITY, cli, cliProcess, runProcess, tempRepo, type TempRepo } from './helpers.js';
 import { shellQuote } from '../src/base/shell.js';
-import { EVIL_CONTENT, EVIL_NAME, EVIL_NAME_SHOWN, HOSTILE, controlsIn, controlsOutsideColours, recordHostileSession, type HostileSession } from './support/hostile-text.js';
+import { EVIL_CONTENT, EVIL_NAME, EVIL_NAME_SHOWN, HOSTILE, TITLE as TITLE_RAW, controlsIn, controlsOutsideColours, recordHostileSession, type HostileSession } from './support/hostile-text.js';
 
 /** How HOSTILE's pieces read once escaped. */
 const SHOWN = { osc52: '\\u001b]52;c;cm0gLXJmIC8K\\u0007', title: '\\u001b]0;pwned\\u0007', clear: '\\u001b[2J', c1: '\\u009b31m', cr: 'bare\\rforged' };
@@ -32,10 +32,10 @@ test.before(async () => {
 test.after(() => repo.cleanup());
 
 /** Runs `agentsnap <args>` in-process under each way of turning the pager off; stdout and stderr of each, with no control character in them. */
-async function printed(args: string[], opts: { code?: number; env?: Record<string, string> } = {}): Promise<string> {
+async function printed(args: string[], opts: { code?: number; env?: Record<string, string>; repo?: TempRepo; variants?: typeof NO_PAGER } = {}): Promise<string> {
   let last = '';
-  for (const v of NO_PAGER) {
-    const r = await cli(repo, [...v.args, ...args], { env: { NO_COLOR: '1', ...v.env, ...(opts.env ?? {}) } });
+  for (const v of opts.variants ?? NO_PAGER) {
+    const r = await cli(opts.repo ?? repo, [...v.args, ...args], { env: { NO_COLOR: '1', ...v.env, ...(opts.env ?? {}) } });
     assert.is(r.code, opts.code ?? 0, `${args.join(' ')} (${v.name}): ${r.stderr}`);
     const both = r.stdout + r.stderr;
     assert.equal(controlsIn(both), [], `${args.join(' ')} (${v.name}) printed control characters:\n${JSON.stringify(both).slice(0, 2000)}`);
@@ -142,6 +142,42 @@ test('check and bisect: the check\'s output and the first bad step\'s diff escap
   assert.match(bisect, `first bad step: ${s.bash}`);
   assert.ok(bisect.includes(SHOWN.osc52), bisect);
   noForgedLine(bisect);
+});
+
+test('revert: the report names the hostile file escaped', async () => {
+  const out = await printed(['revert', String(s.bash), '--dry-run', '--session', s.id]);
+  assert.ok(out.includes(EVIL_NAME_SHOWN), out);
+  noForgedLine(out);
+});
+
+test('a session worktree with a hostile name and file: sessions, apply, apply --undo and promote print them escaped', async () => {
+  const other = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const agent = path.join(other.base, 'agent.sh');
+    const body = ['cd "$AGENTSNAP_WORKTREE"', 'step=$(node "$AGENTSNAP_BIN" snap --phase pre --tool Write -q)', 'printf \'%s\\n\' "$EVIL_CONTENT" > "$EVIL_NAME"', 'node "$AGENTSNAP_BIN" snap --phase post --step "$step" -q >/dev/null'];
+    fs.writeFileSync(agent, `#!/bin/sh\n${body.join('\n')}\n`, { mode: 0o755 });
+    const name = `try${TITLE_RAW}\n3  Bash  [done]`;
+    const wrap = await cliProcess(other, ['wrap', '--worktree', '--name', name, '--', agent], { env: { EVIL_NAME, EVIL_CONTENT, AGENTSNAP_BIN: BIN } });
+    assert.is(wrap.code, 0, wrap.stderr);
+    assert.equal(controlsIn(wrap.stderr), [], wrap.stderr);
+    const id = /session (\S+) ended/.exec(wrap.stderr)?.[1] ?? '';
+    const opts = { repo: other };
+    const sessions = await printed(['sessions'], opts);
+    assert.ok(sessions.includes('"try\\u001b]0;pwned\\u0007\\n3  Bash  [done]"'), sessions);
+    noForgedLine(sessions);
+    // apply changes the worktree: once per way of turning the pager off, taken back between.
+    for (const [i, v] of NO_PAGER.entries()) {
+      const apply = await printed(['apply', id], { ...opts, variants: [v] });
+      assert.ok(apply.includes('check passed'), apply);
+      noForgedLine(apply);
+      noForgedLine(await printed(['apply', '--undo'], { ...opts, variants: [v] }));
+      const promote = await printed(['promote', id, '--branch', `from-agent-${i}`], { ...opts, variants: [v], env: USER_IDENTITY });
+      assert.ok(promote.includes('check passed'), promote);
+      noForgedLine(promote);
+    }
+  } finally {
+    other.cleanup();
+  }
 });
 
 const hasScript = spawnSync('script', ['--version'], { encoding: 'utf8' }).stdout?.includes('util-linux') ?? false;
