@@ -204,4 +204,16 @@ test('on a terminal, coloured, with --no-pager, PAGER=cat and AGENTSNAP_PAGER=ca
   }
 });
 
+test('undo and redo done for real (last: they change the worktree): their reports name the hostile file escaped', async () => {
+  const [a, b, c] = NO_PAGER as [(typeof NO_PAGER)[0], (typeof NO_PAGER)[0], (typeof NO_PAGER)[0]];
+  const undo = await printed(['undo', String(s.bash), '--session', s.id], { variants: [a] });
+  assert.ok(undo.includes(EVIL_NAME_SHOWN), undo);
+  assert.not.ok(fs.existsSync(path.join(repo.dir, EVIL_NAME)), 'undone');
+  const redo = await printed(['redo', '--session', s.id], { variants: [b] });
+  assert.ok(redo.includes(EVIL_NAME_SHOWN), redo);
+  assert.is(fs.readFileSync(path.join(repo.dir, EVIL_NAME), 'utf8'), EVIL_CONTENT, 'redone');
+  const again = await printed(['undo', String(s.bash), '--session', s.id], { variants: [c] });
+  for (const text of [undo, redo, again]) noForgedLine(text);
+});
+
 test.run();
