@@ -9,10 +9,11 @@
  * read U+009B as CSI), the Unicode line and paragraph separators (a line break to some readers), and the
  * bidirectional overrides and isolates (text shown in another order than it is).
  */
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-// eslint-disable-next-line no-control-regex
-const CONTROL_TEST = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const CONTROL_CLASS = '[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]';
+const CONTROL = new RegExp(CONTROL_CLASS, 'g');
+const CONTROL_TEST = new RegExp(CONTROL_CLASS);
+/** A CRLF line end (kept by printableText) or one control character. */
+const CRLF_OR_CONTROL = new RegExp(`\\r\\n|${CONTROL_CLASS}`, 'g');
 
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\b': '\\b', '\f': '\\f' };
 
@@ -46,8 +47,7 @@ export function printableLine(text: string): string {
  * would let a later line overwrite what the reader sees).
  */
 export function printableText(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/\r\n|[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => (c === '\n' || c === '\t' || c === '\r\n' ? c : escapeOne(c)));
+  return text.replace(CRLF_OR_CONTROL, (c) => (c === '\n' || c === '\t' || c === '\r\n' ? c : escapeOne(c)));
 }
 
 /**
@@ -55,7 +55,8 @@ export function printableText(text: string): string {
  * holds (at least three), so no line of the text ends the block early.
  */
 export function fenceOf(text: string, info = ''): string {
-  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((r) => r.length));
+  let longest = 0;
+  for (const run of text.matchAll(/`+/g)) longest = Math.max(longest, run[0].length);
   const ticks = '`'.repeat(Math.max(3, longest + 1));
   return `${ticks}${info}\n${text.replace(/\n$/, '')}\n${ticks}`;
 }
