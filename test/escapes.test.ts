@@ -9,6 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BIN, USER_IDENTITY, cli, cliProcess, runProcess, tempRepo, type TempRepo } from './helpers.js';
 import { shellQuote } from '../src/base/shell.js';
+import { fenceOf, printableLine, printableName, printableText } from '../src/base/printable.js';
 import { EVIL_CONTENT, EVIL_NAME, EVIL_NAME_SHOWN, HOSTILE, TITLE as TITLE_RAW, controlsIn, controlsOutsideColours, recordHostileSession, type HostileSession } from './support/hostile-text.js';
 
 /** How HOSTILE's pieces read once escaped. */
@@ -214,6 +215,15 @@ test('undo and redo done for real (last: they change the worktree): their report
   assert.is(fs.readFileSync(path.join(repo.dir, EVIL_NAME), 'utf8'), EVIL_CONTENT, 'redone');
   const again = await printed(['undo', String(s.bash), '--session', s.id], { variants: [c] });
   for (const text of [undo, redo, again]) noForgedLine(text);
+});
+
+test('the one escaping (base/printable.ts): names quoted, lines and texts escaped in JSON\'s spelling; CRLF and tabs kept in text; fences the text cannot close', () => {
+  assert.is(printableName('src/app.ts'), 'src/app.ts');
+  assert.is(printableName('a\nb\x9b\u202e'), '"a\\nb\\u009b\\u202e"');
+  assert.is(printableLine('a\tb\r\n'), 'a\\tb\\r\\n');
+  assert.is(printableText('a\tb\r\nc\rd\x1b[2J\u2028'), 'a\tb\r\nc\\rd\\u001b[2J\\u2028');
+  assert.is(fenceOf('x\n````\ny'), '`````\nx\n````\ny\n`````');
+  assert.is(fenceOf('plain\n'), '```\nplain\n```');
 });
 
 test.run();
