@@ -1,17 +1,13 @@
 // Issue 30, item 3: a hook call goes down into session/ and back up into server/ at run time while the imports
 // say it never does. This pins every call from a lower layer into a higher one that a Write's pre and post hooks
-// make in the warm server (test/support/hook-path.ts records them with V8's inspector; scripts/hook-path.ts
-// prints them with their whole chain), so a new one fails here, and the list shrinks as RepoAccel is replaced.
-import fs from 'node:fs';
+// make in the warm server (scripts/hook-path.ts, through test/support/hook-path.ts and runtime-calls.ts, records
+// them with V8's inspector; run alone it prints them with their whole chain), so a new one fails here, and the
+// list shrinks as RepoAccel is replaced.
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ROOT } from './helpers.js';
-import { layersFromDoc } from './support/import-graph.js';
-import { hookCallPath } from './support/hook-path.js';
-import { upwardCalls } from './support/runtime-calls.js';
-
-const LAYERS = layersFromDoc(fs.readFileSync(path.join(ROOT, 'DEVELOPING.md'), 'utf8'));
+import { runProcess, ROOT } from './helpers.js';
+import type { RuntimeCall } from './support/runtime-calls.js';
 
 /** Passed in as arguments by the higher layer: the lower one names only a function type. */
 const PASSED_IN = [
@@ -34,9 +30,12 @@ const REPO_ACCEL = [
 ];
 
 test('hook path: the calls into a higher layer that a hook call makes at run time are the known ones', async () => {
-  const { calls } = await hookCallPath();
-  assert.ok(calls.length > 100, `only ${calls.length} calls recorded: the inspector saw no hook call`);
-  const up = [...new Set(upwardCalls(calls, LAYERS).map((c) => `${c.caller.file}:${c.caller.fn} → ${c.callee.file}:${c.callee.fn}`))].sort();
+  // In a process of its own: the inspector's breakpoints and coverage are the whole process's.
+  const res = await runProcess(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'hook-path.ts'), '--json'], { cwd: ROOT, env: process.env, input: null });
+  assert.is(res.code, 0, res.stderr);
+  const { calls, upward } = JSON.parse(res.stdout) as { calls: number; upward: RuntimeCall[] };
+  assert.ok(calls > 100, `only ${calls} calls recorded: the inspector saw no hook call`);
+  const up = [...new Set(upward.map((c) => `${c.caller.file}:${c.caller.fn} → ${c.callee.file}:${c.callee.fn}`))].sort();
   assert.equal(up, [...PASSED_IN, ...REPO_ACCEL].sort());
 });
 
