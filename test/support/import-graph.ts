@@ -46,6 +46,8 @@ export function sourceFiles(root: string): string[] {
 }
 
 const posix = (p: string): string => p.split(path.sep).join('/');
+/** `<kind>\0<specifier>` as `<kind> of '<specifier>'`. */
+const describeKey = (key: string): string => key.replace(/\0(.*)$/s, " of '$1'");
 
 /** Reads the import graph of every source file under `root`. Throws ImportGraphError where it cannot read it exactly. */
 export async function readImportGraph(root: string): Promise<ImportGraph> {
@@ -134,7 +136,7 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
     }
     for (const [key, n] of esbuildCount) {
       const seen = scannedCount.get(key)?.length ?? 0;
-      if (seen < n) problems.push(`${file}: esbuild reads ${n} ${key.replace('\0', ' of ')}, the scanner ${seen}`);
+      if (seen < n) problems.push(`${file}: esbuild reads ${n} ${describeKey(key)}, the scanner ${seen}`);
     }
     for (const [key, imps] of scannedCount) {
       const n = esbuildCount.get(key) ?? 0;
@@ -146,7 +148,7 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
         else found.imports.push({ ...(imps[0] as ScannedImport), typeOnly: true, line: (imps[imps.length - 1] as ScannedImport).line });
         continue;
       }
-      problems.push(`${file}: the scanner reads ${imps.length} ${key.replace('\0', ' of ')}, esbuild ${n}`);
+      problems.push(`${file}: the scanner reads ${imps.length} ${describeKey(key)}, esbuild ${n}`);
     }
     for (const imp of found.imports) {
       const r = specs.get(imp.spec) as { path: string; external: boolean };

@@ -52,6 +52,10 @@ export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscap
   const escapes: ScannedEscape[] = [];
   /** One entry per open `{` (false) or `${` (true): a `}` closes the innermost. */
   const braces: boolean[] = [];
+  /** One entry per open `(`: whether it holds the condition of if/while/for/with (after its `)`, an expression starts). */
+  const parens: boolean[] = [];
+  /** Whether the last `)` closed such a condition. */
+  let closedCondition = false;
   let i = 0;
   let line = 1;
   if (text.startsWith('#!')) while (i < text.length && text[i] !== '\n') i++;
@@ -64,7 +68,7 @@ export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscap
     const prev = tokens[tokens.length - 1];
     if (!prev) return true;
     if (prev.kind === 'name') return EXPRESSION_KEYWORDS.has(prev.text);
-    if (prev.kind === 'punct') return ![')', ']', '}'].includes(prev.text);
+    if (prev.kind === 'punct') return prev.text === ')' ? closedCondition : !([']', '}'] as string[]).includes(prev.text);
     return prev.kind === 'template-head' || prev.kind === 'template-middle';
   };
   /** Reads template text from i (just after '`' or a closing '}' of `${`) up to '`' or '${'. */
@@ -168,6 +172,10 @@ export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscap
     } else {
       if (c === '{') braces.push(false);
       else if (c === '}') braces.pop();
+      else if (c === '(') {
+        const before = tokens[tokens.length - 1];
+        parens.push(before?.kind === 'name' && ['if', 'while', 'for', 'with'].includes(before.text) && !isPunct(tokens[tokens.length - 2], '.'));
+      } else if (c === ')') closedCondition = parens.pop() ?? false;
       tokens.push({ kind: 'punct', text: c, line });
       i++;
     }
