@@ -1,8 +1,9 @@
 // The import graph of a source tree (src/, or a small fake one in a test), read by esbuild, the parser the build
 // already runs: `bundle` over every file with `metafile` lists each import esbuild resolved (static, `export … from`,
 // `import()` and `require()` of a literal), by the file it resolves to. esbuild erases type-only imports, which
-// tie the design together just the same, so module-syntax.ts reads those from the same text; its value imports
-// must equal esbuild's file by file, or the graph is refused (a misread never hides an edge).
+// tie the design together just the same: module-syntax.ts reads every import from the same text, with the line, and
+// esbuild reads the text with `import type`/`export type … from` made value imports (withTypeImportsAsValues); the
+// two must agree file by file, or the graph is refused (a misread never hides an edge).
 // Used by test/architecture.test.ts (the layering) and scripts/hook-path.ts (a hook call's path at run time).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -49,6 +50,19 @@ const posix = (p: string): string => p.split(path.sep).join('/');
 /** `<kind>\0<specifier>` as `<kind> of '<specifier>'`. */
 const describeKey = (key: string): string => key.replace(/\0(.*)$/s, " of '$1'");
 
+/**
+ * The text with `import type` and `export type {…}`/`export type *` written as value imports, same length (`type`
+ * becomes 4 spaces): esbuild then reads those too, where it would erase them, so the scanner's type-only imports
+ * are checked against a real parser like its value imports. Only `import('…')` in a type stays the scanner's alone.
+ * Text that only looks like one (in a string or comment) changes harmlessly; esbuild takes an imported name that no
+ * module exports as a type in a TypeScript file.
+ */
+export function withTypeImportsAsValues(text: string): string {
+  return text
+    .replace(/\b(import|export)(\s+)type(?=\s*[{*])/g, (_m, kw: string, ws: string) => `${kw}${ws}    `)
+    .replace(/\bimport(\s+)type(?=\s+(?!from\s*['"])[A-Za-z_$][\w$]*\s*(?:from\b|=))/g, (_m, ws: string) => `import${ws}    `);
+}
+
 /** Reads the import graph of every source file under `root`. Throws ImportGraphError where it cannot read it exactly. */
 export async function readImportGraph(root: string): Promise<ImportGraph> {
   root = fs.realpathSync(root);
@@ -79,7 +93,7 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
         }
         resolvedSpecs.set(args.path, specs);
         const ext = path.extname(args.path).slice(1);
-        return { contents: text, loader: ext === 'tsx' ? 'tsx' : ext.startsWith('m') || ext.startsWith('c') ? 'js' : (ext as 'ts' | 'js') };
+        return { contents: withTypeImportsAsValues(text), loader: ext === 'tsx' ? 'tsx' : ext.startsWith('m') || ext.startsWith('c') ? 'js' : (ext as 'ts' | 'js') };
       });
     },
   };
@@ -121,7 +135,7 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
     }
     for (const e of found.escapes) escapes.push({ ...e, file });
     const specs = resolvedSpecs.get(abs) as Map<string, { path: string; external: boolean }>;
-    // esbuild's value imports, as (specifier, kind) → count; glob imports (`import(\`./${x}\`)`) are escapes the scanner reports.
+    // esbuild's imports, as (specifier, kind) → count; glob imports (`import(\`./${x}\`)`) are escapes the scanner reports.
     const esbuildCount = new Map<string, number>();
     for (const i of input.imports) {
       if (i.path === '<runtime>' || i.path.includes('*')) continue;
@@ -130,7 +144,6 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
     }
     const scannedCount = new Map<string, ScannedImport[]>();
     for (const imp of found.imports) {
-      if (imp.typeOnly) continue;
       const key = `${imp.kind}\0${imp.spec}`;
       scannedCount.set(key, [...(scannedCount.get(key) ?? []), imp]);
     }
