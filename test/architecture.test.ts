@@ -1,8 +1,9 @@
 // The layering of src/ (DEVELOPING.md, "Layers"): every folder is a layer, a file imports only from its own layer
 // or lower ones, and no module takes part in an import cycle (type-only imports count: they tie the files together
 // just the same for a reader). The order of the layers is read from DEVELOPING.md's diagram: the doc is the one
-// table. Imports are read by esbuild (the build's own parser) plus a token-level scanner for the type-only ones
-// esbuild erases (test/support/import-graph.ts, module-syntax.ts); the two must agree on every value import.
+// table. Imports are read by esbuild (the build's own parser, type-only imports included) and by a token-level
+// scanner that gives their lines and `import('…')` in types (test/support/import-graph.ts, module-syntax.ts); the
+// two must agree on every file.
 // The old check read imports with regular expressions over text without comments; a `/*` inside a `//` comment
 // made it drop everything after it, and it saw no import of ui/server.ts or history/sync.ts at all: the planted
 // cases below (a tiny fake src/ in a temp dir) hide an upward import in each such shape and must be reported.

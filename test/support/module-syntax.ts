@@ -1,11 +1,11 @@
 // A token-level reader of the module syntax of a TypeScript file: every import, re-export, `import()` and
-// `require()` with its line, and whether it is type-only. esbuild (test/support/import-graph.ts) reads the value
-// imports with a real parser but erases the type-only ones (`import type`, `export type … from`,
-// `import('…').T` in a type); this reader finds those. It is a lexer, not a pattern over the text: comments,
+// `require()` with its line, and whether it is type-only. esbuild (test/support/import-graph.ts) reads imports with
+// a real parser but gives no line, and erases `import('…').T` in a type (and `import type`, which import-graph.ts
+// turns into a value import for it); this reader gives both. It is a lexer, not a pattern over the text: comments,
 // strings, template literals (with `${}` nesting) and regular expressions are tokens, so text that only looks like
 // an import is none, and an import after a `/*` in a string or a `//` comment is still seen. Where it cannot
 // follow the text (an unterminated string, comment, template or regex) it throws instead of guessing, and
-// import-graph.ts checks its value imports against esbuild's for every file, so a misread fails loudly.
+// import-graph.ts checks its imports against esbuild's for every file, so a misread fails loudly.
 
 export type TokenKind = 'name' | 'string' | 'template' | 'template-head' | 'template-middle' | 'template-tail' | 'number' | 'regex' | 'punct';
 
