@@ -13,7 +13,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BIN, ROOT, hermeticEnv, runProcess, stopProcessesIn, USER_IDENTITY, type CliResult } from './helpers.js';
+import { BIN, ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult } from './helpers.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeServer } from '../src/server-api.js';
 import { pathToFileURL } from 'node:url';
 
 const HOOK = path.join(ROOT, 'bin', 'agentsnap-hook');
@@ -345,5 +347,56 @@ for (const victim of VICTIMS) {
     }
   });
 }
+
+test('channel: the server refuses a request without a valid record (an old client, or not a record at all): `<pid> refused`, the claim and the record left to the client', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  const server = await startWorktreeServer(await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } }), { hosted: true });
+  try {
+    const run = server.runDir;
+    for (const [n, record] of [[0, ''], [1, `agentsnap-call 1 1\nhook\0{}`], [2, `agentsnap-call 2 3\nhook\0claude\0`], [3, '{"session_id":"x"}']] as const) {
+      fs.writeFileSync(path.join(run, `claim.${n}`), `${process.pid}\n`);
+      fs.writeFileSync(path.join(run, `in.${n}`), record);
+      const slot = path.join(run, `slot.${n}`);
+      const ours = fs.openSync(slot, fs.constants.O_RDWR);
+      const reply = fs.openSync(slot, fs.constants.O_RDONLY);
+      fs.closeSync(ours);
+      fs.writeFileSync(path.join(run, 'req'), `${n} ${process.pid}\n`);
+      // The server answers from this very process: an asynchronous read.
+      const buf = Buffer.alloc(256);
+      const got = await new Promise<number>((resolve, reject) => fs.read(reply, buf, 0, buf.length, null, (e, k) => (e ? reject(e) : resolve(k))));
+      fs.closeSync(reply);
+      assert.is(buf.toString('utf8', 0, got), `${process.pid} refused\n`, `record ${JSON.stringify(record)}`);
+      assert.is(fs.readFileSync(path.join(run, `in.${n}`), 'utf8'), record, 'the record is left to the client');
+      assert.ok(fs.existsSync(path.join(run, `claim.${n}`)), 'the claim is left to the client');
+    }
+  } finally {
+    await server.close();
+    repo.cleanup();
+  }
+});
+
+test('channel: the server makes what the clients trust: an older 0755 agentsnap/ and run/ are tightened to 0700, and a session is served', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const state = path.join(repo.dir, '.git', 'agentsnap');
+    fs.mkdirSync(path.join(state, 'run'), { recursive: true, mode: 0o755 });
+    for (const d of [state, path.join(state, 'run')]) fs.chmodSync(d, 0o755);
+    const env = { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1', AGENTSNAP_SERVER_TRACE: '1' };
+    const first = await runProcess(process.execPath, [BIN, 'wrap', '-q', '--', 'true'], { cwd: repo.dir, env });
+    assert.is(first.code, 0, first.stderr);
+    const run = path.join(state, 'run', 'main');
+    const deadline = Date.now() + 60_000;
+    while (!fs.existsSync(path.join(run, 'pid'))) {
+      assert.ok(Date.now() < deadline, 'the background server came up');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const d of [state, path.join(state, 'run'), run]) assert.is(fs.statSync(d).mode & 0o7777, 0o700, d);
+    const snap = await runProcess(process.execPath, [BIN, 'snap'], { cwd: repo.dir, env });
+    assert.is(snap.code, 0, snap.stderr);
+    assert.match(fs.readFileSync(path.join(run, 'server.log'), 'utf8'), /: snap$/m, 'served');
+  } finally {
+    repo.cleanup();
+  }
+});
 
 test.run();

@@ -128,14 +128,14 @@ export function runDirInUse(dir: string): boolean {
   return false;
 }
 
-/** What a call is, as the client's /proc entries tell it. */
+/** What a call is: what was asked from the client's request record, its environment and cwd from its /proc entries. */
 export interface ServerCall {
   pid: number;
-  /** The agentsnap arguments (after `agentsnap.js`): `hook <agent> <event> …` or `snap …`; `['tree']` for a wrapper's snapshot request. */
+  /** The agentsnap arguments the record states: `hook <agent> <event> …`, `snap …`, `wrap …`, `wrap-end` or `tree`. */
   args: string[];
   env: NodeJS.ProcessEnv;
   cwd: string;
-  /** Reads the client's stdin to its end. */
+  /** The record's payload (a hook's stdin, the JSON of wrap-end or tree). */
   readStdin(): Promise<string>;
 }
 
