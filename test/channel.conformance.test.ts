@@ -312,13 +312,16 @@ for (const victim of VICTIMS) {
 }
 
 /** A background server of the victim's own, left by a first wrap (as the victim), in the victim's repository. */
-async function genuine(g: Ground): Promise<{ cwd: string; log: string }> {
-  const dir = path.join(g.base, 'mine');
-  mkdirOwned(dir, g.victim, 0o755);
-  repoOf(g.victim, dir, g.env);
+async function genuine(g: Ground, linked = false): Promise<{ cwd: string; log: string }> {
+  const main = path.join(g.base, 'mine');
+  mkdirOwned(main, g.victim, 0o755);
+  repoOf(g.victim, main, g.env);
+  // A linked worktree: its .git is a gitfile, its run dir run/wt-<name> under the main repository's common dir.
+  const dir = linked ? path.join(g.base, 'linked') : main;
+  if (linked) gitAs(g.victim, main, ['worktree', 'add', '-q', dir], g.env);
   const first = await runAs(g.victim, process.execPath, [BIN, 'wrap', '-q', '--', 'true'], { cwd: dir, env: { ...g.env, AGENTSNAP_SERVER_AFTER_WRAP: '1' } });
   assert.is(first.code, 0, first.stderr);
-  const run = path.join(dir, '.git', 'agentsnap', 'run', 'main');
+  const run = path.join(main, '.git', 'agentsnap', 'run', linked ? 'wt-linked' : 'main');
   const deadline = Date.now() + 60_000;
   while (!fs.existsSync(path.join(run, 'pid'))) {
     assert.ok(Date.now() < deadline, 'the background server came up');
@@ -329,11 +332,11 @@ async function genuine(g: Ground): Promise<{ cwd: string; log: string }> {
 
 const served = (log: string, what: RegExp): number => fs.readFileSync(log, 'utf8').split('\n').filter((l) => what.test(l)).length;
 
-for (const victim of VICTIMS) {
-  test(`channel, victim uid ${victim}: a genuine server of the user's own serves the hook, snap and wrap clients`, async () => {
+for (const [victim, linked] of [...VICTIMS.map((v) => [v, false] as const), ...VICTIMS.slice(0, 1).map((v) => [v, true] as const)]) {
+  test(`channel, victim uid ${victim}: a genuine server of the user's own serves the hook, snap, wrap and tree clients${linked ? ' (a linked worktree)' : ''}`, async () => {
     const g = ground(victim);
     try {
-      const { cwd, log } = await genuine(g);
+      const { cwd, log } = await genuine(g, linked);
       const asked: Record<Client, RegExp> = { hook: /: hook claude PreToolUse$/, snap: /: snap$/, wrap: /: wrap -- echo hello$/, tree: /: tree$/ };
       for (const client of CLIENTS) {
         const before = served(log, asked[client]);
