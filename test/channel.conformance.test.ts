@@ -16,6 +16,7 @@ import * as assert from 'uvu/assert';
 import { BIN, ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult } from './helpers.js';
 import { openRepo } from '../src/git/repo.js';
 import { startWorktreeServer } from '../src/server-api.js';
+import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
 const HOOK = path.join(ROOT, 'bin', 'agentsnap-hook');
@@ -401,5 +402,65 @@ test('channel: the server makes what the clients trust: an older 0755 agentsnap/
     repo.cleanup();
   }
 });
+
+/**
+ * The trust check itself, the Node one (dist/channel.cjs, as the bin/ shims load it) and the sh one
+ * (bin/agentsnap-hook), against one table: a run dir as a server makes it, served by a stand-in of this uid's, and
+ * each way it can differ from that. Both must say the same, and what the table says.
+ */
+const TRUST_CASES: { name: string; trusted: boolean; change?: (r: { dir: string; git: string; state: string; run: string }) => void }[] = [
+  { name: 'as a server makes it', trusted: true },
+  { name: 'the run dir 0710', trusted: false, change: (r) => fs.chmodSync(r.run, 0o710) },
+  { name: 'agentsnap/ setgid', trusted: false, change: (r) => fs.chmodSync(r.state, 0o2700) },
+  { name: 'run/ a symlink to a 0700 directory of ours', trusted: false, change: (r) => { fs.renameSync(path.join(r.state, 'run'), path.join(r.state, 'run.real')); fs.symlinkSync('run.real', path.join(r.state, 'run')); } },
+  { name: '.git a symlink to the git dir', trusted: false, change: (r) => { fs.renameSync(r.git, `${r.dir}.git`); fs.symlinkSync(`${r.dir}.git`, r.git); } },
+  { name: 'the worktree top another user\'s', trusted: false, change: (r) => fs.chownSync(r.dir, ATTACKER, ATTACKER) },
+  { name: 'the git dir another user\'s', trusted: false, change: (r) => fs.chownSync(r.git, ATTACKER, ATTACKER) },
+  { name: 'req a symlink to a FIFO of ours', trusted: false, change: (r) => { fs.renameSync(path.join(r.run, 'req'), path.join(r.run, 'req.real')); fs.symlinkSync('req.real', path.join(r.run, 'req')); } },
+  { name: 'req a regular file', trusted: false, change: (r) => { fs.rmSync(path.join(r.run, 'req')); fs.writeFileSync(path.join(r.run, 'req'), ''); } },
+  { name: 'pid a symlink', trusted: false, change: (r) => { fs.renameSync(path.join(r.run, 'pid'), path.join(r.run, 'pid.real')); fs.symlinkSync('pid.real', path.join(r.run, 'pid')); } },
+  { name: 'pid 0', trusted: false, change: (r) => fs.writeFileSync(path.join(r.run, 'pid'), '0\n') },
+  { name: 'pid not a number', trusted: false, change: (r) => fs.writeFileSync(path.join(r.run, 'pid'), '12x\n') },
+  { name: 'pid of no process', trusted: false, change: (r) => fs.writeFileSync(path.join(r.run, 'pid'), '4194303\n') },
+];
+
+for (const c of TRUST_CASES) {
+  test(`channel trust check, Node and sh alike: ${c.name} → ${c.trusted ? 'served' : 'the Node path'}`, async () => {
+    if (!isRoot) return;
+    const g = ground(0);
+    let fake: ChildProcess | null = null;
+    try {
+      const dir = path.join(g.base, 'mine');
+      repoOf(0, dir, g.env);
+      const git = path.join(dir, '.git');
+      const state = path.join(git, 'agentsnap');
+      const run = path.join(state, 'run', 'main');
+      for (const d of [state, path.dirname(run), run]) mkdirOwned(d, 0, 0o700);
+      for (const name of ['req', ...Array.from({ length: 16 }, (_, n) => `slot.${n}`)]) spawnSync('mkfifo', ['-m', '600', path.join(run, name)]);
+      // The stand-in server, of this uid: a genuine one as far as any check can tell.
+      const script = path.join(g.base, 'fake-server.cjs');
+      fs.writeFileSync(script, FAKE_SERVER);
+      fake = spawn(process.execPath, [script, run, g.marker], { stdio: 'ignore' });
+      const ready = path.join(run, 'fake-ready');
+      const deadline = Date.now() + 60_000;
+      while (!fs.existsSync(ready) || fs.readFileSync(ready, 'utf8') !== 'ready\n') {
+        assert.ok(Date.now() < deadline && fake.exitCode === null, 'the stand-in started');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      fs.writeFileSync(path.join(run, 'pid'), `${fake.pid}\n`, { mode: 0o600 });
+      c.change?.({ dir, git, state, run });
+      const channel = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'channel.cjs')) as { trustedRunDir(cwd: string): { run: string; pid: number } | null };
+      assert.is(channel.trustedRunDir(dir) !== null, c.trusted, 'the Node check');
+      // The sh client: a call the stand-in logs when trusted; the "Node path" here is `sh /dev/null`, which does nothing.
+      const res = await runProcess('/bin/sh', [HOOK, '--exec', '/bin/sh', '/dev/null', 'claude', 'PreToolUse'], { cwd: dir, env: g.env, input: hookPayload(dir) });
+      assert.is(res.code, 0, res.stderr);
+      const log = fs.realpathSync(run) === run ? path.join(run, 'served.log') : path.join(fs.realpathSync(run), 'served.log');
+      assert.is(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).length, c.trusted ? 1 : 0, 'the sh check');
+    } finally {
+      fake?.kill('SIGKILL');
+      g.cleanup();
+    }
+  });
+}
 
 test.run();
