@@ -5,81 +5,30 @@
 // between, so a session costs a Node start-up and two calls instead of the
 // CLI's load and two looks at the whole worktree. Same output, same exit code
 // and the same session as `wrap` through the CLI.
-//   begin: "<slot> <pid>" (the server reads `wrap …` from /proc/<pid>/cmdline)
-//          → "<pid> spawn <base64 JSON: token, program, argv, cwd, env changes> <base64 stderr>",
-//            or "<pid> exit …" (the wrap ended there: an error, reported as the CLI reports it),
+// The calls go over the channel of src/server/channel.ts (dist/channel.cjs: the run dir's trust check, the record):
+//   begin: `wrap <args>` → "spawn <base64 JSON: token, program, argv, cwd, env changes> <base64 stderr>",
+//            or "exit …" (the wrap ended there: an error, reported as the CLI reports it),
 //            or anything else: null, and the CLI runs the whole wrap here.
-//   end:   "<slot> <pid> wrap-end", JSON {token, code, signal} in in.<slot> → "<pid> exit <code> <out> <err>".
+//   end:   `wrap-end` with JSON {token, code, signal} → "exit <code> <out> <err>".
 // If the server is gone by the end, the CLI ends the session here (finishServedWrap).
-// Plain JavaScript with node: imports only, so a session pays no module loading.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
-const { claimSlot, findRunDir, openReply, sendRequest } = require('./server-client.js');
+const channel = require('../dist/channel.cjs');
 
-
-/** The background server of this worktree (never a wrapper's own: it stops with that wrapper's agent), or null. */
-function backgroundServer(run) {
+/** The background server of this worktree (never a wrapper's own: it stops with that wrapper's agent) when its run dir passes the trust check, or null. */
+function backgroundServer(cwd) {
+  const server = channel.trustedRunDir(cwd);
+  if (!server) return null;
   try {
-    const owner = JSON.parse(fs.readFileSync(path.join(run, 'server.lock'), 'utf8'));
-    if (owner.purpose !== 'server') return null;
-    const pid = Number(fs.readFileSync(path.join(run, 'pid'), 'utf8').trim());
-    if (pid !== owner.pid) return null;
-    process.kill(pid, 0);
-    return pid;
+    const owner = JSON.parse(fs.readFileSync(path.join(server.run, 'server.lock'), 'utf8'));
+    return owner.purpose === 'server' && owner.pid === server.pid ? server : null;
   } catch {
     return null;
   }
 }
 
-/** One call: claims a slot, writes the payload, sends the line, reads the reply meant for us; null when none came. */
-async function call(run, kind, payload) {
-  let claim = null;
-  let reply = -1;
-  try {
-    // The end of a session waits for a free slot while the server runs (a burst of hooks holds them all): given up,
-    // the session would be ended here with the server's warning, and the server would keep it as begun.
-    const deadline = Date.now() + (kind === 'wrap-end' ? 60_000 : 0);
-    let slot = claimSlot(run);
-    while (slot < 0 && Date.now() <= deadline && backgroundServer(run) !== null) {
-      await new Promise((r) => setTimeout(r, 20));
-      slot = claimSlot(run);
-    }
-    if (slot < 0) return null;
-    claim = path.join(run, `claim.${slot}`);
-    if (payload !== null) fs.writeFileSync(path.join(run, `in.${slot}`), payload, { mode: 0o600 });
-    reply = openReply(run, slot);
-    sendRequest(run, slot, kind);
-    const prefix = `${process.pid} `;
-    const buf = Buffer.alloc(64 * 1024);
-    let text = '';
-    for (;;) {
-      const nl = text.indexOf('\n');
-      if (nl >= 0) {
-        const line = text.slice(0, nl);
-        text = text.slice(nl + 1);
-        if (line.startsWith(prefix)) {
-          // Answered: the server removes the claim (after the payload), so the next call cannot take this slot
-          // while the server still has to clean it; ours is removed only when no answer came.
-          claim = null;
-          return line.slice(prefix.length).split(' ');
-        }
-        continue; // a reply meant for a client killed before it read it
-      }
-      // Blocking reads on a pool thread: this process has nothing else to do meanwhile but take signals.
-      const n = await new Promise((resolve, reject) => fs.read(reply, buf, 0, buf.length, null, (e, got) => (e ? reject(e) : resolve(got))));
-      if (n === 0) return null; // end of file: the server went away
-      text += buf.toString('latin1', 0, n);
-    }
-  } catch {
-    return null;
-  } finally {
-    if (reply >= 0) fs.closeSync(reply);
-    if (claim) fs.rmSync(claim, { force: true });
-  }
-}
-
-const decode = (b64) => (b64 && b64 !== '-' ? Buffer.from(b64, 'base64') : null);
+const decode = channel.replyBytes;
 
 function write(fd, buf) {
   try {
@@ -95,17 +44,6 @@ function exitCode(text) {
   return Number.isInteger(n) && n >= 0 && n <= 255 ? n : 70;
 }
 
-/** Whether this process is in its terminal's foreground process group (then the terminal signals the agent too). */
-function inTerminalForeground() {
-  try {
-    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(f[4]) !== 0 && Number(f[2]) === Number(f[5]);
-  } catch {
-    return false;
-  }
-}
-
 const TERMINAL_SIGNALS = new Set(['SIGINT', 'SIGQUIT', 'SIGHUP']);
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGTERM', 'SIGUSR1', 'SIGUSR2'];
 
@@ -119,7 +57,7 @@ function runAgent(spawn, spec, env) {
     };
     for (const sig of FORWARDED_SIGNALS) {
       const h = () => {
-        if (TERMINAL_SIGNALS.has(sig) && inTerminalForeground()) return;
+        if (TERMINAL_SIGNALS.has(sig) && channel.inTerminalForeground()) return;
         try {
           child?.kill(sig);
         } catch {
@@ -147,15 +85,18 @@ function runAgent(spawn, spec, env) {
  * the CLI runs the whole wrap itself, as if this had not been tried.
  */
 async function wrapViaServer(args, loadCli) {
-  if (process.platform !== 'linux' || /^(0|off|false|no)$/i.test(process.env.AGENTSNAP_SERVER ?? '') || !args.includes('--') || args.includes('--help') || args.includes('-h')) return null;
-  const run = findRunDir(process.cwd());
-  if (!run || backgroundServer(run) === null) return null;
-  // The request goes out before call() first waits: node:child_process loads while the server begins the session.
-  const asked = call(run, null, null);
+  if (channel.serverSwitchedOff(process.env) || !args.includes('--') || args.includes('--help') || args.includes('-h')) return null;
+  const cwd = process.cwd();
+  const server = backgroundServer(cwd);
+  if (!server) return null;
+  const run = server.run;
+  // The request goes out before callServer() first waits: node:child_process loads while the server begins the session.
+  const asked = channel.callServer(run, ['wrap', ...args], null);
   const { spawn } = require('node:child_process');
   const begun = await asked;
   if (!begun) return null;
-  const [kind, a, b, c] = begun;
+  const [a, b, c] = begun.fields;
+  const kind = begun.kind;
   if (kind === 'exit') {
     write(1, decode(b));
     write(2, decode(c));
@@ -174,14 +115,16 @@ async function wrapViaServer(args, loadCli) {
   for (const k of spec.env.unset) delete env[k];
   const exit = await runAgent(spawn, spec, env);
   const outcome = exit.error ? { code: null, signal: null, error: exit.error.message } : { code: exit.code, signal: exit.signal };
-  const ended = await call(run, 'wrap-end', JSON.stringify({ token: spec.token, ...outcome }));
-  if (ended && ended[0] === 'exit') {
-    write(1, decode(ended[2]));
-    write(2, decode(ended[3]));
-    return exitCode(ended[1]);
+  // The end of a session waits for a free slot while the server runs (a burst of hooks holds them all): given up,
+  // the session would be ended here with the server's warning, and the server would keep it as begun.
+  const ended = await channel.callServer(run, ['wrap-end'], JSON.stringify({ token: spec.token, ...outcome }), { slotWaitMs: 60_000, serving: () => backgroundServer(cwd) !== null });
+  if (ended && ended.kind === 'exit') {
+    write(1, decode(ended.fields[1]));
+    write(2, decode(ended.fields[2]));
+    return exitCode(ended.fields[0]);
   }
   // The server went away while the agent ran (or, never seen, would not end the session): it is ended here, as the server would have.
-  const why = ended && ended[0] === 'warn' ? ended.slice(1).join(' ') : null;
+  const why = ended && ended.kind === 'warn' ? ended.fields.join(' ') : null;
   // In the session's worktree: the agent may have removed the directory this wrap began in.
   return (await loadCli()).finishServedWrap({ cwd: spec.begun.worktree ?? process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr }, spec.begun, outcome, why);
 }

@@ -100,6 +100,14 @@ const common = {
   logLevel: 'warning',
 };
 
+// The server channel's client (src/server/channel.ts) for the bin/ shims, which require it on every served `snap` and
+// `wrap`: CommonJS, and node: imports only (the build fails on any other), so a call pays no module loading.
+{
+  const res = await build({ entryPoints: [path.join(dist, 'server', 'channel.js')], outfile: path.join(dist, 'channel.cjs'), bundle: true, format: 'cjs', platform: 'node', target: 'node20', metafile: true, logLevel: 'warning' });
+  const inputs = Object.keys(res.metafile.inputs);
+  if (inputs.length !== 1) throw new Error(`bundle-cli: src/server/channel.ts must import node: modules only; it pulls in ${inputs.join(', ')}`);
+}
+
 await build({ ...common, entryPoints: [path.join(dist, 'mcp.js')], outfile: path.join(dist, 'mcp.bundle.js') });
 await build({ ...common, entryPoints: [path.join(dist, 'ui', 'server.js')], outfile: path.join(dist, 'ui.bundle.js') });
 

@@ -23,6 +23,7 @@ import { sessionFinished } from './session/state.js';
 import { assertSessionId } from './base/ids.js';
 import { HOOK_CLIENT, runDirOf, serverEnabled, serverInfo, spawnBackgroundServer, type HookServer } from './server/server.js';
 import { serverSnapshotAccel } from './server/tree-client.js';
+import { inTerminalForeground } from './server/channel.js';
 import { serverAfterWrap } from './git/config.js';
 import { startWorktreeServer } from './server-api.js';
 import { serverEngineIfUp, type ServerCalls } from './server/serve.js';
@@ -195,18 +196,6 @@ export function resolveProgram(program: string, env: NodeJS.ProcessEnv, cwd: str
     hint: program.includes('/') ? 'Check the path.' : 'Check the name, or that the directory holding it is on PATH.',
     data: { program },
   });
-}
-
-/** Whether this process is in its terminal's foreground process group (then the terminal signals the agent too). */
-function inTerminalForeground(): boolean {
-  try {
-    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const [pgrp, ttyNr, tpgid] = [Number(f[2]), Number(f[4]), Number(f[5])];
-    return ttyNr !== 0 && pgrp === tpgid;
-  } catch {
-    return process.stdin.isTTY === true;
-  }
 }
 
 /** Signals the terminal sends to its whole foreground group: the agent already got them. */

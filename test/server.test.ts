@@ -109,7 +109,9 @@ test('server: a stale pid file (server killed) makes the client fall back', asyn
  */
 async function goneServerRunDir(repo: TempRepo): Promise<{ runDir: string; stop: () => void }> {
   const runDir = runDirOf(await openRepo(repo.dir, { env: repo.env }));
-  fs.mkdirSync(runDir, { recursive: true });
+  // As a server makes it (the clients' trust check passes): agentsnap/, run/ and the run dir 0700.
+  fs.mkdirSync(runDir, { recursive: true, mode: 0o700 });
+  for (const d of [runDir, path.dirname(runDir), path.dirname(path.dirname(runDir))]) fs.chmodSync(d, 0o700);
   const stand = spawn('sleep', ['60'], { stdio: 'ignore' });
   fs.writeFileSync(path.join(runDir, 'pid'), `${stand.pid}\n`);
   for (const fifo of ['req', 'slot.0']) execFileSync('mkfifo', [path.join(runDir, fifo)]);

@@ -32,7 +32,7 @@ export interface ServerCalls {
   /** `agentsnap hook <args…>` with the agent's payload; the warning goes to the agent's stderr. */
   hook(args: string[], call: { env: NodeJS.ProcessEnv; cwd: string; input: string; openRepo: CallRepoOpener }): Promise<{ warning: string | null; trace?: string }>;
   /**
-   * `agentsnap snap <args…>` from the Node client (bin/server-client.js): the exit code, output captured in io.
+   * `agentsnap snap <args…>` from the Node client (bin/agentsnap.js over channel.ts): the exit code, output captured in io.
    * Absent, or null from it: the client is told to run the command itself (same output, without the server).
    */
   snap?: (args: string[], io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openRepo: CallRepoOpener }) => Promise<number | null>;

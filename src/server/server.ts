@@ -10,17 +10,17 @@
 // none starts one in the background, which exits after agentsnap.serverIdle.
 //
 // Clients reach it through FIFOs in a 0700 run directory: a POSIX shell has
-// no socket client, and nothing here listens on the network.
+// no socket client, and nothing here listens on the network. The client side,
+// the request record and the rule by which a client trusts a run directory are
+// in channel.ts (and bin/agentsnap-hook, its sh counterpart).
 //   <run>/pid        the server's pid: written once it is ready, removed first on shutdown
-//   <run>/req        request FIFO, one line a call: "<slot> <pid>" (short lines are written atomically), or
-//                    "<slot> <pid> tree" for a wrapper's snapshot request (its options in in.<slot>; see tree-client.ts),
-//                    "<slot> <pid> wrap-end" for the end of a session a thin wrap client began (bin/wrap-client.js)
+//   <run>/req        request FIFO, one line a call: "<slot> <pid>" (short lines are written atomically)
 //   <run>/slot.<n>   reply FIFOs; the server holds each open for writing, so a client
 //                    waiting on one reads end-of-file if the server dies, and falls back
 //   <run>/claim.<n>  a client's claim on slot n (an exclusive create), removed after the reply
-//   <run>/in.<n>     the agent's payload (the shell client's stdin), removed after the reply
-// The rest of a call (argv, environment, cwd) is read from /proc/<pid>/ of
-// the client, which must belong to the same user.
+//   <run>/in.<n>     the request record (what was asked, then the payload), removed after the reply
+// What was asked is the record's alone; the caller's environment and working
+// directory are read from /proc/<pid>/ of the client, which must belong to the same user.
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -29,9 +29,9 @@ import { packageRoot } from '../base/package-root.js';
 import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock.js';
 import type { Repo } from '../git/repo.js';
 import { serverEnabled, type Settings } from '../git/config.js';
+import { decodeRecord, runDirName, SLOTS } from './channel.js';
 
-/** Reply slots: concurrent calls beyond this many take the Node path. */
-export const SLOTS = 16;
+export { SLOTS } from './channel.js';
 
 /** The package's files the hook commands name. */
 const PACKAGE_ROOT = packageRoot();
@@ -46,7 +46,28 @@ export const AGENTSNAP_JS = path.join(PACKAGE_ROOT, 'bin', 'agentsnap.js');
  */
 export function runDirOf(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>): string {
   const linked = fs.existsSync(path.join(repo.gitDir, 'commondir'));
-  return path.join(repo.stateDir, 'run', linked ? `wt-${path.basename(repo.gitDir)}` : 'main');
+  return path.join(repo.stateDir, 'run', runDirName(repo.gitDir, linked));
+}
+
+/**
+ * Makes the run dir of `repo`'s worktree as clients trust it (channel.ts): `agentsnap/`, `run/` and the run dir
+ * directories of this uid, mode 0700 (an older agentsnap left `agentsnap/` 0755: tightened). Throws Refused when
+ * one is a symlink, not a directory or another user's: nothing of the server's goes there.
+ */
+export function prepareRunDir(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>): string {
+  const dir = runDirOf(repo);
+  const uid = typeof process.geteuid === 'function' ? process.geteuid() : null;
+  for (const d of [repo.stateDir, path.dirname(dir), dir]) {
+    try {
+      fs.mkdirSync(d, { mode: 0o700 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const st = fs.lstatSync(d);
+    if (!st.isDirectory() || (uid !== null && st.uid !== uid)) throw errors.refused(`${d} is not a directory of this user's: the server does not run there.`);
+    if ((st.mode & 0o7777) !== 0o700) fs.chmodSync(d, 0o700);
+  }
+  return dir;
 }
 
 export { serverEnabled, serverEnabledWithoutConfig } from '../git/config.js';
@@ -107,14 +128,14 @@ export function runDirInUse(dir: string): boolean {
   return false;
 }
 
-/** What a call is, as the client's /proc entries tell it. */
+/** What a call is: what was asked from the client's request record, its environment and cwd from its /proc entries. */
 export interface ServerCall {
   pid: number;
-  /** The agentsnap arguments (after `agentsnap.js`): `hook <agent> <event> …` or `snap …`; `['tree']` for a wrapper's snapshot request. */
+  /** The agentsnap arguments the record states: `hook <agent> <event> …`, `snap …`, `wrap …`, `wrap-end` or `tree`. */
   args: string[];
   env: NodeJS.ProcessEnv;
   cwd: string;
-  /** Reads the client's stdin to its end. */
+  /** The record's payload (a hook's stdin, the JSON of wrap-end or tree). */
   readStdin(): Promise<string>;
 }
 
@@ -164,9 +185,7 @@ export class HookServer {
    * process serves it already (its clients are served either way).
    */
   static async start(repo: Repo, opts: ServerOptions): Promise<HookServer> {
-    const dir = runDirOf(repo);
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    fs.chmodSync(dir, 0o700);
+    const dir = prepareRunDir(repo);
     const lock = await acquireLock(path.join(dir, 'server.lock'), { timeoutMs: 0, purpose: opts.hosted ? 'server (hosted)' : 'server' });
     try {
       // Left by a server that was killed: nothing in them is still waited on.
@@ -230,31 +249,37 @@ export class HookServer {
     while ((nl = this.buffered.indexOf('\n')) >= 0) {
       const line = this.buffered.slice(0, nl);
       this.buffered = this.buffered.slice(nl + 1);
-      const m = /^(\d+) (\d+)(?: (tree|wrap-end))?$/.exec(line);
+      const m = /^(\d+) (\d+)$/.exec(line);
       if (!m) continue;
       const slot = Number(m[1]);
       const pid = Number(m[2]);
       if (slot >= SLOTS) continue;
       this.lastCall = Date.now();
-      if (m[3] === 'tree') {
+      // What was asked: the client's request record, read now (it is written before the request line).
+      const record = readRecord(path.join(this.runDir, `in.${slot}`));
+      if (!record) {
+        // Left to the client (its record and claim too): it takes the Node path.
+        this.queue = this.queue.then(() => this.writeReply(this.slotFds[slot] as number, `${pid} refused\n`));
+        continue;
+      }
+      if (record.args[0] === 'tree') {
         // A wrapper's snapshot request holds its session's lock while it waits: behind a queued hook call of that
         // session (waiting for the same lock) it would wait for that call's lock timeout. It takes the content lock
         // in the handler, like any snapshot, so it runs beside the queue.
-        const t = this.serve(slot, pid, 'tree');
+        const t = this.serve(slot, pid, record);
         this.trees.add(t);
         void t.finally(() => this.trees.delete(t));
         continue;
       }
       // One call at a time: calls of one session serialise on its lock anyway.
-      const kind = m[3] ?? null;
-      this.queue = this.queue.then(() => this.serve(slot, pid, kind));
+      this.queue = this.queue.then(() => this.serve(slot, pid, record));
     }
   }
 
-  private async serve(slot: number, pid: number, kind: string | null = null): Promise<void> {
+  private async serve(slot: number, pid: number, record: CallRecord): Promise<void> {
     let reply: string;
     try {
-      const call = readCall(pid, path.join(this.runDir, `in.${slot}`), kind);
+      const call = readCall(pid, record);
       const res = await this.opts.handle(call);
       const b64 = (t: string) => (t ? Buffer.from(t).toString('base64') : '-');
       if (res.spawn) reply = `${pid} spawn ${b64(res.spawn.json)} ${b64(res.spawn.stderr)}`;
@@ -310,7 +335,10 @@ export class HookServer {
       const claim = path.join(this.runDir, `claim.${n}`);
       try {
         const pid = Number(fs.readFileSync(claim, 'utf8').trim());
-        if (pid > 0 && !processExists(pid)) fs.rmSync(claim, { force: true });
+        if (pid > 0 && !processExists(pid)) {
+          fs.rmSync(path.join(this.runDir, `in.${n}`), { force: true });
+          fs.rmSync(claim, { force: true });
+        }
       } catch {
         /* no claim */
       }
@@ -366,32 +394,37 @@ function processExists(pid: number): boolean {
   }
 }
 
-/** Reads a client's call from /proc/<pid>/: only a process of this same user is served. */
-export function readCall(pid: number, payloadFile: string | null, kind: string | null = null): ServerCall {
+/** What a client asked (its request record, channel.ts): the agentsnap arguments and the payload. */
+export interface CallRecord {
+  args: string[];
+  payload: Buffer;
+}
+
+/** The request record in `file` (never through a symlink), or null when there is none or it is not one. */
+export function readRecord(file: string): CallRecord | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    if (!fs.fstatSync(fd).isFile()) return null;
+    const record = decodeRecord(fs.readFileSync(fd));
+    return record && record.args.length > 0 ? record : null;
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** A client's call: what it asked (its record), its environment and working directory from /proc/<pid>/; only a process of this same user is served. */
+export function readCall(pid: number, record: CallRecord): ServerCall {
   const proc = `/proc/${pid}`;
   const st = fs.statSync(proc);
   if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
     throw errors.refused(`process ${pid} belongs to another user.`);
-  }
-  const argv = fs.readFileSync(`${proc}/cmdline`).toString('utf8').split('\0');
-  if (argv[argv.length - 1] === '') argv.pop();
-  // `sh agentsnap-hook [--run DIR] [--exec NODE JS] <agent> <event> …`, or `node agentsnap.js snap …`.
-  let args: string[];
-  if (kind) {
-    // A wrapper's request (its process is `node agentsnap.js wrap …`, or anything through the library): the rest is in the payload.
-    args = [kind];
-  } else if (/(^|\/)(ba|da)?sh$/.test(argv[0] ?? '') && /agentsnap-hook$/.test(argv[1] ?? '')) {
-    let i = 2;
-    for (;;) {
-      if (argv[i] === '--run') i += 2;
-      else if (argv[i] === '--exec') i += 3;
-      else break;
-    }
-    args = ['hook', ...argv.slice(i)];
-  } else {
-    const at = argv.findIndex((a, i) => i > 0 && /(^|\/)agentsnap(\.js)?$/.test(a));
-    if (at < 0) throw errors.invalidArgument(`process ${pid} is not an agentsnap call.`);
-    args = argv.slice(at + 1);
   }
   const env: NodeJS.ProcessEnv = {};
   for (const kv of fs.readFileSync(`${proc}/environ`).toString('utf8').split('\0')) {
@@ -401,11 +434,10 @@ export function readCall(pid: number, payloadFile: string | null, kind: string |
   const cwd = fs.readlinkSync(`${proc}/cwd`);
   return {
     pid,
-    args,
+    args: record.args,
     env,
     cwd,
-    // The shell client writes its stdin to a file; a Node client sends none.
-    readStdin: async () => (payloadFile ? fs.promises.readFile(payloadFile, 'utf8').catch(() => '') : ''),
+    readStdin: async () => record.payload.toString('utf8'),
   };
 }
 
@@ -415,9 +447,8 @@ export function readCall(pid: number, payloadFile: string | null, kind: string |
  * `<run>/server.log`.
  */
 export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>): ChildProcess | null {
-  const dir = runDirOf(repo);
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const dir = prepareRunDir(repo);
     const log = fs.openSync(path.join(dir, 'server.log'), 'a', 0o600);
     // A small young generation: the heap grows in bursts during full scans (peak RSS 127 -> 103 MB at 100k files);
     // --optimize-for-size collects sooner as the heap grows (bench hook rows at 1M files, same day: 253-318 -> 208 MiB,
@@ -444,7 +475,12 @@ export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | '
  */
 export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>, settings: Pick<Settings, 'server'>): void {
   if (!serverEnabled(repo.callerEnv, settings) || serverInfo(repo)) return;
-  const dir = runDirOf(repo);
+  let dir: string;
+  try {
+    dir = prepareRunDir(repo);
+  } catch {
+    return; // not a run dir of this user's: no server, calls take the Node path
+  }
   const stamp = path.join(dir, 'autostart.stamp');
   try {
     if (Date.now() - fs.statSync(stamp).mtimeMs < 30_000) return;
@@ -452,7 +488,6 @@ export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'common
     /* never tried */
   }
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     fs.writeFileSync(stamp, `${process.pid}\n`, { mode: 0o600 });
   } catch {
     return;
