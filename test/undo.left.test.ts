@@ -265,4 +265,76 @@ test('dry run = run: ignored at the target, left out at the target, a nested rep
   }
 });
 
+test('dry run = run: redo after a new ignore rule, revert of a dropped one, a force-added file, an agent\'s `git add -f` of an ignored log', async () => {
+  const a = tempRepo({ files: { '.gitignore': '', 'a.txt': 'a\n' } });
+  try {
+    a.write('notes.txt', 'my untracked notes\n');
+    await step(a, () => {
+      a.write('.gitignore', 'notes.txt\n');
+      a.write('a.txt', 'agent\n');
+    });
+    await dryRunIsTheRun(a, ['undo']);
+    const out = await dryRunIsTheRun(a, ['redo']);
+    assert.match(leftOf(out, 'notes.txt') ?? '', /ignored at the target: kept/);
+    assert.is(a.read('notes.txt').toString(), 'my untracked notes\n');
+  } finally {
+    a.cleanup();
+  }
+  const b = tempRepo({ files: { '.gitignore': '*.db\n', 'a.txt': 'a\n' } });
+  try {
+    b.write('local.db', 'db\n');
+    await step(b, () => b.write('.gitignore', '*.tmp\n'));
+    await step(b, () => b.write('a.txt', 'later\n'));
+    const out = await dryRunIsTheRun(b, ['revert', '1']);
+    assert.match(leftOf(out, 'local.db') ?? '', /ignored at the target: kept/);
+  } finally {
+    b.cleanup();
+  }
+  const c = tempRepo({ files: { '.gitignore': 'vendor/\n' } });
+  try {
+    c.write('vendor/lib.js', 'lib\n');
+    c.git(['add', '-f', 'vendor/lib.js']);
+    c.git(['commit', '-q', '-m', 'vendored']);
+    await step(c, () => c.rm('vendor/lib.js'));
+    await dryRunIsTheRun(c, ['undo']);
+    const out = await dryRunIsTheRun(c, ['redo']);
+    assert.match(leftOf(out, 'vendor/lib.js') ?? '', /ignored at the target: kept/);
+  } finally {
+    c.cleanup();
+  }
+  const d = tempRepo({ files: { '.gitignore': '*.log\n', 'a.txt': 'a\n' } });
+  try {
+    d.write('debug.log', 'the user log\n');
+    await step(d, () => {
+      fs.appendFileSync(path.join(d.dir, 'debug.log'), 'more\n');
+      d.git(['add', '-f', 'debug.log']);
+      d.write('a.txt', 'by the agent\n');
+    });
+    const out = await dryRunIsTheRun(d, ['undo']);
+    assert.match(leftOf(out, 'debug.log') ?? '', /ignored at the target: kept/);
+    assert.is(d.read('debug.log').toString(), 'the user log\nmore\n');
+  } finally {
+    d.cleanup();
+  }
+});
+
+test('restore of paths reports only the left-out paths under them; a left-out file in the way of a restored one says why', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'conf/k.pem': 'KEY\n' } });
+  try {
+    await step(repo, () => {
+      repo.git(['rm', '-q', '--cached', 'conf/k.pem']);
+      repo.write('conf/k.pem', 'KEY2\n');
+      repo.write('other/.env', 'X=1\n');
+      repo.write('a.txt', 'agent\n');
+    });
+    const out = await dryRunIsTheRun(repo, ['restore', '1', '--', 'conf', 'a.txt']);
+    assert.equal(out.changes, [{ path: 'a.txt', change: 'M' }]);
+    assert.equal(out.left.map((l) => l.path), ['conf/k.pem']);
+    assert.match(leftOf(out, 'conf/k.pem') ?? '', /^not in the snapshots \(a secret\): kept as it is, in the way of the target's version/);
+    assert.is(repo.read('conf/k.pem').toString(), 'KEY2\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -652,7 +652,7 @@ function leftOutKept(events: JournalEvent[], r: Resolved, plan: PlannedChange[],
   const planned = new Set(plan.map((c) => c.path));
   return safetySkipped
     .filter((f) => !atTarget.has(f.path) && !planned.has(f.path) && (!r.paths || underAnyPath(f.path, r.paths)))
-    .map((f) => ({ path: f.path, reason: `not in the snapshots (${leftOutWhy(f)}): kept as it is, beside the target` }));
+    .map((f) => ({ path: f.path, reason: `not in the snapshots (${leftOutWhy(f)}): kept as it is; the target does not have it` }));
 }
 
 /** Left paths of one operation, one per path (the first reason wins), sorted as the restore engine sorts. */
