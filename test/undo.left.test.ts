@@ -10,6 +10,11 @@ import * as assert from 'uvu/assert';
 import { cli, sessionOf, step, tempRepo, type TempRepo } from './helpers.js';
 import { journalEvents } from './snap-helpers.js';
 import { groundTruth, treeEntries, diffEntries } from './support/nothing-lost.js';
+import { openRepo } from '../src/git/repo.js';
+import { loadSettings } from '../src/git/config.js';
+import { snapshotTree } from '../src/snapshot/snapshot.js';
+import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
+import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
 interface OpJson {
   op: number | null;
@@ -334,6 +339,43 @@ test('restore of paths reports only the left-out paths under them; a left-out fi
     assert.is(repo.read('conf/k.pem').toString(), 'KEY2\n');
   } finally {
     repo.cleanup();
+  }
+});
+
+// Failing test first: the in-process path (a copy of the user's index, git status's dirty paths) and the warm
+// server's incremental engine wrote a 120000 .gitmodules entry, a tree `git fsck` rejects (gitmodulesSymlink);
+// the full scan kept the old bytes. Each now gives the full scan's answer: left out, listed.
+test('a symlinked .gitmodules: the full scan, the in-process path and the incremental engine all leave it out and list it', async () => {
+  const t = tempRepo({ files: { 'a.txt': 'a\n', '.gitmodules': '[submodule "x"]\n\tpath = x\n\turl = ./x\n', 'd/.gitmodules': '[x]\n' } });
+  const repo = await openRepo(t.dir, { env: t.env });
+  const settings = await loadSettings(repo);
+  const engine = await IncrementalSnapshotter.open(repo, { runDir: path.join(t.base, 'run'), settings });
+  try {
+    const first = await engine.snapshot({ settings, parentTree: null });
+    for (const f of ['.gitmodules', 'd/.gitmodules']) {
+      fs.rmSync(path.join(t.dir, f));
+      fs.symlinkSync('a.txt', path.join(t.dir, f));
+    }
+    const scan = async (untrackedCache: boolean) => {
+      const idx = tempIndex(repo, 'left-test');
+      try {
+        return await snapshotTree(repo, { indexFile: idx, settings, parentTree: null, untrackedCache });
+      } finally {
+        removeTempIndex(idx);
+      }
+    };
+    const full = await scan(false);
+    const inProcess = await scan(true);
+    const incremental = await engine.snapshot({ settings, parentTree: first.tree });
+    for (const [name, r] of [['full scan', full], ['in-process', inProcess], ['incremental', incremental]] as const) {
+      const entries = treeEntries(t, r.tree);
+      assert.not.ok(entries.has('.gitmodules') || entries.has('d/.gitmodules'), `${name}: ${JSON.stringify([...entries])}`);
+      assert.equal(r.skipped.filter((x) => x.reason === 'gitmodules-symlink').map((x) => x.path).sort(), ['.gitmodules', 'd/.gitmodules'], name);
+      assert.is(r.tree, full.tree, name);
+    }
+  } finally {
+    await engine.close();
+    t.cleanup();
   }
 });
 
