@@ -15,6 +15,8 @@ import { loadSettings } from '../src/git/config.js';
 import { snapshotTree } from '../src/snapshot/snapshot.js';
 import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
+import { request } from './ui-helpers.js';
+import { startUiServer } from '../src/ui/server.js';
 
 interface OpJson {
   op: number | null;
@@ -376,6 +378,36 @@ test('a symlinked .gitmodules: the full scan, the in-process path and the increm
   } finally {
     await engine.close();
     t.cleanup();
+  }
+});
+
+// The ui's Confirm runs what its dry run showed: the same plan, so a file in the way is shown as left before the click.
+test('ui: the dry run a Confirm shows is what the run does (a secret the agent untracked and rewrote is left, not created)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'k.pem': 'KEY\n' } });
+  try {
+    await step(repo, () => {
+      repo.git(['rm', '-q', '--cached', 'k.pem']);
+      repo.write('k.pem', 'KEY2\n');
+      repo.write('a.txt', 'agent\n');
+    });
+    const id = sessionOf(repo);
+    const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
+    try {
+      const host = `127.0.0.1:${ui.port}`;
+      const post = (body: unknown) => request(ui.port, 'POST', '/api/undo', { Host: host, Origin: `http://${host}`, 'X-Agentsnap-Token': ui.token }, JSON.stringify(body));
+      const dry = await post({ session: id, step: 1, dryRun: true });
+      assert.is(dry.status, 200, dry.body);
+      const shown = dry.json().files as OpJson;
+      assert.equal(actions(shown).filter((a) => a.startsWith('! ')).map((a) => a.split(':')[0]), ['! k.pem']);
+      const confirm = await post({ session: id, step: 1, expect: dry.json().planId });
+      assert.is(confirm.status, 200, confirm.body);
+      assert.equal(actions(confirm.json().files as OpJson), actions(shown));
+      assert.is(repo.read('k.pem').toString(), 'KEY2\n');
+    } finally {
+      await ui.close();
+    }
+  } finally {
+    repo.cleanup();
   }
 });
 
