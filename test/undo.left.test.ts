@@ -85,6 +85,7 @@ test('undo keeps a nested repository without a commit the agent made, and report
     assert.match(dry.stdout, /! sub {2}left as it is: not in the snapshots \(a nested repository without a commit\)/, dry.stdout);
     const res = await cli(repo, ['undo', '1']);
     assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, /the worktree is back to before step 1, except the path left as it is \(!\)/, res.stdout);
     assert.match(res.stdout, /! sub {2}left as it is: not in the snapshots \(a nested repository without a commit\)/, res.stdout);
     assert.is(repo.read('sub/f').toString(), 'two\n', 'kept as it is');
     assert.ok(repo.exists('sub/.git'));

@@ -655,11 +655,13 @@ function leftOutKept(events: JournalEvent[], r: Resolved, plan: PlannedChange[],
     .map((f) => ({ path: f.path, reason: `not in the snapshots (${leftOutWhy(f)}): kept as it is; the target does not have it` }));
 }
 
-/** Left paths of one operation, one per path (the first reason wins), sorted as the restore engine sorts. */
-function mergeLeft(...lists: LeftPath[][]): LeftPath[] {
-  const out = new Map<string, LeftPath>();
-  for (const list of lists) for (const l of list) if (!out.has(l.path)) out.set(l.path, l);
-  return [...out.values()].sort((a, b) => (a.path < b.path ? -1 : 1));
+/**
+ * The restore engine's left paths (every one: a path can carry more than one kept version) and the
+ * left-out paths it does not name already, sorted by path as the engine sorts.
+ */
+function mergeLeft(engine: LeftPath[], leftOut: LeftPath[]): LeftPath[] {
+  const named = new Set(engine.map((l) => l.path));
+  return [...engine, ...leftOut.filter((l) => !named.has(l.path))].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /** What the plan changes, as the run reports what it applied (paths already as the target has them included). */
