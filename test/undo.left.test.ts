@@ -99,17 +99,21 @@ test('undo keeps a nested repository without a commit the agent made, and report
 
 // Failing test first: an agent-created .env (a secret) and a file over the size cap stayed after `undo 1`
 // with nothing said; the --json report's left was empty.
-test('undo keeps an agent-created secret and a file over the size cap, and reports each as left with its reason', async () => {
+test('undo keeps an agent-created secret, a file over the size cap and an excluded one, and reports each as left with its reason', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     repo.git(['config', 'agentsnap.maxFileSize', '1k']);
+    repo.git(['config', 'agentsnap.exclude', 'cache/']);
     await step(repo, () => {
       repo.write('.env', 'TOKEN=1\n');
       repo.write('big.bin', Buffer.alloc(5000, 7));
+      repo.write('cache/x', 'x\n');
       repo.write('a.txt', 'agent\n');
     });
     const out = await opJson(repo, ['undo', '1']);
     assert.equal(out.changes, [{ path: 'a.txt', change: 'M' }]);
+    assert.match(leftOf(out, 'cache/x') ?? '', /^not in the snapshots \(excluded by agentsnap\.exclude\): kept/);
+    assert.is(repo.read('cache/x').toString(), 'x\n');
     assert.match(leftOf(out, '.env') ?? '', /^not in the snapshots \(a secret\): kept/);
     assert.match(leftOf(out, 'big.bin') ?? '', /^not in the snapshots \(over the size cap: 5000 bytes\): kept/);
     assert.is(repo.read('.env').toString(), 'TOKEN=1\n');
