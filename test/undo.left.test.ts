@@ -416,4 +416,24 @@ test('ui: the dry run a Confirm shows is what the run does (a secret the agent u
   }
 });
 
+// Without this, an agent's `npm install` into an excluded node_modules/ made every undo list thousands of lines.
+test('many left-out files in a directory no snapshot has anything in are reported by that directory (dry run and run alike)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'lib/keep.txt': 'k\n' } });
+  try {
+    repo.git(['config', 'agentsnap.exclude', 'node_modules/']);
+    await step(repo, () => {
+      for (let i = 0; i < 30; i++) repo.write(`node_modules/p${i % 3}/f${i}.js`, `${i}\n`);
+      repo.write('lib/.env', 'X=1\n');
+      repo.write('a.txt', 'agent\n');
+    });
+    const out = await dryRunIsTheRun(repo, ['undo', '1']);
+    assert.equal(out.left.map((l) => l.path), ['lib/.env', 'node_modules']);
+    assert.match(leftOf(out, 'node_modules') ?? '', /^30 paths in it are not in the snapshots \(excluded by agentsnap\.exclude\), nor is anything else in it: kept as it is/);
+    assert.match(leftOf(out, 'lib/.env') ?? '', /^not in the snapshots \(a secret\)/);
+    assert.is(repo.read('node_modules/p2/f29.js').toString(), '29\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -572,7 +572,7 @@ async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead:
     resolved.skippedAtTarget.map((f) => f.path),
   );
   const disk = await prepareRestore(repo, plan, { target: targetOf(resolved) });
-  const leftOut = leftOutKept(ctx.events, resolved, plan, safetySkipped);
+  const leftOut = await collapseNewDirs(repo, [ctx.safetyTree, resolved.toTree], leftOutKept(ctx.events, resolved, plan, safetySkipped));
   const why = leftOutReasons(safetySkipped);
   const touched = new Set(plan.map((c) => c.path));
   const after = resolved.anchor === null ? [] : outsideChanges(ctx.session, await withOpChanges(repo, ctx.events, resolved.anchor), resolved.anchor, sinceHead);
@@ -653,6 +653,48 @@ function leftOutKept(events: JournalEvent[], r: Resolved, plan: PlannedChange[],
   return safetySkipped
     .filter((f) => !atTarget.has(f.path) && !planned.has(f.path) && (!r.paths || underAnyPath(f.path, r.paths)))
     .map((f) => ({ path: f.path, reason: `not in the snapshots (${leftOutWhy(f)}): kept as it is; the target does not have it` }));
+}
+
+/** Above this many left-out paths, those in directories neither tree has are reported by directory. */
+const COLLAPSE_LEFT_OUT = 20;
+
+/**
+ * Many left-out paths (an agent's `npm install` into an excluded node_modules/) read as one line per
+ * directory that neither the worktree's snapshot nor the target has anything in: the whole directory is
+ * kept as it is, so it is reported (as left) in their place. Two git processes, only above the threshold.
+ */
+async function collapseNewDirs(repo: Repo, trees: string[], leftOut: LeftPath[]): Promise<LeftPath[]> {
+  if (leftOut.length <= COLLAPSE_LEFT_OUT) return leftOut;
+  const known = new Set<string>();
+  for (const tree of trees) {
+    const res = await repo.git(['ls-tree', '-r', '-d', '-z', '--name-only', tree]);
+    for (const d of splitNul(res.stdout)) known.add(d);
+  }
+  const groups = new Map<string, LeftPath[]>();
+  const out: LeftPath[] = [];
+  for (const l of leftOut) {
+    const parts = l.path.split('/');
+    let dir: string | null = null;
+    for (let i = 1; i < parts.length && dir === null; i++) {
+      const d = parts.slice(0, i).join('/');
+      if (!known.has(d)) dir = d;
+    }
+    if (dir === null) out.push(l);
+    else {
+      const g = groups.get(dir);
+      if (g) g.push(l);
+      else groups.set(dir, [l]);
+    }
+  }
+  for (const [dir, ls] of groups) {
+    if (ls.length === 1) {
+      out.push(ls[0]!);
+      continue;
+    }
+    const whys = [...new Set(ls.map((l) => (/^not in the snapshots \((.*)\): kept/.exec(l.reason)?.[1] ?? l.reason).replace(/: \d+ bytes$/, '')))];
+    out.push({ path: dir, reason: `${ls.length} paths in it are not in the snapshots (${whys.slice(0, 3).join('; ')}${whys.length > 3 ? '; …' : ''}), nor is anything else in it: kept as it is; the target does not have it` });
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 /**
