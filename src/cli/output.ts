@@ -108,6 +108,7 @@ const SKIP_REASON: Record<SkippedFile['reason'], string> = {
   'nested-repo-without-commit': 'nested repository without a commit',
   unreadable: 'unreadable',
   'path-too-long': 'path too long to read',
+  'gitmodules-symlink': 'a symlinked .gitmodules, which git cannot record',
 };
 
 export function describeSkipped(s: SkippedFile): string {

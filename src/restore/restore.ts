@@ -200,6 +200,8 @@ export interface LeftPath {
 }
 
 export const NESTED_REPO_REASON = 'nested repository: left alone';
+/** A planned creation that finds a file the plan's `from` snapshot does not hold (the caller may know why: undo.ts). */
+export const UNSNAPSHOTTED_IN_THE_WAY = 'a file not in the snapshot (ignored or skipped) is in the way';
 /** A nested repository the target has and the disk does not: it is not brought back (not "left as it is"). */
 export const NESTED_REPO_GONE_PREFIX = 'nested repository: not restored';
 
@@ -401,7 +403,7 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
       const stays = filesBelow(repo.worktree, c.path).filter((x) => !deleted(x));
       if (stays.length === 0) out.set(c.path, { is: 'from' });
       else out.set(c.path, { is: 'other', reason: `a directory with ${stays.length} file(s) not in the snapshot is in the way` });
-    } else if (c.from === null) out.set(c.path, { is: 'other', reason: 'a file not in the snapshot (ignored or skipped) is in the way' });
+    } else if (c.from === null) out.set(c.path, { is: 'other', reason: UNSNAPSHOTTED_IN_THE_WAY });
     else out.set(c.path, { is: 'other', reason: 'changed while the operation ran' });
   }
   return out;
@@ -1278,7 +1280,15 @@ function recoverAsides(repo: Repo, plan: PlannedChange[], prepared: PreparedRest
 
 /** Makes the worktree match `to` on every planned path whose disk state is still `from` (or already `to`). */
 export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: PrepareOptions): Promise<RestoreResult> {
-  let prepared = await prepareRestore(repo, plan, opts);
+  return applyPrepared(repo, plan, await prepareRestore(repo, plan, opts), opts);
+}
+
+/**
+ * Writes a plan prepareRestore checked (the one an operation's dry run
+ * prints): asides a killed restore left next to its paths are recovered
+ * first, and only then is the plan checked again.
+ */
+export async function applyPrepared(repo: Repo, plan: PlannedChange[], prepared: PreparedRestore, opts: PrepareOptions): Promise<RestoreResult> {
   if (!opts.freshCheckout && (prepared.already.length > 0 || prepared.left.length > 0) && recoverAsides(repo, plan, prepared)) {
     prepared = await prepareRestore(repo, plan, opts);
   }

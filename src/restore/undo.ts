@@ -26,12 +26,13 @@ import type { Repo } from '../git/repo.js';
 import { loadSettings, type Settings } from '../git/config.js';
 import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from '../session/session.js';
 import { withLock } from '../base/lock.js';
-import { snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
+import { copyIndexFile, snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
+import { removeTempIndex, tempIndex } from '../snapshot/snapshot-now.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from '../git/plumbing.js';
 import { fsPath, hasRawBytes, splitNul } from '../git/run.js';
-import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
-import { applyPlan, changeLetter, keptCommit, nestedLeft, planChanges, recordApplied, releaseKept, withoutSkipped, type LeftPath, type RestoreOptions } from './restore.js';
-import { stepOf, worktreeTree } from '../session/read.js';
+import type { RestoreTarget } from './ignored-at-target.js';
+import { applyPlan, applyPrepared, changeLetter, keptCommit, planChanges, prepareRestore, recordApplied, releaseKept, underAnyPath, UNSNAPSHOTTED_IN_THE_WAY, withoutSkipped, type LeftPath, type PreparedRestore, type RestoreOptions } from './restore.js';
+import { stepOf } from '../session/read.js';
 import { outsideEffect, effectLabel } from '../session/effects.js';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -537,9 +538,19 @@ async function withOpChanges(repo: Repo, events: JournalEvent[], anchor: number)
   );
 }
 
+/**
+ * An operation's plan, computed once: the dry run prints it, the run executes
+ * it (so a dry run, and the ui's Confirm, show what the run does).
+ */
 interface Prepared {
   resolved: Resolved;
   plan: PlannedChange[];
+  /** The plan checked against the disk (nothing written): paths to change, already as the target has them, left and why. */
+  disk: PreparedRestore;
+  /** Paths the worktree's snapshot left out and the target did not: kept on disk, so reported as left. */
+  leftOut: LeftPath[];
+  /** Why the worktree's snapshot left each path out (explainLeft). */
+  why: Map<string, string>;
   kept: string[];
   outside: OutsideChange[];
   unprotected: { step: number; reason: string | null }[];
@@ -554,13 +565,16 @@ async function headTrailer(repo: Repo, commit: string): Promise<string | null | 
   return m[1] === 'unborn' ? null : m[1] ?? null;
 }
 
-async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead: ChangedPath[]): Promise<Prepared> {
+async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead: ChangedPath[], safetySkipped: SkippedFile[]): Promise<Prepared> {
   const resolved = await spec.resolve(ctx);
   // A file the target snapshot skipped (secret, size cap, exclude) was maybe there: never delete it.
   const { plan, kept } = withoutSkipped(
     await planChanges(repo, ctx.safetyTree, resolved.toTree, resolved.paths),
     resolved.skippedAtTarget.map((f) => f.path),
   );
+  const disk = await prepareRestore(repo, plan, { target: targetOf(resolved) });
+  const leftOut = await collapseNewDirs(repo, [ctx.safetyTree, resolved.toTree], leftOutKept(ctx.events, resolved, plan, safetySkipped));
+  const why = leftOutReasons(safetySkipped);
   const touched = new Set(plan.map((c) => c.path));
   const after = resolved.anchor === null ? [] : outsideChanges(ctx.session, await withOpChanges(repo, ctx.events, resolved.anchor), resolved.anchor, sinceHead);
   const outside = [...after, ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
@@ -582,7 +596,136 @@ async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead:
       if (st && effect) notUndoable.push({ step: n, effect, command: effectLabel(st) });
     }
   }
-  return { resolved, plan, kept, outside, unprotected, headMoved, notUndoable };
+  return { resolved, plan, disk, leftOut, why, kept, outside, unprotected, headMoved, notUndoable };
+}
+
+/** Why the worktree's snapshot left each path out, for the paths it left out. */
+function leftOutReasons(skipped: SkippedFile[]): Map<string, string> {
+  return new Map(skipped.map((f) => [f.path, leftOutWhy(f)]));
+}
+
+/**
+ * The restore engine's left paths, where it found a file its snapshot does
+ * not hold in the way of the target's version, with why that snapshot left
+ * it out (a secret, a symlinked .gitmodules…).
+ */
+function explainLeft(left: LeftPath[], why: Map<string, string>): LeftPath[] {
+  return left.map((l) => {
+    const w = l.reason === UNSNAPSHOTTED_IN_THE_WAY ? why.get(l.path) : undefined;
+    return w === undefined ? l : { ...l, reason: `not in the snapshots (${w}): kept as it is, in the way of the target's version` };
+  });
+}
+
+/** Why a snapshot left a path out, in words. */
+function leftOutWhy(f: SkippedFile): string {
+  switch (f.reason) {
+    case 'secret':
+      return 'a secret';
+    case 'too-large':
+      return f.size !== undefined ? `over the size cap: ${f.size} bytes` : 'over the size cap';
+    case 'excluded':
+      return 'excluded by agentsnap.exclude';
+    case 'nested-repo-without-commit':
+      return 'a nested repository without a commit';
+    case 'unreadable':
+      return 'it could not be read';
+    case 'path-too-long':
+      return 'its paths are too long';
+    case 'gitmodules-symlink':
+      return 'a symlinked .gitmodules, which git cannot record';
+    default:
+      return String(f.reason);
+  }
+}
+
+/**
+ * The paths the worktree's snapshot (the safety snapshot, or the dry run's)
+ * left out that the operation keeps on disk while its target has no such path
+ * left out: the result differs from the target there, so each is reported as
+ * left, with why (never silently). A path the target also left out (the
+ * user's own .env, an excluded node_modules) is as the target had it. Paths
+ * the plan itself covers are the restore engine's to report.
+ */
+function leftOutKept(events: JournalEvent[], r: Resolved, plan: PlannedChange[], safetySkipped: SkippedFile[]): LeftPath[] {
+  if (safetySkipped.length === 0) return [];
+  const scanned = r.scannedBy ?? r.toCommit;
+  const atTarget = new Set([...r.skippedAtTarget, ...(scanned ? skippedOf(events, scanned) : [])].map((f) => f.path));
+  const planned = new Set(plan.map((c) => c.path));
+  return safetySkipped
+    .filter((f) => !atTarget.has(f.path) && !planned.has(f.path) && (!r.paths || underAnyPath(f.path, r.paths)))
+    .map((f) => ({ path: f.path, reason: `not in the snapshots (${leftOutWhy(f)}): kept as it is; the target does not have it` }));
+}
+
+/** Above this many left-out paths, those in directories neither tree has are reported by directory. */
+const COLLAPSE_LEFT_OUT = 20;
+
+/**
+ * Many left-out paths (an agent's `npm install` into an excluded node_modules/) read as one line per
+ * directory that neither the worktree's snapshot nor the target has anything in: the whole directory is
+ * kept as it is, so it is reported (as left) in their place. Two git processes, only above the threshold.
+ */
+async function collapseNewDirs(repo: Repo, trees: string[], leftOut: LeftPath[]): Promise<LeftPath[]> {
+  if (leftOut.length <= COLLAPSE_LEFT_OUT) return leftOut;
+  const known = new Set<string>();
+  for (const tree of trees) {
+    const res = await repo.git(['ls-tree', '-r', '-d', '-z', '--name-only', tree]);
+    for (const d of splitNul(res.stdout)) known.add(d);
+  }
+  const groups = new Map<string, LeftPath[]>();
+  const out: LeftPath[] = [];
+  for (const l of leftOut) {
+    const parts = l.path.split('/');
+    let dir: string | null = null;
+    for (let i = 1; i < parts.length && dir === null; i++) {
+      const d = parts.slice(0, i).join('/');
+      if (!known.has(d)) dir = d;
+    }
+    if (dir === null) out.push(l);
+    else {
+      const g = groups.get(dir);
+      if (g) g.push(l);
+      else groups.set(dir, [l]);
+    }
+  }
+  for (const [dir, ls] of groups) {
+    if (ls.length === 1) {
+      out.push(ls[0]!);
+      continue;
+    }
+    const whys = [...new Set(ls.map((l) => (/^not in the snapshots \((.*)\): kept/.exec(l.reason)?.[1] ?? l.reason).replace(/: \d+ bytes$/, '')))];
+    out.push({ path: dir, reason: `${ls.length} paths in it are not in the snapshots (${whys.slice(0, 3).join('; ')}${whys.length > 3 ? '; …' : ''}), nor is anything else in it: kept as it is; the target does not have it` });
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/**
+ * The restore engine's left paths (every one: a path can carry more than one kept version) and the
+ * left-out paths it does not name already, sorted by path as the engine sorts.
+ */
+function mergeLeft(engine: LeftPath[], leftOut: LeftPath[]): LeftPath[] {
+  const named = new Set(engine.map((l) => l.path));
+  return [...engine, ...leftOut.filter((l) => !named.has(l.path))].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** What the plan changes, as the run reports what it applied (paths already as the target has them included). */
+function plannedChanges(disk: PreparedRestore): FileChange[] {
+  return [...disk.already, ...disk.todo].sort((a, b) => (a.path < b.path ? -1 : 1)).map((c) => ({ path: c.path, change: changeLetter(c) }));
+}
+
+/**
+ * The dry run's snapshot of the worktree: through a throwaway copy of the
+ * session's private index (no lock, no ref), with what it left out.
+ */
+async function dryRunSnapshot(repo: Repo, id: string, settings: Settings): Promise<{ tree: string; skipped: SkippedFile[] }> {
+  const idx = tempIndex(repo, 'dry-run');
+  try {
+    const seed = sessionPaths(repo, id).index;
+    if (fs.existsSync(seed)) copyIndexFile(seed, idx);
+    const snap = await snapshotTree(repo, { indexFile: idx, settings, parentTree: null });
+    return { tree: snap.tree, skipped: snap.skipped };
+  } finally {
+    removeTempIndex(idx);
+  }
 }
 
 function refuseIfNeeded(spec: OpSpec, p: Prepared, force: boolean): void {
@@ -754,17 +897,14 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     // No locks, no refs: the worktree is read through a throwaway copy of the private index.
     const events = readJournal(sessionPaths(repo, id).journal).events;
     const session = foldJournal(events)!;
-    const safetyTree = await worktreeTree(repo, id);
-    const sinceHead = session.headTree ? await diffTrees(repo, session.headTree, safetyTree) : [];
-    const p = await prepare(repo, spec, { repo, session, events, ops: foldOps(events), safetyTree }, sinceHead);
+    const snap = await dryRunSnapshot(repo, id, settings);
+    const sinceHead = session.headTree ? await diffTrees(repo, session.headTree, snap.tree) : [];
+    const p = await prepare(repo, spec, { repo, session, events, ops: foldOps(events), safetyTree: snap.tree }, sinceHead, snap.skipped);
     fill(result, p);
     result.dryRun = true;
-    result.changes = p.plan.map((c) => ({ path: c.path, change: changeLetter(c) }));
-    result.left = nestedLeft(repo.worktree, p.plan);
-    // As the engine will: deletions of files ignored at the target are kept.
-    for (const [k, reason] of await keptAtTarget(repo, p.plan, targetOf(p.resolved))) result.left.push({ path: k, reason });
-    const leftPaths = new Set(result.left.map((l) => l.path));
-    result.changes = result.changes.filter((c) => !leftPaths.has(c.path));
+    // The plan the run executes, checked against the disk as the run checks it.
+    result.changes = plannedChanges(p.disk);
+    result.left = mergeLeft(explainLeft(p.disk.left, p.why), p.leftOut);
     result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0);
     return result;
   }
@@ -783,11 +923,14 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
       const head = locked.head();
 
       const snap = await snapshotTree(repo, { indexFile: locked.paths.index, settings, parentTree: head.tree });
-      const p = await prepare(repo, spec, { repo, session, events, ops, safetyTree: snap.tree }, snap.changed);
+      const p = await prepare(repo, spec, { repo, session, events, ops, safetyTree: snap.tree }, snap.changed, snap.skipped);
       fill(result, p);
       // Undo to where the worktree already is, with no step left to mark undone (the same undo run again,
       // say after a crash): nothing is recorded, so a later redo reverses the undo that did the work.
-      if (spec.kind === 'undo' && p.plan.length === 0 && p.resolved.undoes.length === 0) return result;
+      if (spec.kind === 'undo' && p.plan.length === 0 && p.resolved.undoes.length === 0) {
+        result.left = p.leftOut;
+        return result;
+      }
       refuseIfNeeded(spec, p, !!opts.force);
       if (!opts.force) {
         result.outside = [];
@@ -827,7 +970,8 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
       result.safety = safety;
       result.safetyRef = ref;
 
-      const applied = await applyPlan(repo, p.plan, { target: targetOf(p.resolved), ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
+      const applied = await applyPrepared(repo, p.plan, p.disk, { target: targetOf(p.resolved), ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
+      const left = mergeLeft(explainLeft(applied.left, p.why), p.leftOut);
       const tree = await resultTree(repo, settings, locked.paths.index, applied);
       const kept = await keptCommit(repo, applied.kept, opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead));
       const commit = await commitTree(repo, {
@@ -835,12 +979,12 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
         parents: resultParents(safety, kept),
         message: opMessage(id, op, spec.kind, describeTarget(spec.kind, spec.target), userHead),
       });
-      const done: OpDoneEvent = { ...eventBase(id), type: 'op.done', op, status: 'done', commit, tree, left: applied.left, ...(kept ? { kept } : {}), resumed: false };
+      const done: OpDoneEvent = { ...eventBase(id), type: 'op.done', op, status: 'done', commit, tree, left, ...(kept ? { kept } : {}), resumed: false };
       await locked.append(done, [{ ref: headRef(id), value: commit }]);
       releaseKept(applied);
       result.commit = commit;
       result.changes = applied.applied.map((c) => ({ path: c.path, change: changeLetter(c) }));
-      result.left = applied.left;
+      result.left = left;
       return result;
     });
   });

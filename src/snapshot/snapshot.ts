@@ -440,6 +440,14 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     if (reason) skipped.push({ path: rel, reason, size: st.size });
     else toAdd.push(rel);
   }
+  // git cannot hold a symlinked .gitmodules: update-index ignores it ("Ignoring path"), leaving the old
+  // entry as if nothing changed, and a tree with one fails `git fsck` (gitmodulesSymlink). Left out, listed.
+  const linkedModules = [...new Set([...reread, ...toAdd])].filter((rel) => symlinkedGitmodules(repo.worktree, rel));
+  if (linkedModules.length > 0) {
+    await removePaths(repo, indexFile, linkedModules);
+    for (const rel of linkedModules) if (!skipped.some((x) => x.path === rel)) skipped.push({ path: rel, reason: 'gitmodules-symlink' });
+    toAdd.splice(0, toAdd.length, ...toAdd.filter((rel) => !linkedModules.includes(rel)));
+  }
   if (toAdd.length > 0) {
     opts.onProgress?.(`adding ${toAdd.length} new files`);
     await addPaths(repo, indexFile, toAdd).catch(explainAddFailure);
@@ -649,6 +657,16 @@ function readMarker(indexFile: string): string | null {
     return fs.readFileSync(noAttributesMarker(indexFile), 'utf8');
   } catch {
     return null;
+  }
+}
+
+/** Whether rel is a .gitmodules that is a symlink on disk (git refuses to record one). */
+function symlinkedGitmodules(worktree: string, rel: string): boolean {
+  if (rel !== '.gitmodules' && !rel.endsWith('/.gitmodules')) return false;
+  try {
+    return fs.lstatSync(fsPath(path.join(worktree, rel))).isSymbolicLink();
+  } catch {
+    return false;
   }
 }
 

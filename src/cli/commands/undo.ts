@@ -61,7 +61,9 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
         : `agentsnap: interrupted operation ${rec.op} (${rec.kind}) was not completed (${rec.reason ?? 'unknown'}). The worktree as it was before it is in ${rec.ref}.`,
     );
   }
-  out.out(c.bold(headline));
+  // Never "back" without a word on what is not: each path left is listed below the headline.
+  const except = r.left.length === 0 ? '' : `, except ${r.left.length === 1 ? 'the path left as it is' : `the ${r.left.length} paths left as they are`} (!)`;
+  out.out(c.bold(`${headline}${except}`));
   const verbs = r.dryRun ? VERB : DONE;
   if (r.changes.length === 0) out.out(r.dryRun ? '  no file would change' : '  no file changed');
   for (const ch of r.changes) {
