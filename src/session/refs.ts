@@ -8,6 +8,7 @@ import { sessionIdProblem } from '../base/ids.js';
 import { type Session } from './model.js';
 import { listRefs, type RefUpdate } from '../git/plumbing.js';
 import type { Repo } from '../git/repo.js';
+import { ensureStateDir, stateLayout } from '../base/state-dir.js';
 
 export const STEP_REF_PREFIX = 'refs/agent/';
 
@@ -49,7 +50,7 @@ export interface SessionPaths {
 }
 
 export function sessionsDir(repo: Repo): string {
-  return path.join(repo.stateDir, 'sessions');
+  return stateLayout.sessionsDir(repo);
 }
 
 /** The ids of the sessions that have a journal in this repository, sorted. */
@@ -78,8 +79,9 @@ export function worktreeKey(repo: Pick<Repo, 'worktree'>): string {
   return createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
 }
 
+/** A directory of the state dir, created 0700 (a link in its place refused): see src/base/state-dir.ts. */
 export function ensureDir(dir: string): void {
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  ensureStateDir(dir);
 }
 
 /** The refs a session's journal says it has: baseline, each step's latest snapshot, and the head. */

@@ -2,6 +2,7 @@
 // (decided here only: statusNow, wrapperRunning, wrapperGone, sessionInUse)
 // and selection (--session, AGENTSNAP_SESSION, else the most recent).
 import fs from 'node:fs';
+import { ensureStateDir, replaceStateFile, stateLayout } from '../base/state-dir.js';
 import os from 'node:os';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
@@ -79,14 +80,14 @@ function summaryOf(state: SessionState): SessionSummary {
  * next listing that finds its session no longer running.
  */
 export function runningMarker(repo: Pick<Repo, 'stateDir'>, id: string): string {
-  return path.join(repo.stateDir, 'running', id);
+  return path.join(stateLayout.runningDir(repo), id);
 }
 
 export function markRunning(repo: Pick<Repo, 'stateDir'>, id: string): void {
   const file = runningMarker(repo, id);
   try {
-    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(file, '', { mode: 0o600 });
+    ensureStateDir(path.dirname(file));
+    replaceStateFile(file, '');
   } catch {
     /* only the warning about another wrapper in this worktree depends on it */
   }

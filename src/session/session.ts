@@ -621,7 +621,6 @@ export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotC
   }
   const settings = opts.settings ?? (await loadSettings(repo));
   const lockFile = worktreeLockFile(repo);
-  ensureDir(path.dirname(lockFile));
   return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'select session' }, async () => {
     const running = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status === 'running');
     if (running) return { id: running.id, created: null };
