@@ -176,7 +176,7 @@ async function checkIgnore(repo: Repo, rules: Map<string, Buffer>, paths: string
   try {
     for (const [dir, content] of rules) {
       fs.mkdirSync(path.join(tmp, dir), { recursive: true });
-      fs.writeFileSync(path.join(tmp, dir, '.gitignore'), content);
+      fs.writeFileSync(path.join(tmp, dir, '.gitignore'), content, { mode: 0o600 });
     }
     // --no-index: the rules alone answer, whatever the user's index says now (see the top of the file).
     // check-ignore takes pathspecs without magic (no GIT_LITERAL_PATHSPECS): "./" keeps a name

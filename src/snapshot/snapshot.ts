@@ -13,6 +13,7 @@
 // index. The user's index, HEAD, refs and config are never read for writing.
 import fs from 'node:fs';
 import path from 'node:path';
+import { replaceStateFile } from '../base/state-dir.js';
 import picomatch from 'picomatch';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, gitBool, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
@@ -313,19 +314,15 @@ export function precomputeDonorOldest(repo: Repo, indexFile: string): void {
   const oldest = oldestRefreshedMtime(indexFile, userIndex);
   // Either file written while they were read: not recorded.
   if (oldest === null || statKey(indexFile) !== rec.priv || statKey(userIndex) !== user) return;
-  const tmp = `${oldestFile(indexFile)}.tmp-${process.pid}`;
   try {
-    fs.writeFileSync(tmp, JSON.stringify({ priv: rec.priv, user, oldest: oldest === Infinity ? 'none' : oldest }), { mode: 0o600 });
-    fs.renameSync(tmp, oldestFile(indexFile));
+    replaceStateFile(oldestFile(indexFile), JSON.stringify({ priv: rec.priv, user, oldest: oldest === Infinity ? 'none' : oldest }));
   } catch {
-    unlinkQuiet(tmp);
+    /* a cache only, written off the session's path: without it the next baseline computes the time itself */
   }
 }
 
 function writeUserCopy(indexFile: string, rec: { user: string; priv: string; base: string | null; worktree: string; gitDir: string }): void {
-  const tmp = `${userCopyFile(indexFile)}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, JSON.stringify(rec), { mode: 0o600 });
-  fs.renameSync(tmp, userCopyFile(indexFile));
+  replaceStateFile(userCopyFile(indexFile), JSON.stringify(rec));
 }
 
 /**
@@ -498,9 +495,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   if (opts.untrackedCache) keepRacyReference(indexFile, Math.min(entries, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity)));
   else keepRacyReference(indexFile, entries);
   if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
-    const marker = noAttributesMarker(indexFile);
-    fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
-    fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
+    replaceStateFile(noAttributesMarker(indexFile), tree);
   }
   keepPrivate(indexFile);
   return { tree, skipped, seeded, changed };
@@ -552,8 +547,9 @@ function keepRacyReference(indexFile: string, notAfterMs: number): void {
   try {
     const st = fs.statSync(indexFile);
     if (st.mtimeMs > notAfterMs) fs.utimesSync(indexFile, st.atime, new Date(notAfterMs));
-  } catch {
-    /* no index yet (an empty worktree) */
+  } catch (e) {
+    // No index yet (an empty worktree); a time that cannot be set would let a racy entry be trusted.
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
 }
 
@@ -587,8 +583,9 @@ async function scanDroppingIgnored<T>(repo: Repo, indexFile: string, run: () => 
 export function keepPrivate(indexFile: string): void {
   try {
     fs.chmodSync(indexFile, 0o600);
-  } catch {
-    /* no index yet (an empty worktree) */
+  } catch (e) {
+    // No index yet (an empty worktree); anything else would leave the user's file list readable to others.
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
 }
 
@@ -618,9 +615,7 @@ async function userIndexVsTree(repo: Repo, indexFile: string, headTree: string):
   }
   const res = await indexVsTree(repo, null, headTree);
   if (key !== null) {
-    const tmp = `${cacheFile}.tmp-${process.pid}`;
-    fs.writeFileSync(tmp, JSON.stringify({ key, extra: [...res.extra], missing: [...res.missing] }), { mode: 0o600 });
-    fs.renameSync(tmp, cacheFile);
+    replaceStateFile(cacheFile, JSON.stringify({ key, extra: [...res.extra], missing: [...res.missing] }));
   }
   return res;
 }
@@ -800,8 +795,10 @@ async function reconcileWithUserIndex(
     let st: fs.Stats;
     try {
       st = fs.lstatSync(fsPath(path.join(repo.worktree, rel)));
-    } catch {
-      continue; // deleted: `add --update` already removed it
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') continue; // deleted: `add --update` already removed it
+      throw e;
     }
     if (st.isDirectory()) continue; // a nested repository's gitlink
     const reason = classify(rel, st.size);
@@ -1035,7 +1032,7 @@ async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
   // update-index applies one of the two options per path: one call each.
   if (skip.length > 0) await repo.git([...cfg, 'update-index', '--no-skip-worktree', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(skip) });
   if (assume.length > 0) await repo.git([...cfg, 'update-index', '--no-assume-unchanged', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(assume) });
-  fs.writeFileSync(marker, '', { mode: 0o600 });
+  replaceStateFile(marker, '');
 }
 
 /** Whether git's stat check compares ctimes (core.trustctime, core.checkStat=minimal). */

@@ -160,7 +160,6 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
 
   // The worktree content lock, like every restore: no snapshot of this worktree reads it half written.
   const lockFile = contentLockFile(repo);
-  fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
   const applied = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
     const ours = (await snapshotNow(repo, settings, 'safety')).tree;
     // A restore into this worktree killed while a path was aside (an apply killed mid-way, applied
