@@ -122,6 +122,10 @@ test('state dir: a journal replaced by a symlink is refused (exit 3, what/why/wh
     assert.match(post.stderr, /journal\.jsonl is a symbolic link, not a file agentsnap wrote/);
     assert.match(post.stderr, /remove it/);
     assert.not.match(post.stderr, /^\s+at /m);
+    // doctor names it among its findings (exit 1: problems found) instead of failing as a whole.
+    const doctor = await cliProcess(repo, ['doctor']);
+    assert.is(doctor.code, 1, `${doctor.stdout}${doctor.stderr}`);
+    assert.match(`${doctor.stdout}${doctor.stderr}`, new RegExp(`session ${id}: .*journal\\.jsonl is a symbolic link`));
     assert.is(fs.readFileSync(moved, 'utf8'), before.toString('utf8'), 'the link\'s target is untouched');
   } finally {
     repo.cleanup();

@@ -222,3 +222,14 @@ export function readStateFile(file: string): Buffer | null {
     fs.closeSync(fd);
   }
 }
+
+/**
+ * Copies `src` to `dst` (a temp name of ours) as a fresh 0600 file: whatever
+ * is at `dst` (a link planted there) is removed, and the copy is created
+ * O_EXCL, so it never writes through a link.
+ */
+export function copyToFreshStateFile(src: string, dst: string): void {
+  fs.rmSync(dst, { force: true });
+  fs.copyFileSync(src, dst, fs.constants.COPYFILE_EXCL);
+  fs.chmodSync(dst, STATE_FILE_MODE);
+}

@@ -116,7 +116,7 @@ function readBase(file: string): EnvBase | null {
     const b = JSON.parse(readStateFile(file)?.toString('utf8') ?? 'null') as EnvBase | null;
     return b && b.v === 1 && typeof b.key === 'string' && b.vars && typeof b.vars === 'object' ? b : null;
   } catch {
-    return null;
+    return null; /* torn or foreign (a link): no base, the next pre records one */
   }
 }
 

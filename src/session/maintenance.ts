@@ -63,7 +63,7 @@ export function readPackList(repo: Repo): PackList {
     const names = (v: unknown) => (Array.isArray(v) ? v.filter((n): n is string => typeof n === 'string' && /^pack-[0-9a-f]{40,64}$/.test(n)) : []);
     return { packs: names(raw.packs), retired: names(raw.retired) };
   } catch {
-    return { packs: [], retired: [] };
+    return { packs: [], retired: [] }; /* torn or foreign (a link): the packs stay, unlisted, and are never merged */
   }
 }
 

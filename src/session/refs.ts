@@ -58,8 +58,10 @@ export function sessionIds(repo: Repo): string[] {
   let names: string[];
   try {
     names = fs.readdirSync(sessionsDir(repo));
-  } catch {
-    return [];
+  } catch (e) {
+    // No session yet; an unreadable or replaced sessions dir is an error the user must see, not "no sessions".
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
   }
   return names.filter((n) => sessionIdProblem(n) === undefined && fs.existsSync(sessionPaths(repo, n).journal)).sort();
 }

@@ -73,9 +73,11 @@ function readState(file: string): SessionState | null {
 
 function journalSize(file: string): number {
   try {
-    return fs.statSync(file).size;
-  } catch {
-    return 0;
+    // lstat: a link in the journal's place does not match the cache (readJournal then refuses it).
+    return fs.lstatSync(file).size;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw e;
   }
 }
 

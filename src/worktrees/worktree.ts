@@ -12,7 +12,7 @@
 // repository (cheap copy-on-write clones, atomic renames), and it disappears
 // with the repository. `git config agentsnap.worktreeDir <dir>` moves it.
 import fs from 'node:fs';
-import { ensureStateDir, replaceStateFile, stateLayout } from '../base/state-dir.js';
+import { ensureStateDir, readStateFile, replaceStateFile, stateLayout } from '../base/state-dir.js';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -92,10 +92,10 @@ export function worktreeMetaFile(repo: Repo, session: string): string {
 
 export function readWorktreeMeta(repo: Repo, session: string): WorktreeMeta | null {
   try {
-    const m = JSON.parse(fs.readFileSync(worktreeMetaFile(repo, session), 'utf8')) as WorktreeMeta;
-    return m.v === 1 ? m : null;
+    const m = JSON.parse(readStateFile(worktreeMetaFile(repo, session))?.toString('utf8') ?? 'null') as WorktreeMeta | null;
+    return m?.v === 1 ? m : null;
   } catch {
-    return null;
+    return null; /* torn or foreign (a link): as no session worktree (doctor and gc report the session by its journal) */
   }
 }
 
