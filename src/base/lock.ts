@@ -23,7 +23,7 @@ export function processStartTime(pid: number): string | null {
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return rest[19] ?? null;
   } catch {
-    return null;
+    return null; /* the process is gone, or no /proc (not Linux): unknown, as documented */
   }
 }
 
@@ -198,7 +198,7 @@ function openByAnyProcess(file: string): boolean | null {
   try {
     pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n));
   } catch {
-    return null;
+    return null; /* no /proc: cannot be told (the caller falls back to the lock's age) */
   }
   for (const pid of pids) {
     let fds: string[];

@@ -48,6 +48,8 @@ export const stateLayout = {
   gcStamp: (r: StateRoot): string => path.join(r.stateDir, 'gc.stamp'),
   /** agentsnap's own packs (session/maintenance.ts). */
   packsJson: (r: StateRoot): string => path.join(r.stateDir, 'packs.json'),
+  /** `git blame`'s scratch directories (mkdtemp: `tmp-blame-XXXXXX`). */
+  blameTmpPrefix: (r: StateRoot): string => path.join(r.stateDir, 'tmp-blame-'),
   /** Throwaway indexes and materialised ignore files. */
   tmpDir: (r: StateRoot): string => path.join(r.stateDir, 'tmp'),
   /** An index path that never exists, for git commands that must not read the user's index. */
@@ -59,6 +61,21 @@ export const stateLayout = {
   /** Session worktrees by default. */
   worktreesDir: (r: StateRoot): string => path.join(r.stateDir, 'worktrees'),
 };
+
+/** The files of one session (`sessions/<id>/`); the id is checked by the caller (assertSessionId). */
+export function sessionFiles(r: StateRoot, id: string): { dir: string; index: string; journal: string; state: string; lock: string } {
+  const dir = path.join(stateLayout.sessionsDir(r), id);
+  return {
+    dir,
+    /** The session's private index (and its caches beside it: `index.user-copy`, `index.oldest`, …). */
+    index: path.join(dir, 'index'),
+    /** The journal: the truth; refused, never replaced, when it is a link. */
+    journal: path.join(dir, 'journal.jsonl'),
+    /** The cached fold of the journal. */
+    state: path.join(dir, 'state.json'),
+    lock: path.join(dir, 'lock'),
+  };
+}
 
 /** The files of one run dir (the warm server's; `dir` from runDirOf). */
 export const runDirLayout = {

@@ -19,6 +19,7 @@ import { ADAPTERS, adapterOf } from '../agents/registry.js';
 import { onPath } from '../base/shell.js';
 import { serverInfo } from '../server/server.js';
 import { readWatchState } from '../server/watch-state.js';
+import { stateLayout } from '../base/state-dir.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
 
@@ -222,7 +223,7 @@ function lockFiles(repo: Repo): string[] {
       /* none */
     }
   };
-  add(path.join(repo.stateDir, 'locks'), (n) => n.endsWith('.lock') || n.includes('.lock.stale-'));
+  add(stateLayout.locksDir(repo), (n) => n.endsWith('.lock') || n.includes('.lock.stale-'));
   try {
     for (const id of fs.readdirSync(sessionsDir(repo))) add(path.join(sessionsDir(repo), id), (n) => n === 'lock' || n.startsWith('lock.stale-'));
   } catch {

@@ -8,7 +8,7 @@ import { sessionIdProblem } from '../base/ids.js';
 import { type Session } from './model.js';
 import { listRefs, type RefUpdate } from '../git/plumbing.js';
 import type { Repo } from '../git/repo.js';
-import { ensureStateDir, stateLayout } from '../base/state-dir.js';
+import { ensureStateDir, sessionFiles, stateLayout } from '../base/state-dir.js';
 
 export const STEP_REF_PREFIX = 'refs/agent/';
 
@@ -67,14 +67,7 @@ export function sessionIds(repo: Repo): string[] {
 }
 
 export function sessionPaths(repo: Repo, id: string): SessionPaths {
-  const dir = path.join(sessionsDir(repo), id);
-  return {
-    dir,
-    index: path.join(dir, 'index'),
-    journal: path.join(dir, 'journal.jsonl'),
-    state: path.join(dir, 'state.json'),
-    lock: path.join(dir, 'lock'),
-  };
+  return sessionFiles(repo, id);
 }
 
 export function worktreeKey(repo: Pick<Repo, 'worktree'>): string {

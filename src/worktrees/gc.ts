@@ -119,7 +119,7 @@ async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null
 /** Files agentsnap leaves only when a command dies: temp indexes, state/seed temp files, broken-lock tombstones. */
 function strayFiles(repo: Repo, now: number): string[] {
   const out: string[] = [];
-  const tmpDir = path.join(repo.stateDir, 'tmp');
+  const tmpDir = stateLayout.tmpDir(repo);
   for (const name of readdirOrEmpty(tmpDir)) {
     const p = path.join(tmpDir, name);
     if (olderThan(p, TEMP_GRACE_MS, now)) out.push(p);
@@ -142,7 +142,7 @@ function strayFiles(repo: Repo, now: number): string[] {
   for (const name of readdirOrEmpty(packDir)) {
     if (/^tmp_pack_|^tmp_idx_|^tmp_rev_/.test(name) && olderThan(path.join(packDir, name), DAY, now)) out.push(path.join(packDir, name));
   }
-  const locks = path.join(repo.stateDir, 'locks');
+  const locks = stateLayout.locksDir(repo);
   for (const name of readdirOrEmpty(locks)) {
     if (name.includes('.stale-') && olderThan(path.join(locks, name), TEMP_GRACE_MS, now)) out.push(path.join(locks, name));
   }
@@ -166,7 +166,7 @@ async function refsBySession(repo: Repo): Promise<Map<string, string[]>> {
  * server may still be using (runDirInUse); `run/main` always stays.
  */
 function orphanRunDirs(repo: Repo): string[] {
-  const runRoot = path.join(repo.stateDir, 'run');
+  const runRoot = stateLayout.runRoot(repo);
   const out: string[] = [];
   for (const name of readdirOrEmpty(runRoot)) {
     if (!name.startsWith('wt-')) continue;

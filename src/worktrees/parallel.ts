@@ -40,6 +40,7 @@ import { oursWithAsidesBack, treeWithEntries } from './killed-asides.js';
 import { APPLY_RESULT_TRAILER, beforeInterrupted, interruptedApplies, undoPaths } from './apply-interrupted.js';
 import { diskUse, exists, unlinkQuiet } from '../base/fsutil.js';
 import { diffStat, emptyTree, type FileStat } from './diffstat.js';
+import { stateLayout } from '../base/state-dir.js';
 
 export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
 
@@ -456,7 +457,7 @@ export interface DiscardResult {
 export async function dropSession(repo: Repo, id: string): Promise<void> {
   const dir = sessionPaths(repo, id).dir;
   if (exists(dir)) {
-    const tmpDir = path.join(repo.stateDir, 'tmp');
+    const tmpDir = stateLayout.tmpDir(repo);
     fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
     const tomb = path.join(tmpDir, `dropped-${id}-${process.pid}-${Date.now()}`);
     fs.renameSync(dir, tomb);
