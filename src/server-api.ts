@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSettings } from './git/config.js';
 import { errors } from './base/errors.js';
-import { readStateFile, runDirLayout } from './base/state-dir.js';
+import { ensureStateDir, openStateLog, readStateFile, runDirLayout } from './base/state-dir.js';
 import type { RepoOptions } from './api.js';
 import { parseHookArgs, runHook } from './hook.js';
 import { hostWorktreeServer, type ServerCalls, type WorktreeServerOptions } from './server/serve.js';
@@ -80,8 +80,11 @@ export async function serverStart(opts: RepoOptions = {}): Promise<ServerStatus>
   const running = serverInfo(repo);
   if (running) return statusOf(repo, enabled, running);
   const log = runDirLayout.serverLog(runDirOf(repo));
-  // lstat: a link in the log's place is replaced by the server's start, never read through.
-  const logStart = fs.lstatSync(log, { throwIfNoEntry: false })?.size ?? 0;
+  // What spawnBackgroundServer swallows (a server is an optimisation for the hooks' auto-start) reaches the user
+  // here: a run dir that is a link (UnsafeStateFile, exit 3), a log that cannot be created.
+  ensureStateDir(runDirOf(repo));
+  fs.closeSync(openStateLog(log));
+  const logStart = fs.lstatSync(log).size;
   const child = spawnBackgroundServer(repo);
   const info = await waitForServer(repo, 10_000, child);
   if (!info) {

@@ -104,6 +104,26 @@ test('state dir: a server.log replaced by a symlink is replaced by a fresh log, 
   }
 });
 
+test('state dir: a server run dir replaced by a symlink to a directory elsewhere: server start refuses (exit 3), nothing is created there', async () => {
+  const repo = seeded();
+  try {
+    const elsewhere = path.join(repo.base, 'elsewhere');
+    fs.mkdirSync(elsewhere);
+    linkInPlace(path.join(stateDir(repo), 'run', 'main'), elsewhere);
+    const start = await cliProcess(repo, ['server', 'start'], { env: ON });
+    try {
+      assert.is(start.code, 3, `${start.stdout}${start.stderr}`);
+      assert.match(start.stderr, /run\/main is a symbolic link, not a file agentsnap wrote/);
+      assert.not.match(start.stderr, /^\s+at /m);
+      assert.equal(fs.readdirSync(elsewhere), [], 'nothing written into the link\'s target');
+    } finally {
+      await cliProcess(repo, ['server', 'stop'], { env: ON });
+    }
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('state dir: a journal replaced by a symlink is refused (exit 3, what/why/what to do), its target keeps its bytes', async () => {
   const repo = seeded();
   try {

@@ -434,7 +434,7 @@ export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | '
     fs.closeSync(log);
     return child;
   } catch {
-    /* a server is an optimisation: without one, calls take the Node path */
+    /* a server is an optimisation: without one, calls take the Node path (`server start` checks the run dir and log first, so it names what failed) */
     return null;
   }
 }
