@@ -170,6 +170,25 @@ test('state dir: a session lock replaced by a symlink to a FIFO does not hang th
   }
 });
 
+test('state dir: a FIFO planted in place of a snapshot cache (index.user-copy) is not opened: the next snapshot completes', async () => {
+  const repo = seeded();
+  try {
+    const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q']);
+    assert.is(pre.code, 0, pre.stderr);
+    const id = sessionOf(repo);
+    const cache = path.join(stateDir(repo), 'sessions', id, 'index.user-copy');
+    assert.ok(fs.existsSync(cache), 'the session keeps the record of its copy of the user index');
+    fs.rmSync(cache);
+    execFileSync('mkfifo', [cache]);
+    repo.write('a.txt', 'changed\n');
+    // A reader of the FIFO would block forever: the bound is only there to end a failing run.
+    const post = await cliProcess(repo, ['snap', '--phase', 'post', '-q'], { timeoutMs: 60_000 });
+    assert.is(post.code, 0, post.stderr);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 /** Every path under dir with its mode, for the message of a failed check. */
 function modesUnder(dir: string): { path: string; mode: number; dir: boolean }[] {
   const out: { path: string; mode: number; dir: boolean }[] = [];
