@@ -82,7 +82,7 @@ export async function serverStart(opts: RepoOptions = {}): Promise<ServerStatus>
   const log = runDirLayout.serverLog(runDirOf(repo));
   // What spawnBackgroundServer swallows (a server is an optimisation for the hooks' auto-start) reaches the user
   // here: a run dir that is a link (UnsafeStateFile, exit 3), a log that cannot be created.
-  ensureStateDir(runDirOf(repo));
+  ensureStateDir(runDirOf(repo), repo.stateDir);
   fs.closeSync(openStateLog(log));
   const logStart = fs.lstatSync(log).size;
   const child = spawnBackgroundServer(repo);

@@ -104,25 +104,27 @@ test('state dir: a server.log replaced by a symlink is replaced by a fresh log, 
   }
 });
 
-test('state dir: a server run dir replaced by a symlink to a directory elsewhere: server start refuses (exit 3), nothing is created there', async () => {
-  const repo = seeded();
-  try {
-    const elsewhere = path.join(repo.base, 'elsewhere');
-    fs.mkdirSync(elsewhere);
-    linkInPlace(path.join(stateDir(repo), 'run', 'main'), elsewhere);
-    const start = await cliProcess(repo, ['server', 'start'], { env: ON });
+for (const linked of ['run/main', 'run']) {
+  test(`state dir: a server run dir whose ${linked} is a symlink to a directory elsewhere: server start refuses (exit 3), nothing is created there`, async () => {
+    const repo = seeded();
     try {
-      assert.is(start.code, 3, `${start.stdout}${start.stderr}`);
-      assert.match(start.stderr, /run\/main is a symbolic link, not a file agentsnap wrote/);
-      assert.not.match(start.stderr, /^\s+at /m);
-      assert.equal(fs.readdirSync(elsewhere), [], 'nothing written into the link\'s target');
+      const elsewhere = path.join(repo.base, 'elsewhere');
+      fs.mkdirSync(elsewhere);
+      linkInPlace(path.join(stateDir(repo), linked), elsewhere);
+      const start = await cliProcess(repo, ['server', 'start'], { env: ON });
+      try {
+        assert.is(start.code, 3, `${start.stdout}${start.stderr}`);
+        assert.ok(start.stderr.includes(`${linked} is a symbolic link, not a file agentsnap wrote`), start.stderr);
+        assert.not.match(start.stderr, /^\s+at /m);
+        assert.equal(fs.readdirSync(elsewhere), [], 'nothing written into the link\'s target');
+      } finally {
+        await cliProcess(repo, ['server', 'stop'], { env: ON });
+      }
     } finally {
-      await cliProcess(repo, ['server', 'stop'], { env: ON });
+      repo.cleanup();
     }
-  } finally {
-    repo.cleanup();
-  }
-});
+  });
+}
 
 test('state dir: a journal replaced by a symlink is refused (exit 3, what/why/what to do), its target keeps its bytes', async () => {
   const repo = seeded();

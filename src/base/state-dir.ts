@@ -86,7 +86,7 @@ export const runDirLayout = {
 /** `locks/<name>`, its directory created (0700): every taker of a lock names it through here. */
 export function lockFileIn(r: StateRoot, name: string): string {
   const dir = stateLayout.locksDir(r);
-  ensureStateDir(dir);
+  ensureStateDir(dir, r.stateDir);
   return path.join(dir, name);
 }
 
@@ -127,10 +127,24 @@ function checkRegular(fd: number, file: string): void {
 }
 
 /**
- * Creates `dir` and its missing parents 0700; refuses when it (the last
- * component) is a link or not a directory. Existing directories keep their mode.
+ * Creates `dir` and its missing parents 0700; refuses when it, or any
+ * directory between `root` (the state directory, when given) and it, is a link
+ * or not a directory (mkdir -p would create below a link's target). Existing
+ * directories keep their mode.
  */
-export function ensureStateDir(dir: string): void {
+export function ensureStateDir(dir: string, root?: string): void {
+  if (root !== undefined) {
+    const rel = path.relative(root, dir);
+    if (rel && !rel.startsWith('..') && !path.isAbsolute(rel)) {
+      let d = root;
+      for (const part of rel.split(path.sep).slice(0, -1)) {
+        d = path.join(d, part);
+        const st = fs.lstatSync(d, { throwIfNoEntry: false });
+        if (!st) break; // created below, by us
+        if (!st.isDirectory()) throw unsafeStateFile(d, kindOf(st));
+      }
+    }
+  }
   const first = fs.mkdirSync(dir, { recursive: true, mode: STATE_DIR_MODE });
   if (first !== undefined) {
     // Exact 0700 for each directory made, whatever the umask.

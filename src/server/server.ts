@@ -418,7 +418,7 @@ export function readCall(pid: number, payloadFile: string | null, kind: string |
 export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>): ChildProcess | null {
   const dir = runDirOf(repo);
   try {
-    ensureStateDir(dir);
+    ensureStateDir(dir, repo.stateDir);
     // A link in the log's place is replaced, never written through (src/base/state-dir.ts).
     const log = openStateLog(runDirLayout.serverLog(dir));
     // A small young generation: the heap grows in bursts during full scans (peak RSS 127 -> 103 MB at 100k files);
@@ -451,7 +451,7 @@ export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'common
   try {
     // lstat: the stamp's own time (a link in its place is replaced below, its target never written).
     if (Date.now() - (fs.lstatSync(stamp, { throwIfNoEntry: false })?.mtimeMs ?? 0) < 30_000) return;
-    ensureStateDir(dir);
+    ensureStateDir(dir, repo.stateDir);
     replaceStateFile(stamp, `${process.pid}\n`);
   } catch {
     return; /* an optimisation only: without a stamp, no spawn (one that cannot be timed must not run on every call) */

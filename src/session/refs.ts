@@ -75,8 +75,8 @@ export function worktreeKey(repo: Pick<Repo, 'worktree'>): string {
 }
 
 /** A directory of the state dir, created 0700 (a link in its place refused): see src/base/state-dir.ts. */
-export function ensureDir(dir: string): void {
-  ensureStateDir(dir);
+export function ensureDir(dir: string, root?: string): void {
+  ensureStateDir(dir, root);
 }
 
 /** The refs a session's journal says it has: baseline, each step's latest snapshot, and the head. */

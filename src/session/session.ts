@@ -96,7 +96,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
   await (opts.gitVersion ?? checkGitVersion(repo.env));
   const settings = opts.settings ?? (await loadSettings(repo));
   const p = sessionPaths(repo, id);
-  ensureDir(p.dir);
+  ensureDir(p.dir, repo.stateDir);
   return withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'start session' }, async () => {
     // Checked under the lock: two starts of the same id must not both write a start event.
     if (fs.existsSync(p.journal)) {
