@@ -19,6 +19,8 @@
 //   - lock files are created with O_EXCL (never through a link); one that is a
 //     link or not a regular file is no lock agentsnap wrote and is broken as a
 //     dead owner's (src/base/lock.ts).
+// One exception by design: a Gemini run's overlay home (sessions/<id>/gemini-home-*/.gemini/) holds links to the
+// entries of the user's real ~/.gemini (docs/reference.md); agentsnap never writes through them.
 // Files are created 0600 and directories 0700 whatever the umask (fchmod /
 // chmod after creation: a umask can only take bits away, but 0600 is exact).
 import fs from 'node:fs';
