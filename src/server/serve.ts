@@ -403,7 +403,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
                 .then(() => trace?.('engine: warmed up'))
                 .catch((err: unknown) => {
                   trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);
-                  // Not only under the trace: the server's log (server.log) and `doctor` show it.
+                  // Not only under the trace: it reaches the server's log (server.log).
                   opts.onError?.(err);
                 });
             }
