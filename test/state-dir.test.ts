@@ -9,6 +9,9 @@ import fs from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { cli, cliProcess, runProcess, BIN, sessionOf, tempRepo, type TempRepo } from './helpers.js';
+import { openRepo } from '../src/git/repo.js';
+import { acquireLock } from '../src/base/lock.js';
+import { contentLockFile } from '../src/session/locks.js';
 
 function seeded(): TempRepo {
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'src/b.txt': 'two\n' } });
@@ -60,6 +63,33 @@ test('state dir: server start on a fresh repository warms its engine up (the con
       await cliProcess(repo, ['server', 'stop'], { env: ON });
     }
   } finally {
+    repo.cleanup();
+  }
+});
+
+test('state dir: a warm-up snapshot that fails is in the server\'s log without AGENTSNAP_SERVER_TRACE', async () => {
+  const repo = seeded();
+  // The content lock held by this (live) process: the server's warm-up waits the configured 200 ms and fails Busy.
+  repo.git(['config', 'agentsnap.lockTimeout', '200']);
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const held = await acquireLock(contentLockFile(r), { purpose: 'test' });
+  try {
+    const start = await cliProcess(repo, ['server', 'start'], { env: ON });
+    assert.is(start.code, 0, start.stderr);
+    const log = path.join(stateDir(repo), 'run', 'main', 'server.log');
+    try {
+      const deadline = Date.now() + 60_000;
+      let text = '';
+      while (Date.now() < deadline && !/content-[0-9a-f]+\.lock is locked/.test(text)) {
+        await new Promise((res) => setTimeout(res, 20));
+        text = fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '';
+      }
+      assert.match(text, /content-[0-9a-f]+\.lock is locked by pid \d+ \(test/);
+    } finally {
+      await cliProcess(repo, ['server', 'stop'], { env: ON });
+    }
+  } finally {
+    held.release();
     repo.cleanup();
   }
 });
