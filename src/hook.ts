@@ -4,6 +4,7 @@
 // come back as a warning (the CLI prints one line and exits 0) and a
 // snapshot that failed marks its step unprotected.
 import fs from 'node:fs';
+import { ensureStateDir, readStateFile, replaceStateFile, stateLayout } from './base/state-dir.js';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { isAgentsnapError } from './base/errors.js';
@@ -341,12 +342,12 @@ async function unprotected(
 // Hooks written by `init` run without a wrapper: the agent's own session id maps to an agentsnap session.
 function mappingFile(repo: Repo, agent: string, agentSessionId: string): string {
   const key = createHash('sha1').update(`${agent}\0${agentSessionId}\0${repo.worktree}`).digest('hex').slice(0, 24);
-  return path.join(repo.stateDir, 'agent-sessions', `${agent}-${key}`);
+  return path.join(stateLayout.agentSessionsDir(repo), `${agent}-${key}`);
 }
 
 function readMapping(repo: Repo, agent: string, agentSessionId: string): string | null {
   try {
-    const id = fs.readFileSync(mappingFile(repo, agent, agentSessionId), 'utf8').trim();
+    const id = (readStateFile(mappingFile(repo, agent, agentSessionId))?.toString('utf8') ?? '').trim();
     return fs.existsSync(sessionPaths(repo, id).journal) ? id : null;
   } catch {
     return null;
@@ -356,13 +357,13 @@ function readMapping(repo: Repo, agent: string, agentSessionId: string): string 
 async function sessionForAgent(repo: Repo, agent: string, agentSessionId: string | null, settings: Settings): Promise<string> {
   const key = agentSessionId ?? 'default';
   const file = mappingFile(repo, agent, key);
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  ensureStateDir(path.dirname(file));
   return withLock(`${file}.lock`, { timeoutMs: settings.lockTimeoutMs, purpose: 'map agent session' }, async () => {
     const mapped = readMapping(repo, agent, key);
     // From the state cache: every hook call comes through here, and the journal grows with the session.
     if (mapped && !(await sessionFinished(repo, mapped))) return mapped;
     const created = await startSession(repo, { settings, agent, command: null, owner: null });
-    fs.writeFileSync(file, `${created.session}\n`, { mode: 0o600 });
+    replaceStateFile(file, `${created.session}\n`);
     return created.session;
   });
 }

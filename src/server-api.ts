@@ -1,10 +1,10 @@
 // Public API of the warm server: status, start (in the background), stop, and
 // run (the background process itself). See src/server.ts for the channel.
 import fs from 'node:fs';
-import path from 'node:path';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSettings } from './git/config.js';
 import { errors } from './base/errors.js';
+import { ensureStateDir, openStateLog, readStateFile, runDirLayout } from './base/state-dir.js';
 import type { RepoOptions } from './api.js';
 import { parseHookArgs, runHook } from './hook.js';
 import { hostWorktreeServer, type ServerCalls, type WorktreeServerOptions } from './server/serve.js';
@@ -79,8 +79,12 @@ export async function serverStart(opts: RepoOptions = {}): Promise<ServerStatus>
   }
   const running = serverInfo(repo);
   if (running) return statusOf(repo, enabled, running);
-  const log = path.join(runDirOf(repo), 'server.log');
-  const logStart = fs.statSync(log, { throwIfNoEntry: false })?.size ?? 0;
+  const log = runDirLayout.serverLog(runDirOf(repo));
+  // What spawnBackgroundServer swallows (a server is an optimisation for the hooks' auto-start) reaches the user
+  // here: a run dir that is a link (UnsafeStateFile, exit 3), a log that cannot be created.
+  ensureStateDir(runDirOf(repo), repo.stateDir);
+  fs.closeSync(openStateLog(log));
+  const logStart = fs.lstatSync(log).size;
   const child = spawnBackgroundServer(repo);
   const info = await waitForServer(repo, 10_000, child);
   if (!info) {
@@ -181,11 +185,11 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
 /** Why a server failed, from what it wrote to its log after `offset`: the last error line, else the last line (null: nothing). */
 function whyFromLog(file: string, offset: number): string | null {
   try {
-    const text = fs.readFileSync(file).subarray(offset).toString('utf8');
+    const text = (readStateFile(file) ?? Buffer.alloc(0)).subarray(offset).toString('utf8');
     const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
     const line = lines.filter((l) => /^(\w*Error\b|agentsnap:)/.test(l)).at(-1) ?? lines.at(-1);
     return line ? line.slice(0, 300) : null;
   } catch {
-    return null;
+    return null; /* the log is a reason at best: without it, 'did not start' and the log's name still say what to do */
   }
 }

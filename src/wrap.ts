@@ -29,6 +29,7 @@ import { startWorktreeServer } from './server-api.js';
 import { serverEngineIfUp, type ServerCalls } from './server/serve.js';
 import { snapshotTree } from './snapshot/snapshot.js';
 import { startAutoCheckpoints } from './session/auto.js';
+import { sessionFiles } from './base/state-dir.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
 export const AGENTSNAP_BIN = path.join(packageRoot(), 'bin', 'agentsnap.js');
@@ -381,7 +382,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const owner = opts.servedBy?.owner ?? wrapperOwner();
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
   const inWorktree = !!opts.worktree;
-  const resumed = !inWorktree && !!opts.session && fs.existsSync(path.join(source.stateDir, 'sessions', opts.session, 'journal.jsonl'));
+  const resumed = !inWorktree && !!opts.session && fs.existsSync(sessionFiles(source, opts.session).journal);
   let repo = source;
   let cwd = opts.cwd;
   let session: string;

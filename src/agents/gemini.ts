@@ -20,6 +20,7 @@ import { jsonMcpLayout, parseJsonc, withHooks, withMcpServer, withoutHooks, with
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList } from './plan.js';
 import { compactGeminiChat, forkGeminiChat, syntheticToolUseId } from './gemini-chat.js';
+import { replaceStateFile } from '../base/state-dir.js';
 
 export { syntheticToolUseId } from './gemini-chat.js';
 
@@ -151,8 +152,9 @@ export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks
   const written = `${JSON.stringify(opts.mcp ? withMcpServer(withOurs, { command: opts.mcp.command, args: opts.mcp.args }, realSettings) : withOurs, null, 2)}\n`;
   fs.writeFileSync(path.join(overlayDir, 'settings.json'), written, { mode: 0o600 });
   const state: OverlayState = { owner: currentOwner('gemini overlay'), realHome: opts.realHome, before, written, ...(opts.mcp ? { mcp: true } : {}) };
-  fs.writeFileSync(path.join(opts.dir, OVERLAY_STATE), `${JSON.stringify(state)}\n`, { mode: 0o600 });
-  fs.writeFileSync(geminiOverlayRecord(opts.sessionDir), `${JSON.stringify({ overlay: opts.dir, real: opts.realHome } satisfies OverlayRecord)}\n`);
+  // In the session's state dir: 0600, never through a link (src/base/state-dir.ts).
+  replaceStateFile(path.join(opts.dir, OVERLAY_STATE), `${JSON.stringify(state)}\n`);
+  replaceStateFile(geminiOverlayRecord(opts.sessionDir), `${JSON.stringify({ overlay: opts.dir, real: opts.realHome } satisfies OverlayRecord)}\n`);
   return { home: opts.dir, finish: () => finishOverlay(opts.dir, state, opts.sessionDir) };
 }
 

@@ -75,6 +75,7 @@ export const errors = {
   snapshotFailed: make('SnapshotFailed', 'internal'),
   busy: make('Busy', 'busy'),
   refused: make('Refused', 'refused'),
+  unsafeStateFile: make('UnsafeStateFile', 'refused'),
   conflict: make('Conflict', 'conflict'),
   worktreeSetupFailed: make('WorktreeSetupFailed', 'user'),
   noIdentity: make('NoIdentity', 'user'),

@@ -3,7 +3,8 @@
 // of being waited on forever.
 import fs from 'node:fs';
 import os from 'node:os';
-import { errors } from './errors.js';
+import { errors, isAgentsnapError } from './errors.js';
+import { readStateFile } from './state-dir.js';
 
 export interface LockOwner {
   pid: number;
@@ -22,7 +23,7 @@ export function processStartTime(pid: number): string | null {
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return rest[19] ?? null;
   } catch {
-    return null;
+    return null; /* the process is gone, or no /proc (not Linux): unknown, as documented */
   }
 }
 
@@ -49,12 +50,17 @@ export function currentOwner(purpose: string): LockOwner {
   };
 }
 
-function readOwner(file: string): LockOwner | 'missing' | 'unreadable' {
+function readOwner(file: string): LockOwner | 'missing' | 'unreadable' | 'foreign' {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    // Never through a link (a FIFO behind one would block the read forever): see src/base/state-dir.ts.
+    const bytes = readStateFile(file);
+    if (bytes === null) return 'missing';
+    text = bytes.toString('utf8');
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'unreadable';
+    // A link or special file: no lock agentsnap wrote (it creates them O_EXCL), broken like a dead owner's.
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return 'foreign';
+    return 'unreadable';
   }
   try {
     const o = JSON.parse(text) as LockOwner;
@@ -90,8 +96,10 @@ export async function acquireLock(file: string, options: LockOptions = {}): Prom
   const body = JSON.stringify(currentOwner(purpose));
   for (;;) {
     try {
+      // O_EXCL: never through a link in its place (src/base/state-dir.ts).
       const fd = fs.openSync(file, 'wx', 0o600);
       try {
+        fs.fchmodSync(fd, 0o600); // exact, whatever the umask
         fs.writeSync(fd, body);
       } finally {
         fs.closeSync(fd);
@@ -115,11 +123,13 @@ export async function acquireLock(file: string, options: LockOptions = {}): Prom
     const owner = readOwner(file);
     let stale = false;
     if (owner === 'missing') continue;
-    if (owner === 'unreadable') {
+    if (owner === 'foreign') {
+      stale = true;
+    } else if (owner === 'unreadable') {
       try {
-        stale = Date.now() - fs.statSync(file).mtimeMs > TORN_LOCK_GRACE_MS;
+        stale = Date.now() - fs.lstatSync(file).mtimeMs > TORN_LOCK_GRACE_MS;
       } catch {
-        continue;
+        continue; /* gone meanwhile: try to take it again */
       }
     } else {
       stale = !ownerAlive(owner);
@@ -147,8 +157,9 @@ function breakStaleLock(file: string): void {
   const tomb = `${file}.stale-${process.pid}-${Date.now()}`;
   try {
     fs.renameSync(file, tomb);
-  } catch {
-    return;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // another breaker won, or the owner released it
+    throw e;
   }
   const owner = readOwner(tomb);
   if (typeof owner === 'object' && ownerAlive(owner)) {
@@ -187,7 +198,7 @@ function openByAnyProcess(file: string): boolean | null {
   try {
     pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n));
   } catch {
-    return null;
+    return null; /* no /proc: cannot be told (the caller falls back to the lock's age) */
   }
   for (const pid of pids) {
     let fds: string[];

@@ -12,6 +12,7 @@ export const ZERO_OID = '0000000000000000000000000000000000000000';
 export { SNAPSHOT_GIT_CONFIG } from './status-args.js';
 import { SNAPSHOT_GIT_CONFIG } from './status-args.js';
 import type { ChangedPath, CommitSpec, RefUpdate } from './types.js';
+import { stateLayout } from '../base/state-dir.js';
 export type { CommitSpec, RefUpdate } from './types.js';
 
 /**
@@ -195,7 +196,7 @@ function nameStatusByPath(tokens: string[]): IndexVsTree {
  */
 export async function treeVsTree(repo: Repo, index: string, treeish: string): Promise<IndexVsTree> {
   const res = await repo.git(['diff-tree', '-r', '-z', '--name-status', '--no-renames', treeish, index], {
-    extraEnv: indexEnv(path.join(repo.stateDir, 'no-index', 'index')), // see diffTrees
+    extraEnv: indexEnv(stateLayout.noIndexFile(repo)), // see diffTrees
   });
   return nameStatusByPath(splitNul(res.stdout));
 }
@@ -335,7 +336,7 @@ export async function diffTrees(repo: Repo, from: string, to: string): Promise<C
   // exist. .gitattributes (binary or not, for --numstat) then come from the
   // worktree, which is what the snapshot holds.
   const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', '--numstat', from, to], {
-    extraEnv: indexEnv(path.join(repo.stateDir, 'no-index', 'index')),
+    extraEnv: indexEnv(stateLayout.noIndexFile(repo)),
   });
   const tokens = splitNul(res.stdout);
   const byPath = new Map<string, ChangedPath>();

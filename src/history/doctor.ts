@@ -12,13 +12,14 @@ import { acquireLock, ownerAlive } from '../base/lock.js';
 import { foldJournal, type Session } from '../session/model.js';
 import { listRefs, updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { headRef, refsFor, sessionIds, sessionOfRef, sessionPaths, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, wrapperGone } from '../session/session.js';
-import { isAgentsnapError } from '../base/errors.js';
+import { isAgentsnapError, type AgentsnapError } from '../base/errors.js';
 import { diskUse } from '../base/fsutil.js';
 import { isAgentsnapHook, type HookGroup } from '../agents/settings-file.js';
 import { ADAPTERS, adapterOf } from '../agents/registry.js';
 import { onPath } from '../base/shell.js';
 import { serverInfo } from '../server/server.js';
 import { readWatchState } from '../server/watch-state.js';
+import { stateLayout } from '../base/state-dir.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
 
@@ -151,12 +152,24 @@ interface LoadedSession {
   id: string;
   session: Session | null;
   corruptLines: number[];
+  /** Why its journal was not read (a link or special file in its place: UnsafeStateFile). */
+  unsafe?: AgentsnapError;
 }
 
 function loadSessions(repo: Repo): LoadedSession[] {
   const out: LoadedSession[] = [];
   for (const id of sessionIds(repo)) {
-    const read = readJournal(sessionPaths(repo, id).journal);
+    let read: ReturnType<typeof readJournal>;
+    try {
+      read = readJournal(sessionPaths(repo, id).journal);
+    } catch (e) {
+      // Every other command refuses such a session; doctor names it among the rest.
+      if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') {
+        out.push({ id, session: null, corruptLines: [], unsafe: e });
+        continue;
+      }
+      throw e;
+    }
     out.push({ id, session: foldJournal(read.events), corruptLines: read.corruptLines });
   }
   return out;
@@ -165,6 +178,10 @@ function loadSessions(repo: Repo): LoadedSession[] {
 function checkSessions(sessions: LoadedSession[]): Check[] {
   const checks: Check[] = [];
   for (const s of sessions) {
+    if (s.unsafe) {
+      checks.push({ check: 'session', status: 'problem', message: `session ${s.id}: ${s.unsafe.message}`, fix: s.unsafe.hint ?? 'remove it', data: { session: s.id, file: s.unsafe.data.file } });
+      continue;
+    }
     if (!s.session) {
       checks.push({ check: 'session', status: 'problem', message: `session ${s.id}: its journal has no start event`, fix: `inspect or remove the session directory (see \`agentsnap sessions\`)`, data: { session: s.id } });
       continue;
@@ -206,7 +223,7 @@ function lockFiles(repo: Repo): string[] {
       /* none */
     }
   };
-  add(path.join(repo.stateDir, 'locks'), (n) => n.endsWith('.lock') || n.includes('.lock.stale-'));
+  add(stateLayout.locksDir(repo), (n) => n.endsWith('.lock') || n.includes('.lock.stale-'));
   try {
     for (const id of fs.readdirSync(sessionsDir(repo))) add(path.join(sessionsDir(repo), id), (n) => n === 'lock' || n.startsWith('lock.stale-'));
   } catch {

@@ -13,6 +13,7 @@
 // events is never overwritten), and the step refs are set from it.
 import fs from 'node:fs';
 import { errors } from '../base/errors.js';
+import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import { assertSessionId, sessionIdProblem } from '../base/ids.js';
 import { readJournal } from '../session/journal.js';
 import { withLock } from '../base/lock.js';
@@ -223,15 +224,7 @@ async function missingObjects(repo: Repo, oids: string[]): Promise<string[]> {
 }
 
 function writeFileAtomic(file: string, bytes: Buffer): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, bytes, { mode: 0o600 });
-  const fd = fs.openSync(tmp, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
+  replaceStateFile(file, bytes, { fsync: true });
 }
 
 /** `agentsnap fetch <remote>`: brings sessions recorded elsewhere into this repository. */
@@ -265,7 +258,7 @@ export async function fetchSnapshots(repo: Repo, remote: string): Promise<FetchR
 async function adoptJournal(repo: Repo, id: string, journalCommit: string): Promise<FetchedSession> {
   const remoteBytes = (await repo.git(['cat-file', 'blob', `${journalCommit}:journal.jsonl`])).stdout;
   const p = sessionPaths(repo, id);
-  fs.mkdirSync(p.dir, { recursive: true, mode: 0o700 });
+  ensureStateDir(p.dir);
   return withLock(p.lock, { purpose: 'fetch session' }, async () => {
     const local = journalBytes(p.journal);
     const count = (b: Buffer) => b.toString('utf8').split('\n').filter((l) => l.trim() !== '').length;
@@ -283,7 +276,8 @@ async function adoptJournal(repo: Repo, id: string, journalCommit: string): Prom
     }
     // Parse a copy of the fetched journal through the normal reader (never trust it blindly).
     const tmp = `${p.journal}.fetched-${process.pid}`;
-    fs.writeFileSync(tmp, remoteBytes, { mode: 0o600 });
+    fs.rmSync(tmp, { force: true }); // a link planted at the name is removed, never written through
+    replaceStateFile(tmp, remoteBytes);
     let session: Session | null;
     try {
       session = foldJournal(readJournal(tmp).events);

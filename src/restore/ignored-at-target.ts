@@ -42,6 +42,7 @@ import { errors } from '../base/errors.js';
 import { pathsInput, runGit, splitNul } from '../git/run.js';
 import { SNAPSHOT_GIT_CONFIG } from '../git/status-args.js';
 import { caseSensitiveFs, rmQuiet, unsafePath } from '../base/fsutil.js';
+import { stateLayout } from '../base/state-dir.js';
 
 const GITLINK = '160000';
 
@@ -168,7 +169,7 @@ function ctimeOf(worktree: string, rel: string): number | null {
 
 /** Of `paths`, those git ignores with `rules` (.gitignore contents by directory) in place of the worktree's. */
 async function checkIgnore(repo: Repo, rules: Map<string, Buffer>, paths: string[]): Promise<string[]> {
-  const tmpRoot = path.join(repo.stateDir, 'tmp');
+  const tmpRoot = stateLayout.tmpDir(repo);
   fs.mkdirSync(tmpRoot, { recursive: true, mode: 0o700 });
   // gc removes what a killed process leaves in tmp/.
   const tmp = path.join(tmpRoot, `ignore-${process.pid}-${randomBytes(4).toString('hex')}`);
@@ -176,7 +177,7 @@ async function checkIgnore(repo: Repo, rules: Map<string, Buffer>, paths: string
   try {
     for (const [dir, content] of rules) {
       fs.mkdirSync(path.join(tmp, dir), { recursive: true });
-      fs.writeFileSync(path.join(tmp, dir, '.gitignore'), content);
+      fs.writeFileSync(path.join(tmp, dir, '.gitignore'), content, { mode: 0o600 });
     }
     // --no-index: the rules alone answer, whatever the user's index says now (see the top of the file).
     // check-ignore takes pathspecs without magic (no GIT_LITERAL_PATHSPECS): "./" keeps a name

@@ -220,7 +220,7 @@ export function nestedLeft(worktree: string, plan: PlannedChange[]): LeftPath[] 
         try {
           kind = inspect(worktree, c.path).kind;
         } catch {
-          kind = 'unknown';
+          kind = 'unknown'; /* unreadable: not known to be a directory, so the gitlink is left as it is */
         }
         if (kind !== 'dir' && kind !== 'unknown') {
           return { path: c.path, reason: `${NESTED_REPO_GONE_PREFIX} (agentsnap records only its commit id ${c.to.oid.slice(0, 12)}; its own files are not in the snapshot)` };
@@ -312,7 +312,7 @@ function filesBelow(worktree: string, rel: string): string[] {
     try {
       names = fs.readdirSync(path.join(worktree, r));
     } catch {
-      out.push(r);
+      out.push(r); /* unreadable or gone: reported as the directory itself, never walked blind */
       return;
     }
     for (const name of names) {
@@ -321,7 +321,7 @@ function filesBelow(worktree: string, rel: string): string[] {
       try {
         dir = fs.lstatSync(path.join(worktree, child)).isDirectory();
       } catch {
-        dir = false;
+        dir = false; /* gone meanwhile: reported as the path it was */
       }
       if (dir) walk(child);
       else out.push(child);
@@ -705,7 +705,7 @@ function lstatKey(abs: string): string | null {
   try {
     return inodeKey(fs.lstatSync(abs, { bigint: true }));
   } catch {
-    return null;
+    return null; /* nothing there (or not reachable): no key, which matches no expected one */
   }
 }
 
@@ -777,7 +777,7 @@ function keepBeside(aside: string, abs: string): string {
     moveNoReplace(aside, kept);
     return kept;
   } catch {
-    return aside;
+    return aside; /* the name was taken or the move failed: it stays under its aside name, still kept and reported */
   }
 }
 
@@ -898,7 +898,7 @@ function inodeOf(abs: string): string | null {
     const st = fs.lstatSync(abs, { bigint: true });
     return `${st.dev}:${st.ino}`;
   } catch {
-    return null;
+    return null; /* nothing there: no inode, which matches none */
   }
 }
 

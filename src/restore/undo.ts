@@ -913,7 +913,6 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     // Reads the transcript holds saw the head before this operation: journaled first, with that state.
     await locked.importReads();
     const lockFile = contentLockFile(repo);
-    fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
     return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: spec.kind }, async () => {
       let events = readJournal(locked.paths.journal).events;
       result.recovered = await recoverInterrupted(repo, id, locked, events, settings);

@@ -401,7 +401,11 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
               void (accel.settings as () => Promise<Settings>)()
                 .then((settings) => withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ indexFile: '', settings, parentTree: null, untrackedCache: true })))
                 .then(() => trace?.('engine: warmed up'))
-                .catch((err: unknown) => trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`));
+                .catch((err: unknown) => {
+                  trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);
+                  // Not only under the trace: it reaches the server's log (server.log).
+                  opts.onError?.(err);
+                });
             }
           })
           .catch((e) => {

@@ -27,6 +27,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { errors } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock.js';
+import { ensureStateDir, openStateLog, replaceStateFile, runDirLayout } from '../base/state-dir.js';
 import type { Repo } from '../git/repo.js';
 import { serverEnabled, type Settings } from '../git/config.js';
 import { decodeRecord, runDirName, SLOTS } from './channel.js';
@@ -449,7 +450,8 @@ export function readCall(pid: number, record: CallRecord): ServerCall {
 export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>): ChildProcess | null {
   try {
     const dir = prepareRunDir(repo);
-    const log = fs.openSync(path.join(dir, 'server.log'), 'a', 0o600);
+    // A link in the log's place is replaced, never written through (src/base/state-dir.ts).
+    const log = openStateLog(runDirLayout.serverLog(dir));
     // A small young generation: the heap grows in bursts during full scans (peak RSS 127 -> 103 MB at 100k files);
     // --optimize-for-size collects sooner as the heap grows (bench hook rows at 1M files, same day: 253-318 -> 208 MiB,
     // per call unchanged: 54-102 -> 73-77 ms; at 100k 103 -> 88 MiB, 113 -> 117 ms).
@@ -463,7 +465,7 @@ export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | '
     fs.closeSync(log);
     return child;
   } catch {
-    /* a server is an optimisation: without one, calls take the Node path */
+    /* a server is an optimisation: without one, calls take the Node path (`server start` checks the run dir and log first, so it names what failed) */
     return null;
   }
 }
@@ -481,16 +483,14 @@ export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'common
   } catch {
     return; // not a run dir of this user's: no server, calls take the Node path
   }
-  const stamp = path.join(dir, 'autostart.stamp');
+  const stamp = runDirLayout.autostartStamp(dir);
   try {
-    if (Date.now() - fs.statSync(stamp).mtimeMs < 30_000) return;
+    // lstat: the stamp's own time (a link in its place is replaced below, its target never written).
+    if (Date.now() - (fs.lstatSync(stamp, { throwIfNoEntry: false })?.mtimeMs ?? 0) < 30_000) return;
+    ensureStateDir(dir, repo.stateDir);
+    replaceStateFile(stamp, `${process.pid}\n`);
   } catch {
-    /* never tried */
-  }
-  try {
-    fs.writeFileSync(stamp, `${process.pid}\n`, { mode: 0o600 });
-  } catch {
-    return;
+    return; /* an optimisation only: without a stamp, no spawn (one that cannot be timed must not run on every call) */
   }
   spawnBackgroundServer(repo);
 }

@@ -5,6 +5,7 @@
 // The state of a dead server is never shown: the file names its pid.
 import fs from 'node:fs';
 import path from 'node:path';
+import { readStateFile, replaceStateFile } from '../base/state-dir.js';
 
 export const WATCH_STATE_FILE = 'watcher.json';
 
@@ -68,14 +69,11 @@ export function inotifyLimit(code: 'ENOSPC' | 'EMFILE' | null): { limit: Watcher
 /** Writes the report (atomically: a reader sees the old one or the new one). */
 export function writeWatchState(runDir: string, report: WatcherReport): void {
   const file = path.join(runDir, WATCH_STATE_FILE);
-  const tmp = `${file}.${process.pid}.tmp`;
   const body: StateFile = { pid: process.pid, ...report };
   try {
-    fs.writeFileSync(tmp, `${JSON.stringify(body)}\n`, { mode: 0o600 });
-    fs.renameSync(tmp, file);
+    replaceStateFile(file, `${JSON.stringify(body)}\n`);
   } catch {
     // Status only: a failed write costs the user a stale line, never a snapshot.
-    fs.rmSync(tmp, { force: true });
   }
 }
 
@@ -86,8 +84,8 @@ export function removeWatchState(runDir: string): void {
 /** The report of the server with this pid, or null (none written yet, another server's, unreadable). */
 export function readWatchState(runDir: string, pid: number): WatcherReport | null {
   try {
-    const parsed = JSON.parse(fs.readFileSync(path.join(runDir, WATCH_STATE_FILE), 'utf8')) as StateFile;
-    if (parsed.pid !== pid) return null;
+    const parsed = JSON.parse(readStateFile(path.join(runDir, WATCH_STATE_FILE))?.toString('utf8') ?? 'null') as StateFile | null;
+    if (!parsed || parsed.pid !== pid) return null;
     const { pid: _pid, ...report } = parsed;
     return report;
   } catch {

@@ -12,6 +12,7 @@ import { errors } from '../base/errors.js';
 import type { Repo } from '../git/repo.js';
 import { commitTree } from '../git/plumbing.js';
 import type { Session, Step } from './model.js';
+import { stateLayout } from '../base/state-dir.js';
 
 export type LineOrigin =
   | { kind: 'step'; step: number }
@@ -90,7 +91,7 @@ export async function blameFile(repo: Repo, s: Session, rel: string, contents: B
 
 /** A commit of `base`'s tree with `rel` holding `contents`, through a temporary index (the user's is not read). */
 async function throwawayCommit(repo: Repo, base: string, rel: string, contents: Buffer): Promise<string> {
-  const dir = fs.mkdtempSync(path.join(repo.stateDir, 'tmp-blame-'));
+  const dir = fs.mkdtempSync(stateLayout.blameTmpPrefix(repo));
   try {
     const extraEnv = { GIT_INDEX_FILE: path.join(dir, 'index') };
     // --no-filters: snapshots hold the worktree's exact bytes (no eol or filter= conversion), so must this blob.

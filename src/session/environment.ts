@@ -7,7 +7,7 @@
 // Never recorded: the values of environment variables. The tools the agent
 // offered its model come from its transcript when it names them (Claude Code's
 // api-request-shape lines), journaled at a pre when they changed.
-import fs from 'node:fs';
+import { readStateFile, replaceStateFile } from '../base/state-dir.js';
 import path from 'node:path';
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Session } from './model.js';
@@ -113,17 +113,15 @@ function sameChange(a: EnvChange | null | undefined, b: EnvChange | null): boole
 
 function readBase(file: string): EnvBase | null {
   try {
-    const b = JSON.parse(fs.readFileSync(file, 'utf8')) as EnvBase;
-    return b.v === 1 && typeof b.key === 'string' && b.vars && typeof b.vars === 'object' ? b : null;
+    const b = JSON.parse(readStateFile(file)?.toString('utf8') ?? 'null') as EnvBase | null;
+    return b && b.v === 1 && typeof b.key === 'string' && b.vars && typeof b.vars === 'object' ? b : null;
   } catch {
-    return null;
+    return null; /* torn or foreign (a link): no base, the next pre records one */
   }
 }
 
 function writeBase(file: string, base: EnvBase): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, JSON.stringify(base), { mode: 0o600 });
-  fs.renameSync(tmp, file);
+  replaceStateFile(file, JSON.stringify(base));
 }
 
 /**

@@ -3,6 +3,7 @@
 // writer was killed mid-write) is ignored by readers and cut off by the next
 // append. The journal is the source of truth; refs and state.json are derived.
 import fs from 'node:fs';
+import { openStateFile, readStateFile } from '../base/state-dir.js';
 import type { SkippedFile, ChangedPath } from '../git/types.js';
 export type { SkippedFile, ChangedPath } from '../git/types.js';
 import type { TranscriptPosition } from '../agents/adapter.js';
@@ -333,13 +334,9 @@ export interface JournalRead {
 
 /** Reads a journal; never throws on bad content, only on I/O errors other than a missing file. */
 export function readJournal(file: string): JournalRead {
-  let buf: Buffer;
-  try {
-    buf = fs.readFileSync(file);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { events: [], corruptLines: [], tornTail: false, size: 0 };
-    throw e;
-  }
+  // Never through a link an agent left in its place (UnsafeStateFile: src/base/state-dir.ts).
+  const buf = readStateFile(file);
+  if (buf === null) return { events: [], corruptLines: [], tornTail: false, size: 0 };
   const events: JournalEvent[] = [];
   const corruptLines: number[] = [];
   let tornTail = false;
@@ -381,7 +378,8 @@ export function appendEvent(file: string, event: JournalEvent): number {
  * events before a torn line, as one by one would.
  */
 export function appendEvents(file: string, events: readonly JournalEvent[]): number {
-  const fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
+  // Created 0600; a link or special file in its place is refused, never written through (src/base/state-dir.ts).
+  const fd = openStateFile(file, 'update');
   try {
     const { size } = fs.fstatSync(fd);
     if (size > 0) {

@@ -1,20 +1,20 @@
 // The locks sessions take and the one order every mutation follows under
 // them: objects, journal event (the truth), refs, then state.json. Lock order:
 // session lock, then the worktree content lock (held around every snapshot).
-import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { appendEvent, type JournalEvent } from './journal.js';
 import { acquireLock, withLock } from '../base/lock.js';
+import { lockFileIn } from '../base/state-dir.js';
 import { applyEvent, type Session } from './model.js';
 import { updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { serverEnabled, type Settings } from '../git/config.js';
 import { snapshotTree } from '../snapshot/snapshot.js';
 import type { Repo } from '../git/repo.js';
-import { type SessionPaths, sessionPaths, worktreeKey, ensureDir } from './refs.js';
+import { type SessionPaths, sessionPaths, worktreeKey } from './refs.js';
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists } from './state.js';
 
 export function worktreeLockFile(repo: Repo): string {
-  return path.join(repo.stateDir, 'locks', `worktree-${worktreeKey(repo)}.lock`);
+  return lockFileIn(repo, `worktree-${worktreeKey(repo)}.lock`);
 }
 
 /**
@@ -24,13 +24,13 @@ export function worktreeLockFile(repo: Repo): string {
  * (and so around its baseline snapshot). Order: session lock, then this one.
  */
 export function contentLockFile(repo: Repo): string {
-  return path.join(repo.stateDir, 'locks', `content-${worktreeKey(repo)}.lock`);
+  // Its directory is created here, so every taker (snapshots, restores, apply, the server's warm-up) finds it.
+  return lockFileIn(repo, `content-${worktreeKey(repo)}.lock`);
 }
 
 /** snapshotTree under the worktree content lock (the caller holds the session lock). */
 export async function lockedSnapshot(repo: Repo, settings: Settings, opts: Parameters<typeof snapshotTree>[1]): ReturnType<typeof snapshotTree> {
   const file = contentLockFile(repo);
-  ensureDir(path.dirname(file));
   const take = repo.accel?.snapshot ?? ((o: Parameters<typeof snapshotTree>[1]) => snapshotTree(repo, o));
   // With a server to take the next snapshots, a new copy of the user's index is not written back for them.
   const warmCopy = opts.warmCopy ?? !serverEnabled(repo.callerEnv, settings);

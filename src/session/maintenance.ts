@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Repo } from '../git/repo.js';
 import { acquireLock } from '../base/lock.js';
+import { lockFileIn, readStateFile, replaceStateFile, stateLayout } from '../base/state-dir.js';
 import { exists, unlinkQuiet } from '../base/fsutil.js';
 import { readHead } from '../git/plumbing.js';
 import { errors } from '../base/errors.js';
@@ -53,24 +54,21 @@ function packDir(repo: Repo): string {
 }
 
 function packListFile(repo: Repo): string {
-  return path.join(repo.stateDir, 'packs.json');
+  return stateLayout.packsJson(repo);
 }
 
 export function readPackList(repo: Repo): PackList {
   try {
-    const raw = JSON.parse(fs.readFileSync(packListFile(repo), 'utf8')) as Partial<PackList>;
+    const raw = JSON.parse(readStateFile(packListFile(repo))?.toString('utf8') ?? '{}') as Partial<PackList>;
     const names = (v: unknown) => (Array.isArray(v) ? v.filter((n): n is string => typeof n === 'string' && /^pack-[0-9a-f]{40,64}$/.test(n)) : []);
     return { packs: names(raw.packs), retired: names(raw.retired) };
   } catch {
-    return { packs: [], retired: [] };
+    return { packs: [], retired: [] }; /* torn or foreign (a link): the packs stay, unlisted, and are never merged */
   }
 }
 
 function writePackList(repo: Repo, list: PackList): void {
-  const file = packListFile(repo);
-  const tmp = `${file}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, JSON.stringify(list), { mode: 0o600 });
-  fs.renameSync(tmp, file);
+  replaceStateFile(packListFile(repo), JSON.stringify(list));
 }
 
 /** The name pack-objects printed (its hash) as `pack-<hash>`, or null when it wrote no pack. */
@@ -90,8 +88,7 @@ export async function packObjects(repo: Repo, head: string, since: string | null
   // A repository removed meanwhile (the pack of an ended session runs in the background) is not made again.
   if (!exists(path.dirname(dir)) || !exists(repo.stateDir)) throw errors.internal(`${repo.commonDir} is gone.`, { data: { commonDir: repo.commonDir } });
   fs.mkdirSync(dir, { recursive: true });
-  fs.mkdirSync(path.join(repo.stateDir, 'locks'), { recursive: true, mode: 0o700 });
-  const lock = await acquireLock(path.join(repo.stateDir, 'locks', 'packs.lock'), { timeoutMs: opts.lockTimeoutMs ?? 2000, purpose: 'pack' });
+  const lock = await acquireLock(lockFileIn(repo, 'packs.lock'), { timeoutMs: opts.lockTimeoutMs ?? 2000, purpose: 'pack' });
   try {
     const objects = await ownObjects(repo, head, since);
     // --incremental leaves out objects that are already packed; --local those of alternates.
@@ -216,12 +213,11 @@ export async function maybeMaintain(repo: Repo, paths: Paths, state: PackState, 
   state.unpacked = 0;
   state.packedHead = state.session.head;
   try {
-    const cur = JSON.parse(fs.readFileSync(paths.state, 'utf8')) as Record<string, unknown>;
+    const cur = JSON.parse(readStateFile(paths.state)?.toString('utf8') ?? 'null') as Record<string, unknown> | null;
+    if (!cur) return; /* no cache to correct: it is folded from the journal when next read */
     cur.unpacked = 0;
     cur.packedHead = state.packedHead;
-    const tmp = `${paths.state}.tmp-${process.pid}`;
-    fs.writeFileSync(tmp, JSON.stringify(cur), { mode: 0o600 });
-    fs.renameSync(tmp, paths.state);
+    replaceStateFile(paths.state, JSON.stringify(cur));
   } catch {
     /* the cache is rebuilt when missing */
   }

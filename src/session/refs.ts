@@ -8,6 +8,7 @@ import { sessionIdProblem } from '../base/ids.js';
 import { type Session } from './model.js';
 import { listRefs, type RefUpdate } from '../git/plumbing.js';
 import type { Repo } from '../git/repo.js';
+import { ensureStateDir, sessionFiles, stateLayout } from '../base/state-dir.js';
 
 export const STEP_REF_PREFIX = 'refs/agent/';
 
@@ -49,7 +50,7 @@ export interface SessionPaths {
 }
 
 export function sessionsDir(repo: Repo): string {
-  return path.join(repo.stateDir, 'sessions');
+  return stateLayout.sessionsDir(repo);
 }
 
 /** The ids of the sessions that have a journal in this repository, sorted. */
@@ -57,29 +58,25 @@ export function sessionIds(repo: Repo): string[] {
   let names: string[];
   try {
     names = fs.readdirSync(sessionsDir(repo));
-  } catch {
-    return [];
+  } catch (e) {
+    // No session yet; an unreadable or replaced sessions dir is an error the user must see, not "no sessions".
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
   }
   return names.filter((n) => sessionIdProblem(n) === undefined && fs.existsSync(sessionPaths(repo, n).journal)).sort();
 }
 
 export function sessionPaths(repo: Repo, id: string): SessionPaths {
-  const dir = path.join(sessionsDir(repo), id);
-  return {
-    dir,
-    index: path.join(dir, 'index'),
-    journal: path.join(dir, 'journal.jsonl'),
-    state: path.join(dir, 'state.json'),
-    lock: path.join(dir, 'lock'),
-  };
+  return sessionFiles(repo, id);
 }
 
 export function worktreeKey(repo: Pick<Repo, 'worktree'>): string {
   return createHash('sha1').update(repo.worktree).digest('hex').slice(0, 16);
 }
 
-export function ensureDir(dir: string): void {
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+/** A directory of the state dir, created 0700 (a link in its place refused): see src/base/state-dir.ts. */
+export function ensureDir(dir: string, root?: string): void {
+  ensureStateDir(dir, root);
 }
 
 /** The refs a session's journal says it has: baseline, each step's latest snapshot, and the head. */

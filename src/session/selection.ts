@@ -2,9 +2,10 @@
 // (decided here only: statusNow, wrapperRunning, wrapperGone, sessionInUse)
 // and selection (--session, AGENTSNAP_SESSION, else the most recent).
 import fs from 'node:fs';
+import { ensureStateDir, replaceStateFile, stateLayout } from '../base/state-dir.js';
 import os from 'node:os';
 import path from 'node:path';
-import { errors } from '../base/errors.js';
+import { errors, isAgentsnapError } from '../base/errors.js';
 import { type SessionStatus } from './journal.js';
 import { currentOwner, ownerAlive } from '../base/lock.js';
 import { openSteps, sessionStatus, type Session } from './model.js';
@@ -79,14 +80,14 @@ function summaryOf(state: SessionState): SessionSummary {
  * next listing that finds its session no longer running.
  */
 export function runningMarker(repo: Pick<Repo, 'stateDir'>, id: string): string {
-  return path.join(repo.stateDir, 'running', id);
+  return path.join(stateLayout.runningDir(repo), id);
 }
 
 export function markRunning(repo: Pick<Repo, 'stateDir'>, id: string): void {
   const file = runningMarker(repo, id);
   try {
-    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(file, '', { mode: 0o600 });
+    ensureStateDir(path.dirname(file));
+    replaceStateFile(file, '');
   } catch {
     /* only the warning about another wrapper in this worktree depends on it */
   }
@@ -100,9 +101,10 @@ export function unmarkRunning(repo: Pick<Repo, 'stateDir'>, id: string): void {
 export async function listWrappedSessions(repo: Repo): Promise<SessionSummary[]> {
   let names: string[];
   try {
-    names = fs.readdirSync(path.join(repo.stateDir, 'running'));
-  } catch {
-    return [];
+    names = fs.readdirSync(stateLayout.runningDir(repo));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return []; // no wrapper ever ran here
+    throw e;
   }
   const out: SessionSummary[] = [];
   for (const name of names) {
@@ -124,8 +126,10 @@ export async function listSessions(repo: Repo): Promise<SessionSummary[]> {
   for (const name of sessionIds(repo)) {
     try {
       out.push(summaryOf(await loadState(repo, name, false)));
-    } catch {
-      /* an unreadable session is reported by doctor, not here */
+    } catch (e) {
+      // A link in a journal's place is refused (what to do named), not taken for "no such session".
+      if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') throw e;
+      /* gone meanwhile, or unreadable: doctor reports it */
     }
   }
   return out.sort((a, b) => (a.lastActivity < b.lastActivity ? 1 : a.lastActivity > b.lastActivity ? -1 : 0));

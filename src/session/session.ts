@@ -96,7 +96,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
   await (opts.gitVersion ?? checkGitVersion(repo.env));
   const settings = opts.settings ?? (await loadSettings(repo));
   const p = sessionPaths(repo, id);
-  ensureDir(p.dir);
+  ensureDir(p.dir, repo.stateDir);
   return withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'start session' }, async () => {
     // Checked under the lock: two starts of the same id must not both write a start event.
     if (fs.existsSync(p.journal)) {
@@ -621,7 +621,6 @@ export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotC
   }
   const settings = opts.settings ?? (await loadSettings(repo));
   const lockFile = worktreeLockFile(repo);
-  ensureDir(path.dirname(lockFile));
   return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'select session' }, async () => {
     const running = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status === 'running');
     if (running) return { id: running.id, created: null };

@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
+import { readStateFile, replaceStateFile } from '../base/state-dir.js';
 import { assertSessionId } from '../base/ids.js';
 import { readJournal } from './journal.js';
 import { foldJournal, openSteps, type Session, type Step } from './model.js';
@@ -56,26 +57,27 @@ export function stateFrom(s: Session, journalSize: number, prev: SessionState | 
   };
 }
 
+/** The cached fold, replaced whole (a link in its place is replaced, never written through). */
 export function writeState(file: string, state: SessionState): void {
-  const tmp = `${file}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, JSON.stringify(state), { mode: 0o600 });
-  fs.renameSync(tmp, file);
+  replaceStateFile(file, JSON.stringify(state));
 }
 
 function readState(file: string): SessionState | null {
   try {
-    const st = JSON.parse(fs.readFileSync(file, 'utf8')) as SessionState;
-    return st.v === 1 ? st : null;
+    const st = JSON.parse(readStateFile(file)?.toString('utf8') ?? 'null') as SessionState | null;
+    return st?.v === 1 ? st : null;
   } catch {
-    return null;
+    return null; /* missing, torn, not a regular file: a cache only, folded again from the journal */
   }
 }
 
 function journalSize(file: string): number {
   try {
-    return fs.statSync(file).size;
-  } catch {
-    return 0;
+    // lstat: a link in the journal's place does not match the cache (readJournal then refuses it).
+    return fs.lstatSync(file).size;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw e;
   }
 }
 

@@ -175,6 +175,7 @@ export async function importQuietly(repo: Repo, p: SessionPaths, state: SessionS
   try {
     await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail, pendingBefore, final);
   } catch {
+    // An unreadable or foreign transcript costs only its imports; a journal that cannot be read fails loadState here.
     Object.assign(state, await loadState(repo, state.session.id));
   }
 }

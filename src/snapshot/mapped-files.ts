@@ -25,7 +25,7 @@ export class MappedFiles {
     try {
       pids = fs.readdirSync('/proc');
     } catch {
-      return out;
+      return out; /* no procfs mounted: nothing can be told, the stat sweeps still run */
     }
     const uid = typeof process.getuid === 'function' ? process.getuid() : -1;
     for (const pid of pids) {
@@ -43,7 +43,7 @@ export class MappedFiles {
     try {
       fd = fs.openSync(file, 'r');
     } catch {
-      return 0;
+      return 0; /* the process exited, or is another user's (see the doc comment) */
     }
     try {
       if (uid > 0 && fs.fstatSync(fd).uid !== uid) return 0;

@@ -7,11 +7,12 @@ import type { Repo } from '../git/repo.js';
 import type { Settings } from '../git/config.js';
 import { copyIndexFile, noFlagsMarker, snapshotTree } from './snapshot.js';
 import { unlinkQuiet } from '../base/fsutil.js';
+import { ensureStateDir, stateLayout } from '../base/state-dir.js';
 
 /** A fresh path for a throwaway index under `<state>/tmp/` (gc removes leftovers of killed commands). */
 export function tempIndex(repo: Repo, purpose: string): string {
-  const dir = path.join(repo.stateDir, 'tmp');
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const dir = stateLayout.tmpDir(repo);
+  ensureStateDir(dir);
   return path.join(dir, `index.${purpose}-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`);
 }
 

@@ -13,6 +13,7 @@
 // index. The user's index, HEAD, refs and config are never read for writing.
 import fs from 'node:fs';
 import path from 'node:path';
+import { copyToFreshStateFile, readStateFile, replaceStateFile } from '../base/state-dir.js';
 import picomatch from 'picomatch';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { SECRET_ALLOW, SECRET_PATTERNS, gitBool, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
@@ -36,7 +37,7 @@ export type { TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotRe
  * with the index file's mtime, and a fresh mtime would hide such changes.
  */
 export function copyIndexFile(src: string, dst: string): void {
-  fs.copyFileSync(src, dst);
+  copyToFreshStateFile(src, dst); // dst is a temp name of ours: never written through a link planted there
   const st = fs.statSync(src);
   fs.utimesSync(dst, st.atime, st.mtime);
 }
@@ -229,9 +230,10 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
   for (const donor of donors) {
     let rec: { user?: unknown; priv?: unknown; base?: unknown; worktree?: unknown; gitDir?: unknown };
     try {
-      rec = JSON.parse(fs.readFileSync(userCopyFile(donor), 'utf8')) as typeof rec;
+      rec = JSON.parse(readStateFile(userCopyFile(donor))?.toString('utf8') ?? 'null') as typeof rec;
+      if (!rec) continue; // no record: not a donor
     } catch {
-      continue;
+      continue; /* a torn or foreign record: not a donor (the user's index seeds it) */
     }
     if (rec.worktree !== repo.worktree || rec.gitDir !== repo.gitDir || rec.user !== userKey || typeof rec.priv !== 'string') continue;
     const before = statKey(donor);
@@ -239,8 +241,7 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
     fs.mkdirSync(path.dirname(indexFile), { recursive: true, mode: 0o700 });
     const tmp = `${indexFile}.seed-${process.pid}`; // gc removes one a killed process left (strayFiles)
     try {
-      fs.copyFileSync(donor, tmp);
-      fs.chmodSync(tmp, 0o600);
+      copyToFreshStateFile(donor, tmp);
       // Set back RACY_MARGIN_MS: what git read in the last seconds before the donor's status wrote it (a directory
       // changed again within its cached tick, see keepRacyReference) is read again; never less exact, only re-read.
       // And back to the oldest mtime of an entry whose stat data the donor's statuses refreshed (it differs from the
@@ -264,6 +265,7 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
       }
       fs.renameSync(tmp, indexFile);
     } catch {
+      // A donor that went away or changed meanwhile, or a copy that failed: the user's index seeds it instead.
       unlinkQuiet(tmp);
       continue;
     }
@@ -281,12 +283,12 @@ function oldestFile(indexFile: string): string {
 /** The recorded oldestRefreshedMtime of `indexFile` and the user's index while their stat keys are `priv` and `user`; undefined when none is. */
 function knownOldest(indexFile: string, priv: string, user: string): number | undefined {
   try {
-    const rec = JSON.parse(fs.readFileSync(oldestFile(indexFile), 'utf8')) as { priv?: unknown; user?: unknown; oldest?: unknown };
-    if (rec.priv !== priv || rec.user !== user) return undefined;
+    const rec = JSON.parse(readStateFile(oldestFile(indexFile))?.toString('utf8') ?? 'null') as { priv?: unknown; user?: unknown; oldest?: unknown } | null;
+    if (!rec || rec.priv !== priv || rec.user !== user) return undefined;
     if (rec.oldest === 'none') return Infinity;
     return typeof rec.oldest === 'number' && Number.isInteger(rec.oldest) ? rec.oldest : undefined;
   } catch {
-    return undefined;
+    return undefined; /* a torn or foreign cache (not JSON, a link): computed instead */
   }
 }
 
@@ -302,9 +304,10 @@ function knownOldest(indexFile: string, priv: string, user: string): number | un
 export function precomputeDonorOldest(repo: Repo, indexFile: string): void {
   let rec: { user?: unknown; priv?: unknown; worktree?: unknown; gitDir?: unknown };
   try {
-    rec = JSON.parse(fs.readFileSync(userCopyFile(indexFile), 'utf8')) as typeof rec;
+    rec = JSON.parse(readStateFile(userCopyFile(indexFile))?.toString('utf8') ?? 'null') as typeof rec;
+    if (!rec) return; // no record: not a copy of the user's index
   } catch {
-    return;
+    return; /* a torn or foreign record: nothing to precompute */
   }
   const userIndex = path.join(repo.gitDir, 'index');
   const user = statKey(userIndex);
@@ -313,19 +316,15 @@ export function precomputeDonorOldest(repo: Repo, indexFile: string): void {
   const oldest = oldestRefreshedMtime(indexFile, userIndex);
   // Either file written while they were read: not recorded.
   if (oldest === null || statKey(indexFile) !== rec.priv || statKey(userIndex) !== user) return;
-  const tmp = `${oldestFile(indexFile)}.tmp-${process.pid}`;
   try {
-    fs.writeFileSync(tmp, JSON.stringify({ priv: rec.priv, user, oldest: oldest === Infinity ? 'none' : oldest }), { mode: 0o600 });
-    fs.renameSync(tmp, oldestFile(indexFile));
+    replaceStateFile(oldestFile(indexFile), JSON.stringify({ priv: rec.priv, user, oldest: oldest === Infinity ? 'none' : oldest }));
   } catch {
-    unlinkQuiet(tmp);
+    /* a cache only, written off the session's path: without it the next baseline computes the time itself */
   }
 }
 
 function writeUserCopy(indexFile: string, rec: { user: string; priv: string; base: string | null; worktree: string; gitDir: string }): void {
-  const tmp = `${userCopyFile(indexFile)}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, JSON.stringify(rec), { mode: 0o600 });
-  fs.renameSync(tmp, userCopyFile(indexFile));
+  replaceStateFile(userCopyFile(indexFile), JSON.stringify(rec));
 }
 
 /**
@@ -506,9 +505,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   if (opts.untrackedCache) keepRacyReference(indexFile, Math.min(entries, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity)));
   else keepRacyReference(indexFile, entries);
   if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
-    const marker = noAttributesMarker(indexFile);
-    fs.writeFileSync(`${marker}.tmp-${process.pid}`, tree, { mode: 0o600 });
-    fs.renameSync(`${marker}.tmp-${process.pid}`, marker);
+    replaceStateFile(noAttributesMarker(indexFile), tree);
   }
   keepPrivate(indexFile);
   return { tree, skipped, seeded, changed };
@@ -560,8 +557,9 @@ function keepRacyReference(indexFile: string, notAfterMs: number): void {
   try {
     const st = fs.statSync(indexFile);
     if (st.mtimeMs > notAfterMs) fs.utimesSync(indexFile, st.atime, new Date(notAfterMs));
-  } catch {
-    /* no index yet (an empty worktree) */
+  } catch (e) {
+    // No index yet (an empty worktree); a time that cannot be set would let a racy entry be trusted.
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
 }
 
@@ -595,8 +593,9 @@ async function scanDroppingIgnored<T>(repo: Repo, indexFile: string, run: () => 
 export function keepPrivate(indexFile: string): void {
   try {
     fs.chmodSync(indexFile, 0o600);
-  } catch {
-    /* no index yet (an empty worktree) */
+  } catch (e) {
+    // No index yet (an empty worktree); anything else would leave the user's file list readable to others.
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
 }
 
@@ -613,22 +612,20 @@ async function userIndexVsTree(repo: Repo, indexFile: string, headTree: string):
   try {
     const st = fs.statSync(path.join(repo.gitDir, 'index'), { bigint: true });
     key = [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs, headTree].join(' ');
-  } catch {
-    // No index yet: nothing to remember.
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // ENOENT: no index yet, nothing to remember
   }
   if (key !== null) {
     try {
-      const cached = JSON.parse(fs.readFileSync(cacheFile, 'utf8')) as { key: string; extra: string[]; missing: string[] };
-      if (cached.key === key) return { extra: new Set(cached.extra), missing: new Set(cached.missing) };
+      const cached = JSON.parse(readStateFile(cacheFile)?.toString('utf8') ?? 'null') as { key: string; extra: string[]; missing: string[] } | null;
+      if (cached && cached.key === key) return { extra: new Set(cached.extra), missing: new Set(cached.missing) };
     } catch {
       // Missing or unreadable: compute it.
     }
   }
   const res = await indexVsTree(repo, null, headTree);
   if (key !== null) {
-    const tmp = `${cacheFile}.tmp-${process.pid}`;
-    fs.writeFileSync(tmp, JSON.stringify({ key, extra: [...res.extra], missing: [...res.missing] }), { mode: 0o600 });
-    fs.renameSync(tmp, cacheFile);
+    replaceStateFile(cacheFile, JSON.stringify({ key, extra: [...res.extra], missing: [...res.missing] }));
   }
   return res;
 }
@@ -648,15 +645,15 @@ function writtenBefore(a: string, b: string): boolean {
   try {
     return fs.statSync(a, { bigint: true }).mtimeNs < fs.statSync(b, { bigint: true }).mtimeNs;
   } catch {
-    return false;
+    return false; /* either gone: not known to be older, so not trusted */
   }
 }
 
 function readMarker(indexFile: string): string | null {
   try {
-    return fs.readFileSync(noAttributesMarker(indexFile), 'utf8');
+    return readStateFile(noAttributesMarker(indexFile))?.toString('utf8') ?? null;
   } catch {
-    return null;
+    return null; /* a foreign marker (a link): as none, attributes are checked */
   }
 }
 
@@ -818,8 +815,10 @@ async function reconcileWithUserIndex(
     let st: fs.Stats;
     try {
       st = fs.lstatSync(fsPath(path.join(repo.worktree, rel)));
-    } catch {
-      continue; // deleted: `add --update` already removed it
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') continue; // deleted: `add --update` already removed it
+      throw e;
     }
     if (st.isDirectory()) continue; // a nested repository's gitlink
     const reason = classify(rel, st.size);
@@ -835,7 +834,7 @@ function isDirectory(abs: string): boolean {
   try {
     return fs.lstatSync(fsPath(abs)).isDirectory();
   } catch {
-    return false;
+    return false; /* gone, or under a directory that cannot be searched: not known to be a directory */
   }
 }
 
@@ -845,7 +844,7 @@ function lexists(abs: string): boolean {
     fs.lstatSync(fsPath(abs));
     return true;
   } catch {
-    return false;
+    return false; /* gone, or not searchable: as absent (the caller's git sees it the same way) */
   }
 }
 
@@ -958,7 +957,7 @@ function mtimeMs(abs: string): number {
   try {
     return fs.lstatSync(abs).mtimeMs;
   } catch {
-    return 0;
+    return 0; /* gone or not searchable: no time, so nothing is taken as racily clean by it */
   }
 }
 
@@ -975,9 +974,11 @@ function userCopyFile(indexFile: string): string {
 function userCopyState(indexFile: string, userKey: string): { state: 'valid' | 'stale' | 'none'; base: string | null } {
   let state: { user: string; priv: string; base?: unknown };
   try {
-    state = JSON.parse(fs.readFileSync(userCopyFile(indexFile), 'utf8')) as { user: string; priv: string; base?: unknown };
+    const parsed = JSON.parse(readStateFile(userCopyFile(indexFile))?.toString('utf8') ?? 'null') as { user: string; priv: string; base?: unknown } | null;
+    if (!parsed) return { state: 'none', base: null };
+    state = parsed;
   } catch {
-    return { state: 'none', base: null };
+    return { state: 'none', base: null }; /* a torn or foreign record: as none (the copy is seeded again) */
   }
   if (state.user !== userKey || state.priv !== statKey(indexFile)) return { state: 'stale', base: null };
   return { state: 'valid', base: typeof state.base === 'string' && /^[0-9a-f]{40}$/.test(state.base) ? state.base : null };
@@ -996,7 +997,7 @@ function freshenLoose(objectsDir: string, oid: string): boolean {
     fs.utimesSync(file, now, now);
     return true;
   } catch {
-    return false;
+    return false; /* not loose (packed, or gone): the caller checks the tree another way */
   }
 }
 
@@ -1053,7 +1054,7 @@ async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
   // update-index applies one of the two options per path: one call each.
   if (skip.length > 0) await repo.git([...cfg, 'update-index', '--no-skip-worktree', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(skip) });
   if (assume.length > 0) await repo.git([...cfg, 'update-index', '--no-assume-unchanged', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(assume) });
-  fs.writeFileSync(marker, '', { mode: 0o600 });
+  replaceStateFile(marker, '');
 }
 
 /** Whether git's stat check compares ctimes (core.trustctime, core.checkStat=minimal). */
@@ -1100,7 +1101,7 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   const copyAndWrite = (): Promise<string> => {
     // Copied now, maybe while the status replaces the file: git replaces an index whole, the entries are the same.
     const baseCopy = `${indexFile}.base-${process.pid}`;
-    fs.copyFileSync(indexFile, baseCopy);
+    copyToFreshStateFile(indexFile, baseCopy);
     return writeTree(repo, baseCopy).finally(() => unlinkQuiet(baseCopy));
   };
   const base =

@@ -34,7 +34,7 @@ function realpath(p: string): string | null {
   try {
     return fs.realpathSync(p);
   } catch {
-    return null;
+    return null; /* gone: no match, the prefetch is not taken (an optimisation only) */
   }
 }
 

@@ -83,7 +83,6 @@ export async function undoApply(repo: Repo, opts: UndoApplyOptions = {}): Promis
   const safetyTree = await treeOf(repo, ev.safety);
   const paths = [...ev.written, ...ev.deleted];
   const lockFile = contentLockFile(repo);
-  fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
   const done = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply --undo' }, async () => {
     // From what the apply left (its result) back to the safety snapshot, on the paths it changed:
     // prepareRestore replaces a path only where the disk still holds the apply's version.

@@ -5,10 +5,11 @@
 // forced checkout of its snapshot plus `git clean -fd` (ignored files stay:
 // shared `node_modules` and build caches, as agentsnap.worktreeShare wants).
 import fs from 'node:fs';
+import { lockFileIn, readStateFile } from '../base/state-dir.js';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { errors } from '../base/errors.js';
+import { errors, isAgentsnapError } from '../base/errors.js';
 import { acquireLock, ownerAlive, type Lock } from '../base/lock.js';
 import { packageRoot } from '../base/package-root.js';
 import { openRepo, type Repo } from '../git/repo.js';
@@ -319,7 +320,7 @@ export function autoCheckCommand(settings: Settings): string | null {
 }
 
 function autoCheckLock(repo: Pick<Repo, 'stateDir'>, id: string): string {
-  return path.join(repo.stateDir, 'locks', `check-${id}.lock`);
+  return lockFileIn(repo, `check-${id}.lock`);
 }
 
 /**
@@ -330,10 +331,10 @@ function autoCheckLock(repo: Pick<Repo, 'stateDir'>, id: string): string {
 export function maybeStartAutoCheck(repo: Pick<Repo, 'stateDir' | 'worktree' | 'callerEnv'>, id: string, settings: Settings): void {
   if (!autoCheckCommand(settings)) return;
   try {
-    const owner = JSON.parse(fs.readFileSync(autoCheckLock(repo, id), 'utf8')) as { pid: number; start: string | null; host: string };
-    if (ownerAlive(owner)) return;
+    const owner = JSON.parse(readStateFile(autoCheckLock(repo, id))?.toString('utf8') ?? 'null') as { pid: number; start: string | null; host: string } | null;
+    if (owner && ownerAlive(owner)) return;
   } catch {
-    /* no runner */
+    /* a torn or foreign lock file (not JSON, a link): start a runner, which takes the lock or finds it busy */
   }
   try {
     const child = spawn(process.execPath, [path.join(packageRoot(), 'bin', 'agentsnap.js'), 'check', '--auto', '--session', id], {
@@ -359,13 +360,13 @@ export async function runAutoCheck(repo: Repo, id: string, settings: Settings, l
   const command = autoCheckCommand(settings);
   if (!command) return [];
   const done: CheckResult[] = [];
-  fs.mkdirSync(path.dirname(autoCheckLock(repo, id)), { recursive: true, mode: 0o700 });
   for (;;) {
     let lock: Lock;
     try {
       lock = await acquireLock(autoCheckLock(repo, id), { timeoutMs: 0, purpose: 'check' });
-    } catch {
-      return done; // another runner: it takes the newest step
+    } catch (e) {
+      if (isAgentsnapError(e) && e.code === 'Busy') return done; // another runner: it takes the newest step
+      throw e;
     }
     try {
       for (;;) {

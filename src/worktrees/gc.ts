@@ -10,6 +10,7 @@ import { errors, isAgentsnapError } from '../base/errors.js';
 import { openRepo, type Repo } from '../git/repo.js';
 import { lastValue, loadSettings, parseInteger, readGitConfig } from '../git/config.js';
 import { acquireLock, type Lock } from '../base/lock.js';
+import { ensureStateDir, lockFileIn, replaceStateFile, stateLayout } from '../base/state-dir.js';
 import { listRefs, readHead, updateRefs } from '../git/plumbing.js';
 import { listSessions, META_REF_PREFIX, sessionInUse, sessionOfRef, sessionPaths, sessionRefs, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, type SessionSummary } from '../session/session.js';
 import { defaultWorktreeDir, describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, worktreeConfig } from './worktree.js';
@@ -118,14 +119,14 @@ async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null
 /** Files agentsnap leaves only when a command dies: temp indexes, state/seed temp files, broken-lock tombstones. */
 function strayFiles(repo: Repo, now: number): string[] {
   const out: string[] = [];
-  const tmpDir = path.join(repo.stateDir, 'tmp');
+  const tmpDir = stateLayout.tmpDir(repo);
   for (const name of readdirOrEmpty(tmpDir)) {
     const p = path.join(tmpDir, name);
     if (olderThan(p, TEMP_GRACE_MS, now)) out.push(p);
   }
   // `packs.json.tmp-<pid>` of a maintenance killed between writing and renaming its pack list.
   for (const name of readdirOrEmpty(repo.stateDir)) {
-    if (name.startsWith('packs.json.tmp-') && olderThan(path.join(repo.stateDir, name), TEMP_GRACE_MS, now)) out.push(path.join(repo.stateDir, name));
+    if (/^(packs\.json|gc\.stamp)\.tmp-/.test(name) && olderThan(path.join(repo.stateDir, name), TEMP_GRACE_MS, now)) out.push(path.join(repo.stateDir, name));
   }
   for (const id of readdirOrEmpty(sessionsDir(repo))) {
     const dir = path.join(sessionsDir(repo), id);
@@ -141,7 +142,7 @@ function strayFiles(repo: Repo, now: number): string[] {
   for (const name of readdirOrEmpty(packDir)) {
     if (/^tmp_pack_|^tmp_idx_|^tmp_rev_/.test(name) && olderThan(path.join(packDir, name), DAY, now)) out.push(path.join(packDir, name));
   }
-  const locks = path.join(repo.stateDir, 'locks');
+  const locks = stateLayout.locksDir(repo);
   for (const name of readdirOrEmpty(locks)) {
     if (name.includes('.stale-') && olderThan(path.join(locks, name), TEMP_GRACE_MS, now)) out.push(path.join(locks, name));
   }
@@ -165,7 +166,7 @@ async function refsBySession(repo: Repo): Promise<Map<string, string[]>> {
  * server may still be using (runDirInUse); `run/main` always stays.
  */
 function orphanRunDirs(repo: Repo): string[] {
-  const runRoot = path.join(repo.stateDir, 'run');
+  const runRoot = stateLayout.runRoot(repo);
   const out: string[] = [];
   for (const name of readdirOrEmpty(runRoot)) {
     if (!name.startsWith('wt-')) continue;
@@ -201,10 +202,9 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
   if (!exists(repo.stateDir) && (await listRefs(repo, STEP_REF_PREFIX)).length === 0 && (await listRefs(repo, META_REF_PREFIX)).length === 0) {
     return report;
   }
-  fs.mkdirSync(path.join(repo.stateDir, 'locks'), { recursive: true, mode: 0o700 });
   let lock: Lock;
   try {
-    lock = await acquireLock(path.join(repo.stateDir, 'locks', 'gc.lock'), { timeoutMs: opts.auto ? 0 : 2000, purpose: 'gc' });
+    lock = await acquireLock(lockFileIn(repo, 'gc.lock'), { timeoutMs: opts.auto ? 0 : 2000, purpose: 'gc' });
   } catch (e) {
     if (opts.auto) return report;
     throw e;
@@ -351,9 +351,6 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
   }
 }
 
-function stampFile(repo: Repo): string {
-  return path.join(repo.stateDir, 'gc.stamp');
-}
 
 /**
  * Automatic retention, cheap enough for every session start: one stat of a
@@ -365,17 +362,14 @@ function stampFile(repo: Repo): string {
 export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Promise<GcReport | null> {
   const now = opts.now ?? Date.now();
   try {
-    const stamp = stampFile(repo);
-    try {
-      if (fs.statSync(stamp).mtimeMs > now) return null;
-    } catch {
-      /* never ran */
-    }
+    const stamp = stateLayout.gcStamp(repo);
+    // lstat: the stamp's own time, never a link's target's (a link is replaced below).
+    if ((fs.lstatSync(stamp, { throwIfNoEntry: false })?.mtimeMs ?? 0) > now) return null;
     const settings = await gcSettings(repo);
     const next = new Date(now + (settings.autoIntervalMs > 0 ? settings.autoIntervalMs : DAY));
-    fs.mkdirSync(repo.stateDir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(stamp, `next automatic gc: ${next.toISOString()}\n`);
-    fs.utimesSync(stamp, next, next);
+    ensureStateDir(repo.stateDir);
+    replaceStateFile(stamp, `next automatic gc: ${next.toISOString()}\n`);
+    fs.lutimesSync(stamp, next, next);
     if (settings.autoIntervalMs <= 0) return null;
     return await gc(repo, { auto: true, now });
   } catch {

@@ -40,6 +40,7 @@ import { oursWithAsidesBack, treeWithEntries } from './killed-asides.js';
 import { APPLY_RESULT_TRAILER, beforeInterrupted, interruptedApplies, undoPaths } from './apply-interrupted.js';
 import { diskUse, exists, unlinkQuiet } from '../base/fsutil.js';
 import { diffStat, emptyTree, type FileStat } from './diffstat.js';
+import { stateLayout } from '../base/state-dir.js';
 
 export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
 
@@ -160,7 +161,6 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
 
   // The worktree content lock, like every restore: no snapshot of this worktree reads it half written.
   const lockFile = contentLockFile(repo);
-  fs.mkdirSync(path.dirname(lockFile), { recursive: true, mode: 0o700 });
   const applied = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
     const ours = (await snapshotNow(repo, settings, 'safety')).tree;
     // A restore into this worktree killed while a path was aside (an apply killed mid-way, applied
@@ -457,7 +457,7 @@ export interface DiscardResult {
 export async function dropSession(repo: Repo, id: string): Promise<void> {
   const dir = sessionPaths(repo, id).dir;
   if (exists(dir)) {
-    const tmpDir = path.join(repo.stateDir, 'tmp');
+    const tmpDir = stateLayout.tmpDir(repo);
     fs.mkdirSync(tmpDir, { recursive: true, mode: 0o700 });
     const tomb = path.join(tmpDir, `dropped-${id}-${process.pid}-${Date.now()}`);
     fs.renameSync(dir, tomb);

@@ -12,6 +12,7 @@
 // repository (cheap copy-on-write clones, atomic renames), and it disappears
 // with the repository. `git config agentsnap.worktreeDir <dir>` moves it.
 import fs from 'node:fs';
+import { ensureStateDir, readStateFile, replaceStateFile, stateLayout } from '../base/state-dir.js';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -45,7 +46,7 @@ export interface WorktreeConfig {
 }
 
 export function defaultWorktreeDir(repo: Pick<Repo, 'stateDir'>): string {
-  return path.join(repo.stateDir, 'worktrees');
+  return stateLayout.worktreesDir(repo);
 }
 
 /** `agentsnap.worktree*` from git config (never from a file in the repository). */
@@ -91,10 +92,10 @@ export function worktreeMetaFile(repo: Repo, session: string): string {
 
 export function readWorktreeMeta(repo: Repo, session: string): WorktreeMeta | null {
   try {
-    const m = JSON.parse(fs.readFileSync(worktreeMetaFile(repo, session), 'utf8')) as WorktreeMeta;
-    return m.v === 1 ? m : null;
+    const m = JSON.parse(readStateFile(worktreeMetaFile(repo, session))?.toString('utf8') ?? 'null') as WorktreeMeta | null;
+    return m?.v === 1 ? m : null;
   } catch {
-    return null;
+    return null; /* torn or foreign (a link): as no session worktree (doctor and gc report the session by its journal) */
   }
 }
 
@@ -444,8 +445,8 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
       await applyPlan(wt, plan, { ifNotExpected: 'refuse', freshCheckout: true, target: { tree: current.tree } });
     }
     await setUpFiles(repo, wt.worktree, cfg, meta, warnings);
-    fs.mkdirSync(metaDir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(worktreeMetaFile(repo, session), JSON.stringify(meta, null, 2) + '\n', { mode: 0o600 });
+    ensureStateDir(metaDir);
+    replaceStateFile(worktreeMetaFile(repo, session), JSON.stringify(meta, null, 2) + '\n');
     const env = agentEnv(meta);
     let setupOutput: string | null = null;
     if (cfg.setup) {
