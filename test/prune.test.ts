@@ -1,0 +1,139 @@
+// The user's own git under a session (issue 29, item 6): gc, prune, repack,
+// reflog expire, fsck, worktree prune may delete any object no ref, reflog or
+// the user's index names, at any moment. No sequence of them may leave a
+// session in which a later agentsnap command fails: at worst a step whose
+// snapshot the prune took is reported lost (log, doctor), every other step
+// still undoable. The moment a prune lands is a named test point
+// (src/base/test-point.ts), never timing luck.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { cli, refsUnder, sessionOf, step, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+
+/** The environment that runs `command` once (its first time: a retry goes through the point again) at the named point. */
+function atPoint(repo: TempRepo, point: string, command: string): Record<string, string> {
+  const marker = path.join(repo.base, `point-${point}-${Math.random().toString(36).slice(2)}`);
+  return { AGENTSNAP_TEST_POINT: point, AGENTSNAP_TEST_POINT_RUN: `test -e '${marker}' || { : > '${marker}'; ${command}; }` };
+}
+
+const PRUNE = 'git gc --quiet --prune=now';
+
+/** The tree `git add -A` makes of the worktree as it is, through a throwaway index (the ground truth). */
+function groundTruthTree(repo: TempRepo): string {
+  const index = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-truth-')), 'index');
+  try {
+    repo.git(['add', '-A'], { env: { GIT_INDEX_FILE: index } });
+    return repo.git(['write-tree'], { env: { GIT_INDEX_FILE: index } }).trim();
+  } finally {
+    fs.rmSync(path.dirname(index), { recursive: true, force: true });
+  }
+}
+
+function treeOf(repo: TempRepo, commit: string): string {
+  return repo.git(['rev-parse', `${commit}^{tree}`]).trim();
+}
+
+async function ok(repo: TempRepo, args: string[], env: Record<string, string> = {}): Promise<string> {
+  const r = await cli(repo, args, { env });
+  assert.is(r.code, 0, `agentsnap ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** Every operation after the prune: steps, snap, undo, redo, restore, revert, log, doctor; each exits 0 and undo puts back bytes. */
+async function everythingStillWorks(repo: TempRepo): Promise<void> {
+  const n = await step(repo, () => repo.write('later.txt', 'later\n'));
+  const snap = JSON.parse(await ok(repo, ['snap', '-m', 'after the prune', '--json'])) as { step: number; tree: string };
+  assert.is(snap.tree, groundTruthTree(repo));
+  await ok(repo, ['undo', String(n)]);
+  assert.not.ok(repo.exists('later.txt'), 'the undo took the step back');
+  await ok(repo, ['redo']);
+  assert.is(repo.read('later.txt').toString(), 'later\n');
+  await ok(repo, ['revert', String(n)]);
+  assert.not.ok(repo.exists('later.txt'));
+  // The state before the checkpoint holds later.txt.
+  await ok(repo, ['restore', String(snap.step), '--', 'later.txt']);
+  assert.is(repo.read('later.txt').toString(), 'later\n');
+  await ok(repo, ['log']);
+  assert.equal(doctorProblems(await cli(repo, ['doctor', '--json'])), []);
+}
+
+/** doctor's problems, but for the git hooks (tests do not install them). */
+function doctorProblems(r: { stdout: string; stderr: string }): string[] {
+  const report = JSON.parse(r.stdout) as { checks: { check: string; status: string; message: string }[] };
+  return report.checks.filter((c) => c.status === 'problem' && c.check !== 'hooks').map((c) => c.message);
+}
+
+test('a prune between a step writing its objects and naming them: that step and every later command succeed', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'one\n'));
+    await ok(repo, ['snap', '--phase', 'pre', '--tool', 'Edit', '-q']);
+    repo.write('a.txt', 'two\n');
+    repo.write('new.txt', 'new\n');
+    // The post snapshot's commit, tree and blobs are written and nothing names them yet when the prune runs.
+    const post = await cli(repo, ['snap', '--phase', 'post', '--json'], { env: atPoint(repo, 'commit-event.before-keep', PRUNE) });
+    assert.is(post.code, 0, post.stderr + post.stdout);
+    const { commit } = JSON.parse(post.stdout) as { commit: string };
+    assert.is(treeOf(repo, commit), groundTruthTree(repo), 'the step records the worktree');
+    const id = sessionOf(repo);
+    assert.is(refsUnder(repo, `refs/agent/${id}/`).get(`refs/agent/${id}/2`), commit);
+    await ok(repo, ['undo', '2']);
+    assert.is(repo.read('a.txt').toString(), 'one\n');
+    assert.not.ok(repo.exists('new.txt'));
+    await ok(repo, ['redo']);
+    await everythingStillWorks(repo);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a prune between a pre snapshot writing its objects and naming them: every later command succeeds', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'one\n'));
+    repo.write('b.txt', 'only in the pre snapshot\n');
+    const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '--json'], { env: atPoint(repo, 'commit-event.before-keep', PRUNE) });
+    assert.is(pre.code, 0, pre.stderr);
+    assert.is(treeOf(repo, (JSON.parse(pre.stdout) as { commit: string }).commit), groundTruthTree(repo));
+    repo.rm('b.txt');
+    await ok(repo, ['snap', '--phase', 'post', '-q']);
+    await ok(repo, ['undo', '2']);
+    assert.is(repo.read('b.txt').toString(), 'only in the pre snapshot\n');
+    await everythingStillWorks(repo);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test("a private index naming blobs a prune deleted (the user dropped the only refs naming them): the next snapshot is taken from the disk", async () => {
+  // .gitattributes: the full path through the session's own private index (not a copy of the user's, whose blobs git keeps).
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', '.gitattributes': '*.bin binary\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'edited by the agent\n'));
+    const id = sessionOf(repo);
+    // The user deletes agentsnap's refs by hand (and its keep refs), then prunes: the private index names blobs of nothing.
+    const drop = repo.git(['for-each-ref', '--format=delete %(refname)', `refs/agent/${id}/`, `refs/agentsnap/sessions/${id}/`]);
+    repo.git(['update-ref', '--stdin'], { input: drop });
+    repo.git(['repack', '-adq']);
+    repo.git(['prune', '--expire=now']);
+    assert.not.ok(repo.gitRaw(['cat-file', '-e', repo.git(['hash-object', 'a.txt']).trim()]).status === 0, 'the blob is gone');
+    repo.write('c.txt', 'c\n');
+    const snap = await cli(repo, ['snap', '-m', 'after', '--json']);
+    assert.is(snap.code, 0, snap.stderr);
+    assert.is((JSON.parse(snap.stdout) as { tree: string }).tree, groundTruthTree(repo));
+    // The step the prune took is named lost; the later ones are whole.
+    const rows = JSON.parse(await ok(repo, ['log', '--json'])) as { step: number; lost?: boolean }[];
+    assert.equal(rows.filter((r) => r.lost).map((r) => r.step), [1]);
+    const plain = await ok(repo, ['log'], { NO_COLOR: '1' });
+    assert.match(plain, /snapshot lost: deleted by git's prune/);
+    const doctor = JSON.parse((await cli(repo, ['doctor', '--json'])).stdout) as { checks: { check: string; message: string }[] };
+    assert.match(doctor.checks.find((c) => c.check === 'lost')?.message ?? '', /step 1\b.*deleted by git's prune/);
+    await everythingStillWorks(repo);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test.run();
