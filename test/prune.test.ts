@@ -7,6 +7,8 @@
 // (src/base/test-point.ts), never timing luck.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -130,6 +132,100 @@ test("a private index naming blobs a prune deleted (the user dropped the only re
     assert.match(plain, /snapshot lost: deleted by git's prune/);
     const doctor = JSON.parse((await cli(repo, ['doctor', '--json'])).stdout) as { checks: { check: string; message: string }[] };
     assert.match(doctor.checks.find((c) => c.check === 'lost')?.message ?? '', /step 1\b.*deleted by git's prune/);
+    await everythingStillWorks(repo);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+/** Writes loose objects until two are in objects/17, where `git gc --auto` counts (so gc.auto=1 always triggers it). */
+function enoughLooseObjectsForGcAuto(repo: TempRepo): void {
+  let found = 0;
+  for (let i = 0; found < 2; i++) {
+    const body = `loose ${i}\n`;
+    if (!createHash('sha1').update(`blob ${Buffer.byteLength(body)}\0${body}`).digest('hex').startsWith('17')) continue;
+    repo.git(['hash-object', '-w', '--stdin'], { input: body });
+    found++;
+  }
+}
+
+test('gc.pruneExpire=now: a `git gc --auto` mid-session (between objects and refs, and between steps) leaves every command working', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    for (const [k, v] of [['gc.pruneExpire', 'now'], ['gc.auto', '1'], ['gc.autoDetach', 'false']] as const) repo.git(['config', k, v]);
+    await step(repo, () => repo.write('a.txt', 'one\n'));
+    enoughLooseObjectsForGcAuto(repo);
+    const packsBefore = fs.readdirSync(path.join(repo.dir, '.git', 'objects', 'pack')).length;
+    await ok(repo, ['snap', '--phase', 'pre', '-q']);
+    repo.write('a.txt', 'two\n');
+    await ok(repo, ['snap', '--phase', 'post', '-q'], atPoint(repo, 'commit-event.before-keep', 'git gc --auto --quiet'));
+    assert.ok(fs.readdirSync(path.join(repo.dir, '.git', 'objects', 'pack')).length > packsBefore, 'git gc --auto ran');
+    enoughLooseObjectsForGcAuto(repo);
+    repo.git(['gc', '--auto', '--quiet']);
+    await ok(repo, ['undo', '2']);
+    assert.is(repo.read('a.txt').toString(), 'one\n');
+    await ok(repo, ['redo']);
+    assert.is(repo.read('a.txt').toString(), 'two\n');
+    await everythingStillWorks(repo);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+for (const [name, command] of [
+  ['git reflog expire --all --expire=now', 'git reflog expire --all --expire=now && git gc --quiet --prune=now'],
+  ['git worktree prune', 'git worktree prune && git gc --quiet --prune=now'],
+  ['git fsck', 'git fsck --no-progress --unreachable >/dev/null && git gc --quiet --prune=now'],
+  ['git repack -ad && git prune --expire=now', 'git repack -adq && git prune --expire=now'],
+] as const) {
+  test(`${name} mid-session (between objects and refs, and between steps): every command still works`, async () => {
+    const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+    try {
+      await step(repo, () => repo.write('a.txt', 'one\n'));
+      await ok(repo, ['snap', '--phase', 'pre', '-q'], atPoint(repo, 'commit-event.before-keep', command));
+      repo.write('a.txt', 'two\n');
+      await ok(repo, ['snap', '--phase', 'post', '-q'], atPoint(repo, 'commit-event.before-keep', command));
+      repo.git(['-c', 'core.editor=true', 'commit', '-qam', 'the user commits']);
+      const res = spawnSync('/bin/sh', ['-c', command], { cwd: repo.dir, env: repo.env, encoding: 'utf8' });
+      assert.is(res.status, 0, res.stderr);
+      await ok(repo, ['undo', '2']);
+      assert.is(repo.read('a.txt').toString(), 'one\n');
+      await ok(repo, ['redo']);
+      await everythingStillWorks(repo);
+    } finally {
+      repo.cleanup();
+    }
+  });
+}
+
+test('doctor --fix after a prune took a journaled step: sets the refs that can be set, names the lost step, every other step stays undoable', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'one\n'));
+    await step(repo, () => repo.write('a.txt', 'two\n'));
+    const id = sessionOf(repo);
+    // What an older agentsnap left after a prune between its journal line and its refs: step 2's snapshots named by
+    // the journal only. And a step ref lost by a crash (its commit still there).
+    const drop = [`refs/agent/${id}/2`, `refs/agentsnap/sessions/${id}/head`, ...refsUnder(repo, `refs/agentsnap/sessions/${id}/keep/`).keys()];
+    repo.git(['update-ref', '--stdin'], { input: drop.map((r) => `delete ${r}\n`).join('') });
+    repo.git(['gc', '--quiet', '--prune=now']);
+    const step1 = repo.git(['rev-parse', `refs/agent/${id}/1`]).trim();
+    repo.git(['update-ref', '-d', `refs/agent/${id}/1`]);
+    repo.git(['tag', 'keep-step-1', step1]);
+    const before = JSON.parse((await cli(repo, ['doctor', '--json'])).stdout) as { checks: { check: string; status: string; message: string }[] };
+    assert.ok(before.checks.some((c) => c.check === 'refs' && c.status === 'problem' && c.message.includes(`refs/agent/${id}/1`)), JSON.stringify(before.checks));
+    assert.match(before.checks.find((c) => c.check === 'lost')?.message ?? JSON.stringify(before.checks), /the session head, step 2 were deleted by git's prune/);
+    const fix = await cli(repo, ['doctor', '--fix', '--json']);
+    const report = JSON.parse(fix.stdout) as { fixed: string[]; checks: { check: string; status: string; message: string }[] };
+    assert.ok(report.fixed.some((l) => /set 1 ref\(s\) from its journal/.test(l)), report.fixed.join('\n'));
+    assert.ok(report.fixed.some((l) => /the session head, step 2 were deleted by git's prune/.test(l)), report.fixed.join('\n'));
+    assert.equal(doctorProblems(fix), []);
+    assert.is(repo.git(['rev-parse', `refs/agent/${id}/1`]).trim(), step1);
+    // Step 1 is still undoable; later snapshots chain on what is still there. What step 2 wrote is in no snapshot
+    // left: a change the session cannot tell from the user's, so the undo asks for --force (and keeps it in its safety snapshot).
+    assert.is((await cli(repo, ['undo', '1'])).code, 3);
+    await ok(repo, ['undo', '1', '--force']);
+    assert.is(repo.read('a.txt').toString(), 'a\n');
     await everythingStillWorks(repo);
   } finally {
     repo.cleanup();

@@ -20,7 +20,7 @@ export async function missingObjects(repo: Repo, oids: Iterable<string | null | 
 
 /** What git 2.39 prints when an object it was given or that an index or tree names does not exist. */
 const MISSING_OBJECT =
-  /invalid object [0-7]+ [0-9a-f]+ for|nonexistent object|not a valid object name|is not a valid '(tree|commit|blob)' object|bad object|unable to read( tree| blob)? [0-9a-f]{7,}|missing (blob|tree|commit) [0-9a-f]{7,}|Could not read [0-9a-f]{7,}|fatal: bad tree object|does not point to a valid object/i;
+  /invalid object [0-7]+ [0-9a-f]+ for|nonexistent object|not a valid object( name)?|is not a valid '(tree|commit|blob)' object|bad object|unable to read( tree| blob)? [0-9a-f]{7,}|missing (blob|tree|commit) [0-9a-f]{7,}|Could not read [0-9a-f]{7,}|fatal: bad tree object|does not point to a valid object/i;
 
 /** Whether a failure (an AgentsnapError from a git run, or anything else) says that an object was missing. */
 export function isMissingObjectError(e: unknown): boolean {

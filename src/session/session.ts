@@ -30,7 +30,7 @@ import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { stepRef, headRef, keepRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
 import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects } from './locks.js';
-import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled } from './state.js';
+import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled, forgetPruned } from './state.js';
 import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOptions, selectSession } from './selection.js';
 import { importTranscriptCalls, importBeforeHeadMoves, importQuietly } from './transcript-import.js';
 import { envChangeAt } from './environment.js';
@@ -187,13 +187,17 @@ export async function withSessionLock<T>(repo: Repo, id: string, settings: Setti
     id,
     settings,
     purpose,
-    (state, p) =>
-      fn({
+    async (state, p) => {
+      // An operation writes the worktree before it journals: it is not run twice (mutate's retry), so what git's prune
+      // deleted of the head is found first (one cat-file).
+      await forgetPruned(repo, state);
+      return fn({
         paths: p,
         head: () => ({ commit: state.session.head, tree: state.session.headTree }),
         append: (ev, refs) => commitEvent(repo, p, state, ev, refs),
         importReads: () => importBeforeHeadMoves(repo, p, state, settings),
-      }),
+      });
+    },
     false,
   );
 }
