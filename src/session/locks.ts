@@ -113,8 +113,10 @@ export async function mutate<T>(
  */
 export async function commitEvent(repo: Repo, p: SessionPaths, state: SessionState, ev: JournalEvent, refs: RefUpdate[]): Promise<void> {
   await keepObjects(repo, state.session.id, refs);
+  testPoint('commit-event.before-journal', repo.callerEnv, repo.worktree);
   const size = appendEvent(p.journal, ev);
   try {
+    testPoint('commit-event.before-refs', repo.callerEnv, repo.worktree);
     await updateRefs(repo, refs);
   } catch (e) {
     truncateJournal(p.journal, size - Buffer.byteLength(`${JSON.stringify(ev)}\n`));
