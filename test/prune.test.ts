@@ -12,7 +12,10 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { cli, refsUnder, sessionOf, step, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { cli, refsUnder, sessionOf, step, tempRepo, untilClockPast, type TempRepo } from './helpers.js';
+import { openRepo } from '../src/git/repo.js';
+import { loadSettings } from '../src/git/config.js';
+import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
 /** The environment that runs `command` once (its first time: a retry goes through the point again) at the named point. */
 function atPoint(repo: TempRepo, point: string, command: string): Record<string, string> {
@@ -228,6 +231,38 @@ test('doctor --fix after a prune took a journaled step: sets the refs that can b
     assert.is(repo.read('a.txt').toString(), 'a\n');
     await everythingStillWorks(repo);
   } finally {
+    repo.cleanup();
+  }
+});
+
+test("the server's engine, whose cached blob and tree ids a prune deleted (nothing named its last tree): the next snapshot is whole and equals `git add -A`", async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'src/b.txt': 'b\n' } });
+  const r = await openRepo(repo.dir, { env: repo.env });
+  const settings = await loadSettings(r);
+  const engine = await IncrementalSnapshotter.open(r, { runDir: path.join(repo.base, 'run'), settings, idleSweeps: false });
+  try {
+    await engine.snapshot({ settings, parentTree: null });
+    // An incremental snapshot: the root directory's entries stay loaded in the engine, a.txt's new blob among them.
+    repo.write('a.txt', 'only in the engine\'s objects\n');
+    // Past the engine's racy margin (2.5 s): the next snapshots trust a.txt's stat and reuse its blob id.
+    await untilClockPast(Date.now() + 3000);
+    const second = await engine.snapshot({ settings, parentTree: null });
+    assert.is(second.mode, 'incremental');
+    assert.is(second.tree, groundTruthTree(repo));
+    // Nothing names that tree or its new blob (no session journaled it): the user's prune deletes them.
+    repo.git(['gc', '--quiet', '--prune=now']);
+    assert.is.not(repo.gitRaw(['cat-file', '-e', second.tree]).status, 0, 'the tree is gone');
+    // A change in another directory: the root's entries (a.txt's pruned blob among them) are reused as they are.
+    repo.write('src/b.txt', 'b2\n');
+    const next = await engine.snapshot({ settings, parentTree: null });
+    // Every object the tree names is there (a tree over pruned blobs would be a snapshot nothing can restore);
+    // checked before the ground truth, whose `git add -A` writes the blobs again.
+    const ids = repo.git(['ls-tree', '-r', '-t', '--format=%(objectname)', next.tree]);
+    assert.not.match(repo.git(['cat-file', '--batch-check'], { input: ids }), / missing$/m);
+    assert.is(next.tree, groundTruthTree(repo));
+    assert.is(repo.gitRaw(['cat-file', '-p', `${next.tree}:a.txt`]).stdout, "only in the engine's objects\n");
+  } finally {
+    await engine.close();
     repo.cleanup();
   }
 });
