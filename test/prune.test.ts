@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { cli, refsUnder, sessionOf, step, tempRepo, untilClockPast, type TempRepo } from './helpers.js';
+import { cli, cliProcess, refsUnder, sessionOf, step, tempRepo, untilClockPast, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/git/repo.js';
 import { loadSettings } from '../src/git/config.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
@@ -263,6 +263,39 @@ test("the server's engine, whose cached blob and tree ids a prune deleted (nothi
     assert.is(repo.gitRaw(['cat-file', '-p', `${next.tree}:a.txt`]).stdout, "only in the engine's objects\n");
   } finally {
     await engine.close();
+    repo.cleanup();
+  }
+});
+
+test("agent hooks: a prune inside a hook's snapshot leaves that step and every later hook step protected", async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await ok(repo, ['snap', '-m', 'start']);
+    const env = { AGENTSNAP_SESSION: sessionOf(repo), AGENTSNAP_WORKTREE: repo.dir };
+    const hook = (event: string, id: string, extra: Record<string, string> = {}) =>
+      cliProcess(repo, ['hook', 'claude', event, '--wrapped'], {
+        env: { ...env, ...extra },
+        input: JSON.stringify({ session_id: 's1', transcript_path: '', cwd: repo.dir, hook_event_name: event, tool_name: 'Bash', tool_use_id: id, tool_input: { command: 'edit' }, tool_response: {} }),
+      });
+    for (const [i, point] of ['pre', 'post', null, null].entries()) {
+      const id = `toolu_${i}`;
+      const pre = await hook('PreToolUse', id, point === 'pre' ? atPoint(repo, 'commit-event.before-keep', PRUNE) : {});
+      assert.is(pre.code, 0, pre.stderr);
+      assert.is(pre.stderr, '', 'no warning');
+      repo.write('a.txt', `call ${i}\n`);
+      const post = await hook('PostToolUse', id, point === 'post' ? atPoint(repo, 'commit-event.before-keep', PRUNE) : {});
+      assert.is(post.code, 0, post.stderr);
+      assert.is(post.stderr, '', 'no warning');
+    }
+    const journal = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', sessionOf(repo), 'journal.jsonl'), 'utf8');
+    assert.not.match(journal, /step\.unprotected/);
+    // Steps 2 to 5 are the four calls (1 is the checkpoint that started the session): undo the second call.
+    await ok(repo, ['undo', '3']);
+    assert.is(repo.read('a.txt').toString(), 'call 0\n');
+    await ok(repo, ['redo']);
+    assert.is(repo.read('a.txt').toString(), 'call 3\n');
+    await everythingStillWorks(repo);
+  } finally {
     repo.cleanup();
   }
 });
