@@ -12,6 +12,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, sessionOf, step, tempRepo, worktreeFiles, type CliResult, type TempRepo } from './helpers.js';
 import { integrityProblems } from './support/crash-harness.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -198,6 +200,39 @@ test("a hook step on a full disk: the agent goes on (exit 0) with one warning th
     assert.is(after.refs, before.refs);
     assert.equal(after.files, before.files);
     await worksAgain(d);
+  } finally {
+    d.cleanup();
+  }
+});
+
+test("apply's safety snapshot on a full disk: DiskFull, exit 1, the target worktree untouched, no safety ref, nothing journaled", async () => {
+  const d = repoOnTmpfs();
+  if (!d) return;
+  const { repo } = d;
+  try {
+    // A worktree session (its worktree is under .git/agentsnap/worktrees, on the tmpfs too) with one change to apply.
+    const wt = (await startWorktreeSession(await openRepo(repo.dir, { env: repo.env }), { session: 'wt1' })).meta.path;
+    fs.writeFileSync(path.join(wt, 'a.txt'), 'from the agent\n');
+    const snap = await cli(repo, ['snap', '--session', 'wt1', '-m', 'work'], { cwd: wt });
+    assert.is(snap.code, 0, snap.stderr);
+    repo.write('src/b.txt', 'the user\'s own change, in no object yet\n');
+    const journal = fs.readFileSync(path.join(d.gitDir, 'agentsnap', 'sessions', 'wt1', 'journal.jsonl'));
+    const refs = allRefs(repo);
+    const files = worktreeFiles(repo);
+    spawnSync('/bin/sh', ['-c', d.fill]);
+    const r = await cli(repo, ['apply', 'wt1']);
+    assert.is(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^agentsnap: the disk is full: /);
+    assert.not.match(r.stderr, /\n\s+at /);
+    assert.ok(fs.readFileSync(path.join(d.gitDir, 'agentsnap', 'sessions', 'wt1', 'journal.jsonl')).equals(journal), 'journal byte-identical');
+    assert.is(allRefs(repo), refs, 'no safety ref');
+    assert.equal(worktreeFiles(repo), files, 'the target worktree untouched');
+    d.free();
+    repo.git(['gc', '--quiet', '--prune=now']);
+    const again = await cli(repo, ['apply', 'wt1']);
+    assert.is(again.code, 0, again.stderr);
+    assert.is(repo.read('a.txt').toString(), 'from the agent\n');
+    assert.is(repo.read('src/b.txt').toString(), "the user's own change, in no object yet\n");
   } finally {
     d.cleanup();
   }
