@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import nodePath from 'node:path';
 import { errors } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
+import { missingObjects } from './git/missing.js';
 import { loadSettings } from './git/config.js';
 import { autoStartServer } from './server/server.js';
 import {
@@ -238,6 +239,15 @@ export interface LogRow {
   plan: PlanState | null;
   /** The newest check of the state after this step (`agentsnap check`); null: never checked. */
   check: CheckResult | null;
+  /** Its snapshot (before or after) was deleted by the user's git prune: it cannot be undone to. */
+  lost?: boolean;
+}
+
+/** The rows whose snapshots the user's git prune deleted, marked `lost`. */
+async function markLost(repo: Repo, rows: LogRow[]): Promise<LogRow[]> {
+  const gone = await missingObjects(repo, rows.flatMap((r) => [r.step.pre, r.step.post]));
+  if (gone.size === 0) return rows;
+  return rows.map((r) => ((r.step.pre && gone.has(r.step.pre)) || (r.step.post && gone.has(r.step.post)) ? { ...r, lost: true } : r));
 }
 
 /** `agentsnap log`: the steps of a session, filtered. */
@@ -251,7 +261,7 @@ export async function log(opts: LogOptions = {}): Promise<{ session: Session; st
   return {
     session: r.session,
     steps,
-    rows: steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step), plan: planAt(r.session, step.step, plans), check: checks.get(step.step) ?? null })),
+    rows: await markLost(r.repo, steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step), plan: planAt(r.session, step.step, plans), check: checks.get(step.step) ?? null }))),
     source: r.source,
   };
 }
@@ -282,7 +292,7 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
   // Time order across sessions (a session's own steps keep their order when their times tie).
   const order = (r: LogRow) => Date.parse(r.step.startedAt) || 0;
   const sorted = rows.map((r, i) => ({ r, i })).sort((a, b) => order(a.r) - order(b.r) || a.i - b.i).map((x) => x.r);
-  return { rows: opts.last !== undefined ? sorted.slice(Math.max(0, sorted.length - opts.last)) : sorted, sessions: list.length };
+  return { rows: await markLost(repo, opts.last !== undefined ? sorted.slice(Math.max(0, sorted.length - opts.last)) : sorted), sessions: list.length };
 }
 
 /** A path given on the command line (relative to the caller's directory) as a worktree-relative path. */

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { ensureStateDir, readStateFile, replaceStateFile, stateLayout } from './base/state-dir.js';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { isAgentsnapError } from './base/errors.js';
+import { asDiskFull, isAgentsnapError } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSettings, type Settings } from './git/config.js';
 import { withLock } from './base/lock.js';
@@ -326,7 +326,7 @@ async function unprotected(
   what: { phase: 'pre' | 'post'; tool: string | null; input?: unknown; toolUseId: string | null; step?: number },
   cause: unknown,
 ): Promise<HookOutcome> {
-  const reason = message(cause);
+  const reason = message(asDiskFull(cause, repo.gitDir));
   const warning = `agentsnap: warning: ${what.phase} snapshot of this ${what.tool ?? 'tool'} call failed (${reason}); the step is marked unprotected`;
   if (isAgentsnapError(cause) && (cause.code === 'SessionNotRunning' || cause.code === 'UnknownSession' || cause.code === 'Busy')) {
     return { action: 'failed', session: id, step: null, warning: `agentsnap: warning: no ${what.phase} snapshot of this ${what.tool ?? 'tool'} call: ${reason}` };

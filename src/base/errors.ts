@@ -5,6 +5,9 @@
 // Errors are classes with a stable string `code` and structured `data`, so the
 // CLI can map them to exit codes and `--json` output without parsing messages.
 
+import fs from 'node:fs';
+import path from 'node:path';
+
 /** Documented process exit codes (docs/reference.md, "Exit codes"). */
 export const ExitCode = {
   ok: 0,
@@ -88,14 +91,65 @@ export function isAgentsnapError(err: unknown): err is AgentsnapError {
   return err instanceof AgentsnapError;
 }
 
-/** A failure because the disk (or the user's quota) is full, from git or from Node, as DiskFull; other errors as they are. */
-export function asDiskFull(e: unknown): unknown {
-  const code = (e as NodeJS.ErrnoException | null)?.code;
-  const text = isAgentsnapError(e) ? `${e.message}\n${String(e.data.stderr ?? '')}` : e instanceof Error ? e.message : '';
-  if (code !== 'ENOSPC' && code !== 'EDQUOT' && !/No space left on device|Disk quota exceeded/i.test(text)) return e;
-  const where = isAgentsnapError(e) ? e.message : e instanceof Error ? e.message : String(e);
+/** What says "the disk is full" whatever else is full: errno names and git's and the kernel's own words. */
+const DISK_FULL = /No space left on device|Disk quota exceeded|Out of diskspace|\bENOSPC\b|\bEDQUOT\b/i;
+/** git's words for a write that failed without saying why (a ref: "couldn't write '<lock>'"; an index: "unable to write new index file"). */
+const WRITE_FAILED = /couldn't write|could not write|unable to write|failed to write|short write|write error|fsync error|unable to create temporary file/i;
+
+/** Whether the filesystem holding `dir` has (next to) no space or no inode left for this user. */
+function fsFull(dir: string): boolean {
+  try {
+    const st = fs.statfsSync(dir);
+    return st.bavail * st.bsize < 256 * 1024 || (st.files > 0 && st.ffree === 0);
+  } catch {
+    return false;
+  }
+}
+
+/** The directories a failed write was in: those of the absolute paths git quoted ('<path>.lock'), and `dir`. */
+function writtenDirs(text: string, dir: string | undefined): string[] {
+  const dirs = [...text.matchAll(/'(\/[^']+)'/g)].map((m) => path.dirname(m[1] ?? '/'));
+  if (dir === undefined) return dirs;
+  // The repository's .git may be another filesystem than the caller's directory: the nearest one above it too.
+  for (let d = dir; ; d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, '.git'))) return [...dirs, dir, path.join(d, '.git')];
+    if (d === path.dirname(d)) return [...dirs, dir];
+  }
+}
+
+/** statfs of the nearest existing directory (a ref's directory may not exist yet). */
+function fsFullAt(dir: string): boolean {
+  for (let d = dir; ; d = path.dirname(d)) {
+    if (fs.existsSync(d)) return fsFull(d);
+    if (d === path.dirname(d)) return false;
+  }
+}
+
+function textOf(e: unknown): string {
+  const parts: string[] = [];
+  for (let at = e, depth = 0; at && depth < 5; at = (at as { cause?: unknown }).cause, depth++) {
+    parts.push(at instanceof Error ? at.message : String(at));
+    const data = (at as { data?: { stderr?: unknown } }).data;
+    if (data?.stderr) parts.push(String(data.stderr));
+    const code = (at as NodeJS.ErrnoException).code;
+    if (typeof code === 'string') parts.push(code);
+  }
+  return parts.join('\n');
+}
+
+/**
+ * A failure because the disk (or the user's quota) is full, from git or from
+ * Node, as DiskFull; other errors as they are. git often says only that a
+ * write failed: that is a full disk when the filesystem of `dir` (the
+ * repository) has no room left.
+ */
+export function asDiskFull(e: unknown, dir?: string): unknown {
+  if (isAgentsnapError(e) && e.code === 'DiskFull') return e;
+  const text = textOf(e);
+  if (!DISK_FULL.test(text) && !(WRITE_FAILED.test(text) && writtenDirs(text, dir).some(fsFullAt))) return e;
+  const where = (isAgentsnapError(e) ? e.message : e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
   return errors.diskFull(`the disk is full: ${where.replace(/^snapshot failed: /, '')}`, {
-    hint: 'Free some space and run the command again. Nothing was half-written: a snapshot that fails records no step.',
+    hint: 'Nothing was recorded and no file was changed. Free some space (then `git gc --prune=now` if git left temporary files) and run the command again.',
     cause: e,
   });
 }

@@ -458,7 +458,7 @@ export function parseWrapArgs(args: string[]): Record<string, unknown> | null {
 }
 
 export function reportError(raw: unknown, io: CliIO, json: boolean): number {
-  const e = asDiskFull(raw);
+  const e = asDiskFull(raw, io.cwd);
   const debug = io.env.AGENTSNAP_DEBUG === '1';
   let err: AgentsnapError;
   if (isAgentsnapError(e)) err = e;

@@ -11,6 +11,7 @@ import { appendEvent, eventBase, readJournal, type JournalEvent } from '../sessi
 import { acquireLock, ownerAlive } from '../base/lock.js';
 import { foldJournal, type Session } from '../session/model.js';
 import { listRefs, updateRefs, type RefUpdate } from '../git/plumbing.js';
+import { missingObjects } from '../git/missing.js';
 import { headRef, refsFor, sessionIds, sessionOfRef, sessionPaths, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, wrapperGone } from '../session/session.js';
 import { isAgentsnapError, type AgentsnapError } from '../base/errors.js';
 import { diskUse } from '../base/fsutil.js';
@@ -324,7 +325,7 @@ interface RefMismatch {
   actual: string | null;
 }
 
-async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ mismatches: RefMismatch[]; orphans: string[] }> {
+async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ mismatches: RefMismatch[]; orphans: string[]; lost: RefMismatch[] }> {
   const actual = new Map<string, string>();
   for (const r of await listRefs(repo, STEP_REF_PREFIX)) actual.set(r.ref, r.oid);
   for (const r of await listRefs(repo, SESSION_META_PREFIX)) actual.set(r.ref, r.oid);
@@ -338,17 +339,37 @@ async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ m
       if (have !== u.value) mismatches.push({ session: s.id, ref: u.ref, expected: u.value, actual: have });
     }
   }
+  // A snapshot the journal names that git's prune deleted: no ref can point at it; reported lost, not a mismatch.
+  const gone = await missingObjects(repo, mismatches.map((m) => m.expected));
+  const lost = mismatches.filter((m) => m.expected && gone.has(m.expected));
+  mismatches.splice(0, mismatches.length, ...mismatches.filter((m) => !(m.expected && gone.has(m.expected))));
   const orphans = new Set<string>();
   for (const ref of actual.keys()) {
     const id = sessionOfRef(ref);
     if (id && !known.has(id)) orphans.add(id);
   }
-  return { mismatches, orphans: [...orphans].sort() };
+  return { mismatches, orphans: [...orphans].sort(), lost };
+}
+
+/** What lost refs mean to a user: the steps (or the session head) whose snapshots git's prune deleted. */
+function lostSteps(lost: RefMismatch[]): string {
+  const names = [...new Set(lost.map((m) => (m.ref.startsWith(STEP_REF_PREFIX) ? `step ${m.ref.slice(m.ref.lastIndexOf('/') + 1)}` : 'the session head')))];
+  return names.join(', ');
 }
 
 async function checkRefs(repo: Repo, sessions: LoadedSession[]): Promise<Check[]> {
-  const { mismatches, orphans } = await refMismatches(repo, sessions);
+  const { mismatches, orphans, lost } = await refMismatches(repo, sessions);
   const checks: Check[] = [];
+  const lostBySession = new Map<string, RefMismatch[]>();
+  for (const m of lost) lostBySession.set(m.session, [...(lostBySession.get(m.session) ?? []), m]);
+  for (const [id, list] of lostBySession) {
+    checks.push({
+      check: 'lost',
+      status: 'info',
+      message: `session ${id}: the snapshots of ${lostSteps(list)} were deleted by git's prune (git gc/prune with an expiry of now); those cannot be undone to, every other step can`,
+      data: { session: id, refs: list },
+    });
+  }
   const bySession = new Map<string, RefMismatch[]>();
   for (const m of mismatches) bySession.set(m.session, [...(bySession.get(m.session) ?? []), m]);
   for (const [id, list] of bySession) {
@@ -437,11 +458,12 @@ async function applyFixes(repo: Repo): Promise<string[]> {
         session = foldJournal(readJournal(p.journal).events) ?? session;
         done.push(`session ${s.id}: journaled its end (its process ${s.session.owner?.pid} was gone)`);
       }
-      const { mismatches } = await refMismatches(repo, [{ id: s.id, session, corruptLines: [] }]);
+      const { mismatches, lost } = await refMismatches(repo, [{ id: s.id, session, corruptLines: [] }]);
+      if (lost.length > 0) done.push(`session ${s.id}: the snapshots of ${lostSteps(lost)} were deleted by git's prune: left as lost (every other step keeps its ref)`);
       if (mismatches.length > 0) {
         const updates: RefUpdate[] = mismatches.map((m) => ({ ref: m.ref, value: m.expected }));
-        // The head ref follows the journal too.
-        if (!updates.some((u) => u.ref === headRef(s.id))) updates.push({ ref: headRef(s.id), value: session.head });
+        // The head ref follows the journal too (unless git's prune deleted it).
+        if (!updates.some((u) => u.ref === headRef(s.id)) && !lost.some((m) => m.ref === headRef(s.id))) updates.push({ ref: headRef(s.id), value: session.head });
         try {
           await updateRefs(repo, updates);
           done.push(`session ${s.id}: set ${mismatches.length} ref(s) from its journal`);

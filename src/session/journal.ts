@@ -389,12 +389,24 @@ export function appendEvents(file: string, events: readonly JournalEvent[]): num
     }
     const line = Buffer.from(events.map((e) => JSON.stringify(e) + '\n').join(''), 'utf8');
     const at = fs.fstatSync(fd).size;
-    fs.writeSync(fd, line, 0, line.length, at);
-    fs.fsyncSync(fd);
+    try {
+      // writeSync may write part of it and report the rest's failure (ENOSPC) only on the next call.
+      for (let done = 0; done < line.length; ) done += fs.writeSync(fd, line, done, line.length - done, at + done);
+      fs.fsyncSync(fd);
+    } catch (e) {
+      // No torn line left behind: the journal is as it was (a full disk is no step).
+      fs.ftruncateSync(fd, at);
+      throw e;
+    }
     return at + line.length;
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Takes back the last append (its ref update failed): the journal ends at `size` again. */
+export function truncateJournal(file: string, size: number): void {
+  if (fs.statSync(file).size > size) fs.truncateSync(file, size);
 }
 
 function repairTornTail(fd: number, size: number): void {

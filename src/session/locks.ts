@@ -1,17 +1,22 @@
 // The locks sessions take and the one order every mutation follows under
-// them: objects, journal event (the truth), refs, then state.json. Lock order:
-// session lock, then the worktree content lock (held around every snapshot).
+// them: objects, keep refs (so git's prune cannot delete them), journal event
+// (the truth), refs, then state.json. Lock order: session lock, then the
+// worktree content lock (held around every snapshot).
+import fs from 'node:fs';
+import path from 'node:path';
 import { errors } from '../base/errors.js';
-import { appendEvent, type JournalEvent } from './journal.js';
+import { testPoint } from '../base/test-point.js';
+import { appendEvent, truncateJournal, type JournalEvent } from './journal.js';
 import { acquireLock, withLock } from '../base/lock.js';
 import { lockFileIn } from '../base/state-dir.js';
 import { applyEvent, type Session } from './model.js';
 import { updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { serverEnabled, type Settings } from '../git/config.js';
+import { isMissingObjectError } from '../git/missing.js';
 import { snapshotTree } from '../snapshot/snapshot.js';
 import type { Repo } from '../git/repo.js';
-import { type SessionPaths, sessionPaths, worktreeKey } from './refs.js';
-import { type SessionState, stateFrom, writeState, loadState, loadSessionExists } from './state.js';
+import { type SessionPaths, sessionPaths, worktreeKey, keepRef } from './refs.js';
+import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, forgetPruned } from './state.js';
 
 export function worktreeLockFile(repo: Repo): string {
   return lockFileIn(repo, `worktree-${worktreeKey(repo)}.lock`);
@@ -34,8 +39,33 @@ export async function lockedSnapshot(repo: Repo, settings: Settings, opts: Param
   const take = repo.accel?.snapshot ?? ((o: Parameters<typeof snapshotTree>[1]) => snapshotTree(repo, o));
   // With a server to take the next snapshots, a new copy of the user's index is not written back for them.
   const warmCopy = opts.warmCopy ?? !serverEnabled(repo.callerEnv, settings);
-  if (repo.accel?.snapshot && repo.accel.snapshotTakesContentLock) return take({ ...opts, untrackedCache: true, warmCopy });
-  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ ...opts, untrackedCache: true, warmCopy }));
+  const once = () => take({ ...opts, untrackedCache: true, warmCopy });
+  // A private index (or its side caches) naming objects git's prune deleted: taken again from the disk alone.
+  const taken = async () => {
+    try {
+      return await once();
+    } catch (e) {
+      if (!isMissingObjectError(e)) throw e;
+      forgetPrivateIndex(opts.indexFile);
+      return once();
+    }
+  };
+  if (repo.accel?.snapshot && repo.accel.snapshotTakesContentLock) return taken();
+  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, taken);
+}
+
+/** Removes a private index and every cache beside it (`index.user-copy`, `index.no-attributes`, …; not git's lock). */
+export function forgetPrivateIndex(indexFile: string | undefined): void {
+  if (!indexFile) return;
+  const dir = path.dirname(indexFile);
+  const base = path.basename(indexFile);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const n of names) if (n === base || (n.startsWith(`${base}.`) && n !== `${base}.lock`)) fs.rmSync(path.join(dir, n), { force: true });
 }
 
 /** Runs fn under the session lock with fresh state; refuses sessions that are not running. */
@@ -46,6 +76,8 @@ export async function mutate<T>(
   purpose: string,
   fn: (state: SessionState, p: SessionPaths) => Promise<T>,
   requireRunning = true,
+  /** Whether fn may run again after a missing object (it writes nothing before its journal line: the snapshot steps). */
+  retryPruned = requireRunning,
 ): Promise<T> {
   loadSessionExists(repo, id);
   const p = sessionPaths(repo, id);
@@ -58,21 +90,63 @@ export async function mutate<T>(
         data: { session: id },
       });
     }
-    return await fn(state, p);
+    try {
+      return await fn(state, p);
+    } catch (e) {
+      // An object fn needed was deleted by the user's git (gc/prune) under it, or before it: a snapshot's own
+      // objects between their write and their keep ref, or a head the journal names. Once more, from the disk and
+      // the snapshots that are still there (fn has journaled nothing: its objects come before its journal line).
+      if (!retryPruned || !isMissingObjectError(e)) throw e;
+      forgetPrivateIndex(p.index);
+      const again = await loadState(repo, id);
+      await forgetPruned(repo, again);
+      return await fn(again, p);
+    }
   } finally {
     lock.release();
   }
 }
 
-/** Journal, refs, state: in that order (see the module comment). */
+/**
+ * Keep refs, journal, refs, state: in that order (see the module comment). A
+ * failure before the journal line leaves no step; a failure of the ref update
+ * takes the line back (a full disk: no step, journal unchanged).
+ */
 export async function commitEvent(repo: Repo, p: SessionPaths, state: SessionState, ev: JournalEvent, refs: RefUpdate[]): Promise<void> {
+  await keepObjects(repo, state.session.id, refs);
+  testPoint('commit-event.before-journal', repo.callerEnv, repo.worktree);
   const size = appendEvent(p.journal, ev);
-  await updateRefs(repo, refs);
+  try {
+    testPoint('commit-event.before-refs', repo.callerEnv, repo.worktree);
+    await updateRefs(repo, refs);
+  } catch (e) {
+    truncateJournal(p.journal, size - Buffer.byteLength(`${JSON.stringify(ev)}\n`));
+    throw e;
+  }
   // Fold the cached state forward: re-reading the whole journal would make each step cost O(steps).
   const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
   applyEvent(s, ev);
   const next = stateFrom(s, size, state, true);
   next.unpacked = state.unpacked + 1;
-  writeState(p.state, next);
+  try {
+    writeState(p.state, next);
+  } catch {
+    // The step is recorded (journal and refs); state.json is a cache, rebuilt from the journal when it is gone.
+    fs.rmSync(p.state, { force: true });
+  }
   Object.assign(state, next);
+}
+
+/**
+ * Points the session's keep refs at the objects refs are about to name, before
+ * the journal line names them: from then on git's prune keeps them. The point
+ * `commit-event.before-keep` is where a test lets a prune land.
+ */
+export async function keepObjects(repo: Repo, session: string, refs: RefUpdate[]): Promise<void> {
+  testPoint('commit-event.before-keep', repo.callerEnv, repo.worktree);
+  const values = [...new Set(refs.map((r) => r.value).filter((v): v is string => !!v))];
+  await updateRefs(
+    repo,
+    values.map((value, i) => ({ ref: keepRef(session, i), value })),
+  );
 }

@@ -29,6 +29,15 @@ export function headRef(session: string): string {
   return sessionMetaRef(session, 'head');
 }
 
+/**
+ * Refs that name a snapshot's new objects from before the journal line that
+ * names them: git's prune deletes what no ref names, and a journal line is not
+ * one (see commitEvent). `keep/<i>`, one per distinct object of the update.
+ */
+export function keepRef(session: string, i: number): string {
+  return sessionMetaRef(session, `keep/${i}`);
+}
+
 /** The session a ref belongs to (`refs/agent/<id>/…`, `refs/agentsnap/sessions/<id>/…`), or null. */
 export function sessionOfRef(ref: string): string | null {
   const prefix = ref.startsWith(STEP_REF_PREFIX) ? STEP_REF_PREFIX : ref.startsWith(SESSION_META_PREFIX) ? SESSION_META_PREFIX : null;

@@ -28,9 +28,9 @@ import { checkGitVersion } from '../git/repo.js';
 import { maintainEndedSession, maintainInBackground, maybeMaintain } from './maintenance.js';
 import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
-import { stepRef, headRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
-import { worktreeLockFile, lockedSnapshot, mutate, commitEvent } from './locks.js';
-import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled } from './state.js';
+import { stepRef, headRef, keepRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
+import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects } from './locks.js';
+import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled, forgetPruned } from './state.js';
 import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOptions, selectSession } from './selection.js';
 import { importTranscriptCalls, importBeforeHeadMoves, importQuietly } from './transcript-import.js';
 import { envChangeAt } from './environment.js';
@@ -129,12 +129,23 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
       tree: snap.tree,
       skipped: snap.skipped,
     };
-    if (opts.owner) markRunning(repo, id);
-    const size = appendEvent(p.journal, ev);
-    await updateRefs(repo, [
+    const refs = [
       { ref: stepRef(id, 0), value: commit },
       { ref: headRef(id), value: commit },
-    ]);
+    ];
+    await keepObjects(repo, id, refs);
+    let size: number;
+    try {
+      if (opts.owner) markRunning(repo, id);
+      size = appendEvent(p.journal, ev);
+      await updateRefs(repo, refs);
+    } catch (e) {
+      // No session: no journal, no refs (a full disk leaves nothing behind; the keep ref is the session's own).
+      fs.rmSync(p.journal, { force: true });
+      if (opts.owner) unmarkRunning(repo, id);
+      await updateRefs(repo, [{ ref: keepRef(id, 0), value: null }]).catch(() => undefined);
+      throw e;
+    }
     const s = foldJournal([ev]);
     if (s) writeState(p.state, stateFrom(s, size, null));
     return { session: id, step: 0, commit, tree: snap.tree, changed: [], skipped: snap.skipped };
@@ -176,13 +187,17 @@ export async function withSessionLock<T>(repo: Repo, id: string, settings: Setti
     id,
     settings,
     purpose,
-    (state, p) =>
-      fn({
+    async (state, p) => {
+      // An operation writes the worktree before it journals: it is not run twice (mutate's retry), so what git's prune
+      // deleted of the head is found first (one cat-file).
+      await forgetPruned(repo, state);
+      return fn({
         paths: p,
         head: () => ({ commit: state.session.head, tree: state.session.headTree }),
         append: (ev, refs) => commitEvent(repo, p, state, ev, refs),
         importReads: () => importBeforeHeadMoves(repo, p, state, settings),
-      }),
+      });
+    },
     false,
   );
 }
@@ -223,7 +238,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       (await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
     const commit = await commitTree(repo, {
       tree: snap.tree,
-      parents: [s.head],
+      parents: s.head ? [s.head] : [],
       message: commitMessage({ summary: `step ${step} pre ${tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool, head: head.commit }),
     });
     const envChanged = opts.env ? envChangeAt(p.dir, state, opts.env, s.envChanged) : undefined;
@@ -336,7 +351,7 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
     const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const pre = st.pre ?? s.head;
     // First parent: the pre-snapshot; second: the chain tip when other snapshots came between (overlapping calls).
-    const parents = s.head !== pre ? [pre, s.head] : [pre];
+    const parents = (s.head !== pre ? [pre, s.head] : [pre]).filter(Boolean);
     const commit = await commitTree(repo, {
       tree: snap.tree,
       parents,
@@ -428,7 +443,7 @@ async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyI
     const step = s.nextStep;
     const commit = await commitTree(repo, {
       tree: snap.tree,
-      parents: [s.head],
+      parents: s.head ? [s.head] : [],
       message: commitMessage({ summary: `step ${step} checkpoint${message ? `: ${message}` : ''}`, session: id, step, phase: 'checkpoint', tool, head: head.commit }),
     });
     const ev: JournalEvent = {

@@ -7,7 +7,8 @@ import { readStateFile, replaceStateFile } from '../base/state-dir.js';
 import { assertSessionId } from '../base/ids.js';
 import { readJournal } from './journal.js';
 import { foldJournal, openSteps, type Session, type Step } from './model.js';
-import { updateRefs } from '../git/plumbing.js';
+import { updateRefs, type RefUpdate } from '../git/plumbing.js';
+import { isMissingObjectError, missingObjects } from '../git/missing.js';
 import { type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
 import { redactValue } from './redact.js';
@@ -118,9 +119,56 @@ export async function loadState(repo: Repo, id: string, repair = true): Promise<
   const state = stateFrom(s, size, cached);
   if (!repair) return state;
   // The journal is ahead of the cache: a previous command died after journaling. Make the refs agree.
-  await updateRefs(repo, refsFor(s));
+  await setRefsFromJournal(repo, refsFor(s));
   writeState(p.state, state);
   return state;
+}
+
+/**
+ * Sets refs as the journal has them, leaving out the snapshots git's prune
+ * deleted (nothing to point at: the journal still names them, `log` and
+ * `doctor` report them lost). Returns the refs left out.
+ */
+export async function setRefsFromJournal(repo: Repo, updates: RefUpdate[]): Promise<RefUpdate[]> {
+  try {
+    await updateRefs(repo, updates);
+    return [];
+  } catch (e) {
+    if (!isMissingObjectError(e)) throw e;
+  }
+  const gone = await missingObjects(repo, updates.map((u) => u.value));
+  await updateRefs(repo, updates.filter((u) => !u.value || !gone.has(u.value)));
+  return updates.filter((u) => u.value && gone.has(u.value));
+}
+
+/**
+ * Makes a session's state name only snapshots that exist, after an object
+ * it named was found missing (deleted by the user's git prune): the head
+ * becomes the newest snapshot of the journal still there (none: the next
+ * snapshot is a root commit), and an open step whose pre snapshot is gone
+ * closes from the head. In memory: the next journal line records the result.
+ */
+export async function forgetPruned(repo: Repo, state: SessionState): Promise<void> {
+  const s = state.session;
+  const gone = await missingObjects(repo, [s.head, s.headTree, ...s.open.flatMap((o) => [o.pre, o.preTree, o.operation?.tree])]);
+  if (gone.size === 0) return;
+  for (const o of s.open) {
+    if (o.pre && gone.has(o.pre)) o.pre = null;
+    if (o.preTree && gone.has(o.preTree)) o.preTree = null;
+    if (o.operation?.tree && gone.has(o.operation.tree)) o.operation = { ...o.operation, tree: null };
+  }
+  if (!gone.has(s.head) && !(s.headTree && gone.has(s.headTree))) return;
+  const full = loadSession(repo, s.id);
+  const candidates: { commit: string; tree: string | null }[] = [];
+  for (const st of [...full.steps].reverse()) {
+    if (st.post) candidates.push({ commit: st.post, tree: st.postTree });
+    if (st.pre) candidates.push({ commit: st.pre, tree: st.preTree });
+  }
+  candidates.push({ commit: full.baseline, tree: full.baselineTree });
+  const absent = await missingObjects(repo, candidates.flatMap((c) => [c.commit, c.tree]));
+  const found = candidates.find((c) => !absent.has(c.commit) && !(c.tree && absent.has(c.tree)));
+  s.head = found?.commit ?? '';
+  s.headTree = found?.tree ?? null;
 }
 
 /** Whether a session has ended or been discarded, from its state cache (a whole journal read only when the cache is behind). */

@@ -527,6 +527,7 @@ export class IncrementalSnapshotter {
     if (this.configUnsupported) return this.configUnsupported;
     if (!this.store) return 'objects cannot be written in-process';
     if (!this.tree) return 'no previous snapshot';
+    if (await this.pruned(this.base.tree)) return "the last snapshot's tree was deleted by git's prune";
     if (settingsKey(settings) !== this.base.settings) return 'settings changed';
     if (this.currentKeys() !== this.keys) {
       this.rewatch = true;
@@ -559,6 +560,22 @@ export class IncrementalSnapshotter {
     }
     if (this.index.unsupported) return this.index.unsupported;
     return null;
+  }
+
+  /**
+   * Whether the last tree is gone: the user's git prune deleted it (no ref named it), and with it, maybe, the blobs
+   * and trees the engine reuses by id. A tree still there is whole (a prune keeps or deletes a tree with what it
+   * names), so one lookup per snapshot covers every cached id: a stat of its loose file, else one read.
+   */
+  private async pruned(tree: string): Promise<boolean> {
+    const store = this.store;
+    if (store && fs.existsSync(path.join(store.objectsDir, tree.slice(0, 2), tree.slice(2)))) return false;
+    try {
+      await this.reader.read(tree);
+      return false;
+    } catch (e) {
+      return / is missing$/.test((e as Error).message);
+    }
   }
 
   private async full(opts: { settings: Settings; parentTree: string | null }, reason: string, dirty: Set<string>): Promise<IncrementalResult> {

@@ -167,7 +167,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
     }
     if (out.json) {
-      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what, plan: r.plan, check: r.check })));
+      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what, plan: r.plan, check: r.check, ...(r.lost ? { lost: true } : {}) })));
       return;
     }
     if (rows.length === 0) {
@@ -195,7 +195,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       }),
     );
     const width = rowWidth(ctx.io.stdout as { columns?: number }, ctx.io.env);
-    rows.forEach(({ step: st, what, session }, i) => {
+    rows.forEach(({ step: st, what, session, lost }, i) => {
       const marks: string[] = [];
       const plainMarks: string[] = [];
       const mark = (plain: string, shown = plain) => {
@@ -208,6 +208,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
       if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0) mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
       if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
+      if (lost) mark("snapshot lost: deleted by git's prune (cannot be undone to)", c.red("snapshot lost: deleted by git's prune (cannot be undone to)"));
       const effect = outsideEffect(st, session.worktree);
       if (effect) mark(`not undoable: ${printableLine(effect)}`, c.red(`not undoable: ${printableLine(effect)}`));
       const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}${checkCol ? ` ${checkCol[i]}` : ''}  ${timeCol[i]}  ${changeCol[i]}`;
