@@ -59,6 +59,7 @@ const GC_COMMANDS: Record<GcKind, string[]> = {
 };
 /** Free bytes a diskfull `fill` leaves on the repository's tmpfs (0: completely full). */
 export const FILL_LEAVE = [0, 8 << 10, 64 << 10, 512 << 10];
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 /** The size of the tmpfs a diskfull sequence's repository lives on. */
 const TMPFS_SIZE = '16m';
 /** Object formats of the whole repository, drawn once per sequence (AGENTSNAP_PROPERTY_FORMATS=sha1,sha256). */
@@ -282,11 +283,15 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
   const nested: { rel: string; unreadable: boolean }[] = [];
   const nestedFiles: string[] = [];
   const unreadableDirs: string[] = [];
+  // AGENTSNAP_PROPERTY_SKIP_CHECKS=nested-tracked: a nested repository over paths the user tracks is, as git
+  // itself reads it (git add -A, status), a plain directory of the superproject, its .git left out.
+  const gitView = SKIP_CHECKS.has('nested-tracked');
+  const trackedUnder = (dir: string) => [...tracked].some((t) => t.startsWith(`${dir}/`));
   const walk = (rel: string, inNested: boolean, unreadable: boolean) => {
     const absDir = path.join(repo.dir, rel);
     for (const name of fs.readdirSync(absDir).sort()) {
       const r = rel ? `${rel}/${name}` : name;
-      if (r === '.git') continue;
+      if (r === '.git' || (!inNested && name === '.git')) continue;
       const abs = path.join(repo.dir, r);
       const st = fs.lstatSync(abs);
       const unr = unreadable || (opts.noCaps && (st.isDirectory() ? (st.mode & 0o500) !== 0o500 : st.isFile() && (st.mode & 0o400) === 0));
@@ -296,7 +301,7 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
           if (name !== '.git') walk(r, true, unr);
           continue;
         }
-        if (lstat(path.join(abs, '.git'))) {
+        if (lstat(path.join(abs, '.git')) && !(gitView && trackedUnder(r))) {
           nested.push({ rel: r, unreadable: unr });
           walk(r, true, unr);
           continue;
@@ -468,6 +473,7 @@ export class World {
   /** The file that fills the repository's tmpfs (diskfull), while it is there. */
   private ballast: string | null = null;
   private mounted = false;
+  private unmountOnSignal: (() => void) | null = null;
 
   constructor(
     readonly mode: Mode,
@@ -509,6 +515,9 @@ export class World {
       const m = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${TMPFS_SIZE},mode=0755`, 'tmpfs', repo.dir], { encoding: 'utf8' });
       if (m.status !== 0) throw new Error(`mount tmpfs failed: ${m.stderr}`);
       this.mounted = true;
+      // Stopped by a signal, the helpers remove the temp dir (removeOnSignal): the mount goes first, or that fails.
+      this.unmountOnSignal = () => spawnSync('umount', ['-l', repo.dir]);
+      for (const sig of SIGNALS) process.prependOnceListener(sig, this.unmountOnSignal);
     }
     repo.git(['init', '-q', '-b', 'main', `--object-format=${this.format}`]);
     for (const [rel, content] of Object.entries({ '.gitignore': '*.db\n*.log\n!keep.log\n', 'a.txt': 'a\n', 'd/c.txt': 'c\n', g: 'g\n', 'tracked.log': 'tracked although ignored\n' })) repo.write(rel, content);
@@ -528,7 +537,8 @@ export class World {
     repo.write('b.txt', 'untracked b\n');
     repo.write('a.txt', 'staged a\n');
     repo.git(['add', 'a.txt']);
-    this.outside = path.join(repo.base, 'outside');
+    // On a tmpfs of its own (diskfull) the outside of hard links must be on that filesystem too: in .git.
+    this.outside = this.mounted ? path.join(repo.dir, '.git', 'outside') : path.join(repo.base, 'outside');
     fs.mkdirSync(this.outside);
     this.transcript = path.join(repo.home, '.claude', 'projects', 'p', 'sess.jsonl');
     fs.mkdirSync(path.dirname(this.transcript), { recursive: true });
@@ -564,6 +574,7 @@ export class World {
     } finally {
       if (this.repo) {
         if (this.mounted) {
+          for (const sig of SIGNALS) if (this.unmountOnSignal) process.removeListener(sig, this.unmountOnSignal);
           // Nothing may hold the mount (a server, a detached pack) when it goes; lazily if something still does.
           stopProcessesIn(this.repo.base);
           if (spawnSync('umount', [this.repo.dir]).status !== 0) spawnSync('umount', ['-l', this.repo.dir]);
@@ -857,7 +868,8 @@ export class World {
         const rel = pickFile(e.f);
         const to = POOL[e.p]!;
         if (!rel || rel === to || to.startsWith(`${rel}/`) || rel.startsWith(`${to}/`)) return null;
-        const tmp = path.join(path.dirname(root), `mv-tmp-${process.pid}`);
+        // Beside the worktree's files, not outside: the repository may be a mount of its own (diskfull).
+        const tmp = path.join(root, `.mv-tmp-${process.pid}`);
         fs.renameSync(abs(rel), tmp);
         clear(to);
         fs.renameSync(tmp, abs(to));
@@ -1372,6 +1384,7 @@ export class World {
       for (const [p, e] of after.untouchable) if (target.has(p) && !onDisk.has(p)) onDisk.set(p, e);
       const diff = diffEntries(target, onDisk, exempt);
       this.checkLeftOutKept(before, args[0]!, target);
+      if (!SKIP_CHECKS.has('keptskipped')) this.checkSkippedReported(args[0]!, start.to as string, after, left, scope);
       if (diff.length > 0) throw new InvariantError(`(c) after ${args[0]} the worktree differs from its target ${String(start.to).slice(0, 10)} outside the paths it reported as left (${left.join(', ') || 'none'}):\n${diff.join('\n')}`);
       // (a) its result commit is the worktree as it now is.
       if (done.commit) {
@@ -1390,6 +1403,21 @@ export class World {
       }
     }
     this.checkNothingLost();
+  }
+
+  /**
+   * (c) A path a snapshot skips now (a nested repository without a commit, a secret, a file above the size cap)
+   * that the target did not hold and did not skip either is kept by the operation: it must say so (as left,
+   * with its reason), never report the worktree as back at its target while that path is there.
+   */
+  private checkSkippedReported(what: string, to: string, after: View, left: string[], outOfScope: (p: string) => boolean): void {
+    const targetEv = this.journal().find((ev) => ev.commit === to || ev.baseline === to || ev.safety === to);
+    const targetSkipped = new Set(((targetEv?.type === 'op.start' ? targetEv.safetySkipped : targetEv?.skipped) as { path: string }[] | undefined ?? []).map((x) => x.path));
+    const target = treeEntries(this.repo, to);
+    const silent = [...after.skipped]
+      .filter(([p]) => !target.has(p) && ![...target.keys()].some((t) => under(t, [p])) && !targetSkipped.has(p) && !under(p, left) && !outOfScope(p))
+      .map(([p, r]) => `${p} (${r})`);
+    if (silent.length > 0) throw new InvariantError(`(c) ${what} kept paths its target does not hold, skipped by snapshots, without reporting them as left: ${silent.join(', ')}`);
   }
 
   /** (diskfull) An operation that ran out of space changed nothing in the worktree: never a half-applied change. */
