@@ -40,6 +40,7 @@
 //   AGENTSNAP_PROPERTY_FORMATS=sha1,sha256  object formats drawn (default both)
 //   AGENTSNAP_PROPERTY_MAX_OPS=N  longest sequence (default 12)
 //   AGENTSNAP_PROPERTY_SHRINK=0   report the first failure unshrunk (shrinking can take minutes)
+//   AGENTSNAP_PROPERTY_TIMES=1    print each passing sequence's wall time (mode, format, length)
 //   AGENTSNAP_PROPERTY_SKIP_CHECKS=protect,reads  leave out (c)'s protection check, or the
 //                                 check of unhooked reads' recorded state (to hunt other bugs
 //                                 while one of those is open)
@@ -77,8 +78,10 @@ function property(mode: Mode | null) {
   const modeArb = mode ? fc.constant(mode) : fc.constantFrom(...modes);
   let first = true;
   return fc.asyncProperty(modeArb, fc.constantFrom(...formats), fc.array(opArb(families), { minLength: 1, maxLength: maxOps }), async (m, format, ops) => {
+    const t0 = performance.now();
     try {
       await runSequence(m, families, ops, undefined, format);
+      if (env.AGENTSNAP_PROPERTY_TIMES) console.log(`  time ${m} ${format} ${ops.length} ops ${Math.round(performance.now() - t0)} ms`);
     } catch (e) {
       // Shown at once: shrinking re-runs the sequence many times and can take minutes.
       if (first) console.error(`  nothing-lost: first failure, before shrinking:\n${e instanceof Error ? e.message : String(e)}\n  shrinking...`);

@@ -252,7 +252,7 @@ function ignoredOnlyByUnseenRules(view: View, p: string): boolean {
   );
 }
 
-export const blobOid = (content: Buffer, format: ObjectFormat = 'sha1') => crypto.createHash(format).update(`blob ${content.length}\0`).update(content).digest('hex');
+export const blobOid = (content: Buffer, format: 'sha1' | 'sha256' = 'sha1') => crypto.createHash(format).update(`blob ${content.length}\0`).update(content).digest('hex');
 
 function lstat(abs: string): fs.Stats | null {
   try {
@@ -668,7 +668,14 @@ export class World {
       .readFileSync(file, 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as JournalEv);
+      .map((l, i) => {
+        try {
+          return JSON.parse(l) as JournalEv;
+        } catch {
+          // No crash happens in this test: a line that is not JSON is a torn write (a full disk) or a bug.
+          throw new InvariantError(`the journal's line ${i + 1} is not JSON${this.ballast ? ' (a write torn by the full disk: a command that runs out of space must leave the journal unchanged)' : ''}: ${l.slice(0, 300)}`);
+        }
+      });
   }
 
   /** Journal events appended since the last call. */
