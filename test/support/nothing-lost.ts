@@ -7,9 +7,10 @@
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { BIN, ROOT, cli, runProcess, tempRepo, type CliResult, type TempRepo } from '../helpers.js';
+import { BIN, ROOT, cli, runProcess, stopProcessesIn, tempRepo, type CliResult, type TempRepo } from '../helpers.js';
 import { runHook } from '../../src/hook.js';
 import { openRepo } from '../../src/git/repo.js';
 import { serverEngine } from '../../src/server/serve.js';
@@ -32,6 +33,38 @@ export const CONTENTS: Buffer[] = [
 ];
 export const LINK_TARGETS = ['a.txt', 'd', '../outside', 'missing', 'd/c.txt'];
 export const RULES = ['*.db', '*.log', 'd/', 'g', 'b.txt', '!keep.log', 'big.bin', 'sub dir/', '*.txt', 'e/'];
+/** The git metadata files the gitmeta-symlink family replaces (by files, or symlinks inside or outside the worktree). */
+export const META_FILES = ['.gitmodules', '.gitattributes'] as const;
+export const META_CONTENT: Record<(typeof META_FILES)[number], string> = {
+  '.gitmodules': '[submodule "nest"]\n\tpath = nest\n\turl = ./nest\n',
+  // eol=crlf: git would convert on add; a snapshot records the bytes on disk.
+  '.gitattributes': '*.txt text eol=crlf\n*.log filter=absent\n',
+};
+/** How a gitmeta edit leaves the file: a regular file, a symlink to a worktree file, to a file outside, to nothing; or removed. */
+export const META_HOW = ['file', 'link-in', 'link-out', 'link-missing', 'rm'] as const;
+/** Where nested-nocommit runs `git init` (directories of tracked files among them). */
+export const NEST_DIRS = ['d', 'd/e', 'sub dir', 'n2'];
+/** The user's own maintenance (usergc family): each may drop objects nothing references, or check the repository. */
+export const GC_KINDS = ['gc', 'repack', 'prune', 'reflog', 'gcauto', 'worktreeprune', 'fsck'] as const;
+export type GcKind = (typeof GC_KINDS)[number];
+const GC_COMMANDS: Record<GcKind, string[]> = {
+  gc: ['gc', '-q', '--prune=now'],
+  repack: ['repack', '-a', '-d', '-q'],
+  prune: ['prune', '--expire=now'],
+  reflog: ['reflog', 'expire', '--all', '--expire=now', '--expire-unreachable=now'],
+  // gc.auto=1 makes --auto act at the first loose objects; not detached, so it is over when the op is.
+  gcauto: ['-c', 'gc.pruneExpire=now', '-c', 'gc.auto=1', '-c', 'gc.autoPackLimit=1', '-c', 'gc.autoDetach=false', 'gc', '--auto', '-q'],
+  worktreeprune: ['worktree', 'prune', '--expire=now'],
+  fsck: ['fsck', '--no-progress', '--no-dangling'],
+};
+/** Free bytes a diskfull `fill` leaves on the repository's tmpfs (0: completely full). */
+export const FILL_LEAVE = [0, 8 << 10, 64 << 10, 512 << 10];
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** The size of the tmpfs a diskfull sequence's repository lives on. */
+const TMPFS_SIZE = '16m';
+/** Object formats of the whole repository, drawn once per sequence (AGENTSNAP_PROPERTY_FORMATS=sha1,sha256). */
+export const FORMATS = ['sha1', 'sha256'] as const;
+export type ObjectFormat = (typeof FORMATS)[number];
 
 /** A change to the worktree, made by the agent (inside a call) or the user. */
 export type FsEdit =
@@ -47,10 +80,12 @@ export type FsEdit =
   | { k: 'mmap'; f: number }
   | { k: 'linkwrite'; l: number; c: number }
   | { k: 'lock'; e: number }
-  | { k: 'unlock' };
+  | { k: 'unlock' }
+  | { k: 'gitmeta'; m: number; how: number };
 
 export type Op =
-  | { t: 'call'; tool: 'Write' | 'Bash'; edits: FsEdit[]; during: FsEdit | null; fail: boolean }
+  // gc: the user's own git maintenance while the call is open (between its pre and post hooks).
+  | { t: 'call'; tool: 'Write' | 'Bash'; edits: FsEdit[]; during: FsEdit | null; fail: boolean; gc?: GcKind | null }
   | { t: 'read' }
   | { t: 'edit'; e: FsEdit }
   | { t: 'exclude'; r: number; add: boolean }
@@ -63,14 +98,19 @@ export type Op =
   | { t: 'restore'; s: number; after: boolean; f: number; force: boolean }
   | { t: 'revert'; s: number }
   | { t: 'wsEdit'; e: FsEdit }
-  | { t: 'apply' };
+  | { t: 'apply' }
+  | { t: 'usergc'; k: GcKind }
+  | { t: 'fill'; level: number }
+  | { t: 'free' }
+  | { t: 'nestinit'; d: number; c: number }
+  | { t: 'nestedit'; d: number; f: number; c: number };
 
 /**
  * Op families, each switchable (AGENTSNAP_PROPERTY_OPS=call,edit,... keeps only
  * those; AGENTSNAP_PROPERTY_SKIP=mmap,hardlink drops those), so a family still
  * broken after a merge can be narrowed out while the rest stays green.
  */
-export const FAMILIES = ['call', 'read', 'edit', 'ignore', 'flags', 'hardlink', 'mmap', 'types', 'unreadable', 'nested', 'git', 'undo', 'apply'] as const;
+export const FAMILIES = ['call', 'read', 'edit', 'ignore', 'flags', 'hardlink', 'mmap', 'types', 'unreadable', 'nested', 'git', 'undo', 'apply', 'usergc', 'diskfull', 'gitmeta-symlink', 'nested-nocommit'] as const;
 export type Family = (typeof FAMILIES)[number];
 /**
  * Modes: hooks in-process with the server off; through the warm server hosted as `wrap` hosts it; through a
@@ -93,6 +133,20 @@ export const SKIP_CHECKS = new Set((process.env.AGENTSNAP_PROPERTY_SKIP_CHECKS ?
 export const hasPython = spawnSync('python3', ['-c', 'import mmap'], { stdio: 'ignore' }).status === 0;
 const DROP_READ_CAPS = ['--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search', '--'];
 export const canDropCaps = process.getuid?.() === 0 && spawnSync('setpriv', [...DROP_READ_CAPS, 'true'], { stdio: 'ignore' }).status === 0;
+
+/** Why the diskfull family cannot run here (it mounts a small tmpfs: root and mount permission), or null when it can. */
+export const diskFullUnavailable: string | null = (() => {
+  if (process.getuid?.() !== 0) return 'needs root to mount a small tmpfs';
+  const probe = fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-tmpfs-probe-'));
+  try {
+    const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe], { encoding: 'utf8' });
+    if (m.status !== 0) return `mount -t tmpfs is not permitted here: ${(m.stderr || m.error?.message || '').trim()}`;
+    spawnSync('umount', [probe]);
+    return null;
+  } finally {
+    fs.rmSync(probe, { recursive: true, force: true });
+  }
+})();
 
 const nat = (max: number) => fc.nat({ max });
 
@@ -117,6 +171,7 @@ export function fsEditArb(families: Family[]): fc.Arbitrary<FsEdit> {
   if (has('mmap')) arbs.push(fc.record({ k: fc.constant('mmap' as const), f: nat(20) }));
   if (has('hardlink')) arbs.push(fc.record({ k: fc.constant('linkwrite' as const), l: nat(5), c: nat(CONTENTS.length - 1) }));
   if (has('unreadable')) arbs.push(fc.record({ k: fc.constant('lock' as const), e: nat(20) }), fc.constant({ k: 'unlock' as const }));
+  if (has('gitmeta-symlink')) arbs.push(fc.record({ k: fc.constant('gitmeta' as const), m: nat(META_FILES.length - 1), how: nat(META_HOW.length - 1) }));
   return fc.oneof(...arbs);
 }
 
@@ -127,7 +182,10 @@ export function opArb(families: Family[]): fc.Arbitrary<Op> {
   const arbs: { arbitrary: fc.Arbitrary<Op>; weight: number }[] = [];
   const add = (weight: number, arbitrary: fc.Arbitrary<Op>) => arbs.push({ arbitrary, weight });
   if (has('call')) {
-    add(8, fc.record({ t: fc.constant('call' as const), tool: fc.constantFrom('Write' as const, 'Bash' as const), edits: fc.array(edit, { minLength: 1, maxLength: 3 }), during: fc.option(edit, { nil: null, freq: 4 }), fail: fc.boolean() }));
+    const call = { t: fc.constant('call' as const), tool: fc.constantFrom('Write' as const, 'Bash' as const), edits: fc.array(edit, { minLength: 1, maxLength: 3 }), during: fc.option(edit, { nil: null, freq: 4 }), fail: fc.boolean() };
+    // Without usergc the record has no gc key, so the sequences of the other families draw as before.
+    if (has('usergc')) add(8, fc.record({ ...call, gc: fc.option(fc.constantFrom(...GC_KINDS), { nil: null, freq: 5 }) }));
+    else add(8, fc.record(call));
   }
   if (has('read')) add(1, fc.constant({ t: 'read' as const }));
   if (has('edit')) add(4, fc.record({ t: fc.constant('edit' as const), e: edit }));
@@ -145,6 +203,15 @@ export function opArb(families: Family[]): fc.Arbitrary<Op> {
   if (has('apply')) {
     add(1, fc.record({ t: fc.constant('wsEdit' as const), e: edit }));
     add(1, fc.constant({ t: 'apply' as const }));
+  }
+  if (has('usergc')) add(1, fc.record({ t: fc.constant('usergc' as const), k: fc.constantFrom(...GC_KINDS) }));
+  if (has('diskfull')) {
+    add(1, fc.record({ t: fc.constant('fill' as const), level: nat(FILL_LEAVE.length - 1) }));
+    add(1, fc.constant({ t: 'free' as const }));
+  }
+  if (has('nested-nocommit')) {
+    add(1, fc.record({ t: fc.constant('nestinit' as const), d: nat(NEST_DIRS.length - 1), c: nat(CONTENTS.length - 1) }));
+    add(1, fc.record({ t: fc.constant('nestedit' as const), d: nat(NEST_DIRS.length - 1), f: nat(2), c: nat(CONTENTS.length - 1) }));
   }
   return fc.oneof(...arbs);
 }
@@ -185,7 +252,7 @@ function ignoredOnlyByUnseenRules(view: View, p: string): boolean {
   );
 }
 
-export const blobOid = (content: Buffer) => crypto.createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
+export const blobOid = (content: Buffer, format: 'sha1' | 'sha256' = 'sha1') => crypto.createHash(format).update(`blob ${content.length}\0`).update(content).digest('hex');
 
 function lstat(abs: string): fs.Stats | null {
   try {
@@ -209,17 +276,22 @@ const isRestoreTemp = (rel: string) => /(^|\/)\.[^/]*\.agentsnap-\d+-[0-9a-f]{8}
  * files above the size cap listed as skipped, nested repositories as a gitlink
  * of their HEAD (or skipped without a commit), never anything inside them.
  */
-export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
+export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: ObjectFormat }): View {
+  const format = opts.format ?? 'sha1';
   const tracked = new Set(repo.git(['ls-files', '-z']).split('\0').filter(Boolean));
   const files: { rel: string; abs: string; st: fs.Stats; unreadable: boolean }[] = [];
   const nested: { rel: string; unreadable: boolean }[] = [];
   const nestedFiles: string[] = [];
   const unreadableDirs: string[] = [];
+  // AGENTSNAP_PROPERTY_SKIP_CHECKS=nested-tracked: a nested repository over paths the user tracks is, as git
+  // itself reads it (git add -A, status), a plain directory of the superproject, its .git left out.
+  const gitView = SKIP_CHECKS.has('nested-tracked');
+  const trackedUnder = (dir: string) => [...tracked].some((t) => t.startsWith(`${dir}/`));
   const walk = (rel: string, inNested: boolean, unreadable: boolean) => {
     const absDir = path.join(repo.dir, rel);
     for (const name of fs.readdirSync(absDir).sort()) {
       const r = rel ? `${rel}/${name}` : name;
-      if (r === '.git') continue;
+      if (r === '.git' || (!inNested && name === '.git')) continue;
       const abs = path.join(repo.dir, r);
       const st = fs.lstatSync(abs);
       const unr = unreadable || (opts.noCaps && (st.isDirectory() ? (st.mode & 0o500) !== 0o500 : st.isFile() && (st.mode & 0o400) === 0));
@@ -229,7 +301,7 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
           if (name !== '.git') walk(r, true, unr);
           continue;
         }
-        if (lstat(path.join(abs, '.git'))) {
+        if (lstat(path.join(abs, '.git')) && !(gitView && trackedUnder(r))) {
           nested.push({ rel: r, unreadable: unr });
           walk(r, true, unr);
           continue;
@@ -250,8 +322,8 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
   const view: View = { tree: new Map(), skipped: new Map(), untouchable: new Map(), unreadable: [], unreadableDirs, indexOnlyIgnoreDirs, unreadableIgnored: [] };
   const entryOf = (abs: string, st: fs.Stats): Entry =>
     st.isSymbolicLink()
-      ? { mode: '120000', oid: blobOid(Buffer.from(fs.readlinkSync(abs))) }
-      : { mode: st.mode & 0o100 ? '100755' : '100644', oid: blobOid(fs.readFileSync(abs)) };
+      ? { mode: '120000', oid: blobOid(Buffer.from(fs.readlinkSync(abs)), format) }
+      : { mode: st.mode & 0o100 ? '100755' : '100644', oid: blobOid(fs.readFileSync(abs), format) };
   for (const f of files) {
     const e = entryOf(f.abs, f.st);
     if (!tracked.has(f.rel)) {
@@ -266,6 +338,13 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
         view.untouchable.set(f.rel, e);
         continue;
       }
+    }
+    // git cannot record a symlinked .gitmodules (update-index ignores it, fsck rejects a tree with one): tracked or
+    // not, a snapshot leaves it out and lists it, and a restore never touches it (decided on the restore-edges branch).
+    if (f.st.isSymbolicLink() && path.posix.basename(f.rel) === '.gitmodules') {
+      view.skipped.set(f.rel, 'gitmodules-symlink');
+      view.untouchable.set(f.rel, e);
+      continue;
     }
     if (f.unreadable) {
       view.unreadable.push(f.rel);
@@ -364,6 +443,13 @@ export function diffEntries(want: Map<string, Entry>, got: Map<string, Entry>, e
 
 export class InvariantError extends Error {}
 
+/** The command said it ran out of space (DiskFull, exit 1, as docs/reference.md documents it). */
+const isDiskFull = (r: CliResult) => /DiskFull|the disk is full/.test(r.stderr + r.stdout);
+/** A hook's warning or an error that says the disk is full. */
+const saysNoSpace = (text: string) => /disk is full|No space left|Out of diskspace|ENOSPC/i.test(text);
+/** dir holds a repository of its own (a nested repository: .git file or directory). */
+const isNestedRepo = (abs: string) => !!lstat(path.join(abs, '.git'));
+
 interface JournalEv {
   type: string;
   [k: string]: unknown;
@@ -389,9 +475,19 @@ export class World {
     return this.opIndex;
   }
 
+  /** The user ran their own gc/prune/repack/reflog expire (usergc): from then on check (e). */
+  private gcRan = false;
+  /** The file that fills the repository's tmpfs (diskfull), while it is there. */
+  private ballast: string | null = null;
+  private mounted = false;
+  private unmountOnSignal: (() => void) | null = null;
+
   constructor(
     readonly mode: Mode,
     readonly families: Family[],
+    readonly format: ObjectFormat = 'sha1',
+    /** The repository lives on a small tmpfs (a diskfull sequence). */
+    readonly onTmpfs = false,
   ) {}
 
   get noCaps(): boolean {
@@ -420,8 +516,20 @@ export class World {
   }
 
   async setup(): Promise<void> {
-    const repo = tempRepo({ files: { '.gitignore': '*.db\n*.log\n!keep.log\n', 'a.txt': 'a\n', 'd/c.txt': 'c\n', g: 'g\n', 'tracked.log': 'tracked although ignored\n' } });
+    const repo = tempRepo({ noInit: true });
     this.repo = repo;
+    if (this.onTmpfs) {
+      const m = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${TMPFS_SIZE},mode=0755`, 'tmpfs', repo.dir], { encoding: 'utf8' });
+      if (m.status !== 0) throw new Error(`mount tmpfs failed: ${m.stderr}`);
+      this.mounted = true;
+      // Stopped by a signal, the helpers remove the temp dir (removeOnSignal): the mount goes first, or that fails.
+      this.unmountOnSignal = () => spawnSync('umount', ['-l', repo.dir]);
+      for (const sig of SIGNALS) process.prependOnceListener(sig, this.unmountOnSignal);
+    }
+    repo.git(['init', '-q', '-b', 'main', `--object-format=${this.format}`]);
+    for (const [rel, content] of Object.entries({ '.gitignore': '*.db\n*.log\n!keep.log\n', 'a.txt': 'a\n', 'd/c.txt': 'c\n', g: 'g\n', 'tracked.log': 'tracked although ignored\n' })) repo.write(rel, content);
+    repo.git(['add', '-A']);
+    repo.git(['commit', '-q', '-m', 'initial']);
     repo.git(['config', 'agentsnap.maxFileSize', '2k']);
     // A file tracked although the rules ignore it (add -A above left it out).
     repo.git(['add', '-f', 'tracked.log']);
@@ -436,7 +544,8 @@ export class World {
     repo.write('b.txt', 'untracked b\n');
     repo.write('a.txt', 'staged a\n');
     repo.git(['add', 'a.txt']);
-    this.outside = path.join(repo.base, 'outside');
+    // On a tmpfs of its own (diskfull) the outside of hard links must be on that filesystem too: in .git.
+    this.outside = this.mounted ? path.join(repo.dir, '.git', 'outside') : path.join(repo.base, 'outside');
     fs.mkdirSync(this.outside);
     this.transcript = path.join(repo.home, '.claude', 'projects', 'p', 'sess.jsonl');
     fs.mkdirSync(path.dirname(this.transcript), { recursive: true });
@@ -471,6 +580,12 @@ export class World {
       if (this.mode === 'bgserver' && this.repo) await runProcess(process.execPath, [BIN, 'server', 'stop'], { cwd: this.repo.dir, env: { ...this.repo.env, AGENTSNAP_SERVER: 'on' }, input: '' });
     } finally {
       if (this.repo) {
+        if (this.mounted) {
+          for (const sig of SIGNALS) if (this.unmountOnSignal) process.removeListener(sig, this.unmountOnSignal);
+          // Nothing may hold the mount (a server, a detached pack) when it goes; lazily if something still does.
+          stopProcessesIn(this.repo.base);
+          if (spawnSync('umount', [this.repo.dir]).status !== 0) spawnSync('umount', ['-l', this.repo.dir]);
+        }
         spawnSync('chmod', ['-R', 'u+rwx', this.repo.base]);
         this.repo.cleanup();
       }
@@ -484,7 +599,7 @@ export class World {
   }
 
   view(): View {
-    return groundTruth(this.repo, { noCaps: this.noCaps });
+    return groundTruth(this.repo, { noCaps: this.noCaps, format: this.format });
   }
 
   // ----- running agentsnap
@@ -493,11 +608,45 @@ export class World {
     return { AGENTSNAP_SESSION: this.session, AGENTSNAP_WORKTREE: this.repo.dir };
   }
 
-  /** An agentsnap CLI command as the mode runs it. */
+  /**
+   * An agentsnap CLI command as the mode runs it. Checked for every command: never exit 70 or an undocumented
+   * code ((e) after the user's own git), and one that runs out of space exits 1 with DiskFull, the journal
+   * byte-identical and no agentsnap ref added or moved.
+   */
   async agentsnap(args: string[], opts: { cwd?: string } = {}): Promise<CliResult> {
     await this.sweepIfNeeded();
-    if (this.noCaps) return runProcess('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, ...args], { cwd: opts.cwd ?? this.repo.dir, env: this.repo.env, input: '' });
-    return cli(this.repo, args, opts);
+    const journalBefore = this.session ? this.journalBytes() : null;
+    const refsBefore = this.agentRefs();
+    const res = this.noCaps
+      ? await runProcess('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, ...args], { cwd: opts.cwd ?? this.repo.dir, env: this.repo.env, input: '' })
+      : await cli(this.repo, args, opts);
+    const what = `agentsnap ${args.join(' ')}`;
+    if (![0, 1, 2, 3, 4, 5].includes(res.code)) {
+      const label = this.ballast ? '(diskfull) on a full disk, ' : this.gcRan ? '(e) after the user\'s own git maintenance, ' : '';
+      throw new InvariantError(`${label}${what} exited ${res.code}: ${res.stderr}${res.stdout}`);
+    }
+    if (isDiskFull(res)) {
+      if (res.code !== 1) throw new InvariantError(`(diskfull) ${what} ran out of space but exited ${res.code}, not 1: ${res.stderr}${res.stdout}`);
+      if (journalBefore !== null && !journalBefore.equals(this.journalBytes())) throw new InvariantError(`(diskfull) ${what} ran out of space and changed the journal:\n${this.journalBytes().subarray(journalBefore.length).toString('utf8').slice(0, 2000)}`);
+      const refsAfter = this.agentRefs();
+      if (refsAfter !== refsBefore) throw new InvariantError(`(diskfull) ${what} ran out of space and changed agentsnap's refs:\n${this.userStateDiff(refsBefore, refsAfter)}`);
+    } else if (this.ballast && res.code === 1 && /No space left|ENOSPC|quota/i.test(res.stderr + res.stdout)) {
+      throw new InvariantError(`(diskfull) ${what} ran out of space without saying DiskFull: ${res.stderr}${res.stdout}`);
+    }
+    return res;
+  }
+
+  private journalBytes(): Buffer {
+    try {
+      return fs.readFileSync(path.join(this.repo.dir, '.git', 'agentsnap', 'sessions', this.session, 'journal.jsonl'));
+    } catch {
+      return Buffer.alloc(0);
+    }
+  }
+
+  /** agentsnap's refs (refs/agent, refs/agentsnap) and what they point at. */
+  private agentRefs(): string {
+    return this.repo.git(['for-each-ref', '--format=%(refname) %(objectname)', 'refs/agent/', 'refs/agentsnap/']).trim();
   }
 
   /** One Claude Code hook, through the path the mode takes. Returns its warning (stderr), if any. */
@@ -526,7 +675,14 @@ export class World {
       .readFileSync(file, 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as JournalEv);
+      .map((l, i) => {
+        try {
+          return JSON.parse(l) as JournalEv;
+        } catch {
+          // No crash happens in this test: a line that is not JSON is a torn write (a full disk) or a bug.
+          throw new InvariantError(`the journal's line ${i + 1} is not JSON${this.ballast ? ' (a write torn by the full disk: a command that runs out of space must leave the journal unchanged)' : ''}: ${l.slice(0, 300)}`);
+        }
+      });
   }
 
   /** Journal events appended since the last call. */
@@ -599,6 +755,8 @@ export class World {
       // read, or one gone from the disk under skip-worktree: see compareSnapshot), for which it is untracked content.
       const unreadable = [...view.unreadable, ...view.unreadableIgnored.filter((u) => ignoredOnlyByUnseenRules(view, u))];
       if (unreadable.some((u) => warning.includes(u) || warning.includes(path.posix.dirname(u)))) return n;
+      // On a full disk (diskfull) a hook may take no snapshot, if it says why.
+      if (this.ballast && saysNoSpace(warning)) return n;
       throw new InvariantError(`${where}: no snapshot, warning: ${warning}`);
     }
     return n;
@@ -634,7 +792,7 @@ export class World {
     const reachable = new Set(
       spawnSync('git', ['rev-list', '--objects', '--all', '--reflog', '--indexed-objects'], { cwd: this.repo.dir, env: this.repo.env, encoding: 'utf8', maxBuffer: 64 << 20 })
         .stdout.split('\n')
-        .map((l) => l.slice(0, 40)),
+        .map((l) => l.split(' ')[0]!),
     );
     const now = current ?? this.view();
     const onDisk = new Set([...now.tree.values(), ...now.untouchable.values()].map((e) => e.oid));
@@ -657,8 +815,9 @@ export class World {
         const r = rel ? `${rel}/${name}` : name;
         if (r === '.git' || r === 'nest') continue;
         const st = fs.lstatSync(path.join(root, r));
-        if (st.isDirectory()) walk(r);
-        else out.push(r);
+        if (st.isDirectory()) {
+          if (!isNestedRepo(path.join(root, r))) walk(r);
+        } else out.push(r);
       }
     };
     walk('');
@@ -671,7 +830,7 @@ export class World {
       for (const name of fs.readdirSync(path.join(root, rel)).sort()) {
         const r = rel ? `${rel}/${name}` : name;
         if (r === '.git' || r === 'nest') continue;
-        if (fs.lstatSync(path.join(root, r)).isDirectory()) {
+        if (fs.lstatSync(path.join(root, r)).isDirectory() && !isNestedRepo(path.join(root, r))) {
           out.push(r);
           walk(r);
         }
@@ -723,7 +882,8 @@ export class World {
         const rel = pickFile(e.f);
         const to = POOL[e.p]!;
         if (!rel || rel === to || to.startsWith(`${rel}/`) || rel.startsWith(`${to}/`)) return null;
-        const tmp = path.join(path.dirname(root), `mv-tmp-${process.pid}`);
+        // Beside the worktree's files, not outside: the repository may be a mount of its own (diskfull).
+        const tmp = path.join(root, `.mv-tmp-${process.pid}`);
         fs.renameSync(abs(rel), tmp);
         clear(to);
         fs.renameSync(tmp, abs(to));
@@ -825,6 +985,30 @@ export class World {
         walk(root);
         return n ? `chmod back ${n} entries` : null;
       }
+      case 'gitmeta': {
+        const name = META_FILES[e.m]!;
+        const how = META_HOW[e.how]!;
+        const file = abs(name);
+        fs.rmSync(file, { recursive: true, force: true });
+        if (how === 'file') fs.writeFileSync(file, META_CONTENT[name]);
+        else if (how === 'link-in') fs.symlinkSync('a.txt', file);
+        else if (how === 'link-out') {
+          const target = path.join(this.outside, `meta${name}`);
+          fs.writeFileSync(target, META_CONTENT[name]);
+          fs.symlinkSync(target, file);
+        } else if (how === 'link-missing') fs.symlinkSync('missing-meta', file);
+        return `${name}: ${how === 'rm' ? 'rm' : how === 'file' ? 'a regular file' : `a symlink (${how})`}`;
+      }
+    }
+  }
+
+  /** applyEdit, except that on a full disk (diskfull) a write the disk refuses is part of what happens. */
+  private tryEdit(e: FsEdit, root = this.repo.dir): string | null {
+    try {
+      return this.applyEdit(e, root);
+    } catch (err) {
+      if (this.ballast && saysNoSpace(`${(err as NodeJS.ErrnoException).code} ${(err as Error).message}`)) return `(${e.k}: ENOSPC, the disk is full)`;
+      throw err;
     }
   }
 
@@ -886,6 +1070,16 @@ export class World {
     const say = (s: string): void => {
       this.log.push(`${this.opIndex}. ${s}`);
     };
+    try {
+      await this.runOp(op, say);
+    } catch (err) {
+      // On a full disk the user's own writes (info/exclude, git init…) may fail: that is the world, not a finding.
+      if (!this.ballast || err instanceof InvariantError || !saysNoSpace(`${(err as NodeJS.ErrnoException).code} ${(err as Error).message}`)) throw err;
+      say(`(${op.t}: stopped by ENOSPC, the disk is full)`);
+    }
+  }
+
+  private async runOp(op: Op, say: (s: string) => void): Promise<void> {
     switch (op.t) {
       case 'call':
         return this.call(op, say);
@@ -899,7 +1093,7 @@ export class World {
       }
       case 'edit': {
         const before = this.view();
-        const d = this.applyEdit(op.e);
+        const d = this.tryEdit(op.e);
         this.noteUserChanges(before);
         say(`user: ${d ?? 'nothing to do'}`);
         return;
@@ -963,8 +1157,9 @@ export class World {
         return this.operation(op, say);
       case 'wsEdit': {
         if (!this.wsPath) return say('no session worktree');
-        const d = this.applyEdit(op.e, this.wsPath);
+        const d = this.tryEdit(op.e, this.wsPath);
         const res = await this.agentsnap(['snap', '--session', 'ws', '-q'], { cwd: this.wsPath });
+        if (isDiskFull(res)) return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap refused: the disk is full`);
         // A file it cannot read (nocaps, after a chmod 000 there) fails the snapshot naming it (UnreadableFile): that is right.
         const unreadable = this.noCaps ? unreadableFiles(this.wsPath) : [];
         if (res.code === 1 && unreadable.some((u) => res.stderr.includes(u))) return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap refused (unreadable: ${unreadable.join(', ')})`);
@@ -973,7 +1168,104 @@ export class World {
       }
       case 'apply':
         return this.apply(say);
+      case 'usergc': {
+        say(`user: ${this.userGc(op.k)}`);
+        return this.checkAfterUserGit(`git ${op.k}`);
+      }
+      case 'fill':
+        return say(this.fill(FILL_LEAVE[op.level] ?? 0));
+      case 'free': {
+        if (!this.ballast) return say('disk: nothing to free');
+        fs.rmSync(this.ballast, { force: true });
+        this.ballast = null;
+        return say('disk: the space is free again');
+      }
+      case 'nestinit': {
+        const rel = NEST_DIRS[op.d % NEST_DIRS.length]!;
+        const abs = path.join(this.repo.dir, rel);
+        if (!reachablePath(this.repo, `${rel}/n.txt`)) return say(`user: ${rel} is (below) a file or symlink: no git init`);
+        if (isNestedRepo(abs)) return say(`user: ${rel} is a repository already`);
+        const before = this.view();
+        fs.mkdirSync(abs, { recursive: true });
+        this.repo.git(['init', '-q', '-b', 'main', `--object-format=${this.format}`], { cwd: abs });
+        fs.writeFileSync(path.join(abs, 'n.txt'), CONTENTS[op.c]!);
+        this.noteUserChanges(before);
+        return say(`user: git init ${rel} (a nested repository, no commit) with n.txt <${op.c}>`);
+      }
+      case 'nestedit': {
+        const nests = NEST_DIRS.filter((d) => isNestedRepo(path.join(this.repo.dir, d)) && reachablePath(this.repo, `${d}/x`));
+        if (!nests.length) return say('user: no nested repository to edit');
+        const rel = nests[op.d % nests.length]!;
+        const name = ['n.txt', 'new.txt', 'c.txt'][op.f % 3]!;
+        fs.writeFileSync(path.join(this.repo.dir, rel, name), CONTENTS[op.c]!);
+        return say(`user: write ${rel}/${name} <${op.c}> (inside the nested repository)`);
+      }
     }
+  }
+
+  /** The user's own git maintenance: runs it and says what it did; git fsck must find the repository sound. */
+  private userGc(k: GcKind): string {
+    this.gcRan = true;
+    const r = this.repo.gitRaw(GC_COMMANDS[k]);
+    const what = `git ${GC_COMMANDS[k].join(' ')}`;
+    if (r.status === 0) return what;
+    if (this.ballast && saysNoSpace(r.stderr)) return `${what} (failed: the disk is full)`;
+    if (k === 'fsck') throw new InvariantError(`(e) the user's ${what} finds the repository broken (exit ${r.status}):\n${(r.stdout + r.stderr).slice(0, 3000)}`);
+    throw new InvariantError(`(e) the user's own ${what} fails (exit ${r.status}) with agentsnap's refs in the repository:\n${r.stderr.slice(0, 3000)}`);
+  }
+
+  /**
+   * (e) After the user's own git: log and doctor work, and a snapshot whose objects the user's gc removed
+   * (the worst allowed outcome) is reported by them as lost/missing, never a later command failing.
+   */
+  private async checkAfterUserGit(what: string): Promise<void> {
+    const log = await this.agentsnap(['log', '--session', this.session, '--json']);
+    if (log.code !== 0) throw new InvariantError(`(e) after the user's ${what}, agentsnap log exits ${log.code}: ${log.stderr}${log.stdout}`);
+    const commits = new Map<string, string>();
+    for (const ev of this.journal()) {
+      for (const key of ['commit', 'baseline', 'safety']) {
+        const c = ev[key];
+        if (typeof c === 'string' && /^[0-9a-f]{40,64}$/.test(c)) commits.set(c, `${ev.type}${ev.step !== undefined ? ` of step ${String(ev.step)}` : ''}`);
+      }
+    }
+    const gone: string[] = [];
+    const all = spawnSync('git', ['rev-list', '--objects', '--missing=print', ...commits.keys()], { cwd: this.repo.dir, env: this.repo.env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    if (all.status === 0 && !/^\?/m.test(all.stdout)) return;
+    // Something is gone: which snapshots.
+    for (const [c, where] of commits) {
+      const r = spawnSync('git', ['rev-list', '--objects', '--missing=print', c], { cwd: this.repo.dir, env: this.repo.env, encoding: 'utf8', maxBuffer: 64 << 20 });
+      if (r.status !== 0 || /^\?/m.test(r.stdout)) gone.push(`${where} (${c.slice(0, 10)})`);
+    }
+    if (gone.length === 0) return;
+    // doctor only then (it costs a CLI start and a walk of every session): exit 0 or 1, never 70 (agentsnap() checks).
+    const doctor = await this.agentsnap(['doctor', '--json']);
+    if (!/lost|missing/i.test(log.stdout + doctor.stdout + doctor.stderr)) {
+      throw new InvariantError(`(e) after the user's ${what}, objects of these snapshots are gone and neither log nor doctor reports it: ${gone.join(', ')}`);
+    }
+  }
+
+  /** diskfull: fills the repository's tmpfs with a ballast file in .git until `leave` bytes are free. */
+  private fill(leave: number): string {
+    if (!this.mounted) return 'disk: the repository is not on a tmpfs (no fill)';
+    this.ballast ??= path.join(this.repo.dir, '.git', 'ballast');
+    const fd = fs.openSync(this.ballast, 'a');
+    const chunk = Buffer.alloc(64 << 10, 0x2e);
+    try {
+      for (;;) {
+        const st = fs.statfsSync(this.repo.dir);
+        const free = st.bavail * st.bsize;
+        if (free <= leave) break;
+        try {
+          fs.writeSync(fd, chunk, 0, Math.min(chunk.length, Math.max(4096, free - leave)));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ENOSPC') break;
+          throw err;
+        }
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    return `disk: fill the repository's tmpfs (${leave} bytes left free)`;
   }
 
   private async call(op: Extract<Op, { t: 'call' }>, say: (s: string) => void): Promise<void> {
@@ -1003,8 +1295,9 @@ export class World {
         }
       }
     }
-    for (const e of op.edits) desc.push(this.applyEdit(e) ?? `(${e.k}: nothing to do)`);
-    if (op.during) desc.push(`user meanwhile: ${this.applyEdit(op.during) ?? 'nothing to do'}`);
+    for (const e of op.edits) desc.push(this.tryEdit(e) ?? `(${e.k}: nothing to do)`);
+    if (op.during) desc.push(`user meanwhile: ${this.tryEdit(op.during) ?? 'nothing to do'}`);
+    if (op.gc) desc.push(`user meanwhile: ${this.userGc(op.gc)}`);
     this.line({ type: 'user', uuid: `r-${id}`, timestamp: this.time(), message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'done', ...(op.fail ? { is_error: true } : {}) }] } });
     const postView = this.view();
     const event = op.fail ? 'PostToolUseFailure' : 'PostToolUse';
@@ -1012,6 +1305,7 @@ export class World {
     say(`agent ${op.tool} call ${id}${op.fail ? ' (fails)' : ''}: ${desc.join('; ')}`);
     if (this.checkSnapshotEvents(postView, `post hook of ${id}`, () => true, postWarn) > 0) this.remember(postView, `after ${id}`);
     this.checkNothingLost(postView);
+    if (op.gc) await this.checkAfterUserGit(`git ${op.gc} during ${id}`);
   }
 
   private async userGit(op: Extract<Op, { t: 'git' }>, say: (s: string) => void): Promise<void> {
@@ -1073,8 +1367,9 @@ export class World {
     this.newEvents();
     const before = this.view();
     const res = await this.guarded(args.join(' '), () => this.agentsnap(args), { untouchable: before });
-    say(`agentsnap ${args.filter((a) => a !== '--json' && a !== '--session' && a !== this.session).join(' ')} -> exit ${res.code}`);
+    say(`agentsnap ${args.filter((a) => a !== '--json' && a !== '--session' && a !== this.session).join(' ')} -> exit ${res.code}${isDiskFull(res) ? ' (DiskFull)' : ''}`);
     if (![0, 1, 3, 4].includes(res.code)) throw new InvariantError(`${args.join(' ')} exited ${res.code}: ${res.stderr}${res.stdout}`);
+    if (isDiskFull(res)) this.checkNotHalfApplied(args[0]!, before);
     const events = this.newEvents();
     const start = events.find((ev) => ev.type === 'op.start');
     const done = [...events].reverse().find((ev) => ev.type === 'op.done');
@@ -1108,6 +1403,7 @@ export class World {
       for (const [p, e] of after.untouchable) if (target.has(p) && !onDisk.has(p)) onDisk.set(p, e);
       const diff = diffEntries(target, onDisk, exempt);
       this.checkLeftOutKept(before, args[0]!, target);
+      if (!SKIP_CHECKS.has('keptskipped')) this.checkSkippedReported(args[0]!, start.to as string, after, left, scope);
       if (diff.length > 0) throw new InvariantError(`(c) after ${args[0]} the worktree differs from its target ${String(start.to).slice(0, 10)} outside the paths it reported as left (${left.join(', ') || 'none'}):\n${diff.join('\n')}`);
       // (a) its result commit is the worktree as it now is.
       if (done.commit) {
@@ -1129,6 +1425,28 @@ export class World {
   }
 
   /**
+   * (c) A path a snapshot skips now (a nested repository without a commit, a secret, a file above the size cap)
+   * that the target did not hold and did not skip either is kept by the operation: it must say so (as left,
+   * with its reason), never report the worktree as back at its target while that path is there.
+   */
+  private checkSkippedReported(what: string, to: string, after: View, left: string[], outOfScope: (p: string) => boolean): void {
+    const targetEv = this.journal().find((ev) => ev.commit === to || ev.baseline === to || ev.safety === to);
+    const targetSkipped = new Set(((targetEv?.type === 'op.start' ? targetEv.safetySkipped : targetEv?.skipped) as { path: string }[] | undefined ?? []).map((x) => x.path));
+    const target = treeEntries(this.repo, to);
+    const silent = [...after.skipped]
+      .filter(([p]) => !target.has(p) && ![...target.keys()].some((t) => under(t, [p])) && !targetSkipped.has(p) && !under(p, left) && !outOfScope(p))
+      .map(([p, r]) => `${p} (${r})`);
+    if (silent.length > 0) throw new InvariantError(`(c) ${what} kept paths its target does not hold, skipped by snapshots, without reporting them as left: ${silent.join(', ')}`);
+  }
+
+  /** (diskfull) An operation that ran out of space changed nothing in the worktree: never a half-applied change. */
+  private checkNotHalfApplied(what: string, before: View): void {
+    const now = this.view();
+    const diff = diffEntries(new Map([...before.tree, ...before.untouchable]), new Map([...now.tree, ...now.untouchable]));
+    if (diff.length > 0) throw new InvariantError(`(diskfull) ${what} ran out of space (DiskFull) and left the worktree half-changed:\n${diff.join('\n')}`);
+  }
+
+  /**
    * (b) A path the operation deleted although its target does not name it must
    * have been absent from the target because it was not there, never because
    * the target left it out: under the target's rules (restored by now) it is
@@ -1146,8 +1464,9 @@ export class World {
     if (!this.wsPath) return say('no session worktree');
     const before = this.view();
     const res = await this.guarded('apply ws', () => this.agentsnap(['apply', 'ws', '--json']), { untouchable: before });
-    say(`agentsnap apply ws -> exit ${res.code}`);
+    say(`agentsnap apply ws -> exit ${res.code}${isDiskFull(res) ? ' (DiskFull)' : ''}`);
     if (![0, 1, 3, 4].includes(res.code)) throw new InvariantError(`apply exited ${res.code}: ${res.stderr}${res.stdout}`);
+    if (isDiskFull(res)) this.checkNotHalfApplied('apply', before);
     if (res.code === 0) {
       const out = JSON.parse(res.stdout) as { safety: string | null; empty: boolean; deleted?: string[] };
       // Only what the session deleted, never what it left out (ignored by the rules it brought).
@@ -1165,8 +1484,9 @@ export class World {
 }
 
 /** Runs one sequence in a fresh world; throws (with the log) at the first broken invariant. */
-export async function runSequence(mode: Mode, families: Family[], ops: Op[], onLog?: (log: string[]) => void): Promise<void> {
-  const w = new World(mode, families);
+export async function runSequence(mode: Mode, families: Family[], ops: Op[], onLog?: (log: string[]) => void, format: ObjectFormat = 'sha1'): Promise<void> {
+  // Only a sequence that fills the disk mounts a tmpfs for its repository.
+  const w = new World(mode, families, format, ops.some((o) => o.t === 'fill') && diskFullUnavailable === null);
   try {
     await w.setup();
     for (const op of ops) {
@@ -1176,7 +1496,7 @@ export async function runSequence(mode: Mode, families: Family[], ops: Op[], onL
         const msg = e instanceof Error ? e.message : String(e);
         const here = `${w.opCount}. `;
         const log = w.log.at(-1)?.startsWith(here) ? [...w.log.slice(0, -1), `${w.log.at(-1)}   <- failed here`] : [...w.log, `${here}${JSON.stringify(op)}   <- failed here`];
-        throw new InvariantError(`${msg}\n  mode ${mode}; the sequence:\n    ${log.join('\n    ')}`);
+        throw new InvariantError(`${msg}\n  mode ${mode}; object format ${format}; the sequence:\n    ${log.join('\n    ')}`);
       }
     }
     onLog?.(w.log);
