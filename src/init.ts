@@ -166,7 +166,7 @@ export async function init(opts: InitOptions): Promise<InitResult> {
     next = withHooks(next, add);
   }
   const text = `${JSON.stringify(next, null, 2)}\n`;
-  const empty = Object.keys(next).length === 0;
+  const empty = Object.keys(next).every((k) => layout.agentKeys?.includes(k));
   const changed = text !== before && !(opts.remove && before === '');
   let excluded = false;
   if (changed) {

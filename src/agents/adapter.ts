@@ -112,6 +112,8 @@ export interface InitLayout {
   extraFiles?: { file: string; text: string; marker: string }[];
   /** `init --mcp`: where agentsnap's MCP server is declared for the project. */
   mcp?: McpInitLayout;
+  /** Keys the agent adds to the settings file by itself (Qwen Code's "$version"): a file holding only these after `--remove` goes. */
+  agentKeys?: string[];
 }
 
 /** A conversation forked before a step: the new transcript and how to resume it. */
