@@ -1,0 +1,44 @@
+// Qwen Code's adapter without the real binary (test/qwen-e2e.test.ts runs it): recognised from its command,
+// what its calls were for `log`, and `init qwen --remove` after Qwen stamped "$version" into the file.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
+import { cli, tempRepo } from './helpers.js';
+import { describeCall, findAgent, INIT_AGENTS } from '../src/agents/registry.js';
+
+test('qwen is recognised from its command (bare, a path, through npx) and offered to init', () => {
+  assert.equal(findAgent(['qwen', '--yolo', 'go']), { agent: 'qwen', index: 0 });
+  assert.equal(findAgent(['/opt/bin/qwen']), { agent: 'qwen', index: 0 });
+  assert.equal(findAgent(['npx', '@qwen-code/qwen-code@0.24.4', '--yolo']), { agent: 'qwen', index: 1 });
+  assert.ok(INIT_AGENTS.includes('qwen'));
+});
+
+test('log reads what a Qwen call was: its command, its file', () => {
+  assert.equal(describeCall('qwen', null, 'run_shell_command', { command: 'rm a && echo b > c', description: 'x' }), describeCall('generic', null, 'Bash', { command: 'rm a && echo b > c' }));
+  const write = describeCall('qwen', null, 'write_file', { file_path: '/r/a.txt', content: 'x' });
+  assert.match(JSON.stringify(write), '/r/a.txt');
+});
+
+test('init qwen --remove: a settings file holding only the "$version" Qwen stamped into it goes; one of the user\'s stays byte for byte', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const file = path.join(repo.dir, '.qwen', 'settings.json');
+    assert.is((await cli(repo, ['init', 'qwen'])).code, 0);
+    // What Qwen does to the file on its first run: "$version" added, the file rewritten.
+    const stamped = { ...(JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>), $version: 4 };
+    fs.writeFileSync(file, JSON.stringify(stamped, null, 4));
+    assert.is((await cli(repo, ['init', 'qwen', '--remove'])).code, 0);
+    assert.not.ok(fs.existsSync(path.join(repo.dir, '.qwen')), 'only ours (and Qwen\'s "$version") was in it');
+    const mine = `${JSON.stringify({ $version: 4, ui: { hideTips: true } }, null, 2)}\n`;
+    fs.mkdirSync(path.dirname(file));
+    fs.writeFileSync(file, mine);
+    assert.is((await cli(repo, ['init', 'qwen'])).code, 0);
+    assert.is((await cli(repo, ['init', 'qwen', '--remove'])).code, 0);
+    assert.is(fs.readFileSync(file, 'utf8'), mine);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test.run();
