@@ -65,7 +65,7 @@ function worktreeFiles(repo: TempRepo): Record<string, string> {
   return out;
 }
 
-test('qwen under wrap: hooks for the run only, one step per call (write, shell, failing shell closed as failed), log says what each was, undo of the shell call and of the write; the user settings byte for byte', async () => {
+test('qwen under wrap: hooks for the run only, one step per call (write, shell, failing shell closed as failed), log says what each was, undo of the shell call and of the write, undo --chat and qwen --resume; the user settings byte for byte', async () => {
   if (!qwen) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
   // The user's own settings, without "$version" (which Qwen would stamp into them) and with a hook of their own.
@@ -122,10 +122,32 @@ test('qwen under wrap: hooks for the run only, one step per call (write, shell, 
     u = await cliProcess(repo, ['undo', '1']);
     assert.is(u.code, 0, u.stderr);
     assert.equal(worktreeFiles(repo), start);
-    // Its conversation is not forked: --chat falls back to the digest, and says so.
-    const chat = await cliProcess(repo, ['undo', '1', '--chat']);
-    assert.is(chat.code, 0, chat.stderr);
-    assert.match(chat.stdout + chat.stderr, /digest|Qwen Code/);
+    // undo 3 --chat: the conversation forked before call 3 (the original untouched); `qwen --resume <id>` sends the
+    // model calls 1 and 2 and their results, not call 3.
+    const chatFile = s.steps[0]?.transcript?.path as string;
+    const chatBytes = fs.readFileSync(chatFile);
+    const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
+    assert.is(r.code, 0, r.stderr);
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    assert.is(chat.kind, 'transcript', r.stdout);
+    assert.is(chat.resumeCommand, `qwen --resume ${chat.sessionId}`);
+    assert.is(chat.cwd, repo.dir);
+    assert.is(path.dirname(chat.file), path.dirname(chatFile));
+    assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original conversation is unchanged');
+    const resumed = await startChatCompletionsStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    try {
+      const c = await run(qwen, ['--auth-type', 'openai', '--yolo', '--resume', chat.sessionId, 'Where are we?'], { cwd: repo.dir, env: { ...repo.env, ...qwenEnv(resumed.url) } });
+      assert.is(c.code, 0, c.stderr + c.stdout);
+      const messages = (resumed.requests[0]?.messages ?? []) as { role: string; content?: unknown; tool_calls?: { id: string }[]; tool_call_id?: string }[];
+      assert.equal(messages.flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)), stub.calls.slice(0, 2).map((x) => x.id), 'the model sees calls 1 and 2 only');
+      assert.equal(messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id), stub.calls.slice(0, 2).map((x) => x.id), 'and their results');
+      const said = JSON.stringify(messages.filter((m) => m.role === 'user').map((m) => m.content));
+      assert.match(said, 'Make the changes.');
+      assert.match(said, 'Where are we?');
+    } finally {
+      await resumed.close();
+    }
+    assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original conversation is still unchanged');
   } finally {
     await stub.close();
     repo.cleanup();

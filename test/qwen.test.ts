@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli, tempRepo } from './helpers.js';
 import { describeCall, findAgent, INIT_AGENTS } from '../src/agents/registry.js';
+import { forkQwenChat } from '../src/agents/qwen-chat.js';
 
 test('qwen is recognised from its command (bare, a path, through npx) and offered to init', () => {
   assert.equal(findAgent(['qwen', '--yolo', 'go']), { agent: 'qwen', index: 0 });
@@ -36,6 +37,29 @@ test('init qwen --remove: a settings file holding only the "$version" Qwen stamp
     assert.is((await cli(repo, ['init', 'qwen'])).code, 0);
     assert.is((await cli(repo, ['init', 'qwen', '--remove'])).code, 0);
     assert.is(fs.readFileSync(file, 'utf8'), mine);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a Qwen conversation forked before a call keeps the records before the line holding it, under the new id; the original is untouched', () => {
+  const repo = tempRepo({ noInit: true });
+  try {
+    const chats = path.join(repo.home, '.qwen', 'projects', '-r', 'chats');
+    fs.mkdirSync(chats, { recursive: true });
+    const rec = (type: string, uuid: string, message?: unknown) => JSON.stringify({ type, uuid, parentUuid: null, sessionId: 'old', cwd: '/r', ...(message ? { message } : {}) });
+    const call = (id: string) => ({ role: 'model', parts: [{ functionCall: { id, name: 'write_file', args: {} } }] });
+    const original = path.join(chats, 'old.jsonl');
+    const text = [rec('user', 'u1', { role: 'user', parts: [{ text: 'go' }] }), rec('assistant', 'a1', call('call_1')), rec('tool_result', 't1'), rec('assistant', 'a2', call('call_2')), rec('tool_result', 't2')].join('\n') + '\n';
+    fs.writeFileSync(original, text);
+    const fork = forkQwenChat({ step: 2, transcript: { path: original }, toolUseId: 'call_2' }, { cwd: '/elsewhere', newId: 'new-id' });
+    assert.is(fork.file, path.join(chats, 'new-id.jsonl'));
+    assert.is(fork.resumeCommand, 'qwen --resume new-id');
+    assert.is(fork.cwd, '/r');
+    const kept = fs.readFileSync(fork.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { uuid: string; sessionId: string });
+    assert.equal(kept.map((r) => [r.uuid, r.sessionId]), [['u1', 'new-id'], ['a1', 'new-id'], ['t1', 'new-id']]);
+    assert.is(fs.readFileSync(original, 'utf8'), text);
+    assert.throws(() => forkQwenChat({ step: 3, transcript: { path: original }, toolUseId: 'call_9' }, { cwd: '/r' }), /not in the Qwen Code conversation/);
   } finally {
     repo.cleanup();
   }

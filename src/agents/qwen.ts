@@ -10,8 +10,9 @@
 //   project settings file that differs after the run by that key alone is put
 //   back byte for byte (wrap), and a file holding nothing else after
 //   `init --remove` goes (it was only ours).
-// - Its transcript (~/.qwen/projects/<cwd>/chats/<id>.jsonl) is journaled but
-//   not forked: `undo N --chat` gives the digest.
+// - Its transcript (~/.qwen/projects/<cwd>/chats/<id>.jsonl) names each call
+//   by the model's call id (the hooks' tool_call_id, journaled as the step's
+//   call id): `undo N --chat` forks it (qwen-chat.ts); no --compact yet.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +20,7 @@ import { errors } from '../base/errors.js';
 import type { AgentAdapter, HookGroup } from './adapter.js';
 import { jsonMcpLayout, parseJsonc, withHooks, withMcpServer } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
+import { forkQwenChat } from './qwen-chat.js';
 
 /** The key Qwen adds to every settings file it reads that lacks it. */
 const VERSION_KEY = '$version';
@@ -93,6 +95,12 @@ export const qwen: AgentAdapter = {
   isCommand: (arg, base) => base === 'qwen' || base === 'qwen-code' || arg.includes('@qwen-code/qwen-code'),
   hookSettingsFiles: { project: ['.qwen/settings.json'], user: ['.qwen/settings.json'] },
   describeCall: describeQwenCall,
+  // The model's call id (its transcript's functionCall.id), rather than Qwen's own tool_use_id: what a fork looks for.
+  refineCall(call, payload) {
+    if (typeof payload.tool_call_id === 'string' && payload.tool_call_id) call.toolUseId = payload.tool_call_id;
+  },
+  ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /qwen/i.test(sessionAgent)) || file.includes('/.qwen/projects/'),
+  forkConversation: (at, opts) => forkQwenChat(at, opts),
   /** This run's hooks (and --mcp server) in a system settings file of its own, named by QWEN_CODE_SYSTEM_SETTINGS_PATH. */
   prepareRun(run) {
     const given = run.env.QWEN_CODE_SYSTEM_SETTINGS_PATH;
