@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, tempRepo } from './helpers.js';
+import { cli, cliProcess, tempRepo } from './helpers.js';
 import { describeCall, findAgent, INIT_AGENTS } from '../src/agents/registry.js';
 import { forkQwenChat } from '../src/agents/qwen-chat.js';
 
@@ -60,6 +60,54 @@ test('a Qwen conversation forked before a call keeps the records before the line
     assert.equal(kept.map((r) => [r.uuid, r.sessionId]), [['u1', 'new-id'], ['a1', 'new-id'], ['t1', 'new-id']]);
     assert.is(fs.readFileSync(original, 'utf8'), text);
     assert.throws(() => forkQwenChat({ step: 3, transcript: { path: original }, toolUseId: 'call_9' }, { cwd: '/r' }), /not in the Qwen Code conversation/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+/** A stand-in `qwen` program: copies the system settings file wrap names for it to `seen.json`, then stamps "$version" into ~/.qwen/settings.json as Qwen does. */
+function fakeQwen(base: string): string {
+  const bin = path.join(base, 'fake-bin', 'qwen');
+  fs.mkdirSync(path.dirname(bin), { recursive: true });
+  const stamp = `const f=process.env.HOME+'/.qwen/settings.json';const s=JSON.parse(fs.readFileSync(f,'utf8'));fs.writeFileSync(f,JSON.stringify({...s,$version:4},null,2))`;
+  fs.writeFileSync(bin, `#!${process.execPath}\nconst fs=require('fs');fs.copyFileSync(process.env.QWEN_CODE_SYSTEM_SETTINGS_PATH, ${JSON.stringify(path.join(base, 'seen.json'))});${stamp}\n`, { mode: 0o755 });
+  return bin;
+}
+
+test('wrap -- qwen: the hooks go in a run-only system settings file (the caller\'s own system settings kept in it), gone afterwards; ~/.qwen/settings.json stamped by Qwen is put back byte for byte', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const qwen = fakeQwen(repo.base);
+    const userSettings = '{"ui": {"hideTips": true}}\n';
+    fs.mkdirSync(path.join(repo.home, '.qwen'));
+    fs.writeFileSync(path.join(repo.home, '.qwen', 'settings.json'), userSettings);
+    const system = path.join(repo.base, 'system.json');
+    fs.writeFileSync(system, '{"model": {"name": "x"}}\n');
+    const r = await cliProcess(repo, ['wrap', '--', qwen], { env: { QWEN_CODE_SYSTEM_SETTINGS_PATH: system } });
+    assert.is(r.code, 0, r.stderr);
+    const seen = JSON.parse(fs.readFileSync(path.join(repo.base, 'seen.json'), 'utf8')) as { model: unknown; hooks: Record<string, { hooks: { command: string }[] }[]> };
+    assert.equal(seen.model, { name: 'x' });
+    assert.equal(Object.keys(seen.hooks), ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']);
+    assert.match(seen.hooks.PreToolUse?.[0]?.hooks[0]?.command ?? '', / qwen PreToolUse/);
+    assert.is(fs.readFileSync(system, 'utf8'), '{"model": {"name": "x"}}\n', 'the caller\'s system settings are not edited');
+    assert.is(fs.readFileSync(path.join(repo.home, '.qwen', 'settings.json'), 'utf8'), userSettings);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('wrap -- qwen with a system settings file that is not JSON: one clear message, exit 1, the agent not started, the file untouched', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const qwen = fakeQwen(repo.base);
+    const system = path.join(repo.base, 'system.json');
+    fs.writeFileSync(system, 'not json');
+    const r = await cliProcess(repo, ['wrap', '--', qwen], { env: { QWEN_CODE_SYSTEM_SETTINGS_PATH: system } });
+    assert.is(r.code, 1, r.stderr);
+    assert.match(r.stderr, 'is not a JSON object; agentsnap cannot add its hooks to it for this run');
+    assert.not.match(r.stderr, /\n\s+at /);
+    assert.not.ok(fs.existsSync(path.join(repo.base, 'seen.json')), 'qwen was not started');
+    assert.is(fs.readFileSync(system, 'utf8'), 'not json');
   } finally {
     repo.cleanup();
   }
