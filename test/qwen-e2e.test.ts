@@ -114,7 +114,7 @@ test('qwen under wrap: hooks for the run only, one step per call (write, shell, 
     // no project settings were written.
     assert.is(fs.readFileSync(path.join(repo.home, '.qwen', 'settings.json'), 'utf8'), userSettings);
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.qwen')));
-    assert.equal(fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('qwen-settings')), []);
+    assert.equal(fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('qwen-')), [], 'the run settings and state are gone');
     // Undo the shell call (step 2): a.txt and gone.txt back, hello.txt kept; then undo the write: hello.txt gone.
     let u = await cliProcess(repo, ['undo', '2']);
     assert.is(u.code, 0, u.stderr);

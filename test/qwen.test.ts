@@ -3,6 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
+import os from 'node:os';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { cli, cliProcess, tempRepo } from './helpers.js';
 import { describeCall, findAgent, INIT_AGENTS } from '../src/agents/registry.js';
@@ -108,6 +110,32 @@ test('wrap -- qwen with a system settings file that is not JSON: one clear messa
     assert.not.match(r.stderr, /\n\s+at /);
     assert.not.ok(fs.existsSync(path.join(repo.base, 'seen.json')), 'qwen was not started');
     assert.is(fs.readFileSync(system, 'utf8'), 'not json');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a wrapper killed during a qwen run: the next wrap removes its run settings file and puts back the settings Qwen stamped', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const qwen = fakeQwen(repo.base);
+    const userFile = path.join(repo.home, '.qwen', 'settings.json');
+    const userSettings = '{"ui": {"hideTips": true}}\n';
+    fs.mkdirSync(path.dirname(userFile));
+    fs.writeFileSync(userFile, `${JSON.stringify({ ui: { hideTips: true }, $version: 4 }, null, 2)}\n`);
+    // What the killed wrapper left: its state (a dead owner) and its run settings file.
+    const dir = path.join(repo.dir, '.git', 'agentsnap', 'sessions', 'killed-run');
+    fs.mkdirSync(dir, { recursive: true });
+    const settingsFile = path.join(dir, 'qwen-settings-1-x.json');
+    fs.writeFileSync(settingsFile, '{}\n');
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    const owner = { pid: dead, start: null, host: os.hostname(), since: new Date().toISOString(), purpose: 'qwen run' };
+    fs.writeFileSync(path.join(dir, 'qwen-run-1-x.json'), JSON.stringify({ owner, settingsFile, saved: { [userFile]: userSettings } }));
+    const r = await cliProcess(repo, ['wrap', '--', qwen]);
+    assert.is(r.code, 0, r.stderr);
+    assert.match(r.stderr, 'finished the Qwen Code run of session killed-run');
+    assert.is(fs.readFileSync(userFile, 'utf8'), userSettings);
+    assert.equal(fs.readdirSync(dir), []);
   } finally {
     repo.cleanup();
   }

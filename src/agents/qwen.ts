@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
+import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
 import type { AgentAdapter, HookGroup } from './adapter.js';
 import { jsonMcpLayout, parseJsonc, withHooks, withMcpServer } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
@@ -88,6 +89,52 @@ function restoreStamped(saved: Map<string, string>): string[] {
   return warnings;
 }
 
+/** What a run's injection left to undo, kept beside it so the next wrapper finishes it when this one was killed. */
+interface RunState {
+  owner: LockOwner;
+  settingsFile: string;
+  saved: Record<string, string>;
+}
+
+function finishRun(stateFile: string, state: RunState): string[] {
+  fs.rmSync(state.settingsFile, { force: true });
+  const warnings = restoreStamped(new Map(Object.entries(state.saved)));
+  fs.rmSync(stateFile, { force: true });
+  return warnings;
+}
+
+/** Finishes the runs whose wrapper was killed (its run settings file removed, stamped settings put back); lines to say. */
+function recoverRuns(sessionsRoot: string): string[] {
+  const lines: string[] = [];
+  let sessions: string[] = [];
+  try {
+    sessions = fs.readdirSync(sessionsRoot);
+  } catch {
+    return lines;
+  }
+  for (const session of sessions) {
+    let names: string[] = [];
+    try {
+      names = fs.readdirSync(path.join(sessionsRoot, session)).filter((n) => n.startsWith('qwen-run-') && n.endsWith('.json'));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const stateFile = path.join(sessionsRoot, session, name);
+      let state: RunState;
+      try {
+        state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
+      } catch {
+        continue;
+      }
+      if (!state.owner || ownerAlive(state.owner)) continue;
+      const warnings = finishRun(stateFile, state);
+      lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: finished the Qwen Code run of session ${session} (its wrapper had been killed)`]));
+    }
+  }
+  return lines;
+}
+
 export const qwen: AgentAdapter = {
   name: 'qwen',
   product: 'qwen-code',
@@ -120,7 +167,8 @@ export const qwen: AgentAdapter = {
     let settings = withHooks(base, { PreToolUse: [hook('PreToolUse')], PostToolUse: [hook('PostToolUse')], PostToolUseFailure: [hook('PostToolUseFailure')] });
     if (run.mcp) settings = withMcpServer(settings, { command: run.mcp.command, args: run.mcp.args }, given ?? 'the run settings');
     fs.mkdirSync(run.sessionDir, { recursive: true });
-    const file = path.join(run.sessionDir, `qwen-settings-${process.pid}-${Date.now().toString(36)}.json`);
+    const tag = `${process.pid}-${Date.now().toString(36)}`;
+    const file = path.join(run.sessionDir, `qwen-settings-${tag}.json`);
     fs.writeFileSync(file, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
     // The settings files Qwen may stamp with "$version" during the run, as they are now.
     const home = run.env.HOME || os.homedir();
@@ -129,14 +177,13 @@ export const qwen: AgentAdapter = {
       const t = readIfThere(f);
       if (t !== null) saved.set(f, t);
     }
-    return {
-      env: { QWEN_CODE_SYSTEM_SETTINGS_PATH: file },
-      finish: () => {
-        fs.rmSync(file, { force: true });
-        return restoreStamped(saved);
-      },
-    };
+    const state: RunState = { owner: currentOwner('qwen run'), settingsFile: file, saved: Object.fromEntries(saved) };
+    const stateFile = path.join(run.sessionDir, `qwen-run-${tag}.json`);
+    fs.writeFileSync(stateFile, `${JSON.stringify(state)}\n`, { mode: 0o600 });
+    return { env: { QWEN_CODE_SYSTEM_SETTINGS_PATH: file }, finish: () => finishRun(stateFile, state) };
   },
+  // A killed wrapper's run: its settings file goes, and the settings Qwen only stamped are put back.
+  recover: (sessionsRoot) => recoverRuns(sessionsRoot),
   init: {
     file: '.qwen/settings.json',
     events: [
