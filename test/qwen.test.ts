@@ -91,6 +91,7 @@ test('wrap -- qwen: the hooks go in a run-only system settings file (the caller\
     assert.equal(seen.model, { name: 'x' });
     assert.equal(Object.keys(seen.hooks), ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']);
     assert.match(seen.hooks.PreToolUse?.[0]?.hooks[0]?.command ?? '', / qwen PreToolUse/);
+    assert.is((seen.hooks.PreToolUse?.[0]?.hooks[0] as { timeout?: number } | undefined)?.timeout, 600, 'seconds: a first snapshot may take more than its 60 s default');
     assert.is(fs.readFileSync(system, 'utf8'), '{"model": {"name": "x"}}\n', 'the caller\'s system settings are not edited');
     assert.is(fs.readFileSync(path.join(repo.home, '.qwen', 'settings.json'), 'utf8'), userSettings);
   } finally {

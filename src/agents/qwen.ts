@@ -163,7 +163,8 @@ export const qwen: AgentAdapter = {
       }
       base = parsed;
     }
-    const hook = (ev: string): HookGroup => ({ matcher: '*', hooks: [{ type: 'command', command: run.hookCommand(ev, { session: run.session, worktree: run.worktree }) }] });
+    // Qwen's default command hook timeout is 60 s (seconds, its unit for values under 1000): a first snapshot of a big tree may need more.
+    const hook = (ev: string): HookGroup => ({ matcher: '*', hooks: [{ type: 'command', command: run.hookCommand(ev, { session: run.session, worktree: run.worktree }), timeout: 600 }] });
     let settings = withHooks(base, { PreToolUse: [hook('PreToolUse')], PostToolUse: [hook('PostToolUse')], PostToolUseFailure: [hook('PostToolUseFailure')] });
     if (run.mcp) settings = withMcpServer(settings, { command: run.mcp.command, args: run.mcp.args }, given ?? 'the run settings');
     fs.mkdirSync(run.sessionDir, { recursive: true });
