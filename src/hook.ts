@@ -31,7 +31,7 @@ import type { AgentAdapter, HookCall, ToolCallLocation, TranscriptTail } from '.
 import { autoStartServer } from './server/server.js';
 import { maybeStartAutoCheck } from './worktrees/check.js';
 
-export { AGENTS } from './agents/adapter.js';
+export { AGENTS } from './agents/registry.js';
 export type { Agent, HookCall } from './agents/adapter.js';
 
 const PRE_EVENTS = new Set(['pretooluse', 'beforetool', 'pre']);

@@ -8,16 +8,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
-import { ADAPTERS } from './agents/registry.js';
-import type { HookGroup, InitLayout } from './agents/adapter.js';
+import { ADAPTERS, INIT_AGENTS } from './agents/registry.js';
+import type { Agent, HookGroup, InitLayout } from './agents/adapter.js';
 import { parseJsonc, withHooks, withoutHooks } from './agents/settings-file.js';
 
 /** Claude Code's in-agent undo command, written beside its settings. */
 export { CLAUDE_UNDO_COMMAND } from './agents/claude.js';
 import { HOOK_CLIENT } from './server/server.js';
 
-export const INIT_AGENTS = ['claude', 'codex', 'gemini'] as const;
-export type InitAgent = (typeof INIT_AGENTS)[number];
+/** The agents with project hooks (their adapter's `init` layout). */
+export { INIT_AGENTS } from './agents/registry.js';
+export type InitAgent = Agent;
 
 /**
  * The hook command init writes: the stable entry point on PATH, silent where
@@ -126,14 +127,14 @@ async function isTracked(repo: Repo, rel: string): Promise<boolean> {
 }
 
 export async function init(opts: InitOptions): Promise<InitResult> {
-  if (!(INIT_AGENTS as readonly string[]).includes(opts.agent)) {
+  if (!INIT_AGENTS.includes(opts.agent)) {
     throw errors.invalidArgument(`init supports ${INIT_AGENTS.join(', ')}, not ${JSON.stringify(opts.agent)}.`, {
       hint: 'For other agents use `agentsnap wrap -- <agent>`.',
       data: { agent: opts.agent },
     });
   }
   const agent = opts.agent as InitAgent;
-  const layout = ADAPTERS[agent].init as InitLayout;
+  const layout = ADAPTERS[agent]?.init as InitLayout;
   const repo = await openRepo(opts.cwd, { env: opts.env });
   const rel = layout.file;
   const file = path.join(repo.worktree, rel);
@@ -165,7 +166,7 @@ export async function init(opts: InitOptions): Promise<InitResult> {
     next = withHooks(next, add);
   }
   const text = `${JSON.stringify(next, null, 2)}\n`;
-  const empty = Object.keys(next).length === 0;
+  const empty = Object.keys(next).every((k) => layout.agentKeys?.includes(k));
   const changed = text !== before && !(opts.remove && before === '');
   let excluded = false;
   if (changed) {

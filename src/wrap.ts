@@ -15,8 +15,8 @@ import { closeEndedCalls } from './hook.js';
 import { endSession, listWrappedSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
 import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
 import { maybeAutoGc } from './worktrees/gc.js';
-import { AGENTS, type Agent, type RunContext, type RunHooks } from './agents/adapter.js';
-import { ADAPTERS, findAgent } from './agents/registry.js';
+import type { Agent, RunContext, RunHooks } from './agents/adapter.js';
+import { ADAPTERS, AGENTS, adapterOf, adapterOrGeneric, findAgent } from './agents/registry.js';
 import { claudeArgv as claudeArgvFor, claudeHookSettings as claudeSettingsFor } from './agents/claude.js';
 import { redactValue } from './session/redact.js';
 import { sessionFinished } from './session/state.js';
@@ -151,7 +151,7 @@ export function claudeArgv(command: string[], cwd: string, at = findAgent(comman
 
 /** The codex command with this run's hooks, trusted for this run only, as `-c` overrides (see agents/codex.ts). */
 export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0, runDir?: string): string[] {
-  return ADAPTERS.codex.wrapArgv?.(runContextFor(command, at, '', {}, 'codex', runDir)) ?? [...command];
+  return ADAPTERS.codex?.wrapArgv?.(runContextFor(command, at, '', {}, 'codex', runDir)) ?? [...command];
 }
 
 /** What an adapter needs to inject one run's hooks. */
@@ -280,7 +280,8 @@ export function servable(opts: Pick<WrapOptions, 'worktree' | 'auto' | 'agent' |
   if (opts.worktree || opts.auto || !opts.command[0]) return false;
   const choice = opts.agent ?? 'auto';
   const agent = choice === 'auto' ? detectAgent(opts.command) : choice;
-  return (AGENTS as readonly string[]).includes(agent) && !ADAPTERS[agent as Agent].prepareRun;
+  const adapter = adapterOf(agent);
+  return !!adapter && !adapter.prepareRun;
 }
 
 /** Runs `command` as an agent inside an agentsnap session. */
@@ -311,7 +312,7 @@ export async function endWrap(opts: {
 }): Promise<WrapResult> {
   const repo = await openRepo(opts.cwd, { env: opts.env });
   const settings = await loadSettings(repo);
-  const agent: Agent = (AGENTS as readonly string[]).includes(opts.agent) ? (opts.agent as Agent) : 'generic';
+  const agent: Agent = AGENTS.includes(opts.agent) ? opts.agent : 'generic';
   const { exit } = opts;
   if (exit.error !== undefined) {
     await endSession(repo, opts.session, { settings, exitCode: null, signal: null }).catch(() => undefined);
@@ -322,7 +323,7 @@ export async function endWrap(opts: {
   if (await sessionFinished(repo, opts.session).catch(() => false)) {
     return { session: opts.session, agent, exitCode, signal: exit.signal, endError: null, worktree: repo.worktree, sessionWorktree: false, warnings: [] };
   }
-  const adapter = ADAPTERS[agent];
+  const adapter = adapterOrGeneric(agent);
   const warnings = [
     opts.refused
       ? `agentsnap: warning: the background server did not end the session (${opts.refused}); it was ended by this wrapper (a full scan).`
@@ -371,7 +372,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     throw errors.invalidArgument('name the agent command to run after `--`.', { hint: 'For example: agentsnap wrap -- claude' });
   }
   const choice = opts.agent ?? 'auto';
-  if (choice !== 'auto' && !(AGENTS as readonly string[]).includes(choice)) {
+  if (choice !== 'auto' && !AGENTS.includes(choice)) {
     throw errors.invalidArgument(`--agent must be auto, ${AGENTS.join(', ')}; not ${JSON.stringify(choice)}.`);
   }
   if (opts.session !== undefined) assertSessionId(opts.session);
@@ -464,7 +465,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const server: HookServer | null = started === 'busy' ? null : started;
   const runDir: string | undefined = started === 'busy' ? runDirOf(repo) : started?.runDir;
   // The agent's hooks for this run: on its command line, and any state they need beside it (undone by finish()).
-  const adapter = ADAPTERS[agent];
+  const adapter = adapterOrGeneric(agent);
   const run = runContextFor(command, findAgent(command)?.index ?? 0, opts.cwd, opts.env, agent, runDir, { repo, session }, !!opts.mcp);
   const argv = adapter.wrapArgv?.(run) ?? [...command];
   if (opts.mcp && agent === 'generic') {

@@ -6,14 +6,15 @@
 // failed call, its transcript, forking its conversation, the resume command.
 // This file is the interface and the shapes agent-neutral code (hook.ts,
 // wrap.ts, init.ts, rewind.ts, the session's transcript import) works with;
-// registry.ts lists the adapters. Adding an agent = one file + its line in
-// registry.ts + AGENTS. Adapters read and write the agents' own files only:
+// registry.ts lists the adapters. Adding an agent = its file(s) + its line in
+// registry.ts; nothing outside agents/ names an agent (they ask the registry).
+// Adapters read and write the agents' own files only:
 // nothing here imports sessions, snapshots, restores or the server.
 
 import type { CallDescription } from './describe.js';
 
-export const AGENTS = ['claude', 'codex', 'gemini', 'generic'] as const;
-export type Agent = (typeof AGENTS)[number];
+/** An agent's name, as hook commands and sessions record it: one of the registry's (agents/registry.ts AGENTS). */
+export type Agent = string;
 
 /** Where a tool call is in the agent's transcript. */
 export interface TranscriptPosition {
@@ -111,6 +112,8 @@ export interface InitLayout {
   extraFiles?: { file: string; text: string; marker: string }[];
   /** `init --mcp`: where agentsnap's MCP server is declared for the project. */
   mcp?: McpInitLayout;
+  /** Keys the agent adds to the settings file by itself (Qwen Code's "$version"): a file holding only these after `--remove` goes. */
+  agentKeys?: string[];
 }
 
 /** A conversation forked before a step: the new transcript and how to resume it. */
@@ -305,6 +308,8 @@ export interface AgentAdapter {
   readonly transcript?: TranscriptReader;
   /** How messages name it (`Gemini CLI`). */
   readonly displayName: string;
+  /** What it calls one model turn that can hold several tool calls (`model response`); default `assistant message`. */
+  readonly turnWord?: string;
   /** wrap: the command line with this run's hooks added (no file of the user's edited); throws on a bad argument of the user's. */
   wrapArgv?(run: RunContext): string[];
   /** wrap: state this run's hooks need outside the command line (Gemini's home overlay); undone by `finish`. */

@@ -250,6 +250,7 @@ export const codex: AgentAdapter = {
   name: 'codex',
   product: 'codex-cli',
   displayName: 'Codex CLI',
+  turnWord: 'model response',
   isCommand: (arg, base) => base === 'codex' || arg.includes('@openai/codex'),
   hookSettingsFiles: { project: ['.codex/hooks.json'], user: ['.codex/hooks.json'] },
   // Its rollout (~/.codex/sessions/…/rollout-*.jsonl), forked by codex-rollout.ts.

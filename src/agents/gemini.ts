@@ -295,6 +295,7 @@ export const gemini: AgentAdapter = {
   name: 'gemini',
   product: 'gemini-cli',
   displayName: 'Gemini CLI',
+  turnWord: 'model turn',
   isCommand: (arg, base) => base === 'gemini' || base === 'gemini-cli' || arg.includes('@google/gemini-cli'),
   hookSettingsFiles: { project: ['.gemini/settings.json'], user: ['.gemini/settings.json'] },
   // Its chat files under ~/.gemini/tmp, forked by gemini-chat.ts.

@@ -4,23 +4,41 @@ import type { Agent, AgentAdapter, TranscriptReader } from './adapter.js';
 import { claude } from './claude.js';
 import { codex } from './codex.js';
 import { gemini } from './gemini.js';
+import { qwen } from './qwen.js';
 import { generic } from './generic.js';
 import { describeCallGeneric, type CallDescription } from './describe.js';
 
-export const ADAPTERS: Record<Agent, AgentAdapter> = { claude, codex, gemini, generic };
+/** Every adapter, one line each; `generic` (nothing injected) last. The rest of agentsnap asks this list, never names an agent. */
+const LIST: readonly AgentAdapter[] = [claude, codex, gemini, qwen, generic];
+
+export const ADAPTERS: Readonly<Record<Agent, AgentAdapter>> = Object.fromEntries(LIST.map((a) => [a.name, a]));
+
+/** The agents' names (`wrap --agent`, `hook <agent>`). */
+export const AGENTS: readonly Agent[] = LIST.map((a) => a.name);
+
+/** The agents `wrap` recognises from their command line. */
+export const RECOGNISED_AGENTS: readonly Agent[] = LIST.filter((a) => a.name !== 'generic').map((a) => a.name);
+
+/** The agents `init` writes project hooks for. */
+export const INIT_AGENTS: readonly Agent[] = LIST.filter((a) => a.init).map((a) => a.name);
 
 /** The adapter of `agent` (the name a hook command or a session records), or null for a name agentsnap does not know. */
 export function adapterOf(agent: string | null): AgentAdapter | null {
-  return agent !== null && Object.hasOwn(ADAPTERS, agent) ? ADAPTERS[agent as Agent] : null;
+  return agent !== null && Object.hasOwn(ADAPTERS, agent) ? ADAPTERS[agent] ?? null : null;
+}
+
+/** The adapter of `agent`, or the generic one (nothing injected) for a name agentsnap does not know. */
+export function adapterOrGeneric(agent: string | null): AgentAdapter {
+  return adapterOf(agent) ?? generic;
 }
 
 /** The agent and the index of the word naming it (its own options follow that word): its program, or the script a runner (node, npx…) starts. */
-export function findAgent(command: string[]): { agent: Exclude<Agent, 'generic'>; index: number } | null {
+export function findAgent(command: string[]): { agent: Agent; index: number } | null {
   const runners = new Set(['node', 'npx', 'bunx', 'bun', 'pnpx', 'deno', 'env', 'exec']);
   for (const [index, arg] of command.slice(0, 4).entries()) {
     if (arg.startsWith('-')) continue;
     const base = path.basename(arg).replace(/\.(exe|cmd|js|mjs|cjs)$/i, '').replace(/@[\d.]+.*$/, '').toLowerCase();
-    for (const a of [claude, codex, gemini]) if (a.isCommand(arg, base)) return { agent: a.name as Exclude<Agent, 'generic'>, index };
+    for (const a of LIST) if (a.isCommand(arg, base)) return { agent: a.name, index };
     if (!runners.has(base)) break;
   }
   return null;

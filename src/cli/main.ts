@@ -6,7 +6,7 @@ import { makeOutput, type CliIO } from './output.js';
 import type { ServedWrap } from '../server/serve.js';
 import type { WrapArgs } from './commands/wrap.js';
 import { PAGED_COMMANDS, startPager, type Pager } from './pager.js';
-import { AGENTS } from '../agents/adapter.js';
+import { AGENTS } from '../agents/registry.js';
 import { printableText } from '../base/printable.js';
 
 /** A command: its name (the first word of its yargs `command`) and how to load its module. */

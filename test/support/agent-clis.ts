@@ -52,3 +52,10 @@ export function codexBinary(): string | null {
 export function geminiBinary(): string | null {
   return installed({ name: 'gemini', pkg: '@google/gemini-cli', version: GEMINI_CLI_VERSION, bin: '.bin/gemini', key: 'GEMINI' });
 }
+
+export const QWEN_CODE_VERSION = '0.24.4';
+
+/** Path of the qwen executable (pinned), or null when AGENTSNAP_E2E_QWEN=skip. */
+export function qwenBinary(): string | null {
+  return installed({ name: 'qwen', pkg: '@qwen-code/qwen-code', version: QWEN_CODE_VERSION, bin: '.bin/qwen', key: 'QWEN' });
+}

@@ -1,4 +1,4 @@
-import { parseHookArgs, runHook } from '../../hook.js';
+import { AGENTS, parseHookArgs, runHook } from '../../hook.js';
 import type { CommandFactory } from '../context.js';
 import type { CliIO } from '../output.js';
 
@@ -35,7 +35,7 @@ export const hookCommand: CommandFactory = (ctx) => ({
   describe: 'Hook entry point agents call around each tool call (reads their JSON payload on stdin; always exits 0)',
   builder: (y) =>
     y
-      .positional('agent', { type: 'string', describe: 'claude, codex, gemini or generic' })
+      .positional('agent', { type: 'string', describe: AGENTS.join(', ') })
       .positional('event', { type: 'string', describe: "the agent's event: PreToolUse, PostToolUse, PostToolUseFailure, BeforeTool, AfterTool, SessionEnd, pre, post" })
       .options({ wrapped: { type: 'boolean', hidden: true }, session: { type: 'string', hidden: true }, worktree: { type: 'string', hidden: true } }),
   handler: async (raw) => {

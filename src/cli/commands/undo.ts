@@ -2,6 +2,7 @@
 import { redo, restore, revert, status, undo, type OperationResult } from '../../api-undo.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { ChatRewind } from '../../restore/rewind.js';
+import { adapterOf } from '../../agents/registry.js';
 import { planLines } from '../../session/plan.js';
 import type { AgentProcess } from '../../session/processes.js';
 import type { StopResult } from '../../base/procfs.js';
@@ -100,8 +101,6 @@ function dryRunVerdict(ctx: Parameters<CommandFactory>[0], out: Output, r: Opera
   if (!out.json) out.err(`agentsnap: the real ${kind} would be refused (exit 3): see the changes above; --force goes ahead and keeps them in the safety snapshot.`);
 }
 
-/** What an agent calls one model turn that can hold several tool calls. */
-const TURN_WORD: Record<string, string> = { claude: 'assistant message', codex: 'model response', gemini: 'model turn' };
 
 function printChat(out: Output, chat: ChatRewind, step: number, compacting = false): void {
   if (chat.kind === 'transcript') {
@@ -111,7 +110,7 @@ function printChat(out: Output, chat: ChatRewind, step: number, compacting = fal
       const agentCall = chat.subagentStep !== null ? `step ${chat.subagentStep}, the Agent call` : `the Agent call ${chat.subagentCall}`;
       out.out(out.color.yellow(`  step ${step} was made by a subagent: the conversation is ${compact ? 'kept from' : 'cut before'} ${agentCall} that started it`));
     }
-    const turn = TURN_WORD[chat.agent] ?? 'assistant message';
+    const turn = adapterOf(chat.agent)?.turnWord ?? 'assistant message';
     if (chat.sharedWith > 0) {
       out.out(out.color.yellow(`  step ${step}'s tool call shared its ${turn} with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is ${compact ? 'kept from' : 'cut before'} that whole ${turn.split(' ')[1]}`));
     }

@@ -1,5 +1,5 @@
 import { beginWrap, endWrap, servable, wrap, type AgentChoice, type WrapOptions, type WrapResult, type WrapRun, type WrapStart } from '../../wrap.js';
-import { AGENTS } from '../../hook.js';
+import { AGENTS, RECOGNISED_AGENTS } from '../../agents/registry.js';
 import type { CliContext, CommandFactory } from '../context.js';
 import type { Output } from '../output.js';
 import { sessionOption } from '../context.js';
@@ -28,7 +28,7 @@ export const wrapCommand: CommandFactory = (ctx) => ({
         agent: {
           choices: ['auto', ...AGENTS] as const,
           default: 'auto' as AgentChoice,
-          describe: 'which agent it is: auto recognises claude, codex and gemini from the command; generic gets AGENTSNAP_SESSION only',
+          describe: `which agent it is: auto recognises ${RECOGNISED_AGENTS.join(', ')} from the command; generic gets AGENTSNAP_SESSION only`,
         },
         auto: { type: 'boolean', default: false, describe: 'also checkpoint whenever the worktree changed and then stayed quiet (agents without hooks, e.g. aider)' },
         quiet: { type: 'boolean', alias: 'q', default: false, describe: 'no session line on stderr' },
