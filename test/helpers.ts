@@ -67,6 +67,13 @@ export interface TempRepoOptions {
   files?: Record<string, string>;
   /** Skip `git init` (for tests of non-repositories). */
   noInit?: boolean;
+  /** The repository's object format; default AGENTSNAP_TEST_OBJECT_FORMAT, else git's (sha1). */
+  objectFormat?: 'sha1' | 'sha256';
+}
+
+/** The object format tests create repositories in: AGENTSNAP_TEST_OBJECT_FORMAT=sha256 runs a test file against sha256 repositories. */
+export function testObjectFormat(): 'sha1' | 'sha256' {
+  return process.env.AGENTSNAP_TEST_OBJECT_FORMAT === 'sha256' ? 'sha256' : 'sha1';
 }
 
 /** Temp dirs of this process not cleaned up yet: removed when the run is interrupted (SIGINT, SIGTERM, SIGHUP). */
@@ -182,7 +189,7 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
     },
   };
   if (!opts.noInit) {
-    git(['init', '-q', '-b', 'main']);
+    git(['init', '-q', '-b', 'main', `--object-format=${opts.objectFormat ?? testObjectFormat()}`]);
     if (opts.files) {
       for (const [rel, content] of Object.entries(opts.files)) repo.write(rel, content);
       git(['add', '-A']);

@@ -31,6 +31,8 @@ export interface RepoAccel {
 
 export const MIN_GIT_VERSION = '2.30.0';
 
+export type ObjectFormat = 'sha1' | 'sha256';
+
 export interface Repo {
   /** Top level of the worktree agentsnap operates on. */
   readonly worktree: string;
@@ -40,6 +42,8 @@ export interface Repo {
   readonly commonDir: string;
   /** `<commonDir>/agentsnap`: journals, private indexes, locks. */
   readonly stateDir: string;
+  /** The repository's object format: its ids are 40 hex digits in sha1, 64 in sha256 (see nullOid, emptyTree). */
+  readonly objectFormat: ObjectFormat;
   /** Path of the caller's directory relative to the worktree ('' at the top). */
   readonly prefix: string;
   /** Environment for git processes, already cleaned of redirecting variables. */
@@ -85,7 +89,7 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
     );
   }
   const res = await runGit(
-    ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-toplevel', '--show-prefix'],
+    ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-object-format', '--show-toplevel', '--show-prefix'],
     { cwd, env, okCodes: [128] },
   );
   const lines = res.stdout.toString('utf8').split('\n');
@@ -106,7 +110,7 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   }
   // One value per line: a path holding a newline would shift every value after it (a crafted name could
   // point the state dir at another repository), so such a repository is refused rather than misread.
-  if (res.code === 0 && lines.length !== 7) {
+  if (res.code === 0 && lines.length !== 8) {
     throw errors.unsupportedPath(`the repository's path holds a newline (${JSON.stringify(cwd)}): agentsnap cannot work in it.`, {
       hint: 'Rename the directory so that its path holds no newline.',
       data: { cwd },
@@ -114,12 +118,12 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   }
   // A path that is not UTF-8 (the worktree reached through a symlink, say) cannot be named to git or the filesystem from a string.
   if (res.code === 0 && !isUtf8(res.stdout)) {
-    throw errors.unsupportedPath(`the repository's path is not UTF-8 (${lines[4] ?? cwd}): agentsnap cannot work in it.`, {
+    throw errors.unsupportedPath(`the repository's path is not UTF-8 (${lines[5] ?? cwd}): agentsnap cannot work in it.`, {
       hint: 'Rename the directory (or a parent) to a UTF-8 name.',
       data: { cwd },
     });
   }
-  const [bare, inside, gitDirRaw, commonRaw, toplevel, prefix] = lines;
+  const [bare, inside, gitDirRaw, commonRaw, objectFormatRaw, toplevel, prefix] = lines;
   if (bare === 'true') {
     throw errors.bareRepository(`${gitDirRaw ?? cwd} is a bare repository: there is no worktree to snapshot.`, {
       hint: 'Run agentsnap in a worktree (see `git worktree add`).',
@@ -132,6 +136,12 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
       data: { cwd },
     });
   }
+  if (objectFormatRaw !== 'sha1' && objectFormatRaw !== 'sha256') {
+    throw errors.gitFailed(`git names an object format agentsnap does not know (${JSON.stringify(objectFormatRaw)}) for the repository at ${toplevel}.`, {
+      hint: 'agentsnap works in sha1 and sha256 repositories.',
+      data: { objectFormat: objectFormatRaw },
+    });
+  }
   const gitDir = gitDirRaw ?? '';
   const commonDir = realpathSync(path.resolve(cwd, commonRaw ?? gitDir));
   const worktree = toplevel;
@@ -140,6 +150,7 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
     gitDir,
     commonDir,
     stateDir: path.join(commonDir, 'agentsnap'),
+    objectFormat: objectFormatRaw,
     prefix: prefix ?? '',
     env,
     callerEnv,

@@ -19,7 +19,7 @@ import { SECRET_ALLOW, SECRET_PATTERNS, gitBool, lastValue, readGitConfig, type 
 import type { Repo } from '../git/repo.js';
 import { snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
-import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from '../git/plumbing.js';
+import { addPaths, addTracked, behindSymlink, diffTrees, emptyTree, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from '../git/plumbing.js';
 import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from '../git/run.js';
 import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
@@ -366,7 +366,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // Tracked updates and the untracked listing do not depend on each other.
   // A freshly seeded private index equals the user's, so there is nothing to reconcile.
   // Both indexes are compared with HEAD (small outputs) rather than listed whole.
-  const headTree = seeded ? EMPTY_TREE : ((await readHead(repo)).commit ?? EMPTY_TREE);
+  const headTree = seeded ? emptyTree(repo) : ((await readHead(repo)).commit ?? emptyTree(repo));
   const noDiff: IndexVsTree = { extra: new Set(), missing: new Set() };
   // See statusWithUntrackedCache: only where no attribute can make git's
   // refresh call a changed file clean.
