@@ -43,6 +43,8 @@ export interface TempRepo {
   dir: string;
   home: string;
   env: NodeJS.ProcessEnv;
+  /** The object format the repository was created in (see TempRepoOptions.objectFormat). */
+  objectFormat: 'sha1' | 'sha256';
   /** Runs git in the repo (or `cwd`), throws on failure, returns stdout. */
   git(args: string[], opts?: { cwd?: string; input?: string; env?: Record<string, string> }): string;
   /** Like git() but returns the whole result. */
@@ -140,7 +142,9 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
   const dir = path.join(base, 'repo');
   fs.mkdirSync(home);
   fs.mkdirSync(dir);
-  const env = hermeticEnv(home);
+  const objectFormat = opts.objectFormat ?? testObjectFormat();
+  // A repository the test itself creates with `git init` (a nested one, a clone's target) gets the same format.
+  const env = hermeticEnv(home, objectFormat === 'sha256' ? { GIT_DEFAULT_HASH: 'sha256' } : {});
   const gitRaw: TempRepo['gitRaw'] = (args, o = {}) => {
     const r = spawnSync('git', args, {
       cwd: o.cwd ?? dir,
@@ -161,6 +165,7 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
     dir,
     home,
     env,
+    objectFormat,
     git,
     gitRaw,
     write(rel, content, mode) {
@@ -189,7 +194,7 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
     },
   };
   if (!opts.noInit) {
-    git(['init', '-q', '-b', 'main', `--object-format=${opts.objectFormat ?? testObjectFormat()}`]);
+    git(['init', '-q', '-b', 'main', `--object-format=${objectFormat}`]);
     if (opts.files) {
       for (const [rel, content] of Object.entries(opts.files)) repo.write(rel, content);
       git(['add', '-A']);
