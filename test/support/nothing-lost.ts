@@ -185,7 +185,7 @@ function ignoredOnlyByUnseenRules(view: View, p: string): boolean {
   );
 }
 
-export const blobOid = (content: Buffer) => crypto.createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex');
+export const blobOid = (content: Buffer, format: 'sha1' | 'sha256' = 'sha1') => crypto.createHash(format).update(`blob ${content.length}\0`).update(content).digest('hex');
 
 function lstat(abs: string): fs.Stats | null {
   try {
@@ -250,8 +250,8 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean }): View {
   const view: View = { tree: new Map(), skipped: new Map(), untouchable: new Map(), unreadable: [], unreadableDirs, indexOnlyIgnoreDirs, unreadableIgnored: [] };
   const entryOf = (abs: string, st: fs.Stats): Entry =>
     st.isSymbolicLink()
-      ? { mode: '120000', oid: blobOid(Buffer.from(fs.readlinkSync(abs))) }
-      : { mode: st.mode & 0o100 ? '100755' : '100644', oid: blobOid(fs.readFileSync(abs)) };
+      ? { mode: '120000', oid: blobOid(Buffer.from(fs.readlinkSync(abs)), repo.objectFormat) }
+      : { mode: st.mode & 0o100 ? '100755' : '100644', oid: blobOid(fs.readFileSync(abs), repo.objectFormat) };
   for (const f of files) {
     const e = entryOf(f.abs, f.st);
     if (!tracked.has(f.rel)) {
@@ -634,7 +634,7 @@ export class World {
     const reachable = new Set(
       spawnSync('git', ['rev-list', '--objects', '--all', '--reflog', '--indexed-objects'], { cwd: this.repo.dir, env: this.repo.env, encoding: 'utf8', maxBuffer: 64 << 20 })
         .stdout.split('\n')
-        .map((l) => l.slice(0, 40)),
+        .map((l) => l.split(' ')[0]!),
     );
     const now = current ?? this.view();
     const onDisk = new Set([...now.tree.values(), ...now.untouchable.values()].map((e) => e.oid));
