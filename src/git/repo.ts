@@ -88,15 +88,25 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
       { hint: cwd.includes('\uFFFD') ? 'Rename the directory (or a parent) to a UTF-8 name, or run agentsnap through a symlink whose path is UTF-8.' : 'Run agentsnap from an existing directory of a git worktree.', data: { cwd } },
     );
   }
-  const res = await runGit(
-    ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-object-format', '--show-toplevel', '--show-prefix'],
-    { cwd, env, okCodes: [128] },
-  );
+  const OPEN = ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-object-format', '--show-toplevel', '--show-prefix'];
+  let res = await runGit(OPEN, { cwd, env, okCodes: [128] });
+  // The "dotfiles" layout: a repository whose git dir is elsewhere ($HOME/.cfg), named by GIT_DIR (with
+  // GIT_WORK_TREE or core.worktree). Found by nothing else, so taken from the caller only then: where a
+  // .git is found, agentsnap keeps working on it as before.
+  const named = callerEnv.GIT_DIR ? { GIT_DIR: callerEnv.GIT_DIR, ...(callerEnv.GIT_WORK_TREE ? { GIT_WORK_TREE: callerEnv.GIT_WORK_TREE } : {}) } : null;
+  const viaGitDir = !!named && res.code !== 0 && /not a git repository/i.test(res.stderr);
+  if (viaGitDir) res = await openNamedGitDir(cwd, env, named, OPEN);
   const lines = res.stdout.toString('utf8').split('\n');
   if (res.code !== 0 && lines.length < 3) {
     if (/not a git repository/i.test(res.stderr)) {
+      if (viaGitDir) {
+        throw errors.notARepository(`GIT_DIR names no git repository: ${named.GIT_DIR} (from ${cwd}).`, {
+          hint: 'Set GIT_DIR to the git directory of the repository (relative paths are taken from the current directory), or unset it.',
+          data: { cwd, gitDir: named.GIT_DIR },
+        });
+      }
       throw errors.notARepository(`not a git repository: ${cwd}`, {
-        hint: 'Run agentsnap inside a git worktree, or create one with `git init`.',
+        hint: 'Run agentsnap inside a git worktree, or create one with `git init`. For a repository whose git directory is elsewhere (a bare "dotfiles" repository used with --git-dir and --work-tree), set GIT_DIR and GIT_WORK_TREE as those options say.',
         data: { cwd },
       });
     }
@@ -126,8 +136,16 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   const [bare, inside, gitDirRaw, commonRaw, objectFormatRaw, toplevel, prefix] = lines;
   if (bare === 'true') {
     throw errors.bareRepository(`${gitDirRaw ?? cwd} is a bare repository: there is no worktree to snapshot.`, {
-      hint: 'Run agentsnap in a worktree (see `git worktree add`).',
+      hint: viaGitDir
+        ? 'Name its worktree with GIT_WORK_TREE (core.worktree is not used while core.bare is true: `git --git-dir=<dir> config core.bare false`).'
+        : 'Run agentsnap in a worktree (see `git worktree add`).',
       data: { gitDir: gitDirRaw },
+    });
+  }
+  if (viaGitDir && inside !== 'true' && toplevel) {
+    throw errors.notARepository(`${cwd} is outside the worktree ${toplevel} of the repository GIT_DIR names (${gitDirRaw}).`, {
+      hint: `Run agentsnap from inside ${toplevel}.`,
+      data: { cwd, worktree: toplevel, gitDir: gitDirRaw },
     });
   }
   if (inside !== 'true' || !toplevel) {
@@ -145,6 +163,7 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   const gitDir = gitDirRaw ?? '';
   const commonDir = realpathSync(path.resolve(cwd, commonRaw ?? gitDir));
   const worktree = toplevel;
+  if (viaGitDir) await refuseGitDirInSnapshots(worktree, gitDir, env);
   return {
     worktree,
     gitDir,
@@ -156,6 +175,40 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
     callerEnv,
     git: bindGit(worktree, gitDir, env),
   };
+}
+
+/**
+ * Opening through GIT_DIR: git takes the current directory for the worktree when none is named, which would make
+ * a snapshot of wherever agentsnap was started; so a worktree must be named (GIT_WORK_TREE or core.worktree).
+ */
+async function openNamedGitDir(cwd: string, env: NodeJS.ProcessEnv, named: { GIT_DIR: string; GIT_WORK_TREE?: string }, args: string[]): Promise<GitResult> {
+  const located = { ...env, ...named };
+  if (!named.GIT_WORK_TREE) {
+    const wt = await runGit(['config', '--get', 'core.worktree'], { cwd, env: located, okCodes: [1, 128] });
+    if (wt.code === 1) {
+      throw errors.notARepository(`GIT_DIR is set (${named.GIT_DIR}) but names no worktree: neither GIT_WORK_TREE nor core.worktree is set.`, {
+        hint: 'Set GIT_WORK_TREE to the top of the worktree (what `git --work-tree` names), or `git --git-dir=<dir> config core.worktree <path>`.',
+        data: { cwd, gitDir: named.GIT_DIR },
+      });
+    }
+  }
+  return runGit(args, { cwd, env: located, okCodes: [128] });
+}
+
+/**
+ * A git dir inside its worktree ($HOME/.cfg in $HOME) is, to git, untracked files like any other: unless it is
+ * ignored, a snapshot would record the repository (and agentsnap's state in it) into itself, and a restore
+ * could write there. Checked at every opening, as an agent may edit the ignore rules.
+ */
+async function refuseGitDirInSnapshots(worktree: string, gitDir: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const rel = path.relative(worktree, gitDir);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return; // outside the worktree
+  const res = await runGit(['check-ignore', '-q', '--', rel.split(path.sep).join('/')], { cwd: worktree, env: { ...env, GIT_DIR: gitDir, GIT_WORK_TREE: worktree }, okCodes: [1] });
+  if (res.code === 0) return;
+  throw errors.unsupportedPath(`the git directory ${gitDir} is inside its worktree ${worktree} and not ignored: a snapshot would record the repository into itself.`, {
+    hint: `Ignore it, outside the reach of the worktree's files: \`echo '/${rel.split(path.sep).join('/')}/' >> ${path.join(gitDir, 'info', 'exclude')}\`.`,
+    data: { worktree, gitDir },
+  });
 }
 
 /** Parses `git version 2.39.5` style output into comparable numbers. */
