@@ -6,7 +6,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, step, tempRepo, worktreeFiles, type TempRepo } from './helpers.js';
+import { cli, cliProcess, step, tempRepo, worktreeFiles, type TempRepo } from './helpers.js';
+import { ON } from './support/served.js';
 
 interface Dotfiles {
   t: TempRepo;
@@ -123,6 +124,26 @@ test('dotfiles: what is not supported is refused with one message saying what to
     assert.is(outside.code, 1, outside.stderr);
     assert.match(outside.stderr, /is outside the worktree/);
     assert.not.ok(fs.existsSync(path.join(d.gitDir, 'agentsnap')), 'nothing written');
+  } finally {
+    d.t.cleanup();
+  }
+});
+
+test('dotfiles: wrap with the background server on (started with GIT_DIR/GIT_WORK_TREE) records the agent\'s change; undo takes it back', async () => {
+  const d = dotfiles();
+  try {
+    const before = files(d);
+    for (const run of [1, 2]) {
+      // The first wrap leaves a server, the second is served by it.
+      const res = await cliProcess(d.t, ['wrap', '--auto', '--', 'sh', '-c', `echo run ${run} > .bashrc`], { env: { ...ON, ...d.named } });
+      assert.is(res.code, 0, res.stderr);
+      assert.is(d.t.read('.bashrc').toString(), `run ${run}\n`);
+    }
+    const u = await cliProcess(d.t, ['undo'], { env: d.named });
+    assert.is(u.code, 0, u.stderr);
+    assert.is(d.t.read('.bashrc').toString(), 'run 1\n');
+    await cliProcess(d.t, ['server', 'stop'], { env: { ...ON, ...d.named } });
+    assert.not.equal(files(d), before);
   } finally {
     d.t.cleanup();
   }
