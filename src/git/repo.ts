@@ -202,7 +202,7 @@ async function openNamedGitDir(cwd: string, env: NodeJS.ProcessEnv, named: { GIT
  */
 async function refuseGitDirInSnapshots(worktree: string, gitDir: string, env: NodeJS.ProcessEnv): Promise<void> {
   const rel = path.relative(worktree, gitDir);
-  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return; // outside the worktree
+  if (rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return; // outside the worktree
   const res = await runGit(['check-ignore', '-q', '--', rel.split(path.sep).join('/')], { cwd: worktree, env: { ...env, GIT_DIR: gitDir, GIT_WORK_TREE: worktree }, okCodes: [1] });
   if (res.code === 0) return;
   throw errors.unsupportedPath(`the git directory ${gitDir} is inside its worktree ${worktree} and not ignored: a snapshot would record the repository into itself.`, {
