@@ -212,7 +212,7 @@ test('an internal error is exit 70 with a one-line message (subprocess)', () =>
     // A journal whose step refers to a commit that does not exist: diff fails inside git.
     const session = (JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string }[])[0]?.id ?? '';
     const journal = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'journal.jsonl');
-    const text = fs.readFileSync(journal, 'utf8').replace(/"commit":"[0-9a-f]{40}"/, `"commit":"${'1'.repeat(40)}"`);
+    const text = fs.readFileSync(journal, 'utf8').replace(/"commit":"([0-9a-f]{40}|[0-9a-f]{64})"/, (_m, oid: string) => `"commit":"${'1'.repeat(oid.length)}"`);
     fs.writeFileSync(journal, text);
     const r = await cliProcess(repo, ['show', '1']);
     assert.is(r.code, 70, r.stderr);

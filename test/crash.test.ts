@@ -99,8 +99,8 @@ function checkAfter(repo: TempRepo, label: string, before: { index: Buffer | nul
   assert.equal(lost, [], `${label}: snapshots no longer reachable from agentsnap's refs`);
   // The worktree as it was before the killed command is still here or in a snapshot.
   const trees = agentTrees(repo);
-  const wtNow = fs.existsSync(before.wtDir) ? treeOid(worktreeFiles({ dir: before.wtDir } as TempRepo)) : null;
-  const want = treeOid(before.worktree);
+  const wtNow = fs.existsSync(before.wtDir) ? treeOid(worktreeFiles({ dir: before.wtDir } as TempRepo), repo.objectFormat) : null;
+  const want = treeOid(before.worktree, repo.objectFormat);
   assert.ok(wtNow === want || trees.has(want), `${label}: the worktree before the command is neither on disk nor in any snapshot`);
 }
 

@@ -43,6 +43,8 @@ export interface TempRepo {
   dir: string;
   home: string;
   env: NodeJS.ProcessEnv;
+  /** The object format the repository was created in (see TempRepoOptions.objectFormat). */
+  objectFormat: 'sha1' | 'sha256';
   /** Runs git in the repo (or `cwd`), throws on failure, returns stdout. */
   git(args: string[], opts?: { cwd?: string; input?: string; env?: Record<string, string> }): string;
   /** Like git() but returns the whole result. */
@@ -67,6 +69,13 @@ export interface TempRepoOptions {
   files?: Record<string, string>;
   /** Skip `git init` (for tests of non-repositories). */
   noInit?: boolean;
+  /** The repository's object format; default AGENTSNAP_TEST_OBJECT_FORMAT, else git's (sha1). */
+  objectFormat?: 'sha1' | 'sha256';
+}
+
+/** The object format tests create repositories in: AGENTSNAP_TEST_OBJECT_FORMAT=sha256 runs a test file against sha256 repositories. */
+export function testObjectFormat(): 'sha1' | 'sha256' {
+  return process.env.AGENTSNAP_TEST_OBJECT_FORMAT === 'sha256' ? 'sha256' : 'sha1';
 }
 
 /** Temp dirs of this process not cleaned up yet: removed when the run is interrupted (SIGINT, SIGTERM, SIGHUP). */
@@ -133,7 +142,9 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
   const dir = path.join(base, 'repo');
   fs.mkdirSync(home);
   fs.mkdirSync(dir);
-  const env = hermeticEnv(home);
+  const objectFormat = opts.objectFormat ?? testObjectFormat();
+  // A repository the test itself creates with `git init` (a nested one, a clone's target) gets the same format.
+  const env = hermeticEnv(home, objectFormat === 'sha256' ? { GIT_DEFAULT_HASH: 'sha256' } : {});
   const gitRaw: TempRepo['gitRaw'] = (args, o = {}) => {
     const r = spawnSync('git', args, {
       cwd: o.cwd ?? dir,
@@ -154,6 +165,7 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
     dir,
     home,
     env,
+    objectFormat,
     git,
     gitRaw,
     write(rel, content, mode) {
@@ -182,7 +194,7 @@ export function tempRepo(opts: TempRepoOptions = {}): TempRepo {
     },
   };
   if (!opts.noInit) {
-    git(['init', '-q', '-b', 'main']);
+    git(['init', '-q', '-b', 'main', `--object-format=${objectFormat}`]);
     if (opts.files) {
       for (const [rel, content] of Object.entries(opts.files)) repo.write(rel, content);
       git(['add', '-A']);

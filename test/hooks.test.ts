@@ -282,14 +282,14 @@ test('an existing hook is chained: its behaviour, refusals and stdin are kept; u
     repo.git(['remote', 'add', 'origin', bare]);
     repo.git(['push', '-q', 'origin', 'main']);
     const head = repo.git(['rev-parse', 'main']).trim();
-    assert.is(fs.readFileSync(path.join(gitDir, 'pre-push-stdin'), 'utf8'), `refs/heads/main ${head} refs/heads/main ${'0'.repeat(40)}\n`);
+    assert.is(fs.readFileSync(path.join(gitDir, 'pre-push-stdin'), 'utf8'), `refs/heads/main ${head} refs/heads/main ${'0'.repeat(head.length)}\n`);
     assert.is(fs.readFileSync(path.join(gitDir, 'pre-push-args'), 'utf8'), `origin ${bare}\n`);
     // reference-transaction (not a shell script) gets every state with its stdin.
     fs.rmSync(path.join(gitDir, 'reftx-log'), { force: true });
     repo.git(['branch', 'topic']);
     assert.is(
       fs.readFileSync(path.join(gitDir, 'reftx-log'), 'utf8'),
-      `prepared\n${'0'.repeat(40)} ${head} refs/heads/topic\ncommitted\n${'0'.repeat(40)} ${head} refs/heads/topic\n`,
+      `prepared\n${'0'.repeat(head.length)} ${head} refs/heads/topic\ncommitted\n${'0'.repeat(head.length)} ${head} refs/heads/topic\n`,
     );
     // agentsnap's own snapshots still work through the chained reference-transaction hook.
     assert.is((await cli(repo, ['snap'])).code, 0);

@@ -34,13 +34,13 @@ for (const version of ['2', '3', '4']) {
     const want = t.git(['ls-files', '-z']).split('\0').filter(Boolean);
     for (const chunk of [64, 65, 100, 333, 1000, 4096, 1 << 20]) {
       const got: string[] = [];
-      const res = forEachIndexName(file, (b, start, end) => got.push(b.toString('utf8', start, end)), chunk);
+      const res = forEachIndexName(file, t.objectFormat, (b, start, end) => got.push(b.toString('utf8', start, end)), chunk);
       assert.ok(res, `chunk ${chunk}`);
       assert.equal(got, want, `chunk ${chunk}`);
       assert.equal(res.unsupported, version === '3' ? 'skip-worktree entry in the index (sparse checkout): top-0.md' : null);
     }
-    assert.equal(readIndexPaths(file)?.paths, want);
-    assert.equal(readIndexFlags(file)?.skipWorktree.map((b) => b.toString()), version === '3' ? ['top-0.md'] : []);
+    assert.equal(readIndexPaths(file, t.objectFormat)?.paths, want);
+    assert.equal(readIndexFlags(file, t.objectFormat)?.skipWorktree.map((b) => b.toString()), version === '3' ? ['top-0.md'] : []);
   });
 }
 
@@ -50,7 +50,7 @@ test('a truncated index is not read (null: the caller asks git)', async () => {
   const fs = await import('node:fs');
   const bytes = fs.readFileSync(file);
   fs.writeFileSync(file, bytes.subarray(0, Math.floor(bytes.length / 2)));
-  for (const chunk of [64, 1000, 1 << 20]) assert.is(forEachIndexName(file, () => undefined, chunk), null);
+  for (const chunk of [64, 1000, 1 << 20]) assert.is(forEachIndexName(file, t.objectFormat, () => undefined, chunk), null);
 });
 
 test('a split index is not read (null: the caller asks git), and no entry is given with an empty name', () => {
@@ -61,7 +61,7 @@ test('a split index is not read (null: the caller asks git), and no entry is giv
   const file = path.join(t.dir, '.git', 'index');
   for (const chunk of [64, 1 << 20]) {
     const got: string[] = [];
-    assert.is(forEachIndexName(file, (b, start, end) => got.push(b.toString('utf8', start, end)), chunk), null);
+    assert.is(forEachIndexName(file, t.objectFormat, (b, start, end) => got.push(b.toString('utf8', start, end)), chunk), null);
     assert.ok(!got.includes(''), `chunk ${chunk}: an empty name`);
   }
 });

@@ -587,7 +587,7 @@ test('left to git: flagged, intent-to-add, unmerged and gitlink entries in the u
   });
   await assertDeclined('unmerged', /unmerged/, (c) => {
     const blob = (s: string) => c.t.git(['hash-object', '-w', '--stdin'], { input: s }).trim();
-    c.t.git(['update-index', '--index-info'], { input: `0 ${'0'.repeat(40)}\ta.txt\n100644 ${blob('base\n')} 1\ta.txt\n100644 ${blob('ours\n')} 2\ta.txt\n100644 ${blob('theirs\n')} 3\ta.txt\n` });
+    c.t.git(['update-index', '--index-info'], { input: `0 ${'0'.repeat(c.t.objectFormat === 'sha256' ? 64 : 40)}\ta.txt\n100644 ${blob('base\n')} 1\ta.txt\n100644 ${blob('ours\n')} 2\ta.txt\n100644 ${blob('theirs\n')} 3\ta.txt\n` });
     c.t.write('a.txt', '<<<<<<< ours\n');
   });
   await assertDeclined('gitlink', /gitlink/, (c) => {

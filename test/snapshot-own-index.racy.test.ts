@@ -168,7 +168,7 @@ test('under a split index, the session\'s index is written whole and re-reads an
     rewriteKeepingStat(c, 'BBBB\n');
     const s2 = await snap(c, s1.tree);
     assertHoldsDisk(c, s2, 'after the rewrite');
-    assert.ok(readIndexFacts(c.index), 'the private index is not split (read in-process)');
+    assert.ok(readIndexFacts(c.index, c.t.objectFormat), 'the private index is not split (read in-process)');
     assert.equal(shared(), sharedBefore, 'no shared index file written into .git');
     assert.ok(fs.readFileSync(path.join(gitDir, 'index')).equals(userIndex), 'the user\'s index is byte-identical');
   } finally {
@@ -187,17 +187,17 @@ test('oldestUnlikeMtime: by name, across indexes that hold different entries', (
     const env = { GIT_INDEX_FILE: priv };
     t.git(['update-index', '--index-version', '4'], { env });
     const user = path.join(t.dir, '.git', 'index');
-    assert.is(oldestUnlikeMtime(priv, user), Infinity, 'the same stat data (v4 against v2)');
+    assert.is(oldestUnlikeMtime(priv, t.objectFormat, user), Infinity, 'the same stat data (v4 against v2)');
     t.write('b.txt', 'b\n');
     at('b.txt', 5000);
     t.git(['update-index', '--add', 'b.txt'], { env });
-    assert.is(oldestUnlikeMtime(priv, user), 5000, 'an entry the user does not track');
+    assert.is(oldestUnlikeMtime(priv, t.objectFormat, user), 5000, 'an entry the user does not track');
     at('e.txt', 2500);
     t.git(['update-index', 'e.txt'], { env });
-    assert.is(oldestUnlikeMtime(priv, user), 2500, 'an entry whose stat data differs');
+    assert.is(oldestUnlikeMtime(priv, t.objectFormat, user), 2500, 'an entry whose stat data differs');
     t.git(['update-index', '--force-remove', 'z.txt', 'a.txt'], { env });
-    assert.is(oldestUnlikeMtime(priv, user), 2500, 'entries only the user has do not count');
-    assert.is(oldestUnlikeMtime(user, priv), 1000, 'the other way round: a.txt, which the other lacks');
+    assert.is(oldestUnlikeMtime(priv, t.objectFormat, user), 2500, 'entries only the user has do not count');
+    assert.is(oldestUnlikeMtime(user, t.objectFormat, priv), 1000, 'the other way round: a.txt, which the other lacks');
   } finally {
     t.cleanup();
   }

@@ -5,6 +5,7 @@
 // Returns null for what it does not read (split index, unknown version or a
 // malformed file): the caller then asks git.
 import fs from 'node:fs';
+import type { ObjectFormat } from './repo.js';
 
 export interface IndexPaths {
   paths: string[];
@@ -14,9 +15,9 @@ export interface IndexPaths {
 
 const GITLINK = 0o160000;
 
-export function readIndexPaths(file: string): IndexPaths | null {
+export function readIndexPaths(file: string, format: ObjectFormat): IndexPaths | null {
   let paths: string[] = [];
-  const res = walkIndex(file, (count) => (paths = new Array<string>(count)), (i, bytes, start, end) => {
+  const res = walkIndex(file, format, (count) => (paths = new Array<string>(count)), (i, bytes, start, end) => {
     paths[i] = bytes.toString('utf8', start, end);
   });
   return res && { paths, unsupported: res.unsupported };
@@ -28,8 +29,8 @@ export function readIndexPaths(file: string): IndexPaths | null {
  * of the whole file, no array of every path); null for what it does not read
  * (possibly after some calls: the caller asks git then).
  */
-export function forEachIndexName(file: string, onName: (bytes: Buffer, start: number, end: number) => void, chunk = INDEX_CHUNK): { unsupported: string | null } | null {
-  const res = walkIndex(file, () => undefined, (_i, bytes, start, end) => onName(bytes, start, end), chunk);
+export function forEachIndexName(file: string, format: ObjectFormat, onName: (bytes: Buffer, start: number, end: number) => void, chunk = INDEX_CHUNK): { unsupported: string | null } | null {
+  const res = walkIndex(file, format, () => undefined, (_i, bytes, start, end) => onName(bytes, start, end), chunk);
   return res && { unsupported: res.unsupported };
 }
 
@@ -43,10 +44,11 @@ export interface IndexFacts {
 const ATTRIBUTES = Buffer.from('.gitattributes');
 
 /** What the in-process snapshot path must know of an index, without a string per entry (~10x faster at 100k). */
-export function readIndexFacts(file: string): IndexFacts | null {
+export function readIndexFacts(file: string, format: ObjectFormat): IndexFacts | null {
   let attributesFiles = false;
   const res = walkIndex(
     file,
+    format,
     () => undefined,
     (_i, bytes, start, end) => {
       if (attributesFiles || end - start < ATTRIBUTES.length) return;
@@ -65,18 +67,18 @@ export function readIndexFacts(file: string): IndexFacts | null {
  * (a copy of it git's status wrote back); Infinity when none differs; null
  * when the two hold different numbers of entries or either is not read.
  */
-export function oldestRefreshedMtime(file: string, base: string): number | null {
+export function oldestRefreshedMtime(file: string, format: ObjectFormat, base: string): number | null {
   const WORDS = 10; // 40 bytes of stat data: ctime, mtime, dev, ino, mode, uid, gid, size
   let baseStats = new Uint32Array(0);
   let baseCount = -1;
   // Read word by word (no native call per entry: see walkIndexFd).
-  const a = walkIndex(base, (count) => ((baseCount = count), (baseStats = new Uint32Array(count * WORDS))), (i, _b, _s, _e, _f, _x, st, at) => {
+  const a = walkIndex(base, format, (count) => ((baseCount = count), (baseStats = new Uint32Array(count * WORDS))), (i, _b, _s, _e, _f, _x, st, at) => {
     for (let k = 0; k < WORDS; k++) baseStats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
   });
   if (!a) return null;
   let count = -1;
   let oldest = Infinity;
-  const b = walkIndex(file, (c) => (count = c), (i, _b, _s, _e, _f, _x, st, at) => {
+  const b = walkIndex(file, format, (c) => (count = c), (i, _b, _s, _e, _f, _x, st, at) => {
     if (i >= baseCount) return;
     let k = 0;
     while (k < WORDS && baseStats[i * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
@@ -93,9 +95,9 @@ export function oldestRefreshedMtime(file: string, base: string): number | null 
  * ctime is not older than `ctimeSince` (whole seconds); Infinity when there
  * is none; null when the file is not read. One walk, no second index.
  */
-export function oldestRecentMtime(file: string, ctimeSince: number): number | null {
+export function oldestRecentMtime(file: string, format: ObjectFormat, ctimeSince: number): number | null {
   let oldest = Infinity;
-  const res = walkIndex(file, () => undefined, (_i, _b, _s, _e, _f, _x, st, at) => {
+  const res = walkIndex(file, format, () => undefined, (_i, _b, _s, _e, _f, _x, st, at) => {
     if (st.readUInt32BE(at) < ctimeSince) return;
     const mtime = st.readUInt32BE(at + 8);
     if (mtime < oldest) oldest = mtime;
@@ -111,14 +113,14 @@ export function oldestRecentMtime(file: string, ctimeSince: number): number | nu
  * Infinity when there is none; null when either is not read. Two walks; the
  * base's names are kept in one buffer while the second runs.
  */
-export function oldestUnlikeMtime(file: string, base: string): number | null {
+export function oldestUnlikeMtime(file: string, format: ObjectFormat, base: string): number | null {
   const WORDS = 10; // 40 bytes of stat data: ctime, mtime, dev, ino, mode, uid, gid, size
   let stats = new Uint32Array(0);
   let ends = new Uint32Array(0);
   let names = Buffer.alloc(0);
   let used = 0;
   let n = 0;
-  const a = walkIndex(base, (count) => ((stats = new Uint32Array(count * WORDS)), (ends = new Uint32Array(count)), (names = Buffer.allocUnsafe(Math.max(64, count * 32)))), (i, b, s, e, _f, _x, st, at) => {
+  const a = walkIndex(base, format, (count) => ((stats = new Uint32Array(count * WORDS)), (ends = new Uint32Array(count)), (names = Buffer.allocUnsafe(Math.max(64, count * 32)))), (i, b, s, e, _f, _x, st, at) => {
     const len = e - s;
     if (used + len > names.length) {
       const grown = Buffer.allocUnsafe(Math.max(used + len, names.length * 2));
@@ -133,7 +135,7 @@ export function oldestUnlikeMtime(file: string, base: string): number | null {
   if (!a) return null;
   let j = 0;
   let oldest = Infinity;
-  const res = walkIndex(file, () => undefined, (_i, b, s, e, _f, _x, st, at) => {
+  const res = walkIndex(file, format, () => undefined, (_i, b, s, e, _f, _x, st, at) => {
     // Both in name order: move on in base to the first name not below this one.
     let cmp = 1;
     while (j < n) {
@@ -205,6 +207,7 @@ const INDEX_CHUNK = 1 << 20;
 /** Calls `onEntry` with each entry's name (bytes[start, end), valid only during the call); null for what it does not read. */
 function walkIndex(
   file: string,
+  format: ObjectFormat,
   onCount: (count: number) => void,
   onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number, stat: Buffer, statAt: number) => void,
   chunk = INDEX_CHUNK,
@@ -217,7 +220,7 @@ function walkIndex(
     return null;
   }
   try {
-    return walkIndexFd(fd, onCount, onEntry, chunk);
+    return walkIndexFd(fd, format === 'sha256' ? 32 : 20, onCount, onEntry, chunk);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === undefined) throw e;
     return null; // unreadable midway: the caller asks git
@@ -228,6 +231,8 @@ function walkIndex(
 
 function walkIndexFd(
   fd: number,
+  /** Bytes of an object id: the file does not say (20 in sha1, 32 in sha256), its repository's object format does. */
+  hashLen: number,
   onCount: (count: number) => void,
   onEntry: (i: number, bytes: Buffer, start: number, end: number, flags: number, extended: number, stat: Buffer, statAt: number) => void,
   chunk: number,
@@ -238,7 +243,6 @@ function walkIndexFd(
   if (version < 2 || version > 4) return null;
   const count = w.buf.readUInt32BE(8);
   onCount(count);
-  const hashLen = 20; // sha1 repositories only (callers check the object format)
   let unsupported: string | null = null;
   let intentToAdd: string | null = null;
   let at = 12; // a file offset
@@ -247,7 +251,7 @@ function walkIndexFd(
   let prevLen = 0;
   for (let i = 0; i < count; i++) {
     // Offsets below are from `at` (the entry's file offset); o is where `at` sits in the window.
-    if (!w.ensure(at, 62)) return null;
+    if (!w.ensure(at, 42 + hashLen)) return null;
     let o = at - w.start;
     // Bytes, not readUInt32BE/readUInt16BE: a call each per entry is most of a cold walk.
     const b0 = w.buf;
@@ -366,10 +370,11 @@ export interface IndexFlags {
  * read it anyway); null for what this does not read (split or sparse index:
  * ask git).
  */
-export function readIndexFlags(file: string): IndexFlags | null {
+export function readIndexFlags(file: string, format: ObjectFormat): IndexFlags | null {
   const out: IndexFlags = { skipWorktree: [], assumeUnchanged: [] };
   const res = walkIndex(
     file,
+    format,
     () => undefined,
     (_i, bytes, start, end, flags, extended) => {
       if (flags & 0x8000) out.assumeUnchanged.push(Buffer.from(bytes.subarray(start, end)));

@@ -1,14 +1,14 @@
-// In-process loose-object writing for SHA-1 repositories: what `git
+// In-process loose-object writing for sha1 and sha256 repositories: what `git
 // hash-object -w` / `mktree` / `commit-tree` would write, without starting a
 // git process. Used by the incremental snapshot engine on the per-tool-call
 // path; wherever writing in-process would not be exactly what git does
-// (sha256, shared repositories, fsync settings), objectStore() says null and
-// callers use git.
+// (shared repositories, fsync settings, unknown extensions), objectStore()
+// says null and callers use git.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import type { Repo } from './repo.js';
+import type { ObjectFormat, Repo } from './repo.js';
 import { lastValue, parseConfigList, type GitConfig } from './config.js';
 import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, runGitSync, splitNul } from './run.js';
 
@@ -20,14 +20,21 @@ export interface ObjectStore {
   /** The id the object would have, without writing it. */
   hash(type: ObjectType, body: Buffer): string;
   readonly objectsDir: string;
+  /** The repository's: the hash of an object and the width of the ids in a tree's body. */
+  readonly objectFormat: ObjectFormat;
 }
 
 export function objectHeader(type: ObjectType, length: number): Buffer {
   return Buffer.from(`${type} ${length}\0`, 'latin1');
 }
 
-export function hashObject(type: ObjectType, body: Buffer): string {
-  return crypto.createHash('sha1').update(objectHeader(type, body.length)).update(body).digest('hex');
+export function hashObject(type: ObjectType, body: Buffer, format: ObjectFormat): string {
+  return crypto.createHash(format).update(objectHeader(type, body.length)).update(body).digest('hex');
+}
+
+/** Bytes of an object id in a tree's body: 20 in sha1, 32 in sha256. */
+export function oidBytes(format: ObjectFormat): number {
+  return format === 'sha256' ? 32 : 20;
 }
 
 function readConfigSync(repo: Repo): GitConfig {
@@ -46,8 +53,6 @@ const HARMLESS_EXTENSIONS = new Set(['extensions.worktreeconfig', 'extensions.ob
  */
 export function objectStore(repo: Repo, cfg?: GitConfig): ObjectStore | null {
   const config = cfg ?? readConfigSync(repo);
-  const format = lastValue(config, 'extensions.objectformat');
-  if (format !== undefined && format.toLowerCase() !== 'sha1') return null;
   if (lastValue(config, 'core.sharedrepository') !== undefined) return null;
   if (lastValue(config, 'core.fsyncobjectfiles') !== undefined || lastValue(config, 'core.fsync') !== undefined) return null;
   for (const key of config.keys()) if (key.startsWith('extensions.') && !HARMLESS_EXTENSIONS.has(key)) return null;
@@ -57,22 +62,23 @@ export function objectStore(repo: Repo, cfg?: GitConfig): ObjectStore | null {
   const levelText = lastValue(config, 'core.loosecompression') ?? lastValue(config, 'core.compression');
   let level = levelText === undefined ? 1 : Number(levelText);
   if (!Number.isInteger(level) || level < -1 || level > 9) level = 1;
-  return new LooseObjectStore(objectsDir, level);
+  return new LooseObjectStore(objectsDir, level, repo.objectFormat);
 }
 
 class LooseObjectStore implements ObjectStore {
   constructor(
     readonly objectsDir: string,
     private readonly level: number,
+    readonly objectFormat: ObjectFormat,
   ) {}
 
   hash(type: ObjectType, body: Buffer): string {
-    return hashObject(type, body);
+    return hashObject(type, body, this.objectFormat);
   }
 
   write(type: ObjectType, body: Buffer): string {
     const header = objectHeader(type, body.length);
-    const oid = crypto.createHash('sha1').update(header).update(body).digest('hex');
+    const oid = crypto.createHash(this.objectFormat).update(header).update(body).digest('hex');
     const dir = path.join(this.objectsDir, oid.slice(0, 2));
     const file = path.join(dir, oid.slice(2));
     if (fs.existsSync(file)) return oid;
@@ -129,16 +135,17 @@ export function encodeTree(entries: TreeEntry[]): Buffer {
   return Buffer.concat(parts);
 }
 
-/** Entries of a tree object's body (modes as git stores them: 40000 for trees). */
-export function parseTree(body: Buffer): TreeEntry[] {
+/** Entries of a tree object's body (modes as git stores them: 40000 for trees) in a repository of `format`. */
+export function parseTree(body: Buffer, format: ObjectFormat): TreeEntry[] {
   const out: TreeEntry[] = [];
+  const width = oidBytes(format);
   let i = 0;
   while (i < body.length) {
     const sp = body.indexOf(0x20, i);
     const nul = body.indexOf(0, sp);
-    if (sp < 0 || nul < 0 || nul + 21 > body.length) throw new Error('corrupt tree object');
-    out.push({ mode: body.toString('latin1', i, sp), name: body.toString('utf8', sp + 1, nul), oid: body.toString('hex', nul + 1, nul + 21) });
-    i = nul + 21;
+    if (sp < 0 || nul < 0 || nul + 1 + width > body.length) throw new Error('corrupt tree object');
+    out.push({ mode: body.toString('latin1', i, sp), name: body.toString('utf8', sp + 1, nul), oid: body.toString('hex', nul + 1, nul + 1 + width) });
+    i = nul + 1 + width;
   }
   return out;
 }

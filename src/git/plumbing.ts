@@ -6,8 +6,20 @@ import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, fsPath, pathsInput, splitNul } from '.
 import { clearStaleGitLock } from '../base/lock.js';
 import { errors } from '../base/errors.js';
 
-export const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
-export const ZERO_OID = '0000000000000000000000000000000000000000';
+const EMPTY_TREES = {
+  sha1: '4b825dc642cb6eb9a060e54bf8d69288fbee4904',
+  sha256: '6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321',
+} as const;
+
+/** The id of the empty tree in the repository's object format (git knows it without the object existing). */
+export function emptyTree(repo: Pick<Repo, 'objectFormat'>): string {
+  return EMPTY_TREES[repo.objectFormat];
+}
+
+/** The null object id (update-index's "remove this entry") in the repository's object format: 40 or 64 zeros. */
+export function nullOid(repo: Pick<Repo, 'objectFormat'>): string {
+  return '0'.repeat(repo.objectFormat === 'sha256' ? 64 : 40);
+}
 
 export { SNAPSHOT_GIT_CONFIG } from './status-args.js';
 import { SNAPSHOT_GIT_CONFIG } from './status-args.js';

@@ -31,6 +31,8 @@ export interface RepoAccel {
 
 export const MIN_GIT_VERSION = '2.30.0';
 
+export type ObjectFormat = 'sha1' | 'sha256';
+
 export interface Repo {
   /** Top level of the worktree agentsnap operates on. */
   readonly worktree: string;
@@ -40,6 +42,8 @@ export interface Repo {
   readonly commonDir: string;
   /** `<commonDir>/agentsnap`: journals, private indexes, locks. */
   readonly stateDir: string;
+  /** The repository's object format: its ids are 40 hex digits in sha1, 64 in sha256 (see nullOid, emptyTree). */
+  readonly objectFormat: ObjectFormat;
   /** Path of the caller's directory relative to the worktree ('' at the top). */
   readonly prefix: string;
   /** Environment for git processes, already cleaned of redirecting variables. */
@@ -84,15 +88,25 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
       { hint: cwd.includes('\uFFFD') ? 'Rename the directory (or a parent) to a UTF-8 name, or run agentsnap through a symlink whose path is UTF-8.' : 'Run agentsnap from an existing directory of a git worktree.', data: { cwd } },
     );
   }
-  const res = await runGit(
-    ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-toplevel', '--show-prefix'],
-    { cwd, env, okCodes: [128] },
-  );
+  const OPEN = ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-object-format', '--show-toplevel', '--show-prefix'];
+  let res = await runGit(OPEN, { cwd, env, okCodes: [128] });
+  // The "dotfiles" layout: a repository whose git dir is elsewhere ($HOME/.cfg), named by GIT_DIR (with
+  // GIT_WORK_TREE or core.worktree). Found by nothing else, so taken from the caller only then: where a
+  // .git is found, agentsnap keeps working on it as before.
+  const named = callerEnv.GIT_DIR ? { GIT_DIR: callerEnv.GIT_DIR, ...(callerEnv.GIT_WORK_TREE ? { GIT_WORK_TREE: callerEnv.GIT_WORK_TREE } : {}) } : null;
+  const viaGitDir = !!named && res.code !== 0 && /not a git repository/i.test(res.stderr);
+  if (viaGitDir) res = await openNamedGitDir(cwd, env, named, OPEN);
   const lines = res.stdout.toString('utf8').split('\n');
   if (res.code !== 0 && lines.length < 3) {
     if (/not a git repository/i.test(res.stderr)) {
+      if (viaGitDir) {
+        throw errors.notARepository(`GIT_DIR names no git repository: ${named.GIT_DIR} (from ${cwd}).`, {
+          hint: 'Set GIT_DIR to the git directory of the repository (relative paths are taken from the current directory), or unset it.',
+          data: { cwd, gitDir: named.GIT_DIR },
+        });
+      }
       throw errors.notARepository(`not a git repository: ${cwd}`, {
-        hint: 'Run agentsnap inside a git worktree, or create one with `git init`.',
+        hint: 'Run agentsnap inside a git worktree, or create one with `git init`. For a repository whose git directory is elsewhere (a bare "dotfiles" repository used with --git-dir and --work-tree), set GIT_DIR and GIT_WORK_TREE as those options say.',
         data: { cwd },
       });
     }
@@ -106,7 +120,7 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   }
   // One value per line: a path holding a newline would shift every value after it (a crafted name could
   // point the state dir at another repository), so such a repository is refused rather than misread.
-  if (res.code === 0 && lines.length !== 7) {
+  if (res.code === 0 && lines.length !== 8) {
     throw errors.unsupportedPath(`the repository's path holds a newline (${JSON.stringify(cwd)}): agentsnap cannot work in it.`, {
       hint: 'Rename the directory so that its path holds no newline.',
       data: { cwd },
@@ -114,16 +128,24 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   }
   // A path that is not UTF-8 (the worktree reached through a symlink, say) cannot be named to git or the filesystem from a string.
   if (res.code === 0 && !isUtf8(res.stdout)) {
-    throw errors.unsupportedPath(`the repository's path is not UTF-8 (${lines[4] ?? cwd}): agentsnap cannot work in it.`, {
+    throw errors.unsupportedPath(`the repository's path is not UTF-8 (${lines[5] ?? cwd}): agentsnap cannot work in it.`, {
       hint: 'Rename the directory (or a parent) to a UTF-8 name.',
       data: { cwd },
     });
   }
-  const [bare, inside, gitDirRaw, commonRaw, toplevel, prefix] = lines;
+  const [bare, inside, gitDirRaw, commonRaw, objectFormatRaw, toplevel, prefix] = lines;
   if (bare === 'true') {
     throw errors.bareRepository(`${gitDirRaw ?? cwd} is a bare repository: there is no worktree to snapshot.`, {
-      hint: 'Run agentsnap in a worktree (see `git worktree add`).',
+      hint: viaGitDir
+        ? 'Name its worktree with GIT_WORK_TREE (core.worktree is not used while core.bare is true: `git --git-dir=<dir> config core.bare false`).'
+        : 'Run agentsnap in a worktree (see `git worktree add`).',
       data: { gitDir: gitDirRaw },
+    });
+  }
+  if (viaGitDir && inside !== 'true' && toplevel) {
+    throw errors.notARepository(`${cwd} is outside the worktree ${toplevel} of the repository GIT_DIR names (${gitDirRaw}).`, {
+      hint: `Run agentsnap from inside ${toplevel}.`,
+      data: { cwd, worktree: toplevel, gitDir: gitDirRaw },
     });
   }
   if (inside !== 'true' || !toplevel) {
@@ -132,19 +154,61 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
       data: { cwd },
     });
   }
+  if (objectFormatRaw !== 'sha1' && objectFormatRaw !== 'sha256') {
+    throw errors.gitFailed(`git names an object format agentsnap does not know (${JSON.stringify(objectFormatRaw)}) for the repository at ${toplevel}.`, {
+      hint: 'agentsnap works in sha1 and sha256 repositories.',
+      data: { objectFormat: objectFormatRaw },
+    });
+  }
   const gitDir = gitDirRaw ?? '';
   const commonDir = realpathSync(path.resolve(cwd, commonRaw ?? gitDir));
   const worktree = toplevel;
+  if (viaGitDir) await refuseGitDirInSnapshots(worktree, gitDir, env);
   return {
     worktree,
     gitDir,
     commonDir,
     stateDir: path.join(commonDir, 'agentsnap'),
+    objectFormat: objectFormatRaw,
     prefix: prefix ?? '',
     env,
     callerEnv,
     git: bindGit(worktree, gitDir, env),
   };
+}
+
+/**
+ * Opening through GIT_DIR: git takes the current directory for the worktree when none is named, which would make
+ * a snapshot of wherever agentsnap was started; so a worktree must be named (GIT_WORK_TREE or core.worktree).
+ */
+async function openNamedGitDir(cwd: string, env: NodeJS.ProcessEnv, named: { GIT_DIR: string; GIT_WORK_TREE?: string }, args: string[]): Promise<GitResult> {
+  const located = { ...env, ...named };
+  if (!named.GIT_WORK_TREE) {
+    const wt = await runGit(['config', '--get', 'core.worktree'], { cwd, env: located, okCodes: [1, 128] });
+    if (wt.code === 1) {
+      throw errors.notARepository(`GIT_DIR is set (${named.GIT_DIR}) but names no worktree: neither GIT_WORK_TREE nor core.worktree is set.`, {
+        hint: 'Set GIT_WORK_TREE to the top of the worktree (what `git --work-tree` names), or `git --git-dir=<dir> config core.worktree <path>`.',
+        data: { cwd, gitDir: named.GIT_DIR },
+      });
+    }
+  }
+  return runGit(args, { cwd, env: located, okCodes: [128] });
+}
+
+/**
+ * A git dir inside its worktree ($HOME/.cfg in $HOME) is, to git, untracked files like any other: unless it is
+ * ignored, a snapshot would record the repository (and agentsnap's state in it) into itself, and a restore
+ * could write there. Checked at every opening, as an agent may edit the ignore rules.
+ */
+async function refuseGitDirInSnapshots(worktree: string, gitDir: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const rel = path.relative(worktree, gitDir);
+  if (rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return; // outside the worktree
+  const res = await runGit(['check-ignore', '-q', '--', rel.split(path.sep).join('/')], { cwd: worktree, env: { ...env, GIT_DIR: gitDir, GIT_WORK_TREE: worktree }, okCodes: [1] });
+  if (res.code === 0) return;
+  throw errors.unsupportedPath(`the git directory ${gitDir} is inside its worktree ${worktree} and not ignored: a snapshot would record the repository into itself.`, {
+    hint: `Ignore it, outside the reach of the worktree's files: \`echo '/${rel.split(path.sep).join('/')}/' >> ${path.join(gitDir, 'info', 'exclude')}\`.`,
+    data: { worktree, gitDir },
+  });
 }
 
 /** Parses `git version 2.39.5` style output into comparable numbers. */

@@ -42,7 +42,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import type { PlannedChange, TreeEntry } from '../session/journal.js';
 import type { Repo } from '../git/repo.js';
-import { commitTree, indexEnv, ZERO_OID } from '../git/plumbing.js';
+import { commitTree, indexEnv, nullOid } from '../git/plumbing.js';
 import { hasRawBytes, runGitSync, runGitToFdSync, splitNul } from '../git/run.js';
 import { hashRaw, keepingRacyReference, keepPrivate, stdinPathSafe } from '../snapshot/snapshot.js';
 import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet, unsafePath, caseSensitiveFs } from '../base/fsutil.js';
@@ -1305,7 +1305,7 @@ export async function recordApplied(repo: Repo, indexFile: string, applied: Plan
   const out = new Set(leftOut);
   if (out.size > 0) applied = applied.filter((c) => !out.has(c.path));
   const lines: string[] = [];
-  for (const c of applied) if (c.to === null || (c.from && changeLetter(c) === 'T')) lines.push(`0 ${ZERO_OID}\t${c.path}`);
+  for (const c of applied) if (c.to === null || (c.from && changeLetter(c) === 'T')) lines.push(`0 ${nullOid(repo)}\t${c.path}`);
   for (const c of applied) if (c.to !== null) lines.push(`${c.to.mode} ${c.to.oid}\t${c.path}`);
   // Completing an interrupted operation writes the index before any snapshot has: a git killed
   // with that operation may have left the index's lock (the caller holds the session lock).

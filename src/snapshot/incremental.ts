@@ -719,7 +719,7 @@ export class IncrementalSnapshotter {
     };
     table.beginIndexRead();
     // In-process for sha1 repositories (the common case: no process, read in chunks); else git.
-    const parsed = this.store ? forEachIndexName(file, onName) : null;
+    const parsed = this.store ? forEachIndexName(file, this.repo.objectFormat, onName) : null;
     let unsupported: string | null = parsed ? parsed.unsupported : null;
     if (!parsed) {
       if (this.store) table.beginIndexRead(); // a read given up midway: start over

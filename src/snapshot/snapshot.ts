@@ -20,7 +20,7 @@ import { SECRET_ALLOW, SECRET_PATTERNS, gitBool, lastValue, readGitConfig, type 
 import type { Repo } from '../git/repo.js';
 import { snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
-import { EMPTY_TREE, addPaths, addTracked, behindSymlink, diffTrees, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from '../git/plumbing.js';
+import { addPaths, addTracked, behindSymlink, diffTrees, emptyTree, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from '../git/plumbing.js';
 import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from '../git/run.js';
 import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
@@ -251,7 +251,7 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
       // data is the user's). Entries the user's own index holds as they are keep git's rule.
       // Worked out after the donor's session ended when it can be (precomputeDonorOldest): the same two files.
       const known = knownOldest(donor, rec.priv, userKey);
-      const oldest = known !== undefined ? known : oldestRefreshedMtime(tmp, path.join(repo.gitDir, 'index'));
+      const oldest = known !== undefined ? known : oldestRefreshedMtime(tmp, repo.objectFormat, path.join(repo.gitDir, 'index'));
       if (oldest === null || oldest < 2) {
         // (An index mtime of 0 would switch git's racy checks off.)
         unlinkQuiet(tmp);
@@ -313,7 +313,7 @@ export function precomputeDonorOldest(repo: Repo, indexFile: string): void {
   const user = statKey(userIndex);
   if (rec.worktree !== repo.worktree || rec.gitDir !== repo.gitDir || rec.user !== user || typeof rec.priv !== 'string' || statKey(indexFile) !== rec.priv) return;
   if (knownOldest(indexFile, rec.priv, user) !== undefined) return;
-  const oldest = oldestRefreshedMtime(indexFile, userIndex);
+  const oldest = oldestRefreshedMtime(indexFile, repo.objectFormat, userIndex);
   // Either file written while they were read: not recorded.
   if (oldest === null || statKey(indexFile) !== rec.priv || statKey(userIndex) !== user) return;
   try {
@@ -365,7 +365,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // Tracked updates and the untracked listing do not depend on each other.
   // A freshly seeded private index equals the user's, so there is nothing to reconcile.
   // Both indexes are compared with HEAD (small outputs) rather than listed whole.
-  const headTree = seeded ? EMPTY_TREE : ((await readHead(repo)).commit ?? EMPTY_TREE);
+  const headTree = seeded ? emptyTree(repo) : ((await readHead(repo)).commit ?? emptyTree(repo));
   const noDiff: IndexVsTree = { extra: new Set(), missing: new Set() };
   // See statusWithUntrackedCache: only where no attribute can make git's
   // refresh call a changed file clean.
@@ -533,9 +533,9 @@ const RACY_MARGIN_MS = 3000;
  * Infinity when none; null when the index is not read in-process (then as before).
  */
 function recentStatOldest(repo: Repo, indexFile: string, cfg: GitConfig, scanStart: number): number | null {
-  if (ctimeCompared(cfg)) return oldestRecentMtime(indexFile, Math.floor((scanStart - RACY_MARGIN_MS) / 1000));
+  if (ctimeCompared(cfg)) return oldestRecentMtime(indexFile, repo.objectFormat, Math.floor((scanStart - RACY_MARGIN_MS) / 1000));
   // The user's index not read in-process (split): every entry counts, the next snapshot re-reads each file.
-  return oldestUnlikeMtime(indexFile, path.join(repo.gitDir, 'index')) ?? oldestRecentMtime(indexFile, 0);
+  return oldestUnlikeMtime(indexFile, repo.objectFormat, path.join(repo.gitDir, 'index')) ?? oldestRecentMtime(indexFile, repo.objectFormat, 0);
 }
 
 /**
@@ -981,7 +981,7 @@ function userCopyState(indexFile: string, userKey: string): { state: 'valid' | '
     return { state: 'none', base: null }; /* a torn or foreign record: as none (the copy is seeded again) */
   }
   if (state.user !== userKey || state.priv !== statKey(indexFile)) return { state: 'stale', base: null };
-  return { state: 'valid', base: typeof state.base === 'string' && /^[0-9a-f]{40}$/.test(state.base) ? state.base : null };
+  return { state: 'valid', base: typeof state.base === 'string' && /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(state.base) ? state.base : null };
 }
 
 /**
@@ -1034,7 +1034,7 @@ async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
   if (fs.existsSync(marker) || !fs.existsSync(indexFile)) return;
   let skip: Buffer[];
   let assume: Buffer[];
-  const inProcess = readIndexFlags(indexFile);
+  const inProcess = readIndexFlags(indexFile, repo.objectFormat);
   // A sparse index (directory entries) is expanded by git: index.sparse=false keeps it full when written.
   const cfg = ['-c', 'index.sparse=false'];
   if (inProcess) ({ skipWorktree: skip, assumeUnchanged: assume } = inProcess);
@@ -1135,14 +1135,14 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   let keepCopy = true;
   const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched).finally(() => {
     if (!writeBack) return;
-    const oldest = ctimeSince !== null ? oldestRecentMtime(indexFile, ctimeSince) : oldestRefreshedMtime(indexFile, path.join(repo.gitDir, 'index'));
+    const oldest = ctimeSince !== null ? oldestRecentMtime(indexFile, repo.objectFormat, ctimeSince) : oldestRefreshedMtime(indexFile, repo.objectFormat, path.join(repo.gitDir, 'index'));
     // (An index mtime of 0 would switch git's racy checks off.)
     if (oldest === null || oldest < 2) keepCopy = false;
     keepRacyReference(indexFile, Math.min(statusStart - RACY_MARGIN_MS, (oldest ?? Infinity) * 1000));
   });
   const settled = () => Promise.allSettled([base, status]);
   // Read while git runs (git replaces the file whole, so either version has the same entries).
-  const facts = readIndexFacts(indexFile);
+  const facts = readIndexFacts(indexFile, repo.objectFormat);
   const early = !facts ? 'index not readable in-process' : facts.unsupported ?? (facts.attributesFiles ? 'attributes files in the index' : null);
   if (early) {
     await settled();

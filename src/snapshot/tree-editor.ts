@@ -45,7 +45,7 @@ export class TreeEditor {
     const obj = await this.reader.read(node.oid as string);
     if (obj.type !== 'tree') throw new Error(`${node.oid} is a ${obj.type}, not a tree`);
     const entries = new Map<string, Leaf | DirNode>();
-    for (const e of parseTree(obj.body)) {
+    for (const e of parseTree(obj.body, this.store.objectFormat)) {
       // A name that is not UTF-8 would be written back changed.
       if (e.name.includes('\uFFFD')) throw new Error(`a name that is not UTF-8 in tree ${node.oid}`);
       entries.set(e.name, e.mode === TREE_MODE ? new DirNode(e.oid) : { mode: e.mode, oid: e.oid });

@@ -8,7 +8,7 @@
 // what the second run wrote (which, after a kill once everything was written,
 // is nothing: the apply then reported "nothing to apply" and journaled none).
 import type { Repo } from '../git/repo.js';
-import { ZERO_OID } from '../git/plumbing.js';
+import { nullOid } from '../git/plumbing.js';
 import { splitNul } from '../git/run.js';
 import { readJournal } from '../session/journal.js';
 import { sessionPaths } from '../session/session.js';
@@ -90,7 +90,7 @@ export async function beforeInterrupted(repo: Repo, ours: string, killed: Interr
       // Every path it planned: one it did not write (set aside when it was killed, say) may differ now too.
       paths.add(p);
       if (differs.has(p)) continue;
-      if (was === null) removals.push(`0 ${ZERO_OID}\t${p}`);
+      if (was === null) removals.push(`0 ${nullOid(repo)}\t${p}`);
       else additions.push(`${was.mode} ${was.oid}\t${p}`);
     }
     if (removals.length + additions.length > 0) tree = await treeWithEntries(repo, tree, [...removals, ...additions], 'apply');

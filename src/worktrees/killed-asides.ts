@@ -9,7 +9,7 @@
 // conflict, refused). So the merge sees each aside as what it stands for.
 import path from 'node:path';
 import type { Repo } from '../git/repo.js';
-import { indexEnv, writeTree, ZERO_OID } from '../git/plumbing.js';
+import { indexEnv, nullOid, writeTree } from '../git/plumbing.js';
 import { splitNul } from '../git/run.js';
 import { restoreAsideOf } from '../base/fsutil.js';
 import { removeTempIndex, tempIndex } from '../snapshot/snapshot-now.js';
@@ -80,7 +80,7 @@ export async function oursWithAsidesBack(repo: Repo, base: string, ours: string,
   for (const [aside, p] of [...from].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const entry = have.get(aside);
     if (!entry) continue;
-    lines.push(`0 ${ZERO_OID}\t${aside}`);
+    lines.push(`0 ${nullOid(repo)}\t${aside}`);
     if (!have.has(p) && !putBack.has(p)) {
       lines.push(`${entry.mode} ${entry.oid}\t${p}`);
       putBack.add(p);

@@ -367,7 +367,7 @@ async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'b
   } catch {
     return tree; // the session's worktree is gone: nothing says what was outside its cone
   }
-  const flags = readIndexFlags(indexFile);
+  const flags = readIndexFlags(indexFile, repo.objectFormat);
   const skip = new Set(
     flags
       ? flags.skipWorktree.map((b) => b.toString('utf8'))

@@ -118,14 +118,14 @@ export function runAndKill(repo: Pick<TempRepo, 'dir' | 'env'>, args: string[], 
 // ---------------------------------------------------------------------------
 // What a crash must never break
 
-function sha1(parts: Buffer[]): string {
-  const h = createHash('sha1');
+function hashOf(format: 'sha1' | 'sha256', parts: Buffer[]): string {
+  const h = createHash(format);
   for (const p of parts) h.update(p);
   return h.digest('hex');
 }
 
-/** The git tree id of a set of files (as worktreeFiles returns them), computed without writing anything. */
-export function treeOid(files: Map<string, { mode: string; content: Buffer }>): string {
+/** The git tree id of a set of files (as worktreeFiles returns them) in a repository of `format`, computed without writing anything. */
+export function treeOid(files: Map<string, { mode: string; content: Buffer }>, format: 'sha1' | 'sha256' = 'sha1'): string {
   interface Dir {
     files: Map<string, { mode: string; oid: string }>;
     dirs: Map<string, Dir>;
@@ -139,7 +139,7 @@ export function treeOid(files: Map<string, { mode: string; content: Buffer }>): 
       if (!next) d.dirs.set(part, (next = { files: new Map(), dirs: new Map() }));
       d = next;
     }
-    const oid = sha1([Buffer.from(`blob ${f.content.length}\0`), f.content]);
+    const oid = hashOf(format, [Buffer.from(`blob ${f.content.length}\0`), f.content]);
     d.files.set(parts[parts.length - 1]!, { mode: f.mode, oid });
   }
   const write = (d: Dir): string => {
@@ -148,7 +148,7 @@ export function treeOid(files: Map<string, { mode: string; content: Buffer }>): 
     for (const [name, sub] of d.dirs) entries.push({ name, key: `${name}/`, mode: '40000', oid: write(sub) });
     entries.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
     const body = Buffer.concat(entries.map((e) => Buffer.concat([Buffer.from(`${e.mode} ${e.name}\0`), Buffer.from(e.oid, 'hex')])));
-    return sha1([Buffer.from(`tree ${body.length}\0`), body]);
+    return hashOf(format, [Buffer.from(`tree ${body.length}\0`), body]);
   };
   return write(root);
 }

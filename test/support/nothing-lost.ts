@@ -277,7 +277,7 @@ const isRestoreTemp = (rel: string) => /(^|\/)\.[^/]*\.agentsnap-\d+-[0-9a-f]{8}
  * of their HEAD (or skipped without a commit), never anything inside them.
  */
 export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: ObjectFormat }): View {
-  const format = opts.format ?? 'sha1';
+  const format = opts.format ?? repo.objectFormat ?? 'sha1';
   const tracked = new Set(repo.git(['ls-files', '-z']).split('\0').filter(Boolean));
   const files: { rel: string; abs: string; st: fs.Stats; unreadable: boolean }[] = [];
   const nested: { rel: string; unreadable: boolean }[] = [];
