@@ -443,8 +443,11 @@ export function diffEntries(want: Map<string, Entry>, got: Map<string, Entry>, e
 
 export class InvariantError extends Error {}
 
-/** The command said it ran out of space (DiskFull, exit 1, as docs/reference.md documents it). */
-const isDiskFull = (r: CliResult) => /DiskFull|the disk is full/.test(r.stderr + r.stdout);
+/**
+ * The command said it ran out of space (DiskFull, exit 1, as docs/reference.md documents it). Its stderr only: what
+ * it prints on stdout can be recorded text that says so (`log --json` of a step left unprotected by a full disk).
+ */
+const isDiskFull = (r: CliResult) => /DiskFull|the disk is full/.test(r.stderr);
 /** A hook's warning or an error that says the disk is full. */
 const saysNoSpace = (text: string) => /disk is full|No space left|Out of diskspace|ENOSPC/i.test(text);
 /** dir holds a repository of its own (a nested repository: .git file or directory). */
@@ -630,7 +633,7 @@ export class World {
       if (journalBefore !== null && !journalBefore.equals(this.journalBytes())) throw new InvariantError(`(diskfull) ${what} ran out of space and changed the journal:\n${this.journalBytes().subarray(journalBefore.length).toString('utf8').slice(0, 2000)}`);
       const refsAfter = this.agentRefs();
       if (refsAfter !== refsBefore) throw new InvariantError(`(diskfull) ${what} ran out of space and changed agentsnap's refs:\n${this.userStateDiff(refsBefore, refsAfter)}`);
-    } else if (this.ballast && res.code === 1 && /No space left|ENOSPC|quota/i.test(res.stderr + res.stdout)) {
+    } else if (this.ballast && res.code === 1 && /No space left|ENOSPC|quota/i.test(res.stderr)) {
       throw new InvariantError(`(diskfull) ${what} ran out of space without saying DiskFull: ${res.stderr}${res.stdout}`);
     }
     return res;
