@@ -45,9 +45,7 @@
 //                                 check of unhooked reads' recorded state (to hunt other bugs
 //                                 while one of those is open); keptskipped: (c)'s check that an
 //                                 operation reports as left a skipped path it keeps (a nested
-//                                 repository without a commit, .env, a file over the cap);
-//                                 nested-tracked: read a nested repository over paths the user
-//                                 tracks as git does (a plain directory), not as left out
+//                                 repository without a commit, .env, a file over the cap)
 //   AGENTSNAP_PROPERTY_CASE='["off","sha256",[{"t":"edit",...},...]]'  runs exactly that
 //                                 sequence (a counterexample as fast-check prints it;
 //                                 the older ["off",[...]] form means sha1)

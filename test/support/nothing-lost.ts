@@ -283,9 +283,10 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
   const nested: { rel: string; unreadable: boolean }[] = [];
   const nestedFiles: string[] = [];
   const unreadableDirs: string[] = [];
-  // AGENTSNAP_PROPERTY_SKIP_CHECKS=nested-tracked: a nested repository over paths the user tracks is, as git
-  // itself reads it (git add -A, status), a plain directory of the superproject, its .git left out.
-  const gitView = SKIP_CHECKS.has('nested-tracked');
+  // A `.git` in a directory that holds paths the user tracks does not make it a nested repository: git itself
+  // (git add -A, status) reads it as a plain directory of the superproject, its .git left out, and so do
+  // snapshots (the decision of issue 29's generative round: agentsnap reads the worktree as git does).
+  const gitView = true;
   const trackedUnder = (dir: string) => [...tracked].some((t) => t.startsWith(`${dir}/`));
   const walk = (rel: string, inNested: boolean, unreadable: boolean) => {
     const absDir = path.join(repo.dir, rel);
