@@ -247,6 +247,21 @@ async function readReply(fd: number): Promise<string | null> {
   }
 }
 
+/**
+ * The tests' hook point between the trust check and the run dir's first use (test/channel.attack.test.ts swaps a
+ * path component there): AGENTSNAP_TEST_CHANNEL_PAUSE names a FIFO, read to its end once per process.
+ */
+function pauseForTest(): void {
+  const fifo = process.env.AGENTSNAP_TEST_CHANNEL_PAUSE;
+  if (!fifo) return;
+  delete process.env.AGENTSNAP_TEST_CHANNEL_PAUSE;
+  try {
+    fs.readFileSync(fifo);
+  } catch {
+    /* no such hook point */
+  }
+}
+
 /** A reply: its kind (`ok`, `warn`, `exit`, `spawn`, `refused`) and its fields. */
 export interface Reply {
   kind: string;
@@ -265,10 +280,19 @@ export interface CallOptions {
  * does the work itself.
  */
 export async function callServer(run: string, args: readonly string[], payload: string | Buffer | null, opts: CallOptions = {}): Promise<Reply | null> {
+  pauseForTest();
   let claim: string | null = null;
   let input: string | null = null;
   let reply = -1;
+  let pinned = -1;
   try {
+    // The run dir is used through a descriptor of the directory itself, checked again (ours, 0700): whoever may rename
+    // a directory above it (another user who owns the repository's parent) cannot swap it after the trust check.
+    pinned = fs.openSync(run, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+    const dirSt = fs.fstatSync(pinned);
+    if (!dirSt.isDirectory() || dirSt.uid !== euid() || (dirSt.mode & 0o7777) !== 0o700) return null;
+    run = `/proc/self/fd/${pinned}`;
+    if (!ownedFifo(path.join(run, 'req'), euid())) return null;
     const deadline = Date.now() + (opts.slotWaitMs ?? 0);
     let slot = claimSlot(run);
     while (slot < 0 && Date.now() <= deadline && (opts.serving?.() ?? false)) {
@@ -303,6 +327,7 @@ export async function callServer(run: string, args: readonly string[], payload: 
     if (reply >= 0) fs.closeSync(reply);
     if (input) fs.rmSync(input, { force: true });
     if (claim) fs.rmSync(claim, { force: true });
+    if (pinned >= 0) fs.closeSync(pinned);
   }
 }
 
