@@ -195,4 +195,57 @@ for (const victim of VICTIMS) {
   }
 }
 
+if (isRoot) {
+  test("channel attack: the server's tightening of an older 0755 agentsnap/ follows no symlink swapped in after its check — the file it points at keeps its mode", async () => {
+    const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-attack-')));
+    try {
+      fs.chmodSync(base, 0o755);
+      const home = path.join(base, 'home');
+      mkdirOwned(home, 0, 0o700);
+      const env = { ...hermeticEnv(home), ...USER_IDENTITY, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_IDLE_MS: '1000' };
+      const shared = path.join(base, 'shared');
+      mkdirOwned(shared, ATTACKER, 0o777);
+      const proj = path.join(shared, 'proj');
+      mkdirOwned(proj, 0, 0o755);
+      syncAs(0, proj, 'git', ['init', '-q', '-b', 'main'], env);
+      fs.writeFileSync(path.join(proj, 'a.txt'), 'a\n');
+      syncAs(0, proj, 'git', ['add', '-A'], env);
+      syncAs(0, proj, 'git', ['commit', '-q', '-m', 'initial'], env);
+      // As an older agentsnap left it: the server tightens it to 0700 when it starts.
+      mkdirOwned(path.join(proj, '.git', 'agentsnap'), 0, 0o755);
+      // A file of the victim's outside any repository, and the attacker's tree whose agentsnap/ is a symlink to it.
+      const target = path.join(base, 'target');
+      fs.writeFileSync(target, 'keep\n', { mode: 0o644 });
+      fs.chmodSync(target, 0o644);
+      const evil = path.join(shared, 'evil');
+      mkdirOwned(path.join(evil, '.git'), ATTACKER, 0o755);
+      mkdirOwned(evil, ATTACKER, 0o755);
+      fs.symlinkSync(target, path.join(evil, '.git', 'agentsnap'));
+      const pause = path.join(base, 'pause');
+      spawnSync('mkfifo', ['-m', '666', pause]);
+      const running = runAs(0, process.execPath, [BIN, 'server', 'run'], { cwd: proj, env: { ...env, AGENTSNAP_TEST_CHANNEL_PAUSE: pause } });
+      let paused = false;
+      const writer = fs.promises.open(pause, 'w').then((h) => ((paused = true), h));
+      const done = running.then((r) => {
+        if (!paused) fs.closeSync(fs.openSync(pause, fs.constants.O_RDWR));
+        return r;
+      });
+      const h = await Promise.race([writer, done.then(() => writer)]);
+      if (paused) {
+        syncAs(ATTACKER, shared, 'mv', [proj, path.join(shared, 'proj.real')]);
+        syncAs(ATTACKER, shared, 'mv', [evil, proj]);
+      }
+      await h.close();
+      const res = await done;
+      assert.ok(paused, `the server reached its tightening: ${res.stderr}`);
+      assert.is(fs.statSync(target).mode & 0o7777, 0o644, `the symlinked file keeps its mode (${res.stderr})`);
+      assert.is(fs.readFileSync(target, 'utf8'), 'keep\n');
+      assert.not.match(res.stderr, /\n\s+at /, 'no stack trace');
+    } finally {
+      stopProcessesIn(base);
+      fs.rmSync(base, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+    }
+  });
+}
+
 test.run();

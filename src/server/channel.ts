@@ -249,9 +249,10 @@ async function readReply(fd: number): Promise<string | null> {
 
 /**
  * The tests' hook point between the trust check and the run dir's first use (test/channel.attack.test.ts swaps a
- * path component there): AGENTSNAP_TEST_CHANNEL_PAUSE names a FIFO, read to its end once per process.
+ * path component there; server.ts prepareRunDir has one between its check and its chmod):
+ * AGENTSNAP_TEST_CHANNEL_PAUSE names a FIFO, read to its end once per process.
  */
-function pauseForTest(): void {
+export function pauseForTest(): void {
   const fifo = process.env.AGENTSNAP_TEST_CHANNEL_PAUSE;
   if (!fifo) return;
   delete process.env.AGENTSNAP_TEST_CHANNEL_PAUSE;

@@ -29,7 +29,7 @@ import { packageRoot } from '../base/package-root.js';
 import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock.js';
 import type { Repo } from '../git/repo.js';
 import { serverEnabled, type Settings } from '../git/config.js';
-import { decodeRecord, runDirName, SLOTS } from './channel.js';
+import { decodeRecord, pauseForTest, runDirName, SLOTS } from './channel.js';
 
 export { SLOTS } from './channel.js';
 
@@ -63,9 +63,26 @@ export function prepareRunDir(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDi
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
+    const refused = () => errors.refused(`${d} is not a directory of this user's: the server does not run there.`);
     const st = fs.lstatSync(d);
-    if (!st.isDirectory() || (uid !== null && st.uid !== uid)) throw errors.refused(`${d} is not a directory of this user's: the server does not run there.`);
-    if ((st.mode & 0o7777) !== 0o700) fs.chmodSync(d, 0o700);
+    if (!st.isDirectory() || (uid !== null && st.uid !== uid)) throw refused();
+    if ((st.mode & 0o7777) === 0o700) continue;
+    pauseForTest();
+    // Tightened through a descriptor of the directory itself, checked again: a path swapped since the lstat (by
+    // whoever may rename a directory above it) must not make this chmod something else through a symlink.
+    let fd: number;
+    try {
+      fd = fs.openSync(d, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+    } catch {
+      throw refused();
+    }
+    try {
+      const again = fs.fstatSync(fd);
+      if (!again.isDirectory() || (uid !== null && again.uid !== uid)) throw refused();
+      fs.fchmodSync(fd, 0o700);
+    } finally {
+      fs.closeSync(fd);
+    }
   }
   return dir;
 }
