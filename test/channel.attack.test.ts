@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { createRequire } from 'node:module';
 import { BIN, ROOT, hermeticEnv, runProcess, stopProcessesIn, USER_IDENTITY, type CliResult } from './helpers.js';
 
 const HOOK = path.join(ROOT, 'bin', 'agentsnap-hook');
@@ -193,6 +194,57 @@ for (const victim of VICTIMS) {
       }
     });
   }
+}
+
+/**
+ * A gitfile (`.git` as a file: a linked worktree, `--separate-git-dir`) and a `commondir` file as git reads them: the
+ * text after `gitdir: ` with trailing line breaks dropped, spaces kept; anything else is no repository to git. Both
+ * clients use the run dir only for what git would open (exactly `gitdir: <path>` and an optional newline); the rest
+ * takes the Node path, which runs git.
+ */
+const GITFILES: { name: string; text: (gitDir: string) => string; trusted: boolean }[] = [
+  { name: 'gitdir: <path>', text: (g) => `gitdir: ${g}\n`, trusted: true },
+  { name: 'a first line that is not gitdir: (git: invalid gitfile format)', text: (g) => `junk\ngitdir: ${g}\n`, trusted: false },
+  { name: 'a second line (git: the path holds the line break)', text: (g) => `gitdir: ${g}\nmore\n`, trusted: false },
+  { name: 'a trailing space (git: the path holds it)', text: (g) => `gitdir: ${g} \n`, trusted: false },
+  { name: 'two spaces after gitdir: (git: a relative path beginning with a space)', text: (g) => `gitdir:  ${g}\n`, trusted: false },
+];
+
+for (const c of GITFILES) {
+  test(`channel attack: a gitfile with ${c.name} → ${c.trusted ? 'served' : 'the Node path'}, Node and sh alike`, async () => {
+    if (!isRoot) return;
+    const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-attack-')));
+    let fake: ChildProcess | null = null;
+    try {
+      const home = path.join(base, 'home');
+      mkdirOwned(home, 0, 0o700);
+      const env = { ...hermeticEnv(home), ...USER_IDENTITY, AGENTSNAP_SERVER: 'on' };
+      const dir = path.join(base, 'w');
+      const gitDir = path.join(base, 'gd');
+      syncAs(0, base, 'git', ['init', '-q', '-b', 'main', '--separate-git-dir', gitDir, dir], env);
+      const run = path.join(gitDir, 'agentsnap', 'run', 'main');
+      for (const d of ['agentsnap', 'agentsnap/run', 'agentsnap/run/main']) mkdirOwned(path.join(gitDir, d), 0, 0o700);
+      for (const name of ['req', ...Array.from({ length: 16 }, (_, n) => `slot.${n}`)]) spawnSync('mkfifo', ['-m', '600', path.join(run, name)]);
+      const script = path.join(base, 'fake-server.cjs');
+      fs.writeFileSync(script, FAKE_SERVER);
+      fake = spawn(process.execPath, [script, run, path.join(home, 'marker')], { stdio: 'ignore' });
+      await until('the stand-in started', () => fs.existsSync(path.join(run, 'fake-ready')) && fs.readFileSync(path.join(run, 'fake-ready'), 'utf8') === 'ready\n');
+      fs.writeFileSync(path.join(run, 'pid'), `${fake.pid}\n`, { mode: 0o600 });
+      fs.writeFileSync(path.join(dir, '.git'), c.text(gitDir));
+      const channel = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'channel.cjs')) as { trustedRunDir(cwd: string): { run: string; pid: number } | null };
+      assert.is(channel.trustedRunDir(dir) !== null, c.trusted, 'the Node check');
+      // The sh client: a call the stand-in logs when it trusts the run dir; its "Node path" here is a stand-in that reads its input.
+      const drain = path.join(base, 'drain.sh');
+      fs.writeFileSync(drain, 'cat >/dev/null\n');
+      const res = await runProcess('/bin/sh', [HOOK, '--exec', '/bin/sh', drain, 'claude', 'PreToolUse'], { cwd: dir, env, input: hookPayload(dir) });
+      assert.is(res.code, 0, res.stderr);
+      assert.is(fs.readFileSync(path.join(run, 'served.log'), 'utf8').split('\n').filter(Boolean).length, c.trusted ? 1 : 0, 'the sh check');
+    } finally {
+      fake?.kill('SIGKILL');
+      stopProcessesIn(base);
+      fs.rmSync(base, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+    }
+  });
 }
 
 if (isRoot) {

@@ -55,6 +55,16 @@ export function runDirName(gitDir: string, linked: boolean): string {
   return linked ? `wt-${path.basename(gitDir)}` : 'main';
 }
 
+/**
+ * The path a gitfile (prefix `gitdir: `) or a `commondir` file names, or null. git takes the text after the prefix
+ * with trailing CR/LF dropped (spaces and inner line breaks kept); a client trusts only what it and the sh client
+ * read alike: exactly `<prefix><path>` and an optional newline. Anything else takes the Node path, which runs git.
+ */
+function pathFileLine(text: string, prefix: string): string | null {
+  const m = /^([^\r\n]+)\n?$/.exec(text);
+  return m && (m[1] as string).startsWith(prefix) && (m[1] as string).length > prefix.length ? (m[1] as string).slice(prefix.length) : null;
+}
+
 /** Where the run dir of the worktree around `cwd` would be (found as the sh client finds it, without git), or null. */
 export function locateRunDir(cwd: string): RunDirPlace | null {
   let dir = cwd;
@@ -69,17 +79,23 @@ export function locateRunDir(cwd: string): RunDirPlace | null {
     if (st) {
       let gitDir = dotGit;
       if (st.isFile()) {
-        const m = /^gitdir: (.*)$/m.exec(fs.readFileSync(dotGit, 'utf8'));
-        if (!m) return null;
-        gitDir = path.resolve(dir, (m[1] as string).trim());
+        const named = pathFileLine(fs.readFileSync(dotGit, 'utf8'), 'gitdir: ');
+        if (named === null) return null;
+        gitDir = path.resolve(dir, named);
       }
       let commonDir = gitDir;
       let linked = false;
+      let common: string | null = null;
       try {
-        commonDir = path.resolve(gitDir, fs.readFileSync(path.join(gitDir, 'commondir'), 'utf8').trim());
-        linked = true;
+        common = fs.readFileSync(path.join(gitDir, 'commondir'), 'utf8');
       } catch {
         /* the main worktree */
+      }
+      if (common !== null) {
+        const named = pathFileLine(common, '');
+        if (named === null) return null;
+        commonDir = path.resolve(gitDir, named);
+        linked = true;
       }
       return { top: dir, dotGit, gitDir, commonDir, run: path.join(commonDir, 'agentsnap', 'run', runDirName(gitDir, linked)) };
     }
