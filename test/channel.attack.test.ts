@@ -13,7 +13,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRequire } from 'node:module';
-import { BIN, ROOT, hermeticEnv, runProcess, stopProcessesIn, USER_IDENTITY, type CliResult } from './helpers.js';
+import { BIN, ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult, type TempRepo } from './helpers.js';
 
 const HOOK = path.join(ROOT, 'bin', 'agentsnap-hook');
 const ATTACKER = 4242;
@@ -246,6 +246,45 @@ for (const c of GITFILES) {
     }
   });
 }
+
+/** A background server of the user's own in a temp repository (left by a wrap), its run dir and log. */
+async function ownServer(): Promise<{ repo: TempRepo; env: NodeJS.ProcessEnv; run: string; log: string }> {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  const env = { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1', AGENTSNAP_SERVER_TRACE: '1' };
+  const first = await runProcess(process.execPath, [BIN, 'wrap', '-q', '--', 'true'], { cwd: repo.dir, env });
+  assert.is(first.code, 0, first.stderr);
+  const run = path.join(repo.dir, '.git', 'agentsnap', 'run', 'main');
+  await until('the background server came up', () => fs.existsSync(path.join(run, 'pid')));
+  return { repo, env: { ...env, AGENTSNAP_SERVER_AFTER_WRAP: '0' }, run, log: path.join(run, 'server.log') };
+}
+
+test("channel attack, the user's own agent: a FIFO planted as claim.<n> in the run dir does not wedge the server (its housekeeping removes it), and the next calls are served", async () => {
+  const { repo, env, run, log } = await ownServer();
+  try {
+    spawnSync('mkfifo', ['-m', '600', path.join(run, 'claim.7')]);
+    // The server's housekeeping (every 2 s) reads each claim to see whether its client lives: not through a FIFO.
+    await until('the planted claim.7 is removed', () => !fs.existsSync(path.join(run, 'claim.7')));
+    const snap = await runProcess(process.execPath, [BIN, 'snap'], { cwd: repo.dir, env, timeoutMs: 60_000 });
+    assert.is(snap.code, 0, snap.stderr);
+    assert.match(fs.readFileSync(log, 'utf8'), /: snap$/m, 'served');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test("channel attack, the user's own agent: FIFOs (and symlinks to one) planted as in.<n> in the run dir do not hang the sh hook client; it is served", async () => {
+  const { repo, env, run, log } = await ownServer();
+  try {
+    spawnSync('mkfifo', ['-m', '600', path.join(run, 'in.0')]);
+    spawnSync('mkfifo', ['-m', '600', path.join(repo.dir, '..', 'a-fifo')]);
+    for (let n = 1; n < 16; n++) fs.symlinkSync(path.join(repo.dir, '..', 'a-fifo'), path.join(run, `in.${n}`));
+    const res = await runProcess('/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PreToolUse'], { cwd: repo.dir, env, input: hookPayload(repo.dir), timeoutMs: 60_000 });
+    assert.is(res.code, 0, res.stderr);
+    assert.match(fs.readFileSync(log, 'utf8'), /: hook claude PreToolUse$/m, 'served');
+  } finally {
+    repo.cleanup();
+  }
+});
 
 if (isRoot) {
   test("channel attack: the server's tightening of an older 0755 agentsnap/ follows no symlink swapped in after its check — the file it points at keeps its mode", async () => {

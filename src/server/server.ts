@@ -364,8 +364,16 @@ export class HookServer {
     for (let n = 0; n < SLOTS; n++) {
       const claim = path.join(this.channelDir.path, `claim.${n}`);
       try {
-        const pid = Number(fs.readFileSync(claim, 'utf8').trim());
-        if (pid > 0 && !processExists(pid)) {
+        // Never through a FIFO or a symlink (an agent step may plant one here): a blocking read would wedge the server.
+        const fd = fs.openSync(claim, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+        let text: string | null = null;
+        try {
+          if (fs.fstatSync(fd).isFile()) text = fs.readFileSync(fd, 'utf8');
+        } finally {
+          fs.closeSync(fd);
+        }
+        const pid = text === null ? 0 : Number(text.trim());
+        if (text === null || (pid > 0 && !processExists(pid))) {
           fs.rmSync(path.join(this.channelDir.path, `in.${n}`), { force: true });
           fs.rmSync(claim, { force: true });
         }
