@@ -286,6 +286,31 @@ test("channel attack, the user's own agent: FIFOs (and symlinks to one) planted 
   }
 });
 
+test("channel attack, the user's own agent: autostart.stamp in the run dir made a symlink to a file of the user's — a hook that would start a server does not truncate it", async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const env = { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_TRACE: '1' };
+    const run = path.join(repo.dir, '.git', 'agentsnap', 'run', 'main');
+    fs.mkdirSync(run, { recursive: true, mode: 0o700 });
+    const precious = path.join(repo.dir, '..', 'precious.txt');
+    fs.writeFileSync(precious, 'the user\'s work\n');
+    // Older than the 30 s between two attempts (the stamp's age is the file's, through the link).
+    fs.utimesSync(precious, new Date(2020, 0, 1), new Date(2020, 0, 1));
+    for (const name of ['autostart.stamp']) {
+      fs.symlinkSync(precious, path.join(run, name));
+      const res = await runProcess(process.execPath, [BIN, 'hook', 'claude', 'PreToolUse'], { cwd: repo.dir, env, input: hookPayload(repo.dir), timeoutMs: 60_000 });
+      assert.is(res.code, 0, res.stderr);
+      // The hook wrote its stamp (or did not) before it returned.
+      assert.is(fs.readFileSync(precious, 'utf8'), "the user's work\n", `${name}: the file behind the symlink keeps its bytes`);
+      assert.ok(fs.lstatSync(path.join(run, name)).isSymbolicLink(), `${name}: left as it is`);
+      stopProcessesIn(repo.dir);
+      fs.rmSync(path.join(run, name));
+    }
+  } finally {
+    repo.cleanup();
+  }
+});
+
 if (isRoot) {
   test("channel attack: the server's tightening of an older 0755 agentsnap/ follows no symlink swapped in after its check — the file it points at keeps its mode", async () => {
     const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-attack-')));

@@ -488,7 +488,8 @@ export function readCall(pid: number, record: CallRecord): ServerCall {
 export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>): ChildProcess | null {
   try {
     const dir = prepareRunDir(repo);
-    const log = fs.openSync(path.join(dir, 'server.log'), 'a', 0o600);
+    // Never through a symlink an agent step put there (it would append to the file it names), nor blocking on a FIFO.
+    const log = fs.openSync(path.join(dir, 'server.log'), fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, 0o600);
     // A small young generation: the heap grows in bursts during full scans (peak RSS 127 -> 103 MB at 100k files);
     // --optimize-for-size collects sooner as the heap grows (bench hook rows at 1M files, same day: 253-318 -> 208 MiB,
     // per call unchanged: 54-102 -> 73-77 ms; at 100k 103 -> 88 MiB, 113 -> 117 ms).
@@ -522,12 +523,18 @@ export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'common
   }
   const stamp = path.join(dir, 'autostart.stamp');
   try {
-    if (Date.now() - fs.statSync(stamp).mtimeMs < 30_000) return;
+    if (Date.now() - fs.lstatSync(stamp).mtimeMs < 30_000) return;
   } catch {
     /* never tried */
   }
+  // Never through a symlink an agent step put there (it would truncate the file it names), nor blocking on a FIFO.
   try {
-    fs.writeFileSync(stamp, `${process.pid}\n`, { mode: 0o600 });
+    const fd = fs.openSync(stamp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, 0o600);
+    try {
+      fs.writeSync(fd, `${process.pid}\n`);
+    } finally {
+      fs.closeSync(fd);
+    }
   } catch {
     return;
   }
