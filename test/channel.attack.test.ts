@@ -311,6 +311,27 @@ test("channel attack, the user's own agent: autostart.stamp in the run dir made 
   }
 });
 
+test("channel attack, the user's own agent: server.lock and pid in the run dir made FIFOs — no client or Node path waits on them", async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const env = { ...repo.env, AGENTSNAP_SERVER: 'on' };
+    const run = path.join(repo.dir, '.git', 'agentsnap', 'run', 'main');
+    fs.mkdirSync(run, { recursive: true, mode: 0o700 });
+    for (const name of ['server.lock', 'pid']) spawnSync('mkfifo', ['-m', '600', path.join(run, name)]);
+    const hook = await runProcess(process.execPath, [BIN, 'hook', 'claude', 'PreToolUse'], { cwd: repo.dir, env, input: hookPayload(repo.dir), timeoutMs: 60_000 });
+    assert.is(hook.code, 0, `the Node hook: ${hook.stderr}`);
+    const sh = await runProcess('/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PostToolUse'], { cwd: repo.dir, env, input: hookPayload(repo.dir), timeoutMs: 60_000 });
+    assert.is(sh.code, 0, `the sh hook: ${sh.stderr}`);
+    const wrap = await runProcess(process.execPath, [BIN, 'wrap', '--', 'echo', 'hello'], { cwd: repo.dir, env, timeoutMs: 60_000 });
+    assert.is(wrap.code, 0, `wrap: ${wrap.stderr}`);
+    assert.is(wrap.stdout, 'hello\n');
+    const snap = await runProcess(process.execPath, [BIN, 'snap'], { cwd: repo.dir, env, timeoutMs: 60_000 });
+    assert.is(snap.code, 0, `snap: ${snap.stderr}`);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 if (isRoot) {
   test("channel attack: the server's tightening of an older 0755 agentsnap/ follows no symlink swapped in after its check — the file it points at keeps its mode", async () => {
     const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-attack-')));

@@ -52,7 +52,14 @@ export function currentOwner(purpose: string): LockOwner {
 function readOwner(file: string): LockOwner | 'missing' | 'unreadable' {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    // Never through a symlink, never waiting on a FIFO an agent step put in its place (a blocking read is a hang).
+    const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    try {
+      if (!fs.fstatSync(fd).isFile()) return 'unreadable';
+      text = fs.readFileSync(fd, 'utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'unreadable';
   }

@@ -127,6 +127,26 @@ function ownedFifo(p: string, uid: number): boolean {
 }
 
 /**
+ * The text of `file` when it is a regular file (never through a symlink, never waiting on a FIFO an agent step put
+ * in its place), else null.
+ */
+export function readPlainFile(file: string): string | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    return fs.fstatSync(fd).isFile() ? fs.readFileSync(fd, 'utf8') : null;
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * The pid of the server behind `place`'s run dir when the whole place passes the trust check (see the header),
  * else null: the caller takes the Node path.
  */
@@ -147,12 +167,7 @@ export function trustedServerPid(place: RunDirPlace): number | null {
   const pidFile = path.join(place.run, 'pid');
   const st = look(pidFile);
   if (!st || !st.isFile() || st.uid !== uid) return null;
-  let text: string;
-  try {
-    text = fs.readFileSync(pidFile, 'utf8').trim();
-  } catch {
-    return null;
-  }
+  const text = readPlainFile(pidFile)?.trim() ?? '';
   if (!/^[1-9][0-9]{0,9}$/.test(text)) return null;
   const pid = Number(text);
   const proc = look(`/proc/${pid}`);

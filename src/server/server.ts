@@ -29,7 +29,7 @@ import { packageRoot } from '../base/package-root.js';
 import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock.js';
 import type { Repo } from '../git/repo.js';
 import { serverEnabled, type Settings } from '../git/config.js';
-import { decodeRecord, pauseForTest, runDirName, SLOTS } from './channel.js';
+import { decodeRecord, pauseForTest, readPlainFile, runDirName, SLOTS } from './channel.js';
 
 export { SLOTS } from './channel.js';
 
@@ -102,17 +102,13 @@ export function serverInfo(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>
   const dir = runDirOf(repo);
   let owner: LockOwner & { hosted?: boolean };
   try {
-    owner = JSON.parse(fs.readFileSync(path.join(dir, 'server.lock'), 'utf8')) as LockOwner & { hosted?: boolean };
+    owner = JSON.parse(readPlainFile(path.join(dir, 'server.lock')) ?? '') as LockOwner & { hosted?: boolean };
   } catch {
     return null;
   }
   if (typeof owner.pid !== 'number' || !ownerAlive(owner)) return null;
-  let ready = false;
-  try {
-    ready = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim()) === owner.pid;
-  } catch {
-    /* starting or stopping */
-  }
+  // Absent while starting or stopping.
+  const ready = Number(readPlainFile(path.join(dir, 'pid'))?.trim() ?? '') === owner.pid;
   if (!ready) return null;
   return { pid: owner.pid, runDir: dir, hosted: owner.purpose === 'server (hosted)', since: owner.since };
 }
@@ -124,20 +120,24 @@ export function serverInfo(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>
  */
 export function runDirInUse(dir: string): boolean {
   const lock = path.join(dir, 'server.lock');
+  let lockSt: fs.Stats | undefined;
   try {
-    const owner = JSON.parse(fs.readFileSync(lock, 'utf8')) as LockOwner;
-    if (typeof owner.pid === 'number' && ownerAlive(owner)) return true;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-      try {
-        if (Date.now() - fs.statSync(lock).mtimeMs < 60_000) return true;
-      } catch {
-        /* gone meanwhile */
-      }
+    lockSt = fs.lstatSync(lock);
+  } catch {
+    /* no lock */
+  }
+  if (lockSt) {
+    let owner: LockOwner | null = null;
+    try {
+      owner = JSON.parse(readPlainFile(lock) ?? '') as LockOwner;
+    } catch {
+      /* being written, or not a lock at all */
     }
+    if (owner && typeof owner.pid === 'number' && ownerAlive(owner)) return true;
+    if (!owner && Date.now() - lockSt.mtimeMs < 60_000) return true;
   }
   try {
-    const pid = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim());
+    const pid = Number(readPlainFile(path.join(dir, 'pid'))?.trim() ?? '');
     if (Number.isInteger(pid) && pid > 0 && processExists(pid)) return true;
   } catch {
     /* no pid file */
