@@ -21,7 +21,7 @@ function backgroundServer(cwd) {
   const server = channel.trustedRunDir(cwd);
   if (!server) return null;
   try {
-    const owner = JSON.parse(fs.readFileSync(path.join(server.run, 'server.lock'), 'utf8'));
+    const owner = JSON.parse(channel.readPlainFile(path.join(server.run, 'server.lock')) ?? '');
     return owner.purpose === 'server' && owner.pid === server.pid ? server : null;
   } catch {
     return null;

@@ -273,6 +273,8 @@ export function runProcess(file: string, args: string[], opts: { cwd: string; en
     child.on('close', (code) =>
       resolve({ code: code ?? 128, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
     );
+    // A program may exit without reading its input (a hook client that falls back to a stand-in): no EPIPE crash.
+    child.stdin?.on('error', () => {});
     child.stdin?.end(opts.input ?? '');
   });
 }

@@ -55,6 +55,16 @@ export function runDirName(gitDir: string, linked: boolean): string {
   return linked ? `wt-${path.basename(gitDir)}` : 'main';
 }
 
+/**
+ * The path a gitfile (prefix `gitdir: `) or a `commondir` file names, or null. git takes the text after the prefix
+ * with trailing CR/LF dropped (spaces and inner line breaks kept); a client trusts only what it and the sh client
+ * read alike: exactly `<prefix><path>` and an optional newline. Anything else takes the Node path, which runs git.
+ */
+function pathFileLine(text: string, prefix: string): string | null {
+  const m = /^([^\r\n]+)\n?$/.exec(text);
+  return m && (m[1] as string).startsWith(prefix) && (m[1] as string).length > prefix.length ? (m[1] as string).slice(prefix.length) : null;
+}
+
 /** Where the run dir of the worktree around `cwd` would be (found as the sh client finds it, without git), or null. */
 export function locateRunDir(cwd: string): RunDirPlace | null {
   let dir = cwd;
@@ -69,17 +79,23 @@ export function locateRunDir(cwd: string): RunDirPlace | null {
     if (st) {
       let gitDir = dotGit;
       if (st.isFile()) {
-        const m = /^gitdir: (.*)$/m.exec(fs.readFileSync(dotGit, 'utf8'));
-        if (!m) return null;
-        gitDir = path.resolve(dir, (m[1] as string).trim());
+        const named = pathFileLine(fs.readFileSync(dotGit, 'utf8'), 'gitdir: ');
+        if (named === null) return null;
+        gitDir = path.resolve(dir, named);
       }
       let commonDir = gitDir;
       let linked = false;
+      let common: string | null = null;
       try {
-        commonDir = path.resolve(gitDir, fs.readFileSync(path.join(gitDir, 'commondir'), 'utf8').trim());
-        linked = true;
+        common = fs.readFileSync(path.join(gitDir, 'commondir'), 'utf8');
       } catch {
         /* the main worktree */
+      }
+      if (common !== null) {
+        const named = pathFileLine(common, '');
+        if (named === null) return null;
+        commonDir = path.resolve(gitDir, named);
+        linked = true;
       }
       return { top: dir, dotGit, gitDir, commonDir, run: path.join(commonDir, 'agentsnap', 'run', runDirName(gitDir, linked)) };
     }
@@ -111,6 +127,26 @@ function ownedFifo(p: string, uid: number): boolean {
 }
 
 /**
+ * The text of `file` when it is a regular file (never through a symlink, never waiting on a FIFO an agent step put
+ * in its place), else null.
+ */
+export function readPlainFile(file: string): string | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    return fs.fstatSync(fd).isFile() ? fs.readFileSync(fd, 'utf8') : null;
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * The pid of the server behind `place`'s run dir when the whole place passes the trust check (see the header),
  * else null: the caller takes the Node path.
  */
@@ -131,12 +167,7 @@ export function trustedServerPid(place: RunDirPlace): number | null {
   const pidFile = path.join(place.run, 'pid');
   const st = look(pidFile);
   if (!st || !st.isFile() || st.uid !== uid) return null;
-  let text: string;
-  try {
-    text = fs.readFileSync(pidFile, 'utf8').trim();
-  } catch {
-    return null;
-  }
+  const text = readPlainFile(pidFile)?.trim() ?? '';
   if (!/^[1-9][0-9]{0,9}$/.test(text)) return null;
   const pid = Number(text);
   const proc = look(`/proc/${pid}`);
@@ -247,6 +278,22 @@ async function readReply(fd: number): Promise<string | null> {
   }
 }
 
+/**
+ * The tests' hook point between the trust check and the run dir's first use (test/channel.attack.test.ts swaps a
+ * path component there; server.ts prepareRunDir has one between its check and its chmod):
+ * AGENTSNAP_TEST_CHANNEL_PAUSE names a FIFO, read to its end once per process.
+ */
+export function pauseForTest(): void {
+  const fifo = process.env.AGENTSNAP_TEST_CHANNEL_PAUSE;
+  if (!fifo) return;
+  delete process.env.AGENTSNAP_TEST_CHANNEL_PAUSE;
+  try {
+    fs.readFileSync(fifo);
+  } catch {
+    /* no such hook point */
+  }
+}
+
 /** A reply: its kind (`ok`, `warn`, `exit`, `spawn`, `refused`) and its fields. */
 export interface Reply {
   kind: string;
@@ -265,10 +312,19 @@ export interface CallOptions {
  * does the work itself.
  */
 export async function callServer(run: string, args: readonly string[], payload: string | Buffer | null, opts: CallOptions = {}): Promise<Reply | null> {
+  pauseForTest();
   let claim: string | null = null;
   let input: string | null = null;
   let reply = -1;
+  let pinned = -1;
   try {
+    // The run dir is used through a descriptor of the directory itself, checked again (ours, 0700): whoever may rename
+    // a directory above it (another user who owns the repository's parent) cannot swap it after the trust check.
+    pinned = fs.openSync(run, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+    const dirSt = fs.fstatSync(pinned);
+    if (!dirSt.isDirectory() || dirSt.uid !== euid() || (dirSt.mode & 0o7777) !== 0o700) return null;
+    run = `/proc/self/fd/${pinned}`;
+    if (!ownedFifo(path.join(run, 'req'), euid())) return null;
     const deadline = Date.now() + (opts.slotWaitMs ?? 0);
     let slot = claimSlot(run);
     while (slot < 0 && Date.now() <= deadline && (opts.serving?.() ?? false)) {
@@ -303,6 +359,7 @@ export async function callServer(run: string, args: readonly string[], payload: 
     if (reply >= 0) fs.closeSync(reply);
     if (input) fs.rmSync(input, { force: true });
     if (claim) fs.rmSync(claim, { force: true });
+    if (pinned >= 0) fs.closeSync(pinned);
   }
 }
 

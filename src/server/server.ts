@@ -30,7 +30,7 @@ import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock
 import { ensureStateDir, openStateLog, replaceStateFile, runDirLayout } from '../base/state-dir.js';
 import type { Repo } from '../git/repo.js';
 import { serverEnabled, type Settings } from '../git/config.js';
-import { decodeRecord, runDirName, SLOTS } from './channel.js';
+import { decodeRecord, pauseForTest, readPlainFile, runDirName, SLOTS } from './channel.js';
 
 export { SLOTS } from './channel.js';
 
@@ -64,9 +64,26 @@ export function prepareRunDir(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDi
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
+    const refused = () => errors.refused(`${d} is not a directory of this user's: the server does not run there.`);
     const st = fs.lstatSync(d);
-    if (!st.isDirectory() || (uid !== null && st.uid !== uid)) throw errors.refused(`${d} is not a directory of this user's: the server does not run there.`);
-    if ((st.mode & 0o7777) !== 0o700) fs.chmodSync(d, 0o700);
+    if (!st.isDirectory() || (uid !== null && st.uid !== uid)) throw refused();
+    if ((st.mode & 0o7777) === 0o700) continue;
+    pauseForTest();
+    // Tightened through a descriptor of the directory itself, checked again: a path swapped since the lstat (by
+    // whoever may rename a directory above it) must not make this chmod something else through a symlink.
+    let fd: number;
+    try {
+      fd = fs.openSync(d, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+    } catch {
+      throw refused();
+    }
+    try {
+      const again = fs.fstatSync(fd);
+      if (!again.isDirectory() || (uid !== null && again.uid !== uid)) throw refused();
+      fs.fchmodSync(fd, 0o700);
+    } finally {
+      fs.closeSync(fd);
+    }
   }
   return dir;
 }
@@ -86,17 +103,13 @@ export function serverInfo(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>
   const dir = runDirOf(repo);
   let owner: LockOwner & { hosted?: boolean };
   try {
-    owner = JSON.parse(fs.readFileSync(path.join(dir, 'server.lock'), 'utf8')) as LockOwner & { hosted?: boolean };
+    owner = JSON.parse(readPlainFile(path.join(dir, 'server.lock')) ?? '') as LockOwner & { hosted?: boolean };
   } catch {
     return null;
   }
   if (typeof owner.pid !== 'number' || !ownerAlive(owner)) return null;
-  let ready = false;
-  try {
-    ready = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim()) === owner.pid;
-  } catch {
-    /* starting or stopping */
-  }
+  // Absent while starting or stopping.
+  const ready = Number(readPlainFile(path.join(dir, 'pid'))?.trim() ?? '') === owner.pid;
   if (!ready) return null;
   return { pid: owner.pid, runDir: dir, hosted: owner.purpose === 'server (hosted)', since: owner.since };
 }
@@ -108,20 +121,24 @@ export function serverInfo(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>
  */
 export function runDirInUse(dir: string): boolean {
   const lock = path.join(dir, 'server.lock');
+  let lockSt: fs.Stats | undefined;
   try {
-    const owner = JSON.parse(fs.readFileSync(lock, 'utf8')) as LockOwner;
-    if (typeof owner.pid === 'number' && ownerAlive(owner)) return true;
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-      try {
-        if (Date.now() - fs.statSync(lock).mtimeMs < 60_000) return true;
-      } catch {
-        /* gone meanwhile */
-      }
+    lockSt = fs.lstatSync(lock);
+  } catch {
+    /* no lock */
+  }
+  if (lockSt) {
+    let owner: LockOwner | null = null;
+    try {
+      owner = JSON.parse(readPlainFile(lock) ?? '') as LockOwner;
+    } catch {
+      /* being written, or not a lock at all */
     }
+    if (owner && typeof owner.pid === 'number' && ownerAlive(owner)) return true;
+    if (!owner && Date.now() - lockSt.mtimeMs < 60_000) return true;
   }
   try {
-    const pid = Number(fs.readFileSync(path.join(dir, 'pid'), 'utf8').trim());
+    const pid = Number(readPlainFile(path.join(dir, 'pid'))?.trim() ?? '');
     if (Number.isInteger(pid) && pid > 0 && processExists(pid)) return true;
   } catch {
     /* no pid file */
@@ -175,6 +192,8 @@ export class HookServer {
 
   private constructor(
     readonly runDir: string,
+    /** The run dir through the descriptor of the directory itself (see start), for every use of the channel's files. */
+    private readonly channelDir: { fd: number; path: string },
     private readonly worktree: string,
     private readonly lock: Lock,
     private readonly opts: ServerOptions,
@@ -188,10 +207,20 @@ export class HookServer {
   static async start(repo: Repo, opts: ServerOptions): Promise<HookServer> {
     const dir = prepareRunDir(repo);
     const lock = await acquireLock(path.join(dir, 'server.lock'), { timeoutMs: 0, purpose: opts.hosted ? 'server (hosted)' : 'server' });
+    let pinned = -1;
     try {
+      // The channel's files are used through a descriptor of the run dir itself: whoever may rename a directory above
+      // it (another user who owns the repository's parent) cannot make the server read a record, or remove or create
+      // a file, in a directory of theirs. /proc/<pid>/fd/<n>: mkfifo, a child, resolves it too.
+      pinned = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+      const st = fs.fstatSync(pinned);
+      const uid = typeof process.geteuid === 'function' ? process.geteuid() : null;
+      if ((uid !== null && st.uid !== uid) || (st.mode & 0o7777) !== 0o700) throw errors.refused(`${dir} is not a directory of this user's: the server does not run there.`);
+      const channelDir = { fd: pinned, path: `/proc/${process.pid}/fd/${pinned}` };
+      const cdir = channelDir.path;
       // Left by a server that was killed: nothing in them is still waited on.
-      for (const name of fs.readdirSync(dir)) if (name !== 'server.lock' && name !== 'autostart.stamp' && name !== 'server.log' && !name.startsWith('engine')) fs.rmSync(path.join(dir, name), { force: true, recursive: true });
-      const fifos = ['req', ...Array.from({ length: SLOTS }, (_, n) => `slot.${n}`)].map((f) => path.join(dir, f));
+      for (const name of fs.readdirSync(cdir)) if (name !== 'server.lock' && name !== 'autostart.stamp' && name !== 'server.log' && !name.startsWith('engine')) fs.rmSync(path.join(cdir, name), { force: true, recursive: true });
+      const fifos = ['req', ...Array.from({ length: SLOTS }, (_, n) => `slot.${n}`)].map((f) => path.join(cdir, f));
       // Not spawnSync: the baseline snapshot goes on meanwhile (a wrapper starts its server beside it).
       const made = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
         let stderr = '';
@@ -204,7 +233,7 @@ export class HookServer {
       // O_RDWR: opening never blocks, and the server's own write end keeps the FIFOs alive between clients.
       const flags = fs.constants.O_RDWR | fs.constants.O_NONBLOCK;
       const slotFds = fifos.slice(1).map((f) => fs.openSync(f, flags));
-      const server = new HookServer(dir, repo.worktree, lock, opts, slotFds);
+      const server = new HookServer(dir, channelDir, repo.worktree, lock, opts, slotFds);
       server.fds.push(...slotFds);
       // Blocking reads on a pool thread (nothing here may load a network module, not even for a FIFO).
       server.reqFd = fs.openSync(fifos[0] as string, fs.constants.O_RDWR);
@@ -213,11 +242,12 @@ export class HookServer {
         server.timer = setInterval(() => server.housekeeping(), 2000);
         server.timer.unref();
       }
-      const tmp = path.join(dir, `pid.tmp-${process.pid}`);
+      const tmp = path.join(cdir, `pid.tmp-${process.pid}`);
       fs.writeFileSync(tmp, `${process.pid}\n`, { mode: 0o600 });
-      fs.renameSync(tmp, path.join(dir, 'pid'));
+      fs.renameSync(tmp, path.join(cdir, 'pid'));
       return server;
     } catch (e) {
+      if (pinned >= 0) fs.closeSync(pinned);
       lock.release();
       throw e;
     }
@@ -257,7 +287,7 @@ export class HookServer {
       if (slot >= SLOTS) continue;
       this.lastCall = Date.now();
       // What was asked: the client's request record, read now (it is written before the request line).
-      const record = readRecord(path.join(this.runDir, `in.${slot}`));
+      const record = readRecord(path.join(this.channelDir.path, `in.${slot}`));
       if (!record) {
         // Left to the client (its record and claim too): it takes the Node path.
         this.queue = this.queue.then(() => this.writeReply(this.slotFds[slot] as number, `${pid} refused\n`));
@@ -292,8 +322,8 @@ export class HookServer {
     }
     this.lastCall = Date.now();
     await this.writeReply(this.slotFds[slot] as number, `${reply}\n`);
-    fs.rmSync(path.join(this.runDir, `in.${slot}`), { force: true });
-    fs.rmSync(path.join(this.runDir, `claim.${slot}`), { force: true });
+    fs.rmSync(path.join(this.channelDir.path, `in.${slot}`), { force: true });
+    fs.rmSync(path.join(this.channelDir.path, `claim.${slot}`), { force: true });
   }
 
   /**
@@ -327,17 +357,25 @@ export class HookServer {
   private housekeeping(): void {
     const idleMs = this.opts.idleMs ?? 10 * 60_000;
     // Gone run dir or worktree: the repository, agentsnap's state or a session worktree was removed.
-    if (!fs.existsSync(path.join(this.runDir, 'pid')) || !fs.existsSync(this.worktree) || (Date.now() - this.lastCall > idleMs && !this.opts.busy?.())) {
+    if (!fs.existsSync(path.join(this.channelDir.path, 'pid')) || !fs.existsSync(this.worktree) || (Date.now() - this.lastCall > idleMs && !this.opts.busy?.())) {
       void this.close();
       return;
     }
     // Claims of clients killed before they sent their request would hold a slot forever.
     for (let n = 0; n < SLOTS; n++) {
-      const claim = path.join(this.runDir, `claim.${n}`);
+      const claim = path.join(this.channelDir.path, `claim.${n}`);
       try {
-        const pid = Number(fs.readFileSync(claim, 'utf8').trim());
-        if (pid > 0 && !processExists(pid)) {
-          fs.rmSync(path.join(this.runDir, `in.${n}`), { force: true });
+        // Never through a FIFO or a symlink (an agent step may plant one here): a blocking read would wedge the server.
+        const fd = fs.openSync(claim, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+        let text: string | null = null;
+        try {
+          if (fs.fstatSync(fd).isFile()) text = fs.readFileSync(fd, 'utf8');
+        } finally {
+          fs.closeSync(fd);
+        }
+        const pid = text === null ? 0 : Number(text.trim());
+        if (text === null || (pid > 0 && !processExists(pid))) {
+          fs.rmSync(path.join(this.channelDir.path, `in.${n}`), { force: true });
           fs.rmSync(claim, { force: true });
         }
       } catch {
@@ -351,7 +389,7 @@ export class HookServer {
     if (this.closing) return this.closing;
     this.closing = (async () => {
       if (this.timer) clearInterval(this.timer);
-      fs.rmSync(path.join(this.runDir, 'pid'), { force: true });
+      fs.rmSync(path.join(this.channelDir.path, 'pid'), { force: true });
       // A client that read the pid just before it went is given a moment to send its request.
       await new Promise((r) => setTimeout(r, this.opts.hosted ? 50 : 300));
       // Calls in progress finish (a stuck one is given up on: its client falls back when the slot closes).
@@ -377,8 +415,9 @@ export class HookServer {
         }
       }
       for (const name of ['req', ...['slot', 'claim', 'in'].flatMap((k) => Array.from({ length: SLOTS }, (_, n) => `${k}.${n}`))]) {
-        fs.rmSync(path.join(this.runDir, name), { force: true });
+        fs.rmSync(path.join(this.channelDir.path, name), { force: true });
       }
+      fs.closeSync(this.channelDir.fd);
       this.lock.release();
       for (const w of this.closedWaiters.splice(0)) w();
     })();
