@@ -15,7 +15,7 @@ const PASSED_IN = [
   'server/serve.ts:handle → server-api.ts:hook',
   // what runs under a lock file
   'base/lock.ts:withLock → hook.ts:(anonymous)',
-  'base/lock.ts:withLock → session/locks.ts:(anonymous)',
+  'base/lock.ts:withLock → session/locks.ts:taken',
 ];
 
 /**
@@ -26,7 +26,7 @@ const REPO_ACCEL = [
   'git/config.ts:loadSettings → server/serve.ts:(anonymous)', // accel.settings: cachedSettings' closure
   'git/plumbing.ts:commitTree → server/serve.ts:accel.commitTree',
   'git/plumbing.ts:updateRefs → server/serve.ts:updateRefs', // accel.updateRefs → the long-lived update-ref
-  'session/locks.ts:(anonymous) → server/serve.ts:accel.snapshot', // lockedSnapshot → the incremental engine
+  'session/locks.ts:once → server/serve.ts:accel.snapshot', // lockedSnapshot's one try (retried once after a prune) → the incremental engine
 ];
 
 test('hook path: the calls into a higher layer that a hook call makes at run time are the known ones', async () => {
