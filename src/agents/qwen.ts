@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
+import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import type { AgentAdapter, HookGroup } from './adapter.js';
 import { jsonMcpLayout, parseJsonc, withHooks, withMcpServer } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
@@ -80,7 +81,7 @@ function restoreStamped(saved: Map<string, string>): string[] {
     if (now === null || now === before || !onlyVersionAdded(before, now)) continue;
     try {
       const tmp = `${file}.agentsnap-${process.pid}.tmp`;
-      fs.writeFileSync(tmp, before, { mode: fs.statSync(file).mode & 0o7777 });
+      fs.writeFileSync(tmp, before, { mode: fs.statSync(file).mode & 0o7777, flag: 'wx' });
       fs.renameSync(tmp, file);
     } catch (e) {
       warnings.push(`agentsnap: warning: Qwen Code added "$version" to ${file} and agentsnap could not put the file back: ${(e as Error).message}`);
@@ -167,10 +168,10 @@ export const qwen: AgentAdapter = {
     const hook = (ev: string): HookGroup => ({ matcher: '*', hooks: [{ type: 'command', command: run.hookCommand(ev, { session: run.session, worktree: run.worktree }), timeout: 600 }] });
     let settings = withHooks(base, { PreToolUse: [hook('PreToolUse')], PostToolUse: [hook('PostToolUse')], PostToolUseFailure: [hook('PostToolUseFailure')] });
     if (run.mcp) settings = withMcpServer(settings, { command: run.mcp.command, args: run.mcp.args }, given ?? 'the run settings');
-    fs.mkdirSync(run.sessionDir, { recursive: true });
+    ensureStateDir(run.sessionDir);
     const tag = `${process.pid}-${Date.now().toString(36)}`;
     const file = path.join(run.sessionDir, `qwen-settings-${tag}.json`);
-    fs.writeFileSync(file, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
+    replaceStateFile(file, `${JSON.stringify(settings, null, 2)}\n`);
     // The settings files Qwen may stamp with "$version" during the run, as they are now.
     const home = run.env.HOME || os.homedir();
     const saved = new Map<string, string>();
@@ -180,7 +181,7 @@ export const qwen: AgentAdapter = {
     }
     const state: RunState = { owner: currentOwner('qwen run'), settingsFile: file, saved: Object.fromEntries(saved) };
     const stateFile = path.join(run.sessionDir, `qwen-run-${tag}.json`);
-    fs.writeFileSync(stateFile, `${JSON.stringify(state)}\n`, { mode: 0o600 });
+    replaceStateFile(stateFile, `${JSON.stringify(state)}\n`);
     return { env: { QWEN_CODE_SYSTEM_SETTINGS_PATH: file }, finish: () => finishRun(stateFile, state) };
   },
   // A killed wrapper's run: its settings file goes, and the settings Qwen only stamped are put back.
