@@ -1407,7 +1407,7 @@ export class World {
       for (const [p, e] of after.untouchable) if (target.has(p) && !onDisk.has(p)) onDisk.set(p, e);
       const diff = diffEntries(target, onDisk, exempt);
       this.checkLeftOutKept(before, args[0]!, target);
-      if (!SKIP_CHECKS.has('keptskipped')) this.checkSkippedReported(args[0]!, start.to as string, after, left, scope);
+      if (!SKIP_CHECKS.has('keptskipped')) this.checkSkippedReported(args[0]!, start.to as string, (start.toCommit ?? null) as string | null, after, left, scope);
       if (diff.length > 0) throw new InvariantError(`(c) after ${args[0]} the worktree differs from its target ${String(start.to).slice(0, 10)} outside the paths it reported as left (${left.join(', ') || 'none'}):\n${diff.join('\n')}`);
       // (a) its result commit is the worktree as it now is.
       if (done.commit) {
@@ -1433,8 +1433,9 @@ export class World {
    * that the target did not hold and did not skip either is kept by the operation: it must say so (as left,
    * with its reason), never report the worktree as back at its target while that path is there.
    */
-  private checkSkippedReported(what: string, to: string, after: View, left: string[], outOfScope: (p: string) => boolean): void {
-    const targetEv = this.journal().find((ev) => ev.commit === to || ev.baseline === to || ev.safety === to);
+  private checkSkippedReported(what: string, to: string, toCommit: string | null, after: View, left: string[], outOfScope: (p: string) => boolean): void {
+    // op.start's `to` is the target's tree; the snapshot event that names what it skipped names its commit.
+    const targetEv = toCommit === null ? undefined : this.journal().find((ev) => ev.commit === toCommit || ev.baseline === toCommit || ev.safety === toCommit);
     const targetSkipped = new Set(((targetEv?.type === 'op.start' ? targetEv.safetySkipped : targetEv?.skipped) as { path: string }[] | undefined ?? []).map((x) => x.path));
     const target = treeEntries(this.repo, to);
     const silent = [...after.skipped]
