@@ -96,7 +96,7 @@ function describeOperation(r: OperationResult): string[] {
     for (const c of r.changes) lines.push(`  ${c.change} ${printableName(c.path)} (${r.dryRun ? `would be ${CHANGE_WORD[c.change]}` : CHANGE_WORD[c.change]})`);
   }
   for (const l of r.left) lines.push(`  left as it is: ${printableName(l.path)}: ${printableLine(l.reason)}`);
-  for (const k of r.kept) lines.push(`  kept: ${printableName(k)} (it was not snapshotted at the target)`);
+  for (const k of r.kept.filter((k) => !r.left.some((l) => k === l.path || k.startsWith(`${l.path}/`)))) lines.push(`  kept: ${printableName(k)} (it was not snapshotted at the target)`);
   if (r.outside.length > 0) {
     lines.push(r.dryRun ? (r.wouldRefuse ? 'It would be REFUSED: these changes were made outside the recorded tool calls (probably by the user) and would be overwritten:' : 'These changes made outside the recorded tool calls would be overwritten (force):') : 'Overwritten (force), kept in the safety snapshot: changes made outside the recorded tool calls:');
     for (const o of r.outside) lines.push(`  ${o.change} ${printableName(o.path)} (${o.when})`);

@@ -210,6 +210,82 @@ test('.gitattributes and .gitmodules both symlinks: the snapshot holds what is o
   }
 });
 
+// Issue 29 item 10, the other direction: a path the TARGET's snapshot left out (a symlinked .gitmodules there)
+// cannot be put back as it was, so the operation keeps what is on disk now; the result is then not its target
+// at that path, and it says so (left, with the target's reason), never "back" with a dim "= kept" line only.
+// Failing test first: redo reported .gitmodules only in `kept`, its left was empty and its headline said "back".
+test('redo keeps a .gitmodules its target had as a symlink (left out there) and reports it as left, dry run as the run', async () => {
+  const modules = '[submodule "x"]\n\tpath = x\n\turl = ./x\n';
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', '.gitmodules': modules } });
+  try {
+    await step(repo, () => {
+      fs.rmSync(path.join(repo.dir, '.gitmodules'));
+      fs.symlinkSync('a.txt', path.join(repo.dir, '.gitmodules'));
+      repo.write('a.txt', 'agent\n');
+    });
+    await opJson(repo, ['undo', '1']);
+    // The user puts a regular .gitmodules back (whatever the undo left there).
+    fs.rmSync(path.join(repo.dir, '.gitmodules'), { force: true });
+    repo.write('.gitmodules', modules);
+    const text = await cli(repo, ['redo', '--dry-run']);
+    assert.is(text.code, 0, text.stderr);
+    assert.match(text.stdout, /, except the path left as it is \(!\)/, text.stdout);
+    assert.match(text.stdout, /! \.gitmodules {2}left as it is: not in the target's snapshot \(a symlinked \.gitmodules/, text.stdout);
+    const out = await dryRunIsTheRun(repo, ['redo']);
+    assert.match(leftOf(out, '.gitmodules') ?? '', /^not in the target's snapshot \(a symlinked \.gitmodules, which git cannot record\): kept as it is/, JSON.stringify(out));
+    assert.ok(!fs.lstatSync(path.join(repo.dir, '.gitmodules')).isSymbolicLink());
+    assert.is(repo.read('.gitmodules').toString(), modules, 'kept as it is');
+    assert.is(repo.read('a.txt').toString(), 'agent\n');
+    const id = sessionOf(repo);
+    const done = journalEvents(repo, id).filter((e) => e.type === 'op.done').at(-1) as { left: { path: string }[] };
+    assert.ok(done.left.some((l) => l.path === '.gitmodules'), `journaled as left: ${JSON.stringify(done.left)}`);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// Failing test first: undo 2 kept the regular .gitmodules the agent wrote in step 2 over the symlink of step 1
+// (which the target's snapshot left out) and reported it only in `kept`, not as left.
+test('undo to a state whose snapshot left .gitmodules out (a symlink) keeps the file there now and reports it as left', async () => {
+  const modules = '[submodule "x"]\n\tpath = x\n\turl = ./x\n';
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', '.gitmodules': modules } });
+  try {
+    await step(repo, () => {
+      fs.rmSync(path.join(repo.dir, '.gitmodules'));
+      fs.symlinkSync('a.txt', path.join(repo.dir, '.gitmodules'));
+    });
+    await step(repo, () => {
+      fs.rmSync(path.join(repo.dir, '.gitmodules'));
+      repo.write('.gitmodules', '[submodule "y"]\n\tpath = y\n\turl = ./y\n');
+      repo.write('a.txt', 'agent\n');
+    });
+    const out = await dryRunIsTheRun(repo, ['undo', '2']);
+    assert.match(leftOf(out, '.gitmodules') ?? '', /^not in the target's snapshot \(a symlinked \.gitmodules, which git cannot record\): kept as it is/, JSON.stringify(out));
+    assert.is(repo.read('.gitmodules').toString(), '[submodule "y"]\n\tpath = y\n\turl = ./y\n', 'kept as it is');
+    assert.is(repo.read('a.txt').toString(), 'a\n');
+    const fsck = repo.gitRaw(['fsck', '--no-dangling']);
+    assert.is(fsck.status, 0, fsck.stderr);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+// The user's own .env, left out by the target's snapshot and by the worktree's now, untouched: nothing to report
+// (what the keptskipped check of test/support/nothing-lost.ts exempts too).
+test('a path left out at the target and now (the user\'s .env, untouched) is not reported', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    repo.write('.env', 'USER=1\n');
+    await step(repo, () => repo.write('a.txt', 'one\n'));
+    await step(repo, () => repo.write('a.txt', 'two\n'));
+    const out = await dryRunIsTheRun(repo, ['undo', '2']);
+    assert.equal(out.left, []);
+    assert.is(repo.read('.env').toString(), 'USER=1\n');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 // The dry run is the run: one plan, printed by one and executed by the other, over the scenarios of
 // test/undo.test.ts, test/undo.more.test.ts and test/restore.ignore.test.ts, and redo, restore and revert.
 test('dry run = run: modify, create, delete, rename, exec bit, symlinks, a directory replaced by a file', async () => {

@@ -573,7 +573,9 @@ async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead:
     resolved.skippedAtTarget.map((f) => f.path),
   );
   const disk = await prepareRestore(repo, plan, { target: targetOf(resolved) });
-  const leftOut = await collapseNewDirs(repo, [ctx.safetyTree, resolved.toTree], leftOutKept(ctx.events, resolved, plan, safetySkipped));
+  const leftOut = [...(await collapseNewDirs(repo, [ctx.safetyTree, resolved.toTree], leftOutKept(ctx.events, resolved, plan, safetySkipped))), ...keptLeftOutAtTarget(kept, resolved.skippedAtTarget)].sort(
+    (a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
+  );
   const why = leftOutReasons(safetySkipped);
   const touched = new Set(plan.map((c) => c.path));
   const after = resolved.anchor === null ? [] : outsideChanges(ctx.session, await withOpChanges(repo, ctx.events, resolved.anchor), resolved.anchor, sinceHead);
@@ -654,6 +656,30 @@ function leftOutKept(events: JournalEvent[], r: Resolved, plan: PlannedChange[],
   return safetySkipped
     .filter((f) => !atTarget.has(f.path) && !planned.has(f.path) && (!r.paths || underAnyPath(f.path, r.paths)))
     .map((f) => ({ path: f.path, reason: `not in the snapshots (${leftOutWhy(f)}): kept as it is; the target does not have it` }));
+}
+
+/**
+ * The paths the target's snapshot left out that the worktree has now (its snapshot holds them, so the plan
+ * would delete them; withoutSkipped keeps them): what the target had there is not known, so the result is
+ * not the target at that path, and each is reported as left with the target's reason. One line per path the
+ * target left out (a skipped directory covers the kept files below it). A path left out now too (the user's
+ * own .env at the target and now) is not planned at all, so not here: nothing says it changed.
+ */
+function keptLeftOutAtTarget(kept: string[], skippedAtTarget: SkippedFile[]): LeftPath[] {
+  if (kept.length === 0) return [];
+  const byPath = new Map(skippedAtTarget.map((f) => [f.path, f]));
+  const out = new Map<string, LeftPath>();
+  for (const k of kept) {
+    let at = k;
+    let f = byPath.get(k);
+    for (let i = k.lastIndexOf('/'); f === undefined && i > 0; i = k.lastIndexOf('/', i - 1)) {
+      at = k.slice(0, i);
+      f = byPath.get(at);
+    }
+    if (f === undefined) at = k;
+    if (!out.has(at)) out.set(at, { path: at, reason: `not in the target's snapshot (${f ? leftOutWhy(f) : 'left out'}): kept as it is` });
+  }
+  return [...out.values()];
 }
 
 /** Above this many left-out paths, those in directories neither tree has are reported by directory. */

@@ -1407,7 +1407,7 @@ export class World {
       for (const [p, e] of after.untouchable) if (target.has(p) && !onDisk.has(p)) onDisk.set(p, e);
       const diff = diffEntries(target, onDisk, exempt);
       this.checkLeftOutKept(before, args[0]!, target);
-      if (!SKIP_CHECKS.has('keptskipped')) this.checkSkippedReported(args[0]!, start.to as string, after, left, scope);
+      if (!SKIP_CHECKS.has('keptskipped')) this.checkSkippedReported(args[0]!, start.to as string, this.scannedTarget(start), after, left, scope);
       if (diff.length > 0) throw new InvariantError(`(c) after ${args[0]} the worktree differs from its target ${String(start.to).slice(0, 10)} outside the paths it reported as left (${left.join(', ') || 'none'}):\n${diff.join('\n')}`);
       // (a) its result commit is the worktree as it now is.
       if (done.commit) {
@@ -1433,8 +1433,24 @@ export class World {
    * that the target did not hold and did not skip either is kept by the operation: it must say so (as left,
    * with its reason), never report the worktree as back at its target while that path is there.
    */
-  private checkSkippedReported(what: string, to: string, after: View, left: string[], outOfScope: (p: string) => boolean): void {
-    const targetEv = this.journal().find((ev) => ev.commit === to || ev.baseline === to || ev.safety === to);
+  /**
+   * The snapshot whose skipped list is the target's: op.start's toCommit; for a revert (a merged tree, no commit)
+   * the state before the reverted step, as the product reads it (its pre, or a checkpoint's parent).
+   */
+  private scannedTarget(start: Record<string, unknown>): string | null {
+    if (typeof start.toCommit === 'string') return start.toCommit;
+    const n = (start.target as { step?: number } | undefined)?.step;
+    if (start.kind !== 'revert' || n === undefined) return null;
+    const evs = this.journal();
+    const pre = evs.find((ev) => ev.type === 'step.pre' && ev.step === n);
+    if (pre && typeof pre.commit === 'string') return pre.commit;
+    const cp = evs.find((ev) => ev.type === 'step.checkpoint' && ev.step === n);
+    return cp && typeof cp.commit === 'string' ? this.repo.git(['rev-parse', `${cp.commit}^1`]).trim() : null;
+  }
+
+  private checkSkippedReported(what: string, to: string, toCommit: string | null, after: View, left: string[], outOfScope: (p: string) => boolean): void {
+    // op.start's `to` is the target's tree; the snapshot event that names what it skipped names its commit.
+    const targetEv = toCommit === null ? undefined : this.journal().find((ev) => ev.commit === toCommit || ev.baseline === toCommit || ev.safety === toCommit);
     const targetSkipped = new Set(((targetEv?.type === 'op.start' ? targetEv.safetySkipped : targetEv?.skipped) as { path: string }[] | undefined ?? []).map((x) => x.path));
     const target = treeEntries(this.repo, to);
     const silent = [...after.skipped]

@@ -72,7 +72,8 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
     out.out(`  ${color(ch.change)} ${printablePath(ch.path)}${c.dim(`  (${verbs[ch.change]})`)}`);
   }
   for (const l of r.left) out.out(c.yellow(`  ! ${describeLeft(l)}`));
-  for (const k of r.kept) out.out(c.dim(`  = ${printablePath(k)}  kept: it was not snapshotted at the target (skipped)`));
+  // A kept path is also left (with the target's reason) since issue 29 item 10: listed once, by its `!` line.
+  for (const k of r.kept.filter((k) => !r.left.some((l) => k === l.path || k.startsWith(`${l.path}/`)))) out.out(c.dim(`  = ${printablePath(k)}  kept: it was not snapshotted at the target (skipped)`));
   if (r.outside.length > 0) {
     out.out(c.yellow(`  ${r.dryRun ? (r.wouldRefuse ? 'refused without --force: ' : '') : 'overwritten with --force: '}changes made outside the recorded tool calls:`));
     for (const o of r.outside) out.out(c.yellow(`    ${o.change} ${printablePath(o.path)} (${o.when})`));
