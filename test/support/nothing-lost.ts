@@ -302,7 +302,7 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
           if (name !== '.git') walk(r, true, unr);
           continue;
         }
-        if (lstat(path.join(abs, '.git')) && !(gitView && trackedUnder(r))) {
+        if (isNestedRepo(repo, abs) && !(gitView && trackedUnder(r))) {
           nested.push({ rel: r, unreadable: unr });
           walk(r, true, unr);
           continue;
@@ -360,8 +360,8 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
   }
   for (const n of nested) {
     if (ignored.has(n.rel)) continue;
-    const head = repo.gitRaw(['rev-parse', '-q', '--verify', 'HEAD^{commit}'], { cwd: path.join(repo.dir, n.rel) });
-    if (head.status === 0) view.tree.set(n.rel, { mode: '160000', oid: head.stdout.trim() });
+    const head = nestedHead(repo, path.join(repo.dir, n.rel));
+    if (head) view.tree.set(n.rel, { mode: '160000', oid: head });
     else view.skipped.set(n.rel, 'nested-repo-without-commit');
   }
   return view;
@@ -451,8 +451,20 @@ export class InvariantError extends Error {}
 const isDiskFull = (r: CliResult) => /DiskFull|the disk is full/.test(r.stderr);
 /** A hook's warning or an error that says the disk is full. */
 const saysNoSpace = (text: string) => /disk is full|No space left|Out of diskspace|ENOSPC/i.test(text);
-/** dir holds a repository of its own (a nested repository: .git file or directory). */
-const isNestedRepo = (abs: string) => !!lstat(path.join(abs, '.git'));
+/**
+ * dir holds a repository of its own (a nested repository), as git itself decides it (dir.c's
+ * is_nonbare_repository_dir): a `.git` that git takes for a repository (HEAD, objects/, refs/, or a gitfile to
+ * one). A `.git` that is not one (a `git init` stopped by ENOSPC leaves .git/hooks and no HEAD) makes a plain
+ * directory of the superproject, its .git left out (seed 2903: the ground truth recorded a gitlink there, and
+ * `git rev-parse` run inside it walked up and named the superproject's HEAD). An explicit --git-dir never walks up.
+ */
+const isNestedRepo = (repo: TempRepo, abs: string): boolean =>
+  !!lstat(path.join(abs, '.git')) && repo.gitRaw([`--git-dir=${path.join(abs, '.git')}`, 'rev-parse', '--git-dir'], { cwd: abs }).status === 0;
+/** The commit a nested repository's HEAD names (its own git dir: never the superproject's), or null before its first commit. */
+const nestedHead = (repo: TempRepo, abs: string): string | null => {
+  const r = repo.gitRaw([`--git-dir=${path.join(abs, '.git')}`, 'rev-parse', '-q', '--verify', 'HEAD^{commit}'], { cwd: abs });
+  return r.status === 0 ? r.stdout.trim() : null;
+};
 
 interface JournalEv {
   type: string;
@@ -820,7 +832,7 @@ export class World {
         if (r === '.git' || r === 'nest') continue;
         const st = fs.lstatSync(path.join(root, r));
         if (st.isDirectory()) {
-          if (!isNestedRepo(path.join(root, r))) walk(r);
+          if (!isNestedRepo(this.repo, path.join(root, r))) walk(r);
         } else out.push(r);
       }
     };
@@ -834,7 +846,7 @@ export class World {
       for (const name of fs.readdirSync(path.join(root, rel)).sort()) {
         const r = rel ? `${rel}/${name}` : name;
         if (r === '.git' || r === 'nest') continue;
-        if (fs.lstatSync(path.join(root, r)).isDirectory() && !isNestedRepo(path.join(root, r))) {
+        if (fs.lstatSync(path.join(root, r)).isDirectory() && !isNestedRepo(this.repo, path.join(root, r))) {
           out.push(r);
           walk(r);
         }
@@ -1132,8 +1144,10 @@ export class World {
       }
       case 'nested': {
         const nest = path.join(this.repo.dir, 'nest');
-        if (op.k === 'init' || !fs.existsSync(path.join(nest, '.git'))) {
-          if (fs.existsSync(path.join(nest, '.git'))) return say('user: nest exists');
+        // A half-made nest (git init stopped by ENOSPC) is no repository: git run inside it would act on the
+        // superproject (add -A and commit there), so it is made again.
+        if (op.k === 'init' || !isNestedRepo(this.repo, nest)) {
+          if (isNestedRepo(this.repo, nest)) return say('user: nest exists');
           fs.rmSync(nest, { recursive: true, force: true });
           fs.mkdirSync(nest);
           this.repo.git(['init', '-q', '-b', 'main'], { cwd: nest });
@@ -1188,7 +1202,7 @@ export class World {
         const rel = NEST_DIRS[op.d % NEST_DIRS.length]!;
         const abs = path.join(this.repo.dir, rel);
         if (!reachablePath(this.repo, `${rel}/n.txt`)) return say(`user: ${rel} is (below) a file or symlink: no git init`);
-        if (isNestedRepo(abs)) return say(`user: ${rel} is a repository already`);
+        if (isNestedRepo(this.repo, abs)) return say(`user: ${rel} is a repository already`);
         const before = this.view();
         fs.mkdirSync(abs, { recursive: true });
         this.repo.git(['init', '-q', '-b', 'main', `--object-format=${this.format}`], { cwd: abs });
@@ -1197,7 +1211,7 @@ export class World {
         return say(`user: git init ${rel} (a nested repository, no commit) with n.txt <${op.c}>`);
       }
       case 'nestedit': {
-        const nests = NEST_DIRS.filter((d) => isNestedRepo(path.join(this.repo.dir, d)) && reachablePath(this.repo, `${d}/x`));
+        const nests = NEST_DIRS.filter((d) => isNestedRepo(this.repo, path.join(this.repo.dir, d)) && reachablePath(this.repo, `${d}/x`));
         if (!nests.length) return say('user: no nested repository to edit');
         const rel = nests[op.d % nests.length]!;
         const name = ['n.txt', 'new.txt', 'c.txt'][op.f % 3]!;
