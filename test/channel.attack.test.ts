@@ -13,13 +13,17 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRequire } from 'node:module';
-import { BIN, ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult, type TempRepo } from './helpers.js';
+import { ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult, type TempRepo } from './helpers.js';
+import { packageRootFor } from './support/package-for-uid.js';
 
-const HOOK = path.join(ROOT, 'bin', 'agentsnap-hook');
 const ATTACKER = 4242;
 const OTHER_VICTIM = 4343;
 const isRoot = typeof process.geteuid === 'function' && process.geteuid() === 0;
 const setprivWorks = isRoot && spawnSync('setpriv', [`--reuid=${OTHER_VICTIM}`, `--regid=${OTHER_VICTIM}`, '--clear-groups', 'true']).status === 0;
+/** The package every victim runs: one the second uid can reach (a copy where the checkout is private: see package-for-uid.ts). */
+const PKG = setprivWorks ? packageRootFor(OTHER_VICTIM) : ROOT;
+const BIN = path.join(PKG, 'bin', 'agentsnap.js');
+const HOOK = path.join(PKG, 'bin', 'agentsnap-hook');
 const VICTIMS = setprivWorks ? [0, OTHER_VICTIM] : [];
 
 const asUid = (uid: number, file: string, args: string[]): [string, string[]] => (uid === 0 ? [file, args] : ['setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', file, ...args]]);

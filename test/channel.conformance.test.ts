@@ -13,17 +13,21 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BIN, ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult } from './helpers.js';
+import { ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult } from './helpers.js';
+import { packageRootFor } from './support/package-for-uid.js';
 import { openRepo } from '../src/git/repo.js';
 import { startWorktreeServer } from '../src/server-api.js';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
-const HOOK = path.join(ROOT, 'bin', 'agentsnap-hook');
 const ATTACKER = 4242;
 const OTHER_VICTIM = 4343;
 const isRoot = typeof process.geteuid === 'function' && process.geteuid() === 0;
 const setprivWorks = isRoot && spawnSync('setpriv', ['--reuid=4343', '--regid=4343', '--clear-groups', 'true']).status === 0;
+/** The package every victim runs: one the second uid can reach (a copy where the checkout is private: see package-for-uid.ts). */
+const PKG = setprivWorks ? packageRootFor(OTHER_VICTIM) : ROOT;
+const BIN = path.join(PKG, 'bin', 'agentsnap.js');
+const HOOK = path.join(PKG, 'bin', 'agentsnap-hook');
 
 /** The uids the cases run as: root, and a plain user where setpriv can make one. */
 const VICTIMS = setprivWorks ? [0, OTHER_VICTIM] : isRoot ? [0] : [];
@@ -247,9 +251,9 @@ const CLIENTS: Client[] = ['tree', 'hook', 'snap', 'wrap'];
 
 /** The tree client as a wrapper calls it (src/server/tree-client.ts, as built): "served", "not served" or "no repository". */
 const TREE_CLIENT = `
-import { openRepo } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'git', 'repo.js')).href)};
-import { loadSettings } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'git', 'config.js')).href)};
-import { snapshotByServer } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'dist', 'server', 'tree-client.js')).href)};
+import { openRepo } from ${JSON.stringify(pathToFileURL(path.join(PKG, 'dist', 'git', 'repo.js')).href)};
+import { loadSettings } from ${JSON.stringify(pathToFileURL(path.join(PKG, 'dist', 'git', 'config.js')).href)};
+import { snapshotByServer } from ${JSON.stringify(pathToFileURL(path.join(PKG, 'dist', 'server', 'tree-client.js')).href)};
 let repo;
 try { repo = await openRepo(process.cwd(), { env: process.env }); } catch { process.stdout.write('no repository\\n'); process.exit(0); }
 const res = await snapshotByServer(repo, { parentTree: null, settings: await loadSettings(repo) });
