@@ -127,10 +127,10 @@ function ownedFifo(p: string, uid: number): boolean {
 }
 
 /**
- * The text of `file` when it is a regular file (never through a symlink, never waiting on a FIFO an agent step put
+ * The bytes of `file` when it is a regular file (never through a symlink, never waiting on a FIFO an agent step put
  * in its place), else null.
  */
-export function readPlainFile(file: string): string | null {
+export function readPlainBytes(file: string): Buffer | null {
   let fd: number;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
@@ -138,12 +138,17 @@ export function readPlainFile(file: string): string | null {
     return null;
   }
   try {
-    return fs.fstatSync(fd).isFile() ? fs.readFileSync(fd, 'utf8') : null;
+    return fs.fstatSync(fd).isFile() ? fs.readFileSync(fd) : null;
   } catch {
     return null;
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** readPlainBytes as text. */
+export function readPlainFile(file: string): string | null {
+  return readPlainBytes(file)?.toString('utf8') ?? null;
 }
 
 /**

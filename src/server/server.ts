@@ -30,7 +30,7 @@ import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock
 import { ensureStateDir, openStateLog, replaceStateFile, runDirLayout } from '../base/state-dir.js';
 import type { Repo } from '../git/repo.js';
 import { serverEnabled, type Settings } from '../git/config.js';
-import { decodeRecord, pauseForTest, readPlainFile, runDirName, SLOTS } from './channel.js';
+import { decodeRecord, pauseForTest, readPlainBytes, readPlainFile, runDirName, SLOTS } from './channel.js';
 
 export { SLOTS } from './channel.js';
 
@@ -442,21 +442,9 @@ export interface CallRecord {
 
 /** The request record in `file` (never through a symlink), or null when there is none or it is not one. */
 export function readRecord(file: string): CallRecord | null {
-  let fd: number;
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    if (!fs.fstatSync(fd).isFile()) return null;
-    const record = decodeRecord(fs.readFileSync(fd));
-    return record && record.args.length > 0 ? record : null;
-  } catch {
-    return null;
-  } finally {
-    fs.closeSync(fd);
-  }
+  const bytes = readPlainBytes(file);
+  const record = bytes && decodeRecord(bytes);
+  return record && record.args.length > 0 ? record : null;
 }
 
 /** A client's call: what it asked (its record), its environment and working directory from /proc/<pid>/; only a process of this same user is served. */
