@@ -66,3 +66,5 @@ export { maybeAutoGc, parseDuration } from './worktrees/gc.js';
 export type { GcReport, GcOptions } from './worktrees/gc.js';
 export { serveMcp, AgentsnapTools, MCP_TOOLS } from './mcp.js';
 export type { McpServerOptions, McpTool, McpToolResult, McpToolAnnotations } from './mcp.js';
+export { agentsnapHooks, AGENT_SDK_HOOK_EVENTS } from './agent-sdk.js';
+export type { AgentsnapHooksOptions, AgentSdkHooks, AgentSdkHookMatcher, AgentSdkHookCallback, AgentSdkHookEvent } from './agent-sdk.js';
