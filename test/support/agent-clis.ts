@@ -59,3 +59,43 @@ export const QWEN_CODE_VERSION = '0.24.4';
 export function qwenBinary(): string | null {
   return installed({ name: 'qwen', pkg: '@qwen-code/qwen-code', version: QWEN_CODE_VERSION, bin: '.bin/qwen', key: 'QWEN' });
 }
+
+export const CLAUDE_AGENT_SDK_VERSION = '0.3.336';
+
+/**
+ * The directory of the pinned Claude Agent SDK package (@anthropic-ai/claude-agent-sdk; the Claude Code it runs comes
+ * in its platform package beside it), installed on first use like the binaries above; null when
+ * AGENTSNAP_E2E_AGENT_SDK=skip. AGENTSNAP_E2E_AGENT_SDK_DIR names another install's package directory.
+ */
+export function claudeAgentSdk(): string | null {
+  if (process.env.AGENTSNAP_E2E_AGENT_SDK === 'skip') return null;
+  if (process.env.AGENTSNAP_E2E_AGENT_SDK_DIR) return process.env.AGENTSNAP_E2E_AGENT_SDK_DIR;
+  const dir = path.join(ROOT, 'node_modules', '.cache', 'agentsnap-e2e', `claude-agent-sdk-${CLAUDE_AGENT_SDK_VERSION}`);
+  const scope = path.join(dir, 'node_modules', '@anthropic-ai');
+  const pkg = path.join(scope, 'claude-agent-sdk');
+  const works = () => {
+    try {
+      const version = (JSON.parse(fs.readFileSync(path.join(pkg, 'package.json'), 'utf8')) as { version?: string }).version;
+      // The native Claude Code of this platform (…-linux-x64, …-linux-x64-musl, …) came with it.
+      const native = fs.readdirSync(scope).some((n) => n.startsWith(`claude-agent-sdk-${process.platform}-${process.arch}`) && fs.existsSync(path.join(scope, n, 'claude')));
+      return version === CLAUDE_AGENT_SDK_VERSION && native;
+    } catch {
+      return false;
+    }
+  };
+  if (works()) return pkg;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'agentsnap-e2e-claude-agent-sdk', private: true }));
+  const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error', `@anthropic-ai/claude-agent-sdk@${CLAUDE_AGENT_SDK_VERSION}`], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 8 * 60_000,
+  });
+  if (r.status !== 0 || !works()) {
+    throw new Error(
+      `could not install @anthropic-ai/claude-agent-sdk@${CLAUDE_AGENT_SDK_VERSION} for the end-to-end test (npm exit ${r.status}): ${r.stderr || r.error?.message || ''}\n` +
+        'Set AGENTSNAP_E2E_AGENT_SDK_DIR to its package directory, or AGENTSNAP_E2E_AGENT_SDK=skip to skip this test.',
+    );
+  }
+  return pkg;
+}
