@@ -71,7 +71,7 @@ test('the README example type-checks against the SDK\'s own types (agentsnapHook
 // Twice: the hooks recording in the program's process (no server), and through the worktree's background server
 // (already running: every call goes through the channel, none in the process).
 for (const server of ['off', 'background'] as const)
-test(`the README example with the real SDK (server ${server}): a step per hooked call (write, shell, failing shell closed as failed), the read from the transcript, log says what each was; undo of the shell call and of the write`, async () => {
+test(`the README example with the real SDK (server ${server}): a step per hooked call (write, shell, failing shell closed as failed), the read from the transcript, log says what each was; undo of the shell call and of the write; undo --chat resumed by the SDK`, async () => {
   if (!sdk) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
   const d = (rel: string) => path.join(repo.dir, rel);
@@ -129,6 +129,30 @@ test(`the README example with the real SDK (server ${server}): a step per hooked
     u = await cliProcess(repo, ['undo', String(write)]);
     assert.is(u.code, 0, u.stderr);
     assert.equal(worktreeFiles(repo), start);
+    if (server === 'off') {
+      // undo --chat before the failing call: a forked transcript, which the SDK resumes (options.resume) without it.
+      const failing = byCall[3]?.step as number;
+      const r = await cliProcess(repo, ['undo', String(failing), '--chat', '--json']);
+      assert.is(r.code, 0, r.stderr);
+      const chat = (JSON.parse(r.stdout) as { chat: { sessionId: string; file: string; original: string } }).chat;
+      assert.ok(fs.existsSync(chat.file) && chat.file !== chat.original, r.stdout);
+      fs.writeFileSync(
+        path.join(dir, 'resume.mjs'),
+        "import { query } from '@anthropic-ai/claude-agent-sdk';\nimport { agentsnapHooks } from 'agentsnap';\n" +
+          "for await (const m of query({ prompt: 'Where are we?', options: { resume: process.argv[2], hooks: agentsnapHooks(), allowedTools: ['Write', 'Edit', 'Bash'] } })) console.log(m.type);\n",
+      );
+      const resumed = await startMessagesStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+      try {
+        const c = await runProcess(process.execPath, [path.join(dir, 'resume.mjs'), chat.sessionId], { cwd: repo.dir, env: { ...repo.env, ...env, ...claudeStubEnv(resumed.url) }, input: null, timeoutMs: 180_000 });
+        assert.is(c.code, 0, c.stderr + c.stdout);
+        const sent = JSON.stringify(resumed.requests[0]?.messages ?? []);
+        const seen = stub.toolUses.map((t) => sent.includes(t.id));
+        assert.equal(seen, [true, true, true, false], 'the model sees the calls before the failing one only');
+        assert.match(sent, 'Where are we?');
+      } finally {
+        await resumed.close();
+      }
+    }
   } finally {
     if (server === 'background') await cliProcess(repo, ['server', 'stop'], { env });
     await stub.close();
