@@ -121,7 +121,7 @@ test('calls made at once are recorded one at a time, each post closing its own p
   }
 });
 
-test('the session option records into a running agentsnap session; cwd names the worktree whatever the query ran in', async () => {
+test('the session option, or a wrapper\'s session in the environment, records into that running agentsnap session; cwd names the worktree whatever the query ran in', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const started = await cli(repo, ['snap', '-m', 'before the agent', '--json']);
@@ -139,6 +139,13 @@ test('the session option records into a running agentsnap session; cwd names the
       ['Write', 'done'],
     ]);
     assert.equal(JSON.parse((await cli(repo, ['sessions', '--json'])).stdout).length, 1, 'no session of its own');
+    // A program run by `agentsnap wrap` (its environment names the wrapper's session) records into that session too.
+    const wrapped = agentsnapHooks({ env: { ...repo.env, AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir } });
+    const second = { ...WRITE(repo), tool_use_id: 'toolu_wrapped' };
+    await call(wrapped, 'PreToolUse', input(repo, 'PreToolUse', 'sdk-4', second));
+    await call(wrapped, 'PostToolUse', input(repo, 'PostToolUse', 'sdk-4', { ...second, tool_response: {} }));
+    assert.equal(loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps.map((st) => st.toolUseId), [null, WRITE(repo).tool_use_id, 'toolu_wrapped']);
+    assert.equal(JSON.parse((await cli(repo, ['sessions', '--json'])).stdout).length, 1, 'still no session of its own');
   } finally {
     repo.cleanup();
   }
