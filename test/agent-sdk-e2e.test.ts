@@ -20,13 +20,14 @@ try {
   console.log(`agent-sdk-e2e: skipped: ${(e as Error).message}`);
 }
 
-/** The README's example: the code block that imports the SDK's query(). */
-function readmeExample(): string {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const code = /```js\n(import \{ query \} from '@anthropic-ai\/claude-agent-sdk';\n[\s\S]*?)```/.exec(readme)?.[1];
-  assert.ok(code, 'README.md shows a Claude Agent SDK example');
+/** A document's example: its code block that imports the SDK's query(). */
+function example(doc = 'README.md'): string {
+  const text = fs.readFileSync(path.join(ROOT, doc), 'utf8');
+  const code = /```js\n(import \{ query \} from '@anthropic-ai\/claude-agent-sdk';\n[\s\S]*?)```/.exec(text)?.[1];
+  assert.ok(code, `${doc} shows a Claude Agent SDK example`);
   return code;
 }
+const readmeExample = () => example();
 
 /**
  * A program directory outside the worktree holding the example, with `agentsnap` (this checkout) and the SDK where
@@ -49,17 +50,20 @@ function worktreeFiles(repo: TempRepo): Record<string, string> {
   return out;
 }
 
-test('the README example type-checks against the SDK\'s own types (agentsnapHooks() is a valid options.hooks)', () => {
+test('the README\'s and the reference\'s examples type-check against the SDK\'s own types (agentsnapHooks() is a valid options.hooks)', () => {
   if (!sdk) return;
   const repo = tempRepo({ noInit: true });
   try {
     const dir = program(repo, sdk, readmeExample());
     fs.writeFileSync(path.join(dir, 'agent.ts'), readmeExample());
-    const tsconfig = { compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, skipLibCheck: true, types: [] }, files: ['agent.ts'] };
+    fs.writeFileSync(path.join(dir, 'reference.ts'), example('docs/reference.md'));
+    const tsconfig = { compilerOptions: { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, skipLibCheck: true, types: [] }, files: ['agent.ts', 'reference.ts'] };
     fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify(tsconfig));
     const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { encoding: 'utf8', timeout: 120_000 });
     assert.is(r.status, 0, `${r.stdout}${r.stderr}`);
     // It does check: a hook of the wrong shape is refused by the same compiler run.
+    fs.rmSync(path.join(dir, 'reference.ts'));
+    fs.writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ ...tsconfig, files: ['agent.ts'] }));
     fs.writeFileSync(path.join(dir, 'agent.ts'), readmeExample().replace('agentsnapHooks()', '{ PreToolUse: [{ hooks: [async (input: { nope: number }) => ({})] }] }'));
     const bad = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], { encoding: 'utf8', timeout: 120_000 });
     assert.match(bad.stdout, 'HookCallback');
