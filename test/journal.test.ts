@@ -104,6 +104,43 @@ test('a corrupt middle line is tolerated by log, sessions and snap', async () =>
   }
 });
 
+test('an event of a kind a newer agentsnap wrote is read, not folded, and kept byte for byte by every command', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const s1 = await snapJson(repo);
+    repo.write('a.txt', 'b\n');
+    await snapJson(repo);
+    const file = journalFile(repo, s1.session);
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    // Between step 1 and step 2, as a newer version would journal it; one with a known kind's prefix too.
+    const future = `{"v":1,"time":"2026-01-01T00:00:00.000Z","session":"${s1.session}","type":"session.future","step":1,"commit":"${'0'.repeat(40)}","note":"from a newer agentsnap"}`;
+    const futureOp = `{"v":1,"time":"2026-01-01T00:00:00.000Z","session":"${s1.session}","type":"op.future","op":1}`;
+    lines.splice(2, 0, future, futureOp);
+    fs.writeFileSync(file, lines.join('\n'));
+    for (const args of [['log'], ['sessions'], ['show', '1'], ['show', '2'], ['diff', '1', '2'], ['status']]) {
+      const r = await cli(repo, args);
+      assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    const log = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as { step: number }[];
+    assert.equal(log.map((s) => s.step), [1, 2], 'no step made of the unknown events');
+    const doctor = await cli(repo, ['doctor', '--json']);
+    assert.not.match(doctor.stdout, /cannot be read/, 'an unknown kind is no corrupt line');
+    // An undo and a new step append after it; the lines stay as they were written.
+    const undo = await cli(repo, ['undo', '--force', '--json']);
+    assert.is(undo.code, 0, undo.stderr);
+    assert.is(repo.read('a.txt').toString(), 'a\n');
+    repo.write('a.txt', 'c\n');
+    const s3 = await snapJson(repo);
+    assert.is(s3.session, s1.session);
+    const after = fs.readFileSync(file, 'utf8').split('\n');
+    assert.is(after[2], future);
+    assert.is(after[3], futureOp);
+    assert.equal(after.slice(0, 4), lines.slice(0, 4));
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('state.json deleted: rebuilt from the journal, and missing refs are restored', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
