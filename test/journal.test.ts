@@ -21,15 +21,15 @@ test('readJournal: a torn last line is ignored; appendEvent cuts it before writi
     assert.is(fs.statSync(file).mode & 0o777, 0o600);
     fs.appendFileSync(file, '{"v":1,"type":"custom.thr'); // writer killed mid-line
     let read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['custom.one', 'custom.two']);
+    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two']);
     assert.ok(read.tornTail);
     // A complete JSON object without its newline is not committed either.
     fs.appendFileSync(file, 'ee"}');
     read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['custom.one', 'custom.two']);
+    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two']);
     appendEvent(file, { ...eventBase('s1'), type: 'custom.four' });
     read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['custom.one', 'custom.two', 'custom.four']);
+    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two', 'custom.four']);
     assert.not.ok(read.tornTail);
     assert.equal(read.corruptLines, []);
     const lines = fs.readFileSync(file, 'utf8').split('\n');
@@ -39,7 +39,7 @@ test('readJournal: a torn last line is ignored; appendEvent cuts it before writi
     const file2 = path.join(repo.base, 'j2.jsonl');
     fs.writeFileSync(file2, '{"half', { mode: 0o600 });
     appendEvent(file2, { ...eventBase('s1'), type: 'custom.only' });
-    assert.equal(readJournal(file2).events.map((e) => e.type), ['custom.only']);
+    assert.equal(readJournal(file2).unknownEvents.map((e) => e.type), ['custom.only']);
     // A missing journal reads as empty.
     assert.equal(readJournal(path.join(repo.base, 'missing.jsonl')).events, []);
   } finally {
@@ -56,8 +56,27 @@ test('readJournal: a corrupt line in the middle is skipped and reported; later e
     fs.appendFileSync(file, '[1,2]\n');
     appendEvent(file, { ...eventBase('s1'), type: 'b' });
     const read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['a', 'b']);
+    assert.equal(read.unknownEvents.map((e) => e.type), ['a', 'b']);
     assert.equal(read.corruptLines, [2, 3]);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('readJournal: events of the kinds this version knows are JournalEvents, any other kind an unknown event, in journal order', () => {
+  const repo = tempRepo({ noInit: true });
+  try {
+    const file = path.join(repo.base, 'journal.jsonl');
+    const base = eventBase('s1');
+    appendEvent(file, { ...base, type: 'session.transcript', path: '/t.jsonl' });
+    fs.appendFileSync(file, JSON.stringify({ ...base, type: 'session.future', x: 1 }) + '\n');
+    fs.appendFileSync(file, JSON.stringify({ ...base, type: 'toString' }) + '\n');
+    fs.appendFileSync(file, JSON.stringify({ ...base, type: 7 }) + '\n');
+    appendEvent(file, { ...base, type: 'session.promote', branch: 'b', commit: 'c', parent: null });
+    const read = readJournal(file);
+    assert.equal(read.events.map((e) => e.type), ['session.transcript', 'session.promote']);
+    assert.equal(read.unknownEvents, [{ ...base, type: 'session.future', x: 1 }, { ...base, type: 'toString' }]);
+    assert.equal(read.corruptLines, [4], 'a line whose type is no string is corrupt, as before');
   } finally {
     repo.cleanup();
   }
