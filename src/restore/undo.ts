@@ -890,7 +890,7 @@ async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession,
     if (start.type !== 'op.start' || done.has(start.op)) continue;
     const ref = opRef(id, start.op);
     await updateRefs(repo, [{ ref, value: start.safety }]);
-    const snapshotsAfter = events.slice(i + 1).some((x) => ['step.pre', 'step.post', 'step.checkpoint', 'session.end'].includes(x.type));
+    const snapshotsAfter = events.slice(i + 1).some((x) => x.type === 'step.pre' || x.type === 'step.post' || x.type === 'step.checkpoint' || x.type === 'session.end');
     if (snapshotsAfter) {
       const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'abandoned', commit: null, tree: null, left: [], resumed: true };
       await locked.append(ev, []);
