@@ -1,7 +1,7 @@
 // agentsnap's library API. The CLI (src/cli) is a thin layer over it.
 export * from './api.js';
 export { AgentsnapError, ExitCode, errors, isAgentsnapError } from './base/errors.js';
-export type { ExitCodeName } from './base/errors.js';
+export type { ExitCodeName, ErrorCode } from './base/errors.js';
 export { openRepo, MIN_GIT_VERSION } from './git/repo.js';
 export type { Repo } from './git/repo.js';
 export { assertSessionId, newSessionId, sessionIdProblem } from './base/ids.js';
@@ -24,6 +24,8 @@ export type { SessionSummary, SnapshotResult } from './session/session.js';
 export type { Session, Step } from './session/model.js';
 export type {
   JournalEvent,
+  JournalEventType,
+  UnknownEvent,
   ChangedPath,
   SkippedFile,
   StepStatus,

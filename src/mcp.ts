@@ -9,7 +9,7 @@
 // hold this module: scripts/bundle-cli.mjs bundles it apart), so the hot path
 // (`snap`, hooks) never loads it.
 import type { Readable, Writable } from 'node:stream';
-import { AgentsnapError, errors, isAgentsnapError } from './base/errors.js';
+import { errors, isAgentsnapError } from './base/errors.js';
 import { openRepo } from './git/repo.js';
 import { loadSettings } from './git/config.js';
 import { autoCheckCommand } from './worktrees/check.js';
@@ -302,10 +302,9 @@ function checkLine(r: CheckResult): string {
 /** An error as the model reads it: the message, the hint, and for a refusal what force does. */
 function errorText(tool: string, e: unknown): string {
   if (!isAgentsnapError(e)) return `agentsnap ${printableName(tool)} failed: ${printableText(e instanceof Error ? e.message : String(e))}`;
-  const err = e as AgentsnapError;
-  const lines = [`agentsnap ${printableName(tool)}: ${printableText(err.message)}`];
-  if (err.hint) lines.push(`hint: ${printableText(err.hint).replace(/--force/g, 'force: true').replace(/--dry-run/g, 'dry_run: true')}`);
-  if (err.code === 'Refused') lines.push('Nothing was changed. Ask the user before overwriting their changes; with their agreement call again with force: true (the current versions are kept in a safety snapshot), or bring back single files with restore_file.');
+  const lines = [`agentsnap ${printableName(tool)}: ${printableText(e.message)}`];
+  if (e.hint) lines.push(`hint: ${printableText(e.hint).replace(/--force/g, 'force: true').replace(/--dry-run/g, 'dry_run: true')}`);
+  if (e.code === 'Refused') lines.push('Nothing was changed. Ask the user before overwriting their changes; with their agreement call again with force: true (the current versions are kept in a safety snapshot), or bring back single files with restore_file.');
   return lines.join('\n');
 }
 

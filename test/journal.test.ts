@@ -21,15 +21,15 @@ test('readJournal: a torn last line is ignored; appendEvent cuts it before writi
     assert.is(fs.statSync(file).mode & 0o777, 0o600);
     fs.appendFileSync(file, '{"v":1,"type":"custom.thr'); // writer killed mid-line
     let read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['custom.one', 'custom.two']);
+    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two']);
     assert.ok(read.tornTail);
     // A complete JSON object without its newline is not committed either.
     fs.appendFileSync(file, 'ee"}');
     read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['custom.one', 'custom.two']);
+    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two']);
     appendEvent(file, { ...eventBase('s1'), type: 'custom.four' });
     read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['custom.one', 'custom.two', 'custom.four']);
+    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two', 'custom.four']);
     assert.not.ok(read.tornTail);
     assert.equal(read.corruptLines, []);
     const lines = fs.readFileSync(file, 'utf8').split('\n');
@@ -39,7 +39,7 @@ test('readJournal: a torn last line is ignored; appendEvent cuts it before writi
     const file2 = path.join(repo.base, 'j2.jsonl');
     fs.writeFileSync(file2, '{"half', { mode: 0o600 });
     appendEvent(file2, { ...eventBase('s1'), type: 'custom.only' });
-    assert.equal(readJournal(file2).events.map((e) => e.type), ['custom.only']);
+    assert.equal(readJournal(file2).unknownEvents.map((e) => e.type), ['custom.only']);
     // A missing journal reads as empty.
     assert.equal(readJournal(path.join(repo.base, 'missing.jsonl')).events, []);
   } finally {
@@ -56,8 +56,27 @@ test('readJournal: a corrupt line in the middle is skipped and reported; later e
     fs.appendFileSync(file, '[1,2]\n');
     appendEvent(file, { ...eventBase('s1'), type: 'b' });
     const read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['a', 'b']);
+    assert.equal(read.unknownEvents.map((e) => e.type), ['a', 'b']);
     assert.equal(read.corruptLines, [2, 3]);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('readJournal: events of the kinds this version knows are JournalEvents, any other kind an unknown event, in journal order', () => {
+  const repo = tempRepo({ noInit: true });
+  try {
+    const file = path.join(repo.base, 'journal.jsonl');
+    const base = eventBase('s1');
+    appendEvent(file, { ...base, type: 'session.transcript', path: '/t.jsonl' });
+    fs.appendFileSync(file, JSON.stringify({ ...base, type: 'session.future', x: 1 }) + '\n');
+    fs.appendFileSync(file, JSON.stringify({ ...base, type: 'toString' }) + '\n');
+    fs.appendFileSync(file, JSON.stringify({ ...base, type: 7 }) + '\n');
+    appendEvent(file, { ...base, type: 'session.promote', branch: 'b', commit: 'c', parent: null });
+    const read = readJournal(file);
+    assert.equal(read.events.map((e) => e.type), ['session.transcript', 'session.promote']);
+    assert.equal(read.unknownEvents, [{ ...base, type: 'session.future', x: 1 }, { ...base, type: 'toString' }]);
+    assert.equal(read.corruptLines, [4], 'a line whose type is no string is corrupt, as before');
   } finally {
     repo.cleanup();
   }
@@ -99,6 +118,43 @@ test('a corrupt middle line is tolerated by log, sessions and snap', async () =>
     const s2 = await snapJson(repo);
     assert.is(s2.session, s1.session);
     assert.is(s2.step, 2);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('an event of a kind a newer agentsnap wrote is read, not folded, and kept byte for byte by every command', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const s1 = await snapJson(repo);
+    repo.write('a.txt', 'b\n');
+    await snapJson(repo);
+    const file = journalFile(repo, s1.session);
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    // Between step 1 and step 2, as a newer version would journal it; one with a known kind's prefix too.
+    const future = `{"v":1,"time":"2026-01-01T00:00:00.000Z","session":"${s1.session}","type":"session.future","step":1,"commit":"${'0'.repeat(40)}","note":"from a newer agentsnap"}`;
+    const futureOp = `{"v":1,"time":"2026-01-01T00:00:00.000Z","session":"${s1.session}","type":"op.future","op":1}`;
+    lines.splice(2, 0, future, futureOp);
+    fs.writeFileSync(file, lines.join('\n'));
+    for (const args of [['log'], ['sessions'], ['show', '1'], ['show', '2'], ['diff', '1', '2'], ['status']]) {
+      const r = await cli(repo, args);
+      assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    const log = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as { step: number }[];
+    assert.equal(log.map((s) => s.step), [1, 2], 'no step made of the unknown events');
+    const doctor = await cli(repo, ['doctor', '--json']);
+    assert.not.match(doctor.stdout, /cannot be read/, 'an unknown kind is no corrupt line');
+    // An undo and a new step append after it; the lines stay as they were written.
+    const undo = await cli(repo, ['undo', '--force', '--json']);
+    assert.is(undo.code, 0, undo.stderr);
+    assert.is(repo.read('a.txt').toString(), 'a\n');
+    repo.write('a.txt', 'c\n');
+    const s3 = await snapJson(repo);
+    assert.is(s3.session, s1.session);
+    const after = fs.readFileSync(file, 'utf8').split('\n');
+    assert.is(after[2], future);
+    assert.is(after[3], futureOp);
+    assert.equal(after.slice(0, 4), lines.slice(0, 4));
   } finally {
     repo.cleanup();
   }

@@ -2,8 +2,9 @@
 // with owners, node:fs with byte names, small fs helpers, shell quoting, the
 // package root. Imports nothing of agentsnap above it: no git, no sessions.
 //
-// Errors are classes with a stable string `code` and structured `data`, so the
-// CLI can map them to exit codes and `--json` output without parsing messages.
+// Errors are classes with a stable `code` (one of ErrorCode, a closed union)
+// and structured `data`, so the CLI can map them to exit codes and `--json`
+// output without parsing messages.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,13 +28,58 @@ export interface ErrorDetails {
   cause?: unknown;
 }
 
+/**
+ * Every stable error code and its exit-code class: the one list. `ErrorCode`
+ * is its keys, so a `catch` that compares `e.code` with a code no error has
+ * does not compile.
+ */
+const ERROR_EXITS = {
+  NotARepository: 'user',
+  BareRepository: 'user',
+  UnsupportedPath: 'user',
+  GitMissing: 'user',
+  GitTooOld: 'user',
+  InvalidSessionId: 'user',
+  UnknownSession: 'user',
+  AmbiguousSession: 'user',
+  NoSession: 'user',
+  SessionNotRunning: 'user',
+  StepOutOfRange: 'user',
+  UnknownPath: 'user',
+  NoOpenStep: 'user',
+  NothingToDo: 'user',
+  AmbiguousOpenStep: 'user',
+  InvalidArgument: 'usage',
+  /** The CLI's own: a command line yargs (or the CLI) cannot parse. */
+  Usage: 'usage',
+  InvalidConfig: 'user',
+  UnreadableFile: 'user',
+  SnapshotFailed: 'internal',
+  Busy: 'busy',
+  Refused: 'refused',
+  UnsafeStateFile: 'refused',
+  Conflict: 'conflict',
+  WorktreeSetupFailed: 'user',
+  NoIdentity: 'user',
+  GitFailed: 'internal',
+  DiskFull: 'user',
+  Internal: 'internal',
+} as const satisfies Record<string, ExitCodeName>;
+
+export type ErrorCode = keyof typeof ERROR_EXITS;
+
+/** Whether `code` is one of the stable error codes (an error from another bundle or process is checked with it). */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERROR_EXITS, code);
+}
+
 export class AgentsnapError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly exit: ExitCodeName;
   readonly hint: string | undefined;
   readonly data: Record<string, unknown>;
 
-  constructor(code: string, exit: ExitCodeName, message: string, details: ErrorDetails = {}) {
+  constructor(code: ErrorCode, exit: ExitCodeName, message: string, details: ErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'AgentsnapError';
     this.code = code;
@@ -52,39 +98,39 @@ export class AgentsnapError extends Error {
 }
 
 const make =
-  (code: string, exit: ExitCodeName) =>
+  (code: ErrorCode) =>
   (message: string, details?: ErrorDetails): AgentsnapError =>
-    new AgentsnapError(code, exit, message, details);
+    new AgentsnapError(code, ERROR_EXITS[code], message, details);
 
 export const errors = {
-  notARepository: make('NotARepository', 'user'),
-  bareRepository: make('BareRepository', 'user'),
-  unsupportedPath: make('UnsupportedPath', 'user'),
-  gitMissing: make('GitMissing', 'user'),
-  gitTooOld: make('GitTooOld', 'user'),
-  invalidSessionId: make('InvalidSessionId', 'user'),
-  unknownSession: make('UnknownSession', 'user'),
-  ambiguousSession: make('AmbiguousSession', 'user'),
-  noSession: make('NoSession', 'user'),
-  sessionNotRunning: make('SessionNotRunning', 'user'),
-  stepOutOfRange: make('StepOutOfRange', 'user'),
-  unknownPath: make('UnknownPath', 'user'),
-  noOpenStep: make('NoOpenStep', 'user'),
-  nothingToDo: make('NothingToDo', 'user'),
-  ambiguousOpenStep: make('AmbiguousOpenStep', 'user'),
-  invalidArgument: make('InvalidArgument', 'usage'),
-  invalidConfig: make('InvalidConfig', 'user'),
-  unreadableFile: make('UnreadableFile', 'user'),
-  snapshotFailed: make('SnapshotFailed', 'internal'),
-  busy: make('Busy', 'busy'),
-  refused: make('Refused', 'refused'),
-  unsafeStateFile: make('UnsafeStateFile', 'refused'),
-  conflict: make('Conflict', 'conflict'),
-  worktreeSetupFailed: make('WorktreeSetupFailed', 'user'),
-  noIdentity: make('NoIdentity', 'user'),
-  gitFailed: make('GitFailed', 'internal'),
-  diskFull: make('DiskFull', 'user'),
-  internal: make('Internal', 'internal'),
+  notARepository: make('NotARepository'),
+  bareRepository: make('BareRepository'),
+  unsupportedPath: make('UnsupportedPath'),
+  gitMissing: make('GitMissing'),
+  gitTooOld: make('GitTooOld'),
+  invalidSessionId: make('InvalidSessionId'),
+  unknownSession: make('UnknownSession'),
+  ambiguousSession: make('AmbiguousSession'),
+  noSession: make('NoSession'),
+  sessionNotRunning: make('SessionNotRunning'),
+  stepOutOfRange: make('StepOutOfRange'),
+  unknownPath: make('UnknownPath'),
+  noOpenStep: make('NoOpenStep'),
+  nothingToDo: make('NothingToDo'),
+  ambiguousOpenStep: make('AmbiguousOpenStep'),
+  invalidArgument: make('InvalidArgument'),
+  invalidConfig: make('InvalidConfig'),
+  unreadableFile: make('UnreadableFile'),
+  snapshotFailed: make('SnapshotFailed'),
+  busy: make('Busy'),
+  refused: make('Refused'),
+  unsafeStateFile: make('UnsafeStateFile'),
+  conflict: make('Conflict'),
+  worktreeSetupFailed: make('WorktreeSetupFailed'),
+  noIdentity: make('NoIdentity'),
+  gitFailed: make('GitFailed'),
+  diskFull: make('DiskFull'),
+  internal: make('Internal'),
 };
 
 export function isAgentsnapError(err: unknown): err is AgentsnapError {

@@ -26,7 +26,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { errors } from './errors.js';
+import { errors, isAgentsnapError } from './errors.js';
 
 export const STATE_FILE_MODE = 0o600;
 export const STATE_DIR_MODE = 0o700;
@@ -208,7 +208,7 @@ export function openStateLog(file: string): number {
   try {
     return openStateFile(file, 'append');
   } catch (e) {
-    if ((e as { code?: string }).code !== 'UnsafeStateFile') throw e;
+    if (!(isAgentsnapError(e) && e.code === 'UnsafeStateFile')) throw e;
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!st || st.isDirectory()) throw e;
     fs.unlinkSync(file);

@@ -1,5 +1,5 @@
 import type { CommandModule } from 'yargs';
-import { AgentsnapError, ExitCode, errors, type ExitCodeName } from '../base/errors.js';
+import { AgentsnapError, ExitCode, errors, isErrorCode, type ExitCodeName } from '../base/errors.js';
 import type { CliIO, Output } from './output.js';
 import type { ServerCalls } from '../server/serve.js';
 
@@ -50,6 +50,6 @@ export function stepArgument(value: unknown): number {
 /** An AgentsnapError of another bundle's class (dist/mcp.bundle.js and dist/ui.bundle.js hold their own copies) as this one's, so it keeps its exit code. */
 export function sameError(e: unknown): unknown {
   const x = e as Partial<AgentsnapError> | null;
-  if (e instanceof AgentsnapError || !x || x.name !== 'AgentsnapError' || typeof x.code !== 'string' || !(String(x.exit) in ExitCode)) return e;
+  if (e instanceof AgentsnapError || !x || x.name !== 'AgentsnapError' || !isErrorCode(x.code) || !(String(x.exit) in ExitCode)) return e;
   return new AgentsnapError(x.code, x.exit as ExitCodeName, String(x.message), { ...(x.hint ? { hint: x.hint } : {}), ...(x.data ? { data: x.data } : {}), cause: e });
 }

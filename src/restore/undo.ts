@@ -19,7 +19,7 @@
 // taken after it meanwhile, it is marked abandoned instead (nothing is lost:
 // the safety snapshot and those snapshots hold every state).
 import { errors } from '../base/errors.js';
-import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, PlannedChange, SkippedFile, ChangedPath, StepCheckpointEvent, StepPreEvent } from '../session/journal.js';
+import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, PlannedChange, SkippedFile, ChangedPath } from '../session/journal.js';
 import { eventBase, readJournal } from '../session/journal.js';
 import { checkpointMadeBy, foldJournal, openSteps, type Session, type Step } from '../session/model.js';
 import type { Repo } from '../git/repo.js';
@@ -135,29 +135,27 @@ export function foldOps(events: JournalEvent[]): OpRecord[] {
   const ops = new Map<number, OpRecord>();
   for (const ev of events) {
     if (ev.type === 'op.start') {
-      const e = ev as OpStartEvent;
-      ops.set(e.op, {
-        op: e.op,
-        kind: e.kind,
-        target: e.target,
-        time: e.time,
+      ops.set(ev.op, {
+        op: ev.op,
+        kind: ev.kind,
+        target: ev.target,
+        time: ev.time,
         status: 'interrupted',
-        safety: e.safety,
+        safety: ev.safety,
         commit: null,
-        changed: e.paths.length,
-        undoes: e.undoes,
-        redoes: e.redoes,
+        changed: ev.paths.length,
+        undoes: ev.undoes,
+        redoes: ev.redoes,
         redoneBy: null,
         left: [],
       });
     } else if (ev.type === 'op.done') {
-      const e = ev as OpDoneEvent;
-      const o = ops.get(e.op);
+      const o = ops.get(ev.op);
       if (!o) continue;
-      o.status = e.status;
-      o.commit = e.commit;
-      o.left = e.left;
-      if (e.status === 'done' && o.redoes !== null) {
+      o.status = ev.status;
+      o.commit = ev.commit;
+      o.left = ev.left;
+      if (ev.status === 'done' && o.redoes !== null) {
         const undoOp = ops.get(o.redoes);
         if (undoOp) undoOp.redoneBy = o.op;
       }
@@ -227,8 +225,8 @@ function eventIndex(events: JournalEvent[], pred: (e: JournalEvent) => boolean):
   return -1;
 }
 
-function stepEvent(events: JournalEvent[], n: number, type: string): number {
-  return eventIndex(events, (e) => e.type === type && (e as { step?: number }).step === n);
+function stepEvent(events: JournalEvent[], n: number, type: 'step.pre' | 'step.post' | 'step.checkpoint'): number {
+  return eventIndex(events, (e) => e.type === type && e.step === n);
 }
 
 /** Steps recorded after journal index `from` (their pre, post or checkpoint came later). */
@@ -236,7 +234,7 @@ function stepsAfter(events: JournalEvent[], from: number): number[] {
   const out = new Set<number>();
   for (let i = from + 1; i < events.length; i++) {
     const e = events[i]!;
-    if (e.type === 'step.pre' || e.type === 'step.post' || e.type === 'step.checkpoint' || e.type === 'step.unprotected') out.add((e as { step: number }).step);
+    if (e.type === 'step.pre' || e.type === 'step.post' || e.type === 'step.checkpoint' || e.type === 'step.unprotected') out.add(e.step);
   }
   return [...out].sort((a, b) => a - b);
 }
@@ -256,11 +254,25 @@ async function beforeStep(repo: Repo, s: Session, st: Step): Promise<string> {
   return st.pre;
 }
 
+/** What the snapshot `commit` left out, as the event that took it journaled (none found: nothing). */
 function skippedOf(events: JournalEvent[], commit: string): SkippedFile[] {
   for (const e of events) {
-    const c = e as { commit?: string; baseline?: string; safety?: string; skipped?: SkippedFile[]; safetySkipped?: SkippedFile[] };
-    if (e.type === 'op.start' && c.safety === commit) return c.safetySkipped ?? [];
-    if ((c.commit === commit || c.baseline === commit) && Array.isArray(c.skipped)) return c.skipped;
+    switch (e.type) {
+      case 'session.start':
+        if (e.baseline === commit) return e.skipped;
+        break;
+      case 'step.pre':
+      case 'step.post':
+      case 'step.checkpoint':
+        if (e.commit === commit) return e.skipped;
+        break;
+      case 'op.start':
+        if (e.safety === commit) return e.safetySkipped;
+        break;
+      default:
+        // The other kinds record no snapshot with its skipped files.
+        break;
+    }
   }
   return [];
 }
@@ -321,7 +333,7 @@ function redoSpec(): OpSpec {
         throw errors.nothingToDo(`nothing to redo in session ${session.id}: no undo to reverse.`, { data: { session: session.id } });
       }
       target.op = last.op;
-      const anchor = eventIndex(events, (e) => e.type === 'op.start' && (e as OpStartEvent).op === last.op);
+      const anchor = eventIndex(events, (e) => e.type === 'op.start' && e.op === last.op);
       // Steps recorded after that undo are replaced by the state before it (kept in this operation's safety snapshot).
       const replaced = stepsAfter(events, anchor).filter((n) => !session.steps.find((y) => y.step === n && y.status === 'open'));
       return {
@@ -493,29 +505,26 @@ export function outsideChanges(session: Session, events: JournalEvent[], anchor:
     const e = events[i]!;
     if (i > anchor) {
       if (e.type === 'step.pre') {
-        const pre = e as StepPreEvent;
         // Changes of overlapping calls still running show up in this pre-snapshot: they were made by tool calls.
-        const byOverlaps = changedBy(pre.overlaps);
-        for (const c of pre.changed) if (!byOverlaps.has(c.path)) out.push({ path: c.path, change: c.change, when: `before step ${pre.step}` });
+        const byOverlaps = changedBy(e.overlaps);
+        for (const c of e.changed) if (!byOverlaps.has(c.path)) out.push({ path: c.path, change: c.change, when: `before step ${e.step}` });
       } else if (e.type === 'step.checkpoint') {
-        const cp = e as StepCheckpointEvent;
-        if (checkpointMadeBy(cp) === 'user') {
+        if (checkpointMadeBy(e) === 'user') {
           const byOpen = changedBy(open);
-          for (const c of cp.changed) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(cp.step, cp.message) });
+          for (const c of e.changed) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(e.step, e.message) });
         }
       } else if (e.type === 'op.start') {
         // The operation's result is built on its safety snapshot, so what that snapshot saw besides
         // the tool calls is in the session head from then on; it stays the user's. A --force
         // covered that operation only.
-        const st = e as OpStartEvent;
         const byOpen = changedBy(open);
-        for (const c of st.changedBefore ?? []) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: `before operation ${st.op} (${st.kind})` });
+        for (const c of e.changedBefore ?? []) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: `before operation ${e.op} (${e.kind})` });
       } else if (e.type === 'session.end') {
-        for (const c of (e as { changed?: ChangedPath[] }).changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step' });
+        for (const c of e.changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step' });
       }
     }
-    if (e.type === 'step.pre' && (e as StepPreEvent).source !== 'transcript') open.add((e as StepPreEvent).step);
-    else if (e.type === 'step.post' || (e.type === 'step.unprotected' && (e as { phase?: string }).phase !== 'pre')) open.delete((e as { step: number }).step);
+    if (e.type === 'step.pre' && e.source !== 'transcript') open.add(e.step);
+    else if (e.type === 'step.post' || (e.type === 'step.unprotected' && e.phase !== 'pre')) open.delete(e.step);
   }
   for (const c of sinceHead) out.push({ path: c.path, change: c.change, when: 'since the last snapshot' });
   return out;
@@ -528,12 +537,11 @@ export function outsideChanges(session: Session, events: JournalEvent[], anchor:
  * process per such operation, only for old journals.
  */
 async function withOpChanges(repo: Repo, events: JournalEvent[], anchor: number): Promise<JournalEvent[]> {
-  if (!events.some((e, i) => i > anchor && e.type === 'op.start' && !(e as OpStartEvent).changedBefore)) return events;
+  if (!events.some((e, i) => i > anchor && e.type === 'op.start' && !e.changedBefore)) return events;
   return Promise.all(
     events.map(async (e, i) => {
-      if (i <= anchor || e.type !== 'op.start' || (e as OpStartEvent).changedBefore) return e;
-      const st = e as OpStartEvent;
-      return { ...st, changedBefore: await diffTrees(repo, `${st.safety}^1`, st.safety) };
+      if (i <= anchor || e.type !== 'op.start' || e.changedBefore) return e;
+      return { ...e, changedBefore: await diffTrees(repo, `${e.safety}^1`, e.safety) };
     }),
   );
 }
@@ -875,15 +883,14 @@ async function resultTree(repo: Repo, settings: Settings, indexFile: string, app
 }
 
 async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession, events: JournalEvent[], settings: Settings): Promise<RecoveredOp[]> {
-  const done = new Set(events.filter((e) => e.type === 'op.done').map((e) => (e as OpDoneEvent).op));
+  const done = new Set(events.flatMap((e) => (e.type === 'op.done' ? [e.op] : [])));
   const out: RecoveredOp[] = [];
   for (let i = 0; i < events.length; i++) {
-    const e = events[i]!;
-    if (e.type !== 'op.start' || done.has((e as OpStartEvent).op)) continue;
-    const start = e as OpStartEvent;
+    const start = events[i]!;
+    if (start.type !== 'op.start' || done.has(start.op)) continue;
     const ref = opRef(id, start.op);
     await updateRefs(repo, [{ ref, value: start.safety }]);
-    const snapshotsAfter = events.slice(i + 1).some((x) => ['step.pre', 'step.post', 'step.checkpoint', 'session.end'].includes(x.type));
+    const snapshotsAfter = events.slice(i + 1).some((x) => x.type === 'step.pre' || x.type === 'step.post' || x.type === 'step.checkpoint' || x.type === 'session.end');
     if (snapshotsAfter) {
       const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'abandoned', commit: null, tree: null, left: [], resumed: true };
       await locked.append(ev, []);

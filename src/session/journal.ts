@@ -165,6 +165,8 @@ export interface SessionEndEvent extends EventBase {
   commit: string | null;
   tree: string | null;
   changed: ChangedPath[];
+  /** Set when doctor --fix journaled the end of a session whose wrapping process was gone. */
+  reason?: 'owner-gone';
 }
 
 /** A tree entry: git mode (100644, 100755, 120000, 160000) and object id. */
@@ -308,6 +310,42 @@ export interface SessionPromoteEvent extends EventBase {
   parent: string | null;
 }
 
+/** `agentsnap apply --undo`: an apply of this session into `target` taken back. */
+export interface SessionApplyUndoEvent extends EventBase {
+  type: 'session.apply.undo';
+  target: string;
+  /** The safetyRef of the session.apply it takes back. */
+  safetyRef: string;
+  /** The target worktree just before the undo, and the safety ref that keeps it. */
+  before: string;
+  beforeRef: string;
+  written: string[];
+  deleted: string[];
+  /** Paths changed since the apply, left as they were (only with --force). Absent when none. */
+  left?: { path: string; reason: string; oid?: string }[];
+}
+
+/** `agentsnap check` / `bisect`: a command's result on the state after a step (0: the baseline). */
+export interface StepCheckEvent extends EventBase {
+  type: 'step.check';
+  step: number;
+  /** The command as run, redacted. */
+  command: string;
+  tree: string;
+  exitCode: number;
+  durationMs: number;
+  /** The last lines of its output, redacted. */
+  output: string;
+  /** Taken from an earlier run of the same command on the same tree. */
+  reused?: boolean;
+}
+
+/**
+ * Every event this version writes: a closed union, so each `switch (ev.type)`
+ * narrows to one kind and the compiler checks every fold. An event of another
+ * kind (a newer agentsnap's) is never one of these: readJournal puts it in
+ * `unknownEvents`, and the journal keeps its line as written.
+ */
 export type JournalEvent =
   | SessionStartEvent
   | StepPreEvent
@@ -319,11 +357,44 @@ export type JournalEvent =
   | SessionTranscriptEvent
   | OpStartEvent
   | OpDoneEvent
-  // Later event types (undo, redo, apply, discard...) are read as unknown events and kept.
-  | (EventBase & { type: string; [key: string]: unknown });
+  | SessionDiscardEvent
+  | SessionApplyEvent
+  | SessionApplyUndoEvent
+  | SessionPromoteEvent
+  | StepCheckEvent;
+
+export type JournalEventType = JournalEvent['type'];
+
+/** The kinds of JournalEvent; a Record so that a kind added to the union and not here fails to compile. */
+const JOURNAL_EVENT_TYPES: Record<JournalEventType, true> = {
+  'session.start': true,
+  'step.pre': true,
+  'step.post': true,
+  'step.checkpoint': true,
+  'step.unprotected': true,
+  'session.end': true,
+  'session.resume': true,
+  'session.transcript': true,
+  'op.start': true,
+  'op.done': true,
+  'session.discard': true,
+  'session.apply': true,
+  'session.apply.undo': true,
+  'session.promote': true,
+  'step.check': true,
+};
+
+/** A journal line of a kind this version does not know (written by a newer agentsnap): read, folded into nothing. */
+export interface UnknownEvent {
+  type: string;
+  [key: string]: unknown;
+}
 
 export interface JournalRead {
+  /** The events of the kinds this version knows, in journal order. */
   events: JournalEvent[];
+  /** The events of other kinds, in journal order (their lines stay in the journal as written). */
+  unknownEvents: UnknownEvent[];
   /** Lines in the middle that could not be parsed (1-based line numbers). */
   corruptLines: number[];
   /** Whether the last line was torn (no newline, not valid JSON). */
@@ -336,8 +407,9 @@ export interface JournalRead {
 export function readJournal(file: string): JournalRead {
   // Never through a link an agent left in its place (UnsafeStateFile: src/base/state-dir.ts).
   const buf = readStateFile(file);
-  if (buf === null) return { events: [], corruptLines: [], tornTail: false, size: 0 };
+  if (buf === null) return { events: [], unknownEvents: [], corruptLines: [], tornTail: false, size: 0 };
   const events: JournalEvent[] = [];
+  const unknownEvents: UnknownEvent[] = [];
   const corruptLines: number[] = [];
   let tornTail = false;
   let start = 0;
@@ -356,15 +428,33 @@ export function readJournal(file: string): JournalRead {
     start = nl + 1;
     size = start;
     if (line.trim() === '') continue;
+    let parsed: unknown;
     try {
-      const ev = JSON.parse(line) as JournalEvent;
-      if (ev && typeof ev === 'object' && typeof ev.type === 'string') events.push(ev);
-      else corruptLines.push(lineNo);
+      parsed = JSON.parse(line);
     } catch {
       corruptLines.push(lineNo);
+      continue;
     }
+    if (isJournalEvent(parsed)) events.push(parsed);
+    else if (isEventShaped(parsed)) unknownEvents.push(parsed);
+    else corruptLines.push(lineNo);
   }
-  return { events, corruptLines, tornTail, size };
+  return { events, unknownEvents, corruptLines, tornTail, size };
+}
+
+/** An object with a string `type`: what a journal line must be (anything else is a corrupt line). */
+function isEventShaped(value: unknown): value is UnknownEvent {
+  return value !== null && typeof value === 'object' && typeof (value as { type?: unknown }).type === 'string';
+}
+
+/**
+ * The one place a journal's JSON becomes a JournalEvent: by its kind. The rest
+ * of its shape is trusted, as agentsnap wrote it (the journal is 0600 and read
+ * with no link followed); a line from elsewhere (a fetched journal) is folded
+ * and its snapshots checked before it is adopted.
+ */
+function isJournalEvent(value: unknown): value is JournalEvent {
+  return isEventShaped(value) && Object.hasOwn(JOURNAL_EVENT_TYPES, value.type);
 }
 
 /** Appends one event: cuts a torn tail, then one write and an fsync. Caller holds the session lock. */

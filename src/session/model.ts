@@ -3,22 +3,18 @@ import type {
   ChangedPath,
   JournalEvent,
   SessionEndEvent,
-  SessionResumeEvent,
   SessionStartEvent,
   SessionStatus,
-  SessionTranscriptEvent,
   SkippedFile,
   StepCheckpointEvent,
-  StepPostEvent,
-  StepPreEvent,
   StepStatus,
-  StepUnprotectedEvent,
-  OpDoneEvent,
   OpKind,
-  OpStartEvent,
   TranscriptPosition,
   EnvChange,
 } from './journal.js';
+
+/** The kinds of events a Session keeps in `extraEvents`. */
+export type ExtraEvent = Extract<JournalEvent, { type: 'op.start' | 'op.done' | 'session.apply' | 'session.apply.undo' | 'session.promote' | 'step.check' }>;
 
 export interface Step {
   step: number;
@@ -95,8 +91,8 @@ export interface Session {
   tools?: string[];
   steps: Step[];
   nextStep: number;
-  /** Every event of the journal, for event types this module does not fold. */
-  extraEvents: JournalEvent[];
+  /** The events this module keeps as they are, for their own readers (operations, applies, promotes, checks). */
+  extraEvents: ExtraEvent[];
 }
 
 /** Steps still open, lowest first. */
@@ -188,147 +184,146 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
   if (ev.session !== s.id) return;
   // Calls journaled from a transcript carry the times they ran, which can be before the last event.
   if (!(ev.time < s.lastActivity)) s.lastActivity = ev.time;
-  const tree = ((ev as { tree?: unknown }).tree as string | undefined) ?? null;
   switch (ev.type) {
     case 'session.start':
       break;
     case 'step.pre': {
-      const e = ev as StepPreEvent;
-      Object.assign(stepFor(s, e.step, e.time), {
-        tool: e.tool,
-        pre: e.commit,
-        preTree: tree,
-        startedAt: e.time,
-        toolUseId: e.toolUseId ?? null,
-        input: e.input,
-        message: e.message ?? null,
-        changedBefore: e.changed,
-        skipped: e.skipped,
-        overlaps: e.overlaps,
-        transcript: e.transcript ?? null,
-        ...(e.agentVersion ? { agentVersion: e.agentVersion } : {}),
-        ...(e.model ? { model: e.model } : {}),
-        ...(e.cwd ? { cwd: e.cwd } : {}),
-        ...(e.envChanged ? { envChanged: e.envChanged } : {}),
-        ...(e.tools ? { tools: e.tools } : {}),
-        ...(e.source ? { source: e.source } : {}),
+      Object.assign(stepFor(s, ev.step, ev.time), {
+        tool: ev.tool,
+        pre: ev.commit,
+        preTree: ev.tree,
+        startedAt: ev.time,
+        toolUseId: ev.toolUseId ?? null,
+        input: ev.input,
+        message: ev.message ?? null,
+        changedBefore: ev.changed,
+        skipped: ev.skipped,
+        overlaps: ev.overlaps,
+        transcript: ev.transcript ?? null,
+        ...(ev.agentVersion ? { agentVersion: ev.agentVersion } : {}),
+        ...(ev.model ? { model: ev.model } : {}),
+        ...(ev.cwd ? { cwd: ev.cwd } : {}),
+        ...(ev.envChanged ? { envChanged: ev.envChanged } : {}),
+        ...(ev.tools ? { tools: ev.tools } : {}),
+        ...(ev.source ? { source: ev.source } : {}),
       });
-      if (e.envChanged) s.envChanged = e.envChanged;
-      if (e.tools) s.tools = e.tools;
-      moveHead(s, e, tree);
+      if (ev.envChanged) s.envChanged = ev.envChanged;
+      if (ev.tools) s.tools = ev.tools;
+      moveHead(s, ev, ev.tree);
       break;
     }
     case 'step.post': {
-      const e = ev as StepPostEvent;
-      const st = stepFor(s, e.step, e.time);
+      const st = stepFor(s, ev.step, ev.time);
       Object.assign(st, {
-        status: e.status,
-        post: e.commit,
-        postTree: tree,
-        endedAt: e.time,
-        durationMs: e.durationMs,
-        output: e.output,
-        error: e.error ?? null,
-        changed: e.changed,
-        skipped: e.skipped.length > 0 ? e.skipped : st.skipped,
+        status: ev.status,
+        post: ev.commit,
+        postTree: ev.tree,
+        endedAt: ev.time,
+        durationMs: ev.durationMs,
+        output: ev.output,
+        error: ev.error ?? null,
+        changed: ev.changed,
+        skipped: ev.skipped.length > 0 ? ev.skipped : st.skipped,
       });
-      if (e.transcript && !st.transcript?.uuid) st.transcript = { ...e.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
-      if (e.agentVersion && !st.agentVersion) st.agentVersion = e.agentVersion;
-      if (e.model && !st.model) st.model = e.model;
-      moveHead(s, e, tree);
+      if (ev.transcript && !st.transcript?.uuid) st.transcript = { ...ev.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
+      if (ev.agentVersion && !st.agentVersion) st.agentVersion = ev.agentVersion;
+      if (ev.model && !st.model) st.model = ev.model;
+      moveHead(s, ev, ev.tree);
       break;
     }
     case 'step.checkpoint': {
-      const e = ev as StepCheckpointEvent;
-      Object.assign(stepFor(s, e.step, e.time), {
+      Object.assign(stepFor(s, ev.step, ev.time), {
         kind: 'checkpoint',
-        tool: e.tool,
+        tool: ev.tool,
         status: 'done',
-        pre: e.commit,
-        preTree: tree,
-        post: e.commit,
-        postTree: tree,
-        startedAt: e.time,
-        endedAt: e.time,
+        pre: ev.commit,
+        preTree: ev.tree,
+        post: ev.commit,
+        postTree: ev.tree,
+        startedAt: ev.time,
+        endedAt: ev.time,
         durationMs: 0,
-        message: e.message ?? null,
-        madeBy: checkpointMadeBy(e),
+        message: ev.message ?? null,
+        madeBy: checkpointMadeBy(ev),
         // A checkpoint's change is everything since the previous snapshot (what `show` prints).
-        changed: e.changed,
-        skipped: e.skipped,
+        changed: ev.changed,
+        skipped: ev.skipped,
       });
-      s.head = e.commit;
-      s.headTree = tree;
+      s.head = ev.commit;
+      s.headTree = ev.tree;
       break;
     }
     case 'step.unprotected': {
-      const e = ev as StepUnprotectedEvent;
-      const st = stepFor(s, e.step, e.time);
+      const st = stepFor(s, ev.step, ev.time);
       st.status = 'unprotected';
-      st.tool = st.tool ?? e.tool;
-      st.unprotectedReason = e.reason;
-      if (e.toolUseId) st.toolUseId = e.toolUseId;
-      if (e.input !== undefined && st.input === undefined) st.input = e.input;
-      if (e.phase !== 'pre') st.endedAt = st.endedAt ?? e.time;
+      st.tool = st.tool ?? ev.tool;
+      st.unprotectedReason = ev.reason;
+      if (ev.toolUseId) st.toolUseId = ev.toolUseId;
+      if (ev.input !== undefined && st.input === undefined) st.input = ev.input;
+      if (ev.phase !== 'pre') st.endedAt = st.endedAt ?? ev.time;
       break;
     }
     case 'session.end': {
-      const e = ev as SessionEndEvent;
-      s.ended = e;
-      if (e.commit) {
-        s.head = e.commit;
-        s.headTree = tree;
+      s.ended = ev;
+      if (ev.commit) {
+        s.head = ev.commit;
+        s.headTree = ev.tree;
       }
       break;
     }
     case 'session.resume': {
-      const e = ev as SessionResumeEvent;
       s.ended = null;
-      s.owner = e.owner;
-      if (e.agent) s.agent = e.agent;
-      if (e.command) s.command = e.command;
+      s.owner = ev.owner;
+      if (ev.agent) s.agent = ev.agent;
+      if (ev.command) s.command = ev.command;
       // A new run: its agent names its own transcript when it starts.
       delete s.agentTranscript;
       break;
     }
     case 'session.transcript':
-      s.agentTranscript = (ev as SessionTranscriptEvent).path;
+      s.agentTranscript = ev.path;
       break;
     case 'session.discard': {
       s.discarded = true;
       // A discard may carry the final snapshot of the worktree it removed.
-      const commit = (ev as { commit?: unknown }).commit;
-      if (typeof commit === 'string' && commit) {
-        s.head = commit;
-        s.headTree = tree;
+      if (typeof ev.commit === 'string' && ev.commit) {
+        s.head = ev.commit;
+        s.headTree = ev.tree;
       }
       break;
     }
     case 'op.done': {
       // An undo/redo/restore/revert moved the worktree: its result is the new chain tip.
-      const e = ev as OpDoneEvent;
-      if (e.commit) {
-        s.head = e.commit;
-        s.headTree = tree;
+      if (ev.commit) {
+        s.head = ev.commit;
+        s.headTree = ev.tree;
       }
       // The call that asked for it (op.start.byStep): its result is what the call's post compares with.
-      const by = s.steps.find((x) => x.operation?.op === e.op && x.operation.tree === null);
+      const by = s.steps.find((x) => x.operation?.op === ev.op && x.operation.tree === null);
       if (by?.operation) {
-        if (e.status === 'done' && tree) by.operation.tree = tree;
+        if (ev.status === 'done' && ev.tree) by.operation.tree = ev.tree;
         else delete by.operation;
       }
       s.extraEvents.push(ev);
       break;
     }
     case 'op.start': {
-      const e = ev as OpStartEvent;
-      const by = e.byStep === undefined ? undefined : s.steps.find((x) => x.step === e.byStep);
-      if (by && by.status === 'open') by.operation = { op: e.op, kind: e.kind, tree: null };
+      const by = ev.byStep === undefined ? undefined : s.steps.find((x) => x.step === ev.byStep);
+      if (by && by.status === 'open') by.operation = { op: ev.op, kind: ev.kind, tree: null };
       s.extraEvents.push(ev);
       break;
     }
-    default:
+    case 'session.apply':
+    case 'session.apply.undo':
+    case 'session.promote':
+    case 'step.check':
       s.extraEvents.push(ev);
+      break;
+    default: {
+      // A kind added to JournalEvent and not folded here fails to compile.
+      const unfolded: never = ev;
+      void unfolded;
+    }
   }
 }
 

@@ -363,7 +363,7 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
     const from = st.operation?.tree ?? st.preTree;
     const changed = from && from !== s.headTree ? await diffTrees(repo, from, snap.tree) : snap.changed;
     const startedMs = Date.parse(st.startedAt);
-    const ev: JournalEvent = {
+    const ev: StepPostEvent = {
       ...eventBase(id),
       type: 'step.post',
       step: st.step,
@@ -378,10 +378,9 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
     };
     const found = (!st.transcript?.uuid || !st.agentVersion) && opts.transcript ? opts.transcript() : null;
     if (found) {
-      const post = ev as StepPostEvent;
-      if (!st.transcript?.uuid) post.transcript = found.position;
-      if (!st.agentVersion && found.agentVersion) post.agentVersion = clean(found.agentVersion);
-      if (!st.model && found.model) post.model = clean(found.model);
+      if (!st.transcript?.uuid) ev.transcript = found.position;
+      if (!st.agentVersion && found.agentVersion) ev.agentVersion = clean(found.agentVersion);
+      if (!st.model && found.model) ev.model = clean(found.model);
     }
     await commitEvent(repo, p, state, ev, [
       { ref: stepRef(id, st.step), value: commit },

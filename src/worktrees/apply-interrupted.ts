@@ -37,9 +37,8 @@ export async function interruptedApplies(repo: Repo, id: string, summaryLine: st
   const journaled = new Set<string>();
   for (const e of readJournal(sessionPaths(repo, id).journal).events) {
     if (e.type !== 'session.apply') continue;
-    const ev = e as { safetyRef?: unknown; completes?: unknown };
-    if (typeof ev.safetyRef === 'string') journaled.add(ev.safetyRef);
-    if (Array.isArray(ev.completes)) for (const r of ev.completes) if (typeof r === 'string') journaled.add(r);
+    journaled.add(e.safetyRef);
+    for (const r of e.completes ?? []) journaled.add(r);
   }
   const res = await repo.git([
     'for-each-ref',

@@ -11,14 +11,14 @@ import type { Repo } from '../git/repo.js';
 import { loadSettings, type Settings } from '../git/config.js';
 import { withLock } from '../base/lock.js';
 import { commitTree, readHead, treeOf, updateRefs } from '../git/plumbing.js';
-import { eventBase, readJournal, type JournalEvent, type SessionApplyEvent } from '../session/journal.js';
+import { eventBase, readJournal, type SessionApplyEvent, type SessionApplyUndoEvent } from '../session/journal.js';
 import { commitMessage, contentLockFile, sessionIds, sessionPaths } from '../session/session.js';
 import { planChanges, prepareRestore, writeRestore, keptCommit, releaseKept, type LeftPath } from '../restore/restore.js';
 import { snapshotNow } from '../snapshot/snapshot-now.js';
 import { clearStaleSafetyRefLocks, recordEvent, SAFETY_REF_PREFIX } from './parallel.js';
 import { diffStat, type FileStat } from './diffstat.js';
 
-export const APPLY_UNDO_EVENT = 'session.apply.undo';
+export const APPLY_UNDO_EVENT: SessionApplyUndoEvent['type'] = 'session.apply.undo';
 
 export interface UndoApplyOptions {
   /** Only an apply of this session. */
@@ -54,10 +54,9 @@ function lastApply(repo: Repo, only: string | undefined): FoundApply | null {
   let best: FoundApply | null = null;
   for (const id of only ? [only] : sessionIds(repo)) {
     const events = readJournal(sessionPaths(repo, id).journal).events;
-    const undone = new Set(events.filter((e) => e.type === APPLY_UNDO_EVENT).map((e) => (e as { safetyRef?: unknown }).safetyRef));
-    for (const e of events) {
-      if (e.type !== 'session.apply') continue;
-      const ev = e as unknown as SessionApplyEvent;
+    const undone = new Set(events.flatMap((e) => (e.type === APPLY_UNDO_EVENT ? [e.safetyRef] : [])));
+    for (const ev of events) {
+      if (ev.type !== 'session.apply') continue;
       if (path.resolve(ev.target) !== path.resolve(repo.worktree)) continue;
       if (!best || ev.time > best.ev.time) best = { session: id, ev, undone: undone.has(ev.safetyRef) };
     }
@@ -118,7 +117,7 @@ export async function undoApply(repo: Repo, opts: UndoApplyOptions = {}): Promis
     const stat = await diffStat(repo, ev.result, safetyTree, [...written, ...deleted]);
     return { session: id, safetyRef: ev.safetyRef, appliedAt: ev.time, written, deleted, left, before: beforeNow, beforeRef, stat };
   });
-  const undoEv: JournalEvent = {
+  const undoEv: SessionApplyUndoEvent = {
     ...eventBase(id),
     type: APPLY_UNDO_EVENT,
     target: repo.worktree,

@@ -15,14 +15,14 @@ import { packageRoot } from '../base/package-root.js';
 import { openRepo, type Repo } from '../git/repo.js';
 import type { Settings } from '../git/config.js';
 import { treeOf } from '../git/plumbing.js';
-import { eventBase, type JournalEvent } from '../session/journal.js';
+import { eventBase, type StepCheckEvent } from '../session/journal.js';
 import type { Session, Step } from '../session/model.js';
 import { redactText } from '../session/redact.js';
 import { recordEvent } from './parallel.js';
 import picomatch from 'picomatch';
 import { copyEntry, NO_CLONE, removeSessionWorktree, worktreeConfig, type WorktreeConfig } from './worktree.js';
 
-export const CHECK_EVENT = 'step.check';
+export const CHECK_EVENT: StepCheckEvent['type'] = 'step.check';
 
 export interface CheckResult {
   /** The state checked: after this step (0: the baseline). */
@@ -40,17 +40,6 @@ export interface CheckResult {
   reused?: boolean;
 }
 
-interface CheckEvent {
-  type: typeof CHECK_EVENT;
-  step: number;
-  command: string;
-  tree: string;
-  exitCode: number;
-  durationMs: number;
-  output: string;
-  reused?: boolean;
-}
-
 const OUTPUT_LINES = 20;
 const OUTPUT_CHARS = 4000;
 
@@ -62,10 +51,7 @@ export function verdictOf(code: number): CheckResult['verdict'] {
 export function recordedChecks(s: Session): CheckResult[] {
   return s.extraEvents
     .filter((e) => e.type === CHECK_EVENT)
-    .map((e) => {
-      const c = e as unknown as CheckEvent & { time: string };
-      return { step: c.step, command: c.command, tree: c.tree, exitCode: c.exitCode, verdict: verdictOf(c.exitCode), durationMs: c.durationMs, output: c.output, time: c.time, ...(c.reused ? { reused: true } : {}) };
-    });
+    .map((c) => ({ step: c.step, command: c.command, tree: c.tree, exitCode: c.exitCode, verdict: verdictOf(c.exitCode), durationMs: c.durationMs, output: c.output, time: c.time, ...(c.reused ? { reused: true } : {}) }));
 }
 
 /** The newest check of each step (any command), for `log`. */
@@ -231,8 +217,8 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
   let setUp = false;
   const env = checkEnv(repo.callerEnv);
   const journal = (r: CheckResult) => {
-    const ev = { ...eventBase(s.id), type: CHECK_EVENT, step: r.step, command: redactText(r.command, opts.settings.redactPatterns), tree: r.tree, exitCode: r.exitCode, durationMs: r.durationMs, output: r.output, ...(r.reused ? { reused: true } : {}) };
-    return recordEvent(repo, s.id, opts.settings, ev as unknown as JournalEvent);
+    const ev: StepCheckEvent = { ...eventBase(s.id), type: CHECK_EVENT, step: r.step, command: redactText(r.command, opts.settings.redactPatterns), tree: r.tree, exitCode: r.exitCode, durationMs: r.durationMs, output: r.output, ...(r.reused ? { reused: true } : {}) };
+    return recordEvent(repo, s.id, opts.settings, ev);
   };
   return {
     warnings,

@@ -11,7 +11,7 @@ import { errors } from '../base/errors.js';
 import { newSessionId } from '../base/ids.js';
 import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from '../git/repo.js';
 import { loadSettings, type Settings } from '../git/config.js';
-import { eventBase, type JournalEvent } from '../session/journal.js';
+import { eventBase, type JournalEvent, type SessionApplyEvent, type SessionDiscardEvent, type SessionPromoteEvent } from '../session/journal.js';
 import { clearStaleGitLock, withLock } from '../base/lock.js';
 import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { splitNul } from '../git/run.js';
@@ -217,7 +217,7 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     const byKilled = await undoPaths(repo, before.tree, merged.tree, before.paths);
     const undoWritten = [...new Set([...written, ...byKilled.written])].sort();
     const undoDeleted = [...new Set([...deleted, ...byKilled.deleted])].sort();
-    const ev: JournalEvent = {
+    const ev: SessionApplyEvent = {
       ...eventBase(id),
       type: 'session.apply',
       target: repo.worktree,
@@ -344,7 +344,7 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
       data: { branch: opts.branch, commit },
     });
   }
-  const ev: JournalEvent = { ...eventBase(id), type: 'session.promote', branch: opts.branch, commit, parent };
+  const ev: SessionPromoteEvent = { ...eventBase(id), type: 'session.promote', branch: opts.branch, commit, parent };
   await recordEvent(repo, id, settings, ev);
   const stat = await diffStat(repo, parentTree, tree);
   return { session: id, branch: opts.branch, commit, parent, tree, stat, uncommitted, uncommittedIncluded: uncommitted.length > 0 && !!opts.includeUncommitted };
@@ -514,7 +514,7 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
     s = loadSession(repo, id);
   }
   if (!s.discarded || (wt && meta)) {
-    const event: JournalEvent & { commit: string | null } = {
+    const event: SessionDiscardEvent = {
       ...eventBase(id),
       type: 'session.discard',
       commit: null,
