@@ -13,7 +13,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
-import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
+import { currentOwner, type LockOwner } from '../base/lock.js';
+import { leftoverRuns } from './leftover-runs.js';
 import os from 'node:os';
 import type { AgentAdapter, HookGroup, McpServerCommand } from './adapter.js';
 import { jsonMcpLayout, parseJsonc, withHooks, withMcpServer, withoutHooks, withoutMcpServer } from './settings-file.js';
@@ -226,34 +227,12 @@ function finishOverlay(dir: string, state: OverlayState, sessionDir: string): st
  */
 export function recoverGeminiOverlays(sessionsRoot: string): string[] {
   const lines: string[] = [];
-  let sessions: string[] = [];
-  try {
-    sessions = fs.readdirSync(sessionsRoot);
-  } catch {
-    return lines;
-  }
-  for (const session of sessions) {
-    const sessionDir = path.join(sessionsRoot, session);
-    let names: string[] = [];
-    try {
-      names = fs.readdirSync(sessionDir).filter((n) => n.startsWith('gemini-home-'));
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const dir = path.join(sessionDir, name);
-      let state: OverlayState;
-      try {
-        state = JSON.parse(fs.readFileSync(path.join(dir, OVERLAY_STATE), 'utf8')) as OverlayState;
-      } catch {
-        continue; // left by an older agentsnap, or finished with warnings already: the user's to look at
-      }
-      if (!state.owner || ownerAlive(state.owner)) continue;
-      const warnings = finishOverlay(dir, state, sessionDir);
-      // Kept for the user: no second attempt on the next run.
-      if (warnings.length > 0) fs.rmSync(path.join(dir, OVERLAY_STATE), { force: true });
-      lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: moved back what Gemini CLI wrote in ${dir} (its wrapper had been killed)`]));
-    }
+  const overlays = leftoverRuns(sessionsRoot, (n) => n.startsWith('gemini-home-'), (dir) => JSON.parse(fs.readFileSync(path.join(dir, OVERLAY_STATE), 'utf8')) as OverlayState);
+  for (const { sessionDir, entry: dir, state } of overlays) {
+    const warnings = finishOverlay(dir, state, sessionDir);
+    // Kept for the user: no second attempt on the next run.
+    if (warnings.length > 0) fs.rmSync(path.join(dir, OVERLAY_STATE), { force: true });
+    lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: moved back what Gemini CLI wrote in ${dir} (its wrapper had been killed)`]));
   }
   return lines;
 }

@@ -17,7 +17,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
-import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
+import { currentOwner, type LockOwner } from '../base/lock.js';
+import { leftoverRuns } from './leftover-runs.js';
 import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import type { AgentAdapter, HookGroup } from './adapter.js';
 import { jsonMcpLayout, parseJsonc, withHooks, withMcpServer } from './settings-file.js';
@@ -107,31 +108,10 @@ function finishRun(stateFile: string, state: RunState): string[] {
 /** Finishes the runs whose wrapper was killed (its run settings file removed, stamped settings put back); lines to say. */
 function recoverRuns(sessionsRoot: string): string[] {
   const lines: string[] = [];
-  let sessions: string[] = [];
-  try {
-    sessions = fs.readdirSync(sessionsRoot);
-  } catch {
-    return lines;
-  }
-  for (const session of sessions) {
-    let names: string[] = [];
-    try {
-      names = fs.readdirSync(path.join(sessionsRoot, session)).filter((n) => n.startsWith('qwen-run-') && n.endsWith('.json'));
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const stateFile = path.join(sessionsRoot, session, name);
-      let state: RunState;
-      try {
-        state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-      } catch {
-        continue;
-      }
-      if (!state.owner || ownerAlive(state.owner)) continue;
-      const warnings = finishRun(stateFile, state);
-      lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: finished the Qwen Code run of session ${session} (its wrapper had been killed)`]));
-    }
+  const runs = leftoverRuns(sessionsRoot, (n) => n.startsWith('qwen-run-') && n.endsWith('.json'), (f) => JSON.parse(fs.readFileSync(f, 'utf8')) as RunState);
+  for (const { session, entry, state } of runs) {
+    const warnings = finishRun(entry, state);
+    lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: finished the Qwen Code run of session ${session} (its wrapper had been killed)`]));
   }
   return lines;
 }
