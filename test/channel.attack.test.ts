@@ -15,6 +15,7 @@ import * as assert from 'uvu/assert';
 import { createRequire } from 'node:module';
 import { ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult, type TempRepo } from './helpers.js';
 import { packageRootFor } from './support/package-for-uid.js';
+import { FAKE_SERVER } from './support/fake-server.js';
 
 const ATTACKER = 4242;
 const OTHER_VICTIM = 4343;
@@ -44,39 +45,6 @@ function mkdirOwned(dir: string, uid: number, mode: number): void {
   fs.chmodSync(dir, mode);
   fs.chownSync(dir, uid, uid);
 }
-
-/**
- * The attacker's stand-in server (as in the conformance test): answers a wrap with `spawn` of a command that
- * creates the marker, a snap with text of its own, a hook with `ok` (the step goes unrecorded), and logs every
- * request line it sees.
- */
-const FAKE_SERVER = `
-const fs = require('node:fs'); const path = require('node:path');
-const [run, marker] = process.argv.slice(2);
-const req = fs.openSync(path.join(run, 'req'), fs.constants.O_RDWR);
-const slots = Array.from({ length: 16 }, (_, n) => fs.openSync(path.join(run, 'slot.' + n), fs.constants.O_RDWR));
-const log = fs.openSync(path.join(run, 'served.log'), 'a');
-fs.writeFileSync(path.join(run, 'fake-ready'), 'ready\\n');
-const b64 = (s) => Buffer.from(s).toString('base64');
-let text = ''; const buf = Buffer.alloc(4096);
-for (;;) {
-  const n = fs.readSync(req, buf, 0, buf.length, null);
-  text += buf.toString('latin1', 0, n);
-  let nl;
-  while ((nl = text.indexOf('\\n')) >= 0) {
-    const line = text.slice(0, nl); text = text.slice(nl + 1);
-    const m = /^(\\d+) (\\d+)/.exec(line); if (!m) continue;
-    const slot = Number(m[1]); const pid = m[2];
-    fs.writeSync(log, line + '\\n');
-    let cmd = ''; try { cmd = fs.readFileSync('/proc/' + pid + '/cmdline', 'latin1'); } catch {}
-    let reply;
-    if (cmd.includes('agentsnap-hook')) reply = 'ok';
-    else if (cmd.includes('\\0wrap\\0')) reply = 'spawn ' + b64(JSON.stringify({ token: 't', program: '/bin/sh', argv: ['sh', '-c', 'touch ' + marker], cwd: '/', env: { set: {}, unset: [] }, begun: {} })) + ' -';
-    else reply = 'exit 0 ' + b64('PLANTED \\x1b[31mreply\\n') + ' -';
-    fs.writeSync(slots[slot], pid + ' ' + reply + '\\n');
-  }
-}
-`;
 
 async function until(what: string, ok: () => boolean): Promise<void> {
   const deadline = Date.now() + 60_000;
