@@ -946,6 +946,9 @@ export class World {
       case 'mmap': {
         if (!hasPython) return 'mmap skipped: no python3';
         if (this.invisibleSkipped()) return `mmap ${this.invisibleSkipped()}`;
+        // tmpfs leaves mtime, size and inode as they were on a write through a mapping: no stat-based scan sees it
+        // (git's own status neither) once the mapping is gone. README names this limit; seed 20261205 found it.
+        if (this.onTmpfs) return 'mmap skipped on tmpfs (a write through a mapping leaves the stat unchanged there)';
         this.invisibleSinceSweep = true;
         const candidates = files.filter((f) => {
           const st = lstat(abs(f));
