@@ -171,11 +171,6 @@ function expandHome(p: string, env: NodeJS.ProcessEnv): string {
   return p;
 }
 
-function parentOf(rel: string): string {
-  const i = rel.lastIndexOf('/');
-  return i < 0 ? '' : rel.slice(0, i);
-}
-
 function isUnder(rel: string, dir: string): boolean {
   return dir === '' || rel === dir || rel.startsWith(`${dir}/`);
 }
