@@ -169,7 +169,7 @@ function donorIndexes(repo: Repo, except: string): string[] {
   return found.sort((a, b) => b.at - a.at).slice(0, 16).map((f) => f.index);
 }
 
-/** What an operation (src/undo.ts) gets while it holds a session's lock. */
+/** What an operation (src/restore/undo.ts) gets while it holds a session's lock. */
 export interface LockedSession {
   paths: SessionPaths;
   /** The session head (chain tip) and its tree, current as of the last append. */
