@@ -119,8 +119,10 @@ test('every path of this repository named in the docs or in a comment exists (no
     (fs.readdirSync(path.join(ROOT, d), { recursive: true }) as string[]).filter((f) => /\.(ts|js|mjs|cjs)$/.test(f)).map((f) => `${d}/${f}`),
   );
   assert.ok(code.length > 100, `${code.length} source files`);
-  for (const file of code) {
-    for (const [line, comment] of commentLines(read(file))) {
+  // The sh scripts' `#` comments too.
+  const shell = (text: string): [number, string][] => text.split('\n').flatMap((l, i): [number, string][] => (/^\s*#/.test(l) ? [[i + 1, l]] : []));
+  for (const file of [...code, 'bin/agentsnap-hook', 'hooks/agentsnap-hook', '.ci/run']) {
+    for (const [line, comment] of (/\.(ts|js|mjs|cjs)$/.test(file) ? commentLines : shell)(read(file))) {
       // `ui/` alone is ambiguous in a comment (the page at the top, or src/ui/ for src's own files): full paths only.
       for (const p of repoPathsIn(comment, REPO_FOLDERS.filter((f) => f !== 'ui'))) if (!exists(p)) stale.push(`${file}:${line}: ${p}`);
     }
