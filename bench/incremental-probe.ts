@@ -3,7 +3,7 @@
 // nothing changed, one file edited, 100 files created; and a raw full scan
 // for comparison. Prints one JSON line; peak RSS from process.resourceUsage.
 // Usage: node --import tsx bench/incremental-probe.ts <worktree copy> [runs]
-// (compiled, without tsx's own memory: see DEVELOPING.md "Incremental snapshots")
+// (run it compiled to measure its memory without tsx's own)
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';

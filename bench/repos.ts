@@ -98,7 +98,7 @@ function makeDirs(r: () => number, size: number): string[] {
   const dirs: { path: string; depth: number; children: Set<string> }[] = [{ path: '', depth: 0, children: new Set() }];
   while (dirs.length < wanted + 1) {
     // Prefer shallow parents a little, so the tree is bushy rather than a chain.
-    const parent = dirs[Math.floor(Math.pow(r(), 1.3) * dirs.length)];
+    const parent = dirs[Math.floor(r() ** 1.3 * dirs.length)];
     if (!parent || parent.depth >= 6) continue;
     let name = pick(r, WORDS);
     if (parent.children.has(name)) name = `${name}-${parent.children.size}`;

@@ -6,7 +6,7 @@
 // code runs there, and this process loads nothing else); see src/server/channel.ts.
 // So is the beginning and the end of a `wrap` (./wrap-client.js).
 // Otherwise, for `snap` and a pre-tool hook, the first snapshot's `git status`
-// starts before the CLI loads (src/status-prefetch.ts).
+// starts before the CLI loads (src/snapshot/status-prefetch.ts).
 'use strict';
 // CommonJS (bin/package.json): an ES module entry costs every process ~5-9 ms of module loader before its first line.
 

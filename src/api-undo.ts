@@ -1,6 +1,6 @@
 // Public API of the operations that move the worktree (undo, redo, restore,
 // revert), the conversation rewind and status. Validates input and picks the
-// session, then calls src/undo.ts, which trusts it.
+// session, then calls src/restore/undo.ts, which trusts it.
 import { errors } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSession, selectSession } from './session/session.js';

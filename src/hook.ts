@@ -25,7 +25,7 @@ import {
 } from './session/session.js';
 import { loadState } from './session/state.js';
 import { sanitize } from './session/redact.js';
-import type { StepPostEvent, TranscriptPosition } from './session/journal.js';
+import type { TranscriptPosition } from './session/journal.js';
 import { adapterOf, transcriptReader } from './agents/registry.js';
 import type { AgentAdapter, HookCall, ToolCallLocation, TranscriptTail } from './agents/adapter.js';
 import { autoStartServer } from './server/server.js';

@@ -18,7 +18,7 @@ import { redo, restore, status, undo, type OperationResult } from './api-undo.js
 import { bisect, check, type CheckResult } from './api-check.js';
 import { openSteps, type Session } from './session/model.js';
 import { fenceOf, printableLine, printableName, printableText } from './base/printable.js';
-import { MCP_TOOLS, checkArgs, type Args, type McpTool, type McpToolResult } from './mcp-tools.js';
+import { MCP_TOOLS, checkArgs, type Args, type McpToolResult } from './mcp-tools.js';
 
 export { MCP_TOOLS } from './mcp-tools.js';
 export type { McpTool, McpToolAnnotations, McpToolResult } from './mcp-tools.js';

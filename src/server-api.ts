@@ -1,5 +1,5 @@
 // Public API of the warm server: status, start (in the background), stop, and
-// run (the background process itself). See src/server.ts for the channel.
+// run (the background process itself). See src/server/channel.ts for the channel.
 import fs from 'node:fs';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSettings } from './git/config.js';

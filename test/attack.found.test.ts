@@ -46,7 +46,7 @@ test('a file named "q" (quotes in its name) or ending in a CR is snapshotted and
 // `git add -f` made the path tracked, so it is not "ignored at the target"; its ctime is fresh.
 // Fixed with this test: a parent directory swapped for a symlink to a directory outside the worktree
 // after the plan was checked (another process moves `d` away and links it back) made undo rename and
-// write files outside the worktree: replaceEntry (src/restore.ts) did not lstat the parents again at
+// write files outside the worktree: replaceEntry (src/restore/restore.ts) did not lstat the parents again at
 // the moment it replaces a path (removeEntry does, via inspect()), so setAside and the install went
 // through the symlink.
 test('undo never writes outside the worktree when a parent directory becomes a symlink to outside during the undo', async () => {

@@ -3,7 +3,6 @@
 // Code expands it into the prompt and its Bash tool runs `agentsnap undo`.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapOnPath, cliProcess, tempRepo } from './helpers.js';
 import { startMessagesStub } from './support/messages-stub.js';

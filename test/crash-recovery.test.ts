@@ -4,7 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, refsUnder, tempRepo, treeFiles, type TempRepo, sessionOf } from './helpers.js';
+import { cli, refsUnder, tempRepo, treeFiles, sessionOf } from './helpers.js';
 import { undo } from '../src/index.js';
 
 

@@ -80,4 +80,54 @@ test('every relative link in README.md, DEVELOPING.md and docs/ resolves, #ancho
   assert.ok(links >= 10, `${links} links`);
 });
 
+/** Folders of this repository that a path in the docs or a comment starts with. */
+const REPO_FOLDERS = ['src', 'bin', 'test', 'scripts', 'bench', 'hooks', 'docs', 'demo', 'ui'];
+/** Paths in the docs that are a user's files in an example, not this repository's. */
+const EXAMPLE_PATHS = new Set(['src/app.ts']);
+
+/** The paths of this repository a text names (`src/…`, `test/…`, …; globs and `<placeholders>` left out). */
+function repoPathsIn(text: string, folders: readonly string[]): string[] {
+  const re = new RegExp(`(?<![\\w./-])((?:${folders.join('|')})/[\\w./-]*\\w)(?![*<\\w])`, 'g');
+  return [...text.matchAll(re)].map((m) => m[1] as string);
+}
+
+/** The comment text of a source file, line by line: `//` comments and the lines of `/* … *\/` blocks (a lexer is not needed to find paths). */
+function commentLines(text: string): [number, string][] {
+  const out: [number, string][] = [];
+  text.split('\n').forEach((line, i) => {
+    const lineComment = /(?:^|\s)\/\/(.*)$/.exec(line);
+    if (lineComment) out.push([i + 1, lineComment[1] as string]);
+    else if (/^\s*(\/\*|\*)/.test(line)) out.push([i + 1, line]);
+  });
+  return out;
+}
+
+test('every path of this repository named in the docs or in a comment exists (none left behind by a move)', () => {
+  const exists = (p: string) => fs.existsSync(path.join(ROOT, p));
+  const stale: string[] = [];
+  const docs = ['README.md', 'DEVELOPING.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  // DEVELOPING.md also names files by their folder of src/ alone (`server/serve.ts`).
+  const layers = fs.readdirSync(path.join(ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  for (const doc of docs) {
+    read(doc).split('\n').forEach((line, i) => {
+      for (const p of repoPathsIn(line, REPO_FOLDERS)) if (!EXAMPLE_PATHS.has(p) && !exists(p) && !exists(`src/${p}`)) stale.push(`${doc}:${i + 1}: ${p}`);
+      if (doc !== 'DEVELOPING.md') return;
+      for (const p of repoPathsIn(line, layers)) if (/\.(ts|js|mjs|cjs)$/.test(p) && !exists(`src/${p}`) && !exists(p)) stale.push(`${doc}:${i + 1}: ${p} (src/${p})`);
+    });
+  }
+  const code = ['src', 'bin', 'test', 'scripts', 'bench', 'demo', 'ui'].flatMap((d) =>
+    (fs.readdirSync(path.join(ROOT, d), { recursive: true }) as string[]).filter((f) => /\.(ts|js|mjs|cjs)$/.test(f)).map((f) => `${d}/${f}`),
+  );
+  assert.ok(code.length > 100, `${code.length} source files`);
+  // The sh scripts' `#` comments too.
+  const shell = (text: string): [number, string][] => text.split('\n').flatMap((l, i): [number, string][] => (/^\s*#/.test(l) ? [[i + 1, l]] : []));
+  for (const file of [...code, 'bin/agentsnap-hook', 'hooks/agentsnap-hook', '.ci/run']) {
+    for (const [line, comment] of (/\.(ts|js|mjs|cjs)$/.test(file) ? commentLines : shell)(read(file))) {
+      // `ui/` alone is ambiguous in a comment (the page at the top, or src/ui/ for src's own files): full paths only.
+      for (const p of repoPathsIn(comment, REPO_FOLDERS.filter((f) => f !== 'ui'))) if (!exists(p)) stale.push(`${file}:${line}: ${p}`);
+    }
+  }
+  assert.equal(stale, [], `stale paths:\n  ${stale.join('\n  ')}`);
+});
+
 test.run();

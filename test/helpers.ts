@@ -30,7 +30,7 @@ export function hermeticEnv(home: string, extra: Record<string, string> = {}): N
     NO_COLOR: '1',
     // No background servers unless a test asks for one (test/server.test.ts).
     AGENTSNAP_SERVER: 'off',
-    // And, where a test turns the server on, no wrapper leaves one behind it (test/wrap-server-after.test.ts does).
+    // And, where a test turns the server on, no wrapper leaves one behind it (test/wrap-served.test.ts does).
     AGENTSNAP_SERVER_AFTER_WRAP: '0',
     ...extra,
   };

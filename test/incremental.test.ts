@@ -1,4 +1,4 @@
-// The incremental snapshot engine (src/incremental.ts) against the full scan:
+// The incremental snapshot engine (src/snapshot/incremental.ts) against the full scan:
 // after random rounds of what agents and users do to a worktree, it returns
 // the same tree, skipped set and changed list as snapshotTree on a fresh
 // throwaway index, and a good share of the rounds took the fast path.

@@ -1,5 +1,5 @@
 // Issue 13 item 7: everything journaled goes through the same redaction as a
-// hook's input (src/redact.ts): `snap -m` messages, tool names, the inputs,
+// hook's input (src/session/redact.ts): `snap -m` messages, tool names, the inputs,
 // outputs and errors the library is given, unprotected reasons, a resumed
 // session's command. The commit messages of snapshot commits carry no secret either.
 import { test } from 'uvu';

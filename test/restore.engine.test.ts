@@ -1,4 +1,4 @@
-// The one restore engine (src/restore.ts) as apply and new worktrees use it:
+// The one restore engine (src/restore/restore.ts) as apply and new worktrees use it:
 // everything checked before the first write, exact bytes despite checkout filters.
 import fs from 'node:fs';
 import path from 'node:path';

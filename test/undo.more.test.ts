@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { cli, tempRepo, type TempRepo, step } from './helpers.js';
+import { cli, tempRepo, step } from './helpers.js';
 import { outsideEffect } from '../src/index.js';
 import { contentLockFile } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';

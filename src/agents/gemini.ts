@@ -84,7 +84,6 @@ function mergeBack(from: string, to: string, linked: Set<string>, warnings: stri
         moveEntry(src, dst);
       } else {
         warnings.push(`agentsnap: warning: Gemini CLI left ${src}, which does not fit ${dst}; it was kept where it is`);
-        continue;
       }
     } catch (e) {
       warnings.push(`agentsnap: warning: could not move ${src} back to ${dst}: ${(e as Error).message}`);

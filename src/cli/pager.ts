@@ -38,7 +38,10 @@ class PagerStream extends Writable {
     super();
   }
   override _write(chunk: Buffer | string, _enc: BufferEncoding, cb: (e?: Error | null) => void): void {
-    if (this.state.gone) return cb();
+    if (this.state.gone) {
+      cb();
+      return;
+    }
     // EPIPE (the user quit the pager) is not the command's failure: the rest is dropped.
     this.sink.write(chunk, () => cb());
   }

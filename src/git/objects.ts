@@ -10,7 +10,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import type { ObjectFormat, Repo } from './repo.js';
 import { lastValue, parseConfigList, type GitConfig } from './config.js';
-import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, runGitSync, splitNul } from './run.js';
+import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, runGitSync } from './run.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit';
 

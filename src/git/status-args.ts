@@ -1,7 +1,7 @@
 // The git options every snapshot command runs with, and the one status
 // command a snapshot lists the worktree with. A module of its own (no other
 // imports) so the executable can start that status before it loads the CLI
-// (src/status-prefetch.ts) with exactly the arguments the snapshot uses.
+// (src/snapshot/status-prefetch.ts) with exactly the arguments the snapshot uses.
 /** Options that keep git from transforming content, running user programs, or printing advice. */
 export const SNAPSHOT_GIT_CONFIG = [
   '-c', 'core.autocrlf=false',

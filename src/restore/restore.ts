@@ -34,7 +34,7 @@
 //   and files a snapshot skipped are never deleted (withoutSkipped).
 // - Files the target snapshot left out are never deleted either: ignored under
 //   the target's rules, or on disk unchanged since before the target snapshot
-//   (keptAtTarget, src/ignored-at-target.ts); they are left and reported.
+//   (keptAtTarget, src/restore/ignored-at-target.ts); they are left and reported.
 // - Applying the same plan twice is harmless (roll-forward after a crash).
 import * as fs from '../base/fs-bytes.js'; // names that are not UTF-8 by their bytes (see fs-bytes.ts)
 import path from 'node:path';

@@ -10,7 +10,7 @@
 //   3. refuse (before anything is written) when the plan would overwrite
 //      changes no tool call made, or crosses an unprotected step, unless --force
 //   4. commit the safety snapshot; journal `op.start` (fsync); ref ops/<k>
-//   5. change the files (src/restore.ts)
+//   5. change the files (src/restore/restore.ts)
 //   6. commit the restored state (parents: the safety snapshot, then the
 //      versions the restore kept, if any, so they stay reachable); journal
 //      `op.done`; move the session head to it; state.json

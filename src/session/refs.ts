@@ -2,7 +2,6 @@
 // under refs/agentsnap/sessions/<id>/) and its files under the state dir.
 // Names, and the listing of what exists (sessionIds, sessionRefs); nothing here writes.
 import fs from 'node:fs';
-import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { sessionIdProblem } from '../base/ids.js';
 import { type Session } from './model.js';

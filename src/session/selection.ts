@@ -8,7 +8,7 @@ import path from 'node:path';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { type SessionStatus } from './journal.js';
 import { currentOwner, ownerAlive } from '../base/lock.js';
-import { openSteps, sessionStatus, type Session } from './model.js';
+import { sessionStatus, type Session } from './model.js';
 import type { Repo } from '../git/repo.js';
 import { sessionIdProblem } from '../base/ids.js';
 import { sessionIds } from './refs.js';

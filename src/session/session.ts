@@ -20,7 +20,7 @@ import { errors } from '../base/errors.js';
 import { assertSessionId, newSessionId } from '../base/ids.js';
 import { appendEvent, eventBase, type ChangedPath, type JournalEvent, type SkippedFile, type StepPostEvent, type TranscriptPosition } from './journal.js';
 import { withLock } from '../base/lock.js';
-import { foldJournal, type Session, type Step } from './model.js';
+import { foldJournal, type Step } from './model.js';
 import { commitTree, diffTrees, readHead, updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { loadSettings, type Settings } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
@@ -32,7 +32,7 @@ import { stepRef, headRef, keepRef, type SessionPaths, sessionPaths, sessionIds,
 import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects } from './locks.js';
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled, forgetPruned } from './state.js';
 import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOptions, selectSession } from './selection.js';
-import { importTranscriptCalls, importBeforeHeadMoves, importQuietly } from './transcript-import.js';
+import { importBeforeHeadMoves, importQuietly } from './transcript-import.js';
 import { envChangeAt } from './environment.js';
 export { STEP_REF_PREFIX, META_REF_PREFIX, stepRef, SESSION_META_PREFIX, sessionMetaRef, headRef, sessionOfRef, sessionRefs, sessionsDir, sessionIds, sessionPaths, worktreeKey, refsFor } from './refs.js';
 export type { SessionPaths } from './refs.js';
@@ -169,7 +169,7 @@ function donorIndexes(repo: Repo, except: string): string[] {
   return found.sort((a, b) => b.at - a.at).slice(0, 16).map((f) => f.index);
 }
 
-/** What an operation (src/undo.ts) gets while it holds a session's lock. */
+/** What an operation (src/restore/undo.ts) gets while it holds a session's lock. */
 export interface LockedSession {
   paths: SessionPaths;
   /** The session head (chain tip) and its tree, current as of the last append. */

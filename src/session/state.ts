@@ -1,7 +1,6 @@
 // A session's state: the fold of its journal, cached in state.json (rebuilt
 // whenever the journal's size differs from the one recorded there).
 import fs from 'node:fs';
-import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { readStateFile, replaceStateFile } from '../base/state-dir.js';
 import { assertSessionId } from '../base/ids.js';

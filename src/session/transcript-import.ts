@@ -1,7 +1,6 @@
 // The transcript import: calls an agent ran without hooks (Claude Code's
 // read-only tools, see agents/claude.ts) journaled from its transcript as
 // steps whose pre and post are the state they saw.
-import path from 'node:path';
 import { appendEvents, eventBase, type JournalEvent } from './journal.js';
 import { applyEvent, type Session, type Step } from './model.js';
 import { updateRefs, type RefUpdate } from '../git/plumbing.js';
@@ -11,7 +10,7 @@ import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { sanitize } from './redact.js';
 import { stepRef, type SessionPaths } from './refs.js';
-import { type SessionState, stateFrom, writeState, loadSession, loadState, journaled } from './state.js';
+import { type SessionState, stateFrom, writeState, loadSession, loadState } from './state.js';
 
 /**
  * Journals the calls of Claude Code's read-only tools (not hooked) that the

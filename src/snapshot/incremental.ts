@@ -1,5 +1,5 @@
 // Over 500 lines on purpose: every reason to fall back to a full scan sits
-// next to the fast path it guards (DEVELOPING.md lists them in this order).
+// next to the fast path it guards.
 //
 // The incremental snapshot engine of a warm per-worktree process: a watcher
 // says which paths can have changed since the last snapshot, and only those
@@ -7,8 +7,8 @@
 // in-process). It returns exactly what snapshotTree (a full scan) returns
 // for the worktree at that moment; whenever it cannot prove that, it takes
 // the full scan (through a private index of its own) and starts again from
-// its result. DEVELOPING.md ("Incremental snapshots") lists what it trusts
-// and every fallback.
+// its result. DEVELOPING.md ("Incremental snapshots") says what it trusts;
+// every fallback is below, at the fast path it guards.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Repo } from '../git/repo.js';
@@ -169,11 +169,6 @@ function settingsKey(s: Settings): string {
 function expandHome(p: string, env: NodeJS.ProcessEnv): string {
   if (p === '~' || p.startsWith('~/')) return path.join(env.HOME ?? '', p.slice(1));
   return p;
-}
-
-function parentOf(rel: string): string {
-  const i = rel.lastIndexOf('/');
-  return i < 0 ? '' : rel.slice(0, i);
 }
 
 function isUnder(rel: string, dir: string): boolean {

@@ -26,9 +26,9 @@ import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/
 import { ObjectReader } from '../git/cat-file.js';
 import { objectStore } from '../git/objects.js';
 import { oldestRecentMtime, oldestRefreshedMtime, oldestUnlikeMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
-import { blobOf, hashRaw, stdinPathSafe, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
+import { blobOf, hashRaw, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from '../base/lock.js';
-import type { ChangedPath, SkippedFile, TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
+import type { SkippedFile, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
 export type { TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
 
 /**
@@ -64,9 +64,7 @@ export function seedPrivateIndex(repo: Repo, indexFile: string): boolean {
   return true;
 }
 
-export interface Classifier {
-  (relPath: string, size: number): SkippedFile['reason'] | null;
-}
+export type Classifier = (relPath: string, size: number) => SkippedFile['reason'] | null;
 
 /** Decides which untracked files stay out of snapshots (secrets, excludes, size cap). */
 export function untrackedClassifier(settings: Settings): Classifier {

@@ -3,7 +3,6 @@
 // where the disk still holds what the apply left there: a path written since
 // is refused (nothing written), or left as it is with force. The worktree as
 // it was before the undo is kept under a safety ref of its own.
-import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { newSessionId } from '../base/ids.js';
