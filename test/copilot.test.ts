@@ -5,6 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
+import os from 'node:os';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { cli, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { ADAPTERS, describeCall, findAgent, INIT_AGENTS } from '../src/agents/registry.js';
@@ -279,6 +281,52 @@ test('a Copilot session forked before a call keeps the events before its turn, i
   } finally {
     repo.cleanup();
   }
+});
+
+test("a killed wrapper's Copilot run is finished by the next wrapper: its plugin folder goes, and the empty plugin-data folders Copilot made for it; a live wrapper's run is left alone", () => {
+  const repo = tempRepo({ noInit: true });
+  try {
+    const sessions = path.join(repo.base, 'sessions');
+    const dir = path.join(sessions, 'killed-run');
+    const plugin = path.join(dir, 'copilot-plugin-1');
+    fs.mkdirSync(path.join(plugin, 'hooks'), { recursive: true });
+    fs.writeFileSync(path.join(plugin, 'hooks', 'hooks.json'), '{}\n');
+    const data = path.join(repo.home, '.copilot', 'plugin-data', '_direct', 'abc');
+    fs.mkdirSync(data, { recursive: true });
+    fs.writeFileSync(path.join(repo.home, '.copilot', 'config.json'), '{}\n');
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    const owner = { pid: dead, start: null, host: os.hostname(), since: new Date().toISOString(), purpose: 'copilot run' };
+    const dataDirs = [data, path.dirname(data), path.dirname(path.dirname(data))];
+    fs.writeFileSync(path.join(dir, 'copilot-run-1.json'), JSON.stringify({ owner, pluginDir: plugin, dataDirs }));
+    const live = path.join(sessions, 'live-run');
+    fs.mkdirSync(path.join(live, 'copilot-plugin-2'), { recursive: true });
+    fs.writeFileSync(path.join(live, 'copilot-run-2.json'), JSON.stringify({ owner: { ...owner, pid: process.pid, start: null }, pluginDir: path.join(live, 'copilot-plugin-2'), dataDirs: [] }));
+    const lines = ADAPTERS.copilot?.recover?.(sessions) ?? [];
+    assert.equal(lines, ['agentsnap: finished the Copilot CLI run of session killed-run (its wrapper had been killed)']);
+    assert.equal(fs.readdirSync(dir), []);
+    assert.equal(fs.readdirSync(path.join(repo.home, '.copilot')), ['config.json'], 'only the user\'s own files are left');
+    assert.equal(fs.readdirSync(live).sort(), ['copilot-plugin-2', 'copilot-run-2.json']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('wrap adds the plugin (and with --mcp the MCP server) right after the program word, before the user\'s own arguments', () => {
+  const argv = ADAPTERS.copilot?.wrapArgv?.({
+    command: ['npx', '@github/copilot@1.0.102', '--resume=abc', '-p', 'go'],
+    at: 1,
+    cwd: '/r',
+    env: {},
+    hookCommand: (ev) => `hook ${ev}`,
+    session: 's',
+    worktree: '/r',
+    sessionDir: '/state/sessions/s',
+    mcp: { command: '/node', args: ['/agentsnap.js', 'mcp'] },
+  });
+  assert.equal(argv?.slice(0, 4), ['npx', '@github/copilot@1.0.102', '--plugin-dir', `/state/sessions/s/copilot-plugin-${process.pid}`]);
+  assert.is(argv?.[4], '--additional-mcp-config');
+  assert.equal(JSON.parse(argv?.[5] ?? '{}'), { mcpServers: { agentsnap: { type: 'local', command: '/node', args: ['/agentsnap.js', 'mcp'], tools: ['*'] } } });
+  assert.equal(argv?.slice(6), ['--resume=abc', '-p', 'go']);
 });
 
 test.run();
