@@ -68,6 +68,9 @@ test('a shell call that exits non-zero says resultType "success", its exit code 
   // The command's own output cannot fake it: the last marker counts.
   const faked = parseHookCall('copilot', 'postToolUse', post('/repo', 'bash', args, '<shellId: 9 completed with exit code 0>\n<shellId: 1 completed with exit code 2>'), {});
   assert.is(faked.status, 'failed');
+  // A file that holds those words, shown by `view`, is not a failed call.
+  const view = parseHookCall('copilot', 'postToolUse', post('/repo', 'view', { path: '/repo/log.txt' }, '1. <shellId: 1 completed with exit code 3>'), {});
+  assert.is(view.status, 'done');
   const denied = parseHookCall('copilot', 'postToolUse', post('/repo', 'bash', args, 'The user rejected this tool call.', 'rejected'), {});
   assert.is(denied.status, 'failed');
   const failure = parseHookCall('copilot', 'postToolUseFailure', { ...pre('/repo', 'create', { path: '/repo/base.txt', file_text: 'again\n' }), error: 'Path already exists' }, {});

@@ -65,6 +65,9 @@ export function shellExitCode(resultText: string): number | null {
   return last?.[1] !== undefined ? Number(last[1]) : null;
 }
 
+/** Copilot's shell tools (init's Claude-format hooks name bash `Bash`). */
+const SHELL_TOOLS = new Set(['bash', 'Bash', 'powershell', 'PowerShell']);
+
 /** Reads Copilot's own payload names (and, from init's Claude-format hooks, its `tool_result`) into the common shape. */
 export function refineCopilotCall(call: HookCall, payload: Obj, env: NodeJS.ProcessEnv): void {
   call.tool = call.tool ?? str(payload.toolName);
@@ -78,7 +81,8 @@ export function refineCopilotCall(call: HookCall, payload: Obj, env: NodeJS.Proc
   if (call.phase === 'post' && call.status === 'done' && isObj(result)) {
     const kind = str(result.resultType) ?? str(result.result_type);
     const said = str(result.textResultForLlm) ?? str(result.text_result_for_llm) ?? '';
-    const exit = shellExitCode(said);
+    // Only a shell call's own text says how its command exited (a file `view` shows may hold the same words).
+    const exit = call.tool && SHELL_TOOLS.has(call.tool) ? shellExitCode(said) : null;
     if (kind && kind !== 'success') {
       // failure, denied, rejected…: the call did not do what it was asked.
       call.status = 'failed';
