@@ -217,7 +217,8 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     try {
       // Calls the agent ended without a post hook (Codex's failed apply_patch) are closed first, as
       // it tells: not left open to overlap this call and end `interrupted`.
-      if (adapter?.callEnded) await closeEndedCalls(repo, id, settings, adapter, { except: call.toolUseId, onlyFailed: true });
+      // An agent whose call ids are made of the input may have refused posts behind it: calls that ended well are closed too.
+      if (adapter?.callEnded) await closeEndedCalls(repo, id, settings, adapter, { except: call.toolUseId, onlyFailed: !adapter.callIdsFromInput });
       const res = await recordPre(repo, id, {
         settings,
         tool,

@@ -286,6 +286,34 @@ test('a Copilot session forked before a call keeps the events before its turn, i
   }
 });
 
+test('two open calls of the same input whose posts were refused are closed at the next pre once the transcript shows both ended (Copilot writes a call\'s end after its post hook ran)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const env = await wrappedSession(repo);
+    const same = { path: path.join(repo.dir, 'a.txt') };
+    await hook(repo, env, 'preToolUse', pre(repo.dir, 'view', same));
+    await hook(repo, env, 'preToolUse', pre(repo.dir, 'view', same));
+    await hook(repo, env, 'postToolUse', post(repo.dir, 'view', same, '1. one'));
+    await hook(repo, env, 'postToolUse', post(repo.dir, 'view', same, '1. one'));
+    const transcript = path.join(repo.home, '.copilot', 'session-state', SID, 'events.jsonl');
+    fs.mkdirSync(path.dirname(transcript), { recursive: true });
+    const ev = (type: string, data: unknown) => JSON.stringify({ type, data });
+    fs.writeFileSync(
+      transcript,
+      [
+        ev('tool.execution_start', { toolCallId: 'call_1_0', toolName: 'view', arguments: same }),
+        ev('tool.execution_start', { toolCallId: 'call_1_1', toolName: 'view', arguments: same }),
+        ev('tool.execution_complete', { toolCallId: 'call_1_0', success: true }),
+        ev('tool.execution_complete', { toolCallId: 'call_1_1', success: true }),
+      ].join('\n') + '\n',
+    );
+    await hook(repo, env, 'preToolUse', pre(repo.dir, 'bash', { command: 'ls' }));
+    assert.equal((await steps(repo, env)).map((s) => s.status), ['done', 'done', 'open']);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test("a killed wrapper's Copilot run is finished by the next wrapper: its plugin folder goes, and the empty plugin-data folders Copilot made for it; a live wrapper's run is left alone", () => {
   const repo = tempRepo({ noInit: true });
   try {

@@ -289,8 +289,9 @@ export interface AgentAdapter {
   refineCall?(call: HookCall, payload: Record<string, unknown>, env: NodeJS.ProcessEnv): void;
   /**
    * Its hooks give no call id: the one refineCall makes from the call's tool and input can be shared by two
-   * open calls. A post whose id more than one open step has then closes none of them (they stay open, for
-   * callEnded or the session's end to close), rather than perhaps the wrong one.
+   * open calls. A post whose id more than one open step has then closes none of them, rather than perhaps the
+   * wrong one: they stay open for callEnded (asked at the next pre also for calls that ended well, so it must say
+   * a call ended only once its post hook has run) or the session's end to close.
    */
   readonly callIdsFromInput?: boolean;
   /**
