@@ -173,6 +173,14 @@ test('copilot under wrap --mcp: hooks as a run-only plugin (no trust asked, ~/.c
     } finally {
       await resumed.close();
     }
+    // undo 3 --compact: before call 3 one digest message, call 3 and the rest kept (its resume was checked on the binary).
+    const k = await cliProcess(repo, ['undo', '3', '--compact', '--json']);
+    assert.is(k.code, 0, k.stderr);
+    const compact = (JSON.parse(k.stdout) as { chat: { file: string; resumeCommand: string } }).chat;
+    const kept = fs.readFileSync(compact.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; data: { content?: string; toolRequests?: { toolCallId: string }[] } });
+    assert.equal(kept.slice(0, 2).map((e) => e.type), ['session.start', 'user.message']);
+    assert.match(String(kept[1]?.data.content), 'digest');
+    assert.equal(kept.flatMap((e) => (e.type === 'assistant.message' ? e.data.toolRequests ?? [] : []).map((t) => t.toolCallId)), [stub.calls[2]?.id]);
     assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original conversation is still unchanged');
   } finally {
     await stub.close();

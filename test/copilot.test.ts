@@ -15,7 +15,7 @@ import { closeEndedCalls, parseHookCall, runHook } from '../src/hook.js';
 import { loadSettings } from '../src/git/config.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
-import { forkCopilotChat } from '../src/agents/copilot-chat.js';
+import { compactCopilotChat, forkCopilotChat } from '../src/agents/copilot-chat.js';
 import { callIdFromInput } from '../src/agents/copilot.js';
 
 const SID = '2778a8c0-5a43-4b8e-9b0c-0f3c1d2e4a55';
@@ -281,6 +281,16 @@ test('a Copilot session forked before a call keeps the events before its turn, i
     // The first occurrence: cut before turn 0.
     const first = forkCopilotChat({ step: 1, transcript: { path: original }, toolUseId: callIdFromInput('bash', same), occurrence: 0 }, { cwd: '/r', newId: 'first' });
     assert.is(first.lines, 2);
+    // --compact: the start, one user message (the digest of what came before), then turn 1 on, chained to it.
+    const compact = compactCopilotChat({ step: 2, transcript: { path: original }, toolUseId: callIdFromInput('bash', same), occurrence: 1 }, (prior, rest) => `digest of ${prior.length} before, ${rest.length} kept`, { cwd: '/r', newId: 'compact' });
+    assert.is(compact.digest, 'digest of 2 before, 1 kept');
+    const events = fs.readFileSync(compact.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; id: string; parentId: string | null; data: { content?: string; sessionId?: string } });
+    assert.equal(events.map((e) => e.type), ['session.start', 'user.message', 'assistant.turn_start', 'session.usage_record', 'assistant.message', 'tool.execution_start']);
+    assert.is(events[0]?.data.sessionId, 'compact');
+    assert.is(events[1]?.data.content, 'digest of 2 before, 1 kept');
+    assert.is(events[2]?.parentId, events[1]?.id);
+    assert.equal(compact.before.messages, 3);
+    assert.equal(compact.after.messages, 2);
   } finally {
     repo.cleanup();
   }

@@ -3,13 +3,14 @@
 // with data.toolRequests [{toolCallId, name, arguments}], tool.execution_start/complete, hook.start/end,
 // assistant.turn_end, session.shutdown), and workspace.yaml (id, cwd, name…). A fork keeps the events before the
 // turn whose assistant message holds step N's call, in a new session folder beside the original (never
-// modified), so `copilot --resume=<new id>` continues from before that call.
+// modified), so `copilot --resume=<new id>` continues from before that call; `--compact` keeps that turn and
+// the rest, after one user message holding the digest of what came before.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { shellQuote } from '../base/shell.js';
-import type { ChatFork, ForkPoint } from './adapter.js';
+import type { ChatCompact, ChatFork, ConversationEntry, ConversationSize, DigestBuilder, ForkPoint } from './adapter.js';
 
 type Obj = Record<string, unknown>;
 
@@ -58,15 +59,29 @@ export function inputHash(input: unknown): string {
   return createHash('sha256').update(canonical(toolArgs(input) ?? null)).digest('hex').slice(0, 20);
 }
 
+const ID_PREFIX = 'copilot-input:';
+
+/** The call id made for a call of `tool` with `input`: the same for every call of that tool with that input. */
+export function callIdFromInput(tool: string, input: unknown): string {
+  return `${ID_PREFIX}${tool}:${inputHash(input)}`;
+}
+
+/** The input hash of an id made by callIdFromInput; null for any other id. */
+export function inputHashOf(toolUseId: string): string | null {
+  if (!toolUseId.startsWith(ID_PREFIX)) return null;
+  const hash = toolUseId.slice(toolUseId.lastIndexOf(':') + 1);
+  return /^[0-9a-f]{20}$/.test(hash) ? hash : null;
+}
+
 /** Whether a tool request is the call `toolUseId` names: its own id, or (an id made of the input) its input's hash. */
 function matches(request: Obj, toolUseId: string): boolean {
   if (request.toolCallId === toolUseId) return true;
-  const m = /^copilot-input:.*:([0-9a-f]{20})$/.exec(toolUseId);
-  return !!m && inputHash(request.arguments) === m[1];
+  const hash = inputHashOf(toolUseId);
+  return !!hash && inputHash(request.arguments) === hash;
 }
 
-/** A new session cut before the turn holding step N's call (the occurrence-th call of that input, for ids made of it). */
-export function forkCopilotChat(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
+/** The transcript's events and the index of the first event of the turn holding step N's call (its assistant.turn_start). */
+function eventsAtStep(step: ForkPoint): { original: string; events: (Obj | null)[]; cut: number; sharedWith: number } {
   const original = step.transcript?.path;
   if (!original) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
   if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call to find in the Copilot CLI session ${original}.`, { data: { path: original } });
@@ -76,21 +91,22 @@ export function forkCopilotChat(step: ForkPoint, opts: { cwd: string; newId?: st
   } catch (e) {
     throw errors.unreadableFile(`cannot read the Copilot CLI session ${original}: ${(e as Error).message}`, { data: { path: original } });
   }
-  const lines = text.split('\n').filter((l) => l.trim());
-  const events = lines.map((l) => {
-    try {
-      const v: unknown = JSON.parse(l);
-      return isObj(v) ? v : null;
-    } catch {
-      return null;
-    }
-  });
+  const events = text
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => {
+      try {
+        const v: unknown = JSON.parse(l);
+        return isObj(v) ? v : null;
+      } catch {
+        return null;
+      }
+    });
   let skip = step.occurrence ?? 0;
   let at = -1;
   let sharedWith = 0;
   for (const [i, e] of events.entries()) {
-    if (!e || e.type !== 'assistant.message' || !isObj(e.data) || !Array.isArray(e.data.toolRequests)) continue;
-    const requests = e.data.toolRequests.filter(isObj);
+    const requests = e && e.type === 'assistant.message' && isObj(e.data) && Array.isArray(e.data.toolRequests) ? e.data.toolRequests.filter(isObj) : [];
     for (const r of requests) {
       if (!matches(r, step.toolUseId)) continue;
       if (skip-- > 0) continue;
@@ -111,16 +127,17 @@ export function forkCopilotChat(step: ForkPoint, opts: { cwd: string; newId?: st
     }
     if (type !== 'session.usage_record') break;
   }
+  return { original, events, cut, sharedWith };
+}
+
+/** Writes `kept` as a new session beside `original`'s (its start event and workspace.yaml under the new id). */
+function writeFork(original: string, events: (Obj | null)[], kept: Obj[], opts: { cwd: string; newId?: string; sharedWith: number }): ChatFork {
   const id = opts.newId ?? randomUUID();
   const oldDir = path.dirname(original);
   const oldId = path.basename(oldDir);
   const dir = path.join(path.dirname(oldDir), id);
-  const kept = events.slice(0, cut).flatMap((e) => {
-    if (!e) return [];
-    // The session's own id, where Copilot reads it from: its start event.
-    if (e.type === 'session.start' && isObj(e.data)) return [JSON.stringify({ ...e, data: { ...e.data, sessionId: id } })];
-    return [JSON.stringify(e)];
-  });
+  // The session's own id, where Copilot reads it from: its start event.
+  const lines = kept.map((e) => JSON.stringify(e.type === 'session.start' && isObj(e.data) ? { ...e, data: { ...e.data, sessionId: id } } : e));
   const start = events.find((e) => e?.type === 'session.start');
   const context = start && isObj(start.data) && isObj(start.data.context) ? start.data.context : null;
   let workspace: string | null = null;
@@ -131,18 +148,15 @@ export function forkCopilotChat(step: ForkPoint, opts: { cwd: string; newId?: st
   }
   const cwdLine = workspace ? /^cwd: (.*)$/m.exec(workspace)?.[1] : undefined;
   const cwd = cwdLine ?? (typeof context?.cwd === 'string' ? context.cwd : opts.cwd);
-  fs.mkdirSync(path.dirname(dir), { recursive: true });
   try {
     fs.mkdirSync(dir, { mode: 0o700 });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw errors.invalidArgument(`${dir} exists already.`, { data: { path: dir } });
     throw e;
   }
-  fs.writeFileSync(path.join(dir, 'events.jsonl'), kept.length ? `${kept.join('\n')}\n` : '', { mode: 0o600 });
+  fs.writeFileSync(path.join(dir, 'events.jsonl'), lines.length ? `${lines.join('\n')}\n` : '', { mode: 0o600 });
   if (workspace) {
-    const forked = workspace
-      .replace(/^id: .*$/m, `id: ${id}`)
-      .replace(new RegExp(oldId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g'), id);
+    const forked = workspace.replace(/^id: .*$/m, `id: ${id}`).replace(new RegExp(oldId.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'g'), id);
     fs.writeFileSync(path.join(dir, 'workspace.yaml'), forked, { mode: 0o600 });
   }
   const resumeCommand = `copilot --resume=${id}`;
@@ -155,9 +169,57 @@ export function forkCopilotChat(step: ForkPoint, opts: { cwd: string; newId?: st
     cwd,
     resumeCommand,
     shellCommand: `cd ${shellQuote(cwd)} && ${resumeCommand}`,
-    lines: kept.length,
-    sharedWith,
+    lines: lines.length,
+    sharedWith: opts.sharedWith,
     subagentCall: null,
     subagentStep: null,
   };
+}
+
+/** A new session cut before the turn holding step N's call (the occurrence-th call of that input, for ids made of it). */
+export function forkCopilotChat(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
+  const { original, events, cut, sharedWith } = eventsAtStep(step);
+  return writeFork(original, events, events.slice(0, cut).filter(isObj), { ...opts, sharedWith });
+}
+
+/** The conversation entries of events: the user's prompts, the model's text, its calls (under the ids agentsnap's steps record). */
+function entriesOf(events: (Obj | null)[]): ConversationEntry[] {
+  const out: ConversationEntry[] = [];
+  for (const e of events) {
+    if (!e || !isObj(e.data)) continue;
+    const uuid = typeof e.id === 'string' ? e.id : null;
+    const time = typeof e.timestamp === 'string' ? e.timestamp : null;
+    const text = typeof e.data.content === 'string' ? e.data.content : '';
+    if (e.type === 'user.message' && text.trim()) out.push({ kind: 'user', text, uuid, time });
+    if (e.type !== 'assistant.message') continue;
+    if (text.trim()) out.push({ kind: 'assistant', text, uuid, time });
+    for (const r of Array.isArray(e.data.toolRequests) ? e.data.toolRequests.filter(isObj) : []) {
+      const name = typeof r.name === 'string' ? r.name : null;
+      out.push({ kind: 'tool', toolUseId: callIdFromInput(name ?? '', r.arguments), name, input: toolArgs(r.arguments), uuid, time });
+    }
+  }
+  return out;
+}
+
+function sizeOf(entries: ConversationEntry[]): ConversationSize {
+  return { messages: entries.length, chars: entries.reduce((n, e) => n + (e.kind === 'tool' ? JSON.stringify(e.input ?? null).length : e.text.length), 0) };
+}
+
+/**
+ * A new session whose events before the turn holding step N's call are its start and one user message, the
+ * digest; the turn and everything after it kept (the first kept event chained to the digest).
+ */
+export function compactCopilotChat(step: ForkPoint, digest: DigestBuilder, opts: { cwd: string; newId?: string }): ChatCompact {
+  const { original, events, cut, sharedWith } = eventsAtStep(step);
+  const prior = entriesOf(events.slice(0, cut));
+  const rest = entriesOf(events.slice(cut));
+  const text = digest(prior, rest);
+  const start = events.find((e) => e?.type === 'session.start') ?? null;
+  const next = events.slice(cut).filter(isObj);
+  const at = typeof next[0]?.timestamp === 'string' ? next[0].timestamp : new Date().toISOString();
+  const message: Obj = { type: 'user.message', data: { content: text, transformedContent: text, messageId: randomUUID() }, id: randomUUID(), timestamp: at, parentId: typeof start?.id === 'string' ? start.id : null };
+  const kept = [...(start ? [start] : []), message, ...next.map((e, i) => (i === 0 ? { ...e, parentId: message.id } : e))];
+  const fork = writeFork(original, events, kept, { ...opts, sharedWith });
+  const after: ConversationEntry[] = [{ kind: 'user', text, uuid: null, time: null }, ...rest];
+  return { ...fork, before: sizeOf([...prior, ...rest]), after: sizeOf(after), digest: text };
 }

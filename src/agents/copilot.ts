@@ -12,7 +12,7 @@
 //   written behind the hooks) says later how they ended (callEnded, by their input), at the next pre or the end.
 // - A shell call that exits non-zero reports `resultType: "success"`, its exit code only in its text
 //   (`<shellId: 0 completed with exit code 3>`): closed as failed.
-// - `undo N --chat` forks events.jsonl into a new session folder (copilot-chat.ts): `copilot --resume=<id>`.
+// - `undo N --chat` and `--compact` fork events.jsonl into a new session folder (copilot-chat.ts): `copilot --resume=<id>`.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +22,9 @@ import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import type { AgentAdapter, HookCall } from './adapter.js';
 import { MCP_SERVER_NAME, jsonMcpLayout } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
-import { forkCopilotChat, inputHash, readEvents, toolArgs } from './copilot-chat.js';
+import { callIdFromInput, compactCopilotChat, forkCopilotChat, inputHash, inputHashOf, readEvents, toolArgs } from './copilot-chat.js';
+
+export { callIdFromInput } from './copilot-chat.js';
 
 type Obj = Record<string, unknown>;
 
@@ -42,20 +44,6 @@ export function copilotHome(env: NodeJS.ProcessEnv): string {
 /** A session's transcript; null for an id that is not a plain name (it names a folder). */
 export function copilotTranscript(env: NodeJS.ProcessEnv, sessionId: string): string | null {
   return /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(sessionId) ? path.join(copilotHome(env), 'session-state', sessionId, 'events.jsonl') : null;
-}
-
-const ID_PREFIX = 'copilot-input:';
-
-/** The call id made for a call of `tool` with `input`: the same for every call of that tool with that input. */
-export function callIdFromInput(tool: string, input: unknown): string {
-  return `${ID_PREFIX}${tool}:${inputHash(input)}`;
-}
-
-/** The input hash of an id made by callIdFromInput; null for any other id. */
-export function inputHashOf(toolUseId: string): string | null {
-  if (!toolUseId.startsWith(ID_PREFIX)) return null;
-  const hash = toolUseId.slice(toolUseId.lastIndexOf(':') + 1);
-  return /^[0-9a-f]{20}$/.test(hash) ? hash : null;
 }
 
 /** The exit code a shell call's result text ends with (`<shellId: 0 completed with exit code 3>`), if any. */
@@ -227,6 +215,7 @@ export const copilot: AgentAdapter = {
   callEnded: (transcriptPath, toolUseId) => copilotCallEnded(transcriptPath, toolUseId),
   ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /copilot/i.test(sessionAgent)) || /\/session-state\/[^/]+\/events\.jsonl$/.test(file),
   forkConversation: (at, opts) => forkCopilotChat(at, opts),
+  compactConversation: (at, digest, opts) => compactCopilotChat(at, digest, opts),
   /** This run's hooks as a plugin named on the command line (`--plugin-dir`), and with --mcp agentsnap's server (`--additional-mcp-config`). */
   wrapArgv(run) {
     const words = ['--plugin-dir', pluginDirOf(run.sessionDir)];
