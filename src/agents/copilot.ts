@@ -233,7 +233,7 @@ export const copilot: AgentAdapter = {
     fs.writeFileSync(path.join(dir, 'hooks', 'hooks.json'), `${JSON.stringify({ version: 1, hooks }, null, 2)}\n`);
     // The data folder Copilot will make for the plugin, and those above it it will make too: taken out at the end when empty.
     const dataDirs: string[] = [];
-    for (let d = pluginDataDir(run.env, dir); d !== path.dirname(copilotHome(run.env)) && !fs.existsSync(d); d = path.dirname(d)) dataDirs.push(d);
+    for (let d = pluginDataDir(run.env, dir); d !== copilotHome(run.env) && !fs.existsSync(d); d = path.dirname(d)) dataDirs.push(d);
     const state: RunState = { owner: currentOwner('copilot run'), pluginDir: dir, dataDirs };
     const stateFile = path.join(run.sessionDir, `copilot-run-${process.pid}.json`);
     replaceStateFile(stateFile, `${JSON.stringify(state)}\n`);
