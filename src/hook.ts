@@ -49,7 +49,7 @@ function num(v: unknown): number | null {
 }
 
 /** Reads an agent's payload (Claude Code's field names; Codex and Gemini use the same ones where they have them). */
-export function parseHookCall(agent: string, event: string, payload: Record<string, unknown>): HookCall {
+export function parseHookCall(agent: string, event: string, payload: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): HookCall {
   const name = (str(payload.hook_event_name) ?? event).toLowerCase();
   const ev = event ? event.toLowerCase() : name;
   const response = payload.tool_response ?? payload.tool_output ?? payload.output;
@@ -85,7 +85,7 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
     model: str(payload.model),
   };
   // What only the agent's own format tells (a failure in a result's text, a call id where it gives none).
-  adapterOf(agent)?.refineCall?.(call, payload);
+  adapterOf(agent)?.refineCall?.(call, payload, env);
   return call;
 }
 
@@ -146,7 +146,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       return none(`agentsnap: warning: ${opts.agent} hook payload is not JSON; this call was not snapshotted`, 'failed');
     }
   }
-  const call = parseHookCall(opts.agent, opts.event, payload);
+  const call = parseHookCall(opts.agent, opts.event, payload, opts.env);
   const adapter = adapterOf(opts.agent);
   if (call.phase === 'ignore') return none(null);
   // An agent whose reads come from its transcript (Claude Code) names it at its start, before any hooked call:
@@ -217,7 +217,8 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     try {
       // Calls the agent ended without a post hook (Codex's failed apply_patch) are closed first, as
       // it tells: not left open to overlap this call and end `interrupted`.
-      if (adapter?.callEnded) await closeEndedCalls(repo, id, settings, adapter, { except: call.toolUseId, onlyFailed: true });
+      // An agent whose call ids are made of the input may have refused posts behind it: calls that ended well are closed too.
+      if (adapter?.callEnded) await closeEndedCalls(repo, id, settings, adapter, { except: call.toolUseId, onlyFailed: !adapter.callIdsFromInput });
       const res = await recordPre(repo, id, {
         settings,
         tool,
@@ -247,7 +248,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   try {
     const res = await recordPost(repo, id, {
       settings,
-      ...(call.toolUseId ? { toolUseId: call.toolUseId, exactToolUseId: true } : {}),
+      ...(call.toolUseId ? { toolUseId: call.toolUseId, exactToolUseId: true, ...(adapter?.callIdsFromInput ? { uniqueToolUseId: true } : {}) } : {}),
       status: call.status,
       output,
       error,
@@ -257,6 +258,8 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     maybeStartAutoCheck(repo, id, settings);
     return { action: 'post', session: id, step: res.step, warning: null };
   } catch (e) {
+    // Two open calls of the same tool and input, and no call id to tell whose end this is: neither is closed.
+    if (isAgentsnapError(e) && e.code === 'AmbiguousOpenStep' && adapter?.callIdsFromInput) return { action: 'ignored', session: id, step: null, warning: null };
     if (isAgentsnapError(e) && e.code === 'NoOpenStep') {
       // Either the pre already failed (the step is unprotected: nothing more to record), or no pre ever came.
       const known = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId) : undefined;

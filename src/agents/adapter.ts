@@ -282,8 +282,18 @@ export interface AgentAdapter {
   readonly product: string;
   /** Whether a command word is this agent: `base` is its program name (lower case, no extension or version). */
   isCommand(arg: string, base: string): boolean;
-  /** Refines the common call shape in place: failure in the agent's own words, a call id where it gives none. */
-  refineCall?(call: HookCall, payload: Record<string, unknown>): void;
+  /**
+   * Refines the common call shape in place: failure in the agent's own words, a call id where it gives none,
+   * fields under the agent's own names. `env` is the hook's environment (where the agent keeps its files).
+   */
+  refineCall?(call: HookCall, payload: Record<string, unknown>, env: NodeJS.ProcessEnv): void;
+  /**
+   * Its hooks give no call id: the one refineCall makes from the call's tool and input can be shared by two
+   * open calls. A post whose id more than one open step has then closes none of them, rather than perhaps the
+   * wrong one: they stay open for callEnded (asked at the next pre also for calls that ended well, so it must say
+   * a call ended only once its post hook has run) or the session's end to close.
+   */
+  readonly callIdsFromInput?: boolean;
   /**
    * What a recorded call was, from this agent's own tool input shapes (its shell tool's command, the file its
    * edit tools write…); null for a tool it does not know, which then gets the agent-neutral reading

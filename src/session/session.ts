@@ -296,6 +296,8 @@ export interface PostOptions extends SnapshotContext {
   durationMs?: number | null;
   /** With toolUseId: close only the step of that call, never fall back to the only open one (hooks of concurrent calls). */
   exactToolUseId?: boolean;
+  /** With toolUseId: the id may be shared (made from the call's tool and input); when more than one open step has it, close none (AmbiguousOpenStep). */
+  uniqueToolUseId?: boolean;
   /** Where the call is in the transcript (and the agent's version and model there), asked only when the pre did not find it. */
   transcript?: () => { position: TranscriptPosition; agentVersion: string | null; model: string | null } | null;
 }
@@ -319,7 +321,14 @@ function findOpenStep(state: SessionState, opts: PostOptions): Step {
     });
   }
   if (opts.toolUseId) {
-    const st = open.find((o) => o.toolUseId === opts.toolUseId);
+    const same = open.filter((o) => o.toolUseId === opts.toolUseId);
+    if (opts.uniqueToolUseId && same.length > 1) {
+      throw errors.ambiguousOpenStep(`session ${id} has ${same.length} open steps (${same.map((o) => o.step).join(', ')}) for tool call ${opts.toolUseId}; none is closed.`, {
+        hint: 'Say which one with --step N.',
+        data: { session: id, toolUseId: opts.toolUseId, open: same.map((o) => o.step) },
+      });
+    }
+    const st = same[0];
     if (st) return st;
     if (opts.exactToolUseId) {
       throw errors.noOpenStep(`session ${id} has no open step for tool call ${opts.toolUseId}.`, {

@@ -99,3 +99,15 @@ export function claudeAgentSdk(): string | null {
   }
   return pkg;
 }
+
+export const COPILOT_CLI_VERSION = '1.0.102';
+
+/** Path of the copilot executable (pinned), or null when AGENTSNAP_E2E_COPILOT=skip. */
+export function copilotBinary(): string | null {
+  return installed({ name: 'copilot', pkg: '@github/copilot', version: COPILOT_CLI_VERSION, bin: '.bin/copilot', key: 'COPILOT' });
+}
+
+/** Where Copilot CLI unpacks its real program (≈235 MB; COPILOT_PKG_CACHE_HOME): once for every test home, beside the install. */
+export function copilotPackageCache(): string {
+  return path.join(ROOT, 'node_modules', '.cache', 'agentsnap-e2e', `copilot-${COPILOT_CLI_VERSION}`, '.cache', 'copilot');
+}
