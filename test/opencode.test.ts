@@ -140,6 +140,27 @@ test('wrap: the plugin reaches OpenCode through OPENCODE_CONFIG_CONTENT, added t
   }
 });
 
+test('a killed wrapper\'s run plugin is removed by the next wrapper (recover); a live one\'s is left', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-opencode-'));
+  try {
+    const sessions = path.join(dir, 'sessions');
+    const run = (id: string) => ({ ...runContext(dir, {}), session: id, sessionDir: path.join(sessions, id) });
+    ADAPTERS.opencode?.prepareRun?.(run('dead'));
+    ADAPTERS.opencode?.prepareRun?.(run('alive'));
+    // The first wrapper was killed: its state names a process that is gone (a start time no process has).
+    const deadDir = path.join(sessions, 'dead');
+    const stateFile = path.join(deadDir, fs.readdirSync(deadDir).find((n) => n.startsWith('opencode-run-')) as string);
+    const state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as { owner: { start: string | null } };
+    fs.writeFileSync(stateFile, JSON.stringify({ ...state, owner: { ...state.owner, start: 'not-a-start-time' } }));
+    const said = ADAPTERS.opencode?.recover?.(sessions) ?? [];
+    assert.equal(said, ['agentsnap: finished the OpenCode run of session dead (its wrapper had been killed)']);
+    assert.equal(fs.readdirSync(deadDir), []);
+    assert.is(fs.readdirSync(path.join(sessions, 'alive')).length, 2, 'a live wrapper\'s plugin and state stay');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('init opencode writes the plugin into .opencode/plugins; --remove takes it out with what OpenCode installed beside it, and never a file that was there before', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
