@@ -233,7 +233,7 @@ async function initHookProgram(repo: Repo, agent: InitAgent, layout: InitLayout,
     if (!layout.mcp) throw errors.invalidArgument(`agentsnap knows no MCP configuration of ${agent}.`);
     await mcpEntry(repo, layout.mcp, { remove: false, absolute, dryRun: true });
   }
-  const kept = ours ? program.kept(current as string) : program.agentFiles.filter((f) => fs.existsSync(path.join(repo.worktree, f)));
+  const kept = ours ? program.kept(current as string) : program.agentFiles.filter((f) => fs.lstatSync(path.join(repo.worktree, f), { throwIfNoEntry: false }) !== undefined);
   const text = program.text((ev) => initHookCommand(agent, ev, absolute), kept);
   let excluded = false;
   if (text !== current) {

@@ -171,6 +171,7 @@ test('init opencode writes the plugin into .opencode/plugins; --remove takes it 
     fs.mkdirSync(path.join(repo.dir, '.opencode', 'commands'), { recursive: true });
     fs.writeFileSync(path.join(repo.dir, '.opencode', 'package.json'), mine);
     fs.writeFileSync(path.join(repo.dir, '.opencode', 'commands', 'hi.md'), 'Hi.\n');
+    fs.symlinkSync('nowhere', path.join(repo.dir, '.opencode', 'bun.lock')); // a link of theirs, dangling
     const r = await cli(repo, ['init', 'opencode', '--mcp']);
     assert.is(r.code, 0, r.stderr);
     const plugin = path.join(repo.dir, '.opencode', 'plugins', 'agentsnap.js');
@@ -181,12 +182,13 @@ test('init opencode writes the plugin into .opencode/plugins; --remove takes it 
     const mcpFile = path.join(repo.dir, '.opencode', 'opencode.json');
     fs.writeFileSync(mcpFile, JSON.stringify({ $schema: 'https://opencode.ai/config.json', ...(JSON.parse(fs.readFileSync(mcpFile, 'utf8')) as object) }, null, 2));
     // What OpenCode's start then writes into .opencode/ (its npm install of @opencode-ai/plugin).
-    for (const f of OPENCODE_AGENT_FILES.filter((f) => !f.endsWith('package.json') && !f.endsWith('node_modules'))) fs.writeFileSync(path.join(repo.dir, f), 'x\n');
+    for (const f of OPENCODE_AGENT_FILES.filter((f) => !/package\.json|node_modules|bun\.lock/.test(f))) fs.writeFileSync(path.join(repo.dir, f), 'x\n');
     fs.mkdirSync(path.join(repo.dir, '.opencode', 'node_modules', '@opencode-ai', 'plugin'), { recursive: true });
-    assert.is(repo.git(['status', '--porcelain', '-uall']), '?? .opencode/commands/hi.md\n?? .opencode/package.json\n', 'init\'s plugin and OpenCode\'s install stay out of commits');
+    assert.is(repo.git(['status', '--porcelain', '-uall']), '?? .opencode/bun.lock\n?? .opencode/commands/hi.md\n?? .opencode/package.json\n', 'init\'s plugin and OpenCode\'s install stay out of commits');
     const rm = await cli(repo, ['init', 'opencode', '--remove']);
     assert.is(rm.code, 0, rm.stderr);
-    assert.equal(fs.readdirSync(path.join(repo.dir, '.opencode')).sort(), ['commands', 'package.json']);
+    assert.equal(fs.readdirSync(path.join(repo.dir, '.opencode')).sort(), ['bun.lock', 'commands', 'package.json']);
+    assert.is(fs.readlinkSync(path.join(repo.dir, '.opencode', 'bun.lock')), 'nowhere');
     assert.is(fs.readFileSync(path.join(repo.dir, '.opencode', 'package.json'), 'utf8'), mine);
     assert.is(fs.readFileSync(exclude, 'utf8'), excludeBefore);
     // Without anything of the user's, .opencode/ goes altogether.
