@@ -144,6 +144,7 @@ export async function init(opts: InitOptions): Promise<InitResult> {
       data: { file },
     });
   }
+  if (layout.hookProgram) return initHookProgram(repo, agent, layout, layout.hookProgram, opts);
   // Removing: the MCP entry first, so a settings file it shares with the hooks (Gemini's) is left empty, and goes, after them.
   const mcpBefore = opts.remove && layout.mcp ? await mcpEntry(repo, layout.mcp, { remove: true, absolute: null }) : null;
   const { settings, before } = readSettings(file, rel);
@@ -182,6 +183,67 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   let mcp = mcpBefore;
   if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
   return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp };
+}
+
+/**
+ * init for hooks that are a program of their own (the layout's `hookProgram`, OpenCode's plugin): the file written
+ * whole, a file of that name that is not agentsnap's refused; `--remove` takes it out with what the agent created
+ * because of it, except what was there before init.
+ */
+async function initHookProgram(repo: Repo, agent: InitAgent, layout: InitLayout, program: NonNullable<InitLayout['hookProgram']>, opts: InitOptions): Promise<InitResult> {
+  const rel = layout.file;
+  const file = path.join(repo.worktree, rel);
+  let current: string | null = null;
+  try {
+    current = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
+  }
+  const ours = current !== null && current.includes(program.marker);
+  if (current !== null && !ours) {
+    throw errors.refused(`${rel} exists and is not agentsnap's; it is left as it is.`, { hint: 'Rename or remove it, then run init again.', data: { file } });
+  }
+  const result = (changed: boolean, excluded: boolean, absolute: HookClient | null, mcp: InitResult['mcp']): InitResult => ({
+    agent,
+    file,
+    changed,
+    removed: !!opts.remove,
+    excluded,
+    extra: [],
+    note: opts.remove ? null : layout.note ?? null,
+    absolute,
+    mcp,
+  });
+  if (opts.remove) {
+    const mcp = layout.mcp ? await mcpEntry(repo, layout.mcp, { remove: true, absolute: null }) : null;
+    if (!ours) return result(false, false, null, mcp);
+    const kept = program.kept(current as string);
+    fs.rmSync(file, { force: true });
+    unexcludeLocally(repo, rel);
+    for (const f of program.agentFiles) {
+      if (kept.includes(f)) continue;
+      fs.rmSync(path.join(repo.worktree, f), { recursive: true, force: true });
+      unexcludeLocally(repo, f);
+    }
+    removeEmptyDir(path.dirname(file), repo.worktree);
+    return result(true, false, null, mcp);
+  }
+  const absolute = onPath('agentsnap-hook', opts.env) ? null : thisInstall();
+  if (opts.mcp) {
+    if (!layout.mcp) throw errors.invalidArgument(`agentsnap knows no MCP configuration of ${agent}.`);
+    await mcpEntry(repo, layout.mcp, { remove: false, absolute, dryRun: true });
+  }
+  const kept = ours ? program.kept(current as string) : program.agentFiles.filter((f) => fs.lstatSync(path.join(repo.worktree, f), { throwIfNoEntry: false }) !== undefined);
+  const text = program.text((ev) => initHookCommand(agent, ev, absolute), kept);
+  let excluded = false;
+  if (text !== current) {
+    writeAtomic(file, text);
+    excluded = await excludeLocally(repo, rel);
+    // What the agent will create beside it stays out of commits too (each line goes again with --remove).
+    for (const f of program.agentFiles) if (!kept.includes(f)) await excludeLocally(repo, f);
+  }
+  const mcp = opts.mcp && layout.mcp ? await mcpEntry(repo, layout.mcp, { remove: false, absolute }) : null;
+  return result(text !== current, excluded, absolute, mcp);
 }
 
 /** The command an agent's MCP configuration starts agentsnap's server with: `agentsnap mcp` from PATH, else this install by its paths. */

@@ -492,6 +492,8 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     ...opts.env,
     ...sessionEnv,
     ...agentEnv,
+    // As a shell's `cd` would: a session worktree's agent must not take its project from the caller's PWD (OpenCode does).
+    PWD: path.resolve(cwd),
     AGENTSNAP_SESSION: session,
     AGENTSNAP_WORKTREE: repo.worktree,
     AGENTSNAP_BIN,

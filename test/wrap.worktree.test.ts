@@ -101,4 +101,18 @@ test('wrap --from and --name need --worktree; --worktree --from HEAD starts clea
   }
 });
 
+test('wrap --worktree: the agent\'s PWD is the directory it runs in (OpenCode takes its project from $PWD, not from its working directory)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n', 'sub/x.txt': 'x\n' } });
+  try {
+    const script = "require('fs').writeFileSync(process.env.AGENTSNAP_SOURCE_WORKTREE + '/../pwd.txt', process.env.PWD + '\\n' + process.cwd() + '\\n')";
+    const res = await cliProcess(repo, ['wrap', '--worktree', '--', process.execPath, '-e', script], { cwd: path.join(repo.dir, 'sub'), env: { PWD: path.join(repo.dir, 'sub') } });
+    assert.is(res.code, 0, res.stderr);
+    const [pwd, cwd] = fs.readFileSync(path.join(repo.base, 'pwd.txt'), 'utf8').split('\n');
+    assert.match(String(cwd), `${path.sep}agentsnap${path.sep}worktrees${path.sep}`, 'the agent runs in its own worktree');
+    assert.is(pwd, cwd);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

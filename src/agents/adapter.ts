@@ -114,6 +114,14 @@ export interface InitLayout {
   mcp?: McpInitLayout;
   /** Keys the agent adds to the settings file by itself (Qwen Code's "$version"): a file holding only these after `--remove` goes. */
   agentKeys?: string[];
+  /**
+   * Hooks that are a program of their own (OpenCode's plugin) rather than entries in a JSON settings file: `file` is
+   * then written whole, `text` of the hook command of each of `events`, and is agentsnap's when it holds `marker`.
+   * `agentFiles` (from the worktree's top) are what the agent itself creates because of that file (OpenCode's npm
+   * install beside its plugins): `text` records which were there before init (`kept` reads them back), and
+   * `--remove` takes out the others.
+   */
+  hookProgram?: { text(commandOf: (event: string) => string, kept: string[]): string; marker: string; kept(text: string): string[]; agentFiles: string[] };
 }
 
 /** A conversation forked before a step: the new transcript and how to resume it. */

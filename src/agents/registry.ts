@@ -6,11 +6,12 @@ import { codex } from './codex.js';
 import { gemini } from './gemini.js';
 import { qwen } from './qwen.js';
 import { copilot } from './copilot.js';
+import { opencode } from './opencode.js';
 import { generic } from './generic.js';
 import { describeCallGeneric, type CallDescription } from './describe.js';
 
 /** Every adapter, one line each; `generic` (nothing injected) last. The rest of agentsnap asks this list, never names an agent. */
-const LIST: readonly AgentAdapter[] = [claude, codex, gemini, qwen, copilot, generic];
+const LIST: readonly AgentAdapter[] = [claude, codex, gemini, qwen, copilot, opencode, generic];
 
 export const ADAPTERS: Readonly<Record<Agent, AgentAdapter>> = Object.fromEntries(LIST.map((a) => [a.name, a]));
 

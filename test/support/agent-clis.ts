@@ -111,3 +111,18 @@ export function copilotBinary(): string | null {
 export function copilotPackageCache(): string {
   return path.join(ROOT, 'node_modules', '.cache', 'agentsnap-e2e', `copilot-${COPILOT_CLI_VERSION}`, '.cache', 'copilot');
 }
+
+export const OPENCODE_VERSION = '1.18.33';
+
+/** Path of the opencode executable (pinned), or null when AGENTSNAP_E2E_OPENCODE=skip. */
+export function opencodeBinary(): string | null {
+  return installed({ name: 'opencode', pkg: 'opencode-ai', version: OPENCODE_VERSION, bin: '.bin/opencode', key: 'OPENCODE' });
+}
+
+/**
+ * OpenCode runs an npm install of @opencode-ai/plugin into every config folder it uses, at every start when it is
+ * missing (13–55 s, from the registry): the user config folder's copy is kept here between test runs.
+ */
+export function opencodeConfigCache(): string {
+  return path.join(ROOT, 'node_modules', '.cache', 'agentsnap-e2e', `opencode-${OPENCODE_VERSION}-config`);
+}
