@@ -22,6 +22,9 @@ export const RECOGNISED_AGENTS: readonly Agent[] = LIST.filter((a) => a.name !==
 /** The agents `init` writes project hooks for. */
 export const INIT_AGENTS: readonly Agent[] = LIST.filter((a) => a.init).map((a) => a.name);
 
+/** The ref prefixes agents write into the user's repository themselves (AgentAdapter.repoRefs), each once. */
+export const AGENT_REPO_REFS: readonly string[] = [...new Set(LIST.flatMap((a) => a.repoRefs ?? []))];
+
 /** The adapter of `agent` (the name a hook command or a session records), or null for a name agentsnap does not know. */
 export function adapterOf(agent: string | null): AgentAdapter | null {
   return agent !== null && Object.hasOwn(ADAPTERS, agent) ? ADAPTERS[agent] ?? null : null;
