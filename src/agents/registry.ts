@@ -5,11 +5,12 @@ import { claude } from './claude.js';
 import { codex } from './codex.js';
 import { gemini } from './gemini.js';
 import { qwen } from './qwen.js';
+import { cline } from './cline.js';
 import { generic } from './generic.js';
 import { describeCallGeneric, type CallDescription } from './describe.js';
 
 /** Every adapter, one line each; `generic` (nothing injected) last. The rest of agentsnap asks this list, never names an agent. */
-const LIST: readonly AgentAdapter[] = [claude, codex, gemini, qwen, generic];
+const LIST: readonly AgentAdapter[] = [claude, codex, gemini, qwen, cline, generic];
 
 export const ADAPTERS: Readonly<Record<Agent, AgentAdapter>> = Object.fromEntries(LIST.map((a) => [a.name, a]));
 
