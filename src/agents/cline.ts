@@ -33,7 +33,7 @@ import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
 import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import { shellQuote } from '../base/shell.js';
 import type { AgentAdapter, HookCall, RunContext } from './adapter.js';
-import { parseJsonc, withMcpServer } from './settings-file.js';
+import { parseJsonc } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 
 type Obj = Record<string, unknown>;
@@ -297,7 +297,10 @@ function prepareClineRun(run: RunContext): { env: Record<string, string>; finish
         base = parsed as Obj;
       }
       const file = path.join(overlay, 'agentsnap-mcp-settings.json');
-      fs.writeFileSync(file, `${JSON.stringify(withMcpServer(base, { command: run.mcp.command, args: run.mcp.args }, given), null, 2)}\n`, { mode: 0o600 });
+      // Cline's entry shape (what `cline mcp add` writes): the command under `transport`.
+      const servers = obj(base.mcpServers) ?? {};
+      const entry = { transport: { type: 'stdio', command: run.mcp.command, args: run.mcp.args } };
+      fs.writeFileSync(file, `${JSON.stringify({ ...base, mcpServers: { ...servers, agentsnap: entry } }, null, 2)}\n`, { mode: 0o600 });
       env.CLINE_MCP_SETTINGS_PATH = file;
     }
     return { env, finish: () => finishRun(stateFile, state) };
