@@ -121,4 +121,37 @@ test('init cline writes executable hook files kept out of commits; --remove leav
   }
 });
 
+test('refs Cline writes into the repository (refs/cline/checkpoints/…) are refused on a push to a non-backup remote, as agentsnap\'s are; agentsnap.agentRefs changes the list; branches still go', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    assert.is((await cli(repo, ['hooks', 'install'])).code, 0);
+    const bare = path.join(repo.base, 'origin.git');
+    repo.git(['init', '-q', '--bare', bare]);
+    repo.git(['remote', 'add', 'origin', bare]);
+    // What Cline leaves: a checkpoint commit of the worktree under refs/cline/checkpoints/<session>/<n>.
+    const checkpoint = repo.git(['commit-tree', '-m', 'checkpoint', 'HEAD^{tree}']).trim();
+    repo.git(['update-ref', 'refs/cline/checkpoints/1796456262917_2u5vb/1', checkpoint]);
+    for (const args of [['origin', 'refs/cline/checkpoints/1796456262917_2u5vb/1'], ['--mirror', 'origin'], ['origin', 'refs/cline/*:refs/cline/*']]) {
+      const r = repo.gitRaw(['push', ...args]);
+      assert.is.not(r.status, 0, `git push ${args.join(' ')}`);
+      assert.match(r.stderr, 'refusing to push refs an agent wrote into this repository to origin');
+      assert.match(r.stderr, 'refs/cline/checkpoints/1796456262917_2u5vb/1');
+      assert.match(r.stderr, 'agentsnap.agentRefs');
+    }
+    assert.is(repo.gitRaw(['--git-dir', bare, 'show-ref']).stdout, '', 'nothing reached the remote');
+    // doctor counts them as the agent's, not the user's.
+    const doc = await cli(repo, ['doctor']);
+    assert.match(doc.stdout + doc.stderr, '1 ref(s) under refs/cline/ were written by an agent itself');
+    const main = repo.gitRaw(['push', '-q', 'origin', 'main']);
+    assert.is(main.status, 0, main.stderr);
+    // Configured: an empty list lets them go.
+    repo.git(['config', 'agentsnap.agentRefs', '']);
+    const r = repo.gitRaw(['push', '-q', 'origin', 'refs/cline/checkpoints/1796456262917_2u5vb/1']);
+    assert.is(r.status, 0, r.stderr);
+    assert.match(repo.git(['--git-dir', bare, 'show-ref']), 'refs/cline/checkpoints/1796456262917_2u5vb/1');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
