@@ -251,7 +251,11 @@ async function initScripts(
 ): Promise<InitResult> {
   const absolute = opts.remove || onPath('agentsnap-hook', opts.env) ? null : thisInstall();
   if (opts.mcp && !opts.remove) {
-    if (!layout.mcp) throw errors.invalidArgument(`agentsnap knows no MCP configuration of ${agent}.`);
+    if (!layout.mcp) {
+      throw errors.invalidArgument(`${ADAPTERS[agent]?.displayName ?? agent} has no project MCP configuration for agentsnap to write.`, {
+        hint: `Run it as \`agentsnap wrap --mcp -- ${agent}\` (the server for that run only), or declare \`agentsnap mcp\` in its own MCP settings.`,
+      });
+    }
     await mcpEntry(repo, layout.mcp, { remove: false, absolute, dryRun: true });
   }
   const extra: InitResult['extra'] = [];

@@ -154,4 +154,28 @@ test('refs Cline writes into the repository (refs/cline/checkpoints/…) are ref
   }
 });
 
+test('init cline --mcp: Cline has no project MCP file: refused with the way to do it, nothing written; wrap -- cline --config: refused before Cline starts (CLINE_DIR is the way)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const r = await cli(repo, ['init', 'cline', '--mcp']);
+    assert.is(r.code, 2, r.stderr);
+    assert.match(r.stderr, 'Cline has no project MCP configuration');
+    assert.match(r.stderr, 'agentsnap wrap --mcp -- cline');
+    assert.not.ok(fs.existsSync(path.join(repo.dir, '.clinerules')));
+    // A stand-in `cline` that would leave a mark if it ran.
+    const bin = path.join(repo.base, 'bin');
+    fs.mkdirSync(bin);
+    const mark = path.join(repo.base, 'ran');
+    fs.writeFileSync(path.join(bin, 'cline'), `#!/bin/sh\ntouch '${mark}'\n`, { mode: 0o755 });
+    const w = await cli(repo, ['wrap', '--', path.join(bin, 'cline'), '--config', path.join(repo.base, 'cfg'), 'go']);
+    assert.is.not(w.code, 0);
+    assert.match(w.stderr, '--config');
+    assert.match(w.stderr, 'CLINE_DIR');
+    assert.not.ok(fs.existsSync(mark), 'Cline was not started');
+    assert.not.match(w.stderr, /\n\s+at /, 'no stack trace');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

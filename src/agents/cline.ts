@@ -297,9 +297,10 @@ function prepareClineRun(run: RunContext): { env: Record<string, string>; finish
         base = parsed as Obj;
       }
       const file = path.join(overlay, 'agentsnap-mcp-settings.json');
-      // Cline's entry shape (what `cline mcp add` writes): the command under `transport`.
+      // Cline's entry shape (what `cline mcp add` writes): the command under `transport`. Cline waits 3 s by default
+      // for a server's initialize and then runs without its tools: a Node start on a loaded machine can take longer.
       const servers = obj(base.mcpServers) ?? {};
-      const entry = { transport: { type: 'stdio', command: run.mcp.command, args: run.mcp.args } };
+      const entry = { transport: { type: 'stdio', command: run.mcp.command, args: run.mcp.args }, timeout: 60 };
       fs.writeFileSync(file, `${JSON.stringify({ ...base, mcpServers: { ...servers, agentsnap: entry } }, null, 2)}\n`, { mode: 0o600 });
       env.CLINE_MCP_SETTINGS_PATH = file;
     }
