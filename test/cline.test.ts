@@ -3,10 +3,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { cli, tempRepo } from './helpers.js';
 import { describeCall, findAgent, INIT_AGENTS, AGENT_REPO_REFS } from '../src/agents/registry.js';
 import { parseHookCall } from '../src/hook.js';
+import { cline } from '../src/agents/cline.js';
 
 const common = {
   clineVersion: '',
@@ -173,6 +175,34 @@ test('init cline --mcp: Cline has no project MCP file: refused with the way to d
     assert.match(w.stderr, 'CLINE_DIR');
     assert.not.ok(fs.existsSync(mark), 'Cline was not started');
     assert.not.match(w.stderr, /\n\s+at /, 'no stack trace');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('a killed wrapper\'s run cline dir is finished by the next wrapper: what Cline created there moves to the user\'s cline dir, the run\'s dir and state go', () => {
+  const repo = tempRepo({ noInit: true });
+  try {
+    const sessions = path.join(repo.base, 'sessions');
+    const sessionDir = path.join(sessions, 'S1');
+    const overlay = path.join(sessionDir, 'cline-dir-1-x');
+    const clineDir = path.join(repo.home, '.cline');
+    fs.mkdirSync(path.join(clineDir, 'data'), { recursive: true });
+    fs.mkdirSync(path.join(overlay, 'hooks'), { recursive: true });
+    fs.symlinkSync(path.join(clineDir, 'data'), path.join(overlay, 'data'));
+    fs.writeFileSync(path.join(overlay, 'hooks', 'PreToolUse'), '#!/bin/sh\n');
+    fs.mkdirSync(path.join(overlay, 'worktrees'));
+    fs.writeFileSync(path.join(overlay, 'worktrees', 'w.txt'), 'made by Cline\n');
+    // An owner that is gone: a pid no process has.
+    const owner = { pid: 2 ** 22 + 7, start: 1, host: os.hostname(), purpose: 'cline run' };
+    fs.writeFileSync(path.join(sessionDir, 'cline-run-1-x.json'), JSON.stringify({ owner, overlay, clineDir }));
+    const lines = cline.recover?.(sessions) ?? [];
+    assert.match(lines.join('\n'), 'finished the Cline run of session S1');
+    assert.not.ok(fs.existsSync(overlay));
+    assert.not.ok(fs.existsSync(path.join(sessionDir, 'cline-run-1-x.json')));
+    assert.is(fs.readFileSync(path.join(clineDir, 'worktrees', 'w.txt'), 'utf8'), 'made by Cline\n');
+    assert.ok(fs.existsSync(path.join(clineDir, 'data')), 'the link was removed, not what it pointed to');
+    assert.not.ok(fs.existsSync(path.join(clineDir, 'hooks')));
   } finally {
     repo.cleanup();
   }
