@@ -127,6 +127,7 @@ test('refs Cline writes into the repository (refs/cline/checkpoints/…) are ref
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     assert.is((await cli(repo, ['hooks', 'install'])).code, 0);
+    assert.is((await cli(repo, ['snap'])).code, 0, 'agentsnap refs too: --mirror names both kinds');
     const bare = path.join(repo.base, 'origin.git');
     repo.git(['init', '-q', '--bare', bare]);
     repo.git(['remote', 'add', 'origin', bare]);
@@ -139,6 +140,7 @@ test('refs Cline writes into the repository (refs/cline/checkpoints/…) are ref
       assert.match(r.stderr, 'refusing to push refs an agent wrote into this repository to origin');
       assert.match(r.stderr, 'refs/cline/checkpoints/1796456262917_2u5vb/1');
       assert.match(r.stderr, 'agentsnap.agentRefs');
+      if (args[0] === '--mirror') assert.match(r.stderr, "refusing to push agentsnap's refs to origin");
     }
     assert.is(repo.gitRaw(['--git-dir', bare, 'show-ref']).stdout, '', 'nothing reached the remote');
     // doctor counts them as the agent's, not the user's.
