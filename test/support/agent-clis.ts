@@ -59,3 +59,10 @@ export const QWEN_CODE_VERSION = '0.24.4';
 export function qwenBinary(): string | null {
   return installed({ name: 'qwen', pkg: '@qwen-code/qwen-code', version: QWEN_CODE_VERSION, bin: '.bin/qwen', key: 'QWEN' });
 }
+
+export const CLINE_VERSION = '3.0.65';
+
+/** Path of the cline executable (pinned; a Bun-compiled binary its package links), or null when AGENTSNAP_E2E_CLINE=skip. */
+export function clineBinary(): string | null {
+  return installed({ name: 'cline', pkg: 'cline', version: CLINE_VERSION, bin: '.bin/cline', key: 'CLINE' });
+}
