@@ -104,6 +104,8 @@ test('init cline writes executable hook files kept out of commits; --remove leav
     const status = repo.git(['status', '--porcelain']).trim();
     assert.is(status, '', 'the hook files are not up for commit');
     assert.is((await cli(repo, ['init', 'cline'])).code, 0, 'again: the same');
+    const doc = await cli(repo, ['doctor']);
+    assert.match(doc.stdout + doc.stderr, /cline: agentsnap hooks configured in .*\.clinerules\/hooks\/PreToolUse/);
     assert.is((await cli(repo, ['init', 'cline', '--remove'])).code, 0);
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.clinerules', 'hooks')));
     assert.is(fs.readFileSync(path.join(repo.dir, '.clinerules', 'style.md'), 'utf8'), 'be brief\n');

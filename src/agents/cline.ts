@@ -319,6 +319,11 @@ export const cline: AgentAdapter = {
   describeCall: describeClineCall,
   refineCall: refineClineCall,
   repoRefs: ['refs/cline/'],
+  // Its hook files (doctor reports agentsnap's there): init's, and the user-level folders.
+  hookSettingsFiles: {
+    project: EVENTS.flatMap((ev) => [`.clinerules/hooks/${ev}`, `.cline/hooks/${ev}`]),
+    user: EVENTS.flatMap((ev) => [`.cline/hooks/${ev}`, `Documents/Cline/Hooks/${ev}`]),
+  },
   prepareRun: prepareClineRun,
   recover: (sessionsRoot) => recoverRuns(sessionsRoot),
   init: {
