@@ -115,10 +115,11 @@ function readSettings(file: string, rel: string): { settings: Record<string, unk
   return { settings: parsed as Record<string, unknown>, before };
 }
 
-function writeAtomic(file: string, text: string): void {
+function writeAtomic(file: string, text: string, mode?: number): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.tmp-${process.pid}`;
-  fs.writeFileSync(tmp, text);
+  fs.writeFileSync(tmp, text, mode === undefined ? {} : { mode });
+  if (mode !== undefined) fs.chmodSync(tmp, mode); // whatever the umask
   fs.renameSync(tmp, file);
 }
 
@@ -147,6 +148,8 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   if (layout.hookProgram) return initHookProgram(repo, agent, layout, layout.hookProgram, opts);
   // Removing: the MCP entry first, so a settings file it shares with the hooks (Gemini's) is left empty, and goes, after them.
   const mcpBefore = opts.remove && layout.mcp ? await mcpEntry(repo, layout.mcp, { remove: true, absolute: null }) : null;
+  // Hooks as executable files (InitLayout.scripts): no settings file to edit.
+  if (layout.scripts) return initScripts(repo, agent, layout, layout.scripts, opts, mcpBefore);
   const { settings, before } = readSettings(file, rel);
   // Take our entries out, then add them back unless removing: the same result however often it runs.
   let next = withoutHooks(settings, agent);
@@ -299,8 +302,46 @@ function removeEmptyDir(dir: string, top: string): void {
   }
 }
 
+/** `init` of an agent whose hooks are executable files (InitLayout.scripts), one per event; then its MCP entry as for the others. */
+async function initScripts(
+  repo: Repo,
+  agent: InitAgent,
+  layout: InitLayout,
+  scripts: NonNullable<InitLayout['scripts']>,
+  opts: InitOptions,
+  mcpBefore: InitResult['mcp'],
+): Promise<InitResult> {
+  const absolute = opts.remove || onPath('agentsnap-hook', opts.env) ? null : thisInstall();
+  if (opts.mcp && !opts.remove) {
+    if (!layout.mcp) {
+      throw errors.invalidArgument(`${ADAPTERS[agent]?.displayName ?? agent} has no project MCP configuration for agentsnap to write.`, {
+        hint: `Run it as \`agentsnap wrap --mcp -- ${agent}\` (the server for that run only), or declare \`agentsnap mcp\` in its own MCP settings.`,
+      });
+    }
+    await mcpEntry(repo, layout.mcp, { remove: false, absolute, dryRun: true });
+  }
+  const extra: InitResult['extra'] = [];
+  let changed = false;
+  let excluded = false;
+  for (const [ev] of layout.events) {
+    const f = { file: scripts.file(ev), text: scripts.text(initHookCommand(agent, ev, absolute)), marker: scripts.marker, mode: 0o755 };
+    const res = await extraFile(repo, f, !!opts.remove);
+    changed ||= res.changed;
+    excluded ||= !!res.excluded;
+    if (res.note) extra.push({ file: res.file, changed: false, note: res.note });
+  }
+  let mcp = mcpBefore;
+  if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
+  const file = path.join(repo.worktree, layout.file);
+  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp };
+}
+
 /** Writes (or removes) a file of the layout's (Claude Code's /agentsnap-undo command); a file of the same name that is not ours is left alone. */
-async function extraFile(repo: Repo, f: NonNullable<InitLayout['extraFiles']>[number], remove: boolean): Promise<InitResult['extra'][number]> {
+async function extraFile(
+  repo: Repo,
+  f: NonNullable<InitLayout['extraFiles']>[number] & { mode?: number },
+  remove: boolean,
+): Promise<InitResult['extra'][number] & { excluded?: boolean }> {
   const file = path.join(repo.worktree, f.file);
   let current: string | null = null;
   try {
@@ -320,9 +361,9 @@ async function extraFile(repo: Repo, f: NonNullable<InitLayout['extraFiles']>[nu
     return { file, changed: true };
   }
   if (current === f.text) return { file, changed: false };
-  writeAtomic(file, f.text);
-  await excludeLocally(repo, f.file);
-  return { file, changed: true };
+  writeAtomic(file, f.text, f.mode);
+  const excluded = await excludeLocally(repo, f.file);
+  return { file, changed: true, excluded };
 }
 
 /** Makes sure a personal file is never committed: .git/info/exclude when nothing ignores it yet. */

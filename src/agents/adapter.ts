@@ -122,6 +122,12 @@ export interface InitLayout {
    * `--remove` takes out the others.
    */
   hookProgram?: { text(commandOf: (event: string) => string, kept: string[]): string; marker: string; kept(text: string): string[]; agentFiles: string[] };
+  /**
+   * Hooks that are executable files, one per event (Cline's `<folder>/PreToolUse`), instead of entries in a
+   * settings file: init writes `file(event)` for each of `events` (mode 0755, kept out of commits) and `file`
+   * names their folder. A file of that name that lacks `marker` is the user's: left as it is, and said.
+   */
+  scripts?: { file(event: string): string; text(hookCommand: string): string; marker: string };
 }
 
 /** A conversation forked before a step: the new transcript and how to resume it. */
@@ -334,6 +340,12 @@ export interface AgentAdapter {
   prepareRun?(run: RunContext): RunHooks;
   /** wrap: puts back what a killed wrapper's prepareRun left; warnings. */
   recover?(sessionsRoot: string): string[];
+  /**
+   * Ref prefixes the agent itself writes into the user's repository (Cline's `refs/cline/`): agentsnap's pre-push
+   * hook refuses them towards a remote that is not a backup remote, as it does its own (`agentsnap.agentRefs`
+   * overrides the list), and doctor counts them as the agent's, not the user's.
+   */
+  readonly repoRefs?: readonly string[];
   /** The agent's settings files that may hold hooks (doctor reports agentsnap's there): from the worktree's top, and from $HOME. */
   readonly hookSettingsFiles?: { project: string[]; user: string[] };
   /** `init <agent>`: the project settings it writes and removes. */

@@ -7,11 +7,12 @@ import { gemini } from './gemini.js';
 import { qwen } from './qwen.js';
 import { copilot } from './copilot.js';
 import { opencode } from './opencode.js';
+import { cline } from './cline.js';
 import { generic } from './generic.js';
 import { describeCallGeneric, type CallDescription } from './describe.js';
 
 /** Every adapter, one line each; `generic` (nothing injected) last. The rest of agentsnap asks this list, never names an agent. */
-const LIST: readonly AgentAdapter[] = [claude, codex, gemini, qwen, copilot, opencode, generic];
+const LIST: readonly AgentAdapter[] = [claude, codex, gemini, qwen, copilot, opencode, cline, generic];
 
 export const ADAPTERS: Readonly<Record<Agent, AgentAdapter>> = Object.fromEntries(LIST.map((a) => [a.name, a]));
 
@@ -23,6 +24,9 @@ export const RECOGNISED_AGENTS: readonly Agent[] = LIST.filter((a) => a.name !==
 
 /** The agents `init` writes project hooks for. */
 export const INIT_AGENTS: readonly Agent[] = LIST.filter((a) => a.init).map((a) => a.name);
+
+/** The ref prefixes agents write into the user's repository themselves (AgentAdapter.repoRefs), each once. */
+export const AGENT_REPO_REFS: readonly string[] = [...new Set(LIST.flatMap((a) => a.repoRefs ?? []))];
 
 /** The adapter of `agent` (the name a hook command or a session records), or null for a name agentsnap does not know. */
 export function adapterOf(agent: string | null): AgentAdapter | null {

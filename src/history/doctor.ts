@@ -16,7 +16,7 @@ import { headRef, refsFor, sessionIds, sessionOfRef, sessionPaths, sessionsDir, 
 import { isAgentsnapError, type AgentsnapError } from '../base/errors.js';
 import { diskUse } from '../base/fsutil.js';
 import { isAgentsnapHook, type HookGroup } from '../agents/settings-file.js';
-import { ADAPTERS, adapterOf } from '../agents/registry.js';
+import { ADAPTERS, AGENT_REPO_REFS, adapterOf } from '../agents/registry.js';
 import { onPath } from '../base/shell.js';
 import { serverInfo } from '../server/server.js';
 import { readWatchState } from '../server/watch-state.js';
@@ -428,8 +428,27 @@ async function runChecks(repo: Repo): Promise<Check[]> {
     ...(await checkWorktrees(repo)),
     ...(await checkRefs(repo, sessions)),
     await checkDisk(repo),
+    ...(await checkAgentRefs(repo)),
     ...checkWatcher(repo),
   ];
+}
+
+/** Refs an agent wrote into the repository itself (Cline's checkpoints): the agent's, not the user's; said once per prefix. */
+async function checkAgentRefs(repo: Repo): Promise<Check[]> {
+  const configured = await repo.git(['config', '--get-all', 'agentsnap.agentRefs'], { okCodes: [1] });
+  const prefixes = configured.code === 0 ? configured.stdout.toString('utf8').split('\n').filter((p) => p.trim()) : [...AGENT_REPO_REFS];
+  const checks: Check[] = [];
+  for (const prefix of prefixes) {
+    const refs = await listRefs(repo, prefix);
+    if (refs.length === 0) continue;
+    checks.push({
+      check: 'agent-refs',
+      status: 'info',
+      message: `${refs.length} ref(s) under ${prefix} were written by an agent itself (its checkpoints), not by you; agentsnap's pre-push hook keeps them off remotes that are not backup remotes (agentsnap.agentRefs)`,
+      data: { prefix, refs: refs.length },
+    });
+  }
+  return checks;
 }
 
 /** Repairs what is safe to repair; returns one line per thing done. */

@@ -11,6 +11,7 @@ import { packageRoot } from '../base/package-root.js';
 import type { Repo } from '../git/repo.js';
 import { exists } from '../base/fsutil.js';
 import { setNotesRewrite } from './notes.js';
+import { AGENT_REPO_REFS } from '../agents/registry.js';
 
 /** The git hooks agentsnap installs; one script serves them all (it dispatches on its name). */
 export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit'] as const;
@@ -27,10 +28,11 @@ export function packagedHookScript(): string {
   return path.join(packageRoot(), 'hooks', 'agentsnap-hook');
 }
 
+/** The packaged script as installed: the ref prefixes agents write themselves (AGENT_REPO_REFS) filled in. */
 function readPackaged(): Buffer {
   const file = packagedHookScript();
   try {
-    return fs.readFileSync(file);
+    return Buffer.from(fs.readFileSync(file, 'latin1').replace('@AGENT_REPO_REFS@', AGENT_REPO_REFS.join(' ')), 'latin1');
   } catch (e) {
     throw errors.internal(`agentsnap's hook script is missing from the package: ${file}`, {
       hint: 'Reinstall agentsnap.',

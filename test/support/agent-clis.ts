@@ -126,3 +126,10 @@ export function opencodeBinary(): string | null {
 export function opencodeConfigCache(): string {
   return path.join(ROOT, 'node_modules', '.cache', 'agentsnap-e2e', `opencode-${OPENCODE_VERSION}-config`);
 }
+
+export const CLINE_VERSION = '3.0.65';
+
+/** Path of the cline executable (pinned; a Bun-compiled binary its package links), or null when AGENTSNAP_E2E_CLINE=skip. */
+export function clineBinary(): string | null {
+  return installed({ name: 'cline', pkg: 'cline', version: CLINE_VERSION, bin: '.bin/cline', key: 'CLINE' });
+}
