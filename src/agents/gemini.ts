@@ -229,7 +229,8 @@ export function recoverGeminiOverlays(sessionsRoot: string): string[] {
   let sessions: string[] = [];
   try {
     sessions = fs.readdirSync(sessionsRoot);
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no sessions: no overlay left to recover
     return lines;
   }
   for (const session of sessions) {
@@ -238,7 +239,7 @@ export function recoverGeminiOverlays(sessionsRoot: string): string[] {
     try {
       names = fs.readdirSync(sessionDir).filter((n) => n.startsWith('gemini-home-'));
     } catch {
-      continue;
+      continue; // a session removed meanwhile, or not a directory: nothing of ours in it
     }
     for (const name of names) {
       const dir = path.join(sessionDir, name);

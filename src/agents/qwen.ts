@@ -50,7 +50,7 @@ function readIfThere(file: string): string | null {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch {
-    return null;
+    return null; // absent or unreadable: the caller treats it as no file (a probe)
   }
 }
 
@@ -59,7 +59,7 @@ function jsonObject(text: string): Record<string, unknown> | null {
     const v = parseJsonc(text);
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
   } catch {
-    return null;
+    return null; // not JSON: the caller treats it as no settings object
   }
 }
 
@@ -110,7 +110,8 @@ function recoverRuns(sessionsRoot: string): string[] {
   let sessions: string[] = [];
   try {
     sessions = fs.readdirSync(sessionsRoot);
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no sessions: no run left to recover
     return lines;
   }
   for (const session of sessions) {
@@ -118,7 +119,7 @@ function recoverRuns(sessionsRoot: string): string[] {
     try {
       names = fs.readdirSync(path.join(sessionsRoot, session)).filter((n) => n.startsWith('qwen-run-') && n.endsWith('.json'));
     } catch {
-      continue;
+      continue; // a session removed meanwhile, or not a directory: nothing of ours in it
     }
     for (const name of names) {
       const stateFile = path.join(sessionsRoot, session, name);
@@ -126,7 +127,7 @@ function recoverRuns(sessionsRoot: string): string[] {
       try {
         state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
       } catch {
-        continue;
+        continue; // torn or removed meanwhile (another wrapper finished it): nothing to finish
       }
       if (!state.owner || ownerAlive(state.owner)) continue;
       const warnings = finishRun(stateFile, state);

@@ -152,7 +152,7 @@ function readProjectFile(worktree: string): ProjectFile {
     if (!st.isFile() || st.size > 256 * 1024) return {};
     text = fs.readFileSync(file, 'utf8');
   } catch {
-    return {};
+    return {}; // no project settings file (or not a readable one): the defaults
   }
   let data: unknown;
   try {
@@ -226,7 +226,8 @@ export function worktreeExcludes(repo: Pick<Repo, 'gitDir' | 'commonDir'>): stri
       .split('\n')
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith('#'));
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no worktree excludes written: none
     return [];
   }
 }

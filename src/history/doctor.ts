@@ -128,7 +128,7 @@ function unresolvedHookCommands(file: string, agent: string, env: NodeJS.Process
   try {
     settings = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch {
-    return [];
+    return []; // missing or not JSON: no hook command of ours in it to check
   }
   const hooks = (settings as { hooks?: unknown } | null)?.hooks;
   if (!hooks || typeof hooks !== 'object') return [];
@@ -242,7 +242,7 @@ function staleLocks(repo: Repo): LockFile[] {
       text = fs.readFileSync(file, 'utf8');
       mtime = fs.statSync(file).mtimeMs;
     } catch {
-      continue;
+      continue; // released meanwhile: not a lock to report
     }
     if (file.includes('.stale-')) {
       stale.push({ file, pid: null });

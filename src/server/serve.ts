@@ -197,14 +197,14 @@ function cachedSettings(repo: Repo): () => Promise<Settings> {
           const st = fs.statSync(f, { bigint: true });
           return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
         } catch {
-          return '-';
+          return '-'; // gone: its key says so, and the settings are read again
         }
       })
       .join('|');
     if (!cached || now !== key) {
       key = now;
       cached = loadSettings(plain);
-      cached.catch(() => {
+      cached.catch(() => { // the caller gets this failure through `cached`: a later call reads the settings again
         cached = null;
       });
     }
@@ -254,7 +254,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     try {
       return fs.realpathSync(p);
     } catch {
-      return p;
+      return p; // not there: compared as given
     }
   };
   const realWorktree = realOrSelf(base.worktree);
@@ -282,7 +282,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     try {
       req = JSON.parse(await call.readStdin()) as TreeRequest;
     } catch {
-      return no('unreadable request');
+      return no('unreadable request'); // refused: the client snapshots itself (a full scan)
     }
     if (req?.v !== 1 || typeof req.worktree !== 'string' || realOrSelf(req.worktree) !== realWorktree) return no('another worktree');
     if (req.parentTree !== null && !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(String(req.parentTree))) return no('bad parent');
@@ -335,7 +335,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     try {
       req = JSON.parse(await call.readStdin()) as typeof req;
     } catch {
-      return { warning: 'agentsnap: warning: unreadable wrap-end request' };
+      return { warning: 'agentsnap: warning: unreadable wrap-end request' }; // reported: the warning names it
     }
     const w = typeof req.token === 'string' ? wraps.get(req.token) : undefined;
     if (!w || w.pid !== call.pid) return { warning: 'agentsnap: warning: no such session begun here' };
@@ -430,7 +430,7 @@ function capEff(pid: number | 'self'): string | null {
   try {
     return /^CapEff:\s*(\S+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? null;
   } catch {
-    return null;
+    return null; // a process gone, or no /proc: unknown, and the server refuses it
   }
 }
 

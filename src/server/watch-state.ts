@@ -44,7 +44,7 @@ function readLimit(file: string): number | null {
     const n = Number(fs.readFileSync(file, 'utf8').trim());
     return Number.isFinite(n) ? n : null;
   } catch {
-    return null;
+    return null; // no such limit here: unknown
   }
 }
 
@@ -89,7 +89,7 @@ export function readWatchState(runDir: string, pid: number): WatcherReport | nul
     const { pid: _pid, ...report } = parsed;
     return report;
   } catch {
-    return null;
+    return null; // no report yet, or a torn one: none
   }
 }
 

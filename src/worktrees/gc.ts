@@ -100,7 +100,7 @@ async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null
   try {
     wt = await openRepo(meta.path, { env: repo.callerEnv });
   } catch {
-    return `its worktree ${meta.path} is no longer a git worktree`;
+    return `its worktree ${meta.path} is no longer a git worktree`; // reported: the reason gc keeps this session
   }
   const snap = await snapshotNow(wt, await loadSettings(wt), 'gc');
   const head = await wt.git(['rev-parse', '--verify', '-q', `${s.head}^{tree}`], { okCodes: [1, 128] });
@@ -373,7 +373,7 @@ export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Prom
     if (settings.autoIntervalMs <= 0) return null;
     return await gc(repo, { auto: true, now });
   } catch {
-    return null;
+    return null; // never throws (above): retention must not stop a session; a manual gc reports its failures
   }
 }
 
