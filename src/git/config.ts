@@ -151,8 +151,10 @@ function readProjectFile(worktree: string): ProjectFile {
     const st = fs.lstatSync(file);
     if (!st.isFile() || st.size > 256 * 1024) return {};
     text = fs.readFileSync(file, 'utf8');
-  } catch {
-    return {}; // no project settings file (or not a readable one): the defaults
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {}; // no project settings file: the defaults
+    // Taken for none, its exclusions would be dropped in silence (and the files they keep out snapshotted).
+    throw errors.unreadableFile(`cannot read ${PROJECT_FILE}: ${(e as Error).message}`, { hint: `Make ${file} readable, or remove it.`, data: { file } });
   }
   let data: unknown;
   try {

@@ -1,0 +1,51 @@
+// Issue 29, item 12: failures that a bare `catch` used to swallow, which now reach the user or `doctor`
+// (test/catches.test.ts keeps every other catch clause honest).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { BIN, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+
+const isRoot = process.getuid?.() === 0;
+
+/** Root without the capabilities that let it read any file whatever its mode: it then obeys file permissions. */
+const DROP_READ_CAPS = ['--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search', '--'];
+const canDropReadCaps = isRoot && spawnSync('setpriv', [...DROP_READ_CAPS, 'true']).status === 0;
+function withoutReadCaps(repo: TempRepo, args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, ...args], { cwd: repo.dir, env: repo.env, encoding: 'utf8' });
+  return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
+}
+
+// Before: an unreadable .agentsnap.json was taken for none, so its exclusions were dropped in silence and the
+// excluded file went into the snapshot (exit 0).
+test('an unreadable .agentsnap.json: exit 1 naming it, no step (its exclusions are never dropped in silence)', async () => {
+  if (!canDropReadCaps) {
+    console.log('  (skipped: needs root and setpriv to drop the read capabilities)');
+    return;
+  }
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    // The settings file itself is ignored, so only reading it as settings can fail.
+    fs.appendFileSync(path.join(repo.dir, '.git', 'info', 'exclude'), '.agentsnap.json\n');
+    repo.write('.agentsnap.json', JSON.stringify({ exclude: ['secret.txt'] }));
+    repo.write('secret.txt', 'token\n');
+    const first = withoutReadCaps(repo, ['snap', '--json']);
+    assert.is(first.code, 0, first.stderr);
+    const commits = [...refsUnder(repo, 'refs/agent/').values()];
+    for (const c of commits) assert.not.ok(treeFiles(repo, c).has('secret.txt'), 'excluded while the file is readable');
+    fs.chmodSync(path.join(repo.dir, '.agentsnap.json'), 0o000);
+    repo.write('a.txt', 'changed\n');
+    const refs = refsUnder(repo, 'refs/agent/');
+    const r = withoutReadCaps(repo, ['snap']);
+    assert.is(r.code, 1, r.stderr);
+    assert.match(r.stderr, '.agentsnap.json');
+    assert.match(r.stderr, 'permission denied');
+    assert.not.match(r.stderr, /\n\s+at /, 'no stack trace');
+    assert.equal(refsUnder(repo, 'refs/agent/'), refs, 'no step');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test.run();
