@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BIN, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { BIN, cli, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -43,6 +43,42 @@ test('an unreadable .agentsnap.json: exit 1 naming it, no step (its exclusions a
     assert.match(r.stderr, 'permission denied');
     assert.not.match(r.stderr, /\n\s+at /, 'no stack trace');
     assert.equal(refsUnder(repo, 'refs/agent/'), refs, 'no step');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+interface DoctorCheck {
+  check: string;
+  status: string;
+  message: string;
+  fix?: string;
+}
+const gcChecks = async (repo: TempRepo): Promise<DoctorCheck[]> =>
+  (JSON.parse((await cli(repo, ['doctor', '--json'])).stdout) as { checks: DoctorCheck[] }).checks.filter((c) => c.check === 'gc');
+
+// Before: wrap's automatic gc swallowed every failure, so an invalid agentsnap.retention meant no retention ever,
+// said nowhere (doctor healthy as to gc).
+test('a failed automatic gc: the session runs (exit 0), doctor names the failure and its fix; a gc that succeeds clears it', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    repo.git(['config', 'agentsnap.retention', 'fortnight']);
+    const wrap = await cli(repo, ['wrap', '-q', '--', 'true']);
+    assert.is(wrap.code, 0, wrap.stderr);
+    const failed = await gcChecks(repo);
+    assert.is(failed.length, 1, JSON.stringify(failed));
+    assert.is(failed[0]?.status, 'problem');
+    assert.match(failed[0]?.message ?? '', 'automatic gc');
+    assert.match(failed[0]?.message ?? '', 'agentsnap.retention');
+    assert.is(failed[0]?.fix, 'agentsnap gc');
+    // The fix command tells the same failure, as a user error.
+    const manual = await cli(repo, ['gc']);
+    assert.is(manual.code, 1, manual.stderr);
+    assert.match(manual.stderr, 'agentsnap.retention');
+    repo.git(['config', '--unset', 'agentsnap.retention']);
+    const fixed = await cli(repo, ['gc']);
+    assert.is(fixed.code, 0, fixed.stderr);
+    assert.equal(await gcChecks(repo), []);
   } finally {
     repo.cleanup();
   }

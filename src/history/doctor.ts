@@ -20,7 +20,7 @@ import { ADAPTERS, adapterOf } from '../agents/registry.js';
 import { onPath } from '../base/shell.js';
 import { serverInfo } from '../server/server.js';
 import { readWatchState } from '../server/watch-state.js';
-import { stateLayout } from '../base/state-dir.js';
+import { readStateFile, stateLayout } from '../base/state-dir.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
 
@@ -417,6 +417,31 @@ function checkWatcher(repo: Repo): Check[] {
   ];
 }
 
+/** A failed automatic gc (wrap never stops for one, so nothing else says it): a problem until a gc succeeds. */
+function checkAutoGc(repo: Repo): Check[] {
+  const file = stateLayout.gcFailure(repo);
+  let raw: Buffer | null;
+  try {
+    raw = readStateFile(file);
+  } catch (e) {
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'gc', status: 'problem', message: e.message, fix: `rm ${file}` }];
+    throw e;
+  }
+  if (!raw) return [];
+  const text = raw.toString('utf8').trim();
+  const nl = text.indexOf('\n');
+  const [at, why] = nl < 0 ? ['', text] : [text.slice(0, nl), text.slice(nl + 1)];
+  return [
+    {
+      check: 'gc',
+      status: 'problem',
+      message: `the last automatic gc${at ? ` (${at})` : ''} failed: ${why.replace(/\.$/, '')}; old sessions are not removed until a gc succeeds`,
+      fix: 'agentsnap gc',
+      data: { file, at: at || null, error: why },
+    },
+  ];
+}
+
 async function runChecks(repo: Repo): Promise<Check[]> {
   const sessions = loadSessions(repo);
   return [
@@ -429,6 +454,7 @@ async function runChecks(repo: Repo): Promise<Check[]> {
     ...(await checkRefs(repo, sessions)),
     await checkDisk(repo),
     ...checkWatcher(repo),
+    ...checkAutoGc(repo),
   ];
 }
 
