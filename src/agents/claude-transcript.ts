@@ -119,7 +119,7 @@ export function locateToolCall(file: string, toolUseId: string | null, tail?: Tr
     }
     return pos;
   } catch {
-    return pos; // a transcript gone or unreadable: the position as far as it was found
+    return pos; // a line of a shape this version does not know: the position as far as it was found (never throws)
   }
 }
 
@@ -218,7 +218,7 @@ export function unjournaledReadCalls(
     // `found` is newest first, like `older`.
     found.push(...older);
   } catch {
-    return { calls: [], floor: opts.floor ?? null }; // a transcript gone or unreadable: no calls to journal from it (the hooks' own are journaled)
+    return { calls: [], floor: opts.floor ?? null }; // lines of a shape this version does not know: no read calls from them, never a failed hook (the hooked calls are journaled)
   }
   return { calls: found.reverse(), floor: Math.max(floor, opts.floor ?? 0) };
 }

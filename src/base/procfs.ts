@@ -143,7 +143,7 @@ export async function stopProcess(p: Pick<ProcessInfo, 'pid' | 'startTicks'>, ma
       process.kill(p.pid, sig);
       return true;
     } catch {
-      return false; // gone meanwhile (ESRCH): nothing to signal
+      return false; // gone meanwhile, or no longer ours: nothing to signal
     }
   };
   const endedWithin = async (ms: number): Promise<boolean> => {

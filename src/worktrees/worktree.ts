@@ -194,7 +194,7 @@ async function stagedTree(repo: Repo): Promise<string | null> {
     copyIndexFile(path.join(repo.gitDir, 'index'), idx);
     return await writeTree(repo, idx);
   } catch {
-    return null; // a conflicted index: no staged tree, as documented
+    return null; // no index yet, or one git cannot write as a tree (conflicts): no staging to carry over, the files come from the snapshot
   } finally {
     removeTempIndex(idx);
   }
