@@ -6,6 +6,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, cli, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpers.js';
+import { openRepo } from '../src/git/repo.js';
+import { runDirOf } from '../src/server/server.js';
+import { serverEngine } from '../src/server/serve.js';
+import { startWorktreeServer } from '../src/server-api.js';
+import { runSnap } from '../src/cli/main.js';
 
 const isRoot = process.getuid?.() === 0;
 
@@ -82,6 +87,35 @@ test('a failed automatic gc: the session runs (exit 0), doctor names the failure
   } finally {
     repo.cleanup();
   }
+});
+
+// Before: a server whose engine could not start served on with full scans, and said so only under
+// AGENTSNAP_SERVER_TRACE and in its log; doctor found nothing wrong.
+test("a server whose snapshot engine did not start: doctor names it with its error and fix while that server runs", async () => {
+  if (process.platform !== 'linux') return;
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  const env = { ...repo.env, AGENTSNAP_SERVER: 'on' };
+  const r = await openRepo(repo.dir, { env });
+  const serverChecks = async (): Promise<DoctorCheck[]> =>
+    (JSON.parse((await cli(repo, ['doctor', '--json'], { env: { AGENTSNAP_SERVER: 'on' } })).stdout) as { checks: DoctorCheck[] }).checks.filter((c) => c.check === 'server');
+  // The engine's directory taken by a file: its start fails (EEXIST), every time.
+  fs.mkdirSync(runDirOf(r), { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(runDirOf(r), 'engine'), 'not a directory\n');
+  const server = await startWorktreeServer(r, { hosted: true, warmUp: true, snap: runSnap });
+  try {
+    assert.is(await serverEngine(server), null, 'no engine');
+    const checks = await serverChecks();
+    assert.is(checks.length, 1, JSON.stringify(checks));
+    assert.is(checks[0]?.status, 'problem');
+    assert.match(checks[0]?.message ?? '', 'engine did not start');
+    assert.match(checks[0]?.message ?? '', 'EEXIST');
+    assert.is(checks[0]?.fix, 'agentsnap server stop');
+  } finally {
+    await server.close();
+  }
+  // A report names its server: none once it is gone.
+  assert.equal(await serverChecks(), []);
+  repo.cleanup();
 });
 
 test.run();

@@ -19,7 +19,7 @@ import { isAgentsnapHook, type HookGroup } from '../agents/settings-file.js';
 import { ADAPTERS, adapterOf } from '../agents/registry.js';
 import { onPath } from '../base/shell.js';
 import { serverInfo } from '../server/server.js';
-import { readWatchState } from '../server/watch-state.js';
+import { readEngineFailure, readWatchState } from '../server/watch-state.js';
 import { readStateFile, stateLayout } from '../base/state-dir.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
@@ -417,6 +417,21 @@ function checkWatcher(repo: Repo): Check[] {
   ];
 }
 
+/** The warm server's snapshot engine, when a server runs and it failed (to start, or its warm-up snapshot). */
+function checkServerEngine(repo: Repo): Check[] {
+  const info = serverInfo(repo);
+  let failure: ReturnType<typeof readEngineFailure>;
+  try {
+    failure = info ? readEngineFailure(info.runDir, info.pid) : null;
+  } catch (e) {
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'server', status: 'problem', message: e.message, fix: 'agentsnap server stop' }];
+    throw e;
+  }
+  if (!info || !failure) return [];
+  const what = failure.what === 'start' ? 'snapshot engine did not start (every snapshot is a full scan)' : 'warm-up snapshot failed';
+  return [{ check: 'server', status: 'problem', message: `the server's (pid ${info.pid}) ${what}: ${failure.error}`, fix: 'agentsnap server stop', data: { pid: info.pid, ...failure } }];
+}
+
 /** A failed automatic gc (wrap never stops for one, so nothing else says it): a problem until a gc succeeds. */
 function checkAutoGc(repo: Repo): Check[] {
   const file = stateLayout.gcFailure(repo);
@@ -454,6 +469,7 @@ async function runChecks(repo: Repo): Promise<Check[]> {
     ...(await checkRefs(repo, sessions)),
     await checkDisk(repo),
     ...checkWatcher(repo),
+    ...checkServerEngine(repo),
     ...checkAutoGc(repo),
   ];
 }

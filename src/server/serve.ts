@@ -23,6 +23,7 @@ import { settingsKey, type TreeRequest } from './tree-client.js';
 import { contentLockFile } from '../session/locks.js';
 import { processStartTime, withLock } from '../base/lock.js';
 import crypto from 'node:crypto';
+import { writeEngineFailure } from './watch-state.js';
 
 /** A repository opener for a call: the server's own Repo when the call's worktree and git environment match it. */
 export type CallRepoOpener = (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
@@ -403,6 +404,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
                 .then(() => trace?.('engine: warmed up'))
                 .catch((err: unknown) => {
                   trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);
+                  writeEngineFailure(server.runDir, 'warm-up', err); // for doctor
                   // Not only under the trace: it reaches the server's log (server.log).
                   opts.onError?.(err);
                 });
@@ -410,6 +412,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
           })
           .catch((e) => {
             trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
+            writeEngineFailure(server.runDir, 'start', e); // for doctor
             opts.onError?.(e);
           }));
   openEngine = open;
