@@ -44,7 +44,7 @@ function readCache(file, key) {
     const data = buf.subarray(nl + 1);
     return header === `${key} ${integrity(data)}` ? data : undefined;
   } catch {
-    return undefined;
+    return undefined; // no cache, or one unreadable: compiled afresh, and written again
   }
 }
 
@@ -54,7 +54,7 @@ function writeCache(file, key, script) {
     const data = script.createCachedData();
     fs.writeFileSync(tmp, Buffer.concat([Buffer.from(`${key} ${integrity(data)}\n`), data]), { mode: 0o644 });
     fs.renameSync(tmp, file);
-  } catch {
+  } catch { // best effort: without a cache the next start compiles again
     try {
       fs.unlinkSync(tmp);
     } catch {

@@ -24,7 +24,7 @@ function backgroundServer(cwd) {
     const owner = JSON.parse(channel.readPlainFile(path.join(server.run, 'server.lock')) ?? '');
     return owner.purpose === 'server' && owner.pid === server.pid ? server : null;
   } catch {
-    return null;
+    return null; // an unreadable or torn server lock: no trusted server, the Node path as if none ran
   }
 }
 

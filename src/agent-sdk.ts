@@ -54,7 +54,7 @@ export function agentsnapHooks(opts: AgentsnapHooksOptions = {}): AgentSdkHooks 
   let queue: Promise<unknown> = Promise.resolve();
   const serially = <T>(fn: () => Promise<T>): Promise<T> => {
     const next = queue.then(fn, fn);
-    queue = next.catch(() => undefined);
+    queue = next.catch(() => undefined); // the caller gets this failure through `next`: the queue only keeps the order
     return next;
   };
   const callback =

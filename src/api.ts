@@ -335,7 +335,7 @@ function relativeToWorktree(worktree: string, abs: string): string | null {
       const real = fs.realpathSync(head);
       return inside(fs.realpathSync(worktree), nodePath.join(real, tail));
     } catch {
-      const parent = nodePath.dirname(head);
+      const parent = nodePath.dirname(head); // no such path yet: resolve its deepest existing parent instead
       if (parent === head) return null;
       tail = nodePath.join(nodePath.basename(head), tail);
       head = parent;

@@ -143,7 +143,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       const parsed = JSON.parse(opts.input) as unknown;
       if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) payload = parsed as Record<string, unknown>;
     } catch {
-      return none(`agentsnap: warning: ${opts.agent} hook payload is not JSON; this call was not snapshotted`, 'failed');
+      return none(`agentsnap: warning: ${opts.agent} hook payload is not JSON; this call was not snapshotted`, 'failed'); // reported in the warning
     }
   }
   const call = parseHookCall(opts.agent, opts.event, payload, opts.env);
@@ -314,7 +314,7 @@ function transcriptSize(file: string): ToolCallLocation {
   try {
     return { path: file, offset: fs.statSync(file).size };
   } catch {
-    return { path: file };
+    return { path: file }; // gone: only its path is journaled
   }
 }
 
@@ -353,7 +353,7 @@ function readMapping(repo: Repo, agent: string, agentSessionId: string): string 
     const id = (readStateFile(mappingFile(repo, agent, agentSessionId))?.toString('utf8') ?? '').trim();
     return fs.existsSync(sessionPaths(repo, id).journal) ? id : null;
   } catch {
-    return null;
+    return null; // no mapping, a torn one or a link in its place: a new session is begun for this agent session
   }
 }
 

@@ -395,7 +395,8 @@ function unexcludeLocally(repo: Repo, rel: string): void {
   let text: string;
   try {
     text = fs.readFileSync(exclude, 'utf8');
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no exclude file: nothing to remove from it
     return;
   }
   const lines = text.split('\n');

@@ -118,7 +118,7 @@ export async function serverStop(opts: RepoOptions = {}): Promise<ServerStatus> 
     try {
       process.kill(info.pid, 0);
     } catch {
-      break;
+      break; // ESRCH: the process is gone
     }
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -80,7 +80,7 @@ function sessionHandle(repo: Repo, id: string, settings: Settings, joined: boole
       } catch (e) {
         if (isAgentsnapError(e) && e.code === 'SessionNotRunning') throw e;
         warn(opts, e, 'pre');
-        await recordUnprotected(repo, id, { settings, phase: 'pre', tool: name, reason: String((e as Error).message), toolUseId }).catch(() => undefined);
+        await recordUnprotected(repo, id, { settings, phase: 'pre', tool: name, reason: String((e as Error).message), toolUseId }).catch(() => undefined); // the failure was warned above; the journal cannot take its record either
       }
       const started = Date.now();
       const close = async (status: 'done' | 'failed', output: unknown, error: string | null) => {
@@ -89,7 +89,7 @@ function sessionHandle(repo: Repo, id: string, settings: Settings, joined: boole
           await recordPost(repo, id, { settings, step, status, output: clean(output), error: error ? clean(error) : null, durationMs: Date.now() - started });
         } catch (e) {
           warn(opts, e, 'post');
-          await recordUnprotected(repo, id, { settings, step, phase: 'post', tool: name, reason: String((e as Error).message) }).catch(() => undefined);
+          await recordUnprotected(repo, id, { settings, step, phase: 'post', tool: name, reason: String((e as Error).message) }).catch(() => undefined); // the failure was warned above; the journal cannot take its record either
         }
       };
       let result: T;

@@ -259,14 +259,14 @@ function sameSubdir(from: string, to: string, cwd: string): string {
   try {
     rel = path.relative(fs.realpathSync(from), fs.realpathSync(cwd));
   } catch {
-    return to;
+    return to; // a directory gone meanwhile: the worktree's root
   }
   if (!rel || rel.startsWith('..') || path.isAbsolute(rel)) return to;
   const there = path.join(to, rel);
   try {
     return fs.statSync(there).isDirectory() ? there : to;
   } catch {
-    return to;
+    return to; // not there in the session worktree: its root
   }
 }
 
@@ -315,12 +315,12 @@ export async function endWrap(opts: {
   const agent: Agent = AGENTS.includes(opts.agent) ? opts.agent : 'generic';
   const { exit } = opts;
   if (exit.error !== undefined) {
-    await endSession(repo, opts.session, { settings, exitCode: null, signal: null }).catch(() => undefined);
+    await endSession(repo, opts.session, { settings, exitCode: null, signal: null }).catch(() => undefined); // the agent did not start: that error is the one reported
     throw errors.invalidArgument(`cannot start the agent: ${exit.error}`);
   }
   const exitCode = exitCodeOf(exit);
   // The server ended it, and went (killed) before its reply reached the client: the session ended as it should.
-  if (await sessionFinished(repo, opts.session).catch(() => false)) {
+  if (await sessionFinished(repo, opts.session).catch(() => false)) { // cannot be told: ended here as if not
     return { session: opts.session, agent, exitCode, signal: exit.signal, endError: null, worktree: repo.worktree, sessionWorktree: false, warnings: [] };
   }
   const adapter = adapterOrGeneric(agent);
@@ -329,7 +329,7 @@ export async function endWrap(opts: {
       ? `agentsnap: warning: the background server did not end the session (${opts.refused}); it was ended by this wrapper (a full scan).`
       : 'agentsnap: warning: the background server stopped while the agent ran; the session was ended by this wrapper (a full scan).',
   ];
-  if (adapter.callEnded) await closeEndedCalls(repo, opts.session, settings, adapter).catch(() => undefined);
+  if (adapter.callEnded) await closeEndedCalls(repo, opts.session, settings, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
   let endError: AgentsnapError | null = null;
   try {
     await endSession(repo, opts.session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: true });
@@ -419,7 +419,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     if (!inWorktree) serverStart = startServer(repo, settings);
     // Read beside the baseline, for the warning below (a session begun meanwhile is a race either way).
     listed = inWorktree ? null : listWrappedSessions(repo);
-    listed?.catch(() => {});
+    listed?.catch(() => {}); // awaited below, where a failure is reported
     // The command line is journaled: redact tokens passed as arguments.
     const journaled = redactValue(command, settings.redactPatterns);
     if (opts.worktree) {
@@ -480,7 +480,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
       agentEnv = injected.env;
     } catch (e) {
       await server?.close();
-      await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
+      await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined); // the hooks could not be added: that error is the one reported
       throw wrapFailed(`could not add agentsnap's hooks to ${adapter.displayName}`, e);
     }
   }
@@ -510,7 +510,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     await auto?.stop();
     await server?.close();
     endWarnings.push(...(injected?.finish() ?? []));
-    await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined);
+    await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined); // the agent did not start: that error is the one reported
     await autoGc;
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   };
@@ -521,7 +521,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const engine = server ? serverEngineIfUp(server) : null;
   const endRepo: Repo =
     engine && engine.stats.full + engine.stats.incremental > 0
-      ? { ...repo, accel: { ...repo.accel, snapshot: (o) => engine.snapshot({ settings: o.settings, parentTree: o.parentTree }).catch(() => snapshotTree(repo, o)) } }
+      ? { ...repo, accel: { ...repo.accel, snapshot: (o) => engine.snapshot({ settings: o.settings, parentTree: o.parentTree }).catch(() => snapshotTree(repo, o)) } } // the engine failed: this snapshot is taken by a full scan instead
       : repo;
   // Without the engine the server has nothing to do for the end: it closes beside the final snapshot (its close
   // gives a client that read its pid file just before it went 50 ms to send its call, which need not delay the end).
@@ -531,7 +531,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   let endError: AgentsnapError | null = null;
   try {
     // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
-    if (adapter.callEnded) await closeEndedCalls(endRepo, session, settings, adapter).catch(() => undefined);
+    if (adapter.callEnded) await closeEndedCalls(endRepo, session, settings, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
     const end = await endSession(endRepo, session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: opts.servedBy ? 'deferred' : true });
     if (agent !== 'generic' && end.changed.length > 0) {
       const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);

@@ -119,7 +119,7 @@ export function locateToolCall(file: string, toolUseId: string | null, tail?: Tr
     }
     return pos;
   } catch {
-    return pos;
+    return pos; // a line of a shape this version does not know: the position as far as it was found (never throws)
   }
 }
 
@@ -171,7 +171,7 @@ export function unjournaledReadCalls(
       try {
         line = JSON.parse(raw.toString('utf8')) as TranscriptLine & { message?: { id?: string } };
       } catch {
-        continue;
+        continue; // a line being written, or not JSON: not a call
       }
       if (!line || typeof line !== 'object' || line.isSidechain) continue;
       const time = typeof line.timestamp === 'string' ? line.timestamp : null;
@@ -218,7 +218,7 @@ export function unjournaledReadCalls(
     // `found` is newest first, like `older`.
     found.push(...older);
   } catch {
-    return { calls: [], floor: opts.floor ?? null };
+    return { calls: [], floor: opts.floor ?? null }; // lines of a shape this version does not know: no read calls from them, never a failed hook (the hooked calls are journaled)
   }
   return { calls: found.reverse(), floor: Math.max(floor, opts.floor ?? 0) };
 }
@@ -257,7 +257,7 @@ export function readConversation(file: string): ConversationEntry[] {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch {
-    return [];
+    return []; // a transcript gone or unreadable: no conversation to show
   }
   return conversationOf(text.split('\n'));
 }
@@ -271,7 +271,7 @@ function conversationOf(rawLines: string[]): ConversationEntry[] {
     try {
       line = JSON.parse(raw) as TranscriptLine;
     } catch {
-      continue;
+      continue; // a line being written, or not JSON: not an entry
     }
     if (line.isSidechain || line.isMeta || (line as { isCompactSummary?: unknown }).isCompactSummary) continue;
     const uuid = line.uuid ?? null;
@@ -373,7 +373,7 @@ function readSubagents(transcript: string): Subagent[] {
   try {
     names = (fs.readdirSync(dir, { recursive: true }) as string[]).filter((n) => n.endsWith('.jsonl'));
   } catch {
-    return [];
+    return []; // no subagents directory: the session started none
   }
   const out: Subagent[] = [];
   for (const rel of names.sort()) {
@@ -381,7 +381,7 @@ function readSubagents(transcript: string): Subagent[] {
     try {
       lines = parseLines(fs.readFileSync(path.join(dir, rel), 'utf8'));
     } catch {
-      continue;
+      continue; // gone or unreadable meanwhile: that subagent's calls stay unlinked
     }
     let spawnedBy: string | null = null;
     try {

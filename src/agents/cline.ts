@@ -29,12 +29,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
-import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
+import { currentOwner, type LockOwner } from '../base/lock.js';
 import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import { shellQuote } from '../base/shell.js';
 import type { AgentAdapter, HookCall, RunContext } from './adapter.js';
 import { parseJsonc } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
+import { leftoverRunRecords } from './leftover-runs.js';
 
 type Obj = Record<string, unknown>;
 
@@ -60,7 +61,7 @@ function arrayArg(v: unknown): unknown[] | null {
       const parsed: unknown = JSON.parse(v);
       return Array.isArray(parsed) ? parsed : null;
     } catch {
-      return null;
+      return null; // not JSON after all: the argument is the string itself
     }
   }
   return null;
@@ -200,31 +201,9 @@ function finishRun(stateFile: string, state: RunState): string[] {
 /** Finishes the runs whose wrapper was killed; lines to say. */
 function recoverRuns(sessionsRoot: string): string[] {
   const lines: string[] = [];
-  let sessions: string[] = [];
-  try {
-    sessions = fs.readdirSync(sessionsRoot);
-  } catch {
-    return lines;
-  }
-  for (const session of sessions) {
-    let names: string[] = [];
-    try {
-      names = fs.readdirSync(path.join(sessionsRoot, session)).filter((n) => n.startsWith('cline-run-') && n.endsWith('.json'));
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const stateFile = path.join(sessionsRoot, session, name);
-      let state: RunState;
-      try {
-        state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-      } catch {
-        continue;
-      }
-      if (!state.owner || ownerAlive(state.owner)) continue;
-      const warnings = finishRun(stateFile, state);
-      lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: finished the Cline run of session ${session} (its wrapper had been killed)`]));
-    }
+  for (const { session, entry, state } of leftoverRunRecords<RunState>(sessionsRoot, 'cline-run-')) {
+    const warnings = finishRun(entry, state);
+    lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: finished the Cline run of session ${session} (its wrapper had been killed)`]));
   }
   return lines;
 }
@@ -232,7 +211,8 @@ function recoverRuns(sessionsRoot: string): string[] {
 function readIfThere(file: string): string | null {
   try {
     return fs.readFileSync(file, 'utf8');
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
     return null;
   }
 }

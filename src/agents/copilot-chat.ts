@@ -24,7 +24,7 @@ export function readEvents(file: string): Obj[] | null {
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch {
-    return null;
+    return null; // no transcript (yet, or gone): the caller goes on without the ids it holds
   }
   return text.split('\n').flatMap((l) => {
     if (!l.trim()) return [];
@@ -32,7 +32,7 @@ export function readEvents(file: string): Obj[] | null {
       const v: unknown = JSON.parse(l);
       return isObj(v) ? [v] : [];
     } catch {
-      return [];
+      return []; // a torn last line while Copilot writes it: read again at the next call
     }
   });
 }
@@ -50,7 +50,7 @@ export function toolArgs(v: unknown): unknown {
   try {
     return JSON.parse(v) as unknown;
   } catch {
-    return v;
+    return v; // arguments that are not JSON are kept as the text they are
   }
 }
 
@@ -99,7 +99,7 @@ function eventsAtStep(step: ForkPoint): { original: string; events: (Obj | null)
         const v: unknown = JSON.parse(l);
         return isObj(v) ? v : null;
       } catch {
-        return null;
+        return null; // a torn line: left out of the fork as Copilot itself would skip it
       }
     });
   let skip = step.occurrence ?? 0;

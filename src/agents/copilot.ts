@@ -17,12 +17,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
+import { currentOwner, type LockOwner } from '../base/lock.js';
 import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import type { AgentAdapter, HookCall } from './adapter.js';
 import { MCP_SERVER_NAME, jsonMcpLayout } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { callIdFromInput, compactCopilotChat, forkCopilotChat, inputHash, inputHashOf, readEvents, toolArgs } from './copilot-chat.js';
+import { leftoverRunRecords } from './leftover-runs.js';
 
 export { callIdFromInput } from './copilot-chat.js';
 
@@ -162,7 +163,7 @@ function finishRun(stateFile: string, state: RunState): string[] {
     try {
       fs.rmdirSync(dir);
     } catch {
-      break;
+      break; // not empty (the plugin's data) or gone: this folder and those above it stay
     }
   }
   fs.rmSync(state.pluginDir, { recursive: true, force: true });
@@ -172,31 +173,9 @@ function finishRun(stateFile: string, state: RunState): string[] {
 
 function recoverRuns(sessionsRoot: string): string[] {
   const lines: string[] = [];
-  let sessions: string[] = [];
-  try {
-    sessions = fs.readdirSync(sessionsRoot);
-  } catch {
-    return lines;
-  }
-  for (const session of sessions) {
-    let names: string[] = [];
-    try {
-      names = fs.readdirSync(path.join(sessionsRoot, session)).filter((n) => n.startsWith('copilot-run-') && n.endsWith('.json'));
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const stateFile = path.join(sessionsRoot, session, name);
-      let state: RunState;
-      try {
-        state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-      } catch {
-        continue;
-      }
-      if (!state.owner || ownerAlive(state.owner)) continue;
-      finishRun(stateFile, state);
-      lines.push(`agentsnap: finished the Copilot CLI run of session ${session} (its wrapper had been killed)`);
-    }
+  for (const { session, entry, state } of leftoverRunRecords<RunState>(sessionsRoot, 'copilot-run-')) {
+    finishRun(entry, state);
+    lines.push(`agentsnap: finished the Copilot CLI run of session ${session} (its wrapper had been killed)`);
   }
   return lines;
 }

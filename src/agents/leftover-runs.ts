@@ -19,7 +19,7 @@ export interface LeftoverRun<State> {
  * `matches`, with their state (read by `readState`), whose owner has died.
  * An entry whose state cannot be read is skipped: left by an older agentsnap,
  * or kept with warnings already, it is the user's to look at. A missing or
- * unreadable sessions directory has no leftovers.
+ * missing sessions directory has no leftovers; an unreadable one is an error.
  */
 export function leftoverRuns<State extends { owner?: LockOwner }>(
   sessionsRoot: string,
@@ -27,9 +27,22 @@ export function leftoverRuns<State extends { owner?: LockOwner }>(
   readState: (entry: string) => State,
 ): LeftoverRun<State>[] {
   const found: LeftoverRun<State>[] = [];
-  for (const session of readdirOrEmpty(sessionsRoot)) {
+  let sessions: string[];
+  try {
+    sessions = fs.readdirSync(sessionsRoot);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    return found; // no session yet: nothing left behind
+  }
+  for (const session of sessions) {
     const sessionDir = path.join(sessionsRoot, session);
-    for (const name of readdirOrEmpty(sessionDir).filter(matches)) {
+    let names: string[];
+    try {
+      names = fs.readdirSync(sessionDir);
+    } catch {
+      continue; // a session removed meanwhile, or not a directory: nothing of ours in it
+    }
+    for (const name of names.filter(matches)) {
       const entry = path.join(sessionDir, name);
       let state: State;
       try {
@@ -43,10 +56,7 @@ export function leftoverRuns<State extends { owner?: LockOwner }>(
   return found;
 }
 
-function readdirOrEmpty(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return []; // no such directory (no session yet), or not one: nothing left there
-  }
+/** The `<prefix>*.json` run records (JSON, with an owner) left by killed wrappers: the common case of leftoverRuns. */
+export function leftoverRunRecords<State extends { owner?: LockOwner }>(sessionsRoot: string, prefix: string): LeftoverRun<State>[] {
+  return leftoverRuns(sessionsRoot, (n) => n.startsWith(prefix) && n.endsWith('.json'), (f) => JSON.parse(fs.readFileSync(f, 'utf8')) as State);
 }

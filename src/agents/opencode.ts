@@ -24,12 +24,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
-import { currentOwner, ownerAlive, type LockOwner } from '../base/lock.js';
+import { currentOwner, type LockOwner } from '../base/lock.js';
 import { packageRoot } from '../base/package-root.js';
 import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import type { AgentAdapter, McpInitLayout, McpServerCommand } from './adapter.js';
 import { MCP_SERVER_NAME, parseJsonc } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
+import { leftoverRunRecords } from './leftover-runs.js';
 
 /** The line that marks a plugin file as agentsnap's. */
 export const OPENCODE_PLUGIN_MARKER = '// agentsnap: OpenCode plugin';
@@ -178,7 +179,7 @@ function jsonObject(source: string, what: string): Record<string, unknown> {
   try {
     v = parseJsonc(source);
   } catch {
-    v = null;
+    v = null; // not JSON: refused below with the file's name
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) {
     throw errors.invalidConfig(`${what} is not a JSON object; agentsnap cannot add its plugin to it for this run.`, {
@@ -240,7 +241,7 @@ const mcpLayout: McpInitLayout = {
     try {
       config = jsonObject(current, MCP_FILE);
     } catch {
-      return current;
+      return current; // not a JSON object (the user's to fix): --remove leaves it as it is
     }
     const servers = config.mcp as Record<string, unknown> | undefined;
     if (!servers || typeof servers !== 'object' || !isOurMcpEntry(servers[MCP_SERVER_NAME])) return current;
@@ -268,31 +269,9 @@ function finishRun(stateFile: string, state: RunState): string[] {
 /** Removes the plugin files of runs whose wrapper was killed; lines to say. */
 function recoverRuns(sessionsRoot: string): string[] {
   const lines: string[] = [];
-  let sessions: string[] = [];
-  try {
-    sessions = fs.readdirSync(sessionsRoot);
-  } catch {
-    return lines;
-  }
-  for (const session of sessions) {
-    let names: string[] = [];
-    try {
-      names = fs.readdirSync(path.join(sessionsRoot, session)).filter((n) => n.startsWith('opencode-run-') && n.endsWith('.json'));
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      const stateFile = path.join(sessionsRoot, session, name);
-      let state: RunState;
-      try {
-        state = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as RunState;
-      } catch {
-        continue;
-      }
-      if (!state.owner || ownerAlive(state.owner)) continue;
-      finishRun(stateFile, state);
-      lines.push(`agentsnap: finished the OpenCode run of session ${session} (its wrapper had been killed)`);
-    }
+  for (const { session, entry, state } of leftoverRunRecords<RunState>(sessionsRoot, 'opencode-run-')) {
+    finishRun(entry, state);
+    lines.push(`agentsnap: finished the OpenCode run of session ${session} (its wrapper had been killed)`);
   }
   return lines;
 }

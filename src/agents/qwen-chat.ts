@@ -39,7 +39,7 @@ export function forkQwenChat(step: ForkPoint, opts: { cwd: string; newId?: strin
       const v: unknown = JSON.parse(l);
       return isObj(v) ? v : null;
     } catch {
-      return null;
+      return null; // a line being written, or not JSON: not a record
     }
   });
   const at = records.findIndex((r) => r !== null && r.type === 'assistant' && callIds(r).includes(step.toolUseId as string));

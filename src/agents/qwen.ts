@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { currentOwner, type LockOwner } from '../base/lock.js';
-import { leftoverRuns } from './leftover-runs.js';
+import { leftoverRunRecords } from './leftover-runs.js';
 import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import type { AgentAdapter, HookGroup } from './adapter.js';
 import { jsonMcpLayout, parseJsonc, withHooks, withMcpServer } from './settings-file.js';
@@ -51,7 +51,7 @@ function readIfThere(file: string): string | null {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch {
-    return null;
+    return null; // absent or unreadable: the caller treats it as no file (a probe)
   }
 }
 
@@ -60,7 +60,7 @@ function jsonObject(text: string): Record<string, unknown> | null {
     const v = parseJsonc(text);
     return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
   } catch {
-    return null;
+    return null; // not JSON: the caller treats it as no settings object
   }
 }
 
@@ -108,7 +108,7 @@ function finishRun(stateFile: string, state: RunState): string[] {
 /** Finishes the runs whose wrapper was killed (its run settings file removed, stamped settings put back); lines to say. */
 function recoverRuns(sessionsRoot: string): string[] {
   const lines: string[] = [];
-  const runs = leftoverRuns(sessionsRoot, (n) => n.startsWith('qwen-run-') && n.endsWith('.json'), (f) => JSON.parse(fs.readFileSync(f, 'utf8')) as RunState);
+  const runs = leftoverRunRecords<RunState>(sessionsRoot, 'qwen-run-');
   for (const { session, entry, state } of runs) {
     const warnings = finishRun(entry, state);
     lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: finished the Qwen Code run of session ${session} (its wrapper had been killed)`]));

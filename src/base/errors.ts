@@ -148,7 +148,7 @@ function fsFull(dir: string): boolean {
     const st = fs.statfsSync(dir);
     return st.bavail * st.bsize < 256 * 1024 || (st.files > 0 && st.ffree === 0);
   } catch {
-    return false;
+    return false; // cannot tell: not reported as full (the error keeps its own code)
   }
 }
 

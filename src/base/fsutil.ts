@@ -10,7 +10,7 @@ export function exists(p: string): boolean {
     fs.lstatSync(p);
     return true;
   } catch {
-    return false;
+    return false; // nothing there, or not reachable: the answer to the probe is no
   }
 }
 
@@ -19,7 +19,7 @@ export function readdirOrEmpty(dir: string): string[] {
   try {
     return fs.readdirSync(dir);
   } catch {
-    return [];
+    return []; // missing or unreadable: none, as documented
   }
 }
 
@@ -28,7 +28,7 @@ export function olderThan(p: string, ms: number, now: number): boolean {
   try {
     return now - fs.lstatSync(p).mtimeMs > ms;
   } catch {
-    return false;
+    return false; // gone: not older, as documented
   }
 }
 
@@ -58,7 +58,7 @@ export function diskUse(p: string): number {
     try {
       st = fs.lstatSync(abs);
     } catch {
-      return;
+      return; // gone meanwhile: nothing to count
     }
     total += st.blocks * 512;
     if (st.isDirectory()) for (const n of readdirOrEmpty(abs)) walk(path.join(abs, n));
@@ -207,7 +207,7 @@ export function readFileTail(file: string, limit: number): { buf: Buffer; from: 
   try {
     fd = nodeFs.openSync(file, 'r');
   } catch {
-    return null;
+    return null; // cannot be read: null, as documented (never throws)
   }
   try {
     const size = nodeFs.fstatSync(fd).size;
@@ -216,7 +216,7 @@ export function readFileTail(file: string, limit: number): { buf: Buffer; from: 
     const got = nodeFs.readSync(fd, buf, 0, buf.length, from);
     return { buf: got === buf.length ? buf : buf.subarray(0, got), from, size: from + got };
   } catch {
-    return null;
+    return null; // cannot be read: null, as documented (never throws)
   } finally {
     nodeFs.closeSync(fd);
   }

@@ -24,7 +24,7 @@ function read(file: string): string | null {
   try {
     return fs.readFileSync(file, 'utf8');
   } catch {
-    return null;
+    return null; // the process is gone, or no /proc: unknown to the caller
   }
 }
 
@@ -46,7 +46,7 @@ function envHas(pid: number, marker: string): boolean {
     const env = fs.readFileSync(`/proc/${pid}/environ`);
     return env.subarray(0, marker.length + 1).equals(Buffer.from(`${marker}\0`)) || env.includes(Buffer.from(`\0${marker}\0`));
   } catch {
-    return false;
+    return false; // gone, or another user's: not one of ours
   }
 }
 
@@ -72,7 +72,7 @@ function portsOf(pid: number, sockets: Map<string, number>): number[] {
   try {
     fds = fs.readdirSync(`/proc/${pid}/fd`);
   } catch {
-    return [];
+    return []; // gone, or another user's: no ports known
   }
   for (const fd of fds) {
     try {
@@ -101,7 +101,7 @@ export function processesWithEnv(marker: string): ProcessInfo[] {
   try {
     pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
   } catch {
-    return [];
+    return []; // no /proc (not Linux): no process found, as documented (never throws)
   }
   const uid = process.getuid?.() ?? -1;
   const found: ProcessInfo[] = [];
@@ -111,7 +111,7 @@ export function processesWithEnv(marker: string): ProcessInfo[] {
     try {
       if (uid !== 0 && fs.statSync(`/proc/${pid}`).uid !== uid) continue;
     } catch {
-      continue;
+      continue; // gone meanwhile: not a process to list
     }
     if (!envHas(pid, marker)) continue;
     const st = statOf(pid);
@@ -143,7 +143,7 @@ export async function stopProcess(p: Pick<ProcessInfo, 'pid' | 'startTicks'>, ma
       process.kill(p.pid, sig);
       return true;
     } catch {
-      return false;
+      return false; // gone meanwhile, or no longer ours: nothing to signal
     }
   };
   const endedWithin = async (ms: number): Promise<boolean> => {

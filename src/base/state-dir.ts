@@ -8,7 +8,7 @@
 // FIFO). agentsnap never creates links here, so no state file is followed
 // through one: every open uses O_NOFOLLOW and checks it got a regular file.
 // What happens to a link (decided per file, and why):
-//   - replaced: files written whole (state.json, packs.json, gc.stamp,
+//   - replaced: files written whole (state.json, packs.json, gc.stamp, gc.failed,
 //     autostart.stamp, watcher.json, caches) go through a temp file + rename,
 //     which replaces the link itself and never writes its target;
 //     logs (server.log) lose nothing when the link is removed, so it is
@@ -48,6 +48,8 @@ export const stateLayout = {
   runRoot: (r: StateRoot): string => path.join(r.stateDir, 'run'),
   /** Time-gated automatic gc: when it last ran. */
   gcStamp: (r: StateRoot): string => path.join(r.stateDir, 'gc.stamp'),
+  /** Why the last automatic gc failed (its time, then its message): doctor reports it until a gc succeeds. */
+  gcFailure: (r: StateRoot): string => path.join(r.stateDir, 'gc.failed'),
   /** agentsnap's own packs (session/maintenance.ts). */
   packsJson: (r: StateRoot): string => path.join(r.stateDir, 'packs.json'),
   /** `git blame`'s scratch directories (mkdtemp: `tmp-blame-XXXXXX`). */

@@ -65,7 +65,7 @@ export async function startPager(io: CliIO): Promise<Pager | null> {
   try {
     child = spawn(file, args, { stdio: ['pipe', io.stdout as unknown as 'inherit', io.stderr as unknown as 'inherit'], env, cwd: io.cwd });
   } catch {
-    return null;
+    return null; // a pager that cannot be started: the output goes out unpaged
   }
   const started = await new Promise<boolean>((resolve) => {
     child.once('spawn', () => resolve(true));

@@ -151,8 +151,10 @@ function readProjectFile(worktree: string): ProjectFile {
     const st = fs.lstatSync(file);
     if (!st.isFile() || st.size > 256 * 1024) return {};
     text = fs.readFileSync(file, 'utf8');
-  } catch {
-    return {};
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {}; // no project settings file: the defaults
+    // Taken for none, its exclusions would be dropped in silence (and the files they keep out snapshotted).
+    throw errors.unreadableFile(`cannot read ${PROJECT_FILE}: ${(e as Error).message}`, { hint: `Make ${file} readable, or remove it.`, data: { file } });
   }
   let data: unknown;
   try {
@@ -226,7 +228,8 @@ export function worktreeExcludes(repo: Pick<Repo, 'gitDir' | 'commonDir'>): stri
       .split('\n')
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith('#'));
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no worktree excludes written: none
     return [];
   }
 }

@@ -130,7 +130,7 @@ export function specialFile(worktree: string, rel: string): boolean {
     const st = fs.lstatSync(fsPath(path.join(worktree, rel)));
     return !st.isFile() && !st.isSymbolicLink() && !st.isDirectory();
   } catch {
-    return false;
+    return false; // gone meanwhile: nothing special there
   }
 }
 
@@ -144,7 +144,7 @@ export function behindSymlink(worktree: string, rel: string, cache: Map<string, 
       try {
         isLink = fs.lstatSync(fsPath(path.join(worktree, dir))).isSymbolicLink();
       } catch {
-        isLink = false;
+        isLink = false; // not there: not a symlink
       }
       cache.set(dir, isLink);
     }
@@ -430,7 +430,8 @@ function readPackedRef(commonDir: string, ref: string): string | null {
   let text: string;
   try {
     text = fs.readFileSync(path.join(commonDir, 'packed-refs'), 'utf8');
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no packed-refs: the ref is not packed
     return null;
   }
   for (const line of text.split('\n')) {

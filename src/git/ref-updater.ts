@@ -71,7 +71,7 @@ export class RefUpdater {
       }
     };
     const p = this.chain.then(run, run);
-    this.chain = p.catch(() => undefined);
+    this.chain = p.catch(() => undefined); // the caller gets this failure through `p`: the chain only keeps the order
     return p;
   }
 

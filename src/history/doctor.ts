@@ -19,8 +19,8 @@ import { isAgentsnapHook, type HookGroup } from '../agents/settings-file.js';
 import { ADAPTERS, AGENT_REPO_REFS, adapterOf } from '../agents/registry.js';
 import { onPath } from '../base/shell.js';
 import { serverInfo } from '../server/server.js';
-import { readWatchState } from '../server/watch-state.js';
-import { stateLayout } from '../base/state-dir.js';
+import { readEngineFailure, readWatchState } from '../server/watch-state.js';
+import { readStateFile, stateLayout } from '../base/state-dir.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
 
@@ -128,7 +128,7 @@ function unresolvedHookCommands(file: string, agent: string, env: NodeJS.Process
   try {
     settings = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch {
-    return [];
+    return []; // missing or not JSON: no hook command of ours in it to check
   }
   const hooks = (settings as { hooks?: unknown } | null)?.hooks;
   if (!hooks || typeof hooks !== 'object') return [];
@@ -242,7 +242,7 @@ function staleLocks(repo: Repo): LockFile[] {
       text = fs.readFileSync(file, 'utf8');
       mtime = fs.statSync(file).mtimeMs;
     } catch {
-      continue;
+      continue; // released meanwhile: not a lock to report
     }
     if (file.includes('.stale-')) {
       stale.push({ file, pid: null });
@@ -417,6 +417,46 @@ function checkWatcher(repo: Repo): Check[] {
   ];
 }
 
+/** The warm server's snapshot engine, when a server runs and it failed (to start, or its warm-up snapshot). */
+function checkServerEngine(repo: Repo): Check[] {
+  const info = serverInfo(repo);
+  let failure: ReturnType<typeof readEngineFailure>;
+  try {
+    failure = info ? readEngineFailure(info.runDir, info.pid) : null;
+  } catch (e) {
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'server', status: 'problem', message: e.message, fix: 'agentsnap server stop' }];
+    throw e;
+  }
+  if (!info || !failure) return [];
+  const what = failure.what === 'start' ? 'snapshot engine did not start (every snapshot is a full scan)' : 'warm-up snapshot failed';
+  return [{ check: 'server', status: 'problem', message: `the server's (pid ${info.pid}) ${what}: ${failure.error}`, fix: 'agentsnap server stop', data: { pid: info.pid, ...failure } }];
+}
+
+/** A failed automatic gc (wrap never stops for one, so nothing else says it): a problem until a gc succeeds. */
+function checkAutoGc(repo: Repo): Check[] {
+  const file = stateLayout.gcFailure(repo);
+  let raw: Buffer | null;
+  try {
+    raw = readStateFile(file);
+  } catch (e) {
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'gc', status: 'problem', message: e.message, fix: `rm ${file}` }];
+    throw e;
+  }
+  if (!raw) return [];
+  const text = raw.toString('utf8').trim();
+  const nl = text.indexOf('\n');
+  const [at, why] = nl < 0 ? ['', text] : [text.slice(0, nl), text.slice(nl + 1)];
+  return [
+    {
+      check: 'gc',
+      status: 'problem',
+      message: `the last automatic gc${at ? ` (${at})` : ''} failed: ${why.replace(/\.$/, '')}; old sessions are not removed until a gc succeeds`,
+      fix: 'agentsnap gc',
+      data: { file, at: at || null, error: why },
+    },
+  ];
+}
+
 async function runChecks(repo: Repo): Promise<Check[]> {
   const sessions = loadSessions(repo);
   return [
@@ -430,6 +470,8 @@ async function runChecks(repo: Repo): Promise<Check[]> {
     await checkDisk(repo),
     ...(await checkAgentRefs(repo)),
     ...checkWatcher(repo),
+    ...checkServerEngine(repo),
+    ...checkAutoGc(repo),
   ];
 }
 

@@ -81,7 +81,7 @@ function isOurs(file: string): boolean {
     const head = fs.readFileSync(file).subarray(0, 4096).toString('utf8');
     return head.includes(MARKER);
   } catch {
-    return false;
+    return false; // absent or unreadable: not ours, so never overwritten
   }
 }
 

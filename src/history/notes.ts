@@ -103,7 +103,7 @@ export async function readNote(repo: Repo, commit: string): Promise<CommitNote |
       try {
         n = JSON.parse(line) as CommitNote;
       } catch {
-        continue;
+        continue; // a note that is not ours (not JSON): skipped
       }
       if (!n || n.v !== 1 || !n.files || typeof n.files !== 'object') continue;
       found = true;
@@ -111,7 +111,7 @@ export async function readNote(repo: Repo, commit: string): Promise<CommitNote |
     }
     return found ? out : null;
   } catch {
-    return null;
+    return null; // git could not read the notes: no blame for this commit, as documented (never throws)
   }
 }
 

@@ -106,7 +106,8 @@ function journalBytes(file: string): Buffer | null {
   let buf: Buffer;
   try {
     buf = fs.readFileSync(file);
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // a session removed meanwhile: nothing to export
     return null;
   }
   const read = readJournal(file);

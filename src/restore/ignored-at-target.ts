@@ -163,7 +163,7 @@ function ctimeOf(worktree: string, rel: string): number | null {
     const st = fs.lstatSync(path.join(worktree, rel));
     return st.isFile() || st.isSymbolicLink() ? st.ctimeMs : null;
   } catch {
-    return null;
+    return null; // not there (or a file in the way of its directory): nothing ignored to keep
   }
 }
 

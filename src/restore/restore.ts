@@ -876,7 +876,7 @@ function withAside(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string, 
       try {
         moveNoReplace(aside, abs);
       } catch {
-        dropAside(ctx, c, abs, aside, null, 'what is there now stays');
+        dropAside(ctx, c, abs, aside, null, 'what is there now stays'); // the aside cannot go back: it is kept, and dropAside reports it as left
       }
     }
     throw e;
@@ -888,7 +888,7 @@ function check(ctx: WriteCtx, c: PlannedChange, aside: string): { same: boolean;
   try {
     return holds(aside, c.from, ctx.blobs, !!ctx.opts.freshCheckout);
   } catch {
-    return { same: false, key: null };
+    return { same: false, key: null }; // unreadable: counted as different, so the aside is kept (never lost)
   }
 }
 

@@ -112,7 +112,7 @@ function look(p: string): fs.Stats | null {
   try {
     return fs.lstatSync(p);
   } catch {
-    return null;
+    return null; // nothing there: the caller refuses the channel
   }
 }
 
@@ -135,12 +135,12 @@ export function readPlainBytes(file: string): Buffer | null {
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
   } catch {
-    return null;
+    return null; // a link, a FIFO or nothing: no plain file, so no trusted server (the Node path)
   }
   try {
     return fs.fstatSync(fd).isFile() ? fs.readFileSync(fd) : null;
   } catch {
-    return null;
+    return null; // unreadable: no plain file, so no trusted server (the Node path)
   } finally {
     fs.closeSync(fd);
   }
@@ -191,7 +191,7 @@ export function trustedRunDir(cwd: string): { run: string; pid: number } | null 
   try {
     place = locateRunDir(cwd);
   } catch {
-    return null;
+    return null; // no repository to find: no server, the Node path as if none ran
   }
   if (!place) return null;
   const pid = trustedServerPid(place);
@@ -359,7 +359,7 @@ export async function callServer(run: string, args: readonly string[], payload: 
     input = null;
     return { kind, fields };
   } catch {
-    return null;
+    return null; // no reply (the server went, or the channel broke): the caller takes the Node path
   } finally {
     if (reply >= 0) fs.closeSync(reply);
     if (input) fs.rmSync(input, { force: true });
@@ -381,6 +381,6 @@ export function inTerminalForeground(): boolean {
     const [pgrp, ttyNr, tpgid] = [Number(f[2]), Number(f[4]), Number(f[5])];
     return ttyNr !== 0 && pgrp === tpgid;
   } catch {
-    return process.stdin.isTTY === true;
+    return process.stdin.isTTY === true; // no /proc: what stdin says
   }
 }

@@ -23,6 +23,7 @@ import { settingsKey, type TreeRequest } from './tree-client.js';
 import { contentLockFile } from '../session/locks.js';
 import { processStartTime, withLock } from '../base/lock.js';
 import crypto from 'node:crypto';
+import { writeEngineFailure } from './watch-state.js';
 
 /** A repository opener for a call: the server's own Repo when the call's worktree and git environment match it. */
 export type CallRepoOpener = (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
@@ -197,14 +198,14 @@ function cachedSettings(repo: Repo): () => Promise<Settings> {
           const st = fs.statSync(f, { bigint: true });
           return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
         } catch {
-          return '-';
+          return '-'; // gone: its key says so, and the settings are read again
         }
       })
       .join('|');
     if (!cached || now !== key) {
       key = now;
       cached = loadSettings(plain);
-      cached.catch(() => {
+      cached.catch(() => { // the caller gets this failure through `cached`: a later call reads the settings again
         cached = null;
       });
     }
@@ -254,7 +255,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     try {
       return fs.realpathSync(p);
     } catch {
-      return p;
+      return p; // not there: compared as given
     }
   };
   const realWorktree = realOrSelf(base.worktree);
@@ -282,7 +283,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     try {
       req = JSON.parse(await call.readStdin()) as TreeRequest;
     } catch {
-      return no('unreadable request');
+      return no('unreadable request'); // refused: the client snapshots itself (a full scan)
     }
     if (req?.v !== 1 || typeof req.worktree !== 'string' || realOrSelf(req.worktree) !== realWorktree) return no('another worktree');
     if (req.parentTree !== null && !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(String(req.parentTree))) return no('bad parent');
@@ -335,7 +336,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     try {
       req = JSON.parse(await call.readStdin()) as typeof req;
     } catch {
-      return { warning: 'agentsnap: warning: unreadable wrap-end request' };
+      return { warning: 'agentsnap: warning: unreadable wrap-end request' }; // reported: the warning names it
     }
     const w = typeof req.token === 'string' ? wraps.get(req.token) : undefined;
     if (!w || w.pid !== call.pid) return { warning: 'agentsnap: warning: no such session begun here' };
@@ -403,6 +404,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
                 .then(() => trace?.('engine: warmed up'))
                 .catch((err: unknown) => {
                   trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);
+                  writeEngineFailure(server.runDir, 'warm-up', err); // for doctor
                   // Not only under the trace: it reaches the server's log (server.log).
                   opts.onError?.(err);
                 });
@@ -410,6 +412,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
           })
           .catch((e) => {
             trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
+            writeEngineFailure(server.runDir, 'start', e); // for doctor
             opts.onError?.(e);
           }));
   openEngine = open;
@@ -430,7 +433,7 @@ function capEff(pid: number | 'self'): string | null {
   try {
     return /^CapEff:\s*(\S+)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? null;
   } catch {
-    return null;
+    return null; // a process gone, or no /proc: unknown, and the server refuses it
   }
 }
 

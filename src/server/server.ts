@@ -105,7 +105,7 @@ export function serverInfo(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>
   try {
     owner = JSON.parse(readPlainFile(path.join(dir, 'server.lock')) ?? '') as LockOwner & { hosted?: boolean };
   } catch {
-    return null;
+    return null; // no lock, or a torn one: no live server
   }
   if (typeof owner.pid !== 'number' || !ownerAlive(owner)) return null;
   // Absent while starting or stopping.

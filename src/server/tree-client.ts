@@ -55,7 +55,7 @@ export async function snapshotByServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 
     const res: unknown = JSON.parse(replyBytes(reply.fields[1])?.toString('utf8') ?? '');
     return isTreeResult(res) ? res : null;
   } catch {
-    return null;
+    return null; // a garbled reply: the caller snapshots itself (a full scan)
   }
 }
 

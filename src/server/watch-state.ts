@@ -44,7 +44,7 @@ function readLimit(file: string): number | null {
     const n = Number(fs.readFileSync(file, 'utf8').trim());
     return Number.isFinite(n) ? n : null;
   } catch {
-    return null;
+    return null; // no such limit here: unknown
   }
 }
 
@@ -89,8 +89,41 @@ export function readWatchState(runDir: string, pid: number): WatcherReport | nul
     const { pid: _pid, ...report } = parsed;
     return report;
   } catch {
-    return null;
+    return null; // no report yet, or a torn one: none
   }
+}
+
+export const ENGINE_FAILURE_FILE = 'failed-engine.json';
+
+/** What went wrong with the server's snapshot engine, for doctor: the engine did not start, or its warm-up snapshot failed. */
+export interface EngineFailure {
+  what: 'start' | 'warm-up';
+  error: string;
+  at: string;
+}
+
+/** Records a failure of this server's engine (the server goes on: without the engine every snapshot is a full scan). */
+export function writeEngineFailure(runDir: string, what: EngineFailure['what'], e: unknown): void {
+  const body: EngineFailure & { pid: number } = { pid: process.pid, what, error: e instanceof Error ? e.message : String(e), at: new Date().toISOString() };
+  try {
+    replaceStateFile(path.join(runDir, ENGINE_FAILURE_FILE), `${JSON.stringify(body)}\n`);
+  } catch {
+    // Status only, as the watcher's report: the server's log (server.log) has the failure too.
+  }
+}
+
+/** The engine failure recorded by the server with this pid, or null (none, another server's). */
+export function readEngineFailure(runDir: string, pid: number): EngineFailure | null {
+  const raw = readStateFile(path.join(runDir, ENGINE_FAILURE_FILE));
+  if (!raw) return null;
+  let parsed: (EngineFailure & { pid: number }) | null;
+  try {
+    parsed = JSON.parse(raw.toString('utf8')) as (EngineFailure & { pid: number }) | null;
+  } catch {
+    return null; // written whole (temp file + rename): only a hand-edited file is not JSON, and it names no live server
+  }
+  if (!parsed || parsed.pid !== pid) return null;
+  return { what: parsed.what, error: String(parsed.error), at: String(parsed.at) };
 }
 
 /** One line for text output: the state, why, what it costs. */

@@ -432,7 +432,7 @@ export function readJournal(file: string): JournalRead {
     try {
       parsed = JSON.parse(line);
     } catch {
-      corruptLines.push(lineNo);
+      corruptLines.push(lineNo); // reported: corruptLines names it (doctor lists them)
       continue;
     }
     if (isJournalEvent(parsed)) events.push(parsed);

@@ -62,7 +62,8 @@ export function forgetPrivateIndex(indexFile: string | undefined): void {
   let names: string[];
   try {
     names = fs.readdirSync(dir);
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no state directory yet: no private index to forget
     return;
   }
   for (const n of names) if (n === base || (n.startsWith(`${base}.`) && n !== `${base}.lock`)) fs.rmSync(path.join(dir, n), { force: true });

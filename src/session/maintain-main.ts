@@ -14,4 +14,4 @@ async function main(): Promise<void> {
   await maintainEndedSession(repo, id);
 }
 
-main().catch(() => undefined);
+main().catch(() => undefined); // a background helper with nobody to tell: objects left loose lose nothing

@@ -103,7 +103,7 @@ export async function packObjects(repo: Repo, head: string, since: string | null
     // (the warm engine reads a racy file again and writes its blob and trees; issue 7's disk figure: 99 such objects).
     await repo.git(['prune-packed', '-q']);
     // The new objects are packed whatever happens to the merge.
-    await mergeOwnPacks(repo).catch(() => {});
+    await mergeOwnPacks(repo).catch(() => {}); // the new objects are packed whatever happens to the merge: a failed one leaves more packs, nothing lost
   } finally {
     lock.release();
   }

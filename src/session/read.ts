@@ -167,7 +167,7 @@ async function sessionWorktree(repo: Repo, s: Session): Promise<Repo> {
   try {
     return await openRepo(s.worktree, { env: repo.callerEnv });
   } catch {
-    return repo;
+    return repo; // no longer a worktree git opens: read from this one
   }
 }
 

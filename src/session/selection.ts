@@ -169,7 +169,7 @@ function recordedNothing(repo: Repo, id: string): boolean {
     const s = loadSession(repo, id);
     return s.headTree === s.baselineTree;
   } catch {
-    return false;
+    return false; // an unreadable session: not one that recorded nothing
   }
 }
 

@@ -143,7 +143,7 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
       // No session: no journal, no refs (a full disk leaves nothing behind; the keep ref is the session's own).
       fs.rmSync(p.journal, { force: true });
       if (opts.owner) unmarkRunning(repo, id);
-      await updateRefs(repo, [{ ref: keepRef(id, 0), value: null }]).catch(() => undefined);
+      await updateRefs(repo, [{ ref: keepRef(id, 0), value: null }]).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
       throw e;
     }
     const s = foldJournal([ev]);
@@ -600,7 +600,7 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
     unmarkRunning(repo, id);
     if (!opts.packInBackground) await maybeMaintain(repo, p, state, true);
     // A server runs it itself, after its reply (no Node process of its own to start: ~0.1 s of CPU a session).
-    else if (state.unpacked > 0 && opts.packInBackground === 'deferred') setTimeout(() => void maintainEndedSession(repo, id).catch(() => undefined), 0);
+    else if (state.unpacked > 0 && opts.packInBackground === 'deferred') setTimeout(() => void maintainEndedSession(repo, id).catch(() => undefined), 0); // packing after the reply, with nobody to tell: objects left loose lose nothing
     else if (state.unpacked > 0) maintainInBackground(repo, id);
     return { commit, changed: commit ? snap.changed : [] };
   });

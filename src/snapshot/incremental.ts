@@ -158,7 +158,7 @@ function lstatOrNull(file: string | Buffer): fs.Stats | null {
   try {
     return fs.lstatSync(file, { throwIfNoEntry: false }) ?? null;
   } catch {
-    return null;
+    return null; // not there: null, as for a missing file
   }
 }
 
@@ -336,7 +336,7 @@ export class IncrementalSnapshotter {
       this.stats.lastWaitMs = performance.now() - called;
       return this.snapshotNow(opts);
     });
-    this.queue = run.catch(() => undefined);
+    this.queue = run.catch(() => undefined); // the caller gets this failure through `run`: the queue only keeps the order
     void this.queue.then(() => {
       this.idleSweepsDone = 0;
       this.armSweep();
@@ -357,7 +357,7 @@ export class IncrementalSnapshotter {
    */
   sweep(): Promise<SweepResult> {
     const run = this.queue.then(() => this.sweepNow());
-    this.queue = run.catch(() => undefined);
+    this.queue = run.catch(() => undefined); // the caller gets this failure through `run`: the queue only keeps the order
     return run;
   }
 
@@ -819,7 +819,7 @@ export class IncrementalSnapshotter {
     this.closed = true;
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     if (this.mapsTimer) clearInterval(this.mapsTimer);
-    await this.queue.catch(() => undefined);
+    await this.queue.catch(() => undefined); // its caller had it: closing only waits for the queue to drain
     this.sweepCursor?.source.close();
     this.sweepCursor = null;
     this.watcher.close();
@@ -868,7 +868,7 @@ class Walk {
         try {
           ok = fs.lstatSync(path.join(this.worktree, dir)).isDirectory();
         } catch {
-          ok = false;
+          ok = false; // not there: not a directory
         }
         this.dirCache.set(dir, ok);
       }
@@ -1099,7 +1099,7 @@ class TreeListing {
     this.at = 0;
     this.end = -1;
     this.child.kill();
-    void this.chunks.return?.().catch(() => undefined);
+    void this.chunks.return?.().catch(() => undefined); // closing the stream of a killed child: nothing left to read
   }
 }
 

@@ -661,7 +661,7 @@ function symlinkedGitmodules(worktree: string, rel: string): boolean {
   try {
     return fs.lstatSync(fsPath(path.join(worktree, rel))).isSymbolicLink();
   } catch {
-    return false;
+    return false; // not there: not a symlink
   }
 }
 

@@ -90,7 +90,7 @@ function remoteFilesystem(dir: string): string | null {
     const type = Number(fs.statfsSync(dir).type) >>> 0;
     return REMOTE_FS[type] ?? null;
   } catch {
-    return 'a filesystem that cannot be identified';
+    return 'a filesystem that cannot be identified'; // cannot be told: treated as remote, so the watcher is not trusted (full scans)
   }
 }
 

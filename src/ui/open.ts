@@ -57,7 +57,7 @@ export function openInBrowser(url: string, env: NodeJS.ProcessEnv = process.env)
         resolve({ opened: true, close });
       });
     } catch {
-      close();
+      close(); // no browser could be started: the caller prints the address instead
       resolve({ opened: false, close });
     }
   });

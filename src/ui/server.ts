@@ -191,7 +191,7 @@ function stamp(repo: Repo): string {
   try {
     names = fs.readdirSync(dir).sort();
   } catch {
-    return 'none';
+    return 'none'; // no sessions directory yet: its key is none
   }
   return names
     .map((n) => {
@@ -199,7 +199,7 @@ function stamp(repo: Repo): string {
         const st = fs.statSync(path.join(dir, n, 'journal.jsonl'));
         return `${n}:${st.size}:${st.mtimeMs}`;
       } catch {
-        return `${n}:-`;
+        return `${n}:-`; // a session removed meanwhile: its key says so
       }
     })
     .join(',');

@@ -187,7 +187,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
     // Shared before the first checkout: clean -fd leaves ignored directories alone.
     shared = await shareInto(repo, dir, cfg, warnings);
   } catch (e) {
-    await removeSessionWorktree(repo, { path: dir, shared: [] }).catch(() => undefined);
+    await removeSessionWorktree(repo, { path: dir, shared: [] }).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
     throw e;
   }
   // Stopped midway (Ctrl-C, SIGTERM, SIGHUP): the command's group (its own, so not reached by a terminal's
@@ -203,7 +203,7 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
   const onSignal = (sig: NodeJS.Signals) => {
     unlisten();
     void remove()
-      .catch(() => undefined)
+      .catch(() => undefined) // the signal ends the process anyway; what is left, gc removes
       .finally(() => {
         // Nobody else listens: the signal's own action (ending the process) as without us.
         if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);

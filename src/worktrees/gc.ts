@@ -100,7 +100,7 @@ async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null
   try {
     wt = await openRepo(meta.path, { env: repo.callerEnv });
   } catch {
-    return `its worktree ${meta.path} is no longer a git worktree`;
+    return `its worktree ${meta.path} is no longer a git worktree`; // reported: the reason gc keeps this session
   }
   const snap = await snapshotNow(wt, await loadSettings(wt), 'gc');
   const head = await wt.git(['rev-parse', '--verify', '-q', `${s.head}^{tree}`], { okCodes: [1, 128] });
@@ -343,6 +343,8 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
         }
       }
     }
+    // A gc that got this far clears the failure of an earlier automatic one (doctor's `gc` problem).
+    if (!dryRun && !opts.all) fs.rmSync(stateLayout.gcFailure(repo), { force: true });
     report.after = dryRun ? Math.max(0, report.before - estimate) : await usage(repo, cfg.dir);
     if (opts.all && dryRun) report.after = 0;
     return report;
@@ -372,7 +374,14 @@ export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Prom
     fs.lutimesSync(stamp, next, next);
     if (settings.autoIntervalMs <= 0) return null;
     return await gc(repo, { auto: true, now });
-  } catch {
+  } catch (e) {
+    // Never thrown (retention must not stop a session), never lost either: doctor names it until a gc succeeds.
+    try {
+      ensureStateDir(repo.stateDir);
+      replaceStateFile(stateLayout.gcFailure(repo), `${new Date(now).toISOString()}\n${e instanceof Error ? e.message : String(e)}\n`);
+    } catch {
+      /* a state directory that takes no file (a full disk): nothing else could hold it */
+    }
     return null;
   }
 }

@@ -499,7 +499,7 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
     try {
       wt = await openRepo(s.worktree, { env: repo.callerEnv });
     } catch {
-      wt = null;
+      wt = null; // not a worktree git opens: handled below (kept unless --force)
     }
   }
   if (meta && exists(meta.path) && !wt && !opts.force) {
@@ -586,7 +586,8 @@ export async function clearStaleSafetyRefLocks(repo: Repo): Promise<void> {
   let names: string[];
   try {
     names = fs.readdirSync(dir);
-  } catch {
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no safety refs: no lock to clear
     return;
   }
   for (const name of names) if (name.endsWith('.lock')) await clearStaleGitLock(path.join(dir, name), 0);

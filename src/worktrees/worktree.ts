@@ -194,7 +194,7 @@ async function stagedTree(repo: Repo): Promise<string | null> {
     copyIndexFile(path.join(repo.gitDir, 'index'), idx);
     return await writeTree(repo, idx);
   } catch {
-    return null;
+    return null; // no index yet, or one git cannot write as a tree (conflicts): no staging to carry over, the files come from the snapshot
   } finally {
     removeTempIndex(idx);
   }
@@ -461,9 +461,9 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
     }
     return { meta, repo: wt, env, warnings, setupOutput };
   } catch (e) {
-    if (added) await removeSessionWorktree(repo, { path: wtPath, shared: [] }).catch(() => undefined);
+    if (added) await removeSessionWorktree(repo, { path: wtPath, shared: [] }).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
     if (!fs.existsSync(sessionPaths(repo, session).journal)) rmQuiet(metaDir);
-    if (current) await updateRefs(repo, [{ ref: originRef(session), value: null }]).catch(() => undefined);
+    if (current) await updateRefs(repo, [{ ref: originRef(session), value: null }]).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
     throw e;
   }
 }
@@ -493,9 +493,9 @@ export async function startWorktreeSession(repo: Repo, opts: WorktreeSessionOpti
     });
     return { ...created, baseline };
   } catch (e) {
-    await removeSessionWorktree(repo, created.meta).catch(() => undefined);
+    await removeSessionWorktree(repo, created.meta).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
     if (!fs.existsSync(sessionPaths(repo, created.meta.session).journal)) rmQuiet(sessionPaths(repo, created.meta.session).dir);
-    await updateRefs(repo, [{ ref: originRef(created.meta.session), value: null }]).catch(() => undefined);
+    await updateRefs(repo, [{ ref: originRef(created.meta.session), value: null }]).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
     throw e;
   }
 }

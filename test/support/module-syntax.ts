@@ -16,6 +16,14 @@ export interface Token {
   line: number;
 }
 
+/** A comment: where it stands among the tokens (`before` is the index of the first token after it) and its lines. */
+export interface Comment {
+  text: string;
+  line: number;
+  endLine: number;
+  before: number;
+}
+
 export type ImportKind = 'import-statement' | 'dynamic-import' | 'require-call';
 
 export interface ScannedImport {
@@ -47,9 +55,10 @@ const EXPRESSION_KEYWORDS = new Set(['return', 'typeof', 'instanceof', 'in', 'of
 const isNameStart = (c: string): boolean => /[A-Za-z_$#\u0080-\uffff]/.test(c);
 const isNamePart = (c: string): boolean => /[\w$\u0080-\uffff]/.test(c);
 
-export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscape[] } {
+export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscape[]; comments: Comment[] } {
   const tokens: Token[] = [];
   const escapes: ScannedEscape[] = [];
+  const comments: Comment[] = [];
   /** One entry per open `{` (false) or `${` (true): a `}` closes the innermost. */
   const braces: boolean[] = [];
   /** One entry per open `(`: whether it holds the condition of if/while/for/with (after its `)`, an expression starts). */
@@ -108,11 +117,15 @@ export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscap
       if (end < 0) end = text.length;
       // `/// <reference path="…" />` makes the file depend on another one without any import.
       if (/^\/\/\/\s*<reference\s/.test(text.slice(i, end))) escapes.push({ what: `triple-slash directive ${text.slice(i, end).trim()}`, line });
+      comments.push({ text: text.slice(i, end), line, endLine: line, before: tokens.length });
       advanceTo(end);
     } else if (c === '/' && next === '*') {
       const end = text.indexOf('*/', i + 2);
       if (end < 0) throw new ModuleSyntaxError(line, 'unterminated block comment');
+      const startLine = line;
+      const commentText = text.slice(i, end + 2);
       advanceTo(end + 2);
+      comments.push({ text: commentText, line: startLine, endLine: line, before: tokens.length });
     } else if (c === "'" || c === '"') {
       const startLine = line;
       let value = '';
@@ -181,7 +194,7 @@ export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscap
     }
   }
   if (braces.includes(true)) throw new ModuleSyntaxError(line, 'unterminated template literal substitution');
-  return { tokens, escapes };
+  return { tokens, escapes, comments };
 }
 
 const isLiteral = (t: Token | undefined): t is Token => t !== undefined && (t.kind === 'string' || t.kind === 'template');
