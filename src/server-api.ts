@@ -146,7 +146,7 @@ export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOption
     calls: {
       hook: async (args, call) => {
         const parsed = parseHookArgs(args, call.env);
-        const res = await runHook({ ...parsed, input: call.input, cwd: call.cwd, openRepo: call.openRepo });
+        const res = await runHook({ ...parsed, input: call.input, cwd: call.cwd, openContext: call.openContext });
         return { warning: res.warning, trace: `${res.action} ${res.session ?? ''} ${res.step ?? ''} ${res.warning ?? ''}` };
       },
       ...(snap ? { snap } : {}),

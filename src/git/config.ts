@@ -2,6 +2,7 @@
 // the git way) over an optional checked-in `.agentsnap.json` holding data
 // only (patterns, caps). Nothing read from the repository is ever executed.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { splitNul } from './run.js';
@@ -202,11 +203,53 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
   };
 }
 
+/** Reads the settings (git config and `.agentsnap.json`): once per command, into its context (session/context.ts). */
 export async function loadSettings(repo: Repo): Promise<Settings> {
-  if (repo.accel?.settings) return repo.accel.settings();
   const settings = settingsFrom(await readGitConfig(repo), repo.worktree);
   settings.exclude.push(...worktreeExcludes(repo));
   return settings;
+}
+
+/**
+ * Settings read once and kept while none of the files they come from changed
+ * (checked by stat on every call; a config file pulled in with include.path
+ * is not watched: `agentsnap server stop` picks such a change up). For a
+ * long-running host (the warm server), which builds a context per call.
+ */
+export function settingsCache(repo: Repo): () => Promise<Settings> {
+  let key = '';
+  let cached: Promise<Settings> | null = null;
+  const env = repo.env;
+  const home = env.HOME ?? os.homedir();
+  const files = [
+    path.join(repo.commonDir, 'config'),
+    path.join(repo.gitDir, 'config.worktree'),
+    path.join(repo.gitDir, WORKTREE_EXCLUDE_FILE),
+    path.join(repo.worktree, PROJECT_FILE),
+    env.GIT_CONFIG_GLOBAL ?? path.join(home, '.gitconfig'),
+    env.GIT_CONFIG_GLOBAL ? '' : path.join(env.XDG_CONFIG_HOME ?? path.join(home, '.config'), 'git', 'config'),
+    env.GIT_CONFIG_NOSYSTEM ? '' : env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig',
+  ].filter(Boolean);
+  return () => {
+    const now = files
+      .map((f) => {
+        try {
+          const st = fs.statSync(f, { bigint: true });
+          return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+        } catch {
+          return '-'; // absent (or unreadable): a file that appears later changes the key
+        }
+      })
+      .join('|');
+    if (!cached || now !== key) {
+      key = now;
+      cached = loadSettings(repo);
+      cached.catch(() => {
+        cached = null;
+      });
+    }
+    return cached;
+  };
 }
 
 /**

@@ -104,9 +104,10 @@ export interface SnapshotTreeOptions extends SnapshotOptions {
    * Private indexes of this worktree's earlier sessions, newest first: a new
    * index starts as a copy of the first that is still an unwritten copy of
    * the user's index as it is now (with git's untracked cache), instead of a
-   * fresh copy of the user's index (see adoptDonor in snapshot.ts).
+   * fresh copy of the user's index (see adoptDonor in snapshot.ts). A function: listed only when a new index is
+   * seeded (the session's baseline; a snapshotter that keeps no private index never lists them).
    */
-  donors?: readonly string[];
+  donors?: readonly string[] | (() => readonly string[]);
   /** Dirty paths above which the in-process path leaves the snapshot to git (tests; default MAX_IN_PROCESS_PATHS). */
   maxInProcessPaths?: number;
 }

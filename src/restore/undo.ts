@@ -26,6 +26,7 @@ import type { Repo } from '../git/repo.js';
 import { loadSettings, type Settings } from '../git/config.js';
 import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from '../session/session.js';
 import { withLock } from '../base/lock.js';
+import { plainContext } from '../session/context.js';
 import { copyIndexFile, snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
 import { removeTempIndex, tempIndex } from '../snapshot/snapshot-now.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from '../git/plumbing.js';
@@ -935,7 +936,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     return result;
   }
 
-  return withSessionLock(repo, id, settings, `${spec.kind}`, async (locked) => {
+  return withSessionLock(plainContext(repo, settings), id, `${spec.kind}`, async (locked) => {
     // Reads the transcript holds saw the head before this operation: journaled first, with that state.
     await locked.importReads();
     const lockFile = contentLockFile(repo);

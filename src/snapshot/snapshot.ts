@@ -177,7 +177,8 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   let { state: copy, base: knownBase } = opts.untrackedCache ? userCopyState(indexFile, userKey) : { state: 'none' as const, base: null };
   if (copy === 'stale') discardPrivateIndex(indexFile);
   // A new index continues an earlier session's copy of the user's index where that copy is still exact (adoptDonor).
-  const adopted = opts.untrackedCache && opts.donors?.length && !fs.existsSync(indexFile) ? adoptDonor(repo, indexFile, opts.donors, userKey) : null;
+  const donors = opts.untrackedCache && opts.donors && !fs.existsSync(indexFile) ? (typeof opts.donors === 'function' ? opts.donors() : opts.donors) : [];
+  const adopted = donors.length > 0 ? adoptDonor(repo, indexFile, donors, userKey) : null;
   if (adopted) {
     ({ state: copy, base: knownBase } = userCopyState(indexFile, userKey));
     fs.rmSync(noFlagsMarker(indexFile), { force: true });
