@@ -23,7 +23,7 @@ import { sessionPaths } from './session/session.js';
 import { planItemsDone, type PlanItem } from './session/plan.js';
 import { agentProcesses, stopAgentProcesses, type AgentProcess } from './session/processes.js';
 import type { StopResult } from './base/procfs.js';
-import { loadSettings } from './git/config.js';
+import { loadSettings } from './settings/settings.js';
 import { lastGood } from './api-check.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { asDiskFull, isAgentsnapError } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
-import type { Settings } from './git/config.js';
+import type { Settings } from './settings/settings.js';
 import { openContext, type Context, type ContextOpener } from './session/context.js';
 import { acquireLock } from './base/lock.js';
 import {

@@ -2,7 +2,7 @@
 // run (the background process itself). See src/server.ts for the channel.
 import fs from 'node:fs';
 import { openRepo, type Repo } from './git/repo.js';
-import { loadSettings } from './git/config.js';
+import { loadSettings } from './settings/settings.js';
 import { errors } from './base/errors.js';
 import { ensureStateDir, openStateLog, readStateFile, runDirLayout } from './base/state-dir.js';
 import type { RepoOptions } from './api.js';

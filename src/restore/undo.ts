@@ -23,7 +23,7 @@ import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, Planned
 import { eventBase, readJournal } from '../session/journal.js';
 import { checkpointMadeBy, foldJournal, openSteps, type Session, type Step } from '../session/model.js';
 import type { Repo } from '../git/repo.js';
-import { loadSettings, type Settings } from '../git/config.js';
+import { loadSettings, type Settings } from '../settings/settings.js';
 import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from '../session/session.js';
 import { withLock } from '../base/lock.js';
 import { plainContext } from '../session/context.js';

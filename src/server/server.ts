@@ -29,7 +29,7 @@ import { packageRoot } from '../base/package-root.js';
 import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock.js';
 import { ensureStateDir, openStateLog, replaceStateFile, runDirLayout } from '../base/state-dir.js';
 import type { Repo } from '../git/repo.js';
-import { serverEnabled, type Settings } from '../git/config.js';
+import { serverEnabled, type Settings } from '../settings/settings.js';
 import { decodeRecord, pauseForTest, readPlainBytes, readPlainFile, runDirName, SLOTS } from './channel.js';
 
 export { SLOTS } from './channel.js';
@@ -88,7 +88,7 @@ export function prepareRunDir(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDi
   return dir;
 }
 
-export { serverEnabled, serverEnabledWithoutConfig } from '../git/config.js';
+export { serverEnabled, serverEnabledWithoutConfig } from '../settings/settings.js';
 
 export interface ServerInfo {
   pid: number;

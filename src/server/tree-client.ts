@@ -8,7 +8,8 @@
 // without its engine, one that dies or answers anything else) gives null, and
 // the caller takes the snapshot itself: the server only ever saves time.
 import crypto from 'node:crypto';
-import type { Settings, TreeSnapshotResult } from '../git/types.js';
+import type { Settings } from '../settings/settings.js';
+import type { TreeSnapshotResult } from '../snapshot/snapshot.js';
 import type { Repo } from '../git/repo.js';
 import { snapshotTree } from '../snapshot/snapshot.js';
 import { underContentLock, type Snapshotter } from '../snapshot/snapshotter.js';

@@ -4,7 +4,7 @@
 // warm server for each call it serves) and passed down explicitly: the session
 // layer receives these interfaces (defined in snapshot/ and git/) and never
 // looks for another way to do the same thing.
-import { loadSettings, type Settings } from '../git/config.js';
+import { loadSettings, type Settings } from '../settings/settings.js';
 import type { Repo } from '../git/repo.js';
 import { gitObjectWriter, gitRefStore, type ObjectWriter, type RefStore } from '../git/writers.js';
 import { scanSnapshotter, type Snapshotter } from '../snapshot/snapshotter.js';

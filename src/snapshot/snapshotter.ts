@@ -11,9 +11,8 @@ import path from 'node:path';
 import { acquireLock } from '../base/lock.js';
 import { isMissingObjectError } from '../git/missing.js';
 import type { Repo } from '../git/repo.js';
-import type { SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
 import type { IncrementalSnapshotter } from './incremental.js';
-import { snapshotTree } from './snapshot.js';
+import { snapshotTree, type SnapshotTreeOptions, type TreeSnapshotResult } from './snapshot.js';
 
 /** The worktree content lock a session's snapshot is taken under: its file (session/locks.ts), and how long to wait. */
 export interface ContentLock {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { newSessionId } from '../base/ids.js';
 import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from '../git/repo.js';
-import { loadSettings, type Settings } from '../git/config.js';
+import { loadSettings, type Settings } from '../settings/settings.js';
 import { eventBase, type JournalEvent } from '../session/journal.js';
 import { clearStaleGitLock, withLock } from '../base/lock.js';
 import { openContext, plainContext } from '../session/context.js';
