@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openRepo } from '../src/git/repo.js';
-import { loadSettings } from '../src/git/config.js';
+import { loadSettings } from '../src/settings/settings.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 import { onGitSpawn } from '../src/git/run.js';
 import { MappedFiles } from '../src/snapshot/mapped-files.js';

@@ -3,7 +3,7 @@
 // session/blame.ts (git blame over the snapshot chain) and the agent's transcript.
 import fs from 'node:fs';
 import { errors } from './base/errors.js';
-import { loadSettings } from './git/config.js';
+import { loadSettings } from './settings/settings.js';
 import { transcriptReader } from './agents/registry.js';
 import type { ConversationEntry } from './agents/adapter.js';
 import { blameFile, originStep, type BlameLine, type LineOrigin } from './session/blame.js';

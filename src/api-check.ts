@@ -1,7 +1,7 @@
 // Public API of `check` and `bisect` (issue 17): which step broke it, and the
 // last state where it passed. Validates, then runs worktrees/check.ts.
 import { errors } from './base/errors.js';
-import { loadSettings } from './git/config.js';
+import { loadSettings } from './settings/settings.js';
 import { openCheckWorktree, recordedChecks, runAutoCheck, verdictOf, type CheckResult } from './worktrees/check.js';
 import { loadSession } from './session/session.js';
 import { describeStep, showStep } from './session/read.js';

@@ -23,7 +23,7 @@ import { sessionPaths } from './session/session.js';
 import { planItemsDone, type PlanItem } from './session/plan.js';
 import { agentProcesses, stopAgentProcesses, type AgentProcess } from './session/processes.js';
 import type { StopResult } from './base/procfs.js';
-import { loadSettings } from './git/config.js';
+import { loadSettings } from './settings/settings.js';
 import { lastGood } from './api-check.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
@@ -100,7 +100,9 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
   if (!['files', 'chat', 'both', 'compact'].includes(scope)) throw errors.invalidArgument(`scope must be files, chat, both or compact, not ${JSON.stringify(scope)}.`);
   const { repo, id, source } = await sessionFor(opts);
   let files: OperationResult | null = null;
-  if (scope === 'files' || scope === 'both') files = await undoOperation(repo, id, step, opOptions(opts));
+  // The command's one read of the settings: the operation and the redaction of its processes share it.
+  const settings = scope === 'files' || scope === 'both' ? await loadSettings(repo) : null;
+  if (settings) files = await undoOperation(repo, id, step, { ...opOptions(opts), settings });
   let chat: ChatRewind | null = null;
   let chatStep: number | null = null;
   if (scope !== 'files') {
@@ -117,11 +119,11 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
   let planUndone: PlanItem[] = [];
   let processes: UndoOutcome['processes'] = [];
   const from = files?.target.step;
-  if (files && from !== undefined) {
+  if (files && settings && from !== undefined) {
     const s = loadSession(repo, id);
     if (files.undone.length > 0) planUndone = planItemsDone(s, Math.min(...files.undone), Math.max(...files.undone));
     // `undo N` undoes N and every later step, also when they were undone already (a second `undo N --stop-processes`).
-    processes = agentProcesses(s, (await loadSettings(repo)).redactPatterns).filter((p) => p.step >= from);
+    processes = agentProcesses(s, settings.redactPatterns).filter((p) => p.step >= from);
     if (opts.stopProcesses && !opts.dryRun) processes = await stopAgentProcesses(s, processes);
   }
   return { source, files, chat, chatStep, planUndone, processes };

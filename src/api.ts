@@ -5,7 +5,7 @@ import nodePath from 'node:path';
 import { errors } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { missingObjects } from './git/missing.js';
-import { loadSettings } from './git/config.js';
+import { openContext, type Context, type ContextOpener } from './session/context.js';
 import { autoStartServer } from './server/server.js';
 import {
   listSessions,
@@ -34,17 +34,23 @@ export interface RepoOptions {
   cwd?: string;
   /** Environment to read AGENTSNAP_* and git variables from (default: process.env). */
   env?: NodeJS.ProcessEnv;
-  /** For hosts that keep a repository open (the warm server): opens the repository of `cwd`. */
-  openRepo?: ((cwd: string, env: NodeJS.ProcessEnv) => Promise<Repo>) | undefined;
+  /** For hosts that keep a repository open (the warm server): the context of a call in `cwd` (its repository, settings, snapshotter…). */
+  openContext?: ContextOpener | undefined;
 }
 
 export interface SessionOptions extends RepoOptions {
   session?: string | undefined;
 }
 
-function repoFor(opts: RepoOptions): Promise<Repo> {
-  if (opts.openRepo) return opts.openRepo(opts.cwd ?? process.cwd(), opts.env ?? process.env);
+async function repoFor(opts: RepoOptions): Promise<Repo> {
+  if (opts.openContext) return (await opts.openContext(opts.cwd ?? process.cwd(), opts.env ?? process.env)).repo;
   return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+}
+
+/** The command's context: the host's (the warm server's), else the repository of `cwd` with its settings read once. */
+async function contextFor(opts: RepoOptions): Promise<Context> {
+  if (opts.openContext) return opts.openContext(opts.cwd ?? process.cwd(), opts.env ?? process.env);
+  return openContext(await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {}));
 }
 
 function checkStepNumber(n: unknown, what = 'step'): number {
@@ -88,25 +94,25 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     checkStepNumber(opts.step);
     if (opts.phase !== 'post') throw errors.invalidArgument('--step goes with --phase post (pre and checkpoints allocate the next step).');
   }
-  const repo = await repoFor(opts);
+  const ctx = await contextFor(opts);
+  const { repo, settings } = ctx;
   const session = sessionArg(repo, opts.session, { mayBeNew: true });
-  const settings = await loadSettings(repo);
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
-  const { id, created } = await sessionForSnap(repo, { session, settings, ...progress, start: opts.phase !== 'post' });
-  const common = { settings, ...progress };
+  const { id, created } = await sessionForSnap(ctx, { session, ...progress, start: opts.phase !== 'post' });
+  const common = progress;
   // A session this call started: its baseline and this snapshot are one instant, taken by one scan.
   const sameInstantAs = created;
   let res: SnapshotResult;
   let phase: SnapOutcome['phase'];
   if (opts.phase === 'pre') {
     phase = 'pre';
-    res = await recordPre(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null, env: opts.env ?? process.env });
+    res = await recordPre(ctx, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null, env: opts.env ?? process.env });
   } else if (opts.phase === 'post') {
     phase = 'post';
-    res = await recordPost(repo, id, { ...common, ...(opts.step !== undefined ? { step: opts.step } : {}), ...(opts.status ? { status: opts.status } : {}) });
+    res = await recordPost(ctx, id, { ...common, ...(opts.step !== undefined ? { step: opts.step } : {}), ...(opts.status ? { status: opts.status } : {}) });
   } else {
     phase = 'checkpoint';
-    res = await recordCheckpoint(repo, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
+    res = await recordCheckpoint(ctx, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
   }
   // A step (or checkpoint) ended: agentsnap.check, when set, checks the newest state in the background.
   if (phase !== 'pre') maybeStartAutoCheck(repo, id, settings);

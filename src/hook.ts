@@ -9,8 +9,9 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { asDiskFull, isAgentsnapError } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
-import { loadSettings, type Settings } from './git/config.js';
-import { withLock } from './base/lock.js';
+import type { Settings } from './settings/settings.js';
+import { openContext, type Context, type ContextOpener } from './session/context.js';
+import { acquireLock } from './base/lock.js';
 import {
   endSession,
   loadSession,
@@ -116,8 +117,8 @@ export interface HookOptions {
   cwd: string;
   /** Set by the hooks `wrap` injects; a hook written by `init` stands aside while a wrapper's hooks run. */
   wrapped?: boolean;
-  /** Set by the warm server: opens repositories through its cache. */
-  openRepo?: (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
+  /** Set by the warm server: the call's context (its repository, settings, snapshotter…). */
+  openContext?: ContextOpener;
 }
 
 export interface HookOutcome {
@@ -153,6 +154,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   // journaled for a wrapper's session only (init's hooks start theirs at the first hooked call, which names it).
   // Other agents' reads are all hooked.
   if (call.phase === 'start' && (!adapter?.transcript?.unjournaledReads || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))) return none(null);
+  let ctx: Context;
   let repo: Repo;
   let id: string;
   let settings: Settings;
@@ -160,20 +162,20 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     const wrappedBy = opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE;
     // Always the session's worktree, whatever directory the payload names (the agent may have cd'ed).
     const dir = wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : call.cwd ?? opts.cwd;
-    repo = opts.openRepo ? await opts.openRepo(dir, opts.env) : await openRepo(dir, { env: opts.env });
-    settings = await loadSettings(repo);
+    ctx = opts.openContext ? await opts.openContext(dir, opts.env) : await openContext(await openRepo(dir, { env: opts.env }));
+    ({ repo, settings } = ctx);
     // This call took the Node path: a warm server answers the next ones.
-    if (!opts.openRepo) autoStartServer(repo, settings);
+    if (!opts.openContext) autoStartServer(repo, settings);
     if (wrappedBy) id = opts.env.AGENTSNAP_SESSION as string;
     else {
       if (call.phase === 'end') {
         const mapped = call.agentSessionId ? readMapping(repo, opts.agent, call.agentSessionId) : null;
         if (!mapped) return none(null);
-        if (adapter?.callEnded) await closeEndedCalls(repo, mapped, settings, adapter);
-        await endSession(repo, mapped, { settings, ...(adapter?.transcript?.unjournaledReads && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
+        if (adapter?.callEnded) await closeEndedCalls(ctx, mapped, adapter);
+        await endSession(ctx, mapped, { ...(adapter?.transcript?.unjournaledReads && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
         return { action: 'end', session: mapped, step: null, warning: null };
       }
-      id = await sessionForAgent(repo, opts.agent, call.agentSessionId, settings);
+      id = await sessionForAgent(ctx, opts.agent, call.agentSessionId);
     }
   } catch (e) {
     return none(`agentsnap: warning: no snapshot for this ${call.tool ?? 'tool'} call: ${message(e)}`, 'failed');
@@ -181,7 +183,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   if (call.phase === 'end') return none(null); // a wrapper ends its own session
   if (call.phase === 'start') {
     try {
-      await recordTranscript(repo, id, { settings, path: call.transcriptPath as string });
+      await recordTranscript(ctx, id, { path: call.transcriptPath as string });
       return { action: 'start', session: id, step: null, warning: null };
     } catch (e) {
       return none(`agentsnap: warning: the transcript of this session was not journaled: ${message(e)}`, 'failed');
@@ -218,9 +220,8 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       // Calls the agent ended without a post hook (Codex's failed apply_patch) are closed first, as
       // it tells: not left open to overlap this call and end `interrupted`.
       // An agent whose call ids are made of the input may have refused posts behind it: calls that ended well are closed too.
-      if (adapter?.callEnded) await closeEndedCalls(repo, id, settings, adapter, { except: call.toolUseId, onlyFailed: !adapter.callIdsFromInput });
-      const res = await recordPre(repo, id, {
-        settings,
+      if (adapter?.callEnded) await closeEndedCalls(ctx, id, adapter, { except: call.toolUseId, onlyFailed: !adapter.callIdsFromInput });
+      const res = await recordPre(ctx, id, {
         tool,
         input,
         toolUseId: call.toolUseId,
@@ -234,7 +235,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       });
       return { action: 'pre', session: id, step: res.step, warning: null };
     } catch (e) {
-      return unprotected(repo, id, settings, { phase: 'pre', tool, input, toolUseId: call.toolUseId }, e);
+      return unprotected(ctx, id, { phase: 'pre', tool, input, toolUseId: call.toolUseId }, e);
     }
   }
   // A call that looks done may have failed by the agent's own files (Codex CLI's rollout).
@@ -246,8 +247,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   const output = clean(call.output);
   const error = call.error ? clean(call.error) : null;
   try {
-    const res = await recordPost(repo, id, {
-      settings,
+    const res = await recordPost(ctx, id, {
       ...(call.toolUseId ? { toolUseId: call.toolUseId, exactToolUseId: true, ...(adapter?.callIdsFromInput ? { uniqueToolUseId: true } : {}) } : {}),
       status: call.status,
       output,
@@ -265,14 +265,14 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       const known = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId) : undefined;
       if (known) return { action: 'ignored', session: id, step: known.step, warning: null };
       try {
-        const res = await recordCheckpoint(repo, id, { settings, tool, message: `after ${tool ?? 'a tool call'} (no pre snapshot)` });
+        const res = await recordCheckpoint(ctx, id, { tool, message: `after ${tool ?? 'a tool call'} (no pre snapshot)` });
         return { action: 'checkpoint', session: id, step: res.step, warning: null };
       } catch (e2) {
         return none(`agentsnap: warning: no snapshot after this ${tool ?? 'tool'} call: ${message(e2)}`, 'failed');
       }
     }
     const open = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId && s.status === 'open') : undefined;
-    return unprotected(repo, id, settings, { phase: 'post', tool, toolUseId: call.toolUseId, ...(open ? { step: open.step } : {}) }, e);
+    return unprotected(ctx, id, { phase: 'post', tool, toolUseId: call.toolUseId, ...(open ? { step: open.step } : {}) }, e);
   }
 }
 
@@ -280,16 +280,16 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
  * Records the post of every open call of the session whose end the agent's own files show
  * (`callEnded`; with onlyFailed, only calls that failed: at a pre, a call that ended well may still get its post hook). One state read per pre of such an agent; its files are read only when a call is open.
  */
-export async function closeEndedCalls(repo: Repo, id: string, settings: Settings, adapter: AgentAdapter, opts: { except?: string | null; onlyFailed?: boolean } = {}): Promise<void> {
+export async function closeEndedCalls(ctx: Context, id: string, adapter: AgentAdapter, opts: { except?: string | null; onlyFailed?: boolean } = {}): Promise<void> {
   if (!adapter.callEnded) return;
-  const open = (await loadState(repo, id, false)).session.open;
+  const open = (await loadState(ctx.repo, id, false)).session.open;
   for (const st of open) {
     if (!st.toolUseId || st.toolUseId === opts.except || !st.transcript?.path || st.source === 'transcript') continue;
     const ended = adapter.callEnded(st.transcript.path, st.toolUseId);
     // A call that ended well gets its own PostToolUse (a parallel call's may simply not have arrived yet).
     if (!ended || (opts.onlyFailed && ended.status !== 'failed')) continue;
     try {
-      await recordPost(repo, id, { settings, step: st.step, status: ended.status, error: ended.error, output: null, durationMs: null });
+      await recordPost(ctx, id, { step: st.step, status: ended.status, error: ended.error, output: null, durationMs: null });
     } catch {
       // Closed meanwhile (a late post hook), or the snapshot failed: the call's own hooks decide then.
     }
@@ -323,19 +323,18 @@ function productName(agent: string): string {
 }
 
 async function unprotected(
-  repo: Repo,
+  ctx: Context,
   id: string,
-  settings: Settings,
   what: { phase: 'pre' | 'post'; tool: string | null; input?: unknown; toolUseId: string | null; step?: number },
   cause: unknown,
 ): Promise<HookOutcome> {
-  const reason = message(asDiskFull(cause, repo.gitDir));
+  const reason = message(asDiskFull(cause, ctx.repo.gitDir));
   const warning = `agentsnap: warning: ${what.phase} snapshot of this ${what.tool ?? 'tool'} call failed (${reason}); the step is marked unprotected`;
   if (isAgentsnapError(cause) && (cause.code === 'SessionNotRunning' || cause.code === 'UnknownSession' || cause.code === 'Busy')) {
     return { action: 'failed', session: id, step: null, warning: `agentsnap: warning: no ${what.phase} snapshot of this ${what.tool ?? 'tool'} call: ${reason}` };
   }
   try {
-    const res = await recordUnprotected(repo, id, { settings, reason, ...what });
+    const res = await recordUnprotected(ctx, id, { reason, ...what });
     return { action: 'unprotected', session: id, step: res.step, warning };
   } catch (e) {
     return { action: 'failed', session: id, step: null, warning: `${warning}; journaling that failed too: ${message(e)}` };
@@ -357,16 +356,21 @@ function readMapping(repo: Repo, agent: string, agentSessionId: string): string 
   }
 }
 
-async function sessionForAgent(repo: Repo, agent: string, agentSessionId: string | null, settings: Settings): Promise<string> {
+async function sessionForAgent(ctx: Context, agent: string, agentSessionId: string | null): Promise<string> {
+  const { repo, settings } = ctx;
   const key = agentSessionId ?? 'default';
   const file = mappingFile(repo, agent, key);
   ensureStateDir(path.dirname(file));
-  return withLock(`${file}.lock`, { timeoutMs: settings.lockTimeoutMs, purpose: 'map agent session' }, async () => {
+  // acquire and release rather than withLock: what runs under the lock is this function's own code.
+  const lock = await acquireLock(`${file}.lock`, { timeoutMs: settings.lockTimeoutMs, purpose: 'map agent session' });
+  try {
     const mapped = readMapping(repo, agent, key);
     // From the state cache: every hook call comes through here, and the journal grows with the session.
     if (mapped && !(await sessionFinished(repo, mapped))) return mapped;
-    const created = await startSession(repo, { settings, agent, command: null, owner: null });
+    const created = await startSession(ctx, { agent, command: null, owner: null });
     replaceStateFile(file, `${created.session}\n`);
     return created.session;
-  });
+  } finally {
+    lock.release();
+  }
 }

@@ -11,7 +11,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { errors, isAgentsnapError } from './base/errors.js';
 import { openRepo } from './git/repo.js';
-import { loadSettings } from './git/config.js';
+import { loadSettings } from './settings/settings.js';
 import { autoCheckCommand } from './worktrees/check.js';
 import { diff, log, logAllSessions, resolveSession, show, type LogRow, type SessionOptions } from './api.js';
 import { redo, restore, status, undo, type OperationResult } from './api-undo.js';

@@ -4,7 +4,7 @@
 // its recorded input, output and changed files.
 import { resolveSession, type SessionOptions } from './api.js';
 import { errors } from './base/errors.js';
-import { loadSettings } from './git/config.js';
+import { loadSettings } from './settings/settings.js';
 import { redactText, redactValue } from './session/redact.js';
 import type { ConversationEntry } from './agents/adapter.js';
 import { transcriptReader } from './agents/registry.js';

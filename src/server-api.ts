@@ -2,7 +2,7 @@
 // run (the background process itself). See src/server/channel.ts for the channel.
 import fs from 'node:fs';
 import { openRepo, type Repo } from './git/repo.js';
-import { loadSettings } from './git/config.js';
+import { loadSettings } from './settings/settings.js';
 import { errors } from './base/errors.js';
 import { ensureStateDir, openStateLog, readStateFile, runDirLayout } from './base/state-dir.js';
 import type { RepoOptions } from './api.js';
@@ -146,7 +146,7 @@ export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOption
     calls: {
       hook: async (args, call) => {
         const parsed = parseHookArgs(args, call.env);
-        const res = await runHook({ ...parsed, input: call.input, cwd: call.cwd, openRepo: call.openRepo });
+        const res = await runHook({ ...parsed, input: call.input, cwd: call.cwd, openContext: call.openContext });
         return { warning: res.warning, trace: `${res.action} ${res.session ?? ''} ${res.step ?? ''} ${res.warning ?? ''}` };
       },
       ...(snap ? { snap } : {}),

@@ -1,8 +1,8 @@
 // Library API for agents written in JavaScript/TypeScript: open a session for
 // a directory, then wrap each tool call (pre snapshot, run, post snapshot,
 // journal) in one typed call.
-import { openRepo, type Repo } from './git/repo.js';
-import { loadSettings, type Settings } from './git/config.js';
+import { openRepo } from './git/repo.js';
+import { openContext, type Context } from './session/context.js';
 import { isAgentsnapError } from './base/errors.js';
 import { assertSessionId } from './base/ids.js';
 import {
@@ -52,20 +52,21 @@ export interface AgentSession {
  */
 export async function openSession(dir: string, opts: OpenSessionOptions = {}): Promise<AgentSession> {
   const env = opts.env ?? process.env;
-  const repo = await openRepo(dir, { env });
-  const settings = await loadSettings(repo);
+  const ctx = await openContext(await openRepo(dir, { env }));
+  const { repo } = ctx;
   const joined = !opts.session && env.AGENTSNAP_SESSION ? env.AGENTSNAP_SESSION : null;
   let id: string;
   if (joined) id = assertSessionId(joined);
   else if (opts.session && fs.existsSync(sessionPaths(repo, assertSessionId(opts.session)).journal)) {
-    id = (await resumeSession(repo, opts.session, { settings, agent: opts.agent ?? null, owner: wrapperOwner() })).session;
+    id = (await resumeSession(ctx, opts.session, { agent: opts.agent ?? null, owner: wrapperOwner() })).session;
   } else {
-    id = (await startSession(repo, { settings, agent: opts.agent ?? null, owner: wrapperOwner(), ...(opts.session ? { id: opts.session } : {}) })).session;
+    id = (await startSession(ctx, { agent: opts.agent ?? null, owner: wrapperOwner(), ...(opts.session ? { id: opts.session } : {}) })).session;
   }
-  return sessionHandle(repo, id, settings, joined !== null);
+  return sessionHandle(ctx, id, joined !== null);
 }
 
-function sessionHandle(repo: Repo, id: string, settings: Settings, joined: boolean): AgentSession {
+function sessionHandle(ctx: Context, id: string, joined: boolean): AgentSession {
+  const { repo, settings } = ctx;
   const clean = <T>(v: T): T => sanitize(v, { limit: settings.outputLimit, patterns: settings.redactPatterns });
   const warn = (opts: ToolCallOptions | undefined, e: unknown, what: string) =>
     opts?.onWarning?.(`agentsnap: ${what} snapshot failed (${e instanceof Error ? e.message : String(e)}); the step is marked unprotected`);
@@ -76,20 +77,20 @@ function sessionHandle(repo: Repo, id: string, settings: Settings, joined: boole
       const toolUseId = opts?.toolUseId ?? null;
       let step: number | null = null;
       try {
-        step = (await recordPre(repo, id, { settings, tool: name, input: clean(input), toolUseId, env: repo.callerEnv })).step;
+        step = (await recordPre(ctx, id, { tool: name, input: clean(input), toolUseId, env: repo.callerEnv })).step;
       } catch (e) {
         if (isAgentsnapError(e) && e.code === 'SessionNotRunning') throw e;
         warn(opts, e, 'pre');
-        await recordUnprotected(repo, id, { settings, phase: 'pre', tool: name, reason: String((e as Error).message), toolUseId }).catch(() => undefined); // the failure was warned above; the journal cannot take its record either
+        await recordUnprotected(ctx, id, { phase: 'pre', tool: name, reason: String((e as Error).message), toolUseId }).catch(() => undefined); // the failure was warned above; the journal cannot take its record either
       }
       const started = Date.now();
       const close = async (status: 'done' | 'failed', output: unknown, error: string | null) => {
         if (step === null) return;
         try {
-          await recordPost(repo, id, { settings, step, status, output: clean(output), error: error ? clean(error) : null, durationMs: Date.now() - started });
+          await recordPost(ctx, id, { step, status, output: clean(output), error: error ? clean(error) : null, durationMs: Date.now() - started });
         } catch (e) {
           warn(opts, e, 'post');
-          await recordUnprotected(repo, id, { settings, step, phase: 'post', tool: name, reason: String((e as Error).message) }).catch(() => undefined); // the failure was warned above; the journal cannot take its record either
+          await recordUnprotected(ctx, id, { step, phase: 'post', tool: name, reason: String((e as Error).message) }).catch(() => undefined); // the failure was warned above; the journal cannot take its record either
         }
       };
       let result: T;
@@ -102,9 +103,9 @@ function sessionHandle(repo: Repo, id: string, settings: Settings, joined: boole
       await close('done', result, null);
       return result;
     },
-    checkpoint: (message) => recordCheckpoint(repo, id, { settings, message: message ?? null }),
+    checkpoint: (message) => recordCheckpoint(ctx, id, { message: message ?? null }),
     async end() {
-      if (!joined) await endSession(repo, id, { settings });
+      if (!joined) await endSession(ctx, id);
     },
   };
 }

@@ -10,7 +10,9 @@ import { packageRoot } from './base/package-root.js';
 import { shellQuote } from './base/shell.js';
 import { AgentsnapError, errors, isAgentsnapError } from './base/errors.js';
 import { checkGitVersion, openRepo, type Repo } from './git/repo.js';
-import { loadSettings, type Settings } from './git/config.js';
+import type { Settings } from './settings/settings.js';
+import { openContext, type Context, type ContextOpener } from './session/context.js';
+import { engineSnapshotter } from './snapshot/snapshotter.js';
 import { closeEndedCalls } from './hook.js';
 import { endSession, listWrappedSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
 import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
@@ -22,12 +24,11 @@ import { redactValue } from './session/redact.js';
 import { sessionFinished } from './session/state.js';
 import { assertSessionId } from './base/ids.js';
 import { HOOK_CLIENT, runDirOf, serverEnabled, serverInfo, spawnBackgroundServer, type HookServer } from './server/server.js';
-import { serverSnapshotAccel } from './server/tree-client.js';
+import { serverSnapshotter } from './server/tree-client.js';
 import { inTerminalForeground } from './server/channel.js';
-import { serverAfterWrap } from './git/config.js';
+import { serverAfterWrap } from './settings/settings.js';
 import { startWorktreeServer } from './server-api.js';
 import { serverEngineIfUp, type ServerCalls } from './server/serve.js';
-import { snapshotTree } from './snapshot/snapshot.js';
 import { startAutoCheckpoints } from './session/auto.js';
 import { sessionFiles } from './base/state-dir.js';
 
@@ -59,10 +60,10 @@ export interface WrapOptions {
   /**
    * The session is begun by this worktree's running background server for a thin client (bin/wrap-client.js)
    * that starts the agent: no server is hosted (this one answers the hooks), the repository is the server's
-   * own (`openRepo`: its engine takes the snapshots) and the session's owner is the client.
+   * own (`openContext`: its engine takes the snapshots) and the session's owner is the client.
    */
   servedBy?: {
-    openRepo: (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
+    openContext: ContextOpener;
     owner: { pid: number; start: string | null; host: string };
     /** checkGitVersion as the server remembers it (asked once per PATH and exec path while it runs). */
     gitVersion: (env: NodeJS.ProcessEnv) => Promise<string>;
@@ -310,12 +311,12 @@ export async function endWrap(opts: {
   /** The server's answer when it was there but did not end the session (else it was gone). */
   refused?: string | null;
 }): Promise<WrapResult> {
-  const repo = await openRepo(opts.cwd, { env: opts.env });
-  const settings = await loadSettings(repo);
+  const ctx = await openContext(await openRepo(opts.cwd, { env: opts.env }));
+  const { repo } = ctx;
   const agent: Agent = AGENTS.includes(opts.agent) ? opts.agent : 'generic';
   const { exit } = opts;
   if (exit.error !== undefined) {
-    await endSession(repo, opts.session, { settings, exitCode: null, signal: null }).catch(() => undefined); // the agent did not start: that error is the one reported
+    await endSession(ctx, opts.session, { exitCode: null, signal: null }).catch(() => undefined); // the agent did not start: that error is the one reported
     throw errors.invalidArgument(`cannot start the agent: ${exit.error}`);
   }
   const exitCode = exitCodeOf(exit);
@@ -329,10 +330,10 @@ export async function endWrap(opts: {
       ? `agentsnap: warning: the background server did not end the session (${opts.refused}); it was ended by this wrapper (a full scan).`
       : 'agentsnap: warning: the background server stopped while the agent ran; the session was ended by this wrapper (a full scan).',
   ];
-  if (adapter.callEnded) await closeEndedCalls(repo, opts.session, settings, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
+  if (adapter.callEnded) await closeEndedCalls(ctx, opts.session, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
   let endError: AgentsnapError | null = null;
   try {
-    await endSession(repo, opts.session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: true });
+    await endSession(ctx, opts.session, { exitCode: exit.code, signal: exit.signal, packInBackground: true });
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
@@ -379,7 +380,9 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const program = resolveProgram(command[0], opts.env, opts.cwd);
   const agent: Agent = choice === 'auto' ? detectAgent(command) : choice;
 
-  const source = await (opts.servedBy ? opts.servedBy.openRepo(opts.cwd, opts.env) : openRepo(opts.cwd, { env: opts.env }));
+  // The server's context for a session it begins (its engine takes the snapshots), else this command's, read below.
+  const served = opts.servedBy ? await opts.servedBy.openContext(opts.cwd, opts.env) : null;
+  const source = served?.repo ?? (await openRepo(opts.cwd, { env: opts.env }));
   const owner = opts.servedBy?.owner ?? wrapperOwner();
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
   const inWorktree = !!opts.worktree;
@@ -387,6 +390,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   let repo = source;
   let cwd = opts.cwd;
   let session: string;
+  let ctx: Context;
   let settings: Settings;
   let sessionEnv: Record<string, string> = {};
   const warnings: string[] = [];
@@ -408,13 +412,14 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const gitVersion = !inWorktree && !resumed ? (opts.servedBy?.gitVersion ?? checkGitVersion)(source.env) : undefined;
   gitVersion?.catch(() => {}); // awaited by startSession; a failure surfaces there
   try {
-    settings = await loadSettings(source);
+    ctx = served ?? (await openContext(source));
+    settings = ctx.settings;
     if (!inWorktree && !opts.servedBy && serverEnabled(opts.env, settings)) {
       // A background server (left by the last wrap, or started by a hook) has watched this worktree since before
       // this session: it takes the baseline and the final snapshot, each at the cost of a hooked call instead of a
       // look at the whole worktree (issue 19). Where it cannot, the snapshot is this process's own, as without it.
       const running = serverInfo(repo);
-      if (running && !running.hosted) repo = { ...repo, accel: { ...repo.accel, ...serverSnapshotAccel(repo) } };
+      if (running && !running.hosted) ctx = { ...ctx, snapshotter: serverSnapshotter(repo) };
     }
     if (!inWorktree) serverStart = startServer(repo, settings);
     // Read beside the baseline, for the warning below (a session begun meanwhile is a race either way).
@@ -435,16 +440,17 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
         ...progress,
       });
       repo = started.repo;
-      settings = await loadSettings(repo);
+      ctx = started.ctx;
+      settings = ctx.settings;
       session = started.meta.session;
       sessionEnv = started.env;
       warnings.push(...started.warnings);
       cwd = sameSubdir(source.worktree, repo.worktree, opts.cwd);
     } else if (resumed && opts.session) {
-      session = (await resumeSession(repo, opts.session, { settings, agent, command: journaled, owner, ...progress })).session;
+      session = (await resumeSession(ctx, opts.session, { agent, command: journaled, owner, ...progress })).session;
     } else {
       // Its final snapshot is the Node path's unless the agent made a call (the server's engine opens at the first one): the baseline's copy of the user's index is kept warm for it.
-      session = (await startSession(repo, { settings, agent, command: journaled, owner, warmCopy: true, ...(gitVersion ? { gitVersion } : {}), ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
+      session = (await startSession(ctx, { agent, command: journaled, owner, warmCopy: true, ...(gitVersion ? { gitVersion } : {}), ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
     }
     if (!inWorktree) {
       // Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: say so.
@@ -480,7 +486,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
       agentEnv = injected.env;
     } catch (e) {
       await server?.close();
-      await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined); // the hooks could not be added: that error is the one reported
+      await endSession(ctx, session, { exitCode: null, signal: null }).catch(() => undefined); // the hooks could not be added: that error is the one reported
       throw wrapFailed(`could not add agentsnap's hooks to ${adapter.displayName}`, e);
     }
   }
@@ -505,12 +511,12 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const endWarnings: string[] = [];
   const runStart = Date.now() - 1000; // journal times have millisecond precision; allow for clock rounding
   // A hooked agent's calls are its steps: what an automatic checkpoint sees between them is not the agent's.
-  const auto = opts.auto ? startAutoCheckpoints(repo, session, settings, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' }) : null;
+  const auto = opts.auto ? startAutoCheckpoints(ctx, session, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' }) : null;
   const notStarted = async (e: unknown): Promise<never> => {
     await auto?.stop();
     await server?.close();
     endWarnings.push(...(injected?.finish() ?? []));
-    await endSession(repo, session, { settings, exitCode: null, signal: null }).catch(() => undefined); // the agent did not start: that error is the one reported
+    await endSession(ctx, session, { exitCode: null, signal: null }).catch(() => undefined); // the agent did not start: that error is the one reported
     await autoGc;
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   };
@@ -519,20 +525,17 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   // The final snapshot comes from the server's engine when it has taken one (what its watcher saw since, instead
   // of a scan of the whole worktree): the server closes after it. An agent that made no call started no engine.
   const engine = server ? serverEngineIfUp(server) : null;
-  const endRepo: Repo =
-    engine && engine.stats.full + engine.stats.incremental > 0
-      ? { ...repo, accel: { ...repo.accel, snapshot: (o) => engine.snapshot({ settings: o.settings, parentTree: o.parentTree }).catch(() => snapshotTree(repo, o)) } } // the engine failed: this snapshot is taken by a full scan instead
-      : repo;
+  const endCtx: Context = engine && engine.stats.full + engine.stats.incremental > 0 ? { ...ctx, snapshotter: engineSnapshotter(engine, repo) } : ctx;
   // Without the engine the server has nothing to do for the end: it closes beside the final snapshot (its close
   // gives a client that read its pid file just before it went 50 ms to send its call, which need not delay the end).
-  const closing = endRepo === repo ? server?.close() : undefined;
+  const closing = endCtx === ctx ? server?.close() : undefined;
   endWarnings.push(...(injected?.finish() ?? []));
   const exitCode = exitCodeOf(exit);
   let endError: AgentsnapError | null = null;
   try {
     // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
-    if (adapter.callEnded) await closeEndedCalls(endRepo, session, settings, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
-    const end = await endSession(endRepo, session, { settings, exitCode: exit.code, signal: exit.signal, packInBackground: opts.servedBy ? 'deferred' : true });
+    if (adapter.callEnded) await closeEndedCalls(endCtx, session, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
+    const end = await endSession(endCtx, session, { exitCode: exit.code, signal: exit.signal, packInBackground: opts.servedBy ? 'deferred' : true });
     if (agent !== 'generic' && end.changed.length > 0) {
       const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
       if (calls.length === 0) {

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { cli, refsUnder, tempRepo } from './helpers.js';
 import { openRepo, startSession } from '../src/index.js';
+import { openContext } from '../src/session/context.js';
 
 interface Report {
   healthy: boolean;
@@ -56,7 +57,7 @@ test('doctor: refs that disagree with the journal, stale locks and dead running 
     const pid = deadPid();
     fs.writeFileSync(lockFile, JSON.stringify({ pid, start: null, host: os.hostname(), since: new Date().toISOString(), purpose: 'test' }));
     // A session whose wrapper died without ending it.
-    const dead = await startSession(r, { id: 'dead-session', owner: { pid, start: null, host: os.hostname() } });
+    const dead = await startSession(await openContext(r), { id: 'dead-session', owner: { pid, start: null, host: os.hostname() } });
     void dead;
 
     const res = await cli(repo, ['doctor']);

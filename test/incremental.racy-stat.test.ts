@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempRepo } from './helpers.js';
 import { openRepo } from '../src/git/repo.js';
-import { loadSettings } from '../src/git/config.js';
+import { loadSettings } from '../src/settings/settings.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
 async function setup() {

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { tempRepo, type TempRepo } from './helpers.js';
 import { seededRandom } from './support/crash-harness.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
-import { loadSettings, type Settings } from '../src/git/config.js';
+import { loadSettings, type Settings } from '../src/settings/settings.js';
 import { snapshotTree } from '../src/snapshot/snapshot.js';
 import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
 import { IncrementalSnapshotter, type IncrementalResult } from '../src/snapshot/incremental.js';

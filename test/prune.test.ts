@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { cli, cliProcess, refsUnder, sessionOf, step, tempRepo, untilClockPast, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/git/repo.js';
-import { loadSettings } from '../src/git/config.js';
+import { loadSettings } from '../src/settings/settings.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
 /** The environment that runs `command` once (its first time: a retry goes through the point again) at the named point. */

@@ -10,6 +10,7 @@ import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/git/repo.js';
 import { recordPost, recordPre, recordUnprotected } from '../src/session/session.js';
 import { startWorktreeSession } from '../src/worktrees/worktree.js';
+import { openContext } from '../src/session/context.js';
 
 const TOKEN = 'ghp_16C7e42F292c6912E7710c838347Ae178B4a';
 const ANTHROPIC = 'sk-ant-api03-Xy7_pQ2-mN8vL3kJ6hG9fD1sA4zX7cV0bN3mQ6wE9rT2yU5iO8pA1sD4fG7hJ0kL3zX6cV9bN2mQ5wE8r-T1yU4iAA';
@@ -69,9 +70,9 @@ test('the library\'s recordPre/recordPost/recordUnprotected redact what they are
     const res = await cli(repo, ['snap', '--json']);
     const id = (JSON.parse(res.stdout) as { session: string }).session;
     const r = await openRepo(repo.dir, { env: repo.env });
-    const pre = await recordPre(r, id, { tool: 'Bash', input: { command: `curl -H "Authorization: token ${TOKEN}"`, [TOKEN]: 1 }, message: TOKEN, model: TOKEN, agentVersion: TOKEN });
-    await recordPost(r, id, { step: pre.step, output: { stdout: ANTHROPIC }, error: `failed with ${ANTHROPIC}` });
-    await recordUnprotected(r, id, { phase: 'pre', tool: `x ${TOKEN}`, reason: `git said ${TOKEN}`, input: [TOKEN] });
+    const pre = await recordPre(await openContext(r), id, { tool: 'Bash', input: { command: `curl -H "Authorization: token ${TOKEN}"`, [TOKEN]: 1 }, message: TOKEN, model: TOKEN, agentVersion: TOKEN });
+    await recordPost(await openContext(r), id, { step: pre.step, output: { stdout: ANTHROPIC }, error: `failed with ${ANTHROPIC}` });
+    await recordUnprotected(await openContext(r), id, { phase: 'pre', tool: `x ${TOKEN}`, reason: `git said ${TOKEN}`, input: [TOKEN] });
     const journal = journalBytes(repo, id);
     assert.not.ok(journal.includes(TOKEN), 'github token in the journal');
     assert.not.ok(journal.includes(ANTHROPIC), 'anthropic key in the journal');

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as assert from 'uvu/assert';
 import { cli, indexBytes, type CliResult, type TempRepo } from './helpers.js';
+import { openContext } from '../src/session/context.js';
 
 export interface SnapJson {
   session: string;
@@ -108,7 +109,7 @@ export async function startNamedSession(repo: TempRepo, id: string): Promise<str
   const { openRepo } = await import('../src/git/repo.js');
   const { startSession } = await import('../src/session/session.js');
   const r = await openRepo(repo.dir, { env: repo.env });
-  const res = await startSession(r, { id });
+  const res = await startSession(await openContext(r), { id });
   return res.commit;
 }
 

@@ -13,7 +13,7 @@ import * as assert from 'uvu/assert';
 import { BIN, ROOT, cli, indexBytes, runProcess, tempRepo, treeFiles, worktreeFiles, type CliResult, type TempRepo } from './helpers.js';
 import { blobAt, entryAt, snapJson, type SnapJson } from './snap-helpers.js';
 import { openRepo } from '../src/git/repo.js';
-import { loadSettings } from '../src/git/config.js';
+import { loadSettings } from '../src/settings/settings.js';
 import { snapshotNow } from '../src/snapshot/snapshot-now.js';
 import { startWorktreeSession } from '../src/worktrees/worktree.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
@@ -246,7 +246,7 @@ test('issue 13 #6: an unreadable directory is listed as skipped (never silently 
     assert.is(entryAt(repo, post.commit, 'locked/untracked.txt'), null);
     // Equal to a snapshot on a fresh throwaway index (tree and skipped set), as the same unprivileged user.
     const script = `import { openRepo } from ${JSON.stringify(path.join(ROOT, 'dist/git/repo.js'))};
-      import { loadSettings } from ${JSON.stringify(path.join(ROOT, 'dist/git/config.js'))};
+      import { loadSettings } from ${JSON.stringify(path.join(ROOT, 'dist/settings/settings.js'))};
       import { snapshotNow } from ${JSON.stringify(path.join(ROOT, 'dist/snapshot/snapshot-now.js'))};
       const r = await openRepo(process.cwd(), { env: process.env });
       console.log(JSON.stringify(await snapshotNow(r, await loadSettings(r), 'test')));`;
@@ -393,7 +393,7 @@ test('issue 13 #6: the incremental engine equals a full scan while a directory i
     // Runs as the unprivileged user: the engine, the chmods and the reference scans.
     const script = `import fs from 'node:fs';
       import { openRepo } from ${dist('git/repo.js')};
-      import { loadSettings } from ${dist('git/config.js')};
+      import { loadSettings } from ${dist('settings/settings.js')};
       import { snapshotNow } from ${dist('snapshot/snapshot-now.js')};
       import { IncrementalSnapshotter } from ${dist('snapshot/incremental.js')};
       const r = await openRepo(process.cwd(), { env: process.env });

@@ -13,7 +13,7 @@ import * as assert from 'uvu/assert';
 import { cli, indexBytes, step, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
 import { blobAt, entryAt, snapJson } from './snap-helpers.js';
 import { openRepo } from '../src/git/repo.js';
-import { loadSettings } from '../src/git/config.js';
+import { loadSettings } from '../src/settings/settings.js';
 import { snapshotTree } from '../src/snapshot/snapshot.js';
 import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';

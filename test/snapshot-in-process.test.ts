@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert';
 import { tempRepo, untilClockPast, type TempRepo } from './helpers.js';
 import { seededRandom } from './support/crash-harness.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
-import { loadSettings, type Settings } from '../src/git/config.js';
+import { loadSettings, type Settings } from '../src/settings/settings.js';
 import { precomputeDonorOldest, snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
 import { onGitSpawn } from '../src/git/run.js';
 import { diffTrees } from '../src/git/plumbing.js';

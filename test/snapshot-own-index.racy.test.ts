@@ -11,7 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tempRepo, untilClockPast, type TempRepo } from './helpers.js';
 import { openRepo, type Repo } from '../src/git/repo.js';
-import { loadSettings, type Settings } from '../src/git/config.js';
+import { loadSettings, type Settings } from '../src/settings/settings.js';
 import { snapshotTree, type TreeSnapshotResult } from '../src/snapshot/snapshot.js';
 import { oldestUnlikeMtime, readIndexFacts } from '../src/git/index-file.js';
 import { recordApplied } from '../src/restore/restore.js';

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { cli, refsUnder, sessionOf, step, tempRepo, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/git/repo.js';
 import { undoOperation } from '../src/restore/undo.js';
+import { openContext } from '../src/session/context.js';
 
 /** Clone A records a session; clone B is a second clone of the same project; both share a bare backup remote. */
 function twoClones(): { a: TempRepo; b: TempRepo; backup: string; cleanup(): void } {
@@ -147,7 +148,7 @@ test('a session whose newest state is an undo (kept versions included) or its fi
     // The session ends with a final snapshot (changes after its last step): that travels too.
     a.write('a.txt', 'after the undo\n');
     const { endSession } = await import('../src/session/session.js');
-    await endSession(repo, session, {});
+    await endSession(await openContext(repo), session, {});
     assert.is((await cli(a, ['push', 'snaps'])).code, 0);
     const again = JSON.parse((await cli(b, ['fetch', 'snaps', '--json'])).stdout) as { sessions: { action: string }[] };
     assert.equal(again.sessions.map((x) => x.action), ['updated']);

@@ -16,6 +16,7 @@ import { startWorktreeServer } from '../src/server-api.js';
 import { runSnap } from '../src/cli/main.js';
 import { serverInfo } from '../src/server/server.js';
 import { FAMILIES, runSequence, type Op } from './support/nothing-lost.js';
+import { openContext } from '../src/session/context.js';
 
 /** A Claude Code transcript written line by line, as the agent does. */
 class Transcript {
@@ -326,7 +327,7 @@ test(`wrap's hooks through the server the wrapper hosts: a Read ${flushed === 'u
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const base = { ...repo.env, AGENTSNAP_SERVER: 'on' };
   const r = await openRepo(repo.dir, { env: base });
-  const id = (await startSession(r, { agent: 'claude', owner: wrapperOwner() })).session;
+  const id = (await startSession(await openContext(r), { agent: 'claude', owner: wrapperOwner() })).session;
   const server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
   try {
     const env = { ...base, AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir, AGENTSNAP_HOOKS: 'claude' };
@@ -338,7 +339,7 @@ test(`wrap's hooks through the server the wrapper hosts: a Read ${flushed === 'u
   }
   try {
     // As wrap ends it: after the server, with the transcript the steps named.
-    await endSession(r, id, {});
+    await endSession(await openContext(r), id, {});
     await assertReadOnce(repo, id);
   } finally {
     repo.cleanup();
@@ -396,7 +397,7 @@ test('at the session end a read that never got its result is interrupted with pr
     await hook(repo, env, 'PostToolUse', { ...c1, tool_response: {} });
     // And one after the last hooked call, never ended either.
     tr.use('toolu_r2', 'Read', { file_path: 'b.txt' }, 'msg-3');
-    await endSession(await openRepo(repo.dir, { env: repo.env }), id, { transcriptPath: tr.file });
+    await endSession(await openContext(await openRepo(repo.dir, { env: repo.env })), id, { transcriptPath: tr.file });
     const s = await session(repo, id);
     assert.equal(s.steps.map((st) => [st.toolUseId, st.status]), [['toolu_r1', 'interrupted'], ['toolu_w1', 'done'], ['toolu_r2', 'interrupted']]);
     const [r1, w1s, r2] = s.steps;
@@ -430,8 +431,8 @@ test('a pre that read its tail before a later call was journaled (concurrent hoo
     await hook(repo, env, 'PreToolUse', c1);
     tr.use('toolu_r2', 'Read', { file_path: 'a.txt' }, 'msg-3');
     tr.result('toolu_r2', 'one');
-    await recordPre(r, id, { tool: 'Bash', toolUseId: 'toolu_b0', transcriptTail: { path: tr.file, tail: early as NonNullable<typeof early> } });
-    await recordPost(r, id, { toolUseId: 'toolu_b0', exactToolUseId: true });
+    await recordPre(await openContext(r), id, { tool: 'Bash', toolUseId: 'toolu_b0', transcriptTail: { path: tr.file, tail: early as NonNullable<typeof early> } });
+    await recordPost(await openContext(r), id, { toolUseId: 'toolu_b0', exactToolUseId: true });
     await hook(repo, env, 'PostToolUse', { ...c1, tool_response: {} });
     await hookedWrite(repo, env, tr, 'toolu_w3', 'b.txt', 'bee\n');
     const s = await session(repo, id);
@@ -625,7 +626,7 @@ test('a Read before a user\'s checkpoint (snap -m) is journaled before it, with 
 /** A session as `wrap` starts one, and its injected Claude Code hooks run as Claude Code runs them (Node path). */
 async function wrapLike(repo: TempRepo) {
   const r = await openRepo(repo.dir, { env: repo.env });
-  const id = (await startSession(r, { agent: 'claude', owner: wrapperOwner() })).session;
+  const id = (await startSession(await openContext(r), { agent: 'claude', owner: wrapperOwner() })).session;
   const env = { ...repo.env, AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir, AGENTSNAP_HOOKS: 'claude' };
   return { id, env, hookVia: settingsHooks(claudeHookSettings({ wrapped: true }), repo, env) };
 }
@@ -708,7 +709,7 @@ test('SessionStart after /clear (a new transcript): the reads of the old one are
     const j = journalOf(repo, id);
     assert.ok(j.preAt('toolu_r1') < j.opAt() && j.preAt('toolu_r2') < j.opAt(), 'both reads are journaled before the undo');
     // The wrapper's end imports the new transcript again: nothing twice.
-    await endSession(await openRepo(repo.dir, { env: repo.env }), id, {});
+    await endSession(await openContext(await openRepo(repo.dir, { env: repo.env })), id, {});
     assert.is(journalOf(repo, id).events.filter((e) => e.type === 'step.pre' && e.source === 'transcript').length, 2);
   } finally {
     repo.cleanup();
@@ -742,11 +743,11 @@ test('a resumed session (wrap --session) forgets the transcript its old run name
     const t1 = new Transcript(repo, 'old-run');
     await hookVia('SessionStart', { session_id: 'cc-old', transcript_path: t1.file, source: 'startup' });
     const r = await openRepo(repo.dir, { env: repo.env });
-    await endSession(r, id, {});
+    await endSession(await openContext(r), id, {});
     // Claude Code run again without the wrapper, on the old conversation: none of this session's.
     t1.use('toolu_r_outside', 'Read', { file_path: path.join(repo.dir, 'a.txt') });
     t1.result('toolu_r_outside', 'one');
-    await resumeSession(r, id, { agent: 'claude', owner: wrapperOwner() });
+    await resumeSession(await openContext(r), id, { agent: 'claude', owner: wrapperOwner() });
     const t2 = new Transcript(repo, 'new-run');
     await hookVia('SessionStart', { session_id: 'cc-new', transcript_path: t2.file, source: 'startup' });
     t2.use('toolu_r_new', 'Read', { file_path: path.join(repo.dir, 'a.txt') });

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
 import { openRepo, recordPost, recordPre, snap, startSession } from '../src/index.js';
 import { syntheticToolUseId } from '../src/agents/gemini.js';
+import { openContext } from '../src/session/context.js';
 
 const SID = '2907b720-0000-4000-8000-000000000001';
 
@@ -52,9 +53,9 @@ async function recordCalls(repo: TempRepo, transcript: string | null): Promise<s
     ['Bash', 'toolu_3', 'a4', 'c.txt', () => fs.writeFileSync(path.join(repo.dir, 'c.txt'), 'three\n')],
   ];
   for (const [tool, toolUseId, uuid, , change] of calls) {
-    await recordPre(r, id, { tool, toolUseId, input: { command: 'x' }, transcript: transcript ? { path: transcript, offset: 0, uuid } : null });
+    await recordPre(await openContext(r), id, { tool, toolUseId, input: { command: 'x' }, transcript: transcript ? { path: transcript, offset: 0, uuid } : null });
     change();
-    await recordPost(r, id, { toolUseId });
+    await recordPost(await openContext(r), id, { toolUseId });
   }
   return id;
 }
@@ -151,8 +152,8 @@ test('undo --chat of a call a subagent made cuts the main conversation before th
       ['toolu_sub2', null],
     ];
     for (const [toolUseId, uuid] of calls) {
-      await recordPre(r, id, { tool: 'Write', toolUseId, input: {}, transcript: { path: original, offset: 0, ...(uuid ? { uuid } : {}) } });
-      await recordPost(r, id, { toolUseId });
+      await recordPre(await openContext(r), id, { tool: 'Write', toolUseId, input: {}, transcript: { path: original, offset: 0, ...(uuid ? { uuid } : {}) } });
+      await recordPost(await openContext(r), id, { toolUseId });
     }
     // Steps: 1 the snap checkpoint, 2 toolu_1, 3 toolu_2 (the Agent call), 4 and 5 inside subagents.
     for (const step of ['4', '5']) {
@@ -239,11 +240,11 @@ function writeRollout(repo: TempRepo, id: string, context = false): string {
 
 async function recordCodexCalls(repo: TempRepo, rollout: string): Promise<string> {
   const r = await openRepo(repo.dir, { env: repo.env });
-  const id = (await startSession(r, { agent: 'codex' })).session;
+  const id = (await startSession(await openContext(r), { agent: 'codex' })).session;
   for (const [n, f] of [['1', 'a.txt'], ['2', 'b.txt'], ['3', 'c.txt']] as const) {
-    await recordPre(r, id, { tool: 'Bash', toolUseId: `call_${n}`, input: { command: `echo ${n}` }, transcript: { path: rollout, offset: 0 } });
+    await recordPre(await openContext(r), id, { tool: 'Bash', toolUseId: `call_${n}`, input: { command: `echo ${n}` }, transcript: { path: rollout, offset: 0 } });
     fs.writeFileSync(path.join(repo.dir, f), `${n}\n`);
-    await recordPost(r, id, { toolUseId: `call_${n}` });
+    await recordPost(await openContext(r), id, { toolUseId: `call_${n}` });
   }
   return id;
 }
@@ -405,12 +406,12 @@ test('undo N --chat of a Gemini CLI session writes a new chat cut before step N 
     const { file, calls } = writeGeminiChat(repo);
     const originalBytes = fs.readFileSync(file);
     const r = await openRepo(repo.dir, { env: repo.env });
-    const id = (await startSession(r, { agent: 'gemini' })).session;
+    const id = (await startSession(await openContext(r), { agent: 'gemini' })).session;
     for (const [i, c] of calls.entries()) {
       const toolUseId = syntheticToolUseId(c.name, c.args);
-      await recordPre(r, id, { tool: c.name, toolUseId, input: c.args, transcript: { path: file, offset: 0 } });
+      await recordPre(await openContext(r), id, { tool: c.name, toolUseId, input: c.args, transcript: { path: file, offset: 0 } });
       fs.writeFileSync(path.join(repo.dir, `f${i}.txt`), `${i}\n`);
-      await recordPost(r, id, { toolUseId });
+      await recordPost(await openContext(r), id, { toolUseId });
     }
     const chatOf = async (step: number) => {
       const res = await cliProcess(repo, ['undo', String(step), '--chat', '--session', id, '--json']);
@@ -459,9 +460,9 @@ test('undo N --compact forks the conversation with everything before step N as o
       ['Bash', 'toolu_3', 'a4', () => fs.writeFileSync(path.join(repo.dir, 'c.txt'), 'three\n'), false],
     ];
     for (const [tool, toolUseId, uuid, change, fails] of calls) {
-      await recordPre(r, id, { tool, toolUseId, input: { command: `run ${toolUseId}` }, transcript: { path: original, offset: 0, uuid } });
+      await recordPre(await openContext(r), id, { tool, toolUseId, input: { command: `run ${toolUseId}` }, transcript: { path: original, offset: 0, uuid } });
       change();
-      await recordPost(r, id, { toolUseId, ...(fails ? { status: 'failed' as const, error: 'Exit code 3' } : {}) });
+      await recordPost(await openContext(r), id, { toolUseId, ...(fails ? { status: 'failed' as const, error: 'Exit code 3' } : {}) });
     }
     // Step 1 is the snap's checkpoint; steps 2-4 the calls. Compact before step 4 (toolu_3, which shares message 2 with toolu_2).
     const res = await cliProcess(repo, ['undo', '3', '--compact', '--session', id, '--json']);
@@ -553,11 +554,11 @@ test('undo N --compact of a Gemini CLI session: a new chat whose messages before
     const { file, calls } = writeGeminiChat(repo);
     const originalBytes = fs.readFileSync(file);
     const r = await openRepo(repo.dir, { env: repo.env });
-    const id = (await startSession(r, { agent: 'gemini' })).session;
+    const id = (await startSession(await openContext(r), { agent: 'gemini' })).session;
     for (const c of calls) {
       const toolUseId = syntheticToolUseId(c.name, c.args);
-      await recordPre(r, id, { tool: c.name, toolUseId, input: c.args, transcript: { path: file, offset: 0 } });
-      await recordPost(r, id, { toolUseId });
+      await recordPre(await openContext(r), id, { tool: c.name, toolUseId, input: c.args, transcript: { path: file, offset: 0 } });
+      await recordPost(await openContext(r), id, { toolUseId });
     }
     const res = await cliProcess(repo, ['undo', '3', '--compact', '--session', id, '--json']);
     assert.is(res.code, 0, res.stderr);

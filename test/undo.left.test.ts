@@ -11,7 +11,7 @@ import { cli, sessionOf, step, tempRepo, type TempRepo } from './helpers.js';
 import { journalEvents } from './snap-helpers.js';
 import { groundTruth, treeEntries, diffEntries } from './support/nothing-lost.js';
 import { openRepo } from '../src/git/repo.js';
-import { loadSettings } from '../src/git/config.js';
+import { loadSettings } from '../src/settings/settings.js';
 import { snapshotTree } from '../src/snapshot/snapshot.js';
 import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';

@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo, step } from './helpers.js';
+import { openContext } from '../src/session/context.js';
 
 
 function sessionId(repo: TempRepo): string {
@@ -306,8 +307,8 @@ test('steps with effects outside the worktree are marked in log and listed after
     const { openRepo, recordPre, recordPost } = await import('../src/index.js');
     const r0 = await openRepo(repo.dir, { env: repo.env });
     const id = sessionId(repo);
-    await recordPre(r0, id, { tool: 'Bash', input: { command: 'npm test && git push origin main' } });
-    await recordPost(r0, id, {});
+    await recordPre(await openContext(r0), id, { tool: 'Bash', input: { command: 'npm test && git push origin main' } });
+    await recordPost(await openContext(r0), id, {});
     const log = await cli(repo, ['log']);
     assert.match(log.stdout, /not undoable: git push/);
     const r = await cli(repo, ['undo', '1']);

@@ -321,14 +321,14 @@ export async function runSnap(args: string[], io: CliIO): Promise<number | null>
  */
 export async function runServedWrap(
   args: string[],
-  io: CliIO & { openRepo: NonNullable<CliIO['openRepo']>; owner: { pid: number; start: string | null; host: string }; gitVersion: (env: NodeJS.ProcessEnv) => Promise<string> },
+  io: CliIO & { openContext: NonNullable<CliIO['openContext']>; owner: { pid: number; start: string | null; host: string }; gitVersion: (env: NodeJS.ProcessEnv) => Promise<string> },
 ): Promise<ServedWrap | { code: number } | null> {
   const quick = parseWrapArgs(args);
   if (!quick) return null;
   const { ctx, exitCode } = cliContext(io);
   try {
     const { beginServedWrap } = await import('./commands/wrap.js');
-    const begun = await beginServedWrap(ctx, quick as unknown as WrapArgs, { openRepo: io.openRepo, owner: io.owner, gitVersion: io.gitVersion });
+    const begun = await beginServedWrap(ctx, quick as unknown as WrapArgs, { openContext: io.openContext, owner: io.owner, gitVersion: io.gitVersion });
     if (!begun) return null;
     const { run } = begun;
     return {

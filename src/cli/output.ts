@@ -13,8 +13,8 @@ export interface CliIO {
   cwd: string;
   /** Read only by commands that take input (hook payloads). */
   stdin?: NodeJS.ReadableStream;
-  /** Set by the warm server: opens repositories through its cache. */
-  openRepo?: (cwd: string, env: NodeJS.ProcessEnv) => Promise<import('../git/repo.js').Repo>;
+  /** Set by the warm server: the context of a call (its repository, settings, snapshotter…). */
+  openContext?: import('../session/context.js').ContextOpener;
 }
 
 export interface Output {

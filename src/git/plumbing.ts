@@ -261,7 +261,6 @@ export async function writeTree(repo: Repo, indexFile: string): Promise<string> 
 
 /** Writes a commit with agentsnap's fixed identity; never signed. */
 export async function commitTree(repo: Repo, spec: CommitSpec): Promise<string> {
-  if (repo.accel?.commitTree) return repo.accel.commitTree(spec);
   const args = ['commit-tree', '--no-gpg-sign', spec.tree];
   for (const p of spec.parents) args.push('-p', p);
   args.push('-F', '-');
@@ -281,13 +280,6 @@ export async function commitTree(repo: Repo, spec: CommitSpec): Promise<string> 
 /** All-or-nothing ref transaction (`update-ref --stdin` with start/prepare/commit). */
 export async function updateRefs(repo: Repo, updates: RefUpdate[]): Promise<void> {
   if (updates.length === 0) return;
-  if (repo.accel?.updateRefs) {
-    try {
-      return await repo.accel.updateRefs(updates);
-    } catch {
-      // The one-shot path below reports the failure, or recovers a stale lock.
-    }
-  }
   const lines = ['start'];
   for (const u of updates) lines.push(u.value === null ? `delete ${u.ref}` : `update ${u.ref} ${u.value}`);
   lines.push('prepare', 'commit', '');

@@ -1,33 +1,13 @@
-// A Repo is the context every action receives: where the worktree and git
-// directories are, and a git runner bound to them. Nothing here is global, so
-// one process can hold several repositories at once.
+// A Repo says where a repository is: the worktree and git directories, the
+// environment, and a git runner bound to them. Nothing here is global, so one
+// process can hold several repositories at once. What a command does with it
+// (its settings, snapshotter, object writer, ref store) is its context
+// (session/context.ts), built once at the command's entry.
 import path from 'node:path';
 import { isUtf8 } from 'node:buffer';
 import { realpathSync, statSync } from 'node:fs';
 import { errors } from '../base/errors.js';
 import { cleanGitEnv, runGit, type GitOptions, type GitResult } from './run.js';
-import type { CommitSpec, RefUpdate, Settings, SnapshotTreeOptions, TreeSnapshotResult } from './types.js';
-
-/**
- * Faster ways to do what the plumbing does, offered by a long-running host
- * (the warm server): each gives the same result as the path it replaces, and
- * code falls back to that path when one is absent or fails.
- */
-export interface RepoAccel {
-  /** A session snapshot (same tree, skipped files and changes as snapshotTree). */
-  snapshot?: (opts: SnapshotTreeOptions) => Promise<TreeSnapshotResult>;
-  /**
-   * Whether `snapshot` takes the worktree content lock itself (another process takes the snapshot: the caller
-   * waiting on it with the lock held would stall a call that server serves first).
-   */
-  snapshotTakesContentLock?: boolean;
-  /** Writes a commit object in-process (same object as `git commit-tree`). */
-  commitTree?: (spec: CommitSpec) => Promise<string>;
-  /** One ref transaction, through a long-lived `git update-ref --stdin`. */
-  updateRefs?: (updates: RefUpdate[]) => Promise<void>;
-  /** Settings, re-read only when a file they come from changed. */
-  settings?: () => Promise<Settings>;
-}
 
 export const MIN_GIT_VERSION = '2.30.0';
 
@@ -51,8 +31,6 @@ export interface Repo {
   /** The environment agentsnap was started with (for AGENTSNAP_* lookups). */
   readonly callerEnv: NodeJS.ProcessEnv;
   git(args: string[], opts?: Partial<Omit<GitOptions, 'cwd' | 'env'>>): Promise<GitResult>;
-  /** Set by a long-running host only. */
-  readonly accel?: RepoAccel;
 }
 
 export interface OpenRepoOptions {

@@ -23,9 +23,10 @@ import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, Planned
 import { eventBase, readJournal } from '../session/journal.js';
 import { checkpointMadeBy, foldJournal, openSteps, type Session, type Step } from '../session/model.js';
 import type { Repo } from '../git/repo.js';
-import { loadSettings, type Settings } from '../git/config.js';
+import { loadSettings, type Settings } from '../settings/settings.js';
 import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from '../session/session.js';
 import { withLock } from '../base/lock.js';
+import { plainContext } from '../session/context.js';
 import { copyIndexFile, snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
 import { removeTempIndex, tempIndex } from '../snapshot/snapshot-now.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from '../git/plumbing.js';
@@ -942,7 +943,7 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
     return result;
   }
 
-  return withSessionLock(repo, id, settings, `${spec.kind}`, async (locked) => {
+  return withSessionLock(plainContext(repo, settings), id, `${spec.kind}`, async (locked) => {
     // Reads the transcript holds saw the head before this operation: journaled first, with that state.
     await locked.importReads();
     const lockFile = contentLockFile(repo);

@@ -11,12 +11,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { checkGitVersion, openRepo, type Repo, type RepoAccel } from '../git/repo.js';
-import { loadSettings, type GitConfig, type Settings } from '../git/config.js';
-import { RefUpdater } from '../git/ref-updater.js';
+import { checkGitVersion, openRepo, type Repo } from '../git/repo.js';
+import { type GitConfig } from '../git/config.js';
+import { settingsCache, type Settings } from '../settings/settings.js';
+import { inProcessObjectWriter, LongLivedRefStore } from '../git/writers.js';
+import { openContext, type ContextOpener } from '../session/context.js';
+import { hostSnapshotter, type EngineSlot } from '../snapshot/snapshotter.js';
 import { HookServer, type CallHandler, type ServerCall } from './server.js';
-import type { SnapshotTreeOptions, TreeSnapshotResult } from '../snapshot/snapshot.js';
-import { encodeCommit, objectStore } from '../git/objects.js';
+import type { TreeSnapshotResult } from '../snapshot/snapshot.js';
 import { IncrementalSnapshotter } from '../snapshot/incremental.js';
 import { inotifyLimit, removeWatchState, writeWatchState, type WatcherReport } from './watch-state.js';
 import { settingsKey, type TreeRequest } from './tree-client.js';
@@ -25,18 +27,15 @@ import { processStartTime, withLock } from '../base/lock.js';
 import crypto from 'node:crypto';
 import { writeEngineFailure } from './watch-state.js';
 
-/** A repository opener for a call: the server's own Repo when the call's worktree and git environment match it. */
-export type CallRepoOpener = (dir: string, env: NodeJS.ProcessEnv) => Promise<Repo>;
-
 /** What a call runs: the server itself knows none of it. */
 export interface ServerCalls {
   /** `agentsnap hook <args…>` with the agent's payload; the warning goes to the agent's stderr. */
-  hook(args: string[], call: { env: NodeJS.ProcessEnv; cwd: string; input: string; openRepo: CallRepoOpener }): Promise<{ warning: string | null; trace?: string }>;
+  hook(args: string[], call: { env: NodeJS.ProcessEnv; cwd: string; input: string; openContext: ContextOpener }): Promise<{ warning: string | null; trace?: string }>;
   /**
    * `agentsnap snap <args…>` from the Node client (bin/agentsnap.js over channel.ts): the exit code, output captured in io.
    * Absent, or null from it: the client is told to run the command itself (same output, without the server).
    */
-  snap?: (args: string[], io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openRepo: CallRepoOpener }) => Promise<number | null>;
+  snap?: (args: string[], io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openContext: ContextOpener }) => Promise<number | null>;
   /**
    * The first half of `agentsnap wrap <args…>` for the thin client (bin/wrap-client.js), which starts the agent
    * itself: the session begun (output in io), or its exit code when it ended there (a reported error), or null:
@@ -44,7 +43,7 @@ export interface ServerCalls {
    */
   wrap?: (
     args: string[],
-    io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openRepo: CallRepoOpener; owner: WrapClientOwner; gitVersion: (env: NodeJS.ProcessEnv) => Promise<string> },
+    io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openContext: ContextOpener; owner: WrapClientOwner; gitVersion: (env: NodeJS.ProcessEnv) => Promise<string> },
   ) => Promise<ServedWrap | { code: number } | null>;
 }
 
@@ -157,60 +156,11 @@ export function serverEngineIfUp(server: HookServer): IncrementalSnapshotter | n
   return engines.get(server)?.now() ?? null;
 }
 
-/** git's offset notation for the local time zone now: +0100, -0530. */
-function tzOffset(d: Date): string {
-  const m = -d.getTimezoneOffset();
-  const a = Math.abs(m);
-  return `${m < 0 ? '-' : '+'}${String(Math.floor(a / 60)).padStart(2, '0')}${String(a % 60).padStart(2, '0')}`;
-}
-
 /** Git-relevant variables: a call whose git environment differs from the server's gets a repo of its own. */
 const GIT_ENV_KEYS = ['GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_CONFIG_NOSYSTEM', 'HOME', 'XDG_CONFIG_HOME', 'PATH', 'GIT_EXEC_PATH'];
 
 function gitEnvKey(env: NodeJS.ProcessEnv): string {
   return JSON.stringify(GIT_ENV_KEYS.map((k) => env[k] ?? null));
-}
-
-/**
- * Settings read once and kept while none of the files they come from changed
- * (checked by stat on every call; a config file pulled in with include.path
- * is not watched: `agentsnap server stop` picks such a change up).
- */
-function cachedSettings(repo: Repo): () => Promise<Settings> {
-  let key = '';
-  let cached: Promise<Settings> | null = null;
-  const env = repo.env;
-  const home = env.HOME ?? os.homedir();
-  const files = [
-    path.join(repo.commonDir, 'config'),
-    path.join(repo.gitDir, 'config.worktree'),
-    path.join(repo.gitDir, 'agentsnap-exclude'),
-    path.join(repo.worktree, '.agentsnap.json'),
-    env.GIT_CONFIG_GLOBAL ?? path.join(home, '.gitconfig'),
-    env.GIT_CONFIG_GLOBAL ? '' : path.join(env.XDG_CONFIG_HOME ?? path.join(home, '.config'), 'git', 'config'),
-    env.GIT_CONFIG_NOSYSTEM ? '' : env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig',
-  ].filter(Boolean);
-  const plain = { ...repo, accel: undefined } as Repo;
-  return () => {
-    const now = files
-      .map((f) => {
-        try {
-          const st = fs.statSync(f, { bigint: true });
-          return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
-        } catch {
-          return '-'; // gone: its key says so, and the settings are read again
-        }
-      })
-      .join('|');
-    if (!cached || now !== key) {
-      key = now;
-      cached = loadSettings(plain);
-      cached.catch(() => { // the caller gets this failure through `cached`: a later call reads the settings again
-        cached = null;
-      });
-    }
-    return cached;
-  };
 }
 
 /** Whether `dir` is the worktree or inside it. */
@@ -233,21 +183,15 @@ function collector(): Writable & { text(): string } {
 }
 
 /** Starts the server of `repo`'s worktree (throws Busy when one runs already). */
-export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions & { calls: ServerCalls }): Promise<HookServer> {
-  const refs = new RefUpdater(base.worktree, { ...base.env, GIT_DIR: base.gitDir, GIT_WORK_TREE: base.worktree });
-  const accel: RepoAccel = { updateRefs: (u) => refs.update(u) };
-  const repo: Repo = { ...base, accel };
-  accel.settings = cachedSettings(repo);
-  // Commits in-process, as `git commit-tree` writes them (where objectStore says that is what git would do).
-  const store = objectStore(repo, opts.gitConfig);
-  if (store) {
-    accel.commitTree = async (spec) => {
-      const now = new Date();
-      const sig = { time: Math.floor(now.getTime() / 1000), tz: tzOffset(now) };
-      return store.write('commit', encodeCommit({ tree: spec.tree, parents: spec.parents, author: sig, committer: sig, message: spec.message }));
-    };
-  }
-  const serverGitKey = gitEnvKey(base.callerEnv);
+export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { calls: ServerCalls }): Promise<HookServer> {
+  // What every call in this worktree shares (its context is built per call, contextFor): a long-lived ref updater,
+  // commits written in-process (where objectStore says that is what git would do), settings re-read only when a
+  // file they come from changed, and the incremental engine once it is up.
+  const refs = new LongLivedRefStore(repo);
+  const objects = inProcessObjectWriter(repo, opts.gitConfig);
+  const settingsNow = settingsCache(repo);
+  const slot: EngineSlot = { engine: null };
+  const serverGitKey = gitEnvKey(repo.callerEnv);
   /** The server's repo for calls in its worktree with its git environment; a fresh one otherwise. */
   // A payload may name the worktree through a symlink (its cwd as the agent's shell sees it): compared as real
   // paths, or every such call took a fresh repository, hence a full scan, instead of the warm engine.
@@ -258,16 +202,20 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
       return p; // not there: compared as given
     }
   };
-  const realWorktree = realOrSelf(base.worktree);
-  const repoFor: CallRepoOpener = async (dir, env) => {
+  const realWorktree = realOrSelf(repo.worktree);
+  const contextFor: ContextOpener = async (dir, env) => {
     const real = gitEnvKey(env) === serverGitKey ? realOrSelf(dir) : null;
     if (real !== null && inside(realWorktree, real)) {
-      return { ...repo, callerEnv: env, prefix: path.relative(realWorktree, real).split(path.sep).join('/') + (real === realWorktree ? '' : '/') };
+      const callRepo: Repo = { ...repo, callerEnv: env, prefix: path.relative(realWorktree, real).split(path.sep).join('/') + (real === realWorktree ? '' : '/') };
+      return { repo: callRepo, settings: await settingsNow(), snapshotter: hostSnapshotter(slot, callRepo), objects, refs };
     }
-    return openRepo(dir, { env });
+    return openContext(await openRepo(dir, { env }));
   };
-  const trace = base.callerEnv.AGENTSNAP_SERVER_TRACE ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`) : null;
+  const trace = repo.callerEnv.AGENTSNAP_SERVER_TRACE ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`) : null;
   let openEngine: () => Promise<void> = () => Promise.resolve();
+  /** The engine's snapshot for the server's own use (a wrapper's tree request, the warm-up), once it is up. */
+  let engineSnapshot: ((o: { settings: Settings; parentTree: string | null }) => Promise<TreeSnapshotResult>) | null = null;
+  let published: ReturnType<typeof watchPublisher> | null = null;
   /**
    * A wrapper's snapshot (tree-client.ts), from the engine only: without one up (or for another worktree, git
    * environment or settings) the wrapper is told no (exit 3) and scans for itself. Under the content lock, as
@@ -275,7 +223,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
    */
   const serveTree = async (call: ServerCall): Promise<{ code: number; stdout: string; stderr: string }> => {
     const no = (why: string) => ({ code: 3, stdout: '', stderr: why });
-    const snapshot = accel.snapshot; // set once the engine is up
+    const snapshot = engineSnapshot; // set once the engine is up
     if (!snapshot) return no('no engine');
     if (!sameCapabilities(call.pid)) return no('other capabilities');
     if (gitEnvKey(call.env) !== serverGitKey) return no('another git environment');
@@ -287,10 +235,10 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     }
     if (req?.v !== 1 || typeof req.worktree !== 'string' || realOrSelf(req.worktree) !== realWorktree) return no('another worktree');
     if (req.parentTree !== null && !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(String(req.parentTree))) return no('bad parent');
-    const settings = await (accel.settings as () => Promise<Settings>)();
+    const settings = await settingsNow();
     if (settingsKey(settings) !== req.settings) return no('other settings');
     const res = await withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () =>
-      snapshot({ indexFile: '', settings, parentTree: req.parentTree, untrackedCache: true }),
+      snapshot({ settings, parentTree: req.parentTree }),
     );
     return { code: 0, stdout: JSON.stringify({ tree: res.tree, skipped: res.skipped, changed: res.changed, seeded: false }), stderr: '' };
   };
@@ -319,7 +267,7 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     const owner: WrapClientOwner = { pid: call.pid, start: processStartTime(call.pid), host: os.hostname() };
     const stdout = collector();
     const stderr = collector();
-    const res = opts.calls.wrap ? await opts.calls.wrap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openRepo: repoFor, owner, gitVersion }) : null;
+    const res = opts.calls.wrap ? await opts.calls.wrap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openContext: contextFor, owner, gitVersion }) : null;
     if (!res) return { warning: 'agentsnap: warning: the server does not begin this wrap' };
     if ('code' in res) return { warning: null, exit: { code: res.code, stdout: stdout.text(), stderr: stderr.text() } };
     const token = crypto.randomBytes(12).toString('hex');
@@ -351,7 +299,24 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     const code = await w.run.finish(exit, { stdout, stderr });
     return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
   };
+  /** After a call: the watcher's state for other processes, and (traced) what the engine's snapshots were. */
+  const afterCall = (before: { full: number; incremental: number } | null): void => {
+    const e = slot.engine;
+    if (!e) return;
+    published?.publish();
+    if (!trace || (before && before.full === e.stats.full && before.incremental === e.stats.incremental)) return;
+    trace(`snapshot: ${e.stats.full - (before?.full ?? 0)} full${e.stats.lastFullReason ? ` (last: ${e.stats.lastFullReason})` : ''}, ${e.stats.incremental - (before?.incremental ?? 0)} incremental${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
+  };
   const handle: CallHandler = async (call: ServerCall) => {
+    const e = slot.engine;
+    const before = e ? { full: e.stats.full, incremental: e.stats.incremental } : null;
+    try {
+      return await serveCall(call);
+    } finally {
+      afterCall(before);
+    }
+  };
+  const serveCall: CallHandler = async (call: ServerCall) => {
     void openEngine();
     trace?.(`call ${call.pid}: ${call.args.join(' ')}`);
     if (call.args[0] === 'wrap') return serveWrap(call);
@@ -364,14 +329,14 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
     if (call.args[0] === 'hook') {
       const input = await call.readStdin();
       trace?.(`call ${call.pid}: read ${input.length} bytes`);
-      const res = await opts.calls.hook(call.args.slice(1), { env: call.env, cwd: call.cwd, input, openRepo: repoFor });
+      const res = await opts.calls.hook(call.args.slice(1), { env: call.env, cwd: call.cwd, input, openContext: contextFor });
       trace?.(`call ${call.pid}: ${res.trace ?? res.warning ?? 'ok'}`);
       return { warning: res.warning };
     }
     if (call.args[0] === 'snap' && opts.calls.snap) {
       const stdout = collector();
       const stderr = collector();
-      const code = await opts.calls.snap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openRepo: repoFor });
+      const code = await opts.calls.snap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openContext: contextFor });
       if (code !== null) return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
     }
     return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };
@@ -379,28 +344,24 @@ export async function hostWorktreeServer(base: Repo, opts: WorktreeServerOptions
   const server = await HookServer.start(repo, { hosted: opts.hosted, ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}), handle, busy: wrapsAlive, ...(opts.onError ? { onError: opts.onError } : {}) });
   // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
   let engine: IncrementalSnapshotter | null = null;
-  let published: ReturnType<typeof watchPublisher> | null = null;
   let opening: Promise<void> | null = null;
   let closing = false;
   const open = (): Promise<void> =>
     (opening ??= opts.incremental === false || closing
       ? Promise.resolve()
-      : (accel.settings as () => Promise<Settings>)()
+      : settingsNow()
           .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings, idleSweeps: opts.idleSweeps !== false }))
           .then((e) => {
             engine = e;
             const watch = watchPublisher(server.runDir, e, opts.onNotice);
             published = watch;
             watch.publish();
-            accel.snapshot = async (o: SnapshotTreeOptions): Promise<TreeSnapshotResult> => {
-              const res = await e.snapshot({ settings: o.settings, parentTree: o.parentTree }).finally(() => watch.publish());
-              trace?.(`snapshot: ${res.mode}${res.mode === 'full' && e.stats.lastFullReason ? ` (${e.stats.lastFullReason})` : ''}${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
-              return res;
-            };
+            engineSnapshot = (o) => e.snapshot(o).finally(() => watch.publish());
+            slot.engine = e;
             if (opts.warmUp) {
-              const take = accel.snapshot;
-              void (accel.settings as () => Promise<Settings>)()
-                .then((settings) => withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ indexFile: '', settings, parentTree: null, untrackedCache: true })))
+              const take = engineSnapshot;
+              void settingsNow()
+                .then((settings) => withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ settings, parentTree: null })))
                 .then(() => trace?.('engine: warmed up'))
                 .catch((err: unknown) => {
                   trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);

@@ -27,9 +27,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { errors } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import { acquireLock, ownerAlive, type Lock, type LockOwner } from '../base/lock.js';
-import { ensureStateDir, openStateLog, replaceStateFile, runDirLayout } from '../base/state-dir.js';
+import { ensureStateDir, openStateLog, replaceStateFile, runDirLayout, stateLayout } from '../base/state-dir.js';
 import type { Repo } from '../git/repo.js';
-import { serverEnabled, type Settings } from '../git/config.js';
+import { serverEnabled, type Settings } from '../settings/settings.js';
 import { decodeRecord, pauseForTest, readPlainBytes, readPlainFile, runDirName, SLOTS } from './channel.js';
 
 export { SLOTS } from './channel.js';
@@ -47,7 +47,7 @@ export const AGENTSNAP_JS = path.join(PACKAGE_ROOT, 'bin', 'agentsnap.js');
  */
 export function runDirOf(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>): string {
   const linked = fs.existsSync(path.join(repo.gitDir, 'commondir'));
-  return path.join(repo.stateDir, 'run', runDirName(repo.gitDir, linked));
+  return path.join(stateLayout.runRoot(repo), runDirName(repo.gitDir, linked));
 }
 
 /**
@@ -88,7 +88,7 @@ export function prepareRunDir(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDi
   return dir;
 }
 
-export { serverEnabled, serverEnabledWithoutConfig } from '../git/config.js';
+export { serverEnabled, serverEnabledWithoutConfig } from '../settings/settings.js';
 
 export interface ServerInfo {
   pid: number;

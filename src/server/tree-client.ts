@@ -8,11 +8,11 @@
 // without its engine, one that dies or answers anything else) gives null, and
 // the caller takes the snapshot itself: the server only ever saves time.
 import crypto from 'node:crypto';
-import type { Settings, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
-import type { Repo, RepoAccel } from '../git/repo.js';
-import { withLock } from '../base/lock.js';
+import type { Settings } from '../settings/settings.js';
+import type { TreeSnapshotResult } from '../snapshot/snapshot.js';
+import type { Repo } from '../git/repo.js';
 import { snapshotTree } from '../snapshot/snapshot.js';
-import { contentLockFile } from '../session/locks.js';
+import { underContentLock, type Snapshotter } from '../snapshot/snapshotter.js';
 import { serverInfo } from './server.js';
 import { callServer, replyBytes, trustedServerPid } from './channel.js';
 
@@ -60,15 +60,12 @@ export async function snapshotByServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 
 }
 
 /**
- * The snapshot accelerator of a wrapper whose worktree has a background
- * server: the server's snapshot where it gives one, else the wrapper's own
- * full scan under the content lock (the server takes that lock itself).
+ * The snapshotter of a wrapper whose worktree has a background server: the server's snapshot where it gives one
+ * (the server takes the worktree content lock itself), else the wrapper's own full scan.
  */
-export function serverSnapshotAccel(repo: Repo): Pick<RepoAccel, 'snapshot' | 'snapshotTakesContentLock'> {
+export function serverSnapshotter(repo: Repo): Snapshotter {
   return {
-    snapshotTakesContentLock: true,
-    snapshot: async (o: SnapshotTreeOptions): Promise<TreeSnapshotResult> =>
-      (await snapshotByServer(repo, { parentTree: o.parentTree, settings: o.settings })) ??
-      withLock(contentLockFile(repo), { timeoutMs: o.settings.lockTimeoutMs, purpose: 'snapshot' }, () => snapshotTree(repo, o)),
+    snapshot: async (o, lock) =>
+      (await snapshotByServer(repo, { parentTree: o.parentTree, settings: o.settings })) ?? underContentLock(lock, o.indexFile, () => snapshotTree(repo, { ...o, donors: [] })),
   };
 }

@@ -6,8 +6,7 @@
 // nothing when the tree equals the session's latest snapshot.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Repo } from '../git/repo.js';
-import type { Settings } from '../git/config.js';
+import type { Context } from './context.js';
 import { recordCheckpointIfChanged } from './session.js';
 import { isAgentsnapError } from '../base/errors.js';
 
@@ -33,7 +32,8 @@ function insideGitDir(rel: string): boolean {
   return first === '.git';
 }
 
-export function startAutoCheckpoints(repo: Repo, session: string, settings: Settings, opts: AutoOptions = {}): AutoCheckpoints {
+export function startAutoCheckpoints(ctx: Context, session: string, opts: AutoOptions = {}): AutoCheckpoints {
+  const { repo, settings } = ctx;
   const quietMs = Math.max(0, settings.autoQuietMs);
   const pollMs = settings.autoPollMs;
   let stopped = false;
@@ -50,7 +50,7 @@ export function startAutoCheckpoints(repo: Repo, session: string, settings: Sett
   const madeBy = opts.madeBy ?? 'agent';
   const checkpointNow = async (): Promise<void> => {
     try {
-      await recordCheckpointIfChanged(repo, session, { settings, tool: AUTO_TOOL, message: 'the worktree changed', madeBy });
+      await recordCheckpointIfChanged(ctx, session, { tool: AUTO_TOOL, message: 'the worktree changed', madeBy });
     } catch (e) {
       // Busy: another snapshot holds the session; the next change or poll tries again.
       if (!(isAgentsnapError(e) && e.code === 'Busy')) warn(`agentsnap: warning: automatic checkpoint failed: ${(e as Error).message.split('\n')[0]}`);

@@ -3,17 +3,18 @@
 // (the truth), refs, then state.json. Lock order: session lock, then the
 // worktree content lock (held around every snapshot).
 import fs from 'node:fs';
-import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { testPoint } from '../base/test-point.js';
 import { appendEvent, truncateJournal, type JournalEvent } from './journal.js';
-import { acquireLock, withLock } from '../base/lock.js';
+import { acquireLock } from '../base/lock.js';
 import { lockFileIn } from '../base/state-dir.js';
 import { applyEvent, type Session } from './model.js';
-import { updateRefs, type RefUpdate } from '../git/plumbing.js';
-import { serverEnabled, type Settings } from '../git/config.js';
+import type { RefUpdate } from '../git/plumbing.js';
+import { serverEnabled } from '../settings/settings.js';
 import { isMissingObjectError } from '../git/missing.js';
-import { snapshotTree } from '../snapshot/snapshot.js';
+import type { SnapshotTreeOptions, TreeSnapshotResult } from '../snapshot/snapshot.js';
+import type { Context } from './context.js';
+import { forgetPrivateIndex } from '../snapshot/snapshotter.js';
 import type { Repo } from '../git/repo.js';
 import { type SessionPaths, sessionPaths, worktreeKey, keepRef } from './refs.js';
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, forgetPruned } from './state.js';
@@ -33,53 +34,28 @@ export function contentLockFile(repo: Repo): string {
   return lockFileIn(repo, `content-${worktreeKey(repo)}.lock`);
 }
 
-/** snapshotTree under the worktree content lock (the caller holds the session lock). */
-export async function lockedSnapshot(repo: Repo, settings: Settings, opts: Parameters<typeof snapshotTree>[1]): ReturnType<typeof snapshotTree> {
-  const file = contentLockFile(repo);
-  const take = repo.accel?.snapshot ?? ((o: Parameters<typeof snapshotTree>[1]) => snapshotTree(repo, o));
+/**
+ * The session's snapshot through the context's snapshotter (the caller holds the session lock), which reads the
+ * worktree under the worktree content lock (underContentLock).
+ */
+export async function lockedSnapshot(ctx: Context, opts: SnapshotTreeOptions): Promise<TreeSnapshotResult> {
+  const { repo, settings } = ctx;
   // With a server to take the next snapshots, a new copy of the user's index is not written back for them.
   const warmCopy = opts.warmCopy ?? !serverEnabled(repo.callerEnv, settings);
-  const once = () => take({ ...opts, untrackedCache: true, warmCopy });
-  // A private index (or its side caches) naming objects git's prune deleted: taken again from the disk alone.
-  const taken = async () => {
-    try {
-      return await once();
-    } catch (e) {
-      if (!isMissingObjectError(e)) throw e;
-      forgetPrivateIndex(opts.indexFile);
-      return once();
-    }
-  };
-  if (repo.accel?.snapshot && repo.accel.snapshotTakesContentLock) return taken();
-  return withLock(file, { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, taken);
-}
-
-/** Removes a private index and every cache beside it (`index.user-copy`, `index.no-attributes`, …; not git's lock). */
-export function forgetPrivateIndex(indexFile: string | undefined): void {
-  if (!indexFile) return;
-  const dir = path.dirname(indexFile);
-  const base = path.basename(indexFile);
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no state directory yet: no private index to forget
-    return;
-  }
-  for (const n of names) if (n === base || (n.startsWith(`${base}.`) && n !== `${base}.lock`)) fs.rmSync(path.join(dir, n), { force: true });
+  return ctx.snapshotter.snapshot({ ...opts, untrackedCache: true, warmCopy }, { file: contentLockFile(repo), timeoutMs: settings.lockTimeoutMs });
 }
 
 /** Runs fn under the session lock with fresh state; refuses sessions that are not running. */
 export async function mutate<T>(
-  repo: Repo,
+  ctx: Context,
   id: string,
-  settings: Settings,
   purpose: string,
   fn: (state: SessionState, p: SessionPaths) => Promise<T>,
   requireRunning = true,
   /** Whether fn may run again after a missing object (it writes nothing before its journal line: the snapshot steps). */
   retryPruned = requireRunning,
 ): Promise<T> {
+  const { repo, settings } = ctx;
   loadSessionExists(repo, id);
   const p = sessionPaths(repo, id);
   const lock = await acquireLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose });
@@ -113,13 +89,14 @@ export async function mutate<T>(
  * failure before the journal line leaves no step; a failure of the ref update
  * takes the line back (a full disk: no step, journal unchanged).
  */
-export async function commitEvent(repo: Repo, p: SessionPaths, state: SessionState, ev: JournalEvent, refs: RefUpdate[]): Promise<void> {
-  await keepObjects(repo, state.session.id, refs);
+export async function commitEvent(ctx: Context, p: SessionPaths, state: SessionState, ev: JournalEvent, refs: RefUpdate[]): Promise<void> {
+  const { repo } = ctx;
+  await keepObjects(ctx, state.session.id, refs);
   testPoint('commit-event.before-journal', repo.callerEnv, repo.worktree);
   const size = appendEvent(p.journal, ev);
   try {
     testPoint('commit-event.before-refs', repo.callerEnv, repo.worktree);
-    await updateRefs(repo, refs);
+    await ctx.refs.update(refs);
   } catch (e) {
     truncateJournal(p.journal, size - Buffer.byteLength(`${JSON.stringify(ev)}\n`));
     throw e;
@@ -143,11 +120,8 @@ export async function commitEvent(repo: Repo, p: SessionPaths, state: SessionSta
  * the journal line names them: from then on git's prune keeps them. The point
  * `commit-event.before-keep` is where a test lets a prune land.
  */
-export async function keepObjects(repo: Repo, session: string, refs: RefUpdate[]): Promise<void> {
-  testPoint('commit-event.before-keep', repo.callerEnv, repo.worktree);
+export async function keepObjects(ctx: Context, session: string, refs: RefUpdate[]): Promise<void> {
+  testPoint('commit-event.before-keep', ctx.repo.callerEnv, ctx.repo.worktree);
   const values = [...new Set(refs.map((r) => r.value).filter((v): v is string => !!v))];
-  await updateRefs(
-    repo,
-    values.map((value, i) => ({ ref: keepRef(session, i), value })),
-  );
+  await ctx.refs.update(values.map((value, i) => ({ ref: keepRef(session, i), value })));
 }

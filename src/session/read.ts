@@ -8,7 +8,7 @@ import { openRepo, type Repo } from '../git/repo.js';
 import type { Session, Step } from './model.js';
 import { loadSession, sessionPaths } from './session.js';
 import { snapshotNow } from '../snapshot/snapshot-now.js';
-import { loadSettings } from '../git/config.js';
+import { loadSettings } from '../settings/settings.js';
 import { treeOf } from '../git/plumbing.js';
 import { describeCall } from '../agents/registry.js';
 import { printableLine } from '../base/printable.js';

@@ -20,9 +20,8 @@ import { errors } from '../base/errors.js';
 import { assertSessionId, newSessionId } from '../base/ids.js';
 import { appendEvent, eventBase, type ChangedPath, type JournalEvent, type SkippedFile, type StepPostEvent, type TranscriptPosition } from './journal.js';
 import { withLock } from '../base/lock.js';
-import { foldJournal, type Step } from './model.js';
-import { commitTree, diffTrees, readHead, updateRefs, type RefUpdate } from '../git/plumbing.js';
-import { loadSettings, type Settings } from '../git/config.js';
+import { foldJournal, type Session, type Step } from './model.js';
+import { diffTrees, readHead, type RefUpdate } from '../git/plumbing.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
 import { maintainEndedSession, maintainInBackground, maybeMaintain } from './maintenance.js';
@@ -33,6 +32,7 @@ import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects } fr
 import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled, forgetPruned } from './state.js';
 import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOptions, selectSession } from './selection.js';
 import { importBeforeHeadMoves, importQuietly } from './transcript-import.js';
+import type { Context } from './context.js';
 import { envChangeAt } from './environment.js';
 export { STEP_REF_PREFIX, META_REF_PREFIX, stepRef, SESSION_META_PREFIX, sessionMetaRef, headRef, sessionOfRef, sessionRefs, sessionsDir, sessionIds, sessionPaths, worktreeKey, refsFor } from './refs.js';
 export type { SessionPaths } from './refs.js';
@@ -42,7 +42,6 @@ export { statusNow, wrapperRunning, wrapperGone, sessionInUse, listSessions, lis
 export type { SessionSummary, SelectOptions } from './selection.js';
 
 export interface SnapshotContext {
-  settings?: Settings;
   onProgress?: (phase: string) => void;
 }
 
@@ -91,10 +90,10 @@ export function commitMessage(fields: {
 }
 
 /** Starts a session: validates the id, takes the baseline (step 0) and journals the start. */
-export async function startSession(repo: Repo, opts: StartOptions = {}): Promise<SnapshotResult> {
+export async function startSession(ctx: Context, opts: StartOptions = {}): Promise<SnapshotResult> {
+  const { repo, settings } = ctx;
   const id = opts.id ? assertSessionId(opts.id) : newSessionId();
   await (opts.gitVersion ?? checkGitVersion(repo.env));
-  const settings = opts.settings ?? (await loadSettings(repo));
   const p = sessionPaths(repo, id);
   ensureDir(p.dir, repo.stateDir);
   return withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'start session' }, async () => {
@@ -107,8 +106,8 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
     }
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: null, donors: repo.accel?.snapshot ? [] : donorIndexes(repo, id), ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
-    const commit = await commitTree(repo, {
+    const snap = await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: null, donors: () => donorIndexes(repo, id), ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents: [],
       message: commitMessage({ summary: `session ${id} baseline`, session: id, step: 0, phase: 'baseline', tool: null, head: head.commit }),
@@ -133,17 +132,17 @@ export async function startSession(repo: Repo, opts: StartOptions = {}): Promise
       { ref: stepRef(id, 0), value: commit },
       { ref: headRef(id), value: commit },
     ];
-    await keepObjects(repo, id, refs);
+    await keepObjects(ctx, id, refs);
     let size: number;
     try {
       if (opts.owner) markRunning(repo, id);
       size = appendEvent(p.journal, ev);
-      await updateRefs(repo, refs);
+      await ctx.refs.update(refs);
     } catch (e) {
       // No session: no journal, no refs (a full disk leaves nothing behind; the keep ref is the session's own).
       fs.rmSync(p.journal, { force: true });
       if (opts.owner) unmarkRunning(repo, id);
-      await updateRefs(repo, [{ ref: keepRef(id, 0), value: null }]).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
+      await ctx.refs.update([{ ref: keepRef(id, 0), value: null }]).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
       throw e;
     }
     const s = foldJournal([ev]);
@@ -181,21 +180,20 @@ export interface LockedSession {
 }
 
 /** Runs fn under the session lock, ended sessions included (undo works after the agent has exited). */
-export async function withSessionLock<T>(repo: Repo, id: string, settings: Settings, purpose: string, fn: (s: LockedSession) => Promise<T>): Promise<T> {
+export async function withSessionLock<T>(ctx: Context, id: string, purpose: string, fn: (s: LockedSession) => Promise<T>): Promise<T> {
   return mutate(
-    repo,
+    ctx,
     id,
-    settings,
     purpose,
     async (state, p) => {
       // An operation writes the worktree before it journals: it is not run twice (mutate's retry), so what git's prune
       // deleted of the head is found first (one cat-file).
-      await forgetPruned(repo, state);
+      await forgetPruned(ctx.repo, state);
       return fn({
         paths: p,
         head: () => ({ commit: state.session.head, tree: state.session.headTree }),
-        append: (ev, refs) => commitEvent(repo, p, state, ev, refs),
-        importReads: () => importBeforeHeadMoves(repo, p, state, settings),
+        append: (ev, refs) => commitEvent(ctx, p, state, ev, refs),
+        importReads: () => importBeforeHeadMoves(ctx, p, state),
       });
     },
     false,
@@ -223,11 +221,11 @@ export interface PreOptions extends SnapshotContext {
 }
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
-export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): Promise<SnapshotResult> {
-  const settings = opts.settings ?? (await loadSettings(repo));
-  return mutate(repo, id, settings, 'snapshot (pre)', async (state, p) => {
+export async function recordPre(ctx: Context, id: string, opts: PreOptions = {}): Promise<SnapshotResult> {
+  const { repo, settings } = ctx;
+  return mutate(ctx, id, 'snapshot (pre)', async (state, p) => {
     // Reads still running beside this call get their start now (their end at a later import): call order holds.
-    if (opts.transcriptTail) await importQuietly(repo, p, state, settings, opts.transcriptTail.path, opts.transcriptTail.tail, opts.transcriptTail.callOffset);
+    if (opts.transcriptTail) await importQuietly(ctx, p, state, opts.transcriptTail.path, opts.transcriptTail.tail, opts.transcriptTail.callOffset);
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
@@ -235,8 +233,8 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
     const tool = clean(opts.tool ?? null);
     const snap =
       reusedSnapshot(s, opts.sameInstantAs) ??
-      (await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
-    const commit = await commitTree(repo, {
+      (await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
+    const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents: s.head ? [s.head] : [],
       message: commitMessage({ summary: `step ${step} pre ${tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool, head: head.commit }),
@@ -267,7 +265,7 @@ export async function recordPre(repo: Repo, id: string, opts: PreOptions = {}): 
       ...(envChanged ? { envChanged: clean(envChanged) } : {}),
       ...(tools ? { tools } : {}),
     };
-    await commitEvent(repo, p, state, ev, [
+    await commitEvent(ctx, p, state, ev, [
       { ref: stepRef(id, step), value: commit },
       { ref: headRef(id), value: commit },
     ]);
@@ -350,18 +348,18 @@ function findOpenStep(state: SessionState, opts: PostOptions): Step {
 }
 
 /** Phase post: snapshots the worktree after the call and closes its step. */
-export async function recordPost(repo: Repo, id: string, opts: PostOptions = {}): Promise<SnapshotResult> {
-  const settings = opts.settings ?? (await loadSettings(repo));
-  return mutate(repo, id, settings, 'snapshot (post)', async (state, p) => {
+export async function recordPost(ctx: Context, id: string, opts: PostOptions = {}): Promise<SnapshotResult> {
+  const { repo, settings } = ctx;
+  return mutate(ctx, id, 'snapshot (post)', async (state, p) => {
     const s = state.session;
     const st = findOpenStep(state, opts);
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     const pre = st.pre ?? s.head;
     // First parent: the pre-snapshot; second: the chain tip when other snapshots came between (overlapping calls).
     const parents = (s.head !== pre ? [pre, s.head] : [pre]).filter(Boolean);
-    const commit = await commitTree(repo, {
+    const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents,
       message: commitMessage({ summary: `step ${st.step} post ${st.tool ?? ''}`.trim(), session: id, step: st.step, phase: 'post', tool: st.tool, head: head.commit }),
@@ -391,7 +389,7 @@ export async function recordPost(repo: Repo, id: string, opts: PostOptions = {})
       if (!st.agentVersion && found.agentVersion) ev.agentVersion = clean(found.agentVersion);
       if (!st.model && found.model) ev.model = clean(found.model);
     }
-    await commitEvent(repo, p, state, ev, [
+    await commitEvent(ctx, p, state, ev, [
       { ref: stepRef(id, st.step), value: commit },
       { ref: headRef(id), value: commit },
     ]);
@@ -421,20 +419,20 @@ function reusedSnapshot(s: SessionState['session'], taken: SnapshotResult | null
 }
 
 /** A checkpoint step: one snapshot, pre and post the same. */
-export async function recordCheckpoint(repo: Repo, id: string, opts: CheckpointOptions = {}): Promise<SnapshotResult> {
-  return (await checkpoint(repo, id, opts, false)) as SnapshotResult;
+export async function recordCheckpoint(ctx: Context, id: string, opts: CheckpointOptions = {}): Promise<SnapshotResult> {
+  return (await checkpoint(ctx, id, opts, false)) as SnapshotResult;
 }
 
 /** A checkpoint step only when the worktree differs from the session's latest snapshot; null (nothing written) otherwise. */
-export async function recordCheckpointIfChanged(repo: Repo, id: string, opts: CheckpointOptions = {}): Promise<SnapshotResult | null> {
-  return checkpoint(repo, id, opts, true);
+export async function recordCheckpointIfChanged(ctx: Context, id: string, opts: CheckpointOptions = {}): Promise<SnapshotResult | null> {
+  return checkpoint(ctx, id, opts, true);
 }
 
-async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyIfChanged: boolean, importReads = true): Promise<SnapshotResult | null> {
-  const settings = opts.settings ?? (await loadSettings(repo));
-  return mutate(repo, id, settings, 'snapshot (checkpoint)', async (state, p) => {
+async function checkpoint(ctx: Context, id: string, opts: CheckpointOptions, onlyIfChanged: boolean, importReads = true): Promise<SnapshotResult | null> {
+  const { repo, settings } = ctx;
+  return mutate(ctx, id, 'snapshot (checkpoint)', async (state, p) => {
     // The reads the transcript holds now saw the head before this checkpoint (wrap --auto's: only when it records something).
-    if (importReads && !onlyIfChanged) await importBeforeHeadMoves(repo, p, state, settings);
+    if (importReads && !onlyIfChanged) await importBeforeHeadMoves(ctx, p, state);
     let s = state.session;
     const head = await readHead(repo);
     const clean = journaled(settings);
@@ -442,14 +440,14 @@ async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyI
     const message = clean(opts.message ?? null);
     const snap =
       reusedSnapshot(s, opts.sameInstantAs) ??
-      (await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
+      (await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
     if (onlyIfChanged && snap.tree === s.headTree) return null;
     if (importReads && onlyIfChanged) {
-      await importBeforeHeadMoves(repo, p, state, settings);
+      await importBeforeHeadMoves(ctx, p, state);
       s = state.session;
     }
     const step = s.nextStep;
-    const commit = await commitTree(repo, {
+    const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents: s.head ? [s.head] : [],
       message: commitMessage({ summary: `step ${step} checkpoint${message ? `: ${message}` : ''}`, session: id, step, phase: 'checkpoint', tool, head: head.commit }),
@@ -467,7 +465,7 @@ async function checkpoint(repo: Repo, id: string, opts: CheckpointOptions, onlyI
       changed: snap.changed,
       skipped: snap.skipped,
     };
-    await commitEvent(repo, p, state, ev, [
+    await commitEvent(ctx, p, state, ev, [
       { ref: stepRef(id, step), value: commit },
       { ref: headRef(id), value: commit },
     ]);
@@ -484,13 +482,12 @@ export interface UnprotectedOptions {
   reason: string;
   toolUseId?: string | null;
   input?: unknown;
-  settings?: Settings;
 }
 
 /** Journals that a snapshot could not be taken: the step exists but is not protected (undo across it needs --force). */
-export async function recordUnprotected(repo: Repo, id: string, opts: UnprotectedOptions): Promise<{ session: string; step: number }> {
-  const settings = opts.settings ?? (await loadSettings(repo));
-  return mutate(repo, id, settings, 'record unprotected step', async (state, p) => {
+export async function recordUnprotected(ctx: Context, id: string, opts: UnprotectedOptions): Promise<{ session: string; step: number }> {
+  const { settings } = ctx;
+  return mutate(ctx, id, 'record unprotected step', async (state, p) => {
     const step = opts.step ?? state.session.nextStep;
     const clean = journaled(settings);
     const ev: JournalEvent = {
@@ -503,7 +500,7 @@ export async function recordUnprotected(repo: Repo, id: string, opts: Unprotecte
       ...(opts.toolUseId ? { toolUseId: opts.toolUseId } : {}),
       ...(opts.input !== undefined ? { input: clean(opts.input) } : {}),
     };
-    await commitEvent(repo, p, state, ev, []);
+    await commitEvent(ctx, p, state, ev, []);
     return { session: id, step };
   });
 }
@@ -519,9 +516,9 @@ export interface ResumeOptions extends SnapshotContext {
  * sessions another live wrapper still runs, journals `session.resume`, then
  * checkpoints the worktree as the new run's starting point.
  */
-export async function resumeSession(repo: Repo, id: string, opts: ResumeOptions = {}): Promise<SnapshotResult> {
+export async function resumeSession(ctx: Context, id: string, opts: ResumeOptions = {}): Promise<SnapshotResult> {
+  const { repo, settings } = ctx;
   loadSessionExists(repo, id);
-  const settings = opts.settings ?? (await loadSettings(repo));
   const p = sessionPaths(repo, id);
   await withLock(p.lock, { timeoutMs: settings.lockTimeoutMs, purpose: 'resume session' }, async () => {
     const state = await loadState(repo, id);
@@ -544,10 +541,10 @@ export async function resumeSession(repo: Repo, id: string, opts: ResumeOptions 
     const clean = journaled(settings);
     const ev: JournalEvent = { ...eventBase(id), type: 'session.resume', agent: clean(opts.agent ?? null), command: clean(opts.command ?? null), owner: opts.owner ?? null };
     if (opts.owner) markRunning(repo, id);
-    await commitEvent(repo, p, state, ev, []);
+    await commitEvent(ctx, p, state, ev, []);
   });
   // No import: what the old transcript holds since the session ended belongs to no run of this session.
-  return (await checkpoint(repo, id, { settings, message: 'session resumed', ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }, false, false)) as SnapshotResult;
+  return (await checkpoint(ctx, id, { message: 'session resumed', ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }, false, false)) as SnapshotResult;
 }
 
 export interface EndOptions extends SnapshotContext {
@@ -564,24 +561,24 @@ export interface EndOptions extends SnapshotContext {
 }
 
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
-export async function endSession(repo: Repo, id: string, opts: EndOptions = {}): Promise<{ commit: string | null; changed: ChangedPath[] }> {
-  const settings = opts.settings ?? (await loadSettings(repo));
+export async function endSession(ctx: Context, id: string, opts: EndOptions = {}): Promise<{ commit: string | null; changed: ChangedPath[] }> {
+  const { repo, settings } = ctx;
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
-  await mutate(repo, id, settings, 'import transcript calls', async (state, p) => {
+  await mutate(ctx, id, 'import transcript calls', async (state, p) => {
     const transcript = opts.transcriptPath ?? state.session.agentTranscript ?? (importsReadCalls(state.session.agent) ? state.transcriptPath : null);
     const tail = transcript ? transcriptReader(state.session.agent, transcript)?.readTail(transcript) ?? null : null;
-    if (transcript && tail) await importQuietly(repo, p, state, settings, transcript, tail, undefined, true);
+    if (transcript && tail) await importQuietly(ctx, p, state, transcript, tail, undefined, true);
   });
   for (const st of [...(await loadState(repo, id, false)).session.open]) {
-    await recordPost(repo, id, { settings, step: st.step, status: 'interrupted' });
+    await recordPost(ctx, id, { step: st.step, status: 'interrupted' });
   }
-  return mutate(repo, id, settings, 'end session', async (state, p) => {
+  return mutate(ctx, id, 'end session', async (state, p) => {
     const s = state.session;
     const head = await readHead(repo);
-    const snap = await lockedSnapshot(repo, settings, { indexFile: p.index, settings, parentTree: s.headTree });
+    const snap = await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: s.headTree });
     let commit: string | null = null;
     if (snap.tree !== s.headTree) {
-      commit = await commitTree(repo, {
+      commit = await ctx.objects.commitTree({
         tree: snap.tree,
         parents: [s.head],
         message: commitMessage({ summary: `session ${id} final`, session: id, step: null, phase: 'final', tool: null, head: head.commit }),
@@ -596,7 +593,7 @@ export async function endSession(repo: Repo, id: string, opts: EndOptions = {}):
       tree: commit ? snap.tree : null,
       changed: commit ? snap.changed : [],
     };
-    await commitEvent(repo, p, state, ev, commit ? [{ ref: headRef(id), value: commit }] : []);
+    await commitEvent(ctx, p, state, ev, commit ? [{ ref: headRef(id), value: commit }] : []);
     unmarkRunning(repo, id);
     if (!opts.packInBackground) await maybeMaintain(repo, p, state, true);
     // A server runs it itself, after its reply (no Node process of its own to start: ~0.1 s of CPU a session).
@@ -621,14 +618,13 @@ export interface TranscriptOptions extends SnapshotContext {
  * replaces another (/clear) is journaled after the reads the old one holds.
  * Returns whether it journaled.
  */
-export async function recordTranscript(repo: Repo, id: string, opts: TranscriptOptions): Promise<boolean> {
-  const settings = opts.settings ?? (await loadSettings(repo));
-  return mutate(repo, id, settings, 'journal the transcript', async (state, p) => {
+export async function recordTranscript(ctx: Context, id: string, opts: TranscriptOptions): Promise<boolean> {
+  return mutate(ctx, id, 'journal the transcript', async (state, p) => {
     const before = state.session.agentTranscript;
     if (before === opts.path) return false;
     // Only the transcript this run named: what an older run's holds since it ended is no run of this session.
-    if (before) await importBeforeHeadMoves(repo, p, state, settings);
-    await commitEvent(repo, p, state, { ...eventBase(id), type: 'session.transcript', path: opts.path }, []);
+    if (before) await importBeforeHeadMoves(ctx, p, state);
+    await commitEvent(ctx, p, state, { ...eventBase(id), type: 'session.transcript', path: opts.path }, []);
     return true;
   });
 }
@@ -638,11 +634,11 @@ export async function recordTranscript(repo: Repo, id: string, opts: TranscriptO
  * environment, else the running session of this worktree, else a new one
  * (created under the worktree lock, so concurrent calls share one session).
  */
-export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotContext & { /** false: never start one (`--phase post` closes a step of a running session). */ start?: boolean }): Promise<{ id: string; created: SnapshotResult | null }> {
+export async function sessionForSnap(ctx: Context, opts: SelectOptions & SnapshotContext & { /** false: never start one (`--phase post` closes a step of a running session). */ start?: boolean }): Promise<{ id: string; created: SnapshotResult | null }> {
+  const { repo, settings } = ctx;
   if (opts.session || repo.callerEnv.AGENTSNAP_SESSION) {
     return { id: (await selectSession(repo, opts)).id, created: null };
   }
-  const settings = opts.settings ?? (await loadSettings(repo));
   const lockFile = worktreeLockFile(repo);
   return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'select session' }, async () => {
     const running = (await listSessions(repo)).find((s) => s.worktree === repo.worktree && s.status === 'running');
@@ -653,7 +649,7 @@ export async function sessionForSnap(repo: Repo, opts: SelectOptions & SnapshotC
         data: { worktree: repo.worktree },
       });
     }
-    const created = await startSession(repo, { settings, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const created = await startSession(ctx, { ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     return { id: created.session, created };
   });
 }

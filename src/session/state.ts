@@ -8,7 +8,7 @@ import { readJournal } from './journal.js';
 import { foldJournal, openSteps, type Session, type Step } from './model.js';
 import { updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { isMissingObjectError, missingObjects } from '../git/missing.js';
-import { type Settings } from '../git/config.js';
+import { type Settings } from '../settings/settings.js';
 import type { Repo } from '../git/repo.js';
 import { redactValue } from './redact.js';
 import { sessionPaths, refsFor } from './refs.js';

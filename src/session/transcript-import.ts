@@ -3,9 +3,8 @@
 // steps whose pre and post are the state they saw.
 import { appendEvents, eventBase, type JournalEvent } from './journal.js';
 import { applyEvent, type Session, type Step } from './model.js';
-import { updateRefs, type RefUpdate } from '../git/plumbing.js';
-import { type Settings } from '../git/config.js';
-import type { Repo } from '../git/repo.js';
+import type { RefUpdate } from '../git/plumbing.js';
+import type { Context } from './context.js';
 import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { sanitize } from './redact.js';
@@ -22,7 +21,8 @@ import { type SessionState, stateFrom, writeState, loadSession, loadState } from
  * `interrupted`, still pre = post. Caller holds the session lock. Never
  * throws for a transcript it cannot read: it imports nothing then.
  */
-export async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<number> {
+export async function importTranscriptCalls(ctx: Context, p: SessionPaths, state: SessionState, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<number> {
+  const { repo, settings } = ctx;
   // A state cache written before this existed has no recent ids: take them from the journal once.
   const recent = state.recentToolUseIds ?? loadSession(repo, state.session.id).steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []));
   const known = new Set(recent);
@@ -124,7 +124,7 @@ export async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: 
   // One write and one fsync for them all.
   if (events.length > 0) size = appendEvents(p.journal, events);
   for (const ev of events) applyEvent(s, ev);
-  await updateRefs(repo, refs);
+  await ctx.refs.update(refs);
   const next = stateFrom(s, size, { ...state, recentToolUseIds: recent }, true);
   writeState(p.state, next);
   Object.assign(state, next);
@@ -143,7 +143,7 @@ export async function importTranscriptCalls(repo: Repo, p: SessionPaths, state: 
  * import. The transcript is the one the last import read (else the newest
  * step's, for a Claude Code session): none, and this costs nothing.
  */
-export async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings): Promise<void> {
+export async function importBeforeHeadMoves(ctx: Context, p: SessionPaths, state: SessionState): Promise<void> {
   if (state.session.ended || state.session.discarded) return;
   const transcript = readsTranscript(state);
   if (!transcript) return;
@@ -156,7 +156,7 @@ export async function importBeforeHeadMoves(repo: Repo, p: SessionPaths, state: 
     const at = reader.locateCall(transcript, o.toolUseId, tail).lineOffset;
     if (at !== undefined) pendingBefore = Math.min(pendingBefore, at);
   }
-  await importQuietly(repo, p, state, settings, transcript, tail, pendingBefore);
+  await importQuietly(ctx, p, state, transcript, tail, pendingBefore);
 }
 
 /**
@@ -170,11 +170,11 @@ function readsTranscript(state: SessionState): string | null {
 }
 
 /** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */
-export async function importQuietly(repo: Repo, p: SessionPaths, state: SessionState, settings: Settings, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<void> {
+export async function importQuietly(ctx: Context, p: SessionPaths, state: SessionState, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<void> {
   try {
-    await importTranscriptCalls(repo, p, state, settings, transcriptPath, tail, pendingBefore, final);
+    await importTranscriptCalls(ctx, p, state, transcriptPath, tail, pendingBefore, final);
   } catch {
     // An unreadable or foreign transcript costs only its imports; a journal that cannot be read fails loadState here.
-    Object.assign(state, await loadState(repo, state.session.id));
+    Object.assign(state, await loadState(ctx.repo, state.session.id));
   }
 }

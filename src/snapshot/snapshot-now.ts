@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Repo } from '../git/repo.js';
-import type { Settings } from '../git/config.js';
+import type { Settings } from '../settings/settings.js';
 import { copyIndexFile, noFlagsMarker, snapshotTree } from './snapshot.js';
 import { unlinkQuiet } from '../base/fsutil.js';
 import { ensureStateDir, stateLayout } from '../base/state-dir.js';

@@ -16,7 +16,8 @@ import path from 'node:path';
 import { copyToFreshStateFile, readStateFile, replaceStateFile } from '../base/state-dir.js';
 import picomatch from 'picomatch';
 import { errors, isAgentsnapError } from '../base/errors.js';
-import { SECRET_ALLOW, SECRET_PATTERNS, gitBool, lastValue, readGitConfig, type GitConfig, type Settings } from '../git/config.js';
+import { gitBool, lastValue, readGitConfig, type GitConfig } from '../git/config.js';
+import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from '../settings/settings.js';
 import type { Repo } from '../git/repo.js';
 import { snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
@@ -28,8 +29,60 @@ import { objectStore } from '../git/objects.js';
 import { oldestRecentMtime, oldestRefreshedMtime, oldestUnlikeMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
 import { blobOf, hashRaw, TreeEditor, unsupportedConfig, type Leaf } from './tree-editor.js';
 import { clearStaleGitLock } from '../base/lock.js';
-import type { SkippedFile, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
-export type { TreeSnapshot, SnapshotOptions, SnapshotTreeOptions, TreeSnapshotResult } from '../git/types.js';
+import type { ChangedPath, SkippedFile } from '../git/types.js';
+
+export interface TreeSnapshot {
+  tree: string;
+  skipped: SkippedFile[];
+}
+
+export interface SnapshotOptions {
+  /** The private index file; created from the worktree's own index when missing. */
+  indexFile: string;
+  settings: Settings;
+  /** Called with a short description of slow phases (for a progress indicator). */
+  onProgress?: (phase: string) => void;
+}
+
+export interface SnapshotTreeOptions extends SnapshotOptions {
+  /** Tree of the session's previous snapshot, to report what changed since (null for a baseline). */
+  parentTree: string | null;
+  /**
+   * A long-lived index (a session's private one): list untracked files
+   * through git's untracked cache where that is exact, and keep what the
+   * next snapshot can reuse next to the index (userIndexVsTree,
+   * noAttributesMarker). Throwaway indexes leave this off.
+   */
+  untrackedCache?: boolean;
+  /**
+   * Whether a new copy of the user's index (the in-process path) is written
+   * back with git's untracked cache and refreshed stat data (~0.1 s at 100k
+   * files), which only a later Node-path snapshot of this index uses. Off
+   * where a server will take the next snapshots (default on).
+   */
+  warmCopy?: boolean;
+  /**
+   * Private indexes of this worktree's earlier sessions, newest first: a new
+   * index starts as a copy of the first that is still an unwritten copy of
+   * the user's index as it is now (with git's untracked cache), instead of a
+   * fresh copy of the user's index (see adoptDonor in snapshot.ts). A function: listed only when a new index is
+   * seeded (the session's baseline; a snapshotter that keeps no private index never lists them).
+   */
+  donors?: readonly string[] | (() => readonly string[]);
+  /** Dirty paths above which the in-process path leaves the snapshot to git (tests; default MAX_IN_PROCESS_PATHS). */
+  maxInProcessPaths?: number;
+}
+
+export interface TreeSnapshotResult extends TreeSnapshot {
+  /** Whether the private index was created by this call. */
+  seeded: boolean;
+  /** The earlier session's index this new one was copied from (see SnapshotTreeOptions.donors). */
+  adopted?: string;
+  /** Why the in-process path (inProcessSnapshot) was tried and not taken (tests, debugging). */
+  declined?: string;
+  /** Changes against parentTree. */
+  changed: ChangedPath[];
+}
 
 /**
  * Copies an index file keeping its mtime: git tells "racily clean" entries
@@ -175,7 +228,8 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   let { state: copy, base: knownBase } = opts.untrackedCache ? userCopyState(indexFile, userKey) : { state: 'none' as const, base: null };
   if (copy === 'stale') discardPrivateIndex(indexFile);
   // A new index continues an earlier session's copy of the user's index where that copy is still exact (adoptDonor).
-  const adopted = opts.untrackedCache && opts.donors?.length && !fs.existsSync(indexFile) ? adoptDonor(repo, indexFile, opts.donors, userKey) : null;
+  const donors = opts.untrackedCache && opts.donors && !fs.existsSync(indexFile) ? (typeof opts.donors === 'function' ? opts.donors() : opts.donors) : [];
+  const adopted = donors.length > 0 ? adoptDonor(repo, indexFile, donors, userKey) : null;
   if (adopted) {
     ({ state: copy, base: knownBase } = userCopyState(indexFile, userKey));
     fs.rmSync(noFlagsMarker(indexFile), { force: true });

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { newSessionId } from '../base/ids.js';
 import type { Repo } from '../git/repo.js';
-import { loadSettings, type Settings } from '../git/config.js';
+import { loadSettings, type Settings } from '../settings/settings.js';
 import { withLock } from '../base/lock.js';
 import { commitTree, readHead, treeOf, updateRefs } from '../git/plumbing.js';
 import { eventBase, readJournal, type SessionApplyEvent, type SessionApplyUndoEvent } from '../session/journal.js';

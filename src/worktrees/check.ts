@@ -13,7 +13,7 @@ import { errors, isAgentsnapError } from '../base/errors.js';
 import { acquireLock, ownerAlive, type Lock } from '../base/lock.js';
 import { packageRoot } from '../base/package-root.js';
 import { openRepo, type Repo } from '../git/repo.js';
-import type { Settings } from '../git/config.js';
+import type { Settings } from '../settings/settings.js';
 import { treeOf } from '../git/plumbing.js';
 import { eventBase, type StepCheckEvent } from '../session/journal.js';
 import type { Session, Step } from '../session/model.js';

@@ -10,9 +10,10 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { newSessionId } from '../base/ids.js';
 import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from '../git/repo.js';
-import { loadSettings, type Settings } from '../git/config.js';
+import { loadSettings, type Settings } from '../settings/settings.js';
 import { eventBase, type JournalEvent, type SessionApplyEvent, type SessionDiscardEvent, type SessionPromoteEvent } from '../session/journal.js';
 import { clearStaleGitLock, withLock } from '../base/lock.js';
+import { openContext, plainContext } from '../session/context.js';
 import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { splitNul } from '../git/run.js';
 import { readIndexFlags } from '../git/index-file.js';
@@ -92,7 +93,7 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
 
 /** Journals an event of the session (and moves refs) the way every step does: under its lock; journal, refs, state. */
 export function recordEvent(repo: Repo, id: string, settings: Settings, ev: JournalEvent, refs: RefUpdate[] = []): Promise<void> {
-  return withSessionLock(repo, id, settings, ev.type, (locked) => locked.append(ev, refs));
+  return withSessionLock(plainContext(repo, settings), id, ev.type, (locked) => locked.append(ev, refs));
 }
 
 export interface ApplyOptions {
@@ -508,8 +509,10 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
       data: { session: id, path: meta.path },
     });
   }
-  if (wt && !s.ended && !s.discarded) {
-    const ended = await endSession(wt, id, { settings: await loadSettings(wt), exitCode: null, signal: null });
+  // The session worktree's context, its settings read once: its final snapshot (the session's end, or below) reads them.
+  const wtCtx = wt ? await openContext(wt) : null;
+  if (wtCtx && !s.ended && !s.discarded) {
+    const ended = await endSession(wtCtx, id, { exitCode: null, signal: null });
     result.finalCommit = ended.commit;
     s = loadSession(repo, id);
   }
@@ -525,11 +528,10 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
       forced: !!opts.force,
     };
     const refs: RefUpdate[] = [];
-    await withSessionLock(repo, id, settings, 'discard', async (locked) => {
-      if (wt) {
+    await withSessionLock(plainContext(repo, settings), id, 'discard', async (locked) => {
+      if (wt && wtCtx) {
         // The final snapshot must succeed before anything is removed.
-        const wtSettings = await loadSettings(wt);
-        const snap = await snapshotTree(wt, { indexFile: p.index, settings: wtSettings, parentTree: s.headTree });
+        const snap = await snapshotTree(wt, { indexFile: p.index, settings: wtCtx.settings, parentTree: s.headTree });
         const copied = new Set(meta?.copied ?? []);
         const lost = snap.skipped.filter((f) => !copied.has(f.path) && !(meta?.shared ?? []).some((x) => x.path === f.path));
         if (meta && lost.length > 0 && !opts.force) {

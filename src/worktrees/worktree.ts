@@ -20,11 +20,13 @@ import picomatch from 'picomatch';
 import { errors } from '../base/errors.js';
 import { assertSessionId, newSessionId, sessionIdProblem } from '../base/ids.js';
 import { openRepo, type Repo } from '../git/repo.js';
-import { lastValue, loadSettings, parseBool, readGitConfig, WORKTREE_EXCLUDE_FILE, type Settings } from '../git/config.js';
+import { lastValue, parseBool, readGitConfig } from '../git/config.js';
+import { loadSettings, WORKTREE_EXCLUDE_FILE, type Settings } from '../settings/settings.js';
 import { commitTree, readHead, resolveCommit, treeOf, updateRefs, writeTree } from '../git/plumbing.js';
 import { cleanGitEnv, runGit, splitNul } from '../git/run.js';
 import { copyIndexFile } from '../snapshot/snapshot.js';
 import { removeTempIndex, snapshotNow, tempIndex } from '../snapshot/snapshot-now.js';
+import { openContext, type Context } from '../session/context.js';
 import { commitMessage, sessionIds, sessionMetaRef, sessionPaths, startSession, type SnapshotResult, type StartOptions } from '../session/session.js';
 import { applyPlan, planChanges, withoutSkipped } from '../restore/restore.js';
 import { exists, rmQuiet } from '../base/fsutil.js';
@@ -472,6 +474,8 @@ export interface WorktreeSessionOptions extends CreateWorktreeOptions, Omit<Star
 
 export interface WorktreeSession extends CreatedWorktree {
   baseline: SnapshotResult;
+  /** The new worktree's context (its settings read once), for the session's other steps. */
+  ctx: Context;
 }
 
 /**
@@ -482,16 +486,15 @@ export interface WorktreeSession extends CreatedWorktree {
 export async function startWorktreeSession(repo: Repo, opts: WorktreeSessionOptions = {}): Promise<WorktreeSession> {
   const created = await createSessionWorktree(repo, opts);
   try {
-    const settings = await loadSettings(created.repo);
-    const baseline = await startSession(created.repo, {
+    const ctx = await openContext(created.repo);
+    const baseline = await startSession(ctx, {
       id: created.meta.session,
-      settings,
       agent: opts.agent ?? null,
       command: opts.command ?? null,
       owner: opts.owner ?? null,
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
     });
-    return { ...created, baseline };
+    return { ...created, baseline, ctx };
   } catch (e) {
     await removeSessionWorktree(repo, created.meta).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
     if (!fs.existsSync(sessionPaths(repo, created.meta.session).journal)) rmQuiet(sessionPaths(repo, created.meta.session).dir);

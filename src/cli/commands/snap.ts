@@ -40,7 +40,7 @@ export const snapCommand: CommandFactory = (ctx) => ({
       res = await snap({
         cwd: ctx.io.cwd,
         env: ctx.io.env,
-        openRepo: ctx.io.openRepo,
+        openContext: ctx.io.openContext,
         session: argv.session,
         phase: argv.phase,
         step: argv.step,
@@ -49,7 +49,7 @@ export const snapCommand: CommandFactory = (ctx) => ({
         status: argv.status,
         onProgress: (p) => progress.update(p),
         // Not from the warm server: start one for the next snap (and hooks) of this worktree.
-        autoStartServer: !ctx.io.openRepo,
+        autoStartServer: !ctx.io.openContext,
       });
     } finally {
       progress.done();
