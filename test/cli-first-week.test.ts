@@ -4,7 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cliProcess, refsUnder, tempRepo, type TempRepo } from './helpers.js';
+import { spawnSync } from 'node:child_process';
+import { cliProcess, refsUnder, ROOT, tempRepo, USER_IDENTITY, type TempRepo } from './helpers.js';
 
 interface DoctorReport {
   healthy: boolean;
@@ -95,6 +96,56 @@ test('gc --all --dry-run with a session that never ended: exit 0, what would be 
     const real = await cliProcess(repo, ['gc', '--all']);
     assert.is(real.code, 3, real.stdout + real.stderr);
     assert.equal(refsUnder(repo, 'refs/'), refsBefore);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+/** The README's remedy for agent snapshots in history views: its first `git log … --all` in a code span. */
+function readmeLogCommand(): string {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const command = /`(git log [^`]*--all)`/.exec(readme.replace(/`git log --all`/g, ''))?.[1];
+  assert.ok(command, 'the README shows a `git log … --all` command');
+  return command as string;
+}
+
+test("the README's `git log --all` remedy after two sessions shows the user's commits only; `init` sets `git log-all`, `init --remove` takes it out", async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    for (const text of ['two\n', 'three\n']) {
+      assert.is((await cliProcess(repo, ['wrap', '--', 'sh', '-c', `printf '${text}' > a.txt`])).code, 0);
+    }
+    repo.git(['add', '-A']);
+    repo.git(['commit', '-q', '-m', 'mine']);
+    repo.git(['notes', '--ref', 'refs/notes/agentsnap', 'add', '-m', '{"v":1,"files":{}}', 'HEAD']);
+    const mine = repo.git(['rev-list', 'HEAD']).trim().split('\n').sort();
+    assert.ok(refsUnder(repo, 'refs/agent/').size > 0);
+    const all = repo.git(['log', '--all', '--format=%H']).trim().split('\n');
+    assert.ok(all.length > mine.length + 2, 'plain `git log --all` shows the snapshots');
+
+    const command = readmeLogCommand();
+    const sh = spawnSync('sh', ['-c', `${command} --format=%H`], { cwd: repo.dir, env: { ...repo.env, ...USER_IDENTITY }, encoding: 'utf8' });
+    assert.is(sh.status, 0, sh.stderr);
+    assert.equal(sh.stdout.trim().split('\n').sort(), mine, command);
+
+    // `init` sets the same as a git alias in this repository; `init --remove` takes out exactly that.
+    const configBefore = fs.readFileSync(path.join(repo.dir, '.git', 'config'));
+    assert.is((await cliProcess(repo, ['init', 'claude'])).code, 0);
+    const alias = repo.gitRaw(['log-all', '--format=%H']);
+    assert.is(alias.status, 0, alias.stderr);
+    assert.equal(alias.stdout.trim().split('\n').sort(), mine);
+    assert.is((await cliProcess(repo, ['init', 'codex'])).code, 0);
+    assert.is((await cliProcess(repo, ['init', '--remove', 'claude'])).code, 0);
+    assert.is(repo.gitRaw(['log-all', '--format=%H']).status, 0, 'codex still set up: the alias stays');
+    assert.is((await cliProcess(repo, ['init', '--remove', 'codex'])).code, 0);
+    assert.equal(fs.readFileSync(path.join(repo.dir, '.git', 'config')), configBefore);
+
+    // An alias of that name of the user's own is left as it is, by init and by init --remove.
+    repo.git(['config', 'alias.log-all', 'log --all --oneline']);
+    const own = await cliProcess(repo, ['init', 'claude']);
+    assert.match(own.stderr, 'alias.log-all');
+    assert.is((await cliProcess(repo, ['init', '--remove', 'claude'])).code, 0);
+    assert.is(repo.git(['config', 'alias.log-all']).trim(), 'log --all --oneline');
   } finally {
     repo.cleanup();
   }
