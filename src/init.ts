@@ -216,7 +216,7 @@ async function removeLogAlias(repo: Repo, agent: InitAgent): Promise<InitResult[
 }
 
 /** Whether the agent's init settings file holds agentsnap hooks (an unreadable one counts: the alias then stays). */
-function stillInitialised(repo: Repo, agent: InitAgent): boolean {
+export function stillInitialised(repo: Repo, agent: InitAgent): boolean {
   const layout = ADAPTERS[agent]?.init;
   if (!layout) return false;
   try {

@@ -188,4 +188,24 @@ test('uninstalling as the README says leaves no trace: no agentsnap ref (notes t
   }
 });
 
+test('gc --all before hooks uninstall and init --remove: names what it leaves and the command for each; the notes setting the hooks need stays', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    assert.is((await cliProcess(repo, ['init', 'claude'])).code, 0);
+    assert.is((await cliProcess(repo, ['hooks', 'install'])).code, 0);
+    assert.is((await cliProcess(repo, ['wrap', '--', 'sh', '-c', 'echo two > a.txt'])).code, 0);
+    const gc = await cliProcess(repo, ['gc', '--all']);
+    assert.is(gc.code, 0, gc.stdout + gc.stderr);
+    assert.match(gc.stdout, /^left: agentsnap's git hooks in .*: `agentsnap hooks uninstall` takes them out$/m);
+    assert.match(gc.stdout, /^left: claude's agentsnap hooks: `agentsnap init --remove claude` takes them out$/m);
+    assert.match(gc.stdout, /^removed 1 session, \d+ refs, 1 config entry and the state directory /m);
+    assert.is(repo.git(['config', '--get-all', 'notes.rewriteRef']).trim(), 'refs/notes/agentsnap*');
+    assert.not.ok(repo.gitRaw(['config', 'alias.log-all']).status === 0, "init's alias went with the rest");
+    assert.equal([...refsUnder(repo, 'refs/agent/').keys()], []);
+    assert.not.ok(fs.existsSync(stateDir(repo)));
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

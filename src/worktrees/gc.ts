@@ -67,6 +67,8 @@ export interface GcOptions {
   all?: boolean;
   /** With all: also sessions that may be in use, and worktrees with unsnapshotted work. */
   force?: boolean;
+  /** With all: agentsnap's git hooks are still installed, so the notes.rewriteRef their notes need stays. */
+  keepNotesRewrite?: boolean;
   /** Automatic run: discarded sessions wait out the retention like the others; a busy gc is skipped. */
   auto?: boolean;
   now?: number;
@@ -85,6 +87,8 @@ export interface GcReport {
   removedConfig: string[];
   /** --all --dry-run: what the real run would refuse without --force, and why (a dry run never refuses). */
   refused: { session: string; kind: 'in-use' | 'unsaved-work'; reason: string }[];
+  /** --all: agentsnap's set-up gc does not take out (git hooks, agents' settings), each with the command that does. */
+  left: string[];
   /** Bytes used by agentsnap's state dir and worktrees. */
   before: number;
   /** After the run (dry run: an estimate). */
@@ -203,8 +207,8 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
   const keep = opts.keep ?? settings.keep;
   const cfg = await worktreeConfig(repo);
   const dryRun = !!opts.dryRun;
-  const report: GcReport = { dryRun, all: !!opts.all, removedSessions: [], kept: [], removedWorktrees: [], removedRefs: [], removedFiles: [], removedConfig: [], refused: [], before: 0, after: 0 };
-  const config = opts.all ? await agentsnapConfig(repo) : [];
+  const report: GcReport = { dryRun, all: !!opts.all, removedSessions: [], kept: [], removedWorktrees: [], removedRefs: [], removedFiles: [], removedConfig: [], refused: [], left: [], before: 0, after: 0 };
+  const config = opts.all ? (await agentsnapConfig(repo)).filter((c) => !(opts.keepNotesRewrite && c.key === 'notes.rewriteRef')) : [];
   const notes = opts.all ? (await listRefs(repo, NOTES_REF)).filter((r) => r.ref === NOTES_REF) : [];
   if (!exists(repo.stateDir) && (await listRefs(repo, STEP_REF_PREFIX)).length === 0 && (await listRefs(repo, META_REF_PREFIX)).length === 0 && config.length === 0 && notes.length === 0) {
     return report;

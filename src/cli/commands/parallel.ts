@@ -198,6 +198,7 @@ export const gcCommand: CommandFactory = (ctx) => ({
     const inUse = res.refused.filter((r) => r.kind === 'in-use').map((r) => r.session);
     if (inUse.length > 0) out.out(`would refuse: ${count(inUse.length, 'session')} may still be in use (${inUse.join(', ')}): stop ${inUse.length === 1 ? 'its agent' : 'their agents'} (or discard ${inUse.length === 1 ? 'it' : 'them'}) first, or run \`agentsnap gc --all --force\``);
     for (const r of res.refused.filter((r) => r.kind === 'unsaved-work')) out.out(`would refuse: session ${r.session}: ${printableLine(r.reason)}: apply, promote or discard it first, or run \`agentsnap gc --all --force\``);
+    for (const l of res.left) out.out(`left: ${printableLine(l)}`);
     out.out(`${gcSentence(res, verb)}; disk use ${formatSize(res.before)} -> ${formatSize(res.after)}${res.dryRun ? ' (estimate)' : ''}`);
   },
 });
