@@ -174,7 +174,7 @@ export const gcCommand: CommandFactory = (ctx) => ({
       .options({
         'older-than': { type: 'string', describe: 'drop sessions inactive this long (default: agentsnap.retention, 14d)' },
         keep: { type: 'number', describe: 'keep the N most recent sessions whatever their age (default: agentsnap.gcKeep, 0)' },
-        'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'only report what would go' },
+        'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'only report what would go, and what would be refused and why (never refuses)' },
         all: { type: 'boolean', default: false, describe: 'remove everything agentsnap put into this repository' },
         force: { type: 'boolean', default: false, describe: 'with --all: also sessions that may be in use or hold unsnapshotted work' },
         ...jsonOption,
