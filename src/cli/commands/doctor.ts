@@ -22,7 +22,7 @@ export const doctorCommand: CommandFactory = (ctx) => ({
     for (const f of res.fixed) out.out(`${c.cyan('fixed')}    ${printableLine(f)}`);
     for (const ch of res.checks) {
       const mark = ch.status === 'ok' ? c.green('ok     ') : ch.status === 'problem' ? c.red('problem') : ch.setup ? c.cyan('optional') : c.dim('info   ');
-      out.out(`${mark}  ${printableLine(ch.message)}`);
+      out.out(`${mark}${ch.setup && ch.status !== 'problem' ? ' ' : '  '}${printableLine(ch.message)}`); // 'optional' is one wider
       if (ch.fix) out.out(`         fix: ${printableLine(ch.fix)}`);
       if (ch.setup) out.out(`         to set up: ${printableLine(ch.setup)}`);
     }
