@@ -25,6 +25,8 @@ import { sessionIdOrName } from './worktrees/worktree.js';
 import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
 import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
 import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
+import { hooksStatus } from './history/hooks-install.js';
+import { INIT_AGENTS, stillInitialised, type InitAgent } from './init.js';
 import { planAt, planHistory, type PlanState } from './session/plan.js';
 import { environmentAt, type StepEnvironment } from './session/environment.js';
 import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from './worktrees/check.js';
@@ -205,13 +207,21 @@ export interface GcCommandOptions extends RepoOptions {
 export async function gc(opts: GcCommandOptions = {}): Promise<GcReport> {
   if (opts.keep !== undefined) checkStepNumber(opts.keep, '--keep');
   const olderThanMs = opts.olderThan === undefined ? undefined : parseDuration('--older-than', opts.olderThan);
-  return runGc(await repoFor(opts), {
+  const repo = await repoFor(opts);
+  // --all takes out agentsnap's data; its set-up has its own commands (README "Uninstall"): named when left.
+  const hooks = opts.all ? await hooksStatus(repo) : null;
+  const hooksInstalled = !!hooks?.hooks.some((h) => h.state === 'current' || h.state === 'outdated');
+  const report = await runGc(repo, {
     ...(olderThanMs !== undefined ? { olderThanMs } : {}),
     ...(opts.keep !== undefined ? { keep: opts.keep } : {}),
     dryRun: !!opts.dryRun,
     all: !!opts.all,
     force: !!opts.force,
+    keepNotesRewrite: hooksInstalled,
   });
+  if (hooks && hooksInstalled) report.left.push(`agentsnap's git hooks in ${hooks.dir}: \`agentsnap hooks uninstall\` takes them out`);
+  if (opts.all) for (const a of INIT_AGENTS) if (stillInitialised(repo, a as InitAgent)) report.left.push(`${a}'s agentsnap hooks: \`agentsnap init --remove ${a}\` takes them out`);
+  return report;
 }
 
 export interface ResolvedSession {

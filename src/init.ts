@@ -15,6 +15,8 @@ import { parseJsonc, withHooks, withoutHooks } from './agents/settings-file.js';
 /** Claude Code's in-agent undo command, written beside its settings. */
 export { CLAUDE_UNDO_COMMAND } from './agents/claude.js';
 import { HOOK_CLIENT } from './server/server.js';
+import { LOG_ALL_ALIAS } from './session/refs.js';
+import { unsetConfigValue } from './worktrees/gc.js';
 
 /** The agents with project hooks (their adapter's `init` layout). */
 export { INIT_AGENTS } from './agents/registry.js';
@@ -68,6 +70,12 @@ export interface InitResult {
   absolute: HookClient | null;
   /** The agent's MCP configuration file, when `mcp` (or `remove`) touched it or was asked to. */
   mcp: { file: string; changed: boolean; excluded: boolean; note: string | null } | null;
+  /**
+   * `git log-all` (LOG_ALL_ALIAS) in this repository's config: `set` by this init, `unchanged` (already there),
+   * `foreign` (an alias of that name of the user's, left alone), `removed` by this `--remove`, `kept` (another
+   * agent's init still there), null (nothing to do).
+   */
+  logAlias: 'set' | 'unchanged' | 'foreign' | 'removed' | 'kept' | null;
 }
 
 export interface InitOptions {
@@ -185,7 +193,42 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   for (const f of layout.extraFiles ?? []) extra.push(await extraFile(repo, f, !!opts.remove));
   let mcp = mcpBefore;
   if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
-  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp };
+  const logAlias = opts.remove ? await removeLogAlias(repo, agent) : await setLogAlias(repo);
+  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp, logAlias };
+}
+
+async function logAliasValue(repo: Repo): Promise<string | null> {
+  const res = await repo.git(['config', '--local', '--get', LOG_ALL_ALIAS.key], { okCodes: [1] });
+  return res.code === 0 ? res.stdout.toString('utf8').replace(/\n$/, '') : null;
+}
+
+/** `git log-all`: `git log --all` without agentsnap's snapshots, the one command the README shows for history views. */
+async function setLogAlias(repo: Repo): Promise<InitResult['logAlias']> {
+  const current = await logAliasValue(repo);
+  if (current === LOG_ALL_ALIAS.value) return 'unchanged';
+  if (current !== null) return 'foreign';
+  await repo.git(['config', '--local', LOG_ALL_ALIAS.key, LOG_ALL_ALIAS.value]);
+  return 'set';
+}
+
+/** Takes init's alias out once no agent's init is left (one alias serves them all); an alias of the user's stays. */
+async function removeLogAlias(repo: Repo, agent: InitAgent): Promise<InitResult['logAlias']> {
+  if ((await logAliasValue(repo)) !== LOG_ALL_ALIAS.value) return null;
+  if (INIT_AGENTS.some((other) => other !== agent && stillInitialised(repo, other as InitAgent))) return 'kept';
+  await unsetConfigValue(repo, LOG_ALL_ALIAS.key, LOG_ALL_ALIAS.value);
+  return 'removed';
+}
+
+/** Whether the agent's init settings file holds agentsnap hooks (an unreadable one counts: the alias then stays). */
+export function stillInitialised(repo: Repo, agent: InitAgent): boolean {
+  const layout = ADAPTERS[agent]?.init;
+  if (!layout) return false;
+  try {
+    const { settings } = readSettings(path.join(repo.worktree, layout.file), layout.file);
+    return JSON.stringify(withoutHooks(settings, agent)) !== JSON.stringify(settings);
+  } catch {
+    return true;
+  }
 }
 
 /**

@@ -21,13 +21,13 @@ function deadPid(): number {
   return Number(r.stdout);
 }
 
-test('doctor: hooks missing is a problem with its fix; healthy after install (exit 0)', async () => {
+test('doctor: hooks not installed is optional set-up with its command (exit 0); ok after install (exit 0)', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     await cli(repo, ['snap']);
     const first = await cli(repo, ['doctor']);
-    assert.is(first.code, 1);
-    assert.match(first.stdout, 'fix: agentsnap hooks install');
+    assert.is(first.code, 0, first.stdout);
+    assert.match(first.stdout, 'to set up: agentsnap hooks install');
     await cli(repo, ['hooks', 'install']);
     const ok = await cli(repo, ['doctor', '--json']);
     assert.is(ok.code, 0, ok.stdout);

@@ -24,13 +24,23 @@ import { readStateFile, stateLayout } from '../base/state-dir.js';
 
 export type CheckStatus = 'ok' | 'info' | 'problem';
 
+/**
+ * What a check is about: `required`, what agentsnap needs to work (a failure is broken: a problem, exit 1);
+ * `optional`, set-up agentsnap works without (not done: information with what it would give, never a problem;
+ * done and then broken, such as hooks another tool replaced: a problem).
+ */
+export type CheckClass = 'required' | 'optional';
+
 export interface Check {
   /** Stable identifier of the kind of check (git, hooks, integration, session, lock, worktree, disk, refs). */
   check: string;
   status: CheckStatus;
+  class: CheckClass;
   message: string;
   /** The command that fixes it (problems only). */
   fix?: string;
+  /** The command that sets it up (optional set-up not done). */
+  setup?: string;
   data?: Record<string, unknown>;
 }
 
@@ -47,10 +57,10 @@ const FIX = 'agentsnap doctor --fix';
 async function checkGit(repo: Repo): Promise<Check> {
   try {
     const v = await checkGitVersion(repo.env);
-    return { check: 'git', status: 'ok', message: `git ${v}`, data: { version: v } };
+    return { check: 'git', status: 'ok', class: 'required', message: `git ${v}`, data: { version: v } };
   } catch (e) {
     const msg = isAgentsnapError(e) ? e.message : String(e);
-    return { check: 'git', status: 'problem', message: msg, fix: 'upgrade git to 2.30 or newer' };
+    return { check: 'git', status: 'problem', class: 'required', message: msg, fix: 'upgrade git to 2.30 or newer' };
   }
 }
 
@@ -61,14 +71,29 @@ async function checkHooks(repo: Repo): Promise<Check> {
     return {
       check: 'hooks',
       status: 'ok',
+      class: 'optional',
       message: `hooks installed and current in ${r.dir}${chained.length ? ` (chaining ${chained.join(', ')})` : ''}`,
       data: { dir: r.dir },
+    };
+  }
+  // None of agentsnap's hooks there: never installed (or uninstalled), an optional set-up. Some of them there: an
+  // install another tool partly replaced or an older version left, so the protection the user set up is broken.
+  const ours = r.hooks.some((h) => h.state === 'current' || h.state === 'outdated');
+  if (!ours) {
+    return {
+      check: 'hooks',
+      status: 'info',
+      class: 'optional',
+      message: `the git hooks are not installed in ${r.dir}: they refuse a commit, merge, branch or push that would put an agent snapshot into your history, and note which step wrote each committed line (for \`blame\`)`,
+      setup: 'agentsnap hooks install',
+      data: { dir: r.dir, hooks: r.hooks },
     };
   }
   const bad = r.hooks.filter((h) => h.state !== 'current').map((h) => `${h.name} ${h.state}`);
   return {
     check: 'hooks',
     status: 'problem',
+    class: 'optional',
     message: `git hooks that keep snapshots out of real history are not all installed in ${r.dir}: ${bad.join(', ')}`,
     fix: 'agentsnap hooks install',
     data: { dir: r.dir, hooks: r.hooks },
@@ -98,11 +123,11 @@ function checkIntegrations(repo: Repo): Check[] {
     }
   }
   if (found.length === 0) {
-    return [{ check: 'integration', status: 'info', message: 'no agent settings file mentions agentsnap (fine when agents run under `agentsnap wrap`)' }];
+    return [{ check: 'integration', status: 'info', class: 'optional', message: 'no agent settings file mentions agentsnap (fine when agents run under `agentsnap wrap`)' }];
   }
   const out: Check[] = [];
   for (const f of found) {
-    out.push({ check: 'integration', status: 'info' as const, message: `${f.agent}: agentsnap hooks configured in ${f.file}`, data: f });
+    out.push({ check: 'integration', status: 'info' as const, class: 'optional', message: `${f.agent}: agentsnap hooks configured in ${f.file}`, data: f });
     const missing = unresolvedHookCommands(f.file, f.agent, repo.callerEnv);
     if (missing.length === 0) continue;
     // The settings file `agentsnap init <agent>` writes (its adapter's init layout).
@@ -110,6 +135,7 @@ function checkIntegrations(repo: Repo): Check[] {
     out.push({
       check: 'integration',
       status: 'problem',
+      class: 'required',
       message: `${f.agent}: the agentsnap hooks in ${f.file} run ${missing.join(', ')}, which ${missing.length === 1 ? 'does' : 'do'} not resolve here: they record nothing`,
       fix: own ? `agentsnap init ${f.agent}` : `edit ${f.file} (or \`agentsnap init ${f.agent}\` for the project's personal settings)`,
       data: { ...f, missing },
@@ -180,17 +206,18 @@ function checkSessions(sessions: LoadedSession[]): Check[] {
   const checks: Check[] = [];
   for (const s of sessions) {
     if (s.unsafe) {
-      checks.push({ check: 'session', status: 'problem', message: `session ${s.id}: ${s.unsafe.message}`, fix: s.unsafe.hint ?? 'remove it', data: { session: s.id, file: s.unsafe.data.file } });
+      checks.push({ check: 'session', status: 'problem', class: 'required', message: `session ${s.id}: ${s.unsafe.message}`, fix: s.unsafe.hint ?? 'remove it', data: { session: s.id, file: s.unsafe.data.file } });
       continue;
     }
     if (!s.session) {
-      checks.push({ check: 'session', status: 'problem', message: `session ${s.id}: its journal has no start event`, fix: `inspect or remove the session directory (see \`agentsnap sessions\`)`, data: { session: s.id } });
+      checks.push({ check: 'session', status: 'problem', class: 'required', message: `session ${s.id}: its journal has no start event`, fix: `inspect or remove the session directory (see \`agentsnap sessions\`)`, data: { session: s.id } });
       continue;
     }
     if (s.corruptLines.length > 0) {
       checks.push({
         check: 'session',
         status: 'problem',
+        class: 'required',
         message: `session ${s.id}: journal lines ${s.corruptLines.slice(0, 5).join(', ')} cannot be read (they are skipped)`,
         fix: 'nothing to run: the readable events are used; keep the file for inspection',
         data: { session: s.id, corruptLines: s.corruptLines },
@@ -201,6 +228,7 @@ function checkSessions(sessions: LoadedSession[]): Check[] {
       checks.push({
         check: 'session',
         status: 'problem',
+        class: 'required',
         message: `session ${s.id} is still marked running, but its process (pid ${ss.owner?.pid}) is gone`,
         fix: `${FIX} (journals its end, without a final snapshot)`,
         data: { session: s.id, pid: ss.owner?.pid },
@@ -263,6 +291,7 @@ function checkLocks(repo: Repo): Check[] {
   return staleLocks(repo).map((l) => ({
     check: 'lock',
     status: 'problem' as const,
+    class: 'required' as const,
     message: `stale lock ${l.file}${l.pid !== null ? ` (its owner, pid ${l.pid}, is gone)` : ''}`,
     fix: `${FIX} (or: rm ${l.file})`,
     data: { ...l },
@@ -287,6 +316,7 @@ async function checkWorktrees(repo: Repo): Promise<Check[]> {
   return (await prunableWorktrees(repo)).map((w) => ({
     check: 'worktree',
     status: 'problem' as const,
+    class: 'required' as const,
     message: `stale agentsnap worktree ${w.path}${w.reason ? ` (${w.reason})` : ''}`,
     fix: `git worktree prune`,
     data: w,
@@ -306,6 +336,7 @@ async function checkDisk(repo: Repo): Promise<Check> {
   return {
     check: 'disk',
     status: 'info',
+    class: 'required',
     message: `agentsnap uses ${formatBytes(stateBytes)} in ${repo.stateDir}${objectBytes !== null ? ` and about ${formatBytes(objectBytes)} of git objects only its ${refs} refs reach` : ''}`,
     data: { stateDir: repo.stateDir, stateBytes, objectBytes, stepRefs: refs },
   };
@@ -366,6 +397,7 @@ async function checkRefs(repo: Repo, sessions: LoadedSession[]): Promise<Check[]
     checks.push({
       check: 'lost',
       status: 'info',
+      class: 'required',
       message: `session ${id}: the snapshots of ${lostSteps(list)} were deleted by git's prune (git gc/prune with an expiry of now); those cannot be undone to, every other step can`,
       data: { session: id, refs: list },
     });
@@ -378,6 +410,7 @@ async function checkRefs(repo: Repo, sessions: LoadedSession[]): Promise<Check[]
     checks.push({
       check: 'refs',
       status: 'problem',
+      class: 'required',
       message: `session ${id}: ${list.length} ref(s) disagree with its journal (${what}${list.length > 1 ? ', …' : ''})`,
       fix: `${FIX} (sets the refs from the journal)`,
       data: { session: id, refs: list },
@@ -387,13 +420,14 @@ async function checkRefs(repo: Repo, sessions: LoadedSession[]): Promise<Check[]
     checks.push({
       check: 'refs',
       status: 'problem',
+      class: 'required',
       message: `refs/agent/${id}/ has refs but no journal in ${sessionsDir(repo)}`,
       fix: `agentsnap fetch <backup-remote> if it was recorded elsewhere; to drop them: git for-each-ref --format='delete %(refname)' refs/agent/${id}/ refs/agentsnap/sessions/${id}/ | git update-ref --stdin`,
       data: { session: id },
     });
   }
   if (mismatches.length === 0 && orphans.length === 0 && sessions.length > 0) {
-    checks.push({ check: 'refs', status: 'ok', message: `refs of ${sessions.length} session(s) agree with their journals` });
+    checks.push({ check: 'refs', status: 'ok', class: 'required', message: `refs of ${sessions.length} session(s) agree with their journals` });
   }
   return checks;
 }
@@ -404,12 +438,13 @@ function checkWatcher(repo: Repo): Check[] {
   const w = info ? readWatchState(info.runDir, info.pid) : null;
   if (!info || !w) return [];
   const data = { pid: info.pid, ...w };
-  if (w.state === 'watching') return [{ check: 'watcher', status: 'ok', message: `the server (pid ${info.pid}) follows the worktree with ${w.watches} inotify watches`, data }];
+  if (w.state === 'watching') return [{ check: 'watcher', status: 'ok', class: 'required', message: `the server (pid ${info.pid}) follows the worktree with ${w.watches} inotify watches`, data }];
   const cost = w.lastFullScanMs !== null ? ` (the last took ${w.lastFullScanMs} ms)` : '';
   return [
     {
       check: 'watcher',
       status: 'problem',
+      class: 'required',
       message: `the server's file watcher is degraded: every snapshot is a full scan${cost}: ${w.reason}`,
       fix: w.hint ?? 'agentsnap server stop',
       data,

@@ -13,6 +13,16 @@ export const STEP_REF_PREFIX = 'refs/agent/';
 
 export const META_REF_PREFIX = 'refs/agentsnap/';
 
+/** The git notes the post-commit hook writes (history/notes.ts): a ref outside both prefixes that `gc --all` removes too. */
+export const NOTES_REF = 'refs/notes/agentsnap';
+
+/**
+ * `git log --all` without agentsnap's commits: `--exclude` drops the refs it matches from the `--all` after it
+ * (git's wildmatch without pathname rules, so `refs/agent*` covers `refs/agent/` and `refs/agentsnap/`). `init`
+ * sets it as an alias of this repository (`git log-all`), which `init --remove` and `gc --all` take out again.
+ */
+export const LOG_ALL_ALIAS = { key: 'alias.log-all', value: `log --exclude=refs/agent* --exclude=${NOTES_REF} --all` } as const;
+
 export function stepRef(session: string, step: number): string {
   return `${STEP_REF_PREFIX}${session}/${step}`;
 }

@@ -19,6 +19,7 @@ import { snapshotNow } from '../snapshot/snapshot-now.js';
 import { dropSession, SAFETY_REF_PREFIX } from './parallel.js';
 import { diskUse, exists, olderThan, readdirOrEmpty } from '../base/fsutil.js';
 import { runDirInUse } from '../server/server.js';
+import { LOG_ALL_ALIAS, NOTES_REF } from '../session/refs.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 /** Temporary files and half-created things younger than this may belong to a command that is still running. */
@@ -67,6 +68,8 @@ export interface GcOptions {
   all?: boolean;
   /** With all: also sessions that may be in use, and worktrees with unsnapshotted work. */
   force?: boolean;
+  /** With all: agentsnap's git hooks are still installed, so the notes.rewriteRef their notes need stays. */
+  keepNotesRewrite?: boolean;
   /** Automatic run: discarded sessions wait out the retention like the others; a busy gc is skipped. */
   auto?: boolean;
   now?: number;
@@ -81,6 +84,12 @@ export interface GcReport {
   removedWorktrees: string[];
   removedRefs: string[];
   removedFiles: string[];
+  /** --all: the config entries agentsnap wrote (`key=value`: backup remotes, notes.rewriteRef, init's alias). */
+  removedConfig: string[];
+  /** --all --dry-run: what the real run would refuse without --force, and why (a dry run never refuses). */
+  refused: { session: string; kind: 'in-use' | 'unsaved-work'; reason: string }[];
+  /** --all: agentsnap's set-up gc does not take out (git hooks, agents' settings), each with the command that does. */
+  left: string[];
   /** Bytes used by agentsnap's state dir and worktrees. */
   before: number;
   /** After the run (dry run: an estimate). */
@@ -199,8 +208,10 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
   const keep = opts.keep ?? settings.keep;
   const cfg = await worktreeConfig(repo);
   const dryRun = !!opts.dryRun;
-  const report: GcReport = { dryRun, all: !!opts.all, removedSessions: [], kept: [], removedWorktrees: [], removedRefs: [], removedFiles: [], before: 0, after: 0 };
-  if (!exists(repo.stateDir) && (await listRefs(repo, STEP_REF_PREFIX)).length === 0 && (await listRefs(repo, META_REF_PREFIX)).length === 0) {
+  const report: GcReport = { dryRun, all: !!opts.all, removedSessions: [], kept: [], removedWorktrees: [], removedRefs: [], removedFiles: [], removedConfig: [], refused: [], left: [], before: 0, after: 0 };
+  const config = opts.all ? (await agentsnapConfig(repo)).filter((c) => !(opts.keepNotesRewrite && c.key === 'notes.rewriteRef')) : [];
+  const notes = opts.all ? (await listRefs(repo, NOTES_REF)).filter((r) => r.ref === NOTES_REF) : [];
+  if (!exists(repo.stateDir) && (await listRefs(repo, STEP_REF_PREFIX)).length === 0 && (await listRefs(repo, META_REF_PREFIX)).length === 0 && config.length === 0 && notes.length === 0) {
     return report;
   }
   let lock: Lock;
@@ -220,7 +231,9 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     const drop: SessionSummary[] = [];
     if (opts.all) {
       const busy = sessions.filter((s) => inUse.has(s.id));
-      if (busy.length > 0 && !opts.force) {
+      if (busy.length > 0 && !opts.force && dryRun) {
+        for (const s of busy) report.refused.push({ session: s.id, kind: 'in-use', reason: 'it may still be in use' });
+      } else if (busy.length > 0 && !opts.force) {
         throw errors.refused(`${busy.length} session(s) may still be in use: ${busy.map((s) => s.id).join(', ')}.`, {
           hint: 'Stop their agents (or discard them) first, or remove everything anyway with --all --force.',
           data: { sessions: busy.map((s) => s.id) },
@@ -231,7 +244,8 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
         for (const s of sessions) {
           if (s.status === 'discarded') continue;
           const why = await unsavedWork(repo, s);
-          if (why) {
+          if (why && dryRun) report.refused.push({ session: s.id, kind: 'unsaved-work', reason: why });
+          else if (why) {
             throw errors.refused(`session ${s.id}: ${why}.`, { hint: 'Apply, promote or discard it first, or use --all --force.', data: { session: s.id } });
           }
         }
@@ -300,7 +314,7 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
       if (opts.all || (now - Number(t) * 1000 > retention && !(session && staying.has(session)))) orphanRefs.push(ref);
     }
     if (opts.all) {
-      for (const r of [...(await listRefs(repo, STEP_REF_PREFIX)), ...(await listRefs(repo, META_REF_PREFIX))]) {
+      for (const r of [...(await listRefs(repo, STEP_REF_PREFIX)), ...(await listRefs(repo, META_REF_PREFIX)), ...notes]) {
         if (!orphanRefs.includes(r.ref) && !report.removedRefs.includes(r.ref)) orphanRefs.push(r.ref);
       }
     }
@@ -335,6 +349,8 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     if (!dryRun) for (const f of stray) fs.rmSync(f, { recursive: true, force: true });
 
     if (opts.all) {
+      report.removedConfig.push(...config.map((c) => `${c.key}=${c.value}`));
+      if (!dryRun) for (const c of config) await unsetConfigValue(repo, c.key, c.value);
       report.removedFiles.push(repo.stateDir);
       if (!dryRun) {
         lock.release();
@@ -385,6 +401,38 @@ export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Prom
     }
     return null;
   }
+}
+
+/**
+ * The entries of this repository's config that agentsnap wrote: the backup remotes `remote add` designated, the
+ * notes.rewriteRef `hooks install` added (history/notes.ts), and `init`'s alias while it is still agentsnap's
+ * value. Settings the user wrote (`git config agentsnap.retention …`) are the user's: left as they are.
+ */
+async function agentsnapConfig(repo: Repo): Promise<{ key: string; value: string }[]> {
+  const res = await repo.git(['config', '--local', '-z', '--get-regexp', '^(agentsnap\\.backupremote|notes\\.rewriteref|alias\\.log-all)$'], { okCodes: [1] });
+  const out: { key: string; value: string }[] = [];
+  for (const entry of res.stdout.toString('utf8').split('\0').filter(Boolean)) {
+    const nl = entry.indexOf('\n');
+    const key = nl < 0 ? entry : entry.slice(0, nl);
+    const value = nl < 0 ? '' : entry.slice(nl + 1);
+    const ours =
+      key === 'agentsnap.backupremote' ||
+      (key === 'notes.rewriteref' && (value === NOTES_REF || value === `${NOTES_REF}*`)) ||
+      (key === LOG_ALL_ALIAS.key && value === LOG_ALL_ALIAS.value);
+    if (ours) out.push({ key: key === 'agentsnap.backupremote' ? 'agentsnap.backupRemote' : key === 'notes.rewriteref' ? 'notes.rewriteRef' : key, value });
+  }
+  return out;
+}
+
+/**
+ * Takes one value of a key out of the repository's config, and the section with it when that leaves it empty:
+ * git keeps an empty `[alias]` header otherwise, and what agentsnap added is to go without a trace.
+ */
+export async function unsetConfigValue(repo: Repo, key: string, value: string): Promise<void> {
+  await repo.git(['config', '--local', '--unset-all', '--fixed-value', key, value], { okCodes: [5] });
+  const section = key.slice(0, key.lastIndexOf('.'));
+  const left = await repo.git(['config', '--local', '--get-regexp', `^${section.replace(/[.]/g, '\\.')}\\.`], { okCodes: [1] });
+  if (left.code === 1) await repo.git(['config', '--local', '--remove-section', section], { okCodes: [128] });
 }
 
 /** Why gc kept a session whose lock it could not take: who holds it, or what failed. */

@@ -1,4 +1,4 @@
-// `agentsnap doctor [--fix] [--json]`: exit 0 when healthy, 1 when problems were found.
+// `agentsnap doctor [--fix] [--json]`: exit 0 when healthy, 1 when something is broken; optional set-up not done is information.
 import { doctor } from '../../sync-api.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
@@ -21,10 +21,13 @@ export const doctorCommand: CommandFactory = (ctx) => ({
     const c = out.color;
     for (const f of res.fixed) out.out(`${c.cyan('fixed')}    ${printableLine(f)}`);
     for (const ch of res.checks) {
-      const mark = ch.status === 'ok' ? c.green('ok     ') : ch.status === 'info' ? c.dim('info   ') : c.red('problem');
-      out.out(`${mark}  ${printableLine(ch.message)}`);
+      const mark = ch.status === 'ok' ? c.green('ok     ') : ch.status === 'problem' ? c.red('problem') : ch.setup ? c.cyan('optional') : c.dim('info   ');
+      out.out(`${mark}${ch.setup && ch.status !== 'problem' ? ' ' : '  '}${printableLine(ch.message)}`); // 'optional' is one wider
       if (ch.fix) out.out(`         fix: ${printableLine(ch.fix)}`);
+      if (ch.setup) out.out(`         to set up: ${printableLine(ch.setup)}`);
     }
-    out.out(res.healthy ? 'healthy' : `${res.problems} problem${res.problems === 1 ? '' : 's'} found`);
+    const optional = res.checks.filter((ch) => ch.setup).length;
+    const more = optional ? ` (${optional} optional set-up${optional === 1 ? '' : 's'} not done: see above)` : '';
+    out.out(res.healthy ? `healthy${more}` : `${res.problems} problem${res.problems === 1 ? '' : 's'} found`);
   },
 });

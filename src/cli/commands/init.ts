@@ -35,6 +35,9 @@ export const initCommand: CommandFactory = (ctx) => ({
       out.note(`agentsnap: ${res.removed ? 'removed the MCP server agentsnap from' : 'declared the MCP server agentsnap in'} ${res.mcp.file}`);
       if (res.mcp.excluded) out.note('agentsnap: added it to .git/info/exclude so it is never committed');
     } else if (res.mcp && !res.removed) out.note(`agentsnap: ${res.mcp.file} already declares the MCP server agentsnap`);
+    if (res.logAlias === 'set') out.note("agentsnap: `git log-all` is `git log --all` without agentsnap's snapshots (alias.log-all in .git/config)");
+    if (res.logAlias === 'foreign') out.note("agentsnap: alias.log-all is already yours, left as it is; `git log --exclude='refs/agent*' --exclude=refs/notes/agentsnap --all` is `git log --all` without agentsnap's snapshots");
+    if (res.logAlias === 'removed') out.note('agentsnap: removed alias.log-all (`git log-all`) from .git/config');
     if (res.note) out.note(`agentsnap: ${res.note}`);
     if (res.mcp?.note && !res.removed) out.note(`agentsnap: ${res.mcp.note}`);
   },

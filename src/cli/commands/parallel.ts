@@ -144,6 +144,28 @@ export const discardCommand: CommandFactory = (ctx) => ({
   },
 });
 
+function count(n: number, noun: string): string {
+  if (n === 1) return `1 ${noun}`;
+  return `${n} ${noun.endsWith('y') ? `${noun.slice(0, -1)}ies` : `${noun}s`}`;
+}
+
+/** gc's result as one sentence: "removed 1 session, 5 refs and the state directory …", "nothing to remove". */
+function gcSentence(res: Awaited<ReturnType<typeof gc>>, verb: string): string {
+  const stateDir = res.all ? res.removedFiles[res.removedFiles.length - 1] : undefined;
+  const files = res.removedFiles.length - (stateDir ? 1 : 0);
+  const parts = [
+    res.removedSessions.length ? count(res.removedSessions.length, 'session') : '',
+    res.removedWorktrees.length ? count(res.removedWorktrees.length, 'worktree') : '',
+    res.removedRefs.length ? count(res.removedRefs.length, 'ref') : '',
+    res.removedConfig.length ? count(res.removedConfig.length, 'config entry') : '',
+    files ? count(files, 'file') : '',
+    stateDir ? `the state directory ${printablePath(stateDir)}` : '',
+  ].filter(Boolean);
+  if (parts.length === 0) return res.dryRun ? 'nothing would be removed' : 'nothing to remove';
+  const list = parts.length === 1 ? parts[0] : `${parts.slice(0, -1).join(', ')} and ${parts[parts.length - 1]}`;
+  return `${verb} ${list}`;
+}
+
 export const gcCommand: CommandFactory = (ctx) => ({
   command: 'gc',
   describe: "Drop old sessions and agentsnap's leftovers; report disk use before and after",
@@ -152,7 +174,7 @@ export const gcCommand: CommandFactory = (ctx) => ({
       .options({
         'older-than': { type: 'string', describe: 'drop sessions inactive this long (default: agentsnap.retention, 14d)' },
         keep: { type: 'number', describe: 'keep the N most recent sessions whatever their age (default: agentsnap.gcKeep, 0)' },
-        'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'only report what would go' },
+        'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'only report what would go, and what would be refused and why (never refuses)' },
         all: { type: 'boolean', default: false, describe: 'remove everything agentsnap put into this repository' },
         force: { type: 'boolean', default: false, describe: 'with --all: also sessions that may be in use or hold unsnapshotted work' },
         ...jsonOption,
@@ -169,10 +191,14 @@ export const gcCommand: CommandFactory = (ctx) => ({
     const verb = res.dryRun ? 'would remove' : 'removed';
     for (const s of res.removedSessions) out.out(`${verb} session ${s}`);
     for (const w of res.removedWorktrees) out.out(`${verb} worktree ${printablePath(w)}`);
+    for (const r of res.all ? res.removedRefs.filter((r) => !r.startsWith('refs/agent')) : []) out.out(`${verb} ref ${printableLine(r)}`);
+    for (const c of res.removedConfig) out.out(`${verb} config ${printableLine(c)}`);
     for (const k of res.kept) out.out(`kept session ${k.session}: ${printableLine(k.reason)}`);
-    out.out(
-      `${res.removedSessions.length} session(s), ${res.removedWorktrees.length} worktree(s), ${res.removedRefs.length} ref(s), ${res.removedFiles.length} file(s) ${verb}; ` +
-        `disk use ${formatSize(res.before)} -> ${formatSize(res.after)}${res.dryRun ? ' (estimate)' : ''}`,
-    );
+    // A dry run never refuses: it says what the real run would refuse, and how to go ahead.
+    const inUse = res.refused.filter((r) => r.kind === 'in-use').map((r) => r.session);
+    if (inUse.length > 0) out.out(`would refuse: ${count(inUse.length, 'session')} may still be in use (${inUse.join(', ')}): stop ${inUse.length === 1 ? 'its agent' : 'their agents'} (or discard ${inUse.length === 1 ? 'it' : 'them'}) first, or run \`agentsnap gc --all --force\``);
+    for (const r of res.refused.filter((r) => r.kind === 'unsaved-work')) out.out(`would refuse: session ${r.session}: ${printableLine(r.reason)}: apply, promote or discard it first, or run \`agentsnap gc --all --force\``);
+    for (const l of res.left) out.out(`left: ${printableLine(l)}`);
+    out.out(`${gcSentence(res, verb)}; disk use ${formatSize(res.before)} -> ${formatSize(res.after)}${res.dryRun ? ' (estimate)' : ''}`);
   },
 });
