@@ -2,7 +2,7 @@
 // message and a documented exit code. No stack traces unless AGENTSNAP_DEBUG=1.
 import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../base/errors.js';
 import type { CliContext, CommandFactory } from './context.js';
-import { makeOutput, type CliIO } from './output.js';
+import { makeOutput, type CliIO, type ColorMode } from './output.js';
 import type { ServedWrap } from '../server/serve.js';
 import type { WrapArgs } from './commands/wrap.js';
 import { PAGED_COMMANDS, startPager, type Pager } from './pager.js';
@@ -95,6 +95,13 @@ function missingArgumentMessage(msg: string, command: string | undefined, usage:
   return `${command} needs ${POSITIONAL_WORDS[missing] ?? `<${missing}>`}: agentsnap ${usage}`;
 }
 
+/** "Missing required argument: run" as "bisect needs --run": yargs names the option without its dashes. */
+function missingOptionMessage(msg: string, command: string | undefined): string | undefined {
+  const m = /^Missing required arguments?: (.+)$/.exec(msg.trim());
+  if (!m || !command) return undefined;
+  return `${command} needs ${(m[1] as string).split(', ').map((name) => `--${name}`).join(' and ')}`;
+}
+
 /** "Invalid values: Argument: phase, Given: "middle", Choices: "pre", "post"" as "--phase must be "pre" or "post", not "middle"". */
 function invalidChoiceMessage(msg: string, usage: string | undefined): string | undefined {
   const m = /^Invalid values:\s*Argument: ([\w-]+), Given: (.+?), Choices: (.+)$/s.exec(msg.trim());
@@ -137,33 +144,100 @@ function distance(a: string, b: string): number {
   return d[b.length]!;
 }
 
-/** "Unknown argument: forse" as "unknown option --forse (did you mean --force?)"; a stray positional as "unexpected argument". */
+/** `dry-run` as yargs also names it (`dryRun`): its camel-case expansion, an internal name the user never typed. */
+function camelCase(name: string): string {
+  return name.replace(/-+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * The option the user typed that yargs reports as `name`: `--name[=v]`, its camel-case expansion (yargs
+ * reports `--dry-runx` as both `dry-runx` and `dryRunx`), its negation (`--no-name`, reported as `name`), or a
+ * letter of a group of short flags (`-qZ`). Undefined when no option was typed under that name (a positional).
+ */
+function typedOption(name: string, args: string[]): string | undefined {
+  for (const arg of args) {
+    if (arg.startsWith('--')) {
+      const base = arg.slice(2).split('=')[0] as string;
+      const positive = base.startsWith('no-') ? base.slice(3) : undefined;
+      if ([base, camelCase(base), positive, positive === undefined ? undefined : camelCase(positive)].includes(name)) return `--${base}`;
+    } else if (name.length === 1 && /^-[^-\d]/.test(arg) && arg.slice(1).split('=')[0]!.includes(name)) return `-${name}`;
+  }
+  return undefined;
+}
+
+/**
+ * "Unknown arguments: forse" as "unknown option --forse (did you mean --force?)"; a stray positional as
+ * "unexpected argument". Each is named as the user typed it: never by the names yargs derives (`dryRun`).
+ */
 function unknownOptionMessage(msg: string, args: string[], known: string[]): string | undefined {
   const m = /^Unknown arguments?: (.+)$/.exec(msg);
   if (!m) return undefined;
-  const names = (m[1] as string).split(', ');
-  const parts = names.map((name) => {
-    const flag = args.find((a) => a.replace(/^-+/, '').split('=')[0] === name && a.startsWith('-'));
-    if (!flag) return `unexpected argument ${JSON.stringify(name)}`;
-    const dashed = `${name.length === 1 ? '-' : '--'}${name}`;
-    const candidates = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
+  const candidates = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
+  const parts = new Set<string>();
+  for (const name of (m[1] as string).split(', ')) {
+    const flag = typedOption(name, args);
+    if (!flag) {
+      parts.add(`unexpected argument ${JSON.stringify(name)}`);
+      continue;
+    }
+    const typed = flag.replace(/^-+/, '');
     let best: string | undefined;
     let bestD = Infinity;
     for (const k of candidates) {
-      const dd = distance(name, k);
+      const dd = distance(typed, k);
       if (dd < bestD) {
         bestD = dd;
         best = k;
       }
     }
-    const close = best !== undefined && (bestD <= Math.max(1, Math.floor(name.length / 3)) || (name.length >= 3 && best.startsWith(name)));
-    return `unknown option ${dashed}${close ? ` (did you mean --${best}?)` : ''}`;
-  });
-  return parts.join('; ');
+    const close = flag.startsWith('--') && best !== undefined && (bestD <= Math.max(1, Math.floor(typed.length / 3)) || (typed.length >= 3 && best.startsWith(typed)));
+    parts.add(`unknown option ${flag}${close ? ` (did you mean --${best}?)` : ''}`);
+  }
+  return [...parts].join('; ');
+}
+
+/**
+ * git's `--color[=<when>]` and `--no-color`, taken out of the arguments before any `--` (after it they belong to
+ * a command or are paths), so that every command takes them: a bare `--color` is `always`, the value is given
+ * only after `=` (as git reads it: `show --color 3` is step 3), the last one wins.
+ */
+export function takeColorOption(args: string[]): { args: string[]; color: ColorMode | undefined } {
+  const end = args.includes('--') ? args.indexOf('--') : args.length;
+  let color: ColorMode | undefined;
+  const rest: string[] = [];
+  for (const [i, arg] of args.entries()) {
+    if (i >= end || !/^--(no-)?color(=|$)/.test(arg)) {
+      rest.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    if (arg.startsWith('--no-')) {
+      if (eq >= 0) throw new UsageError(`${arg.slice(0, eq)} takes no value`);
+      color = 'never';
+      continue;
+    }
+    const when = eq < 0 ? 'always' : arg.slice(eq + 1);
+    if (when !== 'always' && when !== 'never' && when !== 'auto') throw new UsageError(`--color must be always, never or auto, not ${JSON.stringify(when)}`);
+    color = when;
+  }
+  return { args: rest, color };
 }
 
 /** Runs the CLI with the given arguments; returns the exit code instead of exiting. */
-export async function run(argsIn: string[], ioIn: CliIO): Promise<number> {
+export async function run(argsAsGiven: string[], ioAsGiven: CliIO): Promise<number> {
+  let argsIn = argsAsGiven;
+  let ioIn = ioAsGiven;
+  // Hooks never fail on their arguments (commands/hook.ts): --color is left to their parser.
+  if (argsAsGiven[0] !== 'hook') {
+    try {
+      const taken = takeColorOption(argsAsGiven);
+      argsIn = taken.args;
+      if (taken.color) ioIn = { ...ioAsGiven, color: taken.color };
+    } catch (e) {
+      const words = argsAsGiven.includes('--') ? argsAsGiven.slice(0, argsAsGiven.indexOf('--')) : argsAsGiven;
+      return reportError(e, ioAsGiven, words.includes('--json'));
+    }
+  }
   let pager: Pager | null = null;
   // show, diff, log and replay on a terminal go through a pager, as git's do (src/cli/pager.ts).
   const words = argsIn.includes('--') ? argsIn.slice(0, argsIn.indexOf('--')) : argsIn;
@@ -234,7 +308,10 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     .alias('v', 'version')
     // Hidden: it would head every command's options; the top-level help says it (as git's --no-pager).
     .option('pager', { type: 'boolean', default: true, global: true, hidden: true, describe: 'page show, diff, log and replay on a terminal' })
-    .epilogue('show, diff, log and replay go through a pager on a terminal ($AGENTSNAP_PAGER, $PAGER, less): --no-pager prints as is.')
+    .epilogue(
+      'show, diff, log and replay go through a pager on a terminal ($AGENTSNAP_PAGER, $PAGER, less): --no-pager prints as is.\n' +
+        'Every command takes --color[=always|never|auto] and --no-color, as git does (auto: colour on a terminal unless NO_COLOR is set).',
+    )
     .wrap(Math.min(100, (io.stdout as { columns?: number }).columns ?? 100))
     .exitProcess(false)
     .fail((msg, err) => {
@@ -246,6 +323,7 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
       const plain =
         unknownCommandMessage(args, msg, known) ??
         missingArgumentMessage(msg ?? '', command, usage) ??
+        missingOptionMessage(msg ?? '', command) ??
         invalidChoiceMessage(msg ?? '', usage) ??
         (command ? unknownOptionMessage(msg ?? '', optionArgs, Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)) : undefined) ??
         (strayOption ? `unknown option ${strayOption.split('=')[0]}` : undefined);

@@ -1,0 +1,146 @@
+// Issue 32, item 15: the command line's conventions, through the built executable. `--color[=<when>]` and
+// `--no-color` as git has them, on every command; a usage error names what the user typed, never the
+// parser's internal (camelCase) names.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { COMMANDS } from '../src/cli/main.js';
+import type { CliContext } from '../src/cli/context.js';
+import { cliProcess, tempRepo, type CliResult, type TempRepo } from './helpers.js';
+
+/** A usage failure as a user sees it: exit 2, `agentsnap: <message>` and a hint line, nothing on stdout. */
+function usageMessage(r: CliResult, what: string): string {
+  assert.is(r.code, 2, `${what}: exit ${r.code}: ${r.stderr}`);
+  assert.is(r.stdout, '', what);
+  const lines = r.stderr.trimEnd().split('\n');
+  assert.ok(lines.length <= 2, `${what}: one message and a hint: ${r.stderr}`);
+  assert.match(lines[0] ?? '', /^agentsnap: /, what);
+  return (lines[0] as string).slice('agentsnap: '.length);
+}
+
+/** Valid positionals for each command that requires some (the parser's own checks pass, so only the option is wrong). */
+const POSITIONALS: Record<string, string[]> = {
+  promote: ['some-session'],
+  discard: ['some-session'],
+  hooks: ['status'],
+  remote: ['add', 'backup', 'url'],
+  push: ['backup'],
+  fetch: ['backup'],
+  blame: ['a.txt'],
+  why: ['a.txt:1'],
+  server: ['status'],
+  restore: ['1'],
+  revert: ['1'],
+  init: ['claude'],
+  show: ['1'],
+  diff: ['0', '1'],
+  hook: ['claude', 'PreToolUse'],
+};
+/** Options a command requires, given so that only the wrong one is wrong. */
+const REQUIRED: Record<string, string[]> = { bisect: ['--run', 'true'], promote: ['--branch', 'b'] };
+/** Commands whose last positional takes any number of words: no argument is unexpected. */
+const VARIADIC = new Set(['wrap', 'restore']);
+/** `hook` never goes through the parser: an agent's hook must exit 0 whatever it is given (src/cli/commands/hook.ts). */
+const PARSED = COMMANDS.map((c) => c.name).filter((name) => name !== 'hook');
+
+/** Each command's usage line (`restore <step> [paths..]`), read from its definition. */
+async function usages(): Promise<Map<string, string>> {
+  const ctx = {} as CliContext;
+  const out = new Map<string, string>();
+  for (const c of COMMANDS) out.set(c.name, String((await c.load())(ctx).command));
+  return out;
+}
+
+/** Runs `jobs` a few at a time: each is a process of its own, and the machine is shared. */
+async function inBatches<T>(jobs: (() => Promise<T>)[], width = 4): Promise<T[]> {
+  const results: T[] = [];
+  for (let i = 0; i < jobs.length; i += width) results.push(...(await Promise.all(jobs.slice(i, i + width).map((j) => j()))));
+  return results;
+}
+
+/** A repository with one session of one step (b.txt added), so that `diff` has something to colour. */
+async function oneStep(): Promise<TempRepo> {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  for (const args of [['snap', '--phase', 'pre', '--tool', 'Bash'], null, ['snap', '--phase', 'post']]) {
+    if (args === null) repo.write('b.txt', 'b\n');
+    else assert.is((await cliProcess(repo, args)).code, 0);
+  }
+  return repo;
+}
+
+const ESC = /\x1b\[/;
+
+test('--color, --color=always|never|auto and --no-color as git has them; NO_COLOR and a pipe still mean no colour by default', async () => {
+  const repo = await oneStep();
+  try {
+    const diff = (args: string[], env: Record<string, string>) => cliProcess(repo, args, { env });
+    const plainEnv = { NO_COLOR: '', FORCE_COLOR: '0' };
+    const base = await diff(['diff', '0'], plainEnv);
+    assert.is(base.code, 0, base.stderr);
+    assert.match(base.stdout, /b\.txt/);
+    assert.not.match(base.stdout, ESC, 'a pipe: no colour');
+    for (const args of [['diff', '0', '--color'], ['diff', '0', '--color=always'], ['--color=always', 'diff', '0']]) {
+      const r = await diff(args, plainEnv);
+      assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stdout, ESC, `${args.join(' ')}: coloured into a pipe`);
+      assert.is(r.stdout.replace(/\x1b\[[0-9;]*m/g, ''), base.stdout, `${args.join(' ')}: the same text`);
+    }
+    // The flag is the user's word for this one run: it wins over NO_COLOR (as no-color.org asks) and FORCE_COLOR.
+    assert.match((await diff(['diff', '0', '--color=always'], { NO_COLOR: '1' })).stdout, ESC, '--color=always over NO_COLOR');
+    for (const args of [['diff', '0', '--no-color'], ['diff', '0', '--color=never'], ['--no-color', 'diff', '0']]) {
+      const r = await diff(args, { NO_COLOR: '', FORCE_COLOR: '1' });
+      assert.is(r.code, 0, r.stderr);
+      assert.is(r.stdout, base.stdout, `${args.join(' ')}: no colour over FORCE_COLOR`);
+    }
+    // auto is the default: a pipe, NO_COLOR, no colour.
+    assert.is((await diff(['diff', '0', '--color=auto'], plainEnv)).stdout, base.stdout);
+    assert.is((await diff(['diff', '0', '--color=auto'], { NO_COLOR: '1', FORCE_COLOR: '1' })).stdout, base.stdout);
+    assert.match((await diff(['diff', '0', '--color=auto'], { NO_COLOR: '', FORCE_COLOR: '1' })).stdout, ESC);
+    assert.is(usageMessage(await diff(['diff', '0', '--color=sometimes'], plainEnv), '--color=sometimes'), '--color must be always, never or auto, not "sometimes"');
+    // After `--` it is no option: undo refuses it as anything else there.
+    assert.match(usageMessage(await diff(['undo', '--', '--no-color'], plainEnv), 'undo -- --no-color'), /undo takes nothing after --, got "--no-color"/);
+    // --help and the top-level help take it too.
+    for (const args of [['undo', '--help', '--no-color'], ['--no-color'], ['--color=always', '--help']]) {
+      const r = await diff(args, plainEnv);
+      assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stdout, /agentsnap/);
+    }
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('every command takes --no-color and --color=always; an unknown option or a stray argument is named as typed, never by the parser\'s names', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const usage = await usages();
+    assert.ok(PARSED.length >= 29, `every command: ${PARSED.join(' ')}`);
+    for (const [name, line] of usage) {
+      if (/<[^>]+>/.test(line)) assert.ok(POSITIONALS[name], `a value for ${name}'s positionals: ${line}`);
+    }
+    const jobs: (() => Promise<void>)[] = [];
+    for (const name of PARSED) {
+      const positionals = [...(POSITIONALS[name] ?? []), ...(REQUIRED[name] ?? [])];
+      const check = (args: string[], expected: string) => async () => {
+        const message = usageMessage(await cliProcess(repo, [name, ...args]), `${name} ${args.join(' ')}`);
+        assert.is(message, expected, `${name} ${args.join(' ')}`);
+        assert.not.match(message, /\b[a-z]+[A-Z][A-Za-z]*\b/, `${name}: no camelCase name`);
+      };
+      jobs.push(check(['--color=always', ...positionals, '--no-color', '--bogus-opt', '--no-bogus', '--bogus-opt=3', '-Z', '--color'], 'unknown option --bogus-opt; unknown option --no-bogus; unknown option -Z'));
+      if (!VARIADIC.has(name)) {
+        const slots = [...(usage.get(name) ?? '').matchAll(/<[^>]+>|\[[^\]]+\]/g)].length;
+        const filled = [...positionals, ...Array.from({ length: slots - positionals.length }, () => 'x')];
+        jobs.push(check(['--no-color', ...filled, 'stray'], 'unexpected argument "stray"'));
+      }
+    }
+    await inBatches(jobs);
+    // A near miss of a dashed option is still suggested, in its dashed form.
+    assert.is(usageMessage(await cliProcess(repo, ['undo', '--dry-runn']), 'undo --dry-runn'), 'unknown option --dry-runn (did you mean --dry-run?)');
+    assert.is(usageMessage(await cliProcess(repo, ['gc', '--older-tan', '3d']), 'gc --older-tan'), 'unknown option --older-tan (did you mean --older-than?)');
+    // A required option is named with its dashes.
+    assert.is(usageMessage(await cliProcess(repo, ['bisect', '--no-color']), 'bisect'), 'bisect needs --run');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test.run();
