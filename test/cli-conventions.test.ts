@@ -1,11 +1,16 @@
 // Issue 32, item 15: the command line's conventions, through the built executable. `--color[=<when>]` and
 // `--no-color` as git has them, on every command; a usage error names what the user typed, never the
 // parser's internal (camelCase) names.
+import fs from 'node:fs';
+import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { COMMANDS } from '../src/cli/main.js';
 import type { CliContext } from '../src/cli/context.js';
-import { cliProcess, tempRepo, type CliResult, type TempRepo } from './helpers.js';
+import { cliProcess, refsUnder, tempRepo, worktreeFiles, type CliResult, type TempRepo } from './helpers.js';
+import { openRepo } from '../src/git/repo.js';
+import { startWorktreeSession } from '../src/worktrees/worktree.js';
+import { gitCommonDir } from './snap-helpers.js';
 
 /** A usage failure as a user sees it: exit 2, `agentsnap: <message>` and a hint line, nothing on stdout. */
 function usageMessage(r: CliResult, what: string): string {
@@ -138,6 +143,55 @@ test('every command takes --no-color and --color=always; an unknown option or a 
     assert.is(usageMessage(await cliProcess(repo, ['gc', '--older-tan', '3d']), 'gc --older-tan'), 'unknown option --older-tan (did you mean --older-than?)');
     // A required option is named with its dashes.
     assert.is(usageMessage(await cliProcess(repo, ['bisect', '--no-color']), 'bisect'), 'bisect needs --run');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+/** What an apply could change here: the files, every agentsnap ref, every session's journal. */
+function observable(repo: TempRepo): string {
+  const files = [...worktreeFiles(repo)].map(([p, f]) => `${p}:${f.mode}:${f.content.toString('base64')}`);
+  const sessions = path.join(gitCommonDir(repo), 'agentsnap', 'sessions');
+  const journals = fs.readdirSync(sessions).map((id) => fs.readFileSync(path.join(sessions, id, 'journal.jsonl'), 'utf8'));
+  return JSON.stringify({ files, refs: [...refsUnder(repo, 'refs/agent').entries(), ...refsUnder(repo, 'refs/agentsnap').entries()], journals });
+}
+
+test('apply --dry-run says what the apply would write, exits 0 and changes nothing; it refuses where the apply refuses', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'l1\nl2\nl3\n', 'del.txt': 'd1\n', 'c.txt': 'c\n' } });
+  try {
+    const wt = (await startWorktreeSession(await openRepo(repo.dir, { env: repo.env }), { session: 's1' })).meta.path;
+    fs.writeFileSync(path.join(wt, 'a.txt'), 'l1\nagent\nl3\n');
+    fs.writeFileSync(path.join(wt, 'new.txt'), 'from agent\n');
+    fs.writeFileSync(path.join(wt, 'c.txt'), 'agent c\n');
+    fs.rmSync(path.join(wt, 'del.txt'));
+    assert.is((await cliProcess(repo, ['snap', '--session', 's1', '-m', 'work'], { cwd: wt })).code, 0);
+    repo.write('c.txt', 'mine c\n');
+    const before = observable(repo);
+    // c.txt conflicts: the dry run refuses as the apply does (exit 4, the same message), and changes nothing.
+    const refused = await cliProcess(repo, ['apply', 's1', '--dry-run']);
+    assert.is(refused.code, 4, refused.stderr);
+    assert.match(refused.stderr, /applying session s1 conflicts in 1 file\(s\): c\.txt/);
+    assert.is(observable(repo), before);
+    repo.write('c.txt', 'agent c\n');
+    const calm = observable(repo);
+    const dry = await cliProcess(repo, ['apply', 's1', '--dry-run']);
+    assert.is(dry.code, 0, dry.stderr);
+    assert.match(dry.stdout, /^apply s1 \(dry run\): 2 files would be written, 1 deleted$/m);
+    assert.match(dry.stdout, /^ a\.txt +\| \+1 -1$/m);
+    assert.match(dry.stdout, /^ new\.txt +\| \+1 -0$/m);
+    assert.match(dry.stdout, /^ del\.txt +\| \+0 -1$/m);
+    assert.not.match(dry.stdout, /c\.txt/, 'already as the session has it: nothing to write');
+    assert.match(dry.stderr, /nothing was changed/);
+    assert.is(observable(repo), calm, 'files, refs and journals as they were');
+    const json = JSON.parse((await cliProcess(repo, ['apply', 's1', '-n', '--json'])).stdout) as { dryRun: boolean; written: string[]; created: string[]; deleted: string[]; safetyRef: string | null };
+    assert.equal({ dryRun: json.dryRun, written: json.written, created: json.created, deleted: json.deleted, safetyRef: json.safetyRef }, { dryRun: true, written: ['a.txt', 'new.txt'], created: ['new.txt'], deleted: ['del.txt'], safetyRef: null });
+    assert.is(observable(repo), calm);
+    // The real apply writes what the dry run said.
+    const real = await cliProcess(repo, ['apply', 's1', '--json']);
+    assert.is(real.code, 0, real.stderr);
+    const done = JSON.parse(real.stdout) as { written: string[]; deleted: string[] };
+    assert.equal([done.written, done.deleted], [json.written, json.deleted]);
+    assert.is(repo.read('a.txt').toString(), 'l1\nagent\nl3\n');
   } finally {
     repo.cleanup();
   }
