@@ -197,4 +197,36 @@ test('apply --dry-run says what the apply would write, exits 0 and changes nothi
   }
 });
 
+test('--help lists the five everyday commands first, then the rest by theme, each command once; `help <cmd>` is `<cmd> --help`', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const help = await cliProcess(repo, ['--help']);
+    assert.is(help.code, 0, help.stderr);
+    assert.is((await cliProcess(repo, ['help'])).stdout, help.stdout, '`help` alone is --help');
+    const lines = help.stdout.split('\n');
+    const headings = lines.filter((l) => /^\S.*:$/.test(l));
+    assert.is(headings[0], 'Everyday commands:');
+    assert.not.ok(headings.includes('Commands:'), 'no single list of everything');
+    // Each command's first line, in the order shown, under its heading.
+    const listed: { heading: string; name: string }[] = [];
+    let heading = '';
+    for (const l of lines) {
+      if (/^\S.*:$/.test(l)) heading = l;
+      const m = /^ {2}agentsnap (\S+)/.exec(l);
+      if (m) listed.push({ heading, name: m[1] as string });
+    }
+    assert.equal(listed.filter((x) => x.heading === 'Everyday commands:').map((x) => x.name), ['wrap', 'log', 'show', 'undo', 'redo']);
+    assert.equal(listed.map((x) => x.name).sort(), COMMANDS.map((c) => c.name).sort(), 'every command, once');
+    assert.ok(headings.length >= 5, `grouped by theme: ${headings.join(' | ')}`);
+    assert.match(help.stdout, /^Options:$/m);
+    const own = await cliProcess(repo, ['undo', '--help']);
+    assert.is(own.code, 0);
+    assert.is((await cliProcess(repo, ['help', 'undo'])).stdout, own.stdout);
+    assert.match(own.stdout, /^agentsnap undo \[step\]/);
+    assert.not.match(own.stdout, /Everyday commands:/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -50,6 +50,50 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'ui', load: async () => (await import('./commands/ui.js')).uiCommand },
 ];
 
+/**
+ * The top-level help's groups, in order: the five everyday commands of the README's "The five commands" first,
+ * then the rest by theme. A command in no group is listed under "More commands" (test/cli-conventions.test.ts
+ * checks that every command is listed once).
+ */
+export const COMMAND_GROUPS: { title: string; names: string[] }[] = [
+  { title: 'Everyday commands', names: ['wrap', 'log', 'show', 'undo', 'redo'] },
+  { title: 'Look back', names: ['sessions', 'diff', 'status', 'replay', 'blame', 'why'] },
+  { title: 'Take back part of it', names: ['restore', 'revert'] },
+  { title: 'Test the steps', names: ['check', 'bisect'] },
+  { title: 'Record without wrap', names: ['snap', 'init', 'hook'] },
+  { title: 'Parallel sessions', names: ['apply', 'promote', 'discard'] },
+  { title: 'History and backup', names: ['hooks', 'remote', 'push', 'fetch'] },
+  { title: 'Tools and upkeep', names: ['doctor', 'gc', 'server', 'mcp', 'ui'] },
+];
+
+/**
+ * yargs' top-level help lists every command under one "Commands:" heading: the same entries (its layout,
+ * from the same command definitions) regrouped under COMMAND_GROUPS' headings. Any other help is as it is.
+ */
+export function groupedHelp(help: string): string {
+  const lines = help.split('\n');
+  const start = lines.indexOf('Commands:');
+  if (start < 0) return help;
+  let end = start + 1;
+  while (end < lines.length && lines[end] !== '') end++;
+  const entries = new Map<string, string[]>();
+  let current: string[] | null = null;
+  for (const line of lines.slice(start + 1, end)) {
+    const name = /^ {2}agentsnap (\S+)/.exec(line)?.[1];
+    if (name !== undefined) entries.set(name, (current = [line]));
+    else current?.push(line);
+  }
+  const sections: string[][] = [];
+  for (const g of COMMAND_GROUPS) {
+    const body = g.names.flatMap((n) => entries.get(n) ?? []);
+    for (const n of g.names) entries.delete(n);
+    if (body.length > 0) sections.push([`${g.title}:`, ...body]);
+  }
+  if (entries.size > 0) sections.push(['More commands:', ...[...entries.values()].flat()]);
+  const grouped = sections.flatMap((sec, i) => (i === 0 ? sec : ['', ...sec]));
+  return [...lines.slice(0, start), ...grouped, ...lines.slice(end)].join('\n');
+}
+
 class UsageError extends AgentsnapError {
   constructor(message: string) {
     super('Usage', 'usage', message, { hint: 'See `agentsnap --help`, or `agentsnap <command> --help`.' });
@@ -349,7 +393,8 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     await parser.parseAsync(args, {}, (err, _argv, output) => {
       if (output && !err) {
         helpShown = true;
-        io.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
+        const text = groupedHelp(output);
+        io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
       }
     });
     void helpShown;
