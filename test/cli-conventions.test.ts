@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { COMMANDS } from '../src/cli/main.js';
 import type { CliContext } from '../src/cli/context.js';
-import { cliProcess, refsUnder, tempRepo, worktreeFiles, type CliResult, type TempRepo } from './helpers.js';
+import { cliProcess, refsUnder, runProcess, tempRepo, worktreeFiles, type CliResult, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/git/repo.js';
 import { startWorktreeSession } from '../src/worktrees/worktree.js';
 import { gitCommonDir } from './snap-helpers.js';
@@ -39,6 +39,7 @@ const POSITIONALS: Record<string, string[]> = {
   show: ['1'],
   diff: ['0', '1'],
   hook: ['claude', 'PreToolUse'],
+  completion: ['bash'],
 };
 /** Options a command requires, given so that only the wrong one is wrong. */
 const REQUIRED: Record<string, string[]> = { bisect: ['--run', 'true'], promote: ['--branch', 'b'] };
@@ -224,6 +225,43 @@ test('--help lists the five everyday commands first, then the rest by theme, eac
     assert.is((await cliProcess(repo, ['help', 'undo'])).stdout, own.stdout);
     assert.match(own.stdout, /^agentsnap undo \[step\]/);
     assert.not.match(own.stdout, /Everyday commands:/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('`completion bash|zsh|fish`: generated from the command definitions; bash completes `agentsnap un` to `undo` and each command\'s options', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const bash = await cliProcess(repo, ['completion', 'bash']);
+    assert.is(bash.code, 0, bash.stderr);
+    const script = path.join(repo.base, 'agentsnap.bash');
+    fs.writeFileSync(script, bash.stdout);
+    const complete = async (...words: string[]) => {
+      const r = await runProcess('bash', ['-c', 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _agentsnap; printf "%s\\n" "${COMPREPLY[@]}"', '_', script, ...words], { cwd: repo.dir, env: repo.env });
+      assert.is(r.code, 0, r.stderr);
+      return r.stdout.split('\n').filter(Boolean);
+    };
+    assert.equal(await complete('agentsnap', 'un'), ['undo']);
+    assert.equal(await complete('agentsnap', '--no-color', 'ap'), ['apply']);
+    assert.equal(await complete('agentsnap', 'undo', '--dr'), ['--dry-run']);
+    assert.equal(await complete('agentsnap', 'apply', 'some-session', '--dry'), ['--dry-run']);
+    assert.ok((await complete('agentsnap', 'log', '--')).includes('--no-color'), 'the options every command takes');
+    const all = await complete('agentsnap', '');
+    for (const c of COMMANDS) assert.ok(all.includes(c.name), `${c.name} completes`);
+    // zsh and fish: the same commands and options (no zsh or fish on this machine to run them in).
+    const zsh = await cliProcess(repo, ['completion', 'zsh']);
+    assert.is(zsh.code, 0, zsh.stderr);
+    assert.match(zsh.stdout, /^#compdef agentsnap\n/);
+    const fish = await cliProcess(repo, ['completion', 'fish']);
+    assert.is(fish.code, 0, fish.stderr);
+    for (const c of COMMANDS) {
+      assert.match(zsh.stdout, new RegExp(`'${c.name}:`), `zsh: ${c.name}`);
+      assert.match(fish.stdout, new RegExp(`-a ${c.name} `), `fish: ${c.name}`);
+    }
+    assert.match(fish.stdout, /__fish_seen_subcommand_from undo' -l dry-run/);
+    assert.not.match(fish.stdout, /from undo' -l step /, 'a positional is no option');
+    assert.is(usageMessage(await cliProcess(repo, ['completion', 'tcsh']), 'completion tcsh'), 'shell must be "bash", "zsh" or "fish", not "tcsh"');
   } finally {
     repo.cleanup();
   }

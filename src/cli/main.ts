@@ -48,6 +48,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'server', load: async () => (await import('./commands/server.js')).serverCommand },
   { name: 'mcp', load: async () => (await import('./commands/mcp.js')).mcpCommand },
   { name: 'ui', load: async () => (await import('./commands/ui.js')).uiCommand },
+  { name: 'completion', load: async () => (await import('./commands/completion.js')).completionCommand },
 ];
 
 /**
@@ -63,7 +64,7 @@ export const COMMAND_GROUPS: { title: string; names: string[] }[] = [
   { title: 'Record without wrap', names: ['snap', 'init', 'hook'] },
   { title: 'Parallel sessions', names: ['apply', 'promote', 'discard'] },
   { title: 'History and backup', names: ['hooks', 'remote', 'push', 'fetch'] },
-  { title: 'Tools and upkeep', names: ['doctor', 'gc', 'server', 'mcp', 'ui'] },
+  { title: 'Tools and upkeep', names: ['doctor', 'gc', 'server', 'mcp', 'ui', 'completion'] },
 ];
 
 /**
@@ -415,6 +416,7 @@ function cliContext(io: CliIO): { ctx: CliContext; exitCode: () => number } {
     },
     serveSnap: runSnap,
     serveWrap: runServedWrap,
+    commandModules: async () => (await Promise.all(COMMANDS.map((c) => c.load()))).map((make) => make(ctx)),
   };
   return { ctx, exitCode: () => code };
 }
