@@ -267,4 +267,27 @@ test('`completion bash|zsh|fish`: generated from the command definitions; bash c
   }
 });
 
+test('`help --man`: a man page from the same definitions as --help, in its groups; nroff renders it', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const man = await cliProcess(repo, ['help', '--man']);
+    assert.is(man.code, 0, man.stderr);
+    assert.match(man.stdout, /^\.TH AGENTSNAP 1 /);
+    const groups = [...man.stdout.matchAll(/^\.SS (.+)$/gm)].map((m) => m[1]);
+    assert.is(groups[0], 'Everyday commands');
+    for (const c of COMMANDS) assert.match(man.stdout, new RegExp(`^\\.B agentsnap ${c.name}\\b`, 'm'), `${c.name} in the man page`);
+    assert.match(man.stdout, /\\-\\-dry\\-run/, 'options, dashes escaped');
+    const page = path.join(repo.base, 'agentsnap.1');
+    fs.writeFileSync(page, man.stdout);
+    const rendered = await runProcess('nroff', ['-man', page], { cwd: repo.dir, env: { ...repo.env, MANWIDTH: '100' } });
+    assert.is(rendered.code, 0, rendered.stderr);
+    assert.is(rendered.stderr, '', 'no roff warnings');
+    const text = rendered.stdout.replace(/.\x08/g, '');
+    assert.match(text, /agentsnap undo \[step\]/);
+    assert.match(text, /--dry-run/);
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -298,6 +298,12 @@ export async function run(argsAsGiven: string[], ioAsGiven: CliIO): Promise<numb
 async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
   // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
   if (argsIn[0] === 'hook' && !argsIn.includes('--help') && !argsIn.includes('-h')) return (await import('./commands/hook.js')).runHookCli(argsIn.slice(1), io);
+  // `help --man`: the manual page, from the same definitions and groups as --help (commands/completion.ts).
+  if (argsIn.length === 2 && argsIn[0] === 'help' && argsIn[1] === '--man') {
+    const { completedCommands, manPage } = await import('./commands/completion.js');
+    io.stdout.write(manPage(await completedCommands(await cliContext(io).ctx.commandModules()), COMMAND_GROUPS, version()));
+    return ExitCode.ok;
+  }
   // `agentsnap` alone is a newcomer asking what there is: the help, exit 0. `agentsnap help undo` is `undo --help`.
   const helpOf = argsIn[0] === 'help' ? argsIn[1] : undefined;
   const args =

@@ -7,6 +7,8 @@ import type { CommandFactory } from '../context.js';
 /** A command as completion needs it: its name, its one-line description, its long options. */
 export interface CompletedCommand {
   name: string;
+  /** The usage line as --help shows it (`undo [step]`). */
+  usage: string;
   describe: string;
   options: { name: string; describe: string }[];
 }
@@ -33,11 +35,12 @@ export async function completedCommands(modules: CommandModule[]): Promise<Compl
     const own = Object.keys(o.key).filter((k) => k.length > 1 && !/[A-Z]/.test(k) && !o.hiddenOptions.includes(k) && !positionals.has(k) && k !== 'help' && k !== 'version');
     out.push({
       name: String(mod.command).split(' ')[0] as string,
+      usage: String(mod.command),
       describe: typeof mod.describe === 'string' ? mod.describe : '',
       options: [...own.map((k) => ({ name: k, describe: String(describe[k] ?? '').replace(/^__yargsString__:/, '') })), ...COMMON_OPTIONS],
     });
   }
-  out.push({ name: 'help', describe: 'Show the help of a command', options: [] });
+  out.push({ name: 'help', usage: 'help [command]', describe: 'Show the help of a command; `help --man`: this manual page', options: [] });
   return out;
 }
 
@@ -117,6 +120,65 @@ export function fishCompletion(commands: CompletedCommand[]): string {
   for (const c of commands) {
     for (const o of c.options) lines.push(`complete -c agentsnap -n '__fish_seen_subcommand_from ${c.name}' -l ${o.name} -d ${quoted(short(o.describe))}`);
   }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Text for roff: backslashes and dashes escaped, no line read as a request. */
+function roff(text: string): string {
+  return text
+    .replace(/\\/g, '\\e')
+    .replace(/-/g, '\\-')
+    .split('\n')
+    .map((l) => (/^[.']/.test(l) ? `\\&${l}` : l))
+    .join('\n');
+}
+
+/**
+ * `agentsnap help --man`: a manual page (man(7)) of the same commands, descriptions and options as --help, under
+ * the help's groups (main.ts's COMMAND_GROUPS; a command in none comes last).
+ */
+export function manPage(commands: CompletedCommand[], groups: { title: string; names: string[] }[], version: string): string {
+  const byName = new Map(commands.map((c) => [c.name, c]));
+  const sections = groups.map((g) => ({ title: g.title, list: g.names.flatMap((n) => byName.get(n) ?? []) }));
+  const grouped = new Set(groups.flatMap((g) => g.names));
+  const rest = commands.filter((c) => !grouped.has(c.name));
+  if (rest.length > 0) sections.push({ title: 'More commands', list: rest });
+  const lines = [
+    `.TH AGENTSNAP 1 "" "agentsnap ${roff(version)}" "User Commands"`,
+    '.SH NAME',
+    'agentsnap \\- exact, safe undo for AI coding agents',
+    '.SH SYNOPSIS',
+    '.B agentsnap',
+    '.I command',
+    '[options]',
+    '.SH DESCRIPTION',
+    roff('Every tool call of an agent is snapshotted into hidden git refs (refs/agent/<session>/<n>) through a private index, and journalled; undo, redo, restore and revert take the agent\'s work back. `agentsnap <command> --help` shows a command\'s options with examples.'),
+    '.SH COMMANDS',
+  ];
+  for (const sec of sections) {
+    lines.push(`.SS ${roff(sec.title)}`);
+    for (const c of sec.list) {
+      lines.push('.TP', `.B agentsnap ${roff(c.usage)}`, roff(c.describe));
+      const own = c.options.filter((o) => !COMMON_OPTIONS.some((x) => x.name === o.name));
+      for (const o of own) lines.push('.RS', '.TP', `.B \\-\\-${roff(o.name)}`, roff(o.describe || o.name), '.RE');
+    }
+  }
+  lines.push('.SH OPTIONS', 'Every command takes:');
+  for (const o of COMMON_OPTIONS) lines.push('.TP', `.B \\-\\-${roff(o.name)}`, roff(o.describe));
+  lines.push(
+    '.SH ENVIRONMENT',
+    '.TP',
+    '.B AGENTSNAP_SESSION',
+    'the session a command works on, when \\-\\-session is not given',
+    '.TP',
+    '.B NO_COLOR',
+    'no colour (unless \\-\\-color says otherwise)',
+    '.TP',
+    '.BR AGENTSNAP_PAGER ", " PAGER',
+    'the pager of show, diff, log and replay on a terminal (default: less)',
+    '.SH SEE ALSO',
+    '.BR git (1)',
+  );
   return `${lines.join('\n')}\n`;
 }
 
