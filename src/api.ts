@@ -142,13 +142,15 @@ function requireSession(repo: Repo, id: unknown): string {
 export interface ApplyCommandOptions extends RepoOptions {
   session: string;
   forceConflicts?: boolean;
+  /** Only say what would be written (ApplyResult.dryRun): nothing changes. */
+  dryRun?: boolean;
 }
 
 /** `agentsnap apply <session>`: the session's net change merged into this worktree. */
 export async function apply(opts: ApplyCommandOptions): Promise<ApplyResult> {
   const repo = await repoFor(opts);
   const id = requireSession(repo, opts.session);
-  return applySession(repo, id, { forceConflicts: !!opts.forceConflicts });
+  return applySession(repo, id, { forceConflicts: !!opts.forceConflicts, dryRun: !!opts.dryRun });
 }
 
 export interface UndoApplyCommandOptions extends RepoOptions {

@@ -223,6 +223,16 @@ async function removeLogAlias(repo: Repo, agent: InitAgent): Promise<InitResult[
 export function stillInitialised(repo: Repo, agent: InitAgent): boolean {
   const layout = ADAPTERS[agent]?.init;
   if (!layout) return false;
+  const holdsMarker = (file: string, marker: string) => {
+    try {
+      return fs.readFileSync(path.join(repo.worktree, file), 'utf8').includes(marker);
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code !== 'ENOENT'; // unreadable counts, as below
+    }
+  };
+  if (layout.hookProgram) return holdsMarker(layout.file, layout.hookProgram.marker);
+  const scripts = layout.scripts;
+  if (scripts) return layout.events.some(([ev]) => holdsMarker(scripts.file(ev), scripts.marker));
   try {
     const { settings } = readSettings(path.join(repo.worktree, layout.file), layout.file);
     return JSON.stringify(withoutHooks(settings, agent)) !== JSON.stringify(settings);
@@ -259,7 +269,9 @@ async function initHookProgram(repo: Repo, agent: InitAgent, layout: InitLayout,
     note: opts.remove ? null : layout.note ?? null,
     absolute,
     mcp,
+    logAlias,
   });
+  let logAlias: InitResult['logAlias'] = null;
   if (opts.remove) {
     const mcp = layout.mcp ? await mcpEntry(repo, layout.mcp, { remove: true, absolute: null }) : null;
     if (!ours) return result(false, false, null, mcp);
@@ -272,6 +284,7 @@ async function initHookProgram(repo: Repo, agent: InitAgent, layout: InitLayout,
       unexcludeLocally(repo, f);
     }
     removeEmptyDir(path.dirname(file), repo.worktree);
+    logAlias = await removeLogAlias(repo, agent);
     return result(true, false, null, mcp);
   }
   const absolute = onPath('agentsnap-hook', opts.env) ? null : thisInstall();
@@ -376,7 +389,8 @@ async function initScripts(
   let mcp = mcpBefore;
   if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
   const file = path.join(repo.worktree, layout.file);
-  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp };
+  const logAlias = opts.remove ? await removeLogAlias(repo, agent) : await setLogAlias(repo);
+  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp, logAlias };
 }
 
 /** Writes (or removes) a file of the layout's (Claude Code's /agentsnap-undo command); a file of the same name that is not ours is left alone. */

@@ -139,7 +139,7 @@ test('`agentsnap` alone prints the help (exit 0); `agentsnap help undo` is `undo
   try {
     const bare = await cliProcess(repo, []);
     assert.is(bare.code, 0, bare.stderr);
-    assert.match(bare.stdout, /Commands:/);
+    assert.match(bare.stdout, /^Everyday commands:$/m);
     assert.match(bare.stdout, /agentsnap undo/);
     assert.is(bare.stdout, (await cliProcess(repo, ['--help'])).stdout);
     const help = await cliProcess(repo, ['help', 'undo']);

@@ -25,4 +25,44 @@ test('npm run demo: the scripted agent runs through wrap and log/show/replay sho
   }
 });
 
+test('npm run demo builds only when dist/ is missing or older than a source file (a current dist/ starts the demo at once)', () => {
+  const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-demo-stale-')));
+  try {
+    const pkg = path.join(base, 'pkg');
+    const file = (rel: string, text: string, seconds: number) => {
+      fs.mkdirSync(path.dirname(path.join(pkg, rel)), { recursive: true });
+      fs.writeFileSync(path.join(pkg, rel), text);
+      fs.utimesSync(path.join(pkg, rel), seconds, seconds);
+    };
+    // A package whose build only leaves a mark: whether the script ran it is what the test sees.
+    const build = `node -e "require('fs').writeFileSync('built.txt', 'yes')"`;
+    file('package.json', JSON.stringify({ name: 'stale-check', version: '1.0.0', scripts: { build } }), 1000);
+    file('src/index.ts', 'export {};\n', 2000);
+    file('bin/cli.js', '\n', 1500);
+    fs.mkdirSync(path.join(base, 'home'));
+    const env = hermeticEnv(path.join(base, 'home'), { TMPDIR: base });
+    const check = () => {
+      fs.rmSync(path.join(pkg, 'built.txt'), { force: true });
+      const r = spawnSync(process.execPath, [path.join(ROOT, 'demo', 'build-if-stale.mjs'), pkg], { env, encoding: 'utf8' });
+      assert.is(r.status, 0, r.stderr);
+      return { built: fs.existsSync(path.join(pkg, 'built.txt')), stdout: r.stdout };
+    };
+    assert.ok(check().built, 'no dist/: built');
+    file('dist/index.js', '\n', 1800);
+    assert.ok(check().built, 'dist/ older than src/index.ts: built');
+    file('dist/index.js', '\n', 3000);
+    // A code cache the CLI wrote long ago (or just now) says nothing about the build.
+    file('dist/cli.cache', '\n', 500);
+    const current = check();
+    assert.not.ok(current.built, 'dist/ newer than every source: not built');
+    assert.match(current.stdout, /not rebuilding/);
+    file('bin/cli.js', '\n', 4000);
+    assert.ok(check().built, 'bin/ changed since: built');
+    const script = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.demo as string;
+    assert.is(script, 'node demo/build-if-stale.mjs && node demo/run.js');
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+});
+
 test.run();

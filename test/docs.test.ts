@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import { ROOT } from './helpers.js';
 import { COMMANDS } from '../src/cli/main.js';
 import { ExitCode } from '../src/base/errors.js';
+import { MCP_TOOLS } from '../src/mcp-tools.js';
 
 const read = (rel: string) => fs.readFileSync(path.join(ROOT, rel), 'utf8');
 const README = read('README.md');
@@ -47,6 +48,16 @@ test('the README: what it is, Install before Quick start, the five commands, the
   assert.not.match(README, /raw git: GIT_INDEX_FILE/, 'no bench internals');
   assert.ok(README.includes('(docs/reference.md)') && README.includes('(docs/bench.md)'));
   assert.ok(README.split('\n').length < 200, 'short');
+});
+
+test('the README names every MCP tool `agentsnap mcp` serves, and explains npm 11\'s allowScripts warning on `npm install -g .`', () => {
+  const mcp = README.slice(README.indexOf('### The agent undoes its own steps (MCP)'));
+  const paragraph = mcp.slice(0, mcp.indexOf('\n\n'));
+  assert.ok(MCP_TOOLS.length >= 9, 'nine tools');
+  for (const t of MCP_TOOLS) assert.ok(paragraph.includes(`\`${t.name}\``), `MCP tool ${t.name} in the README's MCP paragraph`);
+  // What npm 11.19 prints for `npm install -g .` in a clone: "1 package has install scripts not yet covered by allowScripts".
+  assert.match(README, /not yet covered by allowScripts/);
+  assert.match(README, /prepare: npm run build\)` is "not yet covered by allowScripts": that script is the build/);
 });
 
 test('docs/reference.md names every command, every configuration key agentsnap reads, every exit code', () => {

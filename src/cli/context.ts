@@ -14,6 +14,8 @@ export interface CliContext {
   serveSnap(args: string[], io: CliIO): Promise<number | null>;
   /** `wrap`'s first half for a background server (`server run`) answering a thin wrap client: runServedWrap in main.ts. */
   serveWrap: ServerCalls['wrap'];
+  /** Every command's definition, as --help reads them (for `completion`): main.ts's COMMANDS, loaded. */
+  commandModules(): Promise<CommandModule[]>;
 }
 
 export type CommandFactory = (ctx: CliContext) => CommandModule;

@@ -2,7 +2,7 @@
 // message and a documented exit code. No stack traces unless AGENTSNAP_DEBUG=1.
 import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../base/errors.js';
 import type { CliContext, CommandFactory } from './context.js';
-import { makeOutput, type CliIO } from './output.js';
+import { makeOutput, type CliIO, type ColorMode } from './output.js';
 import type { ServedWrap } from '../server/serve.js';
 import type { WrapArgs } from './commands/wrap.js';
 import { PAGED_COMMANDS, startPager, type Pager } from './pager.js';
@@ -48,7 +48,52 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'server', load: async () => (await import('./commands/server.js')).serverCommand },
   { name: 'mcp', load: async () => (await import('./commands/mcp.js')).mcpCommand },
   { name: 'ui', load: async () => (await import('./commands/ui.js')).uiCommand },
+  { name: 'completion', load: async () => (await import('./commands/completion.js')).completionCommand },
 ];
+
+/**
+ * The top-level help's groups, in order: the five everyday commands of the README's "The five commands" first,
+ * then the rest by theme. A command in no group is listed under "More commands" (test/cli-conventions.test.ts
+ * checks that every command is listed once).
+ */
+export const COMMAND_GROUPS: { title: string; names: string[] }[] = [
+  { title: 'Everyday commands', names: ['wrap', 'log', 'show', 'undo', 'redo'] },
+  { title: 'Look back', names: ['sessions', 'diff', 'status', 'replay', 'blame', 'why'] },
+  { title: 'Take back part of it', names: ['restore', 'revert'] },
+  { title: 'Test the steps', names: ['check', 'bisect'] },
+  { title: 'Record without wrap', names: ['snap', 'init', 'hook'] },
+  { title: 'Parallel sessions', names: ['apply', 'promote', 'discard'] },
+  { title: 'History and backup', names: ['hooks', 'remote', 'push', 'fetch'] },
+  { title: 'Tools and upkeep', names: ['doctor', 'gc', 'server', 'mcp', 'ui', 'completion'] },
+];
+
+/**
+ * yargs' top-level help lists every command under one "Commands:" heading: the same entries (its layout,
+ * from the same command definitions) regrouped under COMMAND_GROUPS' headings. Any other help is as it is.
+ */
+export function groupedHelp(help: string): string {
+  const lines = help.split('\n');
+  const start = lines.indexOf('Commands:');
+  if (start < 0) return help;
+  let end = start + 1;
+  while (end < lines.length && lines[end] !== '') end++;
+  const entries = new Map<string, string[]>();
+  let current: string[] | null = null;
+  for (const line of lines.slice(start + 1, end)) {
+    const name = /^ {2}agentsnap (\S+)/.exec(line)?.[1];
+    if (name !== undefined) entries.set(name, (current = [line]));
+    else current?.push(line);
+  }
+  const sections: string[][] = [];
+  for (const g of COMMAND_GROUPS) {
+    const body = g.names.flatMap((n) => entries.get(n) ?? []);
+    for (const n of g.names) entries.delete(n);
+    if (body.length > 0) sections.push([`${g.title}:`, ...body]);
+  }
+  if (entries.size > 0) sections.push(['More commands:', ...[...entries.values()].flat()]);
+  const grouped = sections.flatMap((sec, i) => (i === 0 ? sec : ['', ...sec]));
+  return [...lines.slice(0, start), ...grouped, ...lines.slice(end)].join('\n');
+}
 
 class UsageError extends AgentsnapError {
   constructor(message: string) {
@@ -95,6 +140,13 @@ function missingArgumentMessage(msg: string, command: string | undefined, usage:
   return `${command} needs ${POSITIONAL_WORDS[missing] ?? `<${missing}>`}: agentsnap ${usage}`;
 }
 
+/** "Missing required argument: run" as "bisect needs --run": yargs names the option without its dashes. */
+function missingOptionMessage(msg: string, command: string | undefined): string | undefined {
+  const m = /^Missing required arguments?: (.+)$/.exec(msg.trim());
+  if (!m || !command) return undefined;
+  return `${command} needs ${(m[1] as string).split(', ').map((name) => `--${name}`).join(' and ')}`;
+}
+
 /** "Invalid values: Argument: phase, Given: "middle", Choices: "pre", "post"" as "--phase must be "pre" or "post", not "middle"". */
 function invalidChoiceMessage(msg: string, usage: string | undefined): string | undefined {
   const m = /^Invalid values:\s*Argument: ([\w-]+), Given: (.+?), Choices: (.+)$/s.exec(msg.trim());
@@ -137,33 +189,100 @@ function distance(a: string, b: string): number {
   return d[b.length]!;
 }
 
-/** "Unknown argument: forse" as "unknown option --forse (did you mean --force?)"; a stray positional as "unexpected argument". */
+/** `dry-run` as yargs also names it (`dryRun`): its camel-case expansion, an internal name the user never typed. */
+function camelCase(name: string): string {
+  return name.replace(/-+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * The option the user typed that yargs reports as `name`: `--name[=v]`, its camel-case expansion (yargs
+ * reports `--dry-runx` as both `dry-runx` and `dryRunx`), its negation (`--no-name`, reported as `name`), or a
+ * letter of a group of short flags (`-qZ`). Undefined when no option was typed under that name (a positional).
+ */
+function typedOption(name: string, args: string[]): string | undefined {
+  for (const arg of args) {
+    if (arg.startsWith('--')) {
+      const base = arg.slice(2).split('=')[0] as string;
+      const positive = base.startsWith('no-') ? base.slice(3) : undefined;
+      if ([base, camelCase(base), positive, positive === undefined ? undefined : camelCase(positive)].includes(name)) return `--${base}`;
+    } else if (name.length === 1 && /^-[^-\d]/.test(arg) && arg.slice(1).split('=')[0]!.includes(name)) return `-${name}`;
+  }
+  return undefined;
+}
+
+/**
+ * "Unknown arguments: forse" as "unknown option --forse (did you mean --force?)"; a stray positional as
+ * "unexpected argument". Each is named as the user typed it: never by the names yargs derives (`dryRun`).
+ */
 function unknownOptionMessage(msg: string, args: string[], known: string[]): string | undefined {
   const m = /^Unknown arguments?: (.+)$/.exec(msg);
   if (!m) return undefined;
-  const names = (m[1] as string).split(', ');
-  const parts = names.map((name) => {
-    const flag = args.find((a) => a.replace(/^-+/, '').split('=')[0] === name && a.startsWith('-'));
-    if (!flag) return `unexpected argument ${JSON.stringify(name)}`;
-    const dashed = `${name.length === 1 ? '-' : '--'}${name}`;
-    const candidates = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
+  const candidates = known.filter((k) => k.length > 1 && !/[A-Z]/.test(k));
+  const parts = new Set<string>();
+  for (const name of (m[1] as string).split(', ')) {
+    const flag = typedOption(name, args);
+    if (!flag) {
+      parts.add(`unexpected argument ${JSON.stringify(name)}`);
+      continue;
+    }
+    const typed = flag.replace(/^-+/, '');
     let best: string | undefined;
     let bestD = Infinity;
     for (const k of candidates) {
-      const dd = distance(name, k);
+      const dd = distance(typed, k);
       if (dd < bestD) {
         bestD = dd;
         best = k;
       }
     }
-    const close = best !== undefined && (bestD <= Math.max(1, Math.floor(name.length / 3)) || (name.length >= 3 && best.startsWith(name)));
-    return `unknown option ${dashed}${close ? ` (did you mean --${best}?)` : ''}`;
-  });
-  return parts.join('; ');
+    const close = flag.startsWith('--') && best !== undefined && (bestD <= Math.max(1, Math.floor(typed.length / 3)) || (typed.length >= 3 && best.startsWith(typed)));
+    parts.add(`unknown option ${flag}${close ? ` (did you mean --${best}?)` : ''}`);
+  }
+  return [...parts].join('; ');
+}
+
+/**
+ * git's `--color[=<when>]` and `--no-color`, taken out of the arguments before any `--` (after it they belong to
+ * a command or are paths), so that every command takes them: a bare `--color` is `always`, the value is given
+ * only after `=` (as git reads it: `show --color 3` is step 3), the last one wins.
+ */
+export function takeColorOption(args: string[]): { args: string[]; color: ColorMode | undefined } {
+  const end = args.includes('--') ? args.indexOf('--') : args.length;
+  let color: ColorMode | undefined;
+  const rest: string[] = [];
+  for (const [i, arg] of args.entries()) {
+    if (i >= end || !/^--(no-)?color(=|$)/.test(arg)) {
+      rest.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    if (arg.startsWith('--no-')) {
+      if (eq >= 0) throw new UsageError(`${arg.slice(0, eq)} takes no value`);
+      color = 'never';
+      continue;
+    }
+    const when = eq < 0 ? 'always' : arg.slice(eq + 1);
+    if (when !== 'always' && when !== 'never' && when !== 'auto') throw new UsageError(`--color must be always, never or auto, not ${JSON.stringify(when)}`);
+    color = when;
+  }
+  return { args: rest, color };
 }
 
 /** Runs the CLI with the given arguments; returns the exit code instead of exiting. */
-export async function run(argsIn: string[], ioIn: CliIO): Promise<number> {
+export async function run(argsAsGiven: string[], ioAsGiven: CliIO): Promise<number> {
+  let argsIn = argsAsGiven;
+  let ioIn = ioAsGiven;
+  // Hooks never fail on their arguments (commands/hook.ts): --color is left to their parser.
+  if (argsAsGiven[0] !== 'hook') {
+    try {
+      const taken = takeColorOption(argsAsGiven);
+      argsIn = taken.args;
+      if (taken.color) ioIn = { ...ioAsGiven, color: taken.color };
+    } catch (e) {
+      const words = argsAsGiven.includes('--') ? argsAsGiven.slice(0, argsAsGiven.indexOf('--')) : argsAsGiven;
+      return reportError(e, ioAsGiven, words.includes('--json'));
+    }
+  }
   let pager: Pager | null = null;
   // show, diff, log and replay on a terminal go through a pager, as git's do (src/cli/pager.ts).
   const words = argsIn.includes('--') ? argsIn.slice(0, argsIn.indexOf('--')) : argsIn;
@@ -179,6 +298,12 @@ export async function run(argsIn: string[], ioIn: CliIO): Promise<number> {
 async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
   // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
   if (argsIn[0] === 'hook' && !argsIn.includes('--help') && !argsIn.includes('-h')) return (await import('./commands/hook.js')).runHookCli(argsIn.slice(1), io);
+  // `help --man`: the manual page, from the same definitions and groups as --help (commands/completion.ts).
+  if (argsIn.length === 2 && argsIn[0] === 'help' && argsIn[1] === '--man') {
+    const { completedCommands, manPage } = await import('./commands/completion.js');
+    io.stdout.write(manPage(await completedCommands(await cliContext(io).ctx.commandModules()), COMMAND_GROUPS, version()));
+    return ExitCode.ok;
+  }
   // `agentsnap` alone is a newcomer asking what there is: the help, exit 0. `agentsnap help undo` is `undo --help`.
   const helpOf = argsIn[0] === 'help' ? argsIn[1] : undefined;
   const args =
@@ -234,7 +359,10 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     .alias('v', 'version')
     // Hidden: it would head every command's options; the top-level help says it (as git's --no-pager).
     .option('pager', { type: 'boolean', default: true, global: true, hidden: true, describe: 'page show, diff, log and replay on a terminal' })
-    .epilogue('show, diff, log and replay go through a pager on a terminal ($AGENTSNAP_PAGER, $PAGER, less): --no-pager prints as is.')
+    .epilogue(
+      'show, diff, log and replay go through a pager on a terminal ($AGENTSNAP_PAGER, $PAGER, less): --no-pager prints as is.\n' +
+        'Every command takes --color[=always|never|auto] and --no-color, as git does (auto: colour on a terminal unless NO_COLOR is set).',
+    )
     .wrap(Math.min(100, (io.stdout as { columns?: number }).columns ?? 100))
     .exitProcess(false)
     .fail((msg, err) => {
@@ -246,6 +374,7 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
       const plain =
         unknownCommandMessage(args, msg, known) ??
         missingArgumentMessage(msg ?? '', command, usage) ??
+        missingOptionMessage(msg ?? '', command) ??
         invalidChoiceMessage(msg ?? '', usage) ??
         (command ? unknownOptionMessage(msg ?? '', optionArgs, Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)) : undefined) ??
         (strayOption ? `unknown option ${strayOption.split('=')[0]}` : undefined);
@@ -271,7 +400,8 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     await parser.parseAsync(args, {}, (err, _argv, output) => {
       if (output && !err) {
         helpShown = true;
-        io.stdout.write(output.endsWith('\n') ? output : `${output}\n`);
+        const text = groupedHelp(output);
+        io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
       }
     });
     void helpShown;
@@ -292,6 +422,7 @@ function cliContext(io: CliIO): { ctx: CliContext; exitCode: () => number } {
     },
     serveSnap: runSnap,
     serveWrap: runServedWrap,
+    commandModules: async () => (await Promise.all(COMMANDS.map((c) => c.load()))).map((make) => make(ctx)),
   };
   return { ctx, exitCode: () => code };
 }

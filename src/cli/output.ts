@@ -1,5 +1,6 @@
-// Terminal output: colour only on a TTY and never with NO_COLOR; a progress
-// indicator only on a TTY and only for work that takes over a second.
+// Terminal output: colour only on a TTY and never with NO_COLOR, unless --color
+// says otherwise; a progress indicator only on a TTY and only for work that
+// takes over a second.
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Writable } from 'node:stream';
 import type { ChangedPath, SkippedFile } from '../session/journal.js';
@@ -13,6 +14,8 @@ export interface CliIO {
   cwd: string;
   /** Read only by commands that take input (hook payloads). */
   stdin?: NodeJS.ReadableStream;
+  /** `--color=<when>` / `--no-color` as the user gave them (main.ts); auto when absent. */
+  color?: ColorMode;
   /** Set by the warm server: the context of a call (its repository, settings, snapshotter…). */
   openContext?: import('../session/context.js').ContextOpener;
 }
@@ -35,7 +38,12 @@ export interface Progress {
   done(): void;
 }
 
-function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+/** git's `--color=<when>`. */
+export type ColorMode = 'always' | 'never' | 'auto';
+
+function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv, mode: ColorMode = 'auto'): boolean {
+  // The flag is this run's own word: it wins over NO_COLOR and FORCE_COLOR (no-color.org asks as much).
+  if (mode !== 'auto') return mode === 'always';
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
   if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return true;
   if (env.TERM === 'dumb') return false;
@@ -43,8 +51,8 @@ function colorWanted(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boole
 }
 
 export function makeOutput(io: CliIO, opts: { json: boolean; quiet?: boolean }): Output {
-  const errColor = colorWanted(io.stderr, io.env);
-  const outColor = colorWanted(io.stdout, io.env);
+  const errColor = colorWanted(io.stderr, io.env, io.color);
+  const outColor = colorWanted(io.stdout, io.env, io.color);
   const color = new Chalk({ level: outColor ? 1 : 0 });
   const errChalk = new Chalk({ level: errColor ? 1 : 0 });
   return {

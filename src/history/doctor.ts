@@ -459,12 +459,12 @@ function checkServerEngine(repo: Repo): Check[] {
   try {
     failure = info ? readEngineFailure(info.runDir, info.pid) : null;
   } catch (e) {
-    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'server', status: 'problem', message: e.message, fix: 'agentsnap server stop' }];
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'server', status: 'problem', class: 'required', message: e.message, fix: 'agentsnap server stop' }];
     throw e;
   }
   if (!info || !failure) return [];
   const what = failure.what === 'start' ? 'snapshot engine did not start (every snapshot is a full scan)' : 'warm-up snapshot failed';
-  return [{ check: 'server', status: 'problem', message: `the server's (pid ${info.pid}) ${what}: ${failure.error}`, fix: 'agentsnap server stop', data: { pid: info.pid, ...failure } }];
+  return [{ check: 'server', status: 'problem', class: 'required', message: `the server's (pid ${info.pid}) ${what}: ${failure.error}`, fix: 'agentsnap server stop', data: { pid: info.pid, ...failure } }];
 }
 
 /** A failed automatic gc (wrap never stops for one, so nothing else says it): a problem until a gc succeeds. */
@@ -474,7 +474,7 @@ function checkAutoGc(repo: Repo): Check[] {
   try {
     raw = readStateFile(file);
   } catch (e) {
-    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'gc', status: 'problem', message: e.message, fix: `rm ${file}` }];
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'gc', status: 'problem', class: 'required', message: e.message, fix: `rm ${file}` }];
     throw e;
   }
   if (!raw) return [];
@@ -485,6 +485,7 @@ function checkAutoGc(repo: Repo): Check[] {
     {
       check: 'gc',
       status: 'problem',
+      class: 'required',
       message: `the last automatic gc${at ? ` (${at})` : ''} failed: ${why.replace(/\.$/, '')}; old sessions are not removed until a gc succeeds`,
       fix: 'agentsnap gc',
       data: { file, at: at || null, error: why },
@@ -521,6 +522,7 @@ async function checkAgentRefs(repo: Repo): Promise<Check[]> {
     checks.push({
       check: 'agent-refs',
       status: 'info',
+      class: 'required',
       message: `${refs.length} ref(s) under ${prefix} were written by an agent itself (its checkpoints), not by you; agentsnap's pre-push hook keeps them off remotes that are not backup remotes (agentsnap.agentRefs)`,
       data: { prefix, refs: refs.length },
     });

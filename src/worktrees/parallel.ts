@@ -99,6 +99,8 @@ export function recordEvent(repo: Repo, id: string, settings: Settings, ev: Jour
 export interface ApplyOptions {
   /** Write the merge result with conflict markers instead of refusing. */
   forceConflicts?: boolean;
+  /** Only say what the apply would write: no lock, no safety snapshot, no write, no journal event; refused where the apply is. */
+  dryRun?: boolean;
   settings?: Settings;
   /** Test seam: the restore engine's hooks around each replaced path (a write racing with the apply). */
   restoreHooks?: Pick<RestoreOptions, 'beforeReplace' | 'afterCheck'>;
@@ -110,6 +112,8 @@ export interface ApplyResult {
   session: string;
   /** Nothing to apply: the session changed nothing. */
   empty: boolean;
+  /** Only what the apply would do (written, created, deleted, conflicts, left, stat): nothing was changed, no safety ref. */
+  dryRun: boolean;
   safety: string | null;
   safetyRef: string | null;
   written: string[];
@@ -157,12 +161,14 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   const settings = opts.settings ?? (await loadSettings(repo));
   const base = s.baselineTree ?? (await treeOf(repo, s.baseline));
   const theirs = s.headTree ?? (await treeOf(repo, s.head));
-  const result: ApplyResult = { session: id, empty: false, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [], stat: [] };
+  const result: ApplyResult = { session: id, empty: false, dryRun: !!opts.dryRun, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [], stat: [] };
   if (base === theirs) return { ...result, empty: true };
 
   // The worktree content lock, like every restore: no snapshot of this worktree reads it half written.
+  // A dry run takes no lock, as undo's does: it writes nothing a snapshot could see half written.
   const lockFile = contentLockFile(repo);
-  const applied = await withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
+  const locked = <T>(fn: () => Promise<T>): Promise<T> => (opts.dryRun ? fn() : withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, fn));
+  const applied = await locked(async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
     const ours = (await snapshotNow(repo, settings, 'safety')).tree;
     // A restore into this worktree killed while a path was aside (an apply killed mid-way, applied
     // again): the merge sees the aside back at its path (see killed-asides.ts). The safety commit and
@@ -185,6 +191,16 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     // Everything is checked before the safety commit and the first write: a path that is not as
     // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
     const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse', target: { tree: merged.tree } });
+    if (opts.dryRun) {
+      // The plan the run below executes, checked against the disk as it checks it: what writeRestore reports applied.
+      const todo = [...prepared.already, ...prepared.todo];
+      const written = todo.filter((c) => c.to !== null).map((c) => c.path);
+      const created = todo.filter((c) => c.to !== null && c.from === null).map((c) => c.path);
+      const deleted = todo.filter((c) => c.to === null).map((c) => c.path);
+      const left = prepared.left.filter((l) => !prepared.nested.includes(l.path));
+      const stat = await diffStat(repo, ours, merged.tree, [...written, ...deleted]);
+      return { ...result, written, created, deleted, conflicts: merged.conflicts, skipped: prepared.nested, left, stat };
+    }
     // The safety commit is this apply's record until its journal event: what it writes is in a trailer.
     const message = `${safetyMessage}${APPLY_RESULT_TRAILER}: ${merged.tree}\n`;
     let safety = await commitTree(repo, { tree: ours, parents: [], message });

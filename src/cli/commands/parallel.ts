@@ -36,17 +36,20 @@ export const applyCommand: CommandFactory = (ctx) => ({
         'force-conflicts': { type: 'boolean', default: false, describe: 'write conflicting files with conflict markers instead of refusing' },
         undo: { type: 'boolean', default: false, describe: 'take back the last apply into this worktree (of <session>, if named)' },
         force: { type: 'boolean', default: false, implies: 'undo', describe: 'with --undo: take back the other paths when some were changed since the apply' },
+        'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'print what the apply would write; change nothing (refused where the apply is)' },
         ...jsonOption,
       })
+      .example('$0 apply lq3k2x0a-7f3c --dry-run', 'what that apply would write here')
       .example('$0 apply lq3k2x0a-7f3c', "bring that agent's work into the current worktree")
       .example('$0 apply --undo', 'take the last apply back (paths changed since are refused)'),
   handler: async (raw) => {
-    const argv = raw as unknown as { session?: string; forceConflicts: boolean; undo: boolean; force: boolean; json: boolean };
+    const argv = raw as unknown as { session?: string; forceConflicts: boolean; undo: boolean; force: boolean; 'dry-run': boolean; json: boolean };
     const out = ctx.output(argv);
     if (!argv.undo && (argv.session === undefined || argv.session === '')) {
       throw errors.invalidArgument('apply needs a session id or name (see `agentsnap sessions`): agentsnap apply <session>, or agentsnap apply --undo.');
     }
     if (argv.undo && argv.forceConflicts) throw errors.invalidArgument('--force-conflicts goes with an apply, not with --undo.');
+    if (argv.undo && argv['dry-run']) throw errors.invalidArgument('--dry-run goes with an apply, not yet with --undo.', { hint: 'See what --undo would take back with `agentsnap sessions` and `agentsnap diff`; it refuses, changing nothing, where a path changed since the apply.' });
     if (argv.undo) {
       const res = await applyUndo({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, force: argv.force });
       if (out.json) {
@@ -60,13 +63,23 @@ export const applyCommand: CommandFactory = (ctx) => ({
       out.note(`agentsnap: this worktree as it was before the undo: ${res.beforeRef} (${res.before.slice(0, 10)})`);
       return;
     }
-    const res = await apply({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session ?? '', forceConflicts: argv.forceConflicts });
+    const res = await apply({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session ?? '', forceConflicts: argv.forceConflicts, dryRun: argv['dry-run'] });
     if (out.json) {
       out.printJson(res);
       return;
     }
     if (res.empty) {
       out.note(`agentsnap: session ${res.session} has nothing to apply here`);
+      return;
+    }
+    if (res.dryRun) {
+      const files = (n: number) => `${n} ${n === 1 ? 'file' : 'files'}`;
+      out.out(out.color.bold(`apply ${res.session} (dry run): ${files(res.written.length)} would be written, ${res.deleted.length} deleted`));
+      for (const line of diffstatLines(res.stat)) out.out(line);
+      if (res.conflicts.length > 0) out.out(out.color.yellow(`  ${files(res.conflicts.length)} would have conflict markers: ${listed(res.conflicts)}`));
+      if (res.skipped.length > 0) out.out(`  submodules would not be written: ${listed(res.skipped)}`);
+      for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
+      out.note(`agentsnap: nothing was changed (dry run); \`agentsnap apply ${res.session}${argv.forceConflicts ? ' --force-conflicts' : ''}\` applies it`);
       return;
     }
     for (const line of diffstatLines(res.stat)) out.out(line);
