@@ -87,7 +87,9 @@ export const bisectScenario: Scenario = {
           baselineMs: b,
           samples: (samples.get('agentsnap') ?? []).length,
           target: { maxRatio: 2, issue: 17, sizes: [1000, 10_000] },
-          notes: [`bisect ran the command ${runsTaken} times (log2(${STEPS}) = ${Math.log2(STEPS)}, plus the two ends); by hand: ${visits.length} states, one worktree`],
+          notes: [
+            `bisect ran the command ${runsTaken} times (log2(${STEPS}) = ${Math.log2(STEPS)}, plus the two ends); by hand: ${visits.length} states, one worktree`,
+          ],
         }),
       ];
     } finally {

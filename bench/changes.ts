@@ -34,7 +34,13 @@ const slug = (subject: string) => subject.replace(/[^a-z0-9]+/gi, '-').toLowerCa
  * divisor)): the same picks as filtering an array of the names, without one
  * (at 1M files `ls-files` lists ~400k .ts files; only the string is held).
  */
-export function spreadPick(nul: string, count: number, divisor: number, phase: 'first' | 'last', accept: (name: string) => boolean): string[] {
+export function spreadPick(
+  nul: string,
+  count: number,
+  divisor: number,
+  phase: 'first' | 'last',
+  accept: (name: string) => boolean,
+): string[] {
   const each = (fn: (name: string) => boolean) => {
     for (let start = 0; start < nul.length; ) {
       let end = nul.indexOf('\0', start);

@@ -38,7 +38,11 @@ function script(kind: 'read' | 'edit', file: string): ScriptedTurn[] {
   const turns: ScriptedTurn[] = [{ tools: [{ name: 'Read', input: { file_path: file } }] }];
   for (let i = 1; i <= CALLS; i++) {
     turns.push({
-      tools: [kind === 'read' ? { name: 'Read', input: { file_path: file } } : { name: 'Edit', input: { file_path: file, old_string: `v${i - 1}.`, new_string: `v${i}.` } }],
+      tools: [
+        kind === 'read'
+          ? { name: 'Read', input: { file_path: file } }
+          : { name: 'Edit', input: { file_path: file, old_string: `v${i - 1}.`, new_string: `v${i}.` } },
+      ],
     });
   }
   turns.push({ text: 'Done.' });
@@ -98,7 +102,11 @@ function sessionScenario(id: string, kind: 'read' | 'edit', what: string, target
         const samples = await interleave(
           [
             { name: 'claude', prepare: () => (settle(), reset()), run: async () => check(await timedAsync(bare), 'claude') },
-            { name: 'wrapped', prepare: () => (settle(), reset()), run: async () => check(await timedAsync(wrapped), 'agentsnap wrap -- claude') },
+            {
+              name: 'wrapped',
+              prepare: () => (settle(), reset()),
+              run: async () => check(await timedAsync(wrapped), 'agentsnap wrap -- claude'),
+            },
             {
               name: 'raw pair',
               run: async (i) => {
@@ -123,7 +131,9 @@ function sessionScenario(id: string, kind: 'read' | 'edit', what: string, target
           baselineMs: pairMs,
           samples: (samples.get('wrapped') ?? []).length,
           target,
-          notes: [`real Claude Code, ${CALLS} calls: ${(bareMs / 1000).toFixed(2)} s unwrapped, ${(wrappedMs / 1000).toFixed(2)} s wrapped (session fixed cost included)`],
+          notes: [
+            `real Claude Code, ${CALLS} calls: ${(bareMs / 1000).toFixed(2)} s unwrapped, ${(wrappedMs / 1000).toFixed(2)} s wrapped (session fixed cost included)`,
+          ],
         });
         return [r];
       } finally {
@@ -136,5 +146,13 @@ function sessionScenario(id: string, kind: 'read' | 'edit', what: string, target
   };
 }
 
-export const claudeReadSession = sessionScenario('claude-read', 'read', 'real Claude Code: read-only call, per call', { maxRatio: 0.1, issue: 19, sizes: [10_000] });
-export const claudeEditSession = sessionScenario('claude-edit', 'edit', 'real Claude Code: one-file edit, per call', { maxRatio: 0.5, issue: 19, sizes: [10_000] });
+export const claudeReadSession = sessionScenario('claude-read', 'read', 'real Claude Code: read-only call, per call', {
+  maxRatio: 0.1,
+  issue: 19,
+  sizes: [10_000],
+});
+export const claudeEditSession = sessionScenario('claude-edit', 'edit', 'real Claude Code: one-file edit, per call', {
+  maxRatio: 0.5,
+  issue: 19,
+  sizes: [10_000],
+});

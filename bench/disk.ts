@@ -60,7 +60,8 @@ export interface DiskResult {
   serverRssMiB: number | null;
 }
 
-const OBJECT_FILE = /^(?:[0-9a-f]{2}\/[0-9a-f]{38}|pack\/pack-[0-9a-f]{40}\.(?:pack|idx|rev|bitmap|keep|mtimes|promisor)|info\/(?:packs|alternates|commit-graph|commit-graphs\/.+))$/;
+const OBJECT_FILE =
+  /^(?:[0-9a-f]{2}\/[0-9a-f]{38}|pack\/pack-[0-9a-f]{40}\.(?:pack|idx|rev|bitmap|keep|mtimes|promisor)|info\/(?:packs|alternates|commit-graph|commit-graphs\/.+))$/;
 
 function walk(dir: string, rel = ''): string[] {
   let out: string[] = [];
@@ -112,9 +113,9 @@ export function referenceSize(env: BenchEnv, repo: BenchRepo, tips: string[]): D
     const body = out.subarray(nl + 1, nl + 1 + size);
     at = nl + 1 + size + 1;
     const bytes = zlib.deflateSync(Buffer.concat([Buffer.from(`${type} ${size}\0`), body])).length;
-    if (type === 'blob') (ref.blobs++, (ref.blobBytes += bytes));
-    else if (type === 'tree') (ref.trees++, (ref.treeBytes += bytes));
-    else if (type === 'commit') (ref.commits++, (ref.commitBytes += bytes));
+    if (type === 'blob') ref.blobs++, (ref.blobBytes += bytes);
+    else if (type === 'tree') ref.trees++, (ref.treeBytes += bytes);
+    else if (type === 'commit') ref.commits++, (ref.commitBytes += bytes);
   }
   ref.bytes = ref.blobBytes + ref.treeBytes;
   return ref;
@@ -161,15 +162,34 @@ export async function diskGrowth(repo: BenchRepo, env: BenchEnv, opts: DiskOptio
     const file = path.join(repo.dir, rel);
     return toolCall(
       setup,
-      { sessionId, tool: 'Edit', input: { file_path: file, old_string: '}', new_string: '}' }, response: { filePath: file, structuredPatch: [] } },
+      {
+        sessionId,
+        tool: 'Edit',
+        input: { file_path: file, old_string: '}', new_string: '}' },
+        response: { filePath: file, structuredPatch: [] },
+      },
       () => edit(n),
     );
   };
   const result: DiskResult = {
-    kind: 'disk', size: repo.size, requestedSteps: Math.max(2, opts.steps), steps: 0, reduced: null, skipped: false, callMs: 0, stepsMs: 0,
-    before: null, after: null, growthApparentBytes: 0, growthBlockBytes: 0,
+    kind: 'disk',
+    size: repo.size,
+    requestedSteps: Math.max(2, opts.steps),
+    steps: 0,
+    reduced: null,
+    skipped: false,
+    callMs: 0,
+    stepsMs: 0,
+    before: null,
+    after: null,
+    growthApparentBytes: 0,
+    growthBlockBytes: 0,
     reference: { blobs: 0, blobBytes: 0, trees: 0, treeBytes: 0, commits: 0, commitBytes: 0, bytes: 0 },
-    ratio: NaN, stray: [], locks: [], server: null, serverRssMiB: null,
+    ratio: NaN,
+    stray: [],
+    locks: [],
+    server: null,
+    serverRssMiB: null,
   };
   try {
     // A clean store first: loose objects earlier rows wrote (raw git, isomorphic-git, old sessions) may equal objects of
@@ -198,7 +218,9 @@ export async function diskGrowth(repo: BenchRepo, env: BenchEnv, opts: DiskOptio
       steps = Math.max(2, Math.round(result.requestedSteps / 10));
       result.reduced = `${result.requestedSteps} steps would take ~${((2 * result.callMs * result.requestedSteps) / 1000).toFixed(0)} s (budget ${DISK_BUDGET_MS / 1000} s)`;
     }
-    opts.log(`  disk growth: ${steps} one-file steps through the hooks${result.reduced ? ` (${result.reduced}; extrapolated to ${result.requestedSteps})` : ''}`);
+    opts.log(
+      `  disk growth: ${steps} one-file steps through the hooks${result.reduced ? ` (${result.reduced}; extrapolated to ${result.requestedSteps})` : ''}`,
+    );
     const t0 = process.hrtime.bigint();
     for (let n = 2; n < steps; n++) {
       await checkpoint();
@@ -209,7 +231,8 @@ export async function diskGrowth(repo: BenchRepo, env: BenchEnv, opts: DiskOptio
     result.stepsMs = Number(process.hrtime.bigint() - t0) / 1e6;
     result.steps = steps;
     const recorded = recordedSteps(env, repo);
-    if (recorded.steps !== steps) throw new Error(`the hooks recorded ${recorded.steps} steps for ${steps} tool calls: the hook commands failed`);
+    if (recorded.steps !== steps)
+      throw new Error(`the hooks recorded ${recorded.steps} steps for ${steps} tool calls: the hook commands failed`);
     endClaudeSession(setup, sessionId);
     const status = serverStatus(env, repo.dir);
     if (status.pid) result.serverRssMiB = vmHwmMiB(status.pid);
@@ -220,7 +243,9 @@ export async function diskGrowth(repo: BenchRepo, env: BenchEnv, opts: DiskOptio
     result.after = after;
     result.growthApparentBytes = after.apparentBytes - before.apparentBytes;
     result.growthBlockBytes = after.blockBytes - before.blockBytes;
-    const tips = git(env, repo.dir, ['for-each-ref', '--format=%(objectname)', 'refs/agent/', 'refs/agentsnap/']).split('\n').filter(Boolean);
+    const tips = git(env, repo.dir, ['for-each-ref', '--format=%(objectname)', 'refs/agent/', 'refs/agentsnap/'])
+      .split('\n')
+      .filter(Boolean);
     result.reference = referenceSize(env, repo, tips);
     result.ratio = result.growthBlockBytes / result.reference.bytes;
     result.stray = walk(path.join(repo.dir, '.git', 'objects')).filter((f) => !OBJECT_FILE.test(f) && !filesBefore.has(f));

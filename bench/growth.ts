@@ -40,7 +40,13 @@ export const GROWTH_FIGURES: { what: string; name: string; marker: string; basel
   { what: 'undo: 100 files differ', name: 'undo of 100 files', marker: 'H', tableOnly: true },
   { what: 'session fixed cost: `wrap -- true` (agent idle)', name: 'session fixed cost', marker: 'S' },
   { what: 'tool call: edits one file', name: 'raw git snapshot (baseline)', marker: 'g', baseline: true },
-  { what: 'session fixed cost: `wrap -- true` (agent idle)', name: 'node start-up + git status', marker: 'n', baseline: true, tableOnly: true },
+  {
+    what: 'session fixed cost: `wrap -- true` (agent idle)',
+    name: 'node start-up + git status',
+    marker: 'n',
+    baseline: true,
+    tableOnly: true,
+  },
 ];
 
 /** Sizes of the file-count repositories in the rows (a 100k-directory repository is not on that axis). */
@@ -103,7 +109,11 @@ export function formatGrowthTable(series: Series[]): string {
     return [s.name, ...sizes.map((n) => fmtValue(s.points.get(n), s.unit)), growth];
   });
   const widths = head.map((h, i) => Math.max([...h].length, ...body.map((b) => [...(b[i] ?? '')].length)));
-  const line = (cells: string[]) => cells.map((c, i) => pad(c, widths[i] ?? 0, i > 0 && i < cells.length - 1)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => pad(c, widths[i] ?? 0, i > 0 && i < cells.length - 1))
+      .join('  ')
+      .trimEnd();
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
 
@@ -164,7 +174,8 @@ export function asciiPlot(series: Series[], opts: { width?: number; height?: num
   for (let d = log10(yLo); d <= log10(yHi) + 1e-9; d++) labels.set(rowOf(10 ** d), fmtAxisMs(10 ** d));
   const lw = Math.max(...[...labels.values()].map((l) => l.length));
   const lines: string[] = [];
-  for (let y = height - 1; y >= 0; y--) lines.push(`${pad(labels.get(y) ?? '', lw, true)} |${(grid[height - 1 - y] ?? []).join('').trimEnd()}`);
+  for (let y = height - 1; y >= 0; y--)
+    lines.push(`${pad(labels.get(y) ?? '', lw, true)} |${(grid[height - 1 - y] ?? []).join('').trimEnd()}`);
   const axis = Array.from({ length: width }, () => '-');
   for (const n of sizes) axis[col(n)] = '+';
   lines.push(`${' '.repeat(lw)} +${axis.join('')}`);
@@ -209,7 +220,9 @@ export function targetSummary(rows: GrowthInput[]): string[] {
     const rss = onAxis.filter((r) => r.size === size && r.serverRssMiB !== null).map((r) => r.serverRssMiB as number);
     if (!rss.length) continue;
     const peak = Math.max(...rss);
-    out.push(`server RSS at ${fmt(size)} files (#19): peak ${peak.toFixed(0)} MiB over ${rss.length} rows (< ${SERVER_RSS_MAX_MIB} MiB) ${peak < SERVER_RSS_MAX_MIB ? '✓' : '✗'}`);
+    out.push(
+      `server RSS at ${fmt(size)} files (#19): peak ${peak.toFixed(0)} MiB over ${rss.length} rows (< ${SERVER_RSS_MAX_MIB} MiB) ${peak < SERVER_RSS_MAX_MIB ? '✓' : '✗'}`,
+    );
   }
   const fixed = onAxis.filter((r) => r.what.startsWith('session fixed cost: ') && r.target);
   if (fixed.length) {

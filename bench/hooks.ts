@@ -92,7 +92,14 @@ export const HOOK_TIMEOUT_MS = 60_000;
  */
 export function hookCmds(setup: HookSetup, event: HookEvent, payload: object): Cmd[] {
   const input = JSON.stringify(payload);
-  return setup.commands[event].map((command) => ({ file: '/bin/sh', args: ['-c', command], cwd: setup.repo.dir, env: setup.env, input, timeoutMs: HOOK_TIMEOUT_MS }));
+  return setup.commands[event].map((command) => ({
+    file: '/bin/sh',
+    args: ['-c', command],
+    cwd: setup.repo.dir,
+    env: setup.env,
+    input,
+    timeoutMs: HOOK_TIMEOUT_MS,
+  }));
 }
 
 export interface ToolCallSpec {
@@ -124,7 +131,11 @@ export function claudePayload(setup: HookSetup, call: ToolCallSpec, event: 'PreT
  * One tool call: the pre hook, the tool's own work (untimed), the post hook.
  * Returns the hooks' wall time in ms (pre + post).
  */
-export function toolCall(setup: HookSetup, call: ToolCallSpec, work: () => void): { ms: number; preMs: number; postMs: number; stderr: string } {
+export function toolCall(
+  setup: HookSetup,
+  call: ToolCallSpec,
+  work: () => void,
+): { ms: number; preMs: number; postMs: number; stderr: string } {
   const id = `toolu_bench_${process.pid}_${++callCounter}`;
   const pre = timed(hookCmds(setup, 'PreToolUse', claudePayload(setup, call, 'PreToolUse', id)));
   work();
@@ -135,7 +146,13 @@ export function toolCall(setup: HookSetup, call: ToolCallSpec, work: () => void)
 /** Claude Code's SessionEnd hook: agentsnap ends the session (final snapshot, packs its objects). */
 export function endClaudeSession(setup: HookSetup, sessionId: string): number {
   return timed(
-    hookCmds(setup, 'SessionEnd', { session_id: sessionId, transcript_path: '', cwd: setup.repo.dir, hook_event_name: 'SessionEnd', reason: 'other' }),
+    hookCmds(setup, 'SessionEnd', {
+      session_id: sessionId,
+      transcript_path: '',
+      cwd: setup.repo.dir,
+      hook_event_name: 'SessionEnd',
+      reason: 'other',
+    }),
   ).ms;
 }
 

@@ -94,7 +94,8 @@ for (let i = 0; i < runs; i++) {
   t0 = performance.now();
   snap = await engine.snapshot({ settings, parentTree: parent });
   edit.push(performance.now() - t0);
-  if (snap.mode !== 'incremental' || snap.changed.length !== 1) throw new Error(`edit: ${snap.mode} ${engine.stats.lastFullReason} ${snap.changed.length}`);
+  if (snap.mode !== 'incremental' || snap.changed.length !== 1)
+    throw new Error(`edit: ${snap.mode} ${engine.stats.lastFullReason} ${snap.changed.length}`);
   parent = snap.tree;
 }
 
@@ -106,16 +107,21 @@ for (let i = 0; i < runs; i++) {
   t0 = performance.now();
   snap = await engine.snapshot({ settings, parentTree: parent });
   create.push(performance.now() - t0);
-  if (snap.mode !== 'incremental' || snap.changed.length !== 100) throw new Error(`create: ${snap.mode} ${engine.stats.lastFullReason} ${snap.changed.length}`);
+  if (snap.mode !== 'incremental' || snap.changed.length !== 100)
+    throw new Error(`create: ${snap.mode} ${engine.stats.lastFullReason} ${snap.changed.length}`);
   parent = snap.tree;
 }
 
 // 100 files created in existing directories (one event each, no directory walk).
 const scattered: number[] = [];
 {
-  const dirs = fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== '.git' && !e.name.startsWith('probe-') && e.name !== 'node_modules' && e.name !== 'dist').map((e) => e.name);
+  const dirs = fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && e.name !== '.git' && !e.name.startsWith('probe-') && e.name !== 'node_modules' && e.name !== 'dist')
+    .map((e) => e.name);
   for (let i = 0; i < runs; i++) {
-    for (let k = 0; k < 100; k++) fs.writeFileSync(path.join(dir, dirs[k % dirs.length] as string, `probe-${Date.now()}-${i}-${k}.ts`), `${k}\n`);
+    for (let k = 0; k < 100; k++)
+      fs.writeFileSync(path.join(dir, dirs[k % dirs.length] as string, `probe-${Date.now()}-${i}-${k}.ts`), `${k}\n`);
     t0 = performance.now();
     snap = await engine.snapshot({ settings, parentTree: parent });
     scattered.push(performance.now() - t0);

@@ -27,7 +27,12 @@ export function benchEnv(): BenchEnv {
   for (const [k, v] of Object.entries(process.env)) {
     // AGENTSNAP_SERVER=off passes through, to compare the hooks with and without the warm server;
     // AGENTSNAP_SERVER_TRACE too (the server's log then says what each snapshot did and waited for).
-    if (k.startsWith('GIT_') || (k.startsWith('AGENTSNAP_') && k !== 'AGENTSNAP_SERVER' && k !== 'AGENTSNAP_SERVER_TRACE') || k === 'NODE_OPTIONS') continue;
+    if (
+      k.startsWith('GIT_') ||
+      (k.startsWith('AGENTSNAP_') && k !== 'AGENTSNAP_SERVER' && k !== 'AGENTSNAP_SERVER_TRACE') ||
+      k === 'NODE_OPTIONS'
+    )
+      continue;
     env[k] = v;
   }
   Object.assign(env, {

@@ -88,7 +88,10 @@ let lastWorker: ChildProcess | null = null;
 function isogitWorker(init: { dir: string; gitdir: string }): { run(): Promise<number> } {
   // One at a time: each holds a whole index and its caches.
   lastWorker?.kill();
-  const child = fork(fileURLToPath(new URL('./isogit-worker.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL('./isogit-worker.ts', import.meta.url)), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   lastWorker = child;
   // Unreferenced between requests so the bench can exit; referenced while one is pending.
   const channel = (child as unknown as { channel?: { ref(): void; unref(): void } }).channel;

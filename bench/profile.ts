@@ -31,7 +31,10 @@ export function profileSnap(repo: BenchRepo, env: BenchEnv): string {
     }
   }
   fs.rmSync(traceFile, { force: true });
-  const lines = [`profile: one \`agentsnap snap\` at ${repo.size.toLocaleString('en-US')} files: ${ms.toFixed(0)} ms wall; git processes:`, '  start ms   took ms  command'];
+  const lines = [
+    `profile: one \`agentsnap snap\` at ${repo.size.toLocaleString('en-US')} files: ${ms.toFixed(0)} ms wall; git processes:`,
+    '  start ms   took ms  command',
+  ];
   let busy = 0;
   for (const p of [...procs.values()].sort((a, b) => a.start - b.start)) {
     // Drop `-c key=value` noise; keep the subcommand and its flags.

@@ -51,10 +51,54 @@ function rng(seed: number): () => number {
 }
 
 const WORDS = [
-  'api', 'auth', 'billing', 'cache', 'client', 'config', 'core', 'data', 'db', 'events', 'export', 'feature',
-  'forms', 'graph', 'http', 'import', 'jobs', 'layout', 'logging', 'mail', 'metrics', 'models', 'net', 'orders',
-  'parser', 'payments', 'queue', 'render', 'reports', 'router', 'search', 'server', 'session', 'shared', 'storage',
-  'store', 'sync', 'theme', 'ui', 'upload', 'users', 'utils', 'views', 'widgets', 'worker', 'admin', 'common', 'i18n',
+  'api',
+  'auth',
+  'billing',
+  'cache',
+  'client',
+  'config',
+  'core',
+  'data',
+  'db',
+  'events',
+  'export',
+  'feature',
+  'forms',
+  'graph',
+  'http',
+  'import',
+  'jobs',
+  'layout',
+  'logging',
+  'mail',
+  'metrics',
+  'models',
+  'net',
+  'orders',
+  'parser',
+  'payments',
+  'queue',
+  'render',
+  'reports',
+  'router',
+  'search',
+  'server',
+  'session',
+  'shared',
+  'storage',
+  'store',
+  'sync',
+  'theme',
+  'ui',
+  'upload',
+  'users',
+  'utils',
+  'views',
+  'widgets',
+  'worker',
+  'admin',
+  'common',
+  'i18n',
 ];
 const EXTS = ['ts', 'ts', 'ts', 'tsx', 'js', 'json', 'md', 'css', 'py', 'go', 'yaml', 'txt'];
 
@@ -73,12 +117,23 @@ function content(r: () => number, name: string, bytes: number): string {
     const k = Math.floor(r() * 1000);
     let line: string;
     switch (n++ % 6) {
-      case 0: line = `import { ${a}${k} } from '../${b}/${a}.js';`; break;
-      case 1: line = `export function ${a}To${b[0]?.toUpperCase()}${b.slice(1)}(input: string, limit = ${k}): string {`; break;
-      case 2: line = `  const ${b}Value = input.slice(0, limit).split('${a}').join('${b}'); // ${a} ${b} ${k}`; break;
-      case 3: line = `  if (${b}Value.length > ${k}) return ${b}Value.toUpperCase();`; break;
-      case 4: line = `  return \`\${${b}Value}:${a}:${k}\`;`; break;
-      default: line = '}\n';
+      case 0:
+        line = `import { ${a}${k} } from '../${b}/${a}.js';`;
+        break;
+      case 1:
+        line = `export function ${a}To${b[0]?.toUpperCase()}${b.slice(1)}(input: string, limit = ${k}): string {`;
+        break;
+      case 2:
+        line = `  const ${b}Value = input.slice(0, limit).split('${a}').join('${b}'); // ${a} ${b} ${k}`;
+        break;
+      case 3:
+        line = `  if (${b}Value.length > ${k}) return ${b}Value.toUpperCase();`;
+        break;
+      case 4:
+        line = `  return \`\${${b}Value}:${a}:${k}\`;`;
+        break;
+      default:
+        line = '}\n';
     }
     lines.push(line);
     len += line.length + 1;
@@ -165,7 +220,9 @@ export async function benchRepo(cacheDir: string, spec: RepoSpec, env: BenchEnv,
     meta = null;
   }
   if (!meta) {
-    log(`generating a repository of ${size} files${spec.layout === 'dirs' ? ` in ${spec.dirs} directories` : ''} in ${dir} (cached for later runs)`);
+    log(
+      `generating a repository of ${size} files${spec.layout === 'dirs' ? ` in ${spec.dirs} directories` : ''} in ${dir} (cached for later runs)`,
+    );
     fs.rmSync(metaFile, { force: true });
     if (spec.layout === 'classic') {
       meta = generate(dir, size, env, log);
@@ -173,12 +230,23 @@ export async function benchRepo(cacheDir: string, spec: RepoSpec, env: BenchEnv,
       // Big: say what the disk holds before writing gigabytes.
       log(`  disk before: ${diskFree(cacheDir)}`);
       meta = await generateLarge(dir, spec, env, log);
-      log(`  generated in ${((meta.generateMs ?? 0) / 1000).toFixed(0)} s; ${dir} takes ${duHuman(dir)}; disk after: ${diskFree(cacheDir)}`);
+      log(
+        `  generated in ${((meta.generateMs ?? 0) / 1000).toFixed(0)} s; ${dir} takes ${duHuman(dir)}; disk after: ${diskFree(cacheDir)}`,
+      );
     }
     fs.writeFileSync(metaFile, JSON.stringify(meta));
   }
   const editOriginal = git(env, dir, ['cat-file', 'blob', `HEAD:${meta.editFile}`]);
-  return { size, layout: spec.layout, label: spec.label, key: spec.key, dirs: meta.dirs ?? null, dir, editFile: meta.editFile, editOriginal };
+  return {
+    size,
+    layout: spec.layout,
+    label: spec.label,
+    key: spec.key,
+    dirs: meta.dirs ?? null,
+    dir,
+    editFile: meta.editFile,
+    editOriginal,
+  };
 }
 
 /** `df -h` of the file system holding `dir`, one line: size, used, available. */
@@ -349,7 +417,14 @@ async function generateLarge(dir: string, spec: RepoSpec, env: BenchEnv, log: (s
   git(env, dir, ['update-index', '-q', '--refresh']);
   const left = git(env, dir, ['status', '--porcelain', '--untracked-files=no']).trim();
   if (left) throw new Error(`the generated repository differs from its commit: ${left.split('\n').slice(0, 3).join('; ')}`);
-  return { version: LARGE_GENERATOR_VERSION[spec.layout === 'dirs' ? 'dirs' : 'wide'], size, editFile, layout: spec.layout, dirs: dirs.length, generateMs: Date.now() - t0 };
+  return {
+    version: LARGE_GENERATOR_VERSION[spec.layout === 'dirs' ? 'dirs' : 'wide'],
+    size,
+    editFile,
+    layout: spec.layout,
+    dirs: dirs.length,
+    generateMs: Date.now() - t0,
+  };
 }
 
 /**

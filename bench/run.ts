@@ -117,9 +117,14 @@ async function main(): Promise<void> {
           `two empty hook commands (\`sh -c 'cat > /dev/null'\`, the floor of any tool call through hooks) ${startup.emptyHooksMs.toFixed(1)} ms\n`,
       );
       const growth = formatGrowthTable(series);
-      if (growth) process.stdout.write(`\ngrowth with the repository's size (median per figure; 100k-directory repositories left out)\n\n${growth}\n\n${asciiPlot(series)}\n`);
+      if (growth)
+        process.stdout.write(
+          `\ngrowth with the repository's size (median per figure; 100k-directory repositories left out)\n\n${growth}\n\n${asciiPlot(series)}\n`,
+        );
       if (summary.length) process.stdout.write(`\nscale targets (#19):\n${summary.map((l) => `  ${l}`).join('\n')}\n`);
-      process.stdout.write(`\nrun time: ${((Date.now() - t0) / 1000).toFixed(0)} s (${took.join(', ')}; repositories generated in this run included); fs.inotify.max_user_watches ${maxUserWatches() ?? 'unknown'}\n`);
+      process.stdout.write(
+        `\nrun time: ${((Date.now() - t0) / 1000).toFixed(0)} s (${took.join(', ')}; repositories generated in this run included); fs.inotify.max_user_watches ${maxUserWatches() ?? 'unknown'}\n`,
+      );
       for (const p of profiles) process.stdout.write(`\n${p}\n`);
     };
     for (const spec of specs) {

@@ -135,14 +135,31 @@ export function rawGitSubject(ctx: ScenarioContext, change: Change | null = null
   };
 }
 
-function row(ctx: ScenarioContext, what: string, a: number[], b: number[], baseline: string, target: Target | null, rss: number | null): Row {
+function row(
+  ctx: ScenarioContext,
+  what: string,
+  a: number[],
+  b: number[],
+  baseline: string,
+  target: Target | null,
+  rss: number | null,
+): Row {
   return timeRow(ctx, { what, agentsnapMs: median(a), baseline, baselineMs: median(b), samples: a.length, target, maxRssMiB: rss });
 }
 
 /** A time row from figures already reduced (a scenario that times something other than one sample per run). */
 export function timeRow(
   ctx: ScenarioContext,
-  f: { what: string; agentsnapMs: number; baseline: string; baselineMs: number; samples: number; target: Target | null; maxRssMiB?: number | null; notes?: string[] },
+  f: {
+    what: string;
+    agentsnapMs: number;
+    baseline: string;
+    baselineMs: number;
+    samples: number;
+    target: Target | null;
+    maxRssMiB?: number | null;
+    notes?: string[];
+  },
 ): Row {
   return {
     kind: 'time',
@@ -180,14 +197,19 @@ export const firstSnapshot: Scenario = {
     };
     const runs = Math.max(1, Math.min(ctx.runs, 5));
     ctx.log(`  first snapshot of a new session (${runs} runs)`);
-    const samples = await interleave(
-      [{ name: 'agentsnap', prepare: fresh, run: () => timed([snap]).ms }, rawGitSubject(ctx)],
-      runs,
-    );
+    const samples = await interleave([{ name: 'agentsnap', prepare: fresh, run: () => timed([snap]).ms }, rawGitSubject(ctx)], runs);
     fresh(-1);
     const rss = peakRssMiB(env, snap);
     return [
-      row(ctx, 'snap: first of a new session', samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', { maxRatio: 1, issue: 7, sizes: [100_000] }, rss),
+      row(
+        ctx,
+        'snap: first of a new session',
+        samples.get('agentsnap') ?? [],
+        samples.get('raw git') ?? [],
+        'raw git (warm)',
+        { maxRatio: 1, issue: 7, sizes: [100_000] },
+        rss,
+      ),
     ];
   },
 };
@@ -211,7 +233,15 @@ export const checkpointOneFile: Scenario = {
     editOneFile(repo, 'rss');
     const rss = peakRssMiB(env, snap);
     return [
-      row(ctx, 'snap: one file changed', samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', { maxRatio: 1.3, issue: 2, sizes: [100_000] }, rss),
+      row(
+        ctx,
+        'snap: one file changed',
+        samples.get('agentsnap') ?? [],
+        samples.get('raw git') ?? [],
+        'raw git (warm)',
+        { maxRatio: 1.3, issue: 2, sizes: [100_000] },
+        rss,
+      ),
     ];
   },
 };
@@ -239,16 +269,39 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         const target = change.targets('agentsnap', i)[0];
         const file = target ? path.join(repo.dir, target) : path.join(repo.dir, repo.editFile);
         if (kind === 'none' && tool === 'Bash') {
-          return { sessionId, tool: 'Bash', input: { command: 'ls', description: 'List files' }, response: { stdout: 'src\n', stderr: '', interrupted: false, isImage: false } };
+          return {
+            sessionId,
+            tool: 'Bash',
+            input: { command: 'ls', description: 'List files' },
+            response: { stdout: 'src\n', stderr: '', interrupted: false, isImage: false },
+          };
         }
         if (kind === 'none') {
-          return { sessionId, tool: 'Read', input: { file_path: file }, response: { type: 'text', file: { filePath: file, content: repo.editOriginal.slice(0, 2000), numLines: 40, startLine: 1, totalLines: 40 } } };
+          return {
+            sessionId,
+            tool: 'Read',
+            input: { file_path: file },
+            response: {
+              type: 'text',
+              file: { filePath: file, content: repo.editOriginal.slice(0, 2000), numLines: 40, startLine: 1, totalLines: 40 },
+            },
+          };
         }
         if (kind === 'edit') {
-          return { sessionId, tool: 'Edit', input: { file_path: file, old_string: '// edited', new_string: `// edited ${i}` }, response: { filePath: file, oldString: '// edited', newString: `// edited ${i}`, structuredPatch: [] } };
+          return {
+            sessionId,
+            tool: 'Edit',
+            input: { file_path: file, old_string: '// edited', new_string: `// edited ${i}` },
+            response: { filePath: file, oldString: '// edited', newString: `// edited ${i}`, structuredPatch: [] },
+          };
         }
         const command = `node scripts/scaffold.js --count ${CREATE_COUNT} --out bench-created/${i}`;
-        return { sessionId, tool: 'Bash', input: { command, description: `Create ${CREATE_COUNT} files` }, response: { stdout: '', stderr: '', interrupted: false, isImage: false } };
+        return {
+          sessionId,
+          tool: 'Bash',
+          input: { command, description: `Create ${CREATE_COUNT} files` },
+          response: { stdout: '', stderr: '', interrupted: false, isImage: false },
+        };
       };
       const messages = new Set<string>();
       const r0notes: string[] = [];
@@ -265,7 +318,9 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         // The session's first call takes its baseline (and may start a server): warm up untimed.
         const warmMs = call(-2);
         const server = serverStatus(env, repo.dir);
-        ctx.log(`  ${what}: warm-up call ${warmMs.toFixed(0)} ms; ${server.supported ? (server.running ? `server running, pid ${server.pid}` : 'no server running') : 'this agentsnap has no server command'}`);
+        ctx.log(
+          `  ${what}: warm-up call ${warmMs.toFixed(0)} ms; ${server.supported ? (server.running ? `server running, pid ${server.pid}` : 'no server running') : 'this agentsnap has no server command'}`,
+        );
         const runs = Math.max(1, Math.min(ctx.runs, 7));
         const large = repo.size > CLASSIC_MAX;
         if (large) r0notes.push(`isomorphic-git not run above ${CLASSIC_MAX.toLocaleString('en-US')} files; shadow repo: at most 3 runs`);
@@ -295,7 +350,9 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         // An unhooked tool (Read) records nothing here: agentsnap journals it from Claude Code's transcript at the next hook.
         if (!setup.hooked) r0notes.push(`${tool} runs no hook (init's matcher leaves it out): agentsnap journals it from the transcript`);
         if (recorded.steps !== (setup.hooked ? calls : 0)) {
-          throw new Error(`the hooks recorded ${recorded.steps} steps for ${calls} tool calls: the hook commands failed${messages.size ? `: ${[...messages][0]}` : ''}`);
+          throw new Error(
+            `the hooks recorded ${recorded.steps} steps for ${calls} tool calls: the hook commands failed${messages.size ? `: ${[...messages][0]}` : ''}`,
+          );
         }
         // Memory, untimed: every Node process one more call's hook commands start, and the server's peak so far.
         change.prepare('agentsnap');
@@ -304,7 +361,8 @@ function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Ta
         let hookRss: number | null = null;
         for (const c of rssCmds) hookRss = maxOf(hookRss, peakRssOfNodeChildren(c).maxMiB);
         change.apply('agentsnap', 999_999);
-        for (const c of hookCmds(setup, 'PostToolUse', claudePayload(setup, spec(999_999), 'PostToolUse', id))) hookRss = maxOf(hookRss, peakRssOfNodeChildren(c).maxMiB);
+        for (const c of hookCmds(setup, 'PostToolUse', claudePayload(setup, spec(999_999), 'PostToolUse', id)))
+          hookRss = maxOf(hookRss, peakRssOfNodeChildren(c).maxMiB);
         const end = serverStatus(env, repo.dir);
         const r = row(ctx, what, samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', target, hookRss);
         for (const name of [BACKUP, SHADOW, ISOGIT]) {
@@ -329,8 +387,17 @@ function maxOf(a: number | null, b: number | null): number | null {
   return a === null ? b : b === null ? a : Math.max(a, b);
 }
 
-export const toolCallReadOnly = toolCallScenario('hook-read', 'tool call: read-only', 'none', { maxRatio: 0.1, issue: 7, sizes: [10_000, 100_000] });
-export const toolCallEdit = toolCallScenario('hook-edit', 'tool call: edits one file', 'edit', { maxRatio: 0.5, maxMs: 100, issue: 7, sizes: [100_000] });
+export const toolCallReadOnly = toolCallScenario('hook-read', 'tool call: read-only', 'none', {
+  maxRatio: 0.1,
+  issue: 7,
+  sizes: [10_000, 100_000],
+});
+export const toolCallEdit = toolCallScenario('hook-edit', 'tool call: edits one file', 'edit', {
+  maxRatio: 0.5,
+  maxMs: 100,
+  issue: 7,
+  sizes: [100_000],
+});
 // Untargeted: what a read-only call costs when it goes through the hooks (Bash is always hooked: it can change files).
 export const toolCallReadOnlyBash = toolCallScenario('hook-read-bash', 'tool call: read-only Bash (`ls`)', 'none', null, 'Bash');
 export const toolCallCreate = toolCallScenario('hook-create', `tool call: creates ${CREATE_COUNT} files`, 'create', null);
@@ -411,21 +478,43 @@ export const firstSnapshotWarm: Scenario = {
     const setup = installClaudeHooks(repo, env, 'Edit');
     if (!setup.hooked) throw new Error('first-warm: the hooks init wrote do not match Edit; nothing would be measured');
     const file = path.join(repo.dir, repo.editFile);
-    const spec = (sessionId: string): ToolCallSpec => ({ sessionId, tool: 'Edit', input: { file_path: file, old_string: '// edited', new_string: '// edited again' }, response: { filePath: file } });
-    const first = (i: number) => timed(hookCmds(setup, 'PreToolUse', claudePayload(setup, spec(`bench-first-${process.pid}-${i}`), 'PreToolUse', `toolu_first_${process.pid}_${i}`)));
+    const spec = (sessionId: string): ToolCallSpec => ({
+      sessionId,
+      tool: 'Edit',
+      input: { file_path: file, old_string: '// edited', new_string: '// edited again' },
+      response: { filePath: file },
+    });
+    const first = (i: number) =>
+      timed(
+        hookCmds(
+          setup,
+          'PreToolUse',
+          claudePayload(setup, spec(`bench-first-${process.pid}-${i}`), 'PreToolUse', `toolu_first_${process.pid}_${i}`),
+        ),
+      );
     try {
       // An earlier session starts the server; give its watcher time to come up (untimed).
       const warm = first(-2);
       for (let k = 0; k < 3; k++) first(-3 - k);
       const server = serverStatus(env, repo.dir);
-      ctx.log(`  first snapshot, server warm: warm-up ${warm.ms.toFixed(0)} ms; ${server.running ? `server running, pid ${server.pid}` : 'no server running'}`);
+      ctx.log(
+        `  first snapshot, server warm: warm-up ${warm.ms.toFixed(0)} ms; ${server.running ? `server running, pid ${server.pid}` : 'no server running'}`,
+      );
       const runs = Math.max(1, Math.min(ctx.runs, 7));
       const samples = await interleave(
         [{ name: 'agentsnap', prepare: (i) => editOneFile(repo, `first-warm ${i}`), run: (i) => first(i).ms }, rawGitSubject(ctx)],
         runs,
       );
       const end = serverStatus(env, repo.dir);
-      const r = row(ctx, 'first snapshot of a new session, server warm (first pre hook)', samples.get('agentsnap') ?? [], samples.get('raw git') ?? [], 'raw git (warm)', { maxRatio: 1, issue: 7, sizes: [100_000] }, null);
+      const r = row(
+        ctx,
+        'first snapshot of a new session, server warm (first pre hook)',
+        samples.get('agentsnap') ?? [],
+        samples.get('raw git') ?? [],
+        'raw git (warm)',
+        { maxRatio: 1, issue: 7, sizes: [100_000] },
+        null,
+      );
       withServer(r, end);
       return [r];
     } finally {
@@ -489,14 +578,32 @@ export const sessionFixedCost: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [firstSnapshot, firstSnapshotWarm, checkpointOneFile, toolCallReadOnly, toolCallReadOnlyBash, toolCallEdit, toolCallCreate, undoTen, undoHundred, sessionFixedCost, diskScenario];
+export const SCENARIOS: Scenario[] = [
+  firstSnapshot,
+  firstSnapshotWarm,
+  checkpointOneFile,
+  toolCallReadOnly,
+  toolCallReadOnlyBash,
+  toolCallEdit,
+  toolCallCreate,
+  undoTen,
+  undoHundred,
+  sessionFixedCost,
+  diskScenario,
+];
 
 /** Node's own start-up and agentsnap's CLI load (`--version`), for reading the small sizes. */
 export async function startupReference(env: BenchEnv, runs: number): Promise<{ nodeMs: number; versionMs: number; emptyHooksMs: number }> {
   const node: Cmd = { file: process.execPath, args: ['-e', '0'], cwd: env.base, env: env.env };
   const version = agentsnapCmd(env, env.base, ['--version']);
   // The least any hook-based tool call can cost: two hook commands that only read their payload.
-  const empty: Cmd = { file: '/bin/sh', args: ['-c', 'cat > /dev/null'], cwd: env.base, env: env.env, input: JSON.stringify({ hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: 'x' } }) };
+  const empty: Cmd = {
+    file: '/bin/sh',
+    args: ['-c', 'cat > /dev/null'],
+    cwd: env.base,
+    env: env.env,
+    input: JSON.stringify({ hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: 'x' } }),
+  };
   const samples = await interleave(
     [
       { name: 'node', run: () => timed([node]).ms },
@@ -505,5 +612,9 @@ export async function startupReference(env: BenchEnv, runs: number): Promise<{ n
     ],
     runs,
   );
-  return { nodeMs: median(samples.get('node') ?? []), versionMs: median(samples.get('version') ?? []), emptyHooksMs: median(samples.get('empty') ?? []) };
+  return {
+    nodeMs: median(samples.get('node') ?? []),
+    versionMs: median(samples.get('version') ?? []),
+    emptyHooksMs: median(samples.get('empty') ?? []),
+  };
 }

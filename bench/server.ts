@@ -236,7 +236,6 @@ export function quiesceAgentsnap(dir: string): void {
   sleepMs(100);
 }
 
-
 /** CPU ticks (user + system, its reaped children's included) a process has used, from /proc/<pid>/stat (null when gone or unreadable). */
 function cpuTicks(pid: number): number | null {
   try {

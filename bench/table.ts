@@ -93,7 +93,20 @@ export function formatTable(rows: Row[]): string {
 }
 
 export function formatDiskTable(results: DiskResult[]): string {
-  const head = ['files', 'steps', 'objects/ before', 'growth (du)', 'apparent', 'reference', 'ratio', 'target', 'loose', 'packs', 'stray', 'locks'];
+  const head = [
+    'files',
+    'steps',
+    'objects/ before',
+    'growth (du)',
+    'apparent',
+    'reference',
+    'ratio',
+    'target',
+    'loose',
+    'packs',
+    'stray',
+    'locks',
+  ];
   const body = results.map((d) => {
     if (d.skipped) return [fmtInt(d.size), 'skipped', '', '', '', '', '', '', '', '', '', ''];
     const scale = d.requestedSteps / d.steps;
@@ -117,15 +130,24 @@ export function formatDiskTable(results: DiskResult[]): string {
   const notes: string[] = [];
   for (const d of results) {
     const n = fmtInt(d.size);
-    if (d.reduced) notes.push(`${n}: ${d.skipped ? '' : `ran ${d.steps} steps, extrapolated ×${d.requestedSteps / d.steps}: `}${d.reduced}`);
+    if (d.reduced)
+      notes.push(`${n}: ${d.skipped ? '' : `ran ${d.steps} steps, extrapolated ×${d.requestedSteps / d.steps}: `}${d.reduced}`);
     if (d.skipped) continue;
     notes.push(
       `${n}: one hook call ${fmtMs(d.callMs)} (the session's second call), ${d.steps} steps in ${(d.stepsMs / 1000).toFixed(1)} s; reference = ${d.reference.blobs} blobs ${fmtBytes(d.reference.blobBytes)} + ${d.reference.trees} trees ${fmtBytes(d.reference.treeBytes)} (commits, not in the reference: ${d.reference.commits}, ${fmtBytes(d.reference.commitBytes)})`,
     );
-    const co = (s: DiskResult['before']) => (s ? Object.entries(s.countObjects).map(([k, v]) => `${k} ${v}`).join(', ') : '?');
+    const co = (s: DiskResult['before']) =>
+      s
+        ? Object.entries(s.countObjects)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')
+        : '?';
     notes.push(`${n}: git count-objects -v before: ${co(d.before)}`);
     notes.push(`${n}: git count-objects -v after:  ${co(d.after)}`);
-    if (d.server?.running) notes.push(`${n}: agentsnap server running (pid ${d.server.pid})${d.serverRssMiB !== null ? `, peak ${fmtMiB(d.serverRssMiB)}` : ''}`);
+    if (d.server?.running)
+      notes.push(
+        `${n}: agentsnap server running (pid ${d.server.pid})${d.serverRssMiB !== null ? `, peak ${fmtMiB(d.serverRssMiB)}` : ''}`,
+      );
     for (const f of d.stray.slice(0, 5)) notes.push(`${n}: stray in objects/: ${f}`);
     for (const f of d.locks.slice(0, 5)) notes.push(`${n}: lock left in .git: ${f}`);
   }

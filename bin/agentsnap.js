@@ -39,10 +39,14 @@ async function main() {
       : command === 'wrap'
         ? await require('./wrap-client.js').wrapViaServer(process.argv.slice(3), async () => require('./cli-loader.js').loadCli())
         : null;
-  if (code !== null && command === 'wrap') process.exit(code); // its output went out by writeSync; nothing else is left to run
+  if (code !== null && command === 'wrap')
+    process.exit(code); // its output went out by writeSync; nothing else is left to run
   else if (code !== null) process.exitCode = code;
   else {
-    const prefetch = command === 'snap' || (command === 'hook' && (event === 'PreToolUse' || event === 'BeforeTool')) ? await import('../dist/snapshot/status-prefetch.js') : null;
+    const prefetch =
+      command === 'snap' || (command === 'hook' && (event === 'PreToolUse' || event === 'BeforeTool'))
+        ? await import('../dist/snapshot/status-prefetch.js')
+        : null;
     prefetch?.startStatusPrefetch(process.cwd(), process.env);
     try {
       await require('./cli-loader.js').loadCli().main();

@@ -54,7 +54,8 @@ function writeCache(file, key, script) {
     const data = script.createCachedData();
     fs.writeFileSync(tmp, Buffer.concat([Buffer.from(`${key} ${integrity(data)}\n`), data]), { mode: 0o644 });
     fs.renameSync(tmp, file);
-  } catch { // best effort: without a cache the next start compiles again
+  } catch {
+    // best effort: without a cache the next start compiles again
     try {
       fs.unlinkSync(tmp);
     } catch {
@@ -79,10 +80,13 @@ function loadCli() {
   const cacheFile = `${BUNDLE}.${shortHash(runtime)}.cache`;
   const cachedData = readCache(cacheFile, key);
   // Strict, as the ES modules it is built from (and as the ES bundle ran).
-  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __agentsnapImport) {'use strict';${source}\n})`, {
-    filename: BUNDLE,
-    ...(cachedData ? { cachedData } : {}),
-  });
+  const script = new vm.Script(
+    `(function (exports, require, module, __filename, __dirname, __agentsnapImport) {'use strict';${source}\n})`,
+    {
+      filename: BUNDLE,
+      ...(cachedData ? { cachedData } : {}),
+    },
+  );
   if (!cachedData || script.cachedDataRejected) process.once('exit', () => writeCache(cacheFile, key, script));
   const module = { exports: {} };
   // The bundle's import() of dist/mcp.bundle.js and dist/ui.bundle.js (scripts/bundle-cli.mjs): a vm.Script has no

@@ -117,7 +117,10 @@ async function wrapViaServer(args, loadCli) {
   const outcome = exit.error ? { code: null, signal: null, error: exit.error.message } : { code: exit.code, signal: exit.signal };
   // The end of a session waits for a free slot while the server runs (a burst of hooks holds them all): given up,
   // the session would be ended here with the server's warning, and the server would keep it as begun.
-  const ended = await channel.callServer(run, ['wrap-end'], JSON.stringify({ token: spec.token, ...outcome }), { slotWaitMs: 60_000, serving: () => backgroundServer(cwd) !== null });
+  const ended = await channel.callServer(run, ['wrap-end'], JSON.stringify({ token: spec.token, ...outcome }), {
+    slotWaitMs: 60_000,
+    serving: () => backgroundServer(cwd) !== null,
+  });
   if (ended && ended.kind === 'exit') {
     write(1, decode(ended.fields[1]));
     write(2, decode(ended.fields[2]));
@@ -126,7 +129,12 @@ async function wrapViaServer(args, loadCli) {
   // The server went away while the agent ran (or, never seen, would not end the session): it is ended here, as the server would have.
   const why = ended && ended.kind === 'warn' ? ended.fields.join(' ') : null;
   // In the session's worktree: the agent may have removed the directory this wrap began in.
-  return (await loadCli()).finishServedWrap({ cwd: spec.begun.worktree ?? process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr }, spec.begun, outcome, why);
+  return (await loadCli()).finishServedWrap(
+    { cwd: spec.begun.worktree ?? process.cwd(), env: process.env, stdout: process.stdout, stderr: process.stderr },
+    spec.begun,
+    outcome,
+    why,
+  );
 }
 
 module.exports = { wrapViaServer };

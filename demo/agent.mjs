@@ -43,7 +43,7 @@ tool('Edit', 'greet the whole world in src/greet.js', () => {
   fs.writeFileSync('src/greet.js', text.replace("'Hello'", "'Hello, world'"));
 });
 tool('Write', 'create src/farewell.js', () => {
-  fs.writeFileSync('src/farewell.js', "export const farewell = (name) => `Goodbye, ${name}!`;\n");
+  fs.writeFileSync('src/farewell.js', 'export const farewell = (name) => `Goodbye, ${name}!`;\n');
 });
 tool('Bash', 'rm notes.txt (no longer needed)', () => bash('rm notes.txt'));
 tool('Bash', 'run the tests (they fail, after writing test-report.txt)', () =>

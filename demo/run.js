@@ -43,7 +43,11 @@ write('README.md', '# demo project\n');
 write('src/greet.js', "export const greet = () => 'Hello';\n");
 write('notes.txt', 'scratch notes\n');
 write('test/expect.txt', 'Hello, world\n');
-for (const args of [['init', '-q', '-b', 'main'], ['add', '-A'], ['commit', '-q', '-m', 'initial']]) {
+for (const args of [
+  ['init', '-q', '-b', 'main'],
+  ['add', '-A'],
+  ['commit', '-q', '-m', 'initial'],
+]) {
   if (run('git', args) !== 0) process.exit(1);
 }
 
@@ -58,11 +62,16 @@ step('the failing shell command still changed a file', ['show', '5']);
 step('the whole session in order, for a person or an agent to regain context', ['replay']);
 step('what undo 4 would do, without doing it', ['undo', '4', '--dry-run']);
 step('back to just before tool call 4: notes.txt returns, later files go', ['undo', '4']);
-console.log(`notes.txt exists again: ${fs.existsSync(path.join(dir, 'notes.txt'))}; src/farewell.js (step 3) kept: ${fs.existsSync(path.join(dir, 'src/farewell.js'))}`);
+console.log(
+  `notes.txt exists again: ${fs.existsSync(path.join(dir, 'notes.txt'))}; src/farewell.js (step 3) kept: ${fs.existsSync(path.join(dir, 'src/farewell.js'))}`,
+);
 step('changed your mind: redo returns to the state before the undo', ['redo']);
 console.log(`notes.txt after redo: ${fs.existsSync(path.join(dir, 'notes.txt')) ? 'present' : 'deleted again'}`);
 step('where the session stands', ['status']);
 // The hints name the command a user types: `agentsnap`, as installed (README "Install").
 const installed = (process.env.PATH ?? '').split(path.delimiter).some((d) => d && fs.existsSync(path.join(d, 'agentsnap')));
-console.log(`\n${bold('Try more in the demo repository:')}\n  cd ${dir}\n  agentsnap diff 0             # everything the agent changed\n  agentsnap undo 2 --dry-run   # what undoing from step 2 would change\n  git status                   # agentsnap never touched the index, HEAD or branches\n  git for-each-ref refs/agent/`);
-if (!installed) console.log(`(agentsnap is not on your PATH yet: \`npm install -g .\` in ${root} installs it; see "Install" in the README)`);
+console.log(
+  `\n${bold('Try more in the demo repository:')}\n  cd ${dir}\n  agentsnap diff 0             # everything the agent changed\n  agentsnap undo 2 --dry-run   # what undoing from step 2 would change\n  git status                   # agentsnap never touched the index, HEAD or branches\n  git for-each-ref refs/agent/`,
+);
+if (!installed)
+  console.log(`(agentsnap is not on your PATH yet: \`npm install -g .\` in ${root} installs it; see "Install" in the README)`);

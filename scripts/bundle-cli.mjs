@@ -30,7 +30,8 @@ const yargsLocales = {
   setup(b) {
     b.onLoad({ filter: YARGS_SHIM }, async (args) => {
       const text = await fs.promises.readFile(args.path, 'utf8');
-      if (text.split(LOCALES_FROM).length !== 2) throw new Error(`bundle-cli: ${args.path} no longer holds ${LOCALES_FROM}; update scripts/bundle-cli.mjs`);
+      if (text.split(LOCALES_FROM).length !== 2)
+        throw new Error(`bundle-cli: ${args.path} no longer holds ${LOCALES_FROM}; update scripts/bundle-cli.mjs`);
       return { contents: text.replace(LOCALES_FROM, LOCALES_TO), loader: 'js' };
     });
   },
@@ -63,7 +64,8 @@ const lazyStringWidth = {
       let text = await fs.promises.readFile(args.path, 'utf8');
       for (const l of LAZY) {
         const n = text.split(l.from).length - 1;
-        if (n > 1 || (n === 0 && l.everyCopy)) throw new Error(`bundle-cli: ${args.path} no longer holds ${l.from} once; update scripts/bundle-cli.mjs`);
+        if (n > 1 || (n === 0 && l.everyCopy))
+          throw new Error(`bundle-cli: ${args.path} no longer holds ${l.from} once; update scripts/bundle-cli.mjs`);
         if (n === 1) {
           text = text.replace(l.from, l.to);
           lazyApplied.set(l.from, (lazyApplied.get(l.from) ?? 0) + 1);
@@ -83,8 +85,12 @@ const UI_MODULE = /^\.\.\/\.\.\/ui\/server\.js$/;
 const mcpApart = {
   name: 'mcp-apart',
   setup(b) {
-    b.onResolve({ filter: MCP_MODULE }, (args) => (/[\\/]cli[\\/]commands[\\/]mcp\.js$/.test(args.importer) ? { path: './mcp.bundle.js', external: true } : undefined));
-    b.onResolve({ filter: UI_MODULE }, (args) => (/[\\/]cli[\\/]commands[\\/]ui\.js$/.test(args.importer) ? { path: './ui.bundle.js', external: true } : undefined));
+    b.onResolve({ filter: MCP_MODULE }, (args) =>
+      /[\\/]cli[\\/]commands[\\/]mcp\.js$/.test(args.importer) ? { path: './mcp.bundle.js', external: true } : undefined,
+    );
+    b.onResolve({ filter: UI_MODULE }, (args) =>
+      /[\\/]cli[\\/]commands[\\/]ui\.js$/.test(args.importer) ? { path: './ui.bundle.js', external: true } : undefined,
+    );
   },
 };
 
@@ -94,7 +100,9 @@ const common = {
   platform: 'node',
   target: 'node20',
   // CommonJS dependencies (picomatch) require Node's built-ins.
-  banner: { js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __agentsnapCreateRequire } from 'node:module'; const require = __agentsnapCreateRequire(import.meta.url);",
+  },
   minifyWhitespace: true,
   minifySyntax: true,
   logLevel: 'warning',
@@ -103,9 +111,19 @@ const common = {
 // The server channel's client (src/server/channel.ts) for the bin/ shims, which require it on every served `snap` and
 // `wrap`: CommonJS, and node: imports only (the build fails on any other), so a call pays no module loading.
 {
-  const res = await build({ entryPoints: [path.join(dist, 'server', 'channel.js')], outfile: path.join(dist, 'channel.cjs'), bundle: true, format: 'cjs', platform: 'node', target: 'node20', metafile: true, logLevel: 'warning' });
+  const res = await build({
+    entryPoints: [path.join(dist, 'server', 'channel.js')],
+    outfile: path.join(dist, 'channel.cjs'),
+    bundle: true,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20',
+    metafile: true,
+    logLevel: 'warning',
+  });
   const inputs = Object.keys(res.metafile.inputs);
-  if (inputs.length !== 1) throw new Error(`bundle-cli: src/server/channel.ts must import node: modules only; it pulls in ${inputs.join(', ')}`);
+  if (inputs.length !== 1)
+    throw new Error(`bundle-cli: src/server/channel.ts must import node: modules only; it pulls in ${inputs.join(', ')}`);
 }
 
 await build({ ...common, entryPoints: [path.join(dist, 'mcp.js')], outfile: path.join(dist, 'mcp.bundle.js') });
@@ -136,7 +154,8 @@ await build({
   let text = fs.readFileSync(outfile, 'utf8');
   for (const spec of ['./mcp.bundle.js', './ui.bundle.js']) {
     const from = `import(${JSON.stringify(spec)})`;
-    if (text.split(from).length !== 2) throw new Error(`bundle-cli: ${from} is not in ${outfile} exactly once; update scripts/bundle-cli.mjs`);
+    if (text.split(from).length !== 2)
+      throw new Error(`bundle-cli: ${from} is not in ${outfile} exactly once; update scripts/bundle-cli.mjs`);
     text = text.replace(from, `__agentsnapImport(${JSON.stringify(spec)})`);
   }
   const left = /(?<![\w$.])import\(/.exec(text);
@@ -144,7 +163,8 @@ await build({
   fs.writeFileSync(outfile, text);
 }
 
-for (const [from, n] of lazyApplied) if (n === 0) throw new Error(`bundle-cli: no string-width holds ${from} any more; update scripts/bundle-cli.mjs`);
+for (const [from, n] of lazyApplied)
+  if (n === 0) throw new Error(`bundle-cli: no string-width holds ${from} any more; update scripts/bundle-cli.mjs`);
 
 const localesFrom = path.join(root, 'node_modules', 'yargs', 'locales');
 const localesTo = path.join(dist, 'yargs-locales');

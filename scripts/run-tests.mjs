@@ -15,7 +15,13 @@ const filter = process.argv[2];
 const pattern = filter ? `${filter}.*\\.test\\.ts$` : '\\.test\\.ts$';
 const fast = process.env.AGENTSNAP_E2E === '0';
 const color = !!process.stdout.isTTY && process.env.NO_COLOR === undefined && process.env.FORCE_COLOR !== '0';
-const args = [path.join(root, 'node_modules/uvu/bin.js'), 'test', pattern, ...(fast ? ['--ignore', 'e2e\\.test\\.ts$'] : []), ...(color ? [] : ['--no-color'])];
+const args = [
+  path.join(root, 'node_modules/uvu/bin.js'),
+  'test',
+  pattern,
+  ...(fast ? ['--ignore', 'e2e\\.test\\.ts$'] : []),
+  ...(color ? [] : ['--no-color']),
+];
 if (fast) console.log('AGENTSNAP_E2E=0: the end-to-end tests with the real agents (*-e2e.test.ts) are left out');
 const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
   cwd: root,

@@ -16,7 +16,11 @@ export const AGENT_SDK_HOOK_EVENTS = ['PreToolUse', 'PostToolUse', 'PostToolUseF
 export type AgentSdkHookEvent = (typeof AGENT_SDK_HOOK_EVENTS)[number];
 
 /** The SDK's `HookCallback`, by shape: its input is one of the SDK's `*HookInput` objects (read as Claude Code's hook payload). */
-export type AgentSdkHookCallback = (input: object, toolUseID: string | undefined, options: { signal: AbortSignal }) => Promise<{ systemMessage?: string }>;
+export type AgentSdkHookCallback = (
+  input: object,
+  toolUseID: string | undefined,
+  options: { signal: AbortSignal },
+) => Promise<{ systemMessage?: string }>;
 
 /** The SDK's `HookCallbackMatcher`, by shape. */
 export interface AgentSdkHookMatcher {
@@ -47,7 +51,10 @@ export interface AgentsnapHooksOptions {
 export function agentsnapHooks(opts: AgentsnapHooksOptions = {}): AgentSdkHooks {
   if (opts.session !== undefined) assertSessionId(opts.session);
   if (opts.cwd !== undefined && (typeof opts.cwd !== 'string' || opts.cwd === '')) {
-    throw errors.invalidArgument('agentsnapHooks: cwd must be a directory name.', { hint: 'Leave it out to record in the directory the query runs in.', data: { cwd: opts.cwd } });
+    throw errors.invalidArgument('agentsnapHooks: cwd must be a directory name.', {
+      hint: 'Leave it out to record in the directory the query runs in.',
+      data: { cwd: opts.cwd },
+    });
   }
   const cwd = opts.cwd === undefined ? null : path.resolve(opts.cwd);
   // One call at a time, in the order the SDK makes them (as the warm server serves them): a post never overtakes its pre.
@@ -81,11 +88,21 @@ export function agentsnapHooks(opts: AgentsnapHooksOptions = {}): AgentSdkHooks 
     const matched = init?.events.find(([ev]) => ev === event)?.[1] ?? false;
     return [{ ...(matched && init ? { matcher: init.matcher } : {}), hooks: [callback(event)] }];
   };
-  return { PreToolUse: entry('PreToolUse'), PostToolUse: entry('PostToolUse'), PostToolUseFailure: entry('PostToolUseFailure'), SessionEnd: entry('SessionEnd') };
+  return {
+    PreToolUse: entry('PreToolUse'),
+    PostToolUse: entry('PostToolUse'),
+    PostToolUseFailure: entry('PostToolUseFailure'),
+    SessionEnd: entry('SessionEnd'),
+  };
 }
 
 /** One hook call: through the warm server when one serves this worktree, else here. The warning line, or null. */
-async function recordCall(event: AgentSdkHookEvent, input: Record<string, unknown>, cwd: string | null, opts: AgentsnapHooksOptions): Promise<string | null> {
+async function recordCall(
+  event: AgentSdkHookEvent,
+  input: Record<string, unknown>,
+  cwd: string | null,
+  opts: AgentsnapHooksOptions,
+): Promise<string | null> {
   const env = opts.env ?? process.env;
   const payload = cwd ? { ...input, cwd } : input;
   const dir = cwd ?? (typeof input.cwd === 'string' && input.cwd !== '' ? input.cwd : process.cwd());

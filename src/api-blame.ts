@@ -82,7 +82,7 @@ function authorOf(s: Session, origin: LineOrigin, context: (st: Step) => CallCon
     origin,
     step: st.step,
     tool: call ? st.tool : null,
-    time: call ? st.endedAt ?? st.startedAt : st.startedAt,
+    time: call ? (st.endedAt ?? st.startedAt) : st.startedAt,
     what: call ? describeStep(s, st) : null,
     prompt: call ? context(st).prompt : null,
   };
@@ -91,7 +91,14 @@ function authorOf(s: Session, origin: LineOrigin, context: (st: Step) => CallCon
 /** A line a commit's note attributes to a step of `s` (null: that session is not in this repository any more). */
 function committedAuthor(s: Session | null, origin: Extract<LineOrigin, { kind: 'committed' }>): LineAuthor {
   const st = s?.steps.find((x) => x.step === origin.step) ?? null;
-  return { origin, step: origin.step, tool: st?.tool ?? null, time: st ? st.endedAt ?? st.startedAt : null, what: s && st ? describeStep(s, st) : null, prompt: null };
+  return {
+    origin,
+    step: origin.step,
+    tool: st?.tool ?? null,
+    time: st ? (st.endedAt ?? st.startedAt) : null,
+    what: s && st ? describeStep(s, st) : null,
+    prompt: null,
+  };
 }
 
 /** `agentsnap blame <file>`: each line of the file as it is now, with the step that last wrote it. */
@@ -135,7 +142,10 @@ export async function blame(opts: BlameOptions): Promise<BlameResult> {
     }
     return others.get(id) ?? null;
   };
-  const lines = blamed.map((l) => ({ ...l, author: l.origin.kind === 'committed' ? committedAuthor(sessionOf(l.origin.session), l.origin) : authorOf(r.session, l.origin, context) }));
+  const lines = blamed.map((l) => ({
+    ...l,
+    author: l.origin.kind === 'committed' ? committedAuthor(sessionOf(l.origin.session), l.origin) : authorOf(r.session, l.origin, context),
+  }));
   return { session: r.session, source: r.source, path: rel, lines };
 }
 
@@ -169,11 +179,14 @@ function checksAround(s: Session, st: Step | null): WhyResult['checks'] {
 
 /** `agentsnap why <file>:<line>`: the story of one line. */
 export async function why(opts: WhyOptions): Promise<WhyResult> {
-  if (!Number.isInteger(opts.line) || opts.line < 1) throw errors.invalidArgument(`the line must be a whole number of 1 or more, not ${JSON.stringify(opts.line)}.`);
+  if (!Number.isInteger(opts.line) || opts.line < 1)
+    throw errors.invalidArgument(`the line must be a whole number of 1 or more, not ${JSON.stringify(opts.line)}.`);
   const b = await blame(opts);
   const line = b.lines.find((l) => l.line === opts.line);
   if (!line) {
-    throw errors.invalidArgument(`${b.path} has ${b.lines.length} ${b.lines.length === 1 ? 'line' : 'lines'}, not ${opts.line}.`, { data: { path: b.path, lines: b.lines.length } });
+    throw errors.invalidArgument(`${b.path} has ${b.lines.length} ${b.lines.length === 1 ? 'line' : 'lines'}, not ${opts.line}.`, {
+      data: { path: b.path, lines: b.lines.length },
+    });
   }
   const st = originStep(b.session, line.origin);
   const settings = await loadSettings((await resolveSession(opts)).repo);
@@ -183,7 +196,7 @@ export async function why(opts: WhyOptions): Promise<WhyResult> {
     source: b.source,
     path: b.path,
     line,
-    input: st && line.origin.kind === 'step' ? st.input ?? null : null,
+    input: st && line.origin.kind === 'step' ? (st.input ?? null) : null,
     message: st?.message ?? null,
     status: st && line.origin.kind === 'step' ? st.status : null,
     assistant: context?.assistant ?? null,

@@ -24,7 +24,8 @@ function parseRange(s: Session, text: string): number[] {
   if (from > to) throw errors.invalidArgument(`--steps ${text}: ${from} comes after ${to}.`);
   const picked = all.filter((n) => n >= from && n <= to);
   // Nothing to run must not read as "every state passed" (exit 0).
-  if (picked.length === 0) throw errors.stepOutOfRange(`session ${s.id} has no state after a step in ${text} to check.`, { data: { session: s.id, steps: text } });
+  if (picked.length === 0)
+    throw errors.stepOutOfRange(`session ${s.id} has no state after a step in ${text} to check.`, { data: { session: s.id, steps: text } });
   return picked;
 }
 
@@ -47,7 +48,8 @@ export interface CheckReport {
 }
 
 function requireCommand(run: unknown): string {
-  if (typeof run !== 'string' || run.trim() === '') throw errors.invalidArgument('a check needs a command: --run \'<cmd>\' (e.g. --run \'npm test\').');
+  if (typeof run !== 'string' || run.trim() === '')
+    throw errors.invalidArgument("a check needs a command: --run '<cmd>' (e.g. --run 'npm test').");
   return run;
 }
 
@@ -63,8 +65,12 @@ export async function check(opts: CheckOptions): Promise<CheckReport> {
   if (opts.each) steps = all;
   else if (opts.steps !== undefined) steps = parseRange(s, opts.steps);
   else if (opts.step !== undefined) {
-    if (!Number.isInteger(opts.step) || opts.step < 0) throw errors.invalidArgument(`--step takes a step number, not ${JSON.stringify(opts.step)}.`);
-    if (!all.includes(opts.step)) throw errors.stepOutOfRange(`session ${s.id} has no state after step ${opts.step} to check.`, { data: { session: s.id, step: opts.step } });
+    if (!Number.isInteger(opts.step) || opts.step < 0)
+      throw errors.invalidArgument(`--step takes a step number, not ${JSON.stringify(opts.step)}.`);
+    if (!all.includes(opts.step))
+      throw errors.stepOutOfRange(`session ${s.id} has no state after step ${opts.step} to check.`, {
+        data: { session: s.id, step: opts.step },
+      });
     steps = [opts.step];
   } else steps = [all[all.length - 1] as number];
   const settings = await loadSettings(r.repo);
@@ -108,14 +114,19 @@ export interface BisectReport {
 export async function bisect(opts: BisectOptions): Promise<BisectReport> {
   const run = requireCommand(opts.run);
   const retries = opts.retries ?? 0;
-  if (!Number.isInteger(retries) || retries < 0 || retries > 20) throw errors.invalidArgument(`--retries takes 0 to 20, not ${JSON.stringify(opts.retries)}.`);
+  if (!Number.isInteger(retries) || retries < 0 || retries > 20)
+    throw errors.invalidArgument(`--retries takes 0 to 20, not ${JSON.stringify(opts.retries)}.`);
   const r = await resolveSession(opts);
   const s = r.session;
   const all = checkableSteps(s);
   const good = opts.good ?? 0;
   const bad = opts.bad ?? (all[all.length - 1] as number);
-  for (const [name, n] of [['--good', good], ['--bad', bad]] as const) {
-    if (!all.includes(n)) throw errors.stepOutOfRange(`${name} ${n}: session ${s.id} has no state after step ${n}.`, { data: { session: s.id, step: n } });
+  for (const [name, n] of [
+    ['--good', good],
+    ['--bad', bad],
+  ] as const) {
+    if (!all.includes(n))
+      throw errors.stepOutOfRange(`${name} ${n}: session ${s.id} has no state after step ${n}.`, { data: { session: s.id, step: n } });
   }
   if (good >= bad) throw errors.invalidArgument(`--good ${good} must come before --bad ${bad}.`);
   const settings = await loadSettings(r.repo);
@@ -143,8 +154,13 @@ export async function bisect(opts: BisectOptions): Promise<BisectReport> {
   const skipped: number[] = [];
   try {
     // The ends are checked too (recorded results are reused): a "bad" state that passes means there is nothing to find.
-    if ((await test(bad)) !== 'fail') problem = `the state after step ${bad} does not fail the check (${verdicts.get(bad)}): nothing to bisect.`;
-    else if ((await test(good)) === 'fail') problem = good === 0 ? 'the check fails already before the session (the baseline): no step of the session broke it.' : `the state after step ${good} fails the check too: give an earlier --good.`;
+    if ((await test(bad)) !== 'fail')
+      problem = `the state after step ${bad} does not fail the check (${verdicts.get(bad)}): nothing to bisect.`;
+    else if ((await test(good)) === 'fail')
+      problem =
+        good === 0
+          ? 'the check fails already before the session (the baseline): no step of the session broke it.'
+          : `the state after step ${good} fails the check too: give an earlier --good.`;
     else {
       let lo = all.indexOf(good);
       let hi = all.indexOf(bad);
@@ -167,7 +183,16 @@ export async function bisect(opts: BisectOptions): Promise<BisectReport> {
   }
   const st = firstBad !== null ? (s.steps.find((x) => x.step === firstBad) ?? null) : null;
   const diff = st ? (await showStep(r.repo, s.id, st.step, { color: false, stat: false })).diff : '';
-  return { session: s, source: r.source, firstBad: st, what: st ? describeStep(s, st) : null, diff, results, skipped: skipped.sort((a, b) => a - b), problem };
+  return {
+    session: s,
+    source: r.source,
+    firstBad: st,
+    what: st ? describeStep(s, st) : null,
+    diff,
+    results,
+    skipped: skipped.sort((a, b) => a - b),
+    problem,
+  };
 }
 
 /** The middle of `candidates` that has not been found untestable; null when all were. */

@@ -97,7 +97,8 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
   if (opts.lastGood) return undo({ ...opts, lastGood: false, step: await lastGoodStep(opts) });
   const step = opts.step === undefined ? undefined : stepNumber(opts.step);
   const scope = opts.scope ?? 'files';
-  if (!['files', 'chat', 'both', 'compact'].includes(scope)) throw errors.invalidArgument(`scope must be files, chat, both or compact, not ${JSON.stringify(scope)}.`);
+  if (!['files', 'chat', 'both', 'compact'].includes(scope))
+    throw errors.invalidArgument(`scope must be files, chat, both or compact, not ${JSON.stringify(scope)}.`);
   const { repo, id, source } = await sessionFor(opts);
   let files: OperationResult | null = null;
   // The command's one read of the settings: the operation and the redaction of its processes share it.
@@ -131,7 +132,8 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
 
 /** The step `undo --last-good` undoes: the first one after the last state that passed its check. */
 async function lastGoodStep(opts: UndoOptions): Promise<number> {
-  if (opts.step !== undefined) throw errors.invalidArgument('--last-good and a step number exclude each other: --last-good picks the step.');
+  if (opts.step !== undefined)
+    throw errors.invalidArgument('--last-good and a step number exclude each other: --last-good picks the step.');
   const { repo, id } = await sessionFor(opts);
   const s = loadSession(repo, id);
   const found = lastGood(s);
@@ -142,7 +144,10 @@ async function lastGoodStep(opts: UndoOptions): Promise<number> {
     });
   }
   if (found.undoFrom === null) {
-    throw errors.invalidArgument(`the state after the newest step (${found.good}) passed its check: there is nothing after the last good step to undo.`, { data: { session: id, good: found.good } });
+    throw errors.invalidArgument(
+      `the state after the newest step (${found.good}) passed its check: there is nothing after the last good step to undo.`,
+      { data: { session: id, good: found.good } },
+    );
   }
   return found.undoFrom;
 }
@@ -151,7 +156,7 @@ async function lastGoodStep(opts: UndoOptions): Promise<number> {
 function lastUndoneStep(repo: Repo, id: string): number | null {
   const ops = foldOps(readJournal(sessionPaths(repo, id).journal).events);
   const last = ops[ops.length - 1];
-  return last && last.kind === 'undo' && last.status === 'done' ? last.target.step ?? null : null;
+  return last && last.kind === 'undo' && last.status === 'done' ? (last.target.step ?? null) : null;
 }
 
 /** `agentsnap redo`: back to the state before the last undo (itself an operation, undoable). */
@@ -183,14 +188,18 @@ export async function restore(opts: RestoreOptions): Promise<OperationResult & {
 }
 
 /** `agentsnap revert N`: takes back only what step N changed, keeping later steps (three-way merge). */
-export async function revert(opts: OperationCommonOptions & { step: number }): Promise<OperationResult & { source: 'flag' | 'env' | 'recent' }> {
+export async function revert(
+  opts: OperationCommonOptions & { step: number },
+): Promise<OperationResult & { source: 'flag' | 'env' | 'recent' }> {
   const step = stepNumber(opts.step);
   const { repo, id, source } = await sessionFor(opts);
   return { ...(await revertOperation(repo, id, step, opOptions(opts))), source };
 }
 
 /** `agentsnap status`: where the session stands, the processes its calls left running, and the warm server's file watcher (null: no server runs here). */
-export async function status(opts: SessionOptions = {}): Promise<SessionStatusReport & { processes: AgentProcess[]; source: 'flag' | 'env' | 'recent'; watcher: WatcherReport | null }> {
+export async function status(
+  opts: SessionOptions = {},
+): Promise<SessionStatusReport & { processes: AgentProcess[]; source: 'flag' | 'env' | 'recent'; watcher: WatcherReport | null }> {
   const { repo, id, source } = await sessionFor(opts);
   const server = serverInfo(repo);
   const processes = agentProcesses(loadSession(repo, id), (await loadSettings(repo)).redactPatterns);

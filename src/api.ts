@@ -23,7 +23,16 @@ import type { Session, Step } from './session/model.js';
 import type { StepPostEvent } from './session/journal.js';
 import { sessionIdOrName } from './worktrees/worktree.js';
 import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
-import { applySession, discardSession, promoteSession, sessionsOverview, type ApplyResult, type DiscardResult, type PromoteResult, type SessionOverview } from './worktrees/parallel.js';
+import {
+  applySession,
+  discardSession,
+  promoteSession,
+  sessionsOverview,
+  type ApplyResult,
+  type DiscardResult,
+  type PromoteResult,
+  type SessionOverview,
+} from './worktrees/parallel.js';
 import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
 import { hooksStatus } from './history/hooks-install.js';
 import { INIT_AGENTS, stillInitialised, type InitAgent } from './init.js';
@@ -108,10 +117,20 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
   let phase: SnapOutcome['phase'];
   if (opts.phase === 'pre') {
     phase = 'pre';
-    res = await recordPre(ctx, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null, env: opts.env ?? process.env });
+    res = await recordPre(ctx, id, {
+      ...common,
+      sameInstantAs,
+      tool: opts.tool ?? null,
+      message: opts.message ?? null,
+      env: opts.env ?? process.env,
+    });
   } else if (opts.phase === 'post') {
     phase = 'post';
-    res = await recordPost(ctx, id, { ...common, ...(opts.step !== undefined ? { step: opts.step } : {}), ...(opts.status ? { status: opts.status } : {}) });
+    res = await recordPost(ctx, id, {
+      ...common,
+      ...(opts.step !== undefined ? { step: opts.step } : {}),
+      ...(opts.status ? { status: opts.status } : {}),
+    });
   } else {
     phase = 'checkpoint';
     res = await recordCheckpoint(ctx, id, { ...common, sameInstantAs, tool: opts.tool ?? null, message: opts.message ?? null });
@@ -180,7 +199,12 @@ export async function promote(opts: PromoteCommandOptions): Promise<PromoteResul
   if (typeof opts.branch !== 'string' || opts.branch === '') throw errors.invalidArgument('--branch NAME is required.');
   const repo = await repoFor(opts);
   const id = requireSession(repo, opts.session);
-  return promoteSession(repo, id, { branch: opts.branch, message: opts.message, force: !!opts.force, includeUncommitted: !!opts.includeUncommitted });
+  return promoteSession(repo, id, {
+    branch: opts.branch,
+    message: opts.message,
+    force: !!opts.force,
+    includeUncommitted: !!opts.includeUncommitted,
+  });
 }
 
 export interface DiscardCommandOptions extends RepoOptions {
@@ -222,7 +246,10 @@ export async function gc(opts: GcCommandOptions = {}): Promise<GcReport> {
     keepNotesRewrite: hooksInstalled,
   });
   if (hooks && hooksInstalled) report.left.push(`agentsnap's git hooks in ${hooks.dir}: \`agentsnap hooks uninstall\` takes them out`);
-  if (opts.all) for (const a of INIT_AGENTS) if (stillInitialised(repo, a as InitAgent)) report.left.push(`${a}'s agentsnap hooks: \`agentsnap init --remove ${a}\` takes them out`);
+  if (opts.all)
+    for (const a of INIT_AGENTS)
+      if (stillInitialised(repo, a as InitAgent))
+        report.left.push(`${a}'s agentsnap hooks: \`agentsnap init --remove ${a}\` takes them out`);
   return report;
 }
 
@@ -263,13 +290,18 @@ export interface LogRow {
 
 /** The rows whose snapshots the user's git prune deleted, marked `lost`. */
 async function markLost(repo: Repo, rows: LogRow[]): Promise<LogRow[]> {
-  const gone = await missingObjects(repo, rows.flatMap((r) => [r.step.pre, r.step.post]));
+  const gone = await missingObjects(
+    repo,
+    rows.flatMap((r) => [r.step.pre, r.step.post]),
+  );
   if (gone.size === 0) return rows;
   return rows.map((r) => ((r.step.pre && gone.has(r.step.pre)) || (r.step.post && gone.has(r.step.post)) ? { ...r, lost: true } : r));
 }
 
 /** `agentsnap log`: the steps of a session, filtered. */
-export async function log(opts: LogOptions = {}): Promise<{ session: Session; steps: Step[]; rows: LogRow[]; source: ResolvedSession['source'] }> {
+export async function log(
+  opts: LogOptions = {},
+): Promise<{ session: Session; steps: Step[]; rows: LogRow[]; source: ResolvedSession['source'] }> {
   if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
   const r = await resolveSession(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
@@ -279,7 +311,16 @@ export async function log(opts: LogOptions = {}): Promise<{ session: Session; st
   return {
     session: r.session,
     steps,
-    rows: await markLost(r.repo, steps.map((step) => ({ session: r.session, step, what: describeStep(r.session, step), plan: planAt(r.session, step.step, plans), check: checks.get(step.step) ?? null }))),
+    rows: await markLost(
+      r.repo,
+      steps.map((step) => ({
+        session: r.session,
+        step,
+        what: describeStep(r.session, step),
+        plan: planAt(r.session, step.step, plans),
+        check: checks.get(step.step) ?? null,
+      })),
+    ),
     source: r.source,
   };
 }
@@ -304,13 +345,25 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
     const plans = planHistory(session);
     const checks = latestCheckByStep(session);
     for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) {
-      rows.push({ session, step, what: describeStep(session, step), plan: planAt(session, step.step, plans), check: checks.get(step.step) ?? null });
+      rows.push({
+        session,
+        step,
+        what: describeStep(session, step),
+        plan: planAt(session, step.step, plans),
+        check: checks.get(step.step) ?? null,
+      });
     }
   }
   // Time order across sessions (a session's own steps keep their order when their times tie).
   const order = (r: LogRow) => Date.parse(r.step.startedAt) || 0;
-  const sorted = rows.map((r, i) => ({ r, i })).sort((a, b) => order(a.r) - order(b.r) || a.i - b.i).map((x) => x.r);
-  return { rows: await markLost(repo, opts.last !== undefined ? sorted.slice(Math.max(0, sorted.length - opts.last)) : sorted), sessions: list.length };
+  const sorted = rows
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => order(a.r) - order(b.r) || a.i - b.i)
+    .map((x) => x.r);
+  return {
+    rows: await markLost(repo, opts.last !== undefined ? sorted.slice(Math.max(0, sorted.length - opts.last)) : sorted),
+    sessions: list.length,
+  };
 }
 
 /** A path given on the command line (relative to the caller's directory) as a worktree-relative path. */
@@ -368,12 +421,28 @@ export interface ShowOptions extends SessionOptions {
 }
 
 /** `agentsnap show N`: what step N changed. */
-export async function show(opts: ShowOptions): Promise<{ session: Session; step: Step; what: string | null; diff: string; plan: PlanState | null; environment: StepEnvironment; source: ResolvedSession['source'] }> {
+export async function show(opts: ShowOptions): Promise<{
+  session: Session;
+  step: Step;
+  what: string | null;
+  diff: string;
+  plan: PlanState | null;
+  environment: StepEnvironment;
+  source: ResolvedSession['source'];
+}> {
   checkStepNumber(opts.step);
   const r = await resolveSession(opts);
   stepOf(r.session, opts.step);
   const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });
-  return { session: r.session, step: out.step, what: describeStep(r.session, out.step), diff: out.diff, plan: planAt(r.session, out.step.step), environment: environmentAt(r.session, out.step.step), source: r.source };
+  return {
+    session: r.session,
+    step: out.step,
+    what: describeStep(r.session, out.step),
+    diff: out.diff,
+    plan: planAt(r.session, out.step.step),
+    environment: environmentAt(r.session, out.step.step),
+    source: r.source,
+  };
 }
 
 export interface DiffCommandOptions extends SessionOptions {
@@ -385,7 +454,9 @@ export interface DiffCommandOptions extends SessionOptions {
 }
 
 /** `agentsnap diff A [B]`: between two states of a session, or a state and the worktree. */
-export async function diff(opts: DiffCommandOptions): Promise<{ session: Session; from: StatePoint; to: StatePoint | 'worktree'; diff: string; source: ResolvedSession['source'] }> {
+export async function diff(
+  opts: DiffCommandOptions,
+): Promise<{ session: Session; from: StatePoint; to: StatePoint | 'worktree'; diff: string; source: ResolvedSession['source'] }> {
   const from = parseStatePoint(opts.from);
   const to = opts.to === undefined ? 'worktree' : parseStatePoint(opts.to);
   const r = await resolveSession(opts);

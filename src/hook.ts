@@ -57,7 +57,9 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
   const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;
   let phase: HookCall['phase'] = 'ignore';
   let status: HookCall['status'] = 'done';
-  let error = str(payload.error) ?? (responseObj ? str(responseObj.error) ?? str((responseObj.error as { message?: unknown } | undefined)?.message) : null);
+  let error =
+    str(payload.error) ??
+    (responseObj ? (str(responseObj.error) ?? str((responseObj.error as { message?: unknown } | undefined)?.message)) : null);
   if (PRE_EVENTS.has(ev)) phase = 'pre';
   else if (FAILURE_EVENTS.has(ev)) {
     phase = 'post';
@@ -95,7 +97,10 @@ export function parseHookCall(agent: string, event: string, payload: Record<stri
  * [--session ID] [--worktree DIR]`; --session/--worktree name the wrapper's
  * session for agents that may drop the environment, and land in the env.
  */
-export function parseHookArgs(args: string[], callerEnv: NodeJS.ProcessEnv): { agent: string; event: string; wrapped: boolean; env: NodeJS.ProcessEnv } {
+export function parseHookArgs(
+  args: string[],
+  callerEnv: NodeJS.ProcessEnv,
+): { agent: string; event: string; wrapped: boolean; env: NodeJS.ProcessEnv } {
   const env = { ...callerEnv };
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -135,7 +140,12 @@ function message(e: unknown): string {
 
 /** Handles one hook call; never throws. */
 export async function runHook(opts: HookOptions): Promise<HookOutcome> {
-  const none = (warning: string | null, action: HookOutcome['action'] = 'ignored'): HookOutcome => ({ action, session: null, step: null, warning });
+  const none = (warning: string | null, action: HookOutcome['action'] = 'ignored'): HookOutcome => ({
+    action,
+    session: null,
+    step: null,
+    warning,
+  });
   const injected = (opts.env.AGENTSNAP_HOOKS ?? '').split(',');
   if (!opts.wrapped && injected.includes(opts.agent)) return none(null); // the wrapper's own hooks record this call
   let payload: Record<string, unknown> = {};
@@ -153,7 +163,11 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   // An agent whose reads come from its transcript (Claude Code) names it at its start, before any hooked call:
   // journaled for a wrapper's session only (init's hooks start theirs at the first hooked call, which names it).
   // Other agents' reads are all hooked.
-  if (call.phase === 'start' && (!adapter?.transcript?.unjournaledReads || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))) return none(null);
+  if (
+    call.phase === 'start' &&
+    (!adapter?.transcript?.unjournaledReads || !call.transcriptPath || !(opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE))
+  )
+    return none(null);
   let ctx: Context;
   let repo: Repo;
   let id: string;
@@ -161,7 +175,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   try {
     const wrappedBy = opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE;
     // Always the session's worktree, whatever directory the payload names (the agent may have cd'ed).
-    const dir = wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : call.cwd ?? opts.cwd;
+    const dir = wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : (call.cwd ?? opts.cwd);
     ctx = opts.openContext ? await opts.openContext(dir, opts.env) : await openContext(await openRepo(dir, { env: opts.env }));
     ({ repo, settings } = ctx);
     // This call took the Node path: a warm server answers the next ones.
@@ -172,7 +186,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         const mapped = call.agentSessionId ? readMapping(repo, opts.agent, call.agentSessionId) : null;
         if (!mapped) return none(null);
         if (adapter?.callEnded) await closeEndedCalls(ctx, mapped, adapter);
-        await endSession(ctx, mapped, { ...(adapter?.transcript?.unjournaledReads && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}) });
+        await endSession(ctx, mapped, {
+          ...(adapter?.transcript?.unjournaledReads && call.transcriptPath ? { transcriptPath: call.transcriptPath } : {}),
+        });
         return { action: 'end', session: mapped, step: null, warning: null };
       }
       id = await sessionForAgent(ctx, opts.agent, call.agentSessionId);
@@ -231,7 +247,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         cwd: call.cwd,
         env: opts.env,
         toolsOffered: offered,
-        ...(tail && call.transcriptPath ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } } : {}),
+        ...(tail && call.transcriptPath
+          ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } }
+          : {}),
       });
       return { action: 'pre', session: id, step: res.step, warning: null };
     } catch (e) {
@@ -248,18 +266,23 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   const error = call.error ? clean(call.error) : null;
   try {
     const res = await recordPost(ctx, id, {
-      ...(call.toolUseId ? { toolUseId: call.toolUseId, exactToolUseId: true, ...(adapter?.callIdsFromInput ? { uniqueToolUseId: true } : {}) } : {}),
+      ...(call.toolUseId
+        ? { toolUseId: call.toolUseId, exactToolUseId: true, ...(adapter?.callIdsFromInput ? { uniqueToolUseId: true } : {}) }
+        : {}),
       status: call.status,
       output,
       error,
       durationMs: call.durationMs,
-      ...(call.transcriptPath && call.toolUseId ? { transcript: () => postTranscript(repo, id, opts.agent, call.transcriptPath as string, call.toolUseId as string) } : {}),
+      ...(call.transcriptPath && call.toolUseId
+        ? { transcript: () => postTranscript(repo, id, opts.agent, call.transcriptPath as string, call.toolUseId as string) }
+        : {}),
     });
     maybeStartAutoCheck(repo, id, settings);
     return { action: 'post', session: id, step: res.step, warning: null };
   } catch (e) {
     // Two open calls of the same tool and input, and no call id to tell whose end this is: neither is closed.
-    if (isAgentsnapError(e) && e.code === 'AmbiguousOpenStep' && adapter?.callIdsFromInput) return { action: 'ignored', session: id, step: null, warning: null };
+    if (isAgentsnapError(e) && e.code === 'AmbiguousOpenStep' && adapter?.callIdsFromInput)
+      return { action: 'ignored', session: id, step: null, warning: null };
     if (isAgentsnapError(e) && e.code === 'NoOpenStep') {
       // Either the pre already failed (the step is unprotected: nothing more to record), or no pre ever came.
       const known = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId) : undefined;
@@ -271,7 +294,9 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         return none(`agentsnap: warning: no snapshot after this ${tool ?? 'tool'} call: ${message(e2)}`, 'failed');
       }
     }
-    const open = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId && s.status === 'open') : undefined;
+    const open = call.toolUseId
+      ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId && s.status === 'open')
+      : undefined;
     return unprotected(ctx, id, { phase: 'post', tool, toolUseId: call.toolUseId, ...(open ? { step: open.step } : {}) }, e);
   }
 }
@@ -280,7 +305,12 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
  * Records the post of every open call of the session whose end the agent's own files show
  * (`callEnded`; with onlyFailed, only calls that failed: at a pre, a call that ended well may still get its post hook). One state read per pre of such an agent; its files are read only when a call is open.
  */
-export async function closeEndedCalls(ctx: Context, id: string, adapter: AgentAdapter, opts: { except?: string | null; onlyFailed?: boolean } = {}): Promise<void> {
+export async function closeEndedCalls(
+  ctx: Context,
+  id: string,
+  adapter: AgentAdapter,
+  opts: { except?: string | null; onlyFailed?: boolean } = {},
+): Promise<void> {
   if (!adapter.callEnded) return;
   const open = (await loadState(ctx.repo, id, false)).session.open;
   for (const st of open) {
@@ -331,7 +361,12 @@ async function unprotected(
   const reason = message(asDiskFull(cause, ctx.repo.gitDir));
   const warning = `agentsnap: warning: ${what.phase} snapshot of this ${what.tool ?? 'tool'} call failed (${reason}); the step is marked unprotected`;
   if (isAgentsnapError(cause) && (cause.code === 'SessionNotRunning' || cause.code === 'UnknownSession' || cause.code === 'Busy')) {
-    return { action: 'failed', session: id, step: null, warning: `agentsnap: warning: no ${what.phase} snapshot of this ${what.tool ?? 'tool'} call: ${reason}` };
+    return {
+      action: 'failed',
+      session: id,
+      step: null,
+      warning: `agentsnap: warning: no ${what.phase} snapshot of this ${what.tool ?? 'tool'} call: ${reason}`,
+    };
   }
   try {
     const res = await recordUnprotected(ctx, id, { reason, ...what });

@@ -118,7 +118,10 @@ function readSettings(file: string, rel: string): { settings: Record<string, unk
     });
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw errors.invalidConfig(`${rel} is not a JSON object; agentsnap leaves it as it is.`, { hint: 'Fix the file, then run init again.', data: { file } });
+    throw errors.invalidConfig(`${rel} is not a JSON object; agentsnap leaves it as it is.`, {
+      hint: 'Fix the file, then run init again.',
+      data: { file },
+    });
   }
   return { settings: parsed as Record<string, unknown>, before };
 }
@@ -194,7 +197,18 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   let mcp = mcpBefore;
   if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
   const logAlias = opts.remove ? await removeLogAlias(repo, agent) : await setLogAlias(repo);
-  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp, logAlias };
+  return {
+    agent,
+    file,
+    changed,
+    removed: !!opts.remove,
+    excluded,
+    extra,
+    note: opts.remove ? null : (layout.note ?? null),
+    absolute,
+    mcp,
+    logAlias,
+  };
 }
 
 async function logAliasValue(repo: Repo): Promise<string | null> {
@@ -246,18 +260,28 @@ export function stillInitialised(repo: Repo, agent: InitAgent): boolean {
  * whole, a file of that name that is not agentsnap's refused; `--remove` takes it out with what the agent created
  * because of it, except what was there before init.
  */
-async function initHookProgram(repo: Repo, agent: InitAgent, layout: InitLayout, program: NonNullable<InitLayout['hookProgram']>, opts: InitOptions): Promise<InitResult> {
+async function initHookProgram(
+  repo: Repo,
+  agent: InitAgent,
+  layout: InitLayout,
+  program: NonNullable<InitLayout['hookProgram']>,
+  opts: InitOptions,
+): Promise<InitResult> {
   const rel = layout.file;
   const file = path.join(repo.worktree, rel);
   let current: string | null = null;
   try {
     current = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
   }
   const ours = current !== null && current.includes(program.marker);
   if (current !== null && !ours) {
-    throw errors.refused(`${rel} exists and is not agentsnap's; it is left as it is.`, { hint: 'Rename or remove it, then run init again.', data: { file } });
+    throw errors.refused(`${rel} exists and is not agentsnap's; it is left as it is.`, {
+      hint: 'Rename or remove it, then run init again.',
+      data: { file },
+    });
   }
   const result = (changed: boolean, excluded: boolean, absolute: HookClient | null, mcp: InitResult['mcp']): InitResult => ({
     agent,
@@ -266,7 +290,7 @@ async function initHookProgram(repo: Repo, agent: InitAgent, layout: InitLayout,
     removed: !!opts.remove,
     excluded,
     extra: [],
-    note: opts.remove ? null : layout.note ?? null,
+    note: opts.remove ? null : (layout.note ?? null),
     absolute,
     mcp,
     logAlias,
@@ -292,7 +316,9 @@ async function initHookProgram(repo: Repo, agent: InitAgent, layout: InitLayout,
     if (!layout.mcp) throw errors.invalidArgument(`agentsnap knows no MCP configuration of ${agent}.`);
     await mcpEntry(repo, layout.mcp, { remove: false, absolute, dryRun: true });
   }
-  const kept = ours ? program.kept(current as string) : program.agentFiles.filter((f) => fs.lstatSync(path.join(repo.worktree, f), { throwIfNoEntry: false }) !== undefined);
+  const kept = ours
+    ? program.kept(current as string)
+    : program.agentFiles.filter((f) => fs.lstatSync(path.join(repo.worktree, f), { throwIfNoEntry: false }) !== undefined);
   const text = program.text((ev) => initHookCommand(agent, ev, absolute), kept);
   let excluded = false;
   if (text !== current) {
@@ -313,14 +339,19 @@ function mcpCommand(absolute: HookClient | null, env: NodeJS.ProcessEnv): { comm
 }
 
 /** Adds (or takes out) agentsnap's MCP server in the agent's project MCP file, through its adapter; kept out of commits like the hooks. */
-async function mcpEntry(repo: Repo, layout: NonNullable<InitLayout['mcp']>, opts: { remove: boolean; absolute: HookClient | null; dryRun?: boolean }): Promise<NonNullable<InitResult['mcp']>> {
+async function mcpEntry(
+  repo: Repo,
+  layout: NonNullable<InitLayout['mcp']>,
+  opts: { remove: boolean; absolute: HookClient | null; dryRun?: boolean },
+): Promise<NonNullable<InitResult['mcp']>> {
   const rel = layout.file;
   const file = path.join(repo.worktree, rel);
   let current: string | null = null;
   try {
     current = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
   }
   if (opts.remove) {
     if (current === null) return { file, changed: false, excluded: false, note: null };
@@ -390,7 +421,18 @@ async function initScripts(
   if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
   const file = path.join(repo.worktree, layout.file);
   const logAlias = opts.remove ? await removeLogAlias(repo, agent) : await setLogAlias(repo);
-  return { agent, file, changed, removed: !!opts.remove, excluded, extra, note: opts.remove ? null : layout.note ?? null, absolute, mcp, logAlias };
+  return {
+    agent,
+    file,
+    changed,
+    removed: !!opts.remove,
+    excluded,
+    extra,
+    note: opts.remove ? null : (layout.note ?? null),
+    absolute,
+    mcp,
+    logAlias,
+  };
 }
 
 /** Writes (or removes) a file of the layout's (Claude Code's /agentsnap-undo command); a file of the same name that is not ours is left alone. */

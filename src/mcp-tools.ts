@@ -41,20 +41,33 @@ export interface McpToolResult {
   isError?: boolean;
 }
 
-const readOnly = (title: string): McpToolAnnotations => ({ title, readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
-const destructive = (title: string): McpToolAnnotations => ({ title, readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false });
+const readOnly = (title: string): McpToolAnnotations => ({
+  title,
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+});
+const destructive = (title: string): McpToolAnnotations => ({
+  title,
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: false,
+  openWorldHint: false,
+});
 
 const stepProp = (description: string, minimum = 1): PropSchema => ({ type: 'integer', minimum, description });
 const dryRunProp: PropSchema = {
   type: 'boolean',
   default: true,
-  description: 'true (the default): only report exactly which files would change and whether it would be refused; change nothing. Pass false to do it.',
+  description:
+    'true (the default): only report exactly which files would change and whether it would be refused; change nothing. Pass false to do it.',
 };
 const forceProp: PropSchema = {
   type: 'boolean',
   default: false,
   description:
-    'Go ahead over changes made outside the recorded tool calls (usually the user\'s own edits) and over unprotected steps. Only after the user agreed: those changes are kept in a safety snapshot, but their files are overwritten.',
+    "Go ahead over changes made outside the recorded tool calls (usually the user's own edits) and over unprotected steps. Only after the user agreed: those changes are kept in a safety snapshot, but their files are overwritten.",
 };
 
 /** The tools, as tools/list gives them. */
@@ -68,7 +81,11 @@ export const MCP_TOOLS: McpTool[] = [
       properties: {
         last: stepProp('Only the last N steps.'),
         tool: { type: 'string', minLength: 1, description: 'Only steps of this tool (e.g. Edit, Bash).' },
-        paths: { type: 'array', items: { type: 'string', minLength: 1 }, description: 'Only steps that changed one of these paths (relative to the worktree root; a directory covers what is below it).' },
+        paths: {
+          type: 'array',
+          items: { type: 'string', minLength: 1 },
+          description: 'Only steps that changed one of these paths (relative to the worktree root; a directory covers what is below it).',
+        },
       },
       additionalProperties: false,
     },
@@ -76,10 +93,14 @@ export const MCP_TOOLS: McpTool[] = [
   },
   {
     name: 'show_step',
-    description: "Show what step N changed, as a unified diff (the files as they were before the call and after it), with the step's tool and what it was.",
+    description:
+      "Show what step N changed, as a unified diff (the files as they were before the call and after it), with the step's tool and what it was.",
     inputSchema: {
       type: 'object',
-      properties: { step: stepProp('The step number (see list_steps).', 0), stat: { type: 'boolean', default: false, description: 'A diffstat instead of the patch.' } },
+      properties: {
+        step: stepProp('The step number (see list_steps).', 0),
+        stat: { type: 'boolean', default: false, description: 'A diffstat instead of the patch.' },
+      },
       required: ['step'],
       additionalProperties: false,
     },
@@ -121,17 +142,22 @@ export const MCP_TOOLS: McpTool[] = [
   {
     name: 'undo',
     description:
-      'Put the worktree back to exactly how it was before step N (undoing N and every later step); without step: the last step not undone. Call it first as it is (dry_run defaults to true: it only reports which files would change and whether it would be refused), then again with dry_run: false to do it. It refuses to overwrite changes made outside the recorded tool calls (the user\'s edits) unless force is true. Files only: the conversation still holds the undone calls, so re-read files before editing them. redo takes an undo back.',
+      "Put the worktree back to exactly how it was before step N (undoing N and every later step); without step: the last step not undone. Call it first as it is (dry_run defaults to true: it only reports which files would change and whether it would be refused), then again with dry_run: false to do it. It refuses to overwrite changes made outside the recorded tool calls (the user's edits) unless force is true. Files only: the conversation still holds the undone calls, so re-read files before editing them. redo takes an undo back.",
     inputSchema: {
       type: 'object',
-      properties: { step: stepProp('The first step to undo (see list_steps); every later step is undone too.'), dry_run: dryRunProp, force: forceProp },
+      properties: {
+        step: stepProp('The first step to undo (see list_steps); every later step is undone too.'),
+        dry_run: dryRunProp,
+        force: forceProp,
+      },
       additionalProperties: false,
     },
     annotations: destructive('Undo agentsnap steps'),
   },
   {
     name: 'redo',
-    description: 'Take the last undo back: the worktree returns to how it was just before that undo (steps recorded after the undo are replaced, their files kept in a safety snapshot). dry_run defaults to true: call it first as it is, then with dry_run: false.',
+    description:
+      'Take the last undo back: the worktree returns to how it was just before that undo (steps recorded after the undo are replaced, their files kept in a safety snapshot). dry_run defaults to true: call it first as it is, then with dry_run: false.',
     inputSchema: { type: 'object', properties: { dry_run: dryRunProp, force: forceProp }, additionalProperties: false },
     annotations: destructive('Redo (take an undo back)'),
   },
@@ -143,7 +169,12 @@ export const MCP_TOOLS: McpTool[] = [
       type: 'object',
       properties: {
         step: stepProp('The step number (see list_steps).'),
-        paths: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, description: 'Files or directories, relative to the worktree root.' },
+        paths: {
+          type: 'array',
+          items: { type: 'string', minLength: 1 },
+          minItems: 1,
+          description: 'Files or directories, relative to the worktree root.',
+        },
         after: { type: 'boolean', default: false, description: 'The state after step N instead of before it.' },
         dry_run: dryRunProp,
         force: forceProp,
@@ -159,20 +190,39 @@ export const MCP_TOOLS: McpTool[] = [
       "Run the project's check command (the one the user configured with `git config agentsnap.check`, never one given here) against the recorded state after step N (default: the newest), in a throwaway worktree: the worktree itself is not touched. Says pass or fail, with the end of the output.",
     inputSchema: {
       type: 'object',
-      properties: { step: stepProp('The state after this step (0: the session start); default the newest.', 0), fresh: { type: 'boolean', default: false, description: 'Run again even where the same command already ran on the same state.' } },
+      properties: {
+        step: stepProp('The state after this step (0: the session start); default the newest.', 0),
+        fresh: { type: 'boolean', default: false, description: 'Run again even where the same command already ran on the same state.' },
+      },
       additionalProperties: false,
     },
-    annotations: { title: 'Run the agentsnap check', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: {
+      title: 'Run the agentsnap check',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
   },
   {
     name: 'bisect',
-    description: "Find the first step whose state fails the project's check command (`git config agentsnap.check`, never one given here), by binary search over the recorded states, in throwaway worktrees. Gives that step and its diff.",
+    description:
+      "Find the first step whose state fails the project's check command (`git config agentsnap.check`, never one given here), by binary search over the recorded states, in throwaway worktrees. Gives that step and its diff.",
     inputSchema: {
       type: 'object',
-      properties: { good: stepProp('A state known to pass (default 0, the session start).', 0), bad: stepProp('A state known to fail (default: the newest step).', 0) },
+      properties: {
+        good: stepProp('A state known to pass (default 0, the session start).', 0),
+        bad: stepProp('A state known to fail (default: the newest step).', 0),
+      },
       additionalProperties: false,
     },
-    annotations: { title: 'Bisect with the agentsnap check', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    annotations: {
+      title: 'Bisect with the agentsnap check',
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
   },
 ];
 
@@ -185,18 +235,22 @@ export function checkArgs(tool: McpTool, raw: unknown): Args {
   const a = args as Args;
   const props = tool.inputSchema.properties;
   for (const k of Object.keys(a)) {
-    if (!(k in props)) throw errors.invalidArgument(`${tool.name} has no argument ${JSON.stringify(k)}; it takes ${Object.keys(props).join(', ') || 'none'}.`);
+    if (!(k in props))
+      throw errors.invalidArgument(
+        `${tool.name} has no argument ${JSON.stringify(k)}; it takes ${Object.keys(props).join(', ') || 'none'}.`,
+      );
   }
   for (const k of tool.inputSchema.required ?? []) if (a[k] === undefined) throw errors.invalidArgument(`${tool.name} needs ${k}.`);
   for (const [k, v] of Object.entries(a)) {
     const p = props[k]!;
     const bad = (what: string) => errors.invalidArgument(`${tool.name}: ${k} must be ${what}, not ${JSON.stringify(v)}.`);
     if (v === undefined) continue;
-    if (p.type === 'integer' && (typeof v !== 'number' || !Number.isInteger(v) || v < (p.minimum ?? -Infinity))) throw bad(`a whole number of ${p.minimum ?? 0} or more`);
+    if (p.type === 'integer' && (typeof v !== 'number' || !Number.isInteger(v) || v < (p.minimum ?? -Infinity)))
+      throw bad(`a whole number of ${p.minimum ?? 0} or more`);
     if (p.type === 'boolean' && typeof v !== 'boolean') throw bad('true or false');
     if (p.type === 'string' && (typeof v !== 'string' || v.length < (p.minLength ?? 0))) throw bad('a text');
-    if (p.type === 'array' && (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x === '') || v.length < (p.minItems ?? 0))) throw bad(`a list of ${p.minItems ? 'at least one ' : ''}path${p.minItems === 1 ? '' : 's'}`);
+    if (p.type === 'array' && (!Array.isArray(v) || v.some((x) => typeof x !== 'string' || x === '') || v.length < (p.minItems ?? 0)))
+      throw bad(`a list of ${p.minItems ? 'at least one ' : ''}path${p.minItems === 1 ? '' : 's'}`);
   }
   return a;
 }
-

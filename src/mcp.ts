@@ -51,7 +51,9 @@ function stepList(ns: number[]): string {
 }
 
 function cut(text: string, max = MAX_TEXT): string {
-  return text.length <= max ? text : `${text.slice(0, max)}\n… (cut: ${text.length - max} more characters; ask for fewer paths, or stat: true)`;
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}\n… (cut: ${text.length - max} more characters; ask for fewer paths, or stat: true)`;
 }
 
 /** The line before every block of recorded data in an answer. */
@@ -72,7 +74,12 @@ function stepLine(row: LogRow, undone: Set<number>, withSession: boolean, thisCa
   const st = row.step;
   const tool = printableName(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-'));
   const status = undone.has(st.step) ? `${st.status}, undone` : st.step === thisCall ? `${st.status}: this call` : st.status;
-  const files = st.changed.length === 0 ? 'no file changed' : st.changed.map((c) => `${c.change} ${printableName(c.path)}${c.added === null ? '' : ` +${c.added} -${c.deleted ?? 0}`}`).join(', ');
+  const files =
+    st.changed.length === 0
+      ? 'no file changed'
+      : st.changed
+          .map((c) => `${c.change} ${printableName(c.path)}${c.added === null ? '' : ` +${c.added} -${c.deleted ?? 0}`}`)
+          .join(', ');
   const marks: string[] = [];
   if (st.operation?.tree) marks.push(`ran ${st.operation.kind} (operation ${st.operation.op})`);
   if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0) marks.push('changes made outside tool calls');
@@ -89,27 +96,53 @@ function undoneOf(session: Session, cwd: string, env: NodeJS.ProcessEnv): Promis
 
 function describeOperation(r: OperationResult): string[] {
   const lines: string[] = [];
-  for (const rec of r.recovered) lines.push(rec.status === 'done' ? `(an interrupted operation ${rec.op} was completed first)` : `(an interrupted operation ${rec.op} was not completed: ${printableLine(rec.reason ?? 'unknown')}; its state before is in ${rec.ref})`);
+  for (const rec of r.recovered)
+    lines.push(
+      rec.status === 'done'
+        ? `(an interrupted operation ${rec.op} was completed first)`
+        : `(an interrupted operation ${rec.op} was not completed: ${printableLine(rec.reason ?? 'unknown')}; its state before is in ${rec.ref})`,
+    );
   if (r.changes.length === 0) lines.push(r.dryRun ? 'No file would change.' : 'No file changed.');
   else {
     lines.push(r.dryRun ? 'Files that would change:' : 'Files changed:');
-    for (const c of r.changes) lines.push(`  ${c.change} ${printableName(c.path)} (${r.dryRun ? `would be ${CHANGE_WORD[c.change]}` : CHANGE_WORD[c.change]})`);
+    for (const c of r.changes)
+      lines.push(`  ${c.change} ${printableName(c.path)} (${r.dryRun ? `would be ${CHANGE_WORD[c.change]}` : CHANGE_WORD[c.change]})`);
   }
   for (const l of r.left) lines.push(`  left as it is: ${printableName(l.path)}: ${printableLine(l.reason)}`);
-  for (const k of r.kept.filter((k) => !r.left.some((l) => k === l.path || k.startsWith(`${l.path}/`)))) lines.push(`  kept: ${printableName(k)} (it was not snapshotted at the target)`);
+  for (const k of r.kept.filter((k) => !r.left.some((l) => k === l.path || k.startsWith(`${l.path}/`))))
+    lines.push(`  kept: ${printableName(k)} (it was not snapshotted at the target)`);
   if (r.outside.length > 0) {
-    lines.push(r.dryRun ? (r.wouldRefuse ? 'It would be REFUSED: these changes were made outside the recorded tool calls (probably by the user) and would be overwritten:' : 'These changes made outside the recorded tool calls would be overwritten (force):') : 'Overwritten (force), kept in the safety snapshot: changes made outside the recorded tool calls:');
+    lines.push(
+      r.dryRun
+        ? r.wouldRefuse
+          ? 'It would be REFUSED: these changes were made outside the recorded tool calls (probably by the user) and would be overwritten:'
+          : 'These changes made outside the recorded tool calls would be overwritten (force):'
+        : 'Overwritten (force), kept in the safety snapshot: changes made outside the recorded tool calls:',
+    );
     for (const o of r.outside) lines.push(`  ${o.change} ${printableName(o.path)} (${o.when})`);
   }
-  if (r.unprotected.length > 0) lines.push(`${r.dryRun && r.wouldRefuse ? 'It would be REFUSED: it' : 'It'} crosses unprotected ${stepList(r.unprotected.map((u) => u.step))} (a snapshot failed there).`);
-  if (r.dryRun && r.wouldRefuse) lines.push('Ask the user before overwriting their changes; with their agreement, call again with force: true (the current versions stay in a safety snapshot). Or bring back single files with restore_file.');
-  if (r.headMoved) lines.push(`The git HEAD moved since then (${r.headMoved.then?.slice(0, 10) ?? 'unborn'} -> ${r.headMoved.now?.slice(0, 10) ?? 'unborn'}): files ${r.dryRun ? 'would be' : 'were'} restored, the branch is left where it is.`);
-  if (r.notUndoable.length > 0) lines.push(`Not undoable (effects outside the worktree): ${r.notUndoable.map((n) => `step ${n.step} \`${printableLine(n.command)}\` (${printableLine(n.effect)})`).join(', ')}.`);
+  if (r.unprotected.length > 0)
+    lines.push(
+      `${r.dryRun && r.wouldRefuse ? 'It would be REFUSED: it' : 'It'} crosses unprotected ${stepList(r.unprotected.map((u) => u.step))} (a snapshot failed there).`,
+    );
+  if (r.dryRun && r.wouldRefuse)
+    lines.push(
+      'Ask the user before overwriting their changes; with their agreement, call again with force: true (the current versions stay in a safety snapshot). Or bring back single files with restore_file.',
+    );
+  if (r.headMoved)
+    lines.push(
+      `The git HEAD moved since then (${r.headMoved.then?.slice(0, 10) ?? 'unborn'} -> ${r.headMoved.now?.slice(0, 10) ?? 'unborn'}): files ${r.dryRun ? 'would be' : 'were'} restored, the branch is left where it is.`,
+    );
+  if (r.notUndoable.length > 0)
+    lines.push(
+      `Not undoable (effects outside the worktree): ${r.notUndoable.map((n) => `step ${n.step} \`${printableLine(n.command)}\` (${printableLine(n.effect)})`).join(', ')}.`,
+    );
   if (r.safetyRef) lines.push(`The worktree as it was just before is kept in ${r.safetyRef}.`);
   return lines;
 }
 
-const CONVERSATION_NOTE = 'The conversation still contains the undone tool calls and their results, but the files no longer hold their changes: re-read a file before editing it.';
+const CONVERSATION_NOTE =
+  'The conversation still contains the undone tool calls and their results, but the files no longer hold their changes: re-read a file before editing it.';
 
 /** The open step of this very tool call (journaled by the agent's pre hook before it called the tool), if any. */
 function ownCall(session: Session, tool: string): number | undefined {
@@ -142,7 +175,10 @@ export class AgentsnapTools {
   async call(name: string, rawArgs: unknown): Promise<McpToolResult> {
     try {
       const tool = MCP_TOOLS.find((t) => t.name === name);
-      if (!tool) throw errors.invalidArgument(`agentsnap has no tool ${JSON.stringify(name)}; its tools are ${MCP_TOOLS.map((t) => t.name).join(', ')}.`);
+      if (!tool)
+        throw errors.invalidArgument(
+          `agentsnap has no tool ${JSON.stringify(name)}; its tools are ${MCP_TOOLS.map((t) => t.name).join(', ')}.`,
+        );
       const text = await this.run(tool.name, checkArgs(tool, rawArgs));
       return { content: [{ type: 'text', text: cut(text) }] };
     } catch (e) {
@@ -175,7 +211,12 @@ export class AgentsnapTools {
   }
 
   private async listSteps(a: Args): Promise<string> {
-    const res = await log({ ...this.base, last: a.last as number | undefined, tool: a.tool as string | undefined, paths: a.paths as string[] | undefined });
+    const res = await log({
+      ...this.base,
+      last: a.last as number | undefined,
+      tool: a.tool as string | undefined,
+      paths: a.paths as string[] | undefined,
+    });
     const undone = await undoneOf(res.session, this.worktree, this.env);
     const head = `session ${res.session.id}${res.source === 'env' ? ' (this run)' : res.source === 'recent' ? ' (the most recent in this worktree)' : ''}: ${res.session.steps.length} step(s)`;
     if (res.rows.length === 0) return `${head}\n${res.session.steps.length === 0 ? 'No steps yet.' : 'No step matches.'}`;
@@ -193,7 +234,14 @@ export class AgentsnapTools {
   }
 
   private async diff(a: Args): Promise<string> {
-    const res = await diff({ ...this.base, from: a.from as string, to: a.to as string | undefined, paths: a.paths as string[] | undefined, stat: !!a.stat, color: false });
+    const res = await diff({
+      ...this.base,
+      from: a.from as string,
+      to: a.to as string | undefined,
+      paths: a.paths as string[] | undefined,
+      stat: !!a.stat,
+      color: false,
+    });
     const to = res.to === 'worktree' ? 'the worktree now' : a.to;
     return `diff ${a.from} -> ${to}\n${res.diff ? dataBlock(res.diff) : '(no differences)'}`;
   }
@@ -204,12 +252,17 @@ export class AgentsnapTools {
     if (a.all_sessions) {
       const res = await logAllSessions({ cwd: this.worktree, env: this.env, grep, last });
       if (res.rows.length === 0) return `No step of the ${res.sessions} session(s) holds ${JSON.stringify(grep)}.`;
-      return [`Steps holding ${JSON.stringify(grep)} (session, step, tool, status, what, files):`, ...res.rows.map((r) => stepLine(r, new Set(), true))].join('\n');
+      return [
+        `Steps holding ${JSON.stringify(grep)} (session, step, tool, status, what, files):`,
+        ...res.rows.map((r) => stepLine(r, new Set(), true)),
+      ].join('\n');
     }
     const res = await log({ ...this.base, grep, last });
     if (res.rows.length === 0) return `No step of session ${res.session.id} holds ${JSON.stringify(grep)}.`;
     const undone = await undoneOf(res.session, this.worktree, this.env);
-    return [`Steps of session ${res.session.id} holding ${JSON.stringify(grep)}:`, ...res.rows.map((r) => stepLine(r, undone, false))].join('\n');
+    return [`Steps of session ${res.session.id} holding ${JSON.stringify(grep)}:`, ...res.rows.map((r) => stepLine(r, undone, false))].join(
+      '\n',
+    );
   }
 
   /** The open step of this tool call in the session operations act on, to journal the operation as that call's (see OperationOptions.byStep). */
@@ -224,16 +277,32 @@ export class AgentsnapTools {
   private async undo(a: Args): Promise<string> {
     const dryRun = a.dry_run !== false;
     const byStep = dryRun ? undefined : await this.callStep('undo');
-    const res = await undo({ ...this.base, step: a.step as number | undefined, dryRun, force: !!a.force, ...(byStep !== undefined ? { byStep } : {}) });
+    const res = await undo({
+      ...this.base,
+      step: a.step as number | undefined,
+      dryRun,
+      force: !!a.force,
+      ...(byStep !== undefined ? { byStep } : {}),
+    });
     const r = res.files!;
     const n = r.target.step;
     const lines: string[] = [];
-    if (r.dryRun) lines.push(`Dry run: undo ${n} would put the worktree back to before step ${n}, undoing ${r.undone.length ? stepList(r.undone) : 'no step'}. Nothing was changed.`);
+    if (r.dryRun)
+      lines.push(
+        `Dry run: undo ${n} would put the worktree back to before step ${n}, undoing ${r.undone.length ? stepList(r.undone) : 'no step'}. Nothing was changed.`,
+      );
     else if (r.op === null) lines.push(`The worktree is already as before step ${n}: nothing to do.`);
-    else lines.push(`Undone: ${r.undone.length ? stepList(r.undone) : 'no step'} (operation ${r.op}). The worktree is back to exactly how it was before step ${n}.`);
+    else
+      lines.push(
+        `Undone: ${r.undone.length ? stepList(r.undone) : 'no step'} (operation ${r.op}). The worktree is back to exactly how it was before step ${n}.`,
+      );
     lines.push(...describeOperation(r));
-    if (res.planUndone.length > 0) lines.push(`Plan items those steps had marked done: ${res.planUndone.map((p) => printableLine(JSON.stringify(p.text))).join(', ')}.`);
-    if (res.processes.length > 0) lines.push(`Still running, started by those steps (files are put back, processes are not): ${res.processes.map((p) => `pid ${p.pid} ${printableLine(p.command)}`).join('; ')}.`);
+    if (res.planUndone.length > 0)
+      lines.push(`Plan items those steps had marked done: ${res.planUndone.map((p) => printableLine(JSON.stringify(p.text))).join(', ')}.`);
+    if (res.processes.length > 0)
+      lines.push(
+        `Still running, started by those steps (files are put back, processes are not): ${res.processes.map((p) => `pid ${p.pid} ${printableLine(p.command)}`).join('; ')}.`,
+      );
     if (r.dryRun) lines.push(r.wouldRefuse ? '' : 'To do it, call undo again with dry_run: false.');
     else if (r.op !== null) lines.push(CONVERSATION_NOTE, 'redo takes this undo back.');
     return lines.filter(Boolean).join('\n');
@@ -244,10 +313,15 @@ export class AgentsnapTools {
     const byStep = dryRun ? undefined : await this.callStep('redo');
     const r = await redo({ ...this.base, dryRun, force: !!a.force, ...(byStep !== undefined ? { byStep } : {}) });
     const lines = [
-      r.dryRun ? `Dry run: redo would take back operation ${r.target.op} (the last undo). Nothing was changed.` : `Redone (operation ${r.op}): the worktree is back to how it was before operation ${r.target.op}${r.redone.length ? `; ${stepList(r.redone)} ${r.redone.length === 1 ? 'is' : 'are'} back` : ''}.`,
+      r.dryRun
+        ? `Dry run: redo would take back operation ${r.target.op} (the last undo). Nothing was changed.`
+        : `Redone (operation ${r.op}): the worktree is back to how it was before operation ${r.target.op}${r.redone.length ? `; ${stepList(r.redone)} ${r.redone.length === 1 ? 'is' : 'are'} back` : ''}.`,
       ...describeOperation(r),
     ];
-    if (r.undone.length > 0) lines.push(`${stepList(r.undone)}, recorded after that undo, ${r.dryRun ? 'would be' : 'are'} replaced (their files are in the safety snapshot).`);
+    if (r.undone.length > 0)
+      lines.push(
+        `${stepList(r.undone)}, recorded after that undo, ${r.dryRun ? 'would be' : 'are'} replaced (their files are in the safety snapshot).`,
+      );
     if (r.dryRun && !r.wouldRefuse) lines.push('To do it, call redo again with dry_run: false.');
     if (!r.dryRun) lines.push('Re-read a file before editing it: it may differ from what the conversation last showed.');
     return lines.join('\n');
@@ -258,9 +332,22 @@ export class AgentsnapTools {
     const byStep = dryRun ? undefined : await this.callStep('restore_file');
     const paths = a.paths as string[];
     const when = a.after ? 'after' : 'before';
-    const r = await restore({ ...this.base, step: a.step as number, paths, after: !!a.after, dryRun, force: !!a.force, ...(byStep !== undefined ? { byStep } : {}) });
+    const r = await restore({
+      ...this.base,
+      step: a.step as number,
+      paths,
+      after: !!a.after,
+      dryRun,
+      force: !!a.force,
+      ...(byStep !== undefined ? { byStep } : {}),
+    });
     const named = paths.map(printableName).join(' ');
-    const lines = [r.dryRun ? `Dry run: ${named} as ${when} step ${a.step}. Nothing was changed.` : `Restored (operation ${r.op}): ${named} as ${when} step ${a.step}.`, ...describeOperation(r)];
+    const lines = [
+      r.dryRun
+        ? `Dry run: ${named} as ${when} step ${a.step}. Nothing was changed.`
+        : `Restored (operation ${r.op}): ${named} as ${when} step ${a.step}.`,
+      ...describeOperation(r),
+    ];
     if (r.dryRun && !r.wouldRefuse) lines.push('To do it, call restore_file again with dry_run: false.');
     if (!r.dryRun && r.changes.length > 0) lines.push('Re-read these files before editing them: the conversation shows other versions.');
     return lines.join('\n');
@@ -288,7 +375,11 @@ export class AgentsnapTools {
     const run = await this.checkCommand();
     const rep = await bisect({ ...this.base, run, good: a.good as number | undefined, bad: a.bad as number | undefined });
     const lines = rep.firstBad
-      ? [`The first step whose state fails \`${printableLine(run)}\`: step ${rep.firstBad.step} (${printableName(rep.firstBad.tool ?? rep.firstBad.kind)})${rep.what ? `  ${rep.what}` : ''}.`, 'Its diff:', rep.diff ? dataBlock(rep.diff) : '(no changes)']
+      ? [
+          `The first step whose state fails \`${printableLine(run)}\`: step ${rep.firstBad.step} (${printableName(rep.firstBad.tool ?? rep.firstBad.kind)})${rep.what ? `  ${rep.what}` : ''}.`,
+          'Its diff:',
+          rep.diff ? dataBlock(rep.diff) : '(no changes)',
+        ]
       : [`No first bad step found: ${rep.problem ?? 'unknown'}`];
     lines.push('States checked:', ...rep.results.map((r) => `  ${checkLine(r)}`));
     return lines.join('\n');
@@ -303,8 +394,16 @@ function checkLine(r: CheckResult): string {
 function errorText(tool: string, e: unknown): string {
   if (!isAgentsnapError(e)) return `agentsnap ${printableName(tool)} failed: ${printableText(e instanceof Error ? e.message : String(e))}`;
   const lines = [`agentsnap ${printableName(tool)}: ${printableText(e.message)}`];
-  if (e.hint) lines.push(`hint: ${printableText(e.hint).replace(/--force/g, 'force: true').replace(/--dry-run/g, 'dry_run: true')}`);
-  if (e.code === 'Refused') lines.push('Nothing was changed. Ask the user before overwriting their changes; with their agreement call again with force: true (the current versions are kept in a safety snapshot), or bring back single files with restore_file.');
+  if (e.hint)
+    lines.push(
+      `hint: ${printableText(e.hint)
+        .replace(/--force/g, 'force: true')
+        .replace(/--dry-run/g, 'dry_run: true')}`,
+    );
+  if (e.code === 'Refused')
+    lines.push(
+      'Nothing was changed. Ask the user before overwriting their changes; with their agreement call again with force: true (the current versions are kept in a safety snapshot), or bring back single files with restore_file.',
+    );
   return lines.join('\n');
 }
 
@@ -327,7 +426,10 @@ export async function serveMcp(opts: McpServerOptions = {}): Promise<void> {
     },
   );
   server.setRequestHandler(types.ListToolsRequestSchema, async () => ({ tools: MCP_TOOLS.map((t) => ({ ...t })) }));
-  server.setRequestHandler(types.CallToolRequestSchema, async (req) => (await tools.call(req.params.name, req.params.arguments)) as unknown as Record<string, unknown> & McpToolResult);
+  server.setRequestHandler(
+    types.CallToolRequestSchema,
+    async (req) => (await tools.call(req.params.name, req.params.arguments)) as unknown as Record<string, unknown> & McpToolResult,
+  );
   const transport = new StdioServerTransport(opts.stdin ?? process.stdin, opts.stdout ?? process.stdout);
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();

@@ -152,7 +152,9 @@ export function buildReplay(s: Session, conversations: ConversationEntry[][], un
 }
 
 /** `agentsnap replay`: the session in order, up to step `until`. */
-export async function replay(opts: ReplayOptions = {}): Promise<{ session: Session; entries: ReplayEntry[]; source: 'flag' | 'env' | 'recent' }> {
+export async function replay(
+  opts: ReplayOptions = {},
+): Promise<{ session: Session; entries: ReplayEntry[]; source: 'flag' | 'env' | 'recent' }> {
   if (opts.until !== undefined && (!Number.isInteger(opts.until) || opts.until < 0)) {
     throw errors.invalidArgument(`--until must be a step number, not ${JSON.stringify(opts.until)}.`);
   }
@@ -162,7 +164,11 @@ export async function replay(opts: ReplayOptions = {}): Promise<{ session: Sessi
   for (const st of r.session.steps) if (st.transcript?.path && !paths.includes(st.transcript.path)) paths.push(st.transcript.path);
   const settings = await loadSettings(r.repo);
   const conversations = paths.map((p) =>
-    (transcriptReader(r.session.agent, p)?.readConversation(p) ?? []).map((c) => (c.kind === 'tool' ? { ...c, input: redactValue(c.input, settings.redactPatterns) } : { ...c, text: redactText(c.text, settings.redactPatterns) })),
+    (transcriptReader(r.session.agent, p)?.readConversation(p) ?? []).map((c) =>
+      c.kind === 'tool'
+        ? { ...c, input: redactValue(c.input, settings.redactPatterns) }
+        : { ...c, text: redactText(c.text, settings.redactPatterns) },
+    ),
   );
   return { session: r.session, entries: buildReplay(r.session, conversations, opts.until), source: r.source };
 }
@@ -206,7 +212,9 @@ export function replayMarkdown(entries: ReplayEntry[]): string {
         const lines = [`# agentsnap session ${e.session}`, '', `- worktree: \`${printableName(e.worktree)}\``];
         if (e.agent) lines.push(`- agent: ${printableName(e.agent)}`);
         if (e.command) lines.push(`- command: \`${printableLine(e.command.join(' '))}\``);
-        lines.push(`- started: ${printableLine(e.startedAt)}${e.baseHead ? ` on ${printableName(e.branch ?? 'detached HEAD')} at ${e.baseHead.slice(0, 12)}` : ''}`);
+        lines.push(
+          `- started: ${printableLine(e.startedAt)}${e.baseHead ? ` on ${printableName(e.branch ?? 'detached HEAD')} at ${e.baseHead.slice(0, 12)}` : ''}`,
+        );
         parts.push(lines.join('\n'));
         break;
       }
@@ -217,10 +225,13 @@ export function replayMarkdown(entries: ReplayEntry[]): string {
         parts.push(`## Assistant\n\n${printableText(e.text.trim())}`);
         break;
       case 'call':
-        parts.push(`### Tool call ${printableName(e.tool ?? '')} (not recorded by agentsnap)\n\n${fence(JSON.stringify(e.input ?? null, null, 2), 'json')}`);
+        parts.push(
+          `### Tool call ${printableName(e.tool ?? '')} (not recorded by agentsnap)\n\n${fence(JSON.stringify(e.input ?? null, null, 2), 'json')}`,
+        );
         break;
       case 'step': {
-        const what = e.kind === 'checkpoint' ? `checkpoint${e.tool ? ` ${printableName(e.tool)}` : ''}` : e.tool ? printableName(e.tool) : 'tool call';
+        const what =
+          e.kind === 'checkpoint' ? `checkpoint${e.tool ? ` ${printableName(e.tool)}` : ''}` : e.tool ? printableName(e.tool) : 'tool call';
         const dur = e.durationMs !== null && e.kind !== 'checkpoint' ? `, ${e.durationMs} ms` : '';
         const lines = [`### Step ${e.step}: ${what} (${e.status}${dur})`];
         if (e.message) lines.push('', printableText(e.message));

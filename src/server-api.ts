@@ -9,7 +9,17 @@ import type { RepoOptions } from './api.js';
 import { parseHookArgs, runHook } from './hook.js';
 import { hostWorktreeServer, type ServerCalls, type WorktreeServerOptions } from './server/serve.js';
 import { readWatchState, type WatcherReport } from './server/watch-state.js';
-import { autoStartServer, runDirOf, serverEnabled, serverEnabledWithoutConfig, serverInfo, spawnBackgroundServer, waitForServer, type HookServer, type ServerInfo } from './server/server.js';
+import {
+  autoStartServer,
+  runDirOf,
+  serverEnabled,
+  serverEnabledWithoutConfig,
+  serverInfo,
+  spawnBackgroundServer,
+  waitForServer,
+  type HookServer,
+  type ServerInfo,
+} from './server/server.js';
 
 export interface ServerStatus {
   /** Whether a server may run here (Linux, agentsnap.server, AGENTSNAP_SERVER). */
@@ -25,7 +35,6 @@ export interface ServerStatus {
   /** Its file watcher: watching, or degraded (every snapshot a full scan) with why and the command that raises the limit. */
   watcher: WatcherReport | null;
 }
-
 
 function repoFor(opts: RepoOptions): Promise<Repo> {
   return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
@@ -139,7 +148,10 @@ export interface ServerRunOptions extends RepoOptions {
  * runHook as `agentsnap hook`, a `snap` the `snap` given (the CLI's snap command, `runSnap`: the same code as
  * `agentsnap snap`, which calls api.snap).
  */
-export async function startWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { snap?: ServerCalls['snap']; wrap?: ServerCalls['wrap'] }): Promise<HookServer> {
+export async function startWorktreeServer(
+  repo: Repo,
+  opts: WorktreeServerOptions & { snap?: ServerCalls['snap']; wrap?: ServerCalls['wrap'] },
+): Promise<HookServer> {
   const { snap, wrap, ...rest } = opts;
   return hostWorktreeServer(repo, {
     ...rest,
@@ -168,7 +180,7 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
     ...(opts.snap ? { snap: opts.snap } : {}),
     ...(opts.wrap ? { wrap: opts.wrap } : {}),
     idleMs,
-    onError: (e) => process.stderr.write(`${new Date().toISOString()} ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`),
+    onError: (e) => process.stderr.write(`${new Date().toISOString()} ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`),
     onNotice: (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`),
   });
   const stop = () => void server.close();
@@ -186,7 +198,10 @@ export async function serverRun(opts: ServerRunOptions = {}): Promise<void> {
 function whyFromLog(file: string, offset: number): string | null {
   try {
     const text = (readStateFile(file) ?? Buffer.alloc(0)).subarray(offset).toString('utf8');
-    const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+    const lines = text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
     const line = lines.filter((l) => /^(\w*Error\b|agentsnap:)/.test(l)).at(-1) ?? lines.at(-1);
     return line ? line.slice(0, 300) : null;
   } catch {

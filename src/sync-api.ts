@@ -4,7 +4,15 @@ import { noteCommit, type CommitNote } from './history/notes.js';
 import { errors } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { hooksStatus, installHooks, uninstallHooks, type HooksReport, type InstallResult } from './history/hooks-install.js';
-import { addBackupRemote, fetchSnapshots, pushSnapshots, removeBackupRemote, type FetchResult, type PushResult, type RemoteAddResult } from './history/sync.js';
+import {
+  addBackupRemote,
+  fetchSnapshots,
+  pushSnapshots,
+  removeBackupRemote,
+  type FetchResult,
+  type PushResult,
+  type RemoteAddResult,
+} from './history/sync.js';
 import { runDoctor, type DoctorReport } from './history/doctor.js';
 import type { RepoOptions } from './api.js';
 
@@ -13,7 +21,10 @@ function repoFor(opts: RepoOptions): Promise<Repo> {
 }
 
 /** `agentsnap hooks install|uninstall|status`. */
-export async function hooks(action: 'install' | 'uninstall' | 'status' | 'note-commit', opts: RepoOptions & { force?: boolean } = {}): Promise<HooksReport | InstallResult | { note: CommitNote | null }> {
+export async function hooks(
+  action: 'install' | 'uninstall' | 'status' | 'note-commit',
+  opts: RepoOptions & { force?: boolean } = {},
+): Promise<HooksReport | InstallResult | { note: CommitNote | null }> {
   const repo = await repoFor(opts);
   switch (action) {
     case 'install':

@@ -60,7 +60,8 @@ export async function openSession(dir: string, opts: OpenSessionOptions = {}): P
   else if (opts.session && fs.existsSync(sessionPaths(repo, assertSessionId(opts.session)).journal)) {
     id = (await resumeSession(ctx, opts.session, { agent: opts.agent ?? null, owner: wrapperOwner() })).session;
   } else {
-    id = (await startSession(ctx, { agent: opts.agent ?? null, owner: wrapperOwner(), ...(opts.session ? { id: opts.session } : {}) })).session;
+    id = (await startSession(ctx, { agent: opts.agent ?? null, owner: wrapperOwner(), ...(opts.session ? { id: opts.session } : {}) }))
+      .session;
   }
   return sessionHandle(ctx, id, joined !== null);
 }
@@ -81,16 +82,26 @@ function sessionHandle(ctx: Context, id: string, joined: boolean): AgentSession 
       } catch (e) {
         if (isAgentsnapError(e) && e.code === 'SessionNotRunning') throw e;
         warn(opts, e, 'pre');
-        await recordUnprotected(ctx, id, { phase: 'pre', tool: name, reason: String((e as Error).message), toolUseId }).catch(() => undefined); // the failure was warned above; the journal cannot take its record either
+        await recordUnprotected(ctx, id, { phase: 'pre', tool: name, reason: String((e as Error).message), toolUseId }).catch(
+          () => undefined,
+        ); // the failure was warned above; the journal cannot take its record either
       }
       const started = Date.now();
       const close = async (status: 'done' | 'failed', output: unknown, error: string | null) => {
         if (step === null) return;
         try {
-          await recordPost(ctx, id, { step, status, output: clean(output), error: error ? clean(error) : null, durationMs: Date.now() - started });
+          await recordPost(ctx, id, {
+            step,
+            status,
+            output: clean(output),
+            error: error ? clean(error) : null,
+            durationMs: Date.now() - started,
+          });
         } catch (e) {
           warn(opts, e, 'post');
-          await recordUnprotected(ctx, id, { step, phase: 'post', tool: name, reason: String((e as Error).message) }).catch(() => undefined); // the failure was warned above; the journal cannot take its record either
+          await recordUnprotected(ctx, id, { step, phase: 'post', tool: name, reason: String((e as Error).message) }).catch(
+            () => undefined,
+          ); // the failure was warned above; the journal cannot take its record either
         }
       };
       let result: T;

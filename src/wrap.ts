@@ -14,7 +14,17 @@ import type { Settings } from './settings/settings.js';
 import { openContext, type Context, type ContextOpener } from './session/context.js';
 import { engineSnapshotter } from './snapshot/snapshotter.js';
 import { closeEndedCalls } from './hook.js';
-import { endSession, listWrappedSessions, loadSession, resumeSession, sessionPaths, sessionsDir, startSession, STEP_REF_PREFIX, wrapperOwner } from './session/session.js';
+import {
+  endSession,
+  listWrappedSessions,
+  loadSession,
+  resumeSession,
+  sessionPaths,
+  sessionsDir,
+  startSession,
+  STEP_REF_PREFIX,
+  wrapperOwner,
+} from './session/session.js';
 import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
 import { maybeAutoGc } from './worktrees/gc.js';
 import type { Agent, RunContext, RunHooks } from './agents/adapter.js';
@@ -156,10 +166,22 @@ export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0
 }
 
 /** What an adapter needs to inject one run's hooks. */
-function runContextFor(command: string[], at: number, cwd: string, env: NodeJS.ProcessEnv, agent: Agent, runDir: string | undefined, where?: { repo: Repo; session: string }, mcp = false): RunContext {
+function runContextFor(
+  command: string[],
+  at: number,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  agent: Agent,
+  runDir: string | undefined,
+  where?: { repo: Repo; session: string },
+  mcp = false,
+): RunContext {
   return {
     // The server of this install, for this session and worktree whatever environment and directory the agent starts it with.
-    mcp: mcp && where ? { command: process.execPath, args: [AGENTSNAP_BIN, 'mcp', '--session', where.session, '--worktree', where.repo.worktree] } : null,
+    mcp:
+      mcp && where
+        ? { command: process.execPath, args: [AGENTSNAP_BIN, 'mcp', '--session', where.session, '--worktree', where.repo.worktree] }
+        : null,
     command,
     at,
     cwd,
@@ -175,7 +197,10 @@ function runContextFor(command: string[], at: number, cwd: string, env: NodeJS.P
 export function resolveProgram(program: string, env: NodeJS.ProcessEnv, cwd: string): string {
   const candidates = program.includes('/')
     ? [path.resolve(cwd, program)]
-    : (env.PATH ?? '').split(path.delimiter).filter(Boolean).map((dir) => path.join(path.resolve(cwd, dir), program));
+    : (env.PATH ?? '')
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((dir) => path.join(path.resolve(cwd, dir), program));
   let found: string | null = null;
   for (const file of candidates) {
     try {
@@ -204,7 +229,13 @@ export function resolveProgram(program: string, env: NodeJS.ProcessEnv, cwd: str
 const TERMINAL_SIGNALS = new Set<NodeJS.Signals>(['SIGINT', 'SIGQUIT', 'SIGHUP']);
 const FORWARDED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGTERM', 'SIGUSR1', 'SIGUSR2'];
 
-function runChild(program: string, argv: string[], cwd: string, env: NodeJS.ProcessEnv, beforeSpawn?: () => void): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+function runChild(
+  program: string,
+  argv: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  beforeSpawn?: () => void,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   return new Promise((resolve, reject) => {
     // The handlers go in before the agent exists: a signal that lands between spawn() and their
     // install (a loaded machine can deschedule the wrapper there while the agent already runs) took
@@ -321,8 +352,18 @@ export async function endWrap(opts: {
   }
   const exitCode = exitCodeOf(exit);
   // The server ended it, and went (killed) before its reply reached the client: the session ended as it should.
-  if (await sessionFinished(repo, opts.session).catch(() => false)) { // cannot be told: ended here as if not
-    return { session: opts.session, agent, exitCode, signal: exit.signal, endError: null, worktree: repo.worktree, sessionWorktree: false, warnings: [] };
+  if (await sessionFinished(repo, opts.session).catch(() => false)) {
+    // cannot be told: ended here as if not
+    return {
+      session: opts.session,
+      agent,
+      exitCode,
+      signal: exit.signal,
+      endError: null,
+      worktree: repo.worktree,
+      sessionWorktree: false,
+      warnings: [],
+    };
   }
   const adapter = adapterOrGeneric(agent);
   const warnings = [
@@ -337,12 +378,21 @@ export async function endWrap(opts: {
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
-  return { session: opts.session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: false, warnings };
+  return {
+    session: opts.session,
+    agent,
+    exitCode,
+    signal: exit.signal,
+    endError,
+    worktree: repo.worktree,
+    sessionWorktree: false,
+    warnings,
+  };
 }
 
 /** What a wrapper exits with: the agent's code, or 128 + its signal's number. */
 function exitCodeOf(exit: { code: number | null; signal: NodeJS.Signals | null }): number {
-  return exit.signal ? 128 + (os.constants.signals[exit.signal] ?? 0) : exit.code ?? 1;
+  return exit.signal ? 128 + (os.constants.signals[exit.signal] ?? 0) : (exit.code ?? 1);
 }
 
 /** A session begun for an agent (beginWrap): what to start, and its end once the agent exited. */
@@ -403,11 +453,16 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     opts.servedBy
       ? Promise.resolve('busy' as const)
       : serverEnabled(opts.env, s)
-      ? startWorktreeServer(at, { hosted: true, engineAtFirstCall: true, gitConfig: s.gitConfig, ...(opts.serveSnap ? { snap: opts.serveSnap } : {}) }).catch((e: unknown) =>
-          // Busy: another process serves this worktree already, and answers these hooks too.
-          isAgentsnapError(e) && e.code === 'Busy' ? ('busy' as const) : null,
-        )
-      : Promise.resolve(null);
+        ? startWorktreeServer(at, {
+            hosted: true,
+            engineAtFirstCall: true,
+            gitConfig: s.gitConfig,
+            ...(opts.serveSnap ? { snap: opts.serveSnap } : {}),
+          }).catch((e: unknown) =>
+            // Busy: another process serves this worktree already, and answers these hooks too.
+            isAgentsnapError(e) && e.code === 'Busy' ? ('busy' as const) : null,
+          )
+        : Promise.resolve(null);
   // A new session refuses a git that is too old before it writes anything (startSession awaits this): asked beside the settings.
   const gitVersion = !inWorktree && !resumed ? (opts.servedBy?.gitVersion ?? checkGitVersion)(source.env) : undefined;
   gitVersion?.catch(() => {}); // awaited by startSession; a failure surfaces there
@@ -450,11 +505,23 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
       session = (await resumeSession(ctx, opts.session, { agent, command: journaled, owner, ...progress })).session;
     } else {
       // Its final snapshot is the Node path's unless the agent made a call (the server's engine opens at the first one): the baseline's copy of the user's index is kept warm for it.
-      session = (await startSession(ctx, { agent, command: journaled, owner, warmCopy: true, ...(gitVersion ? { gitVersion } : {}), ...(opts.session ? { id: opts.session } : {}), ...progress })).session;
+      session = (
+        await startSession(ctx, {
+          agent,
+          command: journaled,
+          owner,
+          warmCopy: true,
+          ...(gitVersion ? { gitVersion } : {}),
+          ...(opts.session ? { id: opts.session } : {}),
+          ...progress,
+        })
+      ).session;
     }
     if (!inWorktree) {
       // Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: say so.
-      const others = (await (listed ?? listWrappedSessions(repo))).filter((o) => o.id !== session && o.worktree === repo.worktree && o.status === 'running' && !!o.owner);
+      const others = (await (listed ?? listWrappedSessions(repo))).filter(
+        (o) => o.id !== session && o.worktree === repo.worktree && o.status === 'running' && !!o.owner,
+      );
       if (others.length > 0) {
         warnings.push(
           `${others.map((o) => `session ${o.id} (wrapper pid ${o.owner?.pid})`).join(', ')} also runs in this worktree: snapshots and undos of both take turns, never interleaved, and each session records the other's edits as changes made outside its tool calls. To run agents side by side, give each its own worktree: agentsnap wrap --worktree -- <agent>.`,
@@ -464,7 +531,11 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   } catch (e) {
     const started = await serverStart;
     if (started && started !== 'busy') await started.close();
-    const what = inWorktree ? 'could not create the session worktree' : resumed ? `could not resume session ${opts.session}` : 'could not take the baseline snapshot';
+    const what = inWorktree
+      ? 'could not create the session worktree'
+      : resumed
+        ? `could not resume session ${opts.session}`
+        : 'could not take the baseline snapshot';
     throw wrapFailed(what, e);
   }
   const started = await (serverStart ?? startServer(repo, settings));
@@ -475,7 +546,9 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const run = runContextFor(command, findAgent(command)?.index ?? 0, opts.cwd, opts.env, agent, runDir, { repo, session }, !!opts.mcp);
   const argv = adapter.wrapArgv?.(run) ?? [...command];
   if (opts.mcp && agent === 'generic') {
-    warnings.push(`--mcp: agentsnap knows no per-run MCP configuration of ${command[0] ?? 'this agent'}; add \`${shellQuote(process.execPath)} ${shellQuote(AGENTSNAP_BIN)} mcp\` to its own MCP servers (AGENTSNAP_SESSION names this session).`);
+    warnings.push(
+      `--mcp: agentsnap knows no per-run MCP configuration of ${command[0] ?? 'this agent'}; add \`${shellQuote(process.execPath)} ${shellQuote(AGENTSNAP_BIN)} mcp\` to its own MCP servers (AGENTSNAP_SESSION names this session).`,
+    );
   }
   let agentEnv: Record<string, string> = {};
   let injected: RunHooks | null = null;
@@ -492,7 +565,16 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   }
   // Time-gated retention (one stat unless it is due): it runs beside the agent, never delaying its start.
   const autoGc = maybeAutoGc(source);
-  opts.onStart?.({ session, refPrefix: `${STEP_REF_PREFIX}${session}/`, resumed, agent, argv, worktree: repo.worktree, sessionWorktree: inWorktree, warnings });
+  opts.onStart?.({
+    session,
+    refPrefix: `${STEP_REF_PREFIX}${session}/`,
+    resumed,
+    agent,
+    argv,
+    worktree: repo.worktree,
+    sessionWorktree: inWorktree,
+    warnings,
+  });
 
   const env: NodeJS.ProcessEnv = {
     ...opts.env,
@@ -511,7 +593,9 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   const endWarnings: string[] = [];
   const runStart = Date.now() - 1000; // journal times have millisecond precision; allow for clock rounding
   // A hooked agent's calls are its steps: what an automatic checkpoint sees between them is not the agent's.
-  const auto = opts.auto ? startAutoCheckpoints(ctx, session, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' }) : null;
+  const auto = opts.auto
+    ? startAutoCheckpoints(ctx, session, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' })
+    : null;
   const notStarted = async (e: unknown): Promise<never> => {
     await auto?.stop();
     await server?.close();
@@ -521,39 +605,53 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
   };
   const finish = async (exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<WrapResult> => {
-  await auto?.stop();
-  // The final snapshot comes from the server's engine when it has taken one (what its watcher saw since, instead
-  // of a scan of the whole worktree): the server closes after it. An agent that made no call started no engine.
-  const engine = server ? serverEngineIfUp(server) : null;
-  const endCtx: Context = engine && engine.stats.full + engine.stats.incremental > 0 ? { ...ctx, snapshotter: engineSnapshotter(engine, repo) } : ctx;
-  // Without the engine the server has nothing to do for the end: it closes beside the final snapshot (its close
-  // gives a client that read its pid file just before it went 50 ms to send its call, which need not delay the end).
-  const closing = endCtx === ctx ? server?.close() : undefined;
-  endWarnings.push(...(injected?.finish() ?? []));
-  const exitCode = exitCodeOf(exit);
-  let endError: AgentsnapError | null = null;
-  try {
-    // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
-    if (adapter.callEnded) await closeEndedCalls(endCtx, session, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
-    const end = await endSession(endCtx, session, { exitCode: exit.code, signal: exit.signal, packInBackground: opts.servedBy ? 'deferred' : true });
-    if (agent !== 'generic' && end.changed.length > 0) {
-      const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
-      if (calls.length === 0) {
-        endWarnings.push(
-          `agentsnap: warning: ${agent} changed ${end.changed.length} file(s) but none of its tool calls reached agentsnap's hooks; ` +
-            'the changes are only in the final snapshot. Check that the agent runs hooks here (see the README on wrap).',
-        );
+    await auto?.stop();
+    // The final snapshot comes from the server's engine when it has taken one (what its watcher saw since, instead
+    // of a scan of the whole worktree): the server closes after it. An agent that made no call started no engine.
+    const engine = server ? serverEngineIfUp(server) : null;
+    const endCtx: Context =
+      engine && engine.stats.full + engine.stats.incremental > 0 ? { ...ctx, snapshotter: engineSnapshotter(engine, repo) } : ctx;
+    // Without the engine the server has nothing to do for the end: it closes beside the final snapshot (its close
+    // gives a client that read its pid file just before it went 50 ms to send its call, which need not delay the end).
+    const closing = endCtx === ctx ? server?.close() : undefined;
+    endWarnings.push(...(injected?.finish() ?? []));
+    const exitCode = exitCodeOf(exit);
+    let endError: AgentsnapError | null = null;
+    try {
+      // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
+      if (adapter.callEnded) await closeEndedCalls(endCtx, session, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
+      const end = await endSession(endCtx, session, {
+        exitCode: exit.code,
+        signal: exit.signal,
+        packInBackground: opts.servedBy ? 'deferred' : true,
+      });
+      if (agent !== 'generic' && end.changed.length > 0) {
+        const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
+        if (calls.length === 0) {
+          endWarnings.push(
+            `agentsnap: warning: ${agent} changed ${end.changed.length} file(s) but none of its tool calls reached agentsnap's hooks; ` +
+              'the changes are only in the final snapshot. Check that the agent runs hooks here (see the README on wrap).',
+          );
+        }
       }
+    } catch (e) {
+      endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
     }
-  } catch (e) {
-    endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
-  }
-  await (closing ?? server?.close());
-  // The next session in this worktree finds a server that has watched since: its baseline and end cost what a
-  // hooked call does (see above). It exits after agentsnap.serverIdle without a call, like any background server.
-  if (server && !inWorktree && serverAfterWrap(opts.env, settings)) spawnBackgroundServer(repo);
-  await autoGc;
-  return { session, agent, exitCode, signal: exit.signal, endError, worktree: repo.worktree, sessionWorktree: inWorktree, warnings: endWarnings };
+    await (closing ?? server?.close());
+    // The next session in this worktree finds a server that has watched since: its baseline and end cost what a
+    // hooked call does (see above). It exits after agentsnap.serverIdle without a call, like any background server.
+    if (server && !inWorktree && serverAfterWrap(opts.env, settings)) spawnBackgroundServer(repo);
+    await autoGc;
+    return {
+      session,
+      agent,
+      exitCode,
+      signal: exit.signal,
+      endError,
+      worktree: repo.worktree,
+      sessionWorktree: inWorktree,
+      warnings: endWarnings,
+    };
   };
   return { session, agent, program, argv, cwd, env, worktree: repo.worktree, finish, notStarted };
 }

@@ -27,9 +27,24 @@ function input(repo: TempRepo, event: string, sessionId: string, call: Record<st
   };
 }
 
-const WRITE = (repo: TempRepo) => ({ tool_name: 'Write', tool_input: { file_path: path.join(repo.dir, 'hello.txt'), content: 'hello\n' }, tool_use_id: 'toolu_9167d08ea81650ff127358b3' });
-const WRITE_RESPONSE = (repo: TempRepo) => ({ type: 'create', filePath: path.join(repo.dir, 'hello.txt'), content: 'hello\n', structuredPatch: [], originalFile: null, userModified: false });
-const FAILING = { tool_name: 'Bash', tool_input: { command: 'echo partial > fail.txt; exit 3', description: 'fail' }, tool_use_id: 'toolu_ae4480263fedf97b7bc2fc67' };
+const WRITE = (repo: TempRepo) => ({
+  tool_name: 'Write',
+  tool_input: { file_path: path.join(repo.dir, 'hello.txt'), content: 'hello\n' },
+  tool_use_id: 'toolu_9167d08ea81650ff127358b3',
+});
+const WRITE_RESPONSE = (repo: TempRepo) => ({
+  type: 'create',
+  filePath: path.join(repo.dir, 'hello.txt'),
+  content: 'hello\n',
+  structuredPatch: [],
+  originalFile: null,
+  userModified: false,
+});
+const FAILING = {
+  tool_name: 'Bash',
+  tool_input: { command: 'echo partial > fail.txt; exit 3', description: 'fail' },
+  tool_use_id: 'toolu_ae4480263fedf97b7bc2fc67',
+};
 
 async function call(hooks: AgentSdkHooks, event: keyof AgentSdkHooks, payload: Record<string, unknown>): Promise<unknown> {
   const cb = hooks[event][0]?.hooks[0];
@@ -52,7 +67,10 @@ test('the hooks object: the events init claude writes, the tool events matched a
   assert.is(hooks.SessionEnd[0]?.matcher, undefined, 'every session end');
   // Claude Code tests a matcher that is not a plain name list as an unanchored JS regex.
   const m = new RegExp(CLAUDE_TOOL_MATCHER);
-  assert.equal(['Write', 'Edit', 'Bash', 'mcp__x__y', 'Read', 'Grep', 'Glob'].map((t) => m.test(t)), [true, true, true, true, false, false, false]);
+  assert.equal(
+    ['Write', 'Edit', 'Bash', 'mcp__x__y', 'Read', 'Grep', 'Glob'].map((t) => m.test(t)),
+    [true, true, true, true, false, false, false],
+  );
 });
 
 test('in process: a write and a failing shell call become steps of one claude session, the failure closed as failed; the same SDK session keeps its session, SessionEnd ends it', async () => {
@@ -62,11 +80,31 @@ test('in process: a write and a failing shell call become steps of one claude se
     const sdkSession = 'ace710ff-2186-4aac-a91a-b35da3f8b3ca';
     assert.equal(await call(hooks, 'PreToolUse', input(repo, 'PreToolUse', sdkSession, WRITE(repo))), {});
     repo.write('hello.txt', 'hello\n');
-    assert.equal(await call(hooks, 'PostToolUse', input(repo, 'PostToolUse', sdkSession, { ...WRITE(repo), tool_response: WRITE_RESPONSE(repo), duration_ms: 20 })), {});
+    assert.equal(
+      await call(
+        hooks,
+        'PostToolUse',
+        input(repo, 'PostToolUse', sdkSession, { ...WRITE(repo), tool_response: WRITE_RESPONSE(repo), duration_ms: 20 }),
+      ),
+      {},
+    );
     assert.equal(await call(hooks, 'PreToolUse', input(repo, 'PreToolUse', sdkSession, FAILING)), {});
     repo.write('fail.txt', 'partial\n');
-    assert.equal(await call(hooks, 'PostToolUseFailure', input(repo, 'PostToolUseFailure', sdkSession, { ...FAILING, error: 'Exit code 3', is_interrupt: false, duration_ms: 137 })), {});
-    const log = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as { step: number; tool: string; status: string; error: string | null; toolUseId: string }[];
+    assert.equal(
+      await call(
+        hooks,
+        'PostToolUseFailure',
+        input(repo, 'PostToolUseFailure', sdkSession, { ...FAILING, error: 'Exit code 3', is_interrupt: false, duration_ms: 137 }),
+      ),
+      {},
+    );
+    const log = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as {
+      step: number;
+      tool: string;
+      status: string;
+      error: string | null;
+      toolUseId: string;
+    }[];
     assert.equal(
       log.map((s) => [s.tool, s.status, s.error, s.toolUseId]),
       [
@@ -87,7 +125,11 @@ test('in process: a write and a failing shell call become steps of one claude se
     // Another SDK session (another query()) is another agentsnap session.
     const other = { ...FAILING, tool_use_id: 'toolu_other' };
     await call(hooks, 'PreToolUse', input(repo, 'PreToolUse', 'be9b22b0-4446-42cf-91d5-90c4a8939df4', other));
-    await call(hooks, 'PostToolUseFailure', input(repo, 'PostToolUseFailure', 'be9b22b0-4446-42cf-91d5-90c4a8939df4', { ...other, error: 'Exit code 3' }));
+    await call(
+      hooks,
+      'PostToolUseFailure',
+      input(repo, 'PostToolUseFailure', 'be9b22b0-4446-42cf-91d5-90c4a8939df4', { ...other, error: 'Exit code 3' }),
+    );
     const sessions = JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string }[];
     assert.is(sessions.length, 2);
     assert.is(loadSession(r, s.id).steps.length, 2);
@@ -109,19 +151,28 @@ test('calls made at once are recorded one at a time, each post closing its own p
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const hooks = agentsnapHooks({ env: repo.env });
-    const calls = ['toolu_1', 'toolu_2', 'toolu_3'].map((id, i) => ({ tool_name: 'Write', tool_input: { file_path: path.join(repo.dir, `f${i}.txt`), content: `${i}\n` }, tool_use_id: id }));
+    const calls = ['toolu_1', 'toolu_2', 'toolu_3'].map((id, i) => ({
+      tool_name: 'Write',
+      tool_input: { file_path: path.join(repo.dir, `f${i}.txt`), content: `${i}\n` },
+      tool_use_id: id,
+    }));
     await Promise.all(calls.map((c) => call(hooks, 'PreToolUse', input(repo, 'PreToolUse', 'sdk-1', c))));
     calls.forEach((_, i) => repo.write(`f${i}.txt`, `${i}\n`));
-    await Promise.all(calls.reverse().map((c) => call(hooks, 'PostToolUse', input(repo, 'PostToolUse', 'sdk-1', { ...c, tool_response: {} }))));
+    await Promise.all(
+      calls.reverse().map((c) => call(hooks, 'PostToolUse', input(repo, 'PostToolUse', 'sdk-1', { ...c, tool_response: {} }))),
+    );
     const log = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as { tool: string; status: string; toolUseId: string }[];
-    assert.equal(log.map((s) => s.status), ['done', 'done', 'done']);
+    assert.equal(
+      log.map((s) => s.status),
+      ['done', 'done', 'done'],
+    );
     assert.equal(log.map((s) => s.toolUseId).sort(), ['toolu_1', 'toolu_2', 'toolu_3']);
   } finally {
     repo.cleanup();
   }
 });
 
-test('the session option, or a wrapper\'s session in the environment, records into that running agentsnap session; cwd names the worktree whatever the query ran in', async () => {
+test("the session option, or a wrapper's session in the environment, records into that running agentsnap session; cwd names the worktree whatever the query ran in", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const started = await cli(repo, ['snap', '-m', 'before the agent', '--json']);
@@ -132,26 +183,35 @@ test('the session option, or a wrapper\'s session in the environment, records in
     const hooks = agentsnapHooks({ env: repo.env, session: id, cwd: repo.dir });
     await call(hooks, 'PreToolUse', { ...input(repo, 'PreToolUse', 'sdk-2', WRITE(repo)), cwd: elsewhere });
     repo.write('hello.txt', 'hello\n');
-    await call(hooks, 'PostToolUse', { ...input(repo, 'PostToolUse', 'sdk-2', { ...WRITE(repo), tool_response: WRITE_RESPONSE(repo) }), cwd: elsewhere });
+    await call(hooks, 'PostToolUse', {
+      ...input(repo, 'PostToolUse', 'sdk-2', { ...WRITE(repo), tool_response: WRITE_RESPONSE(repo) }),
+      cwd: elsewhere,
+    });
     const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
-    assert.equal(s.steps.map((st) => [st.tool, st.status]), [
-      [null, 'done'],
-      ['Write', 'done'],
-    ]);
+    assert.equal(
+      s.steps.map((st) => [st.tool, st.status]),
+      [
+        [null, 'done'],
+        ['Write', 'done'],
+      ],
+    );
     assert.equal(JSON.parse((await cli(repo, ['sessions', '--json'])).stdout).length, 1, 'no session of its own');
     // A program run by `agentsnap wrap` (its environment names the wrapper's session) records into that session too.
     const wrapped = agentsnapHooks({ env: { ...repo.env, AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir } });
     const second = { ...WRITE(repo), tool_use_id: 'toolu_wrapped' };
     await call(wrapped, 'PreToolUse', input(repo, 'PreToolUse', 'sdk-4', second));
     await call(wrapped, 'PostToolUse', input(repo, 'PostToolUse', 'sdk-4', { ...second, tool_response: {} }));
-    assert.equal(loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps.map((st) => st.toolUseId), [null, WRITE(repo).tool_use_id, 'toolu_wrapped']);
+    assert.equal(
+      loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps.map((st) => st.toolUseId),
+      [null, WRITE(repo).tool_use_id, 'toolu_wrapped'],
+    );
     assert.equal(JSON.parse((await cli(repo, ['sessions', '--json'])).stdout).length, 1, 'still no session of its own');
   } finally {
     repo.cleanup();
   }
 });
 
-test('a call that cannot be recorded: one warning line as the hook\'s systemMessage (or to onWarning), never a throw, the call goes on', async () => {
+test("a call that cannot be recorded: one warning line as the hook's systemMessage (or to onWarning), never a throw, the call goes on", async () => {
   const repo = tempRepo({ noInit: true });
   try {
     const payload = input(repo, 'PreToolUse', 'sdk-3', WRITE(repo));
@@ -161,7 +221,12 @@ test('a call that cannot be recorded: one warning line as the hook\'s systemMess
     const lines: string[] = [];
     assert.equal(await call(agentsnapHooks({ env: repo.env, onWarning: (l) => lines.push(l) }), 'PreToolUse', payload), {});
     assert.equal(lines, [out.systemMessage]);
-    const throwing = agentsnapHooks({ env: repo.env, onWarning: () => { throw new Error('boom'); } });
+    const throwing = agentsnapHooks({
+      env: repo.env,
+      onWarning: () => {
+        throw new Error('boom');
+      },
+    });
     assert.equal(await call(throwing, 'PreToolUse', payload), {});
   } finally {
     repo.cleanup();

@@ -29,7 +29,11 @@ function expectedTrees(start: Record<string, string>, changes: ((f: Record<strin
 }
 
 /** Runs a program without blocking this process (the stubs answer from it), bounded in time. */
-function run(program: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ code: number | null; stderr: string }> {
+function run(
+  program: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, { ...opts, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120_000 });
     let stderr = '';
@@ -71,7 +75,20 @@ test('codex under wrap: hooks injected for the run only, one step per tool call,
     const provider = `model_providers.stub={name="stub",base_url="${stub.url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
     const res = await cliProcess(
       repo,
-      ['wrap', '--', codex, 'exec', '-c', provider, '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', 'Make the changes.'],
+      [
+        'wrap',
+        '--',
+        codex,
+        'exec',
+        '-c',
+        provider,
+        '-c',
+        'model_provider=stub',
+        '-m',
+        'gpt-5',
+        '--dangerously-bypass-approvals-and-sandbox',
+        'Make the changes.',
+      ],
       { env: { OPENAI_API_KEY: 'sk-e2e-test-key-not-real' }, timeoutMs: 120_000 },
     );
     assert.is(res.code, 0, res.stderr);
@@ -128,18 +145,35 @@ test('codex: undo N --chat forks the rollout before call N; `codex exec resume <
   try {
     const res = await cliProcess(
       repo,
-      ['wrap', '--', codex, 'exec', '-c', provider(stub.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', 'Make the changes.'],
+      [
+        'wrap',
+        '--',
+        codex,
+        'exec',
+        '-c',
+        provider(stub.url),
+        '-c',
+        'model_provider=stub',
+        '-m',
+        'gpt-5',
+        '--dangerously-bypass-approvals-and-sandbox',
+        'Make the changes.',
+      ],
       { env: { OPENAI_API_KEY: 'sk-e2e-test-key-not-real' }, timeoutMs: 120_000 },
     );
     assert.is(res.code, 0, res.stderr);
     const { s } = await sessionOf(repo, res.stderr);
     const ids = stub.calls.map((c) => c.id);
-    assert.equal(s.steps.map((st) => st.toolUseId), ids);
+    assert.equal(
+      s.steps.map((st) => st.toolUseId),
+      ids,
+    );
     const rollout = s.steps[0]?.transcript?.path as string;
     const rolloutBytes = fs.readFileSync(rollout);
     const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
     assert.is(r.code, 0, r.stderr);
-    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } })
+      .chat;
     assert.is(chat.kind, 'transcript');
     assert.is(chat.resumeCommand, `codex resume ${chat.sessionId}`);
     assert.is(chat.cwd, repo.dir);
@@ -154,7 +188,19 @@ test('codex: undo N --chat forks the rollout before call N; `codex exec resume <
     try {
       const c = await run(
         codex,
-        ['exec', 'resume', '-c', provider(resumed.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', chat.sessionId, 'Where are we?'],
+        [
+          'exec',
+          'resume',
+          '-c',
+          provider(resumed.url),
+          '-c',
+          'model_provider=stub',
+          '-m',
+          'gpt-5',
+          '--dangerously-bypass-approvals-and-sandbox',
+          chat.sessionId,
+          'Where are we?',
+        ],
         { cwd: repo.dir, env: { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real' } },
       );
       assert.is(c.code, 0, c.stderr);
@@ -162,7 +208,10 @@ test('codex: undo N --chat forks the rollout before call N; `codex exec resume <
       const sent = responsesCallsSent(resumed.requests[0]);
       assert.equal(sent.calls, ids.slice(0, 2), 'the model sees calls 1 and 2 only');
       assert.equal(sent.outputs, ids.slice(0, 2));
-      assert.ok(sent.texts.some((t) => t.includes('Make the changes.')), 'the first prompt is kept');
+      assert.ok(
+        sent.texts.some((t) => t.includes('Make the changes.')),
+        'the first prompt is kept',
+      );
       assert.match(sent.texts[sent.texts.length - 1] as string, 'Where are we?');
     } finally {
       await resumed.close();
@@ -178,14 +227,29 @@ test('codex: undo N --chat forks the rollout before call N; `codex exec resume <
     try {
       const c = await run(
         codex,
-        ['exec', 'resume', '-c', provider(again.url), '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', compact.sessionId, 'And now?'],
+        [
+          'exec',
+          'resume',
+          '-c',
+          provider(again.url),
+          '-c',
+          'model_provider=stub',
+          '-m',
+          'gpt-5',
+          '--dangerously-bypass-approvals-and-sandbox',
+          compact.sessionId,
+          'And now?',
+        ],
         { cwd: repo.dir, env: { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real' } },
       );
       assert.is(c.code, 0, c.stderr);
       const sent = responsesCallsSent(again.requests[0]);
       assert.equal(sent.calls, ids.slice(1), 'the model sees calls 2 and 3 only');
       assert.equal(sent.outputs, ids.slice(1));
-      assert.ok(sent.texts.some((t) => t.includes('[agentsnap] A digest')), 'the digest is sent');
+      assert.ok(
+        sent.texts.some((t) => t.includes('[agentsnap] A digest')),
+        'the digest is sent',
+      );
       assert.not.ok(JSON.stringify(again.requests[0]).includes(ids[0] as string), 'call 1 is not sent');
     } finally {
       await again.close();
@@ -200,7 +264,8 @@ test('codex: undo N --chat forks the rollout before call N; `codex exec resume <
 test('gemini under wrap: hooks through an overlay home, one step per tool call, ~/.gemini left as it was plus what Gemini wrote', async () => {
   if (!gemini) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
-  const settingsText = '{\n  // the user\'s own settings, with a comment\n  "security": { "auth": { "selectedType": "gemini-api-key" } },\n  "ui": { "hideTips": true },\n}\n';
+  const settingsText =
+    '{\n  // the user\'s own settings, with a comment\n  "security": { "auth": { "selectedType": "gemini-api-key" } },\n  "ui": { "hideTips": true },\n}\n';
   fs.mkdirSync(path.join(repo.home, '.gemini'), { recursive: true });
   fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), settingsText);
   fs.writeFileSync(path.join(repo.home, '.gemini', 'GEMINI.md'), 'my memory\n');
@@ -221,7 +286,10 @@ test('gemini under wrap: hooks through an overlay home, one step per tool call, 
   const stub = await startGeminiStub(script);
   try {
     const env = { GEMINI_API_KEY: 'e2e-test-key-not-real', GOOGLE_GEMINI_BASE_URL: stub.url, GEMINI_CLI_TRUST_WORKSPACE: 'true' };
-    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { env, timeoutMs: 120_000 });
+    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], {
+      env,
+      timeoutMs: 120_000,
+    });
     assert.is(res.code, 0, res.stderr);
     assert.match(res.stdout, 'All done.');
     assert.match(res.stderr, 'gemini hooks injected');
@@ -245,7 +313,10 @@ test('gemini under wrap: hooks through an overlay home, one step per tool call, 
     assert.ok(transcript.startsWith(path.join(repo.home, '.gemini') + path.sep), transcript);
     assert.ok(fs.existsSync(transcript), 'the chat file was moved back');
     const sessionDir = path.join(repo.dir, '.git', 'agentsnap', 'sessions', id);
-    assert.equal(fs.readdirSync(sessionDir).filter((n) => n.startsWith('gemini-home')), []);
+    assert.equal(
+      fs.readdirSync(sessionDir).filter((n) => n.startsWith('gemini-home')),
+      [],
+    );
   } finally {
     await stub.close();
     repo.cleanup();
@@ -257,7 +328,9 @@ function geminiCallsSent(body: Record<string, unknown> | undefined): { calls: st
   const contents = Array.isArray(body?.contents) ? (body.contents as { role?: string; parts?: Record<string, unknown>[] }[]) : [];
   const parts = contents.flatMap((c) => c.parts ?? []);
   return {
-    calls: parts.filter((p) => p.functionCall).map((p) => JSON.stringify([(p.functionCall as { name: string }).name, (p.functionCall as { args: unknown }).args])),
+    calls: parts
+      .filter((p) => p.functionCall)
+      .map((p) => JSON.stringify([(p.functionCall as { name: string }).name, (p.functionCall as { args: unknown }).args])),
     responses: parts.filter((p) => p.functionResponse).length,
     texts: parts.filter((p) => typeof p.text === 'string').map((p) => p.text as string),
   };
@@ -275,9 +348,16 @@ test('gemini: undo N --chat forks the saved chat before call N; `gemini --resume
     { text: 'All done.' },
   ];
   const stub = await startGeminiStub(script);
-  const env = (url: string) => ({ GEMINI_API_KEY: 'e2e-test-key-not-real', GOOGLE_GEMINI_BASE_URL: url, GEMINI_CLI_TRUST_WORKSPACE: 'true' });
+  const env = (url: string) => ({
+    GEMINI_API_KEY: 'e2e-test-key-not-real',
+    GOOGLE_GEMINI_BASE_URL: url,
+    GEMINI_CLI_TRUST_WORKSPACE: 'true',
+  });
   try {
-    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { env: env(stub.url), timeoutMs: 120_000 });
+    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], {
+      env: env(stub.url),
+      timeoutMs: 120_000,
+    });
     assert.is(res.code, 0, res.stderr);
     const { s } = await sessionOf(repo, res.stderr);
     assert.is(s.steps.length, 3);
@@ -285,22 +365,35 @@ test('gemini: undo N --chat forks the saved chat before call N; `gemini --resume
     const chatBytes = fs.readFileSync(chatFile);
     const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
     assert.is(r.code, 0, r.stderr);
-    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } })
+      .chat;
     assert.is(chat.kind, 'transcript', r.stdout);
     assert.is(chat.resumeCommand, `gemini --resume ${chat.sessionId}`);
     assert.is(chat.cwd, repo.dir);
     assert.is(path.dirname(chat.file), path.dirname(chatFile));
     assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original chat is unchanged');
     const sent = (c: ScriptedTurn['tools']) => (c ?? []).map((t) => JSON.stringify([t.name, t.input]));
-    const resumed = await startGeminiStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    const resumed = await startGeminiStub([
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+    ]);
     try {
-      const c = await run(gemini, ['--resume', chat.sessionId, '-p', 'Where are we?', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env(resumed.url) } });
+      const c = await run(gemini, ['--resume', chat.sessionId, '-p', 'Where are we?', '--yolo', '-m', 'gemini-2.5-flash'], {
+        cwd: repo.dir,
+        env: { ...repo.env, ...env(resumed.url) },
+      });
       assert.is(c.code, 0, c.stderr);
       assert.ok(resumed.requests.length >= 1, 'a model request');
       const got = geminiCallsSent(resumed.requests[0]);
       assert.equal(got.calls, [...sent(script[0]?.tools), ...sent(script[1]?.tools)], 'the model sees calls 1 and 2 only');
       assert.ok(got.responses >= 2, `their results are sent (${got.responses})`);
-      assert.ok(got.texts.some((t) => t.includes('Make the changes.')), 'the first prompt is kept');
+      assert.ok(
+        got.texts.some((t) => t.includes('Make the changes.')),
+        'the first prompt is kept',
+      );
       assert.ok(got.texts.some((t) => t.includes('Where are we?')));
     } finally {
       await resumed.close();
@@ -312,13 +405,25 @@ test('gemini: undo N --chat forks the saved chat before call N; `gemini --resume
     assert.is(k.code, 0, k.stderr);
     const compact = (JSON.parse(k.stdout) as { chat: { kind: string; sessionId: string } }).chat;
     assert.is(compact.kind, 'transcript', k.stdout);
-    const again = await startGeminiStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    const again = await startGeminiStub([
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+    ]);
     try {
-      const c = await run(gemini, ['--resume', compact.sessionId, '-p', 'And now?', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env(again.url) } });
+      const c = await run(gemini, ['--resume', compact.sessionId, '-p', 'And now?', '--yolo', '-m', 'gemini-2.5-flash'], {
+        cwd: repo.dir,
+        env: { ...repo.env, ...env(again.url) },
+      });
       assert.is(c.code, 0, c.stderr);
       const got = geminiCallsSent(again.requests[0]);
       assert.equal(got.calls, [...sent(script[1]?.tools), ...sent(script[2]?.tools)], 'the model sees calls 2 and 3 only');
-      assert.ok(got.texts.some((t) => t.includes('[agentsnap] A digest')), 'the digest is sent');
+      assert.ok(
+        got.texts.some((t) => t.includes('[agentsnap] A digest')),
+        'the digest is sent',
+      );
     } finally {
       await again.close();
     }
@@ -334,7 +439,10 @@ test('gemini with init hooks and no wrapper: its hooks map the Gemini session to
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   fs.mkdirSync(path.join(repo.home, '.gemini'), { recursive: true });
   fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), '{"security":{"auth":{"selectedType":"gemini-api-key"}}}\n');
-  const stub = await startGeminiStub([{ tools: [{ name: 'write_file', input: { file_path: 'hello.txt', content: 'hello\n' } }] }, { text: 'All done.' }]);
+  const stub = await startGeminiStub([
+    { tools: [{ name: 'write_file', input: { file_path: 'hello.txt', content: 'hello\n' } }] },
+    { text: 'All done.' },
+  ]);
   try {
     // The init hooks call `agentsnap-hook` (and `agentsnap`) from PATH, where init finds it (a global install).
     const pathWithAgentsnap = agentsnapOnPath(repo.base);
@@ -346,9 +454,17 @@ test('gemini with init hooks and no wrapper: its hooks map the Gemini session to
       GEMINI_CLI_TRUST_WORKSPACE: 'true',
       PATH: pathWithAgentsnap,
     };
-    const r = await run(gemini, ['-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { cwd: repo.dir, env: { ...repo.env, ...env } });
+    const r = await run(gemini, ['-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], {
+      cwd: repo.dir,
+      env: { ...repo.env, ...env },
+    });
     assert.is(r.code, 0, r.stderr);
-    const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { id: string; agent: string; steps: number; status: string }[];
+    const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as {
+      id: string;
+      agent: string;
+      steps: number;
+      status: string;
+    }[];
     assert.is(list.length, 1, JSON.stringify(list));
     assert.is(list[0]?.agent, 'gemini');
     assert.is(list[0]?.steps, 1);
@@ -363,7 +479,10 @@ test('gemini with init hooks and no wrapper: its hooks map the Gemini session to
 test('codex with init hooks and no wrapper (trusted project, reviewed hooks): its hooks map the Codex session to an agentsnap session', async () => {
   if (!codex) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
-  const stub = await startResponsesStub([{ tools: [{ name: 'exec_command', input: { cmd: 'echo hi > made.txt' } }] }, { text: 'All done.' }]);
+  const stub = await startResponsesStub([
+    { tools: [{ name: 'exec_command', input: { cmd: 'echo hi > made.txt' } }] },
+    { text: 'All done.' },
+  ]);
   try {
     const pathWithAgentsnap = agentsnapOnPath(repo.base);
     const init = await cliProcess(repo, ['init', 'codex'], { env: { PATH: pathWithAgentsnap } });
@@ -374,7 +493,22 @@ test('codex with init hooks and no wrapper (trusted project, reviewed hooks): it
     fs.writeFileSync(path.join(repo.home, '.codex', 'config.toml'), `[projects.${JSON.stringify(repo.dir)}]\ntrust_level = "trusted"\n`);
     const provider = `model_providers.stub={name="stub",base_url="${stub.url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
     const env = { ...repo.env, OPENAI_API_KEY: 'sk-e2e-test-key-not-real', PATH: pathWithAgentsnap };
-    const r = await run(codex, ['exec', '-c', provider, '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', '--dangerously-bypass-hook-trust', 'Make the changes.'], { cwd: repo.dir, env });
+    const r = await run(
+      codex,
+      [
+        'exec',
+        '-c',
+        provider,
+        '-c',
+        'model_provider=stub',
+        '-m',
+        'gpt-5',
+        '--dangerously-bypass-approvals-and-sandbox',
+        '--dangerously-bypass-hook-trust',
+        'Make the changes.',
+      ],
+      { cwd: repo.dir, env },
+    );
     assert.is(r.code, 0, r.stderr);
     // Codex does not wait for its SessionEnd hook before it exits: the hook may still be recording the end. Polled
     // with a generous bound (a loaded machine only makes this slower).
@@ -384,7 +518,10 @@ test('codex with init hooks and no wrapper (trusted project, reviewed hooks): it
       if (list[0]?.status !== 'running') break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    assert.equal(list.map((x) => [x.agent, x.steps, x.status]), [['codex', 1, 'ended']]);
+    assert.equal(
+      list.map((x) => [x.agent, x.steps, x.status]),
+      [['codex', 1, 'ended']],
+    );
     assert.is(repo.git(['status', '--porcelain']), '?? made.txt\n', '.codex/hooks.json is kept out of commits');
   } finally {
     await stub.close();
@@ -396,7 +533,12 @@ test('codex under wrap: its plan (update_plan) per step, the server an exec_comm
   if (!codex) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const server = leftServer(repo);
-  const plan = (a: string, b: string) => ({ plan: [{ step: 'Start the server', status: a }, { step: 'Write the notes', status: b }] });
+  const plan = (a: string, b: string) => ({
+    plan: [
+      { step: 'Start the server', status: a },
+      { step: 'Write the notes', status: b },
+    ],
+  });
   const stub = await startResponsesStub([
     { tools: [{ name: 'update_plan', input: plan('in_progress', 'pending') }] },
     { tools: [{ name: 'exec_command', input: { cmd: server.command } }] },
@@ -409,15 +551,42 @@ test('codex under wrap: its plan (update_plan) per step, the server an exec_comm
     // 0.171.0 offers update_plan in exec mode only with tools.update_plan.enabled.
     const res = await cliProcess(
       repo,
-      ['wrap', '--', codex, 'exec', '-c', provider, '-c', 'model_provider=stub', '-c', 'tools.update_plan.enabled=true', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', 'Start the server and write the notes.'],
+      [
+        'wrap',
+        '--',
+        codex,
+        'exec',
+        '-c',
+        provider,
+        '-c',
+        'model_provider=stub',
+        '-c',
+        'tools.update_plan.enabled=true',
+        '-m',
+        'gpt-5',
+        '--dangerously-bypass-approvals-and-sandbox',
+        'Start the server and write the notes.',
+      ],
       { env: { OPENAI_API_KEY: 'sk-e2e-test-key-not-real' }, timeoutMs: 120_000 },
     );
     assert.is(res.code, 0, res.stderr);
     assert.match(res.stdout, 'All done.');
-    assert.ok((stub.requests[0]?.tools as { name?: string }[]).some((t) => t.name === 'update_plan'), 'update_plan offered');
+    assert.ok(
+      (stub.requests[0]?.tools as { name?: string }[]).some((t) => t.name === 'update_plan'),
+      'update_plan offered',
+    );
     const { id, s } = await sessionOf(repo, res.stderr);
-    assert.equal(s.steps.map((st) => st.tool), ['update_plan', 'Bash', 'Bash', 'update_plan']);
-    const { environments } = await checkPlanAndProcesses(repo, id, server, { planStep: 1, serverStep: 2, doneStep: 4, items: ['Start the server', 'Write the notes'], firstItemMark: '~' });
+    assert.equal(
+      s.steps.map((st) => st.tool),
+      ['update_plan', 'Bash', 'Bash', 'update_plan'],
+    );
+    const { environments } = await checkPlanAndProcesses(repo, id, server, {
+      planStep: 1,
+      serverStep: 2,
+      doneStep: 4,
+      items: ['Start the server', 'Write the notes'],
+      firstItemMark: '~',
+    });
     for (const e of environments) assert.is(e.tools, null, 'Codex names no tools in its rollout');
   } finally {
     server.kill();
@@ -432,7 +601,12 @@ test('gemini under wrap: its plan (write_todos) per step, the server a run_shell
   fs.mkdirSync(path.join(repo.home, '.gemini'), { recursive: true });
   fs.writeFileSync(path.join(repo.home, '.gemini', 'settings.json'), '{"security":{"auth":{"selectedType":"gemini-api-key"}}}\n');
   const server = leftServer(repo);
-  const todos = (a: string, b: string) => ({ todos: [{ description: 'Start the server', status: a }, { description: 'Write the notes', status: b }] });
+  const todos = (a: string, b: string) => ({
+    todos: [
+      { description: 'Start the server', status: a },
+      { description: 'Write the notes', status: b },
+    ],
+  });
   const stub = await startGeminiStub([
     { tools: [{ name: 'write_todos', input: todos('in_progress', 'pending') }] },
     { tools: [{ name: 'run_shell_command', input: { command: server.command } }] },
@@ -442,12 +616,25 @@ test('gemini under wrap: its plan (write_todos) per step, the server a run_shell
   ]);
   try {
     const env = { GEMINI_API_KEY: 'e2e-test-key-not-real', GOOGLE_GEMINI_BASE_URL: stub.url, GEMINI_CLI_TRUST_WORKSPACE: 'true' };
-    const res = await cliProcess(repo, ['wrap', '--', gemini, '-p', 'Start the server and write the notes.', '--yolo', '-m', 'gemini-2.5-flash'], { env, timeoutMs: 120_000 });
+    const res = await cliProcess(
+      repo,
+      ['wrap', '--', gemini, '-p', 'Start the server and write the notes.', '--yolo', '-m', 'gemini-2.5-flash'],
+      { env, timeoutMs: 120_000 },
+    );
     assert.is(res.code, 0, res.stderr);
     assert.match(res.stdout, 'All done.');
     const { id, s } = await sessionOf(repo, res.stderr);
-    assert.equal(s.steps.map((st) => st.tool), ['write_todos', 'run_shell_command', 'write_file', 'write_todos']);
-    const { environments } = await checkPlanAndProcesses(repo, id, server, { planStep: 1, serverStep: 2, doneStep: 4, items: ['Start the server', 'Write the notes'], firstItemMark: '~' });
+    assert.equal(
+      s.steps.map((st) => st.tool),
+      ['write_todos', 'run_shell_command', 'write_file', 'write_todos'],
+    );
+    const { environments } = await checkPlanAndProcesses(repo, id, server, {
+      planStep: 1,
+      serverStep: 2,
+      doneStep: 4,
+      items: ['Start the server', 'Write the notes'],
+      firstItemMark: '~',
+    });
     for (const e of environments) assert.is(e.tools, null, 'Gemini CLI names no tools in its chat or hook payloads');
   } finally {
     server.kill();

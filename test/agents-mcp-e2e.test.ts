@@ -20,7 +20,11 @@ const gemini = geminiBinary();
 function lastOutput(body: Record<string, unknown>): string {
   const input = Array.isArray(body.input) ? (body.input as { type?: string; output?: unknown }[]) : [];
   const out = [...input].reverse().find((i) => i.type === 'function_call_output')?.output;
-  return typeof out === 'string' ? out : Array.isArray(out) ? (out as { text?: string }[]).map((x) => x.text ?? '').join('\n') : JSON.stringify(out ?? '');
+  return typeof out === 'string'
+    ? out
+    : Array.isArray(out)
+      ? (out as { text?: string }[]).map((x) => x.text ?? '').join('\n')
+      : JSON.stringify(out ?? '');
 }
 
 const files = (m: Map<string, { content: Buffer }>) => Object.fromEntries([...m].map(([p, v]) => [p, v.content.toString()]));
@@ -54,7 +58,21 @@ test('codex under wrap --mcp: list_steps, undo dry run, undo through MCP; exact 
     const provider = `model_providers.stub={name="stub",base_url="${stub.url}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}`;
     const res = await cliProcess(
       repo,
-      ['wrap', '--mcp', '--', codex, 'exec', '-c', provider, '-c', 'model_provider=stub', '-m', 'gpt-5', '--dangerously-bypass-approvals-and-sandbox', 'Make the changes.'],
+      [
+        'wrap',
+        '--mcp',
+        '--',
+        codex,
+        'exec',
+        '-c',
+        provider,
+        '-c',
+        'model_provider=stub',
+        '-m',
+        'gpt-5',
+        '--dangerously-bypass-approvals-and-sandbox',
+        'Make the changes.',
+      ],
       { env: { OPENAI_API_KEY: 'sk-e2e-test-key-not-real' }, timeoutMs: 180_000 },
     );
     assert.is(res.code, 0, res.stderr);
@@ -78,11 +96,17 @@ test('codex under wrap --mcp: list_steps, undo dry run, undo through MCP; exact 
     const before = s.steps.find((st) => st.step === bad)!;
     assert.equal(files(treeFiles(repo, real.post!)), { 'a.txt': 'one\n', 'hello.txt': 'hello\n' });
     assert.equal(files(treeFiles(repo, real.post!)), files(treeFiles(repo, before.pre!)));
-    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as Record<string, unknown>[];
+    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as Record<
+      string,
+      unknown
+    >[];
     assert.is(events.find((e) => e.type === 'op.start')?.byStep, real.step);
     const next = s.steps.find((st) => st.step > real.step && st.tool === 'Bash')!;
     assert.equal(next.changedBefore, []);
-    assert.equal(next.changed.map((c) => [c.change, c.path]), [['M', 'a.txt']]);
+    assert.equal(
+      next.changed.map((c) => [c.change, c.path]),
+      [['M', 'a.txt']],
+    );
     assert.equal(files(worktreeFiles(repo)), { 'a.txt': 'fixed\n', 'hello.txt': 'hello\n' }, 'sed found the restored "one"');
   } finally {
     await stub.close();
@@ -92,7 +116,9 @@ test('codex under wrap --mcp: list_steps, undo dry run, undo through MCP; exact 
 
 /** The text of the newest functionResponse a Gemini API request sends back. */
 function lastGeminiOutput(body: Record<string, unknown>): string {
-  const contents = Array.isArray(body.contents) ? (body.contents as { parts?: { functionResponse?: { response?: { output?: unknown } } }[] }[]) : [];
+  const contents = Array.isArray(body.contents)
+    ? (body.contents as { parts?: { functionResponse?: { response?: { output?: unknown } } }[] }[])
+    : [];
   for (const c of [...contents].reverse()) {
     const r = c.parts?.find((p) => p.functionResponse)?.functionResponse?.response?.output;
     if (r !== undefined) return typeof r === 'string' ? r : JSON.stringify(r);
@@ -130,7 +156,10 @@ test('gemini under wrap --mcp: list_steps, undo dry run, undo through MCP (mcp_a
   const stub = await startGeminiStub(script);
   try {
     const env = { GEMINI_API_KEY: 'e2e-test-key-not-real', GOOGLE_GEMINI_BASE_URL: stub.url, GEMINI_CLI_TRUST_WORKSPACE: 'true' };
-    const res = await cliProcess(repo, ['wrap', '--mcp', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], { env, timeoutMs: 180_000 });
+    const res = await cliProcess(repo, ['wrap', '--mcp', '--', gemini, '-p', 'Make the changes.', '--yolo', '-m', 'gemini-2.5-flash'], {
+      env,
+      timeoutMs: 180_000,
+    });
     assert.is(res.code, 0, res.stderr);
     assert.match(res.stdout, 'All done.');
     assert.match(res.stderr, 'MCP server agentsnap offered');
@@ -150,11 +179,17 @@ test('gemini under wrap --mcp: list_steps, undo dry run, undo through MCP (mcp_a
     const before = s.steps.find((st) => st.step === bad)!;
     assert.equal(files(treeFiles(repo, real.post!)), { 'a.txt': 'one\n', 'hello.txt': 'hello\n' });
     assert.equal(files(treeFiles(repo, real.post!)), files(treeFiles(repo, before.pre!)));
-    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as Record<string, unknown>[];
+    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as Record<
+      string,
+      unknown
+    >[];
     assert.is(events.find((e) => e.type === 'op.start')?.byStep, real.step);
     const next = s.steps.find((st) => st.step > real.step && st.tool === 'run_shell_command')!;
     assert.equal(next.changedBefore, []);
-    assert.equal(next.changed.map((c) => [c.change, c.path]), [['M', 'a.txt']]);
+    assert.equal(
+      next.changed.map((c) => [c.change, c.path]),
+      [['M', 'a.txt']],
+    );
     assert.equal(files(worktreeFiles(repo)), { 'a.txt': 'fixed\n', 'hello.txt': 'hello\n' });
     // The user's settings as they were: the server was only in the run's overlay.
     assert.is(fs.readFileSync(path.join(repo.home, '.gemini', 'settings.json'), 'utf8'), settingsText);

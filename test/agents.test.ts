@@ -58,7 +58,10 @@ test('codex hooks: PreToolUse/PostToolUse payloads become a step; a failing comm
     assert.is(pre.stdout + pre.stderr, '');
     repo.write('fail.txt', 'x\n');
     // What Codex has written to the rollout by the time PostToolUse fires.
-    const completed = { type: 'event_msg', payload: { type: 'item_completed', item: { type: 'CommandExecution', id: 'call_2_0', status: 'failed', exit_code: 3 } } };
+    const completed = {
+      type: 'event_msg',
+      payload: { type: 'item_completed', item: { type: 'CommandExecution', id: 'call_2_0', status: 'failed', exit_code: 3 } },
+    };
     fs.appendFileSync(rollout, `${JSON.stringify(completed)}\n`);
     const post = await hook(repo, 'codex', 'PostToolUse', { ...common, hook_event_name: 'PostToolUse', tool_response: '' }, [], env);
     assert.is(post.code, 0, post.stderr);
@@ -84,7 +87,12 @@ test('gemini hooks: calls without ids pair by name and input, also when they ove
     const id = await startSession(repo);
     // No AGENTSNAP_* in the environment (Gemini CLI can sanitize it): --session/--worktree name the session.
     const args = ['--session', id, '--worktree', repo.dir];
-    const base = { session_id: 'f1087e6b-491c-4183-85d6-a631e995d7ed', transcript_path: '', cwd: repo.dir, timestamp: '2026-11-29T13:35:58.623Z' };
+    const base = {
+      session_id: 'f1087e6b-491c-4183-85d6-a631e995d7ed',
+      transcript_path: '',
+      cwd: repo.dir,
+      timestamp: '2026-11-29T13:35:58.623Z',
+    };
     const write = { tool_name: 'write_file', tool_input: { file_path: 'hello.txt', content: 'hi\n' } };
     const shell = { tool_name: 'run_shell_command', tool_input: { command: 'echo x > fail.txt; exit 1' } };
     for (const call of [write, shell]) {
@@ -94,11 +102,23 @@ test('gemini hooks: calls without ids pair by name and input, also when they ove
     }
     repo.write('hello.txt', 'hi\n');
     repo.write('fail.txt', 'x\n');
-    const shellOut = { llmContent: '<untrusted_context>\nOutput: (empty)\nExit Code: 1\nProcess Group PGID: 19616\n</untrusted_context>', returnDisplay: 'Command exited with code: 1' };
-    const writeOut = { llmContent: 'Successfully created and wrote to new file: hello.txt.', returnDisplay: { fileName: 'hello.txt', isNewFile: true } };
+    const shellOut = {
+      llmContent: '<untrusted_context>\nOutput: (empty)\nExit Code: 1\nProcess Group PGID: 19616\n</untrusted_context>',
+      returnDisplay: 'Command exited with code: 1',
+    };
+    const writeOut = {
+      llmContent: 'Successfully created and wrote to new file: hello.txt.',
+      returnDisplay: { fileName: 'hello.txt', isNewFile: true },
+    };
     // Ends in the other order.
-    assert.is((await hook(repo, 'gemini', 'AfterTool', { ...base, hook_event_name: 'AfterTool', ...shell, tool_response: shellOut }, args)).code, 0);
-    assert.is((await hook(repo, 'gemini', 'AfterTool', { ...base, hook_event_name: 'AfterTool', ...write, tool_response: writeOut }, args)).code, 0);
+    assert.is(
+      (await hook(repo, 'gemini', 'AfterTool', { ...base, hook_event_name: 'AfterTool', ...shell, tool_response: shellOut }, args)).code,
+      0,
+    );
+    assert.is(
+      (await hook(repo, 'gemini', 'AfterTool', { ...base, hook_event_name: 'AfterTool', ...write, tool_response: writeOut }, args)).code,
+      0,
+    );
     const steps = (await session(repo, id)).steps.filter((st) => st.kind !== 'checkpoint');
     assert.equal(
       steps.map((st) => [st.tool, st.status, st.error]),
@@ -119,14 +139,20 @@ test('codexArgv puts the -c overrides right after the codex word, also through a
   const plain = codexArgv(['codex', 'exec', 'do it']);
   assert.is(plain[0], 'codex');
   assert.is(plain[1], '-c');
-  assert.match(plain[2] as string, /^hooks\.PreToolUse=\[\{matcher="\*",hooks=\[\{type="command",command=".* hook codex PreToolUse --wrapped"\}\]\}\]$/);
-  assert.match(plain[6] as string, /^hooks\.state=\{"\/<session-flags>\/config\.toml:pre_tool_use:0:0"=\{trusted_hash="sha256:[0-9a-f]{64}"\},/);
+  assert.match(
+    plain[2] as string,
+    /^hooks\.PreToolUse=\[\{matcher="\*",hooks=\[\{type="command",command=".* hook codex PreToolUse --wrapped"\}\]\}\]$/,
+  );
+  assert.match(
+    plain[6] as string,
+    /^hooks\.state=\{"\/<session-flags>\/config\.toml:pre_tool_use:0:0"=\{trusted_hash="sha256:[0-9a-f]{64}"\},/,
+  );
   assert.equal(plain.slice(-2), ['exec', 'do it']);
   const viaNpx = codexArgv(['npx', '@openai/codex', 'exec', 'x']);
   assert.equal(viaNpx.slice(0, 3), ['npx', '@openai/codex', '-c']);
 });
 
-test('gemini overlay: the user settings plus our hooks for the run; afterwards new and replaced files move back and settings changes keep the user\'s part', () => {
+test("gemini overlay: the user settings plus our hooks for the run; afterwards new and replaced files move back and settings changes keep the user's part", () => {
   const repo = tempRepo();
   try {
     const home = path.join(repo.base, 'realhome');
@@ -137,7 +163,9 @@ test('gemini overlay: the user settings plus our hooks for the run; afterwards n
     fs.writeFileSync(path.join(real, 'trustedFolders.json'), '{"old":true}\n');
     const sessionDir = path.join(repo.base, 'session');
     fs.mkdirSync(sessionDir);
-    const hooks = { BeforeTool: [{ matcher: '*', hooks: [{ type: 'command', command: 'node agentsnap.js hook gemini BeforeTool --wrapped' }] }] };
+    const hooks = {
+      BeforeTool: [{ matcher: '*', hooks: [{ type: 'command', command: 'node agentsnap.js hook gemini BeforeTool --wrapped' }] }],
+    };
     const overlay = createGeminiOverlay({ dir: path.join(sessionDir, 'gemini-home-1'), realHome: home, hooks, sessionDir });
     const o = path.join(overlay.home, '.gemini');
     const seen = parseJsonc(fs.readFileSync(path.join(o, 'settings.json'), 'utf8')) as Record<string, unknown>;
@@ -156,7 +184,11 @@ test('gemini overlay: the user settings plus our hooks for the run; afterwards n
     assert.is(fs.readFileSync(path.join(real, 'history', 'proj', '.project_root'), 'utf8'), '/repo\n');
     assert.is(fs.readFileSync(path.join(real, 'installation_id'), 'utf8'), 'id-1\n');
     assert.is(fs.readFileSync(path.join(real, 'trustedFolders.json'), 'utf8'), '{"new":true}\n');
-    assert.equal(JSON.parse(fs.readFileSync(path.join(real, 'settings.json'), 'utf8')), { ui: { theme: 'light' } }, 'the change, without our hooks');
+    assert.equal(
+      JSON.parse(fs.readFileSync(path.join(real, 'settings.json'), 'utf8')),
+      { ui: { theme: 'light' } },
+      'the change, without our hooks',
+    );
     assert.not.ok(fs.existsSync(overlay.home), 'the overlay is gone');
     // Unchanged settings stay byte for byte (comments included).
     const again = createGeminiOverlay({ dir: path.join(sessionDir, 'gemini-home-2'), realHome: home, hooks, sessionDir });
@@ -168,7 +200,7 @@ test('gemini overlay: the user settings plus our hooks for the run; afterwards n
   }
 });
 
-test('gemini overlay left by a killed wrapper: the next wrap moves back what Gemini wrote only there; a live wrapper\'s overlay is left alone', async () => {
+test("gemini overlay left by a killed wrapper: the next wrap moves back what Gemini wrote only there; a live wrapper's overlay is left alone", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const home = path.join(repo.base, 'realhome');
@@ -178,7 +210,9 @@ test('gemini overlay left by a killed wrapper: the next wrap moves back what Gem
     const sessionsRoot = path.join(repo.dir, '.git', 'agentsnap', 'sessions');
     const sessionDir = path.join(sessionsRoot, 'killed');
     fs.mkdirSync(sessionDir, { recursive: true });
-    const hooks = { BeforeTool: [{ matcher: '*', hooks: [{ type: 'command', command: 'node agentsnap.js hook gemini BeforeTool --wrapped' }] }] };
+    const hooks = {
+      BeforeTool: [{ matcher: '*', hooks: [{ type: 'command', command: 'node agentsnap.js hook gemini BeforeTool --wrapped' }] }],
+    };
     const dead = createGeminiOverlay({ dir: path.join(sessionDir, 'gemini-home-dead'), realHome: home, hooks, sessionDir });
     const live = createGeminiOverlay({ dir: path.join(sessionDir, 'gemini-home-live'), realHome: home, hooks, sessionDir });
     // The run: a chat written through the linked tmp/, a new file, a settings change. Then the wrapper dies.
@@ -199,9 +233,13 @@ test('gemini overlay left by a killed wrapper: the next wrap moves back what Gem
     assert.match(r.stderr, /moved back what Gemini CLI wrote in .*gemini-home-dead/);
     assert.is(fs.readFileSync(path.join(real, 'tmp', 'chat.jsonl'), 'utf8'), 'chat\n');
     assert.is(fs.readFileSync(path.join(real, 'installation_id'), 'utf8'), 'id-9\n');
-    assert.equal(JSON.parse(fs.readFileSync(path.join(real, 'settings.json'), 'utf8')), { ui: { theme: 'light' } }, 'the change, without our hooks');
+    assert.equal(
+      JSON.parse(fs.readFileSync(path.join(real, 'settings.json'), 'utf8')),
+      { ui: { theme: 'light' } },
+      'the change, without our hooks',
+    );
     assert.not.ok(fs.existsSync(dead.home), 'the dead overlay is gone');
-    assert.ok(fs.existsSync(path.join(live.home, '.gemini', 'only-live')), 'a live wrapper\'s overlay is not touched');
+    assert.ok(fs.existsSync(path.join(live.home, '.gemini', 'only-live')), "a live wrapper's overlay is not touched");
     assert.not.ok(fs.existsSync(path.join(real, 'only-live')));
     assert.equal(live.finish(), []);
     assert.is(fs.readFileSync(path.join(real, 'only-live'), 'utf8'), 'x\n');
@@ -228,14 +266,20 @@ test('init codex and init gemini: merged, idempotent, kept out of commits, remov
       const s = JSON.parse(once) as { hooks: Record<string, { matcher?: string; hooks: { command: string }[] }[]> };
       assert.equal(Object.keys(s.hooks).sort(), [...events]);
       assert.is(s.hooks[events[1]]?.[0]?.matcher, '*');
-      assert.is(s.hooks[events[1]]?.[0]?.hooks[0]?.command, `command -v agentsnap-hook >/dev/null 2>&1 && agentsnap-hook ${agent} ${events[1]} || true`);
+      assert.is(
+        s.hooks[events[1]]?.[0]?.hooks[0]?.command,
+        `command -v agentsnap-hook >/dev/null 2>&1 && agentsnap-hook ${agent} ${events[1]} || true`,
+      );
       assert.is(s.hooks.SessionEnd?.[0]?.matcher, undefined);
       assert.is(repo.git(['status', '--porcelain']), '');
       assert.is((await cli(repo, ['init', '--remove', agent])).code, 0);
       assert.not.ok(repo.exists(rel), 'a file that held only our hooks is removed');
     }
     // The user's own Gemini settings and hooks stay; a committed settings file is refused.
-    const mine = { general: { vimMode: true }, hooks: { AfterTool: [{ matcher: 'write_file', hooks: [{ type: 'command', command: 'lint' }] }] } };
+    const mine = {
+      general: { vimMode: true },
+      hooks: { AfterTool: [{ matcher: 'write_file', hooks: [{ type: 'command', command: 'lint' }] }] },
+    };
     repo.write('.gemini/settings.json', `${JSON.stringify(mine, null, 2)}\n`);
     assert.is((await cli(repo, ['init', 'gemini'])).code, 0);
     assert.is((await cli(repo, ['init', '--remove', 'gemini'])).code, 0);

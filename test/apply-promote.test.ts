@@ -82,7 +82,7 @@ test('promote of a main-worktree session leaves out what was uncommitted before 
   }
 });
 
-test('promote refuses (exit 4) when the agent changed a file in a way that cannot be told apart from the user\'s uncommitted edit of it', async () => {
+test("promote refuses (exit 4) when the agent changed a file in a way that cannot be told apart from the user's uncommitted edit of it", async () => {
   const r = tempRepo({ files: { 'a.txt': 'a1\n' } });
   try {
     r.write('a.txt', 'mine\n');

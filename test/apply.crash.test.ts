@@ -53,7 +53,8 @@ function differences(got: Map<string, { mode: string; content: Buffer }>, want: 
   for (const [p, f] of got) {
     const w = want.get(p);
     if (!w) out.push(`+${p} (${JSON.stringify(f.content.toString())})`);
-    else if (!w.content.equals(f.content) || w.mode !== f.mode) out.push(`~${p} (${JSON.stringify(f.content.toString())} instead of ${JSON.stringify(w.content.toString())})`);
+    else if (!w.content.equals(f.content) || w.mode !== f.mode)
+      out.push(`~${p} (${JSON.stringify(f.content.toString())} instead of ${JSON.stringify(w.content.toString())})`);
   }
   for (const p of want.keys()) if (!got.has(p)) out.push(`-${p}`);
   return out;
@@ -72,7 +73,8 @@ async function appliedAgain(r: TempRepo, id: string, wt: string, what: string): 
   assert.is(again.code, 0, `${what}: the next apply: ${again.stderr}`);
   const diff = differences(worktreeFiles(r), worktreeFiles({ dir: wt } as TempRepo));
   assert.equal(diff, [], `${what}: the worktree is the applied result (next apply said: ${again.stdout.trim()})`);
-  for (const body of Object.values(FILES)) assert.ok(inSafetySnapshots(r, body), `${what}: ${JSON.stringify(body)} is in a safety snapshot`);
+  for (const body of Object.values(FILES))
+    assert.ok(inSafetySnapshots(r, body), `${what}: ${JSON.stringify(body)} is in a safety snapshot`);
 }
 
 const POINTS: { hook: Hook; at: string; what: string }[] = [
@@ -95,7 +97,11 @@ for (const p of POINTS) {
       // apply --undo takes the whole apply back (what the killed run wrote too), to the bytes.
       const undo = await cli(r, ['apply', '--undo']);
       assert.is(undo.code, 0, `${p.what}: apply --undo: ${undo.stderr}`);
-      assert.equal(differences(worktreeFiles(r), new Map(Object.entries(FILES).map(([k, v]) => [k, { mode: '100644', content: Buffer.from(v) }]))), [], `${p.what}: the worktree after apply --undo is as before the apply`);
+      assert.equal(
+        differences(worktreeFiles(r), new Map(Object.entries(FILES).map(([k, v]) => [k, { mode: '100644', content: Buffer.from(v) }]))),
+        [],
+        `${p.what}: the worktree after apply --undo is as before the apply`,
+      );
     } finally {
       r.cleanup();
     }

@@ -32,20 +32,43 @@ const realGraph = async (): Promise<ImportGraph> => (real ??= await readImportGr
 // ---- the real src/ ----
 
 test('architecture: the layers are the ones DEVELOPING.md draws, and its table names the same folders', () => {
-  assert.equal(LAYERS, ['base', 'git', 'settings', 'snapshot', 'agents', 'session', 'restore', 'server', 'worktrees', 'history', '.', 'ui', 'cli']);
+  assert.equal(LAYERS, [
+    'base',
+    'git',
+    'settings',
+    'snapshot',
+    'agents',
+    'session',
+    'restore',
+    'server',
+    'worktrees',
+    'history',
+    '.',
+    'ui',
+    'cli',
+  ]);
   const section = /^## Layers\n([\s\S]*?)^## /m.exec(DEVELOPING)?.[1] ?? '';
-  const tableFolders = [...section.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => (m[1] === 'src/*.ts' ? '.' : (m[1] as string).replace(/\/$/, '')));
+  const tableFolders = [...section.matchAll(/^\| `([^`]+)` \|/gm)].map((m) =>
+    m[1] === 'src/*.ts' ? '.' : (m[1] as string).replace(/\/$/, ''),
+  );
   assert.equal([...tableFolders].sort(), [...LAYERS].sort(), "DEVELOPING.md's Layers table and diagram name different folders");
 });
 
 test('architecture: every folder of src/ is a known layer', async () => {
-  for (const f of new Set((await realGraph()).files.map(layerOf))) assert.ok(LAYERS.includes(f), `src/${f}/ is in no layer: add it to DEVELOPING.md's Layers diagram and table`);
+  for (const f of new Set((await realGraph()).files.map(layerOf)))
+    assert.ok(LAYERS.includes(f), `src/${f}/ is in no layer: add it to DEVELOPING.md's Layers diagram and table`);
 });
 
 test('architecture: every file of src/ is a TypeScript module the graph read (no .d.ts, .js or other file unchecked)', async () => {
-  const all = fs.readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((f) => fs.statSync(path.join(SRC, f)).isFile()).map((f) => f.split(path.sep).join('/'));
+  const all = fs
+    .readdirSync(SRC, { recursive: true, encoding: 'utf8' })
+    .filter((f) => fs.statSync(path.join(SRC, f)).isFile())
+    .map((f) => f.split(path.sep).join('/'));
   const read = new Set((await realGraph()).files);
-  assert.equal(all.filter((f) => !read.has(f) || !f.endsWith('.ts')), []);
+  assert.equal(
+    all.filter((f) => !read.has(f) || !f.endsWith('.ts')),
+    [],
+  );
 });
 
 // The old scanner saw none of ui/server.ts's 9 imports of src/ and history/sync.ts's 8, and 3 of init.ts's 8 (at 4fc03ba).
@@ -81,7 +104,11 @@ test("architecture: outside src/agents/, one agent's files are reached only thro
     const edge = `${e.from} → ${e.to}`;
     if (ADAPTER_FILES.test(e.to) && !allowed.has(edge)) bad.add(`${edge} (${e.from}:${e.lines.join(',')})`);
   }
-  assert.equal([...bad], [], `imports of one agent's adapter from agent-neutral code (use adapterOf/transcriptReader in agents/registry.ts):\n  ${[...bad].join('\n  ')}`);
+  assert.equal(
+    [...bad],
+    [],
+    `imports of one agent's adapter from agent-neutral code (use adapterOf/transcriptReader in agents/registry.ts):\n  ${[...bad].join('\n  ')}`,
+  );
 });
 
 // ---- the checker on planted imports ----
@@ -92,8 +119,8 @@ async function violationsIn(files: Record<string, string>, allowed: ReadonlyMap<
   const forget = removeOnSignal(dir);
   try {
     const all: Record<string, string> = {
-      'ui/high.ts': "export const high = 1;\nexport type High = number;\nexport default high;\n",
-      'base/low.ts': "export const low = 2;\nexport default low;\n",
+      'ui/high.ts': 'export const high = 1;\nexport type High = number;\nexport default high;\n',
+      'base/low.ts': 'export const low = 2;\nexport default low;\n',
       ...files,
     };
     for (const [rel, text] of Object.entries(all)) {
@@ -199,13 +226,19 @@ for (const s of SHAPES) {
 }
 
 test('architecture: a downward import in each shape is no violation', async () => {
-  const down = Object.fromEntries(SHAPES.map((s, i) => [`ui/down${i}.ts`, s.planted.replaceAll(UP, "'../base/low.js'").replaceAll('High', 'Low').replaceAll('{ high }', '{ low as high }')]));
+  const down = Object.fromEntries(
+    SHAPES.map((s, i) => [
+      `ui/down${i}.ts`,
+      s.planted.replaceAll(UP, "'../base/low.js'").replaceAll('High', 'Low').replaceAll('{ high }', '{ low as high }'),
+    ]),
+  );
   assert.equal(await violationsIn(down), []);
 });
 
 test('architecture: a module loaded with no literal specifier is reported unless allow-listed with a reason', async () => {
   const files = {
-    'base/escapes.ts': "declare const require: (s: string) => unknown;\nconst name = '../ui/high.js';\nexport const a = import(name);\nexport const b = require(name);\nexport const c = import(`../ui/${name}`);\n",
+    'base/escapes.ts':
+      "declare const require: (s: string) => unknown;\nconst name = '../ui/high.js';\nexport const a = import(name);\nexport const b = require(name);\nexport const c = import(`../ui/${name}`);\n",
   };
   const bad = await violationsIn(files);
   assert.equal(bad, [
@@ -221,7 +254,10 @@ test('architecture: a module loaded with no literal specifier is reported unless
 });
 
 test('architecture: an import that leaves the source tree, and a cycle, are reported', async () => {
-  const bad = await violationsIn({ 'git/out.ts': "import { low } from '../../outside.js';\nexport const x = low;\n", '../outside.ts': 'export const low = 1;\n' });
+  const bad = await violationsIn({
+    'git/out.ts': "import { low } from '../../outside.js';\nexport const x = low;\n",
+    '../outside.ts': 'export const low = 1;\n',
+  });
   assert.equal(bad, ["git/out.ts:1: import of '../../outside.js' leaves the source tree (../outside.ts)"]);
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-layering-')));
   const forget = removeOnSignal(dir);
@@ -254,13 +290,20 @@ for (const hidden of [`import { high } from ${UP};\nexport const t = high;`, `im
       () => null,
       (e: Error) => e.message,
     );
-    assert.ok(err?.includes('the import scanner and esbuild disagree') && err.includes("git/misread.ts: esbuild reads 1 import-statement of '../ui/high.js', the scanner 0"), String(err));
+    assert.ok(
+      err?.includes('the import scanner and esbuild disagree') &&
+        err.includes("git/misread.ts: esbuild reads 1 import-statement of '../ui/high.js', the scanner 0"),
+      String(err),
+    );
   });
 }
 
 test('architecture: the scanner tells a regex after if (…) from a division after (…)', () => {
   const text = "if (a) /'/.test(s);\nconst n = (a) / 2; const m = (b) / 3;\nimport { x } from './x.js';\n";
-  assert.equal(scanModuleSyntax(text).imports.map((i) => `${i.line} ${i.spec}`), ['3 ./x.js']);
+  assert.equal(
+    scanModuleSyntax(text).imports.map((i) => `${i.line} ${i.spec}`),
+    ['3 ./x.js'],
+  );
 });
 
 test('architecture: the scanner reads lines and type-only imports', () => {
@@ -279,7 +322,18 @@ test('architecture: the scanner reads lines and type-only imports', () => {
   ].join('\n');
   assert.equal(
     scanModuleSyntax(text).imports.map((i) => `${i.line} ${i.kind} ${i.spec}${i.typeOnly ? ' type' : ''}`),
-    ['1 import-statement node:fs', '2 import-statement ./a.js', '3 import-statement ../c/c.js type', '4 import-statement ./d.js', '5 import-statement ./e.js', '6 import-statement ./f.js type', '7 import-statement ./g.js', '8 dynamic-import ./h.js', '9 require-call ./i.js', '10 require-call ./j.js type'],
+    [
+      '1 import-statement node:fs',
+      '2 import-statement ./a.js',
+      '3 import-statement ../c/c.js type',
+      '4 import-statement ./d.js',
+      '5 import-statement ./e.js',
+      '6 import-statement ./f.js type',
+      '7 import-statement ./g.js',
+      '8 dynamic-import ./h.js',
+      '9 require-call ./i.js',
+      '10 require-call ./j.js type',
+    ],
   );
 });
 

@@ -68,7 +68,11 @@ test('undo never writes outside the worktree when a parent directory becomes a s
     });
     assert.ok(swapped);
     assert.is(fs.readFileSync(path.join(outside, 'f'), 'utf8'), 'agent f\n', 'the file outside the worktree was written');
-    assert.equal(fs.readdirSync(outside).filter((n) => n !== 'f'), [], 'nothing else was created outside');
+    assert.equal(
+      fs.readdirSync(outside).filter((n) => n !== 'f'),
+      [],
+      'nothing else was created outside',
+    );
     assert.match(res.left.find((l) => l.path === 'd/f')?.reason ?? '', /d is a symlink not in the snapshot; it was not followed/);
   } finally {
     repo.cleanup();

@@ -11,8 +11,35 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
 
-const NAMES = ['"q"', 'c\r', 'n\nl', '-rf', 'b\\s', '*', ':x', 'sp ace', 'é', 'd/"q"', 'd/c\r', 'd/x', 'e/f/g', '#h', '!i', 'tab\tx', '"', "'", 'a"b', 'd2\r/z'];
-function rnd(seed: number) { let s = seed >>> 0; return () => { s = (s * 1664525 + 1013904223) >>> 0; return s / 2 ** 32; }; }
+const NAMES = [
+  '"q"',
+  'c\r',
+  'n\nl',
+  '-rf',
+  'b\\s',
+  '*',
+  ':x',
+  'sp ace',
+  'é',
+  'd/"q"',
+  'd/c\r',
+  'd/x',
+  'e/f/g',
+  '#h',
+  '!i',
+  'tab\tx',
+  '"',
+  "'",
+  'a"b',
+  'd2\r/z',
+];
+function rnd(seed: number) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
 
 function mutate(r: TempRepo, rand: () => number, agent = false) {
   for (let k = 0; k < 4; k++) {
@@ -20,18 +47,45 @@ function mutate(r: TempRepo, rand: () => number, agent = false) {
     const abs = path.join(r.dir, n);
     const op = Math.floor(rand() * (agent ? 7 : 5)) + (!agent && rand() < 0.4 ? 7 : 0);
     try {
-      if (op === 0 || op === 1) { fs.rmSync(abs, { recursive: true, force: true }); fs.mkdirSync(path.dirname(abs), { recursive: true }); fs.writeFileSync(abs, `v${rand()}\r\n`); }
-      else if (op === 2) fs.rmSync(abs, { recursive: true, force: true });
-      else if (op === 3) { if (fs.existsSync(abs) && fs.lstatSync(abs).isFile()) fs.chmodSync(abs, rand() < 0.5 ? 0o755 : 0o644); }
-      else if (op === 5) fs.writeFileSync(path.join(r.dir, '.gitignore'), NAMES.filter(() => rand() < 0.3).map((x) => x.replace(/[\\*!#"\s]/g, '?')).join('\n') + '\n');
-      else if (op === 6) { fs.rmSync(path.join(r.dir, n.split('/')[0]!), { recursive: true, force: true }); fs.mkdirSync(path.join(r.dir, n), { recursive: true }); fs.writeFileSync(path.join(r.dir, n, 'inner'), 'x'); }
-      else if (op === 7) r.gitRaw(['add', '--', n], { env: { GIT_LITERAL_PATHSPECS: '1' } });
-      else if (op === 8) { const m = NAMES[Math.floor(rand() * NAMES.length)]!; if (fs.lstatSync(abs).isFile()) { fs.rmSync(path.join(r.dir, m), { recursive: true, force: true }); fs.mkdirSync(path.dirname(path.join(r.dir, m)), { recursive: true }); fs.linkSync(abs, path.join(r.dir, m)); } }
-      else if (op === 9) r.gitRaw(['update-index', rand() < 0.5 ? '--skip-worktree' : '--assume-unchanged', '--', n]);
+      if (op === 0 || op === 1) {
+        fs.rmSync(abs, { recursive: true, force: true });
+        fs.mkdirSync(path.dirname(abs), { recursive: true });
+        fs.writeFileSync(abs, `v${rand()}\r\n`);
+      } else if (op === 2) fs.rmSync(abs, { recursive: true, force: true });
+      else if (op === 3) {
+        if (fs.existsSync(abs) && fs.lstatSync(abs).isFile()) fs.chmodSync(abs, rand() < 0.5 ? 0o755 : 0o644);
+      } else if (op === 5)
+        fs.writeFileSync(
+          path.join(r.dir, '.gitignore'),
+          NAMES.filter(() => rand() < 0.3)
+            .map((x) => x.replace(/[\\*!#"\s]/g, '?'))
+            .join('\n') + '\n',
+        );
+      else if (op === 6) {
+        fs.rmSync(path.join(r.dir, n.split('/')[0]!), { recursive: true, force: true });
+        fs.mkdirSync(path.join(r.dir, n), { recursive: true });
+        fs.writeFileSync(path.join(r.dir, n, 'inner'), 'x');
+      } else if (op === 7) r.gitRaw(['add', '--', n], { env: { GIT_LITERAL_PATHSPECS: '1' } });
+      else if (op === 8) {
+        const m = NAMES[Math.floor(rand() * NAMES.length)]!;
+        if (fs.lstatSync(abs).isFile()) {
+          fs.rmSync(path.join(r.dir, m), { recursive: true, force: true });
+          fs.mkdirSync(path.dirname(path.join(r.dir, m)), { recursive: true });
+          fs.linkSync(abs, path.join(r.dir, m));
+        }
+      } else if (op === 9) r.gitRaw(['update-index', rand() < 0.5 ? '--skip-worktree' : '--assume-unchanged', '--', n]);
       else if (op === 10) r.gitRaw(['rm', '-q', '--cached', '--', n], { env: { GIT_LITERAL_PATHSPECS: '1' } });
-      else if (op === 11) { r.gitRaw(['add', '-A']); r.gitRaw(['commit', '-q', '-m', 'u']); }
-      else { fs.rmSync(abs, { recursive: true, force: true }); fs.mkdirSync(path.dirname(abs), { recursive: true }); fs.symlinkSync(`t${Math.floor(rand() * 3)}`, abs); }
-    } catch { /* a parent is a file: fine */ }
+      else if (op === 11) {
+        r.gitRaw(['add', '-A']);
+        r.gitRaw(['commit', '-q', '-m', 'u']);
+      } else {
+        fs.rmSync(abs, { recursive: true, force: true });
+        fs.mkdirSync(path.dirname(abs), { recursive: true });
+        fs.symlinkSync(`t${Math.floor(rand() * 3)}`, abs);
+      }
+    } catch {
+      /* a parent is a file: fine */
+    }
   }
 }
 
@@ -46,7 +100,8 @@ test('odd names through user edits, git add/rm --cached/commit, flags, hard link
     const r = tempRepo({ files: { '.gitattributes': seed % 2 ? '* text=auto\n' : '', base: 'b\n' } });
     try {
       mutate(r, rand);
-      r.git(['add', '-A']); r.git(['commit', '-q', '-m', 'c', '--allow-empty']);
+      r.git(['add', '-A']);
+      r.git(['commit', '-q', '-m', 'c', '--allow-empty']);
       mutate(r, rand);
       const s0 = await cli(r, ['snap', '--json']);
       assert.is(s0.code, 0, s0.stderr);
@@ -56,8 +111,13 @@ test('odd names through user edits, git add/rm --cached/commit, flags, hard link
       const want = worktreeFiles(r);
       const got0 = treeFiles(r, preCommit);
       assert.equal([...got0.keys()].sort(), [...want.keys()].sort(), `seed ${seed}: pre snapshot paths`);
-      for (const [k, v] of want) assert.ok(got0.get(k)?.content.equals(v.content) && got0.get(k)?.mode === v.mode, `seed ${seed}: pre snapshot of ${JSON.stringify(k)}`);
-      mutate(r, rand, true); mutate(r, rand, true);
+      for (const [k, v] of want)
+        assert.ok(
+          got0.get(k)?.content.equals(v.content) && got0.get(k)?.mode === v.mode,
+          `seed ${seed}: pre snapshot of ${JSON.stringify(k)}`,
+        );
+      mutate(r, rand, true);
+      mutate(r, rand, true);
       const post = await cli(r, ['snap', '--phase', 'post', '--json']);
       assert.is(post.code, 0, post.stderr);
       const ignPost = new Set(r.git(['ls-files', '-z', '-o', '-i', '--exclude-standard']).split('\0'));
@@ -67,10 +127,18 @@ test('odd names through user edits, git add/rm --cached/commit, flags, hard link
       const now = worktreeFiles(r);
       for (const [k, v] of want) {
         if (left.some((l) => l.path === k)) continue;
-        assert.ok(now.get(k)?.content.equals(v.content) && now.get(k)?.mode === v.mode, `seed ${seed}: undo of ${JSON.stringify(k)}; left ${JSON.stringify(left)}`);
+        assert.ok(
+          now.get(k)?.content.equals(v.content) && now.get(k)?.mode === v.mode,
+          `seed ${seed}: undo of ${JSON.stringify(k)}; left ${JSON.stringify(left)}`,
+        );
       }
       const ign = new Set(r.git(['ls-files', '-z', '-o', '-i', '--exclude-standard']).split('\0'));
-      for (const k of now.keys()) if (!want.has(k) && !ign.has(k) && !ignPost.has(k)) assert.ok(left.some((l) => l.path === k || k.startsWith(l.path + '/')), `seed ${seed}: extra ${JSON.stringify(k)} after undo; gitignore ${JSON.stringify(fs.existsSync(path.join(r.dir, '.gitignore')) ? fs.readFileSync(path.join(r.dir, '.gitignore'), 'utf8') : null)} ${u.stdout}`);
+      for (const k of now.keys())
+        if (!want.has(k) && !ign.has(k) && !ignPost.has(k))
+          assert.ok(
+            left.some((l) => l.path === k || k.startsWith(l.path + '/')),
+            `seed ${seed}: extra ${JSON.stringify(k)} after undo; gitignore ${JSON.stringify(fs.existsSync(path.join(r.dir, '.gitignore')) ? fs.readFileSync(path.join(r.dir, '.gitignore'), 'utf8') : null)} ${u.stdout}`,
+          );
       const rd = await cli(r, ['redo', '--json', '--force']);
       assert.is(rd.code, 0, rd.stdout + rd.stderr);
     } finally {

@@ -13,7 +13,6 @@ const NODE_BIN = `${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)}`;
 import { finishServedWrap } from '../src/cli/main.js';
 import { Writable } from 'node:stream';
 
-
 test('served wraps at once whose agents call snap: every reply reaches its client (a client never frees a slot the server frees)', async () => {
   const repo = await withServer();
   const run = runDir(repo);
@@ -22,7 +21,10 @@ test('served wraps at once whose agents call snap: every reply reaches its clien
   for (const f of held) fs.writeFileSync(f, `${process.pid}\n`);
   try {
     const wraps = [1, 2, 3, 4].map((i) =>
-      cliProcess(repo, ['wrap', '--', 'sh', '-c', `for j in 1 2 3 4; do echo ${i}-$j > w${i}.txt; ${NODE_BIN} snap -q -m step$j; done`], { env: ON, timeoutMs: 120_000 }),
+      cliProcess(repo, ['wrap', '--', 'sh', '-c', `for j in 1 2 3 4; do echo ${i}-$j > w${i}.txt; ${NODE_BIN} snap -q -m step$j; done`], {
+        env: ON,
+        timeoutMs: 120_000,
+      }),
     );
     const results = await Promise.all(wraps);
     for (const res of results) {
@@ -112,7 +114,11 @@ test('the server killed after it ended a served session, before its reply: the w
     const id = sessionOf(first.stderr);
     const chunks = { out: [] as Buffer[], err: [] as Buffer[] };
     const sink = (to: Buffer[]) => new Writable({ write: (c: Buffer, _e, cb) => (to.push(Buffer.from(c)), cb()) });
-    const code = await finishServedWrap({ cwd: repo.dir, env: repo.env, stdout: sink(chunks.out), stderr: sink(chunks.err) }, { session: id, agent: 'generic', quiet: false }, { code: 5, signal: null });
+    const code = await finishServedWrap(
+      { cwd: repo.dir, env: repo.env, stdout: sink(chunks.out), stderr: sink(chunks.err) },
+      { session: id, agent: 'generic', quiet: false },
+      { code: 5, signal: null },
+    );
     const stderr = Buffer.concat(chunks.err).toString();
     assert.is(code, 5, stderr);
     assert.not.match(stderr, /failed|server stopped/, stderr);
@@ -123,14 +129,18 @@ test('the server killed after it ended a served session, before its reply: the w
   }
 });
 
-test('the agent removes the directory the wrap began in and the server dies: the wrapper still ends the session, with the agent\'s exit code', async () => {
+test("the agent removes the directory the wrap began in and the server dies: the wrapper still ends the session, with the agent's exit code", async () => {
   const repo = await withServer();
   try {
     const sub = path.join(repo.dir, 'sub');
     fs.mkdirSync(sub);
     fs.writeFileSync(path.join(sub, 'f.txt'), 'f\n');
     const server = await serverStatus(repo);
-    const res = await cliProcess(repo, ['wrap', '--', 'sh', '-c', 'rm -rf ../sub; kill -9 "$SRV"; echo after > ../after.txt; exit 4'], { cwd: sub, env: { ...ON, SRV: String(server.pid) }, timeoutMs: 120_000 });
+    const res = await cliProcess(repo, ['wrap', '--', 'sh', '-c', 'rm -rf ../sub; kill -9 "$SRV"; echo after > ../after.txt; exit 4'], {
+      cwd: sub,
+      env: { ...ON, SRV: String(server.pid) },
+      timeoutMs: 120_000,
+    });
     assert.is(res.code, 4, res.stderr);
     const id = sessionOf(res.stderr);
     assert.match(res.stderr, new RegExp(`session ${id} ended; see`), res.stderr);
@@ -152,7 +162,11 @@ test('a server left by a wrap without the read capabilities (setpriv) does not b
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     repo.write('locked.txt', 'secret\n');
-    const first = spawnSync('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, 'wrap', '-q', '--', 'true'], { cwd: repo.dir, env: { ...repo.env, ...ON }, encoding: 'utf8' });
+    const first = spawnSync('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, 'wrap', '-q', '--', 'true'], {
+      cwd: repo.dir,
+      env: { ...repo.env, ...ON },
+      encoding: 'utf8',
+    });
     assert.is(first.status, 0, first.stderr);
     assert.ok((await untilWatching(repo)).running, 'the capability-less wrap left a server');
     fs.chmodSync(path.join(repo.dir, 'locked.txt'), 0o000);

@@ -7,14 +7,24 @@ import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BIN, cli, cliProcess, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo, sessionOf, step } from './helpers.js';
+import {
+  BIN,
+  cli,
+  cliProcess,
+  indexBytes,
+  refsUnder,
+  tempRepo,
+  treeFiles,
+  worktreeFiles,
+  type TempRepo,
+  sessionOf,
+  step,
+} from './helpers.js';
 import { integrityProblems } from './support/crash-harness.js';
 import { openRepo } from '../src/git/repo.js';
 import { startWorktreeSession } from '../src/worktrees/worktree.js';
 
 const isRoot = process.getuid?.() === 0;
-
-
 
 /**
  * Runs agentsnap as root without the capabilities that let root read any file
@@ -123,7 +133,11 @@ test('a 2 GB untracked file (sparse) is skipped by the size cap without being re
     fs.closeSync(fs.openSync(big, 'w'));
     fs.truncateSync(big, 2 * 1024 ** 3);
     const time = fs.existsSync('/usr/bin/time');
-    const r = spawnSync(time ? '/usr/bin/time' : process.execPath, [...(time ? ['-f', 'maxrss=%M', process.execPath] : []), BIN, 'snap', '--json'], { cwd: repo.dir, env: repo.env, encoding: 'utf8' });
+    const r = spawnSync(
+      time ? '/usr/bin/time' : process.execPath,
+      [...(time ? ['-f', 'maxrss=%M', process.execPath] : []), BIN, 'snap', '--json'],
+      { cwd: repo.dir, env: repo.env, encoding: 'utf8' },
+    );
     assert.is(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { skipped: { path: string; reason: string }[]; commit: string };
     assert.equal(out.skipped, [{ path: 'huge.bin', reason: 'too-large', size: 2 * 1024 ** 3 }]);
@@ -228,7 +242,8 @@ test('a full disk: the snapshot fails with a clear message, nothing half-written
     const journal = fs.readFileSync(journalFile);
     const index = indexBytes(repo);
     // Random bytes do not compress: the objects do not fit.
-    for (const f of ['big.bin', 'big2.bin']) repo.write(f, Buffer.from(Array.from({ length: 700 * 1024 }, () => Math.floor(Math.random() * 256))));
+    for (const f of ['big.bin', 'big2.bin'])
+      repo.write(f, Buffer.from(Array.from({ length: 700 * 1024 }, () => Math.floor(Math.random() * 256))));
     const r = await cli(repo, ['snap']);
     assert.is(r.code, 1, r.stderr);
     assert.match(r.stderr, /^agentsnap: the disk is full: .*No space left on device/);
@@ -282,7 +297,7 @@ test('undo --force over a file it cannot read (root without its read capabilitie
     const again = withoutReadCaps(repo, ['undo', '--force', '1']);
     assert.is(again.code, 0, again.stderr);
     assert.is(repo.read('a.txt').toString(), 'a\n');
-    assert.not.ok(fs.existsSync(path.join(repo.dir, '.gitignore')), 'the agent\'s .gitignore is undone');
+    assert.not.ok(fs.existsSync(path.join(repo.dir, '.gitignore')), "the agent's .gitignore is undone");
   } finally {
     repo.cleanup();
   }

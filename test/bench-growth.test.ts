@@ -43,7 +43,11 @@ test('spreadPick picks what filtering an array of the names would, from the NUL 
   const nul = `${names.join('\0')}\0`;
   const accept = (n: string) => !n.startsWith('d1/');
   const kept = names.filter(accept);
-  for (const [count, divisor, phase] of [[10, 10, 'first'], [8, 9, 'last'], [200, 200, 'first']] as const) {
+  for (const [count, divisor, phase] of [
+    [10, 10, 'first'],
+    [8, 9, 'last'],
+    [200, 200, 'first'],
+  ] as const) {
     const step = Math.max(1, Math.floor(kept.length / divisor));
     const want = phase === 'first' ? 0 : step - 1;
     assert.equal(spreadPick(nul, count, divisor, phase, accept), kept.filter((_, i) => i % step === want).slice(0, count));
@@ -52,15 +56,21 @@ test('spreadPick picks what filtering an array of the names would, from the NUL 
 
 test('large layouts: unique directories with a few deep trees, files spread as asked (dirsN: at most 2 a directory)', () => {
   let seed = 1;
-  const r = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+  const r = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
   const dirs = largeDirs(r, 5000, 4, 18);
   assert.is(dirs.length, 5000);
   assert.is(new Set(dirs).size, 5000);
   assert.ok(Math.max(...dirs.map((d) => d.split('/').length)) >= 18, 'deep trees');
   const counts = filesPerDir(r, dirs.length, 99_997, 10, 30);
-  assert.is(counts.reduce((a, b) => a + b, 0), 99_997);
+  assert.is(
+    counts.reduce((a, b) => a + b, 0),
+    99_997,
+  );
   const even = evenly(100_000, 199_997);
-  assert.is(even.reduce((a, b) => a + b, 0), 199_997);
+  assert.is(
+    even.reduce((a, b) => a + b, 0),
+    199_997,
+  );
   assert.is(Math.max(...even), 2);
   assert.is(Math.min(...even), 1);
 });
@@ -88,7 +98,10 @@ test('growth table: one column per size, the growth from the smallest to the lar
     row(200_000, EDIT, 999, 1, { layout: 'dirs', serverRssMiB: 999 }),
   ];
   const series = growthSeries(rows);
-  assert.equal(series.map((s) => s.name), ['one-file edit', 'raw git snapshot (baseline)', 'server RSS (peak over the rows)', 'server inotify watches']);
+  assert.equal(
+    series.map((s) => s.name),
+    ['one-file edit', 'raw git snapshot (baseline)', 'server RSS (peak over the rows)', 'server inotify watches'],
+  );
   const table = formatGrowthTable(series);
   const lines = table.split('\n');
   assert.match(lines[0] ?? '', /^figure\s+1k files\s+100k files\s+1M files\s+growth$/);
@@ -107,7 +120,10 @@ test('ASCII plot: log-scaled sizes on x with a tick per size, decades on y, a ma
   const axis = lines.find((l) => /\+-/.test(l)) ?? '';
   const start = axis.indexOf('+');
   // 1k, 10k and 1M at 0, 1/3 and 3/3 of the width: log scale.
-  assert.equal([...axis.slice(start + 1)].flatMap((c, i) => (c === '+' ? [i] : [])), [0, 13, 40]);
+  assert.equal(
+    [...axis.slice(start + 1)].flatMap((c, i) => (c === '+' ? [i] : [])),
+    [0, 13, 40],
+  );
   assert.match(lines[lines.indexOf(axis) + 1] ?? '', /1k\s+10k\s+1M\s+files \(log scale\)/);
   assert.match(plot, /10 ms \|/);
   assert.match(plot, /10 s \|/);

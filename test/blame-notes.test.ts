@@ -14,7 +14,6 @@ function git(repo: TempRepo, env: Record<string, string>, args: string[]): strin
   return r.stdout;
 }
 
-
 test('blame notes: committed agent lines keep their step through commit --amend and rebase, in a later session', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'base\n', 'other.txt': 'o\n' } });
   try {
@@ -31,9 +30,17 @@ test('blame notes: committed agent lines keep their step through commit --amend 
     assert.is(first, 2);
     git(repo, env, ['add', 'a.txt']);
     git(repo, env, ['commit', '-q', '-m', 'agent work']);
-    const note = JSON.parse(git(repo, env, ['notes', '--ref=agentsnap', 'show', 'HEAD'])) as { files: Record<string, [number, number, string, number][]> };
+    const note = JSON.parse(git(repo, env, ['notes', '--ref=agentsnap', 'show', 'HEAD'])) as {
+      files: Record<string, [number, number, string, number][]>;
+    };
     const runs = note.files['a.txt'] ?? [];
-    assert.equal(runs.map(([line, count, , st]) => [line, count, st]), [[2, 1, one], [4, 1, two]]);
+    assert.equal(
+      runs.map(([line, count, , st]) => [line, count, st]),
+      [
+        [2, 1, one],
+        [4, 1, two],
+      ],
+    );
 
     git(repo, env, ['commit', '-q', '--amend', '-m', 'agent work, amended']);
     assert.match(git(repo, env, ['notes', '--ref=agentsnap', 'show', 'HEAD']), '"a.txt"');
@@ -51,7 +58,11 @@ test('blame notes: committed agent lines keep their step through commit --amend 
     const id = /started session (\S+)/.exec(later.stderr)?.[1] as string;
     const blame = await cli(repo, ['blame', 'a.txt', '--session', id, '--json'], { env });
     assert.is(blame.code, 0, blame.stderr);
-    const lines = (JSON.parse(blame.stdout) as { lines: { text: string; origin: { kind: string; step?: number } }[] }).lines.map((l) => [l.text, l.origin.kind, l.origin.step ?? null]);
+    const lines = (JSON.parse(blame.stdout) as { lines: { text: string; origin: { kind: string; step?: number } }[] }).lines.map((l) => [
+      l.text,
+      l.origin.kind,
+      l.origin.step ?? null,
+    ]);
     assert.equal(lines, [
       ['base', 'before-session', null],
       ['agent one', 'committed', one],

@@ -26,20 +26,30 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
 
     const res = await cli(repo, ['blame', 'f.txt']);
     assert.is(res.code, 0, res.stderr);
-    const rows = res.stdout.trimEnd().split('\n').map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
+    const rows = res.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
     assert.equal(rows, [`step ${two} Edit 1) A`, `step ${one} Bash 2) B`, 'between steps (not a tool call) 3) c', 'not recorded yet 4) d']);
 
     const json = await cli(repo, ['blame', 'f.txt', '--json']);
-    const lines = (JSON.parse(json.stdout) as { lines: { line: number; text: string; step: number | null; origin: { kind: string } }[] }).lines;
-    assert.equal(lines.map((l) => [l.line, l.text, l.origin.kind, l.step]), [
-      [1, 'A', 'step', two],
-      [2, 'B', 'step', one],
-      [3, 'c', 'between', two],
-      [4, 'd', 'not-recorded', null],
-    ]);
+    const lines = (JSON.parse(json.stdout) as { lines: { line: number; text: string; step: number | null; origin: { kind: string } }[] })
+      .lines;
+    assert.equal(
+      lines.map((l) => [l.line, l.text, l.origin.kind, l.step]),
+      [
+        [1, 'A', 'step', two],
+        [2, 'B', 'step', one],
+        [3, 'c', 'between', two],
+        [4, 'd', 'not-recorded', null],
+      ],
+    );
     // A file the agent never touched: every line from before the session, CRLF and all (the blob is cleaned alike).
     const untouched = await cli(repo, ['blame', 'crlf.txt', '--json']);
-    assert.equal((JSON.parse(untouched.stdout) as { lines: { origin: { kind: string } }[] }).lines.map((l) => l.origin.kind), ['before-session', 'before-session']);
+    assert.equal(
+      (JSON.parse(untouched.stdout) as { lines: { origin: { kind: string } }[] }).lines.map((l) => l.origin.kind),
+      ['before-session', 'before-session'],
+    );
 
     const w = await cli(repo, ['why', 'f.txt:2']);
     assert.is(w.code, 0, w.stderr);
@@ -52,7 +62,10 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
     const undo = await cli(repo, ['undo', String(two)]);
     assert.is(undo.code, 0, undo.stderr);
     const after = await cli(repo, ['blame', 'f.txt', '--json']);
-    const kinds = (JSON.parse(after.stdout) as { lines: { text: string; origin: { kind: string } }[] }).lines.map((l) => [l.text, l.origin.kind]);
+    const kinds = (JSON.parse(after.stdout) as { lines: { text: string; origin: { kind: string } }[] }).lines.map((l) => [
+      l.text,
+      l.origin.kind,
+    ]);
     assert.equal(kinds[0], ['a', 'operation']);
     assert.equal(kinds[1], ['B', 'step']);
 
@@ -73,7 +86,7 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
   }
 });
 
-test('blame: the user\'s request and the assistant\'s words from Claude Code\'s transcript', async () => {
+test("blame: the user's request and the assistant's words from Claude Code's transcript", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const start = await cli(repo, ['snap', '--json']);
@@ -82,16 +95,40 @@ test('blame: the user\'s request and the assistant\'s words from Claude Code\'s 
     const file = path.join(repo.home, '.claude', 'projects', 'p', 'sess.jsonl');
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const lines = [
-      { type: 'user', uuid: 'u-1', message: { role: 'user', content: 'Please say hello in hello.txt (token sk-ant-api03-SECRETSECRETSECRETSECRET)' } },
+      {
+        type: 'user',
+        uuid: 'u-1',
+        message: { role: 'user', content: 'Please say hello in hello.txt (token sk-ant-api03-SECRETSECRETSECRETSECRET)' },
+      },
       { type: 'assistant', uuid: 'a-1', message: { role: 'assistant', content: [{ type: 'text', text: 'I will write the greeting.' }] } },
-      { type: 'assistant', uuid: 'a-2', message: { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_blame', name: 'Write', input: { file_path: 'hello.txt' } }] } },
+      {
+        type: 'assistant',
+        uuid: 'a-2',
+        message: {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_blame', name: 'Write', input: { file_path: 'hello.txt' } }],
+        },
+      },
     ];
     fs.writeFileSync(file, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
-    const common = { session_id: 'cc-b', transcript_path: file, cwd: repo.dir, tool_name: 'Write', tool_use_id: 'toolu_blame', tool_input: { file_path: path.join(repo.dir, 'hello.txt'), content: 'hello\n' } };
-    const pre = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: 'PreToolUse' }) });
+    const common = {
+      session_id: 'cc-b',
+      transcript_path: file,
+      cwd: repo.dir,
+      tool_name: 'Write',
+      tool_use_id: 'toolu_blame',
+      tool_input: { file_path: path.join(repo.dir, 'hello.txt'), content: 'hello\n' },
+    };
+    const pre = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], {
+      env,
+      input: JSON.stringify({ ...common, hook_event_name: 'PreToolUse' }),
+    });
     assert.is(pre.code, 0, pre.stderr);
     repo.write('hello.txt', 'hello\n');
-    const post = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: 'PostToolUse', tool_response: {} }) });
+    const post = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], {
+      env,
+      input: JSON.stringify({ ...common, hook_event_name: 'PostToolUse', tool_response: {} }),
+    });
     assert.is(post.code, 0, post.stderr);
 
     const b = await cli(repo, ['blame', 'hello.txt', '--json']);

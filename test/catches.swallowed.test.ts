@@ -91,13 +91,15 @@ test('a failed automatic gc: the session runs (exit 0), doctor names the failure
 
 // Before: a server whose engine could not start served on with full scans, and said so only under
 // AGENTSNAP_SERVER_TRACE and in its log; doctor found nothing wrong.
-test("a server whose snapshot engine did not start: doctor names it with its error and fix while that server runs", async () => {
+test('a server whose snapshot engine did not start: doctor names it with its error and fix while that server runs', async () => {
   if (process.platform !== 'linux') return;
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   const env = { ...repo.env, AGENTSNAP_SERVER: 'on' };
   const r = await openRepo(repo.dir, { env });
   const serverChecks = async (): Promise<DoctorCheck[]> =>
-    (JSON.parse((await cli(repo, ['doctor', '--json'], { env: { AGENTSNAP_SERVER: 'on' } })).stdout) as { checks: DoctorCheck[] }).checks.filter((c) => c.check === 'server');
+    (
+      JSON.parse((await cli(repo, ['doctor', '--json'], { env: { AGENTSNAP_SERVER: 'on' } })).stdout) as { checks: DoctorCheck[] }
+    ).checks.filter((c) => c.check === 'server');
   // The engine's directory taken by a file: its start fails (EEXIST), every time.
   fs.mkdirSync(runDirOf(r), { recursive: true, mode: 0o700 });
   fs.writeFileSync(path.join(runDirOf(r), 'engine'), 'not a directory\n');

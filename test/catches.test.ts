@@ -116,7 +116,14 @@ function catchClauses(tokens: Token[]): CatchClause[] {
     }
     if (!isPunct(tokens[k], '{')) continue; // `catch` as a plain name
     const end = closing(tokens, k);
-    clauses.push({ line: t.line, binding, from: k + 1, to: end, throws: isName(tokens[k + 1], 'throw') && singleStatement(tokens, k + 1, end), promise: false });
+    clauses.push({
+      line: t.line,
+      binding,
+      from: k + 1,
+      to: end,
+      throws: isName(tokens[k + 1], 'throw') && singleStatement(tokens, k + 1, end),
+      promise: false,
+    });
   }
   return clauses;
 }
@@ -150,7 +157,11 @@ export function swallowingCatches(text: string): SwallowingCatch[] {
   for (const c of clauses) {
     if (uses(tokens, c.binding, c.from, c.to) || c.throws) continue;
     if (comments.some((m) => m.line === c.line || owner(m.before) === c)) continue;
-    const what = c.promise ? '.catch(…) ignores the error' : c.binding.length > 0 ? `catch (${c.binding.join(', ')}) never looks at the error` : 'catch without a reason';
+    const what = c.promise
+      ? '.catch(…) ignores the error'
+      : c.binding.length > 0
+        ? `catch (${c.binding.join(', ')}) never looks at the error`
+        : 'catch without a reason';
     found.push({ line: c.line, what });
   }
   return found;
@@ -171,10 +182,18 @@ function coveredFiles(): string[] {
 
 test('catches: every catch clause in src/ and bin/ handles a named condition, passes the error on, or says why it swallows', () => {
   const files = coveredFiles();
-  assert.ok(files.length > 100 && files.includes('src/base/lock.ts') && files.includes('bin/wrap-client.js'), `the scan found ${files.length} files`);
+  assert.ok(
+    files.length > 100 && files.includes('src/base/lock.ts') && files.includes('bin/wrap-client.js'),
+    `the scan found ${files.length} files`,
+  );
   const sites: string[] = [];
-  for (const f of files) for (const c of swallowingCatches(fs.readFileSync(path.join(ROOT, f), 'utf8'))) sites.push(`${f}:${c.line}: ${c.what}`);
-  assert.equal(sites, [], `${sites.length} catch clause(s) swallow a failure without a reason (name the condition and rethrow the rest, let it reach the user or doctor, or say why in a comment):\n  ${sites.join('\n  ')}`);
+  for (const f of files)
+    for (const c of swallowingCatches(fs.readFileSync(path.join(ROOT, f), 'utf8'))) sites.push(`${f}:${c.line}: ${c.what}`);
+  assert.equal(
+    sites,
+    [],
+    `${sites.length} catch clause(s) swallow a failure without a reason (name the condition and rethrow the rest, let it reach the user or doctor, or say why in a comment):\n  ${sites.join('\n  ')}`,
+  );
 });
 
 // ---- the rule itself, on planted text ----

@@ -20,16 +20,23 @@ import { FAKE_SERVER } from './support/fake-server.js';
 const ATTACKER = 4242;
 const OTHER_VICTIM = 4343;
 const isRoot = typeof process.geteuid === 'function' && process.geteuid() === 0;
-const setprivWorks = isRoot && spawnSync('setpriv', [`--reuid=${OTHER_VICTIM}`, `--regid=${OTHER_VICTIM}`, '--clear-groups', 'true']).status === 0;
+const setprivWorks =
+  isRoot && spawnSync('setpriv', [`--reuid=${OTHER_VICTIM}`, `--regid=${OTHER_VICTIM}`, '--clear-groups', 'true']).status === 0;
 /** The package every victim runs: one the second uid can reach (a copy where the checkout is private: see package-for-uid.ts). */
 const PKG = setprivWorks ? packageRootFor(OTHER_VICTIM) : ROOT;
 const BIN = path.join(PKG, 'bin', 'agentsnap.js');
 const HOOK = path.join(PKG, 'bin', 'agentsnap-hook');
 const VICTIMS = setprivWorks ? [0, OTHER_VICTIM] : [];
 
-const asUid = (uid: number, file: string, args: string[]): [string, string[]] => (uid === 0 ? [file, args] : ['setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', file, ...args]]);
+const asUid = (uid: number, file: string, args: string[]): [string, string[]] =>
+  uid === 0 ? [file, args] : ['setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', file, ...args]];
 
-function runAs(uid: number, file: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string }): Promise<CliResult> {
+function runAs(
+  uid: number,
+  file: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string },
+): Promise<CliResult> {
   const [f, a] = asUid(uid, file, args);
   return runProcess(f, a, { cwd: opts.cwd, env: opts.env, input: opts.input ?? '', timeoutMs: 120_000 });
 }
@@ -57,7 +64,14 @@ async function until(what: string, ok: () => boolean): Promise<void> {
 type Client = 'hook' | 'snap' | 'wrap';
 
 function hookPayload(cwd: string): string {
-  return JSON.stringify({ session_id: 'agent-1', cwd, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'true' }, tool_use_id: 'toolu_1' });
+  return JSON.stringify({
+    session_id: 'agent-1',
+    cwd,
+    hook_event_name: 'PreToolUse',
+    tool_name: 'Bash',
+    tool_input: { command: 'true' },
+    tool_use_id: 'toolu_1',
+  });
 }
 
 for (const victim of VICTIMS) {
@@ -71,7 +85,13 @@ for (const victim of VICTIMS) {
         const home = path.join(base, 'home');
         mkdirOwned(home, victim, 0o700);
         const marker = path.join(home, 'PLANTED-COMMAND-RAN');
-        const env = { ...hermeticEnv(home), ...USER_IDENTITY, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '0', AGENTSNAP_SERVER_TRACE: '1' };
+        const env = {
+          ...hermeticEnv(home),
+          ...USER_IDENTITY,
+          AGENTSNAP_SERVER: 'on',
+          AGENTSNAP_SERVER_AFTER_WRAP: '0',
+          AGENTSNAP_SERVER_TRACE: '1',
+        };
         // The attacker's world-writable (not sticky) directory, the victim's repository in it, served by the victim's own server.
         const shared = path.join(base, 'shared');
         mkdirOwned(shared, ATTACKER, 0o777);
@@ -82,14 +102,18 @@ for (const victim of VICTIMS) {
         fs.chownSync(path.join(proj, 'a.txt'), victim, victim);
         syncAs(victim, proj, 'git', ['add', '-A'], env);
         syncAs(victim, proj, 'git', ['commit', '-q', '-m', 'initial'], env);
-        const first = await runAs(victim, process.execPath, [BIN, 'wrap', '-q', '--', 'true'], { cwd: proj, env: { ...env, AGENTSNAP_SERVER_AFTER_WRAP: '1' } });
+        const first = await runAs(victim, process.execPath, [BIN, 'wrap', '-q', '--', 'true'], {
+          cwd: proj,
+          env: { ...env, AGENTSNAP_SERVER_AFTER_WRAP: '1' },
+        });
         assert.is(first.code, 0, first.stderr);
         const genuineRun = path.join(proj, '.git', 'agentsnap', 'run', 'main');
         await until('the genuine server came up', () => fs.existsSync(path.join(genuineRun, 'pid')));
         // The attacker's tree, to be put in the repository's place: the same run dir path, a server of theirs behind it.
         const evil = path.join(shared, 'evil');
         const evilRun = path.join(evil, '.git', 'agentsnap', 'run', 'main');
-        for (const d of ['', '.git', '.git/agentsnap', '.git/agentsnap/run', '.git/agentsnap/run/main']) mkdirOwned(path.join(evil, d), ATTACKER, 0o700);
+        for (const d of ['', '.git', '.git/agentsnap', '.git/agentsnap/run', '.git/agentsnap/run/main'])
+          mkdirOwned(path.join(evil, d), ATTACKER, 0o700);
         for (const name of ['req', ...Array.from({ length: 16 }, (_, n) => `slot.${n}`)]) {
           spawnSync('mkfifo', ['-m', '666', path.join(evilRun, name)]);
           fs.chownSync(path.join(evilRun, name), ATTACKER, ATTACKER);
@@ -105,19 +129,44 @@ for (const victim of VICTIMS) {
         const leakLog = path.join(base, 'leak.log');
         fs.writeFileSync(leakLog, '', { mode: 0o666 });
         fs.chmodSync(leakLog, 0o666);
-        const leakReader = spawn('setpriv', [`--reuid=${ATTACKER}`, `--regid=${ATTACKER}`, '--clear-groups', '/bin/sh', '-c', 'while :; do cat "$1" >> "$2"; done', 'sh', leak, leakLog], { stdio: 'ignore', detached: true });
+        const leakReader = spawn(
+          'setpriv',
+          [
+            `--reuid=${ATTACKER}`,
+            `--regid=${ATTACKER}`,
+            '--clear-groups',
+            '/bin/sh',
+            '-c',
+            'while :; do cat "$1" >> "$2"; done',
+            'sh',
+            leak,
+            leakLog,
+          ],
+          { stdio: 'ignore', detached: true },
+        );
         readers.push(leakReader);
         const script = path.join(base, 'fake-server.cjs');
         fs.writeFileSync(script, FAKE_SERVER, { mode: 0o644 });
-        fake = spawn('setpriv', [`--reuid=${ATTACKER}`, `--regid=${ATTACKER}`, '--clear-groups', process.execPath, script, evilRun, marker], { stdio: 'ignore' });
-        await until('the fake server started', () => fs.existsSync(path.join(evilRun, 'fake-ready')) && fs.readFileSync(path.join(evilRun, 'fake-ready'), 'utf8') === 'ready\n');
+        fake = spawn(
+          'setpriv',
+          [`--reuid=${ATTACKER}`, `--regid=${ATTACKER}`, '--clear-groups', process.execPath, script, evilRun, marker],
+          { stdio: 'ignore' },
+        );
+        await until(
+          'the fake server started',
+          () => fs.existsSync(path.join(evilRun, 'fake-ready')) && fs.readFileSync(path.join(evilRun, 'fake-ready'), 'utf8') === 'ready\n',
+        );
         // The hook point: the client reads this FIFO right after its trust check passed.
         const pause = path.join(base, 'pause');
         spawnSync('mkfifo', ['-m', '666', pause]);
         const runEnv = { ...env, AGENTSNAP_TEST_CHANNEL_PAUSE: pause };
         const running =
           client === 'hook'
-            ? runAs(victim, '/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PreToolUse'], { cwd: proj, env: runEnv, input: hookPayload(proj) })
+            ? runAs(victim, '/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PreToolUse'], {
+                cwd: proj,
+                env: runEnv,
+                input: hookPayload(proj),
+              })
             : client === 'snap'
               ? runAs(victim, process.execPath, [BIN, 'snap'], { cwd: proj, env: runEnv })
               : runAs(victim, process.execPath, [BIN, 'wrap', '--', 'echo', 'hello'], { cwd: proj, env: runEnv });
@@ -143,7 +192,9 @@ for (const victim of VICTIMS) {
         const log = path.join(proj, '.git', 'agentsnap', 'run', 'main', 'served.log');
         assert.is(fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '', '', `${what}: the attacker's server saw no request`);
         const attackersRun = path.join(proj, '.git', 'agentsnap', 'run', 'main');
-        const created = fs.readdirSync(attackersRun).filter((name) => /^(claim|in)\.\d+$/.test(name) && !fs.lstatSync(path.join(attackersRun, name)).isSymbolicLink());
+        const created = fs
+          .readdirSync(attackersRun)
+          .filter((name) => /^(claim|in)\.\d+$/.test(name) && !fs.lstatSync(path.join(attackersRun, name)).isSymbolicLink());
         assert.equal(created, [], `${what}: nothing created in the attacker's dir`);
         assert.is(fs.readFileSync(leakLog, 'utf8'), '', `${what}: nothing written through the attacker's links`);
         // The hook (sh) uses the run dir it checked (held open), so its own server still serves it; the Node clients take the Node path.
@@ -196,21 +247,35 @@ for (const c of GITFILES) {
       syncAs(0, base, 'git', ['init', '-q', '-b', 'main', '--separate-git-dir', gitDir, dir], env);
       const run = path.join(gitDir, 'agentsnap', 'run', 'main');
       for (const d of ['agentsnap', 'agentsnap/run', 'agentsnap/run/main']) mkdirOwned(path.join(gitDir, d), 0, 0o700);
-      for (const name of ['req', ...Array.from({ length: 16 }, (_, n) => `slot.${n}`)]) spawnSync('mkfifo', ['-m', '600', path.join(run, name)]);
+      for (const name of ['req', ...Array.from({ length: 16 }, (_, n) => `slot.${n}`)])
+        spawnSync('mkfifo', ['-m', '600', path.join(run, name)]);
       const script = path.join(base, 'fake-server.cjs');
       fs.writeFileSync(script, FAKE_SERVER);
       fake = spawn(process.execPath, [script, run, path.join(home, 'marker')], { stdio: 'ignore' });
-      await until('the stand-in started', () => fs.existsSync(path.join(run, 'fake-ready')) && fs.readFileSync(path.join(run, 'fake-ready'), 'utf8') === 'ready\n');
+      await until(
+        'the stand-in started',
+        () => fs.existsSync(path.join(run, 'fake-ready')) && fs.readFileSync(path.join(run, 'fake-ready'), 'utf8') === 'ready\n',
+      );
       fs.writeFileSync(path.join(run, 'pid'), `${fake.pid}\n`, { mode: 0o600 });
       fs.writeFileSync(path.join(dir, '.git'), c.text(gitDir));
-      const channel = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'channel.cjs')) as { trustedRunDir(cwd: string): { run: string; pid: number } | null };
+      const channel = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'channel.cjs')) as {
+        trustedRunDir(cwd: string): { run: string; pid: number } | null;
+      };
       assert.is(channel.trustedRunDir(dir) !== null, c.trusted, 'the Node check');
       // The sh client: a call the stand-in logs when it trusts the run dir; its "Node path" here is a stand-in that reads its input.
       const drain = path.join(base, 'drain.sh');
       fs.writeFileSync(drain, 'cat >/dev/null\n');
-      const res = await runProcess('/bin/sh', [HOOK, '--exec', '/bin/sh', drain, 'claude', 'PreToolUse'], { cwd: dir, env, input: hookPayload(dir) });
+      const res = await runProcess('/bin/sh', [HOOK, '--exec', '/bin/sh', drain, 'claude', 'PreToolUse'], {
+        cwd: dir,
+        env,
+        input: hookPayload(dir),
+      });
       assert.is(res.code, 0, res.stderr);
-      assert.is(fs.readFileSync(path.join(run, 'served.log'), 'utf8').split('\n').filter(Boolean).length, c.trusted ? 1 : 0, 'the sh check');
+      assert.is(
+        fs.readFileSync(path.join(run, 'served.log'), 'utf8').split('\n').filter(Boolean).length,
+        c.trusted ? 1 : 0,
+        'the sh check',
+      );
     } finally {
       fake?.kill('SIGKILL');
       stopProcessesIn(base);
@@ -250,7 +315,12 @@ test("channel attack, the user's own agent: FIFOs (and symlinks to one) planted 
     spawnSync('mkfifo', ['-m', '600', path.join(run, 'in.0')]);
     spawnSync('mkfifo', ['-m', '600', path.join(repo.dir, '..', 'a-fifo')]);
     for (let n = 1; n < 16; n++) fs.symlinkSync(path.join(repo.dir, '..', 'a-fifo'), path.join(run, `in.${n}`));
-    const res = await runProcess('/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PreToolUse'], { cwd: repo.dir, env, input: hookPayload(repo.dir), timeoutMs: 60_000 });
+    const res = await runProcess('/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PreToolUse'], {
+      cwd: repo.dir,
+      env,
+      input: hookPayload(repo.dir),
+      timeoutMs: 60_000,
+    });
     assert.is(res.code, 0, res.stderr);
     assert.match(fs.readFileSync(log, 'utf8'), /: hook claude PreToolUse$/m, 'served');
   } finally {
@@ -265,12 +335,17 @@ test("channel attack, the user's own agent: autostart.stamp in the run dir made 
     const run = path.join(repo.dir, '.git', 'agentsnap', 'run', 'main');
     fs.mkdirSync(run, { recursive: true, mode: 0o700 });
     const precious = path.join(repo.dir, '..', 'precious.txt');
-    fs.writeFileSync(precious, 'the user\'s work\n');
+    fs.writeFileSync(precious, "the user's work\n");
     // Older than the 30 s between two attempts (the stamp's age is the file's, through the link).
     fs.utimesSync(precious, new Date(2020, 0, 1), new Date(2020, 0, 1));
     for (const name of ['autostart.stamp']) {
       fs.symlinkSync(precious, path.join(run, name));
-      const res = await runProcess(process.execPath, [BIN, 'hook', 'claude', 'PreToolUse'], { cwd: repo.dir, env, input: hookPayload(repo.dir), timeoutMs: 60_000 });
+      const res = await runProcess(process.execPath, [BIN, 'hook', 'claude', 'PreToolUse'], {
+        cwd: repo.dir,
+        env,
+        input: hookPayload(repo.dir),
+        timeoutMs: 60_000,
+      });
       assert.is(res.code, 0, res.stderr);
       // The hook wrote its stamp (or did not) before it returned.
       assert.is(fs.readFileSync(precious, 'utf8'), "the user's work\n", `${name}: the file behind the symlink keeps its bytes`);
@@ -290,9 +365,19 @@ test("channel attack, the user's own agent: server.lock and pid in the run dir m
     const run = path.join(repo.dir, '.git', 'agentsnap', 'run', 'main');
     fs.mkdirSync(run, { recursive: true, mode: 0o700 });
     for (const name of ['server.lock', 'pid']) spawnSync('mkfifo', ['-m', '600', path.join(run, name)]);
-    const hook = await runProcess(process.execPath, [BIN, 'hook', 'claude', 'PreToolUse'], { cwd: repo.dir, env, input: hookPayload(repo.dir), timeoutMs: 60_000 });
+    const hook = await runProcess(process.execPath, [BIN, 'hook', 'claude', 'PreToolUse'], {
+      cwd: repo.dir,
+      env,
+      input: hookPayload(repo.dir),
+      timeoutMs: 60_000,
+    });
     assert.is(hook.code, 0, `the Node hook: ${hook.stderr}`);
-    const sh = await runProcess('/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PostToolUse'], { cwd: repo.dir, env, input: hookPayload(repo.dir), timeoutMs: 60_000 });
+    const sh = await runProcess('/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PostToolUse'], {
+      cwd: repo.dir,
+      env,
+      input: hookPayload(repo.dir),
+      timeoutMs: 60_000,
+    });
     assert.is(sh.code, 0, `the sh hook: ${sh.stderr}`);
     const wrap = await runProcess(process.execPath, [BIN, 'wrap', '--', 'echo', 'hello'], { cwd: repo.dir, env, timeoutMs: 60_000 });
     assert.is(wrap.code, 0, `wrap: ${wrap.stderr}`);
@@ -332,7 +417,10 @@ if (isRoot) {
       fs.symlinkSync(target, path.join(evil, '.git', 'agentsnap'));
       const pause = path.join(base, 'pause');
       spawnSync('mkfifo', ['-m', '666', pause]);
-      const running = runAs(0, process.execPath, [BIN, 'server', 'run'], { cwd: proj, env: { ...env, AGENTSNAP_TEST_CHANNEL_PAUSE: pause } });
+      const running = runAs(0, process.execPath, [BIN, 'server', 'run'], {
+        cwd: proj,
+        env: { ...env, AGENTSNAP_TEST_CHANNEL_PAUSE: pause },
+      });
       let paused = false;
       const writer = fs.promises.open(pause, 'w').then((h) => ((paused = true), h));
       const done = running.then((r) => {

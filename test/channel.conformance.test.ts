@@ -53,7 +53,13 @@ function ground(victim: number): Ground {
   fs.chownSync(home, victim, victim);
   const secret = path.join(base, 'secret');
   fs.writeFileSync(secret, 'SECRET\n', { mode: 0o600 });
-  const env = { ...hermeticEnv(home), ...USER_IDENTITY, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '0', AGENTSNAP_SERVER_TRACE: '1' };
+  const env = {
+    ...hermeticEnv(home),
+    ...USER_IDENTITY,
+    AGENTSNAP_SERVER: 'on',
+    AGENTSNAP_SERVER_AFTER_WRAP: '0',
+    AGENTSNAP_SERVER_TRACE: '1',
+  };
   return {
     base,
     victim,
@@ -69,13 +75,26 @@ function ground(victim: number): Ground {
 }
 
 /** Runs `file args` as uid `uid` (setpriv for a plain user). */
-function runAs(uid: number, file: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string }): Promise<CliResult> {
+function runAs(
+  uid: number,
+  file: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string },
+): Promise<CliResult> {
   if (uid === 0) return runProcess(file, args, { cwd: opts.cwd, env: opts.env, input: opts.input ?? '', timeoutMs: 120_000 });
-  return runProcess('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', file, ...args], { cwd: opts.cwd, env: opts.env, input: opts.input ?? '', timeoutMs: 120_000 });
+  return runProcess('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', file, ...args], {
+    cwd: opts.cwd,
+    env: opts.env,
+    input: opts.input ?? '',
+    timeoutMs: 120_000,
+  });
 }
 
 function gitAs(uid: number, cwd: string, args: string[], env: NodeJS.ProcessEnv): void {
-  const r = uid === 0 ? spawnSync('git', args, { cwd, env }) : spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'git', ...args], { cwd, env });
+  const r =
+    uid === 0
+      ? spawnSync('git', args, { cwd, env })
+      : spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'git', ...args], { cwd, env });
   assert.is(r.status, 0, `git ${args.join(' ')}: ${r.stderr}`);
 }
 
@@ -102,9 +121,24 @@ interface Planted {
   fake: ChildProcess | null;
 }
 
-type PlantKind = 'plain files above a non-repository' | 'a fake server above a non-repository' | "a fake server in the attacker's repository" | 'a 0755 run dir of the attacker in the repository' | 'pid 0' | "the pid of another user's process" | 'a symlinked in.<n>';
+type PlantKind =
+  | 'plain files above a non-repository'
+  | 'a fake server above a non-repository'
+  | "a fake server in the attacker's repository"
+  | 'a 0755 run dir of the attacker in the repository'
+  | 'pid 0'
+  | "the pid of another user's process"
+  | 'a symlinked in.<n>';
 
-const PLANTS: PlantKind[] = ['plain files above a non-repository', 'a fake server above a non-repository', "a fake server in the attacker's repository", 'a 0755 run dir of the attacker in the repository', 'pid 0', "the pid of another user's process", 'a symlinked in.<n>'];
+const PLANTS: PlantKind[] = [
+  'plain files above a non-repository',
+  'a fake server above a non-repository',
+  "a fake server in the attacker's repository",
+  'a 0755 run dir of the attacker in the repository',
+  'pid 0',
+  "the pid of another user's process",
+  'a symlinked in.<n>',
+];
 
 function mkdirOwned(dir: string, uid: number, mode: number): void {
   fs.mkdirSync(dir, { recursive: true });
@@ -115,7 +149,9 @@ function mkdirOwned(dir: string, uid: number, mode: number): void {
 async function startFake(g: Ground, run: string): Promise<ChildProcess> {
   const script = path.join(g.base, 'fake-server.cjs');
   fs.writeFileSync(script, FAKE_SERVER, { mode: 0o644 });
-  const fake = spawn('setpriv', [`--reuid=${ATTACKER}`, `--regid=${ATTACKER}`, '--clear-groups', process.execPath, script, run, g.marker], { stdio: 'ignore' });
+  const fake = spawn('setpriv', [`--reuid=${ATTACKER}`, `--regid=${ATTACKER}`, '--clear-groups', process.execPath, script, run, g.marker], {
+    stdio: 'ignore',
+  });
   // Ready once its FIFOs are open (a file it writes then, not a delay).
   const deadline = Date.now() + 60_000;
   const ready = path.join(run, 'fake-ready');
@@ -140,7 +176,10 @@ function channelFiles(run: string, owner: number, pid: string, opts: { fifos: bo
 
 /** The pid file and a background server's lock naming `pid`. */
 function pidFiles(run: string, owner: number, pid: string): void {
-  for (const [name, text] of [['pid', `${pid}\n`], ['server.lock', JSON.stringify({ pid: Number(pid), purpose: 'server', host: os.hostname(), since: new Date().toISOString() })]] as const) {
+  for (const [name, text] of [
+    ['pid', `${pid}\n`],
+    ['server.lock', JSON.stringify({ pid: Number(pid), purpose: 'server', host: os.hostname(), since: new Date().toISOString() })],
+  ] as const) {
     fs.writeFileSync(path.join(run, name), text, { mode: 0o644 });
     fs.chownSync(path.join(run, name), owner, owner);
   }
@@ -152,7 +191,8 @@ async function plant(g: Ground, kind: PlantKind): Promise<Planted> {
     const shared = path.join(g.base, 'shared');
     mkdirOwned(shared, 0, 0o1777);
     const run = path.join(shared, '.git', 'agentsnap', 'run', 'main');
-    for (const d of ['.git', '.git/agentsnap', '.git/agentsnap/run', '.git/agentsnap/run/main']) mkdirOwned(path.join(shared, d), ATTACKER, 0o777);
+    for (const d of ['.git', '.git/agentsnap', '.git/agentsnap/run', '.git/agentsnap/run/main'])
+      mkdirOwned(path.join(shared, d), ATTACKER, 0o777);
     const cwd = path.join(shared, 'victim');
     mkdirOwned(cwd, g.victim, 0o755);
     const fifos = kind === 'a fake server above a non-repository';
@@ -204,7 +244,13 @@ function contents(dir: string): Record<string, string> {
   for (const name of fs.readdirSync(dir).sort()) {
     const f = path.join(dir, name);
     const st = fs.lstatSync(f);
-    out[name] = st.isSymbolicLink() ? `-> ${fs.readlinkSync(f)}` : st.isFile() ? fs.readFileSync(f, 'latin1') : st.isFIFO() ? 'fifo' : 'other';
+    out[name] = st.isSymbolicLink()
+      ? `-> ${fs.readlinkSync(f)}`
+      : st.isFile()
+        ? fs.readFileSync(f, 'latin1')
+        : st.isFIFO()
+          ? 'fifo'
+          : 'other';
   }
   return out;
 }
@@ -227,11 +273,23 @@ process.stdout.write(res ? 'served\\n' : 'not served\\n');
 `;
 
 function hookPayload(cwd: string): string {
-  return JSON.stringify({ session_id: 'agent-1', cwd, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'true' }, tool_use_id: 'toolu_1' });
+  return JSON.stringify({
+    session_id: 'agent-1',
+    cwd,
+    hook_event_name: 'PreToolUse',
+    tool_name: 'Bash',
+    tool_input: { command: 'true' },
+    tool_use_id: 'toolu_1',
+  });
 }
 
 function runClient(g: Ground, client: Client, cwd: string): Promise<CliResult> {
-  if (client === 'hook') return runAs(g.victim, '/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PreToolUse'], { cwd, env: g.env, input: hookPayload(cwd) });
+  if (client === 'hook')
+    return runAs(g.victim, '/bin/sh', [HOOK, '--exec', process.execPath, BIN, 'claude', 'PreToolUse'], {
+      cwd,
+      env: g.env,
+      input: hookPayload(cwd),
+    });
   if (client === 'tree') return runAs(g.victim, process.execPath, ['--input-type=module', '-e', TREE_CLIENT], { cwd, env: g.env });
   if (client === 'snap') return runAs(g.victim, process.execPath, [BIN, 'snap'], { cwd, env: g.env });
   return runAs(g.victim, process.execPath, [BIN, 'wrap', '--', 'echo', 'hello'], { cwd, env: g.env });
@@ -290,7 +348,10 @@ async function genuine(g: Ground, linked = false): Promise<{ cwd: string; log: s
   // A linked worktree: its .git is a gitfile, its run dir run/wt-<name> under the main repository's common dir.
   const dir = linked ? path.join(g.base, 'linked') : main;
   if (linked) gitAs(g.victim, main, ['worktree', 'add', '-q', dir], g.env);
-  const first = await runAs(g.victim, process.execPath, [BIN, 'wrap', '-q', '--', 'true'], { cwd: dir, env: { ...g.env, AGENTSNAP_SERVER_AFTER_WRAP: '1' } });
+  const first = await runAs(g.victim, process.execPath, [BIN, 'wrap', '-q', '--', 'true'], {
+    cwd: dir,
+    env: { ...g.env, AGENTSNAP_SERVER_AFTER_WRAP: '1' },
+  });
   assert.is(first.code, 0, first.stderr);
   const run = path.join(main, '.git', 'agentsnap', 'run', linked ? 'wt-linked' : 'main');
   const deadline = Date.now() + 60_000;
@@ -301,14 +362,23 @@ async function genuine(g: Ground, linked = false): Promise<{ cwd: string; log: s
   return { cwd: dir, log: path.join(run, 'server.log') };
 }
 
-const served = (log: string, what: RegExp): number => fs.readFileSync(log, 'utf8').split('\n').filter((l) => what.test(l)).length;
+const served = (log: string, what: RegExp): number =>
+  fs
+    .readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((l) => what.test(l)).length;
 
 for (const [victim, linked] of [...VICTIMS.map((v) => [v, false] as const), ...VICTIMS.slice(0, 1).map((v) => [v, true] as const)]) {
   test(`channel, victim uid ${victim}: a genuine server of the user's own serves the hook, snap, wrap and tree clients${linked ? ' (a linked worktree)' : ''}`, async () => {
     const g = ground(victim);
     try {
       const { cwd, log } = await genuine(g, linked);
-      const asked: Record<Client, RegExp> = { hook: /: hook claude PreToolUse$/, snap: /: snap$/, wrap: /: wrap -- echo hello$/, tree: /: tree$/ };
+      const asked: Record<Client, RegExp> = {
+        hook: /: hook claude PreToolUse$/,
+        snap: /: snap$/,
+        wrap: /: wrap -- echo hello$/,
+        tree: /: tree$/,
+      };
       for (const client of CLIENTS) {
         const before = served(log, asked[client]);
         const res = await runClient(g, client, cwd);
@@ -327,7 +397,12 @@ test('channel: the server refuses a request without a valid record (an old clien
   const server = await startWorktreeServer(await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } }), { hosted: true });
   try {
     const run = server.runDir;
-    for (const [n, record] of [[0, ''], [1, `agentsnap-call 1 1\nhook\0{}`], [2, `agentsnap-call 2 3\nhook\0claude\0`], [3, '{"session_id":"x"}']] as const) {
+    for (const [n, record] of [
+      [0, ''],
+      [1, `agentsnap-call 1 1\nhook\0{}`],
+      [2, `agentsnap-call 2 3\nhook\0claude\0`],
+      [3, '{"session_id":"x"}'],
+    ] as const) {
       fs.writeFileSync(path.join(run, `claim.${n}`), `${process.pid}\n`);
       fs.writeFileSync(path.join(run, `in.${n}`), record);
       const slot = path.join(run, `slot.${n}`);
@@ -337,7 +412,9 @@ test('channel: the server refuses a request without a valid record (an old clien
       fs.writeFileSync(path.join(run, 'req'), `${n} ${process.pid}\n`);
       // The server answers from this very process: an asynchronous read.
       const buf = Buffer.alloc(256);
-      const got = await new Promise<number>((resolve, reject) => fs.read(reply, buf, 0, buf.length, null, (e, k) => (e ? reject(e) : resolve(k))));
+      const got = await new Promise<number>((resolve, reject) =>
+        fs.read(reply, buf, 0, buf.length, null, (e, k) => (e ? reject(e) : resolve(k))),
+      );
       fs.closeSync(reply);
       assert.is(buf.toString('utf8', 0, got), `${process.pid} refused\n`, `record ${JSON.stringify(record)}`);
       assert.is(fs.readFileSync(path.join(run, `in.${n}`), 'utf8'), record, 'the record is left to the client');
@@ -382,13 +459,48 @@ const TRUST_CASES: { name: string; trusted: boolean; change?: (r: { dir: string;
   { name: 'as a server makes it', trusted: true },
   { name: 'the run dir 0710', trusted: false, change: (r) => fs.chmodSync(r.run, 0o710) },
   { name: 'agentsnap/ setgid', trusted: false, change: (r) => fs.chmodSync(r.state, 0o2700) },
-  { name: 'run/ a symlink to a 0700 directory of ours', trusted: false, change: (r) => { fs.renameSync(path.join(r.state, 'run'), path.join(r.state, 'run.real')); fs.symlinkSync('run.real', path.join(r.state, 'run')); } },
-  { name: '.git a symlink to the git dir', trusted: false, change: (r) => { fs.renameSync(r.git, `${r.dir}.git`); fs.symlinkSync(`${r.dir}.git`, r.git); } },
-  { name: 'the worktree top another user\'s', trusted: false, change: (r) => fs.chownSync(r.dir, ATTACKER, ATTACKER) },
-  { name: 'the git dir another user\'s', trusted: false, change: (r) => fs.chownSync(r.git, ATTACKER, ATTACKER) },
-  { name: 'req a symlink to a FIFO of ours', trusted: false, change: (r) => { fs.renameSync(path.join(r.run, 'req'), path.join(r.run, 'req.real')); fs.symlinkSync('req.real', path.join(r.run, 'req')); } },
-  { name: 'req a regular file', trusted: false, change: (r) => { fs.rmSync(path.join(r.run, 'req')); fs.writeFileSync(path.join(r.run, 'req'), ''); } },
-  { name: 'pid a symlink', trusted: false, change: (r) => { fs.renameSync(path.join(r.run, 'pid'), path.join(r.run, 'pid.real')); fs.symlinkSync('pid.real', path.join(r.run, 'pid')); } },
+  {
+    name: 'run/ a symlink to a 0700 directory of ours',
+    trusted: false,
+    change: (r) => {
+      fs.renameSync(path.join(r.state, 'run'), path.join(r.state, 'run.real'));
+      fs.symlinkSync('run.real', path.join(r.state, 'run'));
+    },
+  },
+  {
+    name: '.git a symlink to the git dir',
+    trusted: false,
+    change: (r) => {
+      fs.renameSync(r.git, `${r.dir}.git`);
+      fs.symlinkSync(`${r.dir}.git`, r.git);
+    },
+  },
+  { name: "the worktree top another user's", trusted: false, change: (r) => fs.chownSync(r.dir, ATTACKER, ATTACKER) },
+  { name: "the git dir another user's", trusted: false, change: (r) => fs.chownSync(r.git, ATTACKER, ATTACKER) },
+  {
+    name: 'req a symlink to a FIFO of ours',
+    trusted: false,
+    change: (r) => {
+      fs.renameSync(path.join(r.run, 'req'), path.join(r.run, 'req.real'));
+      fs.symlinkSync('req.real', path.join(r.run, 'req'));
+    },
+  },
+  {
+    name: 'req a regular file',
+    trusted: false,
+    change: (r) => {
+      fs.rmSync(path.join(r.run, 'req'));
+      fs.writeFileSync(path.join(r.run, 'req'), '');
+    },
+  },
+  {
+    name: 'pid a symlink',
+    trusted: false,
+    change: (r) => {
+      fs.renameSync(path.join(r.run, 'pid'), path.join(r.run, 'pid.real'));
+      fs.symlinkSync('pid.real', path.join(r.run, 'pid'));
+    },
+  },
   { name: 'pid 0', trusted: false, change: (r) => fs.writeFileSync(path.join(r.run, 'pid'), '0\n') },
   { name: 'pid not a number', trusted: false, change: (r) => fs.writeFileSync(path.join(r.run, 'pid'), '12x\n') },
   { name: 'pid of no process', trusted: false, change: (r) => fs.writeFileSync(path.join(r.run, 'pid'), '4194303\n') },
@@ -406,7 +518,8 @@ for (const c of TRUST_CASES) {
       const state = path.join(git, 'agentsnap');
       const run = path.join(state, 'run', 'main');
       for (const d of [state, path.dirname(run), run]) mkdirOwned(d, 0, 0o700);
-      for (const name of ['req', ...Array.from({ length: 16 }, (_, n) => `slot.${n}`)]) spawnSync('mkfifo', ['-m', '600', path.join(run, name)]);
+      for (const name of ['req', ...Array.from({ length: 16 }, (_, n) => `slot.${n}`)])
+        spawnSync('mkfifo', ['-m', '600', path.join(run, name)]);
       // The stand-in server, of this uid: a genuine one as far as any check can tell.
       const script = path.join(g.base, 'fake-server.cjs');
       fs.writeFileSync(script, FAKE_SERVER);
@@ -419,10 +532,16 @@ for (const c of TRUST_CASES) {
       }
       fs.writeFileSync(path.join(run, 'pid'), `${fake.pid}\n`, { mode: 0o600 });
       c.change?.({ dir, git, state, run });
-      const channel = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'channel.cjs')) as { trustedRunDir(cwd: string): { run: string; pid: number } | null };
+      const channel = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'channel.cjs')) as {
+        trustedRunDir(cwd: string): { run: string; pid: number } | null;
+      };
       assert.is(channel.trustedRunDir(dir) !== null, c.trusted, 'the Node check');
       // The sh client: a call the stand-in logs when trusted; the "Node path" here is `sh /dev/null`, which does nothing.
-      const res = await runProcess('/bin/sh', [HOOK, '--exec', '/bin/sh', '/dev/null', 'claude', 'PreToolUse'], { cwd: dir, env: g.env, input: hookPayload(dir) });
+      const res = await runProcess('/bin/sh', [HOOK, '--exec', '/bin/sh', '/dev/null', 'claude', 'PreToolUse'], {
+        cwd: dir,
+        env: g.env,
+        input: hookPayload(dir),
+      });
       assert.is(res.code, 0, res.stderr);
       const log = fs.realpathSync(run) === run ? path.join(run, 'served.log') : path.join(fs.realpathSync(run), 'served.log');
       assert.is(fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).length, c.trusted ? 1 : 0, 'the sh check');

@@ -36,26 +36,41 @@ async function session(repo: TempRepo, env?: Record<string, string>): Promise<nu
 
 const TESTS = 'echo "checking in $PWD"; echo made-by-check > check-output.txt; test ! -e broken.txt';
 
-test('check: every state in a throwaway worktree, the user\'s files untouched; log shows ✓/✗; results reused; nothing left behind', async () => {
-  const repo = tempRepo({ files: { 'README': 'readme\n' } });
+test("check: every state in a throwaway worktree, the user's files untouched; log shows ✓/✗; results reused; nothing left behind", async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
   try {
     const steps = await session(repo);
     const before = worktreeFiles(repo);
     const res = await cli(repo, ['check', '--each', '--run', TESTS, '--json']);
     assert.is(res.code, 1, 'a failing state: exit 1');
     const results = (JSON.parse(res.stdout) as { results: { step: number; verdict: string; exitCode: number; output: string }[] }).results;
-    assert.equal(results.map((r) => [r.step, r.verdict]), [[0, 'pass'], [steps[0], 'pass'], [steps[1], 'pass'], [steps[2], 'fail'], [steps[3], 'fail']]);
+    assert.equal(
+      results.map((r) => [r.step, r.verdict]),
+      [
+        [0, 'pass'],
+        [steps[0], 'pass'],
+        [steps[1], 'pass'],
+        [steps[2], 'fail'],
+        [steps[3], 'fail'],
+      ],
+    );
     assert.match(results[0]?.output ?? '', 'checking in ');
-    assert.not.match(results[0]?.output ?? '', `checking in ${repo.dir}\n`, 'never in the user\'s worktree');
-    assert.equal(worktreeFiles(repo), before, 'the user\'s worktree is byte for byte as it was');
+    assert.not.match(results[0]?.output ?? '', `checking in ${repo.dir}\n`, "never in the user's worktree");
+    assert.equal(worktreeFiles(repo), before, "the user's worktree is byte for byte as it was");
     assert.not.ok(fs.existsSync(path.join(repo.dir, 'check-output.txt')));
     assert.is(worktrees(repo).length, 1, `the throwaway worktree is gone: ${worktrees(repo).join(', ')}`);
 
     const log = await cli(repo, ['log']);
-    const marks = log.stdout.split('\n').filter((l) => /^\s+\d+\s/.test(l)).map((l) => (l.includes('✓') ? '✓' : l.includes('✗') ? '✗' : ' '));
+    const marks = log.stdout
+      .split('\n')
+      .filter((l) => /^\s+\d+\s/.test(l))
+      .map((l) => (l.includes('✓') ? '✓' : l.includes('✗') ? '✗' : ' '));
     assert.equal(marks, ['✓', '✓', '✗', '✗'], log.stdout);
     const json = await cli(repo, ['log', '--json']);
-    assert.equal((JSON.parse(json.stdout) as { check: { verdict: string } | null }[]).map((r) => r.check?.verdict ?? null), ['pass', 'pass', 'fail', 'fail']);
+    assert.equal(
+      (JSON.parse(json.stdout) as { check: { verdict: string } | null }[]).map((r) => r.check?.verdict ?? null),
+      ['pass', 'pass', 'fail', 'fail'],
+    );
 
     // Run again: recorded for the same command and state, not run again (unless --fresh).
     const again = await cli(repo, ['check', '--step', String(steps[1]), '--run', TESTS]);
@@ -64,7 +79,10 @@ test('check: every state in a throwaway worktree, the user\'s files untouched; l
     const fresh = await cli(repo, ['check', '--step', String(steps[1]), '--run', TESTS, '--fresh']);
     assert.not.match(fresh.stdout, 'recorded earlier');
     const range = await cli(repo, ['check', '--steps', `${steps[2]}..`, '--run', 'true', '--json']);
-    assert.equal((JSON.parse(range.stdout) as { results: { step: number }[] }).results.map((r) => r.step), [steps[2], steps[3]]);
+    assert.equal(
+      (JSON.parse(range.stdout) as { results: { step: number }[] }).results.map((r) => r.step),
+      [steps[2], steps[3]],
+    );
 
     // why names the checks around the step that wrote a line.
     const why = await cli(repo, ['why', 'broken.txt:1']);
@@ -82,7 +100,14 @@ test('check: every state in a throwaway worktree, the user\'s files untouched; l
     assert.is(repo.read('README').toString(), 'readme\n');
 
     // Mistakes: one message, exit 2, nothing run.
-    for (const args of [['check'], ['check', '--run', ''], ['check', '--each', '--step', '1', '--run', 'true'], ['check', '--steps', '5..2', '--run', 'true'], ['check', '--step', 'x', '--run', 'true'], ['check', '--step', '99', '--run', 'true']]) {
+    for (const args of [
+      ['check'],
+      ['check', '--run', ''],
+      ['check', '--each', '--step', '1', '--run', 'true'],
+      ['check', '--steps', '5..2', '--run', 'true'],
+      ['check', '--step', 'x', '--run', 'true'],
+      ['check', '--step', '99', '--run', 'true'],
+    ]) {
       const bad = await cli(repo, args);
       assert.ok(bad.code === 2 || bad.code === 1, `${args.join(' ')}: ${bad.code} ${bad.stderr}`);
       assert.not.match(bad.stderr, '    at ', 'no stack trace');
@@ -96,7 +121,7 @@ test('check: every state in a throwaway worktree, the user\'s files untouched; l
 });
 
 test('bisect: the first bad step with its call and diff; 125 skips; nothing to find when the bad state passes or the baseline fails', async () => {
-  const repo = tempRepo({ files: { 'README': 'readme\n' } });
+  const repo = tempRepo({ files: { README: 'readme\n' } });
   try {
     const steps = await session(repo);
     const res = await cli(repo, ['bisect', '--run', TESTS]);
@@ -132,7 +157,7 @@ test('bisect: the first bad step with its call and diff; 125 skips; nothing to f
 });
 
 test('check: agentsnap.worktreeShare directories reach the check (by symlink where allowed); a failing setup command leaves no worktree', async () => {
-  const repo = tempRepo({ files: { '.gitignore': 'node_modules/\n', 'README': 'x\n' } });
+  const repo = tempRepo({ files: { '.gitignore': 'node_modules/\n', README: 'x\n' } });
   try {
     repo.write('node_modules/dep/index.js', 'module.exports = 1\n');
     await step(repo, 'Write', () => repo.write('a.txt', 'a\n'));
@@ -141,7 +166,7 @@ test('check: agentsnap.worktreeShare directories reach the check (by symlink whe
     const res = await cli(repo, ['check', '--run', 'cat node_modules/dep/index.js', '--json']);
     assert.is(res.code, 0, res.stderr);
     assert.match((JSON.parse(res.stdout) as { results: { output: string }[] }).results[0]?.output ?? '', 'module.exports = 1');
-    assert.ok(fs.existsSync(path.join(repo.dir, 'node_modules/dep/index.js')), 'the user\'s shared directory is still there');
+    assert.ok(fs.existsSync(path.join(repo.dir, 'node_modules/dep/index.js')), "the user's shared directory is still there");
 
     spawnSync('git', ['config', 'agentsnap.worktreeSetup', 'exit 7'], { cwd: repo.dir, env: repo.env });
     const setup = await cli(repo, ['check', '--run', 'true', '--fresh']);
@@ -155,7 +180,11 @@ test('check: agentsnap.worktreeShare directories reach the check (by symlink whe
 });
 
 /** Polls log --json until the newest step has a check and no runner holds the lock (a loaded machine only makes it slower). */
-async function backgroundCheckOf(repo: TempRepo, newest: number, env: Record<string, string> = {}): Promise<{ verdict: string; command: string }> {
+async function backgroundCheckOf(
+  repo: TempRepo,
+  newest: number,
+  env: Record<string, string> = {},
+): Promise<{ verdict: string; command: string }> {
   const lock = path.join(repo.dir, '.git', 'agentsnap', 'locks');
   let rows: { step: number; check: { verdict: string; command: string } | null }[] = [];
   for (let i = 0; i < 1200; i++) {
@@ -170,7 +199,7 @@ async function backgroundCheckOf(repo: TempRepo, newest: number, env: Record<str
 }
 
 test('check: git config agentsnap.check checks the newest step in the background after each step; log turns green or red', async () => {
-  const repo = tempRepo({ files: { 'README': 'readme\n' } });
+  const repo = tempRepo({ files: { README: 'readme\n' } });
   try {
     spawnSync('git', ['config', 'agentsnap.check', 'test ! -e broken.txt'], { cwd: repo.dir, env: repo.env });
     const steps = await session(repo);
@@ -186,7 +215,7 @@ test('check: git config agentsnap.check checks the newest step in the background
 });
 
 test('check: agentsnap.check also runs in the background when the warm server answers the calls (its cached settings)', async () => {
-  const repo = tempRepo({ files: { 'README': 'readme\n' } });
+  const repo = tempRepo({ files: { README: 'readme\n' } });
   const env = { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_TRACE: '1' };
   try {
     spawnSync('git', ['config', 'agentsnap.check', 'test ! -e broken.txt'], { cwd: repo.dir, env: repo.env });

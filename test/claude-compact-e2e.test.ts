@@ -52,17 +52,34 @@ test('claude: undo N --compact resumes with the digest in place of calls before 
   ];
   const stub = await startMessagesStub(script);
   try {
-    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], { env: agentEnv(stub.url), timeoutMs: TIMEOUT_MS });
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], {
+      env: agentEnv(stub.url),
+      timeoutMs: TIMEOUT_MS,
+    });
     assert.is(res.code, 0, res.stderr);
     const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
     const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
     const ids = stub.toolUses.map((t) => t.id);
-    assert.equal(s.steps.map((st) => st.toolUseId), ids);
+    assert.equal(
+      s.steps.map((st) => st.toolUseId),
+      ids,
+    );
     const transcript = s.steps[0]?.transcript?.path as string;
     const bytes = fs.readFileSync(transcript);
     const r = await cliProcess(repo, ['undo', '3', '--compact', '--json']);
     assert.is(r.code, 0, r.stderr);
-    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; sessionId: string; cwd: string; digest: string; before: { messages: number; chars: number }; after: { messages: number; chars: number } } }).chat;
+    const chat = (
+      JSON.parse(r.stdout) as {
+        chat: {
+          kind: string;
+          sessionId: string;
+          cwd: string;
+          digest: string;
+          before: { messages: number; chars: number };
+          after: { messages: number; chars: number };
+        };
+      }
+    ).chat;
     assert.is(chat.kind, 'transcript', r.stdout);
     assert.is(chat.cwd, repo.dir);
     assert.ok(chat.after.messages < chat.before.messages, JSON.stringify([chat.before, chat.after]));
@@ -72,7 +89,12 @@ test('claude: undo N --compact resumes with the digest in place of calls before 
     assert.ok(fs.existsSync(d('b.txt')), 'files untouched');
     const resumed = await resumeStub();
     try {
-      const c = await runProcess(claude, ['--resume', chat.sessionId, '-p', 'Where are we?', '--dangerously-skip-permissions'], { cwd: repo.dir, env: { ...repo.env, ...agentEnv(resumed.url) }, input: null, timeoutMs: TIMEOUT_MS });
+      const c = await runProcess(claude, ['--resume', chat.sessionId, '-p', 'Where are we?', '--dangerously-skip-permissions'], {
+        cwd: repo.dir,
+        env: { ...repo.env, ...agentEnv(resumed.url) },
+        input: null,
+        timeoutMs: TIMEOUT_MS,
+      });
       assert.is(c.code, 0, c.stderr + c.stdout);
       assert.match(c.stdout, 'Resumed.');
       const req = resumed.requests[0];
@@ -103,7 +125,10 @@ test("claude: a fork's file history works for the binary's own rewind (--rewind-
   ];
   const stub = await startMessagesStub(script);
   try {
-    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], { env: agentEnv(stub.url), timeoutMs: TIMEOUT_MS });
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], {
+      env: agentEnv(stub.url),
+      timeoutMs: TIMEOUT_MS,
+    });
     assert.is(res.code, 0, res.stderr);
     const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
     const transcript = loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps[0]?.transcript?.path as string;
@@ -114,18 +139,31 @@ test("claude: a fork's file history works for the binary's own rewind (--rewind-
     assert.is(r.code, 0, r.stderr);
     const chat = (JSON.parse(r.stdout) as { chat: { file: string; sessionId: string } }).chat;
     assert.is(fs.readFileSync(d('a.txt'), 'utf8'), 'two\n');
-    const lines = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = fs
+      .readFileSync(chat.file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const prompt = lines.find((l) => l.type === 'user' && JSON.stringify(l.message).includes('Make the changes.'))?.uuid as string;
     assert.ok(prompt);
     const uuids = new Set(lines.map((l) => l.uuid));
     const snapshots = new Set(lines.filter((l) => l.type === 'file-history-snapshot').map((l) => l.messageId));
     const deltas = lines.filter((l) => l.type === 'file-history-delta');
-    assert.equal(deltas.map((l) => l.trackingPath), ['hello.txt', 'a.txt'], 'the deltas of the kept calls');
+    assert.equal(
+      deltas.map((l) => l.trackingPath),
+      ['hello.txt', 'a.txt'],
+      'the deltas of the kept calls',
+    );
     for (const l of deltas) {
       assert.ok(snapshots.has(l.snapshotMessageId) && uuids.has(l.messageId), 'each delta names a kept snapshot and message');
     }
     // Claude Code's rewind inside the resumed fork: back to the prompt, i.e. before every call of the session.
-    const c = await runProcess(claude, ['--resume', chat.sessionId, '--rewind-files', prompt], { cwd: repo.dir, env: { ...repo.env, ...agentEnv('http://127.0.0.1:9') }, input: null, timeoutMs: TIMEOUT_MS });
+    const c = await runProcess(claude, ['--resume', chat.sessionId, '--rewind-files', prompt], {
+      cwd: repo.dir,
+      env: { ...repo.env, ...agentEnv('http://127.0.0.1:9') },
+      input: null,
+      timeoutMs: TIMEOUT_MS,
+    });
     assert.is(c.code, 0, c.stderr + c.stdout);
     assert.match(c.stdout, 'Files rewound');
     assert.is(fs.readFileSync(d('a.txt'), 'utf8'), 'one\n');

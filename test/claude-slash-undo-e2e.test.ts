@@ -27,20 +27,31 @@ test('claude: /agentsnap-undo 2 runs agentsnap undo 2 through Bash in the wrappe
     { tools: [{ name: 'Edit', input: { file_path: d('a.txt'), old_string: 'one', new_string: 'two' } }] },
     { text: 'Done.' },
   ]);
-  const second = await startMessagesStub([{ tools: [{ name: 'Bash', input: { command: 'agentsnap undo 2', description: 'undo step 2' } }] }, { text: 'Undone.' }]);
+  const second = await startMessagesStub([
+    { tools: [{ name: 'Bash', input: { command: 'agentsnap undo 2', description: 'undo step 2' } }] },
+    { text: 'Undone.' },
+  ]);
   try {
     const init = await cliProcess(repo, ['init', 'claude'], { env });
     assert.is(init.code, 0, init.stderr);
-    const run1 = await cliProcess(repo, ['wrap', '--session', 'work', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], {
-      env: { ...env, ANTHROPIC_BASE_URL: first.url },
-      timeoutMs: 120_000,
-    });
+    const run1 = await cliProcess(
+      repo,
+      ['wrap', '--session', 'work', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'],
+      {
+        env: { ...env, ANTHROPIC_BASE_URL: first.url },
+        timeoutMs: 120_000,
+      },
+    );
     assert.is(run1.code, 0, run1.stderr);
     assert.is(repo.read('a.txt').toString(), 'two\n');
-    const run2 = await cliProcess(repo, ['wrap', '--session', 'work', '--', claude, '-p', '/agentsnap-undo 2', '--dangerously-skip-permissions'], {
-      env: { ...env, ANTHROPIC_BASE_URL: second.url },
-      timeoutMs: 120_000,
-    });
+    const run2 = await cliProcess(
+      repo,
+      ['wrap', '--session', 'work', '--', claude, '-p', '/agentsnap-undo 2', '--dangerously-skip-permissions'],
+      {
+        env: { ...env, ANTHROPIC_BASE_URL: second.url },
+        timeoutMs: 120_000,
+      },
+    );
     assert.is(run2.code, 0, run2.stderr);
     // The command reached the model expanded, with its argument.
     const prompt = JSON.stringify(second.requests[0]?.messages ?? []);
@@ -50,8 +61,14 @@ test('claude: /agentsnap-undo 2 runs agentsnap undo 2 through Bash in the wrappe
     assert.is(repo.read('a.txt').toString(), 'one\n');
     assert.is(repo.read('hello.txt').toString(), 'hello\n');
     const log = JSON.parse((await cliProcess(repo, ['log', '--session', 'work', '--json'])).stdout) as { step: number; tool: string }[];
-    assert.equal(log.slice(0, 2).map((s) => s.tool), ['Write', 'Edit']);
-    assert.ok(log.some((s) => s.tool === 'Bash'), 'the Bash call that ran the undo is a step of its own');
+    assert.equal(
+      log.slice(0, 2).map((s) => s.tool),
+      ['Write', 'Edit'],
+    );
+    assert.ok(
+      log.some((s) => s.tool === 'Bash'),
+      'the Bash call that ran the undo is a step of its own',
+    );
   } finally {
     await first.close();
     await second.close();

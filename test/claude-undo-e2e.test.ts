@@ -85,7 +85,10 @@ test('claude under wrap: undo N restores the bytes before call N, redo returns, 
       tools: [
         {
           name: 'Bash',
-          input: { command: 'mkdir -p out/deep && printf made > out/deep/made.txt && rm gone.txt && chmod +x run.sh && ln -s a.txt link', description: 'create and delete' },
+          input: {
+            command: 'mkdir -p out/deep && printf made > out/deep/made.txt && rm gone.txt && chmod +x run.sh && ln -s a.txt link',
+            description: 'create and delete',
+          },
         },
       ],
     },
@@ -129,7 +132,10 @@ test('claude under wrap: undo N restores the bytes before call N, redo returns, 
   const stub = await startMessagesStub(script);
   try {
     const env = agentEnv(stub.url);
-    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], { env, timeoutMs: TIMEOUT_MS });
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Make the changes.', '--dangerously-skip-permissions'], {
+      env,
+      timeoutMs: TIMEOUT_MS,
+    });
     assert.is(res.code, 0, res.stderr);
     assert.match(res.stdout, 'All done.');
     const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
@@ -193,7 +199,13 @@ test('claude under wrap: undo N restores the bytes before call N, redo returns, 
     assert.match(r.stdout, "step 5's tool call shared its assistant message with 1 other tool call");
     const shared = /claude --resume ([0-9a-f-]{36})$/m.exec(r.stdout);
     assert.ok(shared, r.stdout);
-    const sharedStub = await startMessagesStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    const sharedStub = await startMessagesStub([
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+    ]);
     try {
       const c = await shell(`claude --resume ${shared![1]} -p 'And now?' --dangerously-skip-permissions`, {
         cwd: repo.dir,
@@ -240,7 +252,11 @@ test('claude under wrap: undo N restores the bytes before call N, redo returns, 
       assert.is(last?.toolUseId, again.toolUses[0]?.id);
       assert.ok((last?.step ?? 0) > 5, `new calls get new step numbers (got ${last?.step})`);
       assert.is(last?.status, 'done');
-      assert.equal(last?.changed.map((c) => `${c.change} ${c.path}`), ['A again.txt'], 'the new call starts from the restored state');
+      assert.equal(
+        last?.changed.map((c) => `${c.change} ${c.path}`),
+        ['A again.txt'],
+        'the new call starts from the restored state',
+      );
       assert.ok(last?.transcript?.path?.endsWith(`${both![2]}.jsonl`), 'the resumed calls point into the fork');
       // A fork of the fork: before that new call.
       const again2 = await cliProcess(repo, ['undo', String(last?.step), '--chat', '--json']);
@@ -276,7 +292,10 @@ test('claude runs `agentsnap undo` through its own Bash tool: no deadlock, the n
   ];
   const stub = await startMessagesStub(script);
   try {
-    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Go.', '--dangerously-skip-permissions'], { env: agentEnv(stub.url), timeoutMs: TIMEOUT_MS });
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Go.', '--dangerously-skip-permissions'], {
+      env: agentEnv(stub.url),
+      timeoutMs: TIMEOUT_MS,
+    });
     assert.is(res.code, 0, res.stderr);
     assert.match(res.stdout, 'Undone and redone differently.');
     const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
@@ -291,7 +310,11 @@ test('claude runs `agentsnap undo` through its own Bash tool: no deadlock, the n
         [4, 'Write', 'done'],
       ],
     );
-    assert.equal(s.steps[3]?.changed.map((c) => `${c.change} ${c.path}`), ['A d.txt'], 'step 4 starts from the restored state');
+    assert.equal(
+      s.steps[3]?.changed.map((c) => `${c.change} ${c.path}`),
+      ['A d.txt'],
+      'step 4 starts from the restored state',
+    );
     // The agent saw the undo's report.
     assert.match(JSON.stringify(stub.requests[3]?.messages), 'the worktree is back to before step 2');
     // The user takes the agent's undo back: the worktree as it was just before it (step 4's d.txt goes with it).
@@ -315,10 +338,16 @@ test('subagents: a fork keeps the subagent conversations of the calls it keeps; 
     { tools: [{ name: 'Write', input: { file_path: d('d.txt'), content: 'd\n' } }] },
     { text: 'Main done.' },
   ];
-  const sub: ScriptedTurn[] = [{ tools: [{ name: 'Write', input: { file_path: d('c.txt'), content: 'c\n' } }] }, { text: 'Subagent done.' }];
+  const sub: ScriptedTurn[] = [
+    { tools: [{ name: 'Write', input: { file_path: d('c.txt'), content: 'c\n' } }] },
+    { text: 'Subagent done.' },
+  ];
   const stub = await startMessagesStub(script, { conversations: [{ marker: MARK, script: sub }] });
   try {
-    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Go.', '--dangerously-skip-permissions'], { env: agentEnv(stub.url), timeoutMs: TIMEOUT_MS });
+    const res = await cliProcess(repo, ['wrap', '--', claude, '-p', 'Go.', '--dangerously-skip-permissions'], {
+      env: agentEnv(stub.url),
+      timeoutMs: TIMEOUT_MS,
+    });
     assert.is(res.code, 0, res.stderr);
     assert.match(res.stdout, 'Main done.');
     const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
@@ -347,10 +376,14 @@ test('subagents: a fork keeps the subagent conversations of the calls it keeps; 
     assert.equal(subagents(path.join(path.dirname(transcript), keep![1] as string, 'subagents')), original);
     const kept = await startMessagesStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
     try {
-      const c = await cliProcess(repo, ['wrap', '--session', id, '--', claude, '--resume', keep![1] as string, '-p', 'Still there?', '--dangerously-skip-permissions'], {
-        env: agentEnv(kept.url),
-        timeoutMs: TIMEOUT_MS,
-      });
+      const c = await cliProcess(
+        repo,
+        ['wrap', '--session', id, '--', claude, '--resume', keep![1] as string, '-p', 'Still there?', '--dangerously-skip-permissions'],
+        {
+          env: agentEnv(kept.url),
+          timeoutMs: TIMEOUT_MS,
+        },
+      );
       assert.is(c.code, 0, c.stderr);
       const sent = toolIdsSent(kept.requests[0]);
       assert.equal(sent.uses, [write, agent]);
@@ -362,16 +395,20 @@ test('subagents: a fork keeps the subagent conversations of the calls it keeps; 
     // undo 3 --both: step 3 was the subagent's Write.
     r = await cliProcess(repo, ['undo', '3', '--both']);
     assert.is(r.code, 0, r.stderr);
-    assert.not.ok(fs.existsSync(d('c.txt')), 'the subagent\'s file is undone');
+    assert.not.ok(fs.existsSync(d('c.txt')), "the subagent's file is undone");
     assert.match(r.stdout, 'step 3 was made by a subagent: the conversation is cut before step 2, the Agent call that started it');
     const m = /claude --resume ([0-9a-f-]{36})$/m.exec(r.stdout);
     assert.ok(m, r.stdout);
     const resumed = await startMessagesStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
     try {
-      const c = await cliProcess(repo, ['wrap', '--session', id, '--', claude, '--resume', m![1] as string, '-p', 'Again?', '--dangerously-skip-permissions'], {
-        env: agentEnv(resumed.url),
-        timeoutMs: TIMEOUT_MS,
-      });
+      const c = await cliProcess(
+        repo,
+        ['wrap', '--session', id, '--', claude, '--resume', m![1] as string, '-p', 'Again?', '--dangerously-skip-permissions'],
+        {
+          env: agentEnv(resumed.url),
+          timeoutMs: TIMEOUT_MS,
+        },
+      );
       assert.is(c.code, 0, c.stderr);
       const sent = toolIdsSent(resumed.requests[0]);
       assert.equal(sent.uses, [write], 'the model no longer sees the Agent call');

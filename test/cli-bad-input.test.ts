@@ -30,8 +30,15 @@ async function sessionRepo(): Promise<{ repo: TempRepo; session: string }> {
 /** What a command could change: the files, every agentsnap ref, the session's journal. */
 function observable(repo: TempRepo, session: string): string {
   const journal = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'journal.jsonl');
-  const files = [...fs.readdirSync(repo.dir)].filter((n) => n !== '.git').sort().map((n) => `${n}=${fs.readFileSync(path.join(repo.dir, n), 'utf8')}`);
-  return JSON.stringify({ files, refs: [...refsUnder(repo, 'refs/agent').entries(), ...refsUnder(repo, 'refs/agentsnap').entries()], journal: fs.readFileSync(journal, 'utf8') });
+  const files = [...fs.readdirSync(repo.dir)]
+    .filter((n) => n !== '.git')
+    .sort()
+    .map((n) => `${n}=${fs.readFileSync(path.join(repo.dir, n), 'utf8')}`);
+  return JSON.stringify({
+    files,
+    refs: [...refsUnder(repo, 'refs/agent').entries(), ...refsUnder(repo, 'refs/agentsnap').entries()],
+    journal: fs.readFileSync(journal, 'utf8'),
+  });
 }
 
 /** One message line starting `agentsnap: ` (and at most a hint line), no stack, nothing on stdout. */
@@ -87,7 +94,10 @@ test('`restore 2 -- nonexistent.txt` is refused (exit 1, no operation); `-- /etc
     const up = await cliProcess(repo, ['restore', '2', '--', '../x']);
     assertCleanFailure(outside, 2, /\/etc\/passwd is outside the worktree/);
     assertCleanFailure(up, 2, /\.\.\/x is outside the worktree/);
-    assert.is(jsonError(await cliProcess(repo, ['restore', '2', '--json', '--', '/etc/passwd'])).code, jsonError(await cliProcess(repo, ['restore', '2', '--json', '--', '../x'])).code);
+    assert.is(
+      jsonError(await cliProcess(repo, ['restore', '2', '--json', '--', '/etc/passwd'])).code,
+      jsonError(await cliProcess(repo, ['restore', '2', '--json', '--', '../x'])).code,
+    );
     assert.is(observable(repo, session), before, 'nothing changed, no operation recorded');
     // A path the state before step 2 lacks but the worktree has is fine (restoring it deletes it), and so is an absolute path inside.
     const ok = await cliProcess(repo, ['restore', '2', '--', path.join(repo.dir, 'a.txt')]);
@@ -128,7 +138,7 @@ test('`wrap -- false` records an empty session that does not become the default:
     assert.match(u.stderr, new RegExp(`session ${session}`));
     assert.match(u.stdout, /undo 2 \(dry run\)/);
     const log = await cliProcess(repo, ['log', '--json']);
-    assert.is((JSON.parse(log.stdout) as unknown[]).length, 2, 'the previous session\'s two steps');
+    assert.is((JSON.parse(log.stdout) as unknown[]).length, 2, "the previous session's two steps");
   } finally {
     repo.cleanup();
   }
@@ -229,7 +239,10 @@ test('`agentsnap.exclude` follows .gitignore: `node_modules` excludes the direct
     const res = JSON.parse(r.stdout) as { commit: string; skipped: { path: string; reason: string }[] };
     const files = repo.git(['ls-tree', '-r', '--name-only', res.commit]).trim().split('\n').sort();
     assert.equal(files, ['a.txt', 'src/build', 'sub/top.log']);
-    assert.ok(res.skipped.every((s) => s.reason === 'excluded'), JSON.stringify(res.skipped));
+    assert.ok(
+      res.skipped.every((s) => s.reason === 'excluded'),
+      JSON.stringify(res.skipped),
+    );
   } finally {
     repo.cleanup();
   }

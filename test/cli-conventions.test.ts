@@ -84,7 +84,11 @@ test('--color, --color=always|never|auto and --no-color as git has them; NO_COLO
     assert.is(base.code, 0, base.stderr);
     assert.match(base.stdout, /b\.txt/);
     assert.not.match(base.stdout, ESC, 'a pipe: no colour');
-    for (const args of [['diff', '0', '--color'], ['diff', '0', '--color=always'], ['--color=always', 'diff', '0']]) {
+    for (const args of [
+      ['diff', '0', '--color'],
+      ['diff', '0', '--color=always'],
+      ['--color=always', 'diff', '0'],
+    ]) {
       const r = await diff(args, plainEnv);
       assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stdout, ESC, `${args.join(' ')}: coloured into a pipe`);
@@ -92,7 +96,11 @@ test('--color, --color=always|never|auto and --no-color as git has them; NO_COLO
     }
     // The flag is the user's word for this one run: it wins over NO_COLOR (as no-color.org asks) and FORCE_COLOR.
     assert.match((await diff(['diff', '0', '--color=always'], { NO_COLOR: '1' })).stdout, ESC, '--color=always over NO_COLOR');
-    for (const args of [['diff', '0', '--no-color'], ['diff', '0', '--color=never'], ['--no-color', 'diff', '0']]) {
+    for (const args of [
+      ['diff', '0', '--no-color'],
+      ['diff', '0', '--color=never'],
+      ['--no-color', 'diff', '0'],
+    ]) {
       const r = await diff(args, { NO_COLOR: '', FORCE_COLOR: '1' });
       assert.is(r.code, 0, r.stderr);
       assert.is(r.stdout, base.stdout, `${args.join(' ')}: no colour over FORCE_COLOR`);
@@ -101,9 +109,15 @@ test('--color, --color=always|never|auto and --no-color as git has them; NO_COLO
     assert.is((await diff(['diff', '0', '--color=auto'], plainEnv)).stdout, base.stdout);
     assert.is((await diff(['diff', '0', '--color=auto'], { NO_COLOR: '1', FORCE_COLOR: '1' })).stdout, base.stdout);
     assert.match((await diff(['diff', '0', '--color=auto'], { NO_COLOR: '', FORCE_COLOR: '1' })).stdout, ESC);
-    assert.is(usageMessage(await diff(['diff', '0', '--color=sometimes'], plainEnv), '--color=sometimes'), '--color must be always, never or auto, not "sometimes"');
+    assert.is(
+      usageMessage(await diff(['diff', '0', '--color=sometimes'], plainEnv), '--color=sometimes'),
+      '--color must be always, never or auto, not "sometimes"',
+    );
     // After `--` it is no option: undo refuses it as anything else there.
-    assert.match(usageMessage(await diff(['undo', '--', '--no-color'], plainEnv), 'undo -- --no-color'), /undo takes nothing after --, got "--no-color"/);
+    assert.match(
+      usageMessage(await diff(['undo', '--', '--no-color'], plainEnv), 'undo -- --no-color'),
+      /undo takes nothing after --, got "--no-color"/,
+    );
     // --help and the top-level help take it too.
     for (const args of [['undo', '--help', '--no-color'], ['--no-color'], ['--color=always', '--help']]) {
       const r = await diff(args, plainEnv);
@@ -115,7 +129,7 @@ test('--color, --color=always|never|auto and --no-color as git has them; NO_COLO
   }
 });
 
-test('every command takes --no-color and --color=always; an unknown option or a stray argument is named as typed, never by the parser\'s names', async () => {
+test("every command takes --no-color and --color=always; an unknown option or a stray argument is named as typed, never by the parser's names", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const usage = await usages();
@@ -131,7 +145,12 @@ test('every command takes --no-color and --color=always; an unknown option or a 
         assert.is(message, expected, `${name} ${args.join(' ')}`);
         assert.not.match(message, /\b[a-z]+[A-Z][A-Za-z]*\b/, `${name}: no camelCase name`);
       };
-      jobs.push(check(['--color=always', ...positionals, '--no-color', '--bogus-opt', '--no-bogus', '--bogus-opt=3', '-Z', '--color'], 'unknown option --bogus-opt; unknown option --no-bogus; unknown option -Z'));
+      jobs.push(
+        check(
+          ['--color=always', ...positionals, '--no-color', '--bogus-opt', '--no-bogus', '--bogus-opt=3', '-Z', '--color'],
+          'unknown option --bogus-opt; unknown option --no-bogus; unknown option -Z',
+        ),
+      );
       if (!VARIADIC.has(name)) {
         const slots = [...(usage.get(name) ?? '').matchAll(/<[^>]+>|\[[^\]]+\]/g)].length;
         const filled = [...positionals, ...Array.from({ length: slots - positionals.length }, () => 'x')];
@@ -140,8 +159,14 @@ test('every command takes --no-color and --color=always; an unknown option or a 
     }
     await inBatches(jobs);
     // A near miss of a dashed option is still suggested, in its dashed form.
-    assert.is(usageMessage(await cliProcess(repo, ['undo', '--dry-runn']), 'undo --dry-runn'), 'unknown option --dry-runn (did you mean --dry-run?)');
-    assert.is(usageMessage(await cliProcess(repo, ['gc', '--older-tan', '3d']), 'gc --older-tan'), 'unknown option --older-tan (did you mean --older-than?)');
+    assert.is(
+      usageMessage(await cliProcess(repo, ['undo', '--dry-runn']), 'undo --dry-runn'),
+      'unknown option --dry-runn (did you mean --dry-run?)',
+    );
+    assert.is(
+      usageMessage(await cliProcess(repo, ['gc', '--older-tan', '3d']), 'gc --older-tan'),
+      'unknown option --older-tan (did you mean --older-than?)',
+    );
     // A required option is named with its dashes.
     assert.is(usageMessage(await cliProcess(repo, ['bisect', '--no-color']), 'bisect'), 'bisect needs --run');
   } finally {
@@ -154,7 +179,11 @@ function observable(repo: TempRepo): string {
   const files = [...worktreeFiles(repo)].map(([p, f]) => `${p}:${f.mode}:${f.content.toString('base64')}`);
   const sessions = path.join(gitCommonDir(repo), 'agentsnap', 'sessions');
   const journals = fs.readdirSync(sessions).map((id) => fs.readFileSync(path.join(sessions, id, 'journal.jsonl'), 'utf8'));
-  return JSON.stringify({ files, refs: [...refsUnder(repo, 'refs/agent').entries(), ...refsUnder(repo, 'refs/agentsnap').entries()], journals });
+  return JSON.stringify({
+    files,
+    refs: [...refsUnder(repo, 'refs/agent').entries(), ...refsUnder(repo, 'refs/agentsnap').entries()],
+    journals,
+  });
 }
 
 test('apply --dry-run says what the apply would write, exits 0 and changes nothing; it refuses where the apply refuses', async () => {
@@ -184,8 +213,17 @@ test('apply --dry-run says what the apply would write, exits 0 and changes nothi
     assert.not.match(dry.stdout, /c\.txt/, 'already as the session has it: nothing to write');
     assert.match(dry.stderr, /nothing was changed/);
     assert.is(observable(repo), calm, 'files, refs and journals as they were');
-    const json = JSON.parse((await cliProcess(repo, ['apply', 's1', '-n', '--json'])).stdout) as { dryRun: boolean; written: string[]; created: string[]; deleted: string[]; safetyRef: string | null };
-    assert.equal({ dryRun: json.dryRun, written: json.written, created: json.created, deleted: json.deleted, safetyRef: json.safetyRef }, { dryRun: true, written: ['a.txt', 'new.txt'], created: ['new.txt'], deleted: ['del.txt'], safetyRef: null });
+    const json = JSON.parse((await cliProcess(repo, ['apply', 's1', '-n', '--json'])).stdout) as {
+      dryRun: boolean;
+      written: string[];
+      created: string[];
+      deleted: string[];
+      safetyRef: string | null;
+    };
+    assert.equal(
+      { dryRun: json.dryRun, written: json.written, created: json.created, deleted: json.deleted, safetyRef: json.safetyRef },
+      { dryRun: true, written: ['a.txt', 'new.txt'], created: ['new.txt'], deleted: ['del.txt'], safetyRef: null },
+    );
     assert.is(observable(repo), calm);
     // The real apply writes what the dry run said.
     const real = await cliProcess(repo, ['apply', 's1', '--json']);
@@ -216,7 +254,10 @@ test('--help lists the five everyday commands first, then the rest by theme, eac
       const m = /^ {2}agentsnap (\S+)/.exec(l);
       if (m) listed.push({ heading, name: m[1] as string });
     }
-    assert.equal(listed.filter((x) => x.heading === 'Everyday commands:').map((x) => x.name), ['wrap', 'log', 'show', 'undo', 'redo']);
+    assert.equal(
+      listed.filter((x) => x.heading === 'Everyday commands:').map((x) => x.name),
+      ['wrap', 'log', 'show', 'undo', 'redo'],
+    );
     assert.equal(listed.map((x) => x.name).sort(), COMMANDS.map((c) => c.name).sort(), 'every command, once');
     assert.ok(headings.length >= 5, `grouped by theme: ${headings.join(' | ')}`);
     assert.match(help.stdout, /^Options:$/m);
@@ -230,7 +271,7 @@ test('--help lists the five everyday commands first, then the rest by theme, eac
   }
 });
 
-test('`completion bash|zsh|fish`: generated from the command definitions; bash completes `agentsnap un` to `undo` and each command\'s options', async () => {
+test("`completion bash|zsh|fish`: generated from the command definitions; bash completes `agentsnap un` to `undo` and each command's options", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const bash = await cliProcess(repo, ['completion', 'bash']);
@@ -238,7 +279,17 @@ test('`completion bash|zsh|fish`: generated from the command definitions; bash c
     const script = path.join(repo.base, 'agentsnap.bash');
     fs.writeFileSync(script, bash.stdout);
     const complete = async (...words: string[]) => {
-      const r = await runProcess('bash', ['-c', 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _agentsnap; printf "%s\\n" "${COMPREPLY[@]}"', '_', script, ...words], { cwd: repo.dir, env: repo.env });
+      const r = await runProcess(
+        'bash',
+        [
+          '-c',
+          'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _agentsnap; printf "%s\\n" "${COMPREPLY[@]}"',
+          '_',
+          script,
+          ...words,
+        ],
+        { cwd: repo.dir, env: repo.env },
+      );
       assert.is(r.code, 0, r.stderr);
       return r.stdout.split('\n').filter(Boolean);
     };
@@ -261,7 +312,10 @@ test('`completion bash|zsh|fish`: generated from the command definitions; bash c
     }
     assert.match(fish.stdout, /__fish_seen_subcommand_from undo' -l dry-run/);
     assert.not.match(fish.stdout, /from undo' -l step /, 'a positional is no option');
-    assert.is(usageMessage(await cliProcess(repo, ['completion', 'tcsh']), 'completion tcsh'), 'shell must be "bash", "zsh" or "fish", not "tcsh"');
+    assert.is(
+      usageMessage(await cliProcess(repo, ['completion', 'tcsh']), 'completion tcsh'),
+      'shell must be "bash", "zsh" or "fish", not "tcsh"',
+    );
   } finally {
     repo.cleanup();
   }

@@ -69,7 +69,10 @@ test('invalid session ids are refused with InvalidSessionId and nothing is creat
   withRepo(async (repo) => {
     const bad = ['../heads/main', 'a..b', 'x.lock', '.hidden', 'a'.repeat(65), 'has space', 'a/b', '-x', 'semi;colon', 'tab\t', 'ü'];
     for (const id of bad) {
-      for (const args of [['snap', `--session=${id}`], ['log', `--session=${id}`]]) {
+      for (const args of [
+        ['snap', `--session=${id}`],
+        ['log', `--session=${id}`],
+      ]) {
         const r = await cli(repo, args);
         assertCleanFailure(r, 1, /invalid session id/);
       }
@@ -84,8 +87,7 @@ test('invalid session ids are refused with InvalidSessionId and nothing is creat
     await startNamedSession(repo, 'a'.repeat(64));
     const ok = await snapJson(repo, ['--session', 'a'.repeat(64)]);
     assert.is(ok.session.length, 64);
-  }),
-);
+  }));
 
 test('unknown session, no session yet, step out of range', () =>
   withRepo(async (repo) => {
@@ -103,8 +105,7 @@ test('unknown session, no session yet, step out of range', () =>
     assertCleanFailure(await cli(repo, ['diff', '99']), 1, /has no step 99/);
     assertCleanFailure(await cli(repo, ['diff', '0', '7']), 1, /has no step 7/);
     assertCleanFailure(await cli(repo, ['snap', '--phase', 'post', '--step', '99']), 1, /has no step 99/);
-  }),
-);
+  }));
 
 test('--phase post with no open step, with several open, and closing a closed step', () =>
   withRepo(async (repo) => {
@@ -124,8 +125,7 @@ test('--phase post with no open step, with several open, and closing a closed st
     assert.is(closed.step, 3);
     const last = await snapJson(repo, ['--phase', 'post']);
     assert.is(last.step, 2);
-  }),
-);
+  }));
 
 test('usage errors exit 2: unknown command, unknown flag, bad values', () =>
   withRepo(async (repo) => {
@@ -146,8 +146,7 @@ test('usage errors exit 2: unknown command, unknown flag, bad values', () =>
     assert.is(j.code, 2);
     assert.is(jsonError(j).code, 'Usage');
     assert.not.ok(fs.existsSync(path.join(gitCommonDir(repo), 'agentsnap', 'sessions')));
-  }),
-);
+  }));
 
 test('--help on every command shows an example; --version', () =>
   withRepo(async (repo) => {
@@ -162,8 +161,7 @@ test('--help on every command shows an example; --version', () =>
     const v = await cli(repo, ['--version']);
     assert.is(v.code, 0);
     assert.match(v.stdout, /^\d+\.\d+\.\d+/);
-  }),
-);
+  }));
 
 test('git missing from PATH: GitMissing, exit 1, one message', () =>
   withRepo(async (repo) => {
@@ -173,15 +171,18 @@ test('git missing from PATH: GitMissing, exit 1, one message', () =>
     assert.is(jsonError(await cli(repo, ['log', '--json'], { env })).code, 'GitMissing');
     const p = await cliProcess(repo, ['snap'], { env });
     assertCleanFailure(p, 1, /git was not found on PATH/);
-  }),
-);
+  }));
 
 test('git too old: GitTooOld names the minimum version, nothing created', () =>
   withRepo(async (repo) => {
     const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
     const bin = path.join(repo.base, 'old-git-bin');
     fs.mkdirSync(bin);
-    fs.writeFileSync(path.join(bin, 'git'), `#!/bin/sh\nif [ "$1" = version ]; then echo "git version 2.20.1"; exit 0; fi\nexec ${realGit} "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'git'),
+      `#!/bin/sh\nif [ "$1" = version ]; then echo "git version 2.20.1"; exit 0; fi\nexec ${realGit} "$@"\n`,
+      { mode: 0o755 },
+    );
     const env = { PATH: `${bin}:${process.env.PATH ?? ''}` };
     const r = await cli(repo, ['snap'], { env });
     assertCleanFailure(r, 1, /git 2\.20\.1 is too old: agentsnap needs git 2\.30\.0 or newer/);
@@ -195,16 +196,14 @@ test('git too old: GitTooOld names the minimum version, nothing created', () =>
     const sessions = path.join(gitCommonDir(repo), 'agentsnap', 'sessions');
     assert.equal(fs.existsSync(sessions) ? fs.readdirSync(sessions) : [], []);
     assert.is(repo.git(['for-each-ref', 'refs/agent/', 'refs/agentsnap/']), '');
-  }),
-);
+  }));
 
 test('AGENTSNAP_DEBUG=1 adds the stack trace', () =>
   withRepo(async (repo) => {
     const r = await cli(repo, ['show', '5'], { env: { AGENTSNAP_DEBUG: '1' } });
     assert.is(r.code, 1);
     assert.match(r.stderr, /\n\s+at /);
-  }),
-);
+  }));
 
 test('an internal error is exit 70 with a one-line message (subprocess)', () =>
   withRepo(async (repo) => {
@@ -212,25 +211,30 @@ test('an internal error is exit 70 with a one-line message (subprocess)', () =>
     // A journal whose step refers to a commit that does not exist: diff fails inside git.
     const session = (JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string }[])[0]?.id ?? '';
     const journal = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'journal.jsonl');
-    const text = fs.readFileSync(journal, 'utf8').replace(/"commit":"([0-9a-f]{40}|[0-9a-f]{64})"/, (_m, oid: string) => `"commit":"${'1'.repeat(oid.length)}"`);
+    const text = fs
+      .readFileSync(journal, 'utf8')
+      .replace(/"commit":"([0-9a-f]{40}|[0-9a-f]{64})"/, (_m, oid: string) => `"commit":"${'1'.repeat(oid.length)}"`);
     fs.writeFileSync(journal, text);
     const r = await cliProcess(repo, ['show', '1']);
     assert.is(r.code, 70, r.stderr);
     assert.not.match(r.stderr, /\n\s+at /);
     assert.ok(r.stderr.trimEnd().split('\n').length <= 2, r.stderr);
-  }),
-);
+  }));
 
-test('the executable (the bundled CLI) prints what the unbundled CLI module prints: help in the user\'s language, usage errors, version', () =>
+test("the executable (the bundled CLI) prints what the unbundled CLI module prints: help in the user's language, usage errors, version", () =>
   withRepo(async (repo) => {
     // The same main() from tsc's module, in a process of its own like the executable (yargs reads the locale from the process).
     const mainModule = pathToFileURL(path.join(ROOT, 'dist', 'cli', 'main.js')).href;
     const unbundled = (args: string[], env: Record<string, string>) => {
-      const r = spawnSync(process.execPath, ['--input-type=module', '-e', `const m = await import(${JSON.stringify(mainModule)}); await m.main();`, '--', 'agentsnap', ...args], {
-        cwd: repo.dir,
-        env: { ...repo.env, ...env },
-        encoding: 'utf8',
-      });
+      const r = spawnSync(
+        process.execPath,
+        ['--input-type=module', '-e', `const m = await import(${JSON.stringify(mainModule)}); await m.main();`, '--', 'agentsnap', ...args],
+        {
+          cwd: repo.dir,
+          env: { ...repo.env, ...env },
+          encoding: 'utf8',
+        },
+      );
       return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
     };
     const cases: { args: string[]; env?: Record<string, string> }[] = [
@@ -245,8 +249,11 @@ test('the executable (the bundled CLI) prints what the unbundled CLI module prin
       const executable = await cliProcess(repo, c.args, c.env ? { env: c.env } : {});
       assert.equal(executable, unbundled(c.args, c.env ?? {}), c.args.join(' '));
     }
-    assert.match((await cliProcess(repo, ['snap', '--help'], { env: { LC_ALL: 'de_DE.UTF-8' } })).stdout, /Optionen:/, "yargs' own words come from its locales");
-  }),
-);
+    assert.match(
+      (await cliProcess(repo, ['snap', '--help'], { env: { LC_ALL: 'de_DE.UTF-8' } })).stdout,
+      /Optionen:/,
+      "yargs' own words come from its locales",
+    );
+  }));
 
 test.run();

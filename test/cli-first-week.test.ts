@@ -90,8 +90,13 @@ test('gc --all --dry-run with a session that never ended: exit 0, what would be 
     assert.not.match(dry.stdout, /\(s\)/);
     assert.equal(refsUnder(repo, 'refs/'), refsBefore);
 
-    const dryJson = JSON.parse((await cliProcess(repo, ['gc', '--all', '--dry-run', '--json'])).stdout) as { refused: { session: string; reason: string }[] };
-    assert.equal(dryJson.refused.map((r) => r.session), [session]);
+    const dryJson = JSON.parse((await cliProcess(repo, ['gc', '--all', '--dry-run', '--json'])).stdout) as {
+      refused: { session: string; reason: string }[];
+    };
+    assert.equal(
+      dryJson.refused.map((r) => r.session),
+      [session],
+    );
 
     const real = await cliProcess(repo, ['gc', '--all']);
     assert.is(real.code, 3, real.stdout + real.stderr);
@@ -124,7 +129,11 @@ test("the README's `git log --all` remedy after two sessions shows the user's co
     assert.ok(all.length > mine.length + 2, 'plain `git log --all` shows the snapshots');
 
     const command = readmeLogCommand();
-    const sh = spawnSync('sh', ['-c', `${command} --format=%H`], { cwd: repo.dir, env: { ...repo.env, ...USER_IDENTITY }, encoding: 'utf8' });
+    const sh = spawnSync('sh', ['-c', `${command} --format=%H`], {
+      cwd: repo.dir,
+      env: { ...repo.env, ...USER_IDENTITY },
+      encoding: 'utf8',
+    });
     assert.is(sh.status, 0, sh.stderr);
     assert.equal(sh.stdout.trim().split('\n').sort(), mine, command);
 
@@ -181,7 +190,7 @@ test('uninstalling as the README says leaves no trace: no agentsnap ref (notes t
     assert.equal([...refsUnder(repo, 'refs/notes/agentsnap').keys()], []);
     assert.equal(agentsnapConfig(repo), []);
     assert.not.ok(fs.existsSync(stateDir(repo)));
-    assert.is(repo.git(['remote']).trim(), 'backup', 'the git remote itself is the user\'s: it stays');
+    assert.is(repo.git(['remote']).trim(), 'backup', "the git remote itself is the user's: it stays");
     assert.is(repo.read('a.txt').toString(), 'two\n');
   } finally {
     repo.cleanup();

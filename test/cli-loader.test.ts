@@ -31,7 +31,11 @@ function packageCopy(): { dir: string; cleanup(): void } {
 
 function run(pkg: string, args: string[], prefix: string[] = []): { code: number; stdout: string; stderr: string } {
   const cmd = [...prefix, process.execPath, path.join(pkg, 'bin', 'agentsnap.js'), ...args];
-  const r = spawnSync(cmd[0]!, cmd.slice(1), { cwd: pkg, encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: pkg, LANG: 'C' } });
+  const r = spawnSync(cmd[0]!, cmd.slice(1), {
+    cwd: pkg,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: pkg, LANG: 'C' },
+  });
   return { code: r.status ?? 128, stdout: r.stdout, stderr: r.stderr };
 }
 

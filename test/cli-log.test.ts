@@ -11,22 +11,45 @@ import { runHook } from '../src/hook.js';
 
 /** One hook call as the agent makes it (hooks written by `init`: the agent's session id maps to an agentsnap session). */
 async function hook(repo: TempRepo, agent: string, event: string, payload: Record<string, unknown>): Promise<string> {
-  const res = await runHook({ agent, event, input: JSON.stringify({ session_id: `${agent}-chat-1`, cwd: repo.dir, ...payload }), env: repo.env, cwd: repo.dir });
+  const res = await runHook({
+    agent,
+    event,
+    input: JSON.stringify({ session_id: `${agent}-chat-1`, cwd: repo.dir, ...payload }),
+    env: repo.env,
+    cwd: repo.dir,
+  });
   assert.is(res.warning, null, `${agent} ${event}`);
   return res.session as string;
 }
 
 /** A Claude Code session: Bash, Write (absolute path), Edit, MultiEdit, an MCP tool, a failed Bash, an interrupted Write. */
 async function claudeSession(repo: TempRepo): Promise<string> {
-  const call = async (id: string, tool: string, input: unknown, change: () => void, end: 'PostToolUse' | 'PostToolUseFailure' | null = 'PostToolUse') => {
+  const call = async (
+    id: string,
+    tool: string,
+    input: unknown,
+    change: () => void,
+    end: 'PostToolUse' | 'PostToolUseFailure' | null = 'PostToolUse',
+  ) => {
     await hook(repo, 'claude', 'PreToolUse', { tool_name: tool, tool_input: input, tool_use_id: id });
     change();
-    if (end) await hook(repo, 'claude', end, { tool_name: tool, tool_input: input, tool_use_id: id, tool_response: 'ok', ...(end === 'PostToolUseFailure' ? { error: 'Exit code 1' } : {}) });
+    if (end)
+      await hook(repo, 'claude', end, {
+        tool_name: tool,
+        tool_input: input,
+        tool_use_id: id,
+        tool_response: 'ok',
+        ...(end === 'PostToolUseFailure' ? { error: 'Exit code 1' } : {}),
+      });
   };
   await call('t1', 'Bash', { command: 'npm test -- --grep "log rows"', description: 'run the tests' }, () => repo.write('out.log', 'ok\n'));
-  await call('t2', 'Write', { file_path: path.join(repo.dir, 'src', 'app.ts'), content: 'export {};\n' }, () => repo.write('src/app.ts', 'export {};\n'));
+  await call('t2', 'Write', { file_path: path.join(repo.dir, 'src', 'app.ts'), content: 'export {};\n' }, () =>
+    repo.write('src/app.ts', 'export {};\n'),
+  );
   await call('t3', 'Edit', { file_path: path.join(repo.dir, 'a.txt'), old_string: 'a', new_string: 'b' }, () => repo.write('a.txt', 'b\n'));
-  await call('t4', 'MultiEdit', { file_path: path.join(repo.dir, 'src', 'app.ts'), edits: [] }, () => repo.write('src/app.ts', 'export const x = 1;\n'));
+  await call('t4', 'MultiEdit', { file_path: path.join(repo.dir, 'src', 'app.ts'), edits: [] }, () =>
+    repo.write('src/app.ts', 'export const x = 1;\n'),
+  );
   await call('t5', 'mcp__github__create_issue', { owner: 'me', repo: 'app', title: 'Log rows say nothing' }, () => {});
   await call('t6', 'Bash', { command: 'rm -rf build &&\n  make all' }, () => repo.write('build.txt', 'x\n'), 'PostToolUseFailure');
   await call('t7', 'Write', { file_path: path.join(repo.dir, 'half.txt'), content: 'half' }, () => repo.write('half.txt', 'half'), null);
@@ -56,7 +79,10 @@ test('log: each row says what the call was (command, file relative to the worktr
     // The columns line up whatever the tool's and the status's width.
     for (const column of [/\d\d:\d\d:\d\d/, /\d+ files? \+/]) {
       const at = rows.map((r) => r.search(column));
-      assert.ok(at.every((x) => x === at[0] && x > 0), `${column} at ${at.join(',')}:\n${rows.join('\n')}`);
+      assert.ok(
+        at.every((x) => x === at[0] && x > 0),
+        `${column} at ${at.join(',')}:\n${rows.join('\n')}`,
+      );
     }
     // --json carries the same line.
     const j = JSON.parse((await cliProcess(repo, ['log', '--session', id, '--json'])).stdout) as { step: number; what: string | null }[];
@@ -74,8 +100,19 @@ test('log: the description is cut to the row width ($COLUMNS when piped); failed
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const id = await claudeSession(repo);
-    await hook(repo, 'claude', 'PreToolUse', { session_id: 'claude-chat-2', tool_name: 'Bash', tool_input: { command: `echo ${'x'.repeat(300)}` }, tool_use_id: 'long' });
-    await hook(repo, 'claude', 'PostToolUse', { session_id: 'claude-chat-2', tool_name: 'Bash', tool_input: {}, tool_use_id: 'long', tool_response: '' });
+    await hook(repo, 'claude', 'PreToolUse', {
+      session_id: 'claude-chat-2',
+      tool_name: 'Bash',
+      tool_input: { command: `echo ${'x'.repeat(300)}` },
+      tool_use_id: 'long',
+    });
+    await hook(repo, 'claude', 'PostToolUse', {
+      session_id: 'claude-chat-2',
+      tool_name: 'Bash',
+      tool_input: {},
+      tool_use_id: 'long',
+      tool_response: '',
+    });
     const narrow = await log(repo, [], { COLUMNS: '70' });
     const long = narrow.find((r) => r.includes('echo xxx'));
     assert.ok(long && long.length <= 70 && long.endsWith('…'), `cut to 70: ${long}`);
@@ -117,7 +154,6 @@ test('log: Codex shell and apply_patch calls, Gemini CLI tools, a session of `sn
     assert.match(geminiRows[1]!, /write_file\s+done\s.*\shello\.txt$/);
     assert.match(geminiRows[2]!, /replace\s+done\s.*\sa\.txt$/);
     assert.match(geminiRows[3]!, /read_file\s+done\s.*\sa\.txt$/);
-
   } finally {
     repo.cleanup();
   }
@@ -148,10 +184,24 @@ test('sessions: a header row over aligned columns, the disk use under its label'
 });
 
 /** One call of a Claude Code conversation `chat` (each conversation is its own agentsnap session under init's hooks). */
-async function chatCall(repo: TempRepo, chat: string, id: string, tool: string, input: unknown, change: () => void, response: unknown = 'ok'): Promise<string> {
+async function chatCall(
+  repo: TempRepo,
+  chat: string,
+  id: string,
+  tool: string,
+  input: unknown,
+  change: () => void,
+  response: unknown = 'ok',
+): Promise<string> {
   const session = await hook(repo, 'claude', 'PreToolUse', { session_id: chat, tool_name: tool, tool_input: input, tool_use_id: id });
   change();
-  await hook(repo, 'claude', 'PostToolUse', { session_id: chat, tool_name: tool, tool_input: input, tool_use_id: id, tool_response: response });
+  await hook(repo, 'claude', 'PostToolUse', {
+    session_id: chat,
+    tool_name: tool,
+    tool_input: input,
+    tool_use_id: id,
+    tool_response: response,
+  });
   return session;
 }
 
@@ -159,9 +209,19 @@ test('log --grep TEXT: steps whose input or output holds TEXT (case-insensitive,
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const first = await chatCall(repo, 'chat-1', 'a1', 'Bash', { command: 'rm -rf build' }, () => repo.write('x.txt', '1\n'));
-    await chatCall(repo, 'chat-1', 'a2', 'Bash', { command: 'curl -H "Authorization: Bearer ghp_16C7e42F292c6912E7710c838347Ae178B4a" api' }, () => {});
+    await chatCall(
+      repo,
+      'chat-1',
+      'a2',
+      'Bash',
+      { command: 'curl -H "Authorization: Bearer ghp_16C7e42F292c6912E7710c838347Ae178B4a" api' },
+      () => {},
+    );
     const second = await chatCall(repo, 'chat-2', 'b1', 'Bash', { command: 'echo RM -RF is not run here' }, () => {});
-    await chatCall(repo, 'chat-2', 'b2', 'Bash', { command: 'cat notes.txt' }, () => {}, { stdout: 'the Needle is in the output', stderr: '' });
+    await chatCall(repo, 'chat-2', 'b2', 'Bash', { command: 'cat notes.txt' }, () => {}, {
+      stdout: 'the Needle is in the output',
+      stderr: '',
+    });
     await chatCall(repo, 'chat-2', 'b3', 'Bash', { command: 'ls a.* (x)' }, () => {});
     assert.ok(first !== second, 'two sessions');
     const rows = async (args: string[]) => {
@@ -186,8 +246,17 @@ test('log --grep TEXT: steps whose input or output holds TEXT (case-insensitive,
     assert.is((await rows(['--all-sessions', '--grep', 'ghp_16C7e42F292c6912E7710c838347Ae178B4a'])).length, 0);
     assert.is((await rows(['--all-sessions', '--grep', 'Authorization'])).length, 1);
     // --json names each step's session.
-    const j = JSON.parse((await cliProcess(repo, ['log', '--all-sessions', '--grep', 'rm -rf', '--json'])).stdout) as { session: string; step: number }[];
-    assert.equal(j.map((x) => [x.session, x.step]), [[first, 1], [second, 1]]);
+    const j = JSON.parse((await cliProcess(repo, ['log', '--all-sessions', '--grep', 'rm -rf', '--json'])).stdout) as {
+      session: string;
+      step: number;
+    }[];
+    assert.equal(
+      j.map((x) => [x.session, x.step]),
+      [
+        [first, 1],
+        [second, 1],
+      ],
+    );
     // Nothing matches: said on stderr, exit 0.
     const none = await cliProcess(repo, ['log', '--all-sessions', '--grep', 'no such text']);
     assert.is(none.code, 0);
@@ -204,16 +273,26 @@ test('log --grep TEXT: steps whose input or output holds TEXT (case-insensitive,
 test('log --all-sessions -- <path>: who last wrote it is the last row (time order across sessions); --last N of them all', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
-    const first = await chatCall(repo, 'chat-1', 'a1', 'Write', { file_path: path.join(repo.dir, 'src', 'app.ts') }, () => repo.write('src/app.ts', 'one\n'));
+    const first = await chatCall(repo, 'chat-1', 'a1', 'Write', { file_path: path.join(repo.dir, 'src', 'app.ts') }, () =>
+      repo.write('src/app.ts', 'one\n'),
+    );
     await chatCall(repo, 'chat-1', 'a2', 'Bash', { command: 'touch other.txt' }, () => repo.write('other.txt', ''));
-    const second = await chatCall(repo, 'chat-2', 'b1', 'Edit', { file_path: path.join(repo.dir, 'src', 'app.ts') }, () => repo.write('src/app.ts', 'two\n'));
+    const second = await chatCall(repo, 'chat-2', 'b1', 'Edit', { file_path: path.join(repo.dir, 'src', 'app.ts') }, () =>
+      repo.write('src/app.ts', 'two\n'),
+    );
     await chatCall(repo, 'chat-1', 'a3', 'Bash', { command: 'sed -i s/two/three/ src/app.ts' }, () => repo.write('src/app.ts', 'three\n'));
     const r = await cliProcess(repo, ['log', '--all-sessions', '--', 'src/app.ts']);
     assert.is(r.code, 0, r.stderr);
     const rows = r.stdout.split('\n').filter((l) => /\d\d:\d\d:\d\d/.test(l));
-    assert.equal(rows.map((l) => l.split(/\s+/).slice(0, 3).join(' ')), [`${first} 1 Write`, `${second} 1 Edit`, `${first} 3 Bash`]);
+    assert.equal(
+      rows.map((l) => l.split(/\s+/).slice(0, 3).join(' ')),
+      [`${first} 1 Write`, `${second} 1 Edit`, `${first} 3 Bash`],
+    );
     const last = await cliProcess(repo, ['log', '--all-sessions', '--last', '1', '--json', '--', 'src/app.ts']);
-    assert.equal((JSON.parse(last.stdout) as { session: string; step: number }[]).map((x) => [x.session, x.step]), [[first, 3]]);
+    assert.equal(
+      (JSON.parse(last.stdout) as { session: string; step: number }[]).map((x) => [x.session, x.step]),
+      [[first, 3]],
+    );
     // From a subdirectory, the path is relative to it, as everywhere.
     const sub = await cliProcess(repo, ['log', '--all-sessions', '--json', '--', 'app.ts'], { cwd: path.join(repo.dir, 'src') });
     assert.is((JSON.parse(sub.stdout) as unknown[]).length, 3, sub.stderr);

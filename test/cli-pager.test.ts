@@ -29,7 +29,9 @@ function recordingPager(repo: TempRepo, name: string): { cmd: string; out: strin
   const out = path.join(repo.base, `${name}.out`);
   const envFile = path.join(repo.base, `${name}.env`);
   const file = path.join(repo.base, `${name}.sh`);
-  fs.writeFileSync(file, `#!/bin/sh\nprintf 'LESS=%s LV=%s\\n' "$LESS" "$LV" > ${shellQuote(envFile)}\ncat > ${shellQuote(out)}\n`, { mode: 0o755 });
+  fs.writeFileSync(file, `#!/bin/sh\nprintf 'LESS=%s LV=%s\\n' "$LESS" "$LV" > ${shellQuote(envFile)}\ncat > ${shellQuote(out)}\n`, {
+    mode: 0o755,
+  });
   return { cmd: file, out, env: envFile };
 }
 
@@ -37,7 +39,10 @@ function recordingPager(repo: TempRepo, name: string): { cmd: string; out: strin
 async function session(repo: TempRepo): Promise<void> {
   for (const [args, change] of [
     [['snap', '-m', 'start'], () => {}],
-    [['snap', '--phase', 'pre', '--tool', 'Bash'], () => repo.write('big.txt', `${Array.from({ length: 40000 }, (_, i) => `line ${i}`).join('\n')}\n`)],
+    [
+      ['snap', '--phase', 'pre', '--tool', 'Bash'],
+      () => repo.write('big.txt', `${Array.from({ length: 40000 }, (_, i) => `line ${i}`).join('\n')}\n`),
+    ],
     [['snap', '--phase', 'post'], () => {}],
     [['snap', '--phase', 'pre', '--tool', 'Edit'], () => repo.write('a.txt', 'a2\n')],
     [['snap', '--phase', 'post'], () => {}],

@@ -8,8 +8,20 @@ import { parseSnapArgs } from '../src/cli/main.js';
 test('snap arguments: the plain forms parse as yargs gives them to the handler', () => {
   assert.equal(parseSnapArgs([]), { json: false, quiet: false });
   assert.equal(parseSnapArgs(['-q']), { json: false, quiet: true });
-  assert.equal(parseSnapArgs(['--json', '--session', 'abc', '-m', 'before refactor']), { json: true, quiet: false, session: 'abc', message: 'before refactor' });
-  assert.equal(parseSnapArgs(['--phase=post', '--step', '12', '--status', 'failed', '--tool', 'Bash']), { json: false, quiet: false, phase: 'post', step: 12, status: 'failed', tool: 'Bash' });
+  assert.equal(parseSnapArgs(['--json', '--session', 'abc', '-m', 'before refactor']), {
+    json: true,
+    quiet: false,
+    session: 'abc',
+    message: 'before refactor',
+  });
+  assert.equal(parseSnapArgs(['--phase=post', '--step', '12', '--status', 'failed', '--tool', 'Bash']), {
+    json: false,
+    quiet: false,
+    phase: 'post',
+    step: 12,
+    status: 'failed',
+    tool: 'Bash',
+  });
 });
 
 test('snap arguments: anything else is left to yargs', () => {

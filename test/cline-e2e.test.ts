@@ -24,7 +24,11 @@ try {
 }
 
 /** Runs a program without blocking this process (the stub answers from it), bounded in time. */
-function run(program: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  program: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000 });
     let stdout = '';
@@ -38,7 +42,10 @@ function run(program: string, args: string[], opts: { cwd: string; env: NodeJS.P
 
 /** Cline's provider, recorded once per HOME as a user does (`cline auth`), pointing at the stub. */
 async function auth(home: string, repo: TempRepo, url: string): Promise<void> {
-  const r = await run(cline as string, ['auth', '-p', 'openai', '-k', 'sk-e2e-test-key-not-real', '-m', 'test-model', '-b', url], { cwd: repo.dir, env: { ...repo.env, HOME: home } });
+  const r = await run(cline as string, ['auth', '-p', 'openai', '-k', 'sk-e2e-test-key-not-real', '-m', 'test-model', '-b', url], {
+    cwd: repo.dir,
+    env: { ...repo.env, HOME: home },
+  });
   assert.is(r.code, 0, r.stderr + r.stdout);
 }
 
@@ -98,7 +105,7 @@ function snapshotDir(dir: string): Record<string, string> {
   return out;
 }
 
-test('cline under wrap --mcp: one step per call (write, shell, failing shell closed as failed), log says what each was, undo of the shell call and of the write, undo --chat offers the digest, agentsnap mcp offered; the user\'s cline dir and its own hook untouched, its hook still runs', async () => {
+test("cline under wrap --mcp: one step per call (write, shell, failing shell closed as failed), log says what each was, undo of the shell call and of the write, undo --chat offers the digest, agentsnap mcp offered; the user's cline dir and its own hook untouched, its hook still runs", async () => {
   if (!cline) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'gone.txt': 'bye\n' } });
   const script: ScriptedTurn[] = [
@@ -137,10 +144,18 @@ test('cline under wrap --mcp: one step per call (write, shell, failing shell clo
         ['run_commands', 'failed'],
       ],
     );
-    assert.equal(s.steps.map((st) => st.input), stub.calls.map((c) => c.input));
-    assert.equal(s.steps.map((st) => st.toolUseId), stub.calls.map((c) => c.id));
+    assert.equal(
+      s.steps.map((st) => st.input),
+      stub.calls.map((c) => c.input),
+    );
+    assert.equal(
+      s.steps.map((st) => st.toolUseId),
+      stub.calls.map((c) => c.id),
+    );
     assert.match(String(s.steps[2]?.error), 'Command exited with code 3');
-    [after1, after2, after3].forEach((files, i) => assert.equal(filesOf(repo, s.steps[i]?.post as string), files, `files after step ${i + 1}`));
+    [after1, after2, after3].forEach((files, i) =>
+      assert.equal(filesOf(repo, s.steps[i]?.post as string), files, `files after step ${i + 1}`),
+    );
     assert.equal(filesOf(repo, s.steps[0]?.pre as string), start);
     // --mcp: the model was offered agentsnap's tools.
     assert.match(stub.toolsOffered.flat().join(' '), /agentsnap.*list_steps/);
@@ -155,9 +170,16 @@ test('cline under wrap --mcp: one step per call (write, shell, failing shell clo
     const dataFree = (o: Record<string, string>) => Object.fromEntries(Object.entries(o).filter(([k]) => !k.startsWith('data/')));
     assert.equal(dataFree(snapshotDir(path.join(repo.home, '.cline'))), dataFree(userDirBefore));
     assert.is(userDirBefore['data/settings/cline_mcp_settings.json'], undefined);
-    assert.not.ok(fs.existsSync(path.join(repo.home, '.cline', 'data', 'settings', 'cline_mcp_settings.json')), 'the MCP server was declared for the run only');
+    assert.not.ok(
+      fs.existsSync(path.join(repo.home, '.cline', 'data', 'settings', 'cline_mcp_settings.json')),
+      'the MCP server was declared for the run only',
+    );
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.clinerules')));
-    assert.equal(fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('cline-')), [], 'the run\'s cline dir and state are gone');
+    assert.equal(
+      fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('cline-')),
+      [],
+      "the run's cline dir and state are gone",
+    );
     assert.is(fs.readFileSync(seen, 'utf8').split('"hookName":"tool_result"').length - 1, 3);
     // Undo back to before the shell call (step 2): a.txt and gone.txt back, hello.txt kept; then before the write.
     let u = await cliProcess(repo, ['undo', '2']);
@@ -180,7 +202,7 @@ test('cline under wrap --mcp: one step per call (write, shell, failing shell clo
   }
 });
 
-test('cline with init hooks, default (hub daemon) mode, two repositories one HOME, a daemon started with a stale wrapper\'s variables: each call lands in its own repository\'s session; a wrapped run beside that daemon records into its own session only; init --remove leaves both projects byte-identical', async () => {
+test("cline with init hooks, default (hub daemon) mode, two repositories one HOME, a daemon started with a stale wrapper's variables: each call lands in its own repository's session; a wrapped run beside that daemon records into its own session only; init --remove leaves both projects byte-identical", async () => {
   if (!cline) return;
   const a = tempRepo({ files: { 'a.txt': 'one\n', '.clinerules/style.md': 'be brief\n' } });
   const b = tempRepo({ files: { 'b.txt': 'one\n' } });
@@ -215,12 +237,30 @@ test('cline with init hooks, default (hub daemon) mode, two repositories one HOM
     r = await run(cline, ['Make the changes.'], { cwd: b.dir, env: { ...b.env, HOME: home, PATH: pathWithAgentsnap } });
     assert.is(r.code, 0, r.stderr + r.stdout);
     for (const repo of [a, b]) {
-      const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'], { env: { HOME: home } })).stdout) as { id: string; agent: string; steps: number }[];
-      assert.equal(list.map((x) => [x.agent, x.steps]), [['cline', 2]], `${repo === a ? 'a' : 'b'}: ${JSON.stringify(list)}`);
+      const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'], { env: { HOME: home } })).stdout) as {
+        id: string;
+        agent: string;
+        steps: number;
+      }[];
+      assert.equal(
+        list.map((x) => [x.agent, x.steps]),
+        [['cline', 2]],
+        `${repo === a ? 'a' : 'b'}: ${JSON.stringify(list)}`,
+      );
       const s = loadSession(await openRepo(repo.dir, { env: { ...repo.env, HOME: home } }), list[0]?.id as string);
-      assert.equal(s.steps.map((st) => [st.tool, st.status]), [['editor', 'done'], ['run_commands', 'failed']]);
+      assert.equal(
+        s.steps.map((st) => [st.tool, st.status]),
+        [
+          ['editor', 'done'],
+          ['run_commands', 'failed'],
+        ],
+      );
       assert.equal(filesOf(repo, s.steps[0]?.post as string)['hello.txt'], 'hello\n');
-      assert.is(repo.git(['status', '--porcelain']), `?? c.txt\n?? hello.txt\n${repo === b ? '?? notes.txt\n' : ''}`, 'the hook files are kept out of commits');
+      assert.is(
+        repo.git(['status', '--porcelain']),
+        `?? c.txt\n?? hello.txt\n${repo === b ? '?? notes.txt\n' : ''}`,
+        'the hook files are kept out of commits',
+      );
     }
     // Cline's refs/cline/checkpoints/… in b: agentsnap's pre-push hook keeps them off a remote that is not a backup one.
     assert.match(b.git(['for-each-ref', '--format=%(refname)', 'refs/cline/']), /^refs\/cline\/checkpoints\//);
@@ -237,13 +277,29 @@ test('cline with init hooks, default (hub daemon) mode, two repositories one HOM
     fs.rmSync(path.join(a.dir, 'c.txt'));
     fs.rmSync(path.join(a.dir, 'hello.txt'));
     await auth(home, a, stubA.url);
-    const w = await cliProcess(a, ['wrap', '--', cline, 'Make the changes.'], { env: { HOME: home, PATH: pathWithAgentsnap }, timeoutMs: 240_000 });
+    const w = await cliProcess(a, ['wrap', '--', cline, 'Make the changes.'], {
+      env: { HOME: home, PATH: pathWithAgentsnap },
+      timeoutMs: 240_000,
+    });
     assert.is(w.code, 0, w.stderr + w.stdout);
     const wrapped = /started session (\S+)/.exec(w.stderr)?.[1] as string;
-    const sessions = JSON.parse((await cliProcess(a, ['sessions', '--json'], { env: { HOME: home } })).stdout) as { id: string; agent: string; steps: number }[];
-    assert.equal(sessions.map((x) => [x.id === wrapped ? 'wrapped' : 'init', x.agent, x.steps]).sort(), [['init', 'cline', 2], ['wrapped', 'cline', 2]]);
+    const sessions = JSON.parse((await cliProcess(a, ['sessions', '--json'], { env: { HOME: home } })).stdout) as {
+      id: string;
+      agent: string;
+      steps: number;
+    }[];
+    assert.equal(sessions.map((x) => [x.id === wrapped ? 'wrapped' : 'init', x.agent, x.steps]).sort(), [
+      ['init', 'cline', 2],
+      ['wrapped', 'cline', 2],
+    ]);
     const ws = loadSession(await openRepo(a.dir, { env: { ...a.env, HOME: home } }), wrapped);
-    assert.equal(ws.steps.map((st) => [st.tool, st.status]), [['editor', 'done'], ['run_commands', 'failed']]);
+    assert.equal(
+      ws.steps.map((st) => [st.tool, st.status]),
+      [
+        ['editor', 'done'],
+        ['run_commands', 'failed'],
+      ],
+    );
     const daemons = stopDaemons(home);
     console.log(`cline-e2e: ${daemons} hub daemon(s) served these runs`);
     for (const repo of [a, b]) {

@@ -16,7 +16,12 @@ const common = {
   taskId: 'conv_1796456263289_nyeq6kq',
   sessionContext: { rootSessionId: '1796456262917_2u5vb' },
   workspaceRoots: ['/repo'],
-  workspaceInfo: { rootPath: '/repo', hint: 'repo', latestGitCommitHash: '6c3b9af2e82b46d00b4e3ec8a5006e1cc270827d', latestGitBranchName: 'master' },
+  workspaceInfo: {
+    rootPath: '/repo',
+    hint: 'repo',
+    latestGitCommitHash: '6c3b9af2e82b46d00b4e3ec8a5006e1cc270827d',
+    latestGitBranchName: 'master',
+  },
   userId: 'unknown',
   agent_id: 'agent_1796456263128_2n2l2t',
   parent_agent_id: null,
@@ -34,8 +39,22 @@ const failedPost = {
   ...common,
   hookName: 'tool_result',
   iteration: 3,
-  tool_result: { id: 'call_3_0', name: 'run_commands', input: { commands }, output: failedOutput, durationMs: 61, startedAt: '…', endedAt: '…' },
-  postToolUse: { toolName: 'run_commands', parameters: { commands: JSON.stringify(commands) }, result: JSON.stringify(failedOutput), success: true, executionTimeMs: 61 },
+  tool_result: {
+    id: 'call_3_0',
+    name: 'run_commands',
+    input: { commands },
+    output: failedOutput,
+    durationMs: 61,
+    startedAt: '…',
+    endedAt: '…',
+  },
+  postToolUse: {
+    toolName: 'run_commands',
+    parameters: { commands: JSON.stringify(commands) },
+    result: JSON.stringify(failedOutput),
+    success: true,
+    executionTimeMs: 61,
+  },
 };
 const editPost = {
   ...common,
@@ -48,7 +67,13 @@ const editPost = {
     output: { query: 'edit:/repo/a.txt', result: 'File created successfully at: /repo/a.txt', success: true },
     durationMs: 7,
   },
-  postToolUse: { toolName: 'editor', parameters: { path: '/repo/a.txt', new_text: 'alpha\n' }, result: '{"query":"edit:/repo/a.txt"}', success: true, executionTimeMs: 7 },
+  postToolUse: {
+    toolName: 'editor',
+    parameters: { path: '/repo/a.txt', new_text: 'alpha\n' },
+    result: '{"query":"edit:/repo/a.txt"}',
+    success: true,
+    executionTimeMs: 7,
+  },
 };
 
 test('cline is recognised from its command and offered to init; it declares refs/cline/ as refs it writes', () => {
@@ -66,7 +91,7 @@ test('a Cline pre: tool, call id, the real array input (not the JSON string of p
   assert.is(call.toolUseId, 'call_3_0');
   assert.equal(call.input, { commands });
   assert.is(call.agentSessionId, '1796456262917_2u5vb');
-  assert.is(call.cwd, '/repo', 'the workspace, not the hub daemon\'s directory');
+  assert.is(call.cwd, '/repo', "the workspace, not the hub daemon's directory");
 });
 
 test('a failed run_commands call (postToolUse.success true, output[0].success false) is closed as failed with its error', () => {
@@ -84,12 +109,15 @@ test('a failed run_commands call (postToolUse.success true, output[0].success fa
 });
 
 test('log reads what a Cline call was: its commands (array or JSON string), its file', () => {
-  assert.equal(describeCall('cline', null, 'run_commands', { commands: ['mkdir -p d', 'rm base.txt'] }), { kind: 'shell', command: 'mkdir -p d\nrm base.txt' });
+  assert.equal(describeCall('cline', null, 'run_commands', { commands: ['mkdir -p d', 'rm base.txt'] }), {
+    kind: 'shell',
+    command: 'mkdir -p d\nrm base.txt',
+  });
   assert.equal(describeCall('cline', null, 'run_commands', { commands: '["rm base.txt"]' }), { kind: 'shell', command: 'rm base.txt' });
   assert.equal(describeCall('cline', null, 'editor', { path: '/repo/a.txt', new_text: 'x' }), { kind: 'paths', paths: ['/repo/a.txt'] });
 });
 
-test('init cline writes executable hook files kept out of commits; --remove leaves the project byte-identical; a hook of the user\'s of that name is left alone', async () => {
+test("init cline writes executable hook files kept out of commits; --remove leaves the project byte-identical; a hook of the user's of that name is left alone", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n', '.clinerules/style.md': 'be brief\n' } });
   try {
     const exclude = path.join(repo.dir, '.git', 'info', 'exclude');
@@ -125,7 +153,7 @@ test('init cline writes executable hook files kept out of commits; --remove leav
   }
 });
 
-test('refs Cline writes into the repository (refs/cline/checkpoints/…) are refused on a push to a non-backup remote, as agentsnap\'s are; agentsnap.agentRefs changes the list; branches still go', async () => {
+test("refs Cline writes into the repository (refs/cline/checkpoints/…) are refused on a push to a non-backup remote, as agentsnap's are; agentsnap.agentRefs changes the list; branches still go", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     assert.is((await cli(repo, ['hooks', 'install'])).code, 0);
@@ -136,7 +164,11 @@ test('refs Cline writes into the repository (refs/cline/checkpoints/…) are ref
     // What Cline leaves: a checkpoint commit of the worktree under refs/cline/checkpoints/<session>/<n>.
     const checkpoint = repo.git(['commit-tree', '-m', 'checkpoint', 'HEAD^{tree}']).trim();
     repo.git(['update-ref', 'refs/cline/checkpoints/1796456262917_2u5vb/1', checkpoint]);
-    for (const args of [['origin', 'refs/cline/checkpoints/1796456262917_2u5vb/1'], ['--mirror', 'origin'], ['origin', 'refs/cline/*:refs/cline/*']]) {
+    for (const args of [
+      ['origin', 'refs/cline/checkpoints/1796456262917_2u5vb/1'],
+      ['--mirror', 'origin'],
+      ['origin', 'refs/cline/*:refs/cline/*'],
+    ]) {
       const r = repo.gitRaw(['push', ...args]);
       assert.is.not(r.status, 0, `git push ${args.join(' ')}`);
       assert.match(r.stderr, 'refusing to push refs an agent wrote into this repository to origin');
@@ -184,7 +216,7 @@ test('init cline --mcp: Cline has no project MCP file: refused with the way to d
   }
 });
 
-test('a killed wrapper\'s run cline dir is finished by the next wrapper: what Cline created there moves to the user\'s cline dir, the run\'s dir and state go', () => {
+test("a killed wrapper's run cline dir is finished by the next wrapper: what Cline created there moves to the user's cline dir, the run's dir and state go", () => {
   const repo = tempRepo({ noInit: true });
   try {
     const sessions = path.join(repo.base, 'sessions');

@@ -37,7 +37,12 @@ test('16 hook calls of one session at once: every step recorded, numbers unique,
       calls.map(async (t) => {
         const pre = await hook('PreToolUse', { tool_name: 'Write', tool_use_id: t, tool_input: { file_path: `${t}.txt` } });
         fs.writeFileSync(path.join(repo.dir, `${t}.txt`), `${t}\n`);
-        const post = await hook('PostToolUse', { tool_name: 'Write', tool_use_id: t, tool_input: { file_path: `${t}.txt` }, tool_response: { ok: t } });
+        const post = await hook('PostToolUse', {
+          tool_name: 'Write',
+          tool_use_id: t,
+          tool_input: { file_path: `${t}.txt` },
+          tool_response: { ok: t },
+        });
         return [pre, post];
       }),
     );
@@ -49,7 +54,11 @@ test('16 hook calls of one session at once: every step recorded, numbers unique,
     const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
     const steps = s.steps.filter((st) => st.kind === 'call');
     assert.is(steps.length, 16);
-    assert.equal(steps.map((st) => st.step).sort((a, b) => a - b), Array.from({ length: 16 }, (_, i) => i + 2), 'unique, contiguous step numbers');
+    assert.equal(
+      steps.map((st) => st.step).sort((a, b) => a - b),
+      Array.from({ length: 16 }, (_, i) => i + 2),
+      'unique, contiguous step numbers',
+    );
     assert.equal(steps.map((st) => st.toolUseId).sort(), calls);
     for (const st of steps) {
       assert.is(st.status, 'done', `step ${st.step}`);

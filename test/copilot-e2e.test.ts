@@ -38,7 +38,11 @@ function copilotEnv(url: string): Record<string, string> {
 const PROMPT_ARGS = ['-p', 'Make the changes.', '--allow-all-tools', '--no-auto-update'];
 
 /** Runs a program without blocking this process (the stub answers from it), bounded in time. */
-function run(program: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  program: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000 });
     let stdout = '';
@@ -52,7 +56,9 @@ function run(program: string, args: string[], opts: { cwd: string; env: NodeJS.P
 
 /** The names of the agentsnap MCP tools the model was offered. */
 function agentsnapTools(toolsOffered: string[][]): string {
-  return [...new Set(toolsOffered.flat().filter((n) => /agentsnap/.test(n)))].sort().join(' ') || `none in: ${JSON.stringify(toolsOffered[0])}`;
+  return (
+    [...new Set(toolsOffered.flat().filter((n) => /agentsnap/.test(n)))].sort().join(' ') || `none in: ${JSON.stringify(toolsOffered[0])}`
+  );
 }
 
 function filesOf(repo: TempRepo, commit: string): Record<string, string> {
@@ -88,7 +94,10 @@ test('copilot under wrap --mcp: hooks as a run-only plugin (no trust asked, ~/.c
   // The user's own Copilot files: its config (which trusts no folder), settings, a user hook of theirs.
   const home = path.join(repo.home, '.copilot');
   fs.mkdirSync(path.join(home, 'hooks'), { recursive: true });
-  fs.writeFileSync(path.join(home, 'config.json'), '// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  "firstLaunchAt": "2026-12-01T10:00:00.000Z",\n  "trustedFolders": []\n}\n');
+  fs.writeFileSync(
+    path.join(home, 'config.json'),
+    '// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  "firstLaunchAt": "2026-12-01T10:00:00.000Z",\n  "trustedFolders": []\n}\n',
+  );
   fs.writeFileSync(path.join(home, 'settings.json'), '{\n  "theme": "dark"\n}\n');
   fs.writeFileSync(path.join(home, 'hooks', 'mine.json'), '{"version": 1, "hooks": {}}\n');
   const userFiles = filesUnder(home);
@@ -120,13 +129,21 @@ test('copilot under wrap --mcp: hooks as a run-only plugin (no trust asked, ~/.c
         ['bash', 'failed'],
       ],
     );
-    assert.equal(s.steps.map((st) => st.input), stub.calls.map((c) => c.input));
+    assert.equal(
+      s.steps.map((st) => st.input),
+      stub.calls.map((c) => c.input),
+    );
     assert.is(s.steps[2]?.error, 'Exit code 3');
-    [after1, after2, after3].forEach((files, i) => assert.equal(filesOf(repo, s.steps[i]?.post as string), files, `files after step ${i + 1}`));
+    [after1, after2, after3].forEach((files, i) =>
+      assert.equal(filesOf(repo, s.steps[i]?.post as string), files, `files after step ${i + 1}`),
+    );
     assert.equal(filesOf(repo, s.steps[0]?.pre as string), start);
     assert.match(String(s.steps[0]?.agentVersion), 'copilot-cli 1.0.102');
     // agentsnap's MCP server was offered to the model for this run.
-    assert.match(agentsnapTools(stub.toolsOffered), 'agentsnap-list_steps agentsnap-redo agentsnap-restore_file agentsnap-search_history agentsnap-show_step agentsnap-undo');
+    assert.match(
+      agentsnapTools(stub.toolsOffered),
+      'agentsnap-list_steps agentsnap-redo agentsnap-restore_file agentsnap-search_history agentsnap-show_step agentsnap-undo',
+    );
     // `log`: the agent's tool names and what each call was (its file, its command).
     const log = await cliProcess(repo, ['log']);
     assert.is(log.code, 0, log.stderr);
@@ -139,7 +156,10 @@ test('copilot under wrap --mcp: hooks as a run-only plugin (no trust asked, ~/.c
     for (const [file, bytes] of Object.entries(userFiles)) assert.is(now[file], bytes, `~/.copilot/${file}`);
     assert.not.ok(fs.existsSync(path.join(home, 'plugin-data')), 'the plugin data folder Copilot made for the run is gone');
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.github')));
-    assert.equal(fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('copilot-')), []);
+    assert.equal(
+      fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('copilot-')),
+      [],
+    );
     // Undo the shell call (step 2): a.txt and gone.txt back, hello.txt kept; then undo the write: hello.txt gone.
     let u = await cliProcess(repo, ['undo', '2']);
     assert.is(u.code, 0, u.stderr);
@@ -154,19 +174,39 @@ test('copilot under wrap --mcp: hooks as a run-only plugin (no trust asked, ~/.c
     const chatBytes = fs.readFileSync(chatFile);
     const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
     assert.is(r.code, 0, r.stderr);
-    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } })
+      .chat;
     assert.is(chat.kind, 'transcript', r.stdout);
     assert.is(chat.resumeCommand, `copilot --resume=${chat.sessionId}`);
     assert.is(chat.cwd, repo.dir);
     assert.is(path.dirname(path.dirname(chat.file)), path.dirname(path.dirname(chatFile)));
     assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original conversation is unchanged');
-    const resumed = await startChatCompletionsStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }], MODEL);
+    const resumed = await startChatCompletionsStub(
+      [{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }],
+      MODEL,
+    );
     try {
-      const c = await run(copilot, [`--resume=${chat.sessionId}`, '-p', 'Where are we?', '--allow-all-tools', '--no-auto-update'], { cwd: repo.dir, env: { ...repo.env, ...copilotEnv(resumed.url) } });
+      const c = await run(copilot, [`--resume=${chat.sessionId}`, '-p', 'Where are we?', '--allow-all-tools', '--no-auto-update'], {
+        cwd: repo.dir,
+        env: { ...repo.env, ...copilotEnv(resumed.url) },
+      });
       assert.is(c.code, 0, c.stderr + c.stdout);
-      const messages = (resumed.requests[0]?.messages ?? []) as { role: string; content?: unknown; tool_calls?: { id: string }[]; tool_call_id?: string }[];
-      assert.equal(messages.flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)), stub.calls.slice(0, 2).map((x) => x.id), 'the model sees calls 1 and 2 only');
-      assert.equal(messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id), stub.calls.slice(0, 2).map((x) => x.id), 'and their results');
+      const messages = (resumed.requests[0]?.messages ?? []) as {
+        role: string;
+        content?: unknown;
+        tool_calls?: { id: string }[];
+        tool_call_id?: string;
+      }[];
+      assert.equal(
+        messages.flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)),
+        stub.calls.slice(0, 2).map((x) => x.id),
+        'the model sees calls 1 and 2 only',
+      );
+      assert.equal(
+        messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id),
+        stub.calls.slice(0, 2).map((x) => x.id),
+        'and their results',
+      );
       const said = JSON.stringify(messages.filter((m) => m.role === 'user').map((m) => m.content));
       assert.match(said, 'Make the changes.');
       assert.match(said, 'Where are we?');
@@ -177,10 +217,20 @@ test('copilot under wrap --mcp: hooks as a run-only plugin (no trust asked, ~/.c
     const k = await cliProcess(repo, ['undo', '3', '--compact', '--json']);
     assert.is(k.code, 0, k.stderr);
     const compact = (JSON.parse(k.stdout) as { chat: { file: string; resumeCommand: string } }).chat;
-    const kept = fs.readFileSync(compact.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; data: { content?: string; toolRequests?: { toolCallId: string }[] } });
-    assert.equal(kept.slice(0, 2).map((e) => e.type), ['session.start', 'user.message']);
+    const kept = fs
+      .readFileSync(compact.file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; data: { content?: string; toolRequests?: { toolCallId: string }[] } });
+    assert.equal(
+      kept.slice(0, 2).map((e) => e.type),
+      ['session.start', 'user.message'],
+    );
     assert.match(String(kept[1]?.data.content), 'digest');
-    assert.equal(kept.flatMap((e) => (e.type === 'assistant.message' ? e.data.toolRequests ?? [] : []).map((t) => t.toolCallId)), [stub.calls[2]?.id]);
+    assert.equal(
+      kept.flatMap((e) => (e.type === 'assistant.message' ? (e.data.toolRequests ?? []) : []).map((t) => t.toolCallId)),
+      [stub.calls[2]?.id],
+    );
     assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original conversation is still unchanged');
   } finally {
     await stub.close();
@@ -206,20 +256,44 @@ test('copilot with init hooks (and --mcp) in a folder trusted for one run, no wr
     const init = await cliProcess(repo, ['init', 'copilot', '--mcp'], { env: { PATH: pathWithAgentsnap } });
     assert.is(init.code, 0, init.stderr);
     assert.match(init.stdout + init.stderr, /trust/, 'init says what the user has to trust');
-    const written = JSON.parse(fs.readFileSync(path.join(repo.dir, '.github', 'hooks', 'agentsnap.json'), 'utf8')) as { hooks: Record<string, unknown> };
+    const written = JSON.parse(fs.readFileSync(path.join(repo.dir, '.github', 'hooks', 'agentsnap.json'), 'utf8')) as {
+      hooks: Record<string, unknown>;
+    };
     assert.equal(Object.keys(written.hooks).sort(), ['PostToolUse', 'PostToolUseFailure', 'PreToolUse', 'SessionEnd']);
-    assert.ok((JSON.parse(fs.readFileSync(path.join(repo.dir, '.github', 'mcp.json'), 'utf8')) as { mcpServers: Record<string, unknown> }).mcpServers.agentsnap);
+    assert.ok(
+      (JSON.parse(fs.readFileSync(path.join(repo.dir, '.github', 'mcp.json'), 'utf8')) as { mcpServers: Record<string, unknown> })
+        .mcpServers.agentsnap,
+    );
     // Project hooks and MCP servers run only in a trusted folder: trusted for this one prompt (nothing saved).
-    const r = await run(copilot, ['--trust-folder', ...PROMPT_ARGS], { cwd: repo.dir, env: { ...repo.env, ...copilotEnv(stub.url), PATH: pathWithAgentsnap } });
+    const r = await run(copilot, ['--trust-folder', ...PROMPT_ARGS], {
+      cwd: repo.dir,
+      env: { ...repo.env, ...copilotEnv(stub.url), PATH: pathWithAgentsnap },
+    });
     assert.is(r.code, 0, r.stderr + r.stdout);
-    assert.match(agentsnapTools(stub.toolsOffered), 'agentsnap-list_steps agentsnap-redo agentsnap-restore_file agentsnap-search_history agentsnap-show_step agentsnap-undo');
+    assert.match(
+      agentsnapTools(stub.toolsOffered),
+      'agentsnap-list_steps agentsnap-redo agentsnap-restore_file agentsnap-search_history agentsnap-show_step agentsnap-undo',
+    );
     const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { id: string; agent: string; steps: number }[];
-    assert.equal(list.map((x) => [x.agent, x.steps]), [['copilot', 2]]);
+    assert.equal(
+      list.map((x) => [x.agent, x.steps]),
+      [['copilot', 2]],
+    );
     const s = loadSession(await openRepo(repo.dir, { env: repo.env }), list[0]?.id as string);
     // Claude's tool names: what Copilot sends hooks in Claude's format.
-    assert.equal(s.steps.map((st) => [st.tool, st.status]), [['Write', 'done'], ['Bash', 'failed']]);
+    assert.equal(
+      s.steps.map((st) => [st.tool, st.status]),
+      [
+        ['Write', 'done'],
+        ['Bash', 'failed'],
+      ],
+    );
     assert.is(s.steps[1]?.error, 'Exit code 4');
-    assert.is(repo.git(['status', '--porcelain']), '?? b.txt\n?? hello.txt\n', '.github/hooks/agentsnap.json and .github/mcp.json are kept out of commits');
+    assert.is(
+      repo.git(['status', '--porcelain']),
+      '?? b.txt\n?? hello.txt\n',
+      '.github/hooks/agentsnap.json and .github/mcp.json are kept out of commits',
+    );
     const remove = await cliProcess(repo, ['init', 'copilot', '--remove'], { env: { PATH: pathWithAgentsnap } });
     assert.is(remove.code, 0, remove.stderr);
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.github')), 'the hook and MCP files were only ours');

@@ -7,7 +7,6 @@ import path from 'node:path';
 import { cli, refsUnder, tempRepo, treeFiles, sessionOf } from './helpers.js';
 import { undo } from '../src/index.js';
 
-
 /** A pid no process has (above the kernel's pid_max). */
 const DEAD_PID = 99_999_999;
 
@@ -88,8 +87,6 @@ test('the same undo run again (say after a crash) records nothing; redo then rev
     repo.cleanup();
   }
 });
-
-
 
 test('an interrupted undo whose git left the private index locked is completed by the next command', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' } });

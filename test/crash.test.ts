@@ -13,7 +13,16 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { cli, cliProcess, indexBytes, refsUnder, tempRepo, worktreeFiles, type CliResult, type TempRepo, sessionOf } from './helpers.js';
-import { agentCommits, agentTrees, gitLockFiles, integrityProblems, runAndKill, seededRandom, tornTail, treeOid } from './support/crash-harness.js';
+import {
+  agentCommits,
+  agentTrees,
+  gitLockFiles,
+  integrityProblems,
+  runAndKill,
+  seededRandom,
+  tornTail,
+  treeOid,
+} from './support/crash-harness.js';
 import { openRepo } from '../src/git/repo.js';
 import { startWorktreeSession } from '../src/worktrees/worktree.js';
 
@@ -88,7 +97,12 @@ async function killAndCheck(repo: TempRepo, args: string[], rnd: () => number, t
 }
 
 /** Checks after the next (recovery) command ran. */
-function checkAfter(repo: TempRepo, label: string, before: { index: Buffer | null; commits: Set<string>; worktree: Files; wtDir: string }, session?: string): void {
+function checkAfter(
+  repo: TempRepo,
+  label: string,
+  before: { index: Buffer | null; commits: Set<string>; worktree: Files; wtDir: string },
+  session?: string,
+): void {
   assert.equal(integrityProblems(repo), [], `${label}: integrity after the next command`);
   assert.equal(gitLockFiles(repo), [], `${label}: git lock files left after the next command`);
   const index = indexBytes(repo);
@@ -107,7 +121,6 @@ function checkAfter(repo: TempRepo, label: string, before: { index: Buffer | nul
 function snapshotBefore(repo: TempRepo, wtDir = repo.dir) {
   return { index: indexBytes(repo), commits: agentCommits(repo), worktree: worktreeFiles({ dir: wtDir } as TempRepo), wtDir };
 }
-
 
 /** Runs a command unkilled and returns its duration (the next kill's estimate). */
 async function timed(p: () => Promise<CliResult>): Promise<{ r: CliResult; ms: number }> {
@@ -161,10 +174,16 @@ test(`crash: undo and redo killed at random moments are completed by the next ru
       let label = await killAndCheck(repo, ['undo', String(step)], rnd, { label: `undo ${step} trial ${i} seed ${SEED + 1}`, estimateMs });
       // Running the same undo again completes the interrupted one (or does it, if the kill came first).
       let next = await timed(() => cliProcess(repo, ['undo', String(step)]));
-      assert.ok(next.r.code === 0 || /NothingToDo|nothing to undo/i.test(next.r.stderr), `${label}: the next undo: ${next.r.code} ${next.r.stderr}`);
+      assert.ok(
+        next.r.code === 0 || /NothingToDo|nothing to undo/i.test(next.r.stderr),
+        `${label}: the next undo: ${next.r.code} ${next.r.stderr}`,
+      );
       estimateMs = Math.max(400, next.ms);
       checkAfter(repo, label, before, id);
-      assert.ok(sameFiles(worktreeFiles(repo), beforeCall), `${label}: the worktree is not the state before step ${step}: ${diffFiles(worktreeFiles(repo), beforeCall)}; next undo said: ${next.r.stdout} ${next.r.stderr}`);
+      assert.ok(
+        sameFiles(worktreeFiles(repo), beforeCall),
+        `${label}: the worktree is not the state before step ${step}: ${diffFiles(worktreeFiles(repo), beforeCall)}; next undo said: ${next.r.stdout} ${next.r.stderr}`,
+      );
       const status = JSON.parse((await ok(cli(repo, ['status', '--json']), 'status')).stdout) as { interrupted: number[] };
       assert.equal(status.interrupted, [], `${label}: an operation is still interrupted`);
 
@@ -173,7 +192,10 @@ test(`crash: undo and redo killed at random moments are completed by the next ru
       next = await timed(() => cliProcess(repo, ['redo']));
       assert.ok(next.r.code === 0 || /nothing to redo/i.test(next.r.stderr), `${label}: the next redo: ${next.r.code} ${next.r.stderr}`);
       checkAfter(repo, label, before, id);
-      assert.ok(sameFiles(worktreeFiles(repo), afterCall), `${label}: the worktree is not the state after step ${step}: ${diffFiles(worktreeFiles(repo), afterCall)}; next redo said: ${next.r.stdout} ${next.r.stderr}`);
+      assert.ok(
+        sameFiles(worktreeFiles(repo), afterCall),
+        `${label}: the worktree is not the state after step ${step}: ${diffFiles(worktreeFiles(repo), afterCall)}; next redo said: ${next.r.stdout} ${next.r.stderr}`,
+      );
     }
   } finally {
     repo.cleanup();
@@ -206,7 +228,10 @@ test(`crash: apply killed at random moments; applying again completes it (${TRIA
       assert.is(next.r.code, 0, `${label}: the next apply: ${next.r.stderr}`);
       estimateMs = Math.max(500, next.ms);
       checkAfter(repo, label, before);
-      assert.ok(sameFiles(worktreeFiles(repo), expected), `${label}: the worktree is not the applied result: ${diffFiles(worktreeFiles(repo), expected)}; next apply said: ${next.r.stdout} ${next.r.stderr}`);
+      assert.ok(
+        sameFiles(worktreeFiles(repo), expected),
+        `${label}: the worktree is not the applied result: ${diffFiles(worktreeFiles(repo), expected)}; next apply said: ${next.r.stdout} ${next.r.stderr}`,
+      );
       // The target worktree's state before apply is kept by a safety snapshot (or nothing was written).
       assert.ok(refsUnder(repo, 'refs/agentsnap/safety/').size > 0, `${label}: no safety snapshot`);
     }
@@ -253,7 +278,11 @@ test(`crash: gc killed at random moments; gc again finishes, other sessions inta
       churn(repo.dir, rnd, 5, `gc${i}`);
       await ok(cli(repo, ['snap', '-m', `kept ${i}`]), 'snap');
       const dropped = new Set(refsUnder(repo, `refs/agent/${id}/`).values());
-      for (const c of repo.git(['rev-list', '--glob=refs/agentsnap/sessions/' + id]).split('\n').filter(Boolean)) dropped.add(c);
+      for (const c of repo
+        .git(['rev-list', '--glob=refs/agentsnap/sessions/' + id])
+        .split('\n')
+        .filter(Boolean))
+        dropped.add(c);
       const before = snapshotBefore(repo);
       for (const c of before.commits) if (dropped.has(c)) before.commits.delete(c);
       const label = await killAndCheck(repo, ['gc'], rnd, { label: `gc trial ${i} seed ${SEED + 4}`, estimateMs });
@@ -261,7 +290,11 @@ test(`crash: gc killed at random moments; gc again finishes, other sessions inta
       assert.is(next.r.code, 0, `${label}: the next gc: ${next.r.stderr}`);
       estimateMs = Math.max(500, next.ms);
       checkAfter(repo, label, before);
-      assert.is(refsUnder(repo, `refs/agent/${id}/`).size, 0, `${label}: the discarded session's refs are left: ${[...refsUnder(repo, `refs/agent/${id}/`).keys()].join(' ')}; ${fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions')).join(' ')}; gc said ${next.r.stdout} ${next.r.stderr}`);
+      assert.is(
+        refsUnder(repo, `refs/agent/${id}/`).size,
+        0,
+        `${label}: the discarded session's refs are left: ${[...refsUnder(repo, `refs/agent/${id}/`).keys()].join(' ')}; ${fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions')).join(' ')}; gc said ${next.r.stdout} ${next.r.stderr}`,
+      );
       assert.not.ok(fs.existsSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)), `${label}: its state is left`);
       const after = await cliProcess(repo, ['snap', '--session', kept, '-m', `after gc ${i}`]);
       assert.is(after.code, 0, `${label}: snap after gc: ${after.stderr}`);

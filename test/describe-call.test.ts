@@ -7,7 +7,8 @@ import { commandText, patchPaths } from '../src/agents/describe.js';
 
 test('Claude Code: Bash command, file tools, MultiEdit, notebooks, searches, MCP main argument', () => {
   assert.equal(describeCall('claude', null, 'Bash', { command: 'ls', description: 'list' }), { kind: 'shell', command: 'ls' });
-  for (const tool of ['Write', 'Edit', 'MultiEdit', 'Read']) assert.equal(describeCall('claude', null, tool, { file_path: '/w/a.ts' }), { kind: 'paths', paths: ['/w/a.ts'] }, tool);
+  for (const tool of ['Write', 'Edit', 'MultiEdit', 'Read'])
+    assert.equal(describeCall('claude', null, tool, { file_path: '/w/a.ts' }), { kind: 'paths', paths: ['/w/a.ts'] }, tool);
   assert.equal(describeCall('claude', null, 'NotebookEdit', { notebook_path: 'n.ipynb' }), { kind: 'paths', paths: ['n.ipynb'] });
   assert.equal(describeCall('claude', null, 'Grep', { pattern: 'TODO', path: 'src' }), { kind: 'text', text: 'TODO  in src' });
   assert.equal(describeCall('claude', null, 'mcp__db__query', { query: 'select 1', limit: 5 }), { kind: 'text', text: 'query: select 1' });
@@ -18,8 +19,12 @@ test('Claude Code: Bash command, file tools, MultiEdit, notebooks, searches, MCP
 
 test('Codex CLI: shell as Bash, apply_patch names every file of the patch', () => {
   assert.equal(describeCall('codex', null, 'Bash', { command: 'cargo test' }), { kind: 'shell', command: 'cargo test' });
-  const patch = '*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** Move to: src/b.rs\n*** Add File: c.md\n+hi\n*** Delete File: old.txt\n*** End Patch';
-  assert.equal(describeCall('codex', null, 'apply_patch', { command: patch }), { kind: 'paths', paths: ['src/a.rs', 'src/b.rs', 'c.md', 'old.txt'] });
+  const patch =
+    '*** Begin Patch\n*** Update File: src/a.rs\n@@\n-x\n+y\n*** Move to: src/b.rs\n*** Add File: c.md\n+hi\n*** Delete File: old.txt\n*** End Patch';
+  assert.equal(describeCall('codex', null, 'apply_patch', { command: patch }), {
+    kind: 'paths',
+    paths: ['src/a.rs', 'src/b.rs', 'c.md', 'old.txt'],
+  });
   assert.equal(patchPaths('no patch'), []);
   assert.equal(commandText(['bash', '-lc', 'echo hi && ls']), 'echo hi && ls');
   assert.equal(commandText(['rm', '-rf', 'my dir']), "rm -rf 'my dir'");
@@ -28,7 +33,10 @@ test('Codex CLI: shell as Bash, apply_patch names every file of the patch', () =
 test('Gemini CLI: run_shell_command, write_file, replace, read_file (absolute_path), read_many_files', () => {
   assert.equal(describeCall('gemini', null, 'run_shell_command', { command: 'make' }), { kind: 'shell', command: 'make' });
   assert.equal(describeCall('gemini', null, 'write_file', { file_path: 'a', content: '' }), { kind: 'paths', paths: ['a'] });
-  assert.equal(describeCall('gemini', null, 'replace', { file_path: 'b', old_string: '', new_string: '' }), { kind: 'paths', paths: ['b'] });
+  assert.equal(describeCall('gemini', null, 'replace', { file_path: 'b', old_string: '', new_string: '' }), {
+    kind: 'paths',
+    paths: ['b'],
+  });
   assert.equal(describeCall('gemini', null, 'read_file', { absolute_path: '/w/c' }), { kind: 'paths', paths: ['/w/c'] });
   assert.equal(describeCall('gemini', null, 'read_many_files', { paths: ['x', 'y'] }), { kind: 'paths', paths: ['x', 'y'] });
 });

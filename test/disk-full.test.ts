@@ -66,7 +66,9 @@ function journalFile(repo: TempRepo): string {
  * keeps a snapshot's objects from git's prune until its journal line) may have moved to the snapshot that was not recorded.
  */
 function allRefs(repo: TempRepo): string {
-  return repo.git(['for-each-ref', '--format=%(objectname) %(refname)']).replace(/^[0-9a-f]+ (refs\/agentsnap\/sessions\/[^/]+\/keep\/)/gm, '(kept) $1');
+  return repo
+    .git(['for-each-ref', '--format=%(objectname) %(refname)'])
+    .replace(/^[0-9a-f]+ (refs\/agentsnap\/sessions\/[^/]+\/keep\/)/gm, '(kept) $1');
 }
 
 /** What a user observes of the repository: journal bytes, refs, worktree files. */
@@ -179,7 +181,7 @@ test("undo's safety snapshot on a full disk: DiskFull, exit 1, the worktree unto
   }
 });
 
-test("a hook step on a full disk: the agent goes on (exit 0) with one warning that says the disk is full; nothing journaled", async () => {
+test('a hook step on a full disk: the agent goes on (exit 0) with one warning that says the disk is full; nothing journaled', async () => {
   const d = repoOnTmpfs();
   if (!d) return;
   const { repo } = d;
@@ -190,7 +192,15 @@ test("a hook step on a full disk: the agent goes on (exit 0) with one warning th
     repo.write('a.txt', 'written before the call, in no object yet\n');
     const before = observe(repo);
     spawnSync('/bin/sh', ['-c', d.fill]);
-    const payload = { session_id: 's1', transcript_path: '', cwd: repo.dir, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 'toolu_1', tool_input: { command: 'true' } };
+    const payload = {
+      session_id: 's1',
+      transcript_path: '',
+      cwd: repo.dir,
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Bash',
+      tool_use_id: 'toolu_1',
+      tool_input: { command: 'true' },
+    };
     const r = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], { env, input: JSON.stringify(payload) });
     assert.is(r.code, 0, r.stderr);
     assert.match(r.stderr, /^agentsnap: warning: pre snapshot of this Bash call failed \(the disk is full: /);
@@ -215,7 +225,7 @@ test("apply's safety snapshot on a full disk: DiskFull, exit 1, the target workt
     fs.writeFileSync(path.join(wt, 'a.txt'), 'from the agent\n');
     const snap = await cli(repo, ['snap', '--session', 'wt1', '-m', 'work'], { cwd: wt });
     assert.is(snap.code, 0, snap.stderr);
-    repo.write('src/b.txt', 'the user\'s own change, in no object yet\n');
+    repo.write('src/b.txt', "the user's own change, in no object yet\n");
     const journal = fs.readFileSync(path.join(d.gitDir, 'agentsnap', 'sessions', 'wt1', 'journal.jsonl'));
     const refs = allRefs(repo);
     const files = worktreeFiles(repo);
@@ -224,7 +234,10 @@ test("apply's safety snapshot on a full disk: DiskFull, exit 1, the target workt
     assert.is(r.code, 1, r.stderr);
     assert.match(r.stderr, /^agentsnap: the disk is full: /);
     assert.not.match(r.stderr, /\n\s+at /);
-    assert.ok(fs.readFileSync(path.join(d.gitDir, 'agentsnap', 'sessions', 'wt1', 'journal.jsonl')).equals(journal), 'journal byte-identical');
+    assert.ok(
+      fs.readFileSync(path.join(d.gitDir, 'agentsnap', 'sessions', 'wt1', 'journal.jsonl')).equals(journal),
+      'journal byte-identical',
+    );
     assert.is(allRefs(repo), refs, 'no safety ref');
     assert.equal(worktreeFiles(repo), files, 'the target worktree untouched');
     d.free();

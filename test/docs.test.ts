@@ -25,7 +25,9 @@ function section(text: string, title: string): string {
 }
 
 function sourceFiles(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? sourceFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
 }
 
 /** GitHub's anchor for a heading. */
@@ -41,16 +43,20 @@ test('the README: what it is, Install before Quick start, the five commands, the
   const titles = [...README.matchAll(/^## (.+)$/gm)].map((m) => m[1]);
   for (const t of ['Install', 'Quick start', 'The five commands', 'Guarantees']) assert.ok(titles.includes(t), t);
   assert.ok(titles.indexOf('Install') < titles.indexOf('Quick start'));
-  for (const cmd of ['npm install -g agentsnap', 'npm install -g .', 'npm pack', 'npm install -g ./agentsnap-']) assert.ok(README.includes(cmd), cmd);
+  for (const cmd of ['npm install -g agentsnap', 'npm install -g .', 'npm pack', 'npm install -g ./agentsnap-'])
+    assert.ok(README.includes(cmd), cmd);
   const five = section(README, 'The five commands');
   for (const cmd of ['wrap', 'log', 'show', 'undo', 'redo']) assert.match(five, new RegExp(`\\| \`agentsnap ${cmd}\\b`), cmd);
-  assert.not.ok(titles.some((t) => /Performance|Configuration|Exit codes|Library/.test(t ?? '')), `reference sections moved out: ${titles.join(', ')}`);
+  assert.not.ok(
+    titles.some((t) => /Performance|Configuration|Exit codes|Library/.test(t ?? '')),
+    `reference sections moved out: ${titles.join(', ')}`,
+  );
   assert.not.match(README, /raw git: GIT_INDEX_FILE/, 'no bench internals');
   assert.ok(README.includes('(docs/reference.md)') && README.includes('(docs/bench.md)'));
   assert.ok(README.split('\n').length < 200, 'short');
 });
 
-test('the README names every MCP tool `agentsnap mcp` serves, and explains npm 11\'s allowScripts warning on `npm install -g .`', () => {
+test("the README names every MCP tool `agentsnap mcp` serves, and explains npm 11's allowScripts warning on `npm install -g .`", () => {
   const mcp = README.slice(README.indexOf('### The agent undoes its own steps (MCP)'));
   const paragraph = mcp.slice(0, mcp.indexOf('\n\n'));
   assert.ok(MCP_TOOLS.length >= 9, 'nine tools');
@@ -65,12 +71,14 @@ test('docs/reference.md names every command, every configuration key agentsnap r
   const config = section(REFERENCE, 'Configuration').toLowerCase();
   const keys = new Set<string>();
   for (const file of sourceFiles(path.join(ROOT, 'src'))) {
-    for (const m of fs.readFileSync(file, 'utf8').matchAll(/(Symbol\.for\()?'agentsnap\.([a-zA-Z]+)'/g)) if (!m[1] && m[2] !== 'js') keys.add((m[2] as string).toLowerCase());
+    for (const m of fs.readFileSync(file, 'utf8').matchAll(/(Symbol\.for\()?'agentsnap\.([a-zA-Z]+)'/g))
+      if (!m[1] && m[2] !== 'js') keys.add((m[2] as string).toLowerCase());
   }
   assert.ok(keys.size >= 15, [...keys].join(' '));
   for (const k of keys) assert.ok(config.includes(`agentsnap.${k}\``), `config key agentsnap.${k} in the Configuration table`);
   const exits = section(REFERENCE, 'Exit codes');
-  for (const [name, code] of Object.entries(ExitCode)) assert.match(exits, new RegExp(`^\\| ${code} \\|`, 'm'), `exit code ${code} (${name})`);
+  for (const [name, code] of Object.entries(ExitCode))
+    assert.match(exits, new RegExp(`^\\| ${code} \\|`, 'm'), `exit code ${code} (${name})`);
 });
 
 test('every relative link in README.md, DEVELOPING.md and docs/ resolves, #anchors included', () => {
@@ -116,26 +124,47 @@ function commentLines(text: string): [number, string][] {
 test('every path of this repository named in the docs or in a comment exists (none left behind by a move)', () => {
   const exists = (p: string) => fs.existsSync(path.join(ROOT, p));
   const stale: string[] = [];
-  const docs = ['README.md', 'DEVELOPING.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const docs = [
+    'README.md',
+    'DEVELOPING.md',
+    ...fs
+      .readdirSync(path.join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
   // DEVELOPING.md also names files by their folder of src/ alone (`server/serve.ts`).
-  const layers = fs.readdirSync(path.join(ROOT, 'src'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const layers = fs
+    .readdirSync(path.join(ROOT, 'src'), { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
   for (const doc of docs) {
-    read(doc).split('\n').forEach((line, i) => {
-      for (const p of repoPathsIn(line, REPO_FOLDERS)) if (!EXAMPLE_PATHS.has(p) && !exists(p) && !exists(`src/${p}`)) stale.push(`${doc}:${i + 1}: ${p}`);
-      if (doc !== 'DEVELOPING.md') return;
-      for (const p of repoPathsIn(line, layers)) if (/\.(ts|js|mjs|cjs)$/.test(p) && !exists(`src/${p}`) && !exists(p)) stale.push(`${doc}:${i + 1}: ${p} (src/${p})`);
-    });
+    read(doc)
+      .split('\n')
+      .forEach((line, i) => {
+        for (const p of repoPathsIn(line, REPO_FOLDERS))
+          if (!EXAMPLE_PATHS.has(p) && !exists(p) && !exists(`src/${p}`)) stale.push(`${doc}:${i + 1}: ${p}`);
+        if (doc !== 'DEVELOPING.md') return;
+        for (const p of repoPathsIn(line, layers))
+          if (/\.(ts|js|mjs|cjs)$/.test(p) && !exists(`src/${p}`) && !exists(p)) stale.push(`${doc}:${i + 1}: ${p} (src/${p})`);
+      });
   }
   const code = ['src', 'bin', 'test', 'scripts', 'bench', 'demo', 'ui'].flatMap((d) =>
-    (fs.readdirSync(path.join(ROOT, d), { recursive: true }) as string[]).filter((f) => /\.(ts|js|mjs|cjs)$/.test(f)).map((f) => `${d}/${f}`),
+    (fs.readdirSync(path.join(ROOT, d), { recursive: true }) as string[])
+      .filter((f) => /\.(ts|js|mjs|cjs)$/.test(f))
+      .map((f) => `${d}/${f}`),
   );
   assert.ok(code.length > 100, `${code.length} source files`);
   // The sh scripts' `#` comments too.
-  const shell = (text: string): [number, string][] => text.split('\n').flatMap((l, i): [number, string][] => (/^\s*#/.test(l) ? [[i + 1, l]] : []));
+  const shell = (text: string): [number, string][] =>
+    text.split('\n').flatMap((l, i): [number, string][] => (/^\s*#/.test(l) ? [[i + 1, l]] : []));
   for (const file of [...code, 'bin/agentsnap-hook', 'hooks/agentsnap-hook', '.ci/run']) {
     for (const [line, comment] of (/\.(ts|js|mjs|cjs)$/.test(file) ? commentLines : shell)(read(file))) {
       // `ui/` alone is ambiguous in a comment (the page at the top, or src/ui/ for src's own files): full paths only.
-      for (const p of repoPathsIn(comment, REPO_FOLDERS.filter((f) => f !== 'ui'))) if (!exists(p)) stale.push(`${file}:${line}: ${p}`);
+      for (const p of repoPathsIn(
+        comment,
+        REPO_FOLDERS.filter((f) => f !== 'ui'),
+      ))
+        if (!exists(p)) stale.push(`${file}:${line}: ${p}`);
     }
   }
   assert.equal(stale, [], `stale paths:\n  ${stale.join('\n  ')}`);

@@ -84,7 +84,10 @@ test('doctor: refs that disagree with the journal, stale locks and dead running 
 test('doctor reports agent integrations that mention agentsnap', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
-    repo.write('.claude/settings.local.json', JSON.stringify({ hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'agentsnap hook claude pre' }] }] } }));
+    repo.write(
+      '.claude/settings.local.json',
+      JSON.stringify({ hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'agentsnap hook claude pre' }] }] } }),
+    );
     const res = await cli(repo, ['doctor']);
     assert.match(res.stdout, /claude: agentsnap hooks configured in .*settings\.local\.json/);
   } finally {

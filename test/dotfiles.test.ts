@@ -129,7 +129,7 @@ test('dotfiles: what is not supported is refused with one message saying what to
   }
 });
 
-test('dotfiles: wrap with the background server on (started with GIT_DIR/GIT_WORK_TREE) records the agent\'s change; undo takes it back', async () => {
+test("dotfiles: wrap with the background server on (started with GIT_DIR/GIT_WORK_TREE) records the agent's change; undo takes it back", async () => {
   const d = dotfiles();
   try {
     const before = files(d);

@@ -54,12 +54,14 @@ test('every error factory keeps its stable code and documented exit code; each c
 });
 
 test('isErrorCode: only the stable codes (no prototype name, no near miss, no non-string)', () => {
-  for (const x of ['NotARepo', 'busy', 'toString', 'constructor', '__proto__', '', 7, null, undefined, {}]) assert.not.ok(isErrorCode(x), String(x));
+  for (const x of ['NotARepo', 'busy', 'toString', 'constructor', '__proto__', '', 7, null, undefined, {}])
+    assert.not.ok(isErrorCode(x), String(x));
 });
 
 test('an AgentsnapError from another bundle keeps its code and exit code only when the code is a stable one', () => {
   // What dist/ui.bundle.js or dist/mcp.bundle.js throws: an AgentsnapError of its own copy of the class.
-  const foreign = (code: string, exit: string) => Object.assign(new Error('locked'), { name: 'AgentsnapError', code, exit, hint: 'wait', data: { a: 1 } });
+  const foreign = (code: string, exit: string) =>
+    Object.assign(new Error('locked'), { name: 'AgentsnapError', code, exit, hint: 'wait', data: { a: 1 } });
   const busy = sameError(foreign('Busy', 'busy'));
   assert.ok(busy instanceof AgentsnapError);
   assert.is((busy as AgentsnapError).code, 'Busy');

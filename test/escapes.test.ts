@@ -10,10 +10,26 @@ import * as assert from 'uvu/assert';
 import { BIN, USER_IDENTITY, cli, cliProcess, runProcess, tempRepo, type TempRepo } from './helpers.js';
 import { shellQuote } from '../src/base/shell.js';
 import { fenceOf, printableLine, printableName, printableText } from '../src/base/printable.js';
-import { EVIL_CONTENT, EVIL_NAME, EVIL_NAME_SHOWN, HOSTILE, TITLE as TITLE_RAW, controlsIn, controlsOutsideColours, recordHostileSession, type HostileSession } from './support/hostile-text.js';
+import {
+  EVIL_CONTENT,
+  EVIL_NAME,
+  EVIL_NAME_SHOWN,
+  HOSTILE,
+  TITLE as TITLE_RAW,
+  controlsIn,
+  controlsOutsideColours,
+  recordHostileSession,
+  type HostileSession,
+} from './support/hostile-text.js';
 
 /** How HOSTILE's pieces read once escaped. */
-const SHOWN = { osc52: '\\u001b]52;c;cm0gLXJmIC8K\\u0007', title: '\\u001b]0;pwned\\u0007', clear: '\\u001b[2J', c1: '\\u009b31m', cr: 'bare\\rforged' };
+const SHOWN = {
+  osc52: '\\u001b]52;c;cm0gLXJmIC8K\\u0007',
+  title: '\\u001b]0;pwned\\u0007',
+  clear: '\\u001b[2J',
+  c1: '\\u009b31m',
+  cr: 'bare\\rforged',
+};
 
 /** The three ways a user turns the pager off: none of them may let a control through. */
 const NO_PAGER: { name: string; args: string[]; env: Record<string, string> }[] = [
@@ -33,7 +49,10 @@ test.before(async () => {
 test.after(() => repo.cleanup());
 
 /** Runs `agentsnap <args>` in-process under each way of turning the pager off; stdout and stderr of each, with no control character in them. */
-async function printed(args: string[], opts: { code?: number; env?: Record<string, string>; repo?: TempRepo; variants?: typeof NO_PAGER } = {}): Promise<string> {
+async function printed(
+  args: string[],
+  opts: { code?: number; env?: Record<string, string>; repo?: TempRepo; variants?: typeof NO_PAGER } = {},
+): Promise<string> {
   let last = '';
   for (const v of opts.variants ?? NO_PAGER) {
     const r = await cli(opts.repo ?? repo, [...v.args, ...args], { env: { NO_COLOR: '1', ...v.env, ...(opts.env ?? {}) } });
@@ -110,7 +129,7 @@ test('status, sessions, undo --dry-run and restore --dry-run: names escaped', as
   noForgedLine(restore);
 });
 
-test('an undo refused over the user\'s edit of the hostile file: the refusal names it escaped, on one line (exit 3)', async () => {
+test("an undo refused over the user's edit of the hostile file: the refusal names it escaped, on one line (exit 3)", async () => {
   const file = path.join(repo.dir, EVIL_NAME);
   fs.writeFileSync(file, `user ${HOSTILE}\n`);
   try {
@@ -133,7 +152,7 @@ test('blame and why: the line text, the prompt and the input escaped', async () 
   assert.is((JSON.parse(json.stdout) as { text: string }).text, `two ${HOSTILE}`, '--json keeps the bytes');
 });
 
-test('check and bisect: the check\'s output and the first bad step\'s diff escaped', async () => {
+test("check and bisect: the check's output and the first bad step's diff escaped", async () => {
   const script = path.join(repo.base, 'check.sh');
   // Fails once a.txt holds "two": step 2 is the first bad one. Its output is hostile.
   fs.writeFileSync(script, `printf '%s\\n' ${shellQuote(HOSTILE)}\nif grep -q two a.txt; then exit 1; fi\n`);
@@ -155,10 +174,17 @@ test('a session worktree with a hostile name and file: sessions, apply, apply --
   const other = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const agent = path.join(other.base, 'agent.sh');
-    const body = ['cd "$AGENTSNAP_WORKTREE"', 'step=$(node "$AGENTSNAP_BIN" snap --phase pre --tool Write -q)', 'printf \'%s\\n\' "$EVIL_CONTENT" > "$EVIL_NAME"', 'node "$AGENTSNAP_BIN" snap --phase post --step "$step" -q >/dev/null'];
+    const body = [
+      'cd "$AGENTSNAP_WORKTREE"',
+      'step=$(node "$AGENTSNAP_BIN" snap --phase pre --tool Write -q)',
+      'printf \'%s\\n\' "$EVIL_CONTENT" > "$EVIL_NAME"',
+      'node "$AGENTSNAP_BIN" snap --phase post --step "$step" -q >/dev/null',
+    ];
     fs.writeFileSync(agent, `#!/bin/sh\n${body.join('\n')}\n`, { mode: 0o755 });
     const name = `try${TITLE_RAW}\n3  Bash  [done]`;
-    const wrap = await cliProcess(other, ['wrap', '--worktree', '--name', name, '--', agent], { env: { EVIL_NAME, EVIL_CONTENT, AGENTSNAP_BIN: BIN } });
+    const wrap = await cliProcess(other, ['wrap', '--worktree', '--name', name, '--', agent], {
+      env: { EVIL_NAME, EVIL_CONTENT, AGENTSNAP_BIN: BIN },
+    });
     assert.is(wrap.code, 0, wrap.stderr);
     assert.equal(controlsIn(wrap.stderr), [], wrap.stderr);
     const id = /session (\S+) ended/.exec(wrap.stderr)?.[1] ?? '';
@@ -187,7 +213,11 @@ if (!hasScript) console.log('escapes: the terminal test skipped, `script` from u
 /** What reached a real pseudo-terminal (`script`), stdout and stderr, with the exit code. */
 async function onTerminal(args: string[], env: Record<string, string>): Promise<{ code: number; terminal: string }> {
   const cmd = `${[process.execPath, BIN, ...args].map(shellQuote).join(' ')}; echo "exit=$?"`;
-  const r = await runProcess('script', ['-qec', cmd, '/dev/null'], { cwd: repo.dir, env: { ...repo.env, NO_COLOR: '', ...env }, input: null });
+  const r = await runProcess('script', ['-qec', cmd, '/dev/null'], {
+    cwd: repo.dir,
+    env: { ...repo.env, NO_COLOR: '', ...env },
+    input: null,
+  });
   assert.is(r.code, 0, r.stderr);
   const code = Number(/exit=(\d+)\s*$/.exec(r.stdout)?.[1] ?? 'NaN');
   return { code, terminal: r.stdout.replace(/exit=\d+\s*$/, '') };
@@ -217,7 +247,7 @@ test('undo and redo done for real (last: they change the worktree): their report
   for (const text of [undo, redo, again]) noForgedLine(text);
 });
 
-test('the one escaping (base/printable.ts): names quoted, lines and texts escaped in JSON\'s spelling; CRLF and tabs kept in text; fences the text cannot close', () => {
+test("the one escaping (base/printable.ts): names quoted, lines and texts escaped in JSON's spelling; CRLF and tabs kept in text; fences the text cannot close", () => {
   assert.is(printableName('src/app.ts'), 'src/app.ts');
   assert.is(printableName('a\nb\x9b\u202e'), '"a\\nb\\u009b\\u202e"');
   assert.is(printableLine('a\tb\r\n'), 'a\\tb\\r\\n');

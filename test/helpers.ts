@@ -48,7 +48,10 @@ export interface TempRepo {
   /** Runs git in the repo (or `cwd`), throws on failure, returns stdout. */
   git(args: string[], opts?: { cwd?: string; input?: string; env?: Record<string, string> }): string;
   /** Like git() but returns the whole result. */
-  gitRaw(args: string[], opts?: { cwd?: string; input?: string; env?: Record<string, string> }): { status: number; stdout: string; stderr: string };
+  gitRaw(
+    args: string[],
+    opts?: { cwd?: string; input?: string; env?: Record<string, string> },
+  ): { status: number; stdout: string; stderr: string };
   write(rel: string, content: string | Buffer, mode?: number): void;
   read(rel: string): Buffer;
   exists(rel: string): boolean;
@@ -86,15 +89,19 @@ let signalCleanup = false;
 export function stopProcessesIn(dir: string): void {
   let pids: number[] = [];
   try {
-    pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => {
-      if (pid === process.pid) return false;
-      try {
-        const cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
-        return cwd === dir || cwd.startsWith(`${dir}/`);
-      } catch {
-        return false;
-      }
-    });
+    pids = fs
+      .readdirSync('/proc')
+      .filter((n) => /^\d+$/.test(n))
+      .map(Number)
+      .filter((pid) => {
+        if (pid === process.pid) return false;
+        try {
+          const cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+          return cwd === dir || cwd.startsWith(`${dir}/`);
+        } catch {
+          return false;
+        }
+      });
   } catch {
     return;
   }
@@ -223,7 +230,11 @@ export interface CliResult {
 }
 
 /** Runs the CLI in-process (fast); cwd and env are passed in, never taken from the process. */
-export async function cli(repo: Pick<TempRepo, 'dir' | 'env'>, args: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export async function cli(
+  repo: Pick<TempRepo, 'dir' | 'env'>,
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<CliResult> {
   const stdout = new Sink();
   const stderr = new Sink();
   const code = await run(args, { stdout, stderr, env: { ...repo.env, ...(opts.env ?? {}) }, cwd: opts.cwd ?? repo.dir });
@@ -234,7 +245,12 @@ export async function cli(repo: Pick<TempRepo, 'dir' | 'env'>, args: string[], o
 export function cliProcess(
   repo: Pick<TempRepo, 'dir' | 'env'>,
   args: string[],
-  opts: { cwd?: string; env?: Record<string, string>; input?: string; /** SIGTERM after this long (tests that run real agents). */ timeoutMs?: number } = {},
+  opts: {
+    cwd?: string;
+    env?: Record<string, string>;
+    input?: string /** SIGTERM after this long (tests that run real agents). */;
+    timeoutMs?: number;
+  } = {},
 ): Promise<CliResult> {
   return runProcess(process.execPath, [BIN, ...args], {
     cwd: opts.cwd ?? repo.dir,
@@ -257,7 +273,11 @@ export function agentsnapOnPath(base: string): string {
 }
 
 /** Runs any program asynchronously (a server in this very process may have to answer it), collecting its output. */
-export function runProcess(file: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string | null; timeoutMs?: number }): Promise<CliResult> {
+export function runProcess(
+  file: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; input?: string | null; timeoutMs?: number },
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, {
       cwd: opts.cwd,
@@ -310,7 +330,10 @@ export function treeFiles(repo: TempRepo, commit: string): Map<string, { mode: s
 }
 
 /** Files in the worktree as a snapshot would hold them, for comparison with treeFiles (ignores .git). */
-export function worktreeFiles(repo: TempRepo, skip: (rel: string) => boolean = () => false): Map<string, { mode: string; content: Buffer }> {
+export function worktreeFiles(
+  repo: TempRepo,
+  skip: (rel: string) => boolean = () => false,
+): Map<string, { mode: string; content: Buffer }> {
   const out = new Map<string, { mode: string; content: Buffer }>();
   const walk = (rel: string) => {
     for (const name of fs.readdirSync(path.join(repo.dir, rel))) {

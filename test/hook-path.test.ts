@@ -19,14 +19,21 @@ const ENTRY = ['server/serve.ts:serveCall → server-api.ts:hook'];
 
 test('hook path: a hook call in the warm server goes only downward at run time (no call back up into a higher layer)', async () => {
   // In a process of its own: the inspector's breakpoints and coverage are the whole process's.
-  const res = await runProcess(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'hook-path.ts'), '--json'], { cwd: ROOT, env: process.env, input: null });
+  const res = await runProcess(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'hook-path.ts'), '--json'], {
+    cwd: ROOT,
+    env: process.env,
+    input: null,
+  });
   assert.is(res.code, 0, res.stderr);
   const { calls, upward } = JSON.parse(res.stdout) as { calls: number; upward: RuntimeCall[] };
   assert.ok(calls > 100, `only ${calls} calls recorded: the inspector saw no hook call`);
   const up = [...new Set(upward.map((c) => `${c.caller.file}:${c.caller.fn} → ${c.callee.file}:${c.callee.fn}`))].sort();
   assert.equal(up, ENTRY);
   // The calls RepoAccel made went into server/ from git/ and session/: none of them, nor any other, is left.
-  assert.not.ok(upward.some((c) => /^(git|session|snapshot|base)\//.test(c.caller.file ?? '')), JSON.stringify(upward.map((c) => c.chain.slice(0, 3))));
+  assert.not.ok(
+    upward.some((c) => /^(git|session|snapshot|base)\//.test(c.caller.file ?? '')),
+    JSON.stringify(upward.map((c) => c.chain.slice(0, 3))),
+  );
 });
 
 test.run();

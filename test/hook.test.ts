@@ -8,7 +8,10 @@ import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 
 function journalOf(repo: TempRepo, session: string) {
-  return readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', session, 'journal.jsonl')).events as unknown as Record<string, unknown>[];
+  return readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', session, 'journal.jsonl')).events as unknown as Record<
+    string,
+    unknown
+  >[];
 }
 
 /** A session as `wrap` would start it, and the environment its hooks see. */
@@ -19,7 +22,13 @@ async function wrappedSession(repo: TempRepo): Promise<{ id: string; env: Record
   return { id, env: { AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir } };
 }
 
-function hook(repo: TempRepo, env: Record<string, string>, event: string, payload: unknown, opts: { cwd?: string; wrapped?: boolean } = {}) {
+function hook(
+  repo: TempRepo,
+  env: Record<string, string>,
+  event: string,
+  payload: unknown,
+  opts: { cwd?: string; wrapped?: boolean } = {},
+) {
   return cliProcess(repo, ['hook', 'claude', event, ...(opts.wrapped === false ? [] : ['--wrapped'])], {
     env,
     input: typeof payload === 'string' ? payload : JSON.stringify(payload),
@@ -36,7 +45,11 @@ function transcriptWith(repo: TempRepo, toolUseId: string): { file: string; size
       type: 'assistant',
       uuid: 'a-2',
       version: '2.1.332',
-      message: { role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id: toolUseId, name: 'Write', input: { file_path: 'hello.txt' } }] },
+      message: {
+        role: 'assistant',
+        model: 'claude-test-1',
+        content: [{ type: 'tool_use', id: toolUseId, name: 'Write', input: { file_path: 'hello.txt' } }],
+      },
     },
   ];
   const text = lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
@@ -50,12 +63,22 @@ test('claude hooks: pre and post of one call become one step with the payload fi
     const { id, env } = await wrappedSession(repo);
     const tr = transcriptWith(repo, 'toolu_01A');
     const common = { session_id: 'cc-1', transcript_path: tr.file, cwd: repo.dir, tool_name: 'Write', tool_use_id: 'toolu_01A' };
-    const pre = await hook(repo, env, 'PreToolUse', { ...common, hook_event_name: 'PreToolUse', tool_input: { file_path: path.join(repo.dir, 'hello.txt'), content: 'hello\n' } });
+    const pre = await hook(repo, env, 'PreToolUse', {
+      ...common,
+      hook_event_name: 'PreToolUse',
+      tool_input: { file_path: path.join(repo.dir, 'hello.txt'), content: 'hello\n' },
+    });
     assert.is(pre.code, 0, pre.stderr);
     assert.is(pre.stdout, '');
     assert.is(pre.stderr, '');
     repo.write('hello.txt', 'hello\n');
-    const post = await hook(repo, env, 'PostToolUse', { ...common, hook_event_name: 'PostToolUse', tool_input: {}, tool_response: { type: 'create', filePath: 'hello.txt' }, duration_ms: 12 });
+    const post = await hook(repo, env, 'PostToolUse', {
+      ...common,
+      hook_event_name: 'PostToolUse',
+      tool_input: {},
+      tool_response: { type: 'create', filePath: 'hello.txt' },
+      duration_ms: 12,
+    });
     assert.is(post.code, 0, post.stderr);
     assert.is(post.stdout, '');
     const ev = journalOf(repo, id);
@@ -81,15 +104,30 @@ test('PostToolUseFailure still takes the post snapshot, with status failed', asy
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const { id, env } = await wrappedSession(repo);
-    const common = { session_id: 'cc', cwd: repo.dir, tool_name: 'Bash', tool_use_id: 'toolu_B', tool_input: { command: 'echo x > out.txt; exit 3' } };
+    const common = {
+      session_id: 'cc',
+      cwd: repo.dir,
+      tool_name: 'Bash',
+      tool_use_id: 'toolu_B',
+      tool_input: { command: 'echo x > out.txt; exit 3' },
+    };
     await hook(repo, env, 'PreToolUse', { ...common, hook_event_name: 'PreToolUse' });
     repo.write('out.txt', 'x\n');
-    const post = await hook(repo, env, 'PostToolUseFailure', { ...common, hook_event_name: 'PostToolUseFailure', error: 'Exit code 3', is_interrupt: false, duration_ms: 5 });
+    const post = await hook(repo, env, 'PostToolUseFailure', {
+      ...common,
+      hook_event_name: 'PostToolUseFailure',
+      error: 'Exit code 3',
+      is_interrupt: false,
+      duration_ms: 5,
+    });
     assert.is(post.code, 0);
     const st = loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps.find((s) => s.toolUseId === 'toolu_B');
     assert.is(st?.status, 'failed');
     assert.is(st?.error, 'Exit code 3');
-    assert.equal(st?.changed.map((c) => c.path), ['out.txt']);
+    assert.equal(
+      st?.changed.map((c) => c.path),
+      ['out.txt'],
+    );
   } finally {
     repo.cleanup();
   }
@@ -100,10 +138,21 @@ test('concurrent hook calls get unique steps and each post closes its own call',
   try {
     const { id, env } = await wrappedSession(repo);
     const ids = ['t1', 't2', 't3', 't4'];
-    const pres = await Promise.all(ids.map((t) => hook(repo, env, 'PreToolUse', { hook_event_name: 'PreToolUse', tool_name: `Tool_${t}`, tool_use_id: t, tool_input: {} })));
+    const pres = await Promise.all(
+      ids.map((t) =>
+        hook(repo, env, 'PreToolUse', { hook_event_name: 'PreToolUse', tool_name: `Tool_${t}`, tool_use_id: t, tool_input: {} }),
+      ),
+    );
     for (const r of pres) assert.is(r.code, 0, r.stderr);
     const posts = await Promise.all(
-      [...ids].reverse().map((t) => hook(repo, env, 'PostToolUse', { hook_event_name: 'PostToolUse', tool_name: `Tool_${t}`, tool_use_id: t, tool_response: { from: t } })),
+      [...ids].reverse().map((t) =>
+        hook(repo, env, 'PostToolUse', {
+          hook_event_name: 'PostToolUse',
+          tool_name: `Tool_${t}`,
+          tool_use_id: t,
+          tool_response: { from: t },
+        }),
+      ),
     );
     for (const r of posts) assert.is(r.stderr, '');
     const s = loadSession(await openRepo(repo.dir, { env: repo.env }), id);
@@ -128,7 +177,10 @@ test('a hook never breaks the agent: bad payload, unknown session, usage mistake
     assert.is(bad.stdout, '');
     assert.is(bad.stderr.trim().split('\n').length, 1);
     assert.match(bad.stderr, /^agentsnap: warning: /);
-    const gone = await hook(repo, { AGENTSNAP_SESSION: 'no-such-session', AGENTSNAP_WORKTREE: repo.dir }, 'PreToolUse', { tool_name: 'Bash', tool_use_id: 'x' });
+    const gone = await hook(repo, { AGENTSNAP_SESSION: 'no-such-session', AGENTSNAP_WORKTREE: repo.dir }, 'PreToolUse', {
+      tool_name: 'Bash',
+      tool_use_id: 'x',
+    });
     assert.is(gone.code, 0);
     assert.is(gone.stdout, '');
     assert.match(gone.stderr, 'no-such-session');
@@ -151,11 +203,21 @@ test('a snapshot that fails marks its step unprotected and lets the tool run', a
     const index = path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'index');
     fs.rmSync(index, { force: true });
     fs.mkdirSync(index);
-    const pre = await hook(repo, env, 'PreToolUse', { hook_event_name: 'PreToolUse', tool_name: 'Edit', tool_use_id: 'u1', tool_input: { file_path: 'a.txt' } });
+    const pre = await hook(repo, env, 'PreToolUse', {
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Edit',
+      tool_use_id: 'u1',
+      tool_input: { file_path: 'a.txt' },
+    });
     assert.is(pre.code, 0);
     assert.is(pre.stdout, '');
     assert.match(pre.stderr, 'marked unprotected');
-    const post = await hook(repo, env, 'PostToolUse', { hook_event_name: 'PostToolUse', tool_name: 'Edit', tool_use_id: 'u1', tool_response: {} });
+    const post = await hook(repo, env, 'PostToolUse', {
+      hook_event_name: 'PostToolUse',
+      tool_name: 'Edit',
+      tool_use_id: 'u1',
+      tool_response: {},
+    });
     assert.is(post.code, 0);
     assert.is(post.stderr, '', 'the post of an unprotected call has nothing more to record');
     const unprotected = journalOf(repo, id).filter((e) => e.type === 'step.unprotected');
@@ -174,11 +236,26 @@ test('snapshots are of the session worktree whatever cwd the payload or the hook
     const { id, env } = await wrappedSession(repo);
     const elsewhere = path.join(repo.base, 'elsewhere');
     fs.mkdirSync(elsewhere);
-    await hook(repo, env, 'PreToolUse', { hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 'c1', cwd: elsewhere }, { cwd: path.join(repo.dir, 'sub') });
+    await hook(
+      repo,
+      env,
+      'PreToolUse',
+      { hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 'c1', cwd: elsewhere },
+      { cwd: path.join(repo.dir, 'sub') },
+    );
     repo.write('sub/b.txt', 'changed\n');
-    await hook(repo, env, 'PostToolUse', { hook_event_name: 'PostToolUse', tool_name: 'Bash', tool_use_id: 'c1', cwd: elsewhere }, { cwd: elsewhere });
+    await hook(
+      repo,
+      env,
+      'PostToolUse',
+      { hook_event_name: 'PostToolUse', tool_name: 'Bash', tool_use_id: 'c1', cwd: elsewhere },
+      { cwd: elsewhere },
+    );
     const st = loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps.find((s) => s.toolUseId === 'c1');
-    assert.equal(st?.changed.map((c) => c.path), ['sub/b.txt']);
+    assert.equal(
+      st?.changed.map((c) => c.path),
+      ['sub/b.txt'],
+    );
     assert.equal(treeFiles(repo, st?.post as string), worktreeFiles(repo));
   } finally {
     repo.cleanup();
@@ -196,10 +273,27 @@ test('secrets are redacted and long outputs truncated before journaling', async 
     const aws = 'AKIAIOSFODNN7EXAMPLE';
     const pem = '-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq8f3kq\nx9W2v1Y=\n-----END RSA PRIVATE KEY-----';
     const command = `curl -H "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U" -H "x-api-key: ${anthropic}" https://api.example.com && git push https://x:${github}@github.com/o/r && echo ${aws} internal-123456`;
-    await hook(repo, env, 'PreToolUse', { hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 's1', tool_input: { command, key: pem } });
-    await hook(repo, env, 'PostToolUse', { hook_event_name: 'PostToolUse', tool_name: 'Bash', tool_use_id: 's1', tool_response: { stdout: `token ${github}\n${'x'.repeat(5000)}`, stderr: '' } });
+    await hook(repo, env, 'PreToolUse', {
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Bash',
+      tool_use_id: 's1',
+      tool_input: { command, key: pem },
+    });
+    await hook(repo, env, 'PostToolUse', {
+      hook_event_name: 'PostToolUse',
+      tool_name: 'Bash',
+      tool_use_id: 's1',
+      tool_response: { stdout: `token ${github}\n${'x'.repeat(5000)}`, stderr: '' },
+    });
     const text = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl'), 'utf8');
-    for (const secret of [anthropic, github, aws, 'MIIEowIBAAKCAQEA7bq8f3kq', 'dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U', 'internal-123456']) {
+    for (const secret of [
+      anthropic,
+      github,
+      aws,
+      'MIIEowIBAAKCAQEA7bq8f3kq',
+      'dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U',
+      'internal-123456',
+    ]) {
       assert.not.ok(text.includes(secret), `journal leaks ${secret.slice(0, 12)}…`);
     }
     assert.ok(text.includes('[REDACTED:anthropic-key]'));
@@ -227,7 +321,10 @@ test('a step left open is closed as interrupted when the wrapped command exits',
     const id = /started session (\S+)/.exec(res.stderr)?.[1] as string;
     const st = loadSession(await openRepo(repo.dir, { env: repo.env }), id).steps.find((s) => s.toolUseId === 'open-1');
     assert.is(st?.status, 'interrupted');
-    assert.equal(st?.changed.map((c) => c.path), ['a.txt']);
+    assert.equal(
+      st?.changed.map((c) => c.path),
+      ['a.txt'],
+    );
   } finally {
     repo.cleanup();
   }
@@ -237,20 +334,36 @@ test('a hook written by init stands aside while wrap injects its own; without a 
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const { id, env } = await wrappedSession(repo);
-    const aside = await hook(repo, { ...env, AGENTSNAP_HOOKS: 'claude' }, 'PreToolUse', { hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 'd1' }, { wrapped: false });
+    const aside = await hook(
+      repo,
+      { ...env, AGENTSNAP_HOOKS: 'claude' },
+      'PreToolUse',
+      { hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 'd1' },
+      { wrapped: false },
+    );
     assert.is(aside.code, 0);
     assert.is(journalOf(repo, id).filter((e) => e.type === 'step.pre').length, 0);
     // No wrapper: the agent's session_id picks (or starts) the agentsnap session, in the payload's cwd.
     const bare = { session_id: 'claude-sess-9', cwd: repo.dir };
-    for (const [event, tid] of [['PreToolUse', 'm1'], ['PostToolUse', 'm1'], ['PreToolUse', 'm2'], ['PostToolUse', 'm2']] as const) {
-      const r = await cliProcess(repo, ['hook', 'claude', event], { input: JSON.stringify({ ...bare, hook_event_name: event, tool_name: 'Bash', tool_use_id: tid }), cwd: repo.base });
+    for (const [event, tid] of [
+      ['PreToolUse', 'm1'],
+      ['PostToolUse', 'm1'],
+      ['PreToolUse', 'm2'],
+      ['PostToolUse', 'm2'],
+    ] as const) {
+      const r = await cliProcess(repo, ['hook', 'claude', event], {
+        input: JSON.stringify({ ...bare, hook_event_name: event, tool_name: 'Bash', tool_use_id: tid }),
+        cwd: repo.base,
+      });
       assert.is(r.stderr, '');
     }
     const list = JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string; agent: string | null; steps: number }[];
     const mapped = list.filter((s) => s.agent === 'claude');
     assert.is(mapped.length, 1);
     assert.is(mapped[0]?.steps, 2);
-    const end = await cliProcess(repo, ['hook', 'claude', 'SessionEnd'], { input: JSON.stringify({ ...bare, hook_event_name: 'SessionEnd' }) });
+    const end = await cliProcess(repo, ['hook', 'claude', 'SessionEnd'], {
+      input: JSON.stringify({ ...bare, hook_event_name: 'SessionEnd' }),
+    });
     assert.is(end.stderr, '');
     const after = JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string; status: string }[];
     assert.is(after.find((s) => s.id === mapped[0]?.id)?.status, 'ended');

@@ -35,7 +35,10 @@ test('install writes the four hooks, is idempotent, and status reports them curr
     const out = JSON.parse(again.stdout) as { actions: { action: string }[]; installed: boolean };
     assert.ok(out.actions.every((a) => a.action === 'unchanged'));
     assert.ok(out.installed);
-    assert.equal(HOOKS.map((h) => fs.readFileSync(path.join(dir, h))), bytes);
+    assert.equal(
+      HOOKS.map((h) => fs.readFileSync(path.join(dir, h))),
+      bytes,
+    );
     const status = await cli(repo, ['hooks', 'status']);
     assert.is(status.code, 0);
     assert.match(status.stdout, /reference-transaction\s+installed, current/);
@@ -72,7 +75,16 @@ test('a merge that brings in a snapshot is refused (merge commit and git commit 
   try {
     repo.git(['checkout', '-q', '--', 'a.txt']);
     // Snapshots descend from a root baseline: merging one means unrelated histories.
-    const r = repo.gitRaw(['merge', '--no-ff', '--allow-unrelated-histories', '-X', 'theirs', '-m', 'merge snap', `refs/agent/${session}/1`]);
+    const r = repo.gitRaw([
+      'merge',
+      '--no-ff',
+      '--allow-unrelated-histories',
+      '-X',
+      'theirs',
+      '-m',
+      'merge snap',
+      `refs/agent/${session}/1`,
+    ]);
     assert.is.not(r.status, 0);
     assert.match(r.stderr, 'refusing a merge that brings agent snapshot commits into history', r.stderr);
     assert.match(r.stderr, snap);
@@ -87,7 +99,17 @@ test('a merge that brings in a snapshot is refused (merge commit and git commit 
     repo.git(['reset', '-q', '--hard']);
     // --no-verify skips pre-merge-commit; reference-transaction still refuses moving the branch.
     const main = repo.git(['rev-parse', 'main']).trim();
-    const nv = repo.gitRaw(['merge', '--no-verify', '--no-ff', '--allow-unrelated-histories', '-X', 'theirs', '-m', 'nv', `refs/agent/${session}/1`]);
+    const nv = repo.gitRaw([
+      'merge',
+      '--no-verify',
+      '--no-ff',
+      '--allow-unrelated-histories',
+      '-X',
+      'theirs',
+      '-m',
+      'nv',
+      `refs/agent/${session}/1`,
+    ]);
     assert.is.not(nv.status, 0);
     assert.match(nv.stderr, 'refusing to set refs/heads/main');
     assert.is(repo.git(['rev-parse', 'main']).trim(), main);
@@ -258,7 +280,12 @@ test('an existing hook is chained: its behaviour, refusals and stdin are kept; u
     fs.writeFileSync(path.join(dir, 'pre-commit'), CHAINED_PRE_COMMIT, { mode: 0o755 });
     fs.writeFileSync(path.join(dir, 'pre-push'), CHAINED_PRE_PUSH, { mode: 0o750 });
     fs.writeFileSync(path.join(dir, 'reference-transaction'), CHAINED_REF_TX, { mode: 0o700 });
-    const before = new Map(['pre-commit', 'pre-push', 'reference-transaction'].map((h) => [h, { bytes: fs.readFileSync(path.join(dir, h)), mode: fs.statSync(path.join(dir, h)).mode }]));
+    const before = new Map(
+      ['pre-commit', 'pre-push', 'reference-transaction'].map((h) => [
+        h,
+        { bytes: fs.readFileSync(path.join(dir, h)), mode: fs.statSync(path.join(dir, h)).mode },
+      ]),
+    );
     const inst = await cli(repo, ['hooks', 'install']);
     assert.is(inst.code, 0, inst.stderr);
     assert.match(inst.stderr, 'chaining the hook that was there');
@@ -282,7 +309,10 @@ test('an existing hook is chained: its behaviour, refusals and stdin are kept; u
     repo.git(['remote', 'add', 'origin', bare]);
     repo.git(['push', '-q', 'origin', 'main']);
     const head = repo.git(['rev-parse', 'main']).trim();
-    assert.is(fs.readFileSync(path.join(gitDir, 'pre-push-stdin'), 'utf8'), `refs/heads/main ${head} refs/heads/main ${'0'.repeat(head.length)}\n`);
+    assert.is(
+      fs.readFileSync(path.join(gitDir, 'pre-push-stdin'), 'utf8'),
+      `refs/heads/main ${head} refs/heads/main ${'0'.repeat(head.length)}\n`,
+    );
     assert.is(fs.readFileSync(path.join(gitDir, 'pre-push-args'), 'utf8'), `origin ${bare}\n`);
     // reference-transaction (not a shell script) gets every state with its stdin.
     fs.rmSync(path.join(gitDir, 'reftx-log'), { force: true });
@@ -300,7 +330,10 @@ test('an existing hook is chained: its behaviour, refusals and stdin are kept; u
       assert.is(fs.statSync(path.join(dir, h)).mode, b.mode, `${h} mode`);
     }
     assert.not.ok(fs.existsSync(path.join(dir, 'pre-merge-commit')));
-    assert.equal(fs.readdirSync(dir).filter((n) => n.includes('agentsnap')), []);
+    assert.equal(
+      fs.readdirSync(dir).filter((n) => n.includes('agentsnap')),
+      [],
+    );
   } finally {
     repo.cleanup();
   }
@@ -310,7 +343,10 @@ test('a husky-style hook that finds its script through $0 keeps working when cha
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     // husky v9: core.hooksPath=.husky/_, each hook sources "$(dirname "$0")/h", which runs .husky/<name>.
-    repo.write('.husky/_/h', '#!/usr/bin/env sh\nn=$(basename "$0")\ns=$(dirname "$(dirname "$0")")/$n\n[ ! -f "$s" ] && exit 0\nsh -e "$s" "$@"\n');
+    repo.write(
+      '.husky/_/h',
+      '#!/usr/bin/env sh\nn=$(basename "$0")\ns=$(dirname "$(dirname "$0")")/$n\n[ ! -f "$s" ] && exit 0\nsh -e "$s" "$@"\n',
+    );
     repo.write('.husky/_/pre-commit', '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n', 0o755);
     repo.write('.husky/_/.gitignore', '*\n');
     repo.write('.husky/pre-commit', 'echo "husky pre-commit ran" >&2\nexit 3\n');

@@ -11,8 +11,6 @@ import { integrityProblems } from './support/crash-harness.js';
 import { openRepo } from '../src/git/repo.js';
 import { undoOperation } from '../src/restore/undo.js';
 
-
-
 /** Every file below dir with its bytes (to prove nothing outside changed). */
 function tree(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -92,7 +90,11 @@ test('undo never deletes outside the worktree when the parent becomes a symlink 
     await step(repo, () => repo.write('d/new', 'agent new\n'));
     const { outside, res } = await swappedUndo(repo, 'afterCheck', 'd/new');
     assert.equal(tree(outside), { f: 'user f\n', new: 'agent new\n' });
-    assert.match(res.left.find((x) => x.path === 'd/new')?.reason ?? '', /^d became a symlink during the restore; it was not followed: what was there is back under its name/, JSON.stringify(res.left));
+    assert.match(
+      res.left.find((x) => x.path === 'd/new')?.reason ?? '',
+      /^d became a symlink during the restore; it was not followed: what was there is back under its name/,
+      JSON.stringify(res.left),
+    );
   } finally {
     repo.cleanup();
   }
@@ -119,7 +121,14 @@ test('a path that is a symlink out of the worktree in one snapshot and a directo
       fs.symlinkSync(outside, path.join(repo.dir, 'data'));
     });
     // Undo 3 needs files under data/ while data is a symlink out: it must replace the link, never follow it.
-    for (const args of [['undo', String(s3)], ['undo', String(s2)], ['redo'], ['redo'], ['restore', String(s3), '--', 'data/secret.txt'], ['undo', String(s1)]]) {
+    for (const args of [
+      ['undo', String(s3)],
+      ['undo', String(s2)],
+      ['redo'],
+      ['redo'],
+      ['restore', String(s3), '--', 'data/secret.txt'],
+      ['undo', String(s1)],
+    ]) {
       const r = await cli(repo, [...args, '--force']);
       assert.ok(r.code === 0 || r.code === 1, `${args.join(' ')}: ${r.stderr}`);
       assert.equal(tree(outside), outsideBefore, `${args.join(' ')} wrote outside the worktree`);
@@ -147,10 +156,26 @@ test('hook payloads that are not JSON, huge, or name paths outside the repositor
       '[]',
       'null',
       JSON.stringify({ tool_name: 'Write', tool_use_id: 'dots', cwd: '../../..', tool_input: { file_path: '../../../etc/passwd' } }),
-      JSON.stringify({ tool_name: 'Write', tool_use_id: 'abs', cwd: outside, transcript_path: '/etc/shadow', tool_input: { file_path: path.join(outside, 'o.txt') } }),
-      JSON.stringify({ tool_name: 'Bash\u001b[31m\r\nred', tool_use_id: 'ctl\u0000\u0007', cwd: `${repo.dir}/\u0000x`, tool_input: { command: 'echo \u001b]0;title\u0007' } }),
+      JSON.stringify({
+        tool_name: 'Write',
+        tool_use_id: 'abs',
+        cwd: outside,
+        transcript_path: '/etc/shadow',
+        tool_input: { file_path: path.join(outside, 'o.txt') },
+      }),
+      JSON.stringify({
+        tool_name: 'Bash\u001b[31m\r\nred',
+        tool_use_id: 'ctl\u0000\u0007',
+        cwd: `${repo.dir}/\u0000x`,
+        tool_input: { command: 'echo \u001b]0;title\u0007' },
+      }),
       // 50 MB: a tool output an agent might send.
-      JSON.stringify({ tool_name: 'Bash', tool_use_id: 'huge', tool_input: { command: 'cat big' }, tool_response: { stdout: 'x'.repeat(50 * 1024 * 1024) } }),
+      JSON.stringify({
+        tool_name: 'Bash',
+        tool_use_id: 'huge',
+        tool_input: { command: 'cat big' },
+        tool_response: { stdout: 'x'.repeat(50 * 1024 * 1024) },
+      }),
     ];
     for (const p of payloads) {
       for (const event of ['PreToolUse', 'PostToolUse']) {
@@ -173,7 +198,7 @@ test('hook payloads that are not JSON, huge, or name paths outside the repositor
   }
 });
 
-test("journals, private indexes and state are readable only by their owner (0600 files, 0700 directories)", async () => {
+test('journals, private indexes and state are readable only by their owner (0600 files, 0700 directories)', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     await step(repo, () => repo.write('a.txt', 'b\n'));
@@ -221,7 +246,12 @@ test('tokens of several providers in a tool call never reach the journal', async
     for (const event of ['PreToolUse', 'PostToolUse']) {
       const r = await cliProcess(repo, ['hook', 'claude', event, '--wrapped'], {
         env,
-        input: JSON.stringify({ tool_name: 'Bash', tool_use_id: 'tok', tool_input: { command }, tool_response: { stdout: `Authorization: Bearer ${tokens[0]}\n${tokens.join('\n')}` } }),
+        input: JSON.stringify({
+          tool_name: 'Bash',
+          tool_use_id: 'tok',
+          tool_input: { command },
+          tool_response: { stdout: `Authorization: Bearer ${tokens[0]}\n${tokens.join('\n')}` },
+        }),
       });
       assert.is(r.code, 0, r.stderr);
     }
@@ -244,7 +274,10 @@ test('agentsnap never opens a network connection: no network module in dist/, an
         const text = fs.readFileSync(abs, 'utf8');
         // agentsnap's own `fetch` (git fetch from a backup remote, only when the user runs it) is not the global one.
         const ownFetch = /function fetch\(|import \{[^}]*\bfetch\b[^}]*\} from '\./.test(text);
-        if (/from\s*['"](node:)?(net|http|https|http2|dns|dgram|tls)['"]|WebSocket|import\(['"](node:)?(net|http|https|dns)/.test(text) || (!ownFetch && /\bfetch\(/.test(text))) {
+        if (
+          /from\s*['"](node:)?(net|http|https|http2|dns|dgram|tls)['"]|WebSocket|import\(['"](node:)?(net|http|https|dns)/.test(text) ||
+          (!ownFetch && /\bfetch\(/.test(text))
+        ) {
           offenders.push(path.relative(ROOT, abs));
         }
       }
@@ -254,7 +287,10 @@ test('agentsnap never opens a network connection: no network module in dist/, an
   // `agentsnap ui`, when the user runs it, listens on 127.0.0.1 (its server) and its page fetches from that server
   // only (CSP default-src 'self'): test/ui.test.ts and test/ui-browser.test.ts hold them to that. Nothing else may.
   const UI = ['dist/ui/server.js', 'dist/ui.bundle.js', 'dist/ui-page/app.js'];
-  assert.equal(offenders.filter((f) => !UI.includes(f)), []);
+  assert.equal(
+    offenders.filter((f) => !UI.includes(f)),
+    [],
+  );
   // 2. At run time: wrap + undo in a network namespace with no interfaces (root), else skip that half.
   if (process.getuid?.() !== 0 || spawnSync('unshare', ['-n', 'true']).status !== 0) {
     console.log('  (run-time half skipped: unshare -n needs root)');
@@ -263,8 +299,13 @@ test('agentsnap never opens a network connection: no network module in dist/, an
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const agent = path.join(repo.base, 'agent.sh');
-    fs.writeFileSync(agent, '#!/bin/sh\nstep=$(node "$AGENTSNAP_BIN" snap --phase pre -q)\necho changed > a.txt\nnode "$AGENTSNAP_BIN" snap --phase post --step "$step" -q >/dev/null\n', { mode: 0o755 });
-    const run = (args: string[]) => spawnSync('unshare', ['-n', process.execPath, BIN, ...args], { cwd: repo.dir, env: repo.env, encoding: 'utf8' });
+    fs.writeFileSync(
+      agent,
+      '#!/bin/sh\nstep=$(node "$AGENTSNAP_BIN" snap --phase pre -q)\necho changed > a.txt\nnode "$AGENTSNAP_BIN" snap --phase post --step "$step" -q >/dev/null\n',
+      { mode: 0o755 },
+    );
+    const run = (args: string[]) =>
+      spawnSync('unshare', ['-n', process.execPath, BIN, ...args], { cwd: repo.dir, env: repo.env, encoding: 'utf8' });
     const wrap = run(['wrap', '--', agent]);
     assert.is(wrap.status, 0, wrap.stderr);
     const undo = run(['undo', '1']);

@@ -21,7 +21,11 @@ async function setup() {
   const abs = path.join(t.dir, 'run.sh');
   const old = new Date(Date.now() - 60_000);
   const holdsDisk = (tree: string, label: string) =>
-    assert.is(t.git(['rev-parse', `${tree}:run.sh`]).trim(), t.git(['hash-object', '--no-filters', 'run.sh']).trim(), `${label}: the snapshot holds the bytes on disk`);
+    assert.is(
+      t.git(['rev-parse', `${tree}:run.sh`]).trim(),
+      t.git(['hash-object', '--no-filters', 'run.sh']).trim(),
+      `${label}: the snapshot holds the bytes on disk`,
+    );
   return { t, settings, engine, abs, old, holdsDisk };
 }
 
@@ -35,7 +39,10 @@ test('engine: a file rewritten in place, same size, mtime put back, is read by t
       fs.utimesSync(c.abs, c.old, c.old);
       const next = await c.engine.snapshot({ settings: c.settings, parentTree: res.tree });
       c.holdsDisk(next.tree, `rewrite ${i + 1} (${next.mode})`);
-      assert.equal(next.changed.map((x) => `${x.change} ${x.path}`), ['M run.sh']);
+      assert.equal(
+        next.changed.map((x) => `${x.change} ${x.path}`),
+        ['M run.sh'],
+      );
       res = next;
     }
   } finally {

@@ -19,7 +19,8 @@ import { removeTempIndex, tempIndex } from '../src/snapshot/snapshot-now.js';
 import { IncrementalSnapshotter, type IncrementalOptions, type IncrementalResult } from '../src/snapshot/incremental.js';
 
 const HAS_PYTHON = spawnSync('python3', ['-c', 'import mmap'], { stdio: 'ignore' }).status === 0;
-const MMAP_WRITE = 'import mmap,sys\nf=open(sys.argv[1],"r+b")\nm=mmap.mmap(f.fileno(),0)\nb=sys.argv[2].encode()\nm[:len(b)]=b\nm.flush()\n';
+const MMAP_WRITE =
+  'import mmap,sys\nf=open(sys.argv[1],"r+b")\nm=mmap.mmap(f.fileno(),0)\nb=sys.argv[2].encode()\nm[:len(b)]=b\nm.flush()\n';
 
 function skipWithoutPython(): boolean {
   if (!HAS_PYTHON) console.log('  skipped: python3 with its mmap module is not installed');
@@ -191,7 +192,11 @@ test('closed: a file seen mapped shared-writable by a maps check between snapsho
   try {
     const first = await check(c, null, 'first');
     await c.engine.sweep();
-    const holder = spawn('python3', ['-c', `${MMAP_WRITE}print("ready",flush=True)\nsys.stdin.read()\n`, path.join(c.t.dir, 'a.txt'), 'MAP\n'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const holder = spawn(
+      'python3',
+      ['-c', `${MMAP_WRITE}print("ready",flush=True)\nsys.stdin.read()\n`, path.join(c.t.dir, 'a.txt'), 'MAP\n'],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     const exited = new Promise<number | null>((res) => holder.on('exit', (code) => res(code)));
     try {
       await new Promise<void>((res, rej) => {
@@ -252,7 +257,11 @@ test('random rounds with writes no event reports: after a sweep, every snapshot 
   try {
     let parent = (await check(c, null, 'first')).tree;
     for (let r = 0; r < rounds; r++) {
-      const files = c.t.git(['ls-files', '--cached', '--others', '--exclude-standard']).split('\n').filter(Boolean).filter((f) => c.t.exists(f));
+      const files = c.t
+        .git(['ls-files', '--cached', '--others', '--exclude-standard'])
+        .split('\n')
+        .filter(Boolean)
+        .filter((f) => c.t.exists(f));
       const f = files.length > 0 ? pick(files) : null;
       const op = Math.floor(rand() * 7);
       if (f) {
@@ -330,7 +339,7 @@ test('a snapshot taken while a sweep runs stops it at its next turn (no wait for
     assert.is(show(c, during.tree, 'f/4400.txt'), 'file 4400\n', 'the window: not swept yet');
     const rest = await c.engine.sweep();
     assert.is(rest.interrupted, false);
-    assert.is(rest.files, 4500, 'resumed: every file lstat\'ed once over the two turns');
+    assert.is(rest.files, 4500, "resumed: every file lstat'ed once over the two turns");
     assert.is(c.engine.stats.sweeps, sweeps + 1);
     const caught = await check(c, during.tree, 'after the resumed sweep');
     assert.is(show(c, caught.tree, 'f/4400.txt'), 'LATE!4400\n');
@@ -339,7 +348,7 @@ test('a snapshot taken while a sweep runs stops it at its next turn (no wait for
   }
 });
 
-test('the first sweep after a full scan (git\'s listing, streamed) stopped by a snapshot resumes in the same listing: every file once, a write meanwhile found', async () => {
+test("the first sweep after a full scan (git's listing, streamed) stopped by a snapshot resumes in the same listing: every file once, a write meanwhile found", async () => {
   if (skipWithoutPython()) return;
   const files: Record<string, string> = {};
   for (let i = 0; i < 4500; i++) files[`f/${String(i).padStart(4, '0')}.txt`] = `file ${i}\n`;
@@ -358,7 +367,7 @@ test('the first sweep after a full scan (git\'s listing, streamed) stopped by a 
     mmapWrite(path.join(c.t.dir, 'f/4400.txt'), 'LATE!');
     const rest = await c.engine.sweep();
     assert.is(rest.interrupted, false);
-    assert.is(rest.files, 4501, 'resumed in the same listing: every file lstat\'ed once');
+    assert.is(rest.files, 4501, "resumed in the same listing: every file lstat'ed once");
     const caught = await check(c, during.tree, 'after the resumed baseline');
     assert.is(show(c, caught.tree, 'f/4400.txt'), 'LATE!4400\n');
     // The records are all taken: the next sweep goes over the table, every file once.
@@ -369,7 +378,7 @@ test('the first sweep after a full scan (git\'s listing, streamed) stopped by a 
   }
 });
 
-test('a sweep stopped by every snapshot still gets through a large directory that each snapshot\'s index read merges (the user staging a new file there every call)', async () => {
+test("a sweep stopped by every snapshot still gets through a large directory that each snapshot's index read merges (the user staging a new file there every call)", async () => {
   // Each call stages a new file in big/: the index read merges big/'s recent additions into its sorted names,
   // moving its slots. A cursor that went through big/ again from its start after each such move lstat'ed its
   // first 2000 files every time and never reached z/: the sweep never ended, and a write no event reports

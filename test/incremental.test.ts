@@ -23,7 +23,10 @@ interface Ctx {
   engine: IncrementalSnapshotter;
 }
 
-async function setup(files: Record<string, string>, engineOpts: Partial<Parameters<typeof IncrementalSnapshotter.open>[1]> = {}): Promise<Ctx> {
+async function setup(
+  files: Record<string, string>,
+  engineOpts: Partial<Parameters<typeof IncrementalSnapshotter.open>[1]> = {},
+): Promise<Ctx> {
   const t = tempRepo({ files });
   t.git(['config', 'agentsnap.maxFileSize', '2k']);
   const repo = await openRepo(t.dir, { env: t.env });
@@ -86,7 +89,21 @@ const BASE_FILES: Record<string, string> = {
   'build/tracked-in-ignored.txt': 'tracked in an ignored dir\n',
 };
 
-const NAMES = ['n1.txt', 'n2.ts', 'x.log', 'keep.log', '.env', 'id_rsa', 'cert.pem', 'ü ñ.txt', 'sp ace', 'big.bin', 'a.tmp', 'src-keep.tmp', 'x'];
+const NAMES = [
+  'n1.txt',
+  'n2.ts',
+  'x.log',
+  'keep.log',
+  '.env',
+  'id_rsa',
+  'cert.pem',
+  'ü ñ.txt',
+  'sp ace',
+  'big.bin',
+  'a.tmp',
+  'src-keep.tmp',
+  'x',
+];
 
 function walkDisk(dir: string, rel = ''): { files: string[]; dirs: string[] } {
   const files: string[] = [];
@@ -258,13 +275,16 @@ test('random rounds: the incremental engine returns exactly what the full scan d
     }
     const { incremental, full } = c.engine.stats;
     if (process.env.AGENTSNAP_INC_STATS) console.log(`seed ${seed}: ${incremental} incremental, ${full} full`);
-    assert.ok(incremental >= rounds * 0.5, `only ${incremental} of ${incremental + full} snapshots were incremental (last full: ${c.engine.stats.lastFullReason})`);
+    assert.ok(
+      incremental >= rounds * 0.5,
+      `only ${incremental} of ${incremental + full} snapshots were incremental (last full: ${c.engine.stats.lastFullReason})`,
+    );
   } finally {
     await teardown(c);
   }
 });
 
-test('tracked directories replaced by symlinks (to themselves, to another directory) and a file by a directory: the full scan\'s tree', async () => {
+test("tracked directories replaced by symlinks (to themselves, to another directory) and a file by a directory: the full scan's tree", async () => {
   const c = await setup({ 'src/a.ts': 'a\n', 'src/deep/b.ts': 'b\n', 'lib/l.ts': 'l\n', 'other/o.txt': 'o\n', 'file.txt': 'f\n' });
   try {
     let parent = (await check(c, null, 'first')).tree;
@@ -323,7 +343,10 @@ test('an edit is incremental; a new .gitignore falls back to a full scan', async
     c.t.write('d/new.txt', 'new\n');
     const edit = await check(c, parent, 'edit');
     assert.is(edit.mode, 'incremental');
-    assert.equal(edit.changed.map((x) => `${x.change} ${x.path} +${x.added} -${x.deleted}`), ['M d/b.txt +1 -1', 'A d/new.txt +1 -0']);
+    assert.equal(
+      edit.changed.map((x) => `${x.change} ${x.path} +${x.added} -${x.deleted}`),
+      ['M d/b.txt +1 -1', 'A d/new.txt +1 -0'],
+    );
     parent = edit.tree;
     c.t.write('d/.gitignore', 'new.txt\n');
     const ignored = await check(c, parent, 'gitignore');
@@ -354,9 +377,16 @@ test('a burst of events that may have overflowed the kernel queue falls back to 
 });
 
 test('a directory that cannot be watched makes the engine take full scans', async () => {
-  const c = await setup({ 'a.txt': 'a\n' }, { watcher: { beforeWatch: (rel) => {
-    if (rel.startsWith('unwatchable')) throw Object.assign(new Error('no watches left'), { code: 'ENOSPC' });
-  } } });
+  const c = await setup(
+    { 'a.txt': 'a\n' },
+    {
+      watcher: {
+        beforeWatch: (rel) => {
+          if (rel.startsWith('unwatchable')) throw Object.assign(new Error('no watches left'), { code: 'ENOSPC' });
+        },
+      },
+    },
+  );
   try {
     const parent = (await check(c, null, 'first')).tree;
     c.t.write('unwatchable/x.txt', 'x\n');
@@ -380,9 +410,16 @@ test('a directory that cannot be watched makes the engine take full scans', asyn
 
 test('a directory that cannot be watched for another reason (EACCES): one restart, then full scans with the watches given back', async () => {
   let attempts = 0;
-  const c = await setup({ 'a.txt': 'a\n', 'locked/y.txt': 'y\n' }, { watcher: { beforeWatch: (rel) => {
-    if (rel === 'locked' && ++attempts > 0) throw Object.assign(new Error('permission denied'), { code: 'EACCES' });
-  } } });
+  const c = await setup(
+    { 'a.txt': 'a\n', 'locked/y.txt': 'y\n' },
+    {
+      watcher: {
+        beforeWatch: (rel) => {
+          if (rel === 'locked' && ++attempts > 0) throw Object.assign(new Error('permission denied'), { code: 'EACCES' });
+        },
+      },
+    },
+  );
   try {
     assert.is(c.engine.watchState().degraded, null, 'not given up before a restart was tried');
     const first = await check(c, null, 'first');
@@ -406,7 +443,10 @@ test('a parent tree the engine did not make: changed comes from diff-tree', asyn
     const head = c.t.git(['rev-parse', 'HEAD^{tree}']).trim();
     const res = await check(c, head, 'foreign parent');
     assert.is(res.mode, 'incremental');
-    assert.equal(res.changed.map((x) => x.path), ['c.txt']);
+    assert.equal(
+      res.changed.map((x) => x.path),
+      ['c.txt'],
+    );
     assert.is.not(res.tree, first.tree);
   } finally {
     await teardown(c);
@@ -429,7 +469,6 @@ test('a nested repository falls back to a full scan', async () => {
     await teardown(c);
   }
 });
-
 
 test('a hard-linked file is never trusted to the watcher', async () => {
   const c = await setup({ 'a.txt': 'a\n', 'd/b.txt': 'b\n' });
@@ -514,7 +553,10 @@ test('the user staging and unstaging files is followed incrementally', async () 
     c.t.write('.env', 'SECRET=1\n');
     let res = await check(c, parent, 'ignored and secret');
     assert.is(res.mode, 'incremental');
-    assert.equal(res.skipped.map((s) => s.path), ['.env']);
+    assert.equal(
+      res.skipped.map((s) => s.path),
+      ['.env'],
+    );
     parent = res.tree;
     c.t.git(['add', '-f', 'x.log', '.env']);
     res = await check(c, parent, 'git add -f');
@@ -524,7 +566,10 @@ test('the user staging and unstaging files is followed incrementally', async () 
     c.t.git(['rm', '-q', '--cached', 'x.log', '.env']);
     res = await check(c, parent, 'git rm --cached');
     assert.is(res.mode, 'incremental');
-    assert.equal(res.skipped.map((s) => s.path), ['.env']);
+    assert.equal(
+      res.skipped.map((s) => s.path),
+      ['.env'],
+    );
   } finally {
     await teardown(c);
   }
@@ -579,7 +624,7 @@ test('restore temp files are never recorded; one whose writer is dead is removed
     const gone = await c.engine.snapshot({ settings: c.settings, parentTree: res.tree });
     assert.is(gone.mode, 'incremental');
     assert.is(gone.tree, res.tree);
-    assert.not.ok(c.t.exists('d/.b.agentsnap-999999999-0123abcd'), 'a dead writer\'s temp file is removed');
+    assert.not.ok(c.t.exists('d/.b.agentsnap-999999999-0123abcd'), "a dead writer's temp file is removed");
   } finally {
     await teardown(c);
   }
@@ -596,7 +641,10 @@ test('an ignored directory un-ignored before the first snapshot is watched from 
     const first = await check(c, null, 'first');
     t.write('build/out.txt', 'now part of the snapshot\n');
     const res = await check(c, first.tree, 'edit in the formerly ignored directory');
-    assert.equal(res.changed.map((x) => x.path), ['build/out.txt']);
+    assert.equal(
+      res.changed.map((x) => x.path),
+      ['build/out.txt'],
+    );
   } finally {
     await teardown(c);
   }
@@ -613,7 +661,10 @@ test('a file tracked in an ignored directory while another change forces a full 
     assert.is(res.mode, 'full');
     c.t.write('build/out.txt', 'edited\n');
     const edit = await check(c, res.tree, 'edit of the tracked file');
-    assert.equal(edit.changed.map((x) => x.path), ['build/out.txt']);
+    assert.equal(
+      edit.changed.map((x) => x.path),
+      ['build/out.txt'],
+    );
   } finally {
     await teardown(c);
   }
@@ -632,12 +683,18 @@ test('a split index (update-index --split-index): the user staging an ignored fi
     c.t.git(['add', '-f', 'x.log']);
     let res = await check(c, parent, 'git add -f');
     assert.is(res.mode, 'incremental', `full scan: ${c.engine.stats.lastFullReason}`);
-    assert.equal(res.changed.map((x) => x.path), ['x.log']);
+    assert.equal(
+      res.changed.map((x) => x.path),
+      ['x.log'],
+    );
     parent = res.tree;
     c.t.git(['rm', '-q', '--cached', 'x.log']);
     res = await check(c, parent, 'git rm --cached');
     assert.is(res.mode, 'incremental', `full scan: ${c.engine.stats.lastFullReason}`);
-    assert.equal(res.changed.map((x) => x.path), ['x.log']);
+    assert.equal(
+      res.changed.map((x) => x.path),
+      ['x.log'],
+    );
   } finally {
     await teardown(c);
   }

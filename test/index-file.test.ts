@@ -40,7 +40,10 @@ for (const version of ['2', '3', '4']) {
       assert.equal(res.unsupported, version === '3' ? 'skip-worktree entry in the index (sparse checkout): top-0.md' : null);
     }
     assert.equal(readIndexPaths(file, t.objectFormat)?.paths, want);
-    assert.equal(readIndexFlags(file, t.objectFormat)?.skipWorktree.map((b) => b.toString()), version === '3' ? ['top-0.md'] : []);
+    assert.equal(
+      readIndexFlags(file, t.objectFormat)?.skipWorktree.map((b) => b.toString()),
+      version === '3' ? ['top-0.md'] : [],
+    );
   });
 }
 
@@ -50,7 +53,11 @@ test('a truncated index is not read (null: the caller asks git)', async () => {
   const fs = await import('node:fs');
   const bytes = fs.readFileSync(file);
   fs.writeFileSync(file, bytes.subarray(0, Math.floor(bytes.length / 2)));
-  for (const chunk of [64, 1000, 1 << 20]) assert.is(forEachIndexName(file, t.objectFormat, () => undefined, chunk), null);
+  for (const chunk of [64, 1000, 1 << 20])
+    assert.is(
+      forEachIndexName(file, t.objectFormat, () => undefined, chunk),
+      null,
+    );
 });
 
 test('a split index is not read (null: the caller asks git), and no entry is given with an empty name', () => {
@@ -61,7 +68,10 @@ test('a split index is not read (null: the caller asks git), and no entry is giv
   const file = path.join(t.dir, '.git', 'index');
   for (const chunk of [64, 1 << 20]) {
     const got: string[] = [];
-    assert.is(forEachIndexName(file, t.objectFormat, (b, start, end) => got.push(b.toString('utf8', start, end)), chunk), null);
+    assert.is(
+      forEachIndexName(file, t.objectFormat, (b, start, end) => got.push(b.toString('utf8', start, end)), chunk),
+      null,
+    );
     assert.ok(!got.includes(''), `chunk ${chunk}: an empty name`);
   }
 });

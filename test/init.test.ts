@@ -6,7 +6,10 @@ import { CLAUDE_READ_ONLY_TOOLS, CLAUDE_TOOL_MATCHER } from '../src/agents/claud
 test('init claude merges hooks into .claude/settings.local.json idempotently, keeps it uncommitted, and --remove restores the file', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
-    const mine = { permissions: { allow: ['Bash(ls)'] }, hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'my-check' }] }] } };
+    const mine = {
+      permissions: { allow: ['Bash(ls)'] },
+      hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'my-check' }] }] },
+    };
     const original = `${JSON.stringify(mine, null, 2)}\n`;
     repo.write('.claude/settings.local.json', original);
     // agentsnap-hook on PATH, as after a global install (without it: test/install.test.ts).
@@ -39,7 +42,22 @@ test('init claude merges hooks into .claude/settings.local.json idempotently, ke
 test('the claude tool matcher leaves out exactly the read-only tools, as a JavaScript regex (how Claude Code reads it)', () => {
   const re = new RegExp(CLAUDE_TOOL_MATCHER);
   for (const t of CLAUDE_READ_ONLY_TOOLS) assert.not.ok(re.test(t), t);
-  for (const t of ['Bash', 'Edit', 'Write', 'MultiEdit', 'NotebookEdit', 'Task', 'Agent', 'BashOutput', 'mcp__github__create_file', 'mcp__x__Read', 'ReadWrite', 'Reader', 'read', 'FutureTool']) {
+  for (const t of [
+    'Bash',
+    'Edit',
+    'Write',
+    'MultiEdit',
+    'NotebookEdit',
+    'Task',
+    'Agent',
+    'BashOutput',
+    'mcp__github__create_file',
+    'mcp__x__Read',
+    'ReadWrite',
+    'Reader',
+    'read',
+    'FutureTool',
+  ]) {
     assert.ok(re.test(t), t);
   }
 });
@@ -48,11 +66,20 @@ test('init claude upgrades the `*` entries an older agentsnap wrote instead of a
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const old = (ev: string) => [{ matcher: '*', hooks: [{ type: 'command', command: `'/x/agentsnap-hook' claude ${ev}` }] }];
-    const before = { hooks: { PreToolUse: old('PreToolUse'), PostToolUse: old('PostToolUse'), PostToolUseFailure: old('PostToolUseFailure'), SessionEnd: [{ hooks: [{ type: 'command', command: `'/x/agentsnap-hook' claude SessionEnd` }] }] } };
+    const before = {
+      hooks: {
+        PreToolUse: old('PreToolUse'),
+        PostToolUse: old('PostToolUse'),
+        PostToolUseFailure: old('PostToolUseFailure'),
+        SessionEnd: [{ hooks: [{ type: 'command', command: `'/x/agentsnap-hook' claude SessionEnd` }] }],
+      },
+    };
     repo.write('.claude/settings.local.json', JSON.stringify(before));
     const res = await cli(repo, ['init', 'claude']);
     assert.is(res.code, 0, res.stderr);
-    const s = JSON.parse(repo.read('.claude/settings.local.json').toString()) as { hooks: Record<string, { matcher?: string; hooks: { command: string }[] }[]> };
+    const s = JSON.parse(repo.read('.claude/settings.local.json').toString()) as {
+      hooks: Record<string, { matcher?: string; hooks: { command: string }[] }[]>;
+    };
     for (const ev of ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']) {
       assert.is(s.hooks[ev]?.length, 1, ev);
       assert.is(s.hooks[ev]?.[0]?.matcher, CLAUDE_TOOL_MATCHER);
@@ -60,7 +87,7 @@ test('init claude upgrades the `*` entries an older agentsnap wrote instead of a
     assert.is(s.hooks.SessionEnd?.length, 1);
     repo.write('.claude/settings.local.json', JSON.stringify(before));
     assert.is((await cli(repo, ['init', 'claude', '--remove'])).code, 0);
-    assert.not.ok(repo.exists('.claude/settings.local.json'), 'a file that held only agentsnap\'s hooks is removed (it was left as `{}`)');
+    assert.not.ok(repo.exists('.claude/settings.local.json'), "a file that held only agentsnap's hooks is removed (it was left as `{}`)");
   } finally {
     repo.cleanup();
   }

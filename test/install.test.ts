@@ -25,7 +25,9 @@ function packedFiles(): string[] {
 }
 
 test('package.json: engines as strict as the dependencies need (yargs 18), and where the project lives', () => {
-  const yargs = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', 'yargs', 'package.json'), 'utf8')) as { engines: { node: string } };
+  const yargs = JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', 'yargs', 'package.json'), 'utf8')) as {
+    engines: { node: string };
+  };
   assert.is(pkg.engines.node, '^20.19.0 || ^22.12.0 || >=23');
   assert.is(yargs.engines.node, '^20.19.0 || ^22.12.0 || >=23', 'yargs still needs what engines says');
   const repository = pkg.repository as { type: string; url: string };
@@ -39,17 +41,35 @@ test('package.json: engines as strict as the dependencies need (yargs 18), and w
 
 test('the tarball ships no source maps (nor a comment pointing at one), and every module it imports is a dependency or built in', () => {
   const files = packedFiles();
-  assert.equal(files.filter((f) => f.endsWith('.map')), [], 'no .map files');
-  assert.ok(files.includes('dist/cli.bundle.cjs') && files.includes('bin/cli-loader.js') && files.includes('dist/index.js') && files.includes('bin/agentsnap-hook'));
-  assert.equal(files.filter((f) => f.endsWith('.cache')), [], 'no code cache of this machine is shipped (bin/cli-loader.js)');
-  assert.not.ok(files.some((f) => f.startsWith('src/') || f.startsWith('test/')), 'no sources, no tests');
+  assert.equal(
+    files.filter((f) => f.endsWith('.map')),
+    [],
+    'no .map files',
+  );
+  assert.ok(
+    files.includes('dist/cli.bundle.cjs') &&
+      files.includes('bin/cli-loader.js') &&
+      files.includes('dist/index.js') &&
+      files.includes('bin/agentsnap-hook'),
+  );
+  assert.equal(
+    files.filter((f) => f.endsWith('.cache')),
+    [],
+    'no code cache of this machine is shipped (bin/cli-loader.js)',
+  );
+  assert.not.ok(
+    files.some((f) => f.startsWith('src/') || f.startsWith('test/')),
+    'no sources, no tests',
+  );
   const builtin = new Set(builtinModules);
   const deps = new Set(Object.keys(pkg.dependencies));
   const needed = new Set<string>();
   for (const f of files.filter((x) => /\.(m?js)$/.test(x))) {
     const text = fs.readFileSync(path.join(ROOT, f), 'utf8');
     assert.not.match(text, /sourceMappingURL/, f);
-    for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)(['"])((?:@[\w.-]+\/)?[\w-][\w.-]*(?:\/[\w./-]+)?)\1/g)) {
+    for (const m of text.matchAll(
+      /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)(['"])((?:@[\w.-]+\/)?[\w-][\w.-]*(?:\/[\w./-]+)?)\1/g,
+    )) {
       const spec = m[2] as string;
       if (spec.startsWith('node:') || builtin.has(spec)) continue;
       // Ajv (in the MCP SDK) names its runtime helpers and formats for the code it generates as text
@@ -76,9 +96,12 @@ test('the tarball installs with npm and runs: `npm pack`, `npm install -g --pref
     const prefix = path.join(base, 'prefix');
     const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
     let install = spawnSync('npm', ['install', '-g', '--prefix', prefix, '--offline', tarball], { encoding: 'utf8', env: npmEnv });
-    if (install.status !== 0) install = spawnSync('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', tarball], { encoding: 'utf8', env: npmEnv });
+    if (install.status !== 0)
+      install = spawnSync('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', tarball], { encoding: 'utf8', env: npmEnv });
     if (install.status !== 0 && /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|network/i.test(install.stderr)) {
-      console.log(`  (skipped the install: npm could reach neither its cache nor the registry for the dependencies: ${install.stderr.split('\n')[0]})`);
+      console.log(
+        `  (skipped the install: npm could reach neither its cache nor the registry for the dependencies: ${install.stderr.split('\n')[0]})`,
+      );
       return;
     }
     assert.is(install.status, 0, install.stderr);
@@ -114,7 +137,9 @@ function sessionOf(repo: TempRepo): string {
 }
 
 function hookCommandOf(repo: TempRepo, event: string): string {
-  const s = JSON.parse(repo.read('.claude/settings.local.json').toString()) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
+  const s = JSON.parse(repo.read('.claude/settings.local.json').toString()) as {
+    hooks: Record<string, { hooks: { command: string }[] }[]>;
+  };
   return s.hooks[event]!.at(-1)!.hooks[0]!.command;
 }
 
@@ -135,7 +160,7 @@ async function runHookCommand(repo: TempRepo, command: string, env: NodeJS.Proce
   assert.is(r.stderr, '', 'the hook ran without a warning');
 }
 
-test('`init claude` with no agentsnap-hook on PATH writes this install\'s absolute paths and says so; the hooks then record; doctor reports hooks that cannot run', async () => {
+test("`init claude` with no agentsnap-hook on PATH writes this install's absolute paths and says so; the hooks then record; doctor reports hooks that cannot run", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const env = { PATH: pathWithoutAgentsnap(repo.base) };
@@ -148,24 +173,48 @@ test('`init claude` with no agentsnap-hook on PATH writes this install\'s absolu
     assert.match(pre, /--exec \S+ \S+bin\/agentsnap\.js claude PreToolUse/);
     // The hooks Claude Code would run, with the same PATH: one tool call is one step.
     const hookEnv = { ...repo.env, ...env };
-    const call = { session_id: 'cc-abs', cwd: repo.dir, tool_name: 'Bash', tool_use_id: 'toolu_abs', tool_input: { command: 'echo b > b.txt' } };
+    const call = {
+      session_id: 'cc-abs',
+      cwd: repo.dir,
+      tool_name: 'Bash',
+      tool_use_id: 'toolu_abs',
+      tool_input: { command: 'echo b > b.txt' },
+    };
     await runHookCommand(repo, pre, hookEnv, { ...call, hook_event_name: 'PreToolUse' });
     repo.write('b.txt', 'b\n');
-    await runHookCommand(repo, hookCommandOf(repo, 'PostToolUse'), hookEnv, { ...call, hook_event_name: 'PostToolUse', tool_response: { stdout: '' } });
-    const log = JSON.parse((await cliProcess(repo, ['log', '--json'])).stdout) as { tool: string; status: string; changed: { path: string }[] }[];
-    assert.equal(log.map((s) => [s.tool, s.status, s.changed.map((c) => c.path)]), [['Bash', 'done', ['b.txt']]]);
+    await runHookCommand(repo, hookCommandOf(repo, 'PostToolUse'), hookEnv, {
+      ...call,
+      hook_event_name: 'PostToolUse',
+      tool_response: { stdout: '' },
+    });
+    const log = JSON.parse((await cliProcess(repo, ['log', '--json'])).stdout) as {
+      tool: string;
+      status: string;
+      changed: { path: string }[];
+    }[];
+    assert.equal(
+      log.map((s) => [s.tool, s.status, s.changed.map((c) => c.path)]),
+      [['Bash', 'done', ['b.txt']]],
+    );
     // Healthy while the paths exist.
     const ok = await cliProcess(repo, ['doctor', '--json'], { env });
     assert.not.match(ok.stdout, /do(es)? not resolve/);
     // An install that moved away (an npx cache cleaned): doctor says the hooks record nothing, and how to fix it.
-    const moved = JSON.parse(repo.read('.claude/settings.local.json').toString().split(path.join(ROOT, 'bin')).join('/nonexistent/agentsnap/bin')) as unknown;
+    const moved = JSON.parse(
+      repo.read('.claude/settings.local.json').toString().split(path.join(ROOT, 'bin')).join('/nonexistent/agentsnap/bin'),
+    ) as unknown;
     repo.write('.claude/settings.local.json', JSON.stringify(moved));
     const bad = await cliProcess(repo, ['doctor'], { env });
     assert.is(bad.code, 1, bad.stdout + bad.stderr);
-    assert.match(bad.stdout + bad.stderr, /the agentsnap hooks in \S+settings\.local\.json run \/nonexistent\/agentsnap\/bin\/agentsnap-hook.* not resolve/);
+    assert.match(
+      bad.stdout + bad.stderr,
+      /the agentsnap hooks in \S+settings\.local\.json run \/nonexistent\/agentsnap\/bin\/agentsnap-hook.* not resolve/,
+    );
     assert.match(bad.stdout + bad.stderr, /agentsnap init claude/);
     // The PATH form with no agentsnap-hook on PATH: reported too.
-    const pathForm = await cliProcess(repo, ['init', 'claude'], { env: { PATH: `${path.dirname(agentsnapHookLink(repo))}${path.delimiter}${env.PATH}` } });
+    const pathForm = await cliProcess(repo, ['init', 'claude'], {
+      env: { PATH: `${path.dirname(agentsnapHookLink(repo))}${path.delimiter}${env.PATH}` },
+    });
     assert.is(pathForm.code, 0, pathForm.stderr);
     assert.match(hookCommandOf(repo, 'PreToolUse'), /^command -v agentsnap-hook/);
     const noPath = await cliProcess(repo, ['doctor'], { env });
@@ -185,7 +234,7 @@ function agentsnapHookLink(repo: TempRepo): string {
   return link;
 }
 
-test('`init --remove` deletes a settings file that held only agentsnap\'s entries and the .git/info/exclude lines init added; a file with your settings stays, excluded', async () => {
+test("`init --remove` deletes a settings file that held only agentsnap's entries and the .git/info/exclude lines init added; a file with your settings stays, excluded", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const exclude = path.join(repo.dir, '.git', 'info', 'exclude');
@@ -194,7 +243,7 @@ test('`init --remove` deletes a settings file that held only agentsnap\'s entrie
       const add = await cliProcess(repo, ['init', agent]);
       assert.is(add.code, 0, add.stderr);
     }
-    assert.is(repo.git(['status', '--porcelain']), '', 'init\'s files are kept out of commits');
+    assert.is(repo.git(['status', '--porcelain']), '', "init's files are kept out of commits");
     for (const agent of ['claude', 'codex', 'gemini']) {
       const rm = await cliProcess(repo, ['init', '--remove', agent]);
       assert.is(rm.code, 0, rm.stderr);
@@ -212,7 +261,7 @@ test('`init --remove` deletes a settings file that held only agentsnap\'s entrie
   }
 });
 
-test('the demo\'s closing hints use the installed command', () => {
+test("the demo's closing hints use the installed command", () => {
   const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-demo-hints-')));
   try {
     fs.mkdirSync(path.join(base, 'home'));

@@ -21,15 +21,24 @@ test('readJournal: a torn last line is ignored; appendEvent cuts it before writi
     assert.is(fs.statSync(file).mode & 0o777, 0o600);
     fs.appendFileSync(file, '{"v":1,"type":"custom.thr'); // writer killed mid-line
     let read = readJournal(file);
-    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two']);
+    assert.equal(
+      read.unknownEvents.map((e) => e.type),
+      ['custom.one', 'custom.two'],
+    );
     assert.ok(read.tornTail);
     // A complete JSON object without its newline is not committed either.
     fs.appendFileSync(file, 'ee"}');
     read = readJournal(file);
-    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two']);
+    assert.equal(
+      read.unknownEvents.map((e) => e.type),
+      ['custom.one', 'custom.two'],
+    );
     appendEvent(file, { ...eventBase('s1'), type: 'custom.four' });
     read = readJournal(file);
-    assert.equal(read.unknownEvents.map((e) => e.type), ['custom.one', 'custom.two', 'custom.four']);
+    assert.equal(
+      read.unknownEvents.map((e) => e.type),
+      ['custom.one', 'custom.two', 'custom.four'],
+    );
     assert.not.ok(read.tornTail);
     assert.equal(read.corruptLines, []);
     const lines = fs.readFileSync(file, 'utf8').split('\n');
@@ -39,7 +48,10 @@ test('readJournal: a torn last line is ignored; appendEvent cuts it before writi
     const file2 = path.join(repo.base, 'j2.jsonl');
     fs.writeFileSync(file2, '{"half', { mode: 0o600 });
     appendEvent(file2, { ...eventBase('s1'), type: 'custom.only' });
-    assert.equal(readJournal(file2).unknownEvents.map((e) => e.type), ['custom.only']);
+    assert.equal(
+      readJournal(file2).unknownEvents.map((e) => e.type),
+      ['custom.only'],
+    );
     // A missing journal reads as empty.
     assert.equal(readJournal(path.join(repo.base, 'missing.jsonl')).events, []);
   } finally {
@@ -56,7 +68,10 @@ test('readJournal: a corrupt line in the middle is skipped and reported; later e
     fs.appendFileSync(file, '[1,2]\n');
     appendEvent(file, { ...eventBase('s1'), type: 'b' });
     const read = readJournal(file);
-    assert.equal(read.unknownEvents.map((e) => e.type), ['a', 'b']);
+    assert.equal(
+      read.unknownEvents.map((e) => e.type),
+      ['a', 'b'],
+    );
     assert.equal(read.corruptLines, [2, 3]);
   } finally {
     repo.cleanup();
@@ -74,8 +89,14 @@ test('readJournal: events of the kinds this version knows are JournalEvents, any
     fs.appendFileSync(file, JSON.stringify({ ...base, type: 7 }) + '\n');
     appendEvent(file, { ...base, type: 'session.promote', branch: 'b', commit: 'c', parent: null });
     const read = readJournal(file);
-    assert.equal(read.events.map((e) => e.type), ['session.transcript', 'session.promote']);
-    assert.equal(read.unknownEvents, [{ ...base, type: 'session.future', x: 1 }, { ...base, type: 'toString' }]);
+    assert.equal(
+      read.events.map((e) => e.type),
+      ['session.transcript', 'session.promote'],
+    );
+    assert.equal(read.unknownEvents, [
+      { ...base, type: 'session.future', x: 1 },
+      { ...base, type: 'toString' },
+    ]);
     assert.equal(read.corruptLines, [4], 'a line whose type is no string is corrupt, as before');
   } finally {
     repo.cleanup();
@@ -90,12 +111,18 @@ test('a torn journal tail from a killed writer: log still works; the next snap r
     fs.appendFileSync(file, '{"v":1,"type":"step.pre","session":"' + s1.session + '","step":2,"to');
     const log = await cli(repo, ['log', '--json']);
     assert.is(log.code, 0, log.stderr);
-    assert.equal((JSON.parse(log.stdout) as { step: number }[]).map((s) => s.step), [1]);
+    assert.equal(
+      (JSON.parse(log.stdout) as { step: number }[]).map((s) => s.step),
+      [1],
+    );
     repo.write('a.txt', 'b\n');
     const s2 = await snapJson(repo);
     assert.is(s2.step, 2);
     assert.ok(fs.readFileSync(file, 'utf8').endsWith('\n'));
-    assert.equal(journalEvents(repo, s1.session).map((e) => e.type), ['session.start', 'step.checkpoint', 'step.checkpoint']);
+    assert.equal(
+      journalEvents(repo, s1.session).map((e) => e.type),
+      ['session.start', 'step.checkpoint', 'step.checkpoint'],
+    );
     assert.is(fs.statSync(file).mode & 0o777, 0o600);
   } finally {
     repo.cleanup();
@@ -141,7 +168,11 @@ test('an event of a kind a newer agentsnap wrote is read, not folded, and kept b
       assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
     }
     const log = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as { step: number }[];
-    assert.equal(log.map((s) => s.step), [1, 2], 'no step made of the unknown events');
+    assert.equal(
+      log.map((s) => s.step),
+      [1, 2],
+      'no step made of the unknown events',
+    );
     const doctor = await cli(repo, ['doctor', '--json']);
     assert.not.match(doctor.stdout, /cannot be read/, 'an unknown kind is no corrupt line');
     // An undo and a new step append after it; the lines stay as they were written.
@@ -237,7 +268,10 @@ test('sessions --json and log read the journal even when state.json is missing',
     const s1 = await snapJson(repo, ['--tool', 'Write']);
     fs.rmSync(stateFile(repo, s1.session));
     const list = JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string; steps: number }[];
-    assert.equal(list.map((s) => [s.id, s.steps]), [[s1.session, 1]]);
+    assert.equal(
+      list.map((s) => [s.id, s.steps]),
+      [[s1.session, 1]],
+    );
   } finally {
     repo.cleanup();
   }

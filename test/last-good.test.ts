@@ -16,18 +16,31 @@ test('last good step: check --each, bisect, blame and undo --last-good over a 20
     const lines: string[] = [];
     for (let i = 1; i <= STEPS; i++) {
       const text = i === BREAKS ? 'BUG' : `line ${i}`;
-      lines.push(`agentsnap snap --phase pre --tool Bash -q >/dev/null`, `echo "${text}" >> notes.txt`, `agentsnap snap --phase post --step ${i} --tool Bash -q`);
+      lines.push(
+        `agentsnap snap --phase pre --tool Bash -q >/dev/null`,
+        `echo "${text}" >> notes.txt`,
+        `agentsnap snap --phase post --step ${i} --tool Bash -q`,
+      );
       if (i === USER_AFTER) lines.push('echo "user line" >> notes.txt');
     }
-    const res = await cliProcess(repo, ['wrap', '--agent', 'generic', '--', 'sh', '-ec', lines.join('\n')], { env: { PATH: agentsnapOnPath(repo.base) }, timeoutMs: 300_000 });
+    const res = await cliProcess(repo, ['wrap', '--agent', 'generic', '--', 'sh', '-ec', lines.join('\n')], {
+      env: { PATH: agentsnapOnPath(repo.base) },
+      timeoutMs: 300_000,
+    });
     assert.is(res.code, 0, res.stderr);
 
     const check = await cli(repo, ['check', '--each', '--run', TEST, '--json']);
     assert.is(check.code, 1);
     const verdicts = (JSON.parse(check.stdout) as { results: { step: number; verdict: string }[] }).results.map((r) => [r.step, r.verdict]);
-    assert.equal(verdicts, Array.from({ length: STEPS + 1 }, (_, n) => [n, n < BREAKS ? 'pass' : 'fail']));
+    assert.equal(
+      verdicts,
+      Array.from({ length: STEPS + 1 }, (_, n) => [n, n < BREAKS ? 'pass' : 'fail']),
+    );
     const log = await cli(repo, ['log']);
-    const marks = log.stdout.split('\n').filter((l) => /^\s+\d+\s+Bash/.test(l)).map((l) => (l.includes('✓') ? '✓' : '✗'));
+    const marks = log.stdout
+      .split('\n')
+      .filter((l) => /^\s+\d+\s+Bash/.test(l))
+      .map((l) => (l.includes('✓') ? '✓' : '✗'));
     assert.equal(marks.join(''), '✓'.repeat(BREAKS - 1) + '✗'.repeat(STEPS - BREAKS + 1));
 
     const bisect = await cli(repo, ['bisect', '--run', TEST, '--json']);
@@ -35,7 +48,9 @@ test('last good step: check --each, bisect, blame and undo --last-good over a 20
     assert.is((JSON.parse(bisect.stdout) as { firstBad: number }).firstBad, BREAKS);
 
     const blame = await cli(repo, ['blame', 'notes.txt', '--json']);
-    const who = (JSON.parse(blame.stdout) as { lines: { text: string; origin: { kind: string }; step: number | null }[] }).lines.map((l) => [l.text, l.origin.kind, l.step]);
+    const who = (JSON.parse(blame.stdout) as { lines: { text: string; origin: { kind: string }; step: number | null }[] }).lines.map(
+      (l) => [l.text, l.origin.kind, l.step],
+    );
     const expected: [string, string, number | null][] = [['start', 'before-session', null]];
     for (let i = 1; i <= STEPS; i++) {
       expected.push([i === BREAKS ? 'BUG' : `line ${i}`, 'step', i]);

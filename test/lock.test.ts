@@ -76,7 +76,13 @@ test('a live owner makes snap fail with Busy (exit 5) after agentsnap.lockTimeou
     assert.is(j.code, 5);
     assert.is(jsonError(j).code, 'Busy');
     // Nothing was written: still one step.
-    assert.is(repo.git(['for-each-ref', `refs/agent/${s1.session}/`]).trim().split('\n').length, 2);
+    assert.is(
+      repo
+        .git(['for-each-ref', `refs/agent/${s1.session}/`])
+        .trim()
+        .split('\n').length,
+      2,
+    );
     // The lock is left to its owner.
     assert.ok(fs.existsSync(sessionLock(repo, s1.session)));
     sleeper.kill();
@@ -89,7 +95,7 @@ test('a live owner makes snap fail with Busy (exit 5) after agentsnap.lockTimeou
   }
 });
 
-test('ref locks a killed git left on several of agentsnap\'s refs are all cleared: the update goes through (crash: snap killed with its group)', async () => {
+test("ref locks a killed git left on several of agentsnap's refs are all cleared: the update goes through (crash: snap killed with its group)", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const r = await openRepo(repo.dir, { env: repo.env });
@@ -100,9 +106,15 @@ test('ref locks a killed git left on several of agentsnap\'s refs are all cleare
       fs.mkdirSync(path.dirname(lock), { recursive: true });
       fs.writeFileSync(lock, '');
     }
-    await updateRefs(r, [1, 2, 3].map((n) => ({ ref: `refs/agent/s/${n}`, value: head })));
+    await updateRefs(
+      r,
+      [1, 2, 3].map((n) => ({ ref: `refs/agent/s/${n}`, value: head })),
+    );
     for (const n of [1, 2, 3]) assert.is(repo.git(['rev-parse', `refs/agent/s/${n}`]).trim(), head);
-    assert.equal(fs.readdirSync(path.join(r.commonDir, 'refs', 'agent', 's')).filter((f) => f.endsWith('.lock')), []);
+    assert.equal(
+      fs.readdirSync(path.join(r.commonDir, 'refs', 'agent', 's')).filter((f) => f.endsWith('.lock')),
+      [],
+    );
   } finally {
     repo.cleanup();
   }
@@ -161,7 +173,10 @@ test('acquireLock: release removes the file; concurrent acquirers are serialised
     await Promise.all([worker('a'), worker('b'), worker('c')]);
     for (let i = 0; i < order.length; i += 2) assert.is(order[i]?.slice(0, 1), order[i + 1]?.slice(0, 1), order.join(' '));
     assert.not.ok(fs.existsSync(file));
-    assert.equal(fs.readdirSync(repo.base).filter((n) => n.startsWith('x.lock')), []);
+    assert.equal(
+      fs.readdirSync(repo.base).filter((n) => n.startsWith('x.lock')),
+      [],
+    );
   } finally {
     repo.cleanup();
   }

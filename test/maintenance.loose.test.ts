@@ -33,12 +33,19 @@ function countObjects(repo: TempRepo): Record<string, number> {
 /** A Claude Code hook through the shell client, as `wrap` and init write it. */
 function hook(repo: TempRepo, runDir: string, event: string, body: Record<string, unknown>) {
   const input = JSON.stringify({ session_id: 'agent-1', cwd: repo.dir, hook_event_name: event, ...body });
-  return runProcess('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', event], { cwd: repo.dir, env: { ...repo.env, AGENTSNAP_SERVER: 'on' }, input });
+  return runProcess('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', event], {
+    cwd: repo.dir,
+    env: { ...repo.env, AGENTSNAP_SERVER: 'on' },
+    input,
+  });
 }
 
 test('a session through the warm server, ended after a pack: no loose object is also in a pack (prune-packable 0)', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n', 'src/b.txt': 'b\n' } });
-  const server = await startWorktreeServer(await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } }), { hosted: true, snap: runSnap });
+  const server = await startWorktreeServer(await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } }), {
+    hosted: true,
+    snap: runSnap,
+  });
   try {
     let packedAtLastCall = false;
     for (let i = 0; i < 2 * PACK_EVERY && !packedAtLastCall; i++) {
@@ -52,9 +59,16 @@ test('a session through the warm server, ended after a pack: no loose object is 
       // A timestamp ahead of the clock makes it racy whatever time the test takes.
       const ahead = new Date(Date.now() + 3600_000);
       fs.utimesSync(file, ahead, ahead);
-      const post = await hook(repo, server.runDir, 'PostToolUse', { tool_name: 'Write', tool_input: input, tool_use_id: id, tool_response: { ok: true } });
+      const post = await hook(repo, server.runDir, 'PostToolUse', {
+        tool_name: 'Write',
+        tool_input: input,
+        tool_use_id: id,
+        tool_response: { ok: true },
+      });
       assert.is(post.code, 0, post.stderr);
-      const state = JSON.parse(fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', sessionOf(repo), 'state.json'), 'utf8')) as { unpacked: number };
+      const state = JSON.parse(
+        fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', sessionOf(repo), 'state.json'), 'utf8'),
+      ) as { unpacked: number };
       packedAtLastCall = state.unpacked === 0;
     }
     assert.ok(packedAtLastCall, 'the session packed at a post');

@@ -31,7 +31,10 @@ test(`after ${PACK_EVERY} snapshots agentsnap's objects are packed; fsck clean; 
     assert.match(repo.git(['count-objects', '-v']), /packs: [1-9]/);
     assert.is(repo.git(['cat-file', '-t', last.commit]).trim(), 'commit');
     // Every snapshot is still readable.
-    const steps = repo.git(['for-each-ref', '--format=%(objectname)', `refs/agent/${first.session}/`]).split('\n').filter(Boolean);
+    const steps = repo
+      .git(['for-each-ref', '--format=%(objectname)', `refs/agent/${first.session}/`])
+      .split('\n')
+      .filter(Boolean);
     assert.is(steps.length, PACK_EVERY + 4);
     for (const c of steps) assert.ok(repo.git(['ls-tree', '-r', '--name-only', c]).includes('a.txt'));
     assertFsckClean(repo);
@@ -49,7 +52,7 @@ test('geometric split: the smallest packs whose merge leaves a progression of fa
   assert.is(geometricSplit([100]), 0);
 });
 
-test('agentsnap merges its own packs: their number stays bounded, every snapshot readable, the user\'s packs untouched', async () => {
+test("agentsnap merges its own packs: their number stays bounded, every snapshot readable, the user's packs untouched", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     // The user's packs: one with a .keep, one without.
@@ -92,7 +95,10 @@ test('agentsnap merges its own packs: their number stays bounded, every snapshot
 
     // A maintenance killed after listing the merged pack, before deleting a merged one: the next run deletes it.
     const dup = repo.git(['pack-objects', '-q', '--revs', path.join(packDir, 'pack')], { input: `${first.commit}\n` }).trim();
-    fs.writeFileSync(path.join(gitCommonDir(repo), 'agentsnap', 'packs.json'), JSON.stringify({ packs: own.packs, retired: [`pack-${dup}`] }));
+    fs.writeFileSync(
+      path.join(gitCommonDir(repo), 'agentsnap', 'packs.json'),
+      JSON.stringify({ packs: own.packs, retired: [`pack-${dup}`] }),
+    );
     repo.write('last.txt', 'last\n');
     const last = await snapJson(repo, ['--session', first.session]);
     await packObjects(lib, last.commit, since);
@@ -112,7 +118,12 @@ function packAndKill(repo: TempRepo, head: string, since: string, delayMs: numbe
 import { packObjects } from ${JSON.stringify(path.join(ROOT, 'dist', 'session', 'maintenance.js'))};
 await packObjects(await openRepo(process.cwd(), { env: process.env }), ${JSON.stringify(head)}, ${JSON.stringify(since)});`;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', code], { cwd: repo.dir, env: repo.env, stdio: 'ignore', detached: true });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
+      cwd: repo.dir,
+      env: repo.env,
+      stdio: 'ignore',
+      detached: true,
+    });
     let exited = false;
     const timer = setTimeout(() => {
       if (!exited) process.kill(-child.pid!, 'SIGKILL');
@@ -157,7 +168,8 @@ test(`crash: maintenance killed at random moments leaves every snapshot readable
       await snapAndPack(200 + t, null);
       assert.equal(readPackList(lib).retired, [], label);
       const names = fs.readdirSync(packDir);
-      for (const n of names.filter((x) => x.endsWith('.pack'))) assert.ok(names.includes(n.replace(/\.pack$/, '.idx')), `${label}: ${n} has no index`);
+      for (const n of names.filter((x) => x.endsWith('.pack')))
+        assert.ok(names.includes(n.replace(/\.pack$/, '.idx')), `${label}: ${n} has no index`);
       for (const n of readPackList(lib).packs) assert.ok(names.includes(`${n}.idx`), `${label}: listed ${n} missing`);
       for (const c of commits) assert.is(repo.gitRaw(['cat-file', '-e', c]).status, 0, `${label}: ${c} is gone`);
     }

@@ -10,9 +10,21 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { agentsnapOnPath, cliProcess, step, tempRepo, type TempRepo } from './helpers.js';
 
 /** Starts a declared MCP server as an agent would (command, args, its cwd and environment) and lists its tools and steps. */
-async function startDeclared(repo: TempRepo, server: { command: string; args: string[] }, env: NodeJS.ProcessEnv): Promise<{ tools: string[]; steps: string }> {
+async function startDeclared(
+  repo: TempRepo,
+  server: { command: string; args: string[] },
+  env: NodeJS.ProcessEnv,
+): Promise<{ tools: string[]; steps: string }> {
   const client = new Client({ name: 'agent', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: server.command, args: server.args, cwd: repo.dir, env: env as Record<string, string>, stderr: 'pipe' }));
+  await client.connect(
+    new StdioClientTransport({
+      command: server.command,
+      args: server.args,
+      cwd: repo.dir,
+      env: env as Record<string, string>,
+      stderr: 'pipe',
+    }),
+  );
   try {
     const { tools } = await client.listTools();
     const res = (await client.callTool({ name: 'list_steps', arguments: {} })) as { content: { text: string }[] };
@@ -31,7 +43,7 @@ const exclude = (repo: TempRepo) => {
   }
 };
 
-test('init claude --mcp: agentsnap in .mcp.json beside the user\'s servers, kept out of commits, idempotent; the declared server runs; --remove gives the file back byte for byte', async () => {
+test("init claude --mcp: agentsnap in .mcp.json beside the user's servers, kept out of commits, idempotent; the declared server runs; --remove gives the file back byte for byte", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const env = { ...repo.env, PATH: agentsnapOnPath(repo.base) };
   try {
@@ -60,7 +72,7 @@ test('init claude --mcp: agentsnap in .mcp.json beside the user\'s servers, kept
     const rm = await cliProcess(repo, ['init', '--remove', 'claude'], { env });
     assert.is(rm.code, 0, rm.stderr);
     assert.match(rm.stderr, /removed the MCP server agentsnap from/);
-    assert.is(read(repo, '.mcp.json'), mine, 'exactly the user\'s file again');
+    assert.is(read(repo, '.mcp.json'), mine, "exactly the user's file again");
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.claude')), 'hooks gone too');
     // The file stays (it holds the user's server), so it stays excluded; a file that was only agentsnap's goes, and its line.
     fs.rmSync(path.join(repo.dir, '.mcp.json'));
@@ -95,7 +107,7 @@ test('init --mcp without agentsnap on PATH declares this install by its paths; a
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.claude')), 'refused before the hooks were written');
     const removed = await cliProcess(repo, ['init', '--remove', 'claude']);
     assert.is(removed.code, 0, removed.stderr);
-    assert.is(read(repo, '.mcp.json'), theirs, '--remove leaves a server that is not agentsnap\'s');
+    assert.is(read(repo, '.mcp.json'), theirs, "--remove leaves a server that is not agentsnap's");
 
     // Committed.
     repo.write('.mcp.json', '{}\n');
@@ -111,7 +123,7 @@ test('init --mcp without agentsnap on PATH declares this install by its paths; a
   }
 });
 
-test('init codex --mcp: a marked [mcp_servers.agentsnap] table appended to .codex/config.toml; --remove takes exactly it out; a table of the user\'s of that name is refused', async () => {
+test("init codex --mcp: a marked [mcp_servers.agentsnap] table appended to .codex/config.toml; --remove takes exactly it out; a table of the user's of that name is refused", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const env = { ...repo.env, PATH: agentsnapOnPath(repo.base) };
   try {
@@ -147,7 +159,7 @@ test('init codex --mcp: a marked [mcp_servers.agentsnap] table appended to .code
   }
 });
 
-test('init gemini --mcp: mcpServers.agentsnap in .gemini/settings.json beside its hooks and the user\'s settings; --remove gives the file back', async () => {
+test("init gemini --mcp: mcpServers.agentsnap in .gemini/settings.json beside its hooks and the user's settings; --remove gives the file back", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const env = { ...repo.env, PATH: agentsnapOnPath(repo.base) };
   try {
@@ -155,7 +167,11 @@ test('init gemini --mcp: mcpServers.agentsnap in .gemini/settings.json beside it
     repo.write('.gemini/settings.json', mine);
     const res = await cliProcess(repo, ['init', 'gemini', '--mcp'], { env });
     assert.is(res.code, 0, res.stderr);
-    const cfg = JSON.parse(read(repo, '.gemini/settings.json')) as { theme: string; hooks: Record<string, unknown>; mcpServers: Record<string, unknown> };
+    const cfg = JSON.parse(read(repo, '.gemini/settings.json')) as {
+      theme: string;
+      hooks: Record<string, unknown>;
+      mcpServers: Record<string, unknown>;
+    };
     assert.is(cfg.theme, 'dark');
     assert.ok(cfg.hooks.BeforeTool);
     assert.equal(cfg.mcpServers, { other: { command: 'o' }, agentsnap: { command: 'agentsnap', args: ['mcp'] } });
@@ -164,7 +180,7 @@ test('init gemini --mcp: mcpServers.agentsnap in .gemini/settings.json beside it
     fs.rmSync(path.join(repo.dir, '.gemini'), { recursive: true });
     assert.is((await cliProcess(repo, ['init', 'gemini', '--mcp'], { env })).code, 0);
     assert.is((await cliProcess(repo, ['init', '--remove', 'gemini'], { env })).code, 0);
-    assert.not.ok(fs.existsSync(path.join(repo.dir, '.gemini')), 'a file that was only agentsnap\'s goes');
+    assert.not.ok(fs.existsSync(path.join(repo.dir, '.gemini')), "a file that was only agentsnap's goes");
   } finally {
     repo.cleanup();
   }
@@ -198,13 +214,15 @@ test('wrap --mcp -- claude: --mcp-config=<json> for the run (this install, this 
     const argv = argvOf(repo, 'claude');
     const at = argv.findIndex((a) => a.startsWith('--mcp-config='));
     assert.is(at, 0, argv.join(' '));
-    const cfg = JSON.parse(argv[at]!.slice('--mcp-config='.length)) as { mcpServers: { agentsnap: { type: string; command: string; args: string[] } } };
+    const cfg = JSON.parse(argv[at]!.slice('--mcp-config='.length)) as {
+      mcpServers: { agentsnap: { type: string; command: string; args: string[] } };
+    };
     const server = cfg.mcpServers.agentsnap;
     assert.is(server.command, process.execPath);
     assert.equal(server.args.slice(1), ['mcp', '--session', id, '--worktree', repo.dir]);
     assert.equal(argv.slice(-2), ['fix the bug', '-p'], 'the prompt is still the prompt');
     assert.ok(argv.includes('--settings'), 'the hooks as usual');
-    assert.is(repo.git(['status', '--porcelain', '--ignored']), '', 'no file of the user\'s written');
+    assert.is(repo.git(['status', '--porcelain', '--ignored']), '', "no file of the user's written");
     // Started anywhere, with any environment: it acts on this worktree and session.
     const started = await startDeclared(repo, server, { ...repo.env, AGENTSNAP_SESSION: '' });
     assert.ok(started.tools.includes('list_steps'));
@@ -217,7 +235,7 @@ test('wrap --mcp -- claude: --mcp-config=<json> for the run (this install, this 
   }
 });
 
-test('wrap --mcp -- codex: -c mcp_servers.agentsnap.command/args for the run; wrap --mcp -- gemini: mcpServers.agentsnap in the run\'s overlay settings only', async () => {
+test("wrap --mcp -- codex: -c mcp_servers.agentsnap.command/args for the run; wrap --mcp -- gemini: mcpServers.agentsnap in the run's overlay settings only", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const codex = await cliProcess(repo, ['wrap', '--mcp', '--', 'codex', 'exec', 'do it'], { env: { PATH: fakeAgent(repo, 'codex') } });
@@ -240,7 +258,10 @@ test('wrap --mcp -- codex: -c mcp_servers.agentsnap.command/args for the run; wr
     fs.writeFileSync(userSettings, mine);
     const gemini = await cliProcess(repo, ['wrap', '--mcp', '--', 'gemini', '-p', 'x'], { env: { PATH: fakeAgent(repo, 'gemini') } });
     assert.is(gemini.code, 0, gemini.stderr);
-    const run = JSON.parse(fs.readFileSync(path.join(repo.base, 'gemini-settings.json'), 'utf8')) as { theme: string; mcpServers: { agentsnap: { command: string; args: string[] } } };
+    const run = JSON.parse(fs.readFileSync(path.join(repo.base, 'gemini-settings.json'), 'utf8')) as {
+      theme: string;
+      mcpServers: { agentsnap: { command: string; args: string[] } };
+    };
     assert.is(run.theme, 'dark');
     assert.is(run.mcpServers.agentsnap.command, process.execPath);
     assert.equal(run.mcpServers.agentsnap.args.slice(1, 3), ['mcp', '--session']);

@@ -6,7 +6,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { BIN, agentsnapOnPath, cli, cliProcess, runProcess, sessionOf, step, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
+import {
+  BIN,
+  agentsnapOnPath,
+  cli,
+  cliProcess,
+  runProcess,
+  sessionOf,
+  step,
+  tempRepo,
+  treeFiles,
+  worktreeFiles,
+  type TempRepo,
+} from './helpers.js';
 import { journalEvents } from './snap-helpers.js';
 import { init } from '../src/init.js';
 import { loadSession } from '../src/session/session.js';
@@ -19,7 +31,10 @@ interface ToolText {
 }
 
 /** An MCP client connected to `agentsnap mcp` started in `cwd` (default: the worktree). */
-async function connect(repo: TempRepo, opts: { cwd?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<{ client: Client; call: (name: string, args?: Record<string, unknown>) => Promise<ToolText>; close: () => Promise<void> }> {
+async function connect(
+  repo: TempRepo,
+  opts: { cwd?: string; env?: Record<string, string>; args?: string[] } = {},
+): Promise<{ client: Client; call: (name: string, args?: Record<string, unknown>) => Promise<ToolText>; close: () => Promise<void> }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'mcp', ...(opts.args ?? [])],
@@ -42,7 +57,10 @@ test('tools/list: every tool with its JSON schema, the read-only ones marked rea
   try {
     const { tools } = await c.client.listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
-    assert.equal([...byName.keys()].sort(), ['bisect', 'check', 'diff', 'list_steps', 'redo', 'restore_file', 'search_history', 'show_step', 'undo'].sort());
+    assert.equal(
+      [...byName.keys()].sort(),
+      ['bisect', 'check', 'diff', 'list_steps', 'redo', 'restore_file', 'search_history', 'show_step', 'undo'].sort(),
+    );
     for (const name of ['list_steps', 'show_step', 'diff', 'search_history']) {
       assert.is(byName.get(name)!.annotations?.readOnlyHint, true, name);
       assert.is(byName.get(name)!.annotations?.destructiveHint, false, name);
@@ -72,11 +90,15 @@ test('list_steps, undo as a dry run (nothing changes), then undo: the worktree b
   try {
     await step(repo, () => repo.write('a.txt', 'two\n'), 'Edit');
     const before2 = worktreeFiles(repo);
-    await step(repo, () => {
-      repo.write('a.txt', 'three\n');
-      repo.write('new/b.txt', 'bee\n', 0o755);
-      repo.rm('keep.bin');
-    }, 'Bash');
+    await step(
+      repo,
+      () => {
+        repo.write('a.txt', 'three\n');
+        repo.write('new/b.txt', 'bee\n', 0o755);
+        repo.rm('keep.bin');
+      },
+      'Bash',
+    );
     await step(repo, () => repo.write('c.txt', 'sea\n'), 'Write');
     const after = worktreeFiles(repo);
     const c = await connect(repo);
@@ -154,7 +176,7 @@ test('a refusal (the user edited the file meanwhile) comes back as text with the
       assert.match(res.text, /a\.txt/);
       assert.match(res.text, /force: true/);
       assert.not.match(res.text, /--force/);
-      assert.is(repo.read('a.txt').toString(), 'the user typed this\n', 'refused: the user\'s edit is untouched');
+      assert.is(repo.read('a.txt').toString(), 'the user typed this\n', "refused: the user's edit is untouched");
 
       const forced = await c.call('undo', { step: 1, dry_run: false, force: true });
       assert.is(forced.isError, false, forced.text);
@@ -256,7 +278,6 @@ test('outside a git worktree the server does not start: an error on stderr, exit
   }
 });
 
-
 /** A Claude Code transcript as the hooks see it: each call's assistant line before its pre, its result before its post. */
 class Transcript {
   readonly file: string;
@@ -264,26 +285,43 @@ class Transcript {
   constructor(repo: TempRepo, name: string) {
     this.file = path.join(repo.home, '.claude', 'projects', 'p', `${name}.jsonl`);
     fs.mkdirSync(path.dirname(this.file), { recursive: true });
-    fs.writeFileSync(this.file, `${JSON.stringify({ type: 'user', uuid: 'u-0', timestamp: this.time(), message: { role: 'user', content: 'go' } })}\n`);
+    fs.writeFileSync(
+      this.file,
+      `${JSON.stringify({ type: 'user', uuid: 'u-0', timestamp: this.time(), message: { role: 'user', content: 'go' } })}\n`,
+    );
   }
   private time(): string {
     this.clock += 1000;
     return new Date(this.clock).toISOString();
   }
   use(id: string, name: string, input: unknown): void {
-    fs.appendFileSync(this.file, `${JSON.stringify({ type: 'assistant', uuid: `a-${id}`, timestamp: this.time(), version: '2.1.332', message: { id: `msg-${id}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id, name, input }] } })}\n`);
+    fs.appendFileSync(
+      this.file,
+      `${JSON.stringify({ type: 'assistant', uuid: `a-${id}`, timestamp: this.time(), version: '2.1.332', message: { id: `msg-${id}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id, name, input }] } })}\n`,
+    );
   }
   result(id: string, content: unknown): void {
-    fs.appendFileSync(this.file, `${JSON.stringify({ type: 'user', uuid: `r-${id}`, timestamp: this.time(), message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content }] } })}\n`);
+    fs.appendFileSync(
+      this.file,
+      `${JSON.stringify({ type: 'user', uuid: `r-${id}`, timestamp: this.time(), message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content }] } })}\n`,
+    );
   }
 }
 
-const show = (m: Map<string, { mode: string; content: Buffer }>) => Object.fromEntries([...m].map(([k, v]) => [k, `${v.mode} ${v.content.toString('utf8')}`]));
+const show = (m: Map<string, { mode: string; content: Buffer }>) =>
+  Object.fromEntries([...m].map(([k, v]) => [k, `${v.mode} ${v.content.toString('utf8')}`]));
 
 type HookRunner = (event: string, payload: Record<string, unknown>) => Promise<void>;
 
 /** One tool call as Claude Code makes it: transcript line, PreToolUse hook, the tool, its result, PostToolUse hook. */
-async function agentCall(tr: Transcript, hook: HookRunner, id: string, tool: string, input: Record<string, unknown>, run: () => Promise<unknown>): Promise<unknown> {
+async function agentCall(
+  tr: Transcript,
+  hook: HookRunner,
+  id: string,
+  tool: string,
+  input: Record<string, unknown>,
+  run: () => Promise<unknown>,
+): Promise<unknown> {
   const common = { session_id: 'cc-mcp', transcript_path: tr.file, tool_name: tool, tool_use_id: id, tool_input: input };
   tr.use(id, tool, input);
   await hook('PreToolUse', common);
@@ -296,7 +334,10 @@ async function agentCall(tr: Transcript, hook: HookRunner, id: string, tool: str
 /** Hooks as `wrap` injects them (`agentsnap hook claude <event> --wrapped`), each a process on the Node path. */
 function wrappedHooks(repo: TempRepo, env: Record<string, string>): HookRunner {
   return async (event, payload) => {
-    const res = await cliProcess(repo, ['hook', 'claude', event, '--wrapped'], { env, input: JSON.stringify({ hook_event_name: event, cwd: repo.dir, ...payload }) });
+    const res = await cliProcess(repo, ['hook', 'claude', event, '--wrapped'], {
+      env,
+      input: JSON.stringify({ hook_event_name: event, cwd: repo.dir, ...payload }),
+    });
     assert.is(res.code, 0, res.stderr);
     assert.is(res.stderr, '', 'no warning');
   };
@@ -307,7 +348,11 @@ function initHooks(repo: TempRepo, settingsFile: string, env: NodeJS.ProcessEnv)
   const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
   return async (event, payload) => {
     const command = settings.hooks[event]?.[0]?.hooks[0]?.command as string;
-    const res = await runProcess('/bin/sh', ['-c', command], { cwd: repo.dir, env, input: JSON.stringify({ hook_event_name: event, cwd: repo.dir, ...payload }) });
+    const res = await runProcess('/bin/sh', ['-c', command], {
+      cwd: repo.dir,
+      env,
+      input: JSON.stringify({ hook_event_name: event, cwd: repo.dir, ...payload }),
+    });
     assert.is(res.code, 0, res.stderr);
     assert.is(res.stderr, '', 'no warning');
   };
@@ -317,7 +362,13 @@ function initHooks(repo: TempRepo, settingsFile: string, env: NodeJS.ProcessEnv)
  * The agent's own undo through MCP, inside one of its hooked calls: Write (step a), list_steps (a+1), undo to before
  * the Write (a+2: pre hook, the MCP undo, post hook), then an Edit building on the restored state (a+3).
  */
-async function undoInsideOwnCall(repo: TempRepo, hook: HookRunner, mcp: Awaited<ReturnType<typeof connect>>, tr: Transcript, id: () => string) {
+async function undoInsideOwnCall(
+  repo: TempRepo,
+  hook: HookRunner,
+  mcp: Awaited<ReturnType<typeof connect>>,
+  tr: Transcript,
+  id: () => string,
+) {
   // init's own files (.claude/, excluded by .git/info/exclude) are in no snapshot.
   const files = () => worktreeFiles(repo, (rel) => rel.startsWith('.claude'));
   const start = files();
@@ -354,7 +405,9 @@ async function undoInsideOwnCall(repo: TempRepo, hook: HookRunner, mcp: Awaited<
   const opStart = ev.find((e) => e.type === 'op.start') as Record<string, unknown>;
   assert.is(opStart.byStep, u.step);
   assert.equal(opStart.undoes, [w.step, w.step + 1]);
-  const order = ev.filter((e) => ['step.pre', 'step.post', 'op.start', 'op.done'].includes(e.type as string) && (e.step === u.step || e.op === 1)).map((e) => e.type);
+  const order = ev
+    .filter((e) => ['step.pre', 'step.post', 'op.start', 'op.done'].includes(e.type as string) && (e.step === u.step || e.op === 1))
+    .map((e) => e.type);
   assert.equal(order, ['step.pre', 'op.start', 'op.done', 'step.post'], 'the operation inside the call');
 
   // The agent's next call builds on the restored state: nothing outside tool calls before it, only its own change.
@@ -367,7 +420,10 @@ async function undoInsideOwnCall(repo: TempRepo, hook: HookRunner, mcp: Awaited<
   const s2 = loadSession(await openRepo(repo.dir, { env: repo.env }), id());
   const e = s2.steps.find((x) => x.toolUseId === 'toolu_e')!;
   assert.equal(e.changedBefore, []);
-  assert.equal(e.changed.map((c) => [c.change, c.path]), [['M', 'a.txt']]);
+  assert.equal(
+    e.changed.map((c) => [c.change, c.path]),
+    [['M', 'a.txt']],
+  );
   assert.equal(treeFiles(repo, e.pre!), start);
   const st = JSON.parse((await cli(repo, ['status', '--json'])).stdout) as { undone: number[] };
   assert.equal(st.undone, [w.step, w.step + 1]);

@@ -17,7 +17,12 @@ function rawName(dir: string, prefix: string, byte: number, suffix: string): Buf
 }
 
 test('splitNul keeps bytes that are not UTF-8 and pathBytes gives them back', () => {
-  const names = [Buffer.from('caf\xe9.txt', 'latin1'), Buffer.from('caf\xe8.txt', 'latin1'), Buffer.from('ok é/ü', 'utf8'), Buffer.from([0xf0, 0x9f, 0x98, 0x80, 0xff, 0xc3])];
+  const names = [
+    Buffer.from('caf\xe9.txt', 'latin1'),
+    Buffer.from('caf\xe8.txt', 'latin1'),
+    Buffer.from('ok é/ü', 'utf8'),
+    Buffer.from([0xf0, 0x9f, 0x98, 0x80, 0xff, 0xc3]),
+  ];
   const out = splitNul(Buffer.concat(names.flatMap((n) => [n, Buffer.from([0])])));
   assert.is(out.length, names.length);
   assert.is(new Set(out).size, names.length, 'distinct names stay distinct');
@@ -48,7 +53,11 @@ test('a user file whose name is not UTF-8, deleted by the agent, comes back with
     assert.is(fs.readFileSync(name, 'utf8'), 'the user notes, latin-1 name\n');
     assert.is(fs.readFileSync(other, 'utf8'), 'another one\n');
     // No file under the U+FFFD spelling of either name.
-    assert.equal(fs.readdirSync(repo.dir).filter((n) => n.startsWith('caf') && fs.existsSync(path.join(repo.dir, n))), [], 'no lossy name written');
+    assert.equal(
+      fs.readdirSync(repo.dir).filter((n) => n.startsWith('caf') && fs.existsSync(path.join(repo.dir, n))),
+      [],
+      'no lossy name written',
+    );
   } finally {
     repo.cleanup();
   }
@@ -94,7 +103,10 @@ test('restore of one file whose name is not UTF-8 (library, as the ui and MCP ca
       fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'agent a\n');
     });
     const res = await restore({ cwd: repo.dir, env: repo.env, step: n, paths: [rel] });
-    assert.equal(res.changes.map((c) => c.path), [rel]);
+    assert.equal(
+      res.changes.map((c) => c.path),
+      [rel],
+    );
     assert.is(fs.readFileSync(bytes, 'utf8'), 'committed\n');
     assert.is(fs.readFileSync(path.join(repo.dir, 'a.txt'), 'utf8'), 'agent a\n', 'the other file is left as it is');
   } finally {
@@ -102,7 +114,7 @@ test('restore of one file whose name is not UTF-8 (library, as the ui and MCP ca
   }
 });
 
-test('an ignored file whose name is not UTF-8 stays when undo takes back the agent\'s .gitignore change', async () => {
+test("an ignored file whose name is not UTF-8 stays when undo takes back the agent's .gitignore change", async () => {
   const repo = tempRepo({ files: { '.gitignore': '*.log\n', 'a.txt': 'a\n' } });
   const name = rawName(repo.dir, 'caf', 0xe9, '.log');
   try {
@@ -143,9 +155,13 @@ test('snap in a worktree whose path is not UTF-8 says so (exit 1) and does not c
   const repo = tempRepo();
   try {
     // The shell makes the directory and runs the CLI from it: the name's byte 0xe9 never passes through a JS string.
-    const res = spawnSync('sh', ['-c', 'D="$BASE/caf$(printf "\\351")" && mkdir "$D" && cd "$D" && git init -q -b main && echo a > a && exec "$NODE" "$BIN" snap'], {
-      env: { ...repo.env, BASE: repo.base, NODE: process.execPath, BIN },
-    });
+    const res = spawnSync(
+      'sh',
+      ['-c', 'D="$BASE/caf$(printf "\\351")" && mkdir "$D" && cd "$D" && git init -q -b main && echo a > a && exec "$NODE" "$BIN" snap'],
+      {
+        env: { ...repo.env, BASE: repo.base, NODE: process.execPath, BIN },
+      },
+    );
     const stderr = res.stderr.toString();
     assert.not.match(stderr, /git was not found/, stderr);
     assert.match(stderr, /not UTF-8/, stderr);

@@ -53,7 +53,19 @@
 // the ones that make states for it); without one: AGENTSNAP_PROPERTY_SKIP=diskfull.
 import { test } from 'uvu';
 import fc from 'fast-check';
-import { FAMILIES, FORMATS, MODES, canDropCaps, diskFullUnavailable, hasPython, listFromEnv, opArb, runSequence, type Mode, type ObjectFormat } from './support/nothing-lost.js';
+import {
+  FAMILIES,
+  FORMATS,
+  MODES,
+  canDropCaps,
+  diskFullUnavailable,
+  hasPython,
+  listFromEnv,
+  opArb,
+  runSequence,
+  type Mode,
+  type ObjectFormat,
+} from './support/nothing-lost.js';
 
 const env = process.env;
 let families = listFromEnv(FAMILIES, env.AGENTSNAP_PROPERTY_OPS, env.AGENTSNAP_PROPERTY_SKIP);
@@ -68,29 +80,42 @@ if (!hasPython && families.includes('mmap')) {
   families = families.filter((f) => f !== 'mmap');
 }
 if (!canDropCaps && modes.includes('nocaps')) {
-  console.log('  (mode nocaps skipped: needs root and setpriv to drop the read capabilities; unreadable entries are then read like any other)');
+  console.log(
+    '  (mode nocaps skipped: needs root and setpriv to drop the read capabilities; unreadable entries are then read like any other)',
+  );
   modes = modes.filter((m) => m !== 'nocaps');
 }
 const maxOps = Number(env.AGENTSNAP_PROPERTY_MAX_OPS ?? 12);
 const runs = env.AGENTSNAP_PROPERTY_RUNS ? Number(env.AGENTSNAP_PROPERTY_RUNS) : null;
 /** The fixed CI set: one seed per mode, a few runs each, bounded on a loaded 2-core machine. */
-const CI: Record<Mode, { seed: number; runs: number }> = { off: { seed: 1301, runs: 4 }, server: { seed: 1302, runs: 3 }, bgserver: { seed: 1304, runs: 2 }, nocaps: { seed: 1303, runs: 2 } };
+const CI: Record<Mode, { seed: number; runs: number }> = {
+  off: { seed: 1301, runs: 4 },
+  server: { seed: 1302, runs: 3 },
+  bgserver: { seed: 1304, runs: 2 },
+  nocaps: { seed: 1303, runs: 2 },
+};
 
 function property(mode: Mode | null) {
   const modeArb = mode ? fc.constant(mode) : fc.constantFrom(...modes);
   let first = true;
-  return fc.asyncProperty(modeArb, fc.constantFrom(...formats), fc.array(opArb(families), { minLength: 1, maxLength: maxOps }), async (m, format, ops) => {
-    const t0 = performance.now();
-    try {
-      await runSequence(m, families, ops, undefined, format);
-      if (env.AGENTSNAP_PROPERTY_TIMES) console.log(`  time ${m} ${format} ${ops.length} ops ${Math.round(performance.now() - t0)} ms`);
-    } catch (e) {
-      // Shown at once: shrinking re-runs the sequence many times and can take minutes.
-      if (first) console.error(`  nothing-lost: first failure, before shrinking:\n${e instanceof Error ? e.message : String(e)}\n  shrinking...`);
-      first = false;
-      throw e;
-    }
-  });
+  return fc.asyncProperty(
+    modeArb,
+    fc.constantFrom(...formats),
+    fc.array(opArb(families), { minLength: 1, maxLength: maxOps }),
+    async (m, format, ops) => {
+      const t0 = performance.now();
+      try {
+        await runSequence(m, families, ops, undefined, format);
+        if (env.AGENTSNAP_PROPERTY_TIMES) console.log(`  time ${m} ${format} ${ops.length} ops ${Math.round(performance.now() - t0)} ms`);
+      } catch (e) {
+        // Shown at once: shrinking re-runs the sequence many times and can take minutes.
+        if (first)
+          console.error(`  nothing-lost: first failure, before shrinking:\n${e instanceof Error ? e.message : String(e)}\n  shrinking...`);
+        first = false;
+        throw e;
+      }
+    },
+  );
 }
 
 function params(seed: number, numRuns: number): fc.Parameters<[Mode, ObjectFormat, unknown[]]> {
@@ -107,7 +132,9 @@ function params(seed: number, numRuns: number): fc.Parameters<[Mode, ObjectForma
 
 if (env.AGENTSNAP_PROPERTY_CASE) {
   // fast-check prints records as {__proto__:null,...}: that is not JSON, the rest is.
-  const parsed = JSON.parse(env.AGENTSNAP_PROPERTY_CASE.replace(/__proto__:null,?/g, '')) as [Mode, ObjectFormat, Parameters<typeof runSequence>[2]] | [Mode, Parameters<typeof runSequence>[2]];
+  const parsed = JSON.parse(env.AGENTSNAP_PROPERTY_CASE.replace(/__proto__:null,?/g, '')) as
+    | [Mode, ObjectFormat, Parameters<typeof runSequence>[2]]
+    | [Mode, Parameters<typeof runSequence>[2]];
   const [mode, format, ops] = parsed.length === 3 ? parsed : [parsed[0], 'sha1' as const, parsed[1]];
   test(`nothing lost: the given sequence (${mode}, ${format}, ${ops.length} ops)`, async () => {
     await runSequence(mode, families, ops, (log) => console.log(`  passed:\n    ${log.join('\n    ')}`), format);
@@ -122,7 +149,12 @@ if (env.AGENTSNAP_PROPERTY_CASE) {
 } else {
   for (const mode of modes) {
     const { seed, runs: n } = CI[mode];
-    const how = { off: 'the server off', server: 'the warm server hosted (as wrap runs it)', bgserver: 'a background server', nocaps: 'the server off, without read capabilities' }[mode];
+    const how = {
+      off: 'the server off',
+      server: 'the warm server hosted (as wrap runs it)',
+      bgserver: 'a background server',
+      nocaps: 'the server off, without read capabilities',
+    }[mode];
     test(`nothing lost: ${n} sequences with ${how} (seed ${seed})`, async () => {
       await fc.assert(property(mode), params(seed, n));
     });

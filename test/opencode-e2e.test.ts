@@ -43,7 +43,14 @@ function userConfig(url: string): string {
   return `${JSON.stringify(
     {
       $schema: 'https://opencode.ai/config.json',
-      provider: { standin: { npm: '@ai-sdk/openai-compatible', name: 'stand-in', options: { baseURL: url, apiKey: 'sk-e2e-test-key-not-real' }, models: { 'test-model': { name: 'Test model', tool_call: true } } } },
+      provider: {
+        standin: {
+          npm: '@ai-sdk/openai-compatible',
+          name: 'stand-in',
+          options: { baseURL: url, apiKey: 'sk-e2e-test-key-not-real' },
+          models: { 'test-model': { name: 'Test model', tool_call: true } },
+        },
+      },
       model: 'standin/test-model',
       small_model: 'standin/test-model',
       autoupdate: false,
@@ -58,11 +65,17 @@ function userConfig(url: string): string {
 const INSTALL = ['package.json', 'package-lock.json', 'bun.lock', 'node_modules', '.gitignore'];
 
 function copyInstall(from: string, to: string): void {
-  for (const name of INSTALL) if (fs.existsSync(path.join(from, name))) fs.cpSync(path.join(from, name), path.join(to, name), { recursive: true, verbatimSymlinks: true });
+  for (const name of INSTALL)
+    if (fs.existsSync(path.join(from, name)))
+      fs.cpSync(path.join(from, name), path.join(to, name), { recursive: true, verbatimSymlinks: true });
 }
 
 /** Runs a program without blocking this process (the stub answers from it), bounded in time. */
-function run(program: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  program: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'], timeout: 240_000 });
     let stdout = '';
@@ -101,7 +114,9 @@ test('opencode: wrap (plugin for the run only; write, shell and failing shell as
   const repo = tempRepo({ files: { 'base.txt': 'base\n', 'keep.txt': 'keep\n' } });
   const script: ScriptedTurn[] = [
     { text: 'Writing a.txt.', tools: [{ name: 'write', input: { filePath: path.join(repo.dir, 'a.txt'), content: 'alpha\n' } }] },
-    { tools: [{ name: 'bash', input: { command: "mkdir -p d && printf 'beta\\n' > d/b.txt && rm base.txt", description: 'change files' } }] },
+    {
+      tools: [{ name: 'bash', input: { command: "mkdir -p d && printf 'beta\\n' > d/b.txt && rm base.txt", description: 'change files' } }],
+    },
     { tools: [{ name: 'bash', input: { command: "printf 'gamma\\n' > c.txt; exit 3", description: 'fail' } }] },
     // A tool that throws: OpenCode calls no after hook for it.
     { tools: [{ name: 'edit', input: { filePath: path.join(repo.dir, 'a.txt'), oldString: 'not in the file', newString: 'x' } }] },
@@ -125,7 +140,10 @@ test('opencode: wrap (plugin for the run only; write, shell and failing shell as
     const after1 = { ...start, 'a.txt': 'alpha\n' };
     const after2 = { 'a.txt': 'alpha\n', 'd/b.txt': 'beta\n', 'keep.txt': 'keep\n' };
     const after3 = { ...after2, 'c.txt': 'gamma\n' };
-    const res = await cliProcess(repo, ['wrap', '--mcp', '--', opencode, 'run', '--auto', '--format', 'json', 'Make the changes.'], { env, timeoutMs: 240_000 });
+    const res = await cliProcess(repo, ['wrap', '--mcp', '--', opencode, 'run', '--auto', '--format', 'json', 'Make the changes.'], {
+      env,
+      timeoutMs: 240_000,
+    });
     assert.is(res.code, 0, res.stderr + res.stdout);
     assert.match(res.stdout, 'All done.');
     assert.not.match(res.stderr, 'agentsnap: warning');
@@ -147,11 +165,16 @@ test('opencode: wrap (plugin for the run only; write, shell and failing shell as
       ],
       JSON.stringify(s.steps.map((st) => [st.error, st.output])),
     );
-    assert.equal(s.steps.map((st) => st.input), stub.calls.slice(0, 4).map((c) => c.input));
+    assert.equal(
+      s.steps.map((st) => st.input),
+      stub.calls.slice(0, 4).map((c) => c.input),
+    );
     assert.match(String(s.steps[2]?.error), 'exit code 3');
     assert.match(String(s.steps[3]?.error), 'Could not find oldString');
     assert.equal(filesOf(repo, s.steps[3]?.post as string), after3);
-    [after1, after2, after3].forEach((files, i) => assert.equal(filesOf(repo, s.steps[i]?.post as string), files, `files after step ${i + 1}`));
+    [after1, after2, after3].forEach((files, i) =>
+      assert.equal(filesOf(repo, s.steps[i]?.post as string), files, `files after step ${i + 1}`),
+    );
     assert.equal(filesOf(repo, s.steps[0]?.pre as string), start);
     const log = await cliProcess(repo, ['log']);
     assert.is(log.code, 0, log.stderr);
@@ -160,13 +183,20 @@ test('opencode: wrap (plugin for the run only; write, shell and failing shell as
     assert.match(log.stdout, "printf 'gamma\\n' > c.txt; exit 3");
     // --mcp: agentsnap's MCP tools were offered to the model, for this run only.
     const mcpTools = mcpToolsOffered(stub.toolsOffered);
-    assert.ok(mcpTools.includes('agentsnap_undo') && mcpTools.includes('agentsnap_list_steps'), `MCP tools offered: ${mcpTools.join(' ') || stub.toolsOffered[0]?.join(' ')}`);
+    assert.ok(
+      mcpTools.includes('agentsnap_undo') && mcpTools.includes('agentsnap_list_steps'),
+      `MCP tools offered: ${mcpTools.join(' ') || stub.toolsOffered[0]?.join(' ')}`,
+    );
     // The injection was for the run only: the user's config byte for byte, nothing of agentsnap's in its folder, no
     // .opencode/ in the project, the run's plugin file gone.
     assert.is(fs.readFileSync(path.join(configDir, 'opencode.json'), 'utf8'), config);
     assert.not.ok(fs.readdirSync(configDir).some((n) => /agentsnap/.test(n)));
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.opencode')));
-    assert.equal(fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('opencode-')), [], 'the run plugin and state are gone');
+    assert.equal(
+      fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('opencode-')),
+      [],
+      'the run plugin and state are gone',
+    );
 
     // Undo the shell call (step 2): base.txt back, d/ and c.txt gone, a.txt kept; then undo the write.
     let u = await cliProcess(repo, ['undo', '2']);
@@ -180,7 +210,10 @@ test('opencode: wrap (plugin for the run only; write, shell and failing shell as
     assert.is(chat.code, 0, chat.stderr);
     const rewind = (JSON.parse(chat.stdout) as { chat: { kind: string; text?: string } }).chat;
     assert.is(rewind.kind, 'digest', chat.stdout);
-    assert.ok(/- step 1 write/.test(String(rewind.text)) && /- step 2 bash/.test(String(rewind.text)) && !/- step 3/.test(String(rewind.text)), String(rewind.text));
+    assert.ok(
+      /- step 1 write/.test(String(rewind.text)) && /- step 2 bash/.test(String(rewind.text)) && !/- step 3/.test(String(rewind.text)),
+      String(rewind.text),
+    );
 
     // 2. init --mcp, with a file of the user's already in .opencode/; OpenCode resumes the wrapped conversation
     // (`run --session <id>`) with no wrapper: init's plugin records its call.
@@ -194,20 +227,38 @@ test('opencode: wrap (plugin for the run only; write, shell and failing shell as
     const pathWithAgentsnap = agentsnapOnPath(repo.base);
     const init = await cliProcess(repo, ['init', 'opencode', '--mcp'], { env: { PATH: pathWithAgentsnap } });
     assert.is(init.code, 0, init.stderr);
-    assert.match(fs.readFileSync(path.join(repo.dir, '.opencode', 'plugins', 'agentsnap.js'), 'utf8'), 'agentsnap-hook opencode PreToolUse');
+    assert.match(
+      fs.readFileSync(path.join(repo.dir, '.opencode', 'plugins', 'agentsnap.js'), 'utf8'),
+      'agentsnap-hook opencode PreToolUse',
+    );
     const offeredBefore = stub.toolsOffered.length;
-    const r = await run(opencode, ['run', '--auto', '--session', agentSession, 'Go on.'], { cwd: repo.dir, env: { ...repo.env, ...OPENCODE_ENV, PATH: pathWithAgentsnap, PWD: repo.dir } });
+    const r = await run(opencode, ['run', '--auto', '--session', agentSession, 'Go on.'], {
+      cwd: repo.dir,
+      env: { ...repo.env, ...OPENCODE_ENV, PATH: pathWithAgentsnap, PWD: repo.dir },
+    });
     assert.is(r.code, 0, r.stderr + r.stdout);
     assert.match(r.stdout, 'Resumed and done.');
     // Resumed: the model was sent the earlier calls of that conversation.
     const resumed = stub.requests[offeredBefore] as { messages?: { tool_calls?: { id: string }[] }[] };
-    assert.equal((resumed.messages ?? []).flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)), stub.calls.slice(0, 4).map((c) => c.id));
-    assert.ok(mcpToolsOffered(stub.toolsOffered.slice(offeredBefore)).includes('agentsnap_undo'), 'init --mcp: .opencode/opencode.json declares agentsnap mcp');
+    assert.equal(
+      (resumed.messages ?? []).flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)),
+      stub.calls.slice(0, 4).map((c) => c.id),
+    );
+    assert.ok(
+      mcpToolsOffered(stub.toolsOffered.slice(offeredBefore)).includes('agentsnap_undo'),
+      'init --mcp: .opencode/opencode.json declares agentsnap mcp',
+    );
     const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { id: string; agent: string; steps: number }[];
     const own = list.filter((x) => x.id !== id);
-    assert.equal(own.map((x) => [x.agent, x.steps]), [['opencode', 1]]);
+    assert.equal(
+      own.map((x) => [x.agent, x.steps]),
+      [['opencode', 1]],
+    );
     const s2 = loadSession(await openRepo(repo.dir, { env: repo.env }), own[0]?.id as string);
-    assert.equal(s2.steps.map((st) => [st.tool, st.status, st.toolUseId]), [['write', 'done', stub.calls[4]?.id]]);
+    assert.equal(
+      s2.steps.map((st) => [st.tool, st.status, st.toolUseId]),
+      [['write', 'done', stub.calls[4]?.id]],
+    );
     // OpenCode's install into .opencode/ and init's plugin are kept out of commits; the user's file is not.
     assert.is(repo.git(['status', '--porcelain', '-uall']), '?? .opencode/commands/hello.md\n?? e.txt\n');
     // init --remove: the project as it was before init (with the agent's e.txt), info/exclude byte for byte.

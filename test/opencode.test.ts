@@ -18,7 +18,11 @@ type Hooks = Record<string, (input: unknown, output: unknown) => Promise<void>>;
 
 /** The plugin with hook commands that keep each payload in a file of `dir` (no channel): what OpenCode would load. */
 async function loadPlugin(dir: string): Promise<Hooks> {
-  const commands = { PreToolUse: `cat > "${dir}/pre-$$.json"`, PostToolUse: `cat > "${dir}/post-$$.json"`, PostToolUseFailure: `cat > "${dir}/failure-$$.json"` };
+  const commands = {
+    PreToolUse: `cat > "${dir}/pre-$$.json"`,
+    PostToolUse: `cat > "${dir}/post-$$.json"`,
+    PostToolUseFailure: `cat > "${dir}/failure-$$.json"`,
+  };
   const file = path.join(dir, 'agentsnap-plugin.mjs');
   fs.writeFileSync(file, pluginSource({ channel: null, worktree: null, args: null, commands }));
   const mod = (await import(pathToFileURL(file).href)) as Record<string, (ctx: unknown) => Promise<Hooks>>;
@@ -34,13 +38,21 @@ function payloads(dir: string, prefix: string): Record<string, unknown>[] {
 }
 
 // The arguments OpenCode 1.18.33 passes its plugin hooks (observed: more-agents.md).
-const WRITE_BEFORE = [{ tool: 'write', sessionID: 'ses_dbbdf25c0ffe', callID: 'call_2_0_x' }, { args: { filePath: '/repo/a.txt', content: 'alpha\n' } }];
+const WRITE_BEFORE = [
+  { tool: 'write', sessionID: 'ses_dbbdf25c0ffe', callID: 'call_2_0_x' },
+  { args: { filePath: '/repo/a.txt', content: 'alpha\n' } },
+];
 const WRITE_AFTER = [
   { tool: 'write', sessionID: 'ses_dbbdf25c0ffe', callID: 'call_2_0_x', args: { filePath: '/repo/a.txt', content: 'alpha\n' } },
   { title: 'a.txt', output: 'Wrote file successfully.', metadata: { filepath: '/repo/a.txt', exists: false, truncated: false } },
 ];
 const BASH_FAILED_AFTER = [
-  { tool: 'bash', sessionID: 'ses_dbbdf25c0ffe', callID: 'call_3_0_y', args: { command: "printf 'x\\n' > b.txt; exit 3", description: 'fail' } },
+  {
+    tool: 'bash',
+    sessionID: 'ses_dbbdf25c0ffe',
+    callID: 'call_3_0_y',
+    args: { command: "printf 'x\\n' > b.txt; exit 3", description: 'fail' },
+  },
   { title: "printf 'x\\n' > b.txt; exit 3", output: '(no output)', metadata: { output: '(no output)', exit: 3, truncated: false } },
 ];
 
@@ -51,7 +63,7 @@ test('opencode is recognised from its command (bare, a path, through npx) and of
   assert.ok(INIT_AGENTS.includes('opencode'));
 });
 
-test('the plugin hands OpenCode\'s before/after arguments to agentsnap as hook calls: tool, args, call id, session, the failure of a bash call that exited 3', async () => {
+test("the plugin hands OpenCode's before/after arguments to agentsnap as hook calls: tool, args, call id, session, the failure of a bash call that exited 3", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-opencode-'));
   try {
     const hooks = await loadPlugin(dir);
@@ -59,8 +71,22 @@ test('the plugin hands OpenCode\'s before/after arguments to agentsnap as hook c
     const [pre] = payloads(dir, 'pre-');
     const preCall = parseHookCall('opencode', 'PreToolUse', pre as Record<string, unknown>);
     assert.equal(
-      { phase: preCall.phase, tool: preCall.tool, input: preCall.input, id: preCall.toolUseId, session: preCall.agentSessionId, cwd: preCall.cwd },
-      { phase: 'pre', tool: 'write', input: { filePath: '/repo/a.txt', content: 'alpha\n' }, id: 'call_2_0_x', session: 'ses_dbbdf25c0ffe', cwd: dir },
+      {
+        phase: preCall.phase,
+        tool: preCall.tool,
+        input: preCall.input,
+        id: preCall.toolUseId,
+        session: preCall.agentSessionId,
+        cwd: preCall.cwd,
+      },
+      {
+        phase: 'pre',
+        tool: 'write',
+        input: { filePath: '/repo/a.txt', content: 'alpha\n' },
+        id: 'call_2_0_x',
+        session: 'ses_dbbdf25c0ffe',
+        cwd: dir,
+      },
     );
     await hooks['tool.execute.after']?.(WRITE_AFTER[0], WRITE_AFTER[1]);
     const done = parseHookCall('opencode', 'PostToolUse', payloads(dir, 'post-')[0] as Record<string, unknown>);
@@ -70,25 +96,48 @@ test('the plugin hands OpenCode\'s before/after arguments to agentsnap as hook c
     for (const n of fs.readdirSync(dir)) if (n.startsWith('post-')) fs.rmSync(path.join(dir, n));
     await hooks['tool.execute.after']?.(BASH_FAILED_AFTER[0], BASH_FAILED_AFTER[1]);
     const failed = parseHookCall('opencode', 'PostToolUse', payloads(dir, 'post-')[0] as Record<string, unknown>);
-    assert.equal([failed.phase, failed.status, failed.tool, failed.toolUseId, failed.error], ['post', 'failed', 'bash', 'call_3_0_y', 'exit code 3']);
+    assert.equal(
+      [failed.phase, failed.status, failed.tool, failed.toolUseId, failed.error],
+      ['post', 'failed', 'bash', 'call_3_0_y', 'exit code 3'],
+    );
     // A tool that throws gets no after: its part's error state on the event bus closes it, once, and only a call
     // whose before was seen (observed: an edit whose oldString is not in the file).
-    await hooks['tool.execute.before']?.({ tool: 'edit', sessionID: 'ses_dbbdf25c0ffe', callID: 'call_4_0_z' }, { args: { filePath: '/repo/a.txt', oldString: 'nope', newString: 'x' } });
+    await hooks['tool.execute.before']?.(
+      { tool: 'edit', sessionID: 'ses_dbbdf25c0ffe', callID: 'call_4_0_z' },
+      { args: { filePath: '/repo/a.txt', oldString: 'nope', newString: 'x' } },
+    );
     const errorPart = (callID: string) => ({
       event: {
         type: 'message.part.updated',
-        properties: { part: { type: 'tool', tool: 'edit', callID, sessionID: 'ses_dbbdf25c0ffe', state: { status: 'error', input: { filePath: '/repo/a.txt', oldString: 'nope', newString: 'x' }, error: 'Could not find oldString in the file.' } } },
+        properties: {
+          part: {
+            type: 'tool',
+            tool: 'edit',
+            callID,
+            sessionID: 'ses_dbbdf25c0ffe',
+            state: {
+              status: 'error',
+              input: { filePath: '/repo/a.txt', oldString: 'nope', newString: 'x' },
+              error: 'Could not find oldString in the file.',
+            },
+          },
+        },
       },
     });
     const event = hooks.event as unknown as (e: unknown) => Promise<void>;
     await event(errorPart('call_4_0_z'));
     await event(errorPart('call_4_0_z'));
     await event(errorPart('call_never_started'));
-    await event({ event: { type: 'message.part.updated', properties: { part: { type: 'tool', callID: 'call_2_0_x', state: { status: 'completed' } } } } });
+    await event({
+      event: { type: 'message.part.updated', properties: { part: { type: 'tool', callID: 'call_2_0_x', state: { status: 'completed' } } } },
+    });
     const failures = payloads(dir, 'failure-');
     assert.is(failures.length, 1);
     const thrown = parseHookCall('opencode', 'PostToolUseFailure', failures[0] as Record<string, unknown>);
-    assert.equal([thrown.phase, thrown.status, thrown.tool, thrown.toolUseId, thrown.error, thrown.agentSessionId], ['post', 'failed', 'edit', 'call_4_0_z', 'Could not find oldString in the file.', 'ses_dbbdf25c0ffe']);
+    assert.equal(
+      [thrown.phase, thrown.status, thrown.tool, thrown.toolUseId, thrown.error, thrown.agentSessionId],
+      ['post', 'failed', 'edit', 'call_4_0_z', 'Could not find oldString in the file.', 'ses_dbbdf25c0ffe'],
+    );
     assert.equal(thrown.input, { filePath: '/repo/a.txt', oldString: 'nope', newString: 'x' });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -96,9 +145,15 @@ test('the plugin hands OpenCode\'s before/after arguments to agentsnap as hook c
 });
 
 test('log reads what an OpenCode call was: its command, its file', () => {
-  assert.equal(describeCall('opencode', null, 'bash', { command: 'rm a && echo b > c', description: 'x' }), { kind: 'shell', command: 'rm a && echo b > c' });
+  assert.equal(describeCall('opencode', null, 'bash', { command: 'rm a && echo b > c', description: 'x' }), {
+    kind: 'shell',
+    command: 'rm a && echo b > c',
+  });
   assert.equal(describeCall('opencode', null, 'write', { filePath: '/r/a.txt', content: 'x' }), { kind: 'paths', paths: ['/r/a.txt'] });
-  assert.equal(describeCall('opencode', null, 'edit', { filePath: '/r/b.txt', oldString: 'x', newString: 'y' }), { kind: 'paths', paths: ['/r/b.txt'] });
+  assert.equal(describeCall('opencode', null, 'edit', { filePath: '/r/b.txt', oldString: 'x', newString: 'y' }), {
+    kind: 'paths',
+    paths: ['/r/b.txt'],
+  });
 });
 
 function runContext(dir: string, env: NodeJS.ProcessEnv, mcp = false): RunContext {
@@ -115,13 +170,17 @@ function runContext(dir: string, env: NodeJS.ProcessEnv, mcp = false): RunContex
   };
 }
 
-test('wrap: the plugin reaches OpenCode through OPENCODE_CONFIG_CONTENT, added to the caller\'s own (its plugins and settings kept), with --mcp agentsnap\'s server; finish removes the run\'s files', () => {
+test("wrap: the plugin reaches OpenCode through OPENCODE_CONFIG_CONTENT, added to the caller's own (its plugins and settings kept), with --mcp agentsnap's server; finish removes the run's files", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-opencode-'));
   try {
     const own = { plugin: ['my-plugin'], theme: 'dark', mcp: { other: { type: 'remote', url: 'http://x' } } };
     const hooks = ADAPTERS.opencode?.prepareRun?.(runContext(dir, { OPENCODE_CONFIG_CONTENT: JSON.stringify(own) }, true));
     assert.ok(hooks);
-    const config = JSON.parse(hooks.env.OPENCODE_CONFIG_CONTENT as string) as { plugin: string[]; theme: string; mcp: Record<string, { command: string[] }> };
+    const config = JSON.parse(hooks.env.OPENCODE_CONFIG_CONTENT as string) as {
+      plugin: string[];
+      theme: string;
+      mcp: Record<string, { command: string[] }>;
+    };
     assert.is(config.theme, 'dark');
     assert.is(config.plugin[0], 'my-plugin');
     const plugin = (config.plugin[1] as string).replace(/^file:\/\//, '');
@@ -134,13 +193,16 @@ test('wrap: the plugin reaches OpenCode through OPENCODE_CONFIG_CONTENT, added t
     assert.equal(hooks.finish(), []);
     assert.equal(fs.readdirSync(path.join(dir, 'session')), [], 'the plugin and the run state are gone');
     // A caller's OPENCODE_CONFIG_CONTENT that is not a JSON object: one clear error, nothing written.
-    assert.throws(() => ADAPTERS.opencode?.prepareRun?.(runContext(dir, { OPENCODE_CONFIG_CONTENT: '[1,' })), /OPENCODE_CONFIG_CONTENT is not a JSON object/);
+    assert.throws(
+      () => ADAPTERS.opencode?.prepareRun?.(runContext(dir, { OPENCODE_CONFIG_CONTENT: '[1,' })),
+      /OPENCODE_CONFIG_CONTENT is not a JSON object/,
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('a killed wrapper\'s run plugin is removed by the next wrapper (recover); a live one\'s is left', () => {
+test("a killed wrapper's run plugin is removed by the next wrapper (recover); a live one's is left", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-opencode-'));
   try {
     const sessions = path.join(dir, 'sessions');
@@ -155,7 +217,7 @@ test('a killed wrapper\'s run plugin is removed by the next wrapper (recover); a
     const said = ADAPTERS.opencode?.recover?.(sessions) ?? [];
     assert.equal(said, ['agentsnap: finished the OpenCode run of session dead (its wrapper had been killed)']);
     assert.equal(fs.readdirSync(deadDir), []);
-    assert.is(fs.readdirSync(path.join(sessions, 'alive')).length, 2, 'a live wrapper\'s plugin and state stay');
+    assert.is(fs.readdirSync(path.join(sessions, 'alive')).length, 2, "a live wrapper's plugin and state stay");
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -176,15 +238,26 @@ test('init opencode writes the plugin into .opencode/plugins; --remove takes it 
     assert.is(r.code, 0, r.stderr);
     const plugin = path.join(repo.dir, '.opencode', 'plugins', 'agentsnap.js');
     assert.match(fs.readFileSync(plugin, 'utf8'), 'opencode PreToolUse');
-    assert.ok((JSON.parse(fs.readFileSync(path.join(repo.dir, '.opencode', 'opencode.json'), 'utf8')) as { mcp: Record<string, unknown> }).mcp.agentsnap);
+    assert.ok(
+      (JSON.parse(fs.readFileSync(path.join(repo.dir, '.opencode', 'opencode.json'), 'utf8')) as { mcp: Record<string, unknown> }).mcp
+        .agentsnap,
+    );
     assert.is((await cli(repo, ['init', 'opencode'])).code, 0, 'idempotent');
     // OpenCode stamps "$schema" into a config file it loads without one.
     const mcpFile = path.join(repo.dir, '.opencode', 'opencode.json');
-    fs.writeFileSync(mcpFile, JSON.stringify({ $schema: 'https://opencode.ai/config.json', ...(JSON.parse(fs.readFileSync(mcpFile, 'utf8')) as object) }, null, 2));
+    fs.writeFileSync(
+      mcpFile,
+      JSON.stringify({ $schema: 'https://opencode.ai/config.json', ...(JSON.parse(fs.readFileSync(mcpFile, 'utf8')) as object) }, null, 2),
+    );
     // What OpenCode's start then writes into .opencode/ (its npm install of @opencode-ai/plugin).
-    for (const f of OPENCODE_AGENT_FILES.filter((f) => !/package\.json|node_modules|bun\.lock/.test(f))) fs.writeFileSync(path.join(repo.dir, f), 'x\n');
+    for (const f of OPENCODE_AGENT_FILES.filter((f) => !/package\.json|node_modules|bun\.lock/.test(f)))
+      fs.writeFileSync(path.join(repo.dir, f), 'x\n');
     fs.mkdirSync(path.join(repo.dir, '.opencode', 'node_modules', '@opencode-ai', 'plugin'), { recursive: true });
-    assert.is(repo.git(['status', '--porcelain', '-uall']), '?? .opencode/bun.lock\n?? .opencode/commands/hi.md\n?? .opencode/package.json\n', 'init\'s plugin and OpenCode\'s install stay out of commits');
+    assert.is(
+      repo.git(['status', '--porcelain', '-uall']),
+      '?? .opencode/bun.lock\n?? .opencode/commands/hi.md\n?? .opencode/package.json\n',
+      "init's plugin and OpenCode's install stay out of commits",
+    );
     const rm = await cli(repo, ['init', 'opencode', '--remove']);
     assert.is(rm.code, 0, rm.stderr);
     assert.equal(fs.readdirSync(path.join(repo.dir, '.opencode')).sort(), ['bun.lock', 'commands', 'package.json']);

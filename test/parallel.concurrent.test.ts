@@ -55,13 +55,28 @@ test('four worktree sessions and one main-worktree session snapshot concurrently
       const log = await cli(r, ['log', '--session', id, '--json']);
       assert.is(log.code, 0, log.stderr);
       // (the main session's first step is the checkpoint that started it)
-      const steps = (JSON.parse(log.stdout) as { kind: string; status: string; changed: { path: string }[] }[]).filter((s) => s.kind === 'call');
-      assert.equal(steps.map((s) => s.status), ['done', 'done', 'done'], `${id}: ${log.stdout}`);
+      const steps = (JSON.parse(log.stdout) as { kind: string; status: string; changed: { path: string }[] }[]).filter(
+        (s) => s.kind === 'call',
+      );
+      assert.equal(
+        steps.map((s) => s.status),
+        ['done', 'done', 'done'],
+        `${id}: ${log.stdout}`,
+      );
       const tag = id === mainId ? 'main' : id;
-      steps.forEach((s, i) => assert.equal(s.changed.map((c) => c.path), [`out/${tag}-${i + 1}.txt`], id));
+      steps.forEach((s, i) =>
+        assert.equal(
+          s.changed.map((c) => c.path),
+          [`out/${tag}-${i + 1}.txt`],
+          id,
+        ),
+      );
       const head = refsUnder(r, `refs/agentsnap/sessions/${id}/`).get(`refs/agentsnap/sessions/${id}/head`) ?? '';
       const files = [...treeFiles(r, head).keys()].filter((p) => p.startsWith('out/')).sort();
-      assert.equal(files, [1, 2, 3].map((n) => `out/${tag}-${n}.txt`));
+      assert.equal(
+        files,
+        [1, 2, 3].map((n) => `out/${tag}-${n}.txt`),
+      );
     }
 
     // Bring one back, promote one, discard the rest.

@@ -43,7 +43,7 @@ test('discard refuses (exit 3, naming it) to delete a nested repository whose co
   }
 });
 
-test('discard refuses to delete a nested repository\'s uncommitted files, even when its commits are found elsewhere', async () => {
+test("discard refuses to delete a nested repository's uncommitted files, even when its commits are found elsewhere", async () => {
   const r = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const wt = await worktreeSession(r, 'n2');
@@ -75,7 +75,7 @@ test('discard removes a nested repository that holds nothing found nowhere else 
   }
 });
 
-test('a nested repository\'s local commit on another branch, or a stash, is found too', async () => {
+test("a nested repository's local commit on another branch, or a stash, is found too", async () => {
   const r = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const wt = await worktreeSession(r, 'n4');

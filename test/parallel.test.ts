@@ -146,7 +146,10 @@ test('promote creates a branch with one ordinary commit by the user on the sessi
     const out = JSON.parse(res.stdout) as { commit: string };
     assert.is(r.git(['rev-parse', 'agent/p1']).trim(), out.commit);
     assert.is(r.git(['rev-parse', 'agent/p1^']).trim(), base);
-    assert.is(r.git(['log', '-1', '--format=%an <%ae>|%cn|%B', 'agent/p1']).trim(), 'Jane Dev <jane@example.com>|Jane Dev|Add the promoted change');
+    assert.is(
+      r.git(['log', '-1', '--format=%an <%ae>|%cn|%B', 'agent/p1']).trim(),
+      'Jane Dev <jane@example.com>|Jane Dev|Add the promoted change',
+    );
     assert.is(r.git(['show', 'agent/p1:a.txt']), 'promoted\n');
     assert.is(r.git(['symbolic-ref', 'HEAD']).trim(), 'refs/heads/main', 'the user stays on their branch');
     const again = await cli(r, ['promote', 'p1', '--branch', 'agent/p1']);
@@ -167,7 +170,12 @@ test('discard takes a final snapshot, removes the worktree and its metadata; ref
     assert.is(res.code, 0, res.stderr);
     const out = JSON.parse(res.stdout) as { finalCommit: string | null; worktreeRemoved: string };
     assert.ok(out.finalCommit);
-    assert.is(treeFiles(r, refsUnder(r, 'refs/agentsnap/sessions/d1/').get('refs/agentsnap/sessions/d1/head') ?? '').get('late.txt')?.content.toString(), 'written after the last snapshot\n');
+    assert.is(
+      treeFiles(r, refsUnder(r, 'refs/agentsnap/sessions/d1/').get('refs/agentsnap/sessions/d1/head') ?? '')
+        .get('late.txt')
+        ?.content.toString(),
+      'written after the last snapshot\n',
+    );
     assert.not.ok(fs.existsSync(wt));
     assert.not.match(r.git(['worktree', 'list']), wt);
     assert.not.ok(fs.existsSync(path.join(r.dir, '.git', 'worktrees', 'd1')));
@@ -228,7 +236,15 @@ test('sessions shows worktree, liveness, steps, files changed and disk use', asy
     assert.is((await cli(r, ['snap'])).code, 0);
     const res = await cli(r, ['sessions', '--json']);
     assert.is(res.code, 0, res.stderr);
-    const list = JSON.parse(res.stdout) as { id: string; worktree: string; worktreeKind: string; running: boolean; steps: number; filesChanged: number; diskUse: { worktree: number | null; state: number } }[];
+    const list = JSON.parse(res.stdout) as {
+      id: string;
+      worktree: string;
+      worktreeKind: string;
+      running: boolean;
+      steps: number;
+      filesChanged: number;
+      diskUse: { worktree: number | null; state: number };
+    }[];
     const v1 = list.find((s) => s.id === 'v1');
     assert.ok(v1);
     assert.is(v1?.worktreeKind, 'agentsnap');
@@ -317,7 +333,13 @@ test('gc keeps an old session whose worktree has work its snapshots lack; gc --a
     assert.is(refsUnder(r, 'refs/agent/').size, 0);
     assert.is(refsUnder(r, 'refs/agentsnap/').size, 0);
     assert.not.ok(fs.existsSync(path.join(r.dir, '.git', 'agentsnap')));
-    assert.is(r.git(['worktree', 'list', '--porcelain']).split('\n').filter((l) => l.startsWith('worktree ')).length, 1);
+    assert.is(
+      r
+        .git(['worktree', 'list', '--porcelain'])
+        .split('\n')
+        .filter((l) => l.startsWith('worktree ')).length,
+      1,
+    );
   } finally {
     r.cleanup();
   }
@@ -337,7 +359,8 @@ test('gc removes the server run dirs of removed worktrees, never one whose serve
       spawnSync('mkfifo', [path.join(dir, 'req')]);
       return dir;
     };
-    for (const name of ['removed', 'deleted-by-hand', 'alive', 'removed-live-server']) r.git(['worktree', 'add', '-q', '--detach', path.join(r.base, name)]);
+    for (const name of ['removed', 'deleted-by-hand', 'alive', 'removed-live-server'])
+      r.git(['worktree', 'add', '-q', '--detach', path.join(r.base, name)]);
     const removed = runDir('removed', dead);
     const byHand = runDir('deleted-by-hand', dead);
     const alive = runDir('alive', dead);
@@ -400,7 +423,11 @@ test('promote under core.fileMode=false commits what git would: the modes git ha
     await snapIn(r, 'm1', wt);
     const res = await cli(r, ['promote', 'm1', '--branch', 'agent/m1']);
     assert.is(res.code, 0, res.stderr);
-    const modes = r.git(['ls-tree', '-r', 'agent/m1']).trim().split('\n').map((l) => `${l.split(' ')[0]} ${l.split('\t')[1]}`);
+    const modes = r
+      .git(['ls-tree', '-r', 'agent/m1'])
+      .trim()
+      .split('\n')
+      .map((l) => `${l.split(' ')[0]} ${l.split('\t')[1]}`);
     assert.equal(modes, ['100644 a.txt', '100644 new.txt', '100755 run.sh']);
     assert.is(r.git(['show', 'agent/m1:a.txt']), 'changed\n');
   } finally {
@@ -430,7 +457,11 @@ test('promote under core.symlinks=false keeps the 120000 mode git has for a link
     await snapIn(r, 'l1', wt);
     const res = await cli(r, ['promote', 'l1', '--branch', 'agent/l1']);
     assert.is(res.code, 0, res.stderr);
-    const modes = r.git(['ls-tree', '-r', 'agent/l1']).trim().split('\n').map((l) => `${l.split(' ')[0]} ${l.split('\t')[1]}`);
+    const modes = r
+      .git(['ls-tree', '-r', 'agent/l1'])
+      .trim()
+      .split('\n')
+      .map((l) => `${l.split(' ')[0]} ${l.split('\t')[1]}`);
     assert.equal(modes, ['100644 a.txt', '120000 kept', '120000 link', '120000 new-link', '100644 t']);
     assert.is(r.git(['show', 'agent/l1:link']), 'a.txt');
     assert.is(r.git(['diff', '--name-status', 'main', 'agent/l1']), 'M\ta.txt\nM\tlink\nA\tnew-link\n');

@@ -42,7 +42,9 @@ for (const seed of [1, 2, 3, 4, 5]) {
         assert.equal([...changed].sort(), [...want].sort(), `round ${round}: changed`);
         tracked = next;
         const wantDirs = new Set<string>(['']);
-        for (const p of tracked) for (let d = p.slice(0, Math.max(0, p.lastIndexOf('/'))); !wantDirs.has(d); d = d.slice(0, Math.max(0, d.lastIndexOf('/')))) wantDirs.add(d);
+        for (const p of tracked)
+          for (let d = p.slice(0, Math.max(0, p.lastIndexOf('/'))); !wantDirs.has(d); d = d.slice(0, Math.max(0, d.lastIndexOf('/'))))
+            wantDirs.add(d);
         assert.equal([...dirs].sort(), [...wantDirs].sort(), `round ${round}: dirs`);
       } else if (op < 0.75) {
         const n = Math.floor(rnd() * 200);

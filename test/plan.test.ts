@@ -21,12 +21,26 @@ async function wrappedSession(repo: TempRepo): Promise<{ id: string; env: Record
 
 let calls = 0;
 /** One hooked Claude Code call: pre, the work, post. */
-async function call(repo: TempRepo, env: Record<string, string>, tool: string, input: unknown, work: () => void = () => undefined, response: unknown = {}, cwd = repo.dir) {
+async function call(
+  repo: TempRepo,
+  env: Record<string, string>,
+  tool: string,
+  input: unknown,
+  work: () => void = () => undefined,
+  response: unknown = {},
+  cwd = repo.dir,
+) {
   const common = { session_id: 'cc-plan', cwd, tool_name: tool, tool_use_id: `toolu_plan_${++calls}`, tool_input: input };
-  const pre = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: 'PreToolUse' }) });
+  const pre = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], {
+    env,
+    input: JSON.stringify({ ...common, hook_event_name: 'PreToolUse' }),
+  });
   assert.is(pre.code, 0, pre.stderr);
   work();
-  const post = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: 'PostToolUse', tool_response: response }) });
+  const post = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], {
+    env,
+    input: JSON.stringify({ ...common, hook_event_name: 'PostToolUse', tool_response: response }),
+  });
   assert.is(post.code, 0, post.stderr);
 }
 
@@ -51,17 +65,23 @@ test('plan: show, log --json and replay give the plan as of each step; undo name
     assert.is(show2.code, 0, show2.stderr);
     const plan2 = (JSON.parse(show2.stdout) as { plan: { setAt: number; items: PlanItem[] } }).plan;
     assert.is(plan2.setAt, 2);
-    assert.equal(plan2.items.map((t) => t.status), ['in_progress', 'pending']);
+    assert.equal(
+      plan2.items.map((t) => t.status),
+      ['in_progress', 'pending'],
+    );
 
     const show5 = await cli(repo, ['show', '5', '--session', id]);
     assert.is(show5.code, 0, show5.stderr);
     assert.match(show5.stdout, 'plan (as of this step, set by step 4):');
     assert.match(show5.stdout, '  - [x] Write the parser\n  - [~] Add [31mtests [0m');
-    assert.not.match(show5.stdout, '\u001b', 'the agent\'s escape sequences are not sent to the terminal');
+    assert.not.match(show5.stdout, '\u001b', "the agent's escape sequences are not sent to the terminal");
 
     const log = await cli(repo, ['log', '--json', '--session', id]);
     const rows = JSON.parse(log.stdout) as { step: number; plan: { setAt: number } | null }[];
-    assert.equal(rows.map((r) => r.plan?.setAt ?? null), [null, 2, 2, 4, 4, 6]);
+    assert.equal(
+      rows.map((r) => r.plan?.setAt ?? null),
+      [null, 2, 2, 4, 4, 6],
+    );
 
     const replay = await cli(repo, ['replay', '--session', id]);
     assert.is(replay.code, 0, replay.stderr);
@@ -73,17 +93,20 @@ test('plan: show, log --json and replay give the plan as of each step; undo name
     const undo = await cli(repo, ['undo', '5', '--session', id]);
     assert.is(undo.code, 0, undo.stderr);
     assert.match(undo.stdout, 'plan items the undone steps had marked done (the agent may still believe them done):\n  - [x] Add');
-    assert.not.match(undo.stdout, 'Write the parser', 'completed before step 5: not the undone steps\' doing');
+    assert.not.match(undo.stdout, 'Write the parser', "completed before step 5: not the undone steps' doing");
     const json = await cli(repo, ['redo', '--json', '--session', id]);
     assert.is(json.code, 0, json.stderr);
     const again = await cli(repo, ['undo', '5', '--json', '--session', id]);
-    assert.equal((JSON.parse(again.stdout) as { planUndone: PlanItem[] }).planUndone.map((t) => t.text), ['Add \u001b[31mtests\u001b[0m']);
+    assert.equal(
+      (JSON.parse(again.stdout) as { planUndone: PlanItem[] }).planUndone.map((t) => t.text),
+      ['Add \u001b[31mtests\u001b[0m'],
+    );
   } finally {
     repo.cleanup();
   }
 });
 
-test('plan: each agent\'s plan tools (Claude Code TodoWrite and TaskCreate/TaskUpdate, Codex update_plan, Gemini CLI write_todos)', () => {
+test("plan: each agent's plan tools (Claude Code TodoWrite and TaskCreate/TaskUpdate, Codex update_plan, Gemini CLI write_todos)", () => {
   const claude = ADAPTERS.claude.nextPlan;
   assert.ok(claude);
   let plan: PlanItem[] = [];
@@ -97,24 +120,52 @@ test('plan: each agent\'s plan tools (Claude Code TodoWrite and TaskCreate/TaskU
   assert.equal(claude(plan, 'TaskUpdate', { taskId: '7', status: 'deleted' }, ''), [{ id: '1', text: 'one', status: 'completed' }]);
   assert.is(claude(plan, 'TaskUpdate', { taskId: '99', status: 'completed' }, ''), null, 'an unknown task changes nothing');
   assert.is(claude(plan, 'Write', { file_path: 'x' }, null), null);
-  assert.equal(ADAPTERS.codex.nextPlan?.([], 'update_plan', { explanation: 'why', plan: [{ step: 'Read the code', status: 'completed' }, { step: 'Fix it', status: 'in_progress' }] }, null), [
-    { text: 'Read the code', status: 'completed' },
-    { text: 'Fix it', status: 'in_progress' },
+  assert.equal(
+    ADAPTERS.codex.nextPlan?.(
+      [],
+      'update_plan',
+      {
+        explanation: 'why',
+        plan: [
+          { step: 'Read the code', status: 'completed' },
+          { step: 'Fix it', status: 'in_progress' },
+        ],
+      },
+      null,
+    ),
+    [
+      { text: 'Read the code', status: 'completed' },
+      { text: 'Fix it', status: 'in_progress' },
+    ],
+  );
+  assert.equal(ADAPTERS.gemini.nextPlan?.([], 'write_todos', { todos: [{ description: 'Plan', status: 'cancelled' }] }, null), [
+    { text: 'Plan', status: 'cancelled' },
   ]);
-  assert.equal(ADAPTERS.gemini.nextPlan?.([], 'write_todos', { todos: [{ description: 'Plan', status: 'cancelled' }] }, null), [{ text: 'Plan', status: 'cancelled' }]);
   assert.is(ADAPTERS.gemini.nextPlan?.([], 'run_shell_command', { command: 'ls' }, null), null);
-  assert.is(planLines([{ text: 'Plan', status: 'cancelled' }, { text: 'a\nb', status: 'pending' }]), '- [-] Plan\n- [ ] a b');
+  assert.is(
+    planLines([
+      { text: 'Plan', status: 'cancelled' },
+      { text: 'a\nb', status: 'pending' },
+    ]),
+    '- [-] Plan\n- [ ] a b',
+  );
 });
 
-test('environment: show N and show --json give the directory of the call (when the agent left the session\'s), the agent and the command', async () => {
+test("environment: show N and show --json give the directory of the call (when the agent left the session's), the agent and the command", async () => {
   const repo = tempRepo({ files: { 'sub/a.txt': 'one\n' } });
   try {
     const { id, env } = await wrappedSession(repo);
     await call(repo, env, 'Bash', { command: 'true' }); // step 2
     await call(repo, env, 'Bash', { command: 'true' }, () => undefined, {}, path.join(repo.dir, 'sub')); // step 3
-    const two = JSON.parse((await cli(repo, ['show', '2', '--json', '--session', id])).stdout) as { environment: { cwd: string }; cwd?: string };
-    const three = JSON.parse((await cli(repo, ['show', '3', '--json', '--session', id])).stdout) as { environment: { cwd: string }; cwd?: string };
-    assert.is(two.cwd, undefined, 'the session\'s own directory is not journaled per call');
+    const two = JSON.parse((await cli(repo, ['show', '2', '--json', '--session', id])).stdout) as {
+      environment: { cwd: string };
+      cwd?: string;
+    };
+    const three = JSON.parse((await cli(repo, ['show', '3', '--json', '--session', id])).stdout) as {
+      environment: { cwd: string };
+      cwd?: string;
+    };
+    assert.is(two.cwd, undefined, "the session's own directory is not journaled per call");
     assert.is(three.cwd, path.join(repo.dir, 'sub'));
     assert.is(three.environment.cwd, path.join(repo.dir, 'sub'));
     assert.is(two.environment.cwd, JSON.parse((await cli(repo, ['show', '2', '--json', '--session', id])).stdout).environment.cwd);
@@ -157,7 +208,11 @@ test('environment: the names (never the values) of environment variables changed
     assert.not.match((await cli(repo, ['show', '2', '--session', id])).stdout, 'environment since');
 
     const log = JSON.parse((await cli(repo, ['log', '--json', '--session', id])).stdout) as { step: number; envChanged?: unknown }[];
-    assert.equal(log.map((r) => r.envChanged !== undefined), [false, false, true, false, true], 'journaled only where it differs from the step before');
+    assert.equal(
+      log.map((r) => r.envChanged !== undefined),
+      [false, false, true, false, true],
+      'journaled only where it differs from the step before',
+    );
 
     // The library API gives the same.
     const { show } = await import('../src/index.js');
@@ -166,7 +221,9 @@ test('environment: the names (never the values) of environment variables changed
 
     // No value, in any file of the state dir or any object agentsnap wrote.
     const stateDir = path.join(repo.dir, '.git', 'agentsnap');
-    const files = (fs.readdirSync(stateDir, { recursive: true }) as string[]).map((f) => path.join(stateDir, f)).filter((f) => fs.statSync(f).isFile());
+    const files = (fs.readdirSync(stateDir, { recursive: true }) as string[])
+      .map((f) => path.join(stateDir, f))
+      .filter((f) => fs.statSync(f).isFile());
     assert.ok(files.some((f) => f.endsWith('journal.jsonl')));
     for (const f of files) {
       const bytes = fs.readFileSync(f, 'latin1');
@@ -179,22 +236,55 @@ test('environment: the names (never the values) of environment variables changed
   }
 });
 
-test('environment: the tools the agent had, from Claude Code\'s transcript (its api-request-shape lines), journaled when they change', async () => {
+test("environment: the tools the agent had, from Claude Code's transcript (its api-request-shape lines), journaled when they change", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const { id, env } = await wrappedSession(repo);
     const file = path.join(repo.base, 'transcript.jsonl');
     const line = (v: unknown) => fs.appendFileSync(file, JSON.stringify(v) + '\n');
     const shape = (names: string[]) =>
-      line({ type: 'api-request-shape', sessionId: 's', shapeHash: names.join(), version: '2.1.332', shape: { system: [{ type: 'text', text: 'x'.repeat(5000) }], tools: names.map((name) => ({ name, description: `the ${name} tool`, input_schema: { type: 'object' } })) } });
+      line({
+        type: 'api-request-shape',
+        sessionId: 's',
+        shapeHash: names.join(),
+        version: '2.1.332',
+        shape: {
+          system: [{ type: 'text', text: 'x'.repeat(5000) }],
+          tools: names.map((name) => ({ name, description: `the ${name} tool`, input_schema: { type: 'object' } })),
+        },
+      });
     const claudeCall = async (toolUseId: string) => {
-      line({ type: 'assistant', uuid: `a-${toolUseId}`, version: '2.1.332', message: { id: `m-${toolUseId}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id: toolUseId, name: 'Bash', input: { command: 'true' } }] } });
-      const common = { session_id: 'cc-tools', cwd: repo.dir, transcript_path: file, tool_name: 'Bash', tool_use_id: toolUseId, tool_input: { command: 'true' } };
+      line({
+        type: 'assistant',
+        uuid: `a-${toolUseId}`,
+        version: '2.1.332',
+        message: {
+          id: `m-${toolUseId}`,
+          role: 'assistant',
+          model: 'claude-test-1',
+          content: [{ type: 'tool_use', id: toolUseId, name: 'Bash', input: { command: 'true' } }],
+        },
+      });
+      const common = {
+        session_id: 'cc-tools',
+        cwd: repo.dir,
+        transcript_path: file,
+        tool_name: 'Bash',
+        tool_use_id: toolUseId,
+        tool_input: { command: 'true' },
+      };
       for (const ev of ['PreToolUse', 'PostToolUse']) {
-        const r = await cliProcess(repo, ['hook', 'claude', ev, '--wrapped'], { env, input: JSON.stringify({ ...common, hook_event_name: ev, ...(ev === 'PostToolUse' ? { tool_response: {} } : {}) }) });
+        const r = await cliProcess(repo, ['hook', 'claude', ev, '--wrapped'], {
+          env,
+          input: JSON.stringify({ ...common, hook_event_name: ev, ...(ev === 'PostToolUse' ? { tool_response: {} } : {}) }),
+        });
         assert.is(r.code, 0, r.stderr);
       }
-      line({ type: 'user', uuid: `r-${toolUseId}`, message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'ok' }] } });
+      line({
+        type: 'user',
+        uuid: `r-${toolUseId}`,
+        message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'ok' }] },
+      });
     };
     shape(['Bash', 'Read', 'Write']);
     await claudeCall('toolu_t1'); // step 2
@@ -205,13 +295,17 @@ test('environment: the tools the agent had, from Claude Code\'s transcript (its 
     await claudeCall('toolu_t4'); // 5
 
     type Env = { tools: string[] | null; toolsAt: number | null };
-    const envOf = async (n: number) => (JSON.parse((await cli(repo, ['show', String(n), '--json', '--session', id])).stdout) as { environment: Env }).environment;
+    const envOf = async (n: number) =>
+      (JSON.parse((await cli(repo, ['show', String(n), '--json', '--session', id])).stdout) as { environment: Env }).environment;
     assert.equal(await envOf(1), { ...(await envOf(1)), tools: null, toolsAt: null }, 'no call yet');
     assert.equal([(await envOf(2)).tools, (await envOf(2)).toolsAt], [['Bash', 'Read', 'Write'], 2]);
     assert.equal([(await envOf(3)).tools, (await envOf(3)).toolsAt], [['Bash', 'Read', 'Write'], 2], 'the same tools: nothing journaled');
     assert.equal([(await envOf(5)).tools, (await envOf(5)).toolsAt], [['Bash', 'Read', 'Write', 'mcp__db__query'], 4]);
     const log = JSON.parse((await cli(repo, ['log', '--json', '--session', id])).stdout) as { step: number; tools?: string[] }[];
-    assert.equal(log.map((r) => r.tools ?? null), [null, ['Bash', 'Read', 'Write'], null, ['Bash', 'Read', 'Write', 'mcp__db__query'], null]);
+    assert.equal(
+      log.map((r) => r.tools ?? null),
+      [null, ['Bash', 'Read', 'Write'], null, ['Bash', 'Read', 'Write', 'mcp__db__query'], null],
+    );
     const text = await cli(repo, ['show', '4', '--session', id]);
     assert.match(text.stdout, 'tools (4, as of step 4): Bash, Read, Write, mcp__db__query');
     const journal = fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl'), 'utf8');
@@ -221,15 +315,27 @@ test('environment: the tools the agent had, from Claude Code\'s transcript (its 
   }
 });
 
-test('environment: one environment seen through the Node hook and through the warm server\'s shell client is no change', async () => {
+test("environment: one environment seen through the Node hook and through the warm server's shell client is no change", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const env = { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_TRACE: '1', PATH: agentsnapOnPath(repo.base), SOME_SETTING: 'kept' };
   try {
     const initRes = await init({ agent: 'claude', cwd: repo.dir, env });
     const settings = JSON.parse(fs.readFileSync(initRes.file, 'utf8')) as { hooks: Record<string, { hooks: { command: string }[] }[]> };
     const hook = async (event: string, n: number) => {
-      const payload = { hook_event_name: event, session_id: 'cc-paths', cwd: repo.dir, tool_name: 'Bash', tool_use_id: `toolu_p${n}`, tool_input: { command: 'true' }, ...(event === 'PostToolUse' ? { tool_response: {} } : {}) };
-      const r = await runProcess('/bin/sh', ['-c', settings.hooks[event]?.[0]?.hooks[0]?.command as string], { cwd: repo.dir, env, input: JSON.stringify(payload) });
+      const payload = {
+        hook_event_name: event,
+        session_id: 'cc-paths',
+        cwd: repo.dir,
+        tool_name: 'Bash',
+        tool_use_id: `toolu_p${n}`,
+        tool_input: { command: 'true' },
+        ...(event === 'PostToolUse' ? { tool_response: {} } : {}),
+      };
+      const r = await runProcess('/bin/sh', ['-c', settings.hooks[event]?.[0]?.hooks[0]?.command as string], {
+        cwd: repo.dir,
+        env,
+        input: JSON.stringify(payload),
+      });
       assert.is(r.code, 0, r.stderr);
     };
     // Call 1: no server yet, the Node hook (which starts one); calls 2 and 3: the shell client, answered by the server.
@@ -246,7 +352,11 @@ test('environment: one environment seen through the Node hook and through the wa
     assert.is((trace.match(/call \d+: hook claude PreToolUse\n/g) ?? []).length, 2, trace);
     const id = (JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string }[])[0]?.id as string;
     const log = JSON.parse((await cli(repo, ['log', '--json', '--session', id])).stdout) as { step: number; envChanged?: unknown }[];
-    assert.equal(log.map((x) => x.envChanged ?? null), [null, null, null], JSON.stringify(log.map((x) => x.envChanged)));
+    assert.equal(
+      log.map((x) => x.envChanged ?? null),
+      [null, null, null],
+      JSON.stringify(log.map((x) => x.envChanged)),
+    );
   } finally {
     await cliProcess(repo, ['server', 'stop'], { env });
     repo.cleanup();

@@ -56,8 +56,13 @@ test('processes: a server the agent left running is listed by status, reported b
 
     const status = await cli(repo, ['status', '--json'], { env });
     assert.is(status.code, 0, status.stderr);
-    const listed = (JSON.parse(status.stdout) as { processes: { pid: number; step: number; ports: number[]; command: string }[] }).processes;
-    assert.equal(listed.map((p) => ({ pid: p.pid, step: p.step, ports: p.ports })), [{ pid, step: 1, ports: [port] }], status.stdout);
+    const listed = (JSON.parse(status.stdout) as { processes: { pid: number; step: number; ports: number[]; command: string }[] })
+      .processes;
+    assert.equal(
+      listed.map((p) => ({ pid: p.pid, step: p.step, ports: p.ports })),
+      [{ pid, step: 1, ports: [port] }],
+      status.stdout,
+    );
     assert.match(listed[0]?.command ?? '', 'node -e');
     const text = await cli(repo, ['status'], { env });
     assert.match(text.stdout, `processes the agent left running (1):\n  pid ${pid}  node -e`);
@@ -81,7 +86,10 @@ test('processes: a server the agent left running is listed by status, reported b
     const stop = await cli(repo, ['undo', '1', '--stop-processes', '--json'], { env });
     assert.is(stop.code, 0, stop.stderr);
     const stopped = (JSON.parse(stop.stdout) as { processes: { pid: number; stopped: string }[] }).processes;
-    assert.equal(stopped.map((p) => [p.pid, p.stopped]), [[pid, 'terminated']]);
+    assert.equal(
+      stopped.map((p) => [p.pid, p.stopped]),
+      [[pid, 'terminated']],
+    );
     await until('the stopped server is gone', () => !alive(pid));
     const after = await cli(repo, ['status', '--json'], { env });
     assert.equal((JSON.parse(after.stdout) as { processes: unknown[] }).processes, []);
@@ -97,7 +105,7 @@ test('processes: a server the agent left running is listed by status, reported b
   }
 });
 
-test('processes: a process of another session, or started outside any call, is not the session\'s', async () => {
+test("processes: a process of another session, or started outside any call, is not the session's", async () => {
   if (!linux) {
     console.log('  skipped: needs Linux /proc');
     return;

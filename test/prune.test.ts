@@ -99,7 +99,9 @@ test('a prune between a pre snapshot writing its objects and naming them: every 
   try {
     await step(repo, () => repo.write('a.txt', 'one\n'));
     repo.write('b.txt', 'only in the pre snapshot\n');
-    const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '--json'], { env: atPoint(repo, 'commit-event.before-keep', PRUNE) });
+    const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '--json'], {
+      env: atPoint(repo, 'commit-event.before-keep', PRUNE),
+    });
     assert.is(pre.code, 0, pre.stderr);
     assert.is(treeOf(repo, (JSON.parse(pre.stdout) as { commit: string }).commit), groundTruthTree(repo));
     repo.rm('b.txt');
@@ -112,7 +114,7 @@ test('a prune between a pre snapshot writing its objects and naming them: every 
   }
 });
 
-test("a private index naming blobs a prune deleted (the user dropped the only refs naming them): the next snapshot is taken from the disk", async () => {
+test('a private index naming blobs a prune deleted (the user dropped the only refs naming them): the next snapshot is taken from the disk', async () => {
   // .gitattributes: the full path through the session's own private index (not a copy of the user's, whose blobs git keeps).
   const repo = tempRepo({ files: { 'a.txt': 'a\n', '.gitattributes': '*.bin binary\n' } });
   try {
@@ -130,7 +132,10 @@ test("a private index naming blobs a prune deleted (the user dropped the only re
     assert.is((JSON.parse(snap.stdout) as { tree: string }).tree, groundTruthTree(repo));
     // The step the prune took is named lost; the later ones are whole.
     const rows = JSON.parse(await ok(repo, ['log', '--json'])) as { step: number; lost?: boolean }[];
-    assert.equal(rows.filter((r) => r.lost).map((r) => r.step), [1]);
+    assert.equal(
+      rows.filter((r) => r.lost).map((r) => r.step),
+      [1],
+    );
     const plain = await ok(repo, ['log'], { NO_COLOR: '1' });
     assert.match(plain, /snapshot lost: deleted by git's prune/);
     const doctor = JSON.parse((await cli(repo, ['doctor', '--json'])).stdout) as { checks: { check: string; message: string }[] };
@@ -146,7 +151,13 @@ function enoughLooseObjectsForGcAuto(repo: TempRepo): void {
   let found = 0;
   for (let i = 0; found < 2; i++) {
     const body = `loose ${i}\n`;
-    if (!createHash('sha1').update(`blob ${Buffer.byteLength(body)}\0${body}`).digest('hex').startsWith('17')) continue;
+    if (
+      !createHash('sha1')
+        .update(`blob ${Buffer.byteLength(body)}\0${body}`)
+        .digest('hex')
+        .startsWith('17')
+    )
+      continue;
     repo.git(['hash-object', '-w', '--stdin'], { input: body });
     found++;
   }
@@ -155,7 +166,12 @@ function enoughLooseObjectsForGcAuto(repo: TempRepo): void {
 test('gc.pruneExpire=now: a `git gc --auto` mid-session (between objects and refs, and between steps) leaves every command working', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
-    for (const [k, v] of [['gc.pruneExpire', 'now'], ['gc.auto', '1'], ['gc.autoDetach', 'false']] as const) repo.git(['config', k, v]);
+    for (const [k, v] of [
+      ['gc.pruneExpire', 'now'],
+      ['gc.auto', '1'],
+      ['gc.autoDetach', 'false'],
+    ] as const)
+      repo.git(['config', k, v]);
     await step(repo, () => repo.write('a.txt', 'one\n'));
     enoughLooseObjectsForGcAuto(repo);
     const packsBefore = fs.readdirSync(path.join(repo.dir, '.git', 'objects', 'pack')).length;
@@ -209,19 +225,37 @@ test('doctor --fix after a prune took a journaled step: sets the refs that can b
     const id = sessionOf(repo);
     // What an older agentsnap left after a prune between its journal line and its refs: step 2's snapshots named by
     // the journal only. And a step ref lost by a crash (its commit still there).
-    const drop = [`refs/agent/${id}/2`, `refs/agentsnap/sessions/${id}/head`, ...refsUnder(repo, `refs/agentsnap/sessions/${id}/keep/`).keys()];
+    const drop = [
+      `refs/agent/${id}/2`,
+      `refs/agentsnap/sessions/${id}/head`,
+      ...refsUnder(repo, `refs/agentsnap/sessions/${id}/keep/`).keys(),
+    ];
     repo.git(['update-ref', '--stdin'], { input: drop.map((r) => `delete ${r}\n`).join('') });
     repo.git(['gc', '--quiet', '--prune=now']);
     const step1 = repo.git(['rev-parse', `refs/agent/${id}/1`]).trim();
     repo.git(['update-ref', '-d', `refs/agent/${id}/1`]);
     repo.git(['tag', 'keep-step-1', step1]);
-    const before = JSON.parse((await cli(repo, ['doctor', '--json'])).stdout) as { checks: { check: string; status: string; message: string }[] };
-    assert.ok(before.checks.some((c) => c.check === 'refs' && c.status === 'problem' && c.message.includes(`refs/agent/${id}/1`)), JSON.stringify(before.checks));
-    assert.match(before.checks.find((c) => c.check === 'lost')?.message ?? JSON.stringify(before.checks), /the session head, step 2 were deleted by git's prune/);
+    const before = JSON.parse((await cli(repo, ['doctor', '--json'])).stdout) as {
+      checks: { check: string; status: string; message: string }[];
+    };
+    assert.ok(
+      before.checks.some((c) => c.check === 'refs' && c.status === 'problem' && c.message.includes(`refs/agent/${id}/1`)),
+      JSON.stringify(before.checks),
+    );
+    assert.match(
+      before.checks.find((c) => c.check === 'lost')?.message ?? JSON.stringify(before.checks),
+      /the session head, step 2 were deleted by git's prune/,
+    );
     const fix = await cli(repo, ['doctor', '--fix', '--json']);
     const report = JSON.parse(fix.stdout) as { fixed: string[]; checks: { check: string; status: string; message: string }[] };
-    assert.ok(report.fixed.some((l) => /set 1 ref\(s\) from its journal/.test(l)), report.fixed.join('\n'));
-    assert.ok(report.fixed.some((l) => /the session head, step 2 were deleted by git's prune/.test(l)), report.fixed.join('\n'));
+    assert.ok(
+      report.fixed.some((l) => /set 1 ref\(s\) from its journal/.test(l)),
+      report.fixed.join('\n'),
+    );
+    assert.ok(
+      report.fixed.some((l) => /the session head, step 2 were deleted by git's prune/.test(l)),
+      report.fixed.join('\n'),
+    );
     assert.equal(doctorProblems(fix), []);
     assert.is(repo.git(['rev-parse', `refs/agent/${id}/1`]).trim(), step1);
     // Step 1 is still undoable; later snapshots chain on what is still there. What step 2 wrote is in no snapshot
@@ -243,7 +277,7 @@ test("the server's engine, whose cached blob and tree ids a prune deleted (nothi
   try {
     await engine.snapshot({ settings, parentTree: null });
     // An incremental snapshot: the root directory's entries stay loaded in the engine, a.txt's new blob among them.
-    repo.write('a.txt', 'only in the engine\'s objects\n');
+    repo.write('a.txt', "only in the engine's objects\n");
     // Past the engine's racy margin (2.5 s): the next snapshots trust a.txt's stat and reuse its blob id.
     await untilClockPast(Date.now() + 3000);
     const second = await engine.snapshot({ settings, parentTree: null });
@@ -275,7 +309,16 @@ test("agent hooks: a prune inside a hook's snapshot leaves that step and every l
     const hook = (event: string, id: string, extra: Record<string, string> = {}) =>
       cliProcess(repo, ['hook', 'claude', event, '--wrapped'], {
         env: { ...env, ...extra },
-        input: JSON.stringify({ session_id: 's1', transcript_path: '', cwd: repo.dir, hook_event_name: event, tool_name: 'Bash', tool_use_id: id, tool_input: { command: 'edit' }, tool_response: {} }),
+        input: JSON.stringify({
+          session_id: 's1',
+          transcript_path: '',
+          cwd: repo.dir,
+          hook_event_name: event,
+          tool_name: 'Bash',
+          tool_use_id: id,
+          tool_input: { command: 'edit' },
+          tool_response: {},
+        }),
       });
     for (const [i, point] of ['pre', 'post', null, null].entries()) {
       const id = `toolu_${i}`;

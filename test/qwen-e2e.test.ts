@@ -25,12 +25,21 @@ try {
 
 /** Qwen Code offline against the stub: OpenAI auth, yolo, no update checks. */
 function qwenEnv(url: string): Record<string, string> {
-  return { OPENAI_BASE_URL: url, OPENAI_API_KEY: 'sk-e2e-test-key-not-real', OPENAI_MODEL: 'test-model', QWEN_CODE_SUPPRESS_YOLO_WARNING: '1' };
+  return {
+    OPENAI_BASE_URL: url,
+    OPENAI_API_KEY: 'sk-e2e-test-key-not-real',
+    OPENAI_MODEL: 'test-model',
+    QWEN_CODE_SUPPRESS_YOLO_WARNING: '1',
+  };
 }
 const QWEN_ARGS = ['--auth-type', 'openai', '--yolo', 'Make the changes.'];
 
 /** Runs a program without blocking this process (the stub answers from it), bounded in time. */
-function run(program: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  program: string,
+  args: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
     let stdout = '';
@@ -73,7 +82,10 @@ test('qwen under wrap: hooks for the run only, one step per call (write, shell, 
   fs.mkdirSync(path.join(repo.home, '.qwen'), { recursive: true });
   fs.writeFileSync(path.join(repo.home, '.qwen', 'settings.json'), userSettings);
   const script: ScriptedTurn[] = [
-    { text: 'Creating hello.txt.', tools: [{ name: 'write_file', input: { file_path: path.join(repo.dir, 'hello.txt'), content: 'hello\n' } }] },
+    {
+      text: 'Creating hello.txt.',
+      tools: [{ name: 'write_file', input: { file_path: path.join(repo.dir, 'hello.txt'), content: 'hello\n' } }],
+    },
     { tools: [{ name: 'run_shell_command', input: { command: 'rm gone.txt && echo two > a.txt', description: 'change files' } }] },
     { tools: [{ name: 'run_shell_command', input: { command: 'echo partial > fail.txt; exit 3', description: 'fail' } }] },
     { text: 'All done.' },
@@ -100,9 +112,14 @@ test('qwen under wrap: hooks for the run only, one step per call (write, shell, 
         ['run_shell_command', 'failed'],
       ],
     );
-    assert.equal(s.steps.map((st) => st.input), stub.calls.map((c) => c.input));
+    assert.equal(
+      s.steps.map((st) => st.input),
+      stub.calls.map((c) => c.input),
+    );
     assert.match(String(s.steps[2]?.error), 'Exit Code: 3');
-    [after1, after2, after3].forEach((files, i) => assert.equal(filesOf(repo, s.steps[i]?.post as string), files, `files after step ${i + 1}`));
+    [after1, after2, after3].forEach((files, i) =>
+      assert.equal(filesOf(repo, s.steps[i]?.post as string), files, `files after step ${i + 1}`),
+    );
     assert.equal(filesOf(repo, s.steps[0]?.pre as string), start);
     // `log`: the agent's tool names and what each call was (its file, its command).
     const log = await cliProcess(repo, ['log']);
@@ -114,7 +131,11 @@ test('qwen under wrap: hooks for the run only, one step per call (write, shell, 
     // no project settings were written.
     assert.is(fs.readFileSync(path.join(repo.home, '.qwen', 'settings.json'), 'utf8'), userSettings);
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.qwen')));
-    assert.equal(fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('qwen-')), [], 'the run settings and state are gone');
+    assert.equal(
+      fs.readdirSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id)).filter((n) => n.startsWith('qwen-')),
+      [],
+      'the run settings and state are gone',
+    );
     // Undo the shell call (step 2): a.txt and gone.txt back, hello.txt kept; then undo the write: hello.txt gone.
     let u = await cliProcess(repo, ['undo', '2']);
     assert.is(u.code, 0, u.stderr);
@@ -128,19 +149,41 @@ test('qwen under wrap: hooks for the run only, one step per call (write, shell, 
     const chatBytes = fs.readFileSync(chatFile);
     const r = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
     assert.is(r.code, 0, r.stderr);
-    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } }).chat;
+    const chat = (JSON.parse(r.stdout) as { chat: { kind: string; file: string; sessionId: string; cwd: string; resumeCommand: string } })
+      .chat;
     assert.is(chat.kind, 'transcript', r.stdout);
     assert.is(chat.resumeCommand, `qwen --resume ${chat.sessionId}`);
     assert.is(chat.cwd, repo.dir);
     assert.is(path.dirname(chat.file), path.dirname(chatFile));
     assert.equal(fs.readFileSync(chatFile), chatBytes, 'the original conversation is unchanged');
-    const resumed = await startChatCompletionsStub([{ text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }, { text: 'Resumed.' }]);
+    const resumed = await startChatCompletionsStub([
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+      { text: 'Resumed.' },
+    ]);
     try {
-      const c = await run(qwen, ['--auth-type', 'openai', '--yolo', '--resume', chat.sessionId, 'Where are we?'], { cwd: repo.dir, env: { ...repo.env, ...qwenEnv(resumed.url) } });
+      const c = await run(qwen, ['--auth-type', 'openai', '--yolo', '--resume', chat.sessionId, 'Where are we?'], {
+        cwd: repo.dir,
+        env: { ...repo.env, ...qwenEnv(resumed.url) },
+      });
       assert.is(c.code, 0, c.stderr + c.stdout);
-      const messages = (resumed.requests[0]?.messages ?? []) as { role: string; content?: unknown; tool_calls?: { id: string }[]; tool_call_id?: string }[];
-      assert.equal(messages.flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)), stub.calls.slice(0, 2).map((x) => x.id), 'the model sees calls 1 and 2 only');
-      assert.equal(messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id), stub.calls.slice(0, 2).map((x) => x.id), 'and their results');
+      const messages = (resumed.requests[0]?.messages ?? []) as {
+        role: string;
+        content?: unknown;
+        tool_calls?: { id: string }[];
+        tool_call_id?: string;
+      }[];
+      assert.equal(
+        messages.flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)),
+        stub.calls.slice(0, 2).map((x) => x.id),
+        'the model sees calls 1 and 2 only',
+      );
+      assert.equal(
+        messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id),
+        stub.calls.slice(0, 2).map((x) => x.id),
+        'and their results',
+      );
       const said = JSON.stringify(messages.filter((m) => m.role === 'user').map((m) => m.content));
       assert.match(said, 'Make the changes.');
       assert.match(said, 'Where are we?');
@@ -164,7 +207,10 @@ test('qwen under wrap --mcp: agentsnap mcp is offered to the model as one of its
     assert.match(mcpToolsSeen(stub.requests), 'mcp__agentsnap__list_steps');
     assert.match(mcpToolsSeen(stub.requests), 'mcp__agentsnap__undo');
     assert.not.ok(fs.existsSync(path.join(repo.dir, '.qwen')));
-    assert.not.ok(fs.existsSync(path.join(repo.home, '.qwen', 'settings.json')) && fs.readFileSync(path.join(repo.home, '.qwen', 'settings.json'), 'utf8').includes('agentsnap'));
+    assert.not.ok(
+      fs.existsSync(path.join(repo.home, '.qwen', 'settings.json')) &&
+        fs.readFileSync(path.join(repo.home, '.qwen', 'settings.json'), 'utf8').includes('agentsnap'),
+    );
   } finally {
     await stub.close();
     repo.cleanup();
@@ -183,16 +229,28 @@ test('qwen with init hooks (and --mcp) and no wrapper: its calls become a sessio
     const pathWithAgentsnap = agentsnapOnPath(repo.base);
     const init = await cliProcess(repo, ['init', 'qwen', '--mcp'], { env: { PATH: pathWithAgentsnap } });
     assert.is(init.code, 0, init.stderr);
-    const written = JSON.parse(fs.readFileSync(path.join(repo.dir, '.qwen', 'settings.json'), 'utf8')) as { hooks: Record<string, unknown>; mcpServers: Record<string, unknown> };
+    const written = JSON.parse(fs.readFileSync(path.join(repo.dir, '.qwen', 'settings.json'), 'utf8')) as {
+      hooks: Record<string, unknown>;
+      mcpServers: Record<string, unknown>;
+    };
     assert.equal(Object.keys(written.hooks).sort(), ['PostToolUse', 'PostToolUseFailure', 'PreToolUse', 'SessionEnd']);
     assert.ok(written.mcpServers.agentsnap);
     const r = await run(qwen, QWEN_ARGS, { cwd: repo.dir, env: { ...repo.env, ...qwenEnv(stub.url), PATH: pathWithAgentsnap } });
     assert.is(r.code, 0, r.stderr + r.stdout);
     assert.match(mcpToolsSeen(stub.requests), 'mcp__agentsnap__list_steps');
     const list = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { id: string; agent: string; steps: number }[];
-    assert.equal(list.map((x) => [x.agent, x.steps]), [['qwen', 2]]);
+    assert.equal(
+      list.map((x) => [x.agent, x.steps]),
+      [['qwen', 2]],
+    );
     const s = loadSession(await openRepo(repo.dir, { env: repo.env }), list[0]?.id as string);
-    assert.equal(s.steps.map((st) => [st.tool, st.status]), [['write_file', 'done'], ['run_shell_command', 'failed']]);
+    assert.equal(
+      s.steps.map((st) => [st.tool, st.status]),
+      [
+        ['write_file', 'done'],
+        ['run_shell_command', 'failed'],
+      ],
+    );
     assert.is(repo.git(['status', '--porcelain']), '?? b.txt\n?? hello.txt\n', '.qwen/settings.json is kept out of commits');
     const remove = await cliProcess(repo, ['init', 'qwen', '--remove'], { env: { PATH: pathWithAgentsnap } });
     assert.is(remove.code, 0, remove.stderr);
@@ -203,7 +261,7 @@ test('qwen with init hooks (and --mcp) and no wrapper: its calls become a sessio
   }
 });
 
-test('qwen: init then --remove puts a project settings file of the user\'s back byte for byte', async () => {
+test("qwen: init then --remove puts a project settings file of the user's back byte for byte", async () => {
   if (!qwen) return;
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const mine = `${JSON.stringify({ $version: 4, ui: { hideTips: true } }, null, 2)}\n`;

@@ -18,7 +18,10 @@ test('qwen is recognised from its command (bare, a path, through npx) and offere
 });
 
 test('log reads what a Qwen call was: its command, its file', () => {
-  assert.equal(describeCall('qwen', null, 'run_shell_command', { command: 'rm a && echo b > c', description: 'x' }), describeCall('generic', null, 'Bash', { command: 'rm a && echo b > c' }));
+  assert.equal(
+    describeCall('qwen', null, 'run_shell_command', { command: 'rm a && echo b > c', description: 'x' }),
+    describeCall('generic', null, 'Bash', { command: 'rm a && echo b > c' }),
+  );
   const write = describeCall('qwen', null, 'write_file', { file_path: '/r/a.txt', content: 'x' });
   assert.match(JSON.stringify(write), '/r/a.txt');
 });
@@ -49,19 +52,41 @@ test('a Qwen conversation forked before a call keeps the records before the line
   try {
     const chats = path.join(repo.home, '.qwen', 'projects', '-r', 'chats');
     fs.mkdirSync(chats, { recursive: true });
-    const rec = (type: string, uuid: string, message?: unknown) => JSON.stringify({ type, uuid, parentUuid: null, sessionId: 'old', cwd: '/r', ...(message ? { message } : {}) });
+    const rec = (type: string, uuid: string, message?: unknown) =>
+      JSON.stringify({ type, uuid, parentUuid: null, sessionId: 'old', cwd: '/r', ...(message ? { message } : {}) });
     const call = (id: string) => ({ role: 'model', parts: [{ functionCall: { id, name: 'write_file', args: {} } }] });
     const original = path.join(chats, 'old.jsonl');
-    const text = [rec('user', 'u1', { role: 'user', parts: [{ text: 'go' }] }), rec('assistant', 'a1', call('call_1')), rec('tool_result', 't1'), rec('assistant', 'a2', call('call_2')), rec('tool_result', 't2')].join('\n') + '\n';
+    const text =
+      [
+        rec('user', 'u1', { role: 'user', parts: [{ text: 'go' }] }),
+        rec('assistant', 'a1', call('call_1')),
+        rec('tool_result', 't1'),
+        rec('assistant', 'a2', call('call_2')),
+        rec('tool_result', 't2'),
+      ].join('\n') + '\n';
     fs.writeFileSync(original, text);
     const fork = forkQwenChat({ step: 2, transcript: { path: original }, toolUseId: 'call_2' }, { cwd: '/elsewhere', newId: 'new-id' });
     assert.is(fork.file, path.join(chats, 'new-id.jsonl'));
     assert.is(fork.resumeCommand, 'qwen --resume new-id');
     assert.is(fork.cwd, '/r');
-    const kept = fs.readFileSync(fork.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { uuid: string; sessionId: string });
-    assert.equal(kept.map((r) => [r.uuid, r.sessionId]), [['u1', 'new-id'], ['a1', 'new-id'], ['t1', 'new-id']]);
+    const kept = fs
+      .readFileSync(fork.file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { uuid: string; sessionId: string });
+    assert.equal(
+      kept.map((r) => [r.uuid, r.sessionId]),
+      [
+        ['u1', 'new-id'],
+        ['a1', 'new-id'],
+        ['t1', 'new-id'],
+      ],
+    );
     assert.is(fs.readFileSync(original, 'utf8'), text);
-    assert.throws(() => forkQwenChat({ step: 3, transcript: { path: original }, toolUseId: 'call_9' }, { cwd: '/r' }), /not in the Qwen Code conversation/);
+    assert.throws(
+      () => forkQwenChat({ step: 3, transcript: { path: original }, toolUseId: 'call_9' }, { cwd: '/r' }),
+      /not in the Qwen Code conversation/,
+    );
   } finally {
     repo.cleanup();
   }
@@ -72,11 +97,15 @@ function fakeQwen(base: string): string {
   const bin = path.join(base, 'fake-bin', 'qwen');
   fs.mkdirSync(path.dirname(bin), { recursive: true });
   const stamp = `const f=process.env.HOME+'/.qwen/settings.json';const s=JSON.parse(fs.readFileSync(f,'utf8'));fs.writeFileSync(f,JSON.stringify({...s,$version:4},null,2))`;
-  fs.writeFileSync(bin, `#!${process.execPath}\nconst fs=require('fs');fs.copyFileSync(process.env.QWEN_CODE_SYSTEM_SETTINGS_PATH, ${JSON.stringify(path.join(base, 'seen.json'))});${stamp}\n`, { mode: 0o755 });
+  fs.writeFileSync(
+    bin,
+    `#!${process.execPath}\nconst fs=require('fs');fs.copyFileSync(process.env.QWEN_CODE_SYSTEM_SETTINGS_PATH, ${JSON.stringify(path.join(base, 'seen.json'))});${stamp}\n`,
+    { mode: 0o755 },
+  );
   return bin;
 }
 
-test('wrap -- qwen: the hooks go in a run-only system settings file (the caller\'s own system settings kept in it), gone afterwards; ~/.qwen/settings.json stamped by Qwen is put back byte for byte', async () => {
+test("wrap -- qwen: the hooks go in a run-only system settings file (the caller's own system settings kept in it), gone afterwards; ~/.qwen/settings.json stamped by Qwen is put back byte for byte", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     const qwen = fakeQwen(repo.base);
@@ -87,12 +116,19 @@ test('wrap -- qwen: the hooks go in a run-only system settings file (the caller\
     fs.writeFileSync(system, '{"model": {"name": "x"}}\n');
     const r = await cliProcess(repo, ['wrap', '--', qwen], { env: { QWEN_CODE_SYSTEM_SETTINGS_PATH: system } });
     assert.is(r.code, 0, r.stderr);
-    const seen = JSON.parse(fs.readFileSync(path.join(repo.base, 'seen.json'), 'utf8')) as { model: unknown; hooks: Record<string, { hooks: { command: string }[] }[]> };
+    const seen = JSON.parse(fs.readFileSync(path.join(repo.base, 'seen.json'), 'utf8')) as {
+      model: unknown;
+      hooks: Record<string, { hooks: { command: string }[] }[]>;
+    };
     assert.equal(seen.model, { name: 'x' });
     assert.equal(Object.keys(seen.hooks), ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']);
     assert.match(seen.hooks.PreToolUse?.[0]?.hooks[0]?.command ?? '', / qwen PreToolUse/);
-    assert.is((seen.hooks.PreToolUse?.[0]?.hooks[0] as { timeout?: number } | undefined)?.timeout, 600, 'seconds: a first snapshot may take more than its 60 s default');
-    assert.is(fs.readFileSync(system, 'utf8'), '{"model": {"name": "x"}}\n', 'the caller\'s system settings are not edited');
+    assert.is(
+      (seen.hooks.PreToolUse?.[0]?.hooks[0] as { timeout?: number } | undefined)?.timeout,
+      600,
+      'seconds: a first snapshot may take more than its 60 s default',
+    );
+    assert.is(fs.readFileSync(system, 'utf8'), '{"model": {"name": "x"}}\n', "the caller's system settings are not edited");
     assert.is(fs.readFileSync(path.join(repo.home, '.qwen', 'settings.json'), 'utf8'), userSettings);
   } finally {
     repo.cleanup();

@@ -40,21 +40,45 @@ test('log: steps with tool, status, files and +/- counts; --tool, --last, -- <pa
   try {
     const session = await history(repo);
     const all = await logJson(repo);
-    assert.equal(all.map((s) => [s.step, s.tool, s.status]), [
-      [1, null, 'done'],
-      [2, 'Edit', 'done'],
-      [3, 'Bash', 'done'],
-      [4, 'Edit', 'done'],
-    ]);
+    assert.equal(
+      all.map((s) => [s.step, s.tool, s.status]),
+      [
+        [1, null, 'done'],
+        [2, 'Edit', 'done'],
+        [3, 'Bash', 'done'],
+        [4, 'Edit', 'done'],
+      ],
+    );
     for (const key of ['step', 'tool', 'status', 'pre', 'post', 'changed']) assert.ok(key in (all[0] ?? {}), `log --json has ${key}`);
     assert.equal(all[1]?.changed, [{ path: 'a.txt', change: 'M', added: 1, deleted: 0 }]);
-    assert.equal(all[2]?.changed.map((c) => `${c.change} ${c.path}`), ['M b.txt', 'A dir/c.txt']);
-    assert.equal((await logJson(repo, ['--tool', 'edit'])).map((s) => s.step), [2, 4]);
-    assert.equal((await logJson(repo, ['--last', '2'])).map((s) => s.step), [3, 4]);
-    assert.equal((await logJson(repo, ['--', 'b.txt'])).map((s) => s.step), [3, 4]);
-    assert.equal((await logJson(repo, ['--', 'dir'])).map((s) => s.step), [3]);
-    assert.equal((await logJson(repo, ['--', 'nothing.txt'])).map((s) => s.step), []);
-    assert.equal((await logJson(repo, ['--tool', 'Edit', '--last', '1', '--', 'b.txt'])).map((s) => s.step), [4]);
+    assert.equal(
+      all[2]?.changed.map((c) => `${c.change} ${c.path}`),
+      ['M b.txt', 'A dir/c.txt'],
+    );
+    assert.equal(
+      (await logJson(repo, ['--tool', 'edit'])).map((s) => s.step),
+      [2, 4],
+    );
+    assert.equal(
+      (await logJson(repo, ['--last', '2'])).map((s) => s.step),
+      [3, 4],
+    );
+    assert.equal(
+      (await logJson(repo, ['--', 'b.txt'])).map((s) => s.step),
+      [3, 4],
+    );
+    assert.equal(
+      (await logJson(repo, ['--', 'dir'])).map((s) => s.step),
+      [3],
+    );
+    assert.equal(
+      (await logJson(repo, ['--', 'nothing.txt'])).map((s) => s.step),
+      [],
+    );
+    assert.equal(
+      (await logJson(repo, ['--tool', 'Edit', '--last', '1', '--', 'b.txt'])).map((s) => s.step),
+      [4],
+    );
 
     const text = await cli(repo, ['log']);
     assert.is(text.code, 0);
@@ -85,7 +109,12 @@ test('show N: the diff of that step; --stat; --json', async () => {
     assert.not.match(r.stdout, /a\.txt/);
     const stat = await cli(repo, ['show', '2', '--stat']);
     assert.match(stat.stdout, /a\.txt \| 1 \+/);
-    const j = JSON.parse((await cli(repo, ['show', '4', '--json'])).stdout) as { step: number; diff: string; session: string; tool: string };
+    const j = JSON.parse((await cli(repo, ['show', '4', '--json'])).stdout) as {
+      step: number;
+      diff: string;
+      session: string;
+      tool: string;
+    };
     assert.is(j.step, 4);
     assert.is(j.tool, 'Edit');
     assert.match(j.diff, /\+b3/);
@@ -157,7 +186,8 @@ test('sessions: text and --json fields', async () => {
     await snapJson(repo, ['--phase', 'pre', '--session', 'second']);
     const list = JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as Record<string, unknown>[];
     assert.is(list.length, 2);
-    for (const s of list) for (const key of ['id', 'worktree', 'status', 'steps', 'createdAt']) assert.ok(key in s, `sessions --json has ${key}`);
+    for (const s of list)
+      for (const key of ['id', 'worktree', 'status', 'steps', 'createdAt']) assert.ok(key in s, `sessions --json has ${key}`);
     const byId = new Map(list.map((s) => [s.id, s]));
     assert.is(byId.get('first')?.steps, 2);
     assert.is(byId.get('first')?.status, 'running');

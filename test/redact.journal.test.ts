@@ -64,13 +64,19 @@ test('configured agentsnap.redactPattern applies to messages as to hook inputs',
   }
 });
 
-test('the library\'s recordPre/recordPost/recordUnprotected redact what they are given', async () => {
+test("the library's recordPre/recordPost/recordUnprotected redact what they are given", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const res = await cli(repo, ['snap', '--json']);
     const id = (JSON.parse(res.stdout) as { session: string }).session;
     const r = await openRepo(repo.dir, { env: repo.env });
-    const pre = await recordPre(await openContext(r), id, { tool: 'Bash', input: { command: `curl -H "Authorization: token ${TOKEN}"`, [TOKEN]: 1 }, message: TOKEN, model: TOKEN, agentVersion: TOKEN });
+    const pre = await recordPre(await openContext(r), id, {
+      tool: 'Bash',
+      input: { command: `curl -H "Authorization: token ${TOKEN}"`, [TOKEN]: 1 },
+      message: TOKEN,
+      model: TOKEN,
+      agentVersion: TOKEN,
+    });
     await recordPost(await openContext(r), id, { step: pre.step, output: { stdout: ANTHROPIC }, error: `failed with ${ANTHROPIC}` });
     await recordUnprotected(await openContext(r), id, { phase: 'pre', tool: `x ${TOKEN}`, reason: `git said ${TOKEN}`, input: [TOKEN] });
     const journal = journalBytes(repo, id);
@@ -97,7 +103,7 @@ test('a resumed wrap --session journals its command redacted', async () => {
   }
 });
 
-test('a worktree session\'s name is written redacted', async () => {
+test("a worktree session's name is written redacted", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const r = await openRepo(repo.dir, { env: repo.env });

@@ -27,7 +27,10 @@ test('bearer tokens, private keys, URL passwords and AWS secrets', () => {
   assert.is(redactText('Authorization: Bearer abc123def456ghi789jkl'), 'Authorization: Bearer [REDACTED:bearer-token]');
   const pem = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----';
   assert.is(redactText(`key:\n${pem}\nafter`), 'key:\n[REDACTED:private-key]\nafter');
-  assert.is(redactText('git clone https://user:hunter2secret@example.com/r.git'), 'git clone https://user:[REDACTED:password]@example.com/r.git');
+  assert.is(
+    redactText('git clone https://user:hunter2secret@example.com/r.git'),
+    'git clone https://user:[REDACTED:password]@example.com/r.git',
+  );
   assert.is(
     redactText('aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'),
     'aws_secret_access_key = [REDACTED:aws-secret-key]',
@@ -35,14 +38,24 @@ test('bearer tokens, private keys, URL passwords and AWS secrets', () => {
 });
 
 test('ordinary text is left alone', () => {
-  for (const text of ['task-list-item', 'sk-learn is a library', 'const token = getToken();', 'https://example.com/a:b@c', 'AKIA is a prefix']) {
+  for (const text of [
+    'task-list-item',
+    'sk-learn is a library',
+    'const token = getToken();',
+    'https://example.com/a:b@c',
+    'AKIA is a prefix',
+  ]) {
     assert.is(redactText(text), text);
   }
 });
 
 test('configured patterns, nested values, truncation keeps the shape', () => {
   assert.equal(redactValue({ a: ['id ACME-12345'], n: 3 }, [/ACME-\d+/g]), { a: ['id [REDACTED]'], n: 3 });
-  assert.equal(truncateValue({ a: 'x'.repeat(10), b: 'y'.repeat(10), n: 1 }, 15), { a: 'x'.repeat(10), b: 'yyyyy…[truncated 5 chars]', n: 1 });
+  assert.equal(truncateValue({ a: 'x'.repeat(10), b: 'y'.repeat(10), n: 1 }, 15), {
+    a: 'x'.repeat(10),
+    b: 'yyyyy…[truncated 5 chars]',
+    n: 1,
+  });
 });
 
 test.run();

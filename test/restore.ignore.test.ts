@@ -32,7 +32,10 @@ function assertKept(out: OpJson, paths: string[]): void {
     const l = out.left.find((x) => x.path === p);
     assert.ok(l, `${p} is reported as left: ${JSON.stringify(out.left)}`);
     assert.match(l!.reason, keptReason);
-    assert.not.ok(out.changes.some((c) => c.path === p), `${p} is not among the changes`);
+    assert.not.ok(
+      out.changes.some((c) => c.path === p),
+      `${p} is not among the changes`,
+    );
   }
 }
 
@@ -230,7 +233,10 @@ test('the agent drops the rule from .git/info/exclude: undo keeps the file it le
     assert.not.ok(repo.exists('manual'), JSON.stringify(out));
     assert.is(repo.read('docs/draft.md').toString(), 'untracked draft\n');
     assert.is(repo.read('docs/guide.md').toString(), 'guide\n');
-    assert.equal(out.left.map((x) => x.path), ['local.db']);
+    assert.equal(
+      out.left.map((x) => x.path),
+      ['local.db'],
+    );
   } finally {
     repo.cleanup();
   }
@@ -260,7 +266,8 @@ test('undo in a session worktree (a linked worktree) keeps what its rules ignore
     const repo = await openRepo(r.dir, { env: r.env });
     const wt = (await startWorktreeSession(repo, { session: 'igw' })).meta.path;
     fs.writeFileSync(path.join(wt, 'local.db'), 'db in the session worktree\n');
-    const snap = async (phase: string) => assert.is((await cli(r, ['snap', '--session', 'igw', '--phase', phase, '-q'], { cwd: wt })).code, 0);
+    const snap = async (phase: string) =>
+      assert.is((await cli(r, ['snap', '--session', 'igw', '--phase', phase, '-q'], { cwd: wt })).code, 0);
     await snap('pre');
     fs.writeFileSync(path.join(wt, '.gitignore'), '');
     await snap('post');
@@ -332,7 +339,10 @@ test('apply of a session whose only change is a new ignore rule keeps the untrac
     assert.is(r.read('.gitignore').toString(), '*.local\n');
     assert.is(r.read('notes.local').toString(), 'my notes\n');
     assert.equal(out.deleted, []);
-    assert.ok(out.left.some((l) => l.path === 'notes.local' && keptReason.test(l.reason)), JSON.stringify(out.left));
+    assert.ok(
+      out.left.some((l) => l.path === 'notes.local' && keptReason.test(l.reason)),
+      JSON.stringify(out.left),
+    );
     const text = await cli(r, ['apply', 'ig1']);
     assert.is(text.code, 0, text.stderr);
   } finally {

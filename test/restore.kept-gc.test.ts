@@ -90,12 +90,17 @@ test('kept: a version replaced while set aside (only an object) survives git gc,
     assert.is(blob(r, oid), 'first save\n');
     noAsides(r);
     // op.done names the commit that holds the kept versions at their paths; it is a parent of the result.
-    const done = journalEvents(r, id).filter((e) => e.type === 'op.done').pop() as { commit: string; kept?: string };
+    const done = journalEvents(r, id)
+      .filter((e) => e.type === 'op.done')
+      .pop() as { commit: string; kept?: string };
     assert.ok(done.kept, `op.done names the kept commit: ${JSON.stringify(done)}`);
     assert.is(done.commit, res.commit);
     assert.is(r.git(['rev-parse', `${done.kept}:b.txt`]).trim(), oid);
     assert.match(r.git(['cat-file', 'commit', done.kept!]), 'Agentsnap-Kind: kept');
-    assert.ok(r.git(['rev-list', '--parents', '-1', done.commit]).includes(done.kept!), 'the result commit has the kept commit as a parent');
+    assert.ok(
+      r.git(['rev-list', '--parents', '-1', done.commit]).includes(done.kept!),
+      'the result commit has the kept commit as a parent',
+    );
     pruneEverything(r);
     assert.ok(readable(r, oid), 'the displaced version survives git gc');
     // The session goes on: its head moves past the operation; the kept version stays reachable.
@@ -119,7 +124,11 @@ test('kept: doctor reports no stray or disagreeing ref after an undo kept a vers
     const res = await cli(r, ['doctor', '--json']);
     const report = JSON.parse(res.stdout) as { checks: { check: string; status: string; message: string }[] };
     const refs = report.checks.filter((c) => c.check === 'refs');
-    assert.equal(refs.map((c) => c.status), ['ok'], JSON.stringify(refs));
+    assert.equal(
+      refs.map((c) => c.status),
+      ['ok'],
+      JSON.stringify(refs),
+    );
   } finally {
     r.cleanup();
   }
@@ -169,7 +178,11 @@ test('kept: a version an apply kept is reachable from its safety ref and survive
     assert.ok(ev.kept, `session.apply names the kept commit: ${JSON.stringify(ev)}`);
     assert.is(ev.safety, res.safety);
     assert.is(r.git(['rev-parse', `${ev.kept}:b.txt`]).trim(), oid);
-    assert.is(r.git(['rev-parse', `${res.safety}^{tree}`]).trim(), r.git(['rev-parse', `${res.safety}^1^{tree}`]).trim(), 'the safety ref still holds the worktree before the apply');
+    assert.is(
+      r.git(['rev-parse', `${res.safety}^{tree}`]).trim(),
+      r.git(['rev-parse', `${res.safety}^1^{tree}`]).trim(),
+      'the safety ref still holds the worktree before the apply',
+    );
     pruneEverything(r);
     assert.ok(readable(r, oid), 'the kept version survives git gc');
 

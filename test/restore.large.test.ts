@@ -14,7 +14,9 @@ test('undo restores a 192 MiB file byte for byte without holding it in memory', 
   const repo = tempRepo({ files: { 'small.txt': 'x\n' } });
   try {
     // Incompressible content, tracked by the user; made by another process so this one stays small.
-    const made = spawnSync('head', ['-c', String(192 * MiB), '/dev/urandom'], { stdio: ['ignore', fs.openSync(path.join(repo.dir, 'big.bin'), 'w'), 'inherit'] });
+    const made = spawnSync('head', ['-c', String(192 * MiB), '/dev/urandom'], {
+      stdio: ['ignore', fs.openSync(path.join(repo.dir, 'big.bin'), 'w'), 'inherit'],
+    });
     assert.is(made.status, 0);
     repo.git(['add', 'big.bin']);
     repo.git(['commit', '-q', '-m', 'big']);

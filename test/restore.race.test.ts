@@ -93,7 +93,10 @@ test('race: a file modified after the check and before it is replaced is kept, s
     assert.is(blob(r, l.oid!), 'saved by the editor\n');
     assert.is(r.read('a.txt').toString(), 'user a\n');
     assert.is(r.read('z.txt').toString(), 'user z\n');
-    assert.equal(res.applied.map((c) => c.path), ['a.txt', 'z.txt']);
+    assert.equal(
+      res.applied.map((c) => c.path),
+      ['a.txt', 'z.txt'],
+    );
     noTempFiles(r);
   } finally {
     r.cleanup();
@@ -119,9 +122,14 @@ test('race: a file written after the check of its deletion is kept, not deleted'
 test('race: a file created where the restore adds one (nothing was there at the check) is kept', async () => {
   const r = tempRepo();
   try {
-    const res = await restore(r, FROM, { ...TO, 'new.txt': 'from the snapshot\n' }, {
-      beforeReplace: (rel) => rel === 'new.txt' && r.write('new.txt', 'created meanwhile\n'),
-    });
+    const res = await restore(
+      r,
+      FROM,
+      { ...TO, 'new.txt': 'from the snapshot\n' },
+      {
+        beforeReplace: (rel) => rel === 'new.txt' && r.write('new.txt', 'created meanwhile\n'),
+      },
+    );
     assert.is(r.read('new.txt').toString(), 'created meanwhile\n');
     const l = leftAt(res.left, 'new.txt');
     assert.is(blob(r, l.oid!), 'created meanwhile\n');
@@ -137,8 +145,8 @@ test('race: type changes (file to symlink, symlink to file, directory to file) k
   try {
     const res = await restore(
       r,
-      { ...FROM, 'f2l': 'a file\n', 'l2f': { link: 'a.txt' }, 'd/x.txt': 'in d\n' },
-      { ...TO, 'f2l': { link: 'b.txt' }, 'l2f': 'a file again\n', 'd': 'd is a file\n' },
+      { ...FROM, f2l: 'a file\n', l2f: { link: 'a.txt' }, 'd/x.txt': 'in d\n' },
+      { ...TO, f2l: { link: 'b.txt' }, l2f: 'a file again\n', d: 'd is a file\n' },
       {
         beforeReplace: (rel) => {
           if (rel === 'f2l') r.write('f2l', 'rewritten\n');
@@ -184,9 +192,14 @@ test('race: a file created while the old one was set aside is kept, and so is th
 test('race: an add whose path is created while the engine installs keeps the newcomer', async () => {
   const r = tempRepo();
   try {
-    const res = await restore(r, FROM, { ...TO, 'new.txt': 'from the snapshot\n' }, {
-      afterCheck: (rel) => rel === 'new.txt' && r.write('new.txt', 'created at the last moment\n'),
-    });
+    const res = await restore(
+      r,
+      FROM,
+      { ...TO, 'new.txt': 'from the snapshot\n' },
+      {
+        afterCheck: (rel) => rel === 'new.txt' && r.write('new.txt', 'created at the last moment\n'),
+      },
+    );
     assert.is(r.read('new.txt').toString(), 'created at the last moment\n');
     leftAt(res.left, 'new.txt');
     noTempFiles(r);
@@ -227,14 +240,18 @@ test('race: undo reports the kept path with its object id in its result and in o
     });
     const id = sessionOf(r);
     const repo = await openRepo(r.dir, { env: r.env });
-    const res = await undoOperation(repo, id, 1, { restoreHooks: { beforeReplace: (rel) => rel === 'b.txt' && r.write('b.txt', 'saved late\n') } });
+    const res = await undoOperation(repo, id, 1, {
+      restoreHooks: { beforeReplace: (rel) => rel === 'b.txt' && r.write('b.txt', 'saved late\n') },
+    });
     assert.is(r.read('a.txt').toString(), 'one\n');
     assert.is(r.read('b.txt').toString(), 'saved late\n');
     const l = leftAt(res.left, 'b.txt');
     assert.is(blob(r, l.oid!), 'saved late\n');
     assert.match(l.reason, l.oid!, 'the reason names the object, so every output shows it');
     assert.match(describeLeft(l), `b.txt  changed during the restore: kept as it is (object ${l.oid})`, 'the CLI line of undo and apply');
-    const done = journalEvents(r, id).filter((e) => e.type === 'op.done').pop() as { left: { path: string; oid?: string }[] };
+    const done = journalEvents(r, id)
+      .filter((e) => e.type === 'op.done')
+      .pop() as { left: { path: string; oid?: string }[] };
     assert.equal(done.left.find((x) => x.path === 'b.txt')?.oid, l.oid);
   } finally {
     r.cleanup();

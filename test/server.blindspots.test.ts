@@ -27,7 +27,8 @@ const JS = path.join(ROOT, 'bin', 'agentsnap.js');
 const HAS_PYTHON = spawnSync('python3', ['-c', 'import mmap'], { stdio: 'ignore' }).status === 0;
 
 /** Writes `bytes` over the start of `file` through a shared mapping (the file is not written any other way). */
-const MMAP_WRITE = 'import mmap,sys\nf=open(sys.argv[1],"r+b")\nm=mmap.mmap(f.fileno(),0)\nb=sys.argv[2].encode()\nm[:len(b)]=b\nm.flush()\n';
+const MMAP_WRITE =
+  'import mmap,sys\nf=open(sys.argv[1],"r+b")\nm=mmap.mmap(f.fileno(),0)\nb=sys.argv[2].encode()\nm[:len(b)]=b\nm.flush()\n';
 
 function seeded(): TempRepo {
   const repo = tempRepo();
@@ -52,7 +53,11 @@ function payload(repo: TempRepo, event: 'PreToolUse' | 'PostToolUse', id: string
 
 async function hook(repo: TempRepo, server: HookServer, event: 'PreToolUse' | 'PostToolUse', id: string, command = 'true'): Promise<void> {
   const env = { ...repo.env, AGENTSNAP_SERVER: 'on' };
-  const r = await runProcess('/bin/sh', [CLIENT, '--run', server.runDir, '--exec', process.execPath, JS, 'claude', event], { cwd: repo.dir, env, input: payload(repo, event, id, command) });
+  const r = await runProcess('/bin/sh', [CLIENT, '--run', server.runDir, '--exec', process.execPath, JS, 'claude', event], {
+    cwd: repo.dir,
+    env,
+    input: payload(repo, event, id, command),
+  });
   assert.is(r.code, 0, r.stderr);
   assert.is(r.stderr, '', 'answered by the server, no warning');
 }
@@ -115,7 +120,11 @@ test('server: a file still mapped shared-writable at the pre is read then (no sw
     await hook(repo, server, 'PostToolUse', 'toolu_1');
     await engine.sweep();
     // Maps, writes, says so, and keeps the mapping until its stdin closes.
-    const holder = spawn('python3', ['-c', `${MMAP_WRITE}print("ready",flush=True)\nsys.stdin.read()\n`, path.join(repo.dir, 'a.txt'), 'MAP\n'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const holder = spawn(
+      'python3',
+      ['-c', `${MMAP_WRITE}print("ready",flush=True)\nsys.stdin.read()\n`, path.join(repo.dir, 'a.txt'), 'MAP\n'],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
     const exited = new Promise<number | null>((res) => holder.on('exit', (code) => res(code)));
     try {
       await new Promise<void>((res, rej) => {
@@ -133,7 +142,11 @@ test('server: a file still mapped shared-writable at the pre is read then (no sw
     }
     assert.is(await exited, 0);
     const st = loadSession(await openRepo(repo.dir, { env: repo.env }), sessionOf(repo)).steps.find((s) => s.toolUseId === 'toolu_2');
-    assert.is(repo.git(['show', `${st?.pre}:a.txt`]), 'MAP\n', 'the pre-snapshot taken while mapped holds the bytes written through the mapping');
+    assert.is(
+      repo.git(['show', `${st?.pre}:a.txt`]),
+      'MAP\n',
+      'the pre-snapshot taken while mapped holds the bytes written through the mapping',
+    );
     // Written again through a new mapping that is gone by the next call: the
     // file was mapped at the last snapshot, so the next one reads it again.
     const w = spawnSync('python3', ['-c', MMAP_WRITE, path.join(repo.dir, 'a.txt'), 'TWO\n'], { encoding: 'utf8' });
@@ -202,7 +215,11 @@ test('server: a call whose payload names the worktree through a symlink is answe
       const env = { ...repo.env, AGENTSNAP_SERVER: 'on' };
       const call = async (event: 'PreToolUse' | 'PostToolUse', id: string) => {
         const input = JSON.stringify({ ...JSON.parse(payload(repo, event, id, 'true')), cwd: link });
-        const r = await runProcess('/bin/sh', [CLIENT, '--run', server.runDir, '--exec', process.execPath, JS, 'claude', event], { cwd: link, env, input });
+        const r = await runProcess('/bin/sh', [CLIENT, '--run', server.runDir, '--exec', process.execPath, JS, 'claude', event], {
+          cwd: link,
+          env,
+          input,
+        });
         assert.is(r.code, 0, r.stderr);
         assert.is(r.stderr, '', 'answered by the server, no warning');
       };
@@ -211,7 +228,10 @@ test('server: a call whose payload names the worktree through a symlink is answe
       repo.write('a.txt', 'edited through the link\n');
       await call('PreToolUse', 't2');
       await call('PostToolUse', 't2');
-      assert.ok(engine.stats.full + engine.stats.incremental >= 4, `the engine took the snapshots (full ${engine.stats.full}, incremental ${engine.stats.incremental})`);
+      assert.ok(
+        engine.stats.full + engine.stats.incremental >= 4,
+        `the engine took the snapshots (full ${engine.stats.full}, incremental ${engine.stats.incremental})`,
+      );
       assert.ok(engine.stats.incremental >= 3, `incremental after the first (${engine.stats.incremental})`);
     });
     const session = loadSession(await openRepo(repo.dir, { env: repo.env }), sessionOf(repo));

@@ -17,9 +17,14 @@ import { runDirOf } from '../src/server/server.js';
 
 /** Whether this machine lets us make a user namespace and set its inotify limits (root, unshare, kernel ≥ 4.9). */
 function namespacesWork(): string | null {
-  const r = spawnSync('unshare', ['-U', '-r', '--', '/bin/sh', '-c', 'echo 7 > /proc/sys/user/max_inotify_watches && cat /proc/sys/user/max_inotify_watches'], { encoding: 'utf8' });
+  const r = spawnSync(
+    'unshare',
+    ['-U', '-r', '--', '/bin/sh', '-c', 'echo 7 > /proc/sys/user/max_inotify_watches && cat /proc/sys/user/max_inotify_watches'],
+    { encoding: 'utf8' },
+  );
   if (r.error) return `unshare is not available (${r.error.message})`;
-  if (r.status !== 0 || r.stdout.trim() !== '7') return `cannot set a user namespace's max_inotify_watches (${r.stderr.trim() || r.status})`;
+  if (r.status !== 0 || r.stdout.trim() !== '7')
+    return `cannot set a user namespace's max_inotify_watches (${r.stderr.trim() || r.status})`;
   return null;
 }
 const skipWhy = namespacesWork();
@@ -46,7 +51,9 @@ async function userNamespace(repo: TempRepo, limits: { watches?: number; instanc
     limits.watches !== undefined ? `echo ${limits.watches} > /proc/sys/user/max_inotify_watches` : '',
     limits.instances !== undefined ? `echo ${limits.instances} > /proc/sys/user/max_inotify_instances` : '',
   ].filter(Boolean);
-  const keeper = spawn('unshare', ['-U', '-r', '--', '/bin/sh', '-c', `${sets.join(' && ')} && echo ready && exec sleep 100000`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const keeper = spawn('unshare', ['-U', '-r', '--', '/bin/sh', '-c', `${sets.join(' && ')} && echo ready && exec sleep 100000`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((resolve, reject) => {
     keeper.stdout.on('data', (d: Buffer) => (d.toString().includes('ready') ? resolve() : undefined));
     keeper.on('exit', (code) => reject(new Error(`the namespace keeper exited (${code})`)));
@@ -54,7 +61,11 @@ async function userNamespace(repo: TempRepo, limits: { watches?: number; instanc
   const pid = keeper.pid as number;
   return {
     pid,
-    run: (args) => runProcess('nsenter', ['-t', String(pid), '-U', '--', process.execPath, BIN, ...args], { cwd: repo.dir, env: { ...repo.env, ...serverEnv } }),
+    run: (args) =>
+      runProcess('nsenter', ['-t', String(pid), '-U', '--', process.execPath, BIN, ...args], {
+        cwd: repo.dir,
+        env: { ...repo.env, ...serverEnv },
+      }),
     close: () => void keeper.kill(),
   };
 }
@@ -147,130 +158,149 @@ async function stopServer(ns: Ns | null): Promise<void> {
   ns.close();
 }
 
-nsTest('inotify: watches run out (limit 20, 50 directories): every snapshot equals the worktree, status and doctor say so with the command that raises the limit, once, and the watches are given back', async () => {
-  const repo = manyDirs(50);
-  let ns: Ns | null = null;
-  try {
-    ns = await userNamespace(repo, { watches: 20 });
-    const pid = await startServerIn(ns);
-    const degraded = await statusUntil(ns, (s) => s.watcher?.state === 'degraded', 'the watcher degrades');
-    assert.is(degraded.pid, pid);
-    assert.is(degraded.watcher?.code, 'ENOSPC');
-    assert.match(degraded.watcher?.reason ?? '', /inotify watches/);
-    assert.match(degraded.watcher?.hint ?? '', /sudo sysctl fs\.inotify\.max_user_watches=524288/);
-    assert.match(degraded.watcher?.hint ?? '', /\/etc\/sysctl\.d\//);
-    // The watches it obtained before the limit are given back (other programs of this user need them).
-    assert.is(degraded.watches, 0);
-    assert.is(inotifyWatchesOf(pid), 0);
+nsTest(
+  'inotify: watches run out (limit 20, 50 directories): every snapshot equals the worktree, status and doctor say so with the command that raises the limit, once, and the watches are given back',
+  async () => {
+    const repo = manyDirs(50);
+    let ns: Ns | null = null;
+    try {
+      ns = await userNamespace(repo, { watches: 20 });
+      const pid = await startServerIn(ns);
+      const degraded = await statusUntil(ns, (s) => s.watcher?.state === 'degraded', 'the watcher degrades');
+      assert.is(degraded.pid, pid);
+      assert.is(degraded.watcher?.code, 'ENOSPC');
+      assert.match(degraded.watcher?.reason ?? '', /inotify watches/);
+      assert.match(degraded.watcher?.hint ?? '', /sudo sysctl fs\.inotify\.max_user_watches=524288/);
+      assert.match(degraded.watcher?.hint ?? '', /\/etc\/sysctl\.d\//);
+      // The watches it obtained before the limit are given back (other programs of this user need them).
+      assert.is(degraded.watches, 0);
+      assert.is(inotifyWatchesOf(pid), 0);
 
-    // Changes everywhere, above all in directories past the first 20 (never watched).
-    await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
-    repo.write('d45/f.txt', 'changed in an unwatched directory\n');
-    repo.write('d49/new.txt', 'new\n');
-    repo.write('d50/x/y.txt', 'a new directory\n');
-    repo.rm('d30/f.txt');
-    repo.write('d00/f.txt', 'changed at the top\n');
-    const post = await snap(ns, ['--phase', 'post']);
-    assertSnapshotIsWorktree(repo, post.commit, 'first call');
-    for (let round = 0; round < 3; round++) {
+      // Changes everywhere, above all in directories past the first 20 (never watched).
       await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
-      repo.write(`d4${round}/f.txt`, `round ${round}\n`);
-      repo.write(`d50/x/r${round}.txt`, `round ${round}\n`);
-      const p = await snap(ns, ['--phase', 'post']);
-      assertSnapshotIsWorktree(repo, p.commit, `round ${round}`);
+      repo.write('d45/f.txt', 'changed in an unwatched directory\n');
+      repo.write('d49/new.txt', 'new\n');
+      repo.write('d50/x/y.txt', 'a new directory\n');
+      repo.rm('d30/f.txt');
+      repo.write('d00/f.txt', 'changed at the top\n');
+      const post = await snap(ns, ['--phase', 'post']);
+      assertSnapshotIsWorktree(repo, post.commit, 'first call');
+      for (let round = 0; round < 3; round++) {
+        await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
+        repo.write(`d4${round}/f.txt`, `round ${round}\n`);
+        repo.write(`d50/x/r${round}.txt`, `round ${round}\n`);
+        const p = await snap(ns, ['--phase', 'post']);
+        assertSnapshotIsWorktree(repo, p.commit, `round ${round}`);
+      }
+      // The snapshots went through the server's engine, each a full scan (the cost, measured).
+      const after = await statusUntil(ns, (s) => (s.watcher?.fullScans ?? 0) >= 8, 'eight full scans reported');
+      assert.is(after.watcher?.incremental, 0);
+      assert.ok(typeof after.watcher?.lastFullScanMs === 'number');
+      assert.is(inotifyWatchesOf(pid), 0);
+
+      // Text: server status, status and doctor name it and the fix.
+      const text = await ns.run(['server', 'status']);
+      assert.match(text.stdout, /watcher: degraded/);
+      assert.match(text.stdout, /sudo sysctl fs\.inotify\.max_user_watches=524288/);
+      const st = await ns.run(['status', '--json']);
+      assert.is(st.code, 0, st.stderr);
+      const sj = JSON.parse(st.stdout) as { watcher: WatcherJson | null };
+      assert.is(sj.watcher?.state, 'degraded');
+      assert.match(sj.watcher?.hint ?? '', /max_user_watches=524288/);
+      const stText = await ns.run(['status']);
+      assert.is(stText.stdout.split('watcher: degraded').length - 1, 1, stText.stdout);
+      assert.match(stText.stdout, /sudo sysctl fs\.inotify\.max_user_watches=524288/);
+      const doc = await ns.run(['doctor', '--json']);
+      const dj = JSON.parse(doc.stdout) as { checks: { check: string; status: string; message: string; fix?: string }[] };
+      const w = dj.checks.filter((c) => c.check === 'watcher');
+      assert.is(w.length, 1, doc.stdout);
+      assert.is(w[0]?.status, 'problem');
+      assert.match(w[0]?.fix ?? '', /sudo sysctl fs\.inotify\.max_user_watches=524288/);
+      const docText = await ns.run(['doctor']);
+      assert.is(docText.stdout.split('max_user_watches=524288').length - 1 >= 1, true, docText.stdout);
+
+      // The server's log says it once, however many calls came.
+      const log = fs.readFileSync(
+        path.join(
+          runDirOf({
+            stateDir: path.join(repo.dir, '.git', 'agentsnap'),
+            gitDir: path.join(repo.dir, '.git'),
+            commonDir: path.join(repo.dir, '.git'),
+          }),
+          'server.log',
+        ),
+        'utf8',
+      );
+      assert.is(log.split('inotify watches').length - 1, 1, log);
+    } finally {
+      await stopServer(ns);
+      repo.cleanup();
     }
-    // The snapshots went through the server's engine, each a full scan (the cost, measured).
-    const after = await statusUntil(ns, (s) => (s.watcher?.fullScans ?? 0) >= 8, 'eight full scans reported');
-    assert.is(after.watcher?.incremental, 0);
-    assert.ok(typeof after.watcher?.lastFullScanMs === 'number');
-    assert.is(inotifyWatchesOf(pid), 0);
+  },
+);
 
-    // Text: server status, status and doctor name it and the fix.
-    const text = await ns.run(['server', 'status']);
-    assert.match(text.stdout, /watcher: degraded/);
-    assert.match(text.stdout, /sudo sysctl fs\.inotify\.max_user_watches=524288/);
-    const st = await ns.run(['status', '--json']);
-    assert.is(st.code, 0, st.stderr);
-    const sj = JSON.parse(st.stdout) as { watcher: WatcherJson | null };
-    assert.is(sj.watcher?.state, 'degraded');
-    assert.match(sj.watcher?.hint ?? '', /max_user_watches=524288/);
-    const stText = await ns.run(['status']);
-    assert.is(stText.stdout.split('watcher: degraded').length - 1, 1, stText.stdout);
-    assert.match(stText.stdout, /sudo sysctl fs\.inotify\.max_user_watches=524288/);
-    const doc = await ns.run(['doctor', '--json']);
-    const dj = JSON.parse(doc.stdout) as { checks: { check: string; status: string; message: string; fix?: string }[] };
-    const w = dj.checks.filter((c) => c.check === 'watcher');
-    assert.is(w.length, 1, doc.stdout);
-    assert.is(w[0]?.status, 'problem');
-    assert.match(w[0]?.fix ?? '', /sudo sysctl fs\.inotify\.max_user_watches=524288/);
-    const docText = await ns.run(['doctor']);
-    assert.is(docText.stdout.split('max_user_watches=524288').length - 1 >= 1, true, docText.stdout);
+nsTest(
+  'inotify: below the limit the server reports the watches it holds (as the kernel counts them) and snapshots incrementally',
+  async () => {
+    const repo = manyDirs(50);
+    let ns: Ns | null = null;
+    try {
+      ns = await userNamespace(repo, { watches: 500 });
+      const pid = await startServerIn(ns);
+      const s = await statusUntil(ns, (x) => x.watcher?.state === 'watching' && (x.watches ?? 0) > 0, 'the watcher is up');
+      // 50 directories, the top one and the sync cookies' directory.
+      assert.is(s.watches, 52);
+      assert.is(s.watcher?.watches, 52);
+      assert.is(inotifyWatchesOf(pid), 52);
+      assert.is(s.watcher?.hint, null);
+      await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
+      repo.write('d10/f.txt', 'changed\n');
+      const post = await snap(ns, ['--phase', 'post']);
+      assertSnapshotIsWorktree(repo, post.commit, 'watched');
+      await statusUntil(ns, (x) => (x.watcher?.incremental ?? 0) >= 1, 'an incremental snapshot');
+      const st = await ns.run(['status']);
+      assert.not.match(st.stdout, /watcher/);
+      const doc = await ns.run(['doctor', '--json']);
+      const w = (JSON.parse(doc.stdout) as { checks: { check: string; status: string }[] }).checks.find((c) => c.check === 'watcher');
+      assert.is(w?.status, 'ok');
+    } finally {
+      await stopServer(ns);
+      repo.cleanup();
+    }
+  },
+);
 
-    // The server's log says it once, however many calls came.
-    const log = fs.readFileSync(path.join(runDirOf({ stateDir: path.join(repo.dir, '.git', 'agentsnap'), gitDir: path.join(repo.dir, '.git'), commonDir: path.join(repo.dir, '.git') }), 'server.log'), 'utf8');
-    assert.is(log.split('inotify watches').length - 1, 1, log);
-  } finally {
-    await stopServer(ns);
-    repo.cleanup();
-  }
-});
+nsTest(
+  'inotify: watches that run out while the server runs (new directories past the limit): the snapshot still holds them, then full scans',
+  async () => {
+    const repo = manyDirs(50);
+    let ns: Ns | null = null;
+    try {
+      ns = await userNamespace(repo, { watches: 60 });
+      const pid = await startServerIn(ns);
+      await statusUntil(ns, (x) => x.watcher?.state === 'watching' && x.watches === 52, 'the watcher is up');
+      await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
+      for (let i = 0; i < 20; i++) repo.write(`n${i}/g.txt`, `new ${i}\n`);
+      repo.write('d20/f.txt', 'changed too\n');
+      const post = await snap(ns, ['--phase', 'post']);
+      assertSnapshotIsWorktree(repo, post.commit, 'the call that ran out');
+      const s = await statusUntil(ns, (x) => x.watcher?.state === 'degraded', 'the watcher degrades');
+      assert.is(s.watcher?.code, 'ENOSPC');
+      assert.is(s.watches, 0);
+      assert.is(inotifyWatchesOf(pid), 0);
+      await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
+      repo.write('n19/g.txt', 'changed in a directory never watched\n');
+      repo.rm('n3');
+      const next = await snap(ns, ['--phase', 'post']);
+      assertSnapshotIsWorktree(repo, next.commit, 'after');
+    } finally {
+      await stopServer(ns);
+      repo.cleanup();
+    }
+  },
+);
 
-nsTest('inotify: below the limit the server reports the watches it holds (as the kernel counts them) and snapshots incrementally', async () => {
-  const repo = manyDirs(50);
-  let ns: Ns | null = null;
-  try {
-    ns = await userNamespace(repo, { watches: 500 });
-    const pid = await startServerIn(ns);
-    const s = await statusUntil(ns, (x) => x.watcher?.state === 'watching' && (x.watches ?? 0) > 0, 'the watcher is up');
-    // 50 directories, the top one and the sync cookies' directory.
-    assert.is(s.watches, 52);
-    assert.is(s.watcher?.watches, 52);
-    assert.is(inotifyWatchesOf(pid), 52);
-    assert.is(s.watcher?.hint, null);
-    await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
-    repo.write('d10/f.txt', 'changed\n');
-    const post = await snap(ns, ['--phase', 'post']);
-    assertSnapshotIsWorktree(repo, post.commit, 'watched');
-    await statusUntil(ns, (x) => (x.watcher?.incremental ?? 0) >= 1, 'an incremental snapshot');
-    const st = await ns.run(['status']);
-    assert.not.match(st.stdout, /watcher/);
-    const doc = await ns.run(['doctor', '--json']);
-    const w = (JSON.parse(doc.stdout) as { checks: { check: string; status: string }[] }).checks.find((c) => c.check === 'watcher');
-    assert.is(w?.status, 'ok');
-  } finally {
-    await stopServer(ns);
-    repo.cleanup();
-  }
-});
-
-nsTest('inotify: watches that run out while the server runs (new directories past the limit): the snapshot still holds them, then full scans', async () => {
-  const repo = manyDirs(50);
-  let ns: Ns | null = null;
-  try {
-    ns = await userNamespace(repo, { watches: 60 });
-    const pid = await startServerIn(ns);
-    await statusUntil(ns, (x) => x.watcher?.state === 'watching' && x.watches === 52, 'the watcher is up');
-    await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
-    for (let i = 0; i < 20; i++) repo.write(`n${i}/g.txt`, `new ${i}\n`);
-    repo.write('d20/f.txt', 'changed too\n');
-    const post = await snap(ns, ['--phase', 'post']);
-    assertSnapshotIsWorktree(repo, post.commit, 'the call that ran out');
-    const s = await statusUntil(ns, (x) => x.watcher?.state === 'degraded', 'the watcher degrades');
-    assert.is(s.watcher?.code, 'ENOSPC');
-    assert.is(s.watches, 0);
-    assert.is(inotifyWatchesOf(pid), 0);
-    await snap(ns, ['--phase', 'pre', '--tool', 'Bash']);
-    repo.write('n19/g.txt', 'changed in a directory never watched\n');
-    repo.rm('n3');
-    const next = await snap(ns, ['--phase', 'post']);
-    assertSnapshotIsWorktree(repo, next.commit, 'after');
-  } finally {
-    await stopServer(ns);
-    repo.cleanup();
-  }
-});
-
-nsTest('inotify: two worktrees\' servers share the limit: the first keeps watching, the second degrades and holds nothing', async () => {
+nsTest("inotify: two worktrees' servers share the limit: the first keeps watching, the second degrades and holds nothing", async () => {
   const first = manyDirs(30);
   const second = manyDirs(30);
   let ns: Ns | null = null;
@@ -279,7 +309,15 @@ nsTest('inotify: two worktrees\' servers share the limit: the first keeps watchi
     ns = await userNamespace(first, { watches: 50 });
     // The same namespace (same limit, same user), run from the second worktree.
     const keeper = ns.pid;
-    ns2 = { pid: keeper, run: (args) => runProcess('nsenter', ['-t', String(keeper), '-U', '--', process.execPath, BIN, ...args], { cwd: second.dir, env: { ...second.env, ...serverEnv } }), close: () => undefined };
+    ns2 = {
+      pid: keeper,
+      run: (args) =>
+        runProcess('nsenter', ['-t', String(keeper), '-U', '--', process.execPath, BIN, ...args], {
+          cwd: second.dir,
+          env: { ...second.env, ...serverEnv },
+        }),
+      close: () => undefined,
+    };
     const pid1 = await startServerIn(ns);
     await statusUntil(ns, (x) => x.watches === 32, 'the first server watches');
     const pid2 = await startServerIn(ns2);
@@ -325,43 +363,46 @@ nsTest('inotify: no inotify instance left (EMFILE): degraded with the instances 
   }
 });
 
-nsTest('inotify: a wrapper\'s server (hosted) degrades the same way: its snapshots equal the worktree, `server status` says why', async () => {
-  const repo = manyDirs(50);
-  let ns: Ns | null = null;
-  try {
-    ns = await userNamespace(repo, { watches: 20 });
-    const out = path.join(repo.base, 'out');
-    fs.mkdirSync(out);
-    const node = `"${process.execPath}" "${BIN}"`;
-    // The agent: makes a call (a wrapper's engine starts at the first one), waits (bounded poll) for the engine to
-    // report, edits an unwatched directory, snaps, reports.
-    const script = [
-      `${node} snap -m first > /dev/null`,
-      `i=0; until ${node} server status --json > "${out}/status.json" && grep -q '"degraded"' "${out}/status.json"; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.1; done`,
-      'echo changed > d47/f.txt',
-      'mkdir -p d60 && echo new > d60/g.txt',
-      `${node} snap -m edits --json > "${out}/snap.json"`,
-      // The snap was the server's (its engine counts it).
-      `i=0; until ${node} server status --json > "${out}/after.json" && grep -Eq '"fullScans": [1-9]' "${out}/after.json"; do i=$((i+1)); [ $i -gt 600 ] && exit 8; sleep 0.1; done`,
-    ].join(' && ');
-    const res = await ns.run(['wrap', '--', '/bin/sh', '-c', script]);
-    assert.is(res.code, 0, `wrap: ${res.stdout}${res.stderr}`);
-    assert.not.match(res.stderr, /inotify/, 'nothing printed on the way');
-    const st = JSON.parse(fs.readFileSync(path.join(out, 'status.json'), 'utf8')) as ServerJson & { hosted: boolean };
-    assert.is(st.hosted, true);
-    assert.is(st.watcher?.code, 'ENOSPC');
-    assert.is(st.watches, 0);
-    assert.match(st.watcher?.hint ?? '', /max_user_watches=524288/);
-    const snapped = JSON.parse(fs.readFileSync(path.join(out, 'snap.json'), 'utf8')) as { commit: string };
-    assertSnapshotIsWorktree(repo, snapped.commit, 'the snap inside the wrapper');
-    const heads = repo.git(['for-each-ref', '--format=%(objectname)', 'refs/agentsnap/sessions/*/head']).trim().split('\n');
-    assert.is(heads.length, 1);
-    const head = heads[0] ?? '';
-    assertSnapshotIsWorktree(repo, head, 'the final snapshot');
-  } finally {
-    ns?.close();
-    repo.cleanup();
-  }
-});
+nsTest(
+  "inotify: a wrapper's server (hosted) degrades the same way: its snapshots equal the worktree, `server status` says why",
+  async () => {
+    const repo = manyDirs(50);
+    let ns: Ns | null = null;
+    try {
+      ns = await userNamespace(repo, { watches: 20 });
+      const out = path.join(repo.base, 'out');
+      fs.mkdirSync(out);
+      const node = `"${process.execPath}" "${BIN}"`;
+      // The agent: makes a call (a wrapper's engine starts at the first one), waits (bounded poll) for the engine to
+      // report, edits an unwatched directory, snaps, reports.
+      const script = [
+        `${node} snap -m first > /dev/null`,
+        `i=0; until ${node} server status --json > "${out}/status.json" && grep -q '"degraded"' "${out}/status.json"; do i=$((i+1)); [ $i -gt 600 ] && exit 9; sleep 0.1; done`,
+        'echo changed > d47/f.txt',
+        'mkdir -p d60 && echo new > d60/g.txt',
+        `${node} snap -m edits --json > "${out}/snap.json"`,
+        // The snap was the server's (its engine counts it).
+        `i=0; until ${node} server status --json > "${out}/after.json" && grep -Eq '"fullScans": [1-9]' "${out}/after.json"; do i=$((i+1)); [ $i -gt 600 ] && exit 8; sleep 0.1; done`,
+      ].join(' && ');
+      const res = await ns.run(['wrap', '--', '/bin/sh', '-c', script]);
+      assert.is(res.code, 0, `wrap: ${res.stdout}${res.stderr}`);
+      assert.not.match(res.stderr, /inotify/, 'nothing printed on the way');
+      const st = JSON.parse(fs.readFileSync(path.join(out, 'status.json'), 'utf8')) as ServerJson & { hosted: boolean };
+      assert.is(st.hosted, true);
+      assert.is(st.watcher?.code, 'ENOSPC');
+      assert.is(st.watches, 0);
+      assert.match(st.watcher?.hint ?? '', /max_user_watches=524288/);
+      const snapped = JSON.parse(fs.readFileSync(path.join(out, 'snap.json'), 'utf8')) as { commit: string };
+      assertSnapshotIsWorktree(repo, snapped.commit, 'the snap inside the wrapper');
+      const heads = repo.git(['for-each-ref', '--format=%(objectname)', 'refs/agentsnap/sessions/*/head']).trim().split('\n');
+      assert.is(heads.length, 1);
+      const head = heads[0] ?? '';
+      assertSnapshotIsWorktree(repo, head, 'the final snapshot');
+    } finally {
+      ns?.close();
+      repo.cleanup();
+    }
+  },
+);
 
 test.run();

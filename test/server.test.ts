@@ -49,7 +49,11 @@ function payload(repo: TempRepo, event: 'PreToolUse' | 'PostToolUse', id: string
 
 /** The hook as `wrap` writes it: the shell client with the run dir and the Node fallback. */
 function hook(repo: TempRepo, runDir: string, event: 'PreToolUse' | 'PostToolUse', id: string, env: NodeJS.ProcessEnv = repo.env) {
-  return run('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', event], { cwd: repo.dir, env, input: payload(repo, event, id) });
+  return run('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', event], {
+    cwd: repo.dir,
+    env,
+    input: payload(repo, event, id),
+  });
 }
 
 const serverEnv = (repo: TempRepo) => ({ ...repo.env, AGENTSNAP_SERVER: 'on' });
@@ -69,7 +73,10 @@ test('server: a tool call through the shell client is recorded like the Node hoo
     const step = s.steps.find((st) => st.toolUseId === 'toolu_1');
     assert.ok(step, 'the call became a step');
     assert.is(step?.status, 'done');
-    assert.equal(step?.changed.map((c) => c.path), ['a.txt']);
+    assert.equal(
+      step?.changed.map((c) => c.path),
+      ['a.txt'],
+    );
     // The step's post snapshot holds the new bytes.
     assert.is(repo.git(['show', `refs/agent/${s.id}/${step?.step}:a.txt`]), 'changed\n');
   } finally {
@@ -88,7 +95,10 @@ test('server: without a server the client runs the Node hook (same result)', asy
   const post = await hook(repo, runDir, 'PostToolUse', 'toolu_2');
   assert.is(post.code, 0, post.stderr);
   const s = await stepsOf(repo);
-  assert.equal(s.steps.find((st) => st.toolUseId === 'toolu_2')?.changed.map((c) => c.path), ['a.txt']);
+  assert.equal(
+    s.steps.find((st) => st.toolUseId === 'toolu_2')?.changed.map((c) => c.path),
+    ['a.txt'],
+  );
 });
 
 test('server: a stale pid file (server killed) makes the client fall back', async () => {
@@ -118,7 +128,7 @@ async function goneServerRunDir(repo: TempRepo): Promise<{ runDir: string; stop:
   return { runDir, stop: () => stand.kill() };
 }
 
-test('server: a server gone between the client\'s pid check and its reply slot makes the client fall back, not hang', async () => {
+test("server: a server gone between the client's pid check and its reply slot makes the client fall back, not hang", async () => {
   const repo = seeded();
   const { runDir, stop } = await goneServerRunDir(repo);
   try {
@@ -129,7 +139,10 @@ test('server: a server gone between the client\'s pid check and its reply slot m
       timeoutMs: 20_000,
     });
     assert.is(pre.code, 0, pre.stderr);
-    assert.ok((await stepsOf(repo)).steps.some((st) => st.toolUseId === 'toolu_gone'), 'recorded through the Node hook');
+    assert.ok(
+      (await stepsOf(repo)).steps.some((st) => st.toolUseId === 'toolu_gone'),
+      'recorded through the Node hook',
+    );
   } finally {
     stop();
   }
@@ -140,7 +153,11 @@ test('server: snap through the Node shim falls back, not hangs, when the server 
   const { stop } = await goneServerRunDir(repo);
   try {
     // The Node path then starts a real server for the next snap: one that exits as soon as it is idle.
-    const res = await run(process.execPath, [JS, 'snap', '--json'], { cwd: repo.dir, env: { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_IDLE_MS: '200' }, timeoutMs: 20_000 });
+    const res = await run(process.execPath, [JS, 'snap', '--json'], {
+      cwd: repo.dir,
+      env: { ...repo.env, AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_IDLE_MS: '200' },
+      timeoutMs: 20_000,
+    });
     assert.is(res.code, 0, res.stderr);
     assert.ok((JSON.parse(res.stdout) as { session?: string }).session, 'snap ran on the Node path');
   } finally {
@@ -189,7 +206,10 @@ test('server: a hook that finds no server starts one in the background for the n
   repo.write('a.txt', 'changed\n');
   const post = await hook(repo, runDir, 'PostToolUse', 'toolu_4', env);
   assert.is(post.code, 0, post.stderr);
-  assert.equal((await stepsOf(repo)).steps.find((st) => st.toolUseId === 'toolu_4')?.changed.map((c) => c.path), ['a.txt']);
+  assert.equal(
+    (await stepsOf(repo)).steps.find((st) => st.toolUseId === 'toolu_4')?.changed.map((c) => c.path),
+    ['a.txt'],
+  );
   const stop = await cliProcess(repo, ['server', 'stop', '--json'], { env: { AGENTSNAP_SERVER: 'on' } });
   assert.is(stop.code, 0, stop.stderr);
   assert.is((JSON.parse(stop.stdout) as { running: boolean }).running, false);
@@ -208,7 +228,7 @@ test('server: with AGENTSNAP_SERVER=off nothing starts and hooks still record', 
   assert.match(start.stderr, /switched off/);
 });
 
-test('server: stop refuses a wrapper\'s server (exit 3, one message) and leaves it serving', async () => {
+test("server: stop refuses a wrapper's server (exit 3, one message) and leaves it serving", async () => {
   const repo = seeded();
   const r = await openRepo(repo.dir, { env: serverEnv(repo) });
   const server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
@@ -225,11 +245,12 @@ test('server: stop refuses a wrapper\'s server (exit 3, one message) and leaves 
   }
 });
 
-
 test('server: start when the server cannot come up says why at once (exit 70, the log named, no stack trace)', async () => {
   const repo = seeded();
   // The spawned server's Node cannot even start: it preloads a module that does not exist.
-  const r = await cli(repo, ['server', 'start'], { env: { AGENTSNAP_SERVER: 'on', NODE_OPTIONS: `--require=${path.join(repo.base, 'missing-module.cjs')}` } });
+  const r = await cli(repo, ['server', 'start'], {
+    env: { AGENTSNAP_SERVER: 'on', NODE_OPTIONS: `--require=${path.join(repo.base, 'missing-module.cjs')}` },
+  });
   assert.is(r.code, 70, r.stderr);
   assert.match(r.stderr, /the agentsnap server did not start: Error: Cannot find module/);
   assert.match(r.stderr, /server\.log/);

@@ -28,8 +28,9 @@ function walksWorktree(args: string[]): boolean {
   while (i < args.length && (args[i] === '-c' || args[i]!.startsWith('--'))) i += args[i] === '-c' ? 2 : 1;
   const cmd = args[i];
   const rest = args.slice(i + 1);
-  if (cmd === 'status' || cmd === 'add' || cmd === 'diff-files' || cmd === 'diff-index' && !rest.includes('--cached')) return true;
-  if (cmd === 'ls-files') return rest.some((a) => a === '-o' || a === '--others' || a === '-m' || a === '--modified' || a === '-d' || a === '--deleted');
+  if (cmd === 'status' || cmd === 'add' || cmd === 'diff-files' || (cmd === 'diff-index' && !rest.includes('--cached'))) return true;
+  if (cmd === 'ls-files')
+    return rest.some((a) => a === '-o' || a === '--others' || a === '-m' || a === '--modified' || a === '-d' || a === '--deleted');
   if (cmd === 'update-index') return rest.some((a) => a === '--refresh' || a === '--really-refresh' || a === '--again');
   return false;
 }
@@ -66,7 +67,11 @@ async function wrapTrue(repo: TempRepo, dir: string, n: number): Promise<Counts>
   while (!packed() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   assert.ok(packed(), 'the end-of-session pack ran');
   // Its process exits right after it wrote the state: wait for its last trace line too.
-  const starts = () => (fs.existsSync(trace) ? fs.readFileSync(trace, 'utf8') : '').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: string; sid: string; argv?: string[] });
+  const starts = () =>
+    (fs.existsSync(trace) ? fs.readFileSync(trace, 'utf8') : '')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { event: string; sid: string; argv?: string[] });
   const ended = () => {
     const ev = starts();
     const open = new Set(ev.filter((e) => e.event === 'start').map((e) => e.sid));
@@ -81,7 +86,12 @@ async function wrapTrue(repo: TempRepo, dir: string, n: number): Promise<Counts>
     gitProcesses: commands.length,
     worktreePasses: commands.filter(walksWorktree).length,
     nodeProcesses: fs.readFileSync(nodes, 'utf8').split('\n').filter(Boolean).length,
-    commands: commands.map((c) => c.filter((a, i) => !(a === '-c' || c[i - 1] === '-c')).join(' ').slice(0, 100)),
+    commands: commands.map((c) =>
+      c
+        .filter((a, i) => !(a === '-c' || c[i - 1] === '-c'))
+        .join(' ')
+        .slice(0, 100),
+    ),
   };
 }
 
@@ -91,7 +101,10 @@ test(`wrap -- true stays within twice the fixed cost of issue 19 (git processes 
   const repo = tempRepo({ files });
   const dir = fs.mkdtempSync(path.join(path.dirname(repo.dir), 'fixed-cost-'));
   try {
-    fs.writeFileSync(path.join(dir, 'count-node.cjs'), "require('node:fs').appendFileSync(process.env.FIXED_COST_NODES, process.pid + ' ' + process.argv.slice(1).join(' ') + '\\n');\n");
+    fs.writeFileSync(
+      path.join(dir, 'count-node.cjs'),
+      "require('node:fs').appendFileSync(process.env.FIXED_COST_NODES, process.pid + ' ' + process.argv.slice(1).join(' ') + '\\n');\n",
+    );
     // The first session of a repository also runs the first automatic gc beside the agent: the second one is what every session costs.
     await wrapTrue(repo, dir, 1);
     const c = await wrapTrue(repo, dir, 2);
@@ -101,7 +114,9 @@ test(`wrap -- true stays within twice the fixed cost of issue 19 (git processes 
     assert.ok(c.nodeProcesses <= BUDGET.nodeProcesses, `${c.nodeProcesses} Node processes`);
     // The baseline is one scan: a session cannot cost less than that and a final snapshot.
     assert.ok(c.worktreePasses >= 1, `the baseline scanned the worktree${why}`);
-    process.stdout.write(`  wrap -- true: ${c.gitProcesses} git processes, ${c.worktreePasses} passes over the worktree, ${c.nodeProcesses} Node processes\n`);
+    process.stdout.write(
+      `  wrap -- true: ${c.gitProcesses} git processes, ${c.worktreePasses} passes over the worktree, ${c.nodeProcesses} Node processes\n`,
+    );
   } finally {
     repo.cleanup();
   }
@@ -110,13 +125,16 @@ test(`wrap -- true stays within twice the fixed cost of issue 19 (git processes 
 // The tree of the user's index is known from the earlier snapshot; where it is packed (git cannot freshen it by its
 // file's mtime) and it is HEAD's tree, it is reachable and reused: a write-tree reads the whole index (at 1M files,
 // 140 MB copied and read: ~1.2 s per snapshot, twice a session).
-test('a session whose index is HEAD\'s packed tree writes no tree of the whole index', async () => {
+test("a session whose index is HEAD's packed tree writes no tree of the whole index", async () => {
   const files: Record<string, string> = {};
   for (let i = 0; i < 50; i++) files[`src/f${i}.ts`] = `export const v${i} = ${i};\n`;
   const repo = tempRepo({ files });
   const dir = fs.mkdtempSync(path.join(path.dirname(repo.dir), 'fixed-cost-'));
   try {
-    fs.writeFileSync(path.join(dir, 'count-node.cjs'), "require('node:fs').appendFileSync(process.env.FIXED_COST_NODES, process.pid + ' ' + process.argv.slice(1).join(' ') + '\\n');\n");
+    fs.writeFileSync(
+      path.join(dir, 'count-node.cjs'),
+      "require('node:fs').appendFileSync(process.env.FIXED_COST_NODES, process.pid + ' ' + process.argv.slice(1).join(' ') + '\\n');\n",
+    );
     repo.git(['repack', '-a', '-d', '-q']);
     fs.writeFileSync(path.join(repo.dir, 'src', 'f1.ts'), 'changed, not staged\n');
     await wrapTrue(repo, dir, 1);
@@ -140,14 +158,22 @@ test('a session begun by the background server the last wrap left: the wrapper s
   const repo = tempRepo({ files });
   const dir = fs.mkdtempSync(path.join(path.dirname(repo.dir), 'fixed-cost-'));
   try {
-    fs.writeFileSync(path.join(dir, 'count-node.cjs'), "require('node:fs').appendFileSync(process.env.FIXED_COST_NODES, process.pid + ' ' + process.argv.slice(1).join(' ') + '\\n');\n");
+    fs.writeFileSync(
+      path.join(dir, 'count-node.cjs'),
+      "require('node:fs').appendFileSync(process.env.FIXED_COST_NODES, process.pid + ' ' + process.argv.slice(1).join(' ') + '\\n');\n",
+    );
     const serverTrace = path.join(dir, 'server-trace.json');
     // The first wrap leaves the server, with this environment: its git processes trace to serverTrace.
-    const first = await cliProcess(repo, ['wrap', '-q', '--', 'true'], { env: { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1', GIT_TRACE2_EVENT: serverTrace } });
+    const first = await cliProcess(repo, ['wrap', '-q', '--', 'true'], {
+      env: { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1', GIT_TRACE2_EVENT: serverTrace },
+    });
     assert.is(first.code, 0, first.stderr);
     const deadline = Date.now() + 60_000;
     const watching = async () => {
-      const s = JSON.parse((await cliProcess(repo, ['server', 'status', '--json'], { env: { AGENTSNAP_SERVER: 'on' } })).stdout) as { running: boolean; watches: number | null };
+      const s = JSON.parse((await cliProcess(repo, ['server', 'status', '--json'], { env: { AGENTSNAP_SERVER: 'on' } })).stdout) as {
+        running: boolean;
+        watches: number | null;
+      };
       return s.running && s.watches !== null;
     };
     while (!(await watching()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -173,7 +199,9 @@ test('a session begun by the background server the last wrap left: the wrapper s
     assert.is(c.gitProcesses, 0, `the wrapper started git${why}`);
     assert.is(c.nodeProcesses, 1, `Node processes: ${c.nodeProcesses}`);
     assert.equal(serverCommands.filter(walksWorktree), [], `the server passed over the worktree${why}`);
-    process.stdout.write(`  wrap -- true, begun by the server: the wrapper ${c.gitProcesses} git processes, the server ${serverCommands.length} (${serverCommands.filter(walksWorktree).length} passes over the worktree)\n`);
+    process.stdout.write(
+      `  wrap -- true, begun by the server: the wrapper ${c.gitProcesses} git processes, the server ${serverCommands.length} (${serverCommands.filter(walksWorktree).length} passes over the worktree)\n`,
+    );
   } finally {
     repo.cleanup();
   }

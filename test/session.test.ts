@@ -54,9 +54,15 @@ test('8 concurrent snaps (no session yet): all succeed, one session, contiguous 
     const sessions = new Set(outs.map((o) => o.session));
     assert.is(sessions.size, 1, `several sessions: ${[...sessions].join(' ')}`);
     const session = outs[0]?.session ?? '';
-    assert.equal(outs.map((o) => o.step).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.equal(
+      outs.map((o) => o.step).sort((a, b) => a - b),
+      [1, 2, 3, 4, 5, 6, 7, 8],
+    );
     const refs = stepRefs(repo, session);
-    assert.equal([...refs.keys()].sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.equal(
+      [...refs.keys()].sort((a, b) => a - b),
+      [0, 1, 2, 3, 4, 5, 6, 7, 8],
+    );
     for (const o of outs) assert.is(refs.get(o.step), o.commit);
     assertRefsAreCommits(repo, refs.values());
     // One chain: each step's first parent is the previous step.
@@ -80,7 +86,10 @@ test('8 concurrent snaps with --session: all succeed, steps unique and contiguou
     for (const r of results) assert.is(r.code, 0, r.stderr + r.stdout);
     const outs = results.map((r) => JSON.parse(r.stdout) as { step: number; session: string; startedSession: boolean });
     assert.ok(outs.every((o) => o.session === 'shared-1' && !o.startedSession));
-    assert.equal(outs.map((o) => o.step).sort((a, b) => a - b), [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.equal(
+      outs.map((o) => o.step).sort((a, b) => a - b),
+      [1, 2, 3, 4, 5, 6, 7, 8],
+    );
     assert.equal(journalEvents(repo, 'shared-1').filter((e) => e.type === 'session.start').length, 1);
     // AGENTSNAP_SESSION names the session the same way.
     const viaEnv = await snapJson(repo, [], { env: { AGENTSNAP_SESSION: 'shared-1' } });
@@ -96,10 +105,17 @@ test('8 concurrent snaps with --session: all succeed, steps unique and contiguou
 test('two concurrent starts of one session id: one wins, one start event', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
-    const results = await Promise.allSettled([startNamedSession(repo, 'dup'), startNamedSession(repo, 'dup'), startNamedSession(repo, 'dup')]);
+    const results = await Promise.allSettled([
+      startNamedSession(repo, 'dup'),
+      startNamedSession(repo, 'dup'),
+      startNamedSession(repo, 'dup'),
+    ]);
     assert.is(results.filter((r) => r.status === 'fulfilled').length, 1);
     for (const r of results) if (r.status === 'rejected') assert.match(String((r.reason as Error).message), /session dup already exists/);
-    assert.equal(journalEvents(repo, 'dup').map((e) => e.type), ['session.start']);
+    assert.equal(
+      journalEvents(repo, 'dup').map((e) => e.type),
+      ['session.start'],
+    );
   } finally {
     repo.cleanup();
   }
@@ -121,9 +137,22 @@ test('concurrent --phase pre then --phase post --step N pairs: every step closed
         return { step, post: JSON.parse(post.stdout) as { commit: string; step: number } };
       }),
     );
-    assert.equal(pairs.map((p) => p.step).sort((a, b) => a - b), [2, 3, 4, 5]);
-    const log = JSON.parse((await cli(repo, ['log', '--json', '--session', 'pairs'])).stdout) as { step: number; kind: string; status: string; pre: string; post: string; tool: string }[];
-    assert.equal(log.map((s) => s.step), [1, 2, 3, 4, 5]);
+    assert.equal(
+      pairs.map((p) => p.step).sort((a, b) => a - b),
+      [2, 3, 4, 5],
+    );
+    const log = JSON.parse((await cli(repo, ['log', '--json', '--session', 'pairs'])).stdout) as {
+      step: number;
+      kind: string;
+      status: string;
+      pre: string;
+      post: string;
+      tool: string;
+    }[];
+    assert.equal(
+      log.map((s) => s.step),
+      [1, 2, 3, 4, 5],
+    );
     for (const st of log) {
       assert.is(st.status, 'done');
       if (st.kind === 'checkpoint') continue;
@@ -163,9 +192,18 @@ test('pre/post: the ref moves from pre to post; diff step^..step is what the cal
     assert.is(failed.stdout.trim(), '2');
     await snapJson(repo, ['--phase', 'post', '--status', 'failed']);
     const log = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as { step: number; status: string }[];
-    assert.equal(log.map((s) => `${s.step}:${s.status}`), ['1:done', '2:failed']);
+    assert.equal(
+      log.map((s) => `${s.step}:${s.status}`),
+      ['1:done', '2:failed'],
+    );
     // The baseline is a root commit.
-    assert.is(repo.git(['rev-list', '--parents', '-1', `refs/agent/${pre.session}/0`]).trim().split(' ').length, 1);
+    assert.is(
+      repo
+        .git(['rev-list', '--parents', '-1', `refs/agent/${pre.session}/0`])
+        .trim()
+        .split(' ').length,
+      1,
+    );
   } finally {
     repo.cleanup();
   }
@@ -242,7 +280,10 @@ test('a snap with no open session starts one; the journal records start, steps a
     const file = path.join(gitCommonDir(repo), 'agentsnap', 'sessions', session, 'journal.jsonl');
     assert.is(fs.statSync(file).mode & 0o777, 0o600);
     const events = journalEvents(repo, session);
-    assert.equal(events.map((e) => e.type), ['session.start', 'step.checkpoint']);
+    assert.equal(
+      events.map((e) => e.type),
+      ['session.start', 'step.checkpoint'],
+    );
     for (const e of events) {
       assert.is(e.v, 1);
       assert.is(e.session, session);

@@ -36,7 +36,14 @@ test('settings once: a hook call (its pre snapshot) reads them once', async () =
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {
     assert.is((await cli(repo, ['snap'])).code, 0);
-    const input = JSON.stringify({ session_id: 'agent-1', cwd: repo.dir, hook_event_name: 'PreToolUse', tool_name: 'Write', tool_input: { file_path: path.join(repo.dir, 'a.txt') }, tool_use_id: 'toolu_1' });
+    const input = JSON.stringify({
+      session_id: 'agent-1',
+      cwd: repo.dir,
+      hook_event_name: 'PreToolUse',
+      tool_name: 'Write',
+      tool_input: { file_path: path.join(repo.dir, 'a.txt') },
+      tool_use_id: 'toolu_1',
+    });
     const reads = await settingsReads(repo, async () => {
       const res = await runHook({ agent: 'claude', event: 'PreToolUse', input, env: repo.env, cwd: repo.dir });
       assert.is(res.warning, null);

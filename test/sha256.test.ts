@@ -81,7 +81,7 @@ test('sha256: restore and revert of a step that deletes a file and changes types
   }
 });
 
-test('sha256: a repository without a commit yet: steps are snapshotted and undone (the empty tree is sha256\'s)', async () => {
+test("sha256: a repository without a commit yet: steps are snapshotted and undone (the empty tree is sha256's)", async () => {
   const repo = tempRepo({ objectFormat: 'sha256' });
   try {
     repo.write('a.txt', 'a\n');
@@ -125,19 +125,37 @@ test('sha256: a session the background server begins and ends (its incremental e
  * tempRepo): snapshots, the incremental engine, the index-file reader, in-process objects, undo/redo/restore/revert,
  * apply and its crash recovery. Skipped when this run is in sha256 already (those files then run as themselves).
  */
-const CORE = ['snap.basic', 'snap.scan', 'index-file', 'objects', 'incremental', 'undo', 'undo.more', 'restore.engine', 'apply-promote', 'apply.crash'];
+const CORE = [
+  'snap.basic',
+  'snap.scan',
+  'index-file',
+  'objects',
+  'incremental',
+  'undo',
+  'undo.more',
+  'restore.engine',
+  'apply-promote',
+  'apply.crash',
+];
 
 test('sha256: the core test files pass in sha256 repositories', async () => {
   if (process.env.AGENTSNAP_TEST_OBJECT_FORMAT === 'sha256') return;
   const pattern = `^(${CORE.map((f) => f.replace(/\./g, '\\.')).join('|')})\\.test\\.ts$`;
-  const res = await runProcess(process.execPath, ['--import', 'tsx', path.join(ROOT, 'node_modules/uvu/bin.js'), 'test', pattern, '--no-color'], {
-    cwd: ROOT,
-    env: { ...process.env, AGENTSNAP_TEST_OBJECT_FORMAT: 'sha256', NO_COLOR: '1', FORCE_COLOR: '0' },
-    timeoutMs: 30 * 60_000,
-  });
+  const res = await runProcess(
+    process.execPath,
+    ['--import', 'tsx', path.join(ROOT, 'node_modules/uvu/bin.js'), 'test', pattern, '--no-color'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, AGENTSNAP_TEST_OBJECT_FORMAT: 'sha256', NO_COLOR: '1', FORCE_COLOR: '0' },
+      timeoutMs: 30 * 60_000,
+    },
+  );
   const total = Number(/Total:\s+(\d+)/.exec(res.stdout)?.[1] ?? 0);
   const passed = Number(/Passed:\s+(\d+)/.exec(res.stdout)?.[1] ?? -1);
-  assert.ok(res.code === 0 && total > 0 && passed === total, `the core files in sha256 (exit ${res.code}, ${passed} of ${total} passed):\n${res.stdout.slice(-6000)}\n${res.stderr.slice(-2000)}`);
+  assert.ok(
+    res.code === 0 && total > 0 && passed === total,
+    `the core files in sha256 (exit ${res.code}, ${passed} of ${total} passed):\n${res.stdout.slice(-6000)}\n${res.stderr.slice(-2000)}`,
+  );
   // Every core file ran (a pattern that matched fewer would pass with fewer tests).
   for (const f of CORE) assert.ok(res.stdout.includes(`${f}.test.ts`), `${f}.test.ts ran`);
 });

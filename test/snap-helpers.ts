@@ -20,7 +20,11 @@ export interface SnapJson {
 }
 
 /** `agentsnap snap --json ...args`, asserting success and that the user's index did not change. */
-export async function snapJson(repo: TempRepo, args: string[] = [], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<SnapJson> {
+export async function snapJson(
+  repo: TempRepo,
+  args: string[] = [],
+  opts: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<SnapJson> {
   const before = indexBytes(repo);
   const res = await cli(repo, ['snap', '--json', ...args], opts);
   assert.is(res.code, 0, `snap failed: ${res.stdout} ${res.stderr}`);
@@ -29,8 +33,16 @@ export async function snapJson(repo: TempRepo, args: string[] = [], opts: { cwd?
 }
 
 /** The parsed `--json` error object of a failed command. */
-export function jsonError(res: CliResult): { code: string; message: string; hint?: string; exitCode: number; data: Record<string, unknown> } {
-  const parsed = JSON.parse(res.stdout) as { error: { code: string; message: string; hint?: string; exitCode: number; data: Record<string, unknown> } };
+export function jsonError(res: CliResult): {
+  code: string;
+  message: string;
+  hint?: string;
+  exitCode: number;
+  data: Record<string, unknown>;
+} {
+  const parsed = JSON.parse(res.stdout) as {
+    error: { code: string; message: string; hint?: string; exitCode: number; data: Record<string, unknown> };
+  };
   return parsed.error;
 }
 

@@ -52,35 +52,53 @@ test('every kind of worktree change between snapshots lands in the next snapshot
       ['new file in an existing directory', () => repo.write('src/lib/three.ts', 'three\n')],
       ['new file in the same directory again', () => repo.write('src/lib/four.ts', 'four\n')],
       ['new file deep in new directories', () => repo.write('new/deep/er/file.md', '# deep\n')],
-      ['ignored files only', () => {
-        repo.write('build/out.js', 'out\n');
-        repo.write('src/scratch.tmp', 'tmp\n');
-      }],
-      ['a .gitignore change un-ignores a file', () => {
-        repo.write('.gitignore', 'build/\n');
-        skip = (rel) => rel === 'build';
-      }],
-      ['a file becomes a directory', () => {
-        repo.rm('becomes-dir');
-        repo.write('becomes-dir/now.txt', 'now a dir\n');
-      }],
-      ['a directory becomes a file', () => {
-        repo.rm('dir-becomes-file');
-        repo.write('dir-becomes-file', 'now a file\n');
-      }],
+      [
+        'ignored files only',
+        () => {
+          repo.write('build/out.js', 'out\n');
+          repo.write('src/scratch.tmp', 'tmp\n');
+        },
+      ],
+      [
+        'a .gitignore change un-ignores a file',
+        () => {
+          repo.write('.gitignore', 'build/\n');
+          skip = (rel) => rel === 'build';
+        },
+      ],
+      [
+        'a file becomes a directory',
+        () => {
+          repo.rm('becomes-dir');
+          repo.write('becomes-dir/now.txt', 'now a dir\n');
+        },
+      ],
+      [
+        'a directory becomes a file',
+        () => {
+          repo.rm('dir-becomes-file');
+          repo.write('dir-becomes-file', 'now a file\n');
+        },
+      ],
       ['the executable bit', () => fs.chmodSync(path.join(repo.dir, 'src/keep.ts'), 0o755)],
       ['a symlink', () => fs.symlinkSync('a.txt', path.join(repo.dir, 'link-to-a'))],
       ['a rename', () => fs.renameSync(path.join(repo.dir, 'src/lib/one.ts'), path.join(repo.dir, 'src/one-moved.ts'))],
       ['a whole directory deleted', () => repo.rm('gone')],
-      ['names with spaces, unicode and a newline', () => {
-        repo.write('with space/é ü.txt', 'unicode\n');
-        repo.write('new\nline.txt', 'newline\n');
-        repo.write('a.txt', 'a changed again\n');
-      }],
-      ['a file added where one was just deleted, same snapshot', () => {
-        repo.rm('src/lib/three.ts');
-        repo.write('src/lib/three.ts/child.txt', 'child\n');
-      }],
+      [
+        'names with spaces, unicode and a newline',
+        () => {
+          repo.write('with space/é ü.txt', 'unicode\n');
+          repo.write('new\nline.txt', 'newline\n');
+          repo.write('a.txt', 'a changed again\n');
+        },
+      ],
+      [
+        'a file added where one was just deleted, same snapshot',
+        () => {
+          repo.rm('src/lib/three.ts');
+          repo.write('src/lib/three.ts/child.txt', 'child\n');
+        },
+      ],
       ['nothing at all', () => {}],
     ];
     for (const [label, change] of steps) {
@@ -186,7 +204,10 @@ test('a snap that starts a session scans the worktree once: its baseline and che
     const next = await snap(repo);
     assert.is(next.step, 2);
     assertSnapshotIsWorktree(repo, next.commit, (rel) => rel.startsWith('build/'), 'next snap');
-    const changed = repo.git(['diff-tree', '-r', '--name-only', '--no-commit-id', `refs/agent/${first.session}/1`, `refs/agent/${first.session}/2`]).split('\n').filter(Boolean);
+    const changed = repo
+      .git(['diff-tree', '-r', '--name-only', '--no-commit-id', `refs/agent/${first.session}/1`, `refs/agent/${first.session}/2`])
+      .split('\n')
+      .filter(Boolean);
     assert.equal(changed.sort(), ['src/b.ts', 'src/c.ts']);
   } finally {
     repo.cleanup();

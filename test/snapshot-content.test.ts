@@ -65,7 +65,7 @@ test('symlinks stay symlinks, the executable bit is kept, deletions are recorded
 });
 
 test('a file that becomes a directory and a directory that becomes a file', async () => {
-  const repo = tempRepo({ files: { 'x': 'file\n', 'd/inner.txt': 'i\n', 'keep.txt': 'k\n' } });
+  const repo = tempRepo({ files: { x: 'file\n', 'd/inner.txt': 'i\n', 'keep.txt': 'k\n' } });
   try {
     const s1 = await snapJson(repo);
     repo.rm('x');
@@ -123,7 +123,9 @@ for (const [name, replace] of [
   ['a file', (repo: TempRepo) => repo.write('src', 'now a file\n')],
 ] as const) {
   test(`a tracked directory replaced by ${name}: recorded as on disk, undo and redo restore the bytes`, async () => {
-    const repo = tempRepo({ files: { 'src/a.ts': 'export const a = 1;\n', 'src/deep/b.ts': 'b\n', 'other/o.txt': 'o\n', 'file.txt': 'f\n' } });
+    const repo = tempRepo({
+      files: { 'src/a.ts': 'export const a = 1;\n', 'src/deep/b.ts': 'b\n', 'other/o.txt': 'o\n', 'file.txt': 'f\n' },
+    });
     try {
       const before = worktreeFiles(repo);
       await step(repo, () => {
@@ -269,7 +271,11 @@ test('an untracked file is re-checked every time: growing past the cap, a new ex
     repo.git(['rm', '-q', '--cached', '.env']);
     const s2 = await snapJson(repo, ['--session', s1.session]);
     assert.equal([...treeFiles(repo, s2.commit).keys()].sort(), ['a.txt']);
-    assert.equal(s2.skipped.map((x) => `${x.path}:${x.reason}`).sort(), ['.env:secret', 'growing.log:too-large', 'out/report.html:excluded']);
+    assert.equal(s2.skipped.map((x) => `${x.path}:${x.reason}`).sort(), [
+      '.env:secret',
+      'growing.log:too-large',
+      'out/report.html:excluded',
+    ]);
     // Back under the cap: back in.
     repo.write('growing.log', 'small\n');
     const s3 = await snapJson(repo, ['--session', s1.session]);
@@ -314,7 +320,10 @@ test('a committed .env is tracked, so it is snapshotted; agentsnap.excludeSecret
     repo.write('key.pem', 'k\n');
     const s1 = await snapJson(repo);
     assert.is(treeFiles(repo, s1.commit).get('.env')?.content.toString(), 'A=2\n');
-    assert.equal(s1.skipped.map((s) => s.path), ['key.pem']);
+    assert.equal(
+      s1.skipped.map((s) => s.path),
+      ['key.pem'],
+    );
     repo.git(['config', 'agentsnap.excludeSecrets', 'false']);
     const s2 = await snapJson(repo, ['--session', s1.session]);
     assert.ok(treeFiles(repo, s2.commit).has('key.pem'));
@@ -337,7 +346,9 @@ test('untracked files over the size cap are skipped and listed; tracked large fi
     const commit = repo.git(['rev-parse', `refs/agent/${session}/1`]).trim();
     assert.is(entryAt(repo, commit, 'big.bin'), null);
     assert.ok(entryAt(repo, commit, 'exact.bin'));
-    const ev = journalEvents(repo, session).find((e) => e.type === 'step.checkpoint') as { skipped: { path: string; reason: string; size: number }[] };
+    const ev = journalEvents(repo, session).find((e) => e.type === 'step.checkpoint') as {
+      skipped: { path: string; reason: string; size: number }[];
+    };
     assert.equal(ev.skipped, [{ path: 'big.bin', reason: 'too-large', size: big.length }]);
 
     repo.git(['config', 'agentsnap.maxFileSize', '1k']);

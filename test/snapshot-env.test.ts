@@ -292,7 +292,10 @@ test('running from a subdirectory snapshots the whole worktree', async () => {
     await snapJson(repo, ['--session', s.session], { cwd: path.join(repo.dir, 'sub') });
     const log = await cli(repo, ['log', '--json', '--', 'inner.txt'], { cwd: path.join(repo.dir, 'sub', 'dir') });
     assert.is(log.code, 0, log.stderr);
-    assert.equal((JSON.parse(log.stdout) as { step: number }[]).map((x) => x.step), [2]);
+    assert.equal(
+      (JSON.parse(log.stdout) as { step: number }[]).map((x) => x.step),
+      [2],
+    );
   } finally {
     repo.cleanup();
   }
@@ -308,7 +311,10 @@ test('no user identity configured: agentsnap commits with its own identity', asy
     const res = await cli({ dir: repo.dir, env }, ['snap', '--json']);
     assert.is(res.code, 0, res.stderr);
     const out = JSON.parse(res.stdout) as { commit: string };
-    assert.is(repo.git(['log', '-1', '--format=%an <%ae>|%cn <%ce>', out.commit]).trim(), 'agentsnap <agentsnap@agentsnap.invalid>|agentsnap <agentsnap@agentsnap.invalid>');
+    assert.is(
+      repo.git(['log', '-1', '--format=%an <%ae>|%cn <%ce>', out.commit]).trim(),
+      'agentsnap <agentsnap@agentsnap.invalid>|agentsnap <agentsnap@agentsnap.invalid>',
+    );
     assert.is(repo.git(['log', '-1', '--format=%G?', out.commit]).trim(), 'N');
   } finally {
     repo.cleanup();

@@ -19,7 +19,11 @@ import { startWorktreeSession } from '../src/worktrees/worktree.js';
 import { IncrementalSnapshotter } from '../src/snapshot/incremental.js';
 
 /** One tool call through `snap --json`: pre, the change, post. */
-async function jsonStep(repo: TempRepo, change: () => void, opts: { checkIndex?: boolean } = {}): Promise<{ pre: SnapJson; post: SnapJson }> {
+async function jsonStep(
+  repo: TempRepo,
+  change: () => void,
+  opts: { checkIndex?: boolean } = {},
+): Promise<{ pre: SnapJson; post: SnapJson }> {
   const run = async (args: string[]) => {
     if (opts.checkIndex !== false) return snapJson(repo, args);
     const res = await cli(repo, ['snap', '--json', ...args]);
@@ -36,27 +40,30 @@ function flags(repo: TempRepo): string {
   return repo.git(['ls-files', '-v']);
 }
 
-test('issue 13 #1: an agent overwriting a --skip-worktree config.json is recorded; undo gives back the user\'s bytes; the user\'s index flags stay byte-identical', async () => {
+test("issue 13 #1: an agent overwriting a --skip-worktree config.json is recorded; undo gives back the user's bytes; the user's index flags stay byte-identical", async () => {
   const repo = tempRepo({ files: { 'config.json': '{"base": true}\n', 'a.txt': 'a\n' } });
   try {
     repo.write('config.json', '{"user": "local"}\n');
     repo.git(['update-index', '--skip-worktree', 'config.json']);
     const index = indexBytes(repo);
     const { pre, post } = await jsonStep(repo, () => repo.write('config.json', '{"agent": "was here"}\n'));
-    assert.equal(blobAt(repo, pre.commit, 'config.json').toString(), '{"user": "local"}\n', 'the pre-snapshot holds the user\'s bytes');
+    assert.equal(blobAt(repo, pre.commit, 'config.json').toString(), '{"user": "local"}\n', "the pre-snapshot holds the user's bytes");
     assert.equal(blobAt(repo, post.commit, 'config.json').toString(), '{"agent": "was here"}\n');
-    assert.equal(post.changed.map((c) => `${c.change} ${c.path}`), ['M config.json']);
+    assert.equal(
+      post.changed.map((c) => `${c.change} ${c.path}`),
+      ['M config.json'],
+    );
     const undo = await cli(repo, ['undo', '--json']);
     assert.is(undo.code, 0, undo.stderr);
     assert.equal(repo.read('config.json').toString(), '{"user": "local"}\n');
-    assert.equal(indexBytes(repo), index, 'the user\'s index (and its skip-worktree flag) is untouched');
+    assert.equal(indexBytes(repo), index, "the user's index (and its skip-worktree flag) is untouched");
     assert.match(flags(repo), /^S config\.json$/m);
   } finally {
     repo.cleanup();
   }
 });
 
-test('issue 13 #1: an assume-unchanged file is recorded as on disk, and undo puts the user\'s bytes back', async () => {
+test("issue 13 #1: an assume-unchanged file is recorded as on disk, and undo puts the user's bytes back", async () => {
   const repo = tempRepo({ files: { 'settings.ini': 'base\n', 'a.txt': 'a\n' } });
   try {
     repo.write('settings.ini', 'user\n');
@@ -64,7 +71,10 @@ test('issue 13 #1: an assume-unchanged file is recorded as on disk, and undo put
     const index = indexBytes(repo);
     const { pre, post } = await jsonStep(repo, () => repo.write('settings.ini', 'agent\n'));
     assert.equal(blobAt(repo, pre.commit, 'settings.ini').toString(), 'user\n');
-    assert.equal(post.changed.map((c) => `${c.change} ${c.path}`), ['M settings.ini']);
+    assert.equal(
+      post.changed.map((c) => `${c.change} ${c.path}`),
+      ['M settings.ini'],
+    );
     const undo = await cli(repo, ['undo']);
     assert.is(undo.code, 0, undo.stderr);
     assert.equal(repo.read('settings.ini').toString(), 'user\n');
@@ -75,7 +85,7 @@ test('issue 13 #1: an assume-unchanged file is recorded as on disk, and undo put
   }
 });
 
-test('issue 13 #1: flags set after the session started, a throwaway snapshot and the incremental engine\'s full scan all read the disk', async () => {
+test("issue 13 #1: flags set after the session started, a throwaway snapshot and the incremental engine's full scan all read the disk", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' } });
   try {
     const base = await snapJson(repo);
@@ -98,7 +108,10 @@ test('issue 13 #1: flags set after the session started, a throwaway snapshot and
       repo.write('a.txt', 'a agent\n');
       const second = await engine.snapshot({ settings, parentTree: first.tree });
       assert.equal(treeFiles(repo, second.tree), worktreeFiles(repo));
-      assert.equal(second.changed.map((c) => c.path), ['a.txt']);
+      assert.equal(
+        second.changed.map((c) => c.path),
+        ['a.txt'],
+      );
     } finally {
       await engine.close();
     }
@@ -119,8 +132,15 @@ test('issue 13 #7: sparse cone checkout, agent step, undo: no out-of-cone file a
   try {
     const index = indexBytes(repo);
     const { pre, post } = await jsonStep(repo, () => repo.write('in/new.txt', 'new\n'));
-    assert.equal(treeFiles(repo, pre.commit), worktreeFiles(repo, (p) => p === 'in/new.txt'));
-    assert.equal(post.changed.map((c) => `${c.change} ${c.path}`), ['A in/new.txt'], 'entries that are not on disk are no change');
+    assert.equal(
+      treeFiles(repo, pre.commit),
+      worktreeFiles(repo, (p) => p === 'in/new.txt'),
+    );
+    assert.equal(
+      post.changed.map((c) => `${c.change} ${c.path}`),
+      ['A in/new.txt'],
+      'entries that are not on disk are no change',
+    );
     const undo = await cli(repo, ['undo']);
     assert.is(undo.code, 0, undo.stderr);
     assert.not.ok(repo.exists('out'), 'nothing outside the cone was created');
@@ -140,7 +160,7 @@ for (const sparseIndex of [false, true]) {
       assert.equal(blobAt(repo, post.commit, 'out/b.txt').toString(), 'agent\n');
       const undo = await cli(repo, ['undo', '--json']);
       assert.is(undo.code, 0, undo.stderr);
-      assert.not.ok(repo.exists('out'), 'the step\'s out-of-cone file is gone again');
+      assert.not.ok(repo.exists('out'), "the step's out-of-cone file is gone again");
       const safety = (JSON.parse(undo.stdout) as { files: { safety: string } }).files.safety;
       assert.equal(blobAt(repo, safety, 'out/b.txt').toString(), 'agent\n');
       assert.equal(indexBytes(repo), index);
@@ -185,7 +205,9 @@ test('issue 13 #7: promote of a session in a sparse checkout commits its changes
       repo.write('in/a.txt', 'agent\n');
       repo.write('out/b.txt', 'agent wrote outside the cone\n');
     });
-    const res = await cli(repo, ['promote', pre.session, '--branch', 'agent/sparse'], { env: { GIT_AUTHOR_NAME: 'U', GIT_AUTHOR_EMAIL: 'u@example.com', GIT_COMMITTER_NAME: 'U', GIT_COMMITTER_EMAIL: 'u@example.com' } });
+    const res = await cli(repo, ['promote', pre.session, '--branch', 'agent/sparse'], {
+      env: { GIT_AUTHOR_NAME: 'U', GIT_AUTHOR_EMAIL: 'u@example.com', GIT_COMMITTER_NAME: 'U', GIT_COMMITTER_EMAIL: 'u@example.com' },
+    });
     assert.is(res.code, 0, res.stderr);
     const diff = repo.git(['diff-tree', '-r', '--name-status', '--no-renames', 'agent/sparse^', 'agent/sparse']);
     assert.equal(diff.trim().split('\n').sort(), ['M\tin/a.txt', 'M\tout/b.txt']);
@@ -250,7 +272,10 @@ test('issue 13 #6: an unreadable directory is listed as skipped (never silently 
       import { snapshotNow } from ${JSON.stringify(path.join(ROOT, 'dist/snapshot/snapshot-now.js'))};
       const r = await openRepo(process.cwd(), { env: process.env });
       console.log(JSON.stringify(await snapshotNow(r, await loadSettings(r), 'test')));`;
-    const fresh = await runProcess('setpriv', [...SETPRIV, process.execPath, '--input-type=module', '-e', script], { cwd: repo.dir, env: repo.env });
+    const fresh = await runProcess('setpriv', [...SETPRIV, process.execPath, '--input-type=module', '-e', script], {
+      cwd: repo.dir,
+      env: repo.env,
+    });
     assert.is(fresh.code, 0, fresh.stderr);
     const now = JSON.parse(fresh.stdout) as { tree: string; skipped: string[] };
     assert.is(now.tree, post.tree);
@@ -263,7 +288,17 @@ test('issue 13 #6: an unreadable directory is listed as skipped (never silently 
     fs.chmodSync(listDir, 0o700);
     fs.writeFileSync(path.join(listDir, 'inside.txt'), 'changed while unlisted\n');
     fs.chmodSync(listDir, 0o300);
-    const back = await unprivileged(repo, ['restore', String(base.step), '--after', '--force', '--session', base.session, '--', 'locked', 'nolist']);
+    const back = await unprivileged(repo, [
+      'restore',
+      String(base.step),
+      '--after',
+      '--force',
+      '--session',
+      base.session,
+      '--',
+      'locked',
+      'nolist',
+    ]);
     assert.is(back.code, 0, back.stdout + back.stderr);
     fs.chmodSync(lockedDir, 0o700);
     fs.chmodSync(listDir, 0o700);
@@ -289,7 +324,7 @@ test('issue 13 #6: a .gitignore unreadable for a while: its rules hold again onc
   const repo = tempRepo({ files: { '.gitignore': '*.db\n', 'a.txt': 'a\n' } });
   const ignore = path.join(repo.dir, '.gitignore');
   try {
-    repo.write('local.db', 'the user\'s ignored database\n');
+    repo.write('local.db', "the user's ignored database\n");
     const base = await unprivilegedJson(repo, []);
     assert.is(entryAt(repo, base.commit, 'local.db'), null);
     for (const step of [1, 2]) {
@@ -363,18 +398,28 @@ test('issue 13 #6: undo of a step that put a directory holding an unreadable one
     const base = await unprivilegedJson(repo, []);
     await unprivilegedJson(repo, ['--phase', 'pre', '--tool', 'Bash', '--session', base.session]);
     fs.rmSync(path.join(repo.dir, 'g'));
-    repo.write('g/h/inner.txt', 'the agent\'s, unreadable by the time of the undo\n');
+    repo.write('g/h/inner.txt', "the agent's, unreadable by the time of the undo\n");
     repo.write('a.txt', 'a2\n');
     fs.chmodSync(locked, 0o000);
     const post = await unprivilegedJson(repo, ['--phase', 'post', '--session', base.session]);
-    assert.ok(post.skipped.some((s) => s.path === 'g/h' && s.reason === 'unreadable'), JSON.stringify(post.skipped));
+    assert.ok(
+      post.skipped.some((s) => s.path === 'g/h' && s.reason === 'unreadable'),
+      JSON.stringify(post.skipped),
+    );
     const undo = await unprivileged(repo, ['undo', '--json', '--session', base.session]);
     assert.is(undo.code, 0, undo.stdout + undo.stderr);
     const out = JSON.parse(undo.stdout) as { files: { left: { path: string; reason: string }[] } };
-    assert.ok(out.files.left.some((l) => l.path === 'g'), JSON.stringify(out.files.left));
+    assert.ok(
+      out.files.left.some((l) => l.path === 'g'),
+      JSON.stringify(out.files.left),
+    );
     assert.equal(repo.read('a.txt').toString(), 'a\n', 'the rest of the undo is done');
     fs.chmodSync(locked, 0o700);
-    assert.equal(repo.read('g/h/inner.txt').toString(), 'the agent\'s, unreadable by the time of the undo\n', 'the directory it could not read is left as it was');
+    assert.equal(
+      repo.read('g/h/inner.txt').toString(),
+      "the agent's, unreadable by the time of the undo\n",
+      'the directory it could not read is left as it was',
+    );
   } finally {
     if (fs.existsSync(locked)) fs.chmodSync(locked, 0o700);
     repo.cleanup();
@@ -420,12 +465,24 @@ test('issue 13 #6: the incremental engine equals a full scan while a directory i
         await engine.close();
       }
       console.log(JSON.stringify(out));`;
-    const res = await runProcess('setpriv', [...SETPRIV, process.execPath, '--input-type=module', '-e', script], { cwd: repo.dir, env: repo.env });
+    const res = await runProcess('setpriv', [...SETPRIV, process.execPath, '--input-type=module', '-e', script], {
+      cwd: repo.dir,
+      env: repo.env,
+    });
     assert.is(res.code, 0, res.stderr);
-    const rounds = JSON.parse(res.stdout) as { label: string; got: { tree: string; skipped: string[] }; want: string; wantSkipped: string[] }[];
+    const rounds = JSON.parse(res.stdout) as {
+      label: string;
+      got: { tree: string; skipped: string[] };
+      want: string;
+      wantSkipped: string[];
+    }[];
     for (const r of rounds) {
       assert.is(r.got.tree, r.want, `${r.label}: tree differs from the full scan`);
-      assert.equal(r.got.skipped.map((x) => x.split(':')[0]), r.wantSkipped, `${r.label}: skipped differs`);
+      assert.equal(
+        r.got.skipped.map((x) => x.split(':')[0]),
+        r.wantSkipped,
+        `${r.label}: skipped differs`,
+      );
     }
     assert.equal(rounds[1]!.got.skipped, ['locked:unreadable']);
     assert.equal(rounds[3]!.got.skipped, []);
@@ -446,7 +503,9 @@ function makeLongPath(repo: TempRepo): { top: string; depth: number; name: strin
 }
 
 function readLong(repo: TempRepo, l: { depth: number; name: string }): string | null {
-  const r = spawnSync('bash', ['-c', `cd long && for i in $(seq ${l.depth}); do cd ${l.name} || exit 1; done; cat f.txt`], { cwd: repo.dir });
+  const r = spawnSync('bash', ['-c', `cd long && for i in $(seq ${l.depth}); do cd ${l.name} || exit 1; done; cat f.txt`], {
+    cwd: repo.dir,
+  });
   return r.status === 0 ? r.stdout.toString() : null;
 }
 

@@ -178,7 +178,7 @@ test('under core.ignoreCase=true on a case-sensitive filesystem, an untracked RE
   }
 });
 
-test('under core.ignoreCase=true on a case-sensitive filesystem, an untracked cache the user\'s git built (which counts README.md as tracked) does not hide it', async () => {
+test("under core.ignoreCase=true on a case-sensitive filesystem, an untracked cache the user's git built (which counts README.md as tracked) does not hide it", async () => {
   const repo = tempRepo({ files: { 'd/readme.md': 'tracked\n' } });
   try {
     repo.git(['config', 'core.ignoreCase', 'true']);

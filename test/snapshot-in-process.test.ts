@@ -120,7 +120,12 @@ const skippedSet = (s: { path: string; reason: string; size?: number }[]) => s.m
 const inProcess = (c: Ctx) => fs.existsSync(`${c.index}.user-copy`);
 
 /** A session snapshot (as session.ts takes them), asserted equal to the full scan's. */
-async function check(c: Ctx, parentTree: string | null, label: string, extra: { maxInProcessPaths?: number; warmCopy?: boolean; donors?: string[] } = {}): Promise<TreeSnapshotResult> {
+async function check(
+  c: Ctx,
+  parentTree: string | null,
+  label: string,
+  extra: { maxInProcessPaths?: number; warmCopy?: boolean; donors?: string[] } = {},
+): Promise<TreeSnapshotResult> {
   let got: TreeSnapshotResult;
   try {
     got = await snapshotTree(c.repo, { indexFile: c.index, settings: c.settings, parentTree, untrackedCache: true, ...extra });
@@ -151,7 +156,21 @@ const BASE_FILES: Record<string, string> = {
   'build/tracked-in-ignored.txt': 'tracked in an ignored dir\n',
 };
 
-const NAMES = ['n1.txt', 'n2.ts', 'x.log', 'keep.log', '.env', 'id_rsa', 'cert.pem', 'ü ñ.txt', 'sp ace', 'big.bin', 'a.tmp', 'src-keep.tmp', 'x'];
+const NAMES = [
+  'n1.txt',
+  'n2.ts',
+  'x.log',
+  'keep.log',
+  '.env',
+  'id_rsa',
+  'cert.pem',
+  'ü ñ.txt',
+  'sp ace',
+  'big.bin',
+  'a.tmp',
+  'src-keep.tmp',
+  'x',
+];
 
 function walkDisk(dir: string, rel = ''): { files: string[]; dirs: string[] } {
   const files: string[] = [];
@@ -187,13 +206,17 @@ test('the reference holds the bytes on disk where git trusts stale stat data', a
     const ref = await reference(c, head);
     assert.is(c.t.git(['cat-file', '-p', `${ref.tree}:run.sh`]), 'BBBB\n');
     assert.is(c.t.git(['cat-file', '-p', `${ref.tree}:a.txt`]), 'a\n');
-    assert.equal(ref.changed.map((x) => `${x.change} ${x.path} +${x.added} -${x.deleted}`), ['M run.sh +1 -1']);
+    assert.equal(
+      ref.changed.map((x) => `${x.change} ${x.path} +${x.added} -${x.deleted}`),
+      ['M run.sh +1 -1'],
+    );
   } finally {
     c.t.cleanup();
   }
 });
 
-test('random rounds: the in-process path returns exactly what the full scan does', () => randomRounds(Number(process.env.AGENTSNAP_INPROC_SEED ?? 20261129), false));
+test('random rounds: the in-process path returns exactly what the full scan does', () =>
+  randomRounds(Number(process.env.AGENTSNAP_INPROC_SEED ?? 20261129), false));
 
 // A new session's index may start as a copy of an earlier session's (SnapshotTreeOptions.donors): its first
 // snapshot must still be exactly the full scan of a fresh copy of the user's index, whatever happened since.
@@ -415,7 +438,14 @@ test('a new session adopts an earlier session’s index only while it is an unwr
     fs.appendFileSync(path.join(c.t.dir, '.git', 'info', 'exclude'), 'v.txt\n');
     const third = await start('s3', [at('s2')], 'ignore rules changed');
     assert.is(third.adopted, at('s2'));
-    assert.is(c.t.gitRaw(['ls-tree', '-r', '--name-only', third.tree]).stdout.split('\n').filter((x) => x === 'u.txt' || x === 'v.txt').length, 0, 'newly ignored files are left out');
+    assert.is(
+      c.t
+        .gitRaw(['ls-tree', '-r', '--name-only', third.tree])
+        .stdout.split('\n')
+        .filter((x) => x === 'u.txt' || x === 'v.txt').length,
+      0,
+      'newly ignored files are left out',
+    );
     // The donor written since its last snapshot (anything that writes an index changes its ctime): not taken.
     fs.utimesSync(at('s3'), new Date(), new Date());
     assert.is((await start('s4', [at('s3')], 'donor written since')).adopted, undefined);
@@ -450,14 +480,22 @@ test('the copy is kept while neither index changes, and seeded anew when the use
     c.t.write('new.txt', 'n\n');
     snap = await check(c, snap.tree, 'second');
     assert.ok(!snap.seeded && inProcess(c), 'the kept copy is used again');
-    assert.equal(snap.changed.map((x) => `${x.change} ${x.path}`), ['M d/b.txt', 'A new.txt']);
+    assert.equal(
+      snap.changed.map((x) => `${x.change} ${x.path}`),
+      ['M d/b.txt', 'A new.txt'],
+    );
     c.t.git(['add', 'new.txt']);
     c.t.write('a.txt', 'a2\n');
     snap = await check(c, snap.tree, 'after git add');
     assert.ok(snap.seeded && inProcess(c), 'a new copy of the changed user index');
-    assert.equal(snap.changed.map((x) => `${x.change} ${x.path}`), ['M a.txt']);
+    assert.equal(
+      snap.changed.map((x) => `${x.change} ${x.path}`),
+      ['M a.txt'],
+    );
     // Another writer of the private index (undo records restored entries through git): seeded anew.
-    c.t.gitRaw(['update-index', '--add', '--cacheinfo', `100644,${c.t.git(['hash-object', '-w', 'a.txt']).trim()},other.txt`], { env: { GIT_INDEX_FILE: c.index } });
+    c.t.gitRaw(['update-index', '--add', '--cacheinfo', `100644,${c.t.git(['hash-object', '-w', 'a.txt']).trim()},other.txt`], {
+      env: { GIT_INDEX_FILE: c.index },
+    });
     snap = await check(c, snap.tree, 'after a foreign write');
     assert.ok(snap.seeded && inProcess(c));
     assert.equal(snap.changed, []);
@@ -484,7 +522,10 @@ test('a kept copy reuses the base tree of the last snapshot (no second write-tre
     c.t.write('more.txt', 'm\n');
     snap = await check(c, snap.tree, 'second');
     assert.ok(!snap.seeded && inProcess(c), 'the kept copy is used again');
-    assert.equal(snap.changed.map((x) => `${x.change} ${x.path}`), ['M d/b.txt', 'A more.txt']);
+    assert.equal(
+      snap.changed.map((x) => `${x.change} ${x.path}`),
+      ['M d/b.txt', 'A more.txt'],
+    );
     // check() also ran the reference's full scan (one write-tree): the session snapshot ran none.
     assert.is(writeTrees.length - before, 1, 'no write-tree for the kept copy');
     // The base tree (no commit holds it: the snapshot added untracked files) packed, its loose copy gone: written again.
@@ -516,7 +557,10 @@ test('a snapshot without the untracked cache (undo) makes the private index the 
     c.t.write('v.txt', 'v\n');
     const next = await check(c, undoSnap.tree, 'next');
     assert.not.ok(inProcess(c), 'the session’s own index stays on git’s path');
-    assert.equal(next.changed.map((x) => x.path), ['v.txt']);
+    assert.equal(
+      next.changed.map((x) => x.path),
+      ['v.txt'],
+    );
   } finally {
     c.t.cleanup();
   }
@@ -555,7 +599,9 @@ test('left to git: attributes in the index, from config, or appearing untracked'
 });
 
 test('left to git: config that changes what git records', async () => {
-  await assertDeclined('core.fileMode=false', /fileMode/, (c) => fs.chmodSync(path.join(c.t.dir, 'a.txt'), 0o755), { config: [['core.fileMode', 'false']] });
+  await assertDeclined('core.fileMode=false', /fileMode/, (c) => fs.chmodSync(path.join(c.t.dir, 'a.txt'), 0o755), {
+    config: [['core.fileMode', 'false']],
+  });
   await assertDeclined('core.ignoreCase', /ignoreCase/, (c) => c.t.write('A.txt', 'x\n'), { config: [['core.ignoreCase', 'true']] });
   await assertDeclined(
     'core.symlinks=false',
@@ -587,7 +633,9 @@ test('left to git: flagged, intent-to-add, unmerged and gitlink entries in the u
   });
   await assertDeclined('unmerged', /unmerged/, (c) => {
     const blob = (s: string) => c.t.git(['hash-object', '-w', '--stdin'], { input: s }).trim();
-    c.t.git(['update-index', '--index-info'], { input: `0 ${'0'.repeat(c.t.objectFormat === 'sha256' ? 64 : 40)}\ta.txt\n100644 ${blob('base\n')} 1\ta.txt\n100644 ${blob('ours\n')} 2\ta.txt\n100644 ${blob('theirs\n')} 3\ta.txt\n` });
+    c.t.git(['update-index', '--index-info'], {
+      input: `0 ${'0'.repeat(c.t.objectFormat === 'sha256' ? 64 : 40)}\ta.txt\n100644 ${blob('base\n')} 1\ta.txt\n100644 ${blob('ours\n')} 2\ta.txt\n100644 ${blob('theirs\n')} 3\ta.txt\n`,
+    });
     c.t.write('a.txt', '<<<<<<< ours\n');
   });
   await assertDeclined('gitlink', /gitlink/, (c) => {
@@ -705,7 +753,10 @@ test('the kept copy re-reads an entry its status refreshed that was rewritten wi
     const next = await check(c, first.tree, 'the next snapshot of the session');
     assert.ok(!next.seeded && inProcess(c), 'the kept copy is used again');
     assert.is(c.t.git(['cat-file', '-p', `${next.tree}:run.sh`]), 'BBBB\n');
-    assert.equal(next.changed.map((x) => `${x.change} ${x.path}`), ['M run.sh']);
+    assert.equal(
+      next.changed.map((x) => `${x.change} ${x.path}`),
+      ['M run.sh'],
+    );
     // And written back once more (content back, then again): still read.
     fs.writeFileSync(abs, 'AAAA\n');
     fs.utimesSync(abs, old, old);
@@ -718,7 +769,6 @@ test('the kept copy re-reads an entry its status refreshed that was rewritten wi
     c.t.cleanup();
   }
 });
-
 
 // git reads a boolean written with an empty value (`trustctime =`, what `git config core.trustctime ""` writes) or as
 // an integer (`0`, `0k`) as false: such a config compares no ctimes, and the kept copy's racy reference must cover
@@ -753,7 +803,7 @@ for (const value of ['', '0k', 'FALSE', 'false']) {
 // The kept copy's base, packed: reused only while it is HEAD's tree (d60193f). HEAD moved off it with the index kept
 // (reset --soft: the copy is still valid, its base no longer HEAD's) makes the write-tree of a copy taken beside the
 // status; HEAD on another commit of that same tree reuses it. Either way the copy's entries, staged changes included.
-test('a packed known base: reused while it is HEAD\'s tree, written again (a copy beside the status) once HEAD moved off it', async () => {
+test("a packed known base: reused while it is HEAD's tree, written again (a copy beside the status) once HEAD moved off it", async () => {
   const c = await setup({ 'a.txt': 'a\n', 'd/b.txt': 'b\n' });
   const writeTrees: string[][] = [];
   const stop = onGitSpawn((args) => {
@@ -775,7 +825,7 @@ test('a packed known base: reused while it is HEAD\'s tree, written again (a cop
     let before = writeTrees.length;
     snap = await check(c, snap.tree, 'HEAD moved off the base');
     assert.ok(!snap.seeded && inProcess(c), 'the kept copy is used again');
-    assert.is(c.t.git(['cat-file', '-p', `${snap.tree}:a.txt`]), 'a2\n', 'the staged content, not HEAD\'s');
+    assert.is(c.t.git(['cat-file', '-p', `${snap.tree}:a.txt`]), 'a2\n', "the staged content, not HEAD's");
     assert.is(writeTrees.length - before, 2, 'the session snapshot wrote the base again (and the reference one)');
     // HEAD on a new commit of the copy's tree (the base again; the commit may rewrite the user's index): still exact.
     c.t.git(['commit', '-q', '-m', 'again']);

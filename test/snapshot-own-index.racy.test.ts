@@ -76,7 +76,10 @@ function assertHoldsDisk(c: Ctx, res: TreeSnapshotResult, label: string): void {
       rewriteKeepingStat(c, 'BBBB\n');
       const s2 = await snap(c, s1.tree);
       assertHoldsDisk(c, s2, 'after the rewrite (full path)');
-      assert.equal(s2.changed.map((x) => `${x.change} ${x.path}`), ['M run.sh']);
+      assert.equal(
+        s2.changed.map((x) => `${x.change} ${x.path}`),
+        ['M run.sh'],
+      );
       // Through status on the index (the marker path): its refresh records the stat data.
       sameBytesNewInode(c);
       const s3 = await snap(c, s2.tree);
@@ -139,7 +142,9 @@ test(`the session's own index keeps its racy reference through an undo's recordA
     const from = c.t.git(['rev-parse', `${safety.tree}:a.txt`]).trim();
     c.t.write('a.txt', 'restored\n');
     const to = c.t.git(['hash-object', '-w', '--no-filters', 'a.txt']).trim();
-    const applied = await recordApplied(c.repo, c.index, [{ path: 'a.txt', from: { mode: '100644', oid: from }, to: { mode: '100644', oid: to } }]);
+    const applied = await recordApplied(c.repo, c.index, [
+      { path: 'a.txt', from: { mode: '100644', oid: from }, to: { mode: '100644', oid: to } },
+    ]);
     rewriteKeepingStat(c, 'BBBB\n');
     const next = await snap(c, applied);
     assertHoldsDisk(c, next, 'the snapshot after the undo');
@@ -152,15 +157,22 @@ test(`the session's own index keeps its racy reference through an undo's recordA
 // entries the user's index lacks, count; entries the user's index holds as they are, and entries only it has, do not.
 // A split index (core.splitIndex, `update-index --split-index`) is not read in-process: the walk that sets the
 // reference back could not read a private index git kept split, and the hole above stayed open there.
-test('under a split index, the session\'s index is written whole and re-reads an entry rewritten with its stat data kept; no shared index of its own in .git', async () => {
-  const c = await setup([['core.trustctime', 'false'], ['core.splitIndex', 'true']]);
+test("under a split index, the session's index is written whole and re-reads an entry rewritten with its stat data kept; no shared index of its own in .git", async () => {
+  const c = await setup([
+    ['core.trustctime', 'false'],
+    ['core.splitIndex', 'true'],
+  ]);
   try {
     c.t.git(['update-index', '--split-index']);
     const gitDir = path.join(c.t.dir, '.git');
-    const shared = () => fs.readdirSync(gitDir).filter((f) => f.startsWith('sharedindex.')).sort();
+    const shared = () =>
+      fs
+        .readdirSync(gitDir)
+        .filter((f) => f.startsWith('sharedindex.'))
+        .sort();
     const userIndex = fs.readFileSync(path.join(gitDir, 'index'));
     const sharedBefore = shared();
-    assert.ok(sharedBefore.length >= 1, 'the user\'s index is split');
+    assert.ok(sharedBefore.length >= 1, "the user's index is split");
     const s0 = await snap(c, null);
     sameBytesNewInode(c);
     const s1 = await snap(c, s0.tree);
@@ -170,7 +182,7 @@ test('under a split index, the session\'s index is written whole and re-reads an
     assertHoldsDisk(c, s2, 'after the rewrite');
     assert.ok(readIndexFacts(c.index, c.t.objectFormat), 'the private index is not split (read in-process)');
     assert.equal(shared(), sharedBefore, 'no shared index file written into .git');
-    assert.ok(fs.readFileSync(path.join(gitDir, 'index')).equals(userIndex), 'the user\'s index is byte-identical');
+    assert.ok(fs.readFileSync(path.join(gitDir, 'index')).equals(userIndex), "the user's index is byte-identical");
   } finally {
     c.t.cleanup();
   }
@@ -180,7 +192,13 @@ test('oldestUnlikeMtime: by name, across indexes that hold different entries', (
   const t = tempRepo({ files: { 'a.txt': 'a\n', 'c/d.txt': 'd\n', 'e.txt': 'e\n', 'z.txt': 'z\n' } });
   try {
     const at = (rel: string, s: number) => fs.utimesSync(path.join(t.dir, rel), new Date(s * 1000), new Date(s * 1000));
-    for (const [rel, s] of [['a.txt', 1000], ['c/d.txt', 2000], ['e.txt', 3000], ['z.txt', 4000]] as const) at(rel, s);
+    for (const [rel, s] of [
+      ['a.txt', 1000],
+      ['c/d.txt', 2000],
+      ['e.txt', 3000],
+      ['z.txt', 4000],
+    ] as const)
+      at(rel, s);
     t.git(['update-index', '--refresh']);
     const priv = path.join(t.base, 'priv-index');
     fs.copyFileSync(path.join(t.dir, '.git', 'index'), priv);

@@ -66,7 +66,10 @@ test('the untracked-cache path and the full scan write the same tree', async () 
     assert.is(markers(repo).length, 1);
     repo.write('dir/sub/later.txt', 'l\n');
     const again = await snapJson(repo, ['--session', s1.session]);
-    assert.equal(again.changed.map((c) => c.path), ['dir/sub/later.txt']);
+    assert.equal(
+      again.changed.map((c) => c.path),
+      ['dir/sub/later.txt'],
+    );
     assertFsckClean(repo);
   } finally {
     repo.cleanup();

@@ -49,7 +49,7 @@ async function warmUpOutcome(log: string): Promise<string> {
   return '';
 }
 
-test('state dir: server start on a fresh repository warms its engine up (the content lock\'s directory is created)', async () => {
+test("state dir: server start on a fresh repository warms its engine up (the content lock's directory is created)", async () => {
   const repo = seeded();
   try {
     assert.not.ok(fs.existsSync(path.join(stateDir(repo), 'locks')), 'a fresh repository: no locks dir yet');
@@ -67,7 +67,7 @@ test('state dir: server start on a fresh repository warms its engine up (the con
   }
 });
 
-test('state dir: a warm-up snapshot that fails is in the server\'s log without AGENTSNAP_SERVER_TRACE', async () => {
+test("state dir: a warm-up snapshot that fails is in the server's log without AGENTSNAP_SERVER_TRACE", async () => {
   const repo = seeded();
   // The content lock held by this (live) process: the server's warm-up waits the configured 200 ms and fails Busy.
   repo.git(['config', 'agentsnap.lockTimeout', '200']);
@@ -103,7 +103,7 @@ test('state dir: a gc.stamp replaced by a symlink is replaced, its target keeps 
     linkInPlace(stamp, outside.file);
     const r = await cliProcess(repo, ['wrap', '-q', '--', 'true']);
     assert.is(r.code, 0, r.stderr);
-    assert.is(fs.readFileSync(outside.file, 'utf8'), outside.bytes.toString('utf8'), 'the link\'s target is untouched');
+    assert.is(fs.readFileSync(outside.file, 'utf8'), outside.bytes.toString('utf8'), "the link's target is untouched");
     const st = fs.lstatSync(stamp);
     assert.ok(st.isFile(), 'gc.stamp is a regular file again');
     assert.is(st.mode & 0o777, 0o600);
@@ -122,7 +122,7 @@ test('state dir: a server.log replaced by a symlink is replaced by a fresh log, 
     try {
       assert.is(start.code, 0, start.stderr);
       await warmUpOutcome(log);
-      assert.is(fs.readFileSync(outside.file, 'utf8'), outside.bytes.toString('utf8'), 'the link\'s target is untouched');
+      assert.is(fs.readFileSync(outside.file, 'utf8'), outside.bytes.toString('utf8'), "the link's target is untouched");
       const st = fs.lstatSync(log);
       assert.ok(st.isFile(), 'server.log is a regular file');
       assert.is(st.mode & 0o777, 0o600);
@@ -146,7 +146,7 @@ for (const linked of ['run/main', 'run']) {
         assert.is(start.code, 3, `${start.stdout}${start.stderr}`);
         assert.ok(start.stderr.includes(`${linked} is a symbolic link, not a file agentsnap wrote`), start.stderr);
         assert.not.match(start.stderr, /^\s+at /m);
-        assert.equal(fs.readdirSync(elsewhere), [], 'nothing written into the link\'s target');
+        assert.equal(fs.readdirSync(elsewhere), [], "nothing written into the link's target");
       } finally {
         await cliProcess(repo, ['server', 'stop'], { env: ON });
       }
@@ -178,7 +178,7 @@ test('state dir: a journal replaced by a symlink is refused (exit 3, what/why/wh
     const doctor = await cliProcess(repo, ['doctor']);
     assert.is(doctor.code, 1, `${doctor.stdout}${doctor.stderr}`);
     assert.match(`${doctor.stdout}${doctor.stderr}`, new RegExp(`session ${id}: .*journal\\.jsonl is a symbolic link`));
-    assert.is(fs.readFileSync(moved, 'utf8'), before.toString('utf8'), 'the link\'s target is untouched');
+    assert.is(fs.readFileSync(moved, 'utf8'), before.toString('utf8'), "the link's target is untouched");
   } finally {
     repo.cleanup();
   }
@@ -247,8 +247,14 @@ test('state dir: under umask 000, every file agentsnap creates there is 0600 and
     const r = await runProcess('/bin/sh', ['-c', script], { cwd: repo.dir, env: { ...repo.env, AGENTSNAP_SERVER_AFTER_WRAP: '0' } });
     assert.is(r.code, 0, `${r.stdout}${r.stderr}`);
     const all = modesUnder(stateDir(repo));
-    assert.ok(all.some((e) => e.path.endsWith('journal.jsonl')), 'the session wrote its journal');
-    assert.ok(all.some((e) => e.path === 'gc.stamp'), 'and the gc stamp');
+    assert.ok(
+      all.some((e) => e.path.endsWith('journal.jsonl')),
+      'the session wrote its journal',
+    );
+    assert.ok(
+      all.some((e) => e.path === 'gc.stamp'),
+      'and the gc stamp',
+    );
     const wrong = all.filter((e) => e.mode !== (e.dir ? 0o700 : 0o600)).map((e) => `${e.path} ${e.mode.toString(8)}`);
     assert.equal(wrong, [], `not private: ${wrong.join(', ')}`);
   } finally {

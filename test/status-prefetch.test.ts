@@ -38,7 +38,11 @@ test('status prefetch: a cold snap takes the status started before the CLI loade
     assert.equal([...files.keys()].sort(), ['a.txt', 'src/b.txt', 'src/new.txt']);
     assert.is(files.get('a.txt')?.content.toString(), 'changed\n');
     // This process's git commands (the background server's come later, from another process tree).
-    const events = fs.readFileSync(trace, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Trace);
+    const events = fs
+      .readFileSync(trace, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Trace);
     const starts = events.filter((e) => e.event === 'start' && e.argv);
     const firstRevParse = starts.findIndex((e) => e.argv?.[1] === 'rev-parse');
     const statuses = starts.slice(0, starts.findIndex((e) => e.argv?.includes('update-ref')) + 1).filter((e) => e.argv?.includes('status'));

@@ -52,7 +52,14 @@ test('a session recorded in one clone is listed, logged and shown in another aft
     assert.ok(remoteRefs.includes(`refs/agent/${session}/2`));
     assert.ok(remoteRefs.includes(`refs/agentsnap/journals/${session}`));
     // The journal commit carries agentsnap's identity and trailers, like every snapshot.
-    const meta = a.git(['--git-dir', backup, 'log', '-1', '--format=%an <%ae>|%cn <%ce>|%(trailers:key=Agentsnap-Session,valueonly)', `refs/agentsnap/journals/${session}`]);
+    const meta = a.git([
+      '--git-dir',
+      backup,
+      'log',
+      '-1',
+      '--format=%an <%ae>|%cn <%ce>|%(trailers:key=Agentsnap-Session,valueonly)',
+      `refs/agentsnap/journals/${session}`,
+    ]);
     assert.is(meta.trim(), `agentsnap <agentsnap@agentsnap.invalid>|agentsnap <agentsnap@agentsnap.invalid>|${session}`);
     // A second push sends nothing new.
     const again = JSON.parse((await cli(a, ['push', 'snaps', '--json'])).stdout) as { pushed: string[] };
@@ -119,7 +126,12 @@ test('a session whose newest state is an undo (kept versions included) or its fi
     a.git(['init', '-q', '--bare', backup]);
     const bDir = path.join(a.base, 'clone-b');
     a.git(['clone', '-q', '--no-local', a.dir, bDir]);
-    const b: TempRepo = { ...a, dir: bDir, git: (args, o = {}) => a.git(args, { cwd: bDir, ...o }), gitRaw: (args, o = {}) => a.gitRaw(args, { cwd: bDir, ...o }) };
+    const b: TempRepo = {
+      ...a,
+      dir: bDir,
+      git: (args, o = {}) => a.git(args, { cwd: bDir, ...o }),
+      gitRaw: (args, o = {}) => a.gitRaw(args, { cwd: bDir, ...o }),
+    };
     await step(a, () => {
       a.write('a.txt', 'agent a\n');
       a.write('b.txt', 'agent b\n');
@@ -140,7 +152,11 @@ test('a session whose newest state is an undo (kept versions included) or its fi
     assert.is((await cli(b, ['remote', 'add', 'snaps', backup])).code, 0);
     const fetched = await cli(b, ['fetch', 'snaps', '--json']);
     assert.is(fetched.code, 0, fetched.stderr);
-    assert.equal((JSON.parse(fetched.stdout) as { sessions: { action: string }[] }).sessions.map((x) => x.action), ['added'], fetched.stdout);
+    assert.equal(
+      (JSON.parse(fetched.stdout) as { sessions: { action: string }[] }).sessions.map((x) => x.action),
+      ['added'],
+      fetched.stdout,
+    );
     assert.is(refsUnder(b, `refs/agentsnap/sessions/${session}/head`).get(`refs/agentsnap/sessions/${session}/head`), res.commit!);
     assert.is(b.gitRaw(['cat-file', '-e', oid!]).status, 0, 'the kept version came along');
     assert.equal([...refsUnder(b, 'refs/agentsnap/fetch/').keys()], []);
@@ -151,7 +167,10 @@ test('a session whose newest state is an undo (kept versions included) or its fi
     await endSession(await openContext(repo), session, {});
     assert.is((await cli(a, ['push', 'snaps'])).code, 0);
     const again = JSON.parse((await cli(b, ['fetch', 'snaps', '--json'])).stdout) as { sessions: { action: string }[] };
-    assert.equal(again.sessions.map((x) => x.action), ['updated']);
+    assert.equal(
+      again.sessions.map((x) => x.action),
+      ['updated'],
+    );
     assert.equal(refsUnder(b, `refs/agentsnap/sessions/${session}/head`), refsUnder(a, `refs/agentsnap/sessions/${session}/head`));
   } finally {
     a.cleanup();

@@ -43,7 +43,11 @@ for (const sig of ['SIGTERM', 'SIGINT'] as const) {
         `import { tempRepo } from ${JSON.stringify(path.join(ROOT, 'test', 'helpers.ts'))};\n` +
           `const r = tempRepo({ files: { 'a.txt': 'a\\n' } });\nconsole.log(r.base);\nsetInterval(() => {}, 1000);\n`,
       );
-      const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: plainEnv(), stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', script], {
+        cwd: ROOT,
+        env: plainEnv(),
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       const base = await new Promise<string>((resolve, reject) => {
         let out = '';
         child.stdout.on('data', (d: Buffer) => {

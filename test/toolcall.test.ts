@@ -31,7 +31,12 @@ test('openSession + toolCall: each call is a step with input, output, status; er
     const [w, b] = session.steps;
     assert.equal([w?.tool, w?.status, w?.input, w?.output], ['Write', 'done', { path: 'b.txt' }, { written: 4 }]);
     assert.equal([b?.tool, b?.status, b?.error], ['Bash', 'failed', 'make: *** [all] Error 2']);
-    assert.is(treeFiles(repo, b?.post as string).get('a.txt')?.content.toString(), 'half\n');
+    assert.is(
+      treeFiles(repo, b?.post as string)
+        .get('a.txt')
+        ?.content.toString(),
+      'half\n',
+    );
   } finally {
     repo.cleanup();
   }

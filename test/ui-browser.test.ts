@@ -28,7 +28,11 @@ async function fileBecomes(repo: TempRepo, rel: string, want: string | null): Pr
 
 type Ctx = { repo: TempRepo; ui: UiServer; page: Page; failing: number; requests: string[]; problems: string[] };
 
-async function session(fn: (ctx: Ctx) => Promise<void>, record: (repo: TempRepo) => Promise<{ failing: number }> = recordScriptedSession, files: Record<string, string> = { README: 'readme\n' }): Promise<void> {
+async function session(
+  fn: (ctx: Ctx) => Promise<void>,
+  record: (repo: TempRepo) => Promise<{ failing: number }> = recordScriptedSession,
+  files: Record<string, string> = { README: 'readme\n' },
+): Promise<void> {
   const repo = tempRepo({ files });
   let browser: Browser | null = null;
   let ui: UiServer | null = null;
@@ -58,66 +62,75 @@ async function session(fn: (ctx: Ctx) => Promise<void>, record: (repo: TempRepo)
 const run = browserPath.path ? test : test.skip;
 if (!browserPath.path) console.log(`ui-browser: skipped: ${browserPath.reason}`);
 
-run('ui in Chromium: find the failing step by its red mark, see its diff, undo to before it (dry run, confirm), a refusal when a file was edited meanwhile, redo with force', async () => {
-  await session(async ({ repo, ui, page, failing, requests, problems }) => {
-    // The one red step of the timeline is the one whose check failed.
-    const red = page.locator('#timeline li.step.check-failed');
-    assert.is(await red.count(), 1);
-    assert.is(await red.getAttribute('data-step'), String(failing));
-    assert.is((await red.locator('.check').textContent())?.trim(), '✗');
-    const border = await red.locator('button').evaluate((b) => getComputedStyle(b).borderLeftColor);
-    assert.is(border, 'rgb(207, 34, 46)', 'marked red');
-    assert.is(await page.locator('#timeline li.step .check.pass').count(), 4, 'the other states passed');
-    assert.ok(await page.locator('#timeline li.between').count() >= 1, 'changes between steps are marked');
-    assert.ok(await page.locator('#timeline li.step.overlapping').count() === 1, 'the overlapping call is marked');
+run(
+  'ui in Chromium: find the failing step by its red mark, see its diff, undo to before it (dry run, confirm), a refusal when a file was edited meanwhile, redo with force',
+  async () => {
+    await session(async ({ repo, ui, page, failing, requests, problems }) => {
+      // The one red step of the timeline is the one whose check failed.
+      const red = page.locator('#timeline li.step.check-failed');
+      assert.is(await red.count(), 1);
+      assert.is(await red.getAttribute('data-step'), String(failing));
+      assert.is((await red.locator('.check').textContent())?.trim(), '✗');
+      const border = await red.locator('button').evaluate((b) => getComputedStyle(b).borderLeftColor);
+      assert.is(border, 'rgb(207, 34, 46)', 'marked red');
+      assert.is(await page.locator('#timeline li.step .check.pass').count(), 4, 'the other states passed');
+      assert.ok((await page.locator('#timeline li.between').count()) >= 1, 'changes between steps are marked');
+      assert.ok((await page.locator('#timeline li.step.overlapping').count()) === 1, 'the overlapping call is marked');
 
-    // Its diff, side by side then inline (diff2html), its input and output.
-    await red.locator('button').click();
-    await page.locator('#diff .d2h-file-side-diff').first().waitFor();
-    assert.match(await page.locator('#diff').innerText(), 'broken.txt');
-    assert.match(await page.locator('#diff').innerText(), 'oops');
-    await page.locator('input[name="diff-mode"][value="line-by-line"]').check();
-    await page.locator('#diff .d2h-file-diff').first().waitFor();
-    assert.is(await page.locator('#diff .d2h-file-side-diff').count(), 0);
-    assert.match(await page.locator('#input').innerText(), '"file_path": "broken.txt"');
-    assert.match(await page.locator('#step-meta').innerText(), '✗ check fail');
+      // Its diff, side by side then inline (diff2html), its input and output.
+      await red.locator('button').click();
+      await page.locator('#diff .d2h-file-side-diff').first().waitFor();
+      assert.match(await page.locator('#diff').innerText(), 'broken.txt');
+      assert.match(await page.locator('#diff').innerText(), 'oops');
+      await page.locator('input[name="diff-mode"][value="line-by-line"]').check();
+      await page.locator('#diff .d2h-file-diff').first().waitFor();
+      assert.is(await page.locator('#diff .d2h-file-side-diff').count(), 0);
+      assert.match(await page.locator('#input').innerText(), '"file_path": "broken.txt"');
+      assert.match(await page.locator('#step-meta').innerText(), '✗ check fail');
 
-    // Undo to before it: the dry run first (nothing written), then the confirmation.
-    await page.locator('#act-undo').click();
-    await page.locator('#dialog-body .dry').waitFor();
-    assert.match(await page.locator('#dialog-body').innerText(), 'M README');
-    assert.is(repo.read('README').toString(), 'docs\n', 'nothing happens before the confirmation');
-    await page.locator('#dialog-confirm:not([disabled])').click();
-    await page.locator('#dialog-body .done').waitFor();
-    await fileBecomes(repo, 'README', 'readme\n');
-    await page.locator('#dialog-cancel').click();
-    await page.locator(`#timeline li.step.is-undone[data-step="${failing}"]`).waitFor();
+      // Undo to before it: the dry run first (nothing written), then the confirmation.
+      await page.locator('#act-undo').click();
+      await page.locator('#dialog-body .dry').waitFor();
+      assert.match(await page.locator('#dialog-body').innerText(), 'M README');
+      assert.is(repo.read('README').toString(), 'docs\n', 'nothing happens before the confirmation');
+      await page.locator('#dialog-confirm:not([disabled])').click();
+      await page.locator('#dialog-body .done').waitFor();
+      await fileBecomes(repo, 'README', 'readme\n');
+      await page.locator('#dialog-cancel').click();
+      await page.locator(`#timeline li.step.is-undone[data-step="${failing}"]`).waitFor();
 
-    // Redo: its dry run is clean; then the user edits README before confirming: the real run refuses, with its reason.
-    await page.locator('#redo').click();
-    await page.locator('#dialog-body .dry').waitFor();
-    assert.is(await page.locator('#dialog-body .refusal').count(), 0);
-    repo.write('README', 'mine\n');
-    await page.locator('#dialog-confirm:not([disabled])').click();
-    const refusal = page.locator('#dialog-body .refusal');
-    await refusal.waitFor();
-    assert.match(await refusal.innerText(), /README|outside|changed/);
-    assert.is(await page.locator('#dialog-confirm').isDisabled(), true, 'no going ahead without the force box');
-    assert.is(repo.read('README').toString(), 'mine\n', 'the refusal wrote nothing');
-    await page.locator('#force').check();
-    await page.locator('#dialog-confirm:not([disabled])').click();
-    await page.locator('#dialog-body .done').waitFor();
-    await fileBecomes(repo, 'README', 'docs\n');
-    await fileBecomes(repo, 'broken.txt', null);
-    await page.locator('#dialog-cancel').click();
-    await page.locator(`#timeline li.step[data-step="${failing}"]:not(.is-undone)`).waitFor();
+      // Redo: its dry run is clean; then the user edits README before confirming: the real run refuses, with its reason.
+      await page.locator('#redo').click();
+      await page.locator('#dialog-body .dry').waitFor();
+      assert.is(await page.locator('#dialog-body .refusal').count(), 0);
+      repo.write('README', 'mine\n');
+      await page.locator('#dialog-confirm:not([disabled])').click();
+      const refusal = page.locator('#dialog-body .refusal');
+      await refusal.waitFor();
+      assert.match(await refusal.innerText(), /README|outside|changed/);
+      assert.is(await page.locator('#dialog-confirm').isDisabled(), true, 'no going ahead without the force box');
+      assert.is(repo.read('README').toString(), 'mine\n', 'the refusal wrote nothing');
+      await page.locator('#force').check();
+      await page.locator('#dialog-confirm:not([disabled])').click();
+      await page.locator('#dialog-body .done').waitFor();
+      await fileBecomes(repo, 'README', 'docs\n');
+      await fileBecomes(repo, 'broken.txt', null);
+      await page.locator('#dialog-cancel').click();
+      await page.locator(`#timeline li.step[data-step="${failing}"]:not(.is-undone)`).waitFor();
 
-    // The page asked nothing of any other origin, and broke no rule of its CSP (the refusal's 409 is the one error logged).
-    const origin = new URL(ui.url).origin;
-    assert.equal(requests.filter((u) => !u.startsWith(`${origin}/`)), []);
-    assert.equal(problems.filter((p) => !p.includes('status of 409 (Conflict)')), []);
-  });
-});
+      // The page asked nothing of any other origin, and broke no rule of its CSP (the refusal's 409 is the one error logged).
+      const origin = new URL(ui.url).origin;
+      assert.equal(
+        requests.filter((u) => !u.startsWith(`${origin}/`)),
+        [],
+      );
+      assert.equal(
+        problems.filter((p) => !p.includes('status of 409 (Conflict)')),
+        [],
+      );
+    });
+  },
+);
 
 run('ui in Chromium: refreshes by itself when an agent records a new session; search and the file filter narrow the steps', async () => {
   await session(async ({ repo, page, problems }) => {
@@ -136,48 +149,51 @@ run('ui in Chromium: refreshes by itself when an agent records a new session; se
   });
 });
 
-run('ui in Chromium: a step of a Claude Code session shows the conversation around it (redacted); compare two states; revert one step; restore one file', async () => {
-  await session(
-    async ({ repo, page, problems }) => {
-      await page.locator('#timeline li.step[data-step="2"] button').click();
-      const conv = page.locator('#conversation');
-      await conv.locator('.msg.user').waitFor();
-      const text = await conv.innerText();
-      assert.match(text, 'Please fix the greeting; the deploy token is [REDACTED:github-token].');
-      assert.match(text, 'I will edit a.txt first.');
-      assert.not.ok(text.includes(SECRET));
-      assert.ok(text.indexOf('Please fix') < text.indexOf('step 2: Edit'), 'in order: the prompt, then the call');
-      await page.locator('#cmp-from').selectOption('0');
-      await page.locator('#cmp-to').selectOption('2');
-      await page.locator('#cmp-go').click();
-      await page.locator('#diff .d2h-file-wrapper').first().waitFor();
-      assert.match(await page.locator('#diff').innerText(), 'a.txt');
-      assert.is(await page.locator('#actions').isVisible(), false, 'no step actions while comparing');
+run(
+  'ui in Chromium: a step of a Claude Code session shows the conversation around it (redacted); compare two states; revert one step; restore one file',
+  async () => {
+    await session(
+      async ({ repo, page, problems }) => {
+        await page.locator('#timeline li.step[data-step="2"] button').click();
+        const conv = page.locator('#conversation');
+        await conv.locator('.msg.user').waitFor();
+        const text = await conv.innerText();
+        assert.match(text, 'Please fix the greeting; the deploy token is [REDACTED:github-token].');
+        assert.match(text, 'I will edit a.txt first.');
+        assert.not.ok(text.includes(SECRET));
+        assert.ok(text.indexOf('Please fix') < text.indexOf('step 2: Edit'), 'in order: the prompt, then the call');
+        await page.locator('#cmp-from').selectOption('0');
+        await page.locator('#cmp-to').selectOption('2');
+        await page.locator('#cmp-go').click();
+        await page.locator('#diff .d2h-file-wrapper').first().waitFor();
+        assert.match(await page.locator('#diff').innerText(), 'a.txt');
+        assert.is(await page.locator('#actions').isVisible(), false, 'no step actions while comparing');
 
-      // Revert only step 2, then restore its one file as after it: each through its dry run and Confirm.
-      await page.locator('#timeline li.step[data-step="2"] button').click();
-      await page.locator('#actions').waitFor();
-      await page.locator('#act-revert').click();
-      await page.locator('#dialog-body .dry').waitFor();
-      assert.match(await page.locator('#dialog-body').innerText(), 'M a.txt');
-      assert.is(repo.read('a.txt').toString(), 'two\n');
-      await page.locator('#dialog-confirm:not([disabled])').click();
-      await page.locator('#dialog-body .done').waitFor();
-      await fileBecomes(repo, 'a.txt', 'one\n');
-      await page.locator('#dialog-cancel').click();
-      await page.locator('#restore-path').selectOption('a.txt');
-      await page.locator('#restore-when').selectOption('after');
-      await page.locator('#act-restore').click();
-      await page.locator('#dialog-body .dry').waitFor();
-      assert.match(await page.locator('#dialog-title').innerText(), 'Restore a.txt as after step 2');
-      await page.locator('#dialog-confirm:not([disabled])').click();
-      await page.locator('#dialog-body .done').waitFor();
-      await fileBecomes(repo, 'a.txt', 'two\n');
-      assert.equal(problems, []);
-    },
-    async (repo) => ({ failing: (await recordClaudeSession(repo)).step }),
-    { 'a.txt': 'one\n' },
-  );
-});
+        // Revert only step 2, then restore its one file as after it: each through its dry run and Confirm.
+        await page.locator('#timeline li.step[data-step="2"] button').click();
+        await page.locator('#actions').waitFor();
+        await page.locator('#act-revert').click();
+        await page.locator('#dialog-body .dry').waitFor();
+        assert.match(await page.locator('#dialog-body').innerText(), 'M a.txt');
+        assert.is(repo.read('a.txt').toString(), 'two\n');
+        await page.locator('#dialog-confirm:not([disabled])').click();
+        await page.locator('#dialog-body .done').waitFor();
+        await fileBecomes(repo, 'a.txt', 'one\n');
+        await page.locator('#dialog-cancel').click();
+        await page.locator('#restore-path').selectOption('a.txt');
+        await page.locator('#restore-when').selectOption('after');
+        await page.locator('#act-restore').click();
+        await page.locator('#dialog-body .dry').waitFor();
+        assert.match(await page.locator('#dialog-title').innerText(), 'Restore a.txt as after step 2');
+        await page.locator('#dialog-confirm:not([disabled])').click();
+        await page.locator('#dialog-body .done').waitFor();
+        await fileBecomes(repo, 'a.txt', 'two\n');
+        assert.equal(problems, []);
+      },
+      async (repo) => ({ failing: (await recordClaudeSession(repo)).step }),
+      { 'a.txt': 'one\n' },
+    );
+  },
+);
 
 test.run();

@@ -60,16 +60,32 @@ export interface Reply {
 }
 
 /** One request to 127.0.0.1:port with exactly these headers (Host included when given). */
-export function request(port: number, method: string, pathAndQuery: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
+export function request(
+  port: number,
+  method: string,
+  pathAndQuery: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: pathAndQuery, headers: { ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: () => JSON.parse(text) });
-      });
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: pathAndQuery,
+        headers: { ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json: () => JSON.parse(text) });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -86,18 +102,35 @@ export async function recordClaudeSession(repo: TempRepo): Promise<{ session: st
   const env = { AGENTSNAP_SESSION: id, AGENTSNAP_WORKTREE: repo.dir };
   const transcript = path.join(repo.home, 't.jsonl');
   const lines: unknown[] = [
-    { type: 'user', uuid: 'u1', timestamp: '2030-01-01T00:00:00Z', message: { role: 'user', content: `Please fix the greeting; the deploy token is ${SECRET}.` } },
+    {
+      type: 'user',
+      uuid: 'u1',
+      timestamp: '2030-01-01T00:00:00Z',
+      message: { role: 'user', content: `Please fix the greeting; the deploy token is ${SECRET}.` },
+    },
     { type: 'assistant', uuid: 'a1', message: { role: 'assistant', content: [{ type: 'text', text: 'I will edit a.txt first.' }] } },
-    { type: 'assistant', uuid: 'a2', message: { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'Edit', input: { file_path: 'a.txt' } }] } },
+    {
+      type: 'assistant',
+      uuid: 'a2',
+      message: { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'Edit', input: { file_path: 'a.txt' } }] },
+    },
   ];
   fs.writeFileSync(transcript, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
   const pre = await cliProcess(repo, ['hook', 'claude', 'PreToolUse', '--wrapped'], {
     env,
-    input: JSON.stringify({ tool_name: 'Edit', tool_use_id: 'tu1', tool_input: { file_path: 'a.txt', old_string: 'one', new_string: 'two' }, transcript_path: transcript }),
+    input: JSON.stringify({
+      tool_name: 'Edit',
+      tool_use_id: 'tu1',
+      tool_input: { file_path: 'a.txt', old_string: 'one', new_string: 'two' },
+      transcript_path: transcript,
+    }),
   });
   assert.is(pre.code, 0, pre.stderr);
   repo.write('a.txt', 'two\n');
-  const post = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], { env, input: JSON.stringify({ tool_name: 'Edit', tool_use_id: 'tu1', tool_response: { ok: true } }) });
+  const post = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], {
+    env,
+    input: JSON.stringify({ tool_name: 'Edit', tool_use_id: 'tu1', tool_response: { ok: true } }),
+  });
   assert.is(post.code, 0, post.stderr);
   return { session: id, step: 2 };
 }

@@ -41,7 +41,7 @@ const cookieOf = (setCookie: string | string[] | undefined) => {
   return m![1] as string;
 };
 
-test('ui: the cookie is no key to the page or the API (browsers send 127.0.0.1\'s cookies to every port of it, so any local server the browser visits gets it)', async () => {
+test("ui: the cookie is no key to the page or the API (browsers send 127.0.0.1's cookies to every port of it, so any local server the browser visits gets it)", async () => {
   const repo = tempRepo({ files: { README: 'readme\n' } });
   const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
   try {
@@ -50,11 +50,15 @@ test('ui: the cookie is no key to the page or the API (browsers send 127.0.0.1\'
     assert.is(page.status, 200);
     const value = cookieOf(page.headers['set-cookie']);
     const Cookie = `agentsnap_ui_${ui.port}=${value}`;
-    assert.is((await request(ui.port, 'GET', '/app.js', { Host, Cookie })).status, 200, 'the cookie still serves the page\'s own files');
+    assert.is((await request(ui.port, 'GET', '/app.js', { Host, Cookie })).status, 200, "the cookie still serves the page's own files");
     const again = await request(ui.port, 'GET', '/', { Host, Cookie });
     assert.is(again.status, 401, 'the page (it holds the token) needs the token in its URL');
     assert.not.ok(again.body.includes(ui.token));
-    assert.is((await request(ui.port, 'GET', '/api/sessions', { Host, 'X-Agentsnap-Token': value })).status, 401, 'the cookie\'s value is not the token');
+    assert.is(
+      (await request(ui.port, 'GET', '/api/sessions', { Host, 'X-Agentsnap-Token': value })).status,
+      401,
+      "the cookie's value is not the token",
+    );
   } finally {
     await ui.close();
     repo.cleanup();
@@ -72,7 +76,11 @@ test('ui: the browser is opened on a private file that leads to the page, never 
     `#!/bin/sh\nprintf '%s\\n' "$@" > '${seen}.argv.tmp'\nif [ -f "$1" ]; then cat "$1" > '${seen}.content'; stat -c %a "$1" > '${seen}.mode'; fi\nmv '${seen}.argv.tmp' '${seen}.argv'\n`,
     { mode: 0o755 },
   );
-  const child = spawn(process.execPath, [BIN, 'ui'], { cwd: repo.dir, env: { ...repo.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'ui'], {
+    cwd: repo.dir,
+    env: { ...repo.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   try {
     let out = '';
     let err = '';
@@ -80,7 +88,9 @@ test('ui: the browser is opened on a private file that leads to the page, never 
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     const url = await until('the URL on stdout', () => /http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]{43}/.exec(out)?.[0]);
     const token = new URL(url).searchParams.get('token') as string;
-    const argv = await until('the opener to run', () => (fs.existsSync(`${seen}.argv`) ? fs.readFileSync(`${seen}.argv`, 'utf8') : undefined));
+    const argv = await until('the opener to run', () =>
+      fs.existsSync(`${seen}.argv`) ? fs.readFileSync(`${seen}.argv`, 'utf8') : undefined,
+    );
     assert.not.ok(argv.includes(token), `the token is in the opener's argv: ${argv}`);
     const opened = argv.trim();
     assert.ok(path.isAbsolute(opened), `a file: ${opened}`);
@@ -108,14 +118,25 @@ test('ui: the browser is opened on a private file that leads to the page, never 
 });
 
 test('ui --port 80 without the right to bind it: a clear message and exit 2, not an internal error', async () => {
-  const probe = spawnSync('setpriv', ['--inh-caps=-net_bind_service', '--bounding-set=-net_bind_service', '--', process.execPath, '-e', "require('net').createServer().listen(80,'127.0.0.1',()=>process.exit(0)).on('error',e=>process.exit(e.code==='EACCES'?3:1))"]);
+  const probe = spawnSync('setpriv', [
+    '--inh-caps=-net_bind_service',
+    '--bounding-set=-net_bind_service',
+    '--',
+    process.execPath,
+    '-e',
+    "require('net').createServer().listen(80,'127.0.0.1',()=>process.exit(0)).on('error',e=>process.exit(e.code==='EACCES'?3:1))",
+  ]);
   if (probe.status !== 3) {
     console.log('  (skipped: needs setpriv and a port 80 that an unprivileged process may not bind)');
     return;
   }
   const repo = tempRepo({ files: { README: 'readme\n' } });
   try {
-    const r = spawnSync('setpriv', ['--inh-caps=-net_bind_service', '--bounding-set=-net_bind_service', '--', process.execPath, BIN, 'ui', '--no-open', '--port', '80'], { cwd: repo.dir, env: repo.env, encoding: 'utf8' });
+    const r = spawnSync(
+      'setpriv',
+      ['--inh-caps=-net_bind_service', '--bounding-set=-net_bind_service', '--', process.execPath, BIN, 'ui', '--no-open', '--port', '80'],
+      { cwd: repo.dir, env: repo.env, encoding: 'utf8' },
+    );
     assert.is(r.status, 2, r.stderr);
     assert.match(r.stderr, 'port 80');
     assert.not.match(r.stderr, /internal error|bug in agentsnap/);
@@ -131,7 +152,10 @@ test('ui: an absolute-form request whose authority is another host is refused (i
   try {
     const host = `127.0.0.1:${ui.port}`;
     const ask = (target: string, hosts: string[]) =>
-      raw(ui.port, `GET ${target} HTTP/1.1\r\n${hosts.map((h) => `Host: ${h}\r\n`).join('')}X-Agentsnap-Token: ${ui.token}\r\nConnection: close\r\n\r\n`);
+      raw(
+        ui.port,
+        `GET ${target} HTTP/1.1\r\n${hosts.map((h) => `Host: ${h}\r\n`).join('')}X-Agentsnap-Token: ${ui.token}\r\nConnection: close\r\n\r\n`,
+      );
     const status = (reply: string) => Number(/^HTTP\/1\.1 (\d+)/.exec(reply)?.[1]);
     assert.is(status(await ask('/api/sessions', [host])), 200);
     assert.is(status(await ask(`http://${host}/api/sessions`, [host])), 200, 'absolute form naming us');
@@ -159,7 +183,9 @@ test('ui: requests that never finish (half a header, a body that never comes) ho
         stuck.push(s);
       });
     await open(`GET /api/sessions HTTP/1.1\r\nHost: ${host}\r\nX-Agentsnap-To`);
-    await open(`POST /api/undo HTTP/1.1\r\nHost: ${host}\r\nOrigin: http://${host}\r\nX-Agentsnap-Token: ${ui.token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"session":`);
+    await open(
+      `POST /api/undo HTTP/1.1\r\nHost: ${host}\r\nOrigin: http://${host}\r\nX-Agentsnap-Token: ${ui.token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"session":`,
+    );
     const r = await request(ui.port, 'GET', `/api/log?session=${session}`, { Host: host, 'X-Agentsnap-Token': ui.token });
     assert.is(r.status, 200, r.body);
     assert.is(r.json().rows.length, 5);
@@ -170,25 +196,36 @@ test('ui: requests that never finish (half a header, a body that never comes) ho
   }
 });
 
-test('ui: a Confirm does what its dry run showed or nothing: when an agent\'s call changed the plan in between, 409 PlanChanged with the new dry run, nothing written', async () => {
+test("ui: a Confirm does what its dry run showed or nothing: when an agent's call changed the plan in between, 409 PlanChanged with the new dry run, nothing written", async () => {
   const repo = tempRepo({ files: { README: 'readme\n' } });
   const s = await openSession(repo.dir, { env: repo.env, agent: 'scripted-agent' });
   await s.toolCall('Write', { file_path: 'a.txt' }, () => repo.write('a.txt', 'a\n'));
   const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
   try {
     const host = `127.0.0.1:${ui.port}`;
-    const post = (body: unknown) => request(ui.port, 'POST', '/api/undo', { Host: host, Origin: `http://${host}`, 'X-Agentsnap-Token': ui.token }, JSON.stringify(body));
+    const post = (body: unknown) =>
+      request(ui.port, 'POST', '/api/undo', { Host: host, Origin: `http://${host}`, 'X-Agentsnap-Token': ui.token }, JSON.stringify(body));
     const dry = await post({ session: s.id, step: 1, dryRun: true });
     assert.is(dry.status, 200, dry.body);
     const shown = dry.json();
-    assert.equal(shown.files.changes.map((c: any) => c.path), ['a.txt']);
+    assert.equal(
+      shown.files.changes.map((c: any) => c.path),
+      ['a.txt'],
+    );
     assert.type(shown.planId, 'string', 'a dry run names its plan');
     // The agent goes on while the user reads the dialog: a call of its own, not an edit of the user's.
     await s.toolCall('Write', { file_path: 'b.txt' }, () => repo.write('b.txt', 'b\n'));
     const confirm = await post({ session: s.id, step: 1, expect: shown.planId });
     assert.is(confirm.status, 409, confirm.body);
     assert.is(confirm.json().error.code, 'PlanChanged');
-    assert.equal(confirm.json().dryRun.files.changes.map((c: any) => c.path).sort(), ['a.txt', 'b.txt'], 'with the new dry run');
+    assert.equal(
+      confirm
+        .json()
+        .dryRun.files.changes.map((c: any) => c.path)
+        .sort(),
+      ['a.txt', 'b.txt'],
+      'with the new dry run',
+    );
     assert.ok(repo.exists('a.txt') && repo.exists('b.txt'), 'nothing written');
     // Confirming the new plan does it.
     const again = await post({ session: s.id, step: 1, expect: confirm.json().dryRun.planId });
@@ -201,7 +238,7 @@ test('ui: a Confirm does what its dry run showed or nothing: when an agent\'s ca
   }
 });
 
-test('ui: the timeline\'s answers are bounded by the number of steps, not by what the calls wrote (a Write of 200 KB is in show, not in log or search)', async () => {
+test("ui: the timeline's answers are bounded by the number of steps, not by what the calls wrote (a Write of 200 KB is in show, not in log or search)", async () => {
   const repo = tempRepo({ files: { README: 'readme\n' } });
   const s = await openSession(repo.dir, { env: repo.env, agent: 'scripted-agent' });
   const big = 'x'.repeat(200_000);
@@ -213,12 +250,18 @@ test('ui: the timeline\'s answers are bounded by the number of steps, not by wha
     const log = await request(ui.port, 'GET', `/api/log?session=${s.id}`, a);
     assert.is(log.status, 200);
     assert.ok(log.body.length < 100_000, `log: ${log.body.length} bytes for 5 steps`);
-    assert.equal(log.json().rows.map((r: any) => [r.step.step, r.step.tool, r.what !== null]), [1, 2, 3, 4, 5].map((n) => [n, 'Write', true]));
-    assert.is(log.json().session.steps.length, 5, 'the session\'s steps are there, for the filters');
+    assert.equal(
+      log.json().rows.map((r: any) => [r.step.step, r.step.tool, r.what !== null]),
+      [1, 2, 3, 4, 5].map((n) => [n, 'Write', true]),
+    );
+    assert.is(log.json().session.steps.length, 5, "the session's steps are there, for the filters");
     const search = await request(ui.port, 'GET', '/api/search?q=f3.txt', a);
     assert.is(search.status, 200);
     assert.ok(search.body.length < 100_000, `search: ${search.body.length} bytes`);
-    assert.equal(search.json().rows.map((r: any) => r.step.step), [4]);
+    assert.equal(
+      search.json().rows.map((r: any) => r.step.step),
+      [4],
+    );
     const show = await request(ui.port, 'GET', `/api/show?session=${s.id}&step=4`, a);
     const input = show.json().step.input;
     assert.is(input.file_path, 'f3.txt', 'one step shows its input');
@@ -246,14 +289,26 @@ test('ui: the repository removed while the page is open: the live stamp fails (t
   }
 });
 
-test('ui: the page\'s files only, however the path is spelled (double-encoded, backslashes, NUL, a second slash, a trailing one)', async () => {
+test("ui: the page's files only, however the path is spelled (double-encoded, backslashes, NUL, a second slash, a trailing one)", async () => {
   const repo = tempRepo({ files: { README: 'readme\n' } });
   const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
   try {
     const Host = `127.0.0.1:${ui.port}`;
     const q = `?token=${ui.token}`;
     assert.is((await request(ui.port, 'GET', `/app.js${q}`, { Host })).status, 200);
-    for (const p of ['/%252e%252e/package.json', '/..%5cpackage.json', '/..\\package.json', '/app.js%00.png', '/%00', '//etc/passwd', '/app.js/', '/.%2e/.%2e/package.json', '/%2fetc%2fpasswd', '/~', '/favicon.svg%20']) {
+    for (const p of [
+      '/%252e%252e/package.json',
+      '/..%5cpackage.json',
+      '/..\\package.json',
+      '/app.js%00.png',
+      '/%00',
+      '//etc/passwd',
+      '/app.js/',
+      '/.%2e/.%2e/package.json',
+      '/%2fetc%2fpasswd',
+      '/~',
+      '/favicon.svg%20',
+    ]) {
       const r = await request(ui.port, 'GET', `${p}${q}`, { Host });
       assert.ok(r.status === 404 || r.status === 400, `${p}: ${r.status}`);
       assert.not.match(r.body, '"name"', `${p}: nothing of package.json`);

@@ -42,7 +42,8 @@ async function fixture(): Promise<Fixture> {
     origin,
     cookie,
     get: (p, headers = {}) => request(ui.port, 'GET', p, { ...auth, ...headers }),
-    post: (name, body, headers = {}) => request(ui.port, 'POST', `/api/${name}`, { ...auth, Origin: origin, ...headers }, JSON.stringify(body)),
+    post: (name, body, headers = {}) =>
+      request(ui.port, 'POST', `/api/${name}`, { ...auth, Origin: origin, ...headers }, JSON.stringify(body)),
   };
 }
 
@@ -89,7 +90,10 @@ test('ui: binds 127.0.0.1 only (not ::1, not another address of this machine); t
         s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
       });
     assert.is(await refused('::1'), 'ECONNREFUSED', 'not on ::1');
-    const others = Object.values(os.networkInterfaces()).flat().filter((a) => a && a.family === 'IPv4' && !a.internal).map((a) => a!.address);
+    const others = Object.values(os.networkInterfaces())
+      .flat()
+      .filter((a) => a && a.family === 'IPv4' && !a.internal)
+      .map((a) => a!.address);
     for (const a of others) assert.is(await refused(a), 'ECONNREFUSED', `not on ${a}`);
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
@@ -106,7 +110,7 @@ test('ui: the token is required for the page (401 without it or wrong), sets an 
     assert.is((await request(f.ui.port, 'GET', '/', host)).status, 401);
     assert.is((await request(f.ui.port, 'GET', '/?token=wrong', host)).status, 401);
     assert.is((await request(f.ui.port, 'GET', `/?token=${f.ui.token.slice(0, -1)}x`, host)).status, 401);
-    assert.is((await request(f.ui.port, 'GET', '/app.js', host)).status, 401, 'the page\'s files too');
+    assert.is((await request(f.ui.port, 'GET', '/app.js', host)).status, 401, "the page's files too");
     const page = await request(f.ui.port, 'GET', `/?token=${f.ui.token}`, host);
     assert.is(page.status, 200);
     assert.match(page.body, `<meta name="agentsnap-token" content="${f.ui.token}">`);
@@ -116,16 +120,28 @@ test('ui: the token is required for the page (401 without it or wrong), sets an 
     assert.match(cookie, 'HttpOnly');
     assert.match(cookie, 'SameSite=Strict');
     const withCookie = { ...host, Cookie: cookie.split(';')[0] as string };
-    assert.is((await request(f.ui.port, 'GET', '/app.js', withCookie)).status, 200, 'the cookie serves the page\'s files');
+    assert.is((await request(f.ui.port, 'GET', '/app.js', withCookie)).status, 200, "the cookie serves the page's files");
     assert.is((await request(f.ui.port, 'GET', '/api/sessions', withCookie)).status, 401, 'the API wants the header, not the cookie');
     assert.is((await request(f.ui.port, 'GET', '/api/sessions', { ...host, 'X-Agentsnap-Token': 'nope' })).status, 401);
     assert.is((await f.get('/api/sessions')).status, 200);
-    assert.is((await request(f.ui.port, 'GET', '/app.js', { ...host, Cookie: (cookie.split(';')[0] as string).replace(`_${f.ui.port}=`, `_${f.ui.port + 1}=`) })).status, 401, 'another port\'s cookie');
+    assert.is(
+      (
+        await request(f.ui.port, 'GET', '/app.js', {
+          ...host,
+          Cookie: (cookie.split(';')[0] as string).replace(`_${f.ui.port}=`, `_${f.ui.port + 1}=`),
+        })
+      ).status,
+      401,
+      "another port's cookie",
+    );
     // Two servers, two tokens (random, from crypto).
     const other = await startUiServer({ cwd: f.repo.dir, env: f.repo.env });
     try {
       assert.is.not(other.token, f.ui.token);
-      assert.is((await request(other.port, 'GET', '/api/sessions', { Host: `127.0.0.1:${other.port}`, 'X-Agentsnap-Token': f.ui.token })).status, 401);
+      assert.is(
+        (await request(other.port, 'GET', '/api/sessions', { Host: `127.0.0.1:${other.port}`, 'X-Agentsnap-Token': f.ui.token })).status,
+        401,
+      );
     } finally {
       await other.close();
     }
@@ -134,7 +150,14 @@ test('ui: the token is required for the page (401 without it or wrong), sets an 
 
 test('ui: a request whose Host is not 127.0.0.1:<port> or localhost:<port> is refused (DNS rebinding), token or not', async () => {
   await withFixture(async (f) => {
-    for (const host of ['evil.example', `evil.example:${f.ui.port}`, `127.0.0.1:${f.ui.port + 1}`, '127.0.0.1', `localhost.evil.example:${f.ui.port}`, `[::1]:${f.ui.port}`]) {
+    for (const host of [
+      'evil.example',
+      `evil.example:${f.ui.port}`,
+      `127.0.0.1:${f.ui.port + 1}`,
+      '127.0.0.1',
+      `localhost.evil.example:${f.ui.port}`,
+      `[::1]:${f.ui.port}`,
+    ]) {
       const r = await f.get('/api/sessions', { Host: host });
       assert.is(r.status, 421, `Host ${host}`);
       assert.not.match(r.body, f.session, 'nothing of the repository in the answer');
@@ -145,7 +168,7 @@ test('ui: a request whose Host is not 127.0.0.1:<port> or localhost:<port> is re
   });
 });
 
-test('ui: a mutating request whose Origin is not the page\'s own is refused (CSRF), and nothing is written', async () => {
+test("ui: a mutating request whose Origin is not the page's own is refused (CSRF), and nothing is written", async () => {
   await withFixture(async (f) => {
     const before = f.repo.read('README').toString();
     for (const origin of ['http://evil.example', `http://localhost:${f.ui.port}`, `https://127.0.0.1:${f.ui.port}`, 'null']) {
@@ -153,20 +176,33 @@ test('ui: a mutating request whose Origin is not the page\'s own is refused (CSR
       assert.is(r.status, 403, `Origin ${origin}`);
     }
     // No Origin at all: refused too.
-    const bare = await request(f.ui.port, 'POST', '/api/undo', { Host: f.host, 'X-Agentsnap-Token': f.ui.token }, JSON.stringify({ session: f.session, step: 1 }));
+    const bare = await request(
+      f.ui.port,
+      'POST',
+      '/api/undo',
+      { Host: f.host, 'X-Agentsnap-Token': f.ui.token },
+      JSON.stringify({ session: f.session, step: 1 }),
+    );
     assert.is(bare.status, 403);
     assert.is(f.repo.read('README').toString(), before, 'the worktree is untouched');
     assert.ok(f.repo.exists('src.txt'));
     // The page's own origin (localhost when the page was opened as localhost) goes through.
-    const own = await f.post('undo', { session: f.session, step: 1, dryRun: true }, { Host: `localhost:${f.ui.port}`, Origin: `http://localhost:${f.ui.port}` });
+    const own = await f.post(
+      'undo',
+      { session: f.session, step: 1, dryRun: true },
+      { Host: `localhost:${f.ui.port}`, Origin: `http://localhost:${f.ui.port}` },
+    );
     assert.is(own.status, 200, own.body);
     // Other methods: refused whatever they carry.
-    assert.is((await request(f.ui.port, 'PUT', '/api/undo', { Host: f.host, 'X-Agentsnap-Token': f.ui.token, Origin: f.origin }, '{}')).status, 405);
+    assert.is(
+      (await request(f.ui.port, 'PUT', '/api/undo', { Host: f.host, 'X-Agentsnap-Token': f.ui.token, Origin: f.origin }, '{}')).status,
+      405,
+    );
     assert.is((await f.get('/api/undo')).status, 405, 'an operation is never a GET');
   });
 });
 
-test('ui: no CORS headers, a preflight gets none; every answer has CSP default-src \'self\' with no external source', async () => {
+test("ui: no CORS headers, a preflight gets none; every answer has CSP default-src 'self' with no external source", async () => {
   await withFixture(async (f) => {
     const pre = await request(f.ui.port, 'OPTIONS', '/api/undo', {
       Host: f.host,
@@ -202,7 +238,7 @@ test('ui: no CORS headers, a preflight gets none; every answer has CSP default-s
   });
 });
 
-test('ui: what the API shows is redacted as the journal is (a token in a call\'s input never reaches the page)', async () => {
+test("ui: what the API shows is redacted as the journal is (a token in a call's input never reaches the page)", async () => {
   await withFixture(async (f) => {
     const answers = [
       await f.get(`/api/log?session=${f.session}`),
@@ -222,22 +258,38 @@ test('ui: what the API shows is redacted as the journal is (a token in a call\'s
 test('ui endpoints: sessions, log with checks/overlaps/changes between steps, show, diff, replay, status, search, filters, stamp', async () => {
   await withFixture(async (f) => {
     const sessions = (await f.get('/api/sessions')).json() as { id: string; steps: number }[];
-    assert.equal(sessions.map((s) => [s.id, s.steps]), [[f.session, 5]]);
+    assert.equal(
+      sessions.map((s) => [s.id, s.steps]),
+      [[f.session, 5]],
+    );
     const log = (await f.get(`/api/log?session=${f.session}`)).json();
-    assert.equal(log.rows.map((r: any) => [r.step.step, r.step.tool, r.check?.verdict ?? null]), [
-      [1, 'Task', 'pass'],
-      [2, 'Read', 'pass'],
-      [3, 'Bash', 'pass'],
-      [4, 'Write', 'fail'],
-      [5, 'Bash', 'pass'],
-    ]);
+    assert.equal(
+      log.rows.map((r: any) => [r.step.step, r.step.tool, r.check?.verdict ?? null]),
+      [
+        [1, 'Task', 'pass'],
+        [2, 'Read', 'pass'],
+        [3, 'Bash', 'pass'],
+        [4, 'Write', 'fail'],
+        [5, 'Bash', 'pass'],
+      ],
+    );
     assert.is(log.rows[3].check.command, CHECK);
     assert.equal(log.rows[1].step.overlaps, [1], 'Read ran inside Task');
-    assert.equal(log.rows[3].step.changedBefore.map((c: any) => c.path), ['notes.txt'], 'the user\'s edit between steps 3 and 4');
+    assert.equal(
+      log.rows[3].step.changedBefore.map((c: any) => c.path),
+      ['notes.txt'],
+      "the user's edit between steps 3 and 4",
+    );
     assert.ok(typeof log.rows[2].what === 'string' && log.rows[2].what.includes('curl'), log.rows[2].what);
     // Filters: by file (from the worktree's top) and by tool.
-    assert.equal((await f.get(`/api/log?session=${f.session}&path=src.txt`)).json().rows.map((r: any) => r.step.step), [1, 3]);
-    assert.equal((await f.get(`/api/log?session=${f.session}&tool=Write`)).json().rows.map((r: any) => r.step.step), [4]);
+    assert.equal(
+      (await f.get(`/api/log?session=${f.session}&path=src.txt`)).json().rows.map((r: any) => r.step.step),
+      [1, 3],
+    );
+    assert.equal(
+      (await f.get(`/api/log?session=${f.session}&tool=Write`)).json().rows.map((r: any) => r.step.step),
+      [4],
+    );
     // One step: its diff, input and output.
     const show = (await f.get(`/api/show?session=${f.session}&step=${f.failing}`)).json();
     assert.match(show.diff, 'diff --git a/broken.txt b/broken.txt');
@@ -251,10 +303,19 @@ test('ui endpoints: sessions, log with checks/overlaps/changes between steps, sh
     assert.is((await f.get(`/api/diff?session=${f.session}&from=5&to=worktree`)).json().diff, '');
     // The conversation (here: the steps, in order; a generic agent keeps no transcript).
     const replay = (await f.get(`/api/replay?session=${f.session}`)).json();
-    assert.equal(replay.entries.filter((e: any) => e.type === 'step').map((e: any) => e.step), [1, 2, 3, 4, 5]);
+    assert.equal(
+      replay.entries.filter((e: any) => e.type === 'step').map((e: any) => e.step),
+      [1, 2, 3, 4, 5],
+    );
     const status = (await f.get(`/api/status?session=${f.session}`)).json();
     assert.is(status.session, f.session);
-    assert.equal((await f.get('/api/search?q=broken.txt')).json().rows.map((r: any) => [r.session, r.step.step]), [[f.session, 4], [f.session, 5]]);
+    assert.equal(
+      (await f.get('/api/search?q=broken.txt')).json().rows.map((r: any) => [r.session, r.step.step]),
+      [
+        [f.session, 4],
+        [f.session, 5],
+      ],
+    );
     // The live refresh's stamp moves when the journal does.
     const s1 = (await f.get('/api/stamp')).json().stamp;
     assert.is((await f.get('/api/stamp')).json().stamp, s1, 'stable while nothing happens');
@@ -276,27 +337,33 @@ test('ui endpoints: sessions, log with checks/overlaps/changes between steps, sh
   });
 });
 
-test('ui operations: undo dry run changes nothing, undo, refusal over the user\'s edit (409, nothing written), redo with force; restore one file; revert one step', async () => {
+test("ui operations: undo dry run changes nothing, undo, refusal over the user's edit (409, nothing written), redo with force; restore one file; revert one step", async () => {
   await withFixture(async (f) => {
     const dry = await f.post('undo', { session: f.session, step: f.failing, dryRun: true });
     assert.is(dry.status, 200, dry.body);
     const plan = dry.json().files;
     assert.is(plan.dryRun, true);
-    assert.equal(plan.changes.map((c: any) => [c.change, c.path]), [['M', 'README']]);
+    assert.equal(
+      plan.changes.map((c: any) => [c.change, c.path]),
+      [['M', 'README']],
+    );
     assert.is(f.repo.read('README').toString(), 'docs\n', 'a dry run writes nothing');
     const done = await f.post('undo', { session: f.session, step: f.failing });
     assert.is(done.status, 200, done.body);
     assert.equal(done.json().files.undone, [4, 5]);
     assert.is(f.repo.read('README').toString(), 'readme\n');
     assert.not.ok(f.repo.exists('broken.txt'));
-    assert.is(f.repo.read('notes.txt').toString(), 'the user was here\n', 'the user\'s change before step 4 stays');
+    assert.is(f.repo.read('notes.txt').toString(), 'the user was here\n', "the user's change before step 4 stays");
     assert.equal((await f.get(`/api/status?session=${f.session}`)).json().undone, [4, 5]);
 
     // The user edits a file the redo would overwrite: the dry run says it would refuse, the real run refuses.
     f.repo.write('README', 'mine\n');
     const redoDry = (await f.post('redo', { session: f.session, dryRun: true })).json();
     assert.is(redoDry.wouldRefuse, true);
-    assert.equal(redoDry.outside.map((o: any) => o.path), ['README']);
+    assert.equal(
+      redoDry.outside.map((o: any) => o.path),
+      ['README'],
+    );
     const refused = await f.post('redo', { session: f.session });
     assert.is(refused.status, 409);
     assert.is(refused.json().error.code, 'Refused');
@@ -305,7 +372,7 @@ test('ui operations: undo dry run changes nothing, undo, refusal over the user\'
     const forced = await f.post('redo', { session: f.session, force: true });
     assert.is(forced.status, 200, forced.body);
     assert.is(f.repo.read('README').toString(), 'docs\n');
-    assert.ok(forced.json().safety, 'the user\'s edit is in a safety snapshot');
+    assert.ok(forced.json().safety, "the user's edit is in a safety snapshot");
 
     // Revert only step 5 (broken.txt back, README as before it); restore one file as before step 3.
     const revDry = (await f.post('revert', { session: f.session, step: 5, dryRun: true })).json();
@@ -316,7 +383,10 @@ test('ui operations: undo dry run changes nothing, undo, refusal over the user\'
     assert.is(f.repo.read('broken.txt').toString(), 'oops\n');
     assert.is(f.repo.read('README').toString(), 'readme\n');
     const rdry = (await f.post('restore', { session: f.session, step: 3, paths: ['src.txt'], dryRun: true })).json();
-    assert.equal(rdry.changes.map((c: any) => c.path), ['src.txt']);
+    assert.equal(
+      rdry.changes.map((c: any) => c.path),
+      ['src.txt'],
+    );
     assert.is(f.repo.read('src.txt').toString(), 'v2\n');
     assert.is((await f.post('restore', { session: f.session, step: 3, paths: ['src.txt'] })).status, 200);
     assert.is(f.repo.read('src.txt').toString(), 'v1\n');
@@ -324,10 +394,10 @@ test('ui operations: undo dry run changes nothing, undo, refusal over the user\'
   });
 });
 
-test('ui: --session names the page\'s first session (a wrong one fails at the start, exit 1); a port in use: exit 5', async () => {
+test("ui: --session names the page's first session (a wrong one fails at the start, exit 1); a port in use: exit 5", async () => {
   await withFixture(async (f) => {
     const page = await request(f.ui.port, 'GET', `/?token=${f.ui.token}`, { Host: f.host });
-    assert.match(page.body, `<meta name="agentsnap-session" content="${f.session}">`, 'this worktree\'s most recent session by default');
+    assert.match(page.body, `<meta name="agentsnap-session" content="${f.session}">`, "this worktree's most recent session by default");
     const wrong = await cli(f.repo, ['ui', '--no-open', '--session', 'no-such-session']);
     assert.is(wrong.code, 1, wrong.stderr);
     const busy = await cli(f.repo, ['ui', '--no-open', '--port', String(f.ui.port)]);
@@ -336,16 +406,22 @@ test('ui: --session names the page\'s first session (a wrong one fails at the st
   });
 });
 
-test('ui: the conversation of a Claude Code session (replay) reaches the page in order, the user\'s words redacted', async () => {
+test("ui: the conversation of a Claude Code session (replay) reaches the page in order, the user's words redacted", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   const { session, step } = await recordClaudeSession(repo);
   const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
   try {
-    const r = await request(ui.port, 'GET', `/api/replay?session=${session}`, { Host: `127.0.0.1:${ui.port}`, 'X-Agentsnap-Token': ui.token });
+    const r = await request(ui.port, 'GET', `/api/replay?session=${session}`, {
+      Host: `127.0.0.1:${ui.port}`,
+      'X-Agentsnap-Token': ui.token,
+    });
     assert.is(r.status, 200, r.body);
     assert.not.ok(r.body.includes(SECRET), 'the secret the user typed');
     const entries = r.json().entries as { type: string; text?: string; step?: number }[];
-    assert.equal(entries.map((e) => e.type), ['session', 'step', 'user', 'assistant', 'step']);
+    assert.equal(
+      entries.map((e) => e.type),
+      ['session', 'step', 'user', 'assistant', 'step'],
+    );
     assert.match(entries[2]!.text!, 'Please fix the greeting; the deploy token is [REDACTED:github-token].');
     assert.is(entries[4]!.step, step);
   } finally {

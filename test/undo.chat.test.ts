@@ -25,12 +25,23 @@ function writeTranscript(repo: TempRepo): string {
   const assistant = (uuid: string, parent: string, id: string, block: Record<string, unknown>) =>
     line({ ...base, type: 'assistant', uuid, parentUuid: parent, message: { id, role: 'assistant', content: [block] } });
   const result = (uuid: string, parent: string, toolUseId: string) =>
-    line({ ...base, type: 'user', uuid, parentUuid: parent, message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'ok' }] } });
+    line({
+      ...base,
+      type: 'user',
+      uuid,
+      parentUuid: parent,
+      message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'ok' }] },
+    });
   const lines = [
     line({ type: 'queue-operation', operation: 'enqueue', sessionId: SID }),
     line({ ...base, type: 'user', uuid: 'u1', parentUuid: null, message: { role: 'user', content: 'make the files' } }),
     assistant('a1', 'u1', 'msg_1', { type: 'text', text: 'Writing a.txt' }),
-    assistant('a2', 'a1', 'msg_1', { type: 'tool_use', id: 'toolu_1', name: 'Write', input: { file_path: `${repo.dir}/a.txt`, content: 'one\n' } }),
+    assistant('a2', 'a1', 'msg_1', {
+      type: 'tool_use',
+      id: 'toolu_1',
+      name: 'Write',
+      input: { file_path: `${repo.dir}/a.txt`, content: 'one\n' },
+    }),
     result('r1', 'a2', 'toolu_1'),
     assistant('a3', 'r1', 'msg_2', { type: 'tool_use', id: 'toolu_2', name: 'Bash', input: { command: 'echo two > b.txt' } }),
     assistant('a4', 'a3', 'msg_2', { type: 'tool_use', id: 'toolu_3', name: 'Bash', input: { command: 'echo three > c.txt' } }),
@@ -53,7 +64,12 @@ async function recordCalls(repo: TempRepo, transcript: string | null): Promise<s
     ['Bash', 'toolu_3', 'a4', 'c.txt', () => fs.writeFileSync(path.join(repo.dir, 'c.txt'), 'three\n')],
   ];
   for (const [tool, toolUseId, uuid, , change] of calls) {
-    await recordPre(await openContext(r), id, { tool, toolUseId, input: { command: 'x' }, transcript: transcript ? { path: transcript, offset: 0, uuid } : null });
+    await recordPre(await openContext(r), id, {
+      tool,
+      toolUseId,
+      input: { command: 'x' },
+      transcript: transcript ? { path: transcript, offset: 0, uuid } : null,
+    });
     change();
     await recordPost(await openContext(r), id, { toolUseId });
   }
@@ -72,8 +88,15 @@ test('undo N --chat forks the transcript before step N (cut before its whole ass
     const m = /claude --resume ([0-9a-f-]{36})/.exec(r.stdout);
     assert.ok(m, r.stdout);
     const forked = path.join(path.dirname(original), `${m![1]}.jsonl`);
-    const lines = fs.readFileSync(forked, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.equal(lines.map((l) => l.uuid ?? l.type), ['queue-operation', 'u1', 'a1', 'a2', 'r1']);
+    const lines = fs
+      .readFileSync(forked, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(
+      lines.map((l) => l.uuid ?? l.type),
+      ['queue-operation', 'u1', 'a1', 'a2', 'r1'],
+    );
     assert.ok(lines.every((l) => l.sessionId === m![1]));
     assert.match(r.stdout, /shared its assistant message with 1 other tool call/);
     assert.match(r.stdout, new RegExp(`cd ${repo.dir} && claude --resume`));
@@ -107,7 +130,10 @@ test('the printed resume command runs as is in a shell when the directory has sp
     const original = writeTranscript(repo);
     const odd = path.join(repo.dir, "it's a $dir");
     fs.mkdirSync(odd);
-    fs.writeFileSync(original, fs.readFileSync(original, 'utf8').replaceAll(`"cwd":${JSON.stringify(repo.dir)}`, `"cwd":${JSON.stringify(odd)}`));
+    fs.writeFileSync(
+      original,
+      fs.readFileSync(original, 'utf8').replaceAll(`"cwd":${JSON.stringify(repo.dir)}`, `"cwd":${JSON.stringify(odd)}`),
+    );
     const id = await recordCalls(repo, original);
     const r = await cli(repo, ['undo', '3', '--chat', '--session', id]);
     assert.is(r.code, 0, r.stderr);
@@ -116,7 +142,9 @@ test('the printed resume command runs as is in a shell when the directory has sp
     const sh = spawnSync('/bin/sh', ['-c', `${line![1]} && pwd`], { cwd: repo.base, encoding: 'utf8' });
     assert.is(sh.status, 0, sh.stderr);
     assert.is(sh.stdout.trim(), odd);
-    const json = JSON.parse((await cli(repo, ['undo', '3', '--chat', '--session', id, '--json'])).stdout) as { chat: { cwd: string; shellCommand: string } };
+    const json = JSON.parse((await cli(repo, ['undo', '3', '--chat', '--session', id, '--json'])).stdout) as {
+      chat: { cwd: string; shellCommand: string };
+    };
     assert.is(json.chat.cwd, odd);
     assert.match(json.chat.shellCommand, / && claude --resume [0-9a-f-]{36}$/);
   } finally {
@@ -134,10 +162,21 @@ test('undo --chat of a call a subagent made cuts the main conversation before th
     fs.mkdirSync(subDir, { recursive: true });
     const sub = (agent: string, spawnedBy: string, calls: string[]) => {
       const lines = calls.map((id, i) =>
-        line({ type: 'assistant', isSidechain: true, agentId: agent, sessionId: SID, uuid: `${agent}-${i}`, parentUuid: null, message: { id: `msg_${agent}_${i}`, role: 'assistant', content: [{ type: 'tool_use', id, name: 'Write', input: {} }] } }),
+        line({
+          type: 'assistant',
+          isSidechain: true,
+          agentId: agent,
+          sessionId: SID,
+          uuid: `${agent}-${i}`,
+          parentUuid: null,
+          message: { id: `msg_${agent}_${i}`, role: 'assistant', content: [{ type: 'tool_use', id, name: 'Write', input: {} }] },
+        }),
       );
       fs.writeFileSync(path.join(subDir, `agent-${agent}.jsonl`), lines.join('\n') + '\n');
-      fs.writeFileSync(path.join(subDir, `agent-${agent}.meta.json`), JSON.stringify({ agentType: 'general-purpose', toolUseId: spawnedBy, spawnDepth: 1 }));
+      fs.writeFileSync(
+        path.join(subDir, `agent-${agent}.meta.json`),
+        JSON.stringify({ agentType: 'general-purpose', toolUseId: spawnedBy, spawnDepth: 1 }),
+      );
     };
     sub('a1', 'toolu_2', ['toolu_sub1', 'toolu_agent2']); // started by call toolu_2 (message 2)
     sub('a2', 'toolu_agent2', ['toolu_sub2']); // started inside subagent a1
@@ -152,7 +191,12 @@ test('undo --chat of a call a subagent made cuts the main conversation before th
       ['toolu_sub2', null],
     ];
     for (const [toolUseId, uuid] of calls) {
-      await recordPre(await openContext(r), id, { tool: 'Write', toolUseId, input: {}, transcript: { path: original, offset: 0, ...(uuid ? { uuid } : {}) } });
+      await recordPre(await openContext(r), id, {
+        tool: 'Write',
+        toolUseId,
+        input: {},
+        transcript: { path: original, offset: 0, ...(uuid ? { uuid } : {}) },
+      });
       await recordPost(await openContext(r), id, { toolUseId });
     }
     // Steps: 1 the snap checkpoint, 2 toolu_1, 3 toolu_2 (the Agent call), 4 and 5 inside subagents.
@@ -161,13 +205,23 @@ test('undo --chat of a call a subagent made cuts the main conversation before th
       assert.is(res.code, 0, res.stderr);
       const m = /claude --resume ([0-9a-f-]{36})/.exec(res.stdout);
       assert.ok(m, res.stdout);
-      const kept = fs.readFileSync(path.join(path.dirname(original), `${m![1]}.jsonl`), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { uuid?: string; type: string }).uuid ?? 'q');
+      const kept = fs
+        .readFileSync(path.join(path.dirname(original), `${m![1]}.jsonl`), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { uuid?: string; type: string }).uuid ?? 'q');
       assert.equal(kept, ['q', 'u1', 'a1', 'a2', 'r1'], `step ${step}: cut before the message holding the Agent call`);
-      assert.match(res.stdout, `step ${step} was made by a subagent: the conversation is cut before step 3, the Agent call that started it`);
+      assert.match(
+        res.stdout,
+        `step ${step} was made by a subagent: the conversation is cut before step 3, the Agent call that started it`,
+      );
       // The fork is a whole session: the subagent conversations of the calls it keeps come with it.
       const forkSubs = path.join(path.dirname(original), m![1] as string, 'subagents');
       assert.equal(fs.readdirSync(forkSubs).sort(), ['agent-a0.jsonl', 'agent-a0.meta.json', 'agent-a0b.jsonl', 'agent-a0b.meta.json']);
-      const copied = JSON.parse(fs.readFileSync(path.join(forkSubs, 'agent-a0b.jsonl'), 'utf8')) as { sessionId: string; message: { content: { id: string }[] } };
+      const copied = JSON.parse(fs.readFileSync(path.join(forkSubs, 'agent-a0b.jsonl'), 'utf8')) as {
+        sessionId: string;
+        message: { content: { id: string }[] };
+      };
       assert.is(copied.sessionId, m![1]);
       assert.is(copied.message.content[0]?.id, 'toolu_sub0');
       assert.equal(fs.readFileSync(path.join(forkSubs, 'agent-a0.meta.json')), fs.readFileSync(path.join(subDir, 'agent-a0.meta.json')));
@@ -204,17 +258,32 @@ function writeRollout(repo: TempRepo, id: string, context = false): string {
   const rollout = path.join(repo.home, '.codex', 'sessions', '2026', '11', '30', `rollout-2026-11-30T10-00-00-${id}.jsonl`);
   fs.mkdirSync(path.dirname(rollout), { recursive: true });
   let ordinal = 0;
-  const rec = (type: string, payload: Record<string, unknown>) => JSON.stringify({ timestamp: '2026-11-30T10:00:00.000Z', ordinal: ordinal++, type, payload });
+  const rec = (type: string, payload: Record<string, unknown>) =>
+    JSON.stringify({ timestamp: '2026-11-30T10:00:00.000Z', ordinal: ordinal++, type, payload });
   const item = (payload: Record<string, unknown>) => rec('response_item', payload);
-  const call = (n: string) => item({ type: 'function_call', id: `fc_${n}`, name: 'exec_command', arguments: JSON.stringify({ cmd: `echo ${n}` }), call_id: `call_${n}` });
+  const call = (n: string) =>
+    item({
+      type: 'function_call',
+      id: `fc_${n}`,
+      name: 'exec_command',
+      arguments: JSON.stringify({ cmd: `echo ${n}` }),
+      call_id: `call_${n}`,
+    });
   const output = (n: string) => item({ type: 'function_call_output', call_id: `call_${n}`, output: 'Process exited with code 0' });
   const lines = [
-    rec('session_meta', { session_id: id, id, cwd: repo.dir, cli_version: '0.171.0', big: 0 }).replace('"big":0', '"big":12345678901234567890'),
+    rec('session_meta', { session_id: id, id, cwd: repo.dir, cli_version: '0.171.0', big: 0 }).replace(
+      '"big":0',
+      '"big":12345678901234567890',
+    ),
     rec('event_msg', { type: 'task_started', turn_id: 't1' }),
     ...(context
       ? [
           item({ type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex.' }] }),
-          item({ type: 'message', role: 'user', content: [{ type: 'input_text', text: `<environment_context>\n  <cwd>${repo.dir}</cwd>\n</environment_context>` }] }),
+          item({
+            type: 'message',
+            role: 'user',
+            content: [{ type: 'input_text', text: `<environment_context>\n  <cwd>${repo.dir}</cwd>\n</environment_context>` }],
+          }),
           rec('turn_context', { turn_id: 't1', cwd: repo.dir }),
         ]
       : []),
@@ -241,8 +310,17 @@ function writeRollout(repo: TempRepo, id: string, context = false): string {
 async function recordCodexCalls(repo: TempRepo, rollout: string): Promise<string> {
   const r = await openRepo(repo.dir, { env: repo.env });
   const id = (await startSession(await openContext(r), { agent: 'codex' })).session;
-  for (const [n, f] of [['1', 'a.txt'], ['2', 'b.txt'], ['3', 'c.txt']] as const) {
-    await recordPre(await openContext(r), id, { tool: 'Bash', toolUseId: `call_${n}`, input: { command: `echo ${n}` }, transcript: { path: rollout, offset: 0 } });
+  for (const [n, f] of [
+    ['1', 'a.txt'],
+    ['2', 'b.txt'],
+    ['3', 'c.txt'],
+  ] as const) {
+    await recordPre(await openContext(r), id, {
+      tool: 'Bash',
+      toolUseId: `call_${n}`,
+      input: { command: `echo ${n}` },
+      transcript: { path: rollout, offset: 0 },
+    });
     fs.writeFileSync(path.join(repo.dir, f), `${n}\n`);
     await recordPost(await openContext(r), id, { toolUseId: `call_${n}` });
   }
@@ -265,7 +343,9 @@ test('undo N --chat of a Codex session writes a new rollout cut before step N un
     const newId = m![2] as string;
     assert.match(newId, /^[0-9a-f]{8}-[0-9a-f]{4}-7/, 'a UUID v7, as Codex names its threads');
     assert.match(res.stdout, /shared its model response with 1 other tool call/);
-    const json = JSON.parse((await cliProcess(repo, ['undo', '3', '--chat', '--session', id, '--json'])).stdout) as { chat: { file: string; agent: string; sessionId: string } };
+    const json = JSON.parse((await cliProcess(repo, ['undo', '3', '--chat', '--session', id, '--json'])).stdout) as {
+      chat: { file: string; agent: string; sessionId: string };
+    };
     assert.is(json.chat.agent, 'codex');
     const forked = json.chat.file;
     const d = new Date();
@@ -273,7 +353,10 @@ test('undo N --chat of a Codex session writes a new rollout cut before step N un
     assert.ok(forked.startsWith(path.join(repo.home, '.codex', 'sessions', ...day.split('/')) + path.sep), forked);
     assert.match(path.basename(forked), new RegExp(`^rollout-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}-${json.chat.sessionId}\\.jsonl$`));
     const text = fs.readFileSync(forked, 'utf8');
-    const recs = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
+    const recs = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
     assert.is(recs.length, 10, 'everything before the response holding call_2 and call_3');
     assert.equal(recs[0]?.payload.id, json.chat.sessionId);
     assert.equal(recs[0]?.payload.session_id, json.chat.sessionId);
@@ -287,7 +370,9 @@ test('undo N --chat of a Codex session writes a new rollout cut before step N un
     assert.ok(text.includes('call_1'));
     assert.is((fs.statSync(forked).mode & 0o777).toString(8), '600');
     // Cut before step 1: before its whole model response (the text that came with the call too).
-    const first = JSON.parse((await cliProcess(repo, ['undo', '1', '--chat', '--session', id, '--json'])).stdout) as { chat: { file: string; lines: number } };
+    const first = JSON.parse((await cliProcess(repo, ['undo', '1', '--chat', '--session', id, '--json'])).stdout) as {
+      chat: { file: string; lines: number };
+    };
     assert.is(first.chat.lines, 4, 'session_meta, task_started, the prompt and its event');
     assert.not.ok(fs.readFileSync(first.chat.file, 'utf8').includes('Writing a.txt'));
     assert.equal(fs.readFileSync(rollout), originalBytes, 'the original rollout is unchanged');
@@ -306,12 +391,33 @@ test('undo N --compact of a Codex session: a new rollout with the context Codex 
     const id = await recordCodexCalls(repo, rollout);
     const res = await cliProcess(repo, ['undo', '2', '--compact', '--session', id, '--json']);
     assert.is(res.code, 0, res.stderr);
-    const chat = (JSON.parse(res.stdout) as { chat: { kind: string; agent: string; file: string; sessionId: string; digest: string; resumeCommand: string; before: { messages: number }; after: { messages: number } } }).chat;
+    const chat = (
+      JSON.parse(res.stdout) as {
+        chat: {
+          kind: string;
+          agent: string;
+          file: string;
+          sessionId: string;
+          digest: string;
+          resumeCommand: string;
+          before: { messages: number };
+          after: { messages: number };
+        };
+      }
+    ).chat;
     assert.is(chat.kind, 'transcript', res.stdout);
     assert.is(chat.agent, 'codex');
     assert.is(chat.resumeCommand, `codex resume ${chat.sessionId}`);
-    const recs = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ordinal: number; type: string; payload: Record<string, unknown> });
-    const shape = recs.map((r) => (r.type === 'response_item' ? `${String(r.payload.type)}:${String(r.payload.role ?? r.payload.call_id)}` : `${r.type}${r.type === 'event_msg' ? `:${String(r.payload.type)}` : ''}`));
+    const recs = fs
+      .readFileSync(chat.file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { ordinal: number; type: string; payload: Record<string, unknown> });
+    const shape = recs.map((r) =>
+      r.type === 'response_item'
+        ? `${String(r.payload.type)}:${String(r.payload.role ?? r.payload.call_id)}`
+        : `${r.type}${r.type === 'event_msg' ? `:${String(r.payload.type)}` : ''}`,
+    );
     assert.equal(shape, [
       'session_meta',
       'event_msg:task_started',
@@ -327,7 +433,11 @@ test('undo N --compact of a Codex session: a new rollout with the context Codex 
       'message:assistant',
       'event_msg:task_complete',
     ]);
-    assert.equal(recs.map((r) => r.ordinal), recs.map((_, i) => i), 'ordinals renumbered');
+    assert.equal(
+      recs.map((r) => r.ordinal),
+      recs.map((_, i) => i),
+      'ordinals renumbered',
+    );
     assert.is(recs[0]?.payload.id, chat.sessionId);
     assert.is(recs[0]?.payload.forked_from_id, oldId, 'forked from the original');
     assert.is(recs[0]?.payload.forked_from_ordinal_exclusive, undefined, 'not a copy of the original up to an ordinal');
@@ -378,11 +488,22 @@ function writeGeminiChat(repo: TempRepo): { file: string; calls: { name: string;
     timestamp: '2026-11-30T10:00:01.000Z',
     type: 'gemini',
     content: text,
-    toolCalls: cs.map((c, i) => ({ id: `${c.name}_${id}_${i}`, name: c.name, args: c.args, result: [{ functionResponse: { id: `${c.name}_${id}_${i}`, name: c.name, response: { output: 'ok' } } }] })),
+    toolCalls: cs.map((c, i) => ({
+      id: `${c.name}_${id}_${i}`,
+      name: c.name,
+      args: c.args,
+      result: [{ functionResponse: { id: `${c.name}_${id}_${i}`, name: c.name, response: { output: 'ok' } } }],
+    })),
   });
   const result = (id: string) => ({ id, type: 'user', content: [{ functionResponse: { name: 'x', response: { output: 'ok' } } }] });
   const records = [
-    { sessionId: 'f814ecc2-1067-40d9-bf19-64c619bdc0e5', projectHash: 'abc', startTime: '2026-11-30T10:00:00.000Z', lastUpdated: '2026-11-30T10:00:00.000Z', kind: 'main' },
+    {
+      sessionId: 'f814ecc2-1067-40d9-bf19-64c619bdc0e5',
+      projectHash: 'abc',
+      startTime: '2026-11-30T10:00:00.000Z',
+      lastUpdated: '2026-11-30T10:00:00.000Z',
+      kind: 'main',
+    },
     { id: 'p1', type: 'user', content: [{ text: 'make the files' }] },
     { $set: { lastUpdated: '2026-11-30T10:00:00.500Z' } },
     { ...turn('m1', 'Writing a.txt', []), toolCalls: undefined },
@@ -416,28 +537,49 @@ test('undo N --chat of a Gemini CLI session writes a new chat cut before step N 
     const chatOf = async (step: number) => {
       const res = await cliProcess(repo, ['undo', String(step), '--chat', '--session', id, '--json']);
       assert.is(res.code, 0, res.stderr);
-      const chat = (JSON.parse(res.stdout) as { chat: { kind: string; agent: string; file: string; sessionId: string; cwd: string; shellCommand: string; sharedWith: number } }).chat;
+      const chat = (
+        JSON.parse(res.stdout) as {
+          chat: { kind: string; agent: string; file: string; sessionId: string; cwd: string; shellCommand: string; sharedWith: number };
+        }
+      ).chat;
       assert.is(chat.kind, 'transcript', res.stderr);
-      const lines = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      const lines = fs
+        .readFileSync(chat.file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       return { chat, lines };
     };
     // Step 3 shares its turn (m2) with step 2.
     const { chat, lines } = await chatOf(3);
     assert.is(chat.agent, 'gemini');
     assert.is(path.dirname(chat.file), path.dirname(file));
-    assert.match(path.basename(chat.file), new RegExp(`^session-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-${chat.sessionId.slice(0, 8)}\\.jsonl$`));
+    assert.match(
+      path.basename(chat.file),
+      new RegExp(`^session-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-${chat.sessionId.slice(0, 8)}\\.jsonl$`),
+    );
     assert.is(lines[0]?.sessionId, chat.sessionId);
     assert.is(lines[0]?.projectHash, 'abc');
-    assert.equal(lines.slice(1).map((l) => l.id), ['p1', 'm1', 'r1'], 'the fold up to the turn holding step 3, its last version of each message');
+    assert.equal(
+      lines.slice(1).map((l) => l.id),
+      ['p1', 'm1', 'r1'],
+      'the fold up to the turn holding step 3, its last version of each message',
+    );
     assert.is((lines[2]?.toolCalls as unknown[]).length, 1);
     assert.is(chat.sharedWith, 1);
     assert.is(chat.cwd, repo.dir, 'resumed from the project directory');
     assert.is(chat.shellCommand, `cd ${repo.dir} && gemini --resume ${chat.sessionId}`);
     // Step 4 repeats step 1's call: its own occurrence (m3) is the cut, after the rewound message is gone.
     const fourth = await chatOf(4);
-    assert.equal(fourth.lines.slice(1).map((l) => l.id), ['p1', 'm1', 'r1', 'm2', 'r2']);
+    assert.equal(
+      fourth.lines.slice(1).map((l) => l.id),
+      ['p1', 'm1', 'r1', 'm2', 'r2'],
+    );
     const first = await chatOf(1);
-    assert.equal(first.lines.slice(1).map((l) => l.id), ['p1']);
+    assert.equal(
+      first.lines.slice(1).map((l) => l.id),
+      ['p1'],
+    );
     const text = await cliProcess(repo, ['undo', '3', '--chat', '--session', id]);
     assert.match(text.stdout, /shared its model turn with 1 other tool call/);
     assert.match(text.stdout, /resume it with: {2}cd .* && gemini --resume [0-9a-f-]{36}$/m);
@@ -460,17 +602,41 @@ test('undo N --compact forks the conversation with everything before step N as o
       ['Bash', 'toolu_3', 'a4', () => fs.writeFileSync(path.join(repo.dir, 'c.txt'), 'three\n'), false],
     ];
     for (const [tool, toolUseId, uuid, change, fails] of calls) {
-      await recordPre(await openContext(r), id, { tool, toolUseId, input: { command: `run ${toolUseId}` }, transcript: { path: original, offset: 0, uuid } });
+      await recordPre(await openContext(r), id, {
+        tool,
+        toolUseId,
+        input: { command: `run ${toolUseId}` },
+        transcript: { path: original, offset: 0, uuid },
+      });
       change();
       await recordPost(await openContext(r), id, { toolUseId, ...(fails ? { status: 'failed' as const, error: 'Exit code 3' } : {}) });
     }
     // Step 1 is the snap's checkpoint; steps 2-4 the calls. Compact before step 4 (toolu_3, which shares message 2 with toolu_2).
     const res = await cliProcess(repo, ['undo', '3', '--compact', '--session', id, '--json']);
     assert.is(res.code, 0, res.stderr);
-    const chat = (JSON.parse(res.stdout) as { chat: { kind: string; file: string; sessionId: string; digest: string; before: { messages: number; chars: number }; after: { messages: number; chars: number } } }).chat;
+    const chat = (
+      JSON.parse(res.stdout) as {
+        chat: {
+          kind: string;
+          file: string;
+          sessionId: string;
+          digest: string;
+          before: { messages: number; chars: number };
+          after: { messages: number; chars: number };
+        };
+      }
+    ).chat;
     assert.is(chat.kind, 'transcript');
-    const lines = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.equal(lines.slice(2).map((l) => l.uuid), ['a3', 'a4', 'r2', 'r3', 'a5'], 'everything from the message holding step 3 on');
+    const lines = fs
+      .readFileSync(chat.file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(
+      lines.slice(2).map((l) => l.uuid),
+      ['a3', 'a4', 'r2', 'r3', 'a5'],
+      'everything from the message holding step 3 on',
+    );
     assert.is(lines[0]?.type, 'system');
     assert.is(lines[0]?.subtype, 'compact_boundary');
     assert.is(lines[0]?.parentUuid, null);
@@ -501,7 +667,10 @@ test('undo N --compact forks the conversation with everything before step N as o
     const compacted4 = fs.readFileSync(path.join(path.dirname(original), `${f4}.jsonl`), 'utf8');
     assert.match(compacted4, /- step 2 Write/);
     assert.not.match(compacted4, /- step 3/);
-    assert.match(later.stdout, "step 4's tool call shared its assistant message with 1 other tool call; the conversation is kept from that whole message");
+    assert.match(
+      later.stdout,
+      "step 4's tool call shared its assistant message with 1 other tool call; the conversation is kept from that whole message",
+    );
     // --compact goes alone.
     for (const other of ['--chat', '--both', '--stop-processes']) {
       const bad = await cliProcess(repo, ['undo', '3', '--compact', other, '--session', id]);
@@ -513,17 +682,40 @@ test('undo N --compact forks the conversation with everything before step N as o
   }
 });
 
-test('a fork keeps Claude Code\'s file history consistent (2.1.220+ file-history-delta lines) and links the backups it names under the fork\'s id', async () => {
+test("a fork keeps Claude Code's file history consistent (2.1.220+ file-history-delta lines) and links the backups it names under the fork's id", async () => {
   const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
   try {
     const original = writeTranscript(repo);
     // As 2.1.332 writes them (CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING=1 in -p mode): a snapshot of the prompt's
     // message after it, a delta after each call's assistant line for a file first changed in the turn.
     const lines = fs.readFileSync(original, 'utf8').trim().split('\n');
-    const snapshot = JSON.stringify({ type: 'file-history-snapshot', messageId: 'u1', snapshot: { messageId: 'u1', trackedFileBackups: {}, timestamp: 't' }, isSnapshotUpdate: false });
+    const snapshot = JSON.stringify({
+      type: 'file-history-snapshot',
+      messageId: 'u1',
+      snapshot: { messageId: 'u1', trackedFileBackups: {}, timestamp: 't' },
+      isSnapshotUpdate: false,
+    });
     const delta = (msg: string, file: string, backup: string | null) =>
-      JSON.stringify({ type: 'file-history-delta', messageId: msg, snapshotMessageId: 'u1', trackingPath: file, backup: { backupFileName: backup, version: 1, backupTime: 't', realParentDir: repo.dir }, timestamp: 't' });
-    const withHistory = [lines[0], lines[1], snapshot, lines[2], lines[3], delta('a2', 'a.txt', 'aaaa1111@v1'), lines[4], lines[5], delta('a3', 'b.txt', 'bbbb2222@v1'), ...lines.slice(6)];
+      JSON.stringify({
+        type: 'file-history-delta',
+        messageId: msg,
+        snapshotMessageId: 'u1',
+        trackingPath: file,
+        backup: { backupFileName: backup, version: 1, backupTime: 't', realParentDir: repo.dir },
+        timestamp: 't',
+      });
+    const withHistory = [
+      lines[0],
+      lines[1],
+      snapshot,
+      lines[2],
+      lines[3],
+      delta('a2', 'a.txt', 'aaaa1111@v1'),
+      lines[4],
+      lines[5],
+      delta('a3', 'b.txt', 'bbbb2222@v1'),
+      ...lines.slice(6),
+    ];
     fs.writeFileSync(original, withHistory.join('\n') + '\n');
     const history = path.join(repo.home, '.claude', 'file-history', SID);
     fs.mkdirSync(history, { recursive: true });
@@ -533,8 +725,15 @@ test('a fork keeps Claude Code\'s file history consistent (2.1.220+ file-history
     const res = await cliProcess(repo, ['undo', '3', '--chat', '--session', id, '--json']);
     assert.is(res.code, 0, res.stderr);
     const chat = (JSON.parse(res.stdout) as { chat: { file: string; sessionId: string } }).chat;
-    const kept = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-    assert.equal(kept.map((l) => l.uuid ?? `${l.type}${l.trackingPath ? `:${l.trackingPath}` : ''}`), ['queue-operation', 'u1', 'file-history-snapshot', 'a1', 'a2', 'file-history-delta:a.txt', 'r1']);
+    const kept = fs
+      .readFileSync(chat.file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(
+      kept.map((l) => l.uuid ?? `${l.type}${l.trackingPath ? `:${l.trackingPath}` : ''}`),
+      ['queue-operation', 'u1', 'file-history-snapshot', 'a1', 'a2', 'file-history-delta:a.txt', 'r1'],
+    );
     const forkHistory = path.join(repo.home, '.claude', 'file-history', chat.sessionId);
     assert.equal(fs.readdirSync(forkHistory), ['aaaa1111@v1'], 'the backups of the kept deltas only');
     assert.is(fs.readFileSync(path.join(forkHistory, 'aaaa1111@v1'), 'utf8'), 'a before\n');
@@ -562,11 +761,22 @@ test('undo N --compact of a Gemini CLI session: a new chat whose messages before
     }
     const res = await cliProcess(repo, ['undo', '3', '--compact', '--session', id, '--json']);
     assert.is(res.code, 0, res.stderr);
-    const chat = (JSON.parse(res.stdout) as { chat: { kind: string; file: string; sessionId: string; digest: string; before: { messages: number }; after: { messages: number } } }).chat;
+    const chat = (
+      JSON.parse(res.stdout) as {
+        chat: { kind: string; file: string; sessionId: string; digest: string; before: { messages: number }; after: { messages: number } };
+      }
+    ).chat;
     assert.is(chat.kind, 'transcript', res.stdout);
-    const lines = fs.readFileSync(chat.file, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = fs
+      .readFileSync(chat.file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.is(lines[0]?.sessionId, chat.sessionId);
-    assert.equal(lines.slice(2).map((l) => l.id), ['m2', 'r2', 'm3', 'r3', 'm4']);
+    assert.equal(
+      lines.slice(2).map((l) => l.id),
+      ['m2', 'r2', 'm3', 'r3', 'm4'],
+    );
     assert.is(lines[1]?.type, 'user');
     assert.equal(lines[1]?.content, [{ text: chat.digest }]);
     assert.match(chat.digest, 'make the files');

@@ -30,14 +30,16 @@ test('undo N refuses (exit 3) to revert an edit a later `snap -m` checkpoint rec
     const log = await cli(repo, ['log']);
     assert.match(log.stdout, /^\s+2 .*changed outside tool calls \(undo needs --force\)/m);
     assert.not.match(log.stdout, /^\s+1 .*undo needs --force/m);
-    const json = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as { files: { step: number; madeBy?: string }[] } | { step: number; madeBy?: string }[];
+    const json = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as
+      | { files: { step: number; madeBy?: string }[] }
+      | { step: number; madeBy?: string }[];
     const steps = Array.isArray(json) ? json : json.files;
     assert.is(steps.find((s) => s.step === 2)?.madeBy, 'user');
     const r = await cli(repo, ['undo', '1']);
     assert.is(r.code, 3, r.stdout + r.stderr);
     assert.match(r.stderr, 'b.txt');
     assert.match(r.stderr, /outside the recorded tool calls/);
-    assert.not.match(r.stderr, /a\.txt/, 'the agent\'s change is not listed');
+    assert.not.match(r.stderr, /a\.txt/, "the agent's change is not listed");
     assert.is(text(repo, 'a.txt'), 'a1 by the agent\n', 'nothing written');
     assert.is(text(repo, 'b.txt'), 'b1 mine\n');
     const forced = await cli(repo, ['undo', '1', '--force']);
@@ -49,7 +51,7 @@ test('undo N refuses (exit 3) to revert an edit a later `snap -m` checkpoint rec
   }
 });
 
-test('undo of a `snap -m` checkpoint itself refuses (its change is the user\'s); bare undo too', async () => {
+test("undo of a `snap -m` checkpoint itself refuses (its change is the user's); bare undo too", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n' } });
   try {
     await step(repo, () => repo.write('x.txt', 'agent\n'));
@@ -65,7 +67,10 @@ test('undo of a `snap -m` checkpoint itself refuses (its change is the user\'s);
     assert.is(dry.code, 3, 'a dry run of a refused undo exits 3, as the undo does');
     const plan = (JSON.parse(dry.stdout) as { files: { wouldRefuse: boolean; outside: { path: string }[] } }).files;
     assert.ok(plan.wouldRefuse, dry.stdout);
-    assert.equal(plan.outside.map((o) => o.path), ['a.txt']);
+    assert.equal(
+      plan.outside.map((o) => o.path),
+      ['a.txt'],
+    );
     const forced = await cli(repo, ['undo', '2', '--force']);
     assert.is(forced.code, 0, forced.stderr);
     assert.is(text(repo, 'a.txt'), 'a0\n');
@@ -111,7 +116,7 @@ test('an edit made between two `wrap --session` runs lands in the resume checkpo
   }
 });
 
-test('restore (before a step) refuses to overwrite a path a later checkpoint recorded as the user\'s; --force restores it', async () => {
+test("restore (before a step) refuses to overwrite a path a later checkpoint recorded as the user's; --force restores it", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n', 'b.txt': 'b0\n' } });
   try {
     await step(repo, () => {
@@ -160,7 +165,7 @@ test('redo refuses to overwrite an edit a checkpoint recorded after the undo; --
   }
 });
 
-test('revert of a `snap -m` checkpoint refuses (it would take back the user\'s edit); --force reverts', async () => {
+test("revert of a `snap -m` checkpoint refuses (it would take back the user's edit); --force reverts", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n' } });
   try {
     assert.is((await cli(repo, ['snap', '-m', 'session start'])).code, 0);
@@ -178,7 +183,7 @@ test('revert of a `snap -m` checkpoint refuses (it would take back the user\'s e
   }
 });
 
-test('a checkpoint taken while a tool call runs: the running call\'s change is the agent\'s, the rest the user\'s', async () => {
+test("a checkpoint taken while a tool call runs: the running call's change is the agent's, the rest the user's", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n', 'b.txt': 'b0\n' } });
   try {
     const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q']);
@@ -194,7 +199,7 @@ test('a checkpoint taken while a tool call runs: the running call\'s change is t
   }
 });
 
-test('wrap --auto: the automatic checkpoints are the agent\'s steps (the last burst too): undo needs no --force', async () => {
+test("wrap --auto: the automatic checkpoints are the agent's steps (the last burst too): undo needs no --force", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n' } });
   try {
     // A long quiet time: the agent exits before any checkpoint is due; the wrapper's last one records its change.
@@ -240,7 +245,7 @@ async function sessionWithUserEdit(): Promise<{ repo: TempRepo; n: number }> {
   const start = await cli(repo, ['snap', '--json']);
   assert.is(start.code, 0, start.stderr);
   const n = await step(repo, () => repo.write('b.txt', 'from the agent\n'));
-  repo.write('a.txt', 'the user\'s own edit\n');
+  repo.write('a.txt', "the user's own edit\n");
   return { repo, n };
 }
 
@@ -251,12 +256,12 @@ function journalOf(repo: TempRepo): string {
   return path.join(dir, ids[0]!, 'journal.jsonl');
 }
 
-test('without an operation in between, undo N refuses over the user\'s edit made after step N', async () => {
+test("without an operation in between, undo N refuses over the user's edit made after step N", async () => {
   const { repo, n } = await sessionWithUserEdit();
   try {
     const undo = await cli(repo, ['undo', String(n)]);
     assert.is(undo.code, 3, undo.stderr);
-    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+    assert.is(text(repo, 'a.txt'), "the user's own edit\n");
   } finally {
     repo.cleanup();
   }
@@ -274,7 +279,7 @@ for (const [what, args] of [
       const undo = await cli(repo, ['undo', String(n)]);
       assert.is(undo.code, 3, `undo ${n} exited ${undo.code} and left a.txt as ${JSON.stringify(text(repo, 'a.txt'))}: ${undo.stderr}`);
       assert.match(undo.stderr, /a\.txt \(before operation 1\b/);
-      assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+      assert.is(text(repo, 'a.txt'), "the user's own edit\n");
       const forced = await cli(repo, ['undo', String(n), '--force']);
       assert.is(forced.code, 0, forced.stderr);
       assert.is(text(repo, 'a.txt'), 'a\n');
@@ -284,13 +289,17 @@ for (const [what, args] of [
   });
 }
 
-test('an operation does not absorb the user\'s edit: a journal from before op.start.changedBefore (computed from the safety commit) refuses too', async () => {
+test("an operation does not absorb the user's edit: a journal from before op.start.changedBefore (computed from the safety commit) refuses too", async () => {
   const { repo, n } = await sessionWithUserEdit();
   try {
     const op = await cli(repo, ['restore', String(n), '--after', '--', 'b.txt']);
     assert.is(op.code, 0, op.stderr);
     const file = journalOf(repo);
-    const lines = fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const start = lines.find((e) => e.type === 'op.start')!;
     assert.ok(Array.isArray(start.changedBefore), 'op.start records what its safety snapshot saw');
     delete start.changedBefore;
@@ -298,26 +307,26 @@ test('an operation does not absorb the user\'s edit: a journal from before op.st
     const undo = await cli(repo, ['undo', String(n)]);
     assert.is(undo.code, 3, undo.stdout + undo.stderr);
     assert.match(undo.stderr, 'a.txt');
-    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+    assert.is(text(repo, 'a.txt'), "the user's own edit\n");
   } finally {
     repo.cleanup();
   }
 });
 
-test('an operation does not absorb the user\'s edit: redo after it refuses over the edit (made after the undo it reverses)', async () => {
+test("an operation does not absorb the user's edit: redo after it refuses over the edit (made after the undo it reverses)", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     await step(repo, () => repo.write('b.txt', 'b by the agent\n'));
     const two = await step(repo, () => repo.write('c.txt', 'c by the agent\n'));
     assert.is((await cli(repo, ['undo', String(two)])).code, 0);
     assert.not.ok(fs.existsSync(path.join(repo.dir, 'c.txt')));
-    repo.write('a.txt', 'the user\'s own edit\n');
+    repo.write('a.txt', "the user's own edit\n");
     const op = await cli(repo, ['restore', '1', '--', 'b.txt']);
     assert.is(op.code, 0, op.stderr);
     const redo = await cli(repo, ['redo']);
     assert.is(redo.code, 3, redo.stdout + redo.stderr);
     assert.match(redo.stderr, /a\.txt \(before operation 2\b/);
-    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+    assert.is(text(repo, 'a.txt'), "the user's own edit\n");
     const forced = await cli(repo, ['redo', '--force']);
     assert.is(forced.code, 0, forced.stderr);
     assert.is(text(repo, 'a.txt'), 'a\n');
@@ -327,10 +336,10 @@ test('an operation does not absorb the user\'s edit: redo after it refuses over 
   }
 });
 
-test('an operation does not absorb the user\'s edit: --force covers that operation only, a later one over the user\'s paths refuses again', async () => {
+test("an operation does not absorb the user's edit: --force covers that operation only, a later one over the user's paths refuses again", async () => {
   const { repo, n } = await sessionWithUserEdit();
   try {
-    repo.write('b.txt', 'the user\'s edit of the agent\'s file\n');
+    repo.write('b.txt', "the user's edit of the agent's file\n");
     const r = await cli(repo, ['restore', String(n), '--after', '--', 'b.txt']);
     assert.is(r.code, 3, r.stdout + r.stderr);
     const forced = await cli(repo, ['restore', String(n), '--after', '--force', '--', 'b.txt']);
@@ -340,20 +349,20 @@ test('an operation does not absorb the user\'s edit: --force covers that operati
     const undo = await cli(repo, ['undo', String(n)]);
     assert.is(undo.code, 3, undo.stdout + undo.stderr);
     assert.match(undo.stderr, 'a.txt');
-    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+    assert.is(text(repo, 'a.txt'), "the user's own edit\n");
     assert.is(text(repo, 'b.txt'), 'from the agent\n');
     // A second forced operation on other paths does not clear it either.
     const again = await cli(repo, ['restore', String(n), '--force', '--', 'b.txt']);
     assert.is(again.code, 0, again.stderr);
     const still = await cli(repo, ['restore', String(n), '--', 'a.txt']);
     assert.is(still.code, 3, still.stdout + still.stderr);
-    assert.is(text(repo, 'a.txt'), 'the user\'s own edit\n');
+    assert.is(text(repo, 'a.txt'), "the user's own edit\n");
   } finally {
     repo.cleanup();
   }
 });
 
-test('an operation does not absorb the user\'s edit: the generative test\'s shrunk case (call, user edit, restore --after of another path, undo)', async () => {
+test("an operation does not absorb the user's edit: the generative test's shrunk case (call, user edit, restore --after of another path, undo)", async () => {
   const ops: Op[] = [
     { t: 'call', tool: 'Bash', edits: [{ k: 'write', p: 1, c: 0 }], during: null, fail: false },
     { t: 'edit', e: { k: 'write', p: 0, c: 1 } },
@@ -363,7 +372,7 @@ test('an operation does not absorb the user\'s edit: the generative test\'s shru
   await runSequence('off', FAMILIES, ops);
 });
 
-test('an operation run from inside a tool call: what that call changed before it is the call\'s own (undo needs no --force)', async () => {
+test("an operation run from inside a tool call: what that call changed before it is the call's own (undo needs no --force)", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     const one = await step(repo, () => repo.write('b.txt', 'b by the agent\n'));

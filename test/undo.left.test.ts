@@ -44,7 +44,11 @@ function leftOf(out: OpJson, p: string): string | undefined {
 
 /** What an operation reports it does: each change and each path left with its reason, in order. */
 function actions(out: OpJson): string[] {
-  return [...out.changes.map((c) => `${c.change} ${c.path}`), ...out.left.map((l) => `! ${l.path}: ${l.reason}`), ...out.kept.map((k) => `= ${k}`)];
+  return [
+    ...out.changes.map((c) => `${c.change} ${c.path}`),
+    ...out.left.map((l) => `! ${l.path}: ${l.reason}`),
+    ...out.kept.map((k) => `= ${k}`),
+  ];
 }
 
 /**
@@ -91,7 +95,10 @@ test('undo keeps a nested repository without a commit the agent made, and report
     assert.ok(repo.exists('sub/.git'));
     const id = sessionOf(repo);
     const done = journalEvents(repo, id).find((e) => e.type === 'op.done') as { left: { path: string; reason: string }[] };
-    assert.ok(done.left.some((l) => l.path === 'sub'), `journaled as left: ${JSON.stringify(done.left)}`);
+    assert.ok(
+      done.left.some((l) => l.path === 'sub'),
+      `journaled as left: ${JSON.stringify(done.left)}`,
+    );
   } finally {
     repo.cleanup();
   }
@@ -184,7 +191,9 @@ test('a .gitmodules replaced by a symlink: the snapshot lists it as left out, an
 
 // Failing test first: with .gitattributes a symlink too, the step's snapshot held the old regular .gitmodules.
 test('.gitattributes and .gitmodules both symlinks: the snapshot holds what is on disk (ground truth), and git fsck stays clean', async () => {
-  const repo = tempRepo({ files: { 'a.txt': 'a\n', '.gitattributes': '*.txt text\n', '.gitmodules': '[submodule "x"]\n\tpath = x\n\turl = ./x\n' } });
+  const repo = tempRepo({
+    files: { 'a.txt': 'a\n', '.gitattributes': '*.txt text\n', '.gitmodules': '[submodule "x"]\n\tpath = x\n\turl = ./x\n' },
+  });
   try {
     await step(repo, () => {
       for (const f of ['.gitmodules', '.gitattributes']) {
@@ -193,12 +202,18 @@ test('.gitattributes and .gitmodules both symlinks: the snapshot holds what is o
       }
     });
     const id = sessionOf(repo);
-    const post = journalEvents(repo, id).find((e) => e.type === 'step.post') as { commit: string; skipped: { path: string; reason: string }[] };
+    const post = journalEvents(repo, id).find((e) => e.type === 'step.post') as {
+      commit: string;
+      skipped: { path: string; reason: string }[];
+    };
     const truth = groundTruth(repo, { noCaps: false });
     // What git cannot hold in a tree (fsck's gitmodulesSymlink) is left out, and listed: never the old bytes.
     truth.tree.delete('.gitmodules');
     assert.equal(diffEntries(truth.tree, treeEntries(repo, post.commit)), []);
-    assert.equal(post.skipped.filter((s) => s.path === '.gitmodules').map((s) => s.reason), ['gitmodules-symlink']);
+    assert.equal(
+      post.skipped.filter((s) => s.path === '.gitmodules').map((s) => s.reason),
+      ['gitmodules-symlink'],
+    );
     const fsck = repo.gitRaw(['fsck', '--no-dangling']);
     assert.is(fsck.status, 0, fsck.stderr);
     const out = await dryRunIsTheRun(repo, ['undo', '1']);
@@ -232,13 +247,22 @@ test('redo keeps a .gitmodules its target had as a symlink (left out there) and 
     assert.match(text.stdout, /, except the path left as it is \(!\)/, text.stdout);
     assert.match(text.stdout, /! \.gitmodules {2}left as it is: not in the target's snapshot \(a symlinked \.gitmodules/, text.stdout);
     const out = await dryRunIsTheRun(repo, ['redo']);
-    assert.match(leftOf(out, '.gitmodules') ?? '', /^not in the target's snapshot \(a symlinked \.gitmodules, which git cannot record\): kept as it is/, JSON.stringify(out));
+    assert.match(
+      leftOf(out, '.gitmodules') ?? '',
+      /^not in the target's snapshot \(a symlinked \.gitmodules, which git cannot record\): kept as it is/,
+      JSON.stringify(out),
+    );
     assert.ok(!fs.lstatSync(path.join(repo.dir, '.gitmodules')).isSymbolicLink());
     assert.is(repo.read('.gitmodules').toString(), modules, 'kept as it is');
     assert.is(repo.read('a.txt').toString(), 'agent\n');
     const id = sessionOf(repo);
-    const done = journalEvents(repo, id).filter((e) => e.type === 'op.done').at(-1) as { left: { path: string }[] };
-    assert.ok(done.left.some((l) => l.path === '.gitmodules'), `journaled as left: ${JSON.stringify(done.left)}`);
+    const done = journalEvents(repo, id)
+      .filter((e) => e.type === 'op.done')
+      .at(-1) as { left: { path: string }[] };
+    assert.ok(
+      done.left.some((l) => l.path === '.gitmodules'),
+      `journaled as left: ${JSON.stringify(done.left)}`,
+    );
   } finally {
     repo.cleanup();
   }
@@ -260,7 +284,11 @@ test('undo to a state whose snapshot left .gitmodules out (a symlink) keeps the 
       repo.write('a.txt', 'agent\n');
     });
     const out = await dryRunIsTheRun(repo, ['undo', '2']);
-    assert.match(leftOf(out, '.gitmodules') ?? '', /^not in the target's snapshot \(a symlinked \.gitmodules, which git cannot record\): kept as it is/, JSON.stringify(out));
+    assert.match(
+      leftOf(out, '.gitmodules') ?? '',
+      /^not in the target's snapshot \(a symlinked \.gitmodules, which git cannot record\): kept as it is/,
+      JSON.stringify(out),
+    );
     assert.is(repo.read('.gitmodules').toString(), '[submodule "y"]\n\tpath = y\n\turl = ./y\n', 'kept as it is');
     assert.is(repo.read('a.txt').toString(), 'a\n');
     const fsck = repo.gitRaw(['fsck', '--no-dangling']);
@@ -272,7 +300,7 @@ test('undo to a state whose snapshot left .gitmodules out (a symlink) keeps the 
 
 // The user's own .env, left out by the target's snapshot and by the worktree's now, untouched: nothing to report
 // (what the keptskipped check of test/support/nothing-lost.ts exempts too).
-test('a path left out at the target and now (the user\'s .env, untouched) is not reported', async () => {
+test("a path left out at the target and now (the user's .env, untouched) is not reported", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
     repo.write('.env', 'USER=1\n');
@@ -289,7 +317,9 @@ test('a path left out at the target and now (the user\'s .env, untouched) is not
 // The dry run is the run: one plan, printed by one and executed by the other, over the scenarios of
 // test/undo.test.ts, test/undo.more.test.ts and test/restore.ignore.test.ts, and redo, restore and revert.
 test('dry run = run: modify, create, delete, rename, exec bit, symlinks, a directory replaced by a file', async () => {
-  const repo = tempRepo({ files: { 'a.txt': 'one\n', 'keep.txt': 'keep\n', 'old-name.txt': 'renamed\n', 'run.sh': '#!/bin/sh\n', 'dir/x': 'x\n' } });
+  const repo = tempRepo({
+    files: { 'a.txt': 'one\n', 'keep.txt': 'keep\n', 'old-name.txt': 'renamed\n', 'run.sh': '#!/bin/sh\n', 'dir/x': 'x\n' },
+  });
   try {
     fs.symlinkSync('a.txt', path.join(repo.dir, 'link'));
     await step(repo, () => {
@@ -353,7 +383,7 @@ test('dry run = run: ignored at the target, left out at the target, a nested rep
   }
 });
 
-test('dry run = run: redo after a new ignore rule, revert of a dropped one, a force-added file, an agent\'s `git add -f` of an ignored log', async () => {
+test("dry run = run: redo after a new ignore rule, revert of a dropped one, a force-added file, an agent's `git add -f` of an ignored log", async () => {
   const a = tempRepo({ files: { '.gitignore': '', 'a.txt': 'a\n' } });
   try {
     a.write('notes.txt', 'my untracked notes\n');
@@ -417,7 +447,10 @@ test('restore of paths reports only the left-out paths under them; a left-out fi
     });
     const out = await dryRunIsTheRun(repo, ['restore', '1', '--', 'conf', 'a.txt']);
     assert.equal(out.changes, [{ path: 'a.txt', change: 'M' }]);
-    assert.equal(out.left.map((l) => l.path), ['conf/k.pem']);
+    assert.equal(
+      out.left.map((l) => l.path),
+      ['conf/k.pem'],
+    );
     assert.match(leftOf(out, 'conf/k.pem') ?? '', /^not in the snapshots \(a secret\): kept as it is, in the way of the target's version/);
     assert.is(repo.read('conf/k.pem').toString(), 'KEY2\n');
   } finally {
@@ -450,10 +483,21 @@ test('a symlinked .gitmodules: the full scan, the in-process path and the increm
     const full = await scan(false);
     const inProcess = await scan(true);
     const incremental = await engine.snapshot({ settings, parentTree: first.tree });
-    for (const [name, r] of [['full scan', full], ['in-process', inProcess], ['incremental', incremental]] as const) {
+    for (const [name, r] of [
+      ['full scan', full],
+      ['in-process', inProcess],
+      ['incremental', incremental],
+    ] as const) {
       const entries = treeEntries(t, r.tree);
       assert.not.ok(entries.has('.gitmodules') || entries.has('d/.gitmodules'), `${name}: ${JSON.stringify([...entries])}`);
-      assert.equal(r.skipped.filter((x) => x.reason === 'gitmodules-symlink').map((x) => x.path).sort(), ['.gitmodules', 'd/.gitmodules'], name);
+      assert.equal(
+        r.skipped
+          .filter((x) => x.reason === 'gitmodules-symlink')
+          .map((x) => x.path)
+          .sort(),
+        ['.gitmodules', 'd/.gitmodules'],
+        name,
+      );
       assert.is(r.tree, full.tree, name);
     }
   } finally {
@@ -475,11 +519,23 @@ test('ui: the dry run a Confirm shows is what the run does (a secret the agent u
     const ui = await startUiServer({ cwd: repo.dir, env: repo.env });
     try {
       const host = `127.0.0.1:${ui.port}`;
-      const post = (body: unknown) => request(ui.port, 'POST', '/api/undo', { Host: host, Origin: `http://${host}`, 'X-Agentsnap-Token': ui.token }, JSON.stringify(body));
+      const post = (body: unknown) =>
+        request(
+          ui.port,
+          'POST',
+          '/api/undo',
+          { Host: host, Origin: `http://${host}`, 'X-Agentsnap-Token': ui.token },
+          JSON.stringify(body),
+        );
       const dry = await post({ session: id, step: 1, dryRun: true });
       assert.is(dry.status, 200, dry.body);
       const shown = dry.json().files as OpJson;
-      assert.equal(actions(shown).filter((a) => a.startsWith('! ')).map((a) => a.split(':')[0]), ['! k.pem']);
+      assert.equal(
+        actions(shown)
+          .filter((a) => a.startsWith('! '))
+          .map((a) => a.split(':')[0]),
+        ['! k.pem'],
+      );
       const confirm = await post({ session: id, step: 1, expect: dry.json().planId });
       assert.is(confirm.status, 200, confirm.body);
       assert.equal(actions(confirm.json().files as OpJson), actions(shown));
@@ -503,8 +559,14 @@ test('many left-out files in a directory no snapshot has anything in are reporte
       repo.write('a.txt', 'agent\n');
     });
     const out = await dryRunIsTheRun(repo, ['undo', '1']);
-    assert.equal(out.left.map((l) => l.path), ['lib/.env', 'node_modules']);
-    assert.match(leftOf(out, 'node_modules') ?? '', /^30 paths in it are not in the snapshots \(excluded by agentsnap\.exclude\), nor is anything else in it: kept as it is/);
+    assert.equal(
+      out.left.map((l) => l.path),
+      ['lib/.env', 'node_modules'],
+    );
+    assert.match(
+      leftOf(out, 'node_modules') ?? '',
+      /^30 paths in it are not in the snapshots \(excluded by agentsnap\.exclude\), nor is anything else in it: kept as it is/,
+    );
     assert.match(leftOf(out, 'lib/.env') ?? '', /^not in the snapshots \(a secret\)/);
     assert.is(repo.read('node_modules/p2/f29.js').toString(), '29\n');
   } finally {

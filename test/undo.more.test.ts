@@ -8,7 +8,6 @@ import { outsideEffect } from '../src/index.js';
 import { contentLockFile } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 
-
 // Skipped until the `tests` branch is merged: on git 2.39 the snapshot engine's readEntries used
 // `ls-files --pathspec-from-file`, which ls-files does not have (fixed there). Enable it then.
 test.skip('undo writes the snapshotted bytes exactly, whatever .gitattributes and core.autocrlf say', async () => {
@@ -41,7 +40,10 @@ test('snapshots wait for the worktree content lock that a restore holds (exit 5 
     const r0 = await openRepo(repo.dir, { env: repo.env });
     const lock = contentLockFile(r0);
     // A live owner (this process) holds it, as an undo in progress would.
-    fs.writeFileSync(lock, JSON.stringify({ pid: process.pid, start: null, host: os.hostname(), since: new Date().toISOString(), purpose: 'undo' }));
+    fs.writeFileSync(
+      lock,
+      JSON.stringify({ pid: process.pid, start: null, host: os.hostname(), since: new Date().toISOString(), purpose: 'undo' }),
+    );
     const r = await cli(repo, ['snap', '--phase', 'pre']);
     assert.is(r.code, 5, r.stderr);
     assert.match(r.stderr, /content-.*\.lock is locked by pid/);
@@ -85,7 +87,10 @@ test('effects outside the worktree are recognised from the tool input', () => {
   assert.is(bash('bin/rails db:migrate'), 'database migration');
   assert.is(bash('echo hi > /etc/motd'), 'writes /etc/motd outside the repository');
   assert.is(bash('cp build/app /usr/local/bin/app'), 'writes /usr/local/bin/app outside the repository');
-  assert.is(outsideEffect({ tool: 'Write', input: { file_path: '/home/u/.bashrc', content: '' } }, wt), 'writes /home/u/.bashrc outside the repository');
+  assert.is(
+    outsideEffect({ tool: 'Write', input: { file_path: '/home/u/.bashrc', content: '' } }, wt),
+    'writes /home/u/.bashrc outside the repository',
+  );
   // Harmless ones.
   assert.is(bash('git status && npm test'), null);
   assert.is(bash('curl https://example.com'), null);
@@ -123,7 +128,13 @@ test('undo after the agent deleted a nested repository says it is not restored (
     assert.not.ok(fs.existsSync(sub));
     assert.is(repo.read('a.txt').toString(), 'a\n');
     assert.not.match(res.stdout, /sub\s+left as it is/, res.stdout);
-    assert.match(res.stdout, new RegExp(`! sub  nested repository: not restored \\(agentsnap records only its commit id ${head.slice(0, 12)}; its own files are not in the snapshot\\)`), res.stdout);
+    assert.match(
+      res.stdout,
+      new RegExp(
+        `! sub  nested repository: not restored \\(agentsnap records only its commit id ${head.slice(0, 12)}; its own files are not in the snapshot\\)`,
+      ),
+      res.stdout,
+    );
   } finally {
     repo.cleanup();
   }
@@ -155,7 +166,7 @@ test('undo leaves a nested repository that is still there "left alone", as befor
 // 000) came back from undo still 000: the restore keeps the file's own permission bits and derived the
 // exec bits from its read bits, of which there were none. Its result was not its target (100644, not
 // 100755), and the user's file stayed unreadable.
-test('undo of an agent\'s chmod 000 on an executable gives back a readable executable with its bytes', async () => {
+test("undo of an agent's chmod 000 on an executable gives back a readable executable with its bytes", async () => {
   const repo = tempRepo({ files: { 'run.sh': '#!/bin/sh\necho hi\n' } });
   try {
     fs.chmodSync(path.join(repo.dir, 'run.sh'), 0o755);

@@ -11,7 +11,6 @@ import { indexBytes, tempRepo, worktreeFiles, type TempRepo } from './helpers.js
 import { seededRandom } from './support/crash-harness.js';
 import { redo, snap, undo } from '../src/index.js';
 
-
 const POOL = ['a.txt', 'b.txt', 'dir/c.txt', 'dir/sub/d.bin', 'e', 'e/inner', 'x y.txt', 'dir2', 'dir2/f', 'ünï.txt'];
 const LINK_TARGETS = ['a.txt', 'dir', '../outside', 'missing', 'dir/sub/d.bin'];
 

@@ -5,7 +5,6 @@ import path from 'node:path';
 import { cli, indexBytes, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo, step } from './helpers.js';
 import { openContext } from '../src/session/context.js';
 
-
 function sessionId(repo: TempRepo): string {
   const refs = [...refsUnder(repo, 'refs/agent/').keys()];
   return refs[0]!.split('/')[2]!;
@@ -85,9 +84,16 @@ test('bare undo walks back one step at a time; redo returns; a bare undo after r
     r = await cli(repo, ['undo']);
     assert.is(r.code, 0, r.stderr);
     assert.match(r.stdout, /undo 3/);
-    const st = JSON.parse((await cli(repo, ['status', '--json'])).stdout) as { undone: number[]; ops: { kind: string }[]; redoable: number };
+    const st = JSON.parse((await cli(repo, ['status', '--json'])).stdout) as {
+      undone: number[];
+      ops: { kind: string }[];
+      redoable: number;
+    };
     assert.equal(st.undone, [3]);
-    assert.equal(st.ops.map((o) => o.kind), ['undo', 'undo', 'redo', 'redo', 'undo']);
+    assert.equal(
+      st.ops.map((o) => o.kind),
+      ['undo', 'undo', 'redo', 'redo', 'undo'],
+    );
     assert.is(st.redoable, 5);
   } finally {
     repo.cleanup();
@@ -335,7 +341,11 @@ test('an agent running `agentsnap undo` through its own shell tool does not dead
     assert.is(post.code, 0, post.stderr);
     const out = JSON.parse(post.stdout) as { step: number; changed: { path: string }[] };
     assert.is(out.step, 2);
-    assert.equal(out.changed.map((c) => c.path), ['a.txt'], 'the undo shows up as what the call changed');
+    assert.equal(
+      out.changed.map((c) => c.path),
+      ['a.txt'],
+      'the undo shows up as what the call changed',
+    );
     assert.is(repo.read('a.txt').toString(), 'a\n');
   } finally {
     repo.cleanup();
@@ -410,7 +420,14 @@ test('undo across an unprotected step needs --force and says why', async () => {
     const { appendEvent, eventBase } = await import('../src/session/journal.js');
     const r0 = await openRepo(repo.dir, { env: repo.env });
     const id = sessionId(repo);
-    appendEvent(sessionPaths(r0, id).journal, { ...eventBase(id), type: 'step.unprotected', step: 2, phase: 'pre', tool: 'Bash', reason: 'disk full' });
+    appendEvent(sessionPaths(r0, id).journal, {
+      ...eventBase(id),
+      type: 'step.unprotected',
+      step: 2,
+      phase: 'pre',
+      tool: 'Bash',
+      reason: 'disk full',
+    });
     let r = await cli(repo, ['undo', '1']);
     assert.is(r.code, 3);
     assert.match(r.stderr, /crosses an unprotected step, step 2 \(disk full\)/);

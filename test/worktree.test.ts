@@ -50,7 +50,10 @@ test('a session worktree starts from the user worktree as it is: same bytes, sam
     // Uncommitted there too, with the user's staged state mirrored.
     // A symlinked share shows as untracked to git in the agent's worktree (documented); snapshots leave it out.
     const shareHow = res.meta.shared[0]?.how;
-    const wtStatus = status(r, wt).split('\n').filter((l) => !(shareHow === 'symlink' && l === '?? node_modules')).join('\n');
+    const wtStatus = status(r, wt)
+      .split('\n')
+      .filter((l) => !(shareHow === 'symlink' && l === '?? node_modules'))
+      .join('\n');
     assert.is(wtStatus, userStatus);
     assert.is(r.git(['rev-parse', 'HEAD'], { cwd: wt }).trim(), head);
     assert.is(r.gitRaw(['symbolic-ref', '-q', 'HEAD'], { cwd: wt }).status, 1, 'detached');

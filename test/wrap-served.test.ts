@@ -20,12 +20,17 @@ test('a wrap leaves a background server, and the next session is begun and ended
     repo.write('ignored/x.log', 'never in a snapshot\n');
     const before = groundTruth(repo);
     const trace = path.join(path.dirname(repo.dir), 'wrapper-trace.json');
-    const res = await cliProcess(repo, ['wrap', '--', 'sh', '-c', 'echo by the agent > src/agent.txt; rm src/b.txt; exit 3'], { env: { ...ON, GIT_TRACE2_EVENT: trace } });
+    const res = await cliProcess(repo, ['wrap', '--', 'sh', '-c', 'echo by the agent > src/agent.txt; rm src/b.txt; exit 3'], {
+      env: { ...ON, GIT_TRACE2_EVENT: trace },
+    });
     assert.is(res.code, 3, res.stderr);
     const id = sessionOf(res.stderr);
     assert.match(res.stderr, new RegExp(`session ${id} ended; see \`agentsnap log --session ${id}\``));
     // The wrapper itself ran no git: the server took both snapshots.
-    assert.ok(!fs.existsSync(trace) || fs.readFileSync(trace, 'utf8').trim() === '', `the wrapper ran git:\n${fs.existsSync(trace) ? fs.readFileSync(trace, 'utf8').slice(0, 2000) : ''}`);
+    assert.ok(
+      !fs.existsSync(trace) || fs.readFileSync(trace, 'utf8').trim() === '',
+      `the wrapper ran git:\n${fs.existsSync(trace) ? fs.readFileSync(trace, 'utf8').slice(0, 2000) : ''}`,
+    );
     const after = groundTruth(repo);
     const ev = journal(repo, id);
     const start = ev.find((e) => e.type === 'session.start');
@@ -112,7 +117,18 @@ test('beside a background server, a wrap the server does not begin (--auto) take
 test('a snapshot the server gives whose reply is longer than a FIFO holds (3,000 changed paths) arrives whole', async () => {
   const repo = await withServer();
   try {
-    const res = await cliProcess(repo, ['wrap', '--auto', '--', 'sh', '-c', 'mkdir many && cd many && i=0; while [ $i -lt 3000 ]; do echo $i > "file-with-a-longish-name-$i.txt"; i=$((i+1)); done'], { env: ON, timeoutMs: 120_000 });
+    const res = await cliProcess(
+      repo,
+      [
+        'wrap',
+        '--auto',
+        '--',
+        'sh',
+        '-c',
+        'mkdir many && cd many && i=0; while [ $i -lt 3000 ]; do echo $i > "file-with-a-longish-name-$i.txt"; i=$((i+1)); done',
+      ],
+      { env: ON, timeoutMs: 120_000 },
+    );
     assert.is(res.code, 0, res.stderr);
     const id = sessionOf(res.stderr);
     assert.is(headTree(repo, id), groundTruth(repo));
@@ -124,13 +140,15 @@ test('a snapshot the server gives whose reply is longer than a FIFO holds (3,000
   }
 });
 
-test('the snapshot the server is asked for under other git settings is the wrapper\'s own', async () => {
+test("the snapshot the server is asked for under other git settings is the wrapper's own", async () => {
   const repo = await withServer({ AGENTSNAP_SERVER_TRACE: '1' });
   try {
     const global = path.join(path.dirname(repo.dir), 'other-gitconfig');
     fs.writeFileSync(global, '[core]\n\texcludesFile = /dev/null\n');
     repo.write('user.txt', 'before\n');
-    const res = await cliProcess(repo, ['wrap', '--auto', '--', 'sh', '-c', 'echo x > x.txt'], { env: { ...ON, GIT_CONFIG_GLOBAL: global } });
+    const res = await cliProcess(repo, ['wrap', '--auto', '--', 'sh', '-c', 'echo x > x.txt'], {
+      env: { ...ON, GIT_CONFIG_GLOBAL: global },
+    });
     assert.is(res.code, 0, res.stderr);
     assert.is(headTree(repo, sessionOf(res.stderr)), groundTruth(repo));
     const log = fs.readFileSync(path.join(gitCommonDir(repo), 'agentsnap', 'run', 'main', 'server.log'), 'utf8');
@@ -148,7 +166,9 @@ test('nothing is left running after a wrap with agentsnap.serverAfterWrap false,
     assert.is(res.code, 0, res.stderr);
     assert.is((await serverStatus(repo)).running, false);
     repo.git(['config', '--unset', 'agentsnap.serverAfterWrap']);
-    const off = await cliProcess(repo, ['wrap', '-q', '--', 'true'], { env: { AGENTSNAP_SERVER: 'off', AGENTSNAP_SERVER_AFTER_WRAP: '1' } });
+    const off = await cliProcess(repo, ['wrap', '-q', '--', 'true'], {
+      env: { AGENTSNAP_SERVER: 'off', AGENTSNAP_SERVER_AFTER_WRAP: '1' },
+    });
     assert.is(off.code, 0, off.stderr);
     assert.is((await serverStatus(repo)).running, false);
     // The default: one is left.

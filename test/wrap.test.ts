@@ -9,7 +9,10 @@ import { claudeArgv, detectAgent } from '../src/wrap.js';
 import { CLAUDE_TOOL_MATCHER } from '../src/agents/claude.js';
 
 function journalOf(repo: TempRepo, session: string) {
-  return readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', session, 'journal.jsonl')).events as unknown as Record<string, unknown>[];
+  return readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', session, 'journal.jsonl')).events as unknown as Record<
+    string,
+    unknown
+  >[];
 }
 
 function sessionFrom(stderr: string): string {
@@ -59,7 +62,12 @@ test('wrap runs a generic agent in a session: env, its own snap steps, final sna
     assert.is(treeFiles(repo, end.commit).get('b.txt')?.content.toString(), 'later\n');
     const refs = refsUnder(repo, `refs/agent/${id}/`);
     assert.equal([...refs.keys()].sort(), [`refs/agent/${id}/0`, `refs/agent/${id}/1`]);
-    assert.is(treeFiles(repo, refs.get(`refs/agent/${id}/1`) as string).get('a.txt')?.content.toString(), 'two\n');
+    assert.is(
+      treeFiles(repo, refs.get(`refs/agent/${id}/1`) as string)
+        .get('a.txt')
+        ?.content.toString(),
+      'two\n',
+    );
     const sessions = await cliProcess(repo, ['sessions', '--json']);
     assert.is((JSON.parse(sessions.stdout) as { status: string }[])[0]?.status, 'ended');
   } finally {
@@ -112,7 +120,12 @@ function waitFor(file: string): Promise<void> {
 
 function spawnWrap(repo: TempRepo, args: string[]) {
   // Its own process group and session: no terminal, so every signal comes from `kill`, never from a terminal.
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: repo.dir, env: repo.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    cwd: repo.dir,
+    env: repo.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const done = new Promise<{ code: number | null; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stderr })));
@@ -180,7 +193,9 @@ test('a signal sent to the wrapper as the agent starts reaches the agent (wrappe
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const res = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+    const res = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('close', (code, signal) => resolve({ code, signal })),
+    );
     assert.equal(res, { code: 143, signal: null }, `the wrapper itself was killed: ${err}`);
     const r = JSON.parse(out) as { exitCode: number; signal: string; session: string };
     assert.is(r.signal, 'SIGTERM');
@@ -239,7 +254,10 @@ test('claudeArgv injects hook settings, merging a --settings the user gave', () 
   const user = JSON.stringify({ model: 'x', hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'mine' }] }] } });
   const merged = claudeArgv(['claude', '--settings', user, '-p', 'hi'], '/');
   assert.is(merged.filter((a) => a === '--settings').length, 1);
-  const m = JSON.parse(merged[merged.indexOf('--settings') + 1] as string) as { model: string; hooks: Record<string, { hooks: { command: string }[] }[]> };
+  const m = JSON.parse(merged[merged.indexOf('--settings') + 1] as string) as {
+    model: string;
+    hooks: Record<string, { hooks: { command: string }[] }[]>;
+  };
   assert.is(m.model, 'x');
   assert.is(m.hooks.PreToolUse?.length, 2);
   assert.is(m.hooks.PreToolUse?.[0]?.hooks[0]?.command, 'mine');

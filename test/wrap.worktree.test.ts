@@ -35,17 +35,28 @@ test('wrap --worktree runs the agent in its own worktree from the current state;
     repo.write('a.txt', 'edited by the user\n');
     const before = repo.git(['status', '--porcelain=v1', '-uall']);
     const indexBefore = fs.readFileSync(path.join(repo.dir, '.git', 'index'));
-    const res = await cliProcess(repo, ['wrap', '--worktree', '--name', 'try-it', '--', agentScript(repo)], { cwd: path.join(repo.dir, 'sub') });
+    const res = await cliProcess(repo, ['wrap', '--worktree', '--name', 'try-it', '--', agentScript(repo)], {
+      cwd: path.join(repo.dir, 'sub'),
+    });
     assert.is(res.code, 5, res.stderr);
     const id = sessionFrom(res.stderr);
-    const meta = JSON.parse(fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'worktree.json'), 'utf8')) as { path: string; name: string };
+    const meta = JSON.parse(fs.readFileSync(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'worktree.json'), 'utf8')) as {
+      path: string;
+      name: string;
+    };
     assert.is(meta.name, 'try-it');
     // The agent ran in the same subdirectory of its own worktree, with the session in its env.
     assert.is(fs.readFileSync(path.join(repo.base, 'cwd.txt'), 'utf8').trim(), fs.realpathSync(path.join(meta.path, 'sub')));
     assert.is(fs.readFileSync(path.join(repo.base, 'env.txt'), 'utf8').trim(), `${id} ${meta.path}`);
     // It started from the user's worktree as it was, uncommitted files included.
-    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as Record<string, unknown>[];
-    assert.equal(events.map((e) => e.type), ['session.start', 'step.pre', 'step.post', 'session.end']);
+    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as Record<
+      string,
+      unknown
+    >[];
+    assert.equal(
+      events.map((e) => e.type),
+      ['session.start', 'step.pre', 'step.post', 'session.end'],
+    );
     assert.is(events[0]?.worktree, meta.path);
     const baseline = treeFiles(repo, events[0]?.baseline as string);
     assert.is(baseline.get('a.txt')?.content.toString(), 'edited by the user\n');
@@ -59,7 +70,8 @@ test('wrap --worktree runs the agent in its own worktree from the current state;
     assert.is(repo.read('a.txt').toString(), 'edited by the user\n');
     // Automatic retention ran at the start (time-gated: the stamp says when it is due next).
     assert.ok(fs.statSync(path.join(repo.dir, '.git', 'agentsnap', 'gc.stamp')).mtimeMs > Date.now());
-    for (const cmd of [`agentsnap apply ${id}`, `agentsnap promote ${id} --branch`, `agentsnap discard ${id}`]) assert.match(res.stderr, cmd);
+    for (const cmd of [`agentsnap apply ${id}`, `agentsnap promote ${id} --branch`, `agentsnap discard ${id}`])
+      assert.match(res.stderr, cmd);
 
     // A later edit of a.txt by the user conflicts with the agent's: apply refuses and writes nothing.
     repo.write('a.txt', 'edited again\n');
@@ -90,8 +102,16 @@ test('wrap --from and --name need --worktree; --worktree --from HEAD starts clea
     const res = await cliProcess(repo, ['wrap', '--worktree', '--from', 'HEAD', '--', agentScript(repo)]);
     assert.is(res.code, 5, res.stderr);
     const id = sessionFrom(res.stderr);
-    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as Record<string, unknown>[];
-    assert.is(treeFiles(repo, events[0]?.baseline as string).get('a.txt')?.content.toString(), 'one\n');
+    const events = readJournal(path.join(repo.dir, '.git', 'agentsnap', 'sessions', id, 'journal.jsonl')).events as unknown as Record<
+      string,
+      unknown
+    >[];
+    assert.is(
+      treeFiles(repo, events[0]?.baseline as string)
+        .get('a.txt')
+        ?.content.toString(),
+      'one\n',
+    );
     const bad = await cliProcess(repo, ['wrap', '--worktree', '--from', 'no-such-rev', '--', agentScript(repo)]);
     assert.is(bad.code, 2, bad.stderr);
     assert.match(bad.stderr, 'no-such-rev is not a commit');
@@ -101,11 +121,15 @@ test('wrap --from and --name need --worktree; --worktree --from HEAD starts clea
   }
 });
 
-test('wrap --worktree: the agent\'s PWD is the directory it runs in (OpenCode takes its project from $PWD, not from its working directory)', async () => {
+test("wrap --worktree: the agent's PWD is the directory it runs in (OpenCode takes its project from $PWD, not from its working directory)", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'sub/x.txt': 'x\n' } });
   try {
-    const script = "require('fs').writeFileSync(process.env.AGENTSNAP_SOURCE_WORKTREE + '/../pwd.txt', process.env.PWD + '\\n' + process.cwd() + '\\n')";
-    const res = await cliProcess(repo, ['wrap', '--worktree', '--', process.execPath, '-e', script], { cwd: path.join(repo.dir, 'sub'), env: { PWD: path.join(repo.dir, 'sub') } });
+    const script =
+      "require('fs').writeFileSync(process.env.AGENTSNAP_SOURCE_WORKTREE + '/../pwd.txt', process.env.PWD + '\\n' + process.cwd() + '\\n')";
+    const res = await cliProcess(repo, ['wrap', '--worktree', '--', process.execPath, '-e', script], {
+      cwd: path.join(repo.dir, 'sub'),
+      env: { PWD: path.join(repo.dir, 'sub') },
+    });
     assert.is(res.code, 0, res.stderr);
     const [pwd, cwd] = fs.readFileSync(path.join(repo.base, 'pwd.txt'), 'utf8').split('\n');
     assert.match(String(cwd), `${path.sep}agentsnap${path.sep}worktrees${path.sep}`, 'the agent runs in its own worktree');

@@ -79,12 +79,15 @@ function showError(where, e) {
 async function loadSessions() {
   state.sessions = await api('sessions');
   const list = $('session-list');
-  fill(list, 
+  fill(
+    list,
     ...state.sessions.map((s) =>
       el(
         'li',
         { class: `session${s.id === state.session ? ' selected' : ''}`, 'data-session': s.id },
-        el('button', { type: 'button', onclick: () => selectSession(s.id) },
+        el(
+          'button',
+          { type: 'button', onclick: () => selectSession(s.id) },
           el('span', { class: 'sid' }, s.name ? `${s.name}` : s.id),
           el('span', { class: `sstatus status-${s.status}` }, s.status),
           el('span', { class: 'ssteps' }, `${s.steps} steps`),
@@ -112,7 +115,8 @@ async function selectSession(id, step) {
 function checkMark(check) {
   if (!check) return el('span', { class: 'check none' }, '');
   if (check.verdict === 'pass') return el('span', { class: 'check pass', title: `check passed: ${check.command}` }, '✓');
-  if (check.verdict === 'fail') return el('span', { class: 'check fail', title: `check failed (exit ${check.exitCode}): ${check.command}` }, '✗');
+  if (check.verdict === 'fail')
+    return el('span', { class: 'check fail', title: `check failed (exit ${check.exitCode}): ${check.command}` }, '✗');
   return el('span', { class: 'check skip', title: `check skipped: ${check.command}` }, '~');
 }
 
@@ -138,7 +142,8 @@ async function loadTimeline() {
   state.rows = res.rows;
   state.undone = new Set(st.undone);
   const s = res.session;
-  fill($('session-head'), 
+  fill(
+    $('session-head'),
     el('h2', {}, `Session ${s.id}`),
     el('div', { class: 'meta' }, `${s.agent ?? 'no agent named'} · ${s.steps.length} steps · ${st.status}`),
   );
@@ -146,16 +151,26 @@ async function loadTimeline() {
   // The tool filter offers every tool of the session (kept while a filter is on).
   const tools = $('filter-tool');
   const known = new Set([...tools.options].map((o) => o.value));
-  for (const t of new Set(s.steps.map((x) => x.tool ?? (x.kind === 'checkpoint' ? 'checkpoint' : '-')))) if (!known.has(t)) tools.append(el('option', { value: t }, t));
+  for (const t of new Set(s.steps.map((x) => x.tool ?? (x.kind === 'checkpoint' ? 'checkpoint' : '-'))))
+    if (!known.has(t)) tools.append(el('option', { value: t }, t));
   const list = $('timeline');
   const items = [];
   for (const row of res.rows) {
     const x = row.step;
     if (x.step > 1 && x.changedBefore.length > 0) {
-      items.push(el('li', { class: 'between', title: changesText(x.changedBefore) }, `✎ changed outside tool calls before step ${x.step}: ${changesText(x.changedBefore)}`));
+      items.push(
+        el(
+          'li',
+          { class: 'between', title: changesText(x.changedBefore) },
+          `✎ changed outside tool calls before step ${x.step}: ${changesText(x.changedBefore)}`,
+        ),
+      );
     }
     const marks = [];
-    if (x.overlaps.length > 0) marks.push(el('span', { class: 'overlap', title: `started while ${x.overlaps.join(', ')} still ran` }, `⇉ overlaps ${x.overlaps.join(', ')}`));
+    if (x.overlaps.length > 0)
+      marks.push(
+        el('span', { class: 'overlap', title: `started while ${x.overlaps.join(', ')} still ran` }, `⇉ overlaps ${x.overlaps.join(', ')}`),
+      );
     if (state.undone.has(x.step)) marks.push(el('span', { class: 'undone' }, 'undone'));
     if (x.unprotectedReason) marks.push(el('span', { class: 'unprotected', title: x.unprotectedReason }, 'unprotected'));
     const classes = ['step', `status-${x.status}`];
@@ -164,8 +179,12 @@ async function loadTimeline() {
     if (state.undone.has(x.step)) classes.push('is-undone');
     if (state.step === x.step) classes.push('selected');
     items.push(
-      el('li', { class: classes.join(' '), 'data-step': x.step },
-        el('button', { type: 'button', onclick: () => selectStep(x.step) },
+      el(
+        'li',
+        { class: classes.join(' '), 'data-step': x.step },
+        el(
+          'button',
+          { type: 'button', onclick: () => selectStep(x.step) },
           checkMark(row.check),
           el('span', { class: 'num' }, String(x.step)),
           el('span', { class: 'tool' }, x.tool ?? (x.kind === 'checkpoint' ? 'checkpoint' : '-')),
@@ -266,9 +285,17 @@ async function selectStep(n) {
     const x = res.step;
     const meta = [x.status, x.startedAt, x.durationMs !== null ? `${x.durationMs} ms` : null, res.what].filter(Boolean).join(' · ');
     const check = row?.check;
-    fill($('step-meta'), 
+    fill(
+      $('step-meta'),
       el('div', {}, meta),
-      check ? el('div', { class: `check-line ${check.verdict}` }, `${check.verdict === 'pass' ? '✓' : check.verdict === 'fail' ? '✗' : '~'} check ${check.verdict}: ${check.command} (exit ${check.exitCode})`, check.output ? el('pre', {}, check.output) : null) : null,
+      check
+        ? el(
+            'div',
+            { class: `check-line ${check.verdict}` },
+            `${check.verdict === 'pass' ? '✓' : check.verdict === 'fail' ? '✗' : '~'} check ${check.verdict}: ${check.command} (exit ${check.exitCode})`,
+            check.output ? el('pre', {}, check.output) : null,
+          )
+        : null,
       x.error ? el('div', { class: 'error' }, `error: ${x.error}`) : null,
     );
     state.diffText = res.diff;
@@ -287,12 +314,20 @@ async function selectStep(n) {
   try {
     const conv = await conversationAround(n, session);
     if (stale()) return;
-    fill($('conversation'), 
+    fill(
+      $('conversation'),
       ...(conv.length === 0
         ? [el('div', { class: 'none' }, 'No conversation recorded around this step.')]
         : conv.map((e) => {
-            if (e.type === 'user' || e.type === 'assistant') return el('div', { class: `msg ${e.type}` }, el('b', {}, e.type === 'user' ? 'User' : 'Assistant'), el('div', { class: 'text' }, e.text));
-            if (e.type === 'step') return el('div', { class: `msg stepref${e.step === n ? ' this' : ''}` }, `step ${e.step}: ${e.tool ?? e.kind} (${e.status})`);
+            if (e.type === 'user' || e.type === 'assistant')
+              return el(
+                'div',
+                { class: `msg ${e.type}` },
+                el('b', {}, e.type === 'user' ? 'User' : 'Assistant'),
+                el('div', { class: 'text' }, e.text),
+              );
+            if (e.type === 'step')
+              return el('div', { class: `msg stepref${e.step === n ? ' this' : ''}` }, `step ${e.step}: ${e.tool ?? e.kind} (${e.status})`);
             if (e.type === 'call') return el('div', { class: 'msg call' }, `tool call ${e.tool ?? ''} (not recorded)`);
             return el('div', { class: 'msg' }, e.type);
           })),
@@ -311,28 +346,49 @@ function planList(title, items) {
 
 function describePlan(r) {
   return [
-    planList(r.dryRun ? 'Would change' : 'Changed', r.changes.map((c) => `${c.change} ${c.path}`)) ?? el('p', {}, r.dryRun ? 'Would change no file.' : 'Changed no file.'),
-    planList('Your changes made outside tool calls, which this overwrites', r.outside.map((o) => `${o.change} ${o.path} (${o.when})`)),
-    planList('Unprotected steps crossed', r.unprotected.map((u) => `step ${u.step}${u.reason ? `: ${u.reason}` : ''}`)),
-    planList('Left as they are', r.left.map((l) => `${l.path}: ${l.reason}`)),
-    planList('Not undoable outside the worktree', (r.notUndoable ?? []).map((n) => `step ${n.step}: ${n.effect} (${n.command})`)),
+    planList(
+      r.dryRun ? 'Would change' : 'Changed',
+      r.changes.map((c) => `${c.change} ${c.path}`),
+    ) ?? el('p', {}, r.dryRun ? 'Would change no file.' : 'Changed no file.'),
+    planList(
+      'Your changes made outside tool calls, which this overwrites',
+      r.outside.map((o) => `${o.change} ${o.path} (${o.when})`),
+    ),
+    planList(
+      'Unprotected steps crossed',
+      r.unprotected.map((u) => `step ${u.step}${u.reason ? `: ${u.reason}` : ''}`),
+    ),
+    planList(
+      'Left as they are',
+      r.left.map((l) => `${l.path}: ${l.reason}`),
+    ),
+    planList(
+      'Not undoable outside the worktree',
+      (r.notUndoable ?? []).map((n) => `step ${n.step}: ${n.effect} (${n.command})`),
+    ),
   ];
 }
 
 /** Processes the steps to undo started and left running (an undo puts files back, not processes), as the CLI lists them. */
 function processList(res) {
   return planList(
-    (res.files ?? res).dryRun === false ? 'Still running, started by the undone steps (files are put back, processes are not)' : 'Still running, started by the steps to undo (files are put back, processes are not)',
-    (res.processes ?? []).map((p) => `pid ${p.pid} (step ${p.step}): ${p.command}${p.ports?.length ? ` · listening on ${p.ports.join(', ')}` : ''}`),
+    (res.files ?? res).dryRun === false
+      ? 'Still running, started by the undone steps (files are put back, processes are not)'
+      : 'Still running, started by the steps to undo (files are put back, processes are not)',
+    (res.processes ?? []).map(
+      (p) => `pid ${p.pid} (step ${p.step}): ${p.command}${p.ports?.length ? ` · listening on ${p.ports.join(', ')}` : ''}`,
+    ),
   );
 }
 
 function refusalOf(r, open = []) {
   const why = [];
   if (r.outside.length > 0) {
-    why.push(open.length > 0
-      ? `files were changed outside the recorded tool calls (your own edits, or what the call still running, step ${open.join(', ')}, wrote so far)`
-      : 'files were changed outside the recorded tool calls (your own edits?)');
+    why.push(
+      open.length > 0
+        ? `files were changed outside the recorded tool calls (your own edits, or what the call still running, step ${open.join(', ')}, wrote so far)`
+        : 'files were changed outside the recorded tool calls (your own edits?)',
+    );
   }
   if (r.unprotected.length > 0) why.push('it crosses steps that have no snapshot (unprotected)');
   return why.length ? why.join('; ') : 'it would be refused';
@@ -370,7 +426,15 @@ async function runAction(kind, label, body) {
   $('dialog-cancel').textContent = 'Cancel';
   back.hidden = false;
   const showRefusal = (text, hint, dryRun) => {
-    bodyBox.prepend(el('div', { class: 'refusal', role: 'alert' }, el('b', {}, dryRun ? 'Would be refused without Force: ' : 'Refused, nothing was written: '), text, hint ? el('div', { class: 'hint' }, hint) : null));
+    bodyBox.prepend(
+      el(
+        'div',
+        { class: 'refusal', role: 'alert' },
+        el('b', {}, dryRun ? 'Would be refused without Force: ' : 'Refused, nothing was written: '),
+        text,
+        hint ? el('div', { class: 'hint' }, hint) : null,
+      ),
+    );
     forceLine.hidden = false;
     confirm.disabled = !force.checked;
   };
@@ -383,12 +447,28 @@ async function runAction(kind, label, body) {
   const showDry = (dry, changed, open) => {
     const plan = dry.files ?? dry;
     expect = dry.planId;
-    fill(bodyBox,
-      changed ? el('div', { class: 'plan-changed', role: 'alert' }, el('b', {}, 'The plan changed since the dry run, nothing was done: '), 'this is the new one. Confirm again to go ahead.') : null,
-      open.length > 0 ? el('div', { class: 'running', role: 'alert' }, el('b', {}, 'An agent is working: '), `step ${open.join(', ')} has not ended. What it writes meanwhile counts as a change outside the recorded calls, and it may go on writing after this.`) : null,
+    fill(
+      bodyBox,
+      changed
+        ? el(
+            'div',
+            { class: 'plan-changed', role: 'alert' },
+            el('b', {}, 'The plan changed since the dry run, nothing was done: '),
+            'this is the new one. Confirm again to go ahead.',
+          )
+        : null,
+      open.length > 0
+        ? el(
+            'div',
+            { class: 'running', role: 'alert' },
+            el('b', {}, 'An agent is working: '),
+            `step ${open.join(', ')} has not ended. What it writes meanwhile counts as a change outside the recorded calls, and it may go on writing after this.`,
+          )
+        : null,
       el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'),
       ...describePlan(plan),
-      processList(dry));
+      processList(dry),
+    );
     if (plan.wouldRefuse) showRefusal(refusalOf(plan, open), null, true);
     else confirm.disabled = false;
   };
@@ -411,7 +491,13 @@ async function runAction(kind, label, body) {
     try {
       const res = await api(kind, {}, { ...body, session, dryRun: false, force: force.checked, expect });
       const r = res.files ?? res;
-      fill(bodyBox, el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`), ...describePlan(r), processList(res), r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null);
+      fill(
+        bodyBox,
+        el('p', { class: 'done' }, `Done: ${kind} (operation ${r.op}).`),
+        ...describePlan(r),
+        processList(res),
+        r.safety ? el('p', { class: 'hint' }, `Safety snapshot of what was there: ${r.safety}`) : null,
+      );
       confirm.hidden = true;
       $('dialog-cancel').textContent = 'Close';
       await refresh(true);
@@ -444,11 +530,22 @@ async function search() {
   box.hidden = false;
   try {
     const res = await api('search', { q });
-    fill($('search-list'), 
+    fill(
+      $('search-list'),
       ...(res.rows.length === 0
         ? [el('li', { class: 'none' }, 'Nothing found.')]
         : res.rows.map((r) =>
-            el('li', {}, el('button', { type: 'button', onclick: () => selectSession(r.session, r.step.step) }, el('span', { class: 'sid' }, r.session), ` #${r.step.step} ${r.step.tool ?? ''} `, el('span', { class: 'what' }, r.what ?? ''))),
+            el(
+              'li',
+              {},
+              el(
+                'button',
+                { type: 'button', onclick: () => selectSession(r.session, r.step.step) },
+                el('span', { class: 'sid' }, r.session),
+                ` #${r.step.step} ${r.step.tool ?? ''} `,
+                el('span', { class: 'what' }, r.what ?? ''),
+              ),
+            ),
           )),
     );
   } catch (e) {
@@ -496,7 +593,10 @@ function debounce(fn, ms) {
   };
 }
 
-$('filter-file').addEventListener('input', debounce(() => loadTimeline(), 300));
+$('filter-file').addEventListener(
+  'input',
+  debounce(() => loadTimeline(), 300),
+);
 $('filter-tool').addEventListener('change', () => loadTimeline());
 $('search').addEventListener('input', debounce(search, 300));
 for (const r of document.querySelectorAll('input[name="diff-mode"]')) r.addEventListener('change', renderDiff);

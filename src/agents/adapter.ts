@@ -121,7 +121,12 @@ export interface InitLayout {
    * install beside its plugins): `text` records which were there before init (`kept` reads them back), and
    * `--remove` takes out the others.
    */
-  hookProgram?: { text(commandOf: (event: string) => string, kept: string[]): string; marker: string; kept(text: string): string[]; agentFiles: string[] };
+  hookProgram?: {
+    text(commandOf: (event: string) => string, kept: string[]): string;
+    marker: string;
+    kept(text: string): string[];
+    agentFiles: string[];
+  };
   /**
    * Hooks that are executable files, one per event (Cline's `<folder>/PreToolUse`), instead of entries in a
    * settings file: init writes `file(event)` for each of `events` (mode 0755, kept out of commits) and `file`

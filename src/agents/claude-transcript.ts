@@ -14,7 +14,19 @@ import { randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { readFileTail } from '../base/fsutil.js';
 import { shellQuote } from '../base/shell.js';
-import type { ChatCompact, ChatFork, ConversationEntry, ConversationSize, DigestBuilder, ForkPoint, ReadCallScan, ReadCallScanOptions, ToolCallLocation, TranscriptCall, TranscriptTail } from './adapter.js';
+import type {
+  ChatCompact,
+  ChatFork,
+  ConversationEntry,
+  ConversationSize,
+  DigestBuilder,
+  ForkPoint,
+  ReadCallScan,
+  ReadCallScanOptions,
+  ToolCallLocation,
+  TranscriptCall,
+  TranscriptTail,
+} from './adapter.js';
 
 interface TranscriptLine {
   type?: string;
@@ -52,7 +64,6 @@ export function readTranscriptTail(file: string): TranscriptTail | null {
   return readFileTail(file, SCAN_LIMIT);
 }
 
-
 const SHAPE_NEEDLE = Buffer.from('"api-request-shape"');
 
 /**
@@ -73,7 +84,9 @@ export function toolsOffered(tail: TranscriptTail, since?: number): string[] | n
     try {
       const line = JSON.parse(buf.subarray(start, end).toString('utf8')) as { type?: unknown; shape?: { tools?: unknown } };
       if (line.type === 'api-request-shape' && Array.isArray(line.shape?.tools)) {
-        return line.shape.tools.flatMap((t) => (t && typeof (t as { name?: unknown }).name === 'string' ? [(t as { name: string }).name] : []));
+        return line.shape.tools.flatMap((t) =>
+          t && typeof (t as { name?: unknown }).name === 'string' ? [(t as { name: string }).name] : [],
+        );
       }
     } catch {
       /* a partial line (still being written, or cut at the window's start) */
@@ -125,7 +138,7 @@ export function locateToolCall(file: string, toolUseId: string | null, tail?: Tr
 
 function resultContent(content: unknown): unknown {
   if (!Array.isArray(content)) return content;
-  const parts = (content as ContentBlock[]).map((b) => (b && b.type === 'text' ? b.text ?? '' : `[${b?.type ?? 'content'}]`));
+  const parts = (content as ContentBlock[]).map((b) => (b && b.type === 'text' ? (b.text ?? '') : `[${b?.type ?? 'content'}]`));
   return parts.join('\n');
 }
 
@@ -145,10 +158,7 @@ function resultContent(content: unknown): unknown {
  * can be journaled before the lines of the reads that came before it (in its
  * own message or an earlier one) are in the file.
  */
-export function unjournaledReadCalls(
-  tail: TranscriptTail,
-  opts: ReadCallScanOptions & { tools: readonly string[] },
-): ReadCallScan {
+export function unjournaledReadCalls(tail: TranscriptTail, opts: ReadCallScanOptions & { tools: readonly string[] }): ReadCallScan {
   const found: TranscriptCall[] = [];
   const { buf, from } = tail;
   // Lines after the last newline may be torn: the next import reads them again.
@@ -183,7 +193,12 @@ export function unjournaledReadCalls(
       }
       if (line.type === 'user') {
         for (const b of content) {
-          if (b.type === 'tool_result' && b.tool_use_id) results.set(b.tool_use_id, { content: resultContent((b as { content?: unknown }).content), isError: (b as { is_error?: unknown }).is_error === true, time });
+          if (b.type === 'tool_result' && b.tool_use_id)
+            results.set(b.tool_use_id, {
+              content: resultContent((b as { content?: unknown }).content),
+              isError: (b as { is_error?: unknown }).is_error === true,
+              time,
+            });
         }
         continue;
       }
@@ -286,7 +301,8 @@ function conversationOf(rawLines: string[]): ConversationEntry[] {
     } else if (line.type === 'assistant') {
       for (const b of blocks(line.message?.content)) {
         if (b.type === 'text' && b.text?.trim()) out.push({ kind: 'assistant', text: b.text, uuid, time });
-        else if (b.type === 'tool_use' && b.id) out.push({ kind: 'tool', toolUseId: b.id, name: b.name ?? null, input: b.input, uuid, time });
+        else if (b.type === 'tool_use' && b.id)
+          out.push({ kind: 'tool', toolUseId: b.id, name: b.name ?? null, input: b.input, uuid, time });
       }
     }
   }
@@ -385,7 +401,8 @@ function readSubagents(transcript: string): Subagent[] {
     }
     let spawnedBy: string | null = null;
     try {
-      const v = (JSON.parse(fs.readFileSync(path.join(dir, rel.replace(/\.jsonl$/, '.meta.json')), 'utf8')) as Record<string, unknown>).toolUseId;
+      const v = (JSON.parse(fs.readFileSync(path.join(dir, rel.replace(/\.jsonl$/, '.meta.json')), 'utf8')) as Record<string, unknown>)
+        .toolUseId;
       if (typeof v === 'string') spawnedBy = v;
     } catch {
       /* no meta: not linked to a call */
@@ -444,7 +461,13 @@ function withSession(l: Line, id: string): string {
 }
 
 /** The transcript's lines, its subagents, and where step N's conversation is cut (or throws). */
-function readForCut(step: ForkPoint): { file: string; lines: Line[]; subagents: Subagent[]; cut: { index: number; sharedWith: number }; subagentCall: string | null } {
+function readForCut(step: ForkPoint): {
+  file: string;
+  lines: Line[];
+  subagents: Subagent[];
+  cut: { index: number; sharedWith: number };
+  subagentCall: string | null;
+} {
   const t = step.transcript;
   if (!t?.path) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
   let text: string;
@@ -524,7 +547,12 @@ function linkBackups(transcript: string, lines: Line[], newId: string): void {
   const history = path.join(path.dirname(projects), 'file-history');
   const names = backupNames(lines);
   if (names.length === 0) return;
-  const from = [...new Set([path.basename(transcript, '.jsonl'), ...lines.map((l) => l.obj?.sessionId).filter((x): x is string => typeof x === 'string')])];
+  const from = [
+    ...new Set([
+      path.basename(transcript, '.jsonl'),
+      ...lines.map((l) => l.obj?.sessionId).filter((x): x is string => typeof x === 'string'),
+    ]),
+  ];
   const to = path.join(history, newId);
   fs.mkdirSync(to, { recursive: true, mode: 0o700 });
   for (const name of names) {
@@ -545,7 +573,15 @@ function writeTranscript(file: string, lines: string[]): void {
   fs.renameSync(tmp, file);
 }
 
-function forkResult(file: string, original: string, id: string, cwd: string, lines: number, sharedWith: number, subagentCall: string | null): ChatFork {
+function forkResult(
+  file: string,
+  original: string,
+  id: string,
+  cwd: string,
+  lines: number,
+  sharedWith: number,
+  subagentCall: string | null,
+): ChatFork {
   return {
     kind: 'transcript',
     agent: 'claude',
@@ -656,7 +692,9 @@ export function compactClaudeTranscript(step: ForkPoint, digest: DigestBuilder, 
     if (!o) return l.raw;
     const parent = o.parentUuid;
     const relinked = typeof parent === 'string' && !keptUuids.has(parent) ? { parentUuid: summaryUuid } : {};
-    return typeof o.sessionId === 'string' || 'parentUuid' in relinked ? JSON.stringify({ ...o, ...relinked, ...(typeof o.sessionId === 'string' ? { sessionId: id } : {}) }) : l.raw;
+    return typeof o.sessionId === 'string' || 'parentUuid' in relinked
+      ? JSON.stringify({ ...o, ...relinked, ...(typeof o.sessionId === 'string' ? { sessionId: id } : {}) })
+      : l.raw;
   });
   const out = [JSON.stringify(boundary), JSON.stringify(summary), ...kept];
   const at = first.cwd;

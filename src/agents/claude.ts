@@ -13,7 +13,15 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import type { AgentAdapter, McpServerCommand, PlanItem } from './adapter.js';
 import { jsonMcpLayout, MCP_SERVER_NAME } from './settings-file.js';
-import { compactClaudeTranscript, forkClaudeTranscript, locateToolCall, readConversation, readTranscriptTail, toolsOffered, unjournaledReadCalls } from './claude-transcript.js';
+import {
+  compactClaudeTranscript,
+  forkClaudeTranscript,
+  locateToolCall,
+  readConversation,
+  readTranscriptTail,
+  toolsOffered,
+  unjournaledReadCalls,
+} from './claude-transcript.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { obj, planFromList, str } from './plan.js';
 
@@ -67,7 +75,6 @@ export const CLAUDE_READ_ONLY_TOOLS = ['Read', 'Glob', 'Grep', 'LS', 'NotebookRe
  */
 export const CLAUDE_TOOL_MATCHER = `^(?!(?:${CLAUDE_READ_ONLY_TOOLS.join('|')})$)`;
 
-
 type HookEntries = Record<string, { matcher: string; hooks: { type: 'command'; command: string; timeout?: number }[] }[]>;
 
 /**
@@ -75,11 +82,21 @@ type HookEntries = Record<string, { matcher: string; hooks: { type: 'command'; c
  * wrapper's session also SessionStart, which names the transcript before any hooked call (the reads before the
  * first one are journaled before an operation or checkpoint that comes first); SessionEnd when asked.
  */
-export function claudeHookSettings(commandFor: (event: string) => string, opts: { sessionEnd?: boolean; sessionStart?: boolean } = {}): { hooks: HookEntries } {
-  const events = [...(opts.sessionStart ? ['SessionStart'] : []), 'PreToolUse', 'PostToolUse', 'PostToolUseFailure', ...(opts.sessionEnd ? ['SessionEnd'] : [])];
+export function claudeHookSettings(
+  commandFor: (event: string) => string,
+  opts: { sessionEnd?: boolean; sessionStart?: boolean } = {},
+): { hooks: HookEntries } {
+  const events = [
+    ...(opts.sessionStart ? ['SessionStart'] : []),
+    'PreToolUse',
+    'PostToolUse',
+    'PostToolUseFailure',
+    ...(opts.sessionEnd ? ['SessionEnd'] : []),
+  ];
   const hooks: HookEntries = {};
   // The session events match every source/reason; the tool events leave out the read-only tools (journaled from the transcript).
-  for (const ev of events) hooks[ev] = [{ matcher: ev.startsWith('Session') ? '*' : CLAUDE_TOOL_MATCHER, hooks: [{ type: 'command', command: commandFor(ev) }] }];
+  for (const ev of events)
+    hooks[ev] = [{ matcher: ev.startsWith('Session') ? '*' : CLAUDE_TOOL_MATCHER, hooks: [{ type: 'command', command: commandFor(ev) }] }];
   return { hooks };
 }
 
@@ -180,7 +197,11 @@ function nextClaudePlan(plan: readonly PlanItem[], tool: string | null, input: u
   if (tool === 'TaskCreate') {
     const text = str(inp.subject) ?? str(inp.description);
     if (text === null) return null;
-    const said = str(obj(obj(output)?.task)?.id) ?? str(obj(output)?.id) ?? /#(\d+)/.exec(typeof output === 'string' ? output : JSON.stringify(output ?? ''))?.[1] ?? null;
+    const said =
+      str(obj(obj(output)?.task)?.id) ??
+      str(obj(output)?.id) ??
+      /#(\d+)/.exec(typeof output === 'string' ? output : JSON.stringify(output ?? ''))?.[1] ??
+      null;
     const id = said ?? String(plan.reduce((n, t) => Math.max(n, Number(t.id) || 0), 0) + 1);
     return [...plan, { id, text, status: str(inp.status) ?? 'pending' }];
   }
@@ -188,7 +209,15 @@ function nextClaudePlan(plan: readonly PlanItem[], tool: string | null, input: u
     const id = str(inp.taskId) ?? str(inp.id);
     if (id === null || !plan.some((t) => t.id === id)) return null;
     if (inp.status === 'deleted') return plan.filter((t) => t.id !== id);
-    return plan.map((t) => (t.id === id ? { ...t, ...(str(inp.subject) ? { text: str(inp.subject) as string } : {}), ...(str(inp.status) ? { status: str(inp.status) as string } : {}) } : t));
+    return plan.map((t) =>
+      t.id === id
+        ? {
+            ...t,
+            ...(str(inp.subject) ? { text: str(inp.subject) as string } : {}),
+            ...(str(inp.status) ? { status: str(inp.status) as string } : {}),
+          }
+        : t,
+    );
   }
   return null;
 }
@@ -209,7 +238,12 @@ export const claude: AgentAdapter = {
   nextPlan: nextClaudePlan,
   hookSettingsFiles: { project: ['.claude/settings.local.json', '.claude/settings.json'], user: ['.claude/settings.json'] },
   // With `wrap --mcp`, agentsnap's MCP server for this run too: `--mcp-config` (added to the project's and the user's servers).
-  wrapArgv: (run) => withMcpConfig(claudeArgv(run.command, run.cwd, run.at, (ev) => run.hookCommand(ev)), run.at, run.mcp),
+  wrapArgv: (run) =>
+    withMcpConfig(
+      claudeArgv(run.command, run.cwd, run.at, (ev) => run.hookCommand(ev)),
+      run.at,
+      run.mcp,
+    ),
   init: {
     file: '.claude/settings.local.json',
     events: [
@@ -225,8 +259,9 @@ export const claude: AgentAdapter = {
     // The project-scope MCP file (claude-code-hooks.md); usually shared, so a committed one is refused as for the hooks.
     mcp: jsonMcpLayout('.mcp.json', {
       personal: false,
-      trackedHint: 'A committed .mcp.json reaches everyone who clones the repository: add the server for yourself with `claude mcp add --scope local agentsnap -- agentsnap mcp`, or run `agentsnap wrap --mcp -- claude`.',
-      note: 'Claude Code asks once whether to use the MCP servers of the project\'s .mcp.json: approve agentsnap (see `claude mcp list`).',
+      trackedHint:
+        'A committed .mcp.json reaches everyone who clones the repository: add the server for yourself with `claude mcp add --scope local agentsnap -- agentsnap mcp`, or run `agentsnap wrap --mcp -- claude`.',
+      note: "Claude Code asks once whether to use the MCP servers of the project's .mcp.json: approve agentsnap (see `claude mcp list`).",
       entry: () => ({ type: 'stdio' }),
     }),
   },

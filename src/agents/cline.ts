@@ -189,7 +189,9 @@ function finishRun(stateFile: string, state: RunState): string[] {
       fs.mkdirSync(state.clineDir, { recursive: true });
       fs.renameSync(from, to);
     } catch (e) {
-      warnings.push(`agentsnap: warning: Cline wrote ${name} into agentsnap's cline dir for the run and agentsnap could not move it to ${to}: ${(e as Error).message}`);
+      warnings.push(
+        `agentsnap: warning: Cline wrote ${name} into agentsnap's cline dir for the run and agentsnap could not move it to ${to}: ${(e as Error).message}`,
+      );
       return warnings; // the run's dir stays, so nothing is lost
     }
   }
@@ -203,7 +205,9 @@ function recoverRuns(sessionsRoot: string): string[] {
   const lines: string[] = [];
   for (const { session, entry, state } of leftoverRunRecords<RunState>(sessionsRoot, 'cline-run-')) {
     const warnings = finishRun(entry, state);
-    lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: finished the Cline run of session ${session} (its wrapper had been killed)`]));
+    lines.push(
+      ...(warnings.length > 0 ? warnings : [`agentsnap: finished the Cline run of session ${session} (its wrapper had been killed)`]),
+    );
   }
   return lines;
 }
@@ -250,7 +254,8 @@ function prepareClineRun(run: RunContext): { env: Record<string, string>; finish
     } catch {
       /* none */
     }
-    for (const name of hooks) if (!(EVENTS as readonly string[]).includes(name)) fs.symlinkSync(path.join(userHooks, name), path.join(overlay, 'hooks', name));
+    for (const name of hooks)
+      if (!(EVENTS as readonly string[]).includes(name)) fs.symlinkSync(path.join(userHooks, name), path.join(overlay, 'hooks', name));
     for (const ev of EVENTS) {
       const mine = path.join(userHooks, ev);
       const script = runScript(run.hookCommand(ev, { session: run.session, worktree: run.worktree }), hooks.includes(ev) ? mine : null);
@@ -269,10 +274,13 @@ function prepareClineRun(run: RunContext): { env: Record<string, string>; finish
           /* reported below */
         }
         if (!obj(parsed)) {
-          throw errors.invalidConfig(`${given} (Cline's MCP settings) is not a JSON object; agentsnap cannot add its MCP server to it for this run.`, {
-            hint: 'Fix the file (Cline would not read it either), or run without --mcp.',
-            data: { file: given },
-          });
+          throw errors.invalidConfig(
+            `${given} (Cline's MCP settings) is not a JSON object; agentsnap cannot add its MCP server to it for this run.`,
+            {
+              hint: 'Fix the file (Cline would not read it either), or run without --mcp.',
+              data: { file: given },
+            },
+          );
         }
         base = parsed as Obj;
       }

@@ -26,7 +26,16 @@ interface Rec {
 }
 
 /** The response items the model produced (one model response is a run of these). */
-const MODEL_ITEMS = new Set(['message:assistant', 'reasoning', 'function_call', 'custom_tool_call', 'local_shell_call', 'web_search_call', 'tool_search_call', 'image_generation_call']);
+const MODEL_ITEMS = new Set([
+  'message:assistant',
+  'reasoning',
+  'function_call',
+  'custom_tool_call',
+  'local_shell_call',
+  'web_search_call',
+  'tool_search_call',
+  'image_generation_call',
+]);
 /** Events that report a model item (their item goes with it). */
 const MODEL_EVENTS = new Set(['agent_message', 'agent_reasoning', 'agent_reasoning_raw_content', 'agent_reasoning_section_break']);
 const CALL_ITEMS = new Set(['function_call', 'custom_tool_call', 'local_shell_call']);
@@ -99,7 +108,10 @@ const pad = (n: number) => String(n).padStart(2, '0');
 /** The rollout path Codex gives a session started at `d` (local time) under `root` (`<CODEX_HOME>/sessions`). */
 function rolloutPath(root: string, d: Date, id: string): string {
   const day = path.join(root, String(d.getFullYear()), pad(d.getMonth() + 1), pad(d.getDate()));
-  return path.join(day, `rollout-${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}-${pad(d.getMinutes())}-${pad(d.getSeconds())}-${id}.jsonl`);
+  return path.join(
+    day,
+    `rollout-${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}-${pad(d.getMinutes())}-${pad(d.getSeconds())}-${id}.jsonl`,
+  );
 }
 
 /** `<CODEX_HOME>/sessions` of a rollout in its YYYY/MM/DD directory; else the rollout's own directory. */
@@ -107,7 +119,9 @@ function sessionsRoot(file: string): string {
   const dir = path.dirname(file);
   const parts = dir.split(path.sep);
   const tail = parts.slice(-3);
-  return tail.length === 3 && /^\d{4}$/.test(tail[0] as string) && /^\d{2}$/.test(tail[1] as string) && /^\d{2}$/.test(tail[2] as string) ? parts.slice(0, -3).join(path.sep) : dir;
+  return tail.length === 3 && /^\d{4}$/.test(tail[0] as string) && /^\d{2}$/.test(tail[1] as string) && /^\d{2}$/.test(tail[2] as string)
+    ? parts.slice(0, -3).join(path.sep)
+    : dir;
 }
 
 /** Reads a rollout (or throws the error undo --chat reports, then printing a digest). */
@@ -124,7 +138,8 @@ export function readRollout(file: string): { recs: Rec[]; id: string; cwd: strin
   const recs = parse(text);
   const meta = recs.find((r) => r.obj?.type === 'session_meta')?.obj?.payload;
   const id = typeof meta?.id === 'string' ? meta.id : typeof meta?.session_id === 'string' ? meta.session_id : null;
-  if (!id) throw errors.invalidArgument(`the Codex rollout ${file} has no session_meta line with the session id.`, { data: { path: file } });
+  if (!id)
+    throw errors.invalidArgument(`the Codex rollout ${file} has no session_meta line with the session id.`, { data: { path: file } });
   return { recs, id, cwd: typeof meta?.cwd === 'string' ? meta.cwd : null };
 }
 
@@ -188,15 +203,23 @@ export function writeRolloutFork(original: string, lines: string[], fork: { cwd:
 export function forkCodexRollout(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
   const file = step.transcript?.path;
   if (!file) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
-  if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call id to find in the Codex rollout ${file}.`, { data: { path: file } });
+  if (!step.toolUseId)
+    throw errors.invalidArgument(`step ${step.step} has no call id to find in the Codex rollout ${file}.`, { data: { path: file } });
   const { recs, id: oldId, cwd } = readRollout(file);
   const cut = findRolloutCut(recs, step.toolUseId);
   if (!cut) {
-    throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Codex rollout ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
+    throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Codex rollout ${file}.`, {
+      data: { path: file, toolUseId: step.toolUseId },
+    });
   }
   const newId = opts.newId ?? uuidv7();
   const ordinal = (recs[cut.index]?.obj as { ordinal?: unknown } | null)?.ordinal;
-  const lines = withForkMarks(recs.slice(0, cut.index).map((r) => withThreadId(r, oldId, newId)), newId, oldId, typeof ordinal === 'number' && Number.isSafeInteger(ordinal) ? ordinal : null);
+  const lines = withForkMarks(
+    recs.slice(0, cut.index).map((r) => withThreadId(r, oldId, newId)),
+    newId,
+    oldId,
+    typeof ordinal === 'number' && Number.isSafeInteger(ordinal) ? ordinal : null,
+  );
   return writeRolloutFork(file, lines, { cwd: cwd ?? opts.cwd, newId, sharedWith: cut.sharedWith });
 }
 
@@ -204,13 +227,18 @@ export function forkCodexRollout(step: ForkPoint, opts: { cwd: string; newId?: s
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((c) => (c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string' ? (c as { text: string }).text : '')).join('\n');
+  return content
+    .map((c) => (c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string' ? (c as { text: string }).text : ''))
+    .join('\n');
 }
 
 /** A user message Codex adds itself (environment, instructions, AGENTS.md), not one the user typed. */
 function isContextMessage(p: Record<string, unknown>): boolean {
   if (p.role === 'developer' || p.role === 'system') return true;
-  return p.role === 'user' && /^\s*(<environment_context>|<user_instructions>|<skills_instructions>|<permissions|# AGENTS\.md)/.test(contentText(p.content));
+  return (
+    p.role === 'user' &&
+    /^\s*(<environment_context>|<user_instructions>|<skills_instructions>|<permissions|# AGENTS\.md)/.test(contentText(p.content))
+  );
 }
 
 /** What the model is sent of a rollout: its conversation items (context messages left out) and their characters. */
@@ -221,7 +249,8 @@ function rolloutSize(recs: Rec[]): ConversationSize {
     const p = itemKind(r) !== null ? (r.obj?.payload as Record<string, unknown>) : null;
     if (!p || (p.type === 'message' && isContextMessage(p))) continue;
     messages++;
-    chars += p.type === 'message' ? contentText(p.content).length : JSON.stringify(p.arguments ?? p.output ?? p.input ?? p.content ?? '').length;
+    chars +=
+      p.type === 'message' ? contentText(p.content).length : JSON.stringify(p.arguments ?? p.output ?? p.input ?? p.content ?? '').length;
   }
   return { messages, chars };
 }
@@ -232,12 +261,19 @@ function rolloutEntries(recs: Rec[]): ConversationEntry[] {
   for (const r of recs) {
     const p = itemKind(r) !== null ? (r.obj?.payload as Record<string, unknown>) : null;
     if (!p) continue;
-    const time = typeof (r.obj as { timestamp?: unknown }).timestamp === 'string' ? ((r.obj as { timestamp: string }).timestamp) : null;
+    const time = typeof (r.obj as { timestamp?: unknown }).timestamp === 'string' ? (r.obj as { timestamp: string }).timestamp : null;
     if (p.type === 'message' && !isContextMessage(p)) {
       const text = contentText(p.content);
       if (text.trim()) out.push({ kind: p.role === 'assistant' ? 'assistant' : 'user', text, uuid: null, time });
     } else if (CALL_ITEMS.has(String(p.type))) {
-      out.push({ kind: 'tool', toolUseId: String(p.call_id ?? ''), name: typeof p.name === 'string' ? p.name : null, input: p.arguments ?? p.input, uuid: null, time });
+      out.push({
+        kind: 'tool',
+        toolUseId: String(p.call_id ?? ''),
+        name: typeof p.name === 'string' ? p.name : null,
+        input: p.arguments ?? p.input,
+        uuid: null,
+        time,
+      });
     }
   }
   return out;
@@ -265,16 +301,25 @@ function renumber(lines: string[]): string[] {
 export function compactCodexRollout(step: ForkPoint, digest: DigestBuilder, opts: { cwd: string; newId?: string }): ChatCompact {
   const file = step.transcript?.path;
   if (!file) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
-  if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call id to find in the Codex rollout ${file}.`, { data: { path: file } });
+  if (!step.toolUseId)
+    throw errors.invalidArgument(`step ${step.step} has no call id to find in the Codex rollout ${file}.`, { data: { path: file } });
   const { recs, id: oldId, cwd } = readRollout(file);
   const cut = findRolloutCut(recs, step.toolUseId);
-  if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Codex rollout ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
+  if (!cut)
+    throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Codex rollout ${file}.`, {
+      data: { path: file, toolUseId: step.toolUseId },
+    });
   const prior = recs.slice(0, cut.index);
   const text = digest(rolloutEntries(prior), rolloutEntries(recs.slice(cut.index)));
   const newId = opts.newId ?? uuidv7();
   const at = (recs[cut.index]?.obj as { timestamp?: unknown } | null)?.timestamp;
   const summary: Rec = {
-    raw: JSON.stringify({ timestamp: typeof at === 'string' ? at : new Date().toISOString(), ordinal: 0, type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } }),
+    raw: JSON.stringify({
+      timestamp: typeof at === 'string' ? at : new Date().toISOString(),
+      ordinal: 0,
+      type: 'response_item',
+      payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
+    }),
     obj: null,
   };
   const kept = [...prior.filter(isPreamble), summary, ...recs.slice(cut.index)];

@@ -65,7 +65,9 @@ export function codexTrustHash(event: string, matcher: string | null, command: s
   const handler = { type: 'command', command, timeout: CODEX_DEFAULT_TIMEOUT, async: false };
   const identity: Record<string, unknown> = { event_name: label, hooks: [handler] };
   if (matcher !== null) identity.matcher = matcher;
-  return `sha256:${createHash('sha256').update(JSON.stringify(canonical(identity))).digest('hex')}`;
+  return `sha256:${createHash('sha256')
+    .update(JSON.stringify(canonical(identity)))
+    .digest('hex')}`;
 }
 
 /** A TOML basic string (JSON's escapes are TOML's, plus DEL, which TOML wants escaped). */
@@ -95,7 +97,12 @@ export function codexConfigOverrides(commandFor: (event: string) => string, even
 /** `-c` overrides declaring agentsnap's MCP server for one run (`wrap --mcp`). */
 export function codexMcpOverrides(mcp: McpServerCommand | null): string[] {
   if (!mcp) return [];
-  return ['-c', `mcp_servers.${MCP_SERVER_NAME}.command=${tomlString(mcp.command)}`, '-c', `mcp_servers.${MCP_SERVER_NAME}.args=[${mcp.args.map(tomlString).join(',')}]`];
+  return [
+    '-c',
+    `mcp_servers.${MCP_SERVER_NAME}.command=${tomlString(mcp.command)}`,
+    '-c',
+    `mcp_servers.${MCP_SERVER_NAME}.args=[${mcp.args.map(tomlString).join(',')}]`,
+  ];
 }
 
 const MCP_MARKER = '# agentsnap: added by `agentsnap init codex --mcp`, removed by `agentsnap init --remove codex`';
@@ -118,16 +125,25 @@ function withoutCodexMcpTable(text: string): string {
 const codexMcpLayout: McpInitLayout = {
   file: '.codex/config.toml',
   personal: false,
-  trackedHint: 'A committed .codex/config.toml reaches everyone who clones the repository: run `agentsnap wrap --mcp -- codex` instead, or add the server to your own ~/.codex/config.toml.',
+  trackedHint:
+    'A committed .codex/config.toml reaches everyone who clones the repository: run `agentsnap wrap --mcp -- codex` instead, or add the server to your own ~/.codex/config.toml.',
   note: 'Codex CLI reads .codex/config.toml only in projects you trust.',
   add(current, server) {
     const rest = withoutCodexMcpTable(current ?? '');
     // A table of that name that init did not write (or a dotted key of it) is the user's.
-    if (new RegExp(`^\\s*(\\[\\s*mcp_servers\\s*\\.\\s*"?${MCP_SERVER_NAME}"?\\s*[\\].]|mcp_servers\\s*\\.\\s*"?${MCP_SERVER_NAME}"?\\s*[.=]|mcp_servers\\s*=.*\\b${MCP_SERVER_NAME}\\b)`, 'm').test(rest)) {
-      throw errors.refused(`.codex/config.toml already declares an MCP server named ${MCP_SERVER_NAME} that init did not write; it is left as it is.`, {
-        hint: 'Rename or remove that entry, then run init again.',
-        data: { file: '.codex/config.toml' },
-      });
+    if (
+      new RegExp(
+        `^\\s*(\\[\\s*mcp_servers\\s*\\.\\s*"?${MCP_SERVER_NAME}"?\\s*[\\].]|mcp_servers\\s*\\.\\s*"?${MCP_SERVER_NAME}"?\\s*[.=]|mcp_servers\\s*=.*\\b${MCP_SERVER_NAME}\\b)`,
+        'm',
+      ).test(rest)
+    ) {
+      throw errors.refused(
+        `.codex/config.toml already declares an MCP server named ${MCP_SERVER_NAME} that init did not write; it is left as it is.`,
+        {
+          hint: 'Rename or remove that entry, then run init again.',
+          data: { file: '.codex/config.toml' },
+        },
+      );
     }
     const table = `${MCP_MARKER}\n[mcp_servers.${MCP_SERVER_NAME}]\ncommand = ${tomlString(server.command)}\nargs = [${server.args.map(tomlString).join(', ')}]\n`;
     if (rest.trim() === '') return table;
@@ -160,14 +176,21 @@ function outputText(v: unknown): string | null {
   if (v && typeof v === 'object') {
     const o = v as { content?: unknown; text?: unknown };
     if (typeof o.content === 'string') return o.content;
-    if (Array.isArray(o.content)) return o.content.map((c) => (c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string' ? (c as { text: string }).text : '')).join('\n');
+    if (Array.isArray(o.content))
+      return o.content
+        .map((c) => (c && typeof c === 'object' && typeof (c as { text?: unknown }).text === 'string' ? (c as { text: string }).text : ''))
+        .join('\n');
     if (typeof o.text === 'string') return o.text;
   }
   return null;
 }
 
 function fromExit(exitCode: number | null, failed: boolean, error: string | null): CodexCallResult {
-  return { failed: failed || (exitCode !== null && exitCode !== 0), exitCode, error: exitCode !== null && exitCode !== 0 ? `Exit code ${exitCode}` : error };
+  return {
+    failed: failed || (exitCode !== null && exitCode !== 0),
+    exitCode,
+    error: exitCode !== null && exitCode !== 0 ? `Exit code ${exitCode}` : error,
+  };
 }
 
 /** One rollout record about the call, read tolerantly (fields of several Codex releases); null when it says nothing. */
@@ -191,7 +214,7 @@ function recordResult(line: string, callId: string): CodexCallResult | null {
     case 'exec_command_end': {
       if (p.call_id !== callId) return null;
       const failed = p.success === false || p.status === 'failed';
-      return fromExit(exitOf(p.exit_code), failed, failed ? firstLine(p.stderr) ?? 'failed' : null);
+      return fromExit(exitOf(p.exit_code), failed, failed ? (firstLine(p.stderr) ?? 'failed') : null);
     }
     case 'function_call_output':
     case 'custom_tool_call_output': {
@@ -215,7 +238,7 @@ function recordResult(line: string, callId: string): CodexCallResult | null {
       if (exitCode === null && shown) exitCode = Number(shown[1]);
       // apply_patch that never ran (bad patch, file missing) says so instead of an exit code.
       if (text && /^apply_patch verification failed/m.test(text)) failed = true;
-      return fromExit(exitCode, failed, failed ? firstLine(text) ?? 'failed' : null);
+      return fromExit(exitCode, failed, failed ? (firstLine(text) ?? 'failed') : null);
     }
     default:
       return null;
@@ -254,7 +277,8 @@ export const codex: AgentAdapter = {
   isCommand: (arg, base) => base === 'codex' || arg.includes('@openai/codex'),
   hookSettingsFiles: { project: ['.codex/hooks.json'], user: ['.codex/hooks.json'] },
   // Its rollout (~/.codex/sessions/…/rollout-*.jsonl), forked by codex-rollout.ts.
-  ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /codex/i.test(sessionAgent)) || /\/\.codex\/sessions\//.test(file) || /\/rollout-[^/]*\.jsonl$/.test(file),
+  ownsTranscript: (file, sessionAgent) =>
+    (sessionAgent !== null && /codex/i.test(sessionAgent)) || /\/\.codex\/sessions\//.test(file) || /\/rollout-[^/]*\.jsonl$/.test(file),
   forkConversation: (at, opts) => forkCodexRollout(at, opts),
   compactConversation: (at, digest, opts) => compactCodexRollout(at, digest, opts),
   callFailed(call) {
@@ -266,10 +290,15 @@ export const codex: AgentAdapter = {
   // A call whose PostToolUse never comes (a failed apply_patch): its end is in the rollout.
   callEnded(transcriptPath, toolUseId) {
     const result = codexCallResult(transcriptPath, toolUseId);
-    return result ? { status: result.failed ? 'failed' : 'done', error: result.failed ? result.error ?? 'failed' : null } : null;
+    return result ? { status: result.failed ? 'failed' : 'done', error: result.failed ? (result.error ?? 'failed') : null } : null;
   },
   /** The codex command with agentsnap's hooks, trusted for this run only, as `-c` overrides (no file is edited). */
-  wrapArgv: (run) => [...run.command.slice(0, run.at + 1), ...codexConfigOverrides((ev) => run.hookCommand(ev)), ...codexMcpOverrides(run.mcp), ...run.command.slice(run.at + 1)],
+  wrapArgv: (run) => [
+    ...run.command.slice(0, run.at + 1),
+    ...codexConfigOverrides((ev) => run.hookCommand(ev)),
+    ...codexMcpOverrides(run.mcp),
+    ...run.command.slice(run.at + 1),
+  ],
   init: {
     file: '.codex/hooks.json',
     events: [

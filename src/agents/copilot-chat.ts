@@ -40,7 +40,11 @@ export function readEvents(file: string): Obj[] | null {
 /** A value as JSON with its object keys sorted: the same input gives the same text whatever its key order. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (isObj(v)) return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(',')}}`;
+  if (isObj(v))
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v) ?? 'null';
 }
 
@@ -56,7 +60,10 @@ export function toolArgs(v: unknown): unknown {
 
 /** The hash of a call's input in the id made for it (copilot.ts's callIdFromInput); the transcript's calls are matched by it. */
 export function inputHash(input: unknown): string {
-  return createHash('sha256').update(canonical(toolArgs(input) ?? null)).digest('hex').slice(0, 20);
+  return createHash('sha256')
+    .update(canonical(toolArgs(input) ?? null))
+    .digest('hex')
+    .slice(0, 20);
 }
 
 const ID_PREFIX = 'copilot-input:';
@@ -84,7 +91,10 @@ function matches(request: Obj, toolUseId: string): boolean {
 function eventsAtStep(step: ForkPoint): { original: string; events: (Obj | null)[]; cut: number; sharedWith: number } {
   const original = step.transcript?.path;
   if (!original) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
-  if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call to find in the Copilot CLI session ${original}.`, { data: { path: original } });
+  if (!step.toolUseId)
+    throw errors.invalidArgument(`step ${step.step} has no call to find in the Copilot CLI session ${original}.`, {
+      data: { path: original },
+    });
   let text: string;
   try {
     text = fs.readFileSync(original, 'utf8');
@@ -106,7 +116,8 @@ function eventsAtStep(step: ForkPoint): { original: string; events: (Obj | null)
   let at = -1;
   let sharedWith = 0;
   for (const [i, e] of events.entries()) {
-    const requests = e && e.type === 'assistant.message' && isObj(e.data) && Array.isArray(e.data.toolRequests) ? e.data.toolRequests.filter(isObj) : [];
+    const requests =
+      e && e.type === 'assistant.message' && isObj(e.data) && Array.isArray(e.data.toolRequests) ? e.data.toolRequests.filter(isObj) : [];
     for (const r of requests) {
       if (!matches(r, step.toolUseId)) continue;
       if (skip-- > 0) continue;
@@ -116,7 +127,10 @@ function eventsAtStep(step: ForkPoint): { original: string; events: (Obj | null)
     }
     if (at >= 0) break;
   }
-  if (at < 0) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Copilot CLI session ${original}.`, { data: { path: original, toolUseId: step.toolUseId } });
+  if (at < 0)
+    throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Copilot CLI session ${original}.`, {
+      data: { path: original, toolUseId: step.toolUseId },
+    });
   // The turn starts (assistant.turn_start, its usage record) before the message: cut before that start.
   let cut = at;
   for (let i = at - 1; i >= 0; i--) {
@@ -131,13 +145,20 @@ function eventsAtStep(step: ForkPoint): { original: string; events: (Obj | null)
 }
 
 /** Writes `kept` as a new session beside `original`'s (its start event and workspace.yaml under the new id). */
-function writeFork(original: string, events: (Obj | null)[], kept: Obj[], opts: { cwd: string; newId?: string; sharedWith: number }): ChatFork {
+function writeFork(
+  original: string,
+  events: (Obj | null)[],
+  kept: Obj[],
+  opts: { cwd: string; newId?: string; sharedWith: number },
+): ChatFork {
   const id = opts.newId ?? randomUUID();
   const oldDir = path.dirname(original);
   const oldId = path.basename(oldDir);
   const dir = path.join(path.dirname(oldDir), id);
   // The session's own id, where Copilot reads it from: its start event.
-  const lines = kept.map((e) => JSON.stringify(e.type === 'session.start' && isObj(e.data) ? { ...e, data: { ...e.data, sessionId: id } } : e));
+  const lines = kept.map((e) =>
+    JSON.stringify(e.type === 'session.start' && isObj(e.data) ? { ...e, data: { ...e.data, sessionId: id } } : e),
+  );
   const start = events.find((e) => e?.type === 'session.start');
   const context = start && isObj(start.data) && isObj(start.data.context) ? start.data.context : null;
   let workspace: string | null = null;
@@ -202,7 +223,10 @@ function entriesOf(events: (Obj | null)[]): ConversationEntry[] {
 }
 
 function sizeOf(entries: ConversationEntry[]): ConversationSize {
-  return { messages: entries.length, chars: entries.reduce((n, e) => n + (e.kind === 'tool' ? JSON.stringify(e.input ?? null).length : e.text.length), 0) };
+  return {
+    messages: entries.length,
+    chars: entries.reduce((n, e) => n + (e.kind === 'tool' ? JSON.stringify(e.input ?? null).length : e.text.length), 0),
+  };
 }
 
 /**
@@ -217,7 +241,13 @@ export function compactCopilotChat(step: ForkPoint, digest: DigestBuilder, opts:
   const start = events.find((e) => e?.type === 'session.start') ?? null;
   const next = events.slice(cut).filter(isObj);
   const at = typeof next[0]?.timestamp === 'string' ? next[0].timestamp : new Date().toISOString();
-  const message: Obj = { type: 'user.message', data: { content: text, transformedContent: text, messageId: randomUUID() }, id: randomUUID(), timestamp: at, parentId: typeof start?.id === 'string' ? start.id : null };
+  const message: Obj = {
+    type: 'user.message',
+    data: { content: text, transformedContent: text, messageId: randomUUID() },
+    id: randomUUID(),
+    timestamp: at,
+    parentId: typeof start?.id === 'string' ? start.id : null,
+  };
   const kept = [...(start ? [start] : []), message, ...next.map((e, i) => (i === 0 ? { ...e, parentId: message.id } : e))];
   const fork = writeFork(original, events, kept, { ...opts, sharedWith });
   const after: ConversationEntry[] = [{ kind: 'user', text, uuid: null, time: null }, ...rest];

@@ -81,7 +81,8 @@ export function refineCopilotCall(call: HookCall, payload: Obj, env: NodeJS.Proc
       call.error = call.error ?? `Exit code ${exit}`;
     }
   }
-  if (!call.toolUseId && call.tool && (call.phase === 'pre' || call.phase === 'post')) call.toolUseId = callIdFromInput(call.tool, call.input);
+  if (!call.toolUseId && call.tool && (call.phase === 'pre' || call.phase === 'post'))
+    call.toolUseId = callIdFromInput(call.tool, call.input);
 }
 
 /**
@@ -192,13 +193,20 @@ export const copilot: AgentAdapter = {
   refineCall: refineCopilotCall,
   callIdsFromInput: true,
   callEnded: (transcriptPath, toolUseId) => copilotCallEnded(transcriptPath, toolUseId),
-  ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /copilot/i.test(sessionAgent)) || /\/session-state\/[^/]+\/events\.jsonl$/.test(file),
+  ownsTranscript: (file, sessionAgent) =>
+    (sessionAgent !== null && /copilot/i.test(sessionAgent)) || /\/session-state\/[^/]+\/events\.jsonl$/.test(file),
   forkConversation: (at, opts) => forkCopilotChat(at, opts),
   compactConversation: (at, digest, opts) => compactCopilotChat(at, digest, opts),
   /** This run's hooks as a plugin named on the command line (`--plugin-dir`), and with --mcp agentsnap's server (`--additional-mcp-config`). */
   wrapArgv(run) {
     const words = ['--plugin-dir', pluginDirOf(run.sessionDir)];
-    if (run.mcp) words.push('--additional-mcp-config', JSON.stringify({ mcpServers: { [MCP_SERVER_NAME]: { type: 'local', command: run.mcp.command, args: run.mcp.args, tools: ['*'] } } }));
+    if (run.mcp)
+      words.push(
+        '--additional-mcp-config',
+        JSON.stringify({
+          mcpServers: { [MCP_SERVER_NAME]: { type: 'local', command: run.mcp.command, args: run.mcp.args, tools: ['*'] } },
+        }),
+      );
     return [...run.command.slice(0, run.at + 1), ...words, ...run.command.slice(run.at + 1)];
   },
   prepareRun(run) {
@@ -206,9 +214,17 @@ export const copilot: AgentAdapter = {
     ensureStateDir(run.sessionDir);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.mkdirSync(path.join(dir, 'hooks'), { recursive: true, mode: 0o700 });
-    fs.writeFileSync(path.join(dir, 'plugin.json'), `${JSON.stringify({ name: 'agentsnap', description: "agentsnap's hooks for this run (agentsnap wrap)", version: '1.0.0' }, null, 2)}\n`);
+    fs.writeFileSync(
+      path.join(dir, 'plugin.json'),
+      `${JSON.stringify({ name: 'agentsnap', description: "agentsnap's hooks for this run (agentsnap wrap)", version: '1.0.0' }, null, 2)}\n`,
+    );
     // Copilot's hook timeout is in seconds: a first snapshot of a big tree may need more than its default 30.
-    const hooks = Object.fromEntries(HOOK_EVENTS.map((ev) => [ev, [{ type: 'command', bash: run.hookCommand(ev, { session: run.session, worktree: run.worktree }), timeoutSec: 600 }]]));
+    const hooks = Object.fromEntries(
+      HOOK_EVENTS.map((ev) => [
+        ev,
+        [{ type: 'command', bash: run.hookCommand(ev, { session: run.session, worktree: run.worktree }), timeoutSec: 600 }],
+      ]),
+    );
     fs.writeFileSync(path.join(dir, 'hooks', 'hooks.json'), `${JSON.stringify({ version: 1, hooks }, null, 2)}\n`);
     // The data folder Copilot will make for the plugin, and those above it it will make too: taken out at the end when empty.
     const dataDirs: string[] = [];

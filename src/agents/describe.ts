@@ -46,8 +46,26 @@ export function mainArgument(input: unknown): string | null {
   if (typeof input === 'string') return input.trim() === '' ? null : input;
   const o = record(input);
   if (!o) return null;
-  const preferred = ['query', 'q', 'path', 'file_path', 'url', 'command', 'name', 'title', 'pattern', 'id', 'repo', 'key', 'message', 'prompt', 'text'];
-  const key = preferred.find((k) => typeof o[k] === 'string' && (o[k] as string).trim() !== '') ?? Object.keys(o).find((k) => typeof o[k] === 'string' && (o[k] as string).trim() !== '');
+  const preferred = [
+    'query',
+    'q',
+    'path',
+    'file_path',
+    'url',
+    'command',
+    'name',
+    'title',
+    'pattern',
+    'id',
+    'repo',
+    'key',
+    'message',
+    'prompt',
+    'text',
+  ];
+  const key =
+    preferred.find((k) => typeof o[k] === 'string' && (o[k] as string).trim() !== '') ??
+    Object.keys(o).find((k) => typeof o[k] === 'string' && (o[k] as string).trim() !== '');
   if (key !== undefined) return `${key}: ${o[key] as string}`;
   const scalar = Object.keys(o).find((k) => typeof o[k] === 'number' || typeof o[k] === 'boolean');
   return scalar === undefined ? null : `${scalar}: ${String(o[scalar])}`;

@@ -22,8 +22,19 @@ import type { ChatCompact, ChatFork, ConversationEntry, ConversationSize, Digest
 /** A stable id for a call whose agent gives none: `agentsnap:` and a hash of its tool name and input. */
 export function syntheticToolUseId(tool: string, input: unknown): string {
   const canon = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(canon) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon((v as Record<string, unknown>)[k])])) : v;
-  return `agentsnap:${createHash('sha1').update(JSON.stringify([tool, canon(input ?? null)])).digest('hex').slice(0, 16)}`;
+    Array.isArray(v)
+      ? v.map(canon)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, canon((v as Record<string, unknown>)[k])]),
+          )
+        : v;
+  return `agentsnap:${createHash('sha1')
+    .update(JSON.stringify([tool, canon(input ?? null)]))
+    .digest('hex')
+    .slice(0, 16)}`;
 }
 
 type Obj = Record<string, unknown>;
@@ -116,7 +127,8 @@ export function readGeminiChat(file: string): GeminiChat {
     });
   }
   const chat = foldGeminiChat(text);
-  if (typeof chat.metadata.sessionId !== 'string') throw errors.invalidArgument(`the Gemini CLI chat ${file} names no sessionId.`, { data: { path: file } });
+  if (typeof chat.metadata.sessionId !== 'string')
+    throw errors.invalidArgument(`the Gemini CLI chat ${file} names no sessionId.`, { data: { path: file } });
   return chat;
 }
 
@@ -132,7 +144,12 @@ function projectRoot(chatsDir: string, fallback: string): string {
 }
 
 /** Writes `messages` as a new session in the chats directory of `original`; returns the fork as undo prints it. */
-export function writeGeminiFork(original: string, chat: GeminiChat, messages: Obj[], fork: { cwd: string; newId?: string; sharedWith: number }): ChatFork {
+export function writeGeminiFork(
+  original: string,
+  chat: GeminiChat,
+  messages: Obj[],
+  fork: { cwd: string; newId?: string; sharedWith: number },
+): ChatFork {
   const id = fork.newId ?? randomUUID();
   const now = new Date().toISOString();
   const dir = path.dirname(original);
@@ -165,20 +182,32 @@ export function writeGeminiFork(original: string, chat: GeminiChat, messages: Ob
 }
 
 /** Step N's chat and the cut before the model turn holding its call; refuses a step that has none. */
-function chatAtStep(step: ForkPoint): { file: string; chat: ReturnType<typeof readGeminiChat>; cut: NonNullable<ReturnType<typeof findGeminiCut>> } {
+function chatAtStep(step: ForkPoint): {
+  file: string;
+  chat: ReturnType<typeof readGeminiChat>;
+  cut: NonNullable<ReturnType<typeof findGeminiCut>>;
+} {
   const file = step.transcript?.path;
   if (!file) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
-  if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call id to find in the Gemini CLI chat ${file}.`, { data: { path: file } });
+  if (!step.toolUseId)
+    throw errors.invalidArgument(`step ${step.step} has no call id to find in the Gemini CLI chat ${file}.`, { data: { path: file } });
   const chat = readGeminiChat(file);
   const cut = findGeminiCut(chat.messages, step.toolUseId, step.occurrence ?? 0);
-  if (!cut) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Gemini CLI chat ${file}.`, { data: { path: file, toolUseId: step.toolUseId } });
+  if (!cut)
+    throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Gemini CLI chat ${file}.`, {
+      data: { path: file, toolUseId: step.toolUseId },
+    });
   return { file, chat, cut };
 }
 
 /** A new chat cut before the model turn holding step N's call, next to the original (never modified). */
 export function forkGeminiChat(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
   const { file, chat, cut } = chatAtStep(step);
-  return writeGeminiFork(file, chat, chat.messages.slice(0, cut.index), { cwd: opts.cwd, ...(opts.newId ? { newId: opts.newId } : {}), sharedWith: cut.sharedWith });
+  return writeGeminiFork(file, chat, chat.messages.slice(0, cut.index), {
+    cwd: opts.cwd,
+    ...(opts.newId ? { newId: opts.newId } : {}),
+    sharedWith: cut.sharedWith,
+  });
 }
 
 /** Text parts of a message's content (a string, or parts with `text`). */
@@ -193,7 +222,10 @@ function sentOnResume(m: Obj): boolean {
   if (m.type === 'user') {
     const t = partsText(m.content).trim();
     const hasParts = Array.isArray(m.content) && m.content.some((p) => isObj(p) && !('text' in p));
-    return hasParts || !(t === '' || t.startsWith('/') || t.startsWith('?') || t.startsWith('<session_context>') || t.startsWith('<hook_context>'));
+    return (
+      hasParts ||
+      !(t === '' || t.startsWith('/') || t.startsWith('?') || t.startsWith('<session_context>') || t.startsWith('<hook_context>'))
+    );
   }
   return m.type === 'gemini';
 }
@@ -205,7 +237,9 @@ function chatSize(messages: Obj[]): ConversationSize {
   for (const m of messages) {
     if (!sentOnResume(m)) continue;
     n++;
-    chars += (typeof m.content === 'string' ? m.content.length : JSON.stringify(m.content ?? '').length) + (m.toolCalls ? JSON.stringify(m.toolCalls).length : 0);
+    chars +=
+      (typeof m.content === 'string' ? m.content.length : JSON.stringify(m.content ?? '').length) +
+      (m.toolCalls ? JSON.stringify(m.toolCalls).length : 0);
   }
   return { messages: n, chars };
 }
@@ -219,7 +253,15 @@ function chatEntries(messages: Obj[]): ConversationEntry[] {
     const text = partsText(m.content);
     if (text.trim()) out.push({ kind: m.type === 'user' ? 'user' : 'assistant', text, uuid: typeof m.id === 'string' ? m.id : null, time });
     // The id agentsnap's steps record for it (Gemini's hooks give none).
-    for (const c of toolCalls(m)) out.push({ kind: 'tool', toolUseId: syntheticToolUseId(String(c.name ?? ''), c.args), name: typeof c.name === 'string' ? c.name : null, input: c.args, uuid: null, time });
+    for (const c of toolCalls(m))
+      out.push({
+        kind: 'tool',
+        toolUseId: syntheticToolUseId(String(c.name ?? ''), c.args),
+        name: typeof c.name === 'string' ? c.name : null,
+        input: c.args,
+        uuid: null,
+        time,
+      });
   }
   return out;
 }
@@ -230,8 +272,17 @@ export function compactGeminiChat(step: ForkPoint, digest: DigestBuilder, opts: 
   const prior = chat.messages.slice(0, cut.index);
   const text = digest(chatEntries(prior), chatEntries(chat.messages.slice(cut.index)));
   const at = chat.messages[cut.index]?.timestamp;
-  const summary: Obj = { id: randomUUID(), timestamp: typeof at === 'string' ? at : new Date().toISOString(), type: 'user', content: [{ text }] };
+  const summary: Obj = {
+    id: randomUUID(),
+    timestamp: typeof at === 'string' ? at : new Date().toISOString(),
+    type: 'user',
+    content: [{ text }],
+  };
   const messages = [summary, ...chat.messages.slice(cut.index)];
-  const fork = writeGeminiFork(file, chat, messages, { cwd: opts.cwd, ...(opts.newId ? { newId: opts.newId } : {}), sharedWith: cut.sharedWith });
+  const fork = writeGeminiFork(file, chat, messages, {
+    cwd: opts.cwd,
+    ...(opts.newId ? { newId: opts.newId } : {}),
+    sharedWith: cut.sharedWith,
+  });
   return { ...fork, before: chatSize(chat.messages), after: chatSize(messages), digest: text };
 }

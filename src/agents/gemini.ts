@@ -109,7 +109,13 @@ const OVERLAY_STATE = 'agentsnap-overlay.json';
  * Builds the overlay home in `dir` (created; must not exist). `hooks` are the
  * hook groups to add to the user's settings.
  */
-export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks: Record<string, HookGroup[]>; sessionDir: string; mcp?: McpServerCommand | null }): GeminiOverlay {
+export function createGeminiOverlay(opts: {
+  dir: string;
+  realHome: string;
+  hooks: Record<string, HookGroup[]>;
+  sessionDir: string;
+  mcp?: McpServerCommand | null;
+}): GeminiOverlay {
   const realDir = path.join(opts.realHome, '.gemini');
   const overlayDir = path.join(opts.dir, '.gemini');
   const realSettings = path.join(realDir, 'settings.json');
@@ -151,10 +157,19 @@ export function createGeminiOverlay(opts: { dir: string; realHome: string; hooks
   const withOurs = withHooks(settings, opts.hooks);
   const written = `${JSON.stringify(opts.mcp ? withMcpServer(withOurs, { command: opts.mcp.command, args: opts.mcp.args }, realSettings) : withOurs, null, 2)}\n`;
   fs.writeFileSync(path.join(overlayDir, 'settings.json'), written, { mode: 0o600 });
-  const state: OverlayState = { owner: currentOwner('gemini overlay'), realHome: opts.realHome, before, written, ...(opts.mcp ? { mcp: true } : {}) };
+  const state: OverlayState = {
+    owner: currentOwner('gemini overlay'),
+    realHome: opts.realHome,
+    before,
+    written,
+    ...(opts.mcp ? { mcp: true } : {}),
+  };
   // In the session's state dir: 0600, never through a link (src/base/state-dir.ts).
   replaceStateFile(path.join(opts.dir, OVERLAY_STATE), `${JSON.stringify(state)}\n`);
-  replaceStateFile(geminiOverlayRecord(opts.sessionDir), `${JSON.stringify({ overlay: opts.dir, real: opts.realHome } satisfies OverlayRecord)}\n`);
+  replaceStateFile(
+    geminiOverlayRecord(opts.sessionDir),
+    `${JSON.stringify({ overlay: opts.dir, real: opts.realHome } satisfies OverlayRecord)}\n`,
+  );
   return { home: opts.dir, finish: () => finishOverlay(opts.dir, state, opts.sessionDir) };
 }
 
@@ -177,7 +192,9 @@ function finishOverlay(dir: string, state: OverlayState, sessionDir: string): st
         /* gone or never there */
       }
       if (current !== before) {
-        warnings.push(`agentsnap: warning: Gemini CLI changed its settings during the run, but ${realSettings} changed too; the run's version is left in ${overlaySettings}`);
+        warnings.push(
+          `agentsnap: warning: Gemini CLI changed its settings during the run, but ${realSettings} changed too; the run's version is left in ${overlaySettings}`,
+        );
       } else {
         const parsed = parseJsonc(now) as Record<string, unknown>;
         fs.mkdirSync(realDir, { recursive: true });
@@ -226,12 +243,18 @@ function finishOverlay(dir: string, state: OverlayState, sessionDir: string): st
  */
 export function recoverGeminiOverlays(sessionsRoot: string): string[] {
   const lines: string[] = [];
-  const overlays = leftoverRuns(sessionsRoot, (n) => n.startsWith('gemini-home-'), (dir) => JSON.parse(fs.readFileSync(path.join(dir, OVERLAY_STATE), 'utf8')) as OverlayState);
+  const overlays = leftoverRuns(
+    sessionsRoot,
+    (n) => n.startsWith('gemini-home-'),
+    (dir) => JSON.parse(fs.readFileSync(path.join(dir, OVERLAY_STATE), 'utf8')) as OverlayState,
+  );
   for (const { sessionDir, entry: dir, state } of overlays) {
     const warnings = finishOverlay(dir, state, sessionDir);
     // Kept for the user: no second attempt on the next run.
     if (warnings.length > 0) fs.rmSync(path.join(dir, OVERLAY_STATE), { force: true });
-    lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: moved back what Gemini CLI wrote in ${dir} (its wrapper had been killed)`]));
+    lines.push(
+      ...(warnings.length > 0 ? warnings : [`agentsnap: moved back what Gemini CLI wrote in ${dir} (its wrapper had been killed)`]),
+    );
   }
   return lines;
 }
@@ -285,7 +308,9 @@ export const gemini: AgentAdapter = {
     const responseObj = response && typeof response === 'object' ? (response as Record<string, unknown>) : null;
     if (call.phase === 'post' && call.status === 'done') {
       // Gemini's run_shell_command reports a failing command only in its text: "Exit Code: 3".
-      const text = responseObj ? `${typeof responseObj.llmContent === 'string' ? responseObj.llmContent : ''}\n${typeof responseObj.returnDisplay === 'string' ? responseObj.returnDisplay : ''}` : '';
+      const text = responseObj
+        ? `${typeof responseObj.llmContent === 'string' ? responseObj.llmContent : ''}\n${typeof responseObj.returnDisplay === 'string' ? responseObj.returnDisplay : ''}`
+        : '';
       const m = /(?:^|\n)\s*(?:Exit Code:|Command exited with code:)\s*(\d+)/.exec(text);
       if (m && m[1] !== '0') {
         call.status = 'failed';
@@ -293,7 +318,8 @@ export const gemini: AgentAdapter = {
       }
     }
     // Gemini CLI gives its hooks no call id: the call's name and input pair its BeforeTool with its AfterTool.
-    if (!call.toolUseId && call.tool && (call.phase === 'pre' || call.phase === 'post')) call.toolUseId = syntheticToolUseId(call.tool, payload.tool_input);
+    if (!call.toolUseId && call.tool && (call.phase === 'pre' || call.phase === 'post'))
+      call.toolUseId = syntheticToolUseId(call.tool, payload.tool_input);
   },
   // Under wrap, Gemini CLI runs with an overlay home that is gone afterwards: keep the path the file ends up at.
   transcriptPath: (sessionDir, reported) => mapGeminiPath(sessionDir, reported),
@@ -303,7 +329,14 @@ export const gemini: AgentAdapter = {
     const dir = path.join(run.sessionDir, `gemini-home-${process.pid}-${Date.now().toString(36)}`);
     const hook = (ev: string): HookGroup => ({
       matcher: '*',
-      hooks: [{ type: 'command', name: `agentsnap-${ev}`, command: run.hookCommand(ev, { session: run.session, worktree: run.worktree }), timeout: 600_000 }],
+      hooks: [
+        {
+          type: 'command',
+          name: `agentsnap-${ev}`,
+          command: run.hookCommand(ev, { session: run.session, worktree: run.worktree }),
+          timeout: 600_000,
+        },
+      ],
     });
     const overlay = createGeminiOverlay({
       dir,

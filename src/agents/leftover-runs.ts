@@ -58,5 +58,9 @@ export function leftoverRuns<State extends { owner?: LockOwner }>(
 
 /** The `<prefix>*.json` run records (JSON, with an owner) left by killed wrappers: the common case of leftoverRuns. */
 export function leftoverRunRecords<State extends { owner?: LockOwner }>(sessionsRoot: string, prefix: string): LeftoverRun<State>[] {
-  return leftoverRuns(sessionsRoot, (n) => n.startsWith(prefix) && n.endsWith('.json'), (f) => JSON.parse(fs.readFileSync(f, 'utf8')) as State);
+  return leftoverRuns(
+    sessionsRoot,
+    (n) => n.startsWith(prefix) && n.endsWith('.json'),
+    (f) => JSON.parse(fs.readFileSync(f, 'utf8')) as State,
+  );
 }

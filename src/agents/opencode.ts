@@ -37,7 +37,13 @@ export const OPENCODE_PLUGIN_MARKER = '// agentsnap: OpenCode plugin';
 const KEPT_PREFIX = '// agentsnap: there before init: ';
 
 /** What OpenCode writes into a `.opencode/` folder it loads plugins from (its npm install of @opencode-ai/plugin). */
-export const OPENCODE_AGENT_FILES = ['.opencode/package.json', '.opencode/package-lock.json', '.opencode/bun.lock', '.opencode/node_modules', '.opencode/.gitignore'];
+export const OPENCODE_AGENT_FILES = [
+  '.opencode/package.json',
+  '.opencode/package-lock.json',
+  '.opencode/bun.lock',
+  '.opencode/node_modules',
+  '.opencode/.gitignore',
+];
 
 /** The hook events the plugin reports under (the words `agentsnap hook opencode <event>` takes). */
 const PRE = 'PreToolUse';
@@ -204,7 +210,10 @@ function isOurMcpEntry(entry: unknown): boolean {
 function withMcp(config: Record<string, unknown>, server: McpServerCommand, file: string): Record<string, unknown> {
   const servers = config.mcp;
   if (servers !== undefined && (!servers || typeof servers !== 'object' || Array.isArray(servers))) {
-    throw errors.invalidConfig(`${file}: mcp is not an object; agentsnap leaves it as it is.`, { hint: 'Fix the file, then run the command again.', data: { file } });
+    throw errors.invalidConfig(`${file}: mcp is not an object; agentsnap leaves it as it is.`, {
+      hint: 'Fix the file, then run the command again.',
+      data: { file },
+    });
   }
   const current = (servers as Record<string, unknown> | undefined)?.[MCP_SERVER_NAME];
   if (current !== undefined && !isOurMcpEntry(current)) {
@@ -230,7 +239,10 @@ const mcpLayout: McpInitLayout = {
       try {
         JSON.parse(current);
       } catch {
-        throw errors.refused(`${MCP_FILE} is not plain JSON (comments would be dropped); it is left as it is.`, { hint: 'Add the server by hand, or remove the comments and run init again.', data: { file: MCP_FILE } });
+        throw errors.refused(`${MCP_FILE} is not plain JSON (comments would be dropped); it is left as it is.`, {
+          hint: 'Add the server by hand, or remove the comments and run init again.',
+          data: { file: MCP_FILE },
+        });
       }
     }
     const config = current !== null && current.trim() ? jsonObject(current, MCP_FILE) : {};
@@ -312,7 +324,9 @@ export const opencode: AgentAdapter = {
     );
     const plugins = config.plugin;
     if (plugins !== undefined && !Array.isArray(plugins)) {
-      throw errors.invalidConfig('OPENCODE_CONFIG_CONTENT: plugin is not a list; agentsnap cannot add its plugin to it for this run.', { hint: 'Fix it, then run the same command again.' });
+      throw errors.invalidConfig('OPENCODE_CONFIG_CONTENT: plugin is not a list; agentsnap cannot add its plugin to it for this run.', {
+        hint: 'Fix it, then run the same command again.',
+      });
     }
     config = { ...config, plugin: [...((plugins as unknown[] | undefined) ?? []), `file://${pluginFile}`] };
     if (run.mcp) config = withMcp(config, run.mcp, 'OPENCODE_CONFIG_CONTENT');
@@ -331,7 +345,11 @@ export const opencode: AgentAdapter = {
     trackedHint: 'Run OpenCode as `agentsnap wrap -- opencode` instead (nothing is written into the project).',
     note: 'OpenCode installs @opencode-ai/plugin into .opencode/ at its next start (npm; `init opencode --remove` takes it out again).',
     hookProgram: {
-      text: (commandOf, kept) => pluginSource({ channel: null, worktree: null, args: null, commands: Object.fromEntries(EVENTS.map((ev) => [ev, commandOf(ev)])) }, kept),
+      text: (commandOf, kept) =>
+        pluginSource(
+          { channel: null, worktree: null, args: null, commands: Object.fromEntries(EVENTS.map((ev) => [ev, commandOf(ev)])) },
+          kept,
+        ),
       marker: OPENCODE_PLUGIN_MARKER,
       kept: keptOf,
       agentFiles: OPENCODE_AGENT_FILES,

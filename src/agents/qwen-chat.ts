@@ -26,12 +26,17 @@ function callIds(record: Obj): string[] {
 export function forkQwenChat(step: ForkPoint, opts: { cwd: string; newId?: string }): ChatFork {
   const original = step.transcript?.path;
   if (!original) throw errors.invalidArgument(`step ${step.step} has no transcript position.`);
-  if (!step.toolUseId) throw errors.invalidArgument(`step ${step.step} has no call id to find in the Qwen Code conversation ${original}.`, { data: { path: original } });
+  if (!step.toolUseId)
+    throw errors.invalidArgument(`step ${step.step} has no call id to find in the Qwen Code conversation ${original}.`, {
+      data: { path: original },
+    });
   let text: string;
   try {
     text = fs.readFileSync(original, 'utf8');
   } catch (e) {
-    throw errors.unreadableFile(`cannot read the Qwen Code conversation ${original}: ${(e as Error).message}`, { data: { path: original } });
+    throw errors.unreadableFile(`cannot read the Qwen Code conversation ${original}: ${(e as Error).message}`, {
+      data: { path: original },
+    });
   }
   const lines = text.split('\n').filter((l) => l.trim());
   const records = lines.map((l) => {
@@ -43,7 +48,10 @@ export function forkQwenChat(step: ForkPoint, opts: { cwd: string; newId?: strin
     }
   });
   const at = records.findIndex((r) => r !== null && r.type === 'assistant' && callIds(r).includes(step.toolUseId as string));
-  if (at < 0) throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Qwen Code conversation ${original}.`, { data: { path: original, toolUseId: step.toolUseId } });
+  if (at < 0)
+    throw errors.invalidArgument(`the tool call of step ${step.step} is not in the Qwen Code conversation ${original}.`, {
+      data: { path: original, toolUseId: step.toolUseId },
+    });
   const id = opts.newId ?? randomUUID();
   const file = path.join(path.dirname(original), `${id}.jsonl`);
   const kept = records.slice(0, at).flatMap((r) => (r ? [JSON.stringify({ ...r, sessionId: id })] : []));

@@ -85,7 +85,9 @@ function restoreStamped(saved: Map<string, string>): string[] {
       fs.writeFileSync(tmp, before, { mode: fs.statSync(file).mode & 0o7777, flag: 'wx' });
       fs.renameSync(tmp, file);
     } catch (e) {
-      warnings.push(`agentsnap: warning: Qwen Code added "$version" to ${file} and agentsnap could not put the file back: ${(e as Error).message}`);
+      warnings.push(
+        `agentsnap: warning: Qwen Code added "$version" to ${file} and agentsnap could not put the file back: ${(e as Error).message}`,
+      );
     }
   }
   return warnings;
@@ -111,7 +113,9 @@ function recoverRuns(sessionsRoot: string): string[] {
   const runs = leftoverRunRecords<RunState>(sessionsRoot, 'qwen-run-');
   for (const { session, entry, state } of runs) {
     const warnings = finishRun(entry, state);
-    lines.push(...(warnings.length > 0 ? warnings : [`agentsnap: finished the Qwen Code run of session ${session} (its wrapper had been killed)`]));
+    lines.push(
+      ...(warnings.length > 0 ? warnings : [`agentsnap: finished the Qwen Code run of session ${session} (its wrapper had been killed)`]),
+    );
   }
   return lines;
 }
@@ -137,16 +141,26 @@ export const qwen: AgentAdapter = {
     if (given && givenText !== null && givenText.trim()) {
       const parsed = jsonObject(givenText);
       if (!parsed) {
-        throw errors.invalidConfig(`${given} (QWEN_CODE_SYSTEM_SETTINGS_PATH) is not a JSON object; agentsnap cannot add its hooks to it for this run.`, {
-          hint: 'Fix the file (Qwen Code would not read it either), then run the same command again.',
-          data: { file: given },
-        });
+        throw errors.invalidConfig(
+          `${given} (QWEN_CODE_SYSTEM_SETTINGS_PATH) is not a JSON object; agentsnap cannot add its hooks to it for this run.`,
+          {
+            hint: 'Fix the file (Qwen Code would not read it either), then run the same command again.',
+            data: { file: given },
+          },
+        );
       }
       base = parsed;
     }
     // Qwen's default command hook timeout is 60 s (seconds, its unit for values under 1000): a first snapshot of a big tree may need more.
-    const hook = (ev: string): HookGroup => ({ matcher: '*', hooks: [{ type: 'command', command: run.hookCommand(ev, { session: run.session, worktree: run.worktree }), timeout: 600 }] });
-    let settings = withHooks(base, { PreToolUse: [hook('PreToolUse')], PostToolUse: [hook('PostToolUse')], PostToolUseFailure: [hook('PostToolUseFailure')] });
+    const hook = (ev: string): HookGroup => ({
+      matcher: '*',
+      hooks: [{ type: 'command', command: run.hookCommand(ev, { session: run.session, worktree: run.worktree }), timeout: 600 }],
+    });
+    let settings = withHooks(base, {
+      PreToolUse: [hook('PreToolUse')],
+      PostToolUse: [hook('PostToolUse')],
+      PostToolUseFailure: [hook('PostToolUseFailure')],
+    });
     if (run.mcp) settings = withMcpServer(settings, { command: run.mcp.command, args: run.mcp.args }, given ?? 'the run settings');
     ensureStateDir(run.sessionDir);
     const tag = `${process.pid}-${Date.now().toString(36)}`;
@@ -155,7 +169,11 @@ export const qwen: AgentAdapter = {
     // The settings files Qwen may stamp with "$version" during the run, as they are now.
     const home = run.env.HOME || os.homedir();
     const saved = new Map<string, string>();
-    for (const f of new Set([path.join(home, '.qwen', 'settings.json'), path.join(run.cwd, '.qwen', 'settings.json'), ...(run.worktree ? [path.join(run.worktree, '.qwen', 'settings.json')] : [])])) {
+    for (const f of new Set([
+      path.join(home, '.qwen', 'settings.json'),
+      path.join(run.cwd, '.qwen', 'settings.json'),
+      ...(run.worktree ? [path.join(run.worktree, '.qwen', 'settings.json')] : []),
+    ])) {
       const t = readIfThere(f);
       if (t !== null) saved.set(f, t);
     }

@@ -30,7 +30,7 @@ export const AGENT_REPO_REFS: readonly string[] = [...new Set(LIST.flatMap((a) =
 
 /** The adapter of `agent` (the name a hook command or a session records), or null for a name agentsnap does not know. */
 export function adapterOf(agent: string | null): AgentAdapter | null {
-  return agent !== null && Object.hasOwn(ADAPTERS, agent) ? ADAPTERS[agent] ?? null : null;
+  return agent !== null && Object.hasOwn(ADAPTERS, agent) ? (ADAPTERS[agent] ?? null) : null;
 }
 
 /** The adapter of `agent`, or the generic one (nothing injected) for a name agentsnap does not know. */
@@ -43,7 +43,11 @@ export function findAgent(command: string[]): { agent: Agent; index: number } | 
   const runners = new Set(['node', 'npx', 'bunx', 'bun', 'pnpx', 'deno', 'env', 'exec']);
   for (const [index, arg] of command.slice(0, 4).entries()) {
     if (arg.startsWith('-')) continue;
-    const base = path.basename(arg).replace(/\.(exe|cmd|js|mjs|cjs)$/i, '').replace(/@[\d.]+.*$/, '').toLowerCase();
+    const base = path
+      .basename(arg)
+      .replace(/\.(exe|cmd|js|mjs|cjs)$/i, '')
+      .replace(/@[\d.]+.*$/, '')
+      .toLowerCase();
     for (const a of LIST) if (a.isCommand(arg, base)) return { agent: a.name, index };
     if (!runners.has(base)) break;
   }
@@ -53,14 +57,19 @@ export function findAgent(command: string[]): { agent: Agent; index: number } | 
 /** The adapter whose product name a step's `agentVersion` starts with (`claude-code 2.1.3`), for a session that names no agent. */
 export function adapterOfProduct(agentVersion: string | null | undefined): AgentAdapter | null {
   const product = agentVersion?.split(' ')[0];
-  return product ? Object.values(ADAPTERS).find((a) => a.product === product) ?? null : null;
+  return product ? (Object.values(ADAPTERS).find((a) => a.product === product) ?? null) : null;
 }
 
 /**
  * What a recorded call was: the agent's own reading of its tool input (the adapter's `describeCall`), else
  * the agent-neutral one. `agent` is the session's; `agentVersion` the step's, for sessions that name none.
  */
-export function describeCall(agent: string | null, agentVersion: string | null | undefined, tool: string | null, input: unknown): CallDescription | null {
+export function describeCall(
+  agent: string | null,
+  agentVersion: string | null | undefined,
+  tool: string | null,
+  input: unknown,
+): CallDescription | null {
   if (input === undefined || input === null) return null;
   const adapter = adapterOf(agent) ?? adapterOfProduct(agentVersion);
   return adapter?.describeCall?.(tool, input) ?? describeCallGeneric(tool, input);

@@ -40,7 +40,12 @@ export function isAgentsnapHook(command: unknown, agent: string): boolean {
 
 /** `settings` with `add` appended to its hook arrays (a new object; `settings` is not changed). */
 export function withHooks(settings: Record<string, unknown>, add: Record<string, HookGroup[]>): Record<string, unknown> {
-  const hooks = { ...((settings.hooks && typeof settings.hooks === 'object' && !Array.isArray(settings.hooks) ? settings.hooks : {}) as Record<string, unknown>) };
+  const hooks = {
+    ...((settings.hooks && typeof settings.hooks === 'object' && !Array.isArray(settings.hooks) ? settings.hooks : {}) as Record<
+      string,
+      unknown
+    >),
+  };
   for (const [ev, groups] of Object.entries(add)) hooks[ev] = [...(Array.isArray(hooks[ev]) ? (hooks[ev] as unknown[]) : []), ...groups];
   return { ...settings, hooks };
 }
@@ -64,7 +69,6 @@ export function withoutHooks(settings: Record<string, unknown>, agent: string): 
   return next;
 }
 
-
 /** The name agentsnap's MCP server is declared under in every agent's configuration. */
 export const MCP_SERVER_NAME = 'agentsnap';
 
@@ -77,10 +81,17 @@ export function isAgentsnapMcpServer(entry: unknown): boolean {
 }
 
 /** `settings` with agentsnap's server in its `mcpServers` object (Claude Code's .mcp.json, Gemini CLI's settings.json). */
-export function withMcpServer(settings: Record<string, unknown>, server: McpServerCommand & Record<string, unknown>, file: string): Record<string, unknown> {
+export function withMcpServer(
+  settings: Record<string, unknown>,
+  server: McpServerCommand & Record<string, unknown>,
+  file: string,
+): Record<string, unknown> {
   const servers = settings.mcpServers;
   if (servers !== undefined && (!servers || typeof servers !== 'object' || Array.isArray(servers))) {
-    throw errors.invalidConfig(`${file}: mcpServers is not an object; agentsnap leaves it as it is.`, { hint: 'Fix the file, then run init again.', data: { file } });
+    throw errors.invalidConfig(`${file}: mcpServers is not an object; agentsnap leaves it as it is.`, {
+      hint: 'Fix the file, then run init again.',
+      data: { file },
+    });
   }
   const current = (servers as Record<string, unknown> | undefined)?.[MCP_SERVER_NAME];
   if (current !== undefined && !isAgentsnapMcpServer(current)) {
@@ -95,7 +106,13 @@ export function withMcpServer(settings: Record<string, unknown>, server: McpServ
 /** `settings` without agentsnap's server (an `mcpServers` left empty by that is dropped); another entry of that name stays. */
 export function withoutMcpServer(settings: Record<string, unknown>): Record<string, unknown> {
   const servers = settings.mcpServers;
-  if (!servers || typeof servers !== 'object' || Array.isArray(servers) || !isAgentsnapMcpServer((servers as Record<string, unknown>)[MCP_SERVER_NAME])) return settings;
+  if (
+    !servers ||
+    typeof servers !== 'object' ||
+    Array.isArray(servers) ||
+    !isAgentsnapMcpServer((servers as Record<string, unknown>)[MCP_SERVER_NAME])
+  )
+    return settings;
   const { [MCP_SERVER_NAME]: _ours, ...rest } = servers as Record<string, unknown>;
   void _ours;
   const next: Record<string, unknown> = { ...settings, mcpServers: rest };
@@ -104,7 +121,10 @@ export function withoutMcpServer(settings: Record<string, unknown>): Record<stri
 }
 
 /** An `mcpServers` JSON file as `init --mcp` edits it (comments refused: they would be dropped). */
-export function jsonMcpLayout(file: string, opts: { personal: boolean; trackedHint?: string; note?: string; entry?: (server: McpServerCommand) => Record<string, unknown> }): McpInitLayout {
+export function jsonMcpLayout(
+  file: string,
+  opts: { personal: boolean; trackedHint?: string; note?: string; entry?: (server: McpServerCommand) => Record<string, unknown> },
+): McpInitLayout {
   const read = (text: string | null): Record<string, unknown> => {
     if (text === null || !text.trim()) return {};
     let parsed: unknown;
@@ -117,10 +137,21 @@ export function jsonMcpLayout(file: string, opts: { personal: boolean; trackedHi
       } catch {
         /* not JSON with comments either */
       }
-      if (jsonc) throw errors.refused(`${file} has comments, which agentsnap would drop when it edits it; it is left as it is.`, { hint: 'Remove the comments, then run init again.', data: { file } });
-      throw errors.invalidConfig(`${file} is not valid JSON (${(e as Error).message}); agentsnap leaves it as it is.`, { hint: 'Fix the file, then run init again.', data: { file } });
+      if (jsonc)
+        throw errors.refused(`${file} has comments, which agentsnap would drop when it edits it; it is left as it is.`, {
+          hint: 'Remove the comments, then run init again.',
+          data: { file },
+        });
+      throw errors.invalidConfig(`${file} is not valid JSON (${(e as Error).message}); agentsnap leaves it as it is.`, {
+        hint: 'Fix the file, then run init again.',
+        data: { file },
+      });
     }
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw errors.invalidConfig(`${file} is not a JSON object; agentsnap leaves it as it is.`, { hint: 'Fix the file, then run init again.', data: { file } });
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw errors.invalidConfig(`${file} is not a JSON object; agentsnap leaves it as it is.`, {
+        hint: 'Fix the file, then run init again.',
+        data: { file },
+      });
     return parsed as Record<string, unknown>;
   };
   return {
@@ -128,7 +159,8 @@ export function jsonMcpLayout(file: string, opts: { personal: boolean; trackedHi
     personal: opts.personal,
     ...(opts.trackedHint ? { trackedHint: opts.trackedHint } : {}),
     ...(opts.note ? { note: opts.note } : {}),
-    add: (text, server) => `${JSON.stringify(withMcpServer(read(text), { ...(opts.entry?.(server) ?? {}), command: server.command, args: server.args }, file), null, 2)}\n`,
+    add: (text, server) =>
+      `${JSON.stringify(withMcpServer(read(text), { ...(opts.entry?.(server) ?? {}), command: server.command, args: server.args }, file), null, 2)}\n`,
     remove: (text) => {
       const before = read(text);
       const next = withoutMcpServer(before);

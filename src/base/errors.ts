@@ -140,7 +140,8 @@ export function isAgentsnapError(err: unknown): err is AgentsnapError {
 /** What says "the disk is full" whatever else is full: errno names and git's and the kernel's own words. */
 const DISK_FULL = /No space left on device|Disk quota exceeded|Out of diskspace|\bENOSPC\b|\bEDQUOT\b/i;
 /** git's words for a write that failed without saying why (a ref: "couldn't write '<lock>'"; an index: "unable to write new index file"). */
-const WRITE_FAILED = /couldn't write|could not write|unable to write|failed to write|short write|write error|fsync error|unable to create temporary file/i;
+const WRITE_FAILED =
+  /couldn't write|could not write|unable to write|failed to write|short write|write error|fsync error|unable to create temporary file/i;
 
 /** Whether the filesystem holding `dir` has (next to) no space or no inode left for this user. */
 function fsFull(dir: string): boolean {

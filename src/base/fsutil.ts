@@ -175,7 +175,9 @@ export function restoreKeptName(base: string, rand: string): string {
  * snapshots record and a restore must bring back (see caseSensitiveFs).
  */
 export function unsafePath(rel: string, foldsCase = true): boolean {
-  return rel.split('/').some((part) => part === '' || part === '.' || part === '..' || part === '.git' || (foldsCase && part.toLowerCase() === '.git'));
+  return rel
+    .split('/')
+    .some((part) => part === '' || part === '.' || part === '..' || part === '.git' || (foldsCase && part.toLowerCase() === '.git'));
 }
 
 /**

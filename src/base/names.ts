@@ -91,4 +91,3 @@ export function pathsInput(paths: string[], sep = '\0', prefix = ''): string | B
   const pre = Buffer.from(prefix, 'utf8');
   return Buffer.concat(paths.flatMap((p) => [pre, pathBytes(p), s]));
 }
-

@@ -99,7 +99,10 @@ function startTimeMs(startTicks: number): number {
 export function processesWithEnv(marker: string): ProcessInfo[] {
   let pids: number[];
   try {
-    pids = fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+    pids = fs
+      .readdirSync('/proc')
+      .filter((n) => /^\d+$/.test(n))
+      .map(Number);
   } catch {
     return []; // no /proc (not Linux): no process found, as documented (never throws)
   }
@@ -118,7 +121,14 @@ export function processesWithEnv(marker: string): ProcessInfo[] {
     if (!st || st.state === 'Z' || st.state === 'X') continue;
     const argv = (read(`/proc/${pid}/cmdline`) ?? '').split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
     sockets ??= listeningSockets();
-    found.push({ pid, ppid: st.ppid, startTicks: st.startTicks, startedAtMs: startTimeMs(st.startTicks), argv, ports: portsOf(pid, sockets) });
+    found.push({
+      pid,
+      ppid: st.ppid,
+      startTicks: st.startTicks,
+      startedAtMs: startTimeMs(st.startTicks),
+      argv,
+      ports: portsOf(pid, sockets),
+    });
   }
   return found;
 }

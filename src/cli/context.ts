@@ -44,7 +44,10 @@ export function sessionSourceNote(id: string, source: 'flag' | 'env' | 'recent')
 export function stepArgument(value: unknown): number {
   const text = String(value);
   if (!/^[1-9][0-9]{0,8}$/.test(text)) {
-    throw errors.invalidArgument(`${JSON.stringify(text)} is not a step number.`, { hint: 'Steps are numbered from 1: see `agentsnap log`.', data: { value: text } });
+    throw errors.invalidArgument(`${JSON.stringify(text)} is not a step number.`, {
+      hint: 'Steps are numbered from 1: see `agentsnap log`.',
+      data: { value: text },
+    });
   }
   return Number(text);
 }
@@ -53,5 +56,9 @@ export function stepArgument(value: unknown): number {
 export function sameError(e: unknown): unknown {
   const x = e as Partial<AgentsnapError> | null;
   if (e instanceof AgentsnapError || !x || x.name !== 'AgentsnapError' || !isErrorCode(x.code) || !(String(x.exit) in ExitCode)) return e;
-  return new AgentsnapError(x.code, x.exit as ExitCodeName, String(x.message), { ...(x.hint ? { hint: x.hint } : {}), ...(x.data ? { data: x.data } : {}), cause: e });
+  return new AgentsnapError(x.code, x.exit as ExitCodeName, String(x.message), {
+    ...(x.hint ? { hint: x.hint } : {}),
+    ...(x.data ? { data: x.data } : {}),
+    cause: e,
+  });
 }

@@ -144,7 +144,10 @@ function missingArgumentMessage(msg: string, command: string | undefined, usage:
 function missingOptionMessage(msg: string, command: string | undefined): string | undefined {
   const m = /^Missing required arguments?: (.+)$/.exec(msg.trim());
   if (!m || !command) return undefined;
-  return `${command} needs ${(m[1] as string).split(', ').map((name) => `--${name}`).join(' and ')}`;
+  return `${command} needs ${(m[1] as string)
+    .split(', ')
+    .map((name) => `--${name}`)
+    .join(' and ')}`;
 }
 
 /** "Invalid values: Argument: phase, Given: "middle", Choices: "pre", "post"" as "--phase must be "pre" or "post", not "middle"". */
@@ -235,7 +238,10 @@ function unknownOptionMessage(msg: string, args: string[], known: string[]): str
         best = k;
       }
     }
-    const close = flag.startsWith('--') && best !== undefined && (bestD <= Math.max(1, Math.floor(typed.length / 3)) || (typed.length >= 3 && best.startsWith(typed)));
+    const close =
+      flag.startsWith('--') &&
+      best !== undefined &&
+      (bestD <= Math.max(1, Math.floor(typed.length / 3)) || (typed.length >= 3 && best.startsWith(typed)));
     parts.add(`unknown option ${flag}${close ? ` (did you mean --${best}?)` : ''}`);
   }
   return [...parts].join('; ');
@@ -262,7 +268,8 @@ export function takeColorOption(args: string[]): { args: string[]; color: ColorM
       continue;
     }
     const when = eq < 0 ? 'always' : arg.slice(eq + 1);
-    if (when !== 'always' && when !== 'never' && when !== 'auto') throw new UsageError(`--color must be always, never or auto, not ${JSON.stringify(when)}`);
+    if (when !== 'always' && when !== 'never' && when !== 'auto')
+      throw new UsageError(`--color must be always, never or auto, not ${JSON.stringify(when)}`);
     color = when;
   }
   return { args: rest, color };
@@ -287,7 +294,8 @@ export async function run(argsAsGiven: string[], ioAsGiven: CliIO): Promise<numb
   // show, diff, log and replay on a terminal go through a pager, as git's do (src/cli/pager.ts).
   const words = argsIn.includes('--') ? argsIn.slice(0, argsIn.indexOf('--')) : argsIn;
   const command = words.find((a) => !a.startsWith('-'));
-  if (command !== undefined && PAGED_COMMANDS.has(command) && !words.some((a) => a === '--no-pager' || a === '--help' || a === '-h')) pager = await startPager(ioIn);
+  if (command !== undefined && PAGED_COMMANDS.has(command) && !words.some((a) => a === '--no-pager' || a === '--help' || a === '-h'))
+    pager = await startPager(ioIn);
   try {
     return await runCommand(argsIn, pager?.io ?? ioIn);
   } finally {
@@ -297,7 +305,8 @@ export async function run(argsAsGiven: string[], ioAsGiven: CliIO): Promise<numb
 
 async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
   // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
-  if (argsIn[0] === 'hook' && !argsIn.includes('--help') && !argsIn.includes('-h')) return (await import('./commands/hook.js')).runHookCli(argsIn.slice(1), io);
+  if (argsIn[0] === 'hook' && !argsIn.includes('--help') && !argsIn.includes('-h'))
+    return (await import('./commands/hook.js')).runHookCli(argsIn.slice(1), io);
   // `help --man`: the manual page, from the same definitions and groups as --help (commands/completion.ts).
   if (argsIn.length === 2 && argsIn[0] === 'help' && argsIn[1] === '--man') {
     const { completedCommands, manPage } = await import('./commands/completion.js');
@@ -311,7 +320,9 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
       ? ['--help']
       : argsIn[0] === 'help'
         ? // `help frobnicate` says "unknown command", as `frobnicate` does.
-          helpOf === undefined || COMMANDS.some((c) => c.name === helpOf) ? [...argsIn.slice(1, 2), '--help'] : argsIn.slice(1, 2)
+          helpOf === undefined || COMMANDS.some((c) => c.name === helpOf)
+          ? [...argsIn.slice(1, 2), '--help']
+          : argsIn.slice(1, 2)
         : argsIn;
   // What the user typed as options and positionals (after `--` come a command or paths, never options).
   const optionArgs = args.includes('--') ? args.slice(0, args.indexOf('--')) : args;
@@ -358,7 +369,13 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     .version(version())
     .alias('v', 'version')
     // Hidden: it would head every command's options; the top-level help says it (as git's --no-pager).
-    .option('pager', { type: 'boolean', default: true, global: true, hidden: true, describe: 'page show, diff, log and replay on a terminal' })
+    .option('pager', {
+      type: 'boolean',
+      default: true,
+      global: true,
+      hidden: true,
+      describe: 'page show, diff, log and replay on a terminal',
+    })
     .epilogue(
       'show, diff, log and replay go through a pager on a terminal ($AGENTSNAP_PAGER, $PAGER, less): --no-pager prints as is.\n' +
         'Every command takes --color[=always|never|auto] and --no-color, as git does (auto: colour on a terminal unless NO_COLOR is set).',
@@ -368,28 +385,44 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     .fail((msg, err) => {
       if (err) throw err;
       const command = first !== undefined && known.has(first) ? first : undefined;
-      const usage = modules.find((m) => typeof m.command === 'string' && m.command.split(' ')[0] === command)?.command as string | undefined;
+      const usage = modules.find((m) => typeof m.command === 'string' && m.command.split(' ')[0] === command)?.command as
+        | string
+        | undefined;
       // No command, and an option it does not know (`agentsnap --bogus`): say that, not "Name a command".
-      const strayOption = command === undefined ? optionArgs.find((a) => a.startsWith('-') && !['--help', '-h', '--version', '-v'].includes(a)) : undefined;
+      const strayOption =
+        command === undefined ? optionArgs.find((a) => a.startsWith('-') && !['--help', '-h', '--version', '-v'].includes(a)) : undefined;
       const plain =
         unknownCommandMessage(args, msg, known) ??
         missingArgumentMessage(msg ?? '', command, usage) ??
         missingOptionMessage(msg ?? '', command) ??
         invalidChoiceMessage(msg ?? '', usage) ??
-        (command ? unknownOptionMessage(msg ?? '', optionArgs, Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)) : undefined) ??
+        (command
+          ? unknownOptionMessage(
+              msg ?? '',
+              optionArgs,
+              Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key),
+            )
+          : undefined) ??
         (strayOption ? `unknown option ${strayOption.split('=')[0]}` : undefined);
       // yargs' messages can span lines ("Invalid values:\n  Argument: ..."): one line, like every other error.
       throw new UsageError(plain ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
     })
     .middleware((argv) => {
-      const numberKeys = ((parser as unknown as { getOptions(): { number?: string[] } }).getOptions().number ?? []).filter((k) => k.length > 1);
+      const numberKeys = ((parser as unknown as { getOptions(): { number?: string[] } }).getOptions().number ?? []).filter(
+        (k) => k.length > 1,
+      );
       const nan = badNumberMessage(argv, optionArgs, numberKeys);
       if (nan) throw new UsageError(nan);
       const command = String(argv._[0] ?? '');
       const rest = (argv['--'] as unknown[] | undefined) ?? [];
       if (TAKES_DASHDASH.has(command) || rest.length === 0) return;
       const what = rest.map((x) => JSON.stringify(String(x))).join(' ');
-      const fix = command === 'undo' && rest.length === 1 && /^[1-9][0-9]*$/.test(String(rest[0])) ? ` To undo step ${String(rest[0])} and every later one: \`agentsnap undo ${String(rest[0])}\`.` : command === 'revert' ? ' To bring back single files, use `agentsnap restore N -- <paths>`.' : '';
+      const fix =
+        command === 'undo' && rest.length === 1 && /^[1-9][0-9]*$/.test(String(rest[0]))
+          ? ` To undo step ${String(rest[0])} and every later one: \`agentsnap undo ${String(rest[0])}\`.`
+          : command === 'revert'
+            ? ' To bring back single files, use `agentsnap restore N -- <paths>`.'
+            : '';
       throw new UsageError(`${command} takes nothing after --, got ${what}.${fix}`);
     });
   for (const mod of modules) parser.command(mod);
@@ -452,14 +485,22 @@ export async function runSnap(args: string[], io: CliIO): Promise<number | null>
  */
 export async function runServedWrap(
   args: string[],
-  io: CliIO & { openContext: NonNullable<CliIO['openContext']>; owner: { pid: number; start: string | null; host: string }; gitVersion: (env: NodeJS.ProcessEnv) => Promise<string> },
+  io: CliIO & {
+    openContext: NonNullable<CliIO['openContext']>;
+    owner: { pid: number; start: string | null; host: string };
+    gitVersion: (env: NodeJS.ProcessEnv) => Promise<string>;
+  },
 ): Promise<ServedWrap | { code: number } | null> {
   const quick = parseWrapArgs(args);
   if (!quick) return null;
   const { ctx, exitCode } = cliContext(io);
   try {
     const { beginServedWrap } = await import('./commands/wrap.js');
-    const begun = await beginServedWrap(ctx, quick as unknown as WrapArgs, { openContext: io.openContext, owner: io.owner, gitVersion: io.gitVersion });
+    const begun = await beginServedWrap(ctx, quick as unknown as WrapArgs, {
+      openContext: io.openContext,
+      owner: io.owner,
+      gitVersion: io.gitVersion,
+    });
     if (!begun) return null;
     const { run } = begun;
     return {
@@ -538,7 +579,13 @@ interface PlainValue {
  * options, choices and numbers valid); null for anything else, which yargs
  * then parses, explains or rejects.
  */
-function parsePlainOptions(args: string[], end: number, flags: Record<string, string>, values: Record<string, PlainValue>, argv: Record<string, unknown>): Record<string, unknown> | null {
+function parsePlainOptions(
+  args: string[],
+  end: number,
+  flags: Record<string, string>,
+  values: Record<string, PlainValue>,
+  argv: Record<string, unknown>,
+): Record<string, unknown> | null {
   const seen = new Set<string>();
   for (let i = 0; i < end; i++) {
     const arg = args[i] as string;
@@ -574,7 +621,13 @@ const WRAP_VALUES: Record<string, PlainValue> = {
   '--session': { key: 'session' },
   '--agent': { key: 'agent', choices: ['auto', ...AGENTS] },
 };
-const WRAP_FLAGS: Record<string, string> = { '--quiet': 'quiet', '-q': 'quiet', '--auto': 'auto', '--mcp': 'mcp', '--worktree': 'worktree' };
+const WRAP_FLAGS: Record<string, string> = {
+  '--quiet': 'quiet',
+  '-q': 'quiet',
+  '--auto': 'auto',
+  '--mcp': 'mcp',
+  '--worktree': 'worktree',
+};
 
 /**
  * `wrap`'s arguments as yargs gives them to its handler, for the plain forms
@@ -585,7 +638,14 @@ const WRAP_FLAGS: Record<string, string> = { '--quiet': 'quiet', '-q': 'quiet', 
 export function parseWrapArgs(args: string[]): Record<string, unknown> | null {
   const dd = args.indexOf('--');
   if (dd < 0 || dd === args.length - 1) return null;
-  return parsePlainOptions(args, dd, WRAP_FLAGS, WRAP_VALUES, { agent: 'auto', auto: false, quiet: false, mcp: false, command: [], '--': args.slice(dd + 1) });
+  return parsePlainOptions(args, dd, WRAP_FLAGS, WRAP_VALUES, {
+    agent: 'auto',
+    auto: false,
+    quiet: false,
+    mcp: false,
+    command: [],
+    '--': args.slice(dd + 1),
+  });
 }
 
 export function reportError(raw: unknown, io: CliIO, json: boolean): number {

@@ -144,11 +144,14 @@ export const printablePath = printableName;
  */
 export function describeLeft(l: { path: string; reason: string; oid?: string }): string {
   // A deleted nested repository is not there to be "left as it is": its reason says what happened.
-  return l.oid || l.reason.startsWith(NESTED_REPO_GONE_PREFIX) ? `${printablePath(l.path)}  ${l.reason}` : `${printablePath(l.path)}  left as it is: ${l.reason}`;
+  return l.oid || l.reason.startsWith(NESTED_REPO_GONE_PREFIX)
+    ? `${printablePath(l.path)}  ${l.reason}`
+    : `${printablePath(l.path)}  left as it is: ${l.reason}`;
 }
 
 /** git's diff header lines (before a file's first hunk), coloured bold as git colours them. */
-const DIFF_META = /^(diff --git |index |--- |\+\+\+ |new file mode |deleted file mode |old mode |new mode |similarity index |dissimilarity index |rename from |rename to |copy from |copy to |Binary files )/;
+const DIFF_META =
+  /^(diff --git |index |--- |\+\+\+ |new file mode |deleted file mode |old mode |new mode |similarity index |dissimilarity index |rename from |rename to |copy from |copy to |Binary files )/;
 
 /**
  * A diff as git prints it (asked for without colour), made safe for a terminal: the files' bytes and names

@@ -44,7 +44,8 @@ export class ObjectReader {
       if (this.child === child) this.child = null;
       this.buf = Buffer.alloc(0);
       const pending = this.queue.splice(0);
-      for (const p of pending) p.reject(errors.gitFailed(`git cat-file --batch ${why}: ${this.stderr.trim() || 'no output'}`, { data: { oid: p.oid } }));
+      for (const p of pending)
+        p.reject(errors.gitFailed(`git cat-file --batch ${why}: ${this.stderr.trim() || 'no output'}`, { data: { oid: p.oid } }));
     };
     child.on('error', (e) => fail(`could not run (${e.message})`));
     child.on('close', (code, signal) => {

@@ -17,9 +17,14 @@ const GITLINK = 0o160000;
 
 export function readIndexPaths(file: string, format: ObjectFormat): IndexPaths | null {
   let paths: string[] = [];
-  const res = walkIndex(file, format, (count) => (paths = new Array<string>(count)), (i, bytes, start, end) => {
-    paths[i] = bytes.toString('utf8', start, end);
-  });
+  const res = walkIndex(
+    file,
+    format,
+    (count) => (paths = new Array<string>(count)),
+    (i, bytes, start, end) => {
+      paths[i] = bytes.toString('utf8', start, end);
+    },
+  );
   return res && { paths, unsupported: res.unsupported };
 }
 
@@ -29,8 +34,19 @@ export function readIndexPaths(file: string, format: ObjectFormat): IndexPaths |
  * of the whole file, no array of every path); null for what it does not read
  * (possibly after some calls: the caller asks git then).
  */
-export function forEachIndexName(file: string, format: ObjectFormat, onName: (bytes: Buffer, start: number, end: number) => void, chunk = INDEX_CHUNK): { unsupported: string | null } | null {
-  const res = walkIndex(file, format, () => undefined, (_i, bytes, start, end) => onName(bytes, start, end), chunk);
+export function forEachIndexName(
+  file: string,
+  format: ObjectFormat,
+  onName: (bytes: Buffer, start: number, end: number) => void,
+  chunk = INDEX_CHUNK,
+): { unsupported: string | null } | null {
+  const res = walkIndex(
+    file,
+    format,
+    () => undefined,
+    (_i, bytes, start, end) => onName(bytes, start, end),
+    chunk,
+  );
   return res && { unsupported: res.unsupported };
 }
 
@@ -57,7 +73,12 @@ export function readIndexFacts(file: string, format: ObjectFormat): IndexFacts |
       attributesFiles = from === start || bytes[from - 1] === 0x2f;
     },
   );
-  return res && { unsupported: res.unsupported ?? (res.intentToAdd !== null ? `intent-to-add entry in the index: ${res.intentToAdd}` : null), attributesFiles };
+  return (
+    res && {
+      unsupported: res.unsupported ?? (res.intentToAdd !== null ? `intent-to-add entry in the index: ${res.intentToAdd}` : null),
+      attributesFiles,
+    }
+  );
 }
 
 /**
@@ -72,20 +93,30 @@ export function oldestRefreshedMtime(file: string, format: ObjectFormat, base: s
   let baseStats = new Uint32Array(0);
   let baseCount = -1;
   // Read word by word (no native call per entry: see walkIndexFd).
-  const a = walkIndex(base, format, (count) => ((baseCount = count), (baseStats = new Uint32Array(count * WORDS))), (i, _b, _s, _e, _f, _x, st, at) => {
-    for (let k = 0; k < WORDS; k++) baseStats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
-  });
+  const a = walkIndex(
+    base,
+    format,
+    (count) => ((baseCount = count), (baseStats = new Uint32Array(count * WORDS))),
+    (i, _b, _s, _e, _f, _x, st, at) => {
+      for (let k = 0; k < WORDS; k++) baseStats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
+    },
+  );
   if (!a) return null;
   let count = -1;
   let oldest = Infinity;
-  const b = walkIndex(file, format, (c) => (count = c), (i, _b, _s, _e, _f, _x, st, at) => {
-    if (i >= baseCount) return;
-    let k = 0;
-    while (k < WORDS && baseStats[i * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
-    if (k === WORDS) return;
-    const mtime = st.readUInt32BE(at + 8);
-    if (mtime < oldest) oldest = mtime;
-  });
+  const b = walkIndex(
+    file,
+    format,
+    (c) => (count = c),
+    (i, _b, _s, _e, _f, _x, st, at) => {
+      if (i >= baseCount) return;
+      let k = 0;
+      while (k < WORDS && baseStats[i * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
+      if (k === WORDS) return;
+      const mtime = st.readUInt32BE(at + 8);
+      if (mtime < oldest) oldest = mtime;
+    },
+  );
   if (!b || count !== baseCount) return null;
   return oldest;
 }
@@ -97,11 +128,16 @@ export function oldestRefreshedMtime(file: string, format: ObjectFormat, base: s
  */
 export function oldestRecentMtime(file: string, format: ObjectFormat, ctimeSince: number): number | null {
   let oldest = Infinity;
-  const res = walkIndex(file, format, () => undefined, (_i, _b, _s, _e, _f, _x, st, at) => {
-    if (st.readUInt32BE(at) < ctimeSince) return;
-    const mtime = st.readUInt32BE(at + 8);
-    if (mtime < oldest) oldest = mtime;
-  });
+  const res = walkIndex(
+    file,
+    format,
+    () => undefined,
+    (_i, _b, _s, _e, _f, _x, st, at) => {
+      if (st.readUInt32BE(at) < ctimeSince) return;
+      const mtime = st.readUInt32BE(at + 8);
+      if (mtime < oldest) oldest = mtime;
+    },
+  );
   return res ? oldest : null;
 }
 
@@ -120,43 +156,55 @@ export function oldestUnlikeMtime(file: string, format: ObjectFormat, base: stri
   let names = Buffer.alloc(0);
   let used = 0;
   let n = 0;
-  const a = walkIndex(base, format, (count) => ((stats = new Uint32Array(count * WORDS)), (ends = new Uint32Array(count)), (names = Buffer.allocUnsafe(Math.max(64, count * 32)))), (i, b, s, e, _f, _x, st, at) => {
-    const len = e - s;
-    if (used + len > names.length) {
-      const grown = Buffer.allocUnsafe(Math.max(used + len, names.length * 2));
-      names.copy(grown, 0, 0, used);
-      names = grown;
-    }
-    for (let k = s; k < e; k++) names[used++] = b[k]!; // no native call per entry
-    ends[i] = used;
-    for (let k = 0; k < WORDS; k++) stats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
-    n = i + 1;
-  });
+  const a = walkIndex(
+    base,
+    format,
+    (count) => (
+      (stats = new Uint32Array(count * WORDS)), (ends = new Uint32Array(count)), (names = Buffer.allocUnsafe(Math.max(64, count * 32)))
+    ),
+    (i, b, s, e, _f, _x, st, at) => {
+      const len = e - s;
+      if (used + len > names.length) {
+        const grown = Buffer.allocUnsafe(Math.max(used + len, names.length * 2));
+        names.copy(grown, 0, 0, used);
+        names = grown;
+      }
+      for (let k = s; k < e; k++) names[used++] = b[k]!; // no native call per entry
+      ends[i] = used;
+      for (let k = 0; k < WORDS; k++) stats[i * WORDS + k] = st.readUInt32BE(at + 4 * k);
+      n = i + 1;
+    },
+  );
   if (!a) return null;
   let j = 0;
   let oldest = Infinity;
-  const res = walkIndex(file, format, () => undefined, (_i, b, s, e, _f, _x, st, at) => {
-    // Both in name order: move on in base to the first name not below this one.
-    let cmp = 1;
-    while (j < n) {
-      // Compared byte by byte here (a native compare per entry costs more than the bytes of a path).
-      const from = j === 0 ? 0 : ends[j - 1]!;
-      const to = ends[j]!;
-      let x = from;
-      let y = s;
-      while (x < to && y < e && names[x] === b[y]) x++, y++;
-      cmp = x < to && y < e ? names[x]! - b[y]! : to - x - (e - y);
-      if (cmp >= 0) break; // base name >= this name
-      j++;
-    }
-    if (j < n && cmp === 0) {
-      let k = 0;
-      while (k < WORDS && stats[j * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
-      if (k === WORDS) return;
-    }
-    const mtime = st.readUInt32BE(at + 8);
-    if (mtime < oldest) oldest = mtime;
-  });
+  const res = walkIndex(
+    file,
+    format,
+    () => undefined,
+    (_i, b, s, e, _f, _x, st, at) => {
+      // Both in name order: move on in base to the first name not below this one.
+      let cmp = 1;
+      while (j < n) {
+        // Compared byte by byte here (a native compare per entry costs more than the bytes of a path).
+        const from = j === 0 ? 0 : ends[j - 1]!;
+        const to = ends[j]!;
+        let x = from;
+        let y = s;
+        while (x < to && y < e && names[x] === b[y]) x++, y++;
+        cmp = x < to && y < e ? names[x]! - b[y]! : to - x - (e - y);
+        if (cmp >= 0) break; // base name >= this name
+        j++;
+      }
+      if (j < n && cmp === 0) {
+        let k = 0;
+        while (k < WORDS && stats[j * WORDS + k] === st.readUInt32BE(at + 4 * k)) k++;
+        if (k === WORDS) return;
+      }
+      const mtime = st.readUInt32BE(at + 8);
+      if (mtime < oldest) oldest = mtime;
+    },
+  );
   return res ? oldest : null;
 }
 

@@ -43,7 +43,13 @@ function readConfigSync(repo: Repo): GitConfig {
 }
 
 /** Extensions that do not change how loose objects are written. */
-const HARMLESS_EXTENSIONS = new Set(['extensions.worktreeconfig', 'extensions.objectformat', 'extensions.preciousobjects', 'extensions.partialclone', 'extensions.noop']);
+const HARMLESS_EXTENSIONS = new Set([
+  'extensions.worktreeconfig',
+  'extensions.objectformat',
+  'extensions.preciousobjects',
+  'extensions.partialclone',
+  'extensions.noop',
+]);
 
 /**
  * An in-process writer for the repository's loose objects, or null when git
@@ -144,7 +150,11 @@ export function parseTree(body: Buffer, format: ObjectFormat): TreeEntry[] {
     const sp = body.indexOf(0x20, i);
     const nul = body.indexOf(0, sp);
     if (sp < 0 || nul < 0 || nul + 1 + width > body.length) throw new Error('corrupt tree object');
-    out.push({ mode: body.toString('latin1', i, sp), name: body.toString('utf8', sp + 1, nul), oid: body.toString('hex', nul + 1, nul + 1 + width) });
+    out.push({
+      mode: body.toString('latin1', i, sp),
+      name: body.toString('utf8', sp + 1, nul),
+      oid: body.toString('hex', nul + 1, nul + 1 + width),
+    });
     i = nul + 1 + width;
   }
   return out;

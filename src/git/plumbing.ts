@@ -74,7 +74,8 @@ export function unreadFromStderr(stderr: string): UnreadPath[] {
     }
     if (/^(warning|error|fatal|hint): /.test(line)) continue;
     const fileMsg = /^(.+): (Permission denied|File name too long|Input\/output error|Operation not permitted)$/.exec(line);
-    if (fileMsg?.[1] && !out.has(fileMsg[1])) out.set(fileMsg[1], { path: fileMsg[1], reason: fileMsg[2] === 'File name too long' ? 'path-too-long' : 'unreadable', dir: false });
+    if (fileMsg?.[1] && !out.has(fileMsg[1]))
+      out.set(fileMsg[1], { path: fileMsg[1], reason: fileMsg[2] === 'File name too long' ? 'path-too-long' : 'unreadable', dir: false });
   }
   return [...out.values()];
 }
@@ -185,7 +186,10 @@ export interface IndexVsTree {
  * subtrees are skipped through the index's cache tree. Never writes the index.
  */
 export async function indexVsTree(repo: Repo, indexFile: string | null, treeish: string): Promise<IndexVsTree> {
-  const res = await repo.git(['diff-index', '--cached', '-z', '--name-status', '--no-renames', treeish, '--'], indexFile ? { extraEnv: indexEnv(indexFile) } : {});
+  const res = await repo.git(
+    ['diff-index', '--cached', '-z', '--name-status', '--no-renames', treeish, '--'],
+    indexFile ? { extraEnv: indexEnv(indexFile) } : {},
+  );
   return nameStatusByPath(splitNul(res.stdout));
 }
 
@@ -258,7 +262,6 @@ export async function writeTree(repo: Repo, indexFile: string): Promise<string> 
   return res.stdout.toString('utf8').trim();
 }
 
-
 /** Writes a commit with agentsnap's fixed identity; never signed. */
 export async function commitTree(repo: Repo, spec: CommitSpec): Promise<string> {
   const args = ['commit-tree', '--no-gpg-sign', spec.tree];
@@ -275,7 +278,6 @@ export async function commitTree(repo: Repo, spec: CommitSpec): Promise<string> 
   });
   return res.stdout.toString('utf8').trim();
 }
-
 
 /** All-or-nothing ref transaction (`update-ref --stdin` with start/prepare/commit). */
 export async function updateRefs(repo: Repo, updates: RefUpdate[]): Promise<void> {
@@ -300,10 +302,13 @@ export async function updateRefs(repo: Repo, updates: RefUpdate[]): Promise<void
       for (const f of stale) if (await clearStaleGitLock(f)) removed = true;
       if (!removed) {
         // Name the lock (git's own message ends in advice and cuts the path off in one line).
-        throw errors.busy(`updating agentsnap's refs failed: ${locks.join(', ')} is in the way${stale.length ? ' (still held by a running git)' : ''}.`, {
-          hint: 'Wait for the other git command to finish and try again; if none runs, remove that lock file.',
-          data: { locks, stderr },
-        });
+        throw errors.busy(
+          `updating agentsnap's refs failed: ${locks.join(', ')} is in the way${stale.length ? ' (still held by a running git)' : ''}.`,
+          {
+            hint: 'Wait for the other git command to finish and try again; if none runs, remove that lock file.',
+            data: { locks, stderr },
+          },
+        );
       }
     }
   }

@@ -22,7 +22,11 @@ export class RefUpdater {
 
   private start(): ChildProcessWithoutNullStreams {
     // GIT_FLUSH: git reports each command as it completes, not when its input ends.
-    const child = spawn('git', ['update-ref', '--stdin'], { cwd: this.cwd, env: { ...this.env, GIT_FLUSH: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', ['update-ref', '--stdin'], {
+      cwd: this.cwd,
+      env: { ...this.env, GIT_FLUSH: '1' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     child.stdout.on('data', (d: Buffer) => {
       this.out += d.toString('utf8');
       if (this.waiter && this.out.includes('commit: ok\n')) this.waiter.done(true);
@@ -67,7 +71,9 @@ export class RefUpdater {
       this.waiter = null;
       if (!ok) {
         this.close();
-        throw errors.gitFailed(`git update-ref failed: ${this.err.trim().split('\n').slice(-1)[0] || 'it exited'}`, { data: { stderr: this.err } });
+        throw errors.gitFailed(`git update-ref failed: ${this.err.trim().split('\n').slice(-1)[0] || 'it exited'}`, {
+          data: { stderr: this.err },
+        });
       }
     };
     const p = this.chain.then(run, run);

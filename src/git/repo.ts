@@ -62,16 +62,34 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   // lossily): it names no directory, and spawning git there fails with ENOENT, which is not "git is missing".
   if (!existsDir(cwd)) {
     throw errors.unsupportedPath(
-      cwd.includes('\uFFFD') ? `the directory's name is not UTF-8 (${cwd}): agentsnap cannot work in it.` : `the directory ${cwd} does not exist.`,
-      { hint: cwd.includes('\uFFFD') ? 'Rename the directory (or a parent) to a UTF-8 name, or run agentsnap through a symlink whose path is UTF-8.' : 'Run agentsnap from an existing directory of a git worktree.', data: { cwd } },
+      cwd.includes('\uFFFD')
+        ? `the directory's name is not UTF-8 (${cwd}): agentsnap cannot work in it.`
+        : `the directory ${cwd} does not exist.`,
+      {
+        hint: cwd.includes('\uFFFD')
+          ? 'Rename the directory (or a parent) to a UTF-8 name, or run agentsnap through a symlink whose path is UTF-8.'
+          : 'Run agentsnap from an existing directory of a git worktree.',
+        data: { cwd },
+      },
     );
   }
-  const OPEN = ['rev-parse', '--is-bare-repository', '--is-inside-work-tree', '--absolute-git-dir', '--git-common-dir', '--show-object-format', '--show-toplevel', '--show-prefix'];
+  const OPEN = [
+    'rev-parse',
+    '--is-bare-repository',
+    '--is-inside-work-tree',
+    '--absolute-git-dir',
+    '--git-common-dir',
+    '--show-object-format',
+    '--show-toplevel',
+    '--show-prefix',
+  ];
   let res = await runGit(OPEN, { cwd, env, okCodes: [128] });
   // The "dotfiles" layout: a repository whose git dir is elsewhere ($HOME/.cfg), named by GIT_DIR (with
   // GIT_WORK_TREE or core.worktree). Found by nothing else, so taken from the caller only then: where a
   // .git is found, agentsnap keeps working on it as before.
-  const named = callerEnv.GIT_DIR ? { GIT_DIR: callerEnv.GIT_DIR, ...(callerEnv.GIT_WORK_TREE ? { GIT_WORK_TREE: callerEnv.GIT_WORK_TREE } : {}) } : null;
+  const named = callerEnv.GIT_DIR
+    ? { GIT_DIR: callerEnv.GIT_DIR, ...(callerEnv.GIT_WORK_TREE ? { GIT_WORK_TREE: callerEnv.GIT_WORK_TREE } : {}) }
+    : null;
   const viaGitDir = !!named && res.code !== 0 && /not a git repository/i.test(res.stderr);
   if (viaGitDir) res = await openNamedGitDir(cwd, env, named, OPEN);
   const lines = res.stdout.toString('utf8').split('\n');
@@ -133,10 +151,13 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
     });
   }
   if (objectFormatRaw !== 'sha1' && objectFormatRaw !== 'sha256') {
-    throw errors.gitFailed(`git names an object format agentsnap does not know (${JSON.stringify(objectFormatRaw)}) for the repository at ${toplevel}.`, {
-      hint: 'agentsnap works in sha1 and sha256 repositories.',
-      data: { objectFormat: objectFormatRaw },
-    });
+    throw errors.gitFailed(
+      `git names an object format agentsnap does not know (${JSON.stringify(objectFormatRaw)}) for the repository at ${toplevel}.`,
+      {
+        hint: 'agentsnap works in sha1 and sha256 repositories.',
+        data: { objectFormat: objectFormatRaw },
+      },
+    );
   }
   const gitDir = gitDirRaw ?? '';
   const commonDir = realpathSync(path.resolve(cwd, commonRaw ?? gitDir));
@@ -159,15 +180,23 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
  * Opening through GIT_DIR: git takes the current directory for the worktree when none is named, which would make
  * a snapshot of wherever agentsnap was started; so a worktree must be named (GIT_WORK_TREE or core.worktree).
  */
-async function openNamedGitDir(cwd: string, env: NodeJS.ProcessEnv, named: { GIT_DIR: string; GIT_WORK_TREE?: string }, args: string[]): Promise<GitResult> {
+async function openNamedGitDir(
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  named: { GIT_DIR: string; GIT_WORK_TREE?: string },
+  args: string[],
+): Promise<GitResult> {
   const located = { ...env, ...named };
   if (!named.GIT_WORK_TREE) {
     const wt = await runGit(['config', '--get', 'core.worktree'], { cwd, env: located, okCodes: [1, 128] });
     if (wt.code === 1) {
-      throw errors.notARepository(`GIT_DIR is set (${named.GIT_DIR}) but names no worktree: neither GIT_WORK_TREE nor core.worktree is set.`, {
-        hint: 'Set GIT_WORK_TREE to the top of the worktree (what `git --work-tree` names), or `git --git-dir=<dir> config core.worktree <path>`.',
-        data: { cwd, gitDir: named.GIT_DIR },
-      });
+      throw errors.notARepository(
+        `GIT_DIR is set (${named.GIT_DIR}) but names no worktree: neither GIT_WORK_TREE nor core.worktree is set.`,
+        {
+          hint: 'Set GIT_WORK_TREE to the top of the worktree (what `git --work-tree` names), or `git --git-dir=<dir> config core.worktree <path>`.',
+          data: { cwd, gitDir: named.GIT_DIR },
+        },
+      );
     }
   }
   return runGit(args, { cwd, env: located, okCodes: [128] });
@@ -181,12 +210,19 @@ async function openNamedGitDir(cwd: string, env: NodeJS.ProcessEnv, named: { GIT
 async function refuseGitDirInSnapshots(worktree: string, gitDir: string, env: NodeJS.ProcessEnv): Promise<void> {
   const rel = path.relative(worktree, gitDir);
   if (rel === '' || rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return; // outside the worktree
-  const res = await runGit(['check-ignore', '-q', '--', rel.split(path.sep).join('/')], { cwd: worktree, env: { ...env, GIT_DIR: gitDir, GIT_WORK_TREE: worktree }, okCodes: [1] });
-  if (res.code === 0) return;
-  throw errors.unsupportedPath(`the git directory ${gitDir} is inside its worktree ${worktree} and not ignored: a snapshot would record the repository into itself.`, {
-    hint: `Ignore it, outside the reach of the worktree's files: \`echo '/${rel.split(path.sep).join('/')}/' >> ${path.join(gitDir, 'info', 'exclude')}\`.`,
-    data: { worktree, gitDir },
+  const res = await runGit(['check-ignore', '-q', '--', rel.split(path.sep).join('/')], {
+    cwd: worktree,
+    env: { ...env, GIT_DIR: gitDir, GIT_WORK_TREE: worktree },
+    okCodes: [1],
   });
+  if (res.code === 0) return;
+  throw errors.unsupportedPath(
+    `the git directory ${gitDir} is inside its worktree ${worktree} and not ignored: a snapshot would record the repository into itself.`,
+    {
+      hint: `Ignore it, outside the reach of the worktree's files: \`echo '/${rel.split(path.sep).join('/')}/' >> ${path.join(gitDir, 'info', 'exclude')}\`.`,
+      data: { worktree, gitDir },
+    },
+  );
 }
 
 /** Parses `git version 2.39.5` style output into comparable numbers. */

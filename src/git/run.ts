@@ -104,9 +104,13 @@ export function spawnGit(args: string[], opts: Omit<GitOptions, 'input' | 'okCod
 /** Why git could not be started: ENOENT is also what a missing working directory gives (a name that is not UTF-8 turned into U+FFFD, say). */
 function spawnFailure(e: NodeJS.ErrnoException, cwd: string): Error {
   if (e.code === 'ENOENT' && !fs.existsSync(cwd)) {
-    return errors.gitFailed(`could not start git: its directory ${cwd} does not exist${cwd.includes('\uFFFD') ? ' (its name is not UTF-8)' : ''}`, { cause: e, data: { cwd } });
+    return errors.gitFailed(
+      `could not start git: its directory ${cwd} does not exist${cwd.includes('\uFFFD') ? ' (its name is not UTF-8)' : ''}`,
+      { cause: e, data: { cwd } },
+    );
   }
-  if (e.code === 'ENOENT') return errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
+  if (e.code === 'ENOENT')
+    return errors.gitMissing('git was not found on PATH.', { hint: 'Install git 2.30 or newer and make sure `git` is on PATH.' });
   return errors.gitFailed(`could not start git: ${e.message}`, { cause: e });
 }
 
@@ -183,7 +187,9 @@ export function runGitSync(args: string[], opts: GitOptions): GitResult {
   const code = res.status ?? 128;
   const stderr = res.stderr?.toString('utf8') ?? '';
   if (code !== 0 && !opts.okCodes?.includes(code)) {
-    throw errors.gitFailed(`git ${subcommand(args)} failed: ${stderr.trim().split('\n').slice(-1)[0] || `exit ${code}`}`, { data: { args, exitCode: code, stderr } });
+    throw errors.gitFailed(`git ${subcommand(args)} failed: ${stderr.trim().split('\n').slice(-1)[0] || `exit ${code}`}`, {
+      data: { args, exitCode: code, stderr },
+    });
   }
   return { code, stdout: res.stdout, stderr };
 }

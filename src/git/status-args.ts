@@ -4,18 +4,27 @@
 // (src/snapshot/status-prefetch.ts) with exactly the arguments the snapshot uses.
 /** Options that keep git from transforming content, running user programs, or printing advice. */
 export const SNAPSHOT_GIT_CONFIG = [
-  '-c', 'core.autocrlf=false',
-  '-c', 'core.safecrlf=false',
-  '-c', 'core.fsmonitor=false',
+  '-c',
+  'core.autocrlf=false',
+  '-c',
+  'core.safecrlf=false',
+  '-c',
+  'core.fsmonitor=false',
   // The executable bit as on disk, whatever the user's core.fileMode: a restore writes back what was recorded.
-  '-c', 'core.fileMode=true',
+  '-c',
+  'core.fileMode=true',
   // What is on disk, whatever the user's core.symlinks: under symlinks=false git keeps the 120000 mode of a
   // tracked symlink for the plain file in its place, and a restore would then expect a symlink there.
-  '-c', 'core.symlinks=true',
-  '-c', 'advice.addEmbeddedRepo=false',
-  '-c', 'advice.addIgnoredFile=false',
-  '-c', 'gc.auto=0',
-  '-c', 'maintenance.auto=false',
+  '-c',
+  'core.symlinks=true',
+  '-c',
+  'advice.addEmbeddedRepo=false',
+  '-c',
+  'advice.addIgnoredFile=false',
+  '-c',
+  'gc.auto=0',
+  '-c',
+  'maintenance.auto=false',
 ];
 
 /**
@@ -53,9 +62,16 @@ export function snapshotStatusArgs(writeBack: boolean): string[] {
   return [
     ...SNAPSHOT_GIT_CONFIG,
     // Built only where it is written back (~30 ms of a cold status at 100k files otherwise).
-    '-c', `core.untrackedCache=${writeBack}`,
+    '-c',
+    `core.untrackedCache=${writeBack}`,
     // The cache keeps the flags it was built with: those of -uall.
-    '-c', 'status.showUntrackedFiles=all',
-    'status', '--porcelain=v2', '-z', '--untracked-files=all', '--no-renames', '--ignore-submodules=dirty',
+    '-c',
+    'status.showUntrackedFiles=all',
+    'status',
+    '--porcelain=v2',
+    '-z',
+    '--untracked-files=all',
+    '--no-renames',
+    '--ignore-submodules=dirty',
   ];
 }

@@ -48,7 +48,10 @@ export function inProcessObjectWriter(repo: Repo, cfg?: GitConfig): ObjectWriter
     commitTree: async (spec) => {
       const now = new Date();
       const sig = { time: Math.floor(now.getTime() / 1000), tz: tzOffset(now) };
-      return store.write('commit', encodeCommit({ tree: spec.tree, parents: spec.parents, author: sig, committer: sig, message: spec.message }));
+      return store.write(
+        'commit',
+        encodeCommit({ tree: spec.tree, parents: spec.parents, author: sig, committer: sig, message: spec.message }),
+      );
     },
   };
 }

@@ -12,7 +12,17 @@ import { acquireLock, ownerAlive } from '../base/lock.js';
 import { foldJournal, type Session } from '../session/model.js';
 import { listRefs, updateRefs, type RefUpdate } from '../git/plumbing.js';
 import { missingObjects } from '../git/missing.js';
-import { headRef, refsFor, sessionIds, sessionOfRef, sessionPaths, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, wrapperGone } from '../session/session.js';
+import {
+  headRef,
+  refsFor,
+  sessionIds,
+  sessionOfRef,
+  sessionPaths,
+  sessionsDir,
+  SESSION_META_PREFIX,
+  STEP_REF_PREFIX,
+  wrapperGone,
+} from '../session/session.js';
 import { isAgentsnapError, type AgentsnapError } from '../base/errors.js';
 import { diskUse } from '../base/fsutil.js';
 import { isAgentsnapHook, type HookGroup } from '../agents/settings-file.js';
@@ -106,8 +116,12 @@ function integrationFiles(repo: Repo): { agent: string; file: string }[] {
   const agents = Object.values(ADAPTERS);
   // The project's files first, then the user's (each adapter names its agent's).
   return [
-    ...agents.flatMap((a) => (a.hookSettingsFiles?.project ?? []).map((rel) => ({ agent: a.name as string, file: path.join(repo.worktree, rel) }))),
-    ...(home ? agents.flatMap((a) => (a.hookSettingsFiles?.user ?? []).map((rel) => ({ agent: a.name as string, file: path.join(home, rel) }))) : []),
+    ...agents.flatMap((a) =>
+      (a.hookSettingsFiles?.project ?? []).map((rel) => ({ agent: a.name as string, file: path.join(repo.worktree, rel) })),
+    ),
+    ...(home
+      ? agents.flatMap((a) => (a.hookSettingsFiles?.user ?? []).map((rel) => ({ agent: a.name as string, file: path.join(home, rel) })))
+      : []),
   ];
 }
 
@@ -123,11 +137,24 @@ function checkIntegrations(repo: Repo): Check[] {
     }
   }
   if (found.length === 0) {
-    return [{ check: 'integration', status: 'info', class: 'optional', message: 'no agent settings file mentions agentsnap (fine when agents run under `agentsnap wrap`)' }];
+    return [
+      {
+        check: 'integration',
+        status: 'info',
+        class: 'optional',
+        message: 'no agent settings file mentions agentsnap (fine when agents run under `agentsnap wrap`)',
+      },
+    ];
   }
   const out: Check[] = [];
   for (const f of found) {
-    out.push({ check: 'integration', status: 'info' as const, class: 'optional', message: `${f.agent}: agentsnap hooks configured in ${f.file}`, data: f });
+    out.push({
+      check: 'integration',
+      status: 'info' as const,
+      class: 'optional',
+      message: `${f.agent}: agentsnap hooks configured in ${f.file}`,
+      data: f,
+    });
     const missing = unresolvedHookCommands(f.file, f.agent, repo.callerEnv);
     if (missing.length === 0) continue;
     // The settings file `agentsnap init <agent>` writes (its adapter's init layout).
@@ -165,7 +192,9 @@ function unresolvedHookCommands(file: string, agent: string, env: NodeJS.Process
       for (const h of Array.isArray(g?.hooks) ? g.hooks : []) {
         if (!isAgentsnapHook(h?.command, agent)) continue;
         const command = String(h.command);
-        const words = [...command.matchAll(/'((?:[^']|'\\'')*)'|(\S+)/g)].map((m) => (m[1] !== undefined ? m[1].replace(/'\\''/g, "'") : m[2] ?? ''));
+        const words = [...command.matchAll(/'((?:[^']|'\\'')*)'|(\S+)/g)].map((m) =>
+          m[1] !== undefined ? m[1].replace(/'\\''/g, "'") : (m[2] ?? ''),
+        );
         for (const w of words) if (w.startsWith('/') && !fs.existsSync(w)) missing.add(w);
         const bare = words.find((w) => w === 'agentsnap-hook' || w === 'agentsnap');
         if (bare && !onPath(bare, env)) missing.add(`${bare} (not on PATH)`);
@@ -206,11 +235,25 @@ function checkSessions(sessions: LoadedSession[]): Check[] {
   const checks: Check[] = [];
   for (const s of sessions) {
     if (s.unsafe) {
-      checks.push({ check: 'session', status: 'problem', class: 'required', message: `session ${s.id}: ${s.unsafe.message}`, fix: s.unsafe.hint ?? 'remove it', data: { session: s.id, file: s.unsafe.data.file } });
+      checks.push({
+        check: 'session',
+        status: 'problem',
+        class: 'required',
+        message: `session ${s.id}: ${s.unsafe.message}`,
+        fix: s.unsafe.hint ?? 'remove it',
+        data: { session: s.id, file: s.unsafe.data.file },
+      });
       continue;
     }
     if (!s.session) {
-      checks.push({ check: 'session', status: 'problem', class: 'required', message: `session ${s.id}: its journal has no start event`, fix: `inspect or remove the session directory (see \`agentsnap sessions\`)`, data: { session: s.id } });
+      checks.push({
+        check: 'session',
+        status: 'problem',
+        class: 'required',
+        message: `session ${s.id}: its journal has no start event`,
+        fix: `inspect or remove the session directory (see \`agentsnap sessions\`)`,
+        data: { session: s.id },
+      });
       continue;
     }
     if (s.corruptLines.length > 0) {
@@ -254,7 +297,8 @@ function lockFiles(repo: Repo): string[] {
   };
   add(stateLayout.locksDir(repo), (n) => n.endsWith('.lock') || n.includes('.lock.stale-'));
   try {
-    for (const id of fs.readdirSync(sessionsDir(repo))) add(path.join(sessionsDir(repo), id), (n) => n === 'lock' || n.startsWith('lock.stale-'));
+    for (const id of fs.readdirSync(sessionsDir(repo)))
+      add(path.join(sessionsDir(repo), id), (n) => n === 'lock' || n.startsWith('lock.stale-'));
   } catch {
     /* none */
   }
@@ -329,7 +373,17 @@ async function checkDisk(repo: Repo): Promise<Check> {
   let objectBytes: number | null = null;
   // Objects reachable only from agentsnap's refs (git 2.38+ has --disk-usage; skipped elsewhere).
   const res = await repo.git(
-    ['rev-list', '--objects', '--disk-usage', '--glob=refs/agent/*', '--glob=refs/agentsnap/*', '--not', '--branches', '--tags', '--remotes'],
+    [
+      'rev-list',
+      '--objects',
+      '--disk-usage',
+      '--glob=refs/agent/*',
+      '--glob=refs/agentsnap/*',
+      '--not',
+      '--branches',
+      '--tags',
+      '--remotes',
+    ],
     { okCodes: [128, 129] },
   );
   if (res.code === 0) objectBytes = Number(res.stdout.toString('utf8').trim()) || 0;
@@ -356,7 +410,10 @@ interface RefMismatch {
   actual: string | null;
 }
 
-async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ mismatches: RefMismatch[]; orphans: string[]; lost: RefMismatch[] }> {
+async function refMismatches(
+  repo: Repo,
+  sessions: LoadedSession[],
+): Promise<{ mismatches: RefMismatch[]; orphans: string[]; lost: RefMismatch[] }> {
   const actual = new Map<string, string>();
   for (const r of await listRefs(repo, STEP_REF_PREFIX)) actual.set(r.ref, r.oid);
   for (const r of await listRefs(repo, SESSION_META_PREFIX)) actual.set(r.ref, r.oid);
@@ -371,7 +428,10 @@ async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ m
     }
   }
   // A snapshot the journal names that git's prune deleted: no ref can point at it; reported lost, not a mismatch.
-  const gone = await missingObjects(repo, mismatches.map((m) => m.expected));
+  const gone = await missingObjects(
+    repo,
+    mismatches.map((m) => m.expected),
+  );
   const lost = mismatches.filter((m) => m.expected && gone.has(m.expected));
   mismatches.splice(0, mismatches.length, ...mismatches.filter((m) => !(m.expected && gone.has(m.expected))));
   const orphans = new Set<string>();
@@ -384,7 +444,11 @@ async function refMismatches(repo: Repo, sessions: LoadedSession[]): Promise<{ m
 
 /** What lost refs mean to a user: the steps (or the session head) whose snapshots git's prune deleted. */
 function lostSteps(lost: RefMismatch[]): string {
-  const names = [...new Set(lost.map((m) => (m.ref.startsWith(STEP_REF_PREFIX) ? `step ${m.ref.slice(m.ref.lastIndexOf('/') + 1)}` : 'the session head')))];
+  const names = [
+    ...new Set(
+      lost.map((m) => (m.ref.startsWith(STEP_REF_PREFIX) ? `step ${m.ref.slice(m.ref.lastIndexOf('/') + 1)}` : 'the session head')),
+    ),
+  ];
   return names.join(', ');
 }
 
@@ -406,7 +470,10 @@ async function checkRefs(repo: Repo, sessions: LoadedSession[]): Promise<Check[]
   for (const m of mismatches) bySession.set(m.session, [...(bySession.get(m.session) ?? []), m]);
   for (const [id, list] of bySession) {
     const first = list[0] as RefMismatch;
-    const what = first.actual === null ? `${first.ref} is missing` : `${first.ref} points at ${first.actual.slice(0, 10)}, the journal says ${first.expected?.slice(0, 10)}`;
+    const what =
+      first.actual === null
+        ? `${first.ref} is missing`
+        : `${first.ref} points at ${first.actual.slice(0, 10)}, the journal says ${first.expected?.slice(0, 10)}`;
     checks.push({
       check: 'refs',
       status: 'problem',
@@ -427,7 +494,12 @@ async function checkRefs(repo: Repo, sessions: LoadedSession[]): Promise<Check[]
     });
   }
   if (mismatches.length === 0 && orphans.length === 0 && sessions.length > 0) {
-    checks.push({ check: 'refs', status: 'ok', class: 'required', message: `refs of ${sessions.length} session(s) agree with their journals` });
+    checks.push({
+      check: 'refs',
+      status: 'ok',
+      class: 'required',
+      message: `refs of ${sessions.length} session(s) agree with their journals`,
+    });
   }
   return checks;
 }
@@ -438,7 +510,16 @@ function checkWatcher(repo: Repo): Check[] {
   const w = info ? readWatchState(info.runDir, info.pid) : null;
   if (!info || !w) return [];
   const data = { pid: info.pid, ...w };
-  if (w.state === 'watching') return [{ check: 'watcher', status: 'ok', class: 'required', message: `the server (pid ${info.pid}) follows the worktree with ${w.watches} inotify watches`, data }];
+  if (w.state === 'watching')
+    return [
+      {
+        check: 'watcher',
+        status: 'ok',
+        class: 'required',
+        message: `the server (pid ${info.pid}) follows the worktree with ${w.watches} inotify watches`,
+        data,
+      },
+    ];
   const cost = w.lastFullScanMs !== null ? ` (the last took ${w.lastFullScanMs} ms)` : '';
   return [
     {
@@ -459,12 +540,22 @@ function checkServerEngine(repo: Repo): Check[] {
   try {
     failure = info ? readEngineFailure(info.runDir, info.pid) : null;
   } catch (e) {
-    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'server', status: 'problem', class: 'required', message: e.message, fix: 'agentsnap server stop' }];
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile')
+      return [{ check: 'server', status: 'problem', class: 'required', message: e.message, fix: 'agentsnap server stop' }];
     throw e;
   }
   if (!info || !failure) return [];
   const what = failure.what === 'start' ? 'snapshot engine did not start (every snapshot is a full scan)' : 'warm-up snapshot failed';
-  return [{ check: 'server', status: 'problem', class: 'required', message: `the server's (pid ${info.pid}) ${what}: ${failure.error}`, fix: 'agentsnap server stop', data: { pid: info.pid, ...failure } }];
+  return [
+    {
+      check: 'server',
+      status: 'problem',
+      class: 'required',
+      message: `the server's (pid ${info.pid}) ${what}: ${failure.error}`,
+      fix: 'agentsnap server stop',
+      data: { pid: info.pid, ...failure },
+    },
+  ];
 }
 
 /** A failed automatic gc (wrap never stops for one, so nothing else says it): a problem until a gc succeeds. */
@@ -474,7 +565,8 @@ function checkAutoGc(repo: Repo): Check[] {
   try {
     raw = readStateFile(file);
   } catch (e) {
-    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile') return [{ check: 'gc', status: 'problem', class: 'required', message: e.message, fix: `rm ${file}` }];
+    if (isAgentsnapError(e) && e.code === 'UnsafeStateFile')
+      return [{ check: 'gc', status: 'problem', class: 'required', message: e.message, fix: `rm ${file}` }];
     throw e;
   }
   if (!raw) return [];
@@ -514,7 +606,13 @@ async function runChecks(repo: Repo): Promise<Check[]> {
 /** Refs an agent wrote into the repository itself (Cline's checkpoints): the agent's, not the user's; said once per prefix. */
 async function checkAgentRefs(repo: Repo): Promise<Check[]> {
   const configured = await repo.git(['config', '--get-all', 'agentsnap.agentRefs'], { okCodes: [1] });
-  const prefixes = configured.code === 0 ? configured.stdout.toString('utf8').split('\n').filter((p) => p.trim()) : [...AGENT_REPO_REFS];
+  const prefixes =
+    configured.code === 0
+      ? configured.stdout
+          .toString('utf8')
+          .split('\n')
+          .filter((p) => p.trim())
+      : [...AGENT_REPO_REFS];
   const checks: Check[] = [];
   for (const prefix of prefixes) {
     const refs = await listRefs(repo, prefix);
@@ -550,18 +648,31 @@ async function applyFixes(repo: Repo): Promise<string[]> {
       let session = foldJournal(readJournal(p.journal).events);
       if (!session) continue;
       if (wrapperGone(session)) {
-        const ev: JournalEvent = { ...eventBase(s.id), type: 'session.end', exitCode: null, signal: null, commit: null, tree: null, changed: [], reason: 'owner-gone' };
+        const ev: JournalEvent = {
+          ...eventBase(s.id),
+          type: 'session.end',
+          exitCode: null,
+          signal: null,
+          commit: null,
+          tree: null,
+          changed: [],
+          reason: 'owner-gone',
+        };
         appendEvent(p.journal, ev);
         fs.rmSync(p.state, { force: true });
         session = foldJournal(readJournal(p.journal).events) ?? session;
         done.push(`session ${s.id}: journaled its end (its process ${s.session.owner?.pid} was gone)`);
       }
       const { mismatches, lost } = await refMismatches(repo, [{ id: s.id, session, corruptLines: [] }]);
-      if (lost.length > 0) done.push(`session ${s.id}: the snapshots of ${lostSteps(lost)} were deleted by git's prune: left as lost (every other step keeps its ref)`);
+      if (lost.length > 0)
+        done.push(
+          `session ${s.id}: the snapshots of ${lostSteps(lost)} were deleted by git's prune: left as lost (every other step keeps its ref)`,
+        );
       if (mismatches.length > 0) {
         const updates: RefUpdate[] = mismatches.map((m) => ({ ref: m.ref, value: m.expected }));
         // The head ref follows the journal too (unless git's prune deleted it).
-        if (!updates.some((u) => u.ref === headRef(s.id)) && !lost.some((m) => m.ref === headRef(s.id))) updates.push({ ref: headRef(s.id), value: session.head });
+        if (!updates.some((u) => u.ref === headRef(s.id)) && !lost.some((m) => m.ref === headRef(s.id)))
+          updates.push({ ref: headRef(s.id), value: session.head });
         try {
           await updateRefs(repo, updates);
           done.push(`session ${s.id}: set ${mismatches.length} ref(s) from its journal`);

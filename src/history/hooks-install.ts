@@ -115,7 +115,9 @@ export interface InstallResult extends HooksReport {
 
 /** Files in the hooks directory that git tracks (a checked-in core.hooksPath): agentsnap will not overwrite those. */
 async function trackedFiles(repo: Repo, files: string[]): Promise<string[]> {
-  const inside = files.filter((f) => !path.relative(repo.worktree, f).startsWith('..') && !path.isAbsolute(path.relative(repo.worktree, f)));
+  const inside = files.filter(
+    (f) => !path.relative(repo.worktree, f).startsWith('..') && !path.isAbsolute(path.relative(repo.worktree, f)),
+  );
   if (inside.length === 0) return [];
   const rel = inside.map((f) => path.relative(repo.worktree, f));
   const res = await repo.git(['ls-files', '-z', '--', ...rel], { extraEnv: { GIT_LITERAL_PATHSPECS: '1' }, okCodes: [128] });
@@ -147,7 +149,10 @@ export async function installHooks(repo: Repo, opts: { force?: boolean } = {}): 
       });
     }
   }
-  const tracked = await trackedFiles(repo, plans.filter((p) => p.state !== 'current').map((p) => p.file));
+  const tracked = await trackedFiles(
+    repo,
+    plans.filter((p) => p.state !== 'current').map((p) => p.file),
+  );
   if (tracked.length > 0 && !opts.force) {
     throw errors.refused(`the hooks directory ${dir} is checked in: installing would change tracked files (${tracked.join(', ')}).`, {
       hint: 'Install with --force to change them anyway (they will show in `git status`), or point core.hooksPath elsewhere.',

@@ -21,7 +21,12 @@ export interface CommitNote {
   files: Record<string, NoteRuns>;
 }
 
-const IDENT = { GIT_AUTHOR_NAME: 'agentsnap', GIT_AUTHOR_EMAIL: 'agentsnap@agentsnap.invalid', GIT_COMMITTER_NAME: 'agentsnap', GIT_COMMITTER_EMAIL: 'agentsnap@agentsnap.invalid' };
+const IDENT = {
+  GIT_AUTHOR_NAME: 'agentsnap',
+  GIT_AUTHOR_EMAIL: 'agentsnap@agentsnap.invalid',
+  GIT_COMMITTER_NAME: 'agentsnap',
+  GIT_COMMITTER_EMAIL: 'agentsnap@agentsnap.invalid',
+};
 
 function splitNul(b: Buffer): string[] {
   return b.toString('utf8').split('\0').filter(Boolean);
@@ -133,10 +138,12 @@ export async function setNotesRewrite(repo: Repo, on: boolean): Promise<void> {
   const res = await repo.git(['config', '--local', '--get-all', 'notes.rewriteRef'], { okCodes: [1] });
   const values = res.stdout.toString().split('\n');
   if (on && !values.includes(NOTES_REWRITE_REF)) await repo.git(['config', '--local', '--add', 'notes.rewriteRef', NOTES_REWRITE_REF]);
-  if (on && values.includes(NOTES_REF)) await repo.git(['config', '--local', '--unset-all', '--fixed-value', 'notes.rewriteRef', NOTES_REF], { okCodes: [5] });
+  if (on && values.includes(NOTES_REF))
+    await repo.git(['config', '--local', '--unset-all', '--fixed-value', 'notes.rewriteRef', NOTES_REF], { okCodes: [5] });
   if (!on) {
     for (const v of [NOTES_REWRITE_REF, NOTES_REF]) {
-      if (values.includes(v)) await repo.git(['config', '--local', '--unset-all', '--fixed-value', 'notes.rewriteRef', v], { okCodes: [5] });
+      if (values.includes(v))
+        await repo.git(['config', '--local', '--unset-all', '--fixed-value', 'notes.rewriteRef', v], { okCodes: [5] });
     }
   }
 }
@@ -146,13 +153,20 @@ export async function setNotesRewrite(repo: Repo, on: boolean): Promise<void> {
  * commit's note names: git blame of the user's history (HEAD), each line's commit and its line there looked up
  * in that commit's note. Lines no note covers are left out. Never throws (no HEAD, no notes: an empty map).
  */
-export async function committedAuthors(repo: Repo, rel: string, contents: Buffer | null): Promise<Map<number, { session: string; step: number; commit: string }>> {
+export async function committedAuthors(
+  repo: Repo,
+  rel: string,
+  contents: Buffer | null,
+): Promise<Map<number, { session: string; step: number; commit: string }>> {
   const out = new Map<number, { session: string; step: number; commit: string }>();
   try {
     const hasNotes = (await repo.git(['rev-parse', '--verify', '-q', NOTES_REF], { okCodes: [1] })).code === 0;
     if (!hasNotes) return out;
     // Without a revision, --contents blames against HEAD (git 2.39 allows nothing else).
-    const res = await repo.git(['blame', '--porcelain', ...(contents ? ['--contents', '-'] : ['HEAD']), '--', rel], { ...(contents ? { input: contents } : {}), okCodes: [128] });
+    const res = await repo.git(['blame', '--porcelain', ...(contents ? ['--contents', '-'] : ['HEAD']), '--', rel], {
+      ...(contents ? { input: contents } : {}),
+      okCodes: [128],
+    });
     if (res.code !== 0) return out;
     const notes = new Map<string, CommitNote | null>();
     for (const raw of res.stdout.toString('utf8').split('\n')) {

@@ -157,7 +157,8 @@ export async function pushSnapshots(repo: Repo, remote: string): Promise<PushRes
   if ((await listRefs(repo, JOURNAL_REF_PREFIX)).length > 0) specs.push(`${JOURNAL_REF_PREFIX}*:${JOURNAL_REF_PREFIX}*`);
   // Session heads: an operation's result (with the versions its restore kept) and a final
   // snapshot are reachable from no step ref until a later step.
-  if ((await listRefs(repo, SESSION_META_PREFIX)).some((r) => r.ref.endsWith('/head'))) specs.push(`${SESSION_META_PREFIX}*/head:${SESSION_META_PREFIX}*/head`);
+  if ((await listRefs(repo, SESSION_META_PREFIX)).some((r) => r.ref.endsWith('/head')))
+    specs.push(`${SESSION_META_PREFIX}*/head:${SESSION_META_PREFIX}*/head`);
   if (specs.length === 0) return { remote, pushed: [], upToDate: 0, journalsUpdated };
   // Not forced: step refs only move forward (post's first parent is pre), journal commits chain,
   // a session head only moves to a commit that descends from it.
@@ -174,10 +175,13 @@ export async function pushSnapshots(repo: Repo, remote: string): Promise<PushRes
     else pushed.push(to ?? '');
   }
   if (rejected.length > 0) {
-    throw errors.conflict(`${remote} refused ${rejected.length} ref(s): ${rejected.slice(0, 5).join(', ')}${rejected.length > 5 ? ', …' : ''}.`, {
-      hint: `The remote holds other values for them (recorded elsewhere?): \`agentsnap fetch ${remote}\` first.`,
-      data: { remote, rejected, pushed },
-    });
+    throw errors.conflict(
+      `${remote} refused ${rejected.length} ref(s): ${rejected.slice(0, 5).join(', ')}${rejected.length > 5 ? ', …' : ''}.`,
+      {
+        hint: `The remote holds other values for them (recorded elsewhere?): \`agentsnap fetch ${remote}\` first.`,
+        data: { remote, rejected, pushed },
+      },
+    );
   }
   if (res.code !== 0) {
     throw errors.refused(`git push to ${remote} failed: ${res.stderr.trim().split('\n').slice(-3).join(' / ')}`, {
@@ -233,7 +237,12 @@ export async function fetchSnapshots(repo: Repo, remote: string): Promise<FetchR
   await requireBackup(repo, remote);
   const staging = `${FETCH_REF_PREFIX}${remote}/`;
   await repo.git([
-    'fetch', '--no-tags', '--no-write-fetch-head', '--quiet', '--', remote,
+    'fetch',
+    '--no-tags',
+    '--no-write-fetch-head',
+    '--quiet',
+    '--',
+    remote,
     `+${STEP_REF_PREFIX}*:${staging}agent/*`,
     `+${JOURNAL_REF_PREFIX}*:${staging}journals/*`,
     `+${SESSION_META_PREFIX}*/head:${staging}heads/*`,
@@ -251,7 +260,10 @@ export async function fetchSnapshots(repo: Repo, remote: string): Promise<FetchR
   } finally {
     // The staging refs only carried the objects; adopted sessions now have their own refs.
     const leftovers = await listRefs(repo, staging);
-    await updateRefs(repo, leftovers.map((r) => ({ ref: r.ref, value: null })));
+    await updateRefs(
+      repo,
+      leftovers.map((r) => ({ ref: r.ref, value: null })),
+    );
   }
   return { remote, sessions };
 }
@@ -262,7 +274,11 @@ async function adoptJournal(repo: Repo, id: string, journalCommit: string): Prom
   ensureStateDir(p.dir);
   return withLock(p.lock, { purpose: 'fetch session' }, async () => {
     const local = journalBytes(p.journal);
-    const count = (b: Buffer) => b.toString('utf8').split('\n').filter((l) => l.trim() !== '').length;
+    const count = (b: Buffer) =>
+      b
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '').length;
     if (local && local.length > 0) {
       if (local.equals(remoteBytes)) {
         await updateRefs(repo, [{ ref: journalRef(id), value: journalCommit }]);
@@ -272,7 +288,12 @@ async function adoptJournal(repo: Repo, id: string, journalCommit: string): Prom
         return { session: id, action: 'local-ahead', events: count(local), note: 'the local journal has more events; kept it' };
       }
       if (!(remoteBytes.length > local.length && remoteBytes.subarray(0, local.length).equals(local))) {
-        return { session: id, action: 'diverged', events: count(local), note: 'the local journal differs from the fetched one; kept the local one' };
+        return {
+          session: id,
+          action: 'diverged',
+          events: count(local),
+          note: 'the local journal differs from the fetched one; kept the local one',
+        };
       }
     }
     // Parse a copy of the fetched journal through the normal reader (never trust it blindly).

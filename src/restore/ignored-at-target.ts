@@ -70,7 +70,12 @@ function ancestors(rel: string): string[] {
  * The target tree's .gitignore blobs in `dirs` (directories without one are
  * absent) and the committer time (ms) of `snapshot`, in one `cat-file --batch`.
  */
-async function readTargetRules(repo: Repo, tree: string, dirs: string[], snapshot: string | null): Promise<{ rules: Map<string, Buffer>; scannedBefore: number | null }> {
+async function readTargetRules(
+  repo: Repo,
+  tree: string,
+  dirs: string[],
+  snapshot: string | null,
+): Promise<{ rules: Map<string, Buffer>; scannedBefore: number | null }> {
   const out = new Map<string, Buffer>();
   const names = dirs.map((d) => `${tree}:${d === '' ? '' : `${d}/`}.gitignore`);
   const res = await repo.git(['cat-file', '--batch'], { input: pathsInput([...names, ...(snapshot ? [snapshot] : [])], '\n') });
@@ -133,7 +138,12 @@ export async function keptAtTarget(repo: Repo, plan: PlannedChange[], target: Re
   try {
     const read = await readTargetRules(repo, target.tree, [...dirs], target.snapshot ?? null);
     scannedBefore = read.scannedBefore;
-    for (const p of await checkIgnore(repo, read.rules, ask.map((c) => c.path))) out.set(p, IGNORED_AT_TARGET_REASON);
+    for (const p of await checkIgnore(
+      repo,
+      read.rules,
+      ask.map((c) => c.path),
+    ))
+      out.set(p, IGNORED_AT_TARGET_REASON);
   } catch (e) {
     // When in doubt, keep: no deletion that might be of an ignored file goes ahead unchecked.
     const why = e instanceof Error ? e.message : String(e);

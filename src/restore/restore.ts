@@ -45,7 +45,16 @@ import type { Repo } from '../git/repo.js';
 import { commitTree, indexEnv, nullOid } from '../git/plumbing.js';
 import { hasRawBytes, runGitSync, runGitToFdSync, splitNul } from '../git/run.js';
 import { hashRaw, keepingRacyReference, keepPrivate, stdinPathSafe } from '../snapshot/snapshot.js';
-import { readdirOrEmpty, restoreAsideName, restoreAsideWriterGone, restoreKeptName, restoreTempName, unlinkQuiet, unsafePath, caseSensitiveFs } from '../base/fsutil.js';
+import {
+  readdirOrEmpty,
+  restoreAsideName,
+  restoreAsideWriterGone,
+  restoreKeptName,
+  restoreTempName,
+  unlinkQuiet,
+  unsafePath,
+  caseSensitiveFs,
+} from '../base/fsutil.js';
 import { clearStaleGitLock } from '../base/lock.js';
 import { keptAtTarget, type RestoreTarget } from './ignored-at-target.js';
 
@@ -223,7 +232,10 @@ export function nestedLeft(worktree: string, plan: PlannedChange[]): LeftPath[] 
           kind = 'unknown'; /* unreadable: not known to be a directory, so the gitlink is left as it is */
         }
         if (kind !== 'dir' && kind !== 'unknown') {
-          return { path: c.path, reason: `${NESTED_REPO_GONE_PREFIX} (agentsnap records only its commit id ${c.to.oid.slice(0, 12)}; its own files are not in the snapshot)` };
+          return {
+            path: c.path,
+            reason: `${NESTED_REPO_GONE_PREFIX} (agentsnap records only its commit id ${c.to.oid.slice(0, 12)}; its own files are not in the snapshot)`,
+          };
         }
       }
       return { path: c.path, reason: NESTED_REPO_REASON };
@@ -299,7 +311,6 @@ export interface PreparedRestore {
 /** State of a planned path on disk: matches `from`, matches `to`, or neither (why). */
 type Disk = { is: 'from' } | { is: 'to' } | { is: 'other'; reason: string };
 
-
 /**
  * Files (anything but directories) below a directory of the worktree, not following symlinks. A directory
  * that cannot be listed, or an entry that cannot be lstat-ed, is listed itself: what it holds is unknown,
@@ -331,7 +342,12 @@ function filesBelow(worktree: string, rel: string): string[] {
   return out;
 }
 
-async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Buffer | LargeBlob>, opts: RestoreOptions): Promise<Map<string, Disk>> {
+async function classify(
+  repo: Repo,
+  plan: PlannedChange[],
+  blobs: Map<string, Buffer | LargeBlob>,
+  opts: RestoreOptions,
+): Promise<Map<string, Disk>> {
   const found = new Map<string, Found>();
   const planned = new Map<string, PlannedChange>();
   // A path that cannot even be lstat-ed (a directory on the way not readable, a path too long) is left: nothing is known of it.
@@ -349,7 +365,9 @@ async function classify(repo: Repo, plan: PlannedChange[], blobs: Map<string, Bu
   // Hash the regular files on disk that a plan entry expects to be regular files, in one git call.
   const toHash = opts.freshCheckout
     ? []
-    : plan.filter((c) => found.get(c.path)?.kind === 'file' && [c.from, c.to].some((e) => e && e.mode !== SYMLINK && e.mode !== GITLINK)).map((c) => c.path);
+    : plan
+        .filter((c) => found.get(c.path)?.kind === 'file' && [c.from, c.to].some((e) => e && e.mode !== SYMLINK && e.mode !== GITLINK))
+        .map((c) => c.path);
   // A file this process cannot read (chmod 000, and not root) cannot be compared, nor kept as an object if it
   // were replaced: it is left as it is, like one that cannot be lstat-ed (one hash-object over it would fail them all).
   for (let i = toHash.length - 1; i >= 0; i--) {
@@ -453,7 +471,10 @@ export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: Pr
     }
     work = work.filter((c) => !kept.has(c.path));
   }
-  const symlinkOids = work.flatMap((c) => [c.from, c.to]).filter((e): e is TreeEntry => !!e && e.mode === SYMLINK).map((e) => e.oid);
+  const symlinkOids = work
+    .flatMap((c) => [c.from, c.to])
+    .filter((e): e is TreeEntry => !!e && e.mode === SYMLINK)
+    .map((e) => e.oid);
   const blobs = await readBlobs(repo, [...symlinkOids, ...work.filter((c) => c.to && c.to.mode !== SYMLINK).map((c) => c.to!.oid)]);
   const disk = await classify(repo, work, blobs, opts);
   const todo: PlannedChange[] = [];
@@ -466,7 +487,10 @@ export async function prepareRestore(repo: Repo, plan: PlannedChange[], opts: Pr
     else todo.push(c);
   }
   if (problems.length > 0 && opts.ifNotExpected === 'refuse') {
-    const list = problems.slice(0, 10).map((l) => `${l.path} (${l.reason})`).join(', ');
+    const list = problems
+      .slice(0, 10)
+      .map((l) => `${l.path} (${l.reason})`)
+      .join(', ');
     throw errors.conflict(`${problems.length} path(s) cannot be written safely: ${list}${problems.length > 10 ? ', …' : ''}.`, {
       hint: 'Nothing was changed. Move the paths in the way aside (or wait for whatever changes them) and try again.',
       data: { paths: problems },
@@ -730,7 +754,12 @@ function blobIdOfFd(fd: number, size: number, like: string): string | null {
  * the comparison saw. `fresh`: a fresh checkout's file or symlink counts as
  * `e` whatever its bytes (filters).
  */
-function holds(abs: string, e: TreeEntry | null, blobs: Map<string, Buffer | LargeBlob>, fresh: boolean): { same: boolean; key: string | null } {
+function holds(
+  abs: string,
+  e: TreeEntry | null,
+  blobs: Map<string, Buffer | LargeBlob>,
+  fresh: boolean,
+): { same: boolean; key: string | null } {
   const st = fs.lstatSync(abs, { bigint: true });
   const key = inodeKey(st);
   if (e === null) return { same: false, key };
@@ -850,14 +879,24 @@ function putBack(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string): s
  * Drops an aside that matched the plan, unless it was written (through a file
  * still open) after it was compared: then it is kept beside the path.
  */
-function dropAside(ctx: WriteCtx, c: PlannedChange, abs: string, aside: string, key: string | null, onDisk = 'the restored version is on disk'): void {
+function dropAside(
+  ctx: WriteCtx,
+  c: PlannedChange,
+  abs: string,
+  aside: string,
+  key: string | null,
+  onDisk = 'the restored version is on disk',
+): void {
   if (key !== null && lstatKey(aside) === key) {
     fs.unlinkSync(aside);
     return;
   }
   const symlink = fs.lstatSync(aside).isSymbolicLink();
   const kept = keepBeside(aside, abs);
-  const report: LeftPath = { path: c.path, reason: `written through a file still open during the restore: ${onDisk}; what was written is kept in ${relOf(ctx.repo.worktree, kept)}` };
+  const report: LeftPath = {
+    path: c.path,
+    reason: `written through a file still open during the restore: ${onDisk}; what was written is kept in ${relOf(ctx.repo.worktree, kept)}`,
+  };
   ctx.kept.push({ abs: kept, after: 'keep', symlink, report });
   ctx.left.push(report);
 }
@@ -1062,7 +1101,10 @@ function storeKept(repo: Repo, kept: Kept[], failing: boolean): { stored: KeptVe
   const batch = kept.filter((k) => !k.symlink && stdinPathSafe(k.abs));
   try {
     if (batch.length > 0) {
-      const res = runGitSync(['hash-object', '-w', '--no-filters', '--stdin-paths'], { ...gitSyncOptions(repo), input: batch.map((k) => k.abs).join('\n') + '\n' });
+      const res = runGitSync(['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+        ...gitSyncOptions(repo),
+        input: batch.map((k) => k.abs).join('\n') + '\n',
+      });
       const lines = res.stdout.toString('utf8').trim().split('\n');
       batch.forEach((k, i) => oids.set(k, lines[i] ?? ''));
     }
@@ -1081,7 +1123,8 @@ function storeKept(repo: Repo, kept: Kept[], failing: boolean): { stored: KeptVe
       k.report.reason += ` (object ${oid})`;
       stored.push({ path: k.report.path, mode: modes.get(k) ?? '100644', oid });
     }
-    if (k.after === 'second-name') unlinkQuiet(k.abs); // its version is on disk at the path
+    if (k.after === 'second-name')
+      unlinkQuiet(k.abs); // its version is on disk at the path
     else if (k.after === 'superseded') {
       if (oid && !failing) release.push(k.abs);
       else if (oid) keepBeside(k.abs, path.join(repo.worktree, k.report.path));
@@ -1189,7 +1232,10 @@ export function writeRestore(repo: Repo, prepared: PreparedRestore, opts: Restor
     const deletions = todo.filter((c) => c.to === null).sort((a, b) => b.path.split('/').length - a.path.split('/').length);
     for (const c of deletions) if (outcome(c, () => removeEntry(ctx, c), 'delete')) tick();
     // 2. Directories that became empty.
-    pruneEmptyDirs(repo.worktree, deletions.map((c) => c.path));
+    pruneEmptyDirs(
+      repo.worktree,
+      deletions.map((c) => c.path),
+    );
     // 3. Writes. A type change from symlink to file (or back) replaces the old entry.
     for (const c of todo.filter((x) => x.to !== null).sort((a, b) => (a.path < b.path ? -1 : 1))) {
       const to = c.to!;
@@ -1288,7 +1334,12 @@ export async function applyPlan(repo: Repo, plan: PlannedChange[], opts: Prepare
  * prints): asides a killed restore left next to its paths are recovered
  * first, and only then is the plan checked again.
  */
-export async function applyPrepared(repo: Repo, plan: PlannedChange[], prepared: PreparedRestore, opts: PrepareOptions): Promise<RestoreResult> {
+export async function applyPrepared(
+  repo: Repo,
+  plan: PlannedChange[],
+  prepared: PreparedRestore,
+  opts: PrepareOptions,
+): Promise<RestoreResult> {
   if (!opts.freshCheckout && (prepared.already.length > 0 || prepared.left.length > 0) && recoverAsides(repo, plan, prepared)) {
     prepared = await prepareRestore(repo, plan, opts);
   }
@@ -1301,7 +1352,12 @@ export async function applyPrepared(repo: Repo, plan: PlannedChange[], prepared:
  * the resulting tree. Removals go first so a path can change between file
  * and directory.
  */
-export async function recordApplied(repo: Repo, indexFile: string, applied: PlannedChange[], leftOut: Iterable<string> = []): Promise<string> {
+export async function recordApplied(
+  repo: Repo,
+  indexFile: string,
+  applied: PlannedChange[],
+  leftOut: Iterable<string> = [],
+): Promise<string> {
   const out = new Set(leftOut);
   if (out.size > 0) applied = applied.filter((c) => !out.has(c.path));
   const lines: string[] = [];

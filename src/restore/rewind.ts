@@ -25,19 +25,26 @@ export type ChatRewind = ChatFork | ChatCompact | ChatDigest;
  * otherwise the digest says the files still hold the later steps' changes.
  */
 export function sessionDigest(s: Session, before: number, worktree: string, filesRestored = true): string {
-  const lines = [`agentsnap session ${s.id}: the tool calls before step ${before} (later ones ${filesRestored ? 'were undone' : 'are taken back'}).`];
+  const lines = [
+    `agentsnap session ${s.id}: the tool calls before step ${before} (later ones ${filesRestored ? 'were undone' : 'are taken back'}).`,
+  ];
   for (const st of s.steps) {
     if (st.step >= before) break;
     const files = st.changed.map((c) => `${c.change} ${c.path}`).join(', ');
-    const label = st.kind === 'checkpoint' ? `checkpoint${st.message ? `: ${st.message}` : ''}` : `${st.tool ?? 'tool'}: ${effectLabel(st)}`;
+    const label =
+      st.kind === 'checkpoint' ? `checkpoint${st.message ? `: ${st.message}` : ''}` : `${st.tool ?? 'tool'}: ${effectLabel(st)}`;
     lines.push(`- step ${st.step} ${label} (${st.status})${files ? ` -> ${files}` : ''}`);
   }
   const undone = s.steps.filter((st) => st.step >= before);
   const last = undone[undone.length - 1]?.step;
   if (undone.length > 0 && filesRestored) {
-    lines.push(`Steps ${before} to ${last} were undone: the files in ${worktree} are as they were before step ${before}. Do not assume their changes exist.`);
+    lines.push(
+      `Steps ${before} to ${last} were undone: the files in ${worktree} are as they were before step ${before}. Do not assume their changes exist.`,
+    );
   } else if (undone.length > 0) {
-    lines.push(`Steps ${before} to ${last} are taken back in the conversation only: the files in ${worktree} still hold their changes (\`agentsnap undo ${before}\` puts the files back).`);
+    lines.push(
+      `Steps ${before} to ${last} are taken back in the conversation only: the files in ${worktree} still hold their changes (\`agentsnap undo ${before}\` puts the files back).`,
+    );
   }
   return lines.join('\n');
 }
@@ -53,7 +60,8 @@ function ownerOf(s: Session, file: string): AgentAdapter | undefined {
 
 /** Why a step's conversation cannot be forked, in the user's words (what is recorded, and whose it is). */
 function noForkReason(s: Session, step: Step, transcript: string | undefined, owner: AgentAdapter | undefined, what = 'forked'): string {
-  if (transcript && owner) return `${owner.displayName} conversations cannot be ${what} by agentsnap; its transcript is recorded: ${transcript}`;
+  if (transcript && owner)
+    return `${owner.displayName} conversations cannot be ${what} by agentsnap; its transcript is recorded: ${transcript}`;
   if (transcript) return `the transcript recorded for step ${step.step} is no agent's agentsnap can fork: ${transcript}`;
   if (s.agentTranscript) return `the session's transcript is recorded (${s.agentTranscript}), but not where step ${step.step} is in it`;
   return 'no transcript is recorded for this session';
@@ -61,7 +69,9 @@ function noForkReason(s: Session, step: Step, transcript: string | undefined, ow
 
 /** Step N as a fork point: with how many earlier steps recorded the same call in the same transcript. */
 function forkPoint(s: Session, step: Step): ForkPoint {
-  const occurrence = s.steps.filter((x) => x.step < step.step && x.toolUseId !== null && x.toolUseId === step.toolUseId && x.transcript?.path === step.transcript?.path).length;
+  const occurrence = s.steps.filter(
+    (x) => x.step < step.step && x.toolUseId !== null && x.toolUseId === step.toolUseId && x.transcript?.path === step.transcript?.path,
+  ).length;
   return { step: step.step, transcript: step.transcript, toolUseId: step.toolUseId, occurrence };
 }
 
@@ -79,7 +89,11 @@ export function rewindChat(s: Session, step: Step, cwd: string, opts: { filesRes
       if (fork.subagentCall) fork.subagentStep = s.steps.find((x) => x.toolUseId === fork.subagentCall)?.step ?? null;
       return fork;
     } catch (e) {
-      return { kind: 'digest', text: sessionDigest(s, step.step, s.worktree, filesRestored), reason: e instanceof Error ? e.message : String(e) };
+      return {
+        kind: 'digest',
+        text: sessionDigest(s, step.step, s.worktree, filesRestored),
+        reason: e instanceof Error ? e.message : String(e),
+      };
     }
   }
   return { kind: 'digest', text: sessionDigest(s, step.step, s.worktree, filesRestored), reason: noForkReason(s, step, path, owner) };
@@ -94,13 +108,21 @@ const oneLine = (t: string) => t.replace(/\s+/g, ' ').trim();
  * failure with its error. The files are as they are now (a compaction restores none).
  */
 export function compactDigest(s: Session, before: number, prior: ConversationEntry[], kept: ConversationEntry[] = []): string {
-  const lines = [`[agentsnap] A digest of this conversation before step ${before} (session ${s.id}); the messages it replaces were removed to make the conversation shorter. The files in ${s.worktree} are unchanged: they hold the changes of every step below.`];
-  const requests = prior.filter((e) => e.kind === 'user').map((e) => oneLine((e as { text: string }).text)).filter(Boolean);
+  const lines = [
+    `[agentsnap] A digest of this conversation before step ${before} (session ${s.id}); the messages it replaces were removed to make the conversation shorter. The files in ${s.worktree} are unchanged: they hold the changes of every step below.`,
+  ];
+  const requests = prior
+    .filter((e) => e.kind === 'user')
+    .map((e) => oneLine((e as { text: string }).text))
+    .filter(Boolean);
   if (requests.length > 0) {
     lines.push('', "The user's requests:");
     for (const r of requests) lines.push(`- ${clip(r, 2000)}`);
   }
-  const said = prior.filter((e) => e.kind === 'assistant').map((e) => oneLine((e as { text: string }).text)).filter(Boolean);
+  const said = prior
+    .filter((e) => e.kind === 'assistant')
+    .map((e) => oneLine((e as { text: string }).text))
+    .filter(Boolean);
   if (said.length > 0) {
     lines.push('', 'What the agent said it would do or had decided:');
     for (const t of said) lines.push(`- ${clip(t, 500)}`);
@@ -116,8 +138,14 @@ export function compactDigest(s: Session, before: number, prior: ConversationEnt
     lines.push('', 'The steps (tool calls) so far:');
     for (const st of steps) {
       const files = st.changed.map((c) => `${c.change} ${c.path}`).join(', ');
-      const label = st.kind === 'checkpoint' ? `checkpoint${st.message ? `: ${st.message}` : ''}` : `${st.tool ?? 'tool'}: ${effectLabel(st)}`;
-      const failed = st.status === 'failed' ? ` FAILED${st.error ? `: ${clip(oneLine(st.error), 300)}` : ''}` : st.status === 'done' ? '' : ` (${st.status})`;
+      const label =
+        st.kind === 'checkpoint' ? `checkpoint${st.message ? `: ${st.message}` : ''}` : `${st.tool ?? 'tool'}: ${effectLabel(st)}`;
+      const failed =
+        st.status === 'failed'
+          ? ` FAILED${st.error ? `: ${clip(oneLine(st.error), 300)}` : ''}`
+          : st.status === 'done'
+            ? ''
+            : ` (${st.status})`;
       lines.push(`- step ${st.step} ${clip(label, 300)}${failed}${files ? ` -> ${files}` : ''}`);
     }
   }

@@ -19,12 +19,31 @@
 // taken after it meanwhile, it is marked abandoned instead (nothing is lost:
 // the safety snapshot and those snapshots hold every state).
 import { errors } from '../base/errors.js';
-import type { JournalEvent, OpDoneEvent, OpKind, OpStartEvent, OpTarget, PlannedChange, SkippedFile, ChangedPath } from '../session/journal.js';
+import type {
+  JournalEvent,
+  OpDoneEvent,
+  OpKind,
+  OpStartEvent,
+  OpTarget,
+  PlannedChange,
+  SkippedFile,
+  ChangedPath,
+} from '../session/journal.js';
 import { eventBase, readJournal } from '../session/journal.js';
 import { checkpointMadeBy, foldJournal, openSteps, type Session, type Step } from '../session/model.js';
 import type { Repo } from '../git/repo.js';
 import { loadSettings, type Settings } from '../settings/settings.js';
-import { commitMessage, contentLockFile, headRef, loadSession, sessionMetaRef, sessionPaths, statusNow, withSessionLock, type LockedSession } from '../session/session.js';
+import {
+  commitMessage,
+  contentLockFile,
+  headRef,
+  loadSession,
+  sessionMetaRef,
+  sessionPaths,
+  statusNow,
+  withSessionLock,
+  type LockedSession,
+} from '../session/session.js';
 import { withLock } from '../base/lock.js';
 import { plainContext } from '../session/context.js';
 import { copyIndexFile, snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
@@ -32,7 +51,22 @@ import { removeTempIndex, tempIndex } from '../snapshot/snapshot-now.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from '../git/plumbing.js';
 import { fsPath, hasRawBytes, splitNul } from '../git/run.js';
 import type { RestoreTarget } from './ignored-at-target.js';
-import { applyPlan, applyPrepared, changeLetter, keptCommit, planChanges, prepareRestore, recordApplied, releaseKept, underAnyPath, UNSNAPSHOTTED_IN_THE_WAY, withoutSkipped, type LeftPath, type PreparedRestore, type RestoreOptions } from './restore.js';
+import {
+  applyPlan,
+  applyPrepared,
+  changeLetter,
+  keptCommit,
+  planChanges,
+  prepareRestore,
+  recordApplied,
+  releaseKept,
+  underAnyPath,
+  UNSNAPSHOTTED_IN_THE_WAY,
+  withoutSkipped,
+  type LeftPath,
+  type PreparedRestore,
+  type RestoreOptions,
+} from './restore.js';
 import { stepOf } from '../session/read.js';
 import { outsideEffect, effectLabel } from '../session/effects.js';
 import fs from 'node:fs';
@@ -248,7 +282,9 @@ async function beforeStep(repo: Repo, s: Session, st: Step): Promise<string> {
   }
   if (!st.pre) {
     throw errors.stepOutOfRange(`step ${st.step} of session ${s.id} has no snapshot from before it.`, {
-      hint: st.unprotectedReason ? `Its snapshot failed: ${st.unprotectedReason}. Undo an earlier step instead.` : 'Undo an earlier step instead.',
+      hint: st.unprotectedReason
+        ? `Its snapshot failed: ${st.unprotectedReason}. Undo an earlier step instead.`
+        : 'Undo an earlier step instead.',
       data: { session: s.id, step: st.step },
     });
   }
@@ -289,11 +325,23 @@ function undoSpec(step: number | undefined): OpSpec {
       if (n === undefined) {
         // A read journaled from the transcript changed nothing: undoing it alone would change nothing either.
         // A call that ran an operation (the agent's undo through MCP) changed files only by it: `redo` takes that back.
-        const candidates = session.steps.filter((st) => st.status !== 'open' && !undone.has(st.step) && st.source !== 'transcript' && !st.operation?.tree && (st.pre || st.kind === 'checkpoint'));
+        const candidates = session.steps.filter(
+          (st) =>
+            st.status !== 'open' &&
+            !undone.has(st.step) &&
+            st.source !== 'transcript' &&
+            !st.operation?.tree &&
+            (st.pre || st.kind === 'checkpoint'),
+        );
         const last = candidates[candidates.length - 1];
         if (!last) {
           const ranOps = session.steps.some((st) => st.operation?.tree && st.status !== 'open' && !undone.has(st.step));
-          const why = session.steps.length === 0 ? 'it has no steps' : ranOps ? 'every step is undone, or ran an undo, redo or restore itself' : 'every step is already undone';
+          const why =
+            session.steps.length === 0
+              ? 'it has no steps'
+              : ranOps
+                ? 'every step is undone, or ran an undo, redo or restore itself'
+                : 'every step is already undone';
           throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${why}.`, {
             hint: undone.size > 0 || ranOps ? 'Bring undone steps back with `agentsnap redo`.' : undefined,
             data: { session: session.id },
@@ -307,7 +355,9 @@ function undoSpec(step: number | undefined): OpSpec {
       // Back to before a checkpoint: what the checkpoint itself recorded is taken back too (protected when it is the user's).
       const anchor = st.kind === 'checkpoint' ? stepEvent(events, n, 'step.checkpoint') - 1 : stepEvent(events, n, 'step.pre');
       const later = session.steps.filter((x) => x.step >= n && x.status !== 'open' && !undone.has(x.step)).map((x) => x.step);
-      const crossed = [...new Set([n, ...stepsAfter(events, anchor)])].filter((x) => !session.steps.find((y) => y.step === x && y.status === 'open'));
+      const crossed = [...new Set([n, ...stepsAfter(events, anchor)])].filter(
+        (x) => !session.steps.find((y) => y.step === x && y.status === 'open'),
+      );
       return {
         toTree: await treeOf(repo, commit),
         toCommit: commit,
@@ -375,7 +425,10 @@ async function requireKnownPaths(repo: Repo, paths: string[], trees: string[], t
     onDisk.length === unknown.length
       ? `${list} ${unknown.length === 1 ? 'is' : 'are'} in no snapshot (ignored or left out): there is nothing to restore.`
       : `${list} ${unknown.length === 1 ? 'is' : 'are'} neither in ${target} nor in the worktree: nothing was restored.`,
-    { hint: 'Paths are relative to the current directory; `agentsnap log -- <path>` lists the steps that changed one.', data: { paths: unknown } },
+    {
+      hint: 'Paths are relative to the current directory; `agentsnap log -- <path>` lists the steps that changed one.',
+      data: { paths: unknown },
+    },
   );
 }
 
@@ -394,7 +447,10 @@ function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): O
       } else {
         if (!st.post) {
           throw errors.stepOutOfRange(`step ${step} of session ${session.id} has no snapshot from after it (${st.status}).`, {
-            hint: st.status === 'open' ? 'The step is still running; restore the state before it instead.' : 'Restore the state before it instead.',
+            hint:
+              st.status === 'open'
+                ? 'The step is still running; restore the state before it instead.'
+                : 'Restore the state before it instead.',
             data: { session: session.id, step },
           });
         }
@@ -427,15 +483,20 @@ function revertSpec(step: number): OpSpec {
     async resolve({ repo, session, events, safetyTree }) {
       const st = stepOf(session, step);
       if (!st.post || !st.postTree) {
-        throw errors.stepOutOfRange(`step ${step} of session ${session.id} has not finished (${st.status}): there is nothing to revert yet.`, {
-          data: { session: session.id, step },
-        });
+        throw errors.stepOutOfRange(
+          `step ${step} of session ${session.id} has not finished (${st.status}): there is nothing to revert yet.`,
+          {
+            data: { session: session.id, step },
+          },
+        );
       }
       const before = await beforeStep(repo, session, st);
       const beforeTree = await treeOf(repo, before);
       const merged = await mergeRevert(repo, session.id, step, { base: st.postTree, ours: safetyTree, theirs: beforeTree });
       // A checkpoint of the user's recorded their own change: reverting it is not taking back an agent's.
-      const own = userCheckpoint(st) ? st.changed.map((c) => ({ path: c.path, change: c.change, when: checkpointLabel(st.step, st.message) })) : [];
+      const own = userCheckpoint(st)
+        ? st.changed.map((c) => ({ path: c.path, change: c.change, when: checkpointLabel(st.step, st.message) }))
+        : [];
       return {
         own,
         toTree: merged,
@@ -464,15 +525,33 @@ async function mergeRevert(repo: Repo, session: string, step: number, t: { base:
   const base = await commitTree(repo, { tree: t.base, parents: [], message: msg('base') });
   const ours = await commitTree(repo, { tree: t.ours, parents: [base], message: msg('ours') });
   const theirs = await commitTree(repo, { tree: t.theirs, parents: [base], message: msg('theirs') });
-  const res = await repo.git(['-c', 'merge.renormalize=false', '-c', 'merge.conflictstyle=merge', 'merge-tree', '--write-tree', '--name-only', '--no-messages', '-z', ours, theirs], { okCodes: [1] });
+  const res = await repo.git(
+    [
+      '-c',
+      'merge.renormalize=false',
+      '-c',
+      'merge.conflictstyle=merge',
+      'merge-tree',
+      '--write-tree',
+      '--name-only',
+      '--no-messages',
+      '-z',
+      ours,
+      theirs,
+    ],
+    { okCodes: [1] },
+  );
   const parts = res.stdout.toString('utf8').split('\0').filter(Boolean);
   const tree = parts[0] ?? '';
   if (res.code === 1) {
     const conflicts = [...new Set(parts.slice(1))];
-    throw errors.conflict(`revert ${step} conflicts with later changes in ${conflicts.length === 1 ? '1 file' : `${conflicts.length} files`}: ${conflicts.join(', ')}. Nothing was changed.`, {
-      hint: `See what step ${step} changed with \`agentsnap show ${step}\`; bring single files back with \`agentsnap restore ${step} -- <path>\`, or undo from step ${step} with \`agentsnap undo ${step}\`.`,
-      data: { session, step, conflicts },
-    });
+    throw errors.conflict(
+      `revert ${step} conflicts with later changes in ${conflicts.length === 1 ? '1 file' : `${conflicts.length} files`}: ${conflicts.join(', ')}. Nothing was changed.`,
+      {
+        hint: `See what step ${step} changed with \`agentsnap show ${step}\`; bring single files back with \`agentsnap restore ${step} -- <path>\`, or undo from step ${step} with \`agentsnap undo ${step}\`.`,
+        data: { session, step, conflicts },
+      },
+    );
   }
   return tree;
 }
@@ -512,14 +591,16 @@ export function outsideChanges(session: Session, events: JournalEvent[], anchor:
       } else if (e.type === 'step.checkpoint') {
         if (checkpointMadeBy(e) === 'user') {
           const byOpen = changedBy(open);
-          for (const c of e.changed) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(e.step, e.message) });
+          for (const c of e.changed)
+            if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(e.step, e.message) });
         }
       } else if (e.type === 'op.start') {
         // The operation's result is built on its safety snapshot, so what that snapshot saw besides
         // the tool calls is in the session head from then on; it stays the user's. A --force
         // covered that operation only.
         const byOpen = changedBy(open);
-        for (const c of e.changedBefore ?? []) if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: `before operation ${e.op} (${e.kind})` });
+        for (const c of e.changedBefore ?? [])
+          if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: `before operation ${e.op} (${e.kind})` });
       } else if (e.type === 'session.end') {
         for (const c of e.changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step' });
       }
@@ -571,10 +652,16 @@ async function headTrailer(repo: Repo, commit: string): Promise<string | null | 
   const res = await repo.git(['cat-file', 'commit', commit]);
   const m = /^Agentsnap-Head: (\S+)$/m.exec(res.stdout.toString('utf8'));
   if (!m) return undefined;
-  return m[1] === 'unborn' ? null : m[1] ?? null;
+  return m[1] === 'unborn' ? null : (m[1] ?? null);
 }
 
-async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead: ChangedPath[], safetySkipped: SkippedFile[]): Promise<Prepared> {
+async function prepare(
+  repo: Repo,
+  spec: OpSpec,
+  ctx: ResolveContext,
+  sinceHead: ChangedPath[],
+  safetySkipped: SkippedFile[],
+): Promise<Prepared> {
   const resolved = await spec.resolve(ctx);
   // A file the target snapshot skipped (secret, size cap, exclude) was maybe there: never delete it.
   const { plan, kept } = withoutSkipped(
@@ -582,12 +669,16 @@ async function prepare(repo: Repo, spec: OpSpec, ctx: ResolveContext, sinceHead:
     resolved.skippedAtTarget.map((f) => f.path),
   );
   const disk = await prepareRestore(repo, plan, { target: targetOf(resolved) });
-  const leftOut = [...(await collapseNewDirs(repo, [ctx.safetyTree, resolved.toTree], leftOutKept(ctx.events, resolved, plan, safetySkipped))), ...keptLeftOutAtTarget(kept, resolved.skippedAtTarget)].sort(
-    (a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
-  );
+  const leftOut = [
+    ...(await collapseNewDirs(repo, [ctx.safetyTree, resolved.toTree], leftOutKept(ctx.events, resolved, plan, safetySkipped))),
+    ...keptLeftOutAtTarget(kept, resolved.skippedAtTarget),
+  ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const why = leftOutReasons(safetySkipped);
   const touched = new Set(plan.map((c) => c.path));
-  const after = resolved.anchor === null ? [] : outsideChanges(ctx.session, await withOpChanges(repo, ctx.events, resolved.anchor), resolved.anchor, sinceHead);
+  const after =
+    resolved.anchor === null
+      ? []
+      : outsideChanges(ctx.session, await withOpChanges(repo, ctx.events, resolved.anchor), resolved.anchor, sinceHead);
   const outside = [...after, ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
   const unprotected = resolved.crossed
     .map((n) => ctx.session.steps.find((x) => x.step === n))
@@ -727,8 +818,13 @@ async function collapseNewDirs(repo: Repo, trees: string[], leftOut: LeftPath[])
       out.push(ls[0]!);
       continue;
     }
-    const whys = [...new Set(ls.map((l) => (/^not in the snapshots \((.*)\): kept/.exec(l.reason)?.[1] ?? l.reason).replace(/: \d+ bytes$/, '')))];
-    out.push({ path: dir, reason: `${ls.length} paths in it are not in the snapshots (${whys.slice(0, 3).join('; ')}${whys.length > 3 ? '; …' : ''}), nor is anything else in it: kept as it is; the target does not have it` });
+    const whys = [
+      ...new Set(ls.map((l) => (/^not in the snapshots \((.*)\): kept/.exec(l.reason)?.[1] ?? l.reason).replace(/: \d+ bytes$/, ''))),
+    ];
+    out.push({
+      path: dir,
+      reason: `${ls.length} paths in it are not in the snapshots (${whys.slice(0, 3).join('; ')}${whys.length > 3 ? '; …' : ''}), nor is anything else in it: kept as it is; the target does not have it`,
+    });
   }
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
@@ -768,17 +864,23 @@ function refuseIfNeeded(spec: OpSpec, p: Prepared, force: boolean): void {
   const what = spec.kind === 'undo' && spec.target.step !== undefined ? `undo ${spec.target.step}` : spec.kind;
   if (p.unprotected.length > 0) {
     const list = p.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${u.reason})` : ''}`).join(', ');
-    throw errors.refused(`${what} crosses ${p.unprotected.length === 1 ? 'an unprotected step' : 'unprotected steps'}, ${list}: a snapshot failed there, so what those calls changed was not recorded and cannot be told apart from other changes.`, {
-      hint: 'Check `agentsnap diff` first; run again with --force to go ahead (the worktree as it is now is kept in a safety snapshot).',
-      data: { unprotected: p.unprotected },
-    });
+    throw errors.refused(
+      `${what} crosses ${p.unprotected.length === 1 ? 'an unprotected step' : 'unprotected steps'}, ${list}: a snapshot failed there, so what those calls changed was not recorded and cannot be told apart from other changes.`,
+      {
+        hint: 'Check `agentsnap diff` first; run again with --force to go ahead (the worktree as it is now is kept in a safety snapshot).',
+        data: { unprotected: p.unprotected },
+      },
+    );
   }
   if (p.outside.length > 0) {
     const lines = p.outside.map((o) => `  ${o.change} ${printableName(o.path)} (${o.when})`).join('\n');
-    throw errors.refused(`${what} would overwrite ${p.outside.length === 1 ? 'a change' : `${p.outside.length} changes`} made outside the recorded tool calls:\n${lines}`, {
-      hint: 'Keep them: `agentsnap restore` single files instead. Or run again with --force; they stay in the safety snapshot taken first.',
-      data: { outside: p.outside },
-    });
+    throw errors.refused(
+      `${what} would overwrite ${p.outside.length === 1 ? 'a change' : `${p.outside.length} changes`} made outside the recorded tool calls:\n${lines}`,
+      {
+        hint: 'Keep them: `agentsnap restore` single files instead. Or run again with --force; they stay in the safety snapshot taken first.',
+        data: { outside: p.outside },
+      },
+    );
   }
 }
 
@@ -877,13 +979,24 @@ async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Prom
  * as the restore left it, so the next snapshot sees no phantom change (a scan,
  * only when a .gitignore was among the applied paths).
  */
-async function resultTree(repo: Repo, settings: Settings, indexFile: string, applied: { applied: PlannedChange[]; added: string[] }): Promise<string> {
+async function resultTree(
+  repo: Repo,
+  settings: Settings,
+  indexFile: string,
+  applied: { applied: PlannedChange[]; added: string[] },
+): Promise<string> {
   const tree = await recordApplied(repo, indexFile, applied.applied, await leftOutNow(repo, settings, applied.added));
   if (!applied.applied.some((c) => path.posix.basename(c.path) === '.gitignore')) return tree;
   return (await snapshotTree(repo, { indexFile, settings, parentTree: tree })).tree;
 }
 
-async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession, events: JournalEvent[], settings: Settings): Promise<RecoveredOp[]> {
+async function recoverInterrupted(
+  repo: Repo,
+  id: string,
+  locked: LockedSession,
+  events: JournalEvent[],
+  settings: Settings,
+): Promise<RecoveredOp[]> {
   const done = new Set(events.flatMap((e) => (e.type === 'op.done' ? [e.op] : [])));
   const out: RecoveredOp[] = [];
   for (let i = 0; i < events.length; i++) {
@@ -891,9 +1004,20 @@ async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession,
     if (start.type !== 'op.start' || done.has(start.op)) continue;
     const ref = opRef(id, start.op);
     await updateRefs(repo, [{ ref, value: start.safety }]);
-    const snapshotsAfter = events.slice(i + 1).some((x) => x.type === 'step.pre' || x.type === 'step.post' || x.type === 'step.checkpoint' || x.type === 'session.end');
+    const snapshotsAfter = events
+      .slice(i + 1)
+      .some((x) => x.type === 'step.pre' || x.type === 'step.post' || x.type === 'step.checkpoint' || x.type === 'session.end');
     if (snapshotsAfter) {
-      const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'abandoned', commit: null, tree: null, left: [], resumed: true };
+      const ev: OpDoneEvent = {
+        ...eventBase(id),
+        type: 'op.done',
+        op: start.op,
+        status: 'abandoned',
+        commit: null,
+        tree: null,
+        left: [],
+        resumed: true,
+      };
       await locked.append(ev, []);
       out.push({ op: start.op, kind: start.kind, status: 'abandoned', reason: 'snapshots were taken after it', ref });
       continue;
@@ -905,16 +1029,43 @@ async function recoverInterrupted(repo: Repo, id: string, locked: LockedSession,
       // Completing it failed again: give up on it rather than block every later operation.
       // Nothing is lost: the next safety snapshot records the worktree as it is.
       const reason = err instanceof Error ? err.message : String(err);
-      const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'abandoned', commit: null, tree: null, left: [{ path: '.', reason }], resumed: true };
+      const ev: OpDoneEvent = {
+        ...eventBase(id),
+        type: 'op.done',
+        op: start.op,
+        status: 'abandoned',
+        commit: null,
+        tree: null,
+        left: [{ path: '.', reason }],
+        resumed: true,
+      };
       await locked.append(ev, []);
       out.push({ op: start.op, kind: start.kind, status: 'abandoned', reason: `completing it failed: ${reason}`, ref });
       continue;
     }
     const tree = await resultTree(repo, settings, locked.paths.index, applied);
     const head = (await readHead(repo)).commit;
-    const kept = await keptCommit(repo, applied.kept, opMessage(id, start.op, 'kept', `versions kept by operation ${start.op} (${start.kind}, completed after an interruption)`, head));
-    const commit = await commitTree(repo, { tree, parents: resultParents(start.safety, kept), message: opMessage(id, start.op, start.kind, `operation ${start.op} ${start.kind} (completed after an interruption)`, head) });
-    const ev: OpDoneEvent = { ...eventBase(id), type: 'op.done', op: start.op, status: 'done', commit, tree, left: applied.left, ...(kept ? { kept } : {}), resumed: true };
+    const kept = await keptCommit(
+      repo,
+      applied.kept,
+      opMessage(id, start.op, 'kept', `versions kept by operation ${start.op} (${start.kind}, completed after an interruption)`, head),
+    );
+    const commit = await commitTree(repo, {
+      tree,
+      parents: resultParents(start.safety, kept),
+      message: opMessage(id, start.op, start.kind, `operation ${start.op} ${start.kind} (completed after an interruption)`, head),
+    });
+    const ev: OpDoneEvent = {
+      ...eventBase(id),
+      type: 'op.done',
+      op: start.op,
+      status: 'done',
+      commit,
+      tree,
+      left: applied.left,
+      ...(kept ? { kept } : {}),
+      resumed: true,
+    };
     await locked.append(ev, [{ ref: headRef(id), value: commit }]);
     releaseKept(applied);
     out.push({ op: start.op, kind: start.kind, status: 'done', reason: null, ref });
@@ -996,23 +1147,44 @@ async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: Operatio
         // What the safety snapshot saw besides the session head: protected for later operations (outsideChanges).
         // Without a head tree snapshotTree reports nothing; readers then diff the safety commit with its parent.
         ...(head.tree ? { changedBefore: snap.changed } : {}),
-        ...(opts.byStep !== undefined && session.steps.some((x) => x.step === opts.byStep && x.status === 'open' && x.source !== 'transcript') ? { byStep: opts.byStep } : {}),
+        ...(opts.byStep !== undefined &&
+        session.steps.some((x) => x.step === opts.byStep && x.status === 'open' && x.source !== 'transcript')
+          ? { byStep: opts.byStep }
+          : {}),
       };
       await locked.append(start, [{ ref, value: safety }]);
       result.op = op;
       result.safety = safety;
       result.safetyRef = ref;
 
-      const applied = await applyPrepared(repo, p.plan, p.disk, { target: targetOf(p.resolved), ...opts.restoreHooks, ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}) });
+      const applied = await applyPrepared(repo, p.plan, p.disk, {
+        target: targetOf(p.resolved),
+        ...opts.restoreHooks,
+        ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}),
+      });
       const left = mergeLeft(explainLeft(applied.left, p.why), p.leftOut);
       const tree = await resultTree(repo, settings, locked.paths.index, applied);
-      const kept = await keptCommit(repo, applied.kept, opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead));
+      const kept = await keptCommit(
+        repo,
+        applied.kept,
+        opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead),
+      );
       const commit = await commitTree(repo, {
         tree,
         parents: resultParents(safety, kept),
         message: opMessage(id, op, spec.kind, describeTarget(spec.kind, spec.target), userHead),
       });
-      const done: OpDoneEvent = { ...eventBase(id), type: 'op.done', op, status: 'done', commit, tree, left, ...(kept ? { kept } : {}), resumed: false };
+      const done: OpDoneEvent = {
+        ...eventBase(id),
+        type: 'op.done',
+        op,
+        status: 'done',
+        commit,
+        tree,
+        left,
+        ...(kept ? { kept } : {}),
+        resumed: false,
+      };
       await locked.append(done, [{ ref: headRef(id), value: commit }]);
       releaseKept(applied);
       result.commit = commit;
@@ -1047,7 +1219,14 @@ export function redoOperation(repo: Repo, id: string, opts: OperationOptions): P
   return runOperation(repo, id, redoSpec(), opts);
 }
 
-export function restoreOperation(repo: Repo, id: string, step: number, when: 'before' | 'after', paths: string[], opts: OperationOptions): Promise<OperationResult> {
+export function restoreOperation(
+  repo: Repo,
+  id: string,
+  step: number,
+  when: 'before' | 'after',
+  paths: string[],
+  opts: OperationOptions,
+): Promise<OperationResult> {
   return runOperation(repo, id, restoreSpec(step, when, paths), opts);
 }
 

@@ -277,7 +277,9 @@ async function readReply(fd: number): Promise<string | null> {
       if (line.startsWith(prefix)) return line.slice(prefix.length);
       continue; // a reply meant for a client killed before it read it
     }
-    const n = await new Promise<number>((resolve, reject) => fs.read(fd, buf, 0, buf.length, null, (e, got) => (e ? reject(e) : resolve(got))));
+    const n = await new Promise<number>((resolve, reject) =>
+      fs.read(fd, buf, 0, buf.length, null, (e, got) => (e ? reject(e) : resolve(got))),
+    );
     if (n === 0) return null;
     text += buf.toString('latin1', 0, n);
   }
@@ -316,7 +318,12 @@ export interface CallOptions {
  * with `payload`: the reply, or null when none came (no slot, the server went away, it refused): the caller then
  * does the work itself.
  */
-export async function callServer(run: string, args: readonly string[], payload: string | Buffer | null, opts: CallOptions = {}): Promise<Reply | null> {
+export async function callServer(
+  run: string,
+  args: readonly string[],
+  payload: string | Buffer | null,
+  opts: CallOptions = {},
+): Promise<Reply | null> {
   pauseForTest();
   let claim: string | null = null;
   let input: string | null = null;

@@ -30,12 +30,18 @@ import { writeEngineFailure } from './watch-state.js';
 /** What a call runs: the server itself knows none of it. */
 export interface ServerCalls {
   /** `agentsnap hook <args…>` with the agent's payload; the warning goes to the agent's stderr. */
-  hook(args: string[], call: { env: NodeJS.ProcessEnv; cwd: string; input: string; openContext: ContextOpener }): Promise<{ warning: string | null; trace?: string }>;
+  hook(
+    args: string[],
+    call: { env: NodeJS.ProcessEnv; cwd: string; input: string; openContext: ContextOpener },
+  ): Promise<{ warning: string | null; trace?: string }>;
   /**
    * `agentsnap snap <args…>` from the Node client (bin/agentsnap.js over channel.ts): the exit code, output captured in io.
    * Absent, or null from it: the client is told to run the command itself (same output, without the server).
    */
-  snap?: (args: string[], io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openContext: ContextOpener }) => Promise<number | null>;
+  snap?: (
+    args: string[],
+    io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openContext: ContextOpener },
+  ) => Promise<number | null>;
   /**
    * The first half of `agentsnap wrap <args…>` for the thin client (bin/wrap-client.js), which starts the agent
    * itself: the session begun (output in io), or its exit code when it ended there (a reported error), or null:
@@ -43,7 +49,15 @@ export interface ServerCalls {
    */
   wrap?: (
     args: string[],
-    io: { stdout: Writable; stderr: Writable; env: NodeJS.ProcessEnv; cwd: string; openContext: ContextOpener; owner: WrapClientOwner; gitVersion: (env: NodeJS.ProcessEnv) => Promise<string> },
+    io: {
+      stdout: Writable;
+      stderr: Writable;
+      env: NodeJS.ProcessEnv;
+      cwd: string;
+      openContext: ContextOpener;
+      owner: WrapClientOwner;
+      gitVersion: (env: NodeJS.ProcessEnv) => Promise<string>;
+    },
   ) => Promise<ServedWrap | { code: number } | null>;
 }
 
@@ -60,7 +74,10 @@ export interface ServedWrap {
   /** What the client needs to end the session itself should this server be gone by then (finishServedWrap). */
   begun: { session: string; agent: string; quiet: boolean; worktree: string };
   /** After the agent exited (or could not be started: `error`): the exit code, output in io. */
-  finish(exit: { code: number | null; signal: NodeJS.Signals | null; error?: string }, io: { stdout: Writable; stderr: Writable }): Promise<number>;
+  finish(
+    exit: { code: number | null; signal: NodeJS.Signals | null; error?: string },
+    io: { stdout: Writable; stderr: Writable },
+  ): Promise<number>;
 }
 
 export interface WorktreeServerOptions {
@@ -90,7 +107,11 @@ export interface WorktreeServerOptions {
  * once when the state, the reason or the number of watches changed, the
  * counters at most once a second; the notice once, when it degrades.
  */
-function watchPublisher(runDir: string, engine: IncrementalSnapshotter, onNotice?: (line: string) => void): { publish(): void; close(): void } {
+function watchPublisher(
+  runDir: string,
+  engine: IncrementalSnapshotter,
+  onNotice?: (line: string) => void,
+): { publish(): void; close(): void } {
   let lastKey = '';
   let timer: NodeJS.Timeout | null = null;
   let told = false;
@@ -105,7 +126,10 @@ function watchPublisher(runDir: string, engine: IncrementalSnapshotter, onNotice
       reason: d?.reason ?? null,
       code: d?.code ?? null,
       limit,
-      hint: d ? hint ?? 'Every snapshot is a full scan while this server runs (what a snapshot without a server costs, minus Node start-up); once the reason is gone, `agentsnap server stop` makes the next server watch again.' : null,
+      hint: d
+        ? (hint ??
+          'Every snapshot is a full scan while this server runs (what a snapshot without a server costs, minus Node start-up); once the reason is gone, `agentsnap server stop` makes the next server watch again.')
+        : null,
       since: d?.since ?? null,
       fullScans: engine.stats.full,
       incremental: engine.stats.incremental,
@@ -206,12 +230,18 @@ export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions
   const contextFor: ContextOpener = async (dir, env) => {
     const real = gitEnvKey(env) === serverGitKey ? realOrSelf(dir) : null;
     if (real !== null && inside(realWorktree, real)) {
-      const callRepo: Repo = { ...repo, callerEnv: env, prefix: path.relative(realWorktree, real).split(path.sep).join('/') + (real === realWorktree ? '' : '/') };
+      const callRepo: Repo = {
+        ...repo,
+        callerEnv: env,
+        prefix: path.relative(realWorktree, real).split(path.sep).join('/') + (real === realWorktree ? '' : '/'),
+      };
       return { repo: callRepo, settings: await settingsNow(), snapshotter: hostSnapshotter(slot, callRepo), objects, refs };
     }
     return openContext(await openRepo(dir, { env }));
   };
-  const trace = repo.callerEnv.AGENTSNAP_SERVER_TRACE ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`) : null;
+  const trace = repo.callerEnv.AGENTSNAP_SERVER_TRACE
+    ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`)
+    : null;
   let openEngine: () => Promise<void> = () => Promise.resolve();
   /** The engine's snapshot for the server's own use (a wrapper's tree request, the warm-up), once it is up. */
   let engineSnapshot: ((o: { settings: Settings; parentTree: string | null }) => Promise<TreeSnapshotResult>) | null = null;
@@ -267,7 +297,17 @@ export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions
     const owner: WrapClientOwner = { pid: call.pid, start: processStartTime(call.pid), host: os.hostname() };
     const stdout = collector();
     const stderr = collector();
-    const res = opts.calls.wrap ? await opts.calls.wrap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openContext: contextFor, owner, gitVersion }) : null;
+    const res = opts.calls.wrap
+      ? await opts.calls.wrap(call.args.slice(1), {
+          stdout,
+          stderr,
+          env: call.env,
+          cwd: call.cwd,
+          openContext: contextFor,
+          owner,
+          gitVersion,
+        })
+      : null;
     if (!res) return { warning: 'agentsnap: warning: the server does not begin this wrap' };
     if ('code' in res) return { warning: null, exit: { code: res.code, stdout: stdout.text(), stderr: stderr.text() } };
     const token = crypto.randomBytes(12).toString('hex');
@@ -276,7 +316,15 @@ export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions
     const set: Record<string, string> = {};
     for (const [k, v] of Object.entries(res.spawn.env)) if (v !== undefined && call.env[k] !== v) set[k] = v;
     const unset = Object.keys(call.env).filter((k) => res.spawn.env[k] === undefined);
-    const spawn = { token, program: res.spawn.program, argv: res.spawn.argv, cwd: res.spawn.cwd, env: { set, unset }, stdout: stdout.text(), begun: res.begun };
+    const spawn = {
+      token,
+      program: res.spawn.program,
+      argv: res.spawn.argv,
+      cwd: res.spawn.cwd,
+      env: { set, unset },
+      stdout: stdout.text(),
+      begun: res.begun,
+    };
     return { warning: null, spawn: { json: JSON.stringify(spawn), stderr: stderr.text() } };
   };
   const serveWrapEnd = async (call: ServerCall): Promise<Awaited<ReturnType<CallHandler>>> => {
@@ -305,7 +353,9 @@ export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions
     if (!e) return;
     published?.publish();
     if (!trace || (before && before.full === e.stats.full && before.incremental === e.stats.incremental)) return;
-    trace(`snapshot: ${e.stats.full - (before?.full ?? 0)} full${e.stats.lastFullReason ? ` (last: ${e.stats.lastFullReason})` : ''}, ${e.stats.incremental - (before?.incremental ?? 0)} incremental${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`);
+    trace(
+      `snapshot: ${e.stats.full - (before?.full ?? 0)} full${e.stats.lastFullReason ? ` (last: ${e.stats.lastFullReason})` : ''}, ${e.stats.incremental - (before?.incremental ?? 0)} incremental${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`,
+    );
   };
   const handle: CallHandler = async (call: ServerCall) => {
     const e = slot.engine;
@@ -341,41 +391,58 @@ export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions
     }
     return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };
   };
-  const server = await HookServer.start(repo, { hosted: opts.hosted, ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}), handle, busy: wrapsAlive, ...(opts.onError ? { onError: opts.onError } : {}) });
+  const server = await HookServer.start(repo, {
+    hosted: opts.hosted,
+    ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}),
+    handle,
+    busy: wrapsAlive,
+    ...(opts.onError ? { onError: opts.onError } : {}),
+  });
   // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
   let engine: IncrementalSnapshotter | null = null;
   let opening: Promise<void> | null = null;
   let closing = false;
   const open = (): Promise<void> =>
-    (opening ??= opts.incremental === false || closing
-      ? Promise.resolve()
-      : settingsNow()
-          .then((settings) => IncrementalSnapshotter.open(repo, { runDir: path.join(server.runDir, 'engine'), settings, idleSweeps: opts.idleSweeps !== false }))
-          .then((e) => {
-            engine = e;
-            const watch = watchPublisher(server.runDir, e, opts.onNotice);
-            published = watch;
-            watch.publish();
-            engineSnapshot = (o) => e.snapshot(o).finally(() => watch.publish());
-            slot.engine = e;
-            if (opts.warmUp) {
-              const take = engineSnapshot;
-              void settingsNow()
-                .then((settings) => withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () => take({ settings, parentTree: null })))
-                .then(() => trace?.('engine: warmed up'))
-                .catch((err: unknown) => {
-                  trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);
-                  writeEngineFailure(server.runDir, 'warm-up', err); // for doctor
-                  // Not only under the trace: it reaches the server's log (server.log).
-                  opts.onError?.(err);
-                });
-            }
-          })
-          .catch((e) => {
-            trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
-            writeEngineFailure(server.runDir, 'start', e); // for doctor
-            opts.onError?.(e);
-          }));
+    (opening ??=
+      opts.incremental === false || closing
+        ? Promise.resolve()
+        : settingsNow()
+            .then((settings) =>
+              IncrementalSnapshotter.open(repo, {
+                runDir: path.join(server.runDir, 'engine'),
+                settings,
+                idleSweeps: opts.idleSweeps !== false,
+              }),
+            )
+            .then((e) => {
+              engine = e;
+              const watch = watchPublisher(server.runDir, e, opts.onNotice);
+              published = watch;
+              watch.publish();
+              engineSnapshot = (o) => e.snapshot(o).finally(() => watch.publish());
+              slot.engine = e;
+              if (opts.warmUp) {
+                const take = engineSnapshot;
+                void settingsNow()
+                  .then((settings) =>
+                    withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () =>
+                      take({ settings, parentTree: null }),
+                    ),
+                  )
+                  .then(() => trace?.('engine: warmed up'))
+                  .catch((err: unknown) => {
+                    trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);
+                    writeEngineFailure(server.runDir, 'warm-up', err); // for doctor
+                    // Not only under the trace: it reaches the server's log (server.log).
+                    opts.onError?.(err);
+                  });
+              }
+            })
+            .catch((e) => {
+              trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
+              writeEngineFailure(server.runDir, 'start', e); // for doctor
+              opts.onError?.(e);
+            }));
   openEngine = open;
   if (!opts.engineAtFirstCall) void open();
   engines.set(server, { open: () => open().then(() => engine), now: () => engine });

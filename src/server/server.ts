@@ -162,7 +162,9 @@ export interface ServerCall {
  * agent's stderr (hooks never fail the agent); for a CLI command, its exit
  * code and output.
  */
-export type CallHandler = (call: ServerCall) => Promise<{ warning: string | null; exit?: { code: number; stdout: string; stderr: string }; spawn?: { json: string; stderr: string } }>;
+export type CallHandler = (
+  call: ServerCall,
+) => Promise<{ warning: string | null; exit?: { code: number; stdout: string; stderr: string }; spawn?: { json: string; stderr: string } }>;
 
 export interface ServerOptions {
   /** Runs inside a wrapper (no idle exit) rather than as a background process. */
@@ -215,11 +217,14 @@ export class HookServer {
       pinned = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
       const st = fs.fstatSync(pinned);
       const uid = typeof process.geteuid === 'function' ? process.geteuid() : null;
-      if ((uid !== null && st.uid !== uid) || (st.mode & 0o7777) !== 0o700) throw errors.refused(`${dir} is not a directory of this user's: the server does not run there.`);
+      if ((uid !== null && st.uid !== uid) || (st.mode & 0o7777) !== 0o700)
+        throw errors.refused(`${dir} is not a directory of this user's: the server does not run there.`);
       const channelDir = { fd: pinned, path: `/proc/${process.pid}/fd/${pinned}` };
       const cdir = channelDir.path;
       // Left by a server that was killed: nothing in them is still waited on.
-      for (const name of fs.readdirSync(cdir)) if (name !== 'server.lock' && name !== 'autostart.stamp' && name !== 'server.log' && !name.startsWith('engine')) fs.rmSync(path.join(cdir, name), { force: true, recursive: true });
+      for (const name of fs.readdirSync(cdir))
+        if (name !== 'server.lock' && name !== 'autostart.stamp' && name !== 'server.log' && !name.startsWith('engine'))
+          fs.rmSync(path.join(cdir, name), { force: true, recursive: true });
       const fifos = ['req', ...Array.from({ length: SLOTS }, (_, n) => `slot.${n}`)].map((f) => path.join(cdir, f));
       // Not spawnSync: the baseline snapshot goes on meanwhile (a wrapper starts its server beside it).
       const made = await new Promise<{ status: number | null; stderr: string }>((resolve) => {
@@ -264,7 +269,9 @@ export class HookServer {
     while (!this.stopping) {
       let n: number;
       try {
-        n = await new Promise<number>((resolve, reject) => fs.read(this.reqFd, buf, 0, buf.length, null, (e, got) => (e ? reject(e) : resolve(got))));
+        n = await new Promise<number>((resolve, reject) =>
+          fs.read(this.reqFd, buf, 0, buf.length, null, (e, got) => (e ? reject(e) : resolve(got))),
+        );
       } catch (e) {
         if (!this.stopping) this.opts.onError?.(e);
         return;
@@ -357,7 +364,11 @@ export class HookServer {
   private housekeeping(): void {
     const idleMs = this.opts.idleMs ?? 10 * 60_000;
     // Gone run dir or worktree: the repository, agentsnap's state or a session worktree was removed.
-    if (!fs.existsSync(path.join(this.channelDir.path, 'pid')) || !fs.existsSync(this.worktree) || (Date.now() - this.lastCall > idleMs && !this.opts.busy?.())) {
+    if (
+      !fs.existsSync(path.join(this.channelDir.path, 'pid')) ||
+      !fs.existsSync(this.worktree) ||
+      (Date.now() - this.lastCall > idleMs && !this.opts.busy?.())
+    ) {
       void this.close();
       return;
     }
@@ -474,7 +485,9 @@ export function readCall(pid: number, record: CallRecord): ServerCall {
  * without waiting for it (the next call finds it). Its output goes to
  * `<run>/server.log`.
  */
-export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>): ChildProcess | null {
+export function spawnBackgroundServer(
+  repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>,
+): ChildProcess | null {
   try {
     const dir = prepareRunDir(repo);
     // A link in the log's place is replaced, never written through (src/base/state-dir.ts).
@@ -502,7 +515,10 @@ export function spawnBackgroundServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | '
  * next ones, unless one runs, it is switched off, or an attempt was made in
  * the last 30 s (a server that cannot start must not cost every call a spawn).
  */
-export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>, settings: Pick<Settings, 'server'>): void {
+export function autoStartServer(
+  repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>,
+  settings: Pick<Settings, 'server'>,
+): void {
   if (!serverEnabled(repo.callerEnv, settings) || serverInfo(repo)) return;
   let dir: string;
   try {
@@ -523,7 +539,11 @@ export function autoStartServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'common
 }
 
 /** Waits (up to timeoutMs) until the worktree's server is ready. */
-export async function waitForServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>, timeoutMs: number, child: ChildProcess | null = null): Promise<ServerInfo | null> {
+export async function waitForServer(
+  repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir'>,
+  timeoutMs: number,
+  child: ChildProcess | null = null,
+): Promise<ServerInfo | null> {
   const deadline = Date.now() + timeoutMs;
   // A server that exits before it serves is not waited for to the deadline.
   let exited = false;

@@ -35,19 +35,29 @@ export function settingsKey(settings: Settings): string {
 /** Whether `value` has the shape of a snapshot result (the server is ours, but its reply is bytes on a FIFO). */
 function isTreeResult(value: unknown): value is TreeSnapshotResult {
   const r = value as Partial<TreeSnapshotResult> | null;
-  return !!r && typeof r.tree === 'string' && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(r.tree) && Array.isArray(r.skipped) && Array.isArray(r.changed);
+  return (
+    !!r &&
+    typeof r.tree === 'string' &&
+    /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(r.tree) &&
+    Array.isArray(r.skipped) &&
+    Array.isArray(r.changed)
+  );
 }
 
 /**
  * Asks the background server of `repo`'s worktree for a snapshot; null when
  * none runs (or a wrapper hosts it, or its run dir fails the trust check), or it cannot vouch for the result.
  */
-export async function snapshotByServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree'>, req: { parentTree: string | null; settings: Settings }): Promise<TreeSnapshotResult | null> {
+export async function snapshotByServer(
+  repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree'>,
+  req: { parentTree: string | null; settings: Settings },
+): Promise<TreeSnapshotResult | null> {
   if (process.platform !== 'linux') return null;
   const info = serverInfo(repo);
   if (!info || info.hosted) return null;
   // git opened this repository already (its own ownership check): the trust check starts at the git dir.
-  if (trustedServerPid({ top: null, dotGit: null, gitDir: repo.gitDir, commonDir: repo.commonDir, run: info.runDir }) !== info.pid) return null;
+  if (trustedServerPid({ top: null, dotGit: null, gitDir: repo.gitDir, commonDir: repo.commonDir, run: info.runDir }) !== info.pid)
+    return null;
   const body: TreeRequest = { v: 1, worktree: repo.worktree, parentTree: req.parentTree, settings: settingsKey(req.settings) };
   const reply = await callServer(info.runDir, ['tree'], JSON.stringify(body));
   if (!reply || reply.kind !== 'exit' || reply.fields[0] !== '0') return null;
@@ -66,6 +76,7 @@ export async function snapshotByServer(repo: Pick<Repo, 'stateDir' | 'gitDir' | 
 export function serverSnapshotter(repo: Repo): Snapshotter {
   return {
     snapshot: async (o, lock) =>
-      (await snapshotByServer(repo, { parentTree: o.parentTree, settings: o.settings })) ?? underContentLock(lock, o.indexFile, () => snapshotTree(repo, { ...o, donors: [] })),
+      (await snapshotByServer(repo, { parentTree: o.parentTree, settings: o.settings })) ??
+      underContentLock(lock, o.indexFile, () => snapshotTree(repo, { ...o, donors: [] })),
   };
 }

@@ -104,7 +104,12 @@ export interface EngineFailure {
 
 /** Records a failure of this server's engine (the server goes on: without the engine every snapshot is a full scan). */
 export function writeEngineFailure(runDir: string, what: EngineFailure['what'], e: unknown): void {
-  const body: EngineFailure & { pid: number } = { pid: process.pid, what, error: e instanceof Error ? e.message : String(e), at: new Date().toISOString() };
+  const body: EngineFailure & { pid: number } = {
+    pid: process.pid,
+    what,
+    error: e instanceof Error ? e.message : String(e),
+    at: new Date().toISOString(),
+  };
   try {
     replaceStateFile(path.join(runDir, ENGINE_FAILURE_FILE), `${JSON.stringify(body)}\n`);
   } catch {

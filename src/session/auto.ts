@@ -53,7 +53,8 @@ export function startAutoCheckpoints(ctx: Context, session: string, opts: AutoOp
       await recordCheckpointIfChanged(ctx, session, { tool: AUTO_TOOL, message: 'the worktree changed', madeBy });
     } catch (e) {
       // Busy: another snapshot holds the session; the next change or poll tries again.
-      if (!(isAgentsnapError(e) && e.code === 'Busy')) warn(`agentsnap: warning: automatic checkpoint failed: ${(e as Error).message.split('\n')[0]}`);
+      if (!(isAgentsnapError(e) && e.code === 'Busy'))
+        warn(`agentsnap: warning: automatic checkpoint failed: ${(e as Error).message.split('\n')[0]}`);
     }
   };
 
@@ -89,18 +90,25 @@ export function startAutoCheckpoints(ctx: Context, session: string, opts: AutoOp
       changed();
     });
     watcher.on('error', (e) => {
-      warn(`agentsnap: warning: watching the worktree stopped (${e.message}); checking for changes every ${Math.round((pollMs || 10_000) / 1000)} s instead`);
+      warn(
+        `agentsnap: warning: watching the worktree stopped (${e.message}); checking for changes every ${Math.round((pollMs || 10_000) / 1000)} s instead`,
+      );
       watcher?.close();
       watcher = null;
     });
   } catch (e) {
-    warn(`agentsnap: warning: cannot watch the worktree (${(e as Error).message}); checking for changes every ${Math.round((pollMs || 10_000) / 1000)} s instead`);
+    warn(
+      `agentsnap: warning: cannot watch the worktree (${(e as Error).message}); checking for changes every ${Math.round((pollMs || 10_000) / 1000)} s instead`,
+    );
   }
   // Without a watcher the poll is all there is: never leave it off then.
   const interval = pollMs > 0 ? pollMs : watcher ? 0 : 10_000;
-  const poll = interval > 0 ? setInterval(() => {
-    if (!quietTimer) attempt();
-  }, interval) : null;
+  const poll =
+    interval > 0
+      ? setInterval(() => {
+          if (!quietTimer) attempt();
+        }, interval)
+      : null;
   poll?.unref();
 
   return {

@@ -61,10 +61,13 @@ export async function blameFile(repo: Repo, s: Session, rel: string, contents: B
   if (contents && !(inHead && recorded.stdout.equals(contents))) tip = await throwawayCommit(repo, s.head, rel, contents);
   const res = await repo.git(['blame', '--porcelain', tip, '--', rel], { okCodes: [128] });
   if (res.code !== 0) {
-    throw errors.invalidArgument(`${rel} is not in session ${s.id}'s latest snapshot${contents ? '' : ' and not in the worktree'}: nothing to blame.`, {
-      hint: 'Name a file the session recorded (see `agentsnap log -- <path>`).',
-      data: { path: rel, session: s.id, git: res.stderr.trim() },
-    });
+    throw errors.invalidArgument(
+      `${rel} is not in session ${s.id}'s latest snapshot${contents ? '' : ' and not in the worktree'}: nothing to blame.`,
+      {
+        hint: 'Name a file the session recorded (see `agentsnap log -- <path>`).',
+        data: { path: rel, session: s.id, git: res.stderr.trim() },
+      },
+    );
   }
   const origins = originsOf(s);
   const subjects = new Map<string, string>();
@@ -83,7 +86,10 @@ export async function blameFile(repo: Repo, s: Session, rel: string, contents: B
     const zero = commit === tip && tip !== s.head;
     const origin: LineOrigin = zero
       ? { kind: 'not-recorded' }
-      : origins.get(commit) ?? (subjects.get(commit)?.startsWith('agentsnap:') && !subjects.get(commit)?.includes('baseline') ? { kind: 'operation', subject: subjects.get(commit) as string } : { kind: 'before-session' });
+      : (origins.get(commit) ??
+        (subjects.get(commit)?.startsWith('agentsnap:') && !subjects.get(commit)?.includes('baseline')
+          ? { kind: 'operation', subject: subjects.get(commit) as string }
+          : { kind: 'before-session' }));
     out.push({ line: finalLine, text: raw.slice(1), origin, commit: zero ? null : commit });
   }
   return out;
@@ -107,5 +113,5 @@ async function throwawayCommit(repo: Repo, base: string, rel: string, contents: 
 
 /** The step a line's origin names, if any. */
 export function originStep(s: Session, o: LineOrigin): Step | null {
-  return o.kind === 'step' || o.kind === 'between' ? s.steps.find((st) => st.step === o.step) ?? null : null;
+  return o.kind === 'step' || o.kind === 'between' ? (s.steps.find((st) => st.step === o.step) ?? null) : null;
 }

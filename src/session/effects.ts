@@ -22,27 +22,91 @@ const RULES: { test: (w: string[], line: string) => boolean; what: string }[] = 
   { test: (w) => w[0] === 'git' && gitSub(w) === 'push', what: 'git push' },
   { test: (w) => w[0] === 'git' && gitSub(w) === 'send-email', what: 'git send-email' },
   { test: (w) => ['npm', 'yarn', 'pnpm', 'bun'].includes(w[0] ?? '') && w.includes('publish'), what: 'package publish' },
-  { test: (w) => ['npm', 'yarn', 'pnpm'].includes(w[0] ?? '') && (w.includes('unpublish') || w.includes('deprecate') || (w.includes('dist-tag') && (w.includes('add') || w.includes('rm')))), what: 'registry change' },
+  {
+    test: (w) =>
+      ['npm', 'yarn', 'pnpm'].includes(w[0] ?? '') &&
+      (w.includes('unpublish') || w.includes('deprecate') || (w.includes('dist-tag') && (w.includes('add') || w.includes('rm')))),
+    what: 'registry change',
+  },
   { test: (w) => w[0] === 'cargo' && (w[1] === 'publish' || w[1] === 'yank'), what: 'cargo publish' },
   { test: (w) => w[0] === 'twine' && w[1] === 'upload', what: 'package upload' },
   { test: (w) => ['poetry', 'flit', 'hatch', 'uv'].includes(w[0] ?? '') && w[1] === 'publish', what: 'package publish' },
   { test: (w) => w[0] === 'gem' && w[1] === 'push', what: 'gem push' },
-  { test: (w) => ['docker', 'podman'].includes(w[0] ?? '') && (w[1] === 'push' || (w[1] === 'image' && w[2] === 'push')), what: 'image push' },
-  { test: (w) => ['kubectl', 'oc'].includes(w[0] ?? '') && ['apply', 'create', 'delete', 'patch', 'replace', 'scale', 'rollout', 'set', 'edit', 'label', 'annotate'].includes(w[1] ?? ''), what: 'cluster change' },
-  { test: (w) => w[0] === 'helm' && ['install', 'upgrade', 'uninstall', 'rollback', 'delete'].includes(w[1] ?? ''), what: 'helm release change' },
-  { test: (w) => ['terraform', 'tofu', 'terragrunt'].includes(w[0] ?? '') && ['apply', 'destroy', 'import'].includes(w[1] ?? ''), what: 'infrastructure change' },
+  {
+    test: (w) => ['docker', 'podman'].includes(w[0] ?? '') && (w[1] === 'push' || (w[1] === 'image' && w[2] === 'push')),
+    what: 'image push',
+  },
+  {
+    test: (w) =>
+      ['kubectl', 'oc'].includes(w[0] ?? '') &&
+      ['apply', 'create', 'delete', 'patch', 'replace', 'scale', 'rollout', 'set', 'edit', 'label', 'annotate'].includes(w[1] ?? ''),
+    what: 'cluster change',
+  },
+  {
+    test: (w) => w[0] === 'helm' && ['install', 'upgrade', 'uninstall', 'rollback', 'delete'].includes(w[1] ?? ''),
+    what: 'helm release change',
+  },
+  {
+    test: (w) => ['terraform', 'tofu', 'terragrunt'].includes(w[0] ?? '') && ['apply', 'destroy', 'import'].includes(w[1] ?? ''),
+    what: 'infrastructure change',
+  },
   { test: (w) => w[0] === 'pulumi' && ['up', 'destroy', 'update'].includes(w[1] ?? ''), what: 'infrastructure change' },
-  { test: (w) => ['vercel', 'netlify', 'firebase', 'fly', 'flyctl', 'wrangler', 'serverless', 'sls'].includes(w[0] ?? '') && w.some((x) => x === 'deploy' || x === 'publish' || x === '--prod'), what: 'deploy' },
+  {
+    test: (w) =>
+      ['vercel', 'netlify', 'firebase', 'fly', 'flyctl', 'wrangler', 'serverless', 'sls'].includes(w[0] ?? '') &&
+      w.some((x) => x === 'deploy' || x === 'publish' || x === '--prod'),
+    what: 'deploy',
+  },
   { test: (w) => w[0] === 'gcloud' && w.some((x) => ['deploy', 'create', 'delete', 'update'].includes(x)), what: 'cloud change' },
-  { test: (w) => w[0] === 'aws' && w.slice(1).some((x) => /^(put|create|delete|update|deploy|cp|mv|rm|sync|invoke|publish|send)/.test(x)), what: 'cloud change' },
-  { test: (w) => w[0] === 'gh' && ((w[1] === 'pr' && ['create', 'merge', 'close', 'comment', 'edit', 'review'].includes(w[2] ?? '')) || (w[1] === 'release' && ['create', 'delete', 'upload', 'edit'].includes(w[2] ?? '')) || (w[1] === 'issue' && ['create', 'close', 'comment', 'edit'].includes(w[2] ?? '')) || (w[1] === 'repo' && ['create', 'delete', 'edit'].includes(w[2] ?? '')) || w[1] === 'api'), what: 'GitHub change' },
+  {
+    test: (w) => w[0] === 'aws' && w.slice(1).some((x) => /^(put|create|delete|update|deploy|cp|mv|rm|sync|invoke|publish|send)/.test(x)),
+    what: 'cloud change',
+  },
+  {
+    test: (w) =>
+      w[0] === 'gh' &&
+      ((w[1] === 'pr' && ['create', 'merge', 'close', 'comment', 'edit', 'review'].includes(w[2] ?? '')) ||
+        (w[1] === 'release' && ['create', 'delete', 'upload', 'edit'].includes(w[2] ?? '')) ||
+        (w[1] === 'issue' && ['create', 'close', 'comment', 'edit'].includes(w[2] ?? '')) ||
+        (w[1] === 'repo' && ['create', 'delete', 'edit'].includes(w[2] ?? '')) ||
+        w[1] === 'api'),
+    what: 'GitHub change',
+  },
   { test: (w) => w[0] === 'curl' && curlChanges(w), what: 'network request that may change remote state' },
-  { test: (w) => w[0] === 'wget' && w.some((x) => /^--(post-data|post-file|method|body-data|body-file)/.test(x)), what: 'network request that may change remote state' },
-  { test: (w) => ['http', 'https', 'xh'].includes(w[0] ?? '') && ['POST', 'PUT', 'PATCH', 'DELETE'].includes((w[1] ?? '').toUpperCase()), what: 'network request that may change remote state' },
+  {
+    test: (w) => w[0] === 'wget' && w.some((x) => /^--(post-data|post-file|method|body-data|body-file)/.test(x)),
+    what: 'network request that may change remote state',
+  },
+  {
+    test: (w) => ['http', 'https', 'xh'].includes(w[0] ?? '') && ['POST', 'PUT', 'PATCH', 'DELETE'].includes((w[1] ?? '').toUpperCase()),
+    what: 'network request that may change remote state',
+  },
   { test: (w) => ['ssh', 'mosh'].includes(w[0] ?? ''), what: 'command on another host' },
-  { test: (w) => ['scp', 'rsync', 'sftp'].includes(w[0] ?? '') && w.slice(1).some((x) => !x.startsWith('-') && /^[^/\s]+:/.test(x)), what: 'copy to or from another host' },
-  { test: (w, line) => /\b(db:migrate|db:rollback|db:reset|db:drop|db:seed|migrate deploy|migrate dev|migrate reset|db push)\b/.test(line) || ((w.includes('manage.py') || w[0] === 'alembic' || w[0] === 'flyway' || w[0] === 'liquibase' || w[0] === 'knex' || w[0] === 'sequelize' || w[0] === 'goose' || w[0] === 'migrate' || w[0] === 'dbmate') && w.some((x) => /^(migrate|upgrade|downgrade|up|down|db:migrate|migrate:latest|rollback)$/.test(x))), what: 'database migration' },
-  { test: (w) => ['psql', 'mysql', 'sqlite3', 'mongosh', 'mongo', 'redis-cli'].includes(w[0] ?? '') && w.some((x) => /^(-c|-e|--command|--execute|--eval)$/.test(x)) , what: 'database command' },
+  {
+    test: (w) => ['scp', 'rsync', 'sftp'].includes(w[0] ?? '') && w.slice(1).some((x) => !x.startsWith('-') && /^[^/\s]+:/.test(x)),
+    what: 'copy to or from another host',
+  },
+  {
+    test: (w, line) =>
+      /\b(db:migrate|db:rollback|db:reset|db:drop|db:seed|migrate deploy|migrate dev|migrate reset|db push)\b/.test(line) ||
+      ((w.includes('manage.py') ||
+        w[0] === 'alembic' ||
+        w[0] === 'flyway' ||
+        w[0] === 'liquibase' ||
+        w[0] === 'knex' ||
+        w[0] === 'sequelize' ||
+        w[0] === 'goose' ||
+        w[0] === 'migrate' ||
+        w[0] === 'dbmate') &&
+        w.some((x) => /^(migrate|upgrade|downgrade|up|down|db:migrate|migrate:latest|rollback)$/.test(x))),
+    what: 'database migration',
+  },
+  {
+    test: (w) =>
+      ['psql', 'mysql', 'sqlite3', 'mongosh', 'mongo', 'redis-cli'].includes(w[0] ?? '') &&
+      w.some((x) => /^(-c|-e|--command|--execute|--eval)$/.test(x)),
+    what: 'database command',
+  },
 ];
 
 function gitSub(w: string[]): string | undefined {
@@ -62,7 +126,8 @@ function curlChanges(w: string[]): boolean {
     const x = w[i] ?? '';
     if ((x === '-X' || x === '--request') && /^(POST|PUT|PATCH|DELETE)$/i.test(w[i + 1] ?? '')) return true;
     if (/^-X(POST|PUT|PATCH|DELETE)$/i.test(x) || /^--request=(POST|PUT|PATCH|DELETE)$/i.test(x)) return true;
-    if (/^(-d|--data|--data-raw|--data-binary|--data-urlencode|--json|-F|--form|-T|--upload-file)(=|$)/.test(x) || /^-d./.test(x)) return true;
+    if (/^(-d|--data|--data-raw|--data-binary|--data-urlencode|--json|-F|--form|-T|--upload-file)(=|$)/.test(x) || /^-d./.test(x))
+      return true;
   }
   return false;
 }
@@ -115,7 +180,12 @@ export function simpleCommands(line: string): string[][] {
   // Drop leading environment assignments and wrappers (sudo, env, time, nohup, npx).
   return out.map((w) => {
     let i = 0;
-    while (i < w.length && (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i] ?? '') || ['sudo', 'env', 'time', 'nohup', 'exec', 'command', 'npx', 'bunx'].includes(w[i] ?? ''))) i++;
+    while (
+      i < w.length &&
+      (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w[i] ?? '') ||
+        ['sudo', 'env', 'time', 'nohup', 'exec', 'command', 'npx', 'bunx'].includes(w[i] ?? ''))
+    )
+      i++;
     return w.slice(i);
   });
 }
@@ -154,7 +224,8 @@ export function outsideEffect(step: Pick<Step, 'tool' | 'input'>, worktree: stri
     const o = input as Record<string, unknown>;
     for (const key of ['file_path', 'path', 'notebook_path']) {
       const p = o[key];
-      if (typeof p === 'string' && /write|edit|create|notebook|patch/i.test(step.tool ?? '') && outside(p, worktree)) return `writes ${p} outside the repository`;
+      if (typeof p === 'string' && /write|edit|create|notebook|patch/i.test(step.tool ?? '') && outside(p, worktree))
+        return `writes ${p} outside the repository`;
     }
   }
   const line = shellCommandOf(input);

@@ -89,7 +89,9 @@ interface EnvBase {
 
 function entries(env: NodeJS.ProcessEnv): [string, string][] {
   // The default sort (UTF-16 code units) without a comparator: the hot path's largest cost otherwise.
-  const names = Object.keys(env).filter((k) => typeof env[k] === 'string' && !SHELL_VARIABLES.has(k)).sort();
+  const names = Object.keys(env)
+    .filter((k) => typeof env[k] === 'string' && !SHELL_VARIABLES.has(k))
+    .sort();
   return names.map((k) => [k, env[k] as string]);
 }
 
@@ -108,7 +110,11 @@ function sameChange(a: EnvChange | null | undefined, b: EnvChange | null): boole
   const x = a && !envEmpty(a) ? a : null;
   const y = b && !envEmpty(b) ? b : null;
   if (!x || !y) return x === y;
-  return x.added.join('\0') === y.added.join('\0') && x.removed.join('\0') === y.removed.join('\0') && x.changed.join('\0') === y.changed.join('\0');
+  return (
+    x.added.join('\0') === y.added.join('\0') &&
+    x.removed.join('\0') === y.removed.join('\0') &&
+    x.changed.join('\0') === y.changed.join('\0')
+  );
 }
 
 function readBase(file: string): EnvBase | null {
@@ -133,7 +139,12 @@ function writeBase(file: string, base: EnvBase): void {
  * file read, no process); the reference file is read only when it differs.
  * `state` is updated in place (the caller writes it with the call's event).
  */
-export function envChangeAt(sessionDir: string, state: { env?: EnvState }, env: NodeJS.ProcessEnv, last: EnvChange | null | undefined): EnvChange | undefined {
+export function envChangeAt(
+  sessionDir: string,
+  state: { env?: EnvState },
+  env: NodeJS.ProcessEnv,
+  last: EnvChange | null | undefined,
+): EnvChange | undefined {
   const vars = entries(env);
   const file = path.join(sessionDir, 'env-base.json');
   if (state.env) {

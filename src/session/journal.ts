@@ -11,8 +11,6 @@ export type { TranscriptPosition } from '../agents/adapter.js';
 
 export const JOURNAL_VERSION = 1;
 
-
-
 export type StepStatus = 'open' | 'done' | 'failed' | 'interrupted' | 'unprotected';
 export type SessionStatus = 'running' | 'ended' | 'discarded';
 export type StepPhase = 'pre' | 'post' | 'checkpoint';

@@ -42,7 +42,10 @@ export async function lockedSnapshot(ctx: Context, opts: SnapshotTreeOptions): P
   const { repo, settings } = ctx;
   // With a server to take the next snapshots, a new copy of the user's index is not written back for them.
   const warmCopy = opts.warmCopy ?? !serverEnabled(repo.callerEnv, settings);
-  return ctx.snapshotter.snapshot({ ...opts, untrackedCache: true, warmCopy }, { file: contentLockFile(repo), timeoutMs: settings.lockTimeoutMs });
+  return ctx.snapshotter.snapshot(
+    { ...opts, untrackedCache: true, warmCopy },
+    { file: contentLockFile(repo), timeoutMs: settings.lockTimeoutMs },
+  );
 }
 
 /** Runs fn under the session lock with fresh state; refuses sessions that are not running. */

@@ -60,7 +60,8 @@ function packListFile(repo: Repo): string {
 export function readPackList(repo: Repo): PackList {
   try {
     const raw = JSON.parse(readStateFile(packListFile(repo))?.toString('utf8') ?? '{}') as Partial<PackList>;
-    const names = (v: unknown) => (Array.isArray(v) ? v.filter((n): n is string => typeof n === 'string' && /^pack-[0-9a-f]{40,64}$/.test(n)) : []);
+    const names = (v: unknown) =>
+      Array.isArray(v) ? v.filter((n): n is string => typeof n === 'string' && /^pack-[0-9a-f]{40,64}$/.test(n)) : [];
     return { packs: names(raw.packs), retired: names(raw.retired) };
   } catch {
     return { packs: [], retired: [] }; /* torn or foreign (a link): the packs stay, unlisted, and are never merged */
@@ -86,13 +87,18 @@ function packName(stdout: Buffer): string | null {
 export async function packObjects(repo: Repo, head: string, since: string | null, opts: { lockTimeoutMs?: number } = {}): Promise<void> {
   const dir = packDir(repo);
   // A repository removed meanwhile (the pack of an ended session runs in the background) is not made again.
-  if (!exists(path.dirname(dir)) || !exists(repo.stateDir)) throw errors.internal(`${repo.commonDir} is gone.`, { data: { commonDir: repo.commonDir } });
+  if (!exists(path.dirname(dir)) || !exists(repo.stateDir))
+    throw errors.internal(`${repo.commonDir} is gone.`, { data: { commonDir: repo.commonDir } });
   fs.mkdirSync(dir, { recursive: true });
   const lock = await acquireLock(lockFileIn(repo, 'packs.lock'), { timeoutMs: opts.lockTimeoutMs ?? 2000, purpose: 'pack' });
   try {
     const objects = await ownObjects(repo, head, since);
     // --incremental leaves out objects that are already packed; --local those of alternates.
-    const res = objects ? await repo.git(['-c', 'pack.writeBitmaps=false', 'pack-objects', '-q', '--incremental', '--local', path.join(dir, 'pack')], { input: objects }) : null;
+    const res = objects
+      ? await repo.git(['-c', 'pack.writeBitmaps=false', 'pack-objects', '-q', '--incremental', '--local', path.join(dir, 'pack')], {
+          input: objects,
+        })
+      : null;
     const name = res ? packName(res.stdout) : null;
     // A kill before this line leaves the new pack unlisted: valid, never merged.
     if (name) {
@@ -194,7 +200,14 @@ export async function mergeOwnPacks(repo: Repo): Promise<void> {
   }
   // The same objects give the same pack name: a merge that reproduces one of its inputs keeps it.
   const retired = merge.filter((n) => n !== name);
-  const packs = [...kept, name, ...sized.slice(split).map((p) => p.name).filter((n) => n !== name)];
+  const packs = [
+    ...kept,
+    name,
+    ...sized
+      .slice(split)
+      .map((p) => p.name)
+      .filter((n) => n !== name),
+  ];
   writePackList(repo, { packs, retired });
   for (const n of retired) deletePack(dir, n);
   writePackList(repo, { packs, retired: [] });

@@ -14,7 +14,10 @@ import type {
 } from './journal.js';
 
 /** The kinds of events a Session keeps in `extraEvents`. */
-export type ExtraEvent = Extract<JournalEvent, { type: 'op.start' | 'op.done' | 'session.apply' | 'session.apply.undo' | 'session.promote' | 'step.check' }>;
+export type ExtraEvent = Extract<
+  JournalEvent,
+  { type: 'op.start' | 'op.done' | 'session.apply' | 'session.apply.undo' | 'session.promote' | 'step.check' }
+>;
 
 export interface Step {
   step: number;
@@ -225,7 +228,8 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
         changed: ev.changed,
         skipped: ev.skipped.length > 0 ? ev.skipped : st.skipped,
       });
-      if (ev.transcript && !st.transcript?.uuid) st.transcript = { ...ev.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
+      if (ev.transcript && !st.transcript?.uuid)
+        st.transcript = { ...ev.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
       if (ev.agentVersion && !st.agentVersion) st.agentVersion = ev.agentVersion;
       if (ev.model && !st.model) st.model = ev.model;
       moveHead(s, ev, ev.tree);

@@ -59,5 +59,7 @@ export function planItemsDone(s: Session, from: number, to: number): PlanItem[] 
  */
 export function planLines(items: readonly PlanItem[]): string {
   const mark = (st: string) => (st === 'completed' ? 'x' : st === 'in_progress' ? '~' : st === 'cancelled' ? '-' : ' ');
-  return items.length === 0 ? '(empty)' : items.map((t) => `- [${mark(t.status)}] ${t.text.replace(/[\s\x00-\x1f\x7f-\x9f]+/g, ' ').trim()}`).join('\n');
+  return items.length === 0
+    ? '(empty)'
+    : items.map((t) => `- [${mark(t.status)}] ${t.text.replace(/[\s\x00-\x1f\x7f-\x9f]+/g, ' ').trim()}`).join('\n');
 }

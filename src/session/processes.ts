@@ -65,7 +65,14 @@ export function agentProcesses(s: Session, redactPatterns: RegExp[] = []): Agent
     const st = stepAt(s.steps, p.startedAtMs);
     if (!st) continue;
     const text = redactText(p.argv.join(' '), redactPatterns);
-    out.push({ pid: p.pid, command: text.length > 200 ? `${text.slice(0, 199)}…` : text, startedAt: new Date(p.startedAtMs).toISOString(), ports: p.ports, step: st.step, startTicks: p.startTicks });
+    out.push({
+      pid: p.pid,
+      command: text.length > 200 ? `${text.slice(0, 199)}…` : text,
+      startedAt: new Date(p.startedAtMs).toISOString(),
+      ports: p.ports,
+      step: st.step,
+      startTicks: p.startTicks,
+    });
   }
   return out.sort((a, b) => a.step - b.step || a.pid - b.pid);
 }

@@ -117,7 +117,7 @@ export function stepOf(s: Session, n: number): Step {
 export function commitAt(s: Session, point: StatePoint): string {
   if (point.step === 0) return s.baseline;
   const st = stepOf(s, point.step);
-  const commit = point.when === 'before' ? st.pre : st.post ?? st.pre;
+  const commit = point.when === 'before' ? st.pre : (st.post ?? st.pre);
   if (!commit) {
     throw errors.stepOutOfRange(`step ${point.step} of session ${s.id} has no snapshot (${st.status}).`, {
       hint: st.unprotectedReason ? `Its snapshot failed: ${st.unprotectedReason}` : 'See `agentsnap log`.',
@@ -152,7 +152,7 @@ export async function showStep(repo: Repo, id: string, n: number, opts: DiffOpti
   const step = stepOf(s, n);
   const to = step.post ?? step.pre;
   if (!to) throw errors.stepOutOfRange(`step ${n} has no snapshot (${step.status}).`, { data: { session: id, step: n } });
-  const from = step.kind === 'checkpoint' ? `${to}^` : step.pre ?? to;
+  const from = step.kind === 'checkpoint' ? `${to}^` : (step.pre ?? to);
   return { step, diff: await runDiff(repo, from, to, opts) };
 }
 
@@ -172,7 +172,13 @@ async function sessionWorktree(repo: Repo, s: Session): Promise<Repo> {
 }
 
 /** Diff between two states of a session, or a state and the session's worktree as it is now. */
-export async function diffStates(repo: Repo, id: string, from: StatePoint, to: StatePoint | 'worktree', opts: DiffOptions = {}): Promise<string> {
+export async function diffStates(
+  repo: Repo,
+  id: string,
+  from: StatePoint,
+  to: StatePoint | 'worktree',
+  opts: DiffOptions = {},
+): Promise<string> {
   const s = loadSession(repo, id);
   const a = await treeOf(repo, commitAt(s, from));
   const b = to === 'worktree' ? await worktreeTree(await sessionWorktree(repo, s), id) : await treeOf(repo, commitAt(s, to));

@@ -80,15 +80,19 @@ function walk(value: unknown, fn: (s: string) => string, keys: boolean): unknown
 export function truncateValue<T>(value: T, limit: number): T {
   if (limit <= 0) return value;
   let budget = limit;
-  return walk(value, (s) => {
-    if (s.length <= budget) {
-      budget -= s.length;
-      return s;
-    }
-    const kept = s.slice(0, budget);
-    budget = 0;
-    return `${kept}…[truncated ${s.length - kept.length} chars]`;
-  }, false) as T;
+  return walk(
+    value,
+    (s) => {
+      if (s.length <= budget) {
+        budget -= s.length;
+        return s;
+      }
+      const kept = s.slice(0, budget);
+      budget = 0;
+      return `${kept}…[truncated ${s.length - kept.length} chars]`;
+    },
+    false,
+  ) as T;
 }
 
 /** Redaction then truncation: what every journaled input and output goes through. */

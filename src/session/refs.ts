@@ -99,7 +99,10 @@ export function ensureDir(dir: string, root?: string): void {
 
 /** The refs a session's journal says it has: baseline, each step's latest snapshot, and the head. */
 export function refsFor(s: Session): RefUpdate[] {
-  const updates: RefUpdate[] = [{ ref: stepRef(s.id, 0), value: s.baseline }, { ref: headRef(s.id), value: s.head }];
+  const updates: RefUpdate[] = [
+    { ref: stepRef(s.id, 0), value: s.baseline },
+    { ref: headRef(s.id), value: s.head },
+  ];
   for (const st of s.steps) {
     const commit = st.post ?? st.pre;
     if (commit) updates.push({ ref: stepRef(s.id, st.step), value: commit });

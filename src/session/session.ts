@@ -18,9 +18,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { assertSessionId, newSessionId } from '../base/ids.js';
-import { appendEvent, eventBase, type ChangedPath, type JournalEvent, type SkippedFile, type StepPostEvent, type TranscriptPosition } from './journal.js';
+import {
+  appendEvent,
+  eventBase,
+  type ChangedPath,
+  type JournalEvent,
+  type SkippedFile,
+  type StepPostEvent,
+  type TranscriptPosition,
+} from './journal.js';
 import { withLock } from '../base/lock.js';
-import { foldJournal, type Session, type Step } from './model.js';
+import { foldJournal, type Step } from './model.js';
 import { diffTrees, readHead, type RefUpdate } from '../git/plumbing.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
@@ -34,11 +42,34 @@ import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOp
 import { importBeforeHeadMoves, importQuietly } from './transcript-import.js';
 import type { Context } from './context.js';
 import { envChangeAt } from './environment.js';
-export { STEP_REF_PREFIX, META_REF_PREFIX, stepRef, SESSION_META_PREFIX, sessionMetaRef, headRef, sessionOfRef, sessionRefs, sessionsDir, sessionIds, sessionPaths, worktreeKey, refsFor } from './refs.js';
+export {
+  STEP_REF_PREFIX,
+  META_REF_PREFIX,
+  stepRef,
+  SESSION_META_PREFIX,
+  sessionMetaRef,
+  headRef,
+  sessionOfRef,
+  sessionRefs,
+  sessionsDir,
+  sessionIds,
+  sessionPaths,
+  worktreeKey,
+  refsFor,
+} from './refs.js';
 export type { SessionPaths } from './refs.js';
 export { loadSession, sessionFinished } from './state.js';
 export { contentLockFile } from './locks.js';
-export { statusNow, wrapperRunning, wrapperGone, sessionInUse, listSessions, listWrappedSessions, selectSession, wrapperOwner } from './selection.js';
+export {
+  statusNow,
+  wrapperRunning,
+  wrapperGone,
+  sessionInUse,
+  listSessions,
+  listWrappedSessions,
+  selectSession,
+  wrapperOwner,
+} from './selection.js';
 export type { SessionSummary, SelectOptions } from './selection.js';
 
 export interface SnapshotContext {
@@ -106,7 +137,14 @@ export async function startSession(ctx: Context, opts: StartOptions = {}): Promi
     }
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: null, donors: () => donorIndexes(repo, id), ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(ctx, {
+      indexFile: p.index,
+      settings,
+      parentTree: null,
+      donors: () => donorIndexes(repo, id),
+      ...(opts.warmCopy !== undefined ? { warmCopy: opts.warmCopy } : {}),
+      ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+    });
     const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents: [],
@@ -165,7 +203,10 @@ function donorIndexes(repo: Repo, except: string): string[] {
     const st = fs.statSync(`${index}.user-copy`, { throwIfNoEntry: false });
     if (st) found.push({ index, at: st.mtimeMs });
   }
-  return found.sort((a, b) => b.at - a.at).slice(0, 16).map((f) => f.index);
+  return found
+    .sort((a, b) => b.at - a.at)
+    .slice(0, 16)
+    .map((f) => f.index);
 }
 
 /** What an operation (src/restore/undo.ts) gets while it holds a session's lock. */
@@ -217,7 +258,11 @@ export interface PreOptions extends SnapshotContext {
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
   /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
-  transcriptTail?: { path: string; tail: TranscriptTail; /** Where this call's line starts (reads started before it are journaled before it). */ callOffset?: number } | null;
+  transcriptTail?: {
+    path: string;
+    tail: TranscriptTail /** Where this call's line starts (reads started before it are journaled before it). */;
+    callOffset?: number;
+  } | null;
 }
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
@@ -225,7 +270,8 @@ export async function recordPre(ctx: Context, id: string, opts: PreOptions = {})
   const { repo, settings } = ctx;
   return mutate(ctx, id, 'snapshot (pre)', async (state, p) => {
     // Reads still running beside this call get their start now (their end at a later import): call order holds.
-    if (opts.transcriptTail) await importQuietly(ctx, p, state, opts.transcriptTail.path, opts.transcriptTail.tail, opts.transcriptTail.callOffset);
+    if (opts.transcriptTail)
+      await importQuietly(ctx, p, state, opts.transcriptTail.path, opts.transcriptTail.tail, opts.transcriptTail.callOffset);
     const s = state.session;
     const step = s.nextStep;
     const head = await readHead(repo);
@@ -233,11 +279,23 @@ export async function recordPre(ctx: Context, id: string, opts: PreOptions = {})
     const tool = clean(opts.tool ?? null);
     const snap =
       reusedSnapshot(s, opts.sameInstantAs) ??
-      (await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
+      (await lockedSnapshot(ctx, {
+        indexFile: p.index,
+        settings,
+        parentTree: s.headTree,
+        ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+      }));
     const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents: s.head ? [s.head] : [],
-      message: commitMessage({ summary: `step ${step} pre ${tool ?? ''}`.trim(), session: id, step, phase: 'pre', tool, head: head.commit }),
+      message: commitMessage({
+        summary: `step ${step} pre ${tool ?? ''}`.trim(),
+        session: id,
+        step,
+        phase: 'pre',
+        tool,
+        head: head.commit,
+      }),
     });
     const envChanged = opts.env ? envChangeAt(p.dir, state, opts.env, s.envChanged) : undefined;
     const offered = opts.transcriptTail && opts.toolsOffered ? toolsSince(state, opts.transcriptTail, opts.toolsOffered) : null;
@@ -278,7 +336,11 @@ export async function recordPre(ctx: Context, id: string, opts: PreOptions = {})
  * The tools offered since the previous pre looked (state.toolsScan: the end of the last whole line it searched, so
  * each byte of the transcript is searched once); moves that mark to this tail's last whole line.
  */
-function toolsSince(state: SessionState, t: NonNullable<PreOptions['transcriptTail']>, offered: NonNullable<PreOptions['toolsOffered']>): string[] | null {
+function toolsSince(
+  state: SessionState,
+  t: NonNullable<PreOptions['transcriptTail']>,
+  offered: NonNullable<PreOptions['toolsOffered']>,
+): string[] | null {
   const seen = state.toolsScan;
   const found = offered(seen && seen.path === t.path && seen.offset <= t.tail.size ? seen.offset : undefined);
   state.toolsScan = { path: t.path, offset: t.tail.from + t.tail.buf.lastIndexOf(0x0a) + 1 };
@@ -321,10 +383,13 @@ function findOpenStep(state: SessionState, opts: PostOptions): Step {
   if (opts.toolUseId) {
     const same = open.filter((o) => o.toolUseId === opts.toolUseId);
     if (opts.uniqueToolUseId && same.length > 1) {
-      throw errors.ambiguousOpenStep(`session ${id} has ${same.length} open steps (${same.map((o) => o.step).join(', ')}) for tool call ${opts.toolUseId}; none is closed.`, {
-        hint: 'Say which one with --step N.',
-        data: { session: id, toolUseId: opts.toolUseId, open: same.map((o) => o.step) },
-      });
+      throw errors.ambiguousOpenStep(
+        `session ${id} has ${same.length} open steps (${same.map((o) => o.step).join(', ')}) for tool call ${opts.toolUseId}; none is closed.`,
+        {
+          hint: 'Say which one with --step N.',
+          data: { session: id, toolUseId: opts.toolUseId, open: same.map((o) => o.step) },
+        },
+      );
     }
     const st = same[0];
     if (st) return st;
@@ -355,14 +420,26 @@ export async function recordPost(ctx: Context, id: string, opts: PostOptions = {
     const st = findOpenStep(state, opts);
     const head = await readHead(repo);
     const clean = journaled(settings);
-    const snap = await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+    const snap = await lockedSnapshot(ctx, {
+      indexFile: p.index,
+      settings,
+      parentTree: s.headTree,
+      ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+    });
     const pre = st.pre ?? s.head;
     // First parent: the pre-snapshot; second: the chain tip when other snapshots came between (overlapping calls).
     const parents = (s.head !== pre ? [pre, s.head] : [pre]).filter(Boolean);
     const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents,
-      message: commitMessage({ summary: `step ${st.step} post ${st.tool ?? ''}`.trim(), session: id, step: st.step, phase: 'post', tool: st.tool, head: head.commit }),
+      message: commitMessage({
+        summary: `step ${st.step} post ${st.tool ?? ''}`.trim(),
+        session: id,
+        step: st.step,
+        phase: 'post',
+        tool: st.tool,
+        head: head.commit,
+      }),
     });
     // snap.changed is already the diff from the chain tip; it is the step's own diff unless other snapshots came between.
     // A call that ran an operation (the agent's undo through `agentsnap mcp`): what it changed besides that operation,
@@ -413,7 +490,10 @@ export interface CheckpointOptions extends SnapshotContext {
  * scanning the worktree a second time: for the user both are one instant,
  * and anything written in between shows in the next snapshot.
  */
-function reusedSnapshot(s: SessionState['session'], taken: SnapshotResult | null | undefined): Pick<SnapshotResult, 'tree' | 'changed' | 'skipped'> | null {
+function reusedSnapshot(
+  s: SessionState['session'],
+  taken: SnapshotResult | null | undefined,
+): Pick<SnapshotResult, 'tree' | 'changed' | 'skipped'> | null {
   if (!taken || taken.commit !== s.head || taken.tree !== s.headTree) return null;
   return { tree: taken.tree, changed: [], skipped: taken.skipped };
 }
@@ -428,7 +508,13 @@ export async function recordCheckpointIfChanged(ctx: Context, id: string, opts: 
   return checkpoint(ctx, id, opts, true);
 }
 
-async function checkpoint(ctx: Context, id: string, opts: CheckpointOptions, onlyIfChanged: boolean, importReads = true): Promise<SnapshotResult | null> {
+async function checkpoint(
+  ctx: Context,
+  id: string,
+  opts: CheckpointOptions,
+  onlyIfChanged: boolean,
+  importReads = true,
+): Promise<SnapshotResult | null> {
   const { repo, settings } = ctx;
   return mutate(ctx, id, 'snapshot (checkpoint)', async (state, p) => {
     // The reads the transcript holds now saw the head before this checkpoint (wrap --auto's: only when it records something).
@@ -440,7 +526,12 @@ async function checkpoint(ctx: Context, id: string, opts: CheckpointOptions, onl
     const message = clean(opts.message ?? null);
     const snap =
       reusedSnapshot(s, opts.sameInstantAs) ??
-      (await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: s.headTree, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }));
+      (await lockedSnapshot(ctx, {
+        indexFile: p.index,
+        settings,
+        parentTree: s.headTree,
+        ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+      }));
     if (onlyIfChanged && snap.tree === s.headTree) return null;
     if (importReads && onlyIfChanged) {
       await importBeforeHeadMoves(ctx, p, state);
@@ -450,7 +541,14 @@ async function checkpoint(ctx: Context, id: string, opts: CheckpointOptions, onl
     const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents: s.head ? [s.head] : [],
-      message: commitMessage({ summary: `step ${step} checkpoint${message ? `: ${message}` : ''}`, session: id, step, phase: 'checkpoint', tool, head: head.commit }),
+      message: commitMessage({
+        summary: `step ${step} checkpoint${message ? `: ${message}` : ''}`,
+        session: id,
+        step,
+        phase: 'checkpoint',
+        tool,
+        head: head.commit,
+      }),
     });
     const ev: JournalEvent = {
       ...eventBase(id),
@@ -524,7 +622,10 @@ export async function resumeSession(ctx: Context, id: string, opts: ResumeOption
     const state = await loadState(repo, id);
     const s = state.session;
     if (s.discarded) {
-      throw errors.sessionNotRunning(`session ${id} has been discarded.`, { hint: 'Start a new session (leave --session out).', data: { session: id } });
+      throw errors.sessionNotRunning(`session ${id} has been discarded.`, {
+        hint: 'Start a new session (leave --session out).',
+        data: { session: id },
+      });
     }
     if (s.worktree !== repo.worktree) {
       throw errors.invalidArgument(`session ${id} belongs to the worktree ${s.worktree}, not ${repo.worktree}.`, {
@@ -539,12 +640,24 @@ export async function resumeSession(ctx: Context, id: string, opts: ResumeOption
       });
     }
     const clean = journaled(settings);
-    const ev: JournalEvent = { ...eventBase(id), type: 'session.resume', agent: clean(opts.agent ?? null), command: clean(opts.command ?? null), owner: opts.owner ?? null };
+    const ev: JournalEvent = {
+      ...eventBase(id),
+      type: 'session.resume',
+      agent: clean(opts.agent ?? null),
+      command: clean(opts.command ?? null),
+      owner: opts.owner ?? null,
+    };
     if (opts.owner) markRunning(repo, id);
     await commitEvent(ctx, p, state, ev, []);
   });
   // No import: what the old transcript holds since the session ended belongs to no run of this session.
-  return (await checkpoint(ctx, id, { message: 'session resumed', ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) }, false, false)) as SnapshotResult;
+  return (await checkpoint(
+    ctx,
+    id,
+    { message: 'session resumed', ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) },
+    false,
+    false,
+  )) as SnapshotResult;
 }
 
 export interface EndOptions extends SnapshotContext {
@@ -561,12 +674,17 @@ export interface EndOptions extends SnapshotContext {
 }
 
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
-export async function endSession(ctx: Context, id: string, opts: EndOptions = {}): Promise<{ commit: string | null; changed: ChangedPath[] }> {
+export async function endSession(
+  ctx: Context,
+  id: string,
+  opts: EndOptions = {},
+): Promise<{ commit: string | null; changed: ChangedPath[] }> {
   const { repo, settings } = ctx;
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
   await mutate(ctx, id, 'import transcript calls', async (state, p) => {
-    const transcript = opts.transcriptPath ?? state.session.agentTranscript ?? (importsReadCalls(state.session.agent) ? state.transcriptPath : null);
-    const tail = transcript ? transcriptReader(state.session.agent, transcript)?.readTail(transcript) ?? null : null;
+    const transcript =
+      opts.transcriptPath ?? state.session.agentTranscript ?? (importsReadCalls(state.session.agent) ? state.transcriptPath : null);
+    const tail = transcript ? (transcriptReader(state.session.agent, transcript)?.readTail(transcript) ?? null) : null;
     if (transcript && tail) await importQuietly(ctx, p, state, transcript, tail, undefined, true);
   });
   for (const st of [...(await loadState(repo, id, false)).session.open]) {
@@ -597,7 +715,8 @@ export async function endSession(ctx: Context, id: string, opts: EndOptions = {}
     unmarkRunning(repo, id);
     if (!opts.packInBackground) await maybeMaintain(repo, p, state, true);
     // A server runs it itself, after its reply (no Node process of its own to start: ~0.1 s of CPU a session).
-    else if (state.unpacked > 0 && opts.packInBackground === 'deferred') setTimeout(() => void maintainEndedSession(repo, id).catch(() => undefined), 0); // packing after the reply, with nobody to tell: objects left loose lose nothing
+    else if (state.unpacked > 0 && opts.packInBackground === 'deferred')
+      setTimeout(() => void maintainEndedSession(repo, id).catch(() => undefined), 0); // packing after the reply, with nobody to tell: objects left loose lose nothing
     else if (state.unpacked > 0) maintainInBackground(repo, id);
     return { commit, changed: commit ? snap.changed : [] };
   });
@@ -634,7 +753,11 @@ export async function recordTranscript(ctx: Context, id: string, opts: Transcrip
  * environment, else the running session of this worktree, else a new one
  * (created under the worktree lock, so concurrent calls share one session).
  */
-export async function sessionForSnap(ctx: Context, opts: SelectOptions & SnapshotContext & { /** false: never start one (`--phase post` closes a step of a running session). */ start?: boolean }): Promise<{ id: string; created: SnapshotResult | null }> {
+export async function sessionForSnap(
+  ctx: Context,
+  opts: SelectOptions &
+    SnapshotContext & { /** false: never start one (`--phase post` closes a step of a running session). */ start?: boolean },
+): Promise<{ id: string; created: SnapshotResult | null }> {
   const { repo, settings } = ctx;
   if (opts.session || repo.callerEnv.AGENTSNAP_SESSION) {
     return { id: (await selectSession(repo, opts)).id, created: null };

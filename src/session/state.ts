@@ -49,7 +49,11 @@ export function stateFrom(s: Session, journalSize: number, prev: SessionState | 
     // Folded forward from a cache that predates the list, the steps are not all the journal's: leave it to a full read.
     ...(folded && !prev?.recentToolUseIds
       ? {}
-      : { recentToolUseIds: [...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))])].slice(-RECENT_CALLS) }),
+      : {
+          recentToolUseIds: [
+            ...new Set([...(prev?.recentToolUseIds ?? []), ...steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []))]),
+          ].slice(-RECENT_CALLS),
+        }),
     transcriptPath: steps.reduce<string | null>((last, st) => st.transcript?.path ?? last, prev?.transcriptPath ?? null),
     ...(prev?.transcriptFloor ? { transcriptFloor: prev.transcriptFloor } : {}),
     ...(prev?.env ? { env: prev.env } : {}),
@@ -135,8 +139,14 @@ export async function setRefsFromJournal(repo: Repo, updates: RefUpdate[]): Prom
   } catch (e) {
     if (!isMissingObjectError(e)) throw e;
   }
-  const gone = await missingObjects(repo, updates.map((u) => u.value));
-  await updateRefs(repo, updates.filter((u) => !u.value || !gone.has(u.value)));
+  const gone = await missingObjects(
+    repo,
+    updates.map((u) => u.value),
+  );
+  await updateRefs(
+    repo,
+    updates.filter((u) => !u.value || !gone.has(u.value)),
+  );
   return updates.filter((u) => u.value && gone.has(u.value));
 }
 
@@ -164,7 +174,10 @@ export async function forgetPruned(repo: Repo, state: SessionState): Promise<voi
     if (st.pre) candidates.push({ commit: st.pre, tree: st.preTree });
   }
   candidates.push({ commit: full.baseline, tree: full.baselineTree });
-  const absent = await missingObjects(repo, candidates.flatMap((c) => [c.commit, c.tree]));
+  const absent = await missingObjects(
+    repo,
+    candidates.flatMap((c) => [c.commit, c.tree]),
+  );
   const found = candidates.find((c) => !absent.has(c.commit) && !(c.tree && absent.has(c.tree)));
   s.head = found?.commit ?? '';
   s.headTree = found?.tree ?? null;

@@ -21,7 +21,15 @@ import { type SessionState, stateFrom, writeState, loadSession, loadState } from
  * `interrupted`, still pre = post. Caller holds the session lock. Never
  * throws for a transcript it cannot read: it imports nothing then.
  */
-export async function importTranscriptCalls(ctx: Context, p: SessionPaths, state: SessionState, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<number> {
+export async function importTranscriptCalls(
+  ctx: Context,
+  p: SessionPaths,
+  state: SessionState,
+  transcriptPath: string,
+  tail: TranscriptTail,
+  pendingBefore: number | undefined,
+  final = false,
+): Promise<number> {
   const { repo, settings } = ctx;
   // A state cache written before this existed has no recent ids: take them from the journal once.
   const recent = state.recentToolUseIds ?? loadSession(repo, state.session.id).steps.flatMap((st) => (st.toolUseId ? [st.toolUseId] : []));
@@ -64,7 +72,9 @@ export async function importTranscriptCalls(ctx: Context, p: SessionPaths, state
   // The steps of hooked calls that ran after a read (see TranscriptCall.before), read from the journal once if needed.
   let journaled: Step[] | null = null;
   const stateBefore = (toolUseId: string): { pre: string; tree: string } | null => {
-    const st = state.session.open.find((o) => o.toolUseId === toolUseId) ?? (journaled ??= loadSession(repo, state.session.id).steps).find((o) => o.toolUseId === toolUseId);
+    const st =
+      state.session.open.find((o) => o.toolUseId === toolUseId) ??
+      (journaled ??= loadSession(repo, state.session.id).steps).find((o) => o.toolUseId === toolUseId);
     return st?.pre && st.preTree ? { pre: st.pre, tree: st.preTree } : null;
   };
   for (const c of calls) {
@@ -105,7 +115,7 @@ export async function importTranscriptCalls(ctx: Context, p: SessionPaths, state
       commit: seen.pre,
       tree: seen.tree,
       output: clean(c.output),
-      error: c.isError ? clean(typeof c.output === 'string' ? c.output.split('\n')[0] ?? 'failed' : 'failed') : null,
+      error: c.isError ? clean(typeof c.output === 'string' ? (c.output.split('\n')[0] ?? 'failed') : 'failed') : null,
       durationMs: !c.pending && Number.isFinite(ms) && ms >= 0 ? ms : null,
       changed: [],
       skipped: [],
@@ -118,7 +128,20 @@ export async function importTranscriptCalls(ctx: Context, p: SessionPaths, state
   // Reads journaled as started whose result never came: closed as they started (a read changes nothing).
   for (const o of unended) {
     if (!o.pre || !o.preTree) continue;
-    events.push({ ...eventBase(state.session.id), type: 'step.post', step: o.step, status: 'interrupted', commit: o.pre, tree: o.preTree, output: undefined, error: null, durationMs: null, changed: [], skipped: [], source: 'transcript' });
+    events.push({
+      ...eventBase(state.session.id),
+      type: 'step.post',
+      step: o.step,
+      status: 'interrupted',
+      commit: o.pre,
+      tree: o.preTree,
+      output: undefined,
+      error: null,
+      durationMs: null,
+      changed: [],
+      skipped: [],
+      source: 'transcript',
+    });
     refs.push({ ref: stepRef(state.session.id, o.step), value: o.pre });
   }
   // One write and one fsync for them all.
@@ -166,11 +189,23 @@ export async function importBeforeHeadMoves(ctx: Context, p: SessionPaths, state
  * Code); null: none known.
  */
 function readsTranscript(state: SessionState): string | null {
-  return state.session.agentTranscript ?? state.transcriptFloor?.path ?? (importsReadCalls(state.session.agent) ? state.transcriptPath ?? null : null);
+  return (
+    state.session.agentTranscript ??
+    state.transcriptFloor?.path ??
+    (importsReadCalls(state.session.agent) ? (state.transcriptPath ?? null) : null)
+  );
 }
 
 /** importTranscriptCalls for a hook's path: a failure costs only the imports; the state is re-read from the journal. */
-export async function importQuietly(ctx: Context, p: SessionPaths, state: SessionState, transcriptPath: string, tail: TranscriptTail, pendingBefore: number | undefined, final = false): Promise<void> {
+export async function importQuietly(
+  ctx: Context,
+  p: SessionPaths,
+  state: SessionState,
+  transcriptPath: string,
+  tail: TranscriptTail,
+  pendingBefore: number | undefined,
+  final = false,
+): Promise<void> {
   try {
     await importTranscriptCalls(ctx, p, state, transcriptPath, tail, pendingBefore, final);
   } catch {

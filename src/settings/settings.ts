@@ -69,7 +69,6 @@ export const SECRET_PATTERNS = [
 /** Templates of .env files are meant to be shared and are not secrets. */
 export const SECRET_ALLOW = ['**/.env.example', '**/.env.sample', '**/.env.template', '**/*.pub'];
 
-
 export const DEFAULT_OUTPUT_LIMIT = 32 * 1024;
 
 function parseRegexes(key: string, values: string[]): RegExp[] {
@@ -102,7 +101,10 @@ function readProjectFile(worktree: string): ProjectFile {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {}; // no project settings file: the defaults
     // Taken for none, its exclusions would be dropped in silence (and the files they keep out snapshotted).
-    throw errors.unreadableFile(`cannot read ${PROJECT_FILE}: ${(e as Error).message}`, { hint: `Make ${file} readable, or remove it.`, data: { file } });
+    throw errors.unreadableFile(`cannot read ${PROJECT_FILE}: ${(e as Error).message}`, {
+      hint: `Make ${file} readable, or remove it.`,
+      data: { file },
+    });
   }
   let data: unknown;
   try {
@@ -131,11 +133,7 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
   }
   return {
     exclude: [...(project.exclude ?? []), ...(cfg.get('agentsnap.exclude') ?? [])],
-    maxFileSize: parseSize(
-      'agentsnap.maxFileSize',
-      lastValue(cfg, 'agentsnap.maxfilesize') ?? projectSize,
-      DEFAULT_MAX_FILE_SIZE,
-    ),
+    maxFileSize: parseSize('agentsnap.maxFileSize', lastValue(cfg, 'agentsnap.maxfilesize') ?? projectSize, DEFAULT_MAX_FILE_SIZE),
     excludeSecrets: parseBool('agentsnap.excludeSecrets', lastValue(cfg, 'agentsnap.excludesecrets'), true),
     lockTimeoutMs: parseInteger('agentsnap.lockTimeout', lastValue(cfg, 'agentsnap.locktimeout'), 30_000),
     autocrlf: lastValue(cfg, 'core.autocrlf') ?? null,
@@ -177,7 +175,7 @@ export function settingsCache(repo: Repo): () => Promise<Settings> {
     path.join(repo.worktree, PROJECT_FILE),
     env.GIT_CONFIG_GLOBAL ?? path.join(home, '.gitconfig'),
     env.GIT_CONFIG_GLOBAL ? '' : path.join(env.XDG_CONFIG_HOME ?? path.join(home, '.config'), 'git', 'config'),
-    env.GIT_CONFIG_NOSYSTEM ? '' : env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig',
+    env.GIT_CONFIG_NOSYSTEM ? '' : (env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig'),
   ].filter(Boolean);
   return () => {
     const now = files
@@ -193,7 +191,8 @@ export function settingsCache(repo: Repo): () => Promise<Settings> {
     if (!cached || now !== key) {
       key = now;
       cached = loadSettings(repo);
-      cached.catch(() => { // the caller gets this failure through `cached`: a later call reads the settings again
+      cached.catch(() => {
+        // the caller gets this failure through `cached`: a later call reads the settings again
         cached = null;
       });
     }

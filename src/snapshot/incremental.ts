@@ -139,7 +139,7 @@ let hashA = 0;
 let hashB = 0;
 
 function mixStat(x: number): void {
-  const lo = x % 4294967296 | 0;
+  const lo = (x % 4294967296) | 0;
   const hi = (x / 4294967296) | 0;
   const frac = ((x % 1) * 1e6) | 0; // sub-millisecond part of the times
   let a = hashA;
@@ -186,7 +186,15 @@ interface UserIndex {
 }
 
 export class IncrementalSnapshotter {
-  readonly stats: EngineStats = { incremental: 0, full: 0, lastFullReason: null, sweeps: 0, lastSweep: null, lastWaitMs: 0, lastFullMs: null };
+  readonly stats: EngineStats = {
+    incremental: 0,
+    full: 0,
+    lastFullReason: null,
+    sweeps: 0,
+    lastSweep: null,
+    lastWaitMs: 0,
+    lastFullMs: null,
+  };
   private readonly reader: ObjectReader;
   private checker: IgnoreChecker;
   private store: ObjectStore | null = null;
@@ -281,7 +289,10 @@ export class IncrementalSnapshotter {
     };
     if (inside(repo.worktree) && !inside(repo.gitDir) && !inside(repo.commonDir)) {
       // Its cookie files would be worktree files in the snapshots.
-      throw errors.internal(`the incremental engine's run dir ${runDir} is inside the worktree.`, { hint: 'Put it under the git dir.', data: { runDir } });
+      throw errors.internal(`the incremental engine's run dir ${runDir} is inside the worktree.`, {
+        hint: 'Put it under the git dir.',
+        data: { runDir },
+      });
     }
     fs.mkdirSync(opts.runDir, { recursive: true, mode: 0o700 });
     const engine = new IncrementalSnapshotter(repo, opts, null as unknown as WorktreeWatcher);
@@ -366,7 +377,10 @@ export class IncrementalSnapshotter {
     if (!this.opts.idleSweeps || this.closed) return;
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     const last = this.stats.lastSweep?.ms ?? 0;
-    const gap = this.idleSweepsDone === 0 ? SWEEP_DELAY_MS : Math.min(SWEEP_MAX_GAP_MS, Math.max(SWEEP_MIN_GAP_MS, 8 * last) * 2 ** (this.idleSweepsDone - 1));
+    const gap =
+      this.idleSweepsDone === 0
+        ? SWEEP_DELAY_MS
+        : Math.min(SWEEP_MAX_GAP_MS, Math.max(SWEEP_MIN_GAP_MS, 8 * last) * 2 ** (this.idleSweepsDone - 1));
     this.sweepTimer = setTimeout(() => {
       this.sweepTimer = null;
       void this.sweep().then(
@@ -384,7 +398,8 @@ export class IncrementalSnapshotter {
   private async sweepNow(): Promise<SweepResult> {
     let started = performance.now();
     // Nothing to vouch for: no snapshot yet, or every snapshot is a full scan anyway.
-    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store) return { files: 0, dirty: 0, ms: 0, interrupted: false };
+    if (this.closed || !this.base || this.configUnsupported || this.watcherGaveUp || !this.store)
+      return { files: 0, dirty: 0, ms: 0, interrupted: false };
     let cur = this.sweepCursor;
     // A full scan since the stopped sweep took the records again: start over.
     if (!cur || cur.fullScans !== this.stats.full) {
@@ -392,7 +407,10 @@ export class IncrementalSnapshotter {
       const since = this.baselineSince;
       // After a full scan: the files of its tree, streamed from git (at 1M files its listing is ~50 MB, and as
       // strings far more), then the skipped files; else the records, directory by directory.
-      const source: SweepSource = since !== null ? new BaselineSource(new TreeListing(this.repo, this.base.tree), [...this.base.skipped.keys()]) : this.table.recordCursor();
+      const source: SweepSource =
+        since !== null
+          ? new BaselineSource(new TreeListing(this.repo, this.base.tree), [...this.base.skipped.keys()])
+          : this.table.recordCursor();
       cur = { fullScans: this.stats.full, source, since, res: { files: 0, dirty: 0, ms: 0, interrupted: false } };
     }
     this.sweepCursor = cur;
@@ -574,7 +592,11 @@ export class IncrementalSnapshotter {
     }
   }
 
-  private async full(opts: { settings: Settings; parentTree: string | null }, reason: string, dirty: Set<string>): Promise<IncrementalResult> {
+  private async full(
+    opts: { settings: Settings; parentTree: string | null },
+    reason: string,
+    dirty: Set<string>,
+  ): Promise<IncrementalResult> {
     // The unwatched (ignored) directories were decided before the watcher
     // started: an ignore file changed in between, or among the paths not
     // looked at (an early fallback), may have made one of them matter.
@@ -638,7 +660,12 @@ export class IncrementalSnapshotter {
     this.sawNested = nested;
     let res: TreeSnapshotResult;
     try {
-      res = await snapshotTree(this.repo, { indexFile: this.indexFile, settings: opts.settings, parentTree: opts.parentTree, untrackedCache: true });
+      res = await snapshotTree(this.repo, {
+        indexFile: this.indexFile,
+        settings: opts.settings,
+        parentTree: opts.parentTree,
+        untrackedCache: true,
+      });
     } catch (e) {
       // The private index may hold what made the scan fail (a copy of a user's index git could not read):
       // the next full scan seeds a fresh copy instead of failing on it forever.
@@ -741,7 +768,15 @@ export class IncrementalSnapshotter {
    * there may not be ignored): only those git ignores as directories count.
    */
   private async ignoredDirs(index: UserIndex): Promise<Set<string>> {
-    const res = await this.repo.git(['ls-files', '-z', '--others', '--ignored', '--exclude-standard', '--directory', '--no-empty-directory']);
+    const res = await this.repo.git([
+      'ls-files',
+      '-z',
+      '--others',
+      '--ignored',
+      '--exclude-standard',
+      '--directory',
+      '--no-empty-directory',
+    ]);
     const candidates = splitNul(res.stdout)
       .filter((p) => p.endsWith('/'))
       .map((p) => p.slice(0, -1))
@@ -776,7 +811,16 @@ export class IncrementalSnapshotter {
     if (dirty.size === 0) return this.result(base.tree, parentTree, base.skipped);
 
     const classify = untrackedClassifier(settings);
-    const walk = new Walk(this.repo.worktree, index, this.table, this.checker, classify, this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK, this.skipDirs, this.linked);
+    const walk = new Walk(
+      this.repo.worktree,
+      index,
+      this.table,
+      this.checker,
+      classify,
+      this.opts.maxWalkFiles ?? DEFAULT_MAX_WALK,
+      this.skipDirs,
+      this.linked,
+    );
     // Ancestors first: a dirty directory covers everything below it.
     const sorted = [...dirty].sort((a, b) => a.length - b.length);
     const covered: string[] = [];
@@ -794,7 +838,10 @@ export class IncrementalSnapshotter {
       for (const s of skipped.keys()) if (isUnder(s, p)) skipped.delete(s);
     }
     for (const s of walk.skipped) skipped.set(s.path, s);
-    const pending = walk.files.map(async (f) => ({ rel: f.rel, leaf: await blobOf(this.repo, store, f.rel, f.symlink, this.opts.largeFileBytes) }));
+    const pending = walk.files.map(async (f) => ({
+      rel: f.rel,
+      leaf: await blobOf(this.repo, store, f.rel, f.symlink, this.opts.largeFileBytes),
+    }));
     for (const { rel, leaf } of await Promise.all(pending)) {
       if (typeof leaf === 'string') return leaf;
       if (leaf) await tree.set(rel, leaf);
@@ -1072,7 +1119,9 @@ class TreeListing {
         const code = await this.exit;
         if (code instanceof Error) throw errors.gitFailed(`could not start git: ${code.message}`, { cause: code });
         if (code !== 0 || this.have > 0) {
-          throw errors.gitFailed(`git ls-tree failed: ${this.stderr.trim().split('\n').slice(-1)[0] || `exit ${code}`}`, { data: { args: this.args, exitCode: code, stderr: this.stderr } });
+          throw errors.gitFailed(`git ls-tree failed: ${this.stderr.trim().split('\n').slice(-1)[0] || `exit ${code}`}`, {
+            data: { args: this.args, exitCode: code, stderr: this.stderr },
+          });
         }
         return;
       }

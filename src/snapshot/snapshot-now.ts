@@ -32,7 +32,12 @@ export interface SnapshotNowOptions {
 }
 
 /** A snapshot of the worktree as it is now through a throwaway index: the tree, and what it left out. */
-export async function snapshotNow(repo: Repo, settings: Settings, purpose: string, opts: SnapshotNowOptions = {}): Promise<{ tree: string; skipped: string[] }> {
+export async function snapshotNow(
+  repo: Repo,
+  settings: Settings,
+  purpose: string,
+  opts: SnapshotNowOptions = {},
+): Promise<{ tree: string; skipped: string[] }> {
   const idx = tempIndex(repo, purpose);
   try {
     if (opts.seedIndex && fs.existsSync(opts.seedIndex)) copyIndexFile(opts.seedIndex, idx);

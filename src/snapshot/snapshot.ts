@@ -21,7 +21,26 @@ import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from '../settings/settin
 import type { Repo } from '../git/repo.js';
 import { snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
-import { addPaths, addTracked, behindSymlink, diffTrees, emptyTree, ignoredPaths, indexEnv, indexVsTree, listUntracked, readHead, removePaths, specialFile, treeVsTree, unreadFromStderr, updateTracked, writeTree, type IndexVsTree, type UnreadPath } from '../git/plumbing.js';
+import {
+  addPaths,
+  addTracked,
+  behindSymlink,
+  diffTrees,
+  emptyTree,
+  ignoredPaths,
+  indexEnv,
+  indexVsTree,
+  listUntracked,
+  readHead,
+  removePaths,
+  specialFile,
+  treeVsTree,
+  unreadFromStderr,
+  updateTracked,
+  writeTree,
+  type IndexVsTree,
+  type UnreadPath,
+} from '../git/plumbing.js';
 import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from '../git/run.js';
 import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
@@ -201,12 +220,13 @@ function explainAddFailure(e: unknown): never {
         data: { path: m[1], stderr },
       });
     }
-    throw errors.snapshotFailed(`snapshot failed: ${e.message}`, { data: e.data, hint: 'No snapshot was written. Run with AGENTSNAP_DEBUG=1 for details.' });
+    throw errors.snapshotFailed(`snapshot failed: ${e.message}`, {
+      data: e.data,
+      hint: 'No snapshot was written. Run with AGENTSNAP_DEBUG=1 for details.',
+    });
   }
   throw e;
 }
-
-
 
 /**
  * Writes the worktree into a tree object and returns it with the list of
@@ -228,7 +248,12 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   let { state: copy, base: knownBase } = opts.untrackedCache ? userCopyState(indexFile, userKey) : { state: 'none' as const, base: null };
   if (copy === 'stale') discardPrivateIndex(indexFile);
   // A new index continues an earlier session's copy of the user's index where that copy is still exact (adoptDonor).
-  const donors = opts.untrackedCache && opts.donors && !fs.existsSync(indexFile) ? (typeof opts.donors === 'function' ? opts.donors() : opts.donors) : [];
+  const donors =
+    opts.untrackedCache && opts.donors && !fs.existsSync(indexFile)
+      ? typeof opts.donors === 'function'
+        ? opts.donors()
+        : opts.donors
+      : [];
   const adopted = donors.length > 0 ? adoptDonor(repo, indexFile, donors, userKey) : null;
   if (adopted) {
     ({ state: copy, base: knownBase } = userCopyState(indexFile, userKey));
@@ -256,7 +281,12 @@ export async function snapshotTree(userRepo: Repo, opts: SnapshotTreeOptions): P
   // The index holds exactly the user's entries (a copy, maybe refreshed by status): nothing to reconcile.
   const fresh = seeded || copy === 'valid';
   const result = await snapshotThroughIndex(repo, opts, fresh, cfg);
-  return { ...result, seeded: seeded || !!adopted, ...(adopted ? { adopted: adopted.from } : {}), ...(declined !== undefined ? { declined } : {}) };
+  return {
+    ...result,
+    seeded: seeded || !!adopted,
+    ...(adopted ? { adopted: adopted.from } : {}),
+    ...(declined !== undefined ? { declined } : {}),
+  };
 }
 
 /**
@@ -321,7 +351,13 @@ function adoptDonor(repo: Repo, indexFile: string, donors: readonly string[], us
       unlinkQuiet(tmp);
       continue;
     }
-    writeUserCopy(indexFile, { user: userKey, priv: statKey(indexFile), base: typeof rec.base === 'string' ? rec.base : null, worktree: repo.worktree, gitDir: repo.gitDir });
+    writeUserCopy(indexFile, {
+      user: userKey,
+      priv: statKey(indexFile),
+      base: typeof rec.base === 'string' ? rec.base : null,
+      worktree: repo.worktree,
+      gitDir: repo.gitDir,
+    });
     return { from: donor };
   }
   return null;
@@ -335,7 +371,11 @@ function oldestFile(indexFile: string): string {
 /** The recorded oldestRefreshedMtime of `indexFile` and the user's index while their stat keys are `priv` and `user`; undefined when none is. */
 function knownOldest(indexFile: string, priv: string, user: string): number | undefined {
   try {
-    const rec = JSON.parse(readStateFile(oldestFile(indexFile))?.toString('utf8') ?? 'null') as { priv?: unknown; user?: unknown; oldest?: unknown } | null;
+    const rec = JSON.parse(readStateFile(oldestFile(indexFile))?.toString('utf8') ?? 'null') as {
+      priv?: unknown;
+      user?: unknown;
+      oldest?: unknown;
+    } | null;
     if (!rec || rec.priv !== priv || rec.user !== user) return undefined;
     if (rec.oldest === 'none') return Infinity;
     return typeof rec.oldest === 'number' && Number.isInteger(rec.oldest) ? rec.oldest : undefined;
@@ -363,7 +403,14 @@ export function precomputeDonorOldest(repo: Repo, indexFile: string): void {
   }
   const userIndex = path.join(repo.gitDir, 'index');
   const user = statKey(userIndex);
-  if (rec.worktree !== repo.worktree || rec.gitDir !== repo.gitDir || rec.user !== user || typeof rec.priv !== 'string' || statKey(indexFile) !== rec.priv) return;
+  if (
+    rec.worktree !== repo.worktree ||
+    rec.gitDir !== repo.gitDir ||
+    rec.user !== user ||
+    typeof rec.priv !== 'string' ||
+    statKey(indexFile) !== rec.priv
+  )
+    return;
   if (knownOldest(indexFile, rec.priv, user) !== undefined) return;
   const oldest = oldestRefreshedMtime(indexFile, repo.objectFormat, userIndex);
   // Either file written while they were read: not recorded.
@@ -375,7 +422,10 @@ export function precomputeDonorOldest(repo: Repo, indexFile: string): void {
   }
 }
 
-function writeUserCopy(indexFile: string, rec: { user: string; priv: string; base: string | null; worktree: string; gitDir: string }): void {
+function writeUserCopy(
+  indexFile: string,
+  rec: { user: string; priv: string; base: string | null; worktree: string; gitDir: string },
+): void {
   replaceStateFile(userCopyFile(indexFile), JSON.stringify(rec));
 }
 
@@ -424,7 +474,12 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // The marker names the tree it was checked for: anything else that moved
   // the session (undo writes restored entries into this index) falls back
   // to the full scan, which checks again.
-  const fast = !!opts.untrackedCache && !seeded && !!opts.parentTree && readMarker(indexFile) === opts.parentTree && !attributesFromConfig(repo, settings);
+  const fast =
+    !!opts.untrackedCache &&
+    !seeded &&
+    !!opts.parentTree &&
+    readMarker(indexFile) === opts.parentTree &&
+    !attributesFromConfig(repo, settings);
   // Nothing wrote the index since the snapshot that left the marker (a
   // snapshot killed halfway, or an undo, would have): it holds exactly the
   // parent tree's entries, so that tree stands in for it against HEAD.
@@ -435,15 +490,27 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   const usedStatus = fast || (seeded && !!opts.untrackedCache);
   const scan = scanDroppingIgnored(repo, indexFile, () =>
     usedStatus
-      ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({ untracked: st.untracked, reread: await updateTracked(repo, indexFile, st.changed), unread: st.unread }))
-      : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({ untracked: u.paths, reread: t.reread, unread: [...u.unread, ...t.unread] })),
+      ? statusWithUntrackedCache(repo, indexFile).then(async (st) => ({
+          untracked: st.untracked,
+          reread: await updateTracked(repo, indexFile, st.changed),
+          unread: st.unread,
+        }))
+      : Promise.all([listUntracked(repo, indexFile), addTracked(repo, indexFile)]).then(([u, t]) => ({
+          untracked: u.paths,
+          reread: t.reread,
+          unread: [...u.unread, ...t.unread],
+        })),
   );
   // Whether a new index holds .gitattributes files: asked beside the scan (it reads the seed, which the scan does not change).
   const attributesInSeed = seeded ? hasTransformingAttributes(repo, indexFile, settings) : null;
   attributesInSeed?.catch(() => {}); // awaited below; a failure surfaces there
   const [{ untracked, reread, unread }, privateVsHead, userVsHead] = await Promise.all([
     scan.catch(explainAddFailure),
-    seeded ? noDiff : indexIsParentTree && opts.parentTree ? treeVsTree(repo, opts.parentTree, headTree) : indexVsTree(repo, indexFile, headTree),
+    seeded
+      ? noDiff
+      : indexIsParentTree && opts.parentTree
+        ? treeVsTree(repo, opts.parentTree, headTree)
+        : indexVsTree(repo, indexFile, headTree),
     seeded ? noDiff : opts.untrackedCache ? userIndexVsTree(repo, indexFile, headTree) : indexVsTree(repo, null, headTree),
   ]);
 
@@ -524,7 +591,9 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // On a new index: what it was seeded with, or an attributes file this snapshot touched.
   let attributed: Promise<boolean> | undefined;
   const anyAttributes = () =>
-    (attributed ??= attributesInSeed ? attributesInSeed.then((inSeed) => inSeed || attributesTouched) : hasTransformingAttributes(repo, indexFile, settings));
+    (attributed ??= attributesInSeed
+      ? attributesInSeed.then((inSeed) => inSeed || attributesTouched)
+      : hasTransformingAttributes(repo, indexFile, settings));
   let suspects: string[];
   if (seeded || (fast && attributesTouched)) {
     suspects = (await anyAttributes()) ? await transformedPaths(repo, settings, await allEntries(repo, indexFile)) : [];
@@ -554,7 +623,11 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // snapshot writes the session's index too).
   const oldest = recentStatOldest(repo, indexFile, cfg, scanStart);
   const entries = oldest === null || oldest === Infinity ? Infinity : Math.max(oldest, 2) * 1000;
-  if (opts.untrackedCache) keepRacyReference(indexFile, Math.min(entries, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity)));
+  if (opts.untrackedCache)
+    keepRacyReference(
+      indexFile,
+      Math.min(entries, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity)),
+    );
   else keepRacyReference(indexFile, entries);
   if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
     replaceStateFile(noAttributesMarker(indexFile), tree);
@@ -587,7 +660,9 @@ const RACY_MARGIN_MS = 3000;
 function recentStatOldest(repo: Repo, indexFile: string, cfg: GitConfig, scanStart: number): number | null {
   if (ctimeCompared(cfg)) return oldestRecentMtime(indexFile, repo.objectFormat, Math.floor((scanStart - RACY_MARGIN_MS) / 1000));
   // The user's index not read in-process (split): every entry counts, the next snapshot re-reads each file.
-  return oldestUnlikeMtime(indexFile, repo.objectFormat, path.join(repo.gitDir, 'index')) ?? oldestRecentMtime(indexFile, repo.objectFormat, 0);
+  return (
+    oldestUnlikeMtime(indexFile, repo.objectFormat, path.join(repo.gitDir, 'index')) ?? oldestRecentMtime(indexFile, repo.objectFormat, 0)
+  );
 }
 
 /**
@@ -669,7 +744,11 @@ async function userIndexVsTree(repo: Repo, indexFile: string, headTree: string):
   }
   if (key !== null) {
     try {
-      const cached = JSON.parse(readStateFile(cacheFile)?.toString('utf8') ?? 'null') as { key: string; extra: string[]; missing: string[] } | null;
+      const cached = JSON.parse(readStateFile(cacheFile)?.toString('utf8') ?? 'null') as {
+        key: string;
+        extra: string[];
+        missing: string[];
+      } | null;
       if (cached && cached.key === key) return { extra: new Set(cached.extra), missing: new Set(cached.missing) };
     } catch {
       // Missing or unreadable: compute it.
@@ -725,7 +804,12 @@ function isAttributesFile(rel: string): boolean {
 
 /** Attribute sources outside the worktree's files (checked on every snapshot: no git process). */
 function attributesFromConfig(repo: Repo, settings: Settings): boolean {
-  return autocrlfOn(settings) || !!settings.attributesFile || fs.existsSync(path.join(repo.commonDir, 'info', 'attributes')) || defaultAttributesFiles(repo).some((f) => fs.existsSync(f));
+  return (
+    autocrlfOn(settings) ||
+    !!settings.attributesFile ||
+    fs.existsSync(path.join(repo.commonDir, 'info', 'attributes')) ||
+    defaultAttributesFiles(repo).some((f) => fs.existsSync(f))
+  );
 }
 
 /**
@@ -757,7 +841,12 @@ function defaultAttributesFiles(repo: Repo): string[] {
  * path only then, and re-checks every attributed entry when an attributes
  * file shows up among the changes.
  */
-async function statusWithUntrackedCache(repo: Repo, indexFile: string, writeBack = true, prefetched: Promise<Buffer | null> | null = null): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean; unread: UnreadPath[] }> {
+async function statusWithUntrackedCache(
+  repo: Repo,
+  indexFile: string,
+  writeBack = true,
+  prefetched: Promise<Buffer | null> | null = null,
+): Promise<{ changed: string[]; untracked: string[]; unmerged: boolean; unread: UnreadPath[] }> {
   // The same command the executable may have started already on the identical user's index (status-prefetch.ts;
   // one that printed anything on stderr, such as a directory it could not read, is not taken).
   const early = prefetched ? await prefetched : null;
@@ -845,7 +934,8 @@ async function reconcileWithUserIndex(
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // Not there, or not readable: listed as such (never silently left out).
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') skipped.push({ path: p, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+      if (code !== 'ENOENT' && code !== 'ENOTDIR')
+        skipped.push({ path: p, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
       return false;
     }
     return !behindSymlink(repo.worktree, p, linked) && !(isDirectory(abs) && !lexists(path.join(abs, '.git')));
@@ -983,7 +1073,10 @@ async function keepExactBytes(repo: Repo, indexFile: string, suspects: string[])
   if (entries.length === 0) return false;
   let raw: string[];
   try {
-    raw = await hashRaw(repo, entries.map((e) => e.path));
+    raw = await hashRaw(
+      repo,
+      entries.map((e) => e.path),
+    );
   } catch (e) {
     explainAddFailure(e);
   }
@@ -1026,7 +1119,11 @@ function userCopyFile(indexFile: string): string {
 function userCopyState(indexFile: string, userKey: string): { state: 'valid' | 'stale' | 'none'; base: string | null } {
   let state: { user: string; priv: string; base?: unknown };
   try {
-    const parsed = JSON.parse(readStateFile(userCopyFile(indexFile))?.toString('utf8') ?? 'null') as { user: string; priv: string; base?: unknown } | null;
+    const parsed = JSON.parse(readStateFile(userCopyFile(indexFile))?.toString('utf8') ?? 'null') as {
+      user: string;
+      priv: string;
+      base?: unknown;
+    } | null;
     if (!parsed) return { state: 'none', base: null };
     state = parsed;
   } catch {
@@ -1061,7 +1158,15 @@ async function headTree(repo: Repo): Promise<string | null> {
 
 /** Removes the private index and what was kept about it, so the next step seeds a fresh copy. */
 export function discardPrivateIndex(indexFile: string): void {
-  for (const f of [indexFile, noAttributesMarker(indexFile), `${indexFile}.user-vs-head`, userCopyFile(indexFile), oldestFile(indexFile), noFlagsMarker(indexFile)]) fs.rmSync(f, { force: true });
+  for (const f of [
+    indexFile,
+    noAttributesMarker(indexFile),
+    `${indexFile}.user-vs-head`,
+    userCopyFile(indexFile),
+    oldestFile(indexFile),
+    noFlagsMarker(indexFile),
+  ])
+    fs.rmSync(f, { force: true });
 }
 
 /**
@@ -1104,8 +1209,13 @@ async function clearIndexFlags(repo: Repo, indexFile: string): Promise<void> {
   const nul = Buffer.from([0]);
   const input = (names: Buffer[]) => Buffer.concat(names.flatMap((n) => [n, nul]));
   // update-index applies one of the two options per path: one call each.
-  if (skip.length > 0) await repo.git([...cfg, 'update-index', '--no-skip-worktree', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(skip) });
-  if (assume.length > 0) await repo.git([...cfg, 'update-index', '--no-assume-unchanged', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(assume) });
+  if (skip.length > 0)
+    await repo.git([...cfg, 'update-index', '--no-skip-worktree', '-z', '--stdin'], { extraEnv: indexEnv(indexFile), input: input(skip) });
+  if (assume.length > 0)
+    await repo.git([...cfg, 'update-index', '--no-assume-unchanged', '-z', '--stdin'], {
+      extraEnv: indexEnv(indexFile),
+      input: input(assume),
+    });
   replaceStateFile(marker, '');
 }
 
@@ -1133,7 +1243,13 @@ export const MAX_IN_PROCESS_PATHS = 3000;
  * transforming attributes or config, flagged, unmerged or gitlink entries,
  * nested repositories, names that are not UTF-8, too many dirty paths.
  */
-async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey: string, seeded: boolean, knownBase: string | null): Promise<TreeSnapshotResult | string> {
+async function inProcessSnapshot(
+  repo: Repo,
+  opts: SnapshotTreeOptions,
+  userKey: string,
+  seeded: boolean,
+  knownBase: string | null,
+): Promise<TreeSnapshotResult | string> {
   const { indexFile, settings } = opts;
   const cfg = settings.gitConfig;
   if (!cfg) return 'git config not known';
@@ -1187,7 +1303,10 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   let keepCopy = true;
   const status = statusWithUntrackedCache(repo, indexFile, writeBack, prefetched).finally(() => {
     if (!writeBack) return;
-    const oldest = ctimeSince !== null ? oldestRecentMtime(indexFile, repo.objectFormat, ctimeSince) : oldestRefreshedMtime(indexFile, repo.objectFormat, path.join(repo.gitDir, 'index'));
+    const oldest =
+      ctimeSince !== null
+        ? oldestRecentMtime(indexFile, repo.objectFormat, ctimeSince)
+        : oldestRefreshedMtime(indexFile, repo.objectFormat, path.join(repo.gitDir, 'index'));
     // (An index mtime of 0 would switch git's racy checks off.)
     if (oldest === null || oldest < 2) keepCopy = false;
     keepRacyReference(indexFile, Math.min(statusStart - RACY_MARGIN_MS, (oldest ?? Infinity) * 1000));
@@ -1195,7 +1314,9 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   const settled = () => Promise.allSettled([base, status]);
   // Read while git runs (git replaces the file whole, so either version has the same entries).
   const facts = readIndexFacts(indexFile, repo.objectFormat);
-  const early = !facts ? 'index not readable in-process' : facts.unsupported ?? (facts.attributesFiles ? 'attributes files in the index' : null);
+  const early = !facts
+    ? 'index not readable in-process'
+    : (facts.unsupported ?? (facts.attributesFiles ? 'attributes files in the index' : null));
   if (early) {
     await settled();
     return early;
@@ -1213,7 +1334,8 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
     await dropUntrackedCache(repo, indexFile); // written by this status, blind to what it could not read (see snapshotThroughIndex)
     return `git could not read ${st.unread[0]!.path} (${st.unread[0]!.reason})`;
   }
-  if (st.changed.length + st.untracked.length > (opts.maxInProcessPaths ?? MAX_IN_PROCESS_PATHS)) return `${st.changed.length + st.untracked.length} changed paths`;
+  if (st.changed.length + st.untracked.length > (opts.maxInProcessPaths ?? MAX_IN_PROCESS_PATHS))
+    return `${st.changed.length + st.untracked.length} changed paths`;
   for (const rel of [...st.changed, ...st.untracked]) {
     if (rel.endsWith('/')) return `nested repository at ${rel}`;
     if (rel.includes('\uFFFD') || hasRawBytes(rel)) return `${rel}: a file name that is not UTF-8`;
@@ -1238,7 +1360,8 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
       removed.push(rel);
       continue;
     }
-    if (s.isDirectory()) removed.push(rel); // its files are untracked ones
+    if (s.isDirectory())
+      removed.push(rel); // its files are untracked ones
     else if (s.isFile() || s.isSymbolicLink()) files.push({ rel, symlink: s.isSymbolicLink() });
     else return `tracked path ${rel} is neither a file nor a symlink`;
   }
@@ -1284,7 +1407,8 @@ async function inProcessSnapshot(repo: Repo, opts: SnapshotTreeOptions, userKey:
   // The marker speaks for an index holding a snapshot's tree, which this one does not.
   fs.rmSync(noAttributesMarker(indexFile), { force: true });
   keepPrivate(indexFile);
-  if (keepCopy) writeUserCopy(indexFile, { user: userKey, priv: statKey(indexFile), base: baseTree, worktree: repo.worktree, gitDir: repo.gitDir });
+  if (keepCopy)
+    writeUserCopy(indexFile, { user: userKey, priv: statKey(indexFile), base: baseTree, worktree: repo.worktree, gitDir: repo.gitDir });
   else discardPrivateIndex(indexFile);
   return { tree, skipped, seeded, changed };
 }

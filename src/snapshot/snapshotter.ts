@@ -60,7 +60,8 @@ export function forgetPrivateIndex(indexFile: string | undefined): void {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e; // no state directory yet: no private index to forget
     return;
   }
-  for (const n of names) if (n === base || (n.startsWith(`${base}.`) && n !== `${base}.lock`)) fs.rmSync(path.join(dir, n), { force: true });
+  for (const n of names)
+    if (n === base || (n.startsWith(`${base}.`) && n !== `${base}.lock`)) fs.rmSync(path.join(dir, n), { force: true });
 }
 
 /** A full scan through the session's private index (snapshotTree). */
@@ -95,7 +96,9 @@ export function hostSnapshotter(slot: EngineSlot, repo: Repo): Snapshotter {
   return {
     snapshot: (o, lock) => {
       const engine = slot.engine;
-      return underContentLock(lock, o.indexFile, () => (engine ? engine.snapshot({ settings: o.settings, parentTree: o.parentTree }) : snapshotTree(repo, o)));
+      return underContentLock(lock, o.indexFile, () =>
+        engine ? engine.snapshot({ settings: o.settings, parentTree: o.parentTree }) : snapshotTree(repo, o),
+      );
     },
   };
 }

@@ -70,7 +70,11 @@ export function startStatusPrefetch(cwd: string, env: NodeJS.ProcessEnv): void {
     const indexKey = statKey(index);
     const args = snapshotStatusArgs(false);
     // As Repo.git() runs git: the cleaned environment (no optional locks: the user's index is not written), GIT_DIR and GIT_WORK_TREE bound.
-    const child = spawn('git', args, { cwd: worktree, env: { ...cleanGitEnv(env), GIT_DIR: gitDir, GIT_WORK_TREE: worktree }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('git', args, {
+      cwd: worktree,
+      env: { ...cleanGitEnv(env), GIT_DIR: gitDir, GIT_WORK_TREE: worktree },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const chunks: Buffer[] = [];
     let warned = false;
     child.stdout?.on('data', (d: Buffer) => chunks.push(d));
@@ -91,12 +95,20 @@ export function startStatusPrefetch(cwd: string, env: NodeJS.ProcessEnv): void {
  * still has `userIndexKey` (it was seeded from that version); null when
  * there is none or it does not fit (then it is killed). Taken once.
  */
-export function takeStatusPrefetch(repo: { gitDir: string; worktree: string }, userIndexKey: string, args: string[]): Promise<Buffer | null> | null {
+export function takeStatusPrefetch(
+  repo: { gitDir: string; worktree: string },
+  userIndexKey: string,
+  args: string[],
+): Promise<Buffer | null> | null {
   const holder = globalThis as Holder;
   const p = holder[KEY];
   if (!p) return null;
   delete holder[KEY];
-  const fits = p.gitDir === realpath(repo.gitDir) && p.worktree === realpath(repo.worktree) && p.indexKey === userIndexKey && p.args === args.join('\0');
+  const fits =
+    p.gitDir === realpath(repo.gitDir) &&
+    p.worktree === realpath(repo.worktree) &&
+    p.indexKey === userIndexKey &&
+    p.args === args.join('\0');
   if (fits && statKey(path.join(p.gitDir, 'index')) === userIndexKey) return p.stdout;
   p.child.kill();
   return null;

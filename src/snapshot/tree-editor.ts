@@ -126,7 +126,13 @@ export class TreeEditor {
  * records it), written to the store; null when it went away; a string (the
  * reason) when git must be asked instead.
  */
-export async function blobOf(repo: Repo, store: ObjectStore, rel: string, symlink: boolean, largeFileBytes = DEFAULT_LARGE_FILE): Promise<Leaf | null | string> {
+export async function blobOf(
+  repo: Repo,
+  store: ObjectStore,
+  rel: string,
+  symlink: boolean,
+  largeFileBytes = DEFAULT_LARGE_FILE,
+): Promise<Leaf | null | string> {
   const abs = path.join(repo.worktree, rel);
   if (symlink) {
     // git cannot record a symlinked .gitmodules (a tree with one fails fsck): the full scan lists it as left out.

@@ -411,7 +411,9 @@ export class WorktreeWatcher {
       });
       try {
         // A fresh 0600 file (O_EXCL: never through a link planted at the name; see src/base/state-dir.ts).
-        fs.closeSync(fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600));
+        fs.closeSync(
+          fs.openSync(file, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600),
+        );
       } catch (e) {
         clearTimeout(timer);
         this.cookieWaiters.delete(name);

@@ -44,7 +44,11 @@ export function openInBrowser(url: string, env: NodeJS.ProcessEnv = process.env)
   }
   const { file, close } = launch;
   const [cmd, args] =
-    process.platform === 'darwin' ? ['open', [file]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '""', file]] : ['xdg-open', [file]];
+    process.platform === 'darwin'
+      ? ['open', [file]]
+      : process.platform === 'win32'
+        ? ['cmd', ['/c', 'start', '""', file]]
+        : ['xdg-open', [file]];
   return new Promise((resolve) => {
     try {
       const child = spawn(cmd as string, args as string[], { detached: true, stdio: 'ignore', env });

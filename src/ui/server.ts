@@ -218,7 +218,8 @@ function brief(step: Step): Omit<Step, 'input' | 'output'> {
 /** Starts the page's server on 127.0.0.1; resolves when it listens. */
 export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServer> {
   const port = opts.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw errors.invalidArgument(`--port must be a port number (0-65535), not ${JSON.stringify(opts.port)}.`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw errors.invalidArgument(`--port must be a port number (0-65535), not ${JSON.stringify(opts.port)}.`);
   const env = opts.env ?? process.env;
   // Opened once: a wrong directory fails here, before anything listens; the stamp reads its state dir.
   const repo = await openRepo(opts.cwd ?? process.cwd(), { env });
@@ -252,7 +253,12 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       case 'stamp':
         return { stamp: stamp(repo) };
       case 'log': {
-        const r = await log({ ...common, tool: str(q.get('tool')), grep: str(q.get('grep')), paths: q.getAll('path').filter((p) => p !== '') });
+        const r = await log({
+          ...common,
+          tool: str(q.get('tool')),
+          grep: str(q.get('grep')),
+          paths: q.getAll('path').filter((p) => p !== ''),
+        });
         return {
           session: { ...r.session, steps: r.session.steps.map(brief) },
           source: r.source,
@@ -263,7 +269,10 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
         const grep = str(q.get('q'));
         if (!grep) throw errors.invalidArgument('search needs a text to look for.');
         const r = await logAllSessions({ ...base, grep });
-        return { sessions: r.sessions, rows: r.rows.map(({ session: s, plan: _p, step, ...row }) => ({ session: s.id, ...row, step: brief(step) })) };
+        return {
+          sessions: r.sessions,
+          rows: r.rows.map(({ session: s, plan: _p, step, ...row }) => ({ session: s.id, ...row, step: brief(step) })),
+        };
       }
       case 'show': {
         const r = await show({ ...common, step: num(q.get('step'), 'step') });
@@ -328,7 +337,8 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
     });
     res.end(body);
   };
-  const sendJson = (res: http.ServerResponse, code: number, value: unknown) => send(res, code, 'application/json; charset=utf-8', JSON.stringify(value));
+  const sendJson = (res: http.ServerResponse, code: number, value: unknown) =>
+    send(res, code, 'application/json; charset=utf-8', JSON.stringify(value));
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const host = req.headers.host ?? '';
@@ -338,7 +348,8 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
     if (hosts > 1) throw new HttpError(400, 'more than one Host header');
     // DNS rebinding: a page under another name that resolves to 127.0.0.1 still says its own name here.
     const origin = `http://${host}`;
-    if (host !== `${UI_HOST}:${actualPort}` && host !== `localhost:${actualPort}`) throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost');
+    if (host !== `${UI_HOST}:${actualPort}` && host !== `localhost:${actualPort}`)
+      throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost');
     const target = req.url ?? '/';
     // An absolute-form target names the host it is for, whatever Host says (RFC 9112 3.2.2): it must be us too.
     if (!target.startsWith('/')) {
@@ -369,7 +380,10 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       } catch (e) {
         if (e instanceof HttpError) throw e;
         if (e instanceof PlanChanged) {
-          sendJson(res, 409, { error: { code: 'PlanChanged', message: e.message, hint: 'Look at the new dry run, then confirm again.' }, dryRun: e.dryRun });
+          sendJson(res, 409, {
+            error: { code: 'PlanChanged', message: e.message, hint: 'Look at the new dry run, then confirm again.' },
+            dryRun: e.dryRun,
+          });
           return;
         }
         const err = isAgentsnapError(e) ? e.toJSON() : { code: 'Internal', message: e instanceof Error ? e.message : String(e) };

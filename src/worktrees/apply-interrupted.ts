@@ -49,7 +49,13 @@ export async function interruptedApplies(repo: Repo, id: string, summaryLine: st
   const f = splitNul(res.stdout);
   const out: InterruptedApply[] = [];
   for (let i = 0; i + 4 < f.length; i += 5) {
-    const [ref, commit, tree, subject, result] = f.slice(i, i + 5).map((x) => x.replace(/^\n+/, '').trim()) as [string, string, string, string, string];
+    const [ref, commit, tree, subject, result] = f.slice(i, i + 5).map((x) => x.replace(/^\n+/, '').trim()) as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     if (journaled.has(ref) || subject !== summaryLine || !/^[0-9a-f]{40,64}$/.test(result)) continue;
     out.push({ ref, commit, tree, result });
   }
@@ -98,7 +104,12 @@ export async function beforeInterrupted(repo: Repo, ours: string, killed: Interr
 }
 
 /** Of these paths, those whose undo writes (result holds them) and those it deletes; paths where undoTree and result agree need nothing. */
-export async function undoPaths(repo: Repo, undoTree: string, result: string, paths: string[]): Promise<{ written: string[]; deleted: string[] }> {
+export async function undoPaths(
+  repo: Repo,
+  undoTree: string,
+  result: string,
+  paths: string[],
+): Promise<{ written: string[]; deleted: string[] }> {
   const out = { written: [] as string[], deleted: [] as string[] };
   if (paths.length === 0) return out;
   const want = new Set(paths);

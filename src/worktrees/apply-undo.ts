@@ -66,9 +66,12 @@ function lastApply(repo: Repo, only: string | undefined): FoundApply | null {
 export async function undoApply(repo: Repo, opts: UndoApplyOptions = {}): Promise<UndoApplyResult> {
   const found = lastApply(repo, opts.session);
   if (!found) {
-    throw errors.nothingToDo(`no apply into this worktree (${repo.worktree}) to undo${opts.session ? ` from session ${opts.session}` : ''}.`, {
-      data: { worktree: repo.worktree },
-    });
+    throw errors.nothingToDo(
+      `no apply into this worktree (${repo.worktree}) to undo${opts.session ? ` from session ${opts.session}` : ''}.`,
+      {
+        data: { worktree: repo.worktree },
+      },
+    );
   }
   const { session: id, ev } = found;
   if (found.undone) {
@@ -88,22 +91,48 @@ export async function undoApply(repo: Repo, opts: UndoApplyOptions = {}): Promis
     const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'leave', target: { tree: safetyTree, snapshot: ev.safety } });
     const changedSince = prepared.left.filter((l) => !prepared.nested.includes(l.path));
     if (changedSince.length > 0 && !opts.force) {
-      const list = changedSince.slice(0, 10).map((l) => l.path).join(', ');
-      throw errors.refused(`${changedSince.length} path(s) changed since the apply of session ${id}: ${list}${changedSince.length > 10 ? ', …' : ''}.`, {
-        hint: 'Nothing was changed. Undo the rest and leave those as they are with --force.',
-        data: { session: id, paths: changedSince },
-      });
+      const list = changedSince
+        .slice(0, 10)
+        .map((l) => l.path)
+        .join(', ');
+      throw errors.refused(
+        `${changedSince.length} path(s) changed since the apply of session ${id}: ${list}${changedSince.length > 10 ? ', …' : ''}.`,
+        {
+          hint: 'Nothing was changed. Undo the rest and leave those as they are with --force.',
+          data: { session: id, paths: changedSince },
+        },
+      );
     }
     // The worktree as it is now, kept like apply's own safety snapshot (gc keeps it while the session stays).
     const now = (await snapshotNow(repo, settings, 'safety')).tree;
     const head = await readHead(repo);
-    const message = commitMessage({ summary: `before undoing the apply of session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit });
+    const message = commitMessage({
+      summary: `before undoing the apply of session ${id} to ${repo.worktree}`,
+      session: id,
+      step: null,
+      phase: 'safety',
+      kind: 'safety',
+      tool: null,
+      head: head.commit,
+    });
     const before = await commitTree(repo, { tree: now, parents: [], message });
     const beforeRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
     await clearStaleSafetyRefLocks(repo);
     await updateRefs(repo, [{ ref: beforeRef, value: before }]);
     const restored = writeRestore(repo, prepared);
-    const kept = await keptCommit(repo, restored.kept, commitMessage({ summary: `versions kept while undoing the apply of session ${id}`, session: id, step: null, phase: 'safety', kind: 'kept', tool: null, head: head.commit }));
+    const kept = await keptCommit(
+      repo,
+      restored.kept,
+      commitMessage({
+        summary: `versions kept while undoing the apply of session ${id}`,
+        session: id,
+        step: null,
+        phase: 'safety',
+        kind: 'kept',
+        tool: null,
+        head: head.commit,
+      }),
+    );
     let beforeNow = before;
     if (kept) {
       beforeNow = await commitTree(repo, { tree: now, parents: [before, kept], message });

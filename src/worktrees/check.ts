@@ -51,7 +51,17 @@ export function verdictOf(code: number): CheckResult['verdict'] {
 export function recordedChecks(s: Session): CheckResult[] {
   return s.extraEvents
     .filter((e) => e.type === CHECK_EVENT)
-    .map((c) => ({ step: c.step, command: c.command, tree: c.tree, exitCode: c.exitCode, verdict: verdictOf(c.exitCode), durationMs: c.durationMs, output: c.output, time: c.time, ...(c.reused ? { reused: true } : {}) }));
+    .map((c) => ({
+      step: c.step,
+      command: c.command,
+      tree: c.tree,
+      exitCode: c.exitCode,
+      verdict: verdictOf(c.exitCode),
+      durationMs: c.durationMs,
+      output: c.output,
+      time: c.time,
+      ...(c.reused ? { reused: true } : {}),
+    }));
 }
 
 /** The newest check of each step (any command), for `log`. */
@@ -95,7 +105,12 @@ function killGroup(pgid: number | null, sig: NodeJS.Signals): void {
  * `&`, a watcher) is killed: it runs in a worktree about to be removed, and would hold the output pipes open,
  * so the check would never end.
  */
-function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv, running: Running): Promise<{ code: number; output: string; ms: number }> {
+function runCommand(
+  cmd: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  running: Running,
+): Promise<{ code: number; output: string; ms: number }> {
   return new Promise((resolve, reject) => {
     const t0 = Date.now();
     const child = spawn('/bin/sh', ['-c', cmd], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -142,7 +157,19 @@ function runCommand(cmd: string, cwd: string, env: NodeJS.ProcessEnv, running: R
  * by the user's shell, they would make a check's `git` commands act on the user's index, HEAD and branches
  * instead of the check worktree's.
  */
-const REPO_LOCATING_GIT_VARS = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_COMMON_DIR', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_PREFIX', 'GIT_IMPLICIT_WORK_TREE', 'GIT_NAMESPACE', 'GIT_SHALLOW_FILE', 'GIT_GRAFT_FILE'];
+const REPO_LOCATING_GIT_VARS = [
+  'GIT_DIR',
+  'GIT_WORK_TREE',
+  'GIT_INDEX_FILE',
+  'GIT_COMMON_DIR',
+  'GIT_OBJECT_DIRECTORY',
+  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+  'GIT_PREFIX',
+  'GIT_IMPLICIT_WORK_TREE',
+  'GIT_NAMESPACE',
+  'GIT_SHALLOW_FILE',
+  'GIT_GRAFT_FILE',
+];
 
 /** The environment of a check's commands (setup included): the caller's, without git's repository variables or the session's. */
 function checkEnv(callerEnv: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -194,11 +221,12 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
   // Ctrl-C) is killed and the worktree removed before the signal does what it would have done.
   const running: Running = { pgid: null };
   let closing: Promise<void> | null = null;
-  const remove = () => (closing ??= (async () => {
-    killGroup(running.pgid, 'SIGKILL');
-    // The symlinks to the user's shared directories go first, only while they are symlinks (never followed).
-    await removeSessionWorktree(repo, { path: dir, shared: shared.map((p) => ({ path: p, how: 'symlink' as const })) });
-  })());
+  const remove = () =>
+    (closing ??= (async () => {
+      killGroup(running.pgid, 'SIGKILL');
+      // The symlinks to the user's shared directories go first, only while they are symlinks (never followed).
+      await removeSessionWorktree(repo, { path: dir, shared: shared.map((p) => ({ path: p, how: 'symlink' as const })) });
+    })());
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   const onSignal = (sig: NodeJS.Signals) => {
     unlisten();
@@ -217,7 +245,17 @@ export async function openCheckWorktree(repo: Repo, s: Session, opts: CheckOptio
   let setUp = false;
   const env = checkEnv(repo.callerEnv);
   const journal = (r: CheckResult) => {
-    const ev: StepCheckEvent = { ...eventBase(s.id), type: CHECK_EVENT, step: r.step, command: redactText(r.command, opts.settings.redactPatterns), tree: r.tree, exitCode: r.exitCode, durationMs: r.durationMs, output: r.output, ...(r.reused ? { reused: true } : {}) };
+    const ev: StepCheckEvent = {
+      ...eventBase(s.id),
+      type: CHECK_EVENT,
+      step: r.step,
+      command: redactText(r.command, opts.settings.redactPatterns),
+      tree: r.tree,
+      exitCode: r.exitCode,
+      durationMs: r.durationMs,
+      output: r.output,
+      ...(r.reused ? { reused: true } : {}),
+    };
     return recordEvent(repo, s.id, opts.settings, ev);
   };
   return {
@@ -293,7 +331,10 @@ async function shareInto(repo: Repo, dir: string, cfg: WorktreeConfig, warnings:
       fs.mkdirSync(path.dirname(dst), { recursive: true });
       fs.symlinkSync(src, dst);
       linked.push(rel);
-    } else warnings.push(`${rel} not shared with the check worktree: this filesystem has no copy-on-write clones (agentsnap.worktreeShareSymlink=true shares it by symlink)`);
+    } else
+      warnings.push(
+        `${rel} not shared with the check worktree: this filesystem has no copy-on-write clones (agentsnap.worktreeShareSymlink=true shares it by symlink)`,
+      );
   }
   return linked;
 }
@@ -317,7 +358,11 @@ function autoCheckLock(repo: Pick<Repo, 'stateDir'>, id: string): string {
 export function maybeStartAutoCheck(repo: Pick<Repo, 'stateDir' | 'worktree' | 'callerEnv'>, id: string, settings: Settings): void {
   if (!autoCheckCommand(settings)) return;
   try {
-    const owner = JSON.parse(readStateFile(autoCheckLock(repo, id))?.toString('utf8') ?? 'null') as { pid: number; start: string | null; host: string } | null;
+    const owner = JSON.parse(readStateFile(autoCheckLock(repo, id))?.toString('utf8') ?? 'null') as {
+      pid: number;
+      start: string | null;
+      host: string;
+    } | null;
     if (owner && ownerAlive(owner)) return;
   } catch {
     /* a torn or foreign lock file (not JSON, a link): start a runner, which takes the lock or finds it busy */

@@ -13,8 +13,27 @@ import { loadSettings } from '../settings/settings.js';
 import { acquireLock, type Lock } from '../base/lock.js';
 import { ensureStateDir, lockFileIn, replaceStateFile, stateLayout } from '../base/state-dir.js';
 import { listRefs, readHead, updateRefs } from '../git/plumbing.js';
-import { listSessions, META_REF_PREFIX, sessionInUse, sessionOfRef, sessionPaths, sessionRefs, sessionsDir, SESSION_META_PREFIX, STEP_REF_PREFIX, type SessionSummary } from '../session/session.js';
-import { defaultWorktreeDir, describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, worktreeConfig } from './worktree.js';
+import {
+  listSessions,
+  META_REF_PREFIX,
+  sessionInUse,
+  sessionOfRef,
+  sessionPaths,
+  sessionRefs,
+  sessionsDir,
+  SESSION_META_PREFIX,
+  STEP_REF_PREFIX,
+  type SessionSummary,
+} from '../session/session.js';
+import {
+  defaultWorktreeDir,
+  describeNestedWork,
+  listWorktrees,
+  nestedRepoWork,
+  readWorktreeMeta,
+  removeSessionWorktree,
+  worktreeConfig,
+} from './worktree.js';
 import { snapshotNow } from '../snapshot/snapshot-now.js';
 import { dropSession, SAFETY_REF_PREFIX } from './parallel.js';
 import { diskUse, exists, olderThan, readdirOrEmpty } from '../base/fsutil.js';
@@ -29,10 +48,13 @@ const TEMP_GRACE_MS = 60 * 60 * 1000;
 export function parseDuration(key: string, value: string): number {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$/i.exec(value);
   if (!m) {
-    throw (key.startsWith('agentsnap.') ? errors.invalidConfig : errors.invalidArgument)(`${key} = ${JSON.stringify(value)} is not a duration.`, {
-      hint: 'Use a number with s, m, h, d or w, e.g. 14d.',
-      data: { key, value },
-    });
+    throw (key.startsWith('agentsnap.') ? errors.invalidConfig : errors.invalidArgument)(
+      `${key} = ${JSON.stringify(value)} is not a duration.`,
+      {
+        hint: 'Use a number with s, m, h, d or w, e.g. 14d.',
+        data: { key, value },
+      },
+    );
   }
   const unit = { s: 1000, m: 60_000, h: 3_600_000, d: DAY, w: 7 * DAY, '': DAY }[(m[2] ?? '').toLowerCase() as 's'];
   return Number(m[1]) * unit;
@@ -54,7 +76,12 @@ export async function gcSettings(repo: Repo): Promise<GcSettings> {
   return {
     retentionMs: parseDuration('agentsnap.retention', lastValue(cfg, 'agentsnap.retention') ?? '14d'),
     keep: parseInteger('agentsnap.gcKeep', keep, 0),
-    autoIntervalMs: auto === undefined ? DAY : ['false', 'no', 'off', 'never'].includes(auto.trim().toLowerCase()) ? 0 : parseDuration('agentsnap.gcAuto', auto),
+    autoIntervalMs:
+      auto === undefined
+        ? DAY
+        : ['false', 'no', 'off', 'never'].includes(auto.trim().toLowerCase())
+          ? 0
+          : parseDuration('agentsnap.gcAuto', auto),
   };
 }
 
@@ -117,10 +144,20 @@ async function unsavedWork(repo: Repo, s: SessionSummary): Promise<string | null
   if (snap.tree !== head.stdout.toString('utf8').trim()) return `its worktree ${meta.path} has changes after the last snapshot`;
   // Nested repositories are in the snapshots as gitlinks (or left out): their commits and files are not.
   const nested = await nestedRepoWork(repo, wt, snap.tree, snap.skipped);
-  if (nested.length > 0) return `its worktree ${meta.path} holds nested repositories with work found nowhere else (${describeNestedWork(nested)})`;
+  if (nested.length > 0)
+    return `its worktree ${meta.path} holds nested repositories with work found nowhere else (${describeNestedWork(nested)})`;
   const wtHead = (await readHead(wt)).commit;
   if (wtHead && wtHead !== meta.head) {
-    const reach = await repo.git(['for-each-ref', '--count=1', '--contains', wtHead, '--format=%(refname)', 'refs/heads/', 'refs/remotes/', 'refs/tags/']);
+    const reach = await repo.git([
+      'for-each-ref',
+      '--count=1',
+      '--contains',
+      wtHead,
+      '--format=%(refname)',
+      'refs/heads/',
+      'refs/remotes/',
+      'refs/tags/',
+    ]);
     if (reach.stdout.length === 0) return `its worktree ${meta.path} has commits on no branch (${wtHead.slice(0, 10)})`;
   }
   return null;
@@ -136,12 +173,17 @@ function strayFiles(repo: Repo, now: number): string[] {
   }
   // `packs.json.tmp-<pid>` of a maintenance killed between writing and renaming its pack list.
   for (const name of readdirOrEmpty(repo.stateDir)) {
-    if (/^(packs\.json|gc\.stamp)\.tmp-/.test(name) && olderThan(path.join(repo.stateDir, name), TEMP_GRACE_MS, now)) out.push(path.join(repo.stateDir, name));
+    if (/^(packs\.json|gc\.stamp)\.tmp-/.test(name) && olderThan(path.join(repo.stateDir, name), TEMP_GRACE_MS, now))
+      out.push(path.join(repo.stateDir, name));
   }
   for (const id of readdirOrEmpty(sessionsDir(repo))) {
     const dir = path.join(sessionsDir(repo), id);
     for (const name of readdirOrEmpty(dir)) {
-      if (/^index\.diff-|\.tmp-|\.seed-|\.stale-|\.lock$/.test(name) && name !== 'lock' && olderThan(path.join(dir, name), TEMP_GRACE_MS, now)) {
+      if (
+        /^index\.diff-|\.tmp-|\.seed-|\.stale-|\.lock$/.test(name) &&
+        name !== 'lock' &&
+        olderThan(path.join(dir, name), TEMP_GRACE_MS, now)
+      ) {
         out.push(path.join(dir, name));
       }
     }
@@ -208,10 +250,29 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
   const keep = opts.keep ?? settings.keep;
   const cfg = await worktreeConfig(repo);
   const dryRun = !!opts.dryRun;
-  const report: GcReport = { dryRun, all: !!opts.all, removedSessions: [], kept: [], removedWorktrees: [], removedRefs: [], removedFiles: [], removedConfig: [], refused: [], left: [], before: 0, after: 0 };
+  const report: GcReport = {
+    dryRun,
+    all: !!opts.all,
+    removedSessions: [],
+    kept: [],
+    removedWorktrees: [],
+    removedRefs: [],
+    removedFiles: [],
+    removedConfig: [],
+    refused: [],
+    left: [],
+    before: 0,
+    after: 0,
+  };
   const config = opts.all ? (await agentsnapConfig(repo)).filter((c) => !(opts.keepNotesRewrite && c.key === 'notes.rewriteRef')) : [];
   const notes = opts.all ? (await listRefs(repo, NOTES_REF)).filter((r) => r.ref === NOTES_REF) : [];
-  if (!exists(repo.stateDir) && (await listRefs(repo, STEP_REF_PREFIX)).length === 0 && (await listRefs(repo, META_REF_PREFIX)).length === 0 && config.length === 0 && notes.length === 0) {
+  if (
+    !exists(repo.stateDir) &&
+    (await listRefs(repo, STEP_REF_PREFIX)).length === 0 &&
+    (await listRefs(repo, META_REF_PREFIX)).length === 0 &&
+    config.length === 0 &&
+    notes.length === 0
+  ) {
     return report;
   }
   let lock: Lock;
@@ -246,7 +307,10 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
           const why = await unsavedWork(repo, s);
           if (why && dryRun) report.refused.push({ session: s.id, kind: 'unsaved-work', reason: why });
           else if (why) {
-            throw errors.refused(`session ${s.id}: ${why}.`, { hint: 'Apply, promote or discard it first, or use --all --force.', data: { session: s.id } });
+            throw errors.refused(`session ${s.id}: ${why}.`, {
+              hint: 'Apply, promote or discard it first, or use --all --force.',
+              data: { session: s.id },
+            });
           }
         }
       }
@@ -266,7 +330,9 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     }
     for (const s of drop) {
       if (s.status !== 'discarded' && !opts.force && !opts.all) {
-        const why = await unsavedWork(repo, s).catch((e: unknown) => `its worktree could not be checked (${e instanceof Error ? e.message : String(e)})`);
+        const why = await unsavedWork(repo, s).catch(
+          (e: unknown) => `its worktree could not be checked (${e instanceof Error ? e.message : String(e)})`,
+        );
         if (why) {
           report.kept.push({ session: s.id, reason: why });
           continue;
@@ -282,7 +348,9 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
       report.removedSessions.push(s.id);
       if (!dryRun) {
         let lockError: unknown = null;
-        const sessionLock = await acquireLock(sessionPaths(repo, s.id).lock, { timeoutMs: 0, purpose: 'gc' }).catch((e: unknown) => ((lockError = e), null));
+        const sessionLock = await acquireLock(sessionPaths(repo, s.id).lock, { timeoutMs: 0, purpose: 'gc' }).catch(
+          (e: unknown) => ((lockError = e), null),
+        );
         if (!sessionLock) {
           report.removedSessions.pop();
           report.kept.push({ session: s.id, reason: keptForLock(lockError) });
@@ -301,13 +369,18 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     const known = new Set(readdirOrEmpty(sessionsDir(repo)));
     const orphanRefs: string[] = [];
     for (const [id, refs] of await refsBySession(repo)) {
-      if (opts.all || !known.has(id) || report.removedSessions.includes(id)) orphanRefs.push(...refs.filter((r) => !report.removedRefs.includes(r)));
+      if (opts.all || !known.has(id) || report.removedSessions.includes(id))
+        orphanRefs.push(...refs.filter((r) => !report.removedRefs.includes(r)));
     }
     // Safety snapshots (undo points of apply) older than the retention, unless the session they
     // applied stays: its journal names them (session.apply), and the versions that apply kept
     // hang on them (second parent).
     const staying = new Set([...known].filter((id) => !report.removedSessions.includes(id)));
-    const safety = await repo.git(['for-each-ref', '--format=%(committerdate:unix) %(refname) %(trailers:key=Agentsnap-Session,valueonly,separator=%x2C)', SAFETY_REF_PREFIX]);
+    const safety = await repo.git([
+      'for-each-ref',
+      '--format=%(committerdate:unix) %(refname) %(trailers:key=Agentsnap-Session,valueonly,separator=%x2C)',
+      SAFETY_REF_PREFIX,
+    ]);
     for (const line of safety.stdout.toString('utf8').split('\n').filter(Boolean)) {
       const [t, ref, session] = line.split(' ');
       if (!ref) continue;
@@ -319,7 +392,11 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
       }
     }
     report.removedRefs.push(...orphanRefs);
-    if (!dryRun) await updateRefs(repo, orphanRefs.map((ref) => ({ ref, value: null })));
+    if (!dryRun)
+      await updateRefs(
+        repo,
+        orphanRefs.map((ref) => ({ ref, value: null })),
+      );
 
     // Orphaned worktrees: registered with git under agentsnap's worktree dir, with no session (or a dropped one).
     const dirs = new Set([cfg.dir, defaultWorktreeDir(repo)]);
@@ -356,7 +433,8 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
         lock.release();
         fs.rmSync(repo.stateDir, { recursive: true, force: true });
         if (cfg.dir !== defaultWorktreeDir(repo)) {
-          for (const name of readdirOrEmpty(cfg.dir)) if (!exists(path.join(cfg.dir, name, '.git'))) fs.rmSync(path.join(cfg.dir, name), { recursive: true, force: true });
+          for (const name of readdirOrEmpty(cfg.dir))
+            if (!exists(path.join(cfg.dir, name, '.git'))) fs.rmSync(path.join(cfg.dir, name), { recursive: true, force: true });
         }
       }
     }
@@ -369,7 +447,6 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     lock.release();
   }
 }
-
 
 /**
  * Automatic retention, cheap enough for every session start: one stat of a
@@ -409,7 +486,10 @@ export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Prom
  * value. Settings the user wrote (`git config agentsnap.retention …`) are the user's: left as they are.
  */
 async function agentsnapConfig(repo: Repo): Promise<{ key: string; value: string }[]> {
-  const res = await repo.git(['config', '--local', '-z', '--get-regexp', '^(agentsnap\\.backupremote|notes\\.rewriteref|alias\\.log-all)$'], { okCodes: [1] });
+  const res = await repo.git(
+    ['config', '--local', '-z', '--get-regexp', '^(agentsnap\\.backupremote|notes\\.rewriteref|alias\\.log-all)$'],
+    { okCodes: [1] },
+  );
   const out: { key: string; value: string }[] = [];
   for (const entry of res.stdout.toString('utf8').split('\0').filter(Boolean)) {
     const nl = entry.indexOf('\n');
@@ -419,7 +499,11 @@ async function agentsnapConfig(repo: Repo): Promise<{ key: string; value: string
       key === 'agentsnap.backupremote' ||
       (key === 'notes.rewriteref' && (value === NOTES_REF || value === `${NOTES_REF}*`)) ||
       (key === LOG_ALL_ALIAS.key && value === LOG_ALL_ALIAS.value);
-    if (ours) out.push({ key: key === 'agentsnap.backupremote' ? 'agentsnap.backupRemote' : key === 'notes.rewriteref' ? 'notes.rewriteRef' : key, value });
+    if (ours)
+      out.push({
+        key: key === 'agentsnap.backupremote' ? 'agentsnap.backupRemote' : key === 'notes.rewriteref' ? 'notes.rewriteRef' : key,
+        value,
+      });
   }
   return out;
 }

@@ -11,7 +11,13 @@ import { errors } from '../base/errors.js';
 import { newSessionId } from '../base/ids.js';
 import { checkGitVersion, openRepo, parseGitVersion, versionAtLeast, type Repo } from '../git/repo.js';
 import { loadSettings, type Settings } from '../settings/settings.js';
-import { eventBase, type JournalEvent, type SessionApplyEvent, type SessionDiscardEvent, type SessionPromoteEvent } from '../session/journal.js';
+import {
+  eventBase,
+  type JournalEvent,
+  type SessionApplyEvent,
+  type SessionDiscardEvent,
+  type SessionPromoteEvent,
+} from '../session/journal.js';
 import { clearStaleGitLock, withLock } from '../base/lock.js';
 import { openContext, plainContext } from '../session/context.js';
 import { commitTree, diffTrees, indexEnv, readHead, treeOf, updateRefs, type RefUpdate } from '../git/plumbing.js';
@@ -34,8 +40,25 @@ import {
   wrapperRunning,
   type SessionSummary,
 } from '../session/session.js';
-import { keptCommit, planChanges, prepareRestore, releaseKept, writeRestore, type LeftPath, type RestoreOptions } from '../restore/restore.js';
-import { describeNestedWork, listWorktrees, nestedRepoWork, readWorktreeMeta, removeSessionWorktree, repoOutside, type StartPoint, type WorktreeMeta } from './worktree.js';
+import {
+  keptCommit,
+  planChanges,
+  prepareRestore,
+  releaseKept,
+  writeRestore,
+  type LeftPath,
+  type RestoreOptions,
+} from '../restore/restore.js';
+import {
+  describeNestedWork,
+  listWorktrees,
+  nestedRepoWork,
+  readWorktreeMeta,
+  removeSessionWorktree,
+  repoOutside,
+  type StartPoint,
+  type WorktreeMeta,
+} from './worktree.js';
 import { snapshotNow } from '../snapshot/snapshot-now.js';
 import { oursWithAsidesBack, treeWithEntries } from './killed-asides.js';
 import { APPLY_RESULT_TRAILER, beforeInterrupted, interruptedApplies, undoPaths } from './apply-interrupted.js';
@@ -161,13 +184,27 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   const settings = opts.settings ?? (await loadSettings(repo));
   const base = s.baselineTree ?? (await treeOf(repo, s.baseline));
   const theirs = s.headTree ?? (await treeOf(repo, s.head));
-  const result: ApplyResult = { session: id, empty: false, dryRun: !!opts.dryRun, safety: null, safetyRef: null, written: [], created: [], deleted: [], conflicts: [], skipped: [], left: [], stat: [] };
+  const result: ApplyResult = {
+    session: id,
+    empty: false,
+    dryRun: !!opts.dryRun,
+    safety: null,
+    safetyRef: null,
+    written: [],
+    created: [],
+    deleted: [],
+    conflicts: [],
+    skipped: [],
+    left: [],
+    stat: [],
+  };
   if (base === theirs) return { ...result, empty: true };
 
   // The worktree content lock, like every restore: no snapshot of this worktree reads it half written.
   // A dry run takes no lock, as undo's does: it writes nothing a snapshot could see half written.
   const lockFile = contentLockFile(repo);
-  const locked = <T>(fn: () => Promise<T>): Promise<T> => (opts.dryRun ? fn() : withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, fn));
+  const locked = <T>(fn: () => Promise<T>): Promise<T> =>
+    opts.dryRun ? fn() : withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, fn);
   const applied = await locked(async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
     const ours = (await snapshotNow(repo, settings, 'safety')).tree;
     // A restore into this worktree killed while a path was aside (an apply killed mid-way, applied
@@ -177,13 +214,24 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     const merged = await mergeTrees(repo, base, oursSeen, theirs);
     if (merged.conflicts.length > 0 && !opts.forceConflicts) {
       throw errors.conflict(`applying session ${id} conflicts in ${merged.conflicts.length} file(s): ${merged.conflicts.join(', ')}.`, {
-        hint: 'Nothing was changed. Resolve by hand (see `agentsnap diff 0 --session ' + id + '`), or write conflict markers with --force-conflicts.',
+        hint:
+          'Nothing was changed. Resolve by hand (see `agentsnap diff 0 --session ' +
+          id +
+          '`), or write conflict markers with --force-conflicts.',
         data: { session: id, conflicts: merged.conflicts },
       });
     }
     const plan = await planChanges(repo, ours, merged.tree);
     const head = await readHead(repo);
-    const safetyMessage = commitMessage({ summary: `before applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'safety', tool: null, head: head.commit });
+    const safetyMessage = commitMessage({
+      summary: `before applying session ${id} to ${repo.worktree}`,
+      session: id,
+      step: null,
+      phase: 'safety',
+      kind: 'safety',
+      tool: null,
+      head: head.commit,
+    });
     // An apply of this session into this worktree killed before its journal event: this run completes it
     // (see apply-interrupted.ts), also when it has nothing left to write.
     const killed = await interruptedApplies(repo, id, safetyMessage.slice(0, safetyMessage.indexOf('\n')));
@@ -207,7 +255,8 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     // Completing killed applies: the undo point is this worktree before the first of them, on the paths
     // they wrote (this worktree as it is now, asides and all, stays reachable as the first parent).
     const before = killed.length > 0 ? await beforeInterrupted(repo, oursSeen, killed) : { tree: ours, paths: [] };
-    if (killed.length > 0) safety = await commitTree(repo, { tree: before.tree, parents: [safety, ...killed.map((k) => k.commit)], message });
+    if (killed.length > 0)
+      safety = await commitTree(repo, { tree: before.tree, parents: [safety, ...killed.map((k) => k.commit)], message });
     const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
     // Each apply names a new safety ref, so the lock of one whose git was killed (an apply killed
     // mid-way) is never in the way of a later update that would clear it: clear it here.
@@ -217,7 +266,15 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
     const kept = await keptCommit(
       repo,
       restored.kept,
-      commitMessage({ summary: `versions kept while applying session ${id} to ${repo.worktree}`, session: id, step: null, phase: 'safety', kind: 'kept', tool: null, head: head.commit }),
+      commitMessage({
+        summary: `versions kept while applying session ${id} to ${repo.worktree}`,
+        session: id,
+        step: null,
+        phase: 'safety',
+        kind: 'kept',
+        tool: null,
+        head: head.commit,
+      }),
     );
     let safetyNow = safety;
     if (kept) {
@@ -249,7 +306,21 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
       ...(kept ? { kept } : {}),
     };
     const stat = await diffStat(repo, ours, merged.tree, [...written, ...deleted]);
-    return { ev, result: { ...result, safety: safetyNow, safetyRef, written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left, stat } };
+    return {
+      ev,
+      result: {
+        ...result,
+        safety: safetyNow,
+        safetyRef,
+        written,
+        created,
+        deleted,
+        conflicts: merged.conflicts,
+        skipped: restored.nested,
+        left,
+        stat,
+      },
+    };
   });
   if (!('ev' in applied)) return applied;
   opts.afterWrites?.();
@@ -284,7 +355,14 @@ export interface PromoteResult {
   uncommittedIncluded: boolean;
 }
 
-const IDENTITY_VARS = ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_AUTHOR_DATE', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL', 'GIT_COMMITTER_DATE'];
+const IDENTITY_VARS = [
+  'GIT_AUTHOR_NAME',
+  'GIT_AUTHOR_EMAIL',
+  'GIT_AUTHOR_DATE',
+  'GIT_COMMITTER_NAME',
+  'GIT_COMMITTER_EMAIL',
+  'GIT_COMMITTER_DATE',
+];
 
 /** The user's identity variables from the caller's environment (runGit strips GIT_* by default). */
 function identityEnv(repo: Repo): Record<string, string> {
@@ -326,7 +404,7 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
       throw errors.conflict(
         `session ${id} changed ${merged.conflicts.length} file(s) that were already changed in its worktree before it started (uncommitted), and the two cannot be told apart: ${merged.conflicts.join(', ')}.`,
         {
-          hint: 'Nothing was created. Commit them with the session\'s work with --include-uncommitted, or bring the session back with `agentsnap apply` and commit by hand.',
+          hint: "Nothing was created. Commit them with the session's work with --include-uncommitted, or bring the session back with `agentsnap apply` and commit by hand.",
           data: { session: id, conflicts: merged.conflicts, uncommitted },
         },
       );
@@ -364,7 +442,16 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
   const ev: SessionPromoteEvent = { ...eventBase(id), type: 'session.promote', branch: opts.branch, commit, parent };
   await recordEvent(repo, id, settings, ev);
   const stat = await diffStat(repo, parentTree, tree);
-  return { session: id, branch: opts.branch, commit, parent, tree, stat, uncommitted, uncommittedIncluded: uncommitted.length > 0 && !!opts.includeUncommitted };
+  return {
+    session: id,
+    branch: opts.branch,
+    commit,
+    parent,
+    tree,
+    stat,
+    uncommitted,
+    uncommittedIncluded: uncommitted.length > 0 && !!opts.includeUncommitted,
+  };
 }
 
 /**
@@ -375,7 +462,12 @@ export async function promoteSession(repo: Repo, id: string, opts: PromoteOption
  * worktree that is in neither the session's baseline nor its result (the
  * session never had it on disk, so it did not delete it).
  */
-async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'baselineTree' | 'baseline'>, tree: string, parent: string | null): Promise<string> {
+async function withEntriesNotOnDisk(
+  repo: Repo,
+  s: Pick<Session, 'worktree' | 'baselineTree' | 'baseline'>,
+  tree: string,
+  parent: string | null,
+): Promise<string> {
   if (!parent) return tree;
   let indexFile: string;
   try {
@@ -425,7 +517,11 @@ async function withEntriesNotOnDisk(repo: Repo, s: Pick<Session, 'worktree' | 'b
  */
 async function withGitModes(repo: Repo, tree: string, parent: string | null): Promise<string> {
   const cfg = await repo.git(['config', '-z', '--type=bool', '--get-regexp', '^core\\.(filemode|symlinks)$'], { okCodes: [1] });
-  const off = new Set(splitNul(cfg.stdout).filter((r) => r.endsWith('\nfalse')).map((r) => r.slice(0, r.indexOf('\n'))));
+  const off = new Set(
+    splitNul(cfg.stdout)
+      .filter((r) => r.endsWith('\nfalse'))
+      .map((r) => r.slice(0, r.indexOf('\n'))),
+  );
   const noFileMode = off.has('core.filemode');
   const noSymlinks = off.has('core.symlinks');
   if (!noFileMode && !(noSymlinks && parent)) return tree;
@@ -480,7 +576,10 @@ export async function dropSession(repo: Repo, id: string): Promise<void> {
     fs.renameSync(dir, tomb);
     fs.rmSync(tomb, { recursive: true, force: true });
   }
-  await updateRefs(repo, (await sessionRefs(repo, id)).map((ref) => ({ ref, value: null })));
+  await updateRefs(
+    repo,
+    (await sessionRefs(repo, id)).map((ref) => ({ ref, value: null })),
+  );
 }
 
 /** Keeps commits the agent made in its (detached) worktree reachable after the worktree goes. */
@@ -551,25 +650,42 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
         const copied = new Set(meta?.copied ?? []);
         const lost = snap.skipped.filter((f) => !copied.has(f.path) && !(meta?.shared ?? []).some((x) => x.path === f.path));
         if (meta && lost.length > 0 && !opts.force) {
-          throw errors.refused(`the final snapshot of session ${id} left out ${lost.length} file(s) that removing the worktree would delete: ${lost.map((f) => f.path).slice(0, 10).join(', ')}.`, {
-            hint: 'Copy them out of ' + s.worktree + ', or discard anyway with --force.',
-            data: { session: id, files: lost },
-          });
+          throw errors.refused(
+            `the final snapshot of session ${id} left out ${lost.length} file(s) that removing the worktree would delete: ${lost
+              .map((f) => f.path)
+              .slice(0, 10)
+              .join(', ')}.`,
+            {
+              hint: 'Copy them out of ' + s.worktree + ', or discard anyway with --force.',
+              data: { session: id, files: lost },
+            },
+          );
         }
         // A snapshot holds a nested repository as a gitlink only: its commits and files are in it alone.
         const nested = meta && !opts.force ? await nestedRepoWork(repo, wt, snap.tree) : [];
         if (nested.length > 0) {
-          throw errors.refused(`removing the worktree of session ${id} would delete ${nested.length === 1 ? 'a nested repository' : `${nested.length} nested repositories`} holding work found nowhere else: ${describeNestedWork(nested)}.`, {
-            hint: `Commit and push, or copy them out of ${s.worktree}; or discard anyway with --force.`,
-            data: { session: id, nested },
-          });
+          throw errors.refused(
+            `removing the worktree of session ${id} would delete ${nested.length === 1 ? 'a nested repository' : `${nested.length} nested repositories`} holding work found nowhere else: ${describeNestedWork(nested)}.`,
+            {
+              hint: `Commit and push, or copy them out of ${s.worktree}; or discard anyway with --force.`,
+              data: { session: id, nested },
+            },
+          );
         }
         if (snap.tree !== s.headTree) {
           const head = await readHead(wt);
           const commit = await commitTree(wt, {
             tree: snap.tree,
             parents: [s.head],
-            message: commitMessage({ summary: `session ${id} final (discard)`, session: id, step: null, phase: 'final', kind: 'discard', tool: null, head: head.commit }),
+            message: commitMessage({
+              summary: `session ${id} final (discard)`,
+              session: id,
+              step: null,
+              phase: 'final',
+              kind: 'discard',
+              tool: null,
+              head: head.commit,
+            }),
           });
           Object.assign(event, { commit, tree: snap.tree, changed: await diffTrees(wt, s.headTree ?? s.head, snap.tree) });
           refs.push({ ref: headRef(id), value: commit });

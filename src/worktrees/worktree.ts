@@ -27,7 +27,15 @@ import { cleanGitEnv, runGit, splitNul } from '../git/run.js';
 import { copyIndexFile } from '../snapshot/snapshot.js';
 import { removeTempIndex, snapshotNow, tempIndex } from '../snapshot/snapshot-now.js';
 import { openContext, type Context } from '../session/context.js';
-import { commitMessage, sessionIds, sessionMetaRef, sessionPaths, startSession, type SnapshotResult, type StartOptions } from '../session/session.js';
+import {
+  commitMessage,
+  sessionIds,
+  sessionMetaRef,
+  sessionPaths,
+  startSession,
+  type SnapshotResult,
+  type StartOptions,
+} from '../session/session.js';
 import { applyPlan, planChanges, withoutSkipped } from '../restore/restore.js';
 import { exists, rmQuiet } from '../base/fsutil.js';
 import { redactText } from '../session/redact.js';
@@ -218,7 +226,11 @@ export function copyEntry(src: string, dst: string, force: boolean): void {
     fs.mkdirSync(dst, { mode: st.mode & 0o7777 });
     for (const name of fs.readdirSync(src)) copyEntry(path.join(src, name), path.join(dst, name), force);
   } else if (st.isFile()) {
-    fs.copyFileSync(src, dst, force ? fs.constants.COPYFILE_FICLONE_FORCE | fs.constants.COPYFILE_EXCL : fs.constants.COPYFILE_FICLONE | fs.constants.COPYFILE_EXCL);
+    fs.copyFileSync(
+      src,
+      dst,
+      force ? fs.constants.COPYFILE_FICLONE_FORCE | fs.constants.COPYFILE_EXCL : fs.constants.COPYFILE_FICLONE | fs.constants.COPYFILE_EXCL,
+    );
   }
 }
 
@@ -252,7 +264,9 @@ async function setUpFiles(source: Repo, target: string, cfg: WorktreeConfig, met
         excludes.push(rel);
         meta.shared.push({ path: rel, how: 'symlink' });
       } else {
-        warnings.push(`${rel} not shared: this filesystem has no copy-on-write clones (set agentsnap.worktreeShareSymlink=true to share it by symlink; writes then reach your copy)`);
+        warnings.push(
+          `${rel} not shared: this filesystem has no copy-on-write clones (set agentsnap.worktreeShareSymlink=true to share it by symlink; writes then reach your copy)`,
+        );
       }
       continue;
     }
@@ -285,7 +299,6 @@ export async function repoOutside(repo: Repo, dir: string): Promise<Repo> {
   return main && path.resolve(main) !== path.resolve(dir) ? openRepo(main, { env: repo.callerEnv }) : repo;
 }
 
-
 /** What a nested repository of a worktree holds that exists nowhere else: removing the worktree would lose it. */
 export interface NestedRepoWork {
   /** Its directory, relative to the worktree. */
@@ -308,7 +321,9 @@ export interface NestedRepoWork {
  */
 export async function nestedRepoWork(main: Repo, wt: Repo, tree: string, candidates: string[] = []): Promise<NestedRepoWork[]> {
   const ls = await wt.git(['ls-tree', '-r', '-z', '--full-tree', tree]);
-  const gitlinks = splitNul(ls.stdout).filter((l) => l.startsWith('160000 ')).map((l) => l.slice(l.indexOf('\t') + 1));
+  const gitlinks = splitNul(ls.stdout)
+    .filter((l) => l.startsWith('160000 '))
+    .map((l) => l.slice(l.indexOf('\t') + 1));
   const out: NestedRepoWork[] = [];
   for (const rel of [...new Set([...gitlinks, ...candidates.map((c) => c.replace(/\/+$/, ''))])].sort()) {
     const dir = path.join(wt.worktree, rel);
@@ -317,9 +332,19 @@ export async function nestedRepoWork(main: Repo, wt: Repo, tree: string, candida
     const env = cleanGitEnv(wt.env);
     const g = (args: string[]) => runGit(args, { cwd: dir, env, okCodes: [1, 128] });
     try {
-      const refs = await g(['for-each-ref', '--format=%(if)%(*objectname)%(then)%(*objectname)%(else)%(objectname)%(end)', 'refs/heads', 'refs/tags', 'refs/stash']);
+      const refs = await g([
+        'for-each-ref',
+        '--format=%(if)%(*objectname)%(then)%(*objectname)%(else)%(objectname)%(end)',
+        'refs/heads',
+        'refs/tags',
+        'refs/stash',
+      ]);
       const head = await g(['rev-parse', '-q', '--verify', 'HEAD^{commit}']);
-      const tips = new Set([...refs.stdout.toString('utf8').split('\n'), head.code === 0 ? head.stdout.toString('utf8') : ''].map((t) => t.trim()).filter(Boolean));
+      const tips = new Set(
+        [...refs.stdout.toString('utf8').split('\n'), head.code === 0 ? head.stdout.toString('utf8') : '']
+          .map((t) => t.trim())
+          .filter(Boolean),
+      );
       const commits: string[] = [];
       for (const tip of tips) {
         if ((await main.git(['cat-file', '-e', `${tip}^{commit}`], { okCodes: [1, 128] })).code === 0) continue;
@@ -332,7 +357,12 @@ export async function nestedRepoWork(main: Repo, wt: Repo, tree: string, candida
       const uncommitted = splitNul(status.stdout).length;
       if (commits.length > 0 || uncommitted > 0) out.push({ path: rel, commits, uncommitted, problem: null });
     } catch (e) {
-      out.push({ path: rel, commits: [], uncommitted: 0, problem: e instanceof Error ? e.message.split('\n')[0] ?? 'unreadable' : String(e) });
+      out.push({
+        path: rel,
+        commits: [],
+        uncommitted: 0,
+        problem: e instanceof Error ? (e.message.split('\n')[0] ?? 'unreadable') : String(e),
+      });
     }
   }
   return out;
@@ -345,9 +375,13 @@ export function describeNestedWork(list: NestedRepoWork[]): string {
       const what = n.problem
         ? `cannot be read (${n.problem})`
         : [
-            n.commits.length > 0 ? `${n.commits.length === 1 ? 'a commit' : `${n.commits.length} commits`} found nowhere else (${n.commits.map((c) => c.slice(0, 10)).join(', ')})` : '',
+            n.commits.length > 0
+              ? `${n.commits.length === 1 ? 'a commit' : `${n.commits.length} commits`} found nowhere else (${n.commits.map((c) => c.slice(0, 10)).join(', ')})`
+              : '',
             n.uncommitted > 0 ? `${n.uncommitted} uncommitted file${n.uncommitted === 1 ? '' : 's'}` : '',
-          ].filter(Boolean).join(' and ');
+          ]
+            .filter(Boolean)
+            .join(' and ');
       return `${n.path}: ${what}`;
     })
     .join('; ');
@@ -392,8 +426,16 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
   else commit = await resolveCommit(repo, from);
   if (!commit) {
     throw errors.invalidArgument(
-      from === 'current' || from === 'HEAD' ? 'the repository has no commit yet: a worktree needs one to start from.' : `${from} is not a commit.`,
-      { hint: from === 'current' || from === 'HEAD' ? 'Commit something first, or run the agent in this worktree.' : 'Give a branch, tag or commit id.', data: { from } },
+      from === 'current' || from === 'HEAD'
+        ? 'the repository has no commit yet: a worktree needs one to start from.'
+        : `${from} is not a commit.`,
+      {
+        hint:
+          from === 'current' || from === 'HEAD'
+            ? 'Commit something first, or run the agent in this worktree.'
+            : 'Give a branch, tag or commit id.',
+        data: { from },
+      },
     );
   }
   const wtPath = path.join(cfg.dir, session);
@@ -408,7 +450,15 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
     const origin = await commitTree(repo, {
       tree: snap.tree,
       parents: [],
-      message: commitMessage({ summary: `session ${session} origin (${repo.worktree})`, session, step: null, phase: 'origin', kind: 'origin', tool: null, head: commit }),
+      message: commitMessage({
+        summary: `session ${session} origin (${repo.worktree})`,
+        session,
+        step: null,
+        phase: 'origin',
+        kind: 'origin',
+        tool: null,
+        head: commit,
+      }),
     });
     await updateRefs(repo, [{ ref: originRef(session), value: origin }]);
     current = { tree: snap.tree, skipped: snap.skipped, staged: await stagedTree(repo), origin };

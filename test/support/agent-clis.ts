@@ -25,15 +25,20 @@ function installed(p: Pinned): string | null {
   if (given) return given;
   const dir = path.join(ROOT, 'node_modules', '.cache', 'agentsnap-e2e', `${p.name}-${p.version}`);
   const bin = path.join(dir, 'node_modules', p.bin);
-  const works = () => spawnSync(bin, ['--version'], { encoding: 'utf8', env: { ...process.env, HOME: dir }, timeout: 60_000 }).stdout?.includes(p.version);
+  const works = () =>
+    spawnSync(bin, ['--version'], { encoding: 'utf8', env: { ...process.env, HOME: dir }, timeout: 60_000 }).stdout?.includes(p.version);
   if (fs.existsSync(bin) && works()) return bin;
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: `agentsnap-e2e-${p.name}`, private: true }));
-  const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error', `${p.pkg}@${p.version}`], {
-    cwd: dir,
-    encoding: 'utf8',
-    timeout: 8 * 60_000,
-  });
+  const r = spawnSync(
+    'npm',
+    ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error', `${p.pkg}@${p.version}`],
+    {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 8 * 60_000,
+    },
+  );
   if (r.status !== 0 || !fs.existsSync(bin) || !works()) {
     throw new Error(
       `could not install ${p.pkg}@${p.version} for the end-to-end test (npm exit ${r.status}): ${r.stderr || r.error?.message || ''}\n` +
@@ -77,7 +82,9 @@ export function claudeAgentSdk(): string | null {
     try {
       const version = (JSON.parse(fs.readFileSync(path.join(pkg, 'package.json'), 'utf8')) as { version?: string }).version;
       // The native Claude Code of this platform (…-linux-x64, …-linux-x64-musl, …) came with it.
-      const native = fs.readdirSync(scope).some((n) => n.startsWith(`claude-agent-sdk-${process.platform}-${process.arch}`) && fs.existsSync(path.join(scope, n, 'claude')));
+      const native = fs
+        .readdirSync(scope)
+        .some((n) => n.startsWith(`claude-agent-sdk-${process.platform}-${process.arch}`) && fs.existsSync(path.join(scope, n, 'claude')));
       return version === CLAUDE_AGENT_SDK_VERSION && native;
     } catch {
       return false;
@@ -86,11 +93,23 @@ export function claudeAgentSdk(): string | null {
   if (works()) return pkg;
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'agentsnap-e2e-claude-agent-sdk', private: true }));
-  const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error', `@anthropic-ai/claude-agent-sdk@${CLAUDE_AGENT_SDK_VERSION}`], {
-    cwd: dir,
-    encoding: 'utf8',
-    timeout: 8 * 60_000,
-  });
+  const r = spawnSync(
+    'npm',
+    [
+      'install',
+      '--no-save',
+      '--no-package-lock',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      `@anthropic-ai/claude-agent-sdk@${CLAUDE_AGENT_SDK_VERSION}`,
+    ],
+    {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 8 * 60_000,
+    },
+  );
   if (r.status !== 0 || !works()) {
     throw new Error(
       `could not install @anthropic-ai/claude-agent-sdk@${CLAUDE_AGENT_SDK_VERSION} for the end-to-end test (npm exit ${r.status}): ${r.stderr || r.error?.message || ''}\n` +

@@ -15,7 +15,11 @@ function found(): string | null {
 }
 
 function apt(args: string[]): boolean {
-  const r = spawnSync('apt-get', args, { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, timeout: 15 * 60_000 });
+  const r = spawnSync('apt-get', args, {
+    stdio: 'ignore',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    timeout: 15 * 60_000,
+  });
   return r.status === 0;
 }
 
@@ -26,10 +30,15 @@ export function chromium(): { path: string | null; reason: string } {
   if (cached) return cached;
   let p = found();
   if (p) return (cached = { path: p, reason: '' });
-  if (process.env.AGENTSNAP_CHROMIUM) return (cached = { path: null, reason: `AGENTSNAP_CHROMIUM=${process.env.AGENTSNAP_CHROMIUM} does not exist` });
+  if (process.env.AGENTSNAP_CHROMIUM)
+    return (cached = { path: null, reason: `AGENTSNAP_CHROMIUM=${process.env.AGENTSNAP_CHROMIUM} does not exist` });
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
   const hasApt = spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
-  if (!root || !hasApt) return (cached = { path: null, reason: `no Chromium installed (${CANDIDATES.join(', ')}), and ${root ? 'no apt-get' : 'not root'} to install Debian's chromium package` });
+  if (!root || !hasApt)
+    return (cached = {
+      path: null,
+      reason: `no Chromium installed (${CANDIDATES.join(', ')}), and ${root ? 'no apt-get' : 'not root'} to install Debian's chromium package`,
+    });
   if (!apt(['install', '-y', '-qq', 'chromium'])) {
     apt(['update', '-qq']);
     apt(['install', '-y', '-qq', 'chromium']);

@@ -29,15 +29,30 @@ export function claudeBinary(): string | null {
   if (process.env.AGENTSNAP_E2E_CLAUDE_BIN) return process.env.AGENTSNAP_E2E_CLAUDE_BIN;
   const dir = path.join(ROOT, 'node_modules', '.cache', 'agentsnap-e2e', `claude-code-${CLAUDE_CODE_VERSION}`);
   const bin = path.join(dir, 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
-  const works = () => spawnSync(bin, ['--version'], { encoding: 'utf8', env: { ...process.env, IS_SANDBOX: '1' }, timeout: 60_000 }).stdout?.includes(CLAUDE_CODE_VERSION);
+  const works = () =>
+    spawnSync(bin, ['--version'], { encoding: 'utf8', env: { ...process.env, IS_SANDBOX: '1' }, timeout: 60_000 }).stdout?.includes(
+      CLAUDE_CODE_VERSION,
+    );
   if (fs.existsSync(bin) && works()) return bin;
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'agentsnap-e2e-claude', private: true }));
-  const r = spawnSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error', `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`], {
-    cwd: dir,
-    encoding: 'utf8',
-    timeout: 8 * 60_000,
-  });
+  const r = spawnSync(
+    'npm',
+    [
+      'install',
+      '--no-save',
+      '--no-package-lock',
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`,
+    ],
+    {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 8 * 60_000,
+    },
+  );
   if (r.status !== 0 || !fs.existsSync(bin) || !works()) {
     throw new Error(
       `could not install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} for the end-to-end test (npm exit ${r.status}): ${r.stderr || r.error?.message || ''}\n` +

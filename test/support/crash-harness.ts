@@ -71,7 +71,11 @@ export async function waitForGroup(pgid: number, timeoutMs = 60_000): Promise<vo
 }
 
 /** Runs `agentsnap args` in its own process group and SIGKILLs it after delayMs. */
-export function runAndKill(repo: Pick<TempRepo, 'dir' | 'env'>, args: string[], opts: { cwd?: string; delayMs: number; mode: 'group' | 'process' }): Promise<KillOutcome> {
+export function runAndKill(
+  repo: Pick<TempRepo, 'dir' | 'env'>,
+  args: string[],
+  opts: { cwd?: string; delayMs: number; mode: 'group' | 'process' },
+): Promise<KillOutcome> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: opts.cwd ?? repo.dir,
@@ -107,7 +111,10 @@ export function runAndKill(repo: Pick<TempRepo, 'dir' | 'env'>, args: string[], 
             killed: killed && signal === 'SIGKILL',
             mode: opts.mode,
             delayMs: opts.delayMs,
-            result: signal === 'SIGKILL' ? null : { code: code ?? 128, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') },
+            result:
+              signal === 'SIGKILL'
+                ? null
+                : { code: code ?? 128, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') },
           }),
         reject,
       );

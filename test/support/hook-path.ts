@@ -24,7 +24,11 @@ async function toolCall(repo: TempRepo, runDir: string, id: string, content: str
       tool_use_id: id,
       ...(event === 'PostToolUse' ? { tool_response: { ok: true } } : {}),
     });
-    const res = await runProcess('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', event], { cwd: repo.dir, env: repo.env, input: payload });
+    const res = await runProcess('/bin/sh', [CLIENT, '--run', runDir, '--exec', process.execPath, JS, 'claude', event], {
+      cwd: repo.dir,
+      env: repo.env,
+      input: payload,
+    });
     if (res.code !== 0 || res.stderr !== '') throw new Error(`hook ${event} exited ${res.code}: ${res.stderr}`);
   }
 }
@@ -36,7 +40,10 @@ export async function hookCallPath(): Promise<RuntimeCalls> {
     repo.write('a.txt', 'one\n');
     repo.git(['add', '.']);
     repo.git(['commit', '-qm', 'init']);
-    const server = await startWorktreeServer(await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } }), { hosted: true, snap: runSnap });
+    const server = await startWorktreeServer(await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } }), {
+      hosted: true,
+      snap: runSnap,
+    });
     try {
       if (!(await serverEngine(server))) throw new Error('the server engine did not start');
       await toolCall(repo, server.runDir, 'toolu_0', 'zero\n'); // the session's start is not a plain call's path

@@ -60,11 +60,18 @@ export async function recordHostileSession(repo: TempRepo): Promise<HostileSessi
   const lines = [
     { type: 'user', uuid: 'u1', timestamp: '2030-01-01T00:00:00Z', message: { role: 'user', content: `Please ${HOSTILE}` } },
     { type: 'assistant', uuid: 'a1', message: { role: 'assistant', content: [{ type: 'text', text: `Sure ${HOSTILE}` }] } },
-    { type: 'assistant', uuid: 'a2', message: { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: `printf '${HOSTILE}'` } }] } },
+    {
+      type: 'assistant',
+      uuid: 'a2',
+      message: { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: `printf '${HOSTILE}'` } }] },
+    },
   ];
   fs.writeFileSync(transcript, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
   const hook = async (event: string, payload: Record<string, unknown>) => {
-    const r = await cliProcess(repo, ['hook', 'claude', event, '--wrapped'], { env, input: JSON.stringify({ tool_name: 'Bash', tool_use_id: 'tu1', transcript_path: transcript, ...payload }) });
+    const r = await cliProcess(repo, ['hook', 'claude', event, '--wrapped'], {
+      env,
+      input: JSON.stringify({ tool_name: 'Bash', tool_use_id: 'tu1', transcript_path: transcript, ...payload }),
+    });
     assert.is(r.code, 0, r.stderr);
   };
   await hook('PreToolUse', { tool_input: { command: `printf '${HOSTILE}'` } });

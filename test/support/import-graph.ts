@@ -80,7 +80,10 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
         try {
           found = scanModuleSyntax(text);
         } catch (e) {
-          if (e instanceof ModuleSyntaxError) return { errors: [{ text: `the import scanner cannot read this file: ${e.message}`, location: { file: args.path, line: e.line } }] };
+          if (e instanceof ModuleSyntaxError)
+            return {
+              errors: [{ text: `the import scanner cannot read this file: ${e.message}`, location: { file: args.path, line: e.line } }],
+            };
           throw e;
         }
         scanned.set(args.path, found);
@@ -93,7 +96,10 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
         }
         resolvedSpecs.set(args.path, specs);
         const ext = path.extname(args.path).slice(1);
-        return { contents: withTypeImportsAsValues(text), loader: ext === 'tsx' ? 'tsx' : ext.startsWith('m') || ext.startsWith('c') ? 'js' : (ext as 'ts' | 'js') };
+        return {
+          contents: withTypeImportsAsValues(text),
+          loader: ext === 'tsx' ? 'tsx' : ext.startsWith('m') || ext.startsWith('c') ? 'js' : (ext as 'ts' | 'js'),
+        };
       });
     },
   };
@@ -119,7 +125,13 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
   } catch (e) {
     const errs = (e as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
     if (!errs) throw e;
-    throw new ImportGraphError(errs.map((m) => `${m.location ? `${posix(path.relative(root, path.resolve(root, m.location.file)))}:${m.location.line}: ` : ''}${m.text}`).join('\n'));
+    throw new ImportGraphError(
+      errs
+        .map(
+          (m) => `${m.location ? `${posix(path.relative(root, path.resolve(root, m.location.file)))}:${m.location.line}: ` : ''}${m.text}`,
+        )
+        .join('\n'),
+    );
   }
 
   const edges = new Map<string, ImportEdge>();
@@ -172,10 +184,12 @@ export async function readImportGraph(root: string): Promise<ImportGraph> {
       const had = edges.get(key);
       if (had) {
         if (!had.lines.includes(imp.line)) had.lines.push(imp.line);
-      } else edges.set(key, { from: file, to, internal, outside, spec: imp.spec, kind: imp.kind, typeOnly: imp.typeOnly, lines: [imp.line] });
+      } else
+        edges.set(key, { from: file, to, internal, outside, spec: imp.spec, kind: imp.kind, typeOnly: imp.typeOnly, lines: [imp.line] });
     }
   }
-  if (problems.length > 0) throw new ImportGraphError(`the import scanner and esbuild disagree (fix test/support/module-syntax.ts):\n  ${problems.join('\n  ')}`);
+  if (problems.length > 0)
+    throw new ImportGraphError(`the import scanner and esbuild disagree (fix test/support/module-syntax.ts):\n  ${problems.join('\n  ')}`);
   return { root, files: files.map(rel), edges: [...edges.values()], escapes };
 }
 
@@ -199,7 +213,11 @@ export function layerOf(file: string): string {
 }
 
 /** Every import against the layering (`file:line: …`), and every module loaded unseen unless `allowedEscapes` names it. */
-export function layeringViolations(graph: ImportGraph, layers: string[], allowedEscapes: ReadonlyMap<string, string> = new Map()): string[] {
+export function layeringViolations(
+  graph: ImportGraph,
+  layers: string[],
+  allowedEscapes: ReadonlyMap<string, string> = new Map(),
+): string[] {
   const out: string[] = [];
   const rank = (f: string): number => layers.indexOf(layerOf(f));
   for (const f of graph.files) if (rank(f) < 0) out.push(`${f}: in no layer (src/${layerOf(f)}/ is not in DEVELOPING.md's Layers diagram)`);
@@ -207,9 +225,11 @@ export function layeringViolations(graph: ImportGraph, layers: string[], allowed
     const at = e.lines.map((l) => `${e.from}:${l}`).join(', ');
     const how = `${e.typeOnly ? 'type-only ' : ''}${e.kind === 'import-statement' ? 'import' : e.kind === 'dynamic-import' ? 'import()' : 'require()'} of '${e.spec}'`;
     if (e.outside) out.push(`${at}: ${how} leaves the source tree (${e.to})`);
-    else if (e.internal && rank(e.to) > rank(e.from)) out.push(`${at}: ${how}: ${layerOf(e.from)} → ${layerOf(e.to)} (${e.to}), a higher layer`);
+    else if (e.internal && rank(e.to) > rank(e.from))
+      out.push(`${at}: ${how}: ${layerOf(e.from)} → ${layerOf(e.to)} (${e.to}), a higher layer`);
   }
-  for (const x of graph.escapes) if (!allowedEscapes.has(`${x.file}: ${x.what}`)) out.push(`${x.file}:${x.line}: ${x.what}: it escapes the layering check`);
+  for (const x of graph.escapes)
+    if (!allowedEscapes.has(`${x.file}: ${x.what}`)) out.push(`${x.file}:${x.line}: ${x.what}: it escapes the layering check`);
   return out;
 }
 

@@ -21,7 +21,8 @@ export interface ScriptedTurn {
 /** A turn, or what the model answers given the request so far (it reads the tool results, as a model would). */
 export type ScriptStep = ScriptedTurn | ((body: Record<string, unknown>) => ScriptedTurn);
 
-const turnOf = (step: ScriptStep | undefined, body: Record<string, unknown>): ScriptedTurn | undefined => (typeof step === 'function' ? step(body) : step);
+const turnOf = (step: ScriptStep | undefined, body: Record<string, unknown>): ScriptedTurn | undefined =>
+  typeof step === 'function' ? step(body) : step;
 
 export interface ModelStub {
   url: string;
@@ -80,18 +81,30 @@ export function startResponsesStub(script: ScriptStep[]): Promise<ModelStub> {
     }
     // Requests without tools (none seen so far) would be side requests: they do not advance the script.
     const offersTools = Array.isArray(body.tools) && body.tools.length > 0;
-    const turn = offersTools ? turnOf(script[n], body) ?? { text: 'Done.' } : { text: 'Stub.' };
+    const turn = offersTools ? (turnOf(script[n], body) ?? { text: 'Done.' }) : { text: 'Stub.' };
     n++;
     const ev = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const id = `resp_${n}`;
     ev('response.created', { response: { id } });
-    if (turn.text) ev('response.output_item.done', { item: { type: 'message', role: 'assistant', id: `msg_${n}`, content: [{ type: 'output_text', text: turn.text }] } });
+    if (turn.text)
+      ev('response.output_item.done', {
+        item: { type: 'message', role: 'assistant', id: `msg_${n}`, content: [{ type: 'output_text', text: turn.text }] },
+      });
     for (const [i, t] of (turn.tools ?? []).entries()) {
       const callId = `call_${n}_${i}`;
       if (!offersTools) continue;
       calls.push({ id: callId, name: t.name, input: t.input });
-      ev('response.output_item.done', { item: { type: 'function_call', id: `fc_${n}_${i}`, call_id: callId, name: t.name, ...(t.namespace ? { namespace: t.namespace } : {}), arguments: JSON.stringify(t.input) } });
+      ev('response.output_item.done', {
+        item: {
+          type: 'function_call',
+          id: `fc_${n}_${i}`,
+          call_id: callId,
+          name: t.name,
+          ...(t.namespace ? { namespace: t.namespace } : {}),
+          arguments: JSON.stringify(t.input),
+        },
+      });
     }
     ev('response.completed', { response: { id, usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } } });
     res.end();
@@ -109,14 +122,19 @@ export function startGeminiStub(script: ScriptStep[]): Promise<ModelStub> {
     const contents = Array.isArray(body.contents) ? (body.contents as { role?: string }[]) : [];
     const offersTools = Array.isArray(body.tools) && body.tools.length > 0;
     // Side requests (no tools: routing, next-speaker checks) get a short JSON-ish text.
-    const turn: ScriptedTurn = offersTools ? turnOf(script[contents.filter((c) => c.role === 'model').length], body) ?? { text: 'Done.' } : { text: '{"next_speaker":"user","reasoning":"done"}' };
+    const turn: ScriptedTurn = offersTools
+      ? (turnOf(script[contents.filter((c) => c.role === 'model').length], body) ?? { text: 'Done.' })
+      : { text: '{"next_speaker":"user","reasoning":"done"}' };
     const parts: Record<string, unknown>[] = [];
     if (turn.text) parts.push({ text: turn.text });
     for (const t of turn.tools ?? []) {
       if (offersTools) calls.push({ id: '', name: t.name, input: t.input });
       parts.push({ functionCall: { name: t.name, args: t.input } });
     }
-    const chunk = { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 } };
+    const chunk = {
+      candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
+      usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 },
+    };
     if (url.pathname.toLowerCase().includes('stream')) {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write(`data: ${JSON.stringify(chunk)}\n\n`);

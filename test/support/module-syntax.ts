@@ -7,7 +7,16 @@
 // follow the text (an unterminated string, comment, template or regex) it throws instead of guessing, and
 // import-graph.ts checks its imports against esbuild's for every file, so a misread fails loudly.
 
-export type TokenKind = 'name' | 'string' | 'template' | 'template-head' | 'template-middle' | 'template-tail' | 'number' | 'regex' | 'punct';
+export type TokenKind =
+  | 'name'
+  | 'string'
+  | 'template'
+  | 'template-head'
+  | 'template-middle'
+  | 'template-tail'
+  | 'number'
+  | 'regex'
+  | 'punct';
 
 export interface Token {
   kind: TokenKind;
@@ -50,7 +59,26 @@ export class ModuleSyntaxError extends Error {
 }
 
 // After these words an expression starts, so a `/` begins a regular expression rather than a division.
-const EXPRESSION_KEYWORDS = new Set(['return', 'typeof', 'instanceof', 'in', 'of', 'new', 'delete', 'void', 'throw', 'case', 'do', 'else', 'yield', 'await', 'extends', 'keyof', 'as', 'satisfies']);
+const EXPRESSION_KEYWORDS = new Set([
+  'return',
+  'typeof',
+  'instanceof',
+  'in',
+  'of',
+  'new',
+  'delete',
+  'void',
+  'throw',
+  'case',
+  'do',
+  'else',
+  'yield',
+  'await',
+  'extends',
+  'keyof',
+  'as',
+  'satisfies',
+]);
 
 const isNameStart = (c: string): boolean => /[A-Za-z_$#\u0080-\uffff]/.test(c);
 const isNamePart = (c: string): boolean => /[\w$\u0080-\uffff]/.test(c);
@@ -110,13 +138,25 @@ export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscap
   while (i < text.length) {
     const c = text[i] as string;
     const next = text[i + 1];
-    if (c === '\n' || c === ' ' || c === '\t' || c === '\r' || c === '\f' || c === '\v' || c === '\u00a0' || c === '\ufeff' || c === '\u2028' || c === '\u2029') {
+    if (
+      c === '\n' ||
+      c === ' ' ||
+      c === '\t' ||
+      c === '\r' ||
+      c === '\f' ||
+      c === '\v' ||
+      c === '\u00a0' ||
+      c === '\ufeff' ||
+      c === '\u2028' ||
+      c === '\u2029'
+    ) {
       advanceTo(i + 1);
     } else if (c === '/' && next === '/') {
       let end = text.indexOf('\n', i);
       if (end < 0) end = text.length;
       // `/// <reference path="…" />` makes the file depend on another one without any import.
-      if (/^\/\/\/\s*<reference\s/.test(text.slice(i, end))) escapes.push({ what: `triple-slash directive ${text.slice(i, end).trim()}`, line });
+      if (/^\/\/\/\s*<reference\s/.test(text.slice(i, end)))
+        escapes.push({ what: `triple-slash directive ${text.slice(i, end).trim()}`, line });
       comments.push({ text: text.slice(i, end), line, endLine: line, before: tokens.length });
       advanceTo(end);
     } else if (c === '/' && next === '*') {
@@ -159,7 +199,8 @@ export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscap
       let inClass = false;
       for (;;) {
         const d = text[k];
-        if (d === undefined || d === '\n') throw new ModuleSyntaxError(startLine, 'unterminated regular expression (or a division the scanner took for one)');
+        if (d === undefined || d === '\n')
+          throw new ModuleSyntaxError(startLine, 'unterminated regular expression (or a division the scanner took for one)');
         if (d === '\\') k += 2;
         else {
           if (d === '[') inClass = true;
@@ -187,7 +228,9 @@ export function tokenize(text: string): { tokens: Token[]; escapes: ScannedEscap
       else if (c === '}') braces.pop();
       else if (c === '(') {
         const before = tokens[tokens.length - 1];
-        parens.push(before?.kind === 'name' && ['if', 'while', 'for', 'with'].includes(before.text) && !isPunct(tokens[tokens.length - 2], '.'));
+        parens.push(
+          before?.kind === 'name' && ['if', 'while', 'for', 'with'].includes(before.text) && !isPunct(tokens[tokens.length - 2], '.'),
+        );
       } else if (c === ')') closedCondition = parens.pop() ?? false;
       tokens.push({ kind: 'punct', text: c, line });
       i++;
@@ -237,14 +280,19 @@ export function scanModuleSyntax(text: string): { imports: ScannedImport[]; esca
     if (t.text === 'import') {
       if (isPunct(after, '(')) {
         const arg = tokens[i + 2];
-        if (isLiteral(arg) && (isPunct(tokens[i + 3], ')') || isPunct(tokens[i + 3], ','))) imports.push({ spec: arg.text, kind: 'dynamic-import', typeOnly: false, line: t.line });
+        if (isLiteral(arg) && (isPunct(tokens[i + 3], ')') || isPunct(tokens[i + 3], ',')))
+          imports.push({ spec: arg.text, kind: 'dynamic-import', typeOnly: false, line: t.line });
         else escapes.push({ what: 'import() of a specifier that is not a string literal', line: t.line });
       } else if (after?.kind === 'string') {
         imports.push({ spec: after.text, kind: 'import-statement', typeOnly: false, line: t.line });
       } else if (isName(after) || isPunct(after, '{') || isPunct(after, '*')) {
         // `import type X …` is type-only, but `import type from '…'`, `import type, {…}` and `import type = …` bind a value named type.
         const third = tokens[i + 2];
-        const typeOnly = isName(after, 'type') && !(isName(third, 'from') && tokens[i + 3]?.kind === 'string') && !isPunct(third, ',') && !isPunct(third, '=');
+        const typeOnly =
+          isName(after, 'type') &&
+          !(isName(third, 'from') && tokens[i + 3]?.kind === 'string') &&
+          !isPunct(third, ',') &&
+          !isPunct(third, '=');
         const clause = typeOnly ? i + 2 : i + 1;
         const eq = isName(tokens[clause]) && isPunct(tokens[clause + 1], '=') ? clause + 1 : -1;
         if (eq >= 0) {
@@ -269,7 +317,8 @@ export function scanModuleSyntax(text: string): { imports: ScannedImport[]; esca
       }
     } else if (t.text === 'require' && isPunct(after, '(') && !consumedRequires.has(i) && !isName(prev, 'function')) {
       const arg = tokens[i + 2];
-      if (isLiteral(arg) && isPunct(tokens[i + 3], ')')) imports.push({ spec: arg.text, kind: 'require-call', typeOnly: false, line: t.line });
+      if (isLiteral(arg) && isPunct(tokens[i + 3], ')'))
+        imports.push({ spec: arg.text, kind: 'require-call', typeOnly: false, line: t.line });
       else escapes.push({ what: 'require() of a specifier that is not a string literal', line: t.line });
     } else if (t.text === 'createRequire') {
       escapes.push({ what: 'createRequire (a require made by it loads modules no import names)', line: t.line });

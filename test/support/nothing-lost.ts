@@ -22,7 +22,20 @@ import { startWorktreeSession } from '../../src/worktrees/worktree.js';
 // Operations
 
 /** Paths agents and users write (indexes into this list keep shrinking meaningful). */
-export const POOL = ['a.txt', 'b.txt', 'd/c.txt', 'd/e/f.txt', 'g', 'g/h.txt', '.env', 'big.bin', 'x.log', 'keep.log', 'local.db', 'sub dir/ü.txt'];
+export const POOL = [
+  'a.txt',
+  'b.txt',
+  'd/c.txt',
+  'd/e/f.txt',
+  'g',
+  'g/h.txt',
+  '.env',
+  'big.bin',
+  'x.log',
+  'keep.log',
+  'local.db',
+  'sub dir/ü.txt',
+];
 export const CONTENTS: Buffer[] = [
   Buffer.from('one\n'),
   Buffer.from('two\r\nlines\r\n'),
@@ -110,7 +123,25 @@ export type Op =
  * those; AGENTSNAP_PROPERTY_SKIP=mmap,hardlink drops those), so a family still
  * broken after a merge can be narrowed out while the rest stays green.
  */
-export const FAMILIES = ['call', 'read', 'edit', 'ignore', 'flags', 'hardlink', 'mmap', 'types', 'unreadable', 'nested', 'git', 'undo', 'apply', 'usergc', 'diskfull', 'gitmeta-symlink', 'nested-nocommit'] as const;
+export const FAMILIES = [
+  'call',
+  'read',
+  'edit',
+  'ignore',
+  'flags',
+  'hardlink',
+  'mmap',
+  'types',
+  'unreadable',
+  'nested',
+  'git',
+  'undo',
+  'apply',
+  'usergc',
+  'diskfull',
+  'gitmeta-symlink',
+  'nested-nocommit',
+] as const;
 export type Family = (typeof FAMILIES)[number];
 /**
  * Modes: hooks in-process with the server off; through the warm server hosted as `wrap` hosts it; through a
@@ -121,8 +152,18 @@ export const MODES = ['off', 'server', 'bgserver', 'nocaps'] as const;
 export type Mode = (typeof MODES)[number];
 
 export function listFromEnv<T extends string>(all: readonly T[], keep: string | undefined, skip: string | undefined): T[] {
-  const k = keep ? keep.split(',').map((s) => s.trim()).filter(Boolean) : [...all];
-  const s = new Set((skip ?? '').split(',').map((x) => x.trim()).filter(Boolean));
+  const k = keep
+    ? keep
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : [...all];
+  const s = new Set(
+    (skip ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
   for (const x of k) if (!(all as readonly string[]).includes(x)) throw new Error(`unknown name ${x} (known: ${all.join(', ')})`);
   return all.filter((x) => k.includes(x) && !s.has(x));
 }
@@ -171,7 +212,8 @@ export function fsEditArb(families: Family[]): fc.Arbitrary<FsEdit> {
   if (has('mmap')) arbs.push(fc.record({ k: fc.constant('mmap' as const), f: nat(20) }));
   if (has('hardlink')) arbs.push(fc.record({ k: fc.constant('linkwrite' as const), l: nat(5), c: nat(CONTENTS.length - 1) }));
   if (has('unreadable')) arbs.push(fc.record({ k: fc.constant('lock' as const), e: nat(20) }), fc.constant({ k: 'unlock' as const }));
-  if (has('gitmeta-symlink')) arbs.push(fc.record({ k: fc.constant('gitmeta' as const), m: nat(META_FILES.length - 1), how: nat(META_HOW.length - 1) }));
+  if (has('gitmeta-symlink'))
+    arbs.push(fc.record({ k: fc.constant('gitmeta' as const), m: nat(META_FILES.length - 1), how: nat(META_HOW.length - 1) }));
   return fc.oneof(...arbs);
 }
 
@@ -182,7 +224,13 @@ export function opArb(families: Family[]): fc.Arbitrary<Op> {
   const arbs: { arbitrary: fc.Arbitrary<Op>; weight: number }[] = [];
   const add = (weight: number, arbitrary: fc.Arbitrary<Op>) => arbs.push({ arbitrary, weight });
   if (has('call')) {
-    const call = { t: fc.constant('call' as const), tool: fc.constantFrom('Write' as const, 'Bash' as const), edits: fc.array(edit, { minLength: 1, maxLength: 3 }), during: fc.option(edit, { nil: null, freq: 4 }), fail: fc.boolean() };
+    const call = {
+      t: fc.constant('call' as const),
+      tool: fc.constantFrom('Write' as const, 'Bash' as const),
+      edits: fc.array(edit, { minLength: 1, maxLength: 3 }),
+      during: fc.option(edit, { nil: null, freq: 4 }),
+      fail: fc.boolean(),
+    };
     // Without usergc the record has no gc key, so the sequences of the other families draw as before.
     if (has('usergc')) add(8, fc.record({ ...call, gc: fc.option(fc.constantFrom(...GC_KINDS), { nil: null, freq: 5 }) }));
     else add(8, fc.record(call));
@@ -190,10 +238,35 @@ export function opArb(families: Family[]): fc.Arbitrary<Op> {
   if (has('read')) add(1, fc.constant({ t: 'read' as const }));
   if (has('edit')) add(4, fc.record({ t: fc.constant('edit' as const), e: edit }));
   if (has('ignore')) add(1, fc.record({ t: fc.constant('exclude' as const), r: nat(RULES.length - 1), add: fc.boolean() }));
-  if (has('flags')) add(1, fc.record({ t: fc.constant('flag' as const), f: nat(10), which: fc.constantFrom('skip-worktree' as const, 'assume-unchanged' as const), on: fc.boolean() }));
+  if (has('flags'))
+    add(
+      1,
+      fc.record({
+        t: fc.constant('flag' as const),
+        f: nat(10),
+        which: fc.constantFrom('skip-worktree' as const, 'assume-unchanged' as const),
+        on: fc.boolean(),
+      }),
+    );
   if (has('hardlink')) add(1, fc.record({ t: fc.constant('hardlink' as const), f: nat(20) }));
-  if (has('nested')) add(1, fc.record({ t: fc.constant('nested' as const), k: fc.constantFrom('init' as const, 'commit' as const, 'edit' as const), c: nat(CONTENTS.length - 1) }));
-  if (has('git')) add(1, fc.record({ t: fc.constant('git' as const), k: fc.constantFrom('add' as const, 'commit' as const, 'checkout' as const, 'stash' as const, 'unstash' as const), f: nat(20) }));
+  if (has('nested'))
+    add(
+      1,
+      fc.record({
+        t: fc.constant('nested' as const),
+        k: fc.constantFrom('init' as const, 'commit' as const, 'edit' as const),
+        c: nat(CONTENTS.length - 1),
+      }),
+    );
+  if (has('git'))
+    add(
+      1,
+      fc.record({
+        t: fc.constant('git' as const),
+        k: fc.constantFrom('add' as const, 'commit' as const, 'checkout' as const, 'stash' as const, 'unstash' as const),
+        f: nat(20),
+      }),
+    );
   if (has('undo')) {
     add(3, fc.record({ t: fc.constant('undo' as const), s: fc.option(nat(20), { nil: null }), force: fc.boolean() }));
     add(1, fc.record({ t: fc.constant('redo' as const), force: fc.boolean() }));
@@ -252,7 +325,8 @@ function ignoredOnlyByUnseenRules(view: View, p: string): boolean {
   );
 }
 
-export const blobOid = (content: Buffer, format: 'sha1' | 'sha256' = 'sha1') => crypto.createHash(format).update(`blob ${content.length}\0`).update(content).digest('hex');
+export const blobOid = (content: Buffer, format: 'sha1' | 'sha256' = 'sha1') =>
+  crypto.createHash(format).update(`blob ${content.length}\0`).update(content).digest('hex');
 
 function lstat(abs: string): fs.Stats | null {
   try {
@@ -320,7 +394,15 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
     .split('\0')
     .filter((l) => l.startsWith('S ') && path.posix.basename(l.slice(2)) === '.gitignore' && !lstat(path.join(repo.dir, l.slice(2))))
     .map((l) => path.posix.dirname(l.slice(2)));
-  const view: View = { tree: new Map(), skipped: new Map(), untouchable: new Map(), unreadable: [], unreadableDirs, indexOnlyIgnoreDirs, unreadableIgnored: [] };
+  const view: View = {
+    tree: new Map(),
+    skipped: new Map(),
+    untouchable: new Map(),
+    unreadable: [],
+    unreadableDirs,
+    indexOnlyIgnoreDirs,
+    unreadableIgnored: [],
+  };
   const entryOf = (abs: string, st: fs.Stats): Entry =>
     st.isSymbolicLink()
       ? { mode: '120000', oid: blobOid(Buffer.from(fs.readlinkSync(abs)), format) }
@@ -400,7 +482,12 @@ function checkIgnored(repo: TempRepo, all: string[]): Set<string> {
   // A path below a symlink or file now is absent because its parent changed type: never "ignored".
   const paths = all.filter((p) => reachablePath(repo, p));
   if (paths.length === 0) return new Set();
-  const r = spawnSync('git', ['check-ignore', '--stdin', '-z', '-v', '-n'], { cwd: repo.dir, env: repo.env, input: paths.join('\0') + '\0', encoding: 'utf8' });
+  const r = spawnSync('git', ['check-ignore', '--stdin', '-z', '-v', '-n'], {
+    cwd: repo.dir,
+    env: repo.env,
+    input: paths.join('\0') + '\0',
+    encoding: 'utf8',
+  });
   if (r.status !== 0 && r.status !== 1) throw new Error(`check-ignore failed: ${r.stderr}`);
   const parts = r.stdout.split('\0');
   const out = new Set<string>();
@@ -434,7 +521,8 @@ export function diffEntries(want: Map<string, Entry>, got: Map<string, Entry>, e
     const g = got.get(p);
     if (!w) out.push(`  extra   ${p} (${g!.mode} ${g!.oid.slice(0, 8)})`);
     else if (!g) out.push(`  missing ${p} (${w.mode} ${w.oid.slice(0, 8)})`);
-    else if (w.mode !== g.mode || w.oid !== g.oid) out.push(`  differs ${p} (want ${w.mode} ${w.oid.slice(0, 8)}, got ${g.mode} ${g.oid.slice(0, 8)})`);
+    else if (w.mode !== g.mode || w.oid !== g.oid)
+      out.push(`  differs ${p} (want ${w.mode} ${w.oid.slice(0, 8)}, got ${g.mode} ${g.oid.slice(0, 8)})`);
   }
   return out;
 }
@@ -459,7 +547,8 @@ const saysNoSpace = (text: string) => /disk is full|No space left|Out of diskspa
  * `git rev-parse` run inside it walked up and named the superproject's HEAD). An explicit --git-dir never walks up.
  */
 const isNestedRepo = (repo: TempRepo, abs: string): boolean =>
-  !!lstat(path.join(abs, '.git')) && repo.gitRaw([`--git-dir=${path.join(abs, '.git')}`, 'rev-parse', '--git-dir'], { cwd: abs }).status === 0;
+  !!lstat(path.join(abs, '.git')) &&
+  repo.gitRaw([`--git-dir=${path.join(abs, '.git')}`, 'rev-parse', '--git-dir'], { cwd: abs }).status === 0;
 /** The commit a nested repository's HEAD names (its own git dir: never the superproject's), or null before its first commit. */
 const nestedHead = (repo: TempRepo, abs: string): string | null => {
   const r = repo.gitRaw([`--git-dir=${path.join(abs, '.git')}`, 'rev-parse', '-q', '--verify', 'HEAD^{commit}'], { cwd: abs });
@@ -543,7 +632,14 @@ export class World {
       for (const sig of SIGNALS) process.prependOnceListener(sig, this.unmountOnSignal);
     }
     repo.git(['init', '-q', '-b', 'main', `--object-format=${this.format}`]);
-    for (const [rel, content] of Object.entries({ '.gitignore': '*.db\n*.log\n!keep.log\n', 'a.txt': 'a\n', 'd/c.txt': 'c\n', g: 'g\n', 'tracked.log': 'tracked although ignored\n' })) repo.write(rel, content);
+    for (const [rel, content] of Object.entries({
+      '.gitignore': '*.db\n*.log\n!keep.log\n',
+      'a.txt': 'a\n',
+      'd/c.txt': 'c\n',
+      g: 'g\n',
+      'tracked.log': 'tracked although ignored\n',
+    }))
+      repo.write(rel, content);
     repo.git(['add', '-A']);
     repo.git(['commit', '-q', '-m', 'initial']);
     repo.git(['config', 'agentsnap.maxFileSize', '2k']);
@@ -556,7 +652,7 @@ export class World {
     repo.git(['add', '-A']);
     repo.git(['commit', '-qm', 'other']);
     repo.git(['checkout', '-q', 'main']);
-    repo.write('local.db', 'the user\'s ignored database\n');
+    repo.write('local.db', "the user's ignored database\n");
     repo.write('b.txt', 'untracked b\n');
     repo.write('a.txt', 'staged a\n');
     repo.git(['add', 'a.txt']);
@@ -565,7 +661,10 @@ export class World {
     fs.mkdirSync(this.outside);
     this.transcript = path.join(repo.home, '.claude', 'projects', 'p', 'sess.jsonl');
     fs.mkdirSync(path.dirname(this.transcript), { recursive: true });
-    fs.writeFileSync(this.transcript, `${JSON.stringify({ type: 'user', uuid: 'u-0', timestamp: this.time(), message: { role: 'user', content: 'go' } })}\n`);
+    fs.writeFileSync(
+      this.transcript,
+      `${JSON.stringify({ type: 'user', uuid: 'u-0', timestamp: this.time(), message: { role: 'user', content: 'go' } })}\n`,
+    );
     // The session as `wrap` starts it (its baseline is a snapshot of this moment too).
     const view = this.view();
     const res = await this.agentsnap(['snap', '--json']);
@@ -578,11 +677,17 @@ export class World {
       this.wsPath = ws.meta.path;
     }
     if (this.mode === 'bgserver') {
-      const start = await runProcess(process.execPath, [BIN, 'server', 'start'], { cwd: repo.dir, env: { ...repo.env, AGENTSNAP_SERVER: 'on' }, input: '' });
+      const start = await runProcess(process.execPath, [BIN, 'server', 'start'], {
+        cwd: repo.dir,
+        env: { ...repo.env, AGENTSNAP_SERVER: 'on' },
+        input: '',
+      });
       if (start.code !== 0) throw new Error(`server start exited ${start.code}: ${start.stderr}`);
     }
     if (this.mode === 'server') {
-      const r = await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on', ...(process.env.AGENTSNAP_SERVER_TRACE ? { AGENTSNAP_SERVER_TRACE: '1' } : {}) } });
+      const r = await openRepo(repo.dir, {
+        env: { ...repo.env, AGENTSNAP_SERVER: 'on', ...(process.env.AGENTSNAP_SERVER_TRACE ? { AGENTSNAP_SERVER_TRACE: '1' } : {}) },
+      });
       this.server = await startWorktreeServer(r, { hosted: true, snap: runSnap });
     }
     // Claude Code's start, as wrap hooks it: the transcript is known before the first hooked call.
@@ -593,7 +698,12 @@ export class World {
   async teardown(): Promise<void> {
     try {
       await this.server?.close();
-      if (this.mode === 'bgserver' && this.repo) await runProcess(process.execPath, [BIN, 'server', 'stop'], { cwd: this.repo.dir, env: { ...this.repo.env, AGENTSNAP_SERVER: 'on' }, input: '' });
+      if (this.mode === 'bgserver' && this.repo)
+        await runProcess(process.execPath, [BIN, 'server', 'stop'], {
+          cwd: this.repo.dir,
+          env: { ...this.repo.env, AGENTSNAP_SERVER: 'on' },
+          input: '',
+        });
     } finally {
       if (this.repo) {
         if (this.mounted) {
@@ -634,18 +744,29 @@ export class World {
     const journalBefore = this.session ? this.journalBytes() : null;
     const refsBefore = this.agentRefs();
     const res = this.noCaps
-      ? await runProcess('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, ...args], { cwd: opts.cwd ?? this.repo.dir, env: this.repo.env, input: '' })
+      ? await runProcess('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, ...args], {
+          cwd: opts.cwd ?? this.repo.dir,
+          env: this.repo.env,
+          input: '',
+        })
       : await cli(this.repo, args, opts);
     const what = `agentsnap ${args.join(' ')}`;
     if (![0, 1, 2, 3, 4, 5].includes(res.code)) {
-      const label = this.ballast ? '(diskfull) on a full disk, ' : this.gcRan ? '(e) after the user\'s own git maintenance, ' : '';
+      const label = this.ballast ? '(diskfull) on a full disk, ' : this.gcRan ? "(e) after the user's own git maintenance, " : '';
       throw new InvariantError(`${label}${what} exited ${res.code}: ${res.stderr}${res.stdout}`);
     }
     if (isDiskFull(res)) {
-      if (res.code !== 1) throw new InvariantError(`(diskfull) ${what} ran out of space but exited ${res.code}, not 1: ${res.stderr}${res.stdout}`);
-      if (journalBefore !== null && !journalBefore.equals(this.journalBytes())) throw new InvariantError(`(diskfull) ${what} ran out of space and changed the journal:\n${this.journalBytes().subarray(journalBefore.length).toString('utf8').slice(0, 2000)}`);
+      if (res.code !== 1)
+        throw new InvariantError(`(diskfull) ${what} ran out of space but exited ${res.code}, not 1: ${res.stderr}${res.stdout}`);
+      if (journalBefore !== null && !journalBefore.equals(this.journalBytes()))
+        throw new InvariantError(
+          `(diskfull) ${what} ran out of space and changed the journal:\n${this.journalBytes().subarray(journalBefore.length).toString('utf8').slice(0, 2000)}`,
+        );
       const refsAfter = this.agentRefs();
-      if (refsAfter !== refsBefore) throw new InvariantError(`(diskfull) ${what} ran out of space and changed agentsnap's refs:\n${this.userStateDiff(refsBefore, refsAfter)}`);
+      if (refsAfter !== refsBefore)
+        throw new InvariantError(
+          `(diskfull) ${what} ran out of space and changed agentsnap's refs:\n${this.userStateDiff(refsBefore, refsAfter)}`,
+        );
     } else if (this.ballast && res.code === 1 && /No space left|ENOSPC|quota/i.test(res.stderr)) {
       throw new InvariantError(`(diskfull) ${what} ran out of space without saying DiskFull: ${res.stderr}${res.stdout}`);
     }
@@ -668,17 +789,38 @@ export class World {
   /** One Claude Code hook, through the path the mode takes. Returns its warning (stderr), if any. */
   async hook(event: string, payload: Record<string, unknown>): Promise<string> {
     await this.sweepIfNeeded();
-    const input = JSON.stringify({ hook_event_name: event, cwd: this.repo.dir, session_id: 'cc-1', transcript_path: this.transcript, ...payload });
+    const input = JSON.stringify({
+      hook_event_name: event,
+      cwd: this.repo.dir,
+      session_id: 'cc-1',
+      transcript_path: this.transcript,
+      ...payload,
+    });
     if (this.mode === 'off') {
-      const out = await runHook({ agent: 'claude', event, input, env: { ...this.repo.env, ...this.agentEnv() }, cwd: this.repo.dir, wrapped: true });
+      const out = await runHook({
+        agent: 'claude',
+        event,
+        input,
+        env: { ...this.repo.env, ...this.agentEnv() },
+        cwd: this.repo.dir,
+        wrapped: true,
+      });
       return out.warning ?? '';
     }
     const serverOn = this.mode === 'server' || this.mode === 'bgserver';
     const env = { ...this.repo.env, ...this.agentEnv(), ...(serverOn ? { AGENTSNAP_SERVER: 'on' } : {}) };
     const run = this.server ? ['--run', this.server.runDir] : [];
     const res = serverOn
-        ? await runProcess('/bin/sh', [path.join(ROOT, 'bin', 'agentsnap-hook'), ...run, '--exec', process.execPath, BIN, 'claude', event, '--wrapped'], { cwd: this.repo.dir, env, input })
-        : await runProcess('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, 'hook', 'claude', event, '--wrapped'], { cwd: this.repo.dir, env, input });
+      ? await runProcess(
+          '/bin/sh',
+          [path.join(ROOT, 'bin', 'agentsnap-hook'), ...run, '--exec', process.execPath, BIN, 'claude', event, '--wrapped'],
+          { cwd: this.repo.dir, env, input },
+        )
+      : await runProcess('setpriv', [...DROP_READ_CAPS, process.execPath, BIN, 'hook', 'claude', event, '--wrapped'], {
+          cwd: this.repo.dir,
+          env,
+          input,
+        });
     if (res.code !== 0) throw new InvariantError(`hook ${event} exited ${res.code}: ${res.stderr}`);
     return res.stderr.trim();
   }
@@ -696,7 +838,9 @@ export class World {
           return JSON.parse(l) as JournalEv;
         } catch {
           // No crash happens in this test: a line that is not JSON is a torn write (a full disk) or a bug.
-          throw new InvariantError(`the journal's line ${i + 1} is not JSON${this.ballast ? ' (a write torn by the full disk: a command that runs out of space must leave the journal unchanged)' : ''}: ${l.slice(0, 300)}`);
+          throw new InvariantError(
+            `the journal's line ${i + 1} is not JSON${this.ballast ? ' (a write torn by the full disk: a command that runs out of space must leave the journal unchanged)' : ''}: ${l.slice(0, 300)}`,
+          );
         }
       });
   }
@@ -724,13 +868,21 @@ export class World {
       .split('\n')
       .filter((l) => l && !/^refs\/agent(snap)?\//.test(l))
       .join('\n');
-    return [`index ${crypto.createHash('sha1').update(read('index')).digest('hex')}`, `HEAD ${read('HEAD')}`, refs, `stash-log ${read('logs/refs/stash')}`].join('\n');
+    return [
+      `index ${crypto.createHash('sha1').update(read('index')).digest('hex')}`,
+      `HEAD ${read('HEAD')}`,
+      refs,
+      `stash-log ${read('logs/refs/stash')}`,
+    ].join('\n');
   }
 
   private userStateDiff(before: string, after: string): string {
     const a = before.split('\n');
     const b = after.split('\n');
-    return [...a.filter((l) => !b.includes(l)).map((l) => `  - ${l.slice(0, 80)}`), ...b.filter((l) => !a.includes(l)).map((l) => `  + ${l.slice(0, 80)}`)].join('\n');
+    return [
+      ...a.filter((l) => !b.includes(l)).map((l) => `  - ${l.slice(0, 80)}`),
+      ...b.filter((l) => !a.includes(l)).map((l) => `  + ${l.slice(0, 80)}`),
+    ].join('\n');
   }
 
   /** Runs an agentsnap operation, asserting (d) the user's state and that nothing untouchable changed. */
@@ -738,12 +890,14 @@ export class World {
     const before = this.userState();
     const result = await fn();
     const after = this.userState();
-    if (before !== after) throw new InvariantError(`(d) ${what} changed the user's index/HEAD/refs/stash:\n${this.userStateDiff(before, after)}`);
+    if (before !== after)
+      throw new InvariantError(`(d) ${what} changed the user's index/HEAD/refs/stash:\n${this.userStateDiff(before, after)}`);
     if (opts.untouchable) {
       const now = this.view();
       const all = new Map([...now.untouchable, ...now.tree]);
       const lost = diffEntries(opts.untouchable.untouchable, all, (p) => !opts.untouchable!.untouchable.has(p));
-      if (lost.length > 0) throw new InvariantError(`(b) ${what} touched files it must never touch (ignored, left out, nested):\n${lost.join('\n')}`);
+      if (lost.length > 0)
+        throw new InvariantError(`(b) ${what} touched files it must never touch (ignored, left out, nested):\n${lost.join('\n')}`);
     }
     return result;
   }
@@ -757,12 +911,20 @@ export class World {
     let n = 0;
     for (const ev of this.newEvents()) {
       if (!mine(ev)) continue;
-      const commit = (ev.type === 'op.start' ? ev.safety : ev.type === 'session.start' ? ev.baseline : ev.commit) as string | null | undefined;
+      const commit = (ev.type === 'op.start' ? ev.safety : ev.type === 'session.start' ? ev.baseline : ev.commit) as
+        | string
+        | null
+        | undefined;
       if (!commit || !['session.start', 'step.pre', 'step.post', 'step.checkpoint', 'op.start'].includes(ev.type)) continue;
       if (ev.source === 'transcript') continue;
       n++;
       const skipped = (ev.type === 'op.start' ? ev.safetySkipped : ev.skipped) as { path: string; reason: string }[] | undefined;
-      this.compareSnapshot(view, commit, skipped ?? [], `${ev.type}${ev.step !== undefined ? ` of step ${String(ev.step)}` : ''} (${where})`);
+      this.compareSnapshot(
+        view,
+        commit,
+        skipped ?? [],
+        `${ev.type}${ev.step !== undefined ? ` of step ${String(ev.step)}` : ''} (${where})`,
+      );
     }
     if (n === 0 && warning === '') return n;
     if (n === 0) {
@@ -794,26 +956,51 @@ export class World {
     // Likewise a .gitignore the user marked skip-worktree that is gone from the disk: git reads its rules from
     // the index, a snapshot (which reads the disk, and records no file that is not on it) reads none.
     const ignoreUnreadable = (p: string) => ignoredOnlyByUnseenRules(view, p);
-    const lines = diffEntries(view.tree, got, (p) => (view.unreadable.includes(p) || (!view.tree.has(p) && ignoreUnreadable(p))) && exact(p));
+    const lines = diffEntries(
+      view.tree,
+      got,
+      (p) => (view.unreadable.includes(p) || (!view.tree.has(p) && ignoreUnreadable(p))) && exact(p),
+    );
     const gotSkipped = new Map(skipped.map((s) => [s.path, s.reason]));
-    for (const [p, r] of view.skipped) if (gotSkipped.get(p) !== r) lines.push(`  not listed as skipped (${r}): ${p}${gotSkipped.has(p) ? ` (listed as ${gotSkipped.get(p)})` : ''}`);
-    for (const [p, r] of gotSkipped) if (!view.skipped.has(p) && !view.unreadable.some((u) => under(u, [p])) && !(r === 'unreadable' && view.unreadableDirs.some((d) => under(p, [d])))) lines.push(`  listed as skipped (${r}) but should not be: ${p}`);
-    for (const u of view.unreadable) if (!exact(u) && ![...gotSkipped.keys()].some((s) => under(u, [s]))) lines.push(`  unreadable ${u}: neither failed nor listed as skipped`);
-    if (lines.length > 0) throw new InvariantError(`(a) ${label}: the snapshot ${commit.slice(0, 10)} differs from the ground truth of that moment:\n${lines.join('\n')}`);
+    for (const [p, r] of view.skipped)
+      if (gotSkipped.get(p) !== r)
+        lines.push(`  not listed as skipped (${r}): ${p}${gotSkipped.has(p) ? ` (listed as ${gotSkipped.get(p)})` : ''}`);
+    for (const [p, r] of gotSkipped)
+      if (
+        !view.skipped.has(p) &&
+        !view.unreadable.some((u) => under(u, [p])) &&
+        !(r === 'unreadable' && view.unreadableDirs.some((d) => under(p, [d])))
+      )
+        lines.push(`  listed as skipped (${r}) but should not be: ${p}`);
+    for (const u of view.unreadable)
+      if (!exact(u) && ![...gotSkipped.keys()].some((s) => under(u, [s])))
+        lines.push(`  unreadable ${u}: neither failed nor listed as skipped`);
+    if (lines.length > 0)
+      throw new InvariantError(
+        `(a) ${label}: the snapshot ${commit.slice(0, 10)} differs from the ground truth of that moment:\n${lines.join('\n')}`,
+      );
   }
 
   /** (b) every blob the user had at a snapshot instant or restore start is still reachable (from any ref or index) or on disk. */
   checkNothingLost(current?: View): void {
     if (this.known.size === 0) return;
     const reachable = new Set(
-      spawnSync('git', ['rev-list', '--objects', '--all', '--reflog', '--indexed-objects'], { cwd: this.repo.dir, env: this.repo.env, encoding: 'utf8', maxBuffer: 64 << 20 })
+      spawnSync('git', ['rev-list', '--objects', '--all', '--reflog', '--indexed-objects'], {
+        cwd: this.repo.dir,
+        env: this.repo.env,
+        encoding: 'utf8',
+        maxBuffer: 64 << 20,
+      })
         .stdout.split('\n')
         .map((l) => l.split(' ')[0]!),
     );
     const now = current ?? this.view();
     const onDisk = new Set([...now.tree.values(), ...now.untouchable.values()].map((e) => e.oid));
     const lost = [...this.known].filter(([oid]) => !reachable.has(oid) && !onDisk.has(oid));
-    if (lost.length > 0) throw new InvariantError(`(b) bytes the user had are in no object and not on disk:\n${lost.map(([oid, w]) => `  ${oid.slice(0, 10)} ${w}`).join('\n')}`);
+    if (lost.length > 0)
+      throw new InvariantError(
+        `(b) bytes the user had are in no object and not on disk:\n${lost.map(([oid, w]) => `  ${oid.slice(0, 10)} ${w}`).join('\n')}`,
+      );
   }
 
   // ----- interpreting operations
@@ -958,7 +1145,11 @@ export class World {
         if (!rel) return null;
         // No chmod unless needed: it would raise the inotify event this write must not raise.
         if ((fs.statSync(abs(rel)).mode & 0o600) !== 0o600) fs.chmodSync(abs(rel), fs.statSync(abs(rel)).mode | 0o600);
-        const r = spawnSync('python3', ['-c', 'import mmap,sys\nf=open(sys.argv[1],"r+b")\nm=mmap.mmap(f.fileno(),0)\nm[0]=(m[0]+1)%256\nm.flush()\nm.close()\nf.close()', abs(rel)]);
+        const r = spawnSync('python3', [
+          '-c',
+          'import mmap,sys\nf=open(sys.argv[1],"r+b")\nm=mmap.mmap(f.fileno(),0)\nm[0]=(m[0]+1)%256\nm.flush()\nm.close()\nf.close()',
+          abs(rel),
+        ]);
         if (r.status !== 0) throw new Error(`mmap write failed: ${r.stderr}`);
         return `mmap write ${rel}`;
       }
@@ -1026,7 +1217,8 @@ export class World {
     try {
       return this.applyEdit(e, root);
     } catch (err) {
-      if (this.ballast && saysNoSpace(`${(err as NodeJS.ErrnoException).code} ${(err as Error).message}`)) return `(${e.k}: ENOSPC, the disk is full)`;
+      if (this.ballast && saysNoSpace(`${(err as NodeJS.ErrnoException).code} ${(err as Error).message}`))
+        return `(${e.k}: ENOSPC, the disk is full)`;
       throw err;
     }
   }
@@ -1061,12 +1253,16 @@ export class World {
       const now = before.tree.get(p) ?? null;
       if ((now === null && u.entry === null) || (now && u.entry && now.oid === u.entry.oid && now.mode === u.entry.mode)) bad.push(p);
     }
-    if (bad.length > 0) throw new InvariantError(`(c) ${kind} without --force overwrote changes the user made outside tool calls after its target (it must refuse): ${bad.join(', ')}`);
+    if (bad.length > 0)
+      throw new InvariantError(
+        `(c) ${kind} without --force overwrote changes the user made outside tool calls after its target (it must refuse): ${bad.join(', ')}`,
+      );
   }
 
   private stepNumbers(): number[] {
     const steps = new Set<number>();
-    for (const ev of this.journal()) if ((ev.type === 'step.pre' || ev.type === 'step.checkpoint') && typeof ev.step === 'number' && ev.step >= 1) steps.add(ev.step);
+    for (const ev of this.journal())
+      if ((ev.type === 'step.pre' || ev.type === 'step.checkpoint') && typeof ev.step === 'number' && ev.step >= 1) steps.add(ev.step);
     return [...steps].sort((a, b) => a - b);
   }
 
@@ -1075,7 +1271,8 @@ export class World {
     let tree = '';
     for (const ev of this.journal()) {
       if (ev.source === 'transcript') continue;
-      if (['session.start', 'step.pre', 'step.post', 'step.checkpoint'].includes(ev.type) || (ev.type === 'op.done' && ev.tree)) tree = ev.tree as string;
+      if (['session.start', 'step.pre', 'step.post', 'step.checkpoint'].includes(ev.type) || (ev.type === 'op.done' && ev.tree))
+        tree = ev.tree as string;
     }
     return tree;
   }
@@ -1093,7 +1290,12 @@ export class World {
       await this.runOp(op, say);
     } catch (err) {
       // On a full disk the user's own writes (info/exclude, git init…) may fail: that is the world, not a finding.
-      if (!this.ballast || err instanceof InvariantError || !saysNoSpace(`${(err as NodeJS.ErrnoException).code} ${(err as Error).message}`)) throw err;
+      if (
+        !this.ballast ||
+        err instanceof InvariantError ||
+        !saysNoSpace(`${(err as NodeJS.ErrnoException).code} ${(err as Error).message}`)
+      )
+        throw err;
       say(`(${op.t}: stopped by ENOSPC, the disk is full)`);
     }
   }
@@ -1104,8 +1306,24 @@ export class World {
         return this.call(op, say);
       case 'read': {
         const id = `toolu_r${++this.callN}`;
-        this.line({ type: 'assistant', uuid: `a-${id}`, timestamp: this.time(), version: '2.1.332', message: { id: `msg-${id}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id, name: 'Read', input: { file_path: path.join(this.repo.dir, 'a.txt') } }] } });
-        this.line({ type: 'user', uuid: `r-${id}`, timestamp: this.time(), message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'whatever' }] } });
+        this.line({
+          type: 'assistant',
+          uuid: `a-${id}`,
+          timestamp: this.time(),
+          version: '2.1.332',
+          message: {
+            id: `msg-${id}`,
+            role: 'assistant',
+            model: 'claude-test-1',
+            content: [{ type: 'tool_use', id, name: 'Read', input: { file_path: path.join(this.repo.dir, 'a.txt') } }],
+          },
+        });
+        this.line({
+          type: 'user',
+          uuid: `r-${id}`,
+          timestamp: this.time(),
+          message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'whatever' }] },
+        });
         this.readsPending.push({ id, tree: this.headTree() });
         say(`unhooked Read ${id} (transcript only)`);
         return;
@@ -1121,7 +1339,12 @@ export class World {
         const file = path.join(this.repo.dir, '.git', 'info', 'exclude');
         fs.mkdirSync(path.dirname(file), { recursive: true });
         const rule = RULES[op.r]!;
-        const lines = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter((l) => l && !l.startsWith('#')) : [];
+        const lines = fs.existsSync(file)
+          ? fs
+              .readFileSync(file, 'utf8')
+              .split('\n')
+              .filter((l) => l && !l.startsWith('#'))
+          : [];
         const next = op.add ? [...lines.filter((l) => l !== rule), rule] : lines.filter((l) => l !== rule);
         fs.writeFileSync(file, next.map((l) => `${l}\n`).join(''));
         say(`user: info/exclude ${op.add ? '+' : '-'}${rule}`);
@@ -1183,7 +1406,8 @@ export class World {
         if (isDiskFull(res)) return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap refused: the disk is full`);
         // A file it cannot read (nocaps, after a chmod 000 there) fails the snapshot naming it (UnreadableFile): that is right.
         const unreadable = this.noCaps ? unreadableFiles(this.wsPath) : [];
-        if (res.code === 1 && unreadable.some((u) => res.stderr.includes(u))) return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap refused (unreadable: ${unreadable.join(', ')})`);
+        if (res.code === 1 && unreadable.some((u) => res.stderr.includes(u)))
+          return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap refused (unreadable: ${unreadable.join(', ')})`);
         if (res.code !== 0) throw new InvariantError(`snap in the session worktree exited ${res.code}: ${res.stderr}`);
         return say(`agent in session worktree ws: ${d ?? 'nothing'}; snap`);
       }
@@ -1231,8 +1455,13 @@ export class World {
     const what = `git ${GC_COMMANDS[k].join(' ')}`;
     if (r.status === 0) return what;
     if (this.ballast && saysNoSpace(r.stderr)) return `${what} (failed: the disk is full)`;
-    if (k === 'fsck') throw new InvariantError(`(e) the user's ${what} finds the repository broken (exit ${r.status}):\n${(r.stdout + r.stderr).slice(0, 3000)}`);
-    throw new InvariantError(`(e) the user's own ${what} fails (exit ${r.status}) with agentsnap's refs in the repository:\n${r.stderr.slice(0, 3000)}`);
+    if (k === 'fsck')
+      throw new InvariantError(
+        `(e) the user's ${what} finds the repository broken (exit ${r.status}):\n${(r.stdout + r.stderr).slice(0, 3000)}`,
+      );
+    throw new InvariantError(
+      `(e) the user's own ${what} fails (exit ${r.status}) with agentsnap's refs in the repository:\n${r.stderr.slice(0, 3000)}`,
+    );
   }
 
   /**
@@ -1241,27 +1470,41 @@ export class World {
    */
   private async checkAfterUserGit(what: string): Promise<void> {
     const log = await this.agentsnap(['log', '--session', this.session, '--json']);
-    if (log.code !== 0) throw new InvariantError(`(e) after the user's ${what}, agentsnap log exits ${log.code}: ${log.stderr}${log.stdout}`);
+    if (log.code !== 0)
+      throw new InvariantError(`(e) after the user's ${what}, agentsnap log exits ${log.code}: ${log.stderr}${log.stdout}`);
     const commits = new Map<string, string>();
     for (const ev of this.journal()) {
       for (const key of ['commit', 'baseline', 'safety']) {
         const c = ev[key];
-        if (typeof c === 'string' && /^[0-9a-f]{40,64}$/.test(c)) commits.set(c, `${ev.type}${ev.step !== undefined ? ` of step ${String(ev.step)}` : ''}`);
+        if (typeof c === 'string' && /^[0-9a-f]{40,64}$/.test(c))
+          commits.set(c, `${ev.type}${ev.step !== undefined ? ` of step ${String(ev.step)}` : ''}`);
       }
     }
     const gone: string[] = [];
-    const all = spawnSync('git', ['rev-list', '--objects', '--missing=print', ...commits.keys()], { cwd: this.repo.dir, env: this.repo.env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const all = spawnSync('git', ['rev-list', '--objects', '--missing=print', ...commits.keys()], {
+      cwd: this.repo.dir,
+      env: this.repo.env,
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    });
     if (all.status === 0 && !/^\?/m.test(all.stdout)) return;
     // Something is gone: which snapshots.
     for (const [c, where] of commits) {
-      const r = spawnSync('git', ['rev-list', '--objects', '--missing=print', c], { cwd: this.repo.dir, env: this.repo.env, encoding: 'utf8', maxBuffer: 64 << 20 });
+      const r = spawnSync('git', ['rev-list', '--objects', '--missing=print', c], {
+        cwd: this.repo.dir,
+        env: this.repo.env,
+        encoding: 'utf8',
+        maxBuffer: 64 << 20,
+      });
       if (r.status !== 0 || /^\?/m.test(r.stdout)) gone.push(`${where} (${c.slice(0, 10)})`);
     }
     if (gone.length === 0) return;
     // doctor only then (it costs a CLI start and a walk of every session): exit 0 or 1, never 70 (agentsnap() checks).
     const doctor = await this.agentsnap(['doctor', '--json']);
     if (!/lost|missing/i.test(log.stdout + doctor.stdout + doctor.stderr)) {
-      throw new InvariantError(`(e) after the user's ${what}, objects of these snapshots are gone and neither log nor doctor reports it: ${gone.join(', ')}`);
+      throw new InvariantError(
+        `(e) after the user's ${what}, objects of these snapshots are gone and neither log nor doctor reports it: ${gone.join(', ')}`,
+      );
     }
   }
 
@@ -1292,7 +1535,13 @@ export class World {
   private async call(op: Extract<Op, { t: 'call' }>, say: (s: string) => void): Promise<void> {
     const id = `toolu_w${++this.callN}`;
     const input = op.tool === 'Write' ? { file_path: path.join(this.repo.dir, 'a.txt'), content: 'x' } : { command: 'edit things' };
-    this.line({ type: 'assistant', uuid: `a-${id}`, timestamp: this.time(), version: '2.1.332', message: { id: `msg-${id}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id, name: op.tool, input }] } });
+    this.line({
+      type: 'assistant',
+      uuid: `a-${id}`,
+      timestamp: this.time(),
+      version: '2.1.332',
+      message: { id: `msg-${id}`, role: 'assistant', model: 'claude-test-1', content: [{ type: 'tool_use', id, name: op.tool, input }] },
+    });
     const common = { tool_name: op.tool, tool_use_id: id, tool_input: input };
     const reads = this.readsPending;
     this.readsPending = [];
@@ -1312,17 +1561,29 @@ export class World {
         const post = pre && journal.find((ev) => ev.type === 'step.post' && ev.step === pre.step);
         if (!pre || !post) throw new InvariantError(`the unhooked read ${r.id} is not journaled (pre and post) at the next hooked call`);
         if (pre.tree !== r.tree || post.tree !== r.tree || post.status !== 'done') {
-          throw new InvariantError(`the unhooked read ${r.id} is misrecorded: pre ${String(pre.tree).slice(0, 10)}, post ${String(post.tree).slice(0, 10)} ${String(post.status)}; the session head then was ${r.tree.slice(0, 10)}`);
+          throw new InvariantError(
+            `the unhooked read ${r.id} is misrecorded: pre ${String(pre.tree).slice(0, 10)}, post ${String(post.tree).slice(0, 10)} ${String(post.status)}; the session head then was ${r.tree.slice(0, 10)}`,
+          );
         }
       }
     }
     for (const e of op.edits) desc.push(this.tryEdit(e) ?? `(${e.k}: nothing to do)`);
     if (op.during) desc.push(`user meanwhile: ${this.tryEdit(op.during) ?? 'nothing to do'}`);
     if (op.gc) desc.push(`user meanwhile: ${this.userGc(op.gc)}`);
-    this.line({ type: 'user', uuid: `r-${id}`, timestamp: this.time(), message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'done', ...(op.fail ? { is_error: true } : {}) }] } });
+    this.line({
+      type: 'user',
+      uuid: `r-${id}`,
+      timestamp: this.time(),
+      message: {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: id, content: 'done', ...(op.fail ? { is_error: true } : {}) }],
+      },
+    });
     const postView = this.view();
     const event = op.fail ? 'PostToolUseFailure' : 'PostToolUse';
-    const postWarn = await this.guarded(`post hook of ${id}`, () => this.hook(event, { ...common, ...(op.fail ? { error: 'Exit code 1' } : { tool_response: { ok: true } }) }));
+    const postWarn = await this.guarded(`post hook of ${id}`, () =>
+      this.hook(event, { ...common, ...(op.fail ? { error: 'Exit code 1' } : { tool_response: { ok: true } }) }),
+    );
     say(`agent ${op.tool} call ${id}${op.fail ? ' (fails)' : ''}: ${desc.join('; ')}`);
     if (this.checkSnapshotEvents(postView, `post hook of ${id}`, () => true, postWarn) > 0) this.remember(postView, `after ${id}`);
     this.checkNothingLost(postView);
@@ -1388,13 +1649,16 @@ export class World {
     this.newEvents();
     const before = this.view();
     const res = await this.guarded(args.join(' '), () => this.agentsnap(args), { untouchable: before });
-    say(`agentsnap ${args.filter((a) => a !== '--json' && a !== '--session' && a !== this.session).join(' ')} -> exit ${res.code}${isDiskFull(res) ? ' (DiskFull)' : ''}`);
+    say(
+      `agentsnap ${args.filter((a) => a !== '--json' && a !== '--session' && a !== this.session).join(' ')} -> exit ${res.code}${isDiskFull(res) ? ' (DiskFull)' : ''}`,
+    );
     if (![0, 1, 3, 4].includes(res.code)) throw new InvariantError(`${args.join(' ')} exited ${res.code}: ${res.stderr}${res.stdout}`);
     if (isDiskFull(res)) this.checkNotHalfApplied(args[0]!, before);
     const events = this.newEvents();
     const start = events.find((ev) => ev.type === 'op.start');
     const done = [...events].reverse().find((ev) => ev.type === 'op.done');
-    if (start && res.code === 0 && force.length === 0 && (op.t === 'undo' || op.t === 'restore') && !SKIP_CHECKS.has('protect')) this.checkProtected(args[0]!, before, start);
+    if (start && res.code === 0 && force.length === 0 && (op.t === 'undo' || op.t === 'restore') && !SKIP_CHECKS.has('protect'))
+      this.checkProtected(args[0]!, before, start);
     if (start) {
       // The restore start: the safety snapshot holds all the user had (a), so it is kept (b).
       this.remember(before, `at the start of ${args[0]}`);
@@ -1404,9 +1668,17 @@ export class World {
     if (res.code === 0 && start && done && done.status === 'done') {
       const after = this.view();
       // undo answers {files, chat}; redo, restore and revert the operation itself.
-      const parsed = JSON.parse(res.stdout) as { left?: { path: string }[]; kept?: string[]; files?: { left?: { path: string }[]; kept?: string[] } };
+      const parsed = JSON.parse(res.stdout) as {
+        left?: { path: string }[];
+        kept?: string[];
+        files?: { left?: { path: string }[]; kept?: string[] };
+      };
       const out = parsed.files ?? parsed;
-      const left = [...(out.left ?? []).map((l) => l.path), ...((done.left ?? []) as { path: string }[]).map((l) => l.path), ...(out.kept ?? [])];
+      const left = [
+        ...(out.left ?? []).map((l) => l.path),
+        ...((done.left ?? []) as { path: string }[]).map((l) => l.path),
+        ...(out.kept ?? []),
+      ];
       const scope = (p: string) => (restorePath === null ? false : !under(p, [restorePath]));
       // A file ignored before the operation is never touched: if the restored rules no longer ignore it, it is
       // there as it was (extra beside the target), which is right.
@@ -1424,8 +1696,12 @@ export class World {
       for (const [p, e] of after.untouchable) if (target.has(p) && !onDisk.has(p)) onDisk.set(p, e);
       const diff = diffEntries(target, onDisk, exempt);
       this.checkLeftOutKept(before, args[0]!, target);
-      if (!SKIP_CHECKS.has('keptskipped')) this.checkSkippedReported(args[0]!, start.to as string, this.scannedTarget(start), after, left, scope);
-      if (diff.length > 0) throw new InvariantError(`(c) after ${args[0]} the worktree differs from its target ${String(start.to).slice(0, 10)} outside the paths it reported as left (${left.join(', ') || 'none'}):\n${diff.join('\n')}`);
+      if (!SKIP_CHECKS.has('keptskipped'))
+        this.checkSkippedReported(args[0]!, start.to as string, this.scannedTarget(start), after, left, scope);
+      if (diff.length > 0)
+        throw new InvariantError(
+          `(c) after ${args[0]} the worktree differs from its target ${String(start.to).slice(0, 10)} outside the paths it reported as left (${left.join(', ') || 'none'}):\n${diff.join('\n')}`,
+        );
       // (a) its result commit is the worktree as it now is.
       if (done.commit) {
         const result = treeEntries(this.repo, done.commit as string);
@@ -1435,11 +1711,13 @@ export class World {
           const want = after.untouchable.get(p);
           const g = result.get(p);
           const noRules =
-            after.unreadable.some((u) => path.posix.basename(u) === '.gitignore' && under(p, [path.posix.dirname(u)])) || after.indexOnlyIgnoreDirs.some((d) => under(p, [d]));
+            after.unreadable.some((u) => path.posix.basename(u) === '.gitignore' && under(p, [path.posix.dirname(u)])) ||
+            after.indexOnlyIgnoreDirs.some((d) => under(p, [d]));
           return !after.tree.has(p) && noRules && !!want && !!g && want.oid === g.oid && want.mode === g.mode;
         };
         const lines = diffEntries(after.tree, result, (p) => under(p, left) || after.unreadable.includes(p) || ruleless(p));
-        if (lines.length > 0) throw new InvariantError(`(a) the result commit of ${args[0]} differs from the worktree it left:\n${lines.join('\n')}`);
+        if (lines.length > 0)
+          throw new InvariantError(`(a) the result commit of ${args[0]} differs from the worktree it left:\n${lines.join('\n')}`);
       }
     }
     this.checkNothingLost();
@@ -1465,22 +1743,43 @@ export class World {
     return cp && typeof cp.commit === 'string' ? this.repo.git(['rev-parse', `${cp.commit}^1`]).trim() : null;
   }
 
-  private checkSkippedReported(what: string, to: string, toCommit: string | null, after: View, left: string[], outOfScope: (p: string) => boolean): void {
+  private checkSkippedReported(
+    what: string,
+    to: string,
+    toCommit: string | null,
+    after: View,
+    left: string[],
+    outOfScope: (p: string) => boolean,
+  ): void {
     // op.start's `to` is the target's tree; the snapshot event that names what it skipped names its commit.
-    const targetEv = toCommit === null ? undefined : this.journal().find((ev) => ev.commit === toCommit || ev.baseline === toCommit || ev.safety === toCommit);
-    const targetSkipped = new Set(((targetEv?.type === 'op.start' ? targetEv.safetySkipped : targetEv?.skipped) as { path: string }[] | undefined ?? []).map((x) => x.path));
+    const targetEv =
+      toCommit === null
+        ? undefined
+        : this.journal().find((ev) => ev.commit === toCommit || ev.baseline === toCommit || ev.safety === toCommit);
+    const targetSkipped = new Set(
+      (((targetEv?.type === 'op.start' ? targetEv.safetySkipped : targetEv?.skipped) as { path: string }[] | undefined) ?? []).map(
+        (x) => x.path,
+      ),
+    );
     const target = treeEntries(this.repo, to);
     const silent = [...after.skipped]
-      .filter(([p]) => !target.has(p) && ![...target.keys()].some((t) => under(t, [p])) && !targetSkipped.has(p) && !under(p, left) && !outOfScope(p))
+      .filter(
+        ([p]) =>
+          !target.has(p) && ![...target.keys()].some((t) => under(t, [p])) && !targetSkipped.has(p) && !under(p, left) && !outOfScope(p),
+      )
       .map(([p, r]) => `${p} (${r})`);
-    if (silent.length > 0) throw new InvariantError(`(c) ${what} kept paths its target does not hold, skipped by snapshots, without reporting them as left: ${silent.join(', ')}`);
+    if (silent.length > 0)
+      throw new InvariantError(
+        `(c) ${what} kept paths its target does not hold, skipped by snapshots, without reporting them as left: ${silent.join(', ')}`,
+      );
   }
 
   /** (diskfull) An operation that ran out of space changed nothing in the worktree: never a half-applied change. */
   private checkNotHalfApplied(what: string, before: View): void {
     const now = this.view();
     const diff = diffEntries(new Map([...before.tree, ...before.untouchable]), new Map([...now.tree, ...now.untouchable]));
-    if (diff.length > 0) throw new InvariantError(`(diskfull) ${what} ran out of space (DiskFull) and left the worktree half-changed:\n${diff.join('\n')}`);
+    if (diff.length > 0)
+      throw new InvariantError(`(diskfull) ${what} ran out of space (DiskFull) and left the worktree half-changed:\n${diff.join('\n')}`);
   }
 
   /**
@@ -1494,7 +1793,10 @@ export class World {
     if (gone.length === 0) return;
     const ignoredNow = checkIgnored(this.repo, gone);
     const bad = gone.filter((p) => ignoredNow.has(p) || path.posix.basename(p) === '.env');
-    if (bad.length > 0) throw new InvariantError(`(b) ${what} deleted files its target left out (ignored or skipped there), not files absent from it: ${bad.join(', ')}`);
+    if (bad.length > 0)
+      throw new InvariantError(
+        `(b) ${what} deleted files its target left out (ignored or skipped there), not files absent from it: ${bad.join(', ')}`,
+      );
   }
 
   private async apply(say: (s: string) => void): Promise<void> {
@@ -1509,11 +1811,15 @@ export class World {
       // Only what the session deleted, never what it left out (ignored by the rules it brought).
       const ignoredNow = checkIgnored(this.repo, out.deleted ?? []);
       const bad = (out.deleted ?? []).filter((p) => ignoredNow.has(p) || path.posix.basename(p) === '.env');
-      if (bad.length > 0) throw new InvariantError(`(b) apply deleted files the session only left out (ignored by its rules), not files it deleted: ${bad.join(', ')}`);
+      if (bad.length > 0)
+        throw new InvariantError(
+          `(b) apply deleted files the session only left out (ignored by its rules), not files it deleted: ${bad.join(', ')}`,
+        );
       if (out.safety) {
         this.remember(before, 'at the start of apply');
         const lines = diffEntries(before.tree, treeEntries(this.repo, out.safety), (p) => before.unreadable.includes(p));
-        if (lines.length > 0) throw new InvariantError(`(a) the safety snapshot of apply differs from the worktree before it:\n${lines.join('\n')}`);
+        if (lines.length > 0)
+          throw new InvariantError(`(a) the safety snapshot of apply differs from the worktree before it:\n${lines.join('\n')}`);
       }
     }
     this.checkNothingLost();
@@ -1521,7 +1827,13 @@ export class World {
 }
 
 /** Runs one sequence in a fresh world; throws (with the log) at the first broken invariant. */
-export async function runSequence(mode: Mode, families: Family[], ops: Op[], onLog?: (log: string[]) => void, format: ObjectFormat = 'sha1'): Promise<void> {
+export async function runSequence(
+  mode: Mode,
+  families: Family[],
+  ops: Op[],
+  onLog?: (log: string[]) => void,
+  format: ObjectFormat = 'sha1',
+): Promise<void> {
   // Only a sequence that fills the disk mounts a tmpfs for its repository.
   const w = new World(mode, families, format, ops.some((o) => o.t === 'fill') && diskFullUnavailable === null);
   try {
@@ -1532,7 +1844,9 @@ export async function runSequence(mode: Mode, families: Family[], ops: Op[], onL
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
         const here = `${w.opCount}. `;
-        const log = w.log.at(-1)?.startsWith(here) ? [...w.log.slice(0, -1), `${w.log.at(-1)}   <- failed here`] : [...w.log, `${here}${JSON.stringify(op)}   <- failed here`];
+        const log = w.log.at(-1)?.startsWith(here)
+          ? [...w.log.slice(0, -1), `${w.log.at(-1)}   <- failed here`]
+          : [...w.log, `${here}${JSON.stringify(op)}   <- failed here`];
         throw new InvariantError(`${msg}\n  mode ${mode}; object format ${format}; the sequence:\n    ${log.join('\n    ')}`);
       }
     }
@@ -1541,4 +1855,3 @@ export async function runSequence(mode: Mode, families: Family[], ops: Op[], onL
     await w.teardown();
   }
 }
-

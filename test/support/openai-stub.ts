@@ -46,9 +46,9 @@ export async function startChatCompletionsStub(script: ScriptStep[], model = 'te
       }
       const messages = Array.isArray(body.messages) ? (body.messages as { role?: string }[]) : [];
       const step = script[messages.filter((m) => m.role === 'assistant').length];
-      const turn: ScriptedTurn = offersTools ? (typeof step === 'function' ? step(body) : step) ?? { text: 'Done.' } : { text: 'ok' };
+      const turn: ScriptedTurn = offersTools ? ((typeof step === 'function' ? step(body) : step) ?? { text: 'Done.' }) : { text: 'ok' };
       const id = `chatcmpl-${++seq}`;
-      const toolCalls = (offersTools ? turn.tools ?? [] : []).map((t, i) => {
+      const toolCalls = (offersTools ? (turn.tools ?? []) : []).map((t, i) => {
         const callId = `call_${seq}_${i}`;
         calls.push({ id: callId, name: t.name, input: t.input });
         return { index: i, id: callId, type: 'function', function: { name: t.name, arguments: JSON.stringify(t.input) } };
@@ -59,7 +59,9 @@ export async function startChatCompletionsStub(script: ScriptStep[], model = 'te
       if (body.stream === true) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const send = (delta: Record<string, unknown>, finishReason: string | null, extra: Record<string, unknown> = {}) =>
-          res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`);
+          res.write(
+            `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`,
+          );
         send({ role: 'assistant', content: turn.text ?? '' }, null);
         // Each call in two deltas (name, then its arguments), as the real API streams them.
         for (const c of toolCalls) {
@@ -72,7 +74,11 @@ export async function startChatCompletionsStub(script: ScriptStep[], model = 'te
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
-      const message = { role: 'assistant', content: turn.text ?? null, ...(toolCalls.length ? { tool_calls: toolCalls.map(({ index: _i, ...c }) => c) } : {}) };
+      const message = {
+        role: 'assistant',
+        content: turn.text ?? null,
+        ...(toolCalls.length ? { tool_calls: toolCalls.map(({ index: _i, ...c }) => c) } : {}),
+      };
       res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
     });
   });

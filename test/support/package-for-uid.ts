@@ -13,7 +13,10 @@ const copies = new Map<number, string>();
 /** Whether `uid` can read `file` (asked as that uid: every directory above it must let it through). */
 function readableBy(uid: number, file: string): boolean {
   const probe = `require('node:fs').accessSync(${JSON.stringify(file)}, require('node:fs').constants.R_OK)`;
-  return spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, '-e', probe], { stdio: 'ignore' }).status === 0;
+  return (
+    spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, '-e', probe], { stdio: 'ignore' })
+      .status === 0
+  );
 }
 
 /** The package root `uid` can run agentsnap from: ROOT where it reaches it, else a copy made once. */

@@ -99,7 +99,9 @@ export async function runtimeCalls(action: () => Promise<void>): Promise<Runtime
     if (map === undefined) {
       const url = scripts.get(loc.scriptId)?.sourceMapURL ?? '';
       const m = /^data:application\/json;base64,(.*)$/.exec(url);
-      map = m ? decodeMappings((JSON.parse(Buffer.from(m[1] as string, 'base64').toString('utf8')) as { mappings: string }).mappings) : null;
+      map = m
+        ? decodeMappings((JSON.parse(Buffer.from(m[1] as string, 'base64').toString('utf8')) as { mappings: string }).mappings)
+        : null;
       maps.set(loc.scriptId, map);
     }
     if (!map) return null;
@@ -107,13 +109,22 @@ export async function runtimeCalls(action: () => Promise<void>): Promise<Runtime
     for (const [col, line] of map[loc.lineNumber] ?? []) if (col <= loc.columnNumber) best = line + 1;
     return best;
   };
-  const frame = (fn: string, loc: Location): RuntimeFrame => ({ file: scripts.get(loc.scriptId)?.file ?? null, fn: fn || '(anonymous)', line: originalLine(loc) });
+  const frame = (fn: string, loc: Location): RuntimeFrame => ({
+    file: scripts.get(loc.scriptId)?.file ?? null,
+    fn: fn || '(anonymous)',
+    line: originalLine(loc),
+  });
   try {
     await post('Debugger.enable');
     await post('Profiler.enable');
     await post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
     await action();
-    const { result } = await post<{ result: { scriptId: string; functions: { functionName: string; ranges: { startOffset: number; endOffset: number; count: number }[] }[] }[] }>('Profiler.takePreciseCoverage');
+    const { result } = await post<{
+      result: {
+        scriptId: string;
+        functions: { functionName: string; ranges: { startOffset: number; endOffset: number; count: number }[] }[];
+      }[];
+    }>('Profiler.takePreciseCoverage');
     await post('Profiler.stopPreciseCoverage');
     await post('Profiler.disable');
     const ran = new Map<string, Set<string>>();
@@ -137,9 +148,16 @@ export async function runtimeCalls(action: () => Promise<void>): Promise<Runtime
         const range = fn.ranges[0];
         if (!range || range.count === 0 || range.startOffset === 0) continue; // not run, or a module's top level
         (ran.get(file) ?? ran.set(file, new Set()).get(file))?.add(fn.functionName || '(anonymous)');
-        const { locations } = await post<{ locations: Location[] }>('Debugger.getPossibleBreakpoints', { start: at(range.startOffset), end: at(range.endOffset), restrictToFunction: true });
+        const { locations } = await post<{ locations: Location[] }>('Debugger.getPossibleBreakpoints', {
+          start: at(range.startOffset),
+          end: at(range.endOffset),
+          restrictToFunction: true,
+        });
         const first = locations[0];
-        if (first) await post('Debugger.setBreakpoint', { location: { scriptId: first.scriptId, lineNumber: first.lineNumber, columnNumber: first.columnNumber } });
+        if (first)
+          await post('Debugger.setBreakpoint', {
+            location: { scriptId: first.scriptId, lineNumber: first.lineNumber, columnNumber: first.columnNumber },
+          });
       }
     }
     await post('Debugger.setAsyncCallStackDepth', { maxDepth: 64 });

@@ -85,14 +85,21 @@ export async function checkPlanAndProcesses(
   const show = await cliProcess(repo, ['show', String(at.serverStep), '--session', id]);
   assert.is(show.code, 0, show.stderr);
   assert.match(show.stdout, `plan (as of this step, set by step ${at.planStep}):\n  - [${at.firstItemMark}] ${at.items[0]}`);
-  const log = JSON.parse((await cliProcess(repo, ['log', '--json', '--session', id])).stdout) as { step: number; plan: { setAt: number } | null }[];
+  const log = JSON.parse((await cliProcess(repo, ['log', '--json', '--session', id])).stdout) as {
+    step: number;
+    plan: { setAt: number } | null;
+  }[];
   assert.is(log.find((r) => r.step === at.doneStep)?.plan?.setAt, at.doneStep, 'the plan as of the last plan call');
 
   // status: the server, with the step that started it and its port.
   const status = await cliProcess(repo, ['status', '--json', '--session', id]);
   assert.is(status.code, 0, status.stderr);
   const listed = (JSON.parse(status.stdout) as { processes: { pid: number; step: number; ports: number[] }[] }).processes;
-  assert.equal(listed.map((p) => ({ pid: p.pid, step: p.step, ports: p.ports })), [{ pid, step: at.serverStep, ports: [port] }], status.stdout);
+  assert.equal(
+    listed.map((p) => ({ pid: p.pid, step: p.step, ports: p.ports })),
+    [{ pid, step: at.serverStep, ports: [port] }],
+    status.stdout,
+  );
   const text = await cliProcess(repo, ['status', '--session', id]);
   assert.match(text.stdout, `(started by step ${at.serverStep}, listening on :${port})`);
 
@@ -118,7 +125,10 @@ export async function checkPlanAndProcesses(
   const stop = await cliProcess(repo, ['undo', String(at.serverStep), '--stop-processes', '--json', '--session', id]);
   assert.is(stop.code, 0, stop.stderr);
   const stopped = (JSON.parse(stop.stdout) as { processes: { pid: number; stopped: string }[] }).processes;
-  assert.equal(stopped.map((p) => [p.pid, p.stopped]), [[pid, 'terminated']]);
+  assert.equal(
+    stopped.map((p) => [p.pid, p.stopped]),
+    [[pid, 'terminated']],
+  );
   await until('the stopped server is gone', () => !alive(pid));
   const after = await cliProcess(repo, ['status', '--json', '--session', id]);
   assert.equal((JSON.parse(after.stdout) as { processes: unknown[] }).processes, []);

@@ -42,7 +42,11 @@ export const blameCommand: CommandFactory = (ctx) => ({
     const out = ctx.output(argv);
     const res = await blame({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, path: String(argv.file) });
     if (out.json) {
-      out.printJson({ session: res.session.id, path: res.path, lines: res.lines.map((l) => ({ line: l.line, text: l.text, commit: l.commit, ...l.author })) });
+      out.printJson({
+        session: res.session.id,
+        path: res.path,
+        lines: res.lines.map((l) => ({ line: l.line, text: l.text, commit: l.commit, ...l.author })),
+      });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
@@ -76,27 +80,53 @@ export const whyCommand: CommandFactory = (ctx) => ({
     const argv = raw as unknown as { place: string; session?: string; json: boolean };
     const out = ctx.output(argv);
     const m = /^(.+):(\d+)$/.exec(String(argv.place));
-    if (!m) throw errors.invalidArgument(`${JSON.stringify(String(argv.place))} is not <file>:<line>.`, { hint: 'For example: agentsnap why src/app.ts:12' });
+    if (!m)
+      throw errors.invalidArgument(`${JSON.stringify(String(argv.place))} is not <file>:<line>.`, {
+        hint: 'For example: agentsnap why src/app.ts:12',
+      });
     const res = await why({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, path: m[1] as string, line: Number(m[2]) });
     const a = res.line.author;
     if (out.json) {
-      out.printJson({ session: res.session.id, path: res.path, line: res.line.line, text: res.line.text, commit: res.line.commit, ...a, status: res.status, input: res.input, message: res.message, assistant: res.assistant, checks: res.checks });
+      out.printJson({
+        session: res.session.id,
+        path: res.path,
+        line: res.line.line,
+        text: res.line.text,
+        commit: res.line.commit,
+        ...a,
+        status: res.status,
+        input: res.input,
+        message: res.message,
+        assistant: res.assistant,
+        checks: res.checks,
+      });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
     out.out(`${printablePath(res.path)}:${res.line.line}  ${printableLine(res.line.text)}`);
     const o = a.origin;
-    if (o.kind === 'step') out.out(`written by step ${a.step} (${printablePath(a.tool ?? 'checkpoint')}, ${res.status}) at ${a.time}${a.what ? `: ${oneLine(a.what, 200)}` : ''}`);
-    else if (o.kind === 'between') out.out(`changed between calls, before step ${a.step} (${a.time}): not by a recorded tool call (you, or a process outside the agent's calls)`);
+    if (o.kind === 'step')
+      out.out(
+        `written by step ${a.step} (${printablePath(a.tool ?? 'checkpoint')}, ${res.status}) at ${a.time}${a.what ? `: ${oneLine(a.what, 200)}` : ''}`,
+      );
+    else if (o.kind === 'between')
+      out.out(
+        `changed between calls, before step ${a.step} (${a.time}): not by a recorded tool call (you, or a process outside the agent's calls)`,
+      );
     else if (o.kind === 'before-session') out.out('written before the session started');
     else if (o.kind === 'operation') out.out(`put back by ${printableLine(o.subject.replace(/^agentsnap:\s*/, ''))}`);
-    else if (o.kind === 'committed') out.out(`written by step ${o.step}${a.tool ? ` (${printablePath(a.tool)})` : ''} of session ${printablePath(o.session)}, committed in ${o.commit.slice(0, 12)} (its agentsnap note)`);
+    else if (o.kind === 'committed')
+      out.out(
+        `written by step ${o.step}${a.tool ? ` (${printablePath(a.tool)})` : ''} of session ${printablePath(o.session)}, committed in ${o.commit.slice(0, 12)} (its agentsnap note)`,
+      );
     else out.out('in the worktree, not recorded by any snapshot yet');
     if (a.prompt) out.out(`the user had asked: ${oneLine(a.prompt, 400)}`);
     if (res.assistant) out.out(`the assistant said before the call: ${oneLine(res.assistant, 400)}`);
     if (res.message) out.out(`note: ${oneLine(res.message, 400)}`);
     if (res.input !== null && res.input !== undefined) out.out(`input: ${oneLine(JSON.stringify(res.input), 400)}`);
-    const verdict = (r: { verdict: string; command: string } | null) => (r ? `${r.verdict === 'pass' ? '✓' : r.verdict === 'fail' ? '✗' : '~'} ${oneLine(r.command, 60)}` : 'not checked');
-    if (res.checks.before || res.checks.after) out.out(`checks: before the step ${verdict(res.checks.before)}; after it ${verdict(res.checks.after)}`);
+    const verdict = (r: { verdict: string; command: string } | null) =>
+      r ? `${r.verdict === 'pass' ? '✓' : r.verdict === 'fail' ? '✗' : '~'} ${oneLine(r.command, 60)}` : 'not checked';
+    if (res.checks.before || res.checks.after)
+      out.out(`checks: before the step ${verdict(res.checks.before)}; after it ${verdict(res.checks.after)}`);
   },
 });

@@ -12,7 +12,12 @@ function stateName(n: number): string {
 
 function resultLine(out: Output, r: CheckResult): string {
   const c = out.color;
-  const mark = r.verdict === 'pass' ? c.green('✓ pass') : r.verdict === 'fail' ? c.red(`✗ fail (exit ${r.exitCode})`) : c.yellow('~ cannot test (exit 125)');
+  const mark =
+    r.verdict === 'pass'
+      ? c.green('✓ pass')
+      : r.verdict === 'fail'
+        ? c.red(`✗ fail (exit ${r.exitCode})`)
+        : c.yellow('~ cannot test (exit 125)');
   return `${stateName(r.step).padEnd(9)} ${mark}  ${(r.durationMs / 1000).toFixed(1)} s${r.reused ? c.dim('  (recorded earlier for this state)') : ''}`;
 }
 
@@ -24,13 +29,14 @@ function printOutput(out: Output, r: CheckResult): void {
 
 function optionalStep(v: unknown, name: string): number | undefined {
   if (v === undefined) return undefined;
-  if (!/^\d+$/.test(String(v))) throw errors.invalidArgument(`${name} takes a step number (0: the baseline), not ${JSON.stringify(String(v))}.`);
+  if (!/^\d+$/.test(String(v)))
+    throw errors.invalidArgument(`${name} takes a step number (0: the baseline), not ${JSON.stringify(String(v))}.`);
   return Number(v);
 }
 
 export const checkCommand: CommandFactory = (ctx) => ({
   command: 'check',
-  describe: "Run a command against the state after steps, in a throwaway worktree (never yours); log shows ✓/✗",
+  describe: 'Run a command against the state after steps, in a throwaway worktree (never yours); log shows ✓/✗',
   builder: (y) =>
     y
       .options({
@@ -46,14 +52,35 @@ export const checkCommand: CommandFactory = (ctx) => ({
       .example("$0 check --run 'npm test'", 'check the state after the latest step')
       .example("$0 check --each --run 'npm test'", 'every step; `log` then shows which ones pass'),
   handler: async (raw) => {
-    const argv = raw as unknown as { session?: string; run?: string; steps?: string; each: boolean; step?: string; fresh: boolean; auto: boolean; json: boolean };
+    const argv = raw as unknown as {
+      session?: string;
+      run?: string;
+      steps?: string;
+      each: boolean;
+      step?: string;
+      fresh: boolean;
+      auto: boolean;
+      json: boolean;
+    };
     const out = ctx.output(argv);
     if (argv.auto) {
       await autoCheck({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session });
       return;
     }
-    if (argv.run === undefined) throw errors.invalidArgument("check needs a command: agentsnap check --run '<cmd>' (or set git config agentsnap.check for checks after each step).");
-    const res = await check({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, run: argv.run, steps: argv.steps, each: argv.each, step: optionalStep(argv.step, '--step'), fresh: argv.fresh });
+    if (argv.run === undefined)
+      throw errors.invalidArgument(
+        "check needs a command: agentsnap check --run '<cmd>' (or set git config agentsnap.check for checks after each step).",
+      );
+    const res = await check({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session,
+      run: argv.run,
+      steps: argv.steps,
+      each: argv.each,
+      step: optionalStep(argv.step, '--step'),
+      fresh: argv.fresh,
+    });
     const failed = res.results.some((r) => r.verdict === 'fail');
     if (failed) ctx.setExitCode(ExitCode.user);
     if (out.json) {
@@ -86,10 +113,28 @@ export const bisectCommand: CommandFactory = (ctx) => ({
   handler: async (raw) => {
     const argv = raw as unknown as { session?: string; run: string; good?: string; bad?: string; retries: number; json: boolean };
     const out = ctx.output(argv);
-    const res = await bisect({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, run: String(argv.run), good: optionalStep(argv.good, '--good'), bad: optionalStep(argv.bad, '--bad'), retries: argv.retries });
+    const res = await bisect({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session,
+      run: String(argv.run),
+      good: optionalStep(argv.good, '--good'),
+      bad: optionalStep(argv.bad, '--bad'),
+      retries: argv.retries,
+    });
     if (!res.firstBad) ctx.setExitCode(ExitCode.user);
     if (out.json) {
-      out.printJson({ session: res.session.id, firstBad: res.firstBad?.step ?? null, tool: res.firstBad?.tool ?? null, what: res.what, input: res.firstBad?.input ?? null, diff: res.diff, results: res.results, skipped: res.skipped, problem: res.problem });
+      out.printJson({
+        session: res.session.id,
+        firstBad: res.firstBad?.step ?? null,
+        tool: res.firstBad?.tool ?? null,
+        what: res.what,
+        input: res.firstBad?.input ?? null,
+        diff: res.diff,
+        results: res.results,
+        skipped: res.skipped,
+        problem: res.problem,
+      });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
@@ -99,7 +144,10 @@ export const bisectCommand: CommandFactory = (ctx) => ({
       return;
     }
     const st = res.firstBad;
-    out.out(out.color.bold(`first bad step: ${st.step}  ${printablePath(st.tool ?? st.kind)}  ${st.status}`) + (res.what ? `  ${out.color.cyan(printablePath(res.what))}` : ''));
+    out.out(
+      out.color.bold(`first bad step: ${st.step}  ${printablePath(st.tool ?? st.kind)}  ${st.status}`) +
+        (res.what ? `  ${out.color.cyan(printablePath(res.what))}` : ''),
+    );
     if (st.input !== undefined && st.input !== null) out.out(`input: ${printableLine(JSON.stringify(st.input).slice(0, 400))}`);
     if (res.diff) ctx.io.stdout.write(printableDiff(res.diff.endsWith('\n') ? res.diff : `${res.diff}\n`, out.color));
     out.out(`to go back to before it: agentsnap undo ${st.step}    to take back only its changes: agentsnap revert ${st.step}`);

@@ -9,7 +9,11 @@ export const doctorCommand: CommandFactory = (ctx) => ({
   describe: "Check git, hooks, agent integrations and agentsnap's state; name the fix for each problem",
   builder: (y) =>
     y.options({
-      fix: { type: 'boolean', default: false, describe: 'repair what is safe: stale locks, refs vs journals, dead sessions, stale worktrees' },
+      fix: {
+        type: 'boolean',
+        default: false,
+        describe: 'repair what is safe: stale locks, refs vs journals, dead sessions, stale worktrees',
+      },
       ...jsonOption,
     }),
   handler: async (raw) => {
@@ -21,7 +25,14 @@ export const doctorCommand: CommandFactory = (ctx) => ({
     const c = out.color;
     for (const f of res.fixed) out.out(`${c.cyan('fixed')}    ${printableLine(f)}`);
     for (const ch of res.checks) {
-      const mark = ch.status === 'ok' ? c.green('ok     ') : ch.status === 'problem' ? c.red('problem') : ch.setup ? c.cyan('optional') : c.dim('info   ');
+      const mark =
+        ch.status === 'ok'
+          ? c.green('ok     ')
+          : ch.status === 'problem'
+            ? c.red('problem')
+            : ch.setup
+              ? c.cyan('optional')
+              : c.dim('info   ');
       out.out(`${mark}${ch.setup && ch.status !== 'problem' ? ' ' : '  '}${printableLine(ch.message)}`); // 'optional' is one wider
       if (ch.fix) out.out(`         fix: ${printableLine(ch.fix)}`);
       if (ch.setup) out.out(`         to set up: ${printableLine(ch.setup)}`);

@@ -36,11 +36,22 @@ export const hookCommand: CommandFactory = (ctx) => ({
   builder: (y) =>
     y
       .positional('agent', { type: 'string', describe: AGENTS.join(', ') })
-      .positional('event', { type: 'string', describe: "the agent's event: PreToolUse, PostToolUse, PostToolUseFailure, BeforeTool, AfterTool, SessionEnd, pre, post" })
-      .options({ wrapped: { type: 'boolean', hidden: true }, session: { type: 'string', hidden: true }, worktree: { type: 'string', hidden: true } }),
+      .positional('event', {
+        type: 'string',
+        describe: "the agent's event: PreToolUse, PostToolUse, PostToolUseFailure, BeforeTool, AfterTool, SessionEnd, pre, post",
+      })
+      .options({
+        wrapped: { type: 'boolean', hidden: true },
+        session: { type: 'string', hidden: true },
+        worktree: { type: 'string', hidden: true },
+      }),
   handler: async (raw) => {
     const argv = raw as unknown as { agent: string; event: string; wrapped?: boolean; session?: string; worktree?: string };
-    const extra = [...(argv.wrapped ? ['--wrapped'] : []), ...(argv.session ? ['--session', argv.session] : []), ...(argv.worktree ? ['--worktree', argv.worktree] : [])];
+    const extra = [
+      ...(argv.wrapped ? ['--wrapped'] : []),
+      ...(argv.session ? ['--session', argv.session] : []),
+      ...(argv.worktree ? ['--worktree', argv.worktree] : []),
+    ];
     await runHookCli([argv.agent, argv.event, ...extra], ctx.io);
   },
 });

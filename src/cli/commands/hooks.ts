@@ -25,7 +25,10 @@ export const hooksCommand: CommandFactory = (ctx) => ({
   describe: 'Install, remove or inspect the git hooks that keep snapshots out of real history',
   builder: (y) =>
     y
-      .positional('action', { choices: ['install', 'uninstall', 'status', 'note-commit'] as const, describe: 'what to do (note-commit: what the post-commit hook runs)' })
+      .positional('action', {
+        choices: ['install', 'uninstall', 'status', 'note-commit'] as const,
+        describe: 'what to do (note-commit: what the post-commit hook runs)',
+      })
       .options({
         force: { type: 'boolean', default: false, describe: 'install: change hook files even when the hooks directory is checked in' },
         ...jsonOption,
@@ -42,7 +45,11 @@ export const hooksCommand: CommandFactory = (ctx) => ({
     }
     if ('note' in res) {
       const files = res.note ? Object.keys(res.note.files).length : 0;
-      out.note(files ? `agentsnap: noted which session steps wrote the committed lines of ${files} ${files === 1 ? 'file' : 'files'} (refs/notes/agentsnap)` : 'agentsnap: no committed line came from a recorded step');
+      out.note(
+        files
+          ? `agentsnap: noted which session steps wrote the committed lines of ${files} ${files === 1 ? 'file' : 'files'} (refs/notes/agentsnap)`
+          : 'agentsnap: no committed line came from a recorded step',
+      );
       return;
     }
     if ('actions' in res) {

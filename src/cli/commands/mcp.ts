@@ -11,7 +11,10 @@ export const mcpCommand: CommandFactory = (ctx) => ({
     y
       .options({
         ...sessionOption,
-        worktree: { type: 'string', describe: 'the worktree the server acts on (default: the one of the current directory); `wrap --mcp` passes it' },
+        worktree: {
+          type: 'string',
+          describe: 'the worktree the server acts on (default: the one of the current directory); `wrap --mcp` passes it',
+        },
       })
       .example('$0 mcp', 'what `agentsnap init claude --mcp` registers in .mcp.json')
       .example('claude --mcp-config \'{"mcpServers":{"agentsnap":{"command":"agentsnap","args":["mcp"]}}}\'', 'for one run'),

@@ -18,7 +18,9 @@ function diffstatLines(stat: FileStat[]): string[] {
   const ins = stat.reduce((n, f) => n + (f.added ?? 0), 0);
   const del = stat.reduce((n, f) => n + (f.deleted ?? 0), 0);
   const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
-  lines.push(` ${plural(stat.length, 'file', 'files')} changed, ${plural(ins, 'insertion(+)', 'insertions(+)')}, ${plural(del, 'deletion(-)', 'deletions(-)')}`);
+  lines.push(
+    ` ${plural(stat.length, 'file', 'files')} changed, ${plural(ins, 'insertion(+)', 'insertions(+)')}, ${plural(del, 'deletion(-)', 'deletions(-)')}`,
+  );
   return lines;
 }
 
@@ -33,23 +35,49 @@ export const applyCommand: CommandFactory = (ctx) => ({
     y
       .positional('session', sessionPositional)
       .options({
-        'force-conflicts': { type: 'boolean', default: false, describe: 'write conflicting files with conflict markers instead of refusing' },
+        'force-conflicts': {
+          type: 'boolean',
+          default: false,
+          describe: 'write conflicting files with conflict markers instead of refusing',
+        },
         undo: { type: 'boolean', default: false, describe: 'take back the last apply into this worktree (of <session>, if named)' },
-        force: { type: 'boolean', default: false, implies: 'undo', describe: 'with --undo: take back the other paths when some were changed since the apply' },
-        'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'print what the apply would write; change nothing (refused where the apply is)' },
+        force: {
+          type: 'boolean',
+          default: false,
+          implies: 'undo',
+          describe: 'with --undo: take back the other paths when some were changed since the apply',
+        },
+        'dry-run': {
+          type: 'boolean',
+          alias: 'n',
+          default: false,
+          describe: 'print what the apply would write; change nothing (refused where the apply is)',
+        },
         ...jsonOption,
       })
       .example('$0 apply lq3k2x0a-7f3c --dry-run', 'what that apply would write here')
       .example('$0 apply lq3k2x0a-7f3c', "bring that agent's work into the current worktree")
       .example('$0 apply --undo', 'take the last apply back (paths changed since are refused)'),
   handler: async (raw) => {
-    const argv = raw as unknown as { session?: string; forceConflicts: boolean; undo: boolean; force: boolean; 'dry-run': boolean; json: boolean };
+    const argv = raw as unknown as {
+      session?: string;
+      forceConflicts: boolean;
+      undo: boolean;
+      force: boolean;
+      'dry-run': boolean;
+      json: boolean;
+    };
     const out = ctx.output(argv);
     if (!argv.undo && (argv.session === undefined || argv.session === '')) {
-      throw errors.invalidArgument('apply needs a session id or name (see `agentsnap sessions`): agentsnap apply <session>, or agentsnap apply --undo.');
+      throw errors.invalidArgument(
+        'apply needs a session id or name (see `agentsnap sessions`): agentsnap apply <session>, or agentsnap apply --undo.',
+      );
     }
     if (argv.undo && argv.forceConflicts) throw errors.invalidArgument('--force-conflicts goes with an apply, not with --undo.');
-    if (argv.undo && argv['dry-run']) throw errors.invalidArgument('--dry-run goes with an apply, not yet with --undo.', { hint: 'See what --undo would take back with `agentsnap sessions` and `agentsnap diff`; it refuses, changing nothing, where a path changed since the apply.' });
+    if (argv.undo && argv['dry-run'])
+      throw errors.invalidArgument('--dry-run goes with an apply, not yet with --undo.', {
+        hint: 'See what --undo would take back with `agentsnap sessions` and `agentsnap diff`; it refuses, changing nothing, where a path changed since the apply.',
+      });
     if (argv.undo) {
       const res = await applyUndo({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, force: argv.force });
       if (out.json) {
@@ -58,12 +86,23 @@ export const applyCommand: CommandFactory = (ctx) => ({
       }
       for (const line of diffstatLines(res.stat)) out.out(line);
       for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
-      out.note(`agentsnap: took back the apply of session ${res.session} (${res.appliedAt}): ${res.written.length} written, ${res.deleted.length} deleted`);
-      if (res.left.length > 0) out.err(`agentsnap: ${res.left.length} path(s) changed since the apply were left as they are: ${listed(res.left.map((l) => l.path))}`);
+      out.note(
+        `agentsnap: took back the apply of session ${res.session} (${res.appliedAt}): ${res.written.length} written, ${res.deleted.length} deleted`,
+      );
+      if (res.left.length > 0)
+        out.err(
+          `agentsnap: ${res.left.length} path(s) changed since the apply were left as they are: ${listed(res.left.map((l) => l.path))}`,
+        );
       out.note(`agentsnap: this worktree as it was before the undo: ${res.beforeRef} (${res.before.slice(0, 10)})`);
       return;
     }
-    const res = await apply({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session ?? '', forceConflicts: argv.forceConflicts, dryRun: argv['dry-run'] });
+    const res = await apply({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session ?? '',
+      forceConflicts: argv.forceConflicts,
+      dryRun: argv['dry-run'],
+    });
     if (out.json) {
       out.printJson(res);
       return;
@@ -74,12 +113,17 @@ export const applyCommand: CommandFactory = (ctx) => ({
     }
     if (res.dryRun) {
       const files = (n: number) => `${n} ${n === 1 ? 'file' : 'files'}`;
-      out.out(out.color.bold(`apply ${res.session} (dry run): ${files(res.written.length)} would be written, ${res.deleted.length} deleted`));
+      out.out(
+        out.color.bold(`apply ${res.session} (dry run): ${files(res.written.length)} would be written, ${res.deleted.length} deleted`),
+      );
       for (const line of diffstatLines(res.stat)) out.out(line);
-      if (res.conflicts.length > 0) out.out(out.color.yellow(`  ${files(res.conflicts.length)} would have conflict markers: ${listed(res.conflicts)}`));
+      if (res.conflicts.length > 0)
+        out.out(out.color.yellow(`  ${files(res.conflicts.length)} would have conflict markers: ${listed(res.conflicts)}`));
       if (res.skipped.length > 0) out.out(`  submodules would not be written: ${listed(res.skipped)}`);
       for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
-      out.note(`agentsnap: nothing was changed (dry run); \`agentsnap apply ${res.session}${argv.forceConflicts ? ' --force-conflicts' : ''}\` applies it`);
+      out.note(
+        `agentsnap: nothing was changed (dry run); \`agentsnap apply ${res.session}${argv.forceConflicts ? ' --force-conflicts' : ''}\` applies it`,
+      );
       return;
     }
     for (const line of diffstatLines(res.stat)) out.out(line);
@@ -87,7 +131,9 @@ export const applyCommand: CommandFactory = (ctx) => ({
     if (res.conflicts.length > 0) out.err(`agentsnap: ${res.conflicts.length} file(s) have conflict markers: ${listed(res.conflicts)}`);
     if (res.skipped.length > 0) out.note(`agentsnap: submodules not written: ${listed(res.skipped)}`);
     for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
-    out.note(`agentsnap: this worktree as it was before: ${res.safetyRef} (${res.safety?.slice(0, 10)}); take it back with \`agentsnap apply --undo\``);
+    out.note(
+      `agentsnap: this worktree as it was before: ${res.safetyRef} (${res.safety?.slice(0, 10)}); take it back with \`agentsnap apply --undo\``,
+    );
   },
 });
 
@@ -101,14 +147,33 @@ export const promoteCommand: CommandFactory = (ctx) => ({
         branch: { type: 'string', alias: 'b', demandOption: true, describe: 'name of the new branch' },
         message: { type: 'string', alias: 'm', describe: 'commit message (default: "Changes from agent session <id>")' },
         force: { type: 'boolean', default: false, describe: 'replace the branch if it exists' },
-        'include-uncommitted': { type: 'boolean', default: false, describe: 'also commit what was uncommitted in the worktree when the session started (left out by default)' },
+        'include-uncommitted': {
+          type: 'boolean',
+          default: false,
+          describe: 'also commit what was uncommitted in the worktree when the session started (left out by default)',
+        },
         ...jsonOption,
       })
       .example('$0 promote lq3k2x0a-7f3c -b feature/login -m "Add login form"', "the session's result as a commit on a new branch"),
   handler: async (raw) => {
-    const argv = raw as unknown as { session: string; branch: string; message?: string; force: boolean; includeUncommitted: boolean; json: boolean };
+    const argv = raw as unknown as {
+      session: string;
+      branch: string;
+      message?: string;
+      force: boolean;
+      includeUncommitted: boolean;
+      json: boolean;
+    };
     const out = ctx.output(argv);
-    const res = await promote({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, branch: argv.branch, message: argv.message, force: argv.force, includeUncommitted: argv.includeUncommitted });
+    const res = await promote({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session,
+      branch: argv.branch,
+      message: argv.message,
+      force: argv.force,
+      includeUncommitted: argv.includeUncommitted,
+    });
     if (out.json) {
       out.printJson(res);
       return;
@@ -124,21 +189,21 @@ export const promoteCommand: CommandFactory = (ctx) => ({
         ),
       );
     }
-    out.note(`agentsnap: branch ${printablePath(res.branch)} holds session ${res.session} as one commit on ${res.parent ? res.parent.slice(0, 10) : 'no parent'}`);
+    out.note(
+      `agentsnap: branch ${printablePath(res.branch)} holds session ${res.session} as one commit on ${res.parent ? res.parent.slice(0, 10) : 'no parent'}`,
+    );
   },
 });
 
 export const discardCommand: CommandFactory = (ctx) => ({
   command: 'discard <session>',
-  describe: "Throw a session away: final snapshot, then remove its worktree (refs and journal stay until gc)",
+  describe: 'Throw a session away: final snapshot, then remove its worktree (refs and journal stay until gc)',
   builder: (y) =>
-    y
-      .positional('session', sessionPositional)
-      .options({
-        purge: { type: 'boolean', default: false, describe: 'also drop its refs and journal now' },
-        force: { type: 'boolean', default: false, describe: 'even if its wrapper is running, or files would be lost' },
-        ...jsonOption,
-      }),
+    y.positional('session', sessionPositional).options({
+      purge: { type: 'boolean', default: false, describe: 'also drop its refs and journal now' },
+      force: { type: 'boolean', default: false, describe: 'even if its wrapper is running, or files would be lost' },
+      ...jsonOption,
+    }),
   handler: async (raw) => {
     const argv = raw as unknown as { session: string; purge: boolean; force: boolean; json: boolean };
     const out = ctx.output(argv);
@@ -187,7 +252,12 @@ export const gcCommand: CommandFactory = (ctx) => ({
       .options({
         'older-than': { type: 'string', describe: 'drop sessions inactive this long (default: agentsnap.retention, 14d)' },
         keep: { type: 'number', describe: 'keep the N most recent sessions whatever their age (default: agentsnap.gcKeep, 0)' },
-        'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'only report what would go, and what would be refused and why (never refuses)' },
+        'dry-run': {
+          type: 'boolean',
+          alias: 'n',
+          default: false,
+          describe: 'only report what would go, and what would be refused and why (never refuses)',
+        },
         all: { type: 'boolean', default: false, describe: 'remove everything agentsnap put into this repository' },
         force: { type: 'boolean', default: false, describe: 'with --all: also sessions that may be in use or hold unsnapshotted work' },
         ...jsonOption,
@@ -196,7 +266,15 @@ export const gcCommand: CommandFactory = (ctx) => ({
   handler: async (raw) => {
     const argv = raw as unknown as { olderThan?: string; keep?: number; dryRun: boolean; all: boolean; force: boolean; json: boolean };
     const out = ctx.output(argv);
-    const res = await gc({ cwd: ctx.io.cwd, env: ctx.io.env, olderThan: argv.olderThan, keep: argv.keep, dryRun: argv.dryRun, all: argv.all, force: argv.force });
+    const res = await gc({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      olderThan: argv.olderThan,
+      keep: argv.keep,
+      dryRun: argv.dryRun,
+      all: argv.all,
+      force: argv.force,
+    });
     if (out.json) {
       out.printJson(res);
       return;
@@ -209,8 +287,14 @@ export const gcCommand: CommandFactory = (ctx) => ({
     for (const k of res.kept) out.out(`kept session ${k.session}: ${printableLine(k.reason)}`);
     // A dry run never refuses: it says what the real run would refuse, and how to go ahead.
     const inUse = res.refused.filter((r) => r.kind === 'in-use').map((r) => r.session);
-    if (inUse.length > 0) out.out(`would refuse: ${count(inUse.length, 'session')} may still be in use (${inUse.join(', ')}): stop ${inUse.length === 1 ? 'its agent' : 'their agents'} (or discard ${inUse.length === 1 ? 'it' : 'them'}) first, or run \`agentsnap gc --all --force\``);
-    for (const r of res.refused.filter((r) => r.kind === 'unsaved-work')) out.out(`would refuse: session ${r.session}: ${printableLine(r.reason)}: apply, promote or discard it first, or run \`agentsnap gc --all --force\``);
+    if (inUse.length > 0)
+      out.out(
+        `would refuse: ${count(inUse.length, 'session')} may still be in use (${inUse.join(', ')}): stop ${inUse.length === 1 ? 'its agent' : 'their agents'} (or discard ${inUse.length === 1 ? 'it' : 'them'}) first, or run \`agentsnap gc --all --force\``,
+      );
+    for (const r of res.refused.filter((r) => r.kind === 'unsaved-work'))
+      out.out(
+        `would refuse: session ${r.session}: ${printableLine(r.reason)}: apply, promote or discard it first, or run \`agentsnap gc --all --force\``,
+      );
     for (const l of res.left) out.out(`left: ${printableLine(l)}`);
     out.out(`${gcSentence(res, verb)}; disk use ${formatSize(res.before)} -> ${formatSize(res.after)}${res.dryRun ? ' (estimate)' : ''}`);
   },

@@ -54,7 +54,16 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
     }
     // A header and aligned columns (sizes under their label: the disk the session's state and worktree take).
     const c = out.color;
-    const header = { id: 'SESSION', status: 'STATUS', steps: 'STEPS', files: 'FILES CHANGED', disk: 'DISK USE', started: 'STARTED', agent: 'AGENT', where: 'WORKTREE' };
+    const header = {
+      id: 'SESSION',
+      status: 'STATUS',
+      steps: 'STEPS',
+      files: 'FILES CHANGED',
+      disk: 'DISK USE',
+      started: 'STARTED',
+      agent: 'AGENT',
+      where: 'WORKTREE',
+    };
     const rows = list.map((s) => ({
       id: cell(`${s.id}${s.name ? ` (${printablePath(s.name)})` : ''}`, `${c.bold(s.id)}${s.name ? ` (${printablePath(s.name)})` : ''}`),
       status: cell(s.status, statusColor(out, s.status)),
@@ -63,12 +72,23 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
       disk: cell(formatSize((s.diskUse.worktree ?? 0) + s.diskUse.state)),
       started: cell(when(s.createdAt)),
       agent: cell(printablePath(s.agent ?? '-')),
-      where: cell(s.worktreeKind === 'main' ? 'main worktree' : `${printablePath(s.worktree)}${s.worktreeExists ? '' : ' (removed)'}`, s.worktreeKind === 'main' ? 'main worktree' : `${printablePath(s.worktree)}${s.worktreeExists ? '' : c.dim(' (removed)')}`),
+      where: cell(
+        s.worktreeKind === 'main' ? 'main worktree' : `${printablePath(s.worktree)}${s.worktreeExists ? '' : ' (removed)'}`,
+        s.worktreeKind === 'main' ? 'main worktree' : `${printablePath(s.worktree)}${s.worktreeExists ? '' : c.dim(' (removed)')}`,
+      ),
     }));
     const keys = Object.keys(header) as (keyof typeof header)[];
     const right = new Set<keyof typeof header>(['steps', 'files', 'disk']);
-    const columns = Object.fromEntries(keys.map((k) => [k, padColumn([cell(header[k], c.dim(header[k])), ...rows.map((r) => r[k])], right.has(k) ? 'right' : 'left')])) as Record<keyof typeof header, string[]>;
-    for (let i = 0; i <= rows.length; i++) out.out(keys.map((k) => columns[k][i]).join('  ').trimEnd());
+    const columns = Object.fromEntries(
+      keys.map((k) => [k, padColumn([cell(header[k], c.dim(header[k])), ...rows.map((r) => r[k])], right.has(k) ? 'right' : 'left')]),
+    ) as Record<keyof typeof header, string[]>;
+    for (let i = 0; i <= rows.length; i++)
+      out.out(
+        keys
+          .map((k) => columns[k][i])
+          .join('  ')
+          .trimEnd(),
+      );
   },
 });
 
@@ -114,7 +134,9 @@ const cell = (plain: string, shown = plain): Cell => ({ plain, shown });
 /** Cells of one column padded to its widest (right-aligned for numbers); escape codes do not count. */
 function padColumn(cells: Cell[], align: 'left' | 'right' = 'left'): string[] {
   const width = Math.max(0, ...cells.map((c) => c.plain.length));
-  return cells.map((c) => (align === 'right' ? ' '.repeat(width - c.plain.length) + c.shown : c.shown + ' '.repeat(width - c.plain.length)));
+  return cells.map((c) =>
+    align === 'right' ? ' '.repeat(width - c.plain.length) + c.shown : c.shown + ' '.repeat(width - c.plain.length),
+  );
 }
 
 /** `text` cut to `max` characters, the cut marked with an ellipsis. */
@@ -139,7 +161,11 @@ export const logCommand: CommandFactory = (ctx) => ({
         tool: { type: 'string', describe: 'only steps of this tool' },
         last: { type: 'number', describe: 'only the last N steps' },
         grep: { type: 'string', describe: 'only steps whose input or output holds this text (plain text, any case)' },
-        'all-sessions': { type: 'boolean', default: false, describe: 'the steps of every session of the repository, in time order, each row with its session' },
+        'all-sessions': {
+          type: 'boolean',
+          default: false,
+          describe: 'the steps of every session of the repository, in time order, each row with its session',
+        },
         ...jsonOption,
       })
       .example('$0 log --last 5', 'the five most recent steps')
@@ -147,11 +173,21 @@ export const logCommand: CommandFactory = (ctx) => ({
       .example("$0 log --all-sessions --grep 'rm -rf'", 'which step of any session ran rm -rf')
       .example('$0 log --all-sessions --last 1 -- src/app.ts', 'the last step, in any session, that changed src/app.ts'),
   handler: async (raw) => {
-    const argv = raw as unknown as { session?: string; tool?: string; last?: number; grep?: string; 'all-sessions': boolean; json: boolean; '--'?: string[]; _: (string | number)[] };
+    const argv = raw as unknown as {
+      session?: string;
+      tool?: string;
+      last?: number;
+      grep?: string;
+      'all-sessions': boolean;
+      json: boolean;
+      '--'?: string[];
+      _: (string | number)[];
+    };
     const out = ctx.output(argv);
     const paths = [...(argv['--'] ?? []).map(String)];
     const all = argv['all-sessions'];
-    if (all && argv.session !== undefined) throw errors.invalidArgument('--all-sessions and --session name different sessions: give one of them.');
+    if (all && argv.session !== undefined)
+      throw errors.invalidArgument('--all-sessions and --session name different sessions: give one of them.');
     if (argv.grep !== undefined && argv.grep === '') throw errors.invalidArgument('--grep needs a text to look for.');
     const common = { cwd: ctx.io.cwd, env: ctx.io.env, tool: argv.tool, last: argv.last, paths, grep: argv.grep };
     let rows: LogRow[];
@@ -167,7 +203,16 @@ export const logCommand: CommandFactory = (ctx) => ({
       empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
     }
     if (out.json) {
-      out.printJson(rows.map((r) => ({ ...(all ? { session: r.session.id } : {}), ...stepJson(r.step), what: r.what, plan: r.plan, check: r.check, ...(r.lost ? { lost: true } : {}) })));
+      out.printJson(
+        rows.map((r) => ({
+          ...(all ? { session: r.session.id } : {}),
+          ...stepJson(r.step),
+          what: r.what,
+          plan: r.plan,
+          check: r.check,
+          ...(r.lost ? { lost: true } : {}),
+        })),
+      );
       return;
     }
     if (rows.length === 0) {
@@ -177,15 +222,30 @@ export const logCommand: CommandFactory = (ctx) => ({
     const c = out.color;
     // Every column as wide as its widest cell, whatever the tool names, statuses and dates: the rows line up.
     const sessionCol = all ? padColumn(rows.map((r) => cell(r.session.id))) : null;
-    const stepCol = padColumn(rows.map((r) => cell(String(r.step.step), c.bold(String(r.step.step)))), 'right');
+    const stepCol = padColumn(
+      rows.map((r) => cell(String(r.step.step), c.bold(String(r.step.step)))),
+      'right',
+    );
     // A tool name is the agent's text: escaped, and cut so that one odd name does not push every row off the screen.
-    const toolCol = padColumn(rows.map(({ step: st }) => cell(cut(printablePath(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-')), 40))));
+    const toolCol = padColumn(
+      rows.map(({ step: st }) => cell(cut(printablePath(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-')), 40))),
+    );
     const statusCol = padColumn(rows.map(({ step: st }) => cell(st.status, statusColor(out, st.status))));
     const timeCol = padColumn(rows.map(({ step: st }) => cell(when(st.startedAt))));
     // ✓/✗ of the newest check of each step's state (`agentsnap check`), when any step has one.
     const checked = rows.some((r) => r.check);
     const checkCol = checked
-      ? padColumn(rows.map(({ check }) => (!check ? cell(' ') : check.verdict === 'pass' ? cell('✓', c.green('✓')) : check.verdict === 'fail' ? cell('✗', c.red('✗')) : cell('~', c.yellow('~')))))
+      ? padColumn(
+          rows.map(({ check }) =>
+            !check
+              ? cell(' ')
+              : check.verdict === 'pass'
+                ? cell('✓', c.green('✓'))
+                : check.verdict === 'fail'
+                  ? cell('✗', c.red('✗'))
+                  : cell('~', c.yellow('~')),
+          ),
+        )
       : null;
     const changeCol = padColumn(
       rows.map(({ step: st }) => {
@@ -203,12 +263,22 @@ export const logCommand: CommandFactory = (ctx) => ({
         marks.push(shown);
       };
       if (st.overlaps.length > 0) mark(`overlaps ${st.overlaps.join(',')}`, c.yellow(`overlaps ${st.overlaps.join(',')}`));
-      if (st.changedBefore.length > 0 && st.step > 1) mark(`${st.changedBefore.length} changed outside tool calls before it`, c.yellow(`${st.changedBefore.length} changed outside tool calls before it`));
+      if (st.changedBefore.length > 0 && st.step > 1)
+        mark(
+          `${st.changedBefore.length} changed outside tool calls before it`,
+          c.yellow(`${st.changedBefore.length} changed outside tool calls before it`),
+        );
       if (st.message) mark(printableLine(JSON.stringify(st.message)));
       // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
-      if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0) mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
-      if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
-      if (lost) mark("snapshot lost: deleted by git's prune (cannot be undone to)", c.red("snapshot lost: deleted by git's prune (cannot be undone to)"));
+      if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0)
+        mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
+      if (st.source === 'transcript')
+        mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
+      if (lost)
+        mark(
+          "snapshot lost: deleted by git's prune (cannot be undone to)",
+          c.red("snapshot lost: deleted by git's prune (cannot be undone to)"),
+        );
       const effect = outsideEffect(st, session.worktree);
       if (effect) mark(`not undoable: ${printableLine(effect)}`, c.red(`not undoable: ${printableLine(effect)}`));
       const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}${checkCol ? ` ${checkCol[i]}` : ''}  ${timeCol[i]}  ${changeCol[i]}`;
@@ -244,26 +314,62 @@ export const showCommand: CommandFactory = (ctx) => ({
     const argv = raw as unknown as { step: string; session?: string; stat: boolean; json: boolean };
     const out = ctx.output(argv);
     if (!/^\d+$/.test(String(argv.step))) {
-      throw errors.invalidArgument(`${JSON.stringify(String(argv.step))} is not a step number.`, { hint: 'See `agentsnap log` for the steps of the session.' });
+      throw errors.invalidArgument(`${JSON.stringify(String(argv.step))} is not a step number.`, {
+        hint: 'See `agentsnap log` for the steps of the session.',
+      });
     }
     // Without git's colours: the diff is escaped, then coloured (printableDiff); --json gets it as git wrote it.
-    const res = await show({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step: Number(argv.step), color: false, stat: argv.stat });
+    const res = await show({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session,
+      step: Number(argv.step),
+      color: false,
+      stat: argv.stat,
+    });
     if (out.json) {
-      out.printJson({ ...stepJson(res.step), what: res.what, plan: res.plan, environment: res.environment, session: res.session.id, diff: res.diff });
+      out.printJson({
+        ...stepJson(res.step),
+        what: res.what,
+        plan: res.plan,
+        environment: res.environment,
+        session: res.session.id,
+        diff: res.diff,
+      });
       return;
     }
     out.note(sessionSourceNote(res.session.id, res.source));
     const st = res.step;
-    out.out(out.color.bold(`step ${st.step}  ${printablePath(st.tool ?? st.kind)}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`) + (res.what ? `  ${out.color.cyan(res.what)}` : ''));
+    out.out(
+      out.color.bold(
+        `step ${st.step}  ${printablePath(st.tool ?? st.kind)}  ${st.status}  ${st.pre?.slice(0, 10) ?? '-'}..${st.post?.slice(0, 10) ?? '-'}`,
+      ) + (res.what ? `  ${out.color.cyan(res.what)}` : ''),
+    );
     const env = res.environment;
     const agent = env.agentVersion ?? env.agent;
-    if (agent || env.model || env.cwd !== res.session.cwd) out.out(out.color.dim([agent ? `agent ${printablePath(agent)}` : null, env.model ? `model ${printablePath(env.model)}` : null, env.cwd !== res.session.cwd ? `in ${printablePath(env.cwd)}` : null].filter(Boolean).join(', ')));
+    if (agent || env.model || env.cwd !== res.session.cwd)
+      out.out(
+        out.color.dim(
+          [
+            agent ? `agent ${printablePath(agent)}` : null,
+            env.model ? `model ${printablePath(env.model)}` : null,
+            env.cwd !== res.session.cwd ? `in ${printablePath(env.cwd)}` : null,
+          ]
+            .filter(Boolean)
+            .join(', '),
+        ),
+      );
     const ch = env.envChanged;
     if (ch && (ch.added.length || ch.removed.length || ch.changed.length)) {
       const names = (what: string, list: string[]) => (list.length ? `${what} ${list.map(printablePath).join(', ')}` : null);
-      out.out(out.color.dim(`environment since the first call: ${[names('added', ch.added), names('removed', ch.removed), names('changed', ch.changed)].filter(Boolean).join('; ')} (names only)`));
+      out.out(
+        out.color.dim(
+          `environment since the first call: ${[names('added', ch.added), names('removed', ch.removed), names('changed', ch.changed)].filter(Boolean).join('; ')} (names only)`,
+        ),
+      );
     }
-    if (env.tools) out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
+    if (env.tools)
+      out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
     if (res.diff) ctx.io.stdout.write(printableDiff(res.diff, out.color));
     else out.note('no changes');
@@ -281,7 +387,14 @@ export const diffCommand: CommandFactory = (ctx) => ({
       .example('$0 diff 2 5', 'what steps 3 to 5 changed')
       .example('$0 diff 0', 'everything since the session started, up to the worktree now'),
   handler: async (raw) => {
-    const argv = raw as unknown as { from: string | number; to?: string | number; session?: string; stat: boolean; json: boolean; '--'?: string[] };
+    const argv = raw as unknown as {
+      from: string | number;
+      to?: string | number;
+      session?: string;
+      stat: boolean;
+      json: boolean;
+      '--'?: string[];
+    };
     const out = ctx.output(argv);
     const res = await diff({
       cwd: ctx.io.cwd,

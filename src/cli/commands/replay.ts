@@ -10,7 +10,11 @@ export const replayCommand: CommandFactory = (ctx) => ({
       .options({
         ...sessionOption,
         until: { type: 'number', describe: 'stop after step N' },
-        format: { choices: ['md', 'jsonl'] as const, default: 'md' as const, describe: 'Markdown for reading, or one JSON object per line' },
+        format: {
+          choices: ['md', 'jsonl'] as const,
+          default: 'md' as const,
+          describe: 'Markdown for reading, or one JSON object per line',
+        },
       })
       .example('$0 replay --until 4 > context.md', 'what happened up to step 4, to hand to an agent'),
   handler: async (raw) => {

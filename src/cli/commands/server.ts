@@ -22,10 +22,13 @@ function print(out: Output, s: ServerStatus): void {
 
 export const serverCommand: CommandFactory = (ctx) => ({
   command: 'server <action>',
-  describe: "The warm per-worktree server that answers hooks and snap without starting Node",
+  describe: 'The warm per-worktree server that answers hooks and snap without starting Node',
   builder: (y) =>
     y
-      .positional('action', { choices: ['start', 'stop', 'status', 'run'] as const, describe: 'start/stop a background server, show its status, or run one in the foreground' })
+      .positional('action', {
+        choices: ['start', 'stop', 'status', 'run'] as const,
+        describe: 'start/stop a background server, show its status, or run one in the foreground',
+      })
       .options({
         idle: { type: 'number', describe: 'run: exit after this many seconds without a call (default agentsnap.serverIdle)' },
         ...jsonOption,
@@ -37,11 +40,17 @@ export const serverCommand: CommandFactory = (ctx) => ({
     const out = ctx.output(argv);
     const base = { cwd: ctx.io.cwd, env: ctx.io.env };
     if (argv.action === 'run') {
-      await serverRun({ ...base, snap: ctx.serveSnap, ...(ctx.serveWrap ? { wrap: ctx.serveWrap } : {}), ...(argv.idle !== undefined ? { idleMs: argv.idle * 1000 } : {}) });
+      await serverRun({
+        ...base,
+        snap: ctx.serveSnap,
+        ...(ctx.serveWrap ? { wrap: ctx.serveWrap } : {}),
+        ...(argv.idle !== undefined ? { idleMs: argv.idle * 1000 } : {}),
+      });
       // A call given up on at shutdown may still hold a read of its client's stdin open.
       process.exit(0);
     }
-    const s = argv.action === 'start' ? await serverStart(base) : argv.action === 'stop' ? await serverStop(base) : await serverStatus(base);
+    const s =
+      argv.action === 'start' ? await serverStart(base) : argv.action === 'stop' ? await serverStop(base) : await serverStatus(base);
     print(out, s);
   },
 });

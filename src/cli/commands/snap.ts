@@ -30,7 +30,10 @@ export const snapCommand: CommandFactory = (ctx) => ({
         ...jsonOption,
       })
       .example('$0 snap -m "before refactor"', 'checkpoint the worktree as a step of the current session')
-      .example('step=$(agentsnap snap --phase pre --tool Bash) && ./run.sh; agentsnap snap --phase post --step $step', 'bracket a tool call'),
+      .example(
+        'step=$(agentsnap snap --phase pre --tool Bash) && ./run.sh; agentsnap snap --phase post --step $step',
+        'bracket a tool call',
+      ),
   handler: async (raw) => {
     const argv = raw as unknown as SnapArgs;
     const out = ctx.output(argv);

@@ -9,7 +9,10 @@ export const remoteCommand: CommandFactory = (ctx) => ({
   describe: "Designate a git remote as agentsnap's backup remote (or stop)",
   builder: (y) =>
     y
-      .positional('action', { choices: ['add', 'remove'] as const, describe: 'add: designate (creating the remote when a URL is given); remove: stop designating' })
+      .positional('action', {
+        choices: ['add', 'remove'] as const,
+        describe: 'add: designate (creating the remote when a URL is given); remove: stop designating',
+      })
       .positional('name', { type: 'string', describe: 'remote name' })
       .positional('url', { type: 'string', describe: 'URL, to create the remote' })
       .options({ ...jsonOption })
@@ -22,11 +25,17 @@ export const remoteCommand: CommandFactory = (ctx) => ({
       const res = await remoteAdd(argv.name, argv.url, io);
       if (out.json) return out.printJson(res);
       if (res.created) out.note(`agentsnap: added remote ${res.remote} (${res.url})`);
-      out.out(`${res.remote} ${res.alreadyBackup ? 'is already' : 'is now'} agentsnap's backup remote: \`agentsnap push ${res.remote}\` sends snapshots and journals (tool inputs and outputs included) there`);
+      out.out(
+        `${res.remote} ${res.alreadyBackup ? 'is already' : 'is now'} agentsnap's backup remote: \`agentsnap push ${res.remote}\` sends snapshots and journals (tool inputs and outputs included) there`,
+      );
     } else {
       const res = await remoteRemove(argv.name, io);
       if (out.json) return out.printJson(res);
-      out.out(res.wasBackup ? `${res.remote} is no longer an agentsnap backup remote (the git remote itself is kept)` : `${res.remote} was not an agentsnap backup remote`);
+      out.out(
+        res.wasBackup
+          ? `${res.remote} is no longer an agentsnap backup remote (the git remote itself is kept)`
+          : `${res.remote} was not an agentsnap backup remote`,
+      );
     }
   },
 });
@@ -34,7 +43,8 @@ export const remoteCommand: CommandFactory = (ctx) => ({
 export const pushCommand: CommandFactory = (ctx) => ({
   command: 'push <remote>',
   describe: 'Send snapshots (refs/agent/*) and session journals to a backup remote',
-  builder: (y) => y.positional('remote', { type: 'string', describe: 'a backup remote (see `agentsnap remote add`)' }).options({ ...jsonOption }),
+  builder: (y) =>
+    y.positional('remote', { type: 'string', describe: 'a backup remote (see `agentsnap remote add`)' }).options({ ...jsonOption }),
   handler: async (raw) => {
     const argv = raw as unknown as { remote: string; json: boolean };
     const out = ctx.output(argv);
@@ -51,7 +61,8 @@ export const pushCommand: CommandFactory = (ctx) => ({
 export const fetchCommand: CommandFactory = (ctx) => ({
   command: 'fetch <remote>',
   describe: 'Fetch sessions recorded elsewhere from a backup remote',
-  builder: (y) => y.positional('remote', { type: 'string', describe: 'a backup remote (see `agentsnap remote add`)' }).options({ ...jsonOption }),
+  builder: (y) =>
+    y.positional('remote', { type: 'string', describe: 'a backup remote (see `agentsnap remote add`)' }).options({ ...jsonOption }),
   handler: async (raw) => {
     const argv = raw as unknown as { remote: string; json: boolean };
     const out = ctx.output(argv);

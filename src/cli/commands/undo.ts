@@ -15,7 +15,12 @@ import { printableLine, printableText } from '../../base/printable.js';
 const opOptions = {
   ...sessionOption,
   'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'print exactly which files would change and how; change nothing' },
-  force: { type: 'boolean', alias: 'f', default: false, describe: 'go ahead over changes made outside tool calls and unprotected steps (they stay in the safety snapshot)' },
+  force: {
+    type: 'boolean',
+    alias: 'f',
+    default: false,
+    describe: 'go ahead over changes made outside tool calls and unprotected steps (they stay in the safety snapshot)',
+  },
   ...jsonOption,
 } as const;
 
@@ -63,7 +68,10 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
     );
   }
   // Never "back" without a word on what is not: each path left is listed below the headline.
-  const except = r.left.length === 0 ? '' : `, except ${r.left.length === 1 ? 'the path left as it is' : `the ${r.left.length} paths left as they are`} (!)`;
+  const except =
+    r.left.length === 0
+      ? ''
+      : `, except ${r.left.length === 1 ? 'the path left as it is' : `the ${r.left.length} paths left as they are`} (!)`;
   out.out(c.bold(`${headline}${except}`));
   const verbs = r.dryRun ? VERB : DONE;
   if (r.changes.length === 0) out.out(r.dryRun ? '  no file would change' : '  no file changed');
@@ -73,17 +81,30 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
   }
   for (const l of r.left) out.out(c.yellow(`  ! ${describeLeft(l)}`));
   // A kept path is also left (with the target's reason) since issue 29 item 10: listed once, by its `!` line.
-  for (const k of r.kept.filter((k) => !r.left.some((l) => k === l.path || k.startsWith(`${l.path}/`)))) out.out(c.dim(`  = ${printablePath(k)}  kept: it was not snapshotted at the target (skipped)`));
+  for (const k of r.kept.filter((k) => !r.left.some((l) => k === l.path || k.startsWith(`${l.path}/`))))
+    out.out(c.dim(`  = ${printablePath(k)}  kept: it was not snapshotted at the target (skipped)`));
   if (r.outside.length > 0) {
-    out.out(c.yellow(`  ${r.dryRun ? (r.wouldRefuse ? 'refused without --force: ' : '') : 'overwritten with --force: '}changes made outside the recorded tool calls:`));
+    out.out(
+      c.yellow(
+        `  ${r.dryRun ? (r.wouldRefuse ? 'refused without --force: ' : '') : 'overwritten with --force: '}changes made outside the recorded tool calls:`,
+      ),
+    );
     for (const o of r.outside) out.out(c.yellow(`    ${o.change} ${printablePath(o.path)} (${o.when})`));
   }
   if (r.unprotected.length > 0) {
-    out.out(c.yellow(`  ${r.dryRun && r.wouldRefuse ? 'refused without --force: ' : ''}crosses unprotected ${steps(r.unprotected.map((u) => u.step))}`));
+    out.out(
+      c.yellow(
+        `  ${r.dryRun && r.wouldRefuse ? 'refused without --force: ' : ''}crosses unprotected ${steps(r.unprotected.map((u) => u.step))}`,
+      ),
+    );
   }
   if (r.headMoved) {
     const short = (x: string | null) => (x ? x.slice(0, 10) : 'unborn');
-    out.out(c.yellow(`  HEAD moved during these steps (${short(r.headMoved.then)} -> ${short(r.headMoved.now)}): files ${r.dryRun ? 'would be' : 'were'} restored, the branch is left where it is`));
+    out.out(
+      c.yellow(
+        `  HEAD moved during these steps (${short(r.headMoved.then)} -> ${short(r.headMoved.now)}): files ${r.dryRun ? 'would be' : 'were'} restored, the branch is left where it is`,
+      ),
+    );
   }
   if (r.safetyRef) out.note(`agentsnap: the worktree as it was is kept in ${r.safetyRef}`);
   if (r.notUndoable.length > 0) {
@@ -99,36 +120,61 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
 function dryRunVerdict(ctx: Parameters<CommandFactory>[0], out: Output, r: OperationResult | null, kind: string): void {
   if (!r || !r.dryRun || !r.wouldRefuse) return;
   ctx.setExitCode(ExitCode.refused);
-  if (!out.json) out.err(`agentsnap: the real ${kind} would be refused (exit 3): see the changes above; --force goes ahead and keeps them in the safety snapshot.`);
+  if (!out.json)
+    out.err(
+      `agentsnap: the real ${kind} would be refused (exit 3): see the changes above; --force goes ahead and keeps them in the safety snapshot.`,
+    );
 }
-
 
 function printChat(out: Output, chat: ChatRewind, step: number, compacting = false): void {
   if (chat.kind === 'transcript') {
     const compact = 'digest' in chat;
-    out.out(compact ? `conversation compacted before step ${step}: ${printablePath(chat.file)} (the original is unchanged; the files are untouched)` : `conversation forked before step ${step}: ${printablePath(chat.file)} (the original is unchanged)`);
+    out.out(
+      compact
+        ? `conversation compacted before step ${step}: ${printablePath(chat.file)} (the original is unchanged; the files are untouched)`
+        : `conversation forked before step ${step}: ${printablePath(chat.file)} (the original is unchanged)`,
+    );
     if (chat.subagentCall) {
       const agentCall = chat.subagentStep !== null ? `step ${chat.subagentStep}, the Agent call` : `the Agent call ${chat.subagentCall}`;
-      out.out(out.color.yellow(`  step ${step} was made by a subagent: the conversation is ${compact ? 'kept from' : 'cut before'} ${agentCall} that started it`));
+      out.out(
+        out.color.yellow(
+          `  step ${step} was made by a subagent: the conversation is ${compact ? 'kept from' : 'cut before'} ${agentCall} that started it`,
+        ),
+      );
     }
     const turn = adapterOf(chat.agent)?.turnWord ?? 'assistant message';
     if (chat.sharedWith > 0) {
-      out.out(out.color.yellow(`  step ${step}'s tool call shared its ${turn} with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is ${compact ? 'kept from' : 'cut before'} that whole ${turn.split(' ')[1]}`));
+      out.out(
+        out.color.yellow(
+          `  step ${step}'s tool call shared its ${turn} with ${chat.sharedWith} other tool ${chat.sharedWith === 1 ? 'call' : 'calls'}; the conversation is ${compact ? 'kept from' : 'cut before'} that whole ${turn.split(' ')[1]}`,
+        ),
+      );
     }
     if (compact) {
       const pct = chat.before.chars > 0 ? Math.round((100 * (chat.before.chars - chat.after.chars)) / chat.before.chars) : 0;
-      out.out(`  before: ${chat.before.messages} messages, ${chat.before.chars} characters; after: ${chat.after.messages} messages, ${chat.after.chars} characters (${pct}% shorter)`);
+      out.out(
+        `  before: ${chat.before.messages} messages, ${chat.before.chars} characters; after: ${chat.after.messages} messages, ${chat.after.chars} characters (${pct}% shorter)`,
+      );
     }
     out.out(`resume it with:  ${printableLine(chat.shellCommand)}`);
   } else {
-    out.note(`agentsnap: no conversation to ${compacting ? 'compact' : 'fork'} (${chat.reason}); a digest of the session before step ${step}:`);
+    out.note(
+      `agentsnap: no conversation to ${compacting ? 'compact' : 'fork'} (${chat.reason}); a digest of the session before step ${step}:`,
+    );
     out.out(printableText(chat.text));
   }
 }
 
 function processLine(p: AgentProcess & { stopped?: StopResult }): string {
   const ports = p.ports.length > 0 ? `, listening on ${p.ports.map((n) => `:${n}`).join(' ')}` : '';
-  const stopped = p.stopped === undefined ? '' : p.stopped === 'failed' ? '  — could not be stopped' : p.stopped === 'gone' ? '  — had already ended' : `  — stopped (${p.stopped === 'killed' ? 'SIGKILL' : 'SIGTERM'})`;
+  const stopped =
+    p.stopped === undefined
+      ? ''
+      : p.stopped === 'failed'
+        ? '  — could not be stopped'
+        : p.stopped === 'gone'
+          ? '  — had already ended'
+          : `  — stopped (${p.stopped === 'killed' ? 'SIGKILL' : 'SIGTERM'})`;
   return `pid ${p.pid}  ${printablePath(p.command)}  (started by step ${p.step}${ports})${stopped}`;
 }
 
@@ -136,9 +182,16 @@ function processLine(p: AgentProcess & { stopped?: StopResult }): string {
 function printProcesses(out: Output, list: (AgentProcess & { stopped?: StopResult })[], dryRun: boolean, step: number | undefined): void {
   if (list.length === 0) return;
   const stopping = list.some((p) => p.stopped !== undefined);
-  out.out(stopping ? 'processes the undone steps started:' : `still running, started by ${dryRun ? 'the steps to undo' : 'the undone steps'} (files are put back, processes are not):`);
+  out.out(
+    stopping
+      ? 'processes the undone steps started:'
+      : `still running, started by ${dryRun ? 'the steps to undo' : 'the undone steps'} (files are put back, processes are not):`,
+  );
   for (const p of list) out.out(`  ${processLine(p)}`);
-  if (!stopping) out.note(`agentsnap: \`agentsnap undo ${step ?? 'N'} --stop-processes\` also stops them; a stopped process is not started again by redo`);
+  if (!stopping)
+    out.note(
+      `agentsnap: \`agentsnap undo ${step ?? 'N'} --stop-processes\` also stops them; a stopped process is not started again by redo`,
+    );
 }
 
 export const undoCommand: CommandFactory = (ctx) => ({
@@ -151,24 +204,49 @@ export const undoCommand: CommandFactory = (ctx) => ({
         ...opOptions,
         chat: { type: 'boolean', default: false, describe: 'rewind only the conversation (a forked transcript to resume)' },
         both: { type: 'boolean', default: false, describe: 'rewind the files and the conversation' },
-        compact: { type: 'boolean', default: false, describe: 'fork the conversation with everything before step N replaced by a digest, the rest kept (files untouched)' },
-        'stop-processes': { type: 'boolean', default: false, describe: 'also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL)' },
-        'last-good': { type: 'boolean', default: false, describe: 'back to the state after the last step whose check passed (agentsnap check)' },
+        compact: {
+          type: 'boolean',
+          default: false,
+          describe: 'fork the conversation with everything before step N replaced by a digest, the rest kept (files untouched)',
+        },
+        'stop-processes': {
+          type: 'boolean',
+          default: false,
+          describe: 'also stop the processes the undone steps started and left running (SIGTERM, then SIGKILL)',
+        },
+        'last-good': {
+          type: 'boolean',
+          default: false,
+          describe: 'back to the state after the last step whose check passed (agentsnap check)',
+        },
       })
       .example('$0 undo', 'undo the last tool call')
       .example('$0 undo 3 --dry-run', 'what undoing step 3 and later would change')
       .example('$0 undo 3 --both', 'files and conversation back to before step 3')
       .example('$0 undo 3 --compact', 'a shorter conversation: steps before 3 as a digest, step 3 on kept'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & { step?: string; chat: boolean; both: boolean; compact: boolean; 'stop-processes': boolean; 'last-good': boolean };
+    const argv = raw as unknown as OpArgs & {
+      step?: string;
+      chat: boolean;
+      both: boolean;
+      compact: boolean;
+      'stop-processes': boolean;
+      'last-good': boolean;
+    };
     const out = ctx.output(argv);
     const step = argv.step === undefined ? undefined : stepArgument(argv.step);
-    if (argv.chat && argv.both) throw errors.invalidArgument('--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.');
+    if (argv.chat && argv.both)
+      throw errors.invalidArgument(
+        '--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.',
+      );
     if (argv.compact && (argv.chat || argv.both || argv['stop-processes'])) {
       const other = argv.chat ? '--chat' : argv.both ? '--both' : '--stop-processes';
-      throw errors.invalidArgument(`--compact and ${other} exclude each other: --compact forks a shorter conversation (steps before N as a digest, the rest kept) and leaves files and processes alone; ${other === '--stop-processes' ? '--stop-processes goes with an undo of the files' : `${other} rewinds the conversation to before step N`}.`, {
-        hint: 'Run them one after the other, e.g. `agentsnap undo N` then `agentsnap undo N --compact`.',
-      });
+      throw errors.invalidArgument(
+        `--compact and ${other} exclude each other: --compact forks a shorter conversation (steps before N as a digest, the rest kept) and leaves files and processes alone; ${other === '--stop-processes' ? '--stop-processes goes with an undo of the files' : `${other} rewinds the conversation to before step N`}.`,
+        {
+          hint: 'Run them one after the other, e.g. `agentsnap undo N` then `agentsnap undo N --compact`.',
+        },
+      );
     }
     const res = await undo({
       cwd: ctx.io.cwd,
@@ -196,16 +274,23 @@ export const undoCommand: CommandFactory = (ctx) => ({
           ? `undo ${r.target.step}: the worktree is already as before step ${r.target.step} (nothing recorded)`
           : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
       printOperation(out, r, head);
-      if (!r.dryRun && r.undone.length > 0) out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
+      if (!r.dryRun && r.undone.length > 0)
+        out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
       if (res.planUndone.length > 0) {
-        out.out(`plan items the ${r.dryRun ? 'steps to undo' : 'undone steps'} had marked done (the agent may still believe them done):\n${planLines(res.planUndone).replace(/^/gm, '  ')}`);
+        out.out(
+          `plan items the ${r.dryRun ? 'steps to undo' : 'undone steps'} had marked done (the agent may still believe them done):\n${planLines(res.planUndone).replace(/^/gm, '  ')}`,
+        );
       }
       printProcesses(out, res.processes, r.dryRun, r.target.step);
       dryRunVerdict(ctx, out, r, 'undo');
     }
     if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep, argv.compact);
     else if (argv['dry-run'] && res.chatStep !== null && !res.files) {
-      out.out(argv.compact ? `the conversation would be compacted: the steps before ${res.chatStep} as a digest, step ${res.chatStep} on kept` : `the conversation would be rewound to before step ${res.chatStep}`);
+      out.out(
+        argv.compact
+          ? `the conversation would be compacted: the steps before ${res.chatStep} as a digest, step ${res.chatStep} on kept`
+          : `the conversation would be rewound to before step ${res.chatStep}`,
+      );
     }
   },
 });
@@ -224,9 +309,20 @@ export const redoCommand: CommandFactory = (ctx) => ({
       return;
     }
     out.note(sessionSourceNote(r.session, r.source));
-    printOperation(out, r, r.dryRun ? `redo (dry run): back to before operation ${r.target.op}` : `redo (operation ${r.op}): back to before operation ${r.target.op}`);
+    printOperation(
+      out,
+      r,
+      r.dryRun
+        ? `redo (dry run): back to before operation ${r.target.op}`
+        : `redo (operation ${r.op}): back to before operation ${r.target.op}`,
+    );
     if (!r.dryRun && r.redone.length > 0) out.note(`agentsnap: ${steps(r.redone)} ${r.redone.length === 1 ? 'is' : 'are'} back`);
-    if (r.undone.length > 0) out.out(out.color.yellow(`${steps(r.undone)}, recorded after that undo, ${r.undone.length === 1 ? 'is' : 'are'} replaced; ${r.undone.length === 1 ? 'its' : 'their'} files are in ${r.safetyRef ?? 'the safety snapshot'}`));
+    if (r.undone.length > 0)
+      out.out(
+        out.color.yellow(
+          `${steps(r.undone)}, recorded after that undo, ${r.undone.length === 1 ? 'is' : 'are'} replaced; ${r.undone.length === 1 ? 'its' : 'their'} files are in ${r.safetyRef ?? 'the safety snapshot'}`,
+        ),
+      );
   },
 });
 
@@ -245,7 +341,16 @@ export const restoreCommand: CommandFactory = (ctx) => ({
     const out = ctx.output(argv);
     const step = stepArgument(argv.step);
     const paths = [...(argv.paths ?? []), ...(argv['--'] ?? [])].map(String);
-    const r = await restore({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step, after: argv.after, paths, dryRun: argv['dry-run'], force: argv.force });
+    const r = await restore({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session,
+      step,
+      after: argv.after,
+      paths,
+      dryRun: argv['dry-run'],
+      force: argv.force,
+    });
     dryRunVerdict(ctx, out, r, 'restore');
     if (out.json) {
       out.printJson(r);
@@ -253,14 +358,24 @@ export const restoreCommand: CommandFactory = (ctx) => ({
     }
     out.note(sessionSourceNote(r.session, r.source));
     const when = argv.after ? 'after' : 'before';
-    printOperation(out, r, r.dryRun ? `restore (dry run): ${paths.map(printablePath).join(' ')} as ${when} step ${step}` : `restore (operation ${r.op}): ${paths.map(printablePath).join(' ')} as ${when} step ${step}`);
+    printOperation(
+      out,
+      r,
+      r.dryRun
+        ? `restore (dry run): ${paths.map(printablePath).join(' ')} as ${when} step ${step}`
+        : `restore (operation ${r.op}): ${paths.map(printablePath).join(' ')} as ${when} step ${step}`,
+    );
   },
 });
 
 export const revertCommand: CommandFactory = (ctx) => ({
   command: 'revert <step>',
   describe: 'Take back only what step N changed, keeping later steps (three-way merge; conflicts change nothing)',
-  builder: (y) => y.positional('step', { type: 'string', describe: 'step number' }).options(opOptions).example('$0 revert 4', 'take back tool call 4 only'),
+  builder: (y) =>
+    y
+      .positional('step', { type: 'string', describe: 'step number' })
+      .options(opOptions)
+      .example('$0 revert 4', 'take back tool call 4 only'),
   handler: async (raw) => {
     const argv = raw as unknown as OpArgs & { step: string };
     const out = ctx.output(argv);
@@ -301,28 +416,47 @@ export const statusCommand: CommandFactory = (ctx) => ({
     }
     const c = out.color;
     out.out(`${c.bold(`session ${s.session}`)}  ${s.status}  ${printablePath(s.worktree)}${s.agent ? `  ${printablePath(s.agent)}` : ''}`);
-    out.out(s.lastStep ? `last step: ${s.lastStep.step} ${printablePath(s.lastStep.tool ?? '')} (${s.lastStep.status})`.replace('  ', ' ') : 'no steps yet');
+    out.out(
+      s.lastStep
+        ? `last step: ${s.lastStep.step} ${printablePath(s.lastStep.tool ?? '')} (${s.lastStep.status})`.replace('  ', ' ')
+        : 'no steps yet',
+    );
     out.out(`hooks: last step event ${ago(s.lastStepEventAt)}`);
     // Only when it costs the user something: a watching server is the normal case.
     if (s.watcher?.state === 'degraded') {
       out.out(c.yellow(watcherLine(s.watcher)));
       if (s.watcher.hint) out.out(`  ${s.watcher.hint}`);
     }
-    if (s.undone.length > 0) out.out(`undone: ${steps(s.undone)}${s.redoable !== null ? ` (\`agentsnap redo\` takes back operation ${s.redoable})` : ''}`);
+    if (s.undone.length > 0)
+      out.out(`undone: ${steps(s.undone)}${s.redoable !== null ? ` (\`agentsnap redo\` takes back operation ${s.redoable})` : ''}`);
     if (s.open.length > 0) out.out(c.yellow(`open: ${steps(s.open)} (running, or the post hook never came)`));
-    if (s.unprotected.length > 0) out.out(c.red(`unprotected: ${s.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${printableLine(u.reason)})` : ''}`).join(', ')}`));
-    if (s.notUndoable.length > 0) out.out(c.red(`not undoable: ${s.notUndoable.map((n) => `step ${n.step} \`${printableLine(n.command)}\``).join(', ')}`));
+    if (s.unprotected.length > 0)
+      out.out(
+        c.red(`unprotected: ${s.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${printableLine(u.reason)})` : ''}`).join(', ')}`),
+      );
+    if (s.notUndoable.length > 0)
+      out.out(c.red(`not undoable: ${s.notUndoable.map((n) => `step ${n.step} \`${printableLine(n.command)}\``).join(', ')}`));
     if (s.processes.length > 0) {
       out.out(`processes the agent left running (${s.processes.length}):`);
       for (const p of s.processes) out.out(`  ${processLine(p)}`);
     }
-    if (s.interrupted.length > 0) out.out(c.yellow(`interrupted operations: ${s.interrupted.join(', ')} (the next undo, redo, restore or revert completes them)`));
+    if (s.interrupted.length > 0)
+      out.out(c.yellow(`interrupted operations: ${s.interrupted.join(', ')} (the next undo, redo, restore or revert completes them)`));
     if (s.ops.length === 0) out.out('operations: none');
     else {
       out.out('operations:');
       for (const o of s.ops) {
-        const what = o.kind === 'undo' ? `undo ${o.target.step}` : o.kind === 'redo' ? `redo of operation ${o.target.op}` : o.kind === 'restore' ? `restore ${(o.target.paths ?? []).map(printablePath).join(' ')} (${o.target.when} step ${o.target.step})` : `revert ${o.target.step}`;
-        out.out(`  ${String(o.op).padStart(3)}  ${what}  ${o.changed} ${o.changed === 1 ? 'path' : 'paths'}  ${o.status}${o.redoneBy ? `  (redone by ${o.redoneBy})` : ''}`);
+        const what =
+          o.kind === 'undo'
+            ? `undo ${o.target.step}`
+            : o.kind === 'redo'
+              ? `redo of operation ${o.target.op}`
+              : o.kind === 'restore'
+                ? `restore ${(o.target.paths ?? []).map(printablePath).join(' ')} (${o.target.when} step ${o.target.step})`
+                : `revert ${o.target.step}`;
+        out.out(
+          `  ${String(o.op).padStart(3)}  ${what}  ${o.changed} ${o.changed === 1 ? 'path' : 'paths'}  ${o.status}${o.redoneBy ? `  (redone by ${o.redoneBy})` : ''}`,
+        );
       }
     }
   },

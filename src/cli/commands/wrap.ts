@@ -1,4 +1,14 @@
-import { beginWrap, endWrap, servable, wrap, type AgentChoice, type WrapOptions, type WrapResult, type WrapRun, type WrapStart } from '../../wrap.js';
+import {
+  beginWrap,
+  endWrap,
+  servable,
+  wrap,
+  type AgentChoice,
+  type WrapOptions,
+  type WrapResult,
+  type WrapRun,
+  type WrapStart,
+} from '../../wrap.js';
 import { AGENTS, RECOGNISED_AGENTS } from '../../agents/registry.js';
 import type { CliContext, CommandFactory } from '../context.js';
 import type { Output } from '../output.js';
@@ -19,7 +29,7 @@ export interface WrapArgs {
 
 export const wrapCommand: CommandFactory = (ctx) => ({
   command: 'wrap [command..]',
-  describe: 'Run an agent with a snapshot before and after every tool call (its exit code is the agent\'s)',
+  describe: "Run an agent with a snapshot before and after every tool call (its exit code is the agent's)",
   builder: (y) =>
     y
       .positional('command', { type: 'string', array: true, describe: 'the agent command, after --' })
@@ -30,21 +40,33 @@ export const wrapCommand: CommandFactory = (ctx) => ({
           default: 'auto' as AgentChoice,
           describe: `which agent it is: auto recognises ${RECOGNISED_AGENTS.join(', ')} from the command; generic gets AGENTSNAP_SESSION only`,
         },
-        auto: { type: 'boolean', default: false, describe: 'also checkpoint whenever the worktree changed and then stayed quiet (agents without hooks, e.g. aider)' },
+        auto: {
+          type: 'boolean',
+          default: false,
+          describe: 'also checkpoint whenever the worktree changed and then stayed quiet (agents without hooks, e.g. aider)',
+        },
         quiet: { type: 'boolean', alias: 'q', default: false, describe: 'no session line on stderr' },
-        mcp: { type: 'boolean', default: false, describe: "also give the agent agentsnap's MCP tools (steps, undo, redo, restore, check) for this run, editing no file of yours" },
+        mcp: {
+          type: 'boolean',
+          default: false,
+          describe: "also give the agent agentsnap's MCP tools (steps, undo, redo, restore, check) for this run, editing no file of yours",
+        },
         worktree: { type: 'boolean', describe: 'run the agent in a new linked worktree of its own (see apply, promote, discard)' },
         name: { type: 'string', implies: 'worktree', describe: 'with --worktree: a label for the session, shown by `agentsnap sessions`' },
         from: {
           type: 'string',
           implies: 'worktree',
-          describe: 'with --worktree: start from `current` (this worktree as it is, uncommitted files included; the default), `HEAD`, or a revision',
+          describe:
+            'with --worktree: start from `current` (this worktree as it is, uncommitted files included; the default), `HEAD`, or a revision',
         },
       })
       .example('$0 wrap -- claude', 'every Claude Code tool call becomes an undoable step')
       .example('$0 wrap --session fix-login -- claude --continue', 'resume a session')
       .example('$0 wrap -- ./my-agent.sh', 'a generic agent calls `agentsnap snap --phase pre|post` itself')
-      .example('$0 wrap --worktree --name login -- claude', 'the agent works in its own worktree; bring the result back with `agentsnap apply`')
+      .example(
+        '$0 wrap --worktree --name login -- claude',
+        'the agent works in its own worktree; bring the result back with `agentsnap apply`',
+      )
       .example('$0 wrap --auto -- aider', 'a checkpoint after each burst of changes')
       .example('$0 wrap --mcp -- claude', 'the agent can list and undo its own steps (MCP tools mcp__agentsnap__*)'),
   handler: async (raw) => {
@@ -145,7 +167,14 @@ export async function endServedWrap(
   exit: { code: number | null; signal: NodeJS.Signals | null; error?: string },
   refused: string | null,
 ): Promise<number> {
-  const res = await endWrap({ cwd: begun.worktree ?? ctx.io.cwd, env: ctx.io.env, session: begun.session, agent: begun.agent, exit, refused });
+  const res = await endWrap({
+    cwd: begun.worktree ?? ctx.io.cwd,
+    env: ctx.io.env,
+    session: begun.session,
+    agent: begun.agent,
+    exit,
+    refused,
+  });
   endNotes(ctx.output({ quiet: begun.quiet }), res);
   return res.exitCode;
 }
