@@ -251,7 +251,7 @@ export function stillInitialised(repo: Repo, agent: InitAgent): boolean {
     const { settings } = readSettings(path.join(repo.worktree, layout.file), layout.file);
     return JSON.stringify(withoutHooks(settings, agent)) !== JSON.stringify(settings);
   } catch {
-    return true;
+    return true; // unreadable or not JSON: counted as initialised, so the alias stays (the safe side)
   }
 }
 

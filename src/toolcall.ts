@@ -82,9 +82,9 @@ function sessionHandle(ctx: Context, id: string, joined: boolean): AgentSession 
       } catch (e) {
         if (isAgentsnapError(e) && e.code === 'SessionNotRunning') throw e;
         warn(opts, e, 'pre');
-        await recordUnprotected(ctx, id, { phase: 'pre', tool: name, reason: String((e as Error).message), toolUseId }).catch(
-          () => undefined,
-        ); // the failure was warned above; the journal cannot take its record either
+        await recordUnprotected(ctx, id, { phase: 'pre', tool: name, reason: String((e as Error).message), toolUseId }).catch(() => {
+          // the failure was warned above; the journal cannot take its record either
+        });
       }
       const started = Date.now();
       const close = async (status: 'done' | 'failed', output: unknown, error: string | null) => {
@@ -99,9 +99,9 @@ function sessionHandle(ctx: Context, id: string, joined: boolean): AgentSession 
           });
         } catch (e) {
           warn(opts, e, 'post');
-          await recordUnprotected(ctx, id, { step, phase: 'post', tool: name, reason: String((e as Error).message) }).catch(
-            () => undefined,
-          ); // the failure was warned above; the journal cannot take its record either
+          await recordUnprotected(ctx, id, { step, phase: 'post', tool: name, reason: String((e as Error).message) }).catch(() => {
+            // the failure was warned above; the journal cannot take its record either
+          });
         }
       };
       let result: T;

@@ -352,8 +352,7 @@ export async function endWrap(opts: {
   }
   const exitCode = exitCodeOf(exit);
   // The server ended it, and went (killed) before its reply reached the client: the session ended as it should.
-  if (await sessionFinished(repo, opts.session).catch(() => false)) {
-    // cannot be told: ended here as if not
+  if (await sessionFinished(repo, opts.session).catch(() => false /* cannot be told: ended here as if not */)) {
     return {
       session: opts.session,
       agent,
