@@ -175,6 +175,33 @@ test('a nested repository without a commit is skipped and listed; later snapshot
   }
 });
 
+test('a .git made in a directory whose tracked files are all deleted: read as git reads it, a plain directory of the superproject (its files snapshotted, its .git left out)', async () => {
+  // The generative test's seed 20261205 found it: the private index had nothing left below d/, so ls-files called
+  // d a nested repository and the snapshot skipped it whole, while git status (the user's index tracks d/k.txt)
+  // lists d/n.txt as untracked.
+  const repo = tempRepo({ files: { 'a.txt': 'a\n', 'd/k.txt': 'k\n' } });
+  try {
+    const s0 = await snapJson(repo);
+    // Another nested repository makes every snapshot a full scan through the private index, which then drops d/k.txt.
+    fs.mkdirSync(path.join(repo.dir, 'e'));
+    repo.git(['init', '-q'], { cwd: path.join(repo.dir, 'e') });
+    fs.rmSync(path.join(repo.dir, 'd'), { recursive: true });
+    await snapJson(repo, ['--session', s0.session]);
+    fs.mkdirSync(path.join(repo.dir, 'd'));
+    repo.git(['init', '-q'], { cwd: path.join(repo.dir, 'd') });
+    fs.writeFileSync(path.join(repo.dir, 'd', 'n.txt'), 'new\n');
+    assert.match(repo.git(['status', '--porcelain', '--untracked-files=all']), /^\?\? d\/n\.txt$/m);
+    const s2 = await snapJson(repo, ['--session', s0.session]);
+    assert.equal(s2.skipped, [{ path: 'e', reason: 'nested-repo-without-commit' }]);
+    assert.is(blobAt(repo, s2.commit, 'd/n.txt').toString(), 'new\n');
+    assert.is(entryAt(repo, s2.commit, 'd/k.txt'), null);
+    assert.is(entryAt(repo, s2.commit, 'd')?.mode, '040000'); // a tree, not a gitlink
+    assert.ok(fs.statSync(path.join(repo.dir, 'd', '.git')).isDirectory());
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('unborn HEAD (fresh git init, no commits, no index): snapshots work, HEAD stays unborn', async () => {
   const repo = tempRepo();
   try {

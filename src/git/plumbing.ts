@@ -89,6 +89,22 @@ export async function listUntracked(repo: Repo, indexFile: string): Promise<{ pa
 }
 
 /**
+ * What the user's own index says of one directory: the paths it tracks below
+ * it, and the untracked ones git lists there (ignore rules applied). Asked for
+ * a directory holding a `.git` that the private index shows as a nested
+ * repository: where the user's index tracks paths below it, git reads it as a
+ * plain directory of the superproject (its `.git` left out), and so must the
+ * snapshot.
+ */
+export async function userIndexBelow(repo: Repo, dir: string): Promise<{ tracked: string[]; others: string[] }> {
+  const spec = `:(literal)${dir}/`;
+  const tracked = splitNul((await repo.git(['ls-files', '-z', '--', spec])).stdout);
+  if (tracked.length === 0) return { tracked, others: [] };
+  const others = await repo.git([...SNAPSHOT_GIT_CONFIG, 'ls-files', '-z', '--others', '--exclude-standard', '--', spec]);
+  return { tracked, others: splitNul(others.stdout) };
+}
+
+/**
  * Updates every entry of the index from the worktree (modifications,
  * deletions, mode changes), like `add --update`, and returns the paths it
  * re-read: every stat-dirty entry, including ones whose content git's

@@ -40,6 +40,7 @@ import {
   writeTree,
   type IndexVsTree,
   type UnreadPath,
+  userIndexBelow,
 } from '../git/plumbing.js';
 import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from '../git/run.js';
 import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
@@ -190,6 +191,15 @@ export function excludeMatcher(patterns: string[]): (rel: string) => boolean {
     const slash = rel.lastIndexOf('/');
     return slash > 0 && dirExcluded(rel.slice(0, slash));
   };
+}
+
+function lstatOrNull(abs: string): fs.Stats | null {
+  try {
+    return fs.lstatSync(fsPath(abs));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT' || (e as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    throw e;
+  }
 }
 
 async function nestedRepoHasCommit(repo: Repo, dir: string): Promise<boolean> {
@@ -536,6 +546,18 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     if (rel.endsWith('/')) {
       // ls-files shows a nested repository as its directory: record it as a gitlink if it has a commit.
       const dir = rel.slice(0, -1);
+      // Unless the user's index tracks paths below it (all of them gone from the private index, deleted on disk):
+      // git then reads it as a plain directory (its .git left out), and so does the snapshot.
+      const below = await userIndexBelow(repo, dir);
+      if (below.tracked.length > 0) {
+        for (const t of below.tracked) {
+          if (userTracked.has(t) || !lstatOrNull(path.join(repo.worktree, t))) continue; // gone from disk: gone from the tree
+          userTracked.add(t);
+          toAdd.push(t);
+        }
+        untracked.push(...below.others.filter((o) => !userTracked.has(o)));
+        continue;
+      }
       if (await nestedRepoHasCommit(repo, abs)) toAdd.push(dir);
       else skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
       continue;
