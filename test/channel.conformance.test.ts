@@ -19,6 +19,7 @@ import { openRepo } from '../src/git/repo.js';
 import { startWorktreeServer } from '../src/server-api.js';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { FAKE_SERVER } from './support/fake-server.js';
 
 const ATTACKER = 4242;
 const OTHER_VICTIM = 4343;
@@ -263,9 +264,8 @@ const CLIENTS: Client[] = ['tree', 'hook', 'snap', 'wrap'];
 /** The tree client as a wrapper calls it (src/server/tree-client.ts, as built): "served", "not served" or "no repository". */
 const TREE_CLIENT = `
 import { openRepo } from ${JSON.stringify(pathToFileURL(path.join(PKG, 'dist', 'git', 'repo.js')).href)};
-import { loadSettings } from ${JSON.stringify(pathToFileURL(path.join(PKG, 'dist', 'git', 'config.js')).href)};
+import { loadSettings } from ${JSON.stringify(pathToFileURL(path.join(PKG, 'dist', 'settings', 'settings.js')).href)};
 import { snapshotByServer } from ${JSON.stringify(pathToFileURL(path.join(PKG, 'dist', 'server', 'tree-client.js')).href)};
-import { FAKE_SERVER } from './support/fake-server.js';
 let repo;
 try { repo = await openRepo(process.cwd(), { env: process.env }); } catch { process.stdout.write('no repository\\n'); process.exit(0); }
 const res = await snapshotByServer(repo, { parentTree: null, settings: await loadSettings(repo) });

@@ -12,7 +12,7 @@ import { cli, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { ADAPTERS, describeCall, findAgent, INIT_AGENTS } from '../src/agents/registry.js';
 import type { AgentAdapter } from '../src/agents/adapter.js';
 import { closeEndedCalls, parseHookCall, runHook } from '../src/hook.js';
-import { loadSettings } from '../src/git/config.js';
+import { openContext } from '../src/session/context.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { compactCopilotChat, forkCopilotChat } from '../src/agents/copilot-chat.js';
@@ -220,7 +220,7 @@ test('two open calls of the same tool and input: their posts close neither (noth
     );
     // As wrap's end does, before it ends the session.
     const r = await openRepo(repo.dir, { env: repo.env });
-    await closeEndedCalls(r, env.AGENTSNAP_SESSION as string, await loadSettings(r), ADAPTERS.copilot as AgentAdapter);
+    await closeEndedCalls(await openContext(r), env.AGENTSNAP_SESSION as string, ADAPTERS.copilot as AgentAdapter);
     const closed = await steps(repo, env);
     assert.equal(
       closed.map((s) => s.status),
