@@ -194,21 +194,22 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   }
   const extra: InitResult['extra'] = [];
   for (const f of layout.extraFiles ?? []) extra.push(await extraFile(repo, f, !!opts.remove));
-  let mcp = mcpBefore;
-  if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
+  return finishInit(repo, agent, layout, opts, { file, changed, excluded, extra, absolute, mcpBefore });
+}
+
+/** The end every kind of init layout shares: the MCP entry, init's `git log-all` alias, the result. */
+async function finishInit(
+  repo: Repo,
+  agent: InitAgent,
+  layout: InitLayout,
+  opts: InitOptions,
+  done: Pick<InitResult, 'file' | 'changed' | 'excluded' | 'extra' | 'absolute'> & { mcpBefore: InitResult['mcp'] },
+): Promise<InitResult> {
+  let mcp = done.mcpBefore;
+  if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute: done.absolute });
   const logAlias = opts.remove ? await removeLogAlias(repo, agent) : await setLogAlias(repo);
-  return {
-    agent,
-    file,
-    changed,
-    removed: !!opts.remove,
-    excluded,
-    extra,
-    note: opts.remove ? null : (layout.note ?? null),
-    absolute,
-    mcp,
-    logAlias,
-  };
+  const { mcpBefore: _, ...result } = done;
+  return { agent, ...result, removed: !!opts.remove, note: opts.remove ? null : (layout.note ?? null), mcp, logAlias };
 }
 
 async function logAliasValue(repo: Repo): Promise<string | null> {
@@ -417,22 +418,14 @@ async function initScripts(
     excluded ||= !!res.excluded;
     if (res.note) extra.push({ file: res.file, changed: false, note: res.note });
   }
-  let mcp = mcpBefore;
-  if (opts.mcp && !opts.remove && layout.mcp) mcp = await mcpEntry(repo, layout.mcp, { remove: false, absolute });
-  const file = path.join(repo.worktree, layout.file);
-  const logAlias = opts.remove ? await removeLogAlias(repo, agent) : await setLogAlias(repo);
-  return {
-    agent,
-    file,
+  return finishInit(repo, agent, layout, opts, {
+    file: path.join(repo.worktree, layout.file),
     changed,
-    removed: !!opts.remove,
     excluded,
     extra,
-    note: opts.remove ? null : (layout.note ?? null),
     absolute,
-    mcp,
-    logAlias,
-  };
+    mcpBefore,
+  });
 }
 
 /** Writes (or removes) a file of the layout's (Claude Code's /agentsnap-undo command); a file of the same name that is not ours is left alone. */
