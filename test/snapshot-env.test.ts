@@ -202,6 +202,33 @@ test('a .git made in a directory whose tracked files are all deleted: read as gi
   }
 });
 
+test('git init (no commit) in a directory of files only the agent made, after a snapshot took them: a nested repository without a commit, skipped whole as git status shows it', async () => {
+  // The generative test's seed 20261207 found it: the private index still had sub/a.txt from the snapshot before
+  // `git init`, so git read sub/ as a plain directory of the private index and the snapshot took sub/n.txt too.
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const s0 = await snapJson(repo);
+    // Another nested repository makes every snapshot a full scan through the private index, which takes sub/a.txt.
+    fs.mkdirSync(path.join(repo.dir, 'e'));
+    repo.git(['init', '-q'], { cwd: path.join(repo.dir, 'e') });
+    repo.write('sub/a.txt', 'agent\n');
+    const s1 = await snapJson(repo, ['--session', s0.session]);
+    assert.is(blobAt(repo, s1.commit, 'sub/a.txt').toString(), 'agent\n');
+    repo.git(['init', '-q'], { cwd: path.join(repo.dir, 'sub') });
+    fs.writeFileSync(path.join(repo.dir, 'sub', 'n.txt'), 'new\n');
+    assert.match(repo.git(['status', '--porcelain', '--untracked-files=all']), /^\?\? sub\/$/m);
+    const s2 = await snapJson(repo, ['--session', s0.session]);
+    assert.equal(
+      s2.skipped.map((x: { path: string }) => x.path),
+      ['e', 'sub'],
+    );
+    assert.is(entryAt(repo, s2.commit, 'sub'), null);
+    assert.ok(fs.existsSync(path.join(repo.dir, 'sub', 'a.txt')));
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('unborn HEAD (fresh git init, no commits, no index): snapshots work, HEAD stays unborn', async () => {
   const repo = tempRepo();
   try {

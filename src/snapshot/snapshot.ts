@@ -527,7 +527,10 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   const classify = untrackedClassifier(settings);
   const skipped: SkippedFile[] = [];
   const toAdd: string[] = [];
-  const { drop, tracked } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped);
+  const { drop, tracked, nested } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped);
+  // Each such nested repository is listed as ls-files lists one (`dir/`), and what git listed inside it goes.
+  const insideNested = (rel: string) => nested.some((d) => rel.startsWith(`${d}/`));
+  if (nested.length > 0) untracked.splice(0, untracked.length, ...untracked.filter((u) => !insideNested(u)), ...nested.map((d) => `${d}/`));
   // What git could not read is never silently left out (issue 13): listed as skipped, so a restore
   // neither deletes nor overwrites it; a tracked file it could not lstat leaves the tree rather than
   // stay there with bytes of an earlier read.
@@ -944,7 +947,7 @@ async function reconcileWithUserIndex(
   user: IndexVsTree,
   classify: Classifier,
   skipped: SkippedFile[],
-): Promise<{ drop: string[]; tracked: string[] }> {
+): Promise<{ drop: string[]; tracked: string[]; nested: string[] }> {
   const linked = new Map<string, boolean>();
   // A file the user tracks that is now a plain directory is gone as a file
   // (its new contents are untracked files); update-index refuses to add a
@@ -968,10 +971,32 @@ async function reconcileWithUserIndex(
   // Only in the user's index: staged new there, or in HEAD and kept by the user but gone from the private index.
   const onlyUser = [...user.extra].filter((p) => !priv.extra.has(p)).concat([...priv.missing].filter((p) => !user.missing.has(p)));
   const tracked = onlyUser.filter(present);
-  if (ours.length === 0) return { drop: [], tracked };
+  if (ours.length === 0) return { drop: [], tracked, nested: [] };
   const ignored = await ignoredPaths(repo, ours);
   const drop: string[] = [];
+  // A path only the private index has, below a directory that holds a .git now and where the user's index tracks
+  // nothing: git reads that directory as a nested repository (the private index took the path before `git init`).
+  const nested = new Set<string>();
+  const holdsGit = new Map<string, boolean>();
+  const nestedAbove = async (rel: string): Promise<string | null> => {
+    for (let i = rel.indexOf('/'); i > 0; i = rel.indexOf('/', i + 1)) {
+      const dir = rel.slice(0, i);
+      let known = holdsGit.get(dir);
+      if (known === undefined) {
+        known = lexists(path.join(repo.worktree, dir, '.git')) && (await userIndexBelow(repo, dir)).tracked.length === 0;
+        holdsGit.set(dir, known);
+      }
+      if (known) return dir;
+    }
+    return null;
+  };
   for (const rel of ours) {
+    const inNested = await nestedAbove(rel);
+    if (inNested !== null) {
+      nested.add(inNested);
+      drop.push(rel);
+      continue;
+    }
     if (ignored.has(rel)) {
       drop.push(rel);
       continue;
@@ -991,7 +1016,7 @@ async function reconcileWithUserIndex(
       skipped.push({ path: rel, reason, size: st.size });
     }
   }
-  return { drop, tracked };
+  return { drop, tracked, nested: [...nested] };
 }
 
 function isDirectory(abs: string): boolean {
