@@ -4,13 +4,27 @@
 // assistant.turn_end, session.shutdown), and workspace.yaml (id, cwd, name…). A fork keeps the events before the
 // turn whose assistant message holds step N's call, in a new session folder beside the original (never
 // modified), so `copilot --resume=<new id>` continues from before that call; `--compact` keeps that turn and
-// the rest, after one user message holding the digest of what came before.
+// the rest, after one user message holding the digest of what came before. Read for `replay` and `show N`
+// (copilotTranscript): the user's prompts (user.message), the model's text and calls (assistant.message), and
+// the model (assistant.message's `model`, session.start's `selectedModel`) and version (`copilotVersion`). It
+// names no tools (session.usage_record only counts them) and has no plan tool.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
+import { readFileTail } from '../base/fsutil.js';
 import { shellQuote } from '../base/shell.js';
-import type { ChatCompact, ChatFork, ConversationEntry, ConversationSize, DigestBuilder, ForkPoint } from './adapter.js';
+import type {
+  ChatCompact,
+  ChatFork,
+  ConversationEntry,
+  ConversationSize,
+  DigestBuilder,
+  ForkPoint,
+  ToolCallLocation,
+  TranscriptReader,
+  TranscriptTail,
+} from './adapter.js';
 
 type Obj = Record<string, unknown>;
 
@@ -253,3 +267,76 @@ export function compactCopilotChat(step: ForkPoint, digest: DigestBuilder, opts:
   const after: ConversationEntry[] = [{ kind: 'user', text, uuid: null, time: null }, ...rest];
   return { ...fork, before: sizeOf([...prior, ...rest]), after: sizeOf(after), digest: text };
 }
+
+/** How much of the end of events.jsonl a hook reads: a call's message is written just before its hooks run. */
+const TAIL_LIMIT = 8 * 1024 * 1024;
+
+const REQUESTS_NEEDLE = Buffer.from('"toolRequests"');
+const MODEL_NEEDLE = Buffer.from('"model"');
+const SELECTED_MODEL_NEEDLE = Buffer.from('"selectedModel"');
+const VERSION_NEEDLE = Buffer.from('"copilotVersion"');
+
+function str(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v : null;
+}
+
+/**
+ * Where the call `toolUseId` is in events.jsonl: the transcript's size, the assistant.message holding it (its
+ * event id and where its line starts; the newest one, as a repeated input's current call is), the model that
+ * message names, and the version session.start names. Searched from the end of the tail, and only lines that
+ * can hold one of these are parsed (its system.message line alone is tens of KB). Never throws.
+ */
+export function locateCopilotCall(file: string, toolUseId: string | null, tail?: TranscriptTail | null): ToolCallLocation {
+  const pos: ToolCallLocation = { path: file };
+  const t = tail === undefined ? readFileTail(file, TAIL_LIMIT) : tail;
+  if (!t) return pos;
+  pos.offset = t.size;
+  const { buf, from } = t;
+  let located = !toolUseId;
+  // The newest model named anywhere, for a call whose message is not written yet.
+  let newestModel: string | null = null;
+  let end = buf.length;
+  while (end > 0 && !(located && (pos.model || newestModel) && pos.agentVersion)) {
+    const start = buf.lastIndexOf(0x0a, end - 1) + 1;
+    const line = buf.subarray(start, end);
+    end = start - 1;
+    // A line cut at the tail's start is not whole (the file's first line always is).
+    if (start === 0 && from > 0) break;
+    const requests = !located && line.includes(REQUESTS_NEEDLE);
+    const model = !newestModel && (line.includes(MODEL_NEEDLE) || line.includes(SELECTED_MODEL_NEEDLE));
+    const version = !pos.agentVersion && line.includes(VERSION_NEEDLE);
+    if (!requests && !model && !version) continue;
+    let e: unknown;
+    try {
+      e = JSON.parse(line.toString('utf8'));
+    } catch {
+      continue; // a torn last line while Copilot writes it
+    }
+    if (!isObj(e) || !isObj(e.data)) continue;
+    const data = e.data;
+    if (requests && e.type === 'assistant.message' && Array.isArray(data.toolRequests)) {
+      if (data.toolRequests.some((r) => isObj(r) && matches(r, toolUseId as string))) {
+        located = true;
+        if (str(e.id)) pos.uuid = e.id as string;
+        pos.lineOffset = from + start;
+        if (str(data.model)) pos.model = data.model as string;
+      }
+    }
+    if (model) newestModel = str(data.model) ?? (e.type === 'session.start' ? str(data.selectedModel) : null);
+    if (version && e.type === 'session.start' && str(data.copilotVersion)) pos.agentVersion = data.copilotVersion as string;
+  }
+  if (!pos.model && newestModel) pos.model = newestModel;
+  return pos;
+}
+
+/** The conversation of events.jsonl for replay: the user's prompts, the model's text and its calls (under the ids agentsnap's steps record). */
+export function readCopilotConversation(file: string): ConversationEntry[] {
+  return entriesOf(readEvents(file) ?? []);
+}
+
+/** Copilot CLI's events.jsonl as agent-neutral code reads it. */
+export const copilotTranscriptReader: TranscriptReader = {
+  readTail: (file) => readFileTail(file, TAIL_LIMIT),
+  locateCall: locateCopilotCall,
+  readConversation: readCopilotConversation,
+};
