@@ -35,79 +35,99 @@ async function callSteps(repo: TempRepo, id: string) {
 
 const COPILOT_SID = '03b523aa-4766-4679-9f3f-8e3824deb6b1';
 
-test("copilot: replay shows the user's prompt and the assistant's messages of events.jsonl around the steps; show N names the model and version it records", async () => {
-  const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
-  try {
-    const events = fixture('copilot-1.0.102-events.jsonl', repo).split('\n').filter(Boolean);
-    const transcript = path.join(repo.home, '.copilot', 'session-state', COPILOT_SID, 'events.jsonl');
-    fs.mkdirSync(path.dirname(transcript), { recursive: true });
-    // What Copilot had written when a call's hooks ran: everything up to its tool.execution_start.
-    const upToStart = (n: number) => {
-      const starts = events.flatMap((l, i) => (l.startsWith('{"type":"tool.execution_start"') ? [i] : []));
-      fs.writeFileSync(transcript, `${events.slice(0, (starts[n] as number) + 1).join('\n')}\n`);
-    };
-    const hook = (event: string, payload: Record<string, unknown>) =>
-      runHook({
-        agent: 'copilot',
-        event,
-        input: JSON.stringify({ sessionId: COPILOT_SID, timestamp: 1796461573490, cwd: repo.dir, ...payload }),
-        // No COPILOT_CLI_BINARY_VERSION: the version comes from the transcript. init's hooks (no wrapper): the
-        // session is the agent's, started by its first hooked call.
-        env: repo.env,
-        cwd: repo.dir,
-      });
-    const create = { path: path.join(repo.dir, 'a.txt'), file_text: 'alpha\n' };
-    upToStart(0);
-    const id = (await hook('preToolUse', { toolName: 'create', toolArgs: create })).session as string;
-    fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'alpha\n');
-    await hook('postToolUse', {
-      toolName: 'create',
-      toolArgs: create,
-      toolResult: { resultType: 'success', textResultForLlm: `Created file ${create.path} with 6 characters` },
-    });
-    const bash = { command: "mkdir -p d && printf 'beta\\n' > d/b.txt && rm base.txt", description: 'change files' };
-    upToStart(1);
-    await hook('preToolUse', { toolName: 'bash', toolArgs: bash });
-    fs.mkdirSync(path.join(repo.dir, 'd'));
-    fs.writeFileSync(path.join(repo.dir, 'd', 'b.txt'), 'beta\n');
-    fs.rmSync(path.join(repo.dir, 'base.txt'));
-    await hook('postToolUse', {
-      toolName: 'bash',
-      toolArgs: bash,
-      toolResult: { resultType: 'success', textResultForLlm: '\n<shellId: 0 completed with exit code 0>' },
-    });
-    fs.writeFileSync(transcript, `${events.join('\n')}\n`);
-    const steps = await callSteps(repo, id);
-    assert.equal(
-      steps.map((s) => [s.tool, s.status, s.model, s.agentVersion]),
-      [
-        ['create', 'done', 'gpt-4.1', 'copilot-cli 1.0.102'],
-        ['bash', 'done', 'gpt-4.1', 'copilot-cli 1.0.102'],
-      ],
-    );
-    const [first, second] = steps.map((s) => s.step);
-    const md = await cli(repo, ['replay', '--session', id]);
-    assert.is(md.code, 0, md.stderr);
-    inOrder(md.stdout, [
-      'Do the scripted task.',
-      'Creating a.txt first.',
-      `Step ${first}: create (done`,
-      'A `a.txt`',
-      `Step ${second}: bash (done`,
-      'D `base.txt`',
-      'All done.',
-    ]);
-    assert.not.match(md.stdout, 'You are the GitHub Copilot CLI', 'the system prompt is not a user message');
-    // The transcript's calls are the steps (same ids), not listed again as unrecorded calls.
-    assert.is(md.stdout.split('"file_text"').length - 1, 1, md.stdout);
-    const show = await cli(repo, ['show', String(second), '--session', id]);
-    assert.is(show.code, 0, show.stderr);
-    assert.match(show.stdout, 'agent copilot-cli 1.0.102');
-    assert.match(show.stdout, 'model gpt-4.1');
-  } finally {
-    repo.cleanup();
+/**
+ * A Copilot call's hook payloads: its own format (`wrap`'s plugin hooks: toolName, toolArgs, toolResult), or
+ * Claude Code's, which init's .github/hooks/agentsnap.json gets (its tools under Claude's names, Write for
+ * create, Bash for bash; the same input: captured from 1.0.102).
+ */
+function copilotPayloads(claudeFormat: boolean, repo: TempRepo, tool: string, input: unknown, result: string) {
+  const claudeNames: Record<string, string> = { create: 'Write', bash: 'Bash' };
+  if (!claudeFormat) {
+    const common = { sessionId: COPILOT_SID, timestamp: 1796461573490, cwd: repo.dir, toolName: tool, toolArgs: input };
+    return [
+      ['preToolUse', common],
+      ['postToolUse', { ...common, toolResult: { resultType: 'success', textResultForLlm: result } }],
+    ] as const;
   }
-});
+  const common = {
+    session_id: COPILOT_SID,
+    timestamp: '2026-12-05T09:06:13.490Z',
+    cwd: repo.dir,
+    tool_name: claudeNames[tool],
+    tool_input: input,
+  };
+  return [
+    ['PreToolUse', { hook_event_name: 'PreToolUse', ...common }],
+    ['PostToolUse', { hook_event_name: 'PostToolUse', ...common, tool_result: { result_type: 'success', text_result_for_llm: result } }],
+  ] as const;
+}
+
+for (const claudeFormat of [false, true]) {
+  const hooks = claudeFormat ? "init's Claude-format hooks (Write, Bash)" : "wrap's hooks";
+  test(`copilot (${hooks}): replay shows the user's prompt and the assistant's messages of events.jsonl around the steps, each call once; show N names the model and version it records`, async () => {
+    const repo = tempRepo({ files: { 'base.txt': 'base\n' } });
+    try {
+      const events = fixture('copilot-1.0.102-events.jsonl', repo).split('\n').filter(Boolean);
+      const transcript = path.join(repo.home, '.copilot', 'session-state', COPILOT_SID, 'events.jsonl');
+      fs.mkdirSync(path.dirname(transcript), { recursive: true });
+      // What Copilot had written when a call's hooks ran: everything up to its tool.execution_start.
+      const upToStart = (n: number) => {
+        const starts = events.flatMap((l, i) => (l.startsWith('{"type":"tool.execution_start"') ? [i] : []));
+        fs.writeFileSync(transcript, `${events.slice(0, (starts[n] as number) + 1).join('\n')}\n`);
+      };
+      // No COPILOT_CLI_BINARY_VERSION: the version comes from the transcript. No wrapper: the session is the
+      // agent's, started by its first hooked call.
+      const hook = (event: string, payload: Record<string, unknown>) =>
+        runHook({ agent: 'copilot', event, input: JSON.stringify(payload), env: repo.env, cwd: repo.dir });
+      const create = { path: path.join(repo.dir, 'a.txt'), file_text: 'alpha\n' };
+      const [pre1, post1] = copilotPayloads(claudeFormat, repo, 'create', create, `Created file ${create.path} with 6 characters`);
+      upToStart(0);
+      const id = (await hook(...pre1)).session as string;
+      fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'alpha\n');
+      await hook(...post1);
+      const bash = { command: "mkdir -p d && printf 'beta\\n' > d/b.txt && rm base.txt", description: 'change files' };
+      const [pre2, post2] = copilotPayloads(claudeFormat, repo, 'bash', bash, '\n<shellId: 0 completed with exit code 0>');
+      upToStart(1);
+      await hook(...pre2);
+      fs.mkdirSync(path.join(repo.dir, 'd'));
+      fs.writeFileSync(path.join(repo.dir, 'd', 'b.txt'), 'beta\n');
+      fs.rmSync(path.join(repo.dir, 'base.txt'));
+      await hook(...post2);
+      fs.writeFileSync(transcript, `${events.join('\n')}\n`);
+      const steps = await callSteps(repo, id);
+      const [tool1, tool2] = claudeFormat ? ['Write', 'Bash'] : ['create', 'bash'];
+      assert.equal(
+        steps.map((s) => [s.tool, s.status, s.model, s.agentVersion]),
+        [
+          [tool1, 'done', 'gpt-4.1', 'copilot-cli 1.0.102'],
+          [tool2, 'done', 'gpt-4.1', 'copilot-cli 1.0.102'],
+        ],
+      );
+      const [first, second] = steps.map((s) => s.step);
+      const md = await cli(repo, ['replay', '--session', id]);
+      assert.is(md.code, 0, md.stderr);
+      inOrder(md.stdout, [
+        'Do the scripted task.',
+        'Creating a.txt first.',
+        `Step ${first}: ${tool1} (done`,
+        'A `a.txt`',
+        `Step ${second}: ${tool2} (done`,
+        'D `base.txt`',
+        'All done.',
+      ]);
+      assert.not.match(md.stdout, 'You are the GitHub Copilot CLI', 'the system prompt is not a user message');
+      // The transcript's calls are the steps (same ids), not listed again as calls no step recorded.
+      assert.is(md.stdout.split('"file_text"').length - 1, 1, md.stdout);
+      assert.is(md.stdout.split('"description"').length - 1, 1, md.stdout);
+      const show = await cli(repo, ['show', String(second), '--session', id]);
+      assert.is(show.code, 0, show.stderr);
+      assert.match(show.stdout, 'agent copilot-cli 1.0.102');
+      assert.match(show.stdout, 'model gpt-4.1');
+    } finally {
+      repo.cleanup();
+    }
+  });
+}
 
 const CLINE_SID = '1796461588083_skrva';
 

@@ -82,9 +82,16 @@ export function inputHash(input: unknown): string {
 
 const ID_PREFIX = 'copilot-input:';
 
+/**
+ * Copilot's own names of the tools its Claude-format hook payloads (init's hooks) name as Claude Code's, with the
+ * same input (seen in 1.0.102): a call's id is then the same whichever hooks saw it, and the same as its
+ * transcript's (replay places it by that id).
+ */
+const OWN_TOOL_NAMES: Readonly<Record<string, string>> = { Write: 'create', Edit: 'edit', Read: 'view', Bash: 'bash' };
+
 /** The call id made for a call of `tool` with `input`: the same for every call of that tool with that input. */
 export function callIdFromInput(tool: string, input: unknown): string {
-  return `${ID_PREFIX}${tool}:${inputHash(input)}`;
+  return `${ID_PREFIX}${Object.hasOwn(OWN_TOOL_NAMES, tool) ? OWN_TOOL_NAMES[tool] : tool}:${inputHash(input)}`;
 }
 
 /** The input hash of an id made by callIdFromInput; null for any other id. */
