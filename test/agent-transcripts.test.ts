@@ -12,6 +12,7 @@ import { ROOT, cli, tempRepo, type TempRepo } from './helpers.js';
 import { parseHookCall, runHook } from '../src/hook.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
+import { callIdFromInput, locateCopilotCall } from '../src/agents/copilot-chat.js';
 
 const FIXTURES = path.join(ROOT, 'test', 'fixtures');
 
@@ -128,6 +129,36 @@ for (const claudeFormat of [false, true]) {
     }
   });
 }
+
+test("copilot: a call whose message is not in events.jsonl yet (or a torn last line): its size, session.start's model and version, no place", () => {
+  const repo = tempRepo();
+  try {
+    const events = fixture('copilot-1.0.102-events.jsonl', repo).split('\n').filter(Boolean);
+    const file = path.join(repo.home, 'events.jsonl');
+    // session.start, user.message, system.message, then half of the turn's first line.
+    const text = `${events.slice(0, 3).join('\n')}\n${(events[3] as string).slice(0, 40)}`;
+    fs.writeFileSync(file, text);
+    const id = callIdFromInput('create', { path: path.join(repo.dir, 'a.txt'), file_text: 'alpha\n' });
+    assert.equal(locateCopilotCall(file, id), { path: file, offset: Buffer.byteLength(text), agentVersion: '1.0.102', model: 'gpt-4.1' });
+    // Once its message is written: its event id and where its line starts.
+    fs.writeFileSync(file, `${events.join('\n')}\n`);
+    const at = events.findIndex((l) => l.includes('"toolRequests":[{"toolCallId":"call_1_0"'));
+    const loc = locateCopilotCall(file, id);
+    assert.is(loc.uuid, (JSON.parse(events[at] as string) as { id: string }).id);
+    assert.is(
+      loc.lineOffset,
+      Buffer.byteLength(
+        events
+          .slice(0, at)
+          .map((l) => `${l}\n`)
+          .join(''),
+      ),
+    );
+    assert.is(locateCopilotCall(path.join(repo.home, 'none.jsonl'), id).offset, undefined, 'no transcript: only its path');
+  } finally {
+    repo.cleanup();
+  }
+});
 
 const CLINE_SID = '1796461588083_skrva';
 

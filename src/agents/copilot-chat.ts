@@ -280,39 +280,63 @@ const TAIL_LIMIT = 8 * 1024 * 1024;
 
 const REQUESTS_NEEDLE = Buffer.from('"toolRequests"');
 const MODEL_NEEDLE = Buffer.from('"model"');
-const SELECTED_MODEL_NEEDLE = Buffer.from('"selectedModel"');
-const VERSION_NEEDLE = Buffer.from('"copilotVersion"');
+/** The first line, session.start, is short (its context, no prompt): this much of the file holds it. */
+const START_LIMIT = 64 * 1024;
 
 function str(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;
 }
 
+/** The session.start event, the file's first line; null when it is not there (yet) or not whole. */
+function sessionStart(file: string): Obj | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return null; // no transcript (yet): nothing to read
+  }
+  try {
+    const buf = Buffer.alloc(START_LIMIT);
+    const got = fs.readSync(fd, buf, 0, buf.length, 0);
+    const end = buf.subarray(0, got).indexOf(0x0a);
+    if (end < 0) return null;
+    const e: unknown = JSON.parse(buf.subarray(0, end).toString('utf8'));
+    return isObj(e) && e.type === 'session.start' && isObj(e.data) ? e.data : null;
+  } catch {
+    return null; // unreadable, or a first line of another shape: no start event to read
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /**
  * Where the call `toolUseId` is in events.jsonl: the transcript's size, the assistant.message holding it (its
- * event id and where its line starts; the newest one, as a repeated input's current call is), the model that
- * message names, and the version session.start names. Searched from the end of the tail, and only lines that
- * can hold one of these are parsed (its system.message line alone is tens of KB). Never throws.
+ * event id and where its line starts; the newest one, as a repeated input's current call is) and the model that
+ * message names (else the newest one named), and the version session.start names. Searched from the end of the
+ * tail, and only lines that can hold one of these are parsed (its system.message line alone is tens of KB).
+ * Never throws.
  */
 export function locateCopilotCall(file: string, toolUseId: string | null, tail?: TranscriptTail | null): ToolCallLocation {
   const pos: ToolCallLocation = { path: file };
   const t = tail === undefined ? readFileTail(file, TAIL_LIMIT) : tail;
   if (!t) return pos;
   pos.offset = t.size;
+  const start = sessionStart(file);
+  if (start && str(start.copilotVersion)) pos.agentVersion = start.copilotVersion as string;
   const { buf, from } = t;
   let located = !toolUseId;
-  // The newest model named anywhere, for a call whose message is not written yet.
+  // The newest model named, for a call whose message is not written yet.
   let newestModel: string | null = null;
   let end = buf.length;
-  while (end > 0 && !(located && (pos.model || newestModel) && pos.agentVersion)) {
-    const start = buf.lastIndexOf(0x0a, end - 1) + 1;
-    const line = buf.subarray(start, end);
-    end = start - 1;
+  while (end > 0 && !(located && (pos.model || newestModel))) {
+    const lineStart = buf.lastIndexOf(0x0a, end - 1) + 1;
+    const line = buf.subarray(lineStart, end);
+    end = lineStart - 1;
     // A line cut at the tail's start is not whole (the file's first line always is).
-    if (start === 0 && from > 0) break;
+    if (lineStart === 0 && from > 0) break;
     const requests = !located && line.includes(REQUESTS_NEEDLE);
-    const model = !newestModel && (line.includes(MODEL_NEEDLE) || line.includes(SELECTED_MODEL_NEEDLE));
-    const version = !pos.agentVersion && line.includes(VERSION_NEEDLE);
-    if (!requests && !model && !version) continue;
+    const model = !newestModel && line.includes(MODEL_NEEDLE);
+    if (!requests && !model) continue;
     let e: unknown;
     try {
       e = JSON.parse(line.toString('utf8'));
@@ -325,14 +349,14 @@ export function locateCopilotCall(file: string, toolUseId: string | null, tail?:
       if (data.toolRequests.some((r) => isObj(r) && matches(r, toolUseId as string))) {
         located = true;
         if (str(e.id)) pos.uuid = e.id as string;
-        pos.lineOffset = from + start;
+        pos.lineOffset = from + lineStart;
         if (str(data.model)) pos.model = data.model as string;
       }
     }
-    if (model) newestModel = str(data.model) ?? (e.type === 'session.start' ? str(data.selectedModel) : null);
-    if (version && e.type === 'session.start' && str(data.copilotVersion)) pos.agentVersion = data.copilotVersion as string;
+    if (model) newestModel = str(data.model);
   }
-  if (!pos.model && newestModel) pos.model = newestModel;
+  const model = pos.model ?? newestModel ?? (start ? str(start.selectedModel) : null);
+  if (model) pos.model = model;
   return pos;
 }
 
