@@ -23,6 +23,9 @@
 // - In preToolUse.parameters arrays are JSON strings; tool_call.input has them.
 // - Cline writes refs/cline/checkpoints/<session>/<n> into the repository
 //   (repoRefs).
+// - Its session files (<data dir>/sessions/<id>/<id>.messages.json and <id>.json), which no payload names, are
+//   the transcript recorded for each call: `replay` shows their prompts and messages, `show N` the model and
+//   version they name (cline-chat.ts).
 // - `cline --id <session>` resumes interactively only (a terminal): no
 //   conversation fork; `undo N --chat` offers the digest.
 import fs from 'node:fs';
@@ -36,6 +39,7 @@ import type { AgentAdapter, HookCall, RunContext } from './adapter.js';
 import { parseJsonc } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { leftoverRunRecords } from './leftover-runs.js';
+import { clineTranscript, clineTranscriptReader, isClineTranscript } from './cline-chat.js';
 
 type Obj = Record<string, unknown>;
 
@@ -97,8 +101,8 @@ function failureOf(output: unknown, postSuccess: unknown): string | null {
   return postSuccess === false ? 'failed' : null;
 }
 
-/** Cline's payload read into the common call shape: it has none of the Claude-style fields hook.ts reads. */
-function refineClineCall(call: HookCall, payload: Obj): void {
+/** Cline's payload read into the common call shape: it has none of the Claude-style fields hook.ts reads. `env`: where its data is. */
+function refineClineCall(call: HookCall, payload: Obj, env: NodeJS.ProcessEnv): void {
   const pre = obj(payload.preToolUse);
   const post = obj(payload.postToolUse);
   const tc = obj(payload.tool_call) ?? obj(payload.tool_result);
@@ -107,6 +111,9 @@ function refineClineCall(call: HookCall, payload: Obj): void {
   call.input = tc && tc.input !== undefined ? tc.input : (pre?.parameters ?? post?.parameters ?? call.input);
   call.toolUseId = str(tc?.id) ?? call.toolUseId;
   call.agentSessionId = str(obj(payload.sessionContext)?.rootSessionId) ?? str(payload.taskId) ?? call.agentSessionId;
+  // The session id names its folder under the data dir (the hook's environment is the run's, or a daemon's of the same HOME).
+  const rootSession = str(obj(payload.sessionContext)?.rootSessionId);
+  if (!call.transcriptPath && rootSession) call.transcriptPath = clineTranscript(env, rootSession);
   // The workspace the call is for: a hub daemon runs every hook in the directory of the run that started it.
   const roots = Array.isArray(payload.workspaceRoots) ? payload.workspaceRoots : [];
   call.cwd = str(obj(payload.workspaceInfo)?.rootPath) ?? str(roots[0]) ?? call.cwd;
@@ -306,6 +313,8 @@ export const cline: AgentAdapter = {
   isCommand: (arg, base) => base === 'cline' || arg.includes('node_modules/cline/'),
   describeCall: describeClineCall,
   refineCall: refineClineCall,
+  transcript: clineTranscriptReader,
+  ownsTranscript: (file, sessionAgent) => (sessionAgent !== null && /cline/i.test(sessionAgent)) || isClineTranscript(file),
   repoRefs: ['refs/cline/'],
   // Its hook files (doctor reports agentsnap's there): init's, and the user-level folders.
   hookSettingsFiles: {

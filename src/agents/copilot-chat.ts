@@ -4,13 +4,27 @@
 // assistant.turn_end, session.shutdown), and workspace.yaml (id, cwd, name…). A fork keeps the events before the
 // turn whose assistant message holds step N's call, in a new session folder beside the original (never
 // modified), so `copilot --resume=<new id>` continues from before that call; `--compact` keeps that turn and
-// the rest, after one user message holding the digest of what came before.
+// the rest, after one user message holding the digest of what came before. Read for `replay` and `show N`
+// (copilotTranscript): the user's prompts (user.message), the model's text and calls (assistant.message), and
+// the model (assistant.message's `model`, session.start's `selectedModel`) and version (`copilotVersion`). It
+// names no tools (session.usage_record only counts them) and has no plan tool.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
+import { readFileTail } from '../base/fsutil.js';
 import { shellQuote } from '../base/shell.js';
-import type { ChatCompact, ChatFork, ConversationEntry, ConversationSize, DigestBuilder, ForkPoint } from './adapter.js';
+import type {
+  ChatCompact,
+  ChatFork,
+  ConversationEntry,
+  ConversationSize,
+  DigestBuilder,
+  ForkPoint,
+  ToolCallLocation,
+  TranscriptReader,
+  TranscriptTail,
+} from './adapter.js';
 
 type Obj = Record<string, unknown>;
 
@@ -68,9 +82,16 @@ export function inputHash(input: unknown): string {
 
 const ID_PREFIX = 'copilot-input:';
 
+/**
+ * Copilot's own names of the tools its Claude-format hook payloads (init's hooks) name as Claude Code's, with the
+ * same input (seen in 1.0.102): a call's id is then the same whichever hooks saw it, and the same as its
+ * transcript's (replay places it by that id).
+ */
+const OWN_TOOL_NAMES: Readonly<Record<string, string>> = { Write: 'create', Edit: 'edit', Read: 'view', Bash: 'bash' };
+
 /** The call id made for a call of `tool` with `input`: the same for every call of that tool with that input. */
 export function callIdFromInput(tool: string, input: unknown): string {
-  return `${ID_PREFIX}${tool}:${inputHash(input)}`;
+  return `${ID_PREFIX}${Object.hasOwn(OWN_TOOL_NAMES, tool) ? OWN_TOOL_NAMES[tool] : tool}:${inputHash(input)}`;
 }
 
 /** The input hash of an id made by callIdFromInput; null for any other id. */
@@ -253,3 +274,100 @@ export function compactCopilotChat(step: ForkPoint, digest: DigestBuilder, opts:
   const after: ConversationEntry[] = [{ kind: 'user', text, uuid: null, time: null }, ...rest];
   return { ...fork, before: sizeOf([...prior, ...rest]), after: sizeOf(after), digest: text };
 }
+
+/** How much of the end of events.jsonl a hook reads: a call's message is written just before its hooks run. */
+const TAIL_LIMIT = 8 * 1024 * 1024;
+
+const REQUESTS_NEEDLE = Buffer.from('"toolRequests"');
+const MODEL_NEEDLE = Buffer.from('"model"');
+/** The first line, session.start, is short (its context, no prompt): this much of the file holds it. */
+const START_LIMIT = 64 * 1024;
+
+function str(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v : null;
+}
+
+/** The session.start event, the file's first line; null when it is not there (yet) or not whole. */
+function sessionStart(file: string): Obj | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch {
+    return null; // no transcript (yet): nothing to read
+  }
+  try {
+    const buf = Buffer.alloc(START_LIMIT);
+    const got = fs.readSync(fd, buf, 0, buf.length, 0);
+    const end = buf.subarray(0, got).indexOf(0x0a);
+    if (end < 0) return null;
+    const e: unknown = JSON.parse(buf.subarray(0, end).toString('utf8'));
+    return isObj(e) && e.type === 'session.start' && isObj(e.data) ? e.data : null;
+  } catch {
+    return null; // unreadable, or a first line of another shape: no start event to read
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Where the call `toolUseId` is in events.jsonl: the transcript's size, the assistant.message holding it (its
+ * event id and where its line starts; the newest one, as a repeated input's current call is) and the model that
+ * message names (else the newest one named), and the version session.start names. Searched from the end of the
+ * tail, and only lines that can hold one of these are parsed (its system.message line alone is tens of KB).
+ * Never throws.
+ */
+export function locateCopilotCall(file: string, toolUseId: string | null, tail?: TranscriptTail | null): ToolCallLocation {
+  const pos: ToolCallLocation = { path: file };
+  const t = tail === undefined ? readFileTail(file, TAIL_LIMIT) : tail;
+  if (!t) return pos;
+  pos.offset = t.size;
+  const start = sessionStart(file);
+  if (start && str(start.copilotVersion)) pos.agentVersion = start.copilotVersion as string;
+  const { buf, from } = t;
+  let located = !toolUseId;
+  // The newest model named, for a call whose message is not written yet.
+  let newestModel: string | null = null;
+  let end = buf.length;
+  while (end > 0 && !(located && (pos.model || newestModel))) {
+    const lineStart = buf.lastIndexOf(0x0a, end - 1) + 1;
+    const line = buf.subarray(lineStart, end);
+    end = lineStart - 1;
+    // A line cut at the tail's start is not whole (the file's first line always is).
+    if (lineStart === 0 && from > 0) break;
+    const requests = !located && line.includes(REQUESTS_NEEDLE);
+    const model = !newestModel && line.includes(MODEL_NEEDLE);
+    if (!requests && !model) continue;
+    let e: unknown;
+    try {
+      e = JSON.parse(line.toString('utf8'));
+    } catch {
+      continue; // a torn last line while Copilot writes it
+    }
+    if (!isObj(e) || !isObj(e.data)) continue;
+    const data = e.data;
+    if (requests && e.type === 'assistant.message' && Array.isArray(data.toolRequests)) {
+      if (data.toolRequests.some((r) => isObj(r) && matches(r, toolUseId as string))) {
+        located = true;
+        if (str(e.id)) pos.uuid = e.id as string;
+        pos.lineOffset = from + lineStart;
+        if (str(data.model)) pos.model = data.model as string;
+      }
+    }
+    if (model) newestModel = str(data.model);
+  }
+  const model = pos.model ?? newestModel ?? (start ? str(start.selectedModel) : null);
+  if (model) pos.model = model;
+  return pos;
+}
+
+/** The conversation of events.jsonl for replay: the user's prompts, the model's text and its calls (under the ids agentsnap's steps record). */
+export function readCopilotConversation(file: string): ConversationEntry[] {
+  return entriesOf(readEvents(file) ?? []);
+}
+
+/** Copilot CLI's events.jsonl as agent-neutral code reads it. */
+export const copilotTranscriptReader: TranscriptReader = {
+  readTail: (file) => readFileTail(file, TAIL_LIMIT),
+  locateCall: locateCopilotCall,
+  readConversation: readCopilotConversation,
+};

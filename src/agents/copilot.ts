@@ -12,6 +12,7 @@
 //   written behind the hooks) says later how they ended (callEnded, by their input), at the next pre or the end.
 // - A shell call that exits non-zero reports `resultType: "success"`, its exit code only in its text
 //   (`<shellId: 0 completed with exit code 3>`): closed as failed.
+// - `replay` reads the prompts and messages of events.jsonl, `show N` the model it names (copilot-chat.ts).
 // - `undo N --chat` and `--compact` fork events.jsonl into a new session folder (copilot-chat.ts): `copilot --resume=<id>`.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,7 +23,16 @@ import { ensureStateDir, replaceStateFile } from '../base/state-dir.js';
 import type { AgentAdapter, HookCall } from './adapter.js';
 import { MCP_SERVER_NAME, jsonMcpLayout } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
-import { callIdFromInput, compactCopilotChat, forkCopilotChat, inputHash, inputHashOf, readEvents, toolArgs } from './copilot-chat.js';
+import {
+  callIdFromInput,
+  compactCopilotChat,
+  copilotTranscriptReader,
+  forkCopilotChat,
+  inputHash,
+  inputHashOf,
+  readEvents,
+  toolArgs,
+} from './copilot-chat.js';
 import { leftoverRunRecords } from './leftover-runs.js';
 
 export { callIdFromInput } from './copilot-chat.js';
@@ -193,6 +203,8 @@ export const copilot: AgentAdapter = {
   refineCall: refineCopilotCall,
   callIdsFromInput: true,
   callEnded: (transcriptPath, toolUseId) => copilotCallEnded(transcriptPath, toolUseId),
+  // replay's prompts and messages, show N's model and version (copilot-chat.ts).
+  transcript: copilotTranscriptReader,
   ownsTranscript: (file, sessionAgent) =>
     (sessionAgent !== null && /copilot/i.test(sessionAgent)) || /\/session-state\/[^/]+\/events\.jsonl$/.test(file),
   forkConversation: (at, opts) => forkCopilotChat(at, opts),
