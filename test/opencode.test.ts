@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { cli, tempRepo } from './helpers.js';
+import { cli, cliProcess, tempRepo } from './helpers.js';
 import { describeCall, findAgent, INIT_AGENTS, ADAPTERS } from '../src/agents/registry.js';
 import { parseHookCall } from '../src/hook.js';
 import { OPENCODE_AGENT_FILES, pluginSource } from '../src/agents/opencode.js';
@@ -264,6 +264,31 @@ test("undo N --chat's OpenCode fork: the messages before the one holding step N'
   } catch (e) {
     assert.ok(isAgentsnapError(e) && e.code === 'InvalidArgument', String(e));
     assert.match((e as Error).message, 'call_not_there');
+  }
+});
+
+test('undo N --chat on an OpenCode step when `opencode` cannot export the session (not on PATH): the digest, with why, and exit 0; the files untouched (--chat only)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    // A PATH with git and no opencode.
+    const env = { PATH: '/usr/bin:/bin' };
+    const hook = (event: string, payload: Record<string, unknown>) =>
+      cliProcess(repo, ['hook', 'opencode', event], { env, input: JSON.stringify({ hook_event_name: event, ...payload }) });
+    const common = { session_id: 'ses_dbbdf25c0ffexSLzVDlN6Ji0MA', tool_name: 'bash', tool_call_id: 'call_1', cwd: repo.dir };
+    assert.is((await hook('PreToolUse', { ...common, tool_input: { command: 'x' } })).code, 0);
+    fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'two\n');
+    assert.is((await hook('PostToolUse', { ...common, tool_input: { command: 'x' }, tool_response: { output: '' } })).code, 0);
+    const r = await cliProcess(repo, ['undo', '1', '--chat'], { env });
+    assert.is(r.code, 0, r.stderr);
+    assert.is(fs.readFileSync(path.join(repo.dir, 'a.txt'), 'utf8'), 'two\n');
+    assert.match(
+      r.stderr + r.stdout,
+      /no conversation to fork \(`opencode export` failed \(exporting session ses_dbbdf25c0ffexSLzVDlN6Ji0MA\): no `opencode` on PATH\)/,
+    );
+    assert.match(r.stdout, 'the tool calls before step 1');
+    assert.not.match(r.stderr + r.stdout, /\n\s+at /, 'no stack trace');
+  } finally {
+    repo.cleanup();
   }
 });
 

@@ -107,7 +107,9 @@ function opencodeCommand(args: string[], cwd: string, what: string): string {
   });
   if (res.error || res.status !== 0) {
     const why = res.error
-      ? res.error.message
+      ? (res.error as NodeJS.ErrnoException).code === 'ENOENT'
+        ? 'no `opencode` on PATH'
+        : res.error.message
       : (res.stderr || res.stdout || `exit code ${res.status}`).trim().split('\n').slice(-3).join(' ');
     throw errors.invalidArgument(`\`opencode ${args[0]}\` failed (${what}): ${why}`, {
       hint: 'Is `opencode` on PATH, with the same home directory as the run that recorded the session?',
