@@ -1,8 +1,9 @@
 // End to end with the real OpenCode (opencode-ai, pinned in support/agent-clis.ts) under `agentsnap wrap` and with
 // `init`'s plugin, driven offline by a scripted stand-in of the OpenAI Chat Completions API (support/openai-stub.ts):
 // its real tools run in the repository and its real plugin hooks fire. OpenCode is slow to start (an npm install of
-// @opencode-ai/plugin into each config folder it uses), so this file makes two runs only: a wrapped one (write,
-// shell, failing shell, a tool that throws, --mcp), then one resuming that conversation with init's plugin (and --mcp); the user config
+// @opencode-ai/plugin into each config folder it uses), so this file makes three runs only: a wrapped one (write,
+// shell, failing shell, a tool that throws, --mcp), the resume of the session `undo 3 --chat` forked from it (two
+// turns), then one resuming the original conversation with init's plugin (and --mcp); the user config
 // folder's install is cached between test runs (opencodeConfigCache).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
