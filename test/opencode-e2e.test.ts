@@ -1,8 +1,9 @@
 // End to end with the real OpenCode (opencode-ai, pinned in support/agent-clis.ts) under `agentsnap wrap` and with
 // `init`'s plugin, driven offline by a scripted stand-in of the OpenAI Chat Completions API (support/openai-stub.ts):
 // its real tools run in the repository and its real plugin hooks fire. OpenCode is slow to start (an npm install of
-// @opencode-ai/plugin into each config folder it uses), so this file makes two runs only: a wrapped one (write,
-// shell, failing shell, a tool that throws, --mcp), then one resuming that conversation with init's plugin (and --mcp); the user config
+// @opencode-ai/plugin into each config folder it uses), so this file makes three runs only: a wrapped one (write,
+// shell, failing shell, a tool that throws, --mcp), the resume of the session `undo 3 --chat` forked from it (two
+// turns), then one resuming the original conversation with init's plugin (and --mcp); the user config
 // folder's install is cached between test runs (opencodeConfigCache).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { agentsnapOnPath, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
-import type { ScriptedTurn } from './support/model-stubs.js';
+import type { ScriptStep } from './support/model-stubs.js';
 import { startChatCompletionsStub } from './support/openai-stub.js';
 import { opencodeBinary, opencodeConfigCache } from './support/agent-clis.js';
 import { loadSession } from '../src/session/session.js';
@@ -108,16 +109,31 @@ function mcpToolsOffered(offered: string[][]): string[] {
   return [...new Set(offered.flat().filter((n) => n.startsWith('agentsnap_')))].sort();
 }
 
-test('opencode: wrap (plugin for the run only; write, shell and failing shell as steps; --mcp), undo of the shell call and of the write, --chat gives the digest; then init --mcp, a resumed session recorded by the plugin, and init --remove leaving the project byte for byte', async () => {
+/** What the forked conversation is resumed with. */
+const FORK_PROMPT = 'Go on from the fork.';
+
+/** `opencode export <id>`: the session as OpenCode prints it. */
+async function exportSession(program: string, id: string, cwd: string, env: NodeJS.ProcessEnv): Promise<unknown> {
+  const r = await run(program, ['export', id], { cwd, env });
+  assert.is(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+test('opencode: wrap (plugin for the run only; write, shell and failing shell as steps; --mcp), undo of the shell call and of the write, --chat forks the session (its printed resume command sends the model only the turns before the step; the original unchanged); then init --mcp, a resumed session recorded by the plugin, and init --remove leaving the project byte for byte', async () => {
   if (!opencode) return;
   const started = Date.now();
   const repo = tempRepo({ files: { 'base.txt': 'base\n', 'keep.txt': 'keep\n' } });
-  const script: ScriptedTurn[] = [
+  const script: ScriptStep[] = [
     { text: 'Writing a.txt.', tools: [{ name: 'write', input: { filePath: path.join(repo.dir, 'a.txt'), content: 'alpha\n' } }] },
     {
       tools: [{ name: 'bash', input: { command: "mkdir -p d && printf 'beta\\n' > d/b.txt && rm base.txt", description: 'change files' } }],
     },
-    { tools: [{ name: 'bash', input: { command: "printf 'gamma\\n' > c.txt; exit 3", description: 'fail' } }] },
+    // The third model turn: in the original run the failing shell call; in the fork made before step 3 (two turns
+    // kept), the answer to its resume prompt.
+    (body) =>
+      JSON.stringify((body.messages as unknown[] | undefined)?.at(-1) ?? '').includes(FORK_PROMPT)
+        ? { text: 'Forked and done.' }
+        : { tools: [{ name: 'bash', input: { command: "printf 'gamma\\n' > c.txt; exit 3", description: 'fail' } }] },
     // A tool that throws: OpenCode calls no after hook for it.
     { tools: [{ name: 'edit', input: { filePath: path.join(repo.dir, 'a.txt'), oldString: 'not in the file', newString: 'x' } }] },
     { text: 'All done.' },
@@ -205,20 +221,41 @@ test('opencode: wrap (plugin for the run only; write, shell and failing shell as
     u = await cliProcess(repo, ['undo', '1']);
     assert.is(u.code, 0, u.stderr);
     assert.equal(worktreeBytes(repo.dir), start);
-    // OpenCode keeps its conversations in SQLite: no fork, the digest of the session to paste.
-    const chat = await cliProcess(repo, ['undo', '3', '--chat', '--json']);
+    // undo 3 --chat: a new OpenCode session (export, ids renewed, import) holding the turns before step 3; its
+    // printed resume command, run as is, continues from there; the original session is unchanged.
+    const agentSession = /"sessionID":"(ses_[^"]+)"/.exec(res.stdout)?.[1] as string;
+    assert.ok(agentSession, res.stdout);
+    const withOpencode = { ...OPENCODE_ENV, PATH: `${path.dirname(opencode)}:${repo.env.PATH ?? process.env.PATH}` };
+    const opencodeEnv = { ...repo.env, ...withOpencode, PWD: repo.dir };
+    const originalExport = await exportSession(opencode, agentSession, repo.dir, opencodeEnv);
+    const chat = await cliProcess(repo, ['undo', '3', '--chat', '--json'], { env: withOpencode, timeoutMs: 240_000 });
     assert.is(chat.code, 0, chat.stderr);
-    const rewind = (JSON.parse(chat.stdout) as { chat: { kind: string; text?: string } }).chat;
-    assert.is(rewind.kind, 'digest', chat.stdout);
-    assert.ok(
-      /- step 1 write/.test(String(rewind.text)) && /- step 2 bash/.test(String(rewind.text)) && !/- step 3/.test(String(rewind.text)),
-      String(rewind.text),
+    const fork = (
+      JSON.parse(chat.stdout) as { chat: { kind: string; agent: string; sessionId: string; shellCommand: string; reason?: string } }
+    ).chat;
+    assert.is(fork.kind, 'transcript', chat.stdout);
+    assert.is(fork.agent, 'opencode');
+    assert.match(fork.sessionId, /^ses_/);
+    assert.is.not(fork.sessionId, agentSession);
+    assert.ok(fork.shellCommand.endsWith(`&& opencode run --session ${fork.sessionId}`), fork.shellCommand);
+    const requestsBefore = stub.requests.length;
+    const f = await run('/bin/sh', ['-c', `${fork.shellCommand} --auto '${FORK_PROMPT}'`], { cwd: repo.base, env: opencodeEnv });
+    assert.is(f.code, 0, f.stderr + f.stdout);
+    assert.match(f.stdout, 'Forked and done.');
+    const forkRequest = stub.requests[requestsBefore] as {
+      messages?: { role?: string; content?: unknown; tool_calls?: { id: string }[] }[];
+    };
+    assert.equal(
+      (forkRequest.messages ?? []).flatMap((m) => (m.tool_calls ?? []).map((t) => t.id)),
+      stub.calls.slice(0, 2).map((c) => c.id),
+      'the fork holds the calls of steps 1 and 2 only',
     );
+    const sent = JSON.stringify(forkRequest.messages);
+    assert.ok(sent.includes('Make the changes.') && sent.includes(FORK_PROMPT) && !sent.includes('All done.'), sent);
+    assert.equal(await exportSession(opencode, agentSession, repo.dir, opencodeEnv), originalExport, 'the original session is unchanged');
 
     // 2. init --mcp, with a file of the user's already in .opencode/; OpenCode resumes the wrapped conversation
     // (`run --session <id>`) with no wrapper: init's plugin records its call.
-    const agentSession = /"sessionID":"(ses_[^"]+)"/.exec(res.stdout)?.[1] as string;
-    assert.ok(agentSession, res.stdout);
     fs.mkdirSync(path.join(repo.dir, '.opencode', 'commands'), { recursive: true });
     fs.writeFileSync(path.join(repo.dir, '.opencode', 'commands', 'hello.md'), 'Say hello.\n');
     const beforeInit = worktreeBytes(repo.dir);

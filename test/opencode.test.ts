@@ -8,11 +8,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { cli, tempRepo } from './helpers.js';
+import { cli, cliProcess, tempRepo } from './helpers.js';
 import { describeCall, findAgent, INIT_AGENTS, ADAPTERS } from '../src/agents/registry.js';
 import { parseHookCall } from '../src/hook.js';
 import { OPENCODE_AGENT_FILES, pluginSource } from '../src/agents/opencode.js';
 import type { RunContext } from '../src/agents/adapter.js';
+import { forkOpenCodeExport } from '../src/agents/opencode-session.js';
+import { isAgentsnapError } from '../src/base/errors.js';
 
 type Hooks = Record<string, (input: unknown, output: unknown) => Promise<void>>;
 
@@ -77,6 +79,7 @@ test("the plugin hands OpenCode's before/after arguments to agentsnap as hook ca
         input: preCall.input,
         id: preCall.toolUseId,
         session: preCall.agentSessionId,
+        transcript: preCall.transcriptPath,
         cwd: preCall.cwd,
       },
       {
@@ -85,6 +88,7 @@ test("the plugin hands OpenCode's before/after arguments to agentsnap as hook ca
         input: { filePath: '/repo/a.txt', content: 'alpha\n' },
         id: 'call_2_0_x',
         session: 'ses_dbbdf25c0ffe',
+        transcript: 'opencode-session:ses_dbbdf25c0ffe', // the session is what `undo N --chat` forks
         cwd: dir,
       },
     );
@@ -199,6 +203,92 @@ test("wrap: the plugin reaches OpenCode through OPENCODE_CONFIG_CONTENT, added t
     );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A session as `opencode export` (1.18.33) printed it: the e2e test's wrapped run (prompt, four tool calls, an answer). */
+const EXPORTED = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, 'support', 'opencode-export.json'), 'utf8')) as {
+  info: { id: string; title: string };
+  messages: { info: { id: string; role: string }; parts: { id: string; type: string; callID?: string; messageID: string }[] }[];
+};
+
+test("undo N --chat's OpenCode fork: the messages before the one holding step N's call, every session, message and part id renewed (kind and time part kept, so OpenCode's order holds) and every reference to them too; the original export untouched", () => {
+  const before = JSON.stringify(EXPORTED);
+  const calls = EXPORTED.messages.flatMap((m) => m.parts.filter((p) => p.type === 'tool').map((p) => p.callID as string));
+  assert.is(calls.length, 4, 'the fixture holds four tool calls');
+  const at = EXPORTED.messages.findIndex((m) => m.parts.some((p) => p.callID === calls[2]));
+  const fork = forkOpenCodeExport(EXPORTED, calls[2] as string, { title: 'fork' });
+  assert.is(JSON.stringify(EXPORTED), before, 'the export is not modified');
+  assert.is(fork.messages, at);
+  assert.is(fork.session.messages.length, at);
+  assert.is(fork.sharedWith, 0);
+  assert.is(fork.session.info.title, 'fork');
+  // The ids: all new, same kind and time part, none of the original's left anywhere.
+  const oldIds = [EXPORTED.info.id, ...EXPORTED.messages.slice(0, at).flatMap((m) => [m.info.id, ...m.parts.map((p) => p.id)])];
+  const newIds = [fork.sessionId, ...fork.session.messages.flatMap((m) => [m.info.id as string, ...m.parts.map((p) => p.id as string)])];
+  assert.is(newIds.length, oldIds.length);
+  newIds.forEach((id, i) => {
+    assert.is.not(id, oldIds[i]);
+    assert.is(id.length, (oldIds[i] as string).length);
+    assert.is(id.slice(0, 16), (oldIds[i] as string).slice(0, 16), `${id}: the kind and time part of ${oldIds[i]}`);
+  });
+  const text = JSON.stringify(fork.session);
+  for (const id of oldIds) assert.not.ok(text.includes(id), `${id} is left in the fork`);
+  assert.is(fork.session.info.id, fork.sessionId);
+  for (const m of fork.session.messages) {
+    assert.is(m.info.sessionID, fork.sessionId);
+    for (const p of m.parts) assert.equal([p.sessionID, p.messageID], [fork.sessionId, m.info.id]);
+  }
+  // Mapped back, the fork is the original's messages before the cut, byte for byte (nothing else rewritten).
+  const back = new Map(newIds.map((id, i) => [id, oldIds[i] as string]));
+  const restored = JSON.parse(
+    text.replace(/(ses|msg|prt)_[0-9a-f]{12}[0-9A-Za-z]{14}/g, (id) => back.get(id) ?? id),
+  ) as typeof fork.session;
+  assert.equal(restored.messages, EXPORTED.messages.slice(0, at));
+  assert.equal({ ...restored.info, title: EXPORTED.info.title }, EXPORTED.info);
+  // Two forks of the same step are two sessions.
+  assert.is.not(forkOpenCodeExport(EXPORTED, calls[2] as string).sessionId, fork.sessionId);
+  // Before step 1: the user's prompt only.
+  assert.equal(
+    forkOpenCodeExport(EXPORTED, calls[0] as string).session.messages.map((m) => m.info.role),
+    EXPORTED.messages
+      .slice(
+        0,
+        EXPORTED.messages.findIndex((m) => m.parts.some((p) => p.callID === calls[0])),
+      )
+      .map((m) => m.info.role),
+  );
+  try {
+    forkOpenCodeExport(EXPORTED, 'call_not_there');
+    assert.unreachable('a call that is not in the session');
+  } catch (e) {
+    assert.ok(isAgentsnapError(e) && e.code === 'InvalidArgument', String(e));
+    assert.match((e as Error).message, 'call_not_there');
+  }
+});
+
+test('undo N --chat on an OpenCode step when `opencode` cannot export the session (not on PATH): the digest, with why, and exit 0; the files untouched (--chat only)', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    // A PATH with git and no opencode.
+    const env = { PATH: '/usr/bin:/bin' };
+    const hook = (event: string, payload: Record<string, unknown>) =>
+      cliProcess(repo, ['hook', 'opencode', event], { env, input: JSON.stringify({ hook_event_name: event, ...payload }) });
+    const common = { session_id: 'ses_dbbdf25c0ffexSLzVDlN6Ji0MA', tool_name: 'bash', tool_call_id: 'call_1', cwd: repo.dir };
+    assert.is((await hook('PreToolUse', { ...common, tool_input: { command: 'x' } })).code, 0);
+    fs.writeFileSync(path.join(repo.dir, 'a.txt'), 'two\n');
+    assert.is((await hook('PostToolUse', { ...common, tool_input: { command: 'x' }, tool_response: { output: '' } })).code, 0);
+    const r = await cliProcess(repo, ['undo', '1', '--chat'], { env });
+    assert.is(r.code, 0, r.stderr);
+    assert.is(fs.readFileSync(path.join(repo.dir, 'a.txt'), 'utf8'), 'two\n');
+    assert.match(
+      r.stderr + r.stdout,
+      /no conversation to fork \(`opencode export` failed \(exporting session ses_dbbdf25c0ffexSLzVDlN6Ji0MA\): no `opencode` on PATH\)/,
+    );
+    assert.match(r.stdout, 'the tool calls before step 1');
+    assert.not.match(r.stderr + r.stdout, /\n\s+at /, 'no stack trace');
+  } finally {
+    repo.cleanup();
   }
 });
 

@@ -19,8 +19,9 @@
 // - A failed bash call is a normal after with `metadata.exit` non-zero; a tool that throws (an edit whose
 //   oldString is not in the file) gets no after at all: the plugin closes it from the error state of its part on
 //   OpenCode's event bus (PostToolUseFailure).
-// - Its transcript is SQLite (~/.local/share/opencode/opencode.db): a fork
-//   would mean writing OpenCode's database, so `undo N --chat` gives the digest.
+// - Its transcript is SQLite (~/.local/share/opencode/opencode.db): a step's transcript names the session
+//   (`opencode-session:<id>`), and `undo N --chat` forks it through `opencode export`/`import`
+//   (opencode-session.ts).
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
@@ -31,6 +32,7 @@ import type { AgentAdapter, McpInitLayout, McpServerCommand } from './adapter.js
 import { MCP_SERVER_NAME, parseJsonc } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { leftoverRunRecords } from './leftover-runs.js';
+import { forkOpenCodeSession, OPENCODE_SESSION_PREFIX, sessionRef } from './opencode-session.js';
 
 /** The line that marks a plugin file as agentsnap's. */
 export const OPENCODE_PLUGIN_MARKER = '// agentsnap: OpenCode plugin';
@@ -296,6 +298,8 @@ export const opencode: AgentAdapter = {
   describeCall: describeOpenCodeCall,
   // bash reports its exit code in the after's metadata; a non-zero one is a failed call.
   refineCall(call) {
+    // The session is the transcript (rows of OpenCode's database, no file): what a fork exports.
+    if (!call.transcriptPath && call.agentSessionId?.startsWith('ses_')) call.transcriptPath = sessionRef(call.agentSessionId);
     if (call.phase !== 'post' || call.status !== 'done') return;
     const response = call.output as { metadata?: { exit?: unknown }; output?: unknown } | null;
     const exit = response && typeof response === 'object' ? response.metadata?.exit : undefined;
@@ -335,6 +339,8 @@ export const opencode: AgentAdapter = {
     replaceStateFile(stateFile, `${JSON.stringify(state)}\n`);
     return { env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) }, finish: () => finishRun(stateFile, state) };
   },
+  ownsTranscript: (file) => file.startsWith(OPENCODE_SESSION_PREFIX),
+  forkConversation: (at, opts) => forkOpenCodeSession(at, opts),
   // A killed wrapper's run: its plugin file goes.
   recover: (sessionsRoot) => recoverRuns(sessionsRoot),
   init: {
