@@ -270,13 +270,7 @@ async function initHookProgram(
 ): Promise<InitResult> {
   const rel = layout.file;
   const file = path.join(repo.worktree, rel);
-  let current: string | null = null;
-  try {
-    current = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
-      throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
-  }
+  const current = readIfPresent(file, rel);
   const ours = current !== null && current.includes(program.marker);
   if (current !== null && !ours) {
     throw errors.refused(`${rel} exists and is not agentsnap's; it is left as it is.`, {
@@ -339,6 +333,16 @@ function mcpCommand(absolute: HookClient | null, env: NodeJS.ProcessEnv): { comm
   return { command: install.node, args: [install.js, 'mcp'] };
 }
 
+/** A project file's text, or null when there is none; an unreadable one is UnreadableFile (exit 1). */
+function readIfPresent(file: string, rel: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
+  }
+}
+
 /** Adds (or takes out) agentsnap's MCP server in the agent's project MCP file, through its adapter; kept out of commits like the hooks. */
 async function mcpEntry(
   repo: Repo,
@@ -347,13 +351,7 @@ async function mcpEntry(
 ): Promise<NonNullable<InitResult['mcp']>> {
   const rel = layout.file;
   const file = path.join(repo.worktree, rel);
-  let current: string | null = null;
-  try {
-    current = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
-      throw errors.unreadableFile(`cannot read ${rel}: ${(e as Error).message}`, { data: { file } });
-  }
+  const current = readIfPresent(file, rel);
   if (opts.remove) {
     if (current === null) return { file, changed: false, excluded: false, note: null };
     const next = layout.remove(current);

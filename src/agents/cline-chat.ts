@@ -10,12 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { readFileTail } from '../base/fsutil.js';
 import type { ConversationEntry, ToolCallLocation, TranscriptReader, TranscriptTail } from './adapter.js';
-
-type Obj = Record<string, unknown>;
-
-function isObj(v: unknown): v is Obj {
-  return !!v && typeof v === 'object' && !Array.isArray(v);
-}
+import { type Obj, isObj } from './plan.js';
 
 function str(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;

@@ -40,18 +40,13 @@ import { parseJsonc } from './settings-file.js';
 import { field, paths, shell, text, type CallDescription } from './describe.js';
 import { leftoverRunRecords } from './leftover-runs.js';
 import { clineTranscript, clineTranscriptReader, isClineTranscript } from './cline-chat.js';
-
-type Obj = Record<string, unknown>;
+import { type Obj, obj } from './plan.js';
 
 /** The hook events agentsnap uses. */
 const EVENTS = ['PreToolUse', 'PostToolUse'] as const;
 
 /** A line every hook file agentsnap writes holds. */
 const MARKER = '# agentsnap: records Cline tool calls';
-
-function obj(v: unknown): Obj | null {
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : null;
-}
 
 function str(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;

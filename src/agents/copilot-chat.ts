@@ -25,12 +25,7 @@ import type {
   TranscriptReader,
   TranscriptTail,
 } from './adapter.js';
-
-type Obj = Record<string, unknown>;
-
-function isObj(v: unknown): v is Obj {
-  return !!v && typeof v === 'object' && !Array.isArray(v);
-}
+import { type Obj, isObj } from './plan.js';
 
 /** The transcript's events, in order (a torn or foreign line is skipped); null when it cannot be read. */
 export function readEvents(file: string): Obj[] | null {

@@ -34,14 +34,9 @@ import {
   toolArgs,
 } from './copilot-chat.js';
 import { leftoverRunRecords } from './leftover-runs.js';
+import { type Obj, isObj } from './plan.js';
 
 export { callIdFromInput } from './copilot-chat.js';
-
-type Obj = Record<string, unknown>;
-
-function isObj(v: unknown): v is Obj {
-  return !!v && typeof v === 'object' && !Array.isArray(v);
-}
 
 function str(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;

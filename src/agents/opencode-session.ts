@@ -13,8 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { errors } from '../base/errors.js';
 import { shellQuote } from '../base/shell.js';
 import type { ChatFork, ForkPoint } from './adapter.js';
-
-type Obj = Record<string, unknown>;
+import { type Obj, isObj } from './plan.js';
 
 /** How a step's transcript names an OpenCode session (its conversation is not a file). */
 export const OPENCODE_SESSION_PREFIX = 'opencode-session:';
@@ -26,10 +25,6 @@ export function sessionRef(sessionId: string): string {
 /** An OpenCode id: its kind, 12 hex digits of time (and counter), 14 random base62 characters. */
 const OPENCODE_ID = /^(ses|msg|prt)_([0-9a-f]{12})([0-9A-Za-z]{14})$/;
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-
-function isObj(v: unknown): v is Obj {
-  return !!v && typeof v === 'object' && !Array.isArray(v);
-}
 
 /** `id` with a new random part (same kind and time part: the same place in OpenCode's order). */
 export function renewedId(id: string, random: () => Buffer = () => randomBytes(14)): string {

@@ -2,6 +2,9 @@
 // agents' plan tools send lists of items of the same shape under their own names.
 import type { PlanItem } from './adapter.js';
 
+/** A JSON object (not an array, not null): what the agents' payloads and transcripts are made of. */
+export type Obj = Record<string, unknown>;
+export const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
 export const obj = (v: unknown): Record<string, unknown> | null =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
 export const str = (v: unknown): string | null => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : null);

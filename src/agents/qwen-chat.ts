@@ -9,12 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { errors } from '../base/errors.js';
 import { shellQuote } from '../base/shell.js';
 import type { ChatFork, ForkPoint } from './adapter.js';
-
-type Obj = Record<string, unknown>;
-
-function isObj(v: unknown): v is Obj {
-  return !!v && typeof v === 'object' && !Array.isArray(v);
-}
+import { type Obj, isObj } from './plan.js';
 
 /** The ids of the calls an assistant record holds (its functionCall parts). */
 function callIds(record: Obj): string[] {
