@@ -138,6 +138,11 @@ function message(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? 'unknown error';
 }
 
+/** A failure's first line for a hook's warning; a full disk says so whatever git's words were (git's "couldn't write '<lock>'"). */
+function reason(e: unknown, dir: string): string {
+  return message(asDiskFull(e, dir));
+}
+
 /** Handles one hook call; never throws. */
 export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   const none = (warning: string | null, action: HookOutcome['action'] = 'ignored'): HookOutcome => ({
@@ -194,7 +199,8 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       id = await sessionForAgent(ctx, opts.agent, call.agentSessionId);
     }
   } catch (e) {
-    return none(`agentsnap: warning: no snapshot for this ${call.tool ?? 'tool'} call: ${message(e)}`, 'failed');
+    const dir = opts.env.AGENTSNAP_WORKTREE ?? call.cwd ?? opts.cwd;
+    return none(`agentsnap: warning: no snapshot for this ${call.tool ?? 'tool'} call: ${reason(e, dir)}`, 'failed');
   }
   if (call.phase === 'end') return none(null); // a wrapper ends its own session
   if (call.phase === 'start') {
@@ -202,7 +208,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
       await recordTranscript(ctx, id, { path: call.transcriptPath as string });
       return { action: 'start', session: id, step: null, warning: null };
     } catch (e) {
-      return none(`agentsnap: warning: the transcript of this session was not journaled: ${message(e)}`, 'failed');
+      return none(`agentsnap: warning: the transcript of this session was not journaled: ${reason(e, repo.gitDir)}`, 'failed');
     }
   }
   const limit = settings.outputLimit;
@@ -291,7 +297,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
         const res = await recordCheckpoint(ctx, id, { tool, message: `after ${tool ?? 'a tool call'} (no pre snapshot)` });
         return { action: 'checkpoint', session: id, step: res.step, warning: null };
       } catch (e2) {
-        return none(`agentsnap: warning: no snapshot after this ${tool ?? 'tool'} call: ${message(e2)}`, 'failed');
+        return none(`agentsnap: warning: no snapshot after this ${tool ?? 'tool'} call: ${reason(e2, repo.gitDir)}`, 'failed');
       }
     }
     const open = call.toolUseId
@@ -358,21 +364,21 @@ async function unprotected(
   what: { phase: 'pre' | 'post'; tool: string | null; input?: unknown; toolUseId: string | null; step?: number },
   cause: unknown,
 ): Promise<HookOutcome> {
-  const reason = message(asDiskFull(cause, ctx.repo.gitDir));
-  const warning = `agentsnap: warning: ${what.phase} snapshot of this ${what.tool ?? 'tool'} call failed (${reason}); the step is marked unprotected`;
+  const why = reason(cause, ctx.repo.gitDir);
+  const warning = `agentsnap: warning: ${what.phase} snapshot of this ${what.tool ?? 'tool'} call failed (${why}); the step is marked unprotected`;
   if (isAgentsnapError(cause) && (cause.code === 'SessionNotRunning' || cause.code === 'UnknownSession' || cause.code === 'Busy')) {
     return {
       action: 'failed',
       session: id,
       step: null,
-      warning: `agentsnap: warning: no ${what.phase} snapshot of this ${what.tool ?? 'tool'} call: ${reason}`,
+      warning: `agentsnap: warning: no ${what.phase} snapshot of this ${what.tool ?? 'tool'} call: ${why}`,
     };
   }
   try {
-    const res = await recordUnprotected(ctx, id, { reason, ...what });
+    const res = await recordUnprotected(ctx, id, { reason: why, ...what });
     return { action: 'unprotected', session: id, step: res.step, warning };
   } catch (e) {
-    return { action: 'failed', session: id, step: null, warning: `${warning}; journaling that failed too: ${message(e)}` };
+    return { action: 'failed', session: id, step: null, warning: `${warning}; journaling that failed too: ${reason(e, ctx.repo.gitDir)}` };
   }
 }
 

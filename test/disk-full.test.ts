@@ -215,6 +215,34 @@ test('a hook step on a full disk: the agent goes on (exit 0) with one warning th
   }
 });
 
+test("a post hook with no pre (the pre found the disk full) whose ref cannot be written: one warning that says the disk is full, not git's words", async () => {
+  // Found by the generative test (seed 29002): git says only "couldn't write '<ref>.lock'" when a ref's lock gets no page.
+  const d = repoOnTmpfs();
+  if (!d) return;
+  const { repo } = d;
+  try {
+    await step(repo, () => repo.write('a.txt', 'one\n'));
+    const env = { AGENTSNAP_SESSION: sessionOf(repo), AGENTSNAP_WORKTREE: repo.dir, ...point(d, 'commit-event.before-refs') };
+    const payload = {
+      session_id: 's1',
+      transcript_path: '',
+      cwd: repo.dir,
+      hook_event_name: 'PostToolUse',
+      tool_name: 'Bash',
+      tool_use_id: 'toolu_9',
+      tool_input: { command: 'true' },
+      tool_response: { stdout: '', stderr: '' },
+    };
+    const r = await cliProcess(repo, ['hook', 'claude', 'PostToolUse', '--wrapped'], { env, input: JSON.stringify(payload) });
+    assert.is(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^agentsnap: warning: no snapshot after this Bash call: the disk is full: /, r.stderr);
+    assert.not.match(r.stderr, /\n\s+at /);
+    await worksAgain(d);
+  } finally {
+    d.cleanup();
+  }
+});
+
 test("apply's safety snapshot on a full disk: DiskFull, exit 1, the target worktree untouched, no safety ref, nothing journaled", async () => {
   const d = repoOnTmpfs();
   if (!d) return;
