@@ -15,7 +15,7 @@ import { claudeHookSettings } from '../src/wrap.js';
 import { startWorktreeServer } from '../src/server-api.js';
 import { runSnap } from '../src/cli/main.js';
 import { serverInfo } from '../src/server/server.js';
-import { FAMILIES, runSequence, type Op } from './support/nothing-lost.js';
+import { FAMILIES, diskFullUnavailable, runSequence, type Op } from './support/nothing-lost.js';
 import { openContext } from '../src/session/context.js';
 
 /** A Claude Code transcript written line by line, as the agent does. */
@@ -612,6 +612,21 @@ test("regression: an unhooked Read imported after an undo keeps the state it saw
     FAMILIES.filter((f) => f !== 'ignore'),
     ops,
   );
+});
+
+test('regression: reads imported from the transcript on a full disk, whose refs cannot be written, are taken back from the journal (generative test, seed 29002)', async () => {
+  if (diskFullUnavailable !== null) {
+    console.log(`  (skipped: ${diskFullUnavailable})`);
+    return;
+  }
+  const ops: Op[] = [
+    { t: 'call', tool: 'Write', edits: [{ k: 'write', p: 1, c: 0 }], during: null, fail: false },
+    { t: 'fill', level: 0 }, // the repository's disk: 0 bytes left
+    { t: 'read' }, // a Read, in the transcript only: imported by the next hook, its journal lines fit the last page
+    { t: 'call', tool: 'Bash', edits: [{ k: 'rm', f: 0 }], during: null, fail: true }, // the import's ref update fails
+    { t: 'restore', s: 2, after: false, f: 0, force: false }, // the read's step, if it was journaled without its ref
+  ];
+  await runSequence('off', FAMILIES, ops, undefined, 'sha1');
 });
 
 test("regression (generative harness): a Read before the first hooked call, then the user's edit and a forced restore, keeps the state it saw", async () => {

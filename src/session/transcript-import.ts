@@ -1,7 +1,7 @@
 // The transcript import: calls an agent ran without hooks (Claude Code's
 // read-only tools, see agents/claude.ts) journaled from its transcript as
 // steps whose pre and post are the state they saw.
-import { appendEvents, eventBase, type JournalEvent } from './journal.js';
+import { appendEvents, eventBase, truncateJournal, type JournalEvent } from './journal.js';
 import { applyEvent, type Session, type Step } from './model.js';
 import type { RefUpdate } from '../git/plumbing.js';
 import type { Context } from './context.js';
@@ -144,10 +144,16 @@ export async function importTranscriptCalls(
     });
     refs.push({ ref: stepRef(state.session.id, o.step), value: o.pre });
   }
-  // One write and one fsync for them all.
+  // One write and one fsync for them all. A failed ref update takes the lines back, as commitEvent does (a full
+  // disk: no step whose ref is missing).
   if (events.length > 0) size = appendEvents(p.journal, events);
+  try {
+    await ctx.refs.update(refs);
+  } catch (e) {
+    if (events.length > 0) truncateJournal(p.journal, size - Buffer.byteLength(events.map((ev) => `${JSON.stringify(ev)}\n`).join('')));
+    throw e;
+  }
   for (const ev of events) applyEvent(s, ev);
-  await ctx.refs.update(refs);
   const next = stateFrom(s, size, { ...state, recentToolUseIds: recent }, true);
   writeState(p.state, next);
   Object.assign(state, next);
