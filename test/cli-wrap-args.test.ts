@@ -37,7 +37,7 @@ test('wrap arguments: the plain forms parse as yargs gives them to the handler',
     ['--agent=claude', '--session=abc', '--', 'x'],
     ['--worktree', '-q', '--', 'x', '--'],
   ]) {
-    const quick = parseWrapArgs(args);
+    const quick = parseWrapArgs(wrapCommand({} as never), args);
     assert.ok(quick, args.join(' '));
     const full = await viaYargs(args);
     // The handler reads these keys (absent ones are undefined either way).
@@ -69,7 +69,7 @@ test('wrap arguments: anything else is left to yargs', () => {
     ['extra', '--', 'x'],
     ['-qa', '--', 'x'],
   ]) {
-    assert.is(parseWrapArgs(args), null, args.join(' '));
+    assert.is(parseWrapArgs(wrapCommand({} as never), args), null, args.join(' '));
   }
 });
 

@@ -1,12 +1,12 @@
 // The CLI entry: registers each command explicitly, maps errors to one clear
 // message and a documented exit code. No stack traces unless AGENTSNAP_DEBUG=1.
 import { AgentsnapError, ExitCode, asDiskFull, isAgentsnapError } from '../base/errors.js';
+import type { CommandModule } from 'yargs';
 import type { CliContext, CommandFactory } from './context.js';
 import { makeOutput, type CliIO, type ColorMode } from './output.js';
 import type { ServedWrap } from '../server/serve.js';
 import type { WrapArgs } from './commands/wrap.js';
 import { PAGED_COMMANDS, startPager, type Pager } from './pager.js';
-import { AGENTS } from '../agents/registry.js';
 import { printableText } from '../base/printable.js';
 
 /** A command: its name (the first word of its yargs `command`) and how to load its module. */
@@ -336,11 +336,11 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
   }
   // `wrap` starts every session: its plain forms skip yargs too (they are the session's fixed cost, issue 19).
   if (args[0] === 'wrap') {
-    const quick = parseWrapArgs(args.slice(1));
+    const wrap = (await import('./commands/wrap.js')).wrapCommand(ctx);
+    const quick = parseWrapArgs(wrap, args.slice(1));
     if (quick) {
       try {
-        const { wrapCommand } = await import('./commands/wrap.js');
-        await (wrapCommand(ctx).handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
+        await (wrap.handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
         return exitCode();
       } catch (e) {
         return reportError(e, io, false);
@@ -466,12 +466,12 @@ function cliContext(io: CliIO): { ctx: CliContext; exitCode: () => number } {
  * warm server answers the Node client's `snap` through this (ctx.serveSnap), so it runs what `snap` runs here.
  */
 export async function runSnap(args: string[], io: CliIO): Promise<number | null> {
-  const quick = parseSnapArgs(args);
-  if (!quick) return null;
   const { ctx, exitCode } = cliContext(io);
+  const snap = (await import('./commands/snap.js')).snapCommand(ctx);
+  const quick = parseSnapArgs(snap, args);
+  if (!quick) return null;
   try {
-    const { snapCommand } = await import('./commands/snap.js');
-    await (snapCommand(ctx).handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
+    await (snap.handler as (argv: Record<string, unknown>) => Promise<void>)(quick);
     return exitCode();
   } catch (e) {
     return reportError(e, io, args.includes('--json'));
@@ -491,9 +491,9 @@ export async function runServedWrap(
     gitVersion: (env: NodeJS.ProcessEnv) => Promise<string>;
   },
 ): Promise<ServedWrap | { code: number } | null> {
-  const quick = parseWrapArgs(args);
-  if (!quick) return null;
   const { ctx, exitCode } = cliContext(io);
+  const quick = parseWrapArgs((await import('./commands/wrap.js')).wrapCommand(ctx), args);
+  if (!quick) return null;
   try {
     const { beginServedWrap } = await import('./commands/wrap.js');
     const begun = await beginServedWrap(ctx, quick as unknown as WrapArgs, {
@@ -556,53 +556,94 @@ function skipHelpCache(parser: object): void {
   if (usage && typeof usage.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => {};
 }
 
-const SNAP_VALUES: Record<string, PlainValue> = {
-  '--session': { key: 'session' },
-  '--phase': { key: 'phase', choices: ['pre', 'post'] },
-  '--step': { key: 'step', integer: true },
-  '--tool': { key: 'tool' },
-  '--message': { key: 'message' },
-  '-m': { key: 'message' },
-  '--status': { key: 'status', choices: ['done', 'failed', 'interrupted'] },
-};
-const SNAP_FLAGS: Record<string, string> = { '--json': 'json', '--quiet': 'quiet', '-q': 'quiet' };
-
-interface PlainValue {
-  key: string;
-  choices?: readonly string[];
-  integer?: boolean;
+/** One option of a command's yargs definition, as the plain-form parser reads it. */
+interface DefinedOption {
+  type?: unknown;
+  alias?: string | readonly string[];
+  choices?: readonly unknown[];
+  default?: unknown;
+  [property: string]: unknown;
 }
 
 /**
- * Options `args[0..end)` into `argv` as yargs would give them, for the plain
- * forms only (each option at most once, values that cannot be mistaken for
- * options, choices and numbers valid); null for anything else, which yargs
- * then parses, explains or rejects.
+ * The options a command's yargs builder defines, read by running the builder on a recorder (yargs itself costs ~25
+ * ms to load); null when the builder asks for anything but options, positionals and examples (a `.check()`, a
+ * `.conflicts()`): then only yargs can parse that command.
  */
-function parsePlainOptions(
-  args: string[],
-  end: number,
-  flags: Record<string, string>,
-  values: Record<string, PlainValue>,
-  argv: Record<string, unknown>,
-): Record<string, unknown> | null {
+function definedOptions(command: CommandModule): Record<string, DefinedOption> | null {
+  if (typeof command.builder !== 'function') return null;
+  const options: Record<string, DefinedOption> = {};
+  let understood = true;
+  const recorder: object = new Proxy(
+    {},
+    {
+      get:
+        (_target, method) =>
+        (...a: unknown[]) => {
+          if (method === 'options') Object.assign(options, a[0]);
+          else if (method === 'option') options[String(a[0])] = a[1] as DefinedOption;
+          else if (method !== 'positional' && method !== 'example') understood = false;
+          return recorder;
+        },
+    },
+  );
+  (command.builder as (y: object) => unknown)(recorder);
+  return understood ? options : null;
+}
+
+/** What an option may say and still be parsed plainly; anything else (implies, coerce, array, count…) is yargs' alone. */
+const PLAIN_PROPERTIES = new Set(['type', 'alias', 'choices', 'default', 'describe', 'hidden']);
+
+interface PlainOption {
+  key: string;
+  flag: boolean;
+  choices?: readonly unknown[] | undefined;
+  integer: boolean;
+}
+
+/** The command's plain options by every name they are typed as (`--quiet`, `-q`), and the defaults yargs gives. */
+function plainTable(command: CommandModule): { names: Map<string, PlainOption>; defaults: Record<string, unknown> } | null {
+  const options = definedOptions(command);
+  if (!options) return null;
+  const names = new Map<string, PlainOption>();
+  const defaults: Record<string, unknown> = {};
+  for (const [key, def] of Object.entries(options)) {
+    if (Object.keys(def).some((p) => !PLAIN_PROPERTIES.has(p))) continue;
+    const flag = def.type === 'boolean';
+    if (!flag && def.type !== 'string' && def.type !== 'number' && !(def.type === undefined && def.choices)) continue;
+    if (def.default !== undefined) defaults[key] = def.default;
+    const aliases = typeof def.alias === 'string' ? [def.alias] : (def.alias ?? []);
+    for (const name of [key, ...aliases])
+      names.set(name.length === 1 ? `-${name}` : `--${name}`, { key, flag, choices: def.choices, integer: def.type === 'number' });
+  }
+  return { names, defaults };
+}
+
+/**
+ * Options `args[0..end)` as yargs gives them to `command`'s handler (its defaults included), read from the command's
+ * own yargs definition, for the plain forms only: each option at most once, values that cannot be mistaken for
+ * options, choices and whole numbers valid. Null for anything else (help, a typo, `--no-x`, `-qm`, an option with
+ * more than a type), which yargs then parses, explains or rejects. `test/cli-snap-args.test.ts` and
+ * `cli-wrap-args.test.ts` compare it with yargs.
+ */
+function plainOptions(command: CommandModule, args: string[], end: number): Record<string, unknown> | null {
+  const table = plainTable(command);
+  if (!table) return null;
+  const argv: Record<string, unknown> = { ...table.defaults };
   const seen = new Set<string>();
   for (let i = 0; i < end; i++) {
     const arg = args[i] as string;
     const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    const flag = flags[name];
-    const opt = values[name];
-    const key = flag ?? opt?.key;
-    if (!key || seen.has(key)) return null;
-    seen.add(key);
-    if (flag) {
+    const opt = table.names.get(eq > 0 ? arg.slice(0, eq) : arg);
+    if (!opt || seen.has(opt.key)) return null;
+    seen.add(opt.key);
+    if (opt.flag) {
       if (eq > 0) return null;
-      argv[flag] = true;
+      argv[opt.key] = true;
       continue;
     }
     const value = eq > 0 ? arg.slice(eq + 1) : i + 1 < end ? args[++i] : undefined;
-    if (value === undefined || value === '' || value.startsWith('-') || !opt) return null;
+    if (value === undefined || value === '' || value.startsWith('-')) return null;
     if (opt.choices && !opt.choices.includes(value)) return null;
     if (opt.integer) {
       if (!/^[1-9][0-9]{0,8}$/.test(value)) return null;
@@ -612,40 +653,22 @@ function parsePlainOptions(
   return argv;
 }
 
-/** `snap`'s arguments as yargs would give them to its handler, for the plain forms only (parsePlainOptions); else null. */
-export function parseSnapArgs(args: string[]): Record<string, unknown> | null {
-  return parsePlainOptions(args, args.length, SNAP_FLAGS, SNAP_VALUES, { json: false, quiet: false });
+/** `snap`'s arguments as yargs gives them to its handler, for the plain forms only (plainOptions); else null. */
+export function parseSnapArgs(snap: CommandModule, args: string[]): Record<string, unknown> | null {
+  return plainOptions(snap, args, args.length);
 }
-
-const WRAP_VALUES: Record<string, PlainValue> = {
-  '--session': { key: 'session' },
-  '--agent': { key: 'agent', choices: ['auto', ...AGENTS] },
-};
-const WRAP_FLAGS: Record<string, string> = {
-  '--quiet': 'quiet',
-  '-q': 'quiet',
-  '--auto': 'auto',
-  '--mcp': 'mcp',
-  '--worktree': 'worktree',
-};
 
 /**
  * `wrap`'s arguments as yargs gives them to its handler, for the plain forms
- * only: options before `--` (parsePlainOptions), the agent's command after
- * it; null for anything else (help, --name/--from, a command without `--`, a
+ * only: options before `--` (plainOptions), the agent's command after it;
+ * null for anything else (help, --name/--from, a command without `--`, a
  * typo), which yargs then parses, explains or rejects.
  */
-export function parseWrapArgs(args: string[]): Record<string, unknown> | null {
+export function parseWrapArgs(wrap: CommandModule, args: string[]): Record<string, unknown> | null {
   const dd = args.indexOf('--');
   if (dd < 0 || dd === args.length - 1) return null;
-  return parsePlainOptions(args, dd, WRAP_FLAGS, WRAP_VALUES, {
-    agent: 'auto',
-    auto: false,
-    quiet: false,
-    mcp: false,
-    command: [],
-    '--': args.slice(dd + 1),
-  });
+  const options = plainOptions(wrap, args, dd);
+  return options && { ...options, command: [], '--': args.slice(dd + 1) };
 }
 
 export function reportError(raw: unknown, io: CliIO, json: boolean): number {
