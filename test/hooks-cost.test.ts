@@ -18,11 +18,9 @@ function countingPath(repo: TempRepo): { PATH: string; log: string } {
   fs.mkdirSync(dir);
   const log = path.join(repo.base, 'node-starts.log');
   fs.writeFileSync(log, '');
-  fs.writeFileSync(
-    path.join(dir, 'node'),
-    `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec '${process.execPath}' "$@"\n`,
-    { mode: 0o755 },
-  );
+  fs.writeFileSync(path.join(dir, 'node'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec '${process.execPath}' "$@"\n`, {
+    mode: 0o755,
+  });
   return { PATH: `${dir}${path.delimiter}${agentsnapOnPath(repo.base)}`, log };
 }
 

@@ -92,7 +92,13 @@ export async function noteCommit(repo: Repo, commit = 'HEAD'): Promise<CommitNot
   // goes first, the copied one stays after it (readNote: a file keeps the first note that names it).
   const line = JSON.stringify(note);
   const existing = await repo.git(['notes', '--ref', NOTES_REF, 'show', oid], { okCodes: [1, 128] });
-  const kept = existing.code === 0 ? existing.stdout.toString('utf8').split('\n').filter((l) => l.trim() && l !== line) : [];
+  const kept =
+    existing.code === 0
+      ? existing.stdout
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l.trim() && l !== line)
+      : [];
   await repo.git(['notes', '--ref', NOTES_REF, 'add', '-f', '-F', '-', oid], {
     input: `${[line, ...kept].join('\n')}\n`,
     extraEnv: IDENT,
