@@ -130,4 +130,38 @@ test('hooks installed, a session: a commit starts node once for its note; a reba
   }
 });
 
+test("the user's own post-commit and post-rewrite hooks, chained, still run with their arguments and stdin", async () => {
+  const repo = tempRepo({ files: TEN_FILES });
+  try {
+    const { PATH, log } = countingPath(repo);
+    const env = { PATH };
+    const hooks = path.join(repo.dir, '.git', 'hooks');
+    const seen = path.join(repo.base, 'user-hooks.log');
+    fs.writeFileSync(path.join(hooks, 'post-commit'), `#!/bin/sh\necho "post-commit $#" >> '${seen}'\n`, { mode: 0o755 });
+    fs.writeFileSync(path.join(hooks, 'post-rewrite'), `#!/bin/sh\necho "post-rewrite $1" >> '${seen}'\ncat >> '${seen}'\n`, {
+      mode: 0o755,
+    });
+    const userRewrite = fs.readFileSync(path.join(hooks, 'post-rewrite'));
+    const inst = await cli(repo, ['hooks', 'install'], { env });
+    assert.is(inst.code, 0, inst.stderr);
+    assert.equal(fs.readFileSync(path.join(hooks, 'post-rewrite.agentsnap-orig')), userRewrite);
+    fiveToRebase(repo, env);
+    fs.writeFileSync(seen, '');
+    const before = git(repo, env, ['rev-list', '--reverse', 'main..feature']).trim().split('\n');
+    starts(log);
+    git(repo, env, ['rebase', '-q', 'main']);
+    const after = git(repo, env, ['rev-list', '--reverse', 'main..feature']).trim().split('\n');
+    assert.equal(starts(log), [], 'no session: no node');
+    assert.is(
+      fs.readFileSync(seen, 'utf8'),
+      `${'post-commit 0\n'.repeat(5)}post-rewrite rebase\n${before.map((b, i) => `${b} ${after[i]}\n`).join('')}`,
+    );
+    const un = await cli(repo, ['hooks', 'uninstall'], { env });
+    assert.is(un.code, 0, un.stderr);
+    assert.equal(fs.readFileSync(path.join(hooks, 'post-rewrite')), userRewrite, 'put back byte for byte');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
