@@ -82,7 +82,7 @@ test('hooks installed, no agent session: git commit and a rebase of 5 commits st
   }
 });
 
-test('hooks installed, a session: a commit starts node once for its note; a rebase of 5 commits once, at its end, and the notes follow', async () => {
+test('hooks installed, a session: a commit of a file it changed starts node once for its note, of another file none; a rebase of 6 commits once, at its end, and the notes follow', async () => {
   const repo = tempRepo({ files: TEN_FILES });
   try {
     const { PATH, log } = countingPath(repo);
@@ -91,6 +91,11 @@ test('hooks installed, a session: a commit starts node once for its note; a reba
     git(repo, env, ['checkout', '-q', '-b', 'feature']);
     const step = await recordStep(repo, () => repo.write('f1.txt', 'file 1\nagent line\n'), env);
     starts(log);
+    // A commit of a file no session changed (the agent's f1.txt stays unstaged): nothing to note, no node.
+    repo.write('f7.txt', 'the user only\n');
+    git(repo, env, ['add', 'f7.txt']);
+    git(repo, env, ['commit', '-q', '-m', 'user file']);
+    assert.equal(starts(log), [], 'a commit no session touched started no node');
     git(repo, env, ['commit', '-q', '-am', 'agent work']);
     const committed = starts(log);
     assert.is(committed.length, 1, committed.join('\n'));
@@ -114,7 +119,7 @@ test('hooks installed, a session: a commit starts node once for its note; a reba
     assert.is(rebase.status, 0, rebase.stderr);
     const rebased = starts(log);
     assert.is(rebased.length, 1, `one node start for the whole rebase:\n${rebased.join('\n')}`);
-    assert.match(rebased[0] as string, /hooks note-commit( [0-9a-f]{40}){5}$/);
+    assert.match(rebased[0] as string, /hooks note-commit( [0-9a-f]{40}){6}$/);
     const agentCommit = git(repo, env, ['rev-parse', 'HEAD~4']).trim();
     assert.is(git(repo, env, ['show', '-s', '--format=%s', agentCommit]).trim(), 'agent work');
     // The note written after the rebase comes first and names the line where it is now; the copied one follows.
