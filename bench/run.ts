@@ -22,13 +22,14 @@ import { asciiPlot, formatGrowthTable, growthSeries, targetSummary } from './gro
 import { SCENARIOS as PER_CALL_SCENARIOS, startupReference, withServer, type Row } from './scenarios.js';
 import { claudeEditSession, claudeReadSession } from './claude-session.js';
 import { bisectScenario } from './bisect.js';
+import { gitHooksScenario } from './git-hooks.js';
 import { formatDiskTable, formatTable } from './table.js';
 import { profileSnap } from './profile.js';
 import { maxUserWatches, serverStatus, stopAllServers, stopServer } from './server.js';
 import type { DiskResult } from './disk.js';
 
-// The per-call scenarios, whole sessions of the real Claude Code, bisect over a session.
-const SCENARIOS = [...PER_CALL_SCENARIOS, claudeReadSession, claudeEditSession, bisectScenario];
+// The per-call scenarios, whole sessions of the real Claude Code, bisect over a session, the user's git commands with git hooks.
+const SCENARIOS = [...PER_CALL_SCENARIOS, claudeReadSession, claudeEditSession, bisectScenario, gitHooksScenario];
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [--only ID,...] [--disk-steps N] [--json] [--profile] [--no-isogit]
 

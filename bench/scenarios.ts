@@ -29,6 +29,8 @@ export interface Target {
   maxRatio: number;
   /** And at most this median, ms. */
   maxMs?: number;
+  /** And at most this many ms more than the baseline's median (a fixed cost, such as git hooks'). */
+  maxAddedMs?: number;
   /** The issue that sets the target (shown next to it). */
   issue: number;
   /** Sizes the target applies to. */

@@ -29,8 +29,17 @@ const fmtBytes = (n: number) => {
 
 function targetCell(r: Row): string {
   if (!r.target) return '';
-  const ok = r.ratio <= r.target.maxRatio && (r.target.maxMs === undefined || r.agentsnapMs < r.target.maxMs);
-  return `≤${r.target.maxRatio}x${r.target.maxMs !== undefined ? ` <${r.target.maxMs}ms` : ''} (#${r.target.issue}) ${ok ? '✓' : '✗'}`;
+  const { maxRatio, maxMs, maxAddedMs } = r.target;
+  const ok =
+    r.ratio <= maxRatio &&
+    (maxMs === undefined || r.agentsnapMs < maxMs) &&
+    (maxAddedMs === undefined || r.agentsnapMs - r.baselineMs <= maxAddedMs);
+  const parts = [
+    ...(Number.isFinite(maxRatio) ? [`≤${maxRatio}x`] : []),
+    ...(maxMs !== undefined ? [`<${maxMs}ms`] : []),
+    ...(maxAddedMs !== undefined ? [`+≤${maxAddedMs}ms`] : []),
+  ];
+  return `${parts.join(' ')} (#${r.target.issue}) ${ok ? '✓' : '✗'}`;
 }
 
 function peerCell(r: Row, name: string): string {

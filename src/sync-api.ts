@@ -23,8 +23,10 @@ function repoFor(opts: RepoOptions): Promise<Repo> {
 /** `agentsnap hooks install|uninstall|status`. */
 export async function hooks(
   action: 'install' | 'uninstall' | 'status' | 'note-commit',
-  opts: RepoOptions & { force?: boolean } = {},
+  opts: RepoOptions & { force?: boolean; commits?: string[] } = {},
 ): Promise<HooksReport | InstallResult | { note: CommitNote | null }> {
+  if (opts.commits?.length && action !== 'note-commit')
+    throw errors.invalidArgument(`hooks ${action} takes no commits (${opts.commits.join(' ')}): only note-commit does.`);
   const repo = await repoFor(opts);
   switch (action) {
     case 'install':
@@ -33,8 +35,12 @@ export async function hooks(
       return uninstallHooks(repo);
     case 'status':
       return hooksStatus(repo);
-    case 'note-commit':
-      return { note: await noteCommit(repo) };
+    case 'note-commit': {
+      // HEAD (post-commit), or each commit a rebase wrote (post-rewrite): the last one's note is returned.
+      let note: CommitNote | null = null;
+      for (const commit of opts.commits?.length ? opts.commits : ['HEAD']) note = await noteCommit(repo, commit);
+      return { note };
+    }
     default:
       throw errors.invalidArgument(`unknown hooks action ${JSON.stringify(action)}: use install, uninstall or status.`);
   }

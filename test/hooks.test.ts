@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli, refsUnder, tempRepo, type TempRepo } from './helpers.js';
 
-const HOOKS = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit'];
+const HOOKS = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit', 'post-rewrite'];
 
 /** A repository with hooks installed and one checkpoint: returns the snapshot commit of step 1. */
 async function setup(files: Record<string, string> = { 'a.txt': 'one\n' }): Promise<{ repo: TempRepo; snap: string; session: string }> {

@@ -14,7 +14,7 @@ import { setNotesRewrite } from './notes.js';
 import { AGENT_REPO_REFS } from '../agents/registry.js';
 
 /** The git hooks agentsnap installs; one script serves them all (it dispatches on its name). */
-export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit'] as const;
+export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit', 'post-rewrite'] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
 
 /** Suffix of a pre-existing hook kept aside and chained (matched by the pre-commit check: `*.agentsnap-*`). */
@@ -184,7 +184,7 @@ export async function installHooks(repo: Repo, opts: { force?: boolean } = {}): 
       actions.push({ name: p.name, action: 'installed' });
     }
   }
-  // The post-commit hook's notes follow their commits through amend and rebase.
+  // The post-commit hook's notes follow their commits through amend and rebase (post-rewrite then notes a rebase's commits afresh).
   await setNotesRewrite(repo, true);
   return { ...(await hooksStatus(repo)), actions };
 }

@@ -88,7 +88,21 @@ export async function noteCommit(repo: Repo, commit = 'HEAD'): Promise<CommitNot
     if (runs.length > 0) note.files[rel] = runs;
   }
   if (Object.keys(note.files).length === 0) return null;
-  await repo.git(['notes', '--ref', NOTES_REF, 'add', '-f', '-F', '-', oid], { input: `${JSON.stringify(note)}\n`, extraEnv: IDENT });
+  // A rebased commit already holds the note git copied from the commit it replaces (notes.rewriteRef): this one
+  // goes first, the copied one stays after it (readNote: a file keeps the first note that names it).
+  const line = JSON.stringify(note);
+  const existing = await repo.git(['notes', '--ref', NOTES_REF, 'show', oid], { okCodes: [1, 128] });
+  const kept =
+    existing.code === 0
+      ? existing.stdout
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l.trim() && l !== line)
+      : [];
+  await repo.git(['notes', '--ref', NOTES_REF, 'add', '-f', '-F', '-', oid], {
+    input: `${[line, ...kept].join('\n')}\n`,
+    extraEnv: IDENT,
+  });
   return note;
 }
 

@@ -21,14 +21,15 @@ function printReport(out: Output, r: HooksReport): void {
 }
 
 export const hooksCommand: CommandFactory = (ctx) => ({
-  command: 'hooks <action>',
+  command: 'hooks <action> [commits..]',
   describe: 'Install, remove or inspect the git hooks that keep snapshots out of real history',
   builder: (y) =>
     y
       .positional('action', {
         choices: ['install', 'uninstall', 'status', 'note-commit'] as const,
-        describe: 'what to do (note-commit: what the post-commit hook runs)',
+        describe: 'what to do (note-commit: what the post-commit and post-rewrite hooks run)',
       })
+      .positional('commits', { type: 'string', array: true, describe: 'note-commit: the commits to note (default HEAD)' })
       .options({
         force: { type: 'boolean', default: false, describe: 'install: change hook files even when the hooks directory is checked in' },
         ...jsonOption,
@@ -36,9 +37,14 @@ export const hooksCommand: CommandFactory = (ctx) => ({
       .example('$0 hooks install', 'install (chaining any hook already there)')
       .example('$0 hooks status --json', 'what is installed where'),
   handler: async (raw) => {
-    const argv = raw as unknown as { action: 'install' | 'uninstall' | 'status' | 'note-commit'; force: boolean; json: boolean };
+    const argv = raw as unknown as {
+      action: 'install' | 'uninstall' | 'status' | 'note-commit';
+      commits?: string[];
+      force: boolean;
+      json: boolean;
+    };
     const out = ctx.output(argv);
-    const res = await hooks(argv.action, { cwd: ctx.io.cwd, env: ctx.io.env, force: argv.force });
+    const res = await hooks(argv.action, { cwd: ctx.io.cwd, env: ctx.io.env, force: argv.force, commits: argv.commits ?? [] });
     if (out.json) {
       out.printJson(res);
       return;
