@@ -392,6 +392,39 @@ for (const [victim, linked] of [...VICTIMS.map((v) => [v, false] as const), ...V
   });
 }
 
+test('channel: a record a client of ours left behind at in.<n> (killed, or its write cut short by a full disk) is replaced: every client is served, quietly', async () => {
+  // Found by the generative test (seed 29102): the sh client's exclusive create failed on the stale file ("cannot
+  // create …/in.0: File exists" on the agent's stderr) and the call went the slow way.
+  if (VICTIMS.length === 0) return;
+  const g = ground(VICTIMS[0] as number);
+  try {
+    const { cwd, log } = await genuine(g);
+    const run = path.join(cwd, '.git', 'agentsnap', 'run', 'main');
+    const asked: Record<Client, RegExp> = {
+      hook: /: hook claude PreToolUse$/,
+      snap: /: snap$/,
+      wrap: /: wrap -- echo hello$/,
+      tree: /: tree$/,
+    };
+    for (const client of CLIENTS) {
+      // Half a record in every slot's file: whichever slot the client claims holds one.
+      for (let n = 0; n < 16; n++) fs.writeFileSync(path.join(run, `in.${n}`), 'agentsnap-call 2 4\nhook\0cla');
+      const before = served(log, asked[client]);
+      const res = await runClient(g, client, cwd);
+      if (client === 'tree') assert.is(res.stdout, 'served\n', `tree: ${res.stderr}`);
+      else assertNodePath(client, res, true, client);
+      assert.equal(
+        res.stderr.split('\n').filter((l) => l !== '' && !l.startsWith('agentsnap: ')),
+        [],
+        `${client}: nothing on stderr but agentsnap's own lines`,
+      );
+      assert.is(served(log, asked[client]), before + 1, `${client}: served (${fs.readFileSync(log, 'utf8')})`);
+    }
+  } finally {
+    g.cleanup();
+  }
+});
+
 test('channel: the server refuses a request without a valid record (an old client, or not a record at all): `<pid> refused`, the claim and the record left to the client', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   const server = await startWorktreeServer(await openRepo(repo.dir, { env: { ...repo.env, AGENTSNAP_SERVER: 'on' } }), { hosted: true });
