@@ -6,7 +6,7 @@
 // a change made outside the recorded tool calls since N, on one of those paths, refuses (exit 3).
 // Applies into another worktree are the worktrees layer's (`apply --undo`): listed here, undone by the API.
 import { errors } from '../base/errors.js';
-import { readJournal, type JournalEvent, type SessionApplyEvent } from '../session/journal.js';
+import { readJournal, type ChangedPath, type JournalEvent, type SessionApplyEvent } from '../session/journal.js';
 import { sessionPaths } from '../session/session.js';
 import type { Repo } from '../git/repo.js';
 import {
@@ -42,6 +42,8 @@ export interface OpLogEntry {
   op: number | null;
   /** The worktree an apply wrote into. */
   target?: string;
+  /** Changes made outside the recorded tool calls that its safety snapshot saw first (the user's edits before it). */
+  edits: ChangedPath[];
   /** Position in the session's journal (orders the log's timeline). */
   at: number;
 }
@@ -68,6 +70,7 @@ export function operationLog(events: JournalEvent[]): OpLogEntry[] {
         files: o.changed,
         undoable: o.status === 'done' && o.undoneBy === null,
         op: o.op,
+        edits: e.changedBefore ?? [],
         at,
       });
     } else if (e.type === 'session.apply') {
@@ -82,6 +85,7 @@ export function operationLog(events: JournalEvent[]): OpLogEntry[] {
         undoable: true,
         op: null,
         target: e.target,
+        edits: [],
         at,
       };
       applies.set(e.safetyRef, entry);
@@ -104,6 +108,7 @@ export function operationLog(events: JournalEvent[]): OpLogEntry[] {
         undoable: false,
         op: null,
         target: e.target,
+        edits: [],
         at,
       });
     } else if (e.type === 'session.discard') {
@@ -117,6 +122,7 @@ export function operationLog(events: JournalEvent[]): OpLogEntry[] {
         files: e.changed.length,
         undoable: false,
         op: null,
+        edits: [],
         at,
       });
     }
@@ -126,6 +132,16 @@ export function operationLog(events: JournalEvent[]): OpLogEntry[] {
   for (const o of out) if (o.kind === 'apply' && o.target) lastInto.set(o.target, o);
   for (const o of out) if (o.kind === 'apply' && o.target && lastInto.get(o.target) !== o) o.undoable = false;
   return out;
+}
+
+/** Where each step first appears in the journal (its pre, or its checkpoint): orders steps among operations. */
+export function stepPositions(events: JournalEvent[]): Map<number, number> {
+  const at = new Map<number, number>();
+  events.forEach((e, i) => {
+    if ((e.type === 'step.pre' || e.type === 'step.post' || e.type === 'step.checkpoint' || e.type === 'step.unprotected') && !at.has(e.step))
+      at.set(e.step, i);
+  });
+  return at;
 }
 
 function opUndoSpec(op: number): OpSpec {
