@@ -71,10 +71,13 @@ export async function opUndo(opts: OpUndoOptions = {}): Promise<OpUndoOutcome> {
         data: { session: id, op: entry.id },
       });
     if (!entry.undoable)
-      throw errors.refused(`operation ${entry.id} (${entry.what}) is not the last apply into ${entry.target}: it cannot be taken back alone.`, {
-        hint: 'Take back the later apply first (`agentsnap op log` lists them).',
-        data: { session: id, op: entry.id },
-      });
+      throw errors.refused(
+        `operation ${entry.id} (${entry.what}) is not the last apply into ${entry.target}: it cannot be taken back alone.`,
+        {
+          hint: 'Take back the later apply first (`agentsnap op log` lists them).',
+          data: { session: id, op: entry.id },
+        },
+      );
     if (opts.dryRun) return { ...base, files: null, apply: null };
     const target = await openRepo(entry.target, opts.env ? { env: opts.env } : {});
     return { ...base, files: null, apply: await undoApply(target, { session: id, force: !!opts.force }) };

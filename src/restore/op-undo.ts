@@ -138,7 +138,10 @@ export function operationLog(events: JournalEvent[]): OpLogEntry[] {
 export function stepPositions(events: JournalEvent[]): Map<number, number> {
   const at = new Map<number, number>();
   events.forEach((e, i) => {
-    if ((e.type === 'step.pre' || e.type === 'step.post' || e.type === 'step.checkpoint' || e.type === 'step.unprotected') && !at.has(e.step))
+    if (
+      (e.type === 'step.pre' || e.type === 'step.post' || e.type === 'step.checkpoint' || e.type === 'step.unprotected') &&
+      !at.has(e.step)
+    )
       at.set(e.step, i);
   });
   return at;
@@ -204,7 +207,10 @@ export async function opUndoOperation(repo: Repo, id: string, op: number, opts: 
   const r = await runOperation(repo, id, opUndoSpec(op), opts);
   // The steps' undone marks after it: the journal's fold, or for a dry run the fold with it done.
   const after = r.dryRun
-    ? undoneSteps([...ops, { ...ops[0]!, op: Number.MAX_SAFE_INTEGER, kind: 'op-undo', target: { op }, status: 'done', undoes: [], redoes: null }])
+    ? undoneSteps([
+        ...ops,
+        { ...ops[0]!, op: Number.MAX_SAFE_INTEGER, kind: 'op-undo', target: { op }, status: 'done', undoes: [], redoes: null },
+      ])
     : undoneSteps(foldOps(readJournal(sessionPaths(repo, id).journal).events));
   return {
     ...r,

@@ -254,7 +254,8 @@ export interface TakenBackOp {
 export function opsTakenBack(events: JournalEvent[], ops: OpRecord[], anchor: number | null, plan: PlannedChange[]): TakenBackOp[] {
   if (anchor === null || plan.length === 0) return [];
   const to = new Map(plan.map((c) => [c.path, c.to]));
-  const same = (a: PlannedChange['to'], b: PlannedChange['to']) => (a === null ? b === null : b !== null && a.oid === b.oid && a.mode === b.mode);
+  const same = (a: PlannedChange['to'], b: PlannedChange['to']) =>
+    a === null ? b === null : b !== null && a.oid === b.oid && a.mode === b.mode;
   const out: TakenBackOp[] = [];
   const byOp = new Map(ops.map((o) => [o.op, o]));
   for (let i = anchor + 1; i < events.length; i++) {
@@ -263,7 +264,8 @@ export function opsTakenBack(events: JournalEvent[], ops: OpRecord[], anchor: nu
     const o = byOp.get(e.op);
     if (!o || o.status !== 'done' || o.undoneBy !== null || o.kind === 'undo') continue;
     const left = new Set(o.left.map((l) => l.path));
-    if (e.paths.some((c) => to.has(c.path) && !left.has(c.path) && !same(to.get(c.path)!, c.to))) out.push({ op: o.op, kind: o.kind, what: describeTarget(o.kind, o.target) });
+    if (e.paths.some((c) => to.has(c.path) && !left.has(c.path) && !same(to.get(c.path)!, c.to)))
+      out.push({ op: o.op, kind: o.kind, what: describeTarget(o.kind, o.target) });
   }
   return out;
 }

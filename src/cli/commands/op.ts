@@ -26,11 +26,19 @@ export const opCommand: CommandFactory = (ctx) => ({
       .example('$0 op undo', 'take back the last operation (again: take back that op undo)')
       .example('$0 op undo 2 --dry-run', 'what taking back operation 2 would change'),
   handler: async (raw) => {
-    const argv = raw as unknown as { action: 'log' | 'undo'; id?: string; session?: string; 'dry-run': boolean; force: boolean; json: boolean };
+    const argv = raw as unknown as {
+      action: 'log' | 'undo';
+      id?: string;
+      session?: string;
+      'dry-run': boolean;
+      force: boolean;
+      json: boolean;
+    };
     const out = ctx.output(argv);
     const common = { cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session };
     if (argv.action === 'log') {
-      if (argv.id !== undefined) throw errors.invalidArgument(`op log takes no id (${JSON.stringify(argv.id)}).`, { hint: 'Run `agentsnap op log`.' });
+      if (argv.id !== undefined)
+        throw errors.invalidArgument(`op log takes no id (${JSON.stringify(argv.id)}).`, { hint: 'Run `agentsnap op log`.' });
       const res = await opLog(common);
       if (out.json) {
         out.printJson(res.ops.map(({ at: _at, ...o }) => o));
@@ -45,8 +53,7 @@ export const opCommand: CommandFactory = (ctx) => ({
       const idWidth = Math.max(...res.ops.map((o) => o.id.length));
       const kindWidth = Math.max(...res.ops.map((o) => o.kind.length));
       for (const o of res.ops) {
-        const state =
-          o.status !== 'done' ? c.yellow(o.status) : o.undoneBy !== null ? c.dim(`undone by ${o.undoneBy}`) : c.green('done');
+        const state = o.status !== 'done' ? c.yellow(o.status) : o.undoneBy !== null ? c.dim(`undone by ${o.undoneBy}`) : c.green('done');
         const files = o.files === 1 ? '1 file' : `${o.files} files`;
         out.out(
           `${c.bold(o.id.padStart(idWidth))}  ${o.kind.padEnd(kindWidth)}  ${dateTime(o.time)}  ${printablePath(printableLine(o.what))}  ${c.dim(files)}  ${state}`,
@@ -64,15 +71,24 @@ export const opCommand: CommandFactory = (ctx) => ({
     const what = `operation ${r.undone.id} (${printableLine(r.undone.what)})`;
     if (r.files) {
       const f = r.files;
-      printOperation(out, f, f.dryRun ? `op undo ${r.undone.id} (dry run): back to before ${what}` : `op undo (operation ${f.op}): ${what} taken back`);
-      if (f.stepsBack.length > 0) out.note(`agentsnap: step${f.stepsBack.length === 1 ? '' : 's'} ${f.stepsBack.join(', ')} ${f.dryRun ? 'would be' : 'are'} back`);
+      printOperation(
+        out,
+        f,
+        f.dryRun ? `op undo ${r.undone.id} (dry run): back to before ${what}` : `op undo (operation ${f.op}): ${what} taken back`,
+      );
+      if (f.stepsBack.length > 0)
+        out.note(`agentsnap: step${f.stepsBack.length === 1 ? '' : 's'} ${f.stepsBack.join(', ')} ${f.dryRun ? 'would be' : 'are'} back`);
       if (f.stepsUndone.length > 0)
-        out.note(`agentsnap: step${f.stepsUndone.length === 1 ? '' : 's'} ${f.stepsUndone.join(', ')} ${f.dryRun ? 'would be' : 'are'} undone again`);
+        out.note(
+          `agentsnap: step${f.stepsUndone.length === 1 ? '' : 's'} ${f.stepsUndone.join(', ')} ${f.dryRun ? 'would be' : 'are'} undone again`,
+        );
       if (!f.dryRun && f.op !== null) out.note(`agentsnap: take this back too with \`agentsnap op undo ${f.op}\``);
       return;
     }
     if (!r.apply) {
-      out.out(`op undo ${r.undone.id} (dry run): would run \`agentsnap apply --undo\` in ${printablePath(r.undone.target ?? '')} (${r.undone.files} files)`);
+      out.out(
+        `op undo ${r.undone.id} (dry run): would run \`agentsnap apply --undo\` in ${printablePath(r.undone.target ?? '')} (${r.undone.files} files)`,
+      );
       return;
     }
     out.out(out.color.bold(`op undo: ${what} taken back in ${printablePath(r.undone.target ?? '')}`));

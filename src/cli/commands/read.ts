@@ -277,16 +277,22 @@ export const logCommand: CommandFactory = (ctx) => ({
     );
     const width = rowWidth(ctx.io.stdout as { columns?: number }, ctx.io.env);
     const rowIndex = new Map(rows.map((r, i) => [r, i]));
-    const opWidth = Math.max(0, ...rows.map((r) => visibleLength(`${sessionCol ? sessionCol[rowIndex.get(r)!] : ''}  ${stepCol[rowIndex.get(r)!]}`)));
+    const opWidth = Math.max(
+      0,
+      ...rows.map((r) => visibleLength(`${sessionCol ? sessionCol[rowIndex.get(r)!] : ''}  ${stepCol[rowIndex.get(r)!]}`)),
+    );
     const edits = (changed: { path: string; change: string }[], before: string) =>
       out.out(c.yellow(`        your edits before ${before}: ${changed.map((ch) => `${ch.change} ${printablePath(ch.path)}`).join(', ')}`));
     for (const { row, op } of timeline) {
       if (op) {
         // An operation: its id where a step has its number, its kind where a step has its tool.
         if (op.edits.length > 0) edits(op.edits, `operation ${op.id}`);
-        const state = op.status !== 'done' ? c.yellow(op.status) : op.undoneBy !== null ? c.dim(`undone by op ${op.undoneBy}`) : c.green('done');
+        const state =
+          op.status !== 'done' ? c.yellow(op.status) : op.undoneBy !== null ? c.dim(`undone by op ${op.undoneBy}`) : c.green('done');
         const files = op.files === 1 ? '1 file' : `${op.files} files`;
-        out.out(`${`  op ${op.id}`.padStart(opWidth)}  ${c.magenta(op.kind)}  ${state}  ${when(op.time)}  ${files}  ${c.cyan(printableLine(op.what))}`);
+        out.out(
+          `${`  op ${op.id}`.padStart(opWidth)}  ${c.magenta(op.kind)}  ${state}  ${when(op.time)}  ${files}  ${c.cyan(printableLine(op.what))}`,
+        );
         continue;
       }
       printRow(row, rowIndex.get(row)!);
