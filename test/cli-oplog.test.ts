@@ -99,6 +99,7 @@ test('op undo of a revert returns the worktree byte for byte; op undo of that op
     assert.is(reverted['b.txt'], undefined);
     const redo = await cliProcess(repo, ['redo']);
     assert.is(redo.code, 1, 'redo knows no revert');
+    assert.match(redo.stderr, 'To take back operation 1 (revert step 2): `agentsnap op undo 1`', 'and says what does');
     const back = ok(await cliProcess(repo, ['op', 'undo']), 'op undo');
     assert.match(back.stdout, 'operation 1 (revert step 2) taken back');
     assert.equal(files(repo), before, 'exactly as before the revert');

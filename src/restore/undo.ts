@@ -439,7 +439,14 @@ function redoSpec(): OpSpec {
     async resolve({ repo, session, events, ops }) {
       const last = [...ops].reverse().find((o) => o.kind === 'undo' && o.status === 'done' && o.redoneBy === null && o.undoneBy === null);
       if (!last) {
-        throw errors.nothingToDo(`nothing to redo in session ${session.id}: no undo to reverse.`, { data: { session: session.id } });
+        // A revert, restore or op undo is no undo: `op undo` takes any of them back (issue 32).
+        const other = [...ops].reverse().find((o) => o.status === 'done' && o.undoneBy === null && o.kind !== 'undo');
+        throw errors.nothingToDo(`nothing to redo in session ${session.id}: no undo to reverse.`, {
+          hint: other
+            ? `To take back operation ${other.op} (${describeTarget(other.kind, other.target)}): \`agentsnap op undo ${other.op}\` (\`agentsnap op log\` lists every operation).`
+            : undefined,
+          data: { session: session.id },
+        });
       }
       target.op = last.op;
       const anchor = eventIndex(events, (e) => e.type === 'op.start' && e.op === last.op);
