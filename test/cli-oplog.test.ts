@@ -148,6 +148,22 @@ test('op undo of a revert refuses (exit 3, nothing changed) when the user change
   }
 });
 
+test("op undo of a revert resets only the paths the revert changed: a later step's change elsewhere and the user's own new file stay", async () => {
+  const repo = tempRepo({ files: { 'calc.js': 'start\n' } });
+  try {
+    await threeSteps(repo);
+    ok(await cliProcess(repo, ['revert', '2']), 'revert 2');
+    await step(repo, () => repo.write('notes.txt', 'four\n'));
+    repo.write('mine.txt', 'my own\n');
+    const back = ok(await cliProcess(repo, ['op', 'undo', '1']), 'op undo 1');
+    assert.match(back.stdout, /A b\.txt/);
+    assert.match(back.stdout, /M calc\.js/);
+    assert.equal(files(repo), { 'calc.js': 'add\nbug\n', 'b.txt': 'bee\n', 'notes.txt': 'four\n', 'mine.txt': 'my own\n' });
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('op undo of a restore, of an undo (its steps no longer undone) and of a redo (undone again): bytes exact', async () => {
   const repo = tempRepo({ files: { 'calc.js': 'start\n' } });
   try {

@@ -15,6 +15,7 @@ import {
   foldOps,
   runOperation,
   skippedOf,
+  stepsAfter,
   undoneSteps,
   type OperationOptions,
   type OperationResult,
@@ -183,7 +184,9 @@ function opUndoSpec(op: number): OpSpec {
         toCommit: paths.length > 0 ? start.safety : null,
         ...(paths.length > 0 ? { paths } : {}),
         anchor,
-        crossed: [],
+        // The steps since: their changes to these paths go too (they are the agent's, kept in the snapshots),
+        // and one whose snapshot failed (unprotected) refuses without --force, as for undo.
+        crossed: stepsAfter(events, anchor).filter((n) => !session.steps.some((y) => y.step === n && y.status === 'open')),
         undoes: [],
         redoes: null,
         redone: [],

@@ -323,7 +323,7 @@ function stepEvent(events: JournalEvent[], n: number, type: 'step.pre' | 'step.p
 }
 
 /** Steps recorded after journal index `from` (their pre, post or checkpoint came later). */
-function stepsAfter(events: JournalEvent[], from: number): number[] {
+export function stepsAfter(events: JournalEvent[], from: number): number[] {
   const out = new Set<number>();
   for (let i = from + 1; i < events.length; i++) {
     const e = events[i]!;
