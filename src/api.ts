@@ -14,13 +14,16 @@ import {
   recordPost,
   recordPre,
   selectSession,
+  sessionPaths,
   sessionForSnap,
   stepRef,
   type SnapshotResult,
 } from './session/session.js';
 import { describeStep, diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './session/read.js';
 import type { Session, Step } from './session/model.js';
-import type { StepPostEvent } from './session/journal.js';
+import { readJournal, type JournalEvent, type StepPostEvent } from './session/journal.js';
+import { operationLog, stepPositions, type OpLogEntry } from './restore/op-undo.js';
+import { foldOps, undoneSteps } from './restore/undo.js';
 import { sessionIdOrName } from './worktrees/worktree.js';
 import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
 import {
@@ -286,7 +289,12 @@ export interface LogRow {
   check: CheckResult | null;
   /** Its snapshot (before or after) was deleted by the user's git prune: it cannot be undone to. */
   lost?: boolean;
+  /** An undo (not redone, not taken back) took this step back. */
+  undone?: boolean;
 }
+
+/** One entry of `log`'s timeline: a step (with the user's edits before it on the step), or an operation. */
+export type LogEntry = { row: LogRow; op?: undefined } | { op: OpLogEntry; row?: undefined };
 
 /** The rows whose snapshots the user's git prune deleted, marked `lost`. */
 async function markLost(repo: Repo, rows: LogRow[]): Promise<LogRow[]> {
@@ -301,28 +309,43 @@ async function markLost(repo: Repo, rows: LogRow[]): Promise<LogRow[]> {
 /** `agentsnap log`: the steps of a session, filtered. */
 export async function log(
   opts: LogOptions = {},
-): Promise<{ session: Session; steps: Step[]; rows: LogRow[]; source: ResolvedSession['source'] }> {
+): Promise<{ session: Session; steps: Step[]; rows: LogRow[]; timeline: LogEntry[]; source: ResolvedSession['source'] }> {
   if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
   const r = await resolveSession(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
   const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths, grep: opts.grep });
   const plans = planHistory(r.session);
   const checks = latestCheckByStep(r.session);
-  return {
-    session: r.session,
-    steps,
-    rows: await markLost(
-      r.repo,
-      steps.map((step) => ({
-        session: r.session,
-        step,
-        what: describeStep(r.session, step),
-        plan: planAt(r.session, step.step, plans),
-        check: checks.get(step.step) ?? null,
-      })),
-    ),
-    source: r.source,
-  };
+  const events = readJournal(sessionPaths(r.repo, r.session.id).journal).events;
+  const undone = undoneSteps(foldOps(events));
+  const rows = await markLost(
+    r.repo,
+    steps.map((step) => ({
+      session: r.session,
+      step,
+      what: describeStep(r.session, step),
+      plan: planAt(r.session, step.step, plans),
+      check: checks.get(step.step) ?? null,
+      ...(undone.has(step.step) ? { undone: true } : {}),
+    })),
+  );
+  return { session: r.session, steps, rows, timeline: timelineOf(events, rows, opts), source: r.source };
+}
+
+/**
+ * The steps shown and the operations among them, in journal order (issue 32: `log` is the one timeline).
+ * A filter by tool, text or path selects steps only; with --last, the operations from the first step shown.
+ */
+function timelineOf(events: JournalEvent[], rows: LogRow[], opts: LogOptions): LogEntry[] {
+  const filtered = opts.tool !== undefined || opts.grep !== undefined || (opts.paths ?? []).length > 0;
+  const at = stepPositions(events);
+  const first = rows.length > 0 && opts.last !== undefined ? (at.get(rows[0]!.step.step) ?? 0) : -1;
+  const ops = filtered ? [] : operationLog(events).filter((o) => o.at > first);
+  const entries: { at: number; entry: LogEntry }[] = [
+    ...rows.map((row) => ({ at: at.get(row.step.step) ?? Number.MAX_SAFE_INTEGER, entry: { row } })),
+    ...ops.map((op) => ({ at: op.at, entry: { op } })),
+  ];
+  return entries.sort((a, b) => a.at - b.at).map((e) => e.entry);
 }
 
 /**

@@ -40,6 +40,7 @@ const POSITIONALS: Record<string, string[]> = {
   diff: ['0', '1'],
   hook: ['claude', 'PreToolUse'],
   completion: ['bash'],
+  op: ['log'],
 };
 /** Options a command requires, given so that only the wrong one is wrong. */
 const REQUIRED: Record<string, string[]> = { bisect: ['--run', 'true'], promote: ['--branch', 'b'] };

@@ -19,6 +19,7 @@ const DOCUMENTED: Record<keyof typeof errors, [string, number]> = {
   noSession: ['NoSession', 1],
   sessionNotRunning: ['SessionNotRunning', 1],
   stepOutOfRange: ['StepOutOfRange', 1],
+  unknownOperation: ['UnknownOperation', 1],
   unknownPath: ['UnknownPath', 1],
   noOpenStep: ['NoOpenStep', 1],
   nothingToDo: ['NothingToDo', 1],

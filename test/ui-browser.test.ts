@@ -117,6 +117,14 @@ run(
       await fileBecomes(repo, 'broken.txt', null);
       await page.locator('#dialog-cancel').click();
       await page.locator(`#timeline li.step[data-step="${failing}"]:not(.is-undone)`).waitFor();
+      // Both operations are rows of the timeline, after the steps, in the order they ran (issue 32 item 2).
+      await page.locator('#timeline li.op[data-op="2"]').waitFor();
+      assert.match(await page.locator('#timeline li.op[data-op="1"]').innerText(), /op 1 · undo · undo \d+: back to before step \d+/);
+      assert.match(await page.locator('#timeline li.op[data-op="2"]').innerText(), 'op 2 · redo · redo: back to before operation 1');
+      const order = await page
+        .locator('#timeline li')
+        .evaluateAll((lis) => lis.map((li) => li.getAttribute('data-op') ?? (li.getAttribute('data-step') ? 's' : '')));
+      assert.equal(order.filter((x) => x !== '').slice(-2), ['1', '2'], 'after every step');
 
       // The page asked nothing of any other origin, and broke no rule of its CSP (the refusal's 409 is the one error logged).
       const origin = new URL(ui.url).origin;

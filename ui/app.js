@@ -155,7 +155,15 @@ async function loadTimeline() {
     if (!known.has(t)) tools.append(el('option', { value: t }, t));
   const list = $('timeline');
   const items = [];
-  for (const row of res.rows) {
+  // Steps and operations in the order they happened (an older server sends rows only).
+  const byStep = new Map(res.rows.map((r) => [r.step.step, r]));
+  for (const entry of res.timeline ?? res.rows.map((r) => ({ step: r.step.step }))) {
+    if (entry.op) {
+      items.push(opItem(entry.op));
+      continue;
+    }
+    const row = byStep.get(entry.step);
+    if (!row) continue;
     const x = row.step;
     if (x.step > 1 && x.changedBefore.length > 0) {
       items.push(
@@ -198,6 +206,17 @@ async function loadTimeline() {
   if (items.length === 0) items.push(el('li', { class: 'none' }, s.steps.length === 0 ? 'No steps yet.' : 'No step matches the filter.'));
   fill(list, ...items);
   fillCompare(s);
+}
+
+/** An operation's row in the timeline: its id, kind and what it did; taken back ones dimmed. */
+function opItem(op) {
+  const state = op.status !== 'done' ? op.status : op.undoneBy !== null ? `undone by op ${op.undoneBy}` : 'done';
+  const edits = op.edits.length > 0 ? ` · your edits before it: ${changesText(op.edits)}` : '';
+  return el(
+    'li',
+    { class: `op op-${op.kind}${op.undoneBy !== null ? ' is-undone' : ''}`, 'data-op': op.id, title: `${op.time}${edits}` },
+    `⟲ op ${op.id} · ${op.kind} · ${op.what} · ${op.files === 1 ? '1 file' : `${op.files} files`} · ${state}`,
+  );
 }
 
 function fillCompare(s) {

@@ -29,6 +29,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'restore', load: async () => (await import('./commands/undo.js')).restoreCommand },
   { name: 'revert', load: async () => (await import('./commands/undo.js')).revertCommand },
   { name: 'status', load: async () => (await import('./commands/undo.js')).statusCommand },
+  { name: 'op', load: async () => (await import('./commands/op.js')).opCommand },
   { name: 'check', load: async () => (await import('./commands/check.js')).checkCommand },
   { name: 'bisect', load: async () => (await import('./commands/check.js')).bisectCommand },
   { name: 'blame', load: async () => (await import('./commands/blame.js')).blameCommand },
@@ -59,7 +60,7 @@ export const COMMANDS: CommandEntry[] = [
 export const COMMAND_GROUPS: { title: string; names: string[] }[] = [
   { title: 'Everyday commands', names: ['wrap', 'log', 'show', 'undo', 'redo'] },
   { title: 'Look back', names: ['sessions', 'diff', 'status', 'replay', 'blame', 'why'] },
-  { title: 'Take back part of it', names: ['restore', 'revert'] },
+  { title: 'Take back part of it', names: ['restore', 'revert', 'op'] },
   { title: 'Test the steps', names: ['check', 'bisect'] },
   { title: 'Record without wrap', names: ['snap', 'init', 'hook'] },
   { title: 'Parallel sessions', names: ['apply', 'promote', 'discard'] },

@@ -138,6 +138,8 @@ export interface OperationResult {
   commit: string | null;
   /** Interrupted operations completed (or abandoned) before this one. */
   recovered: RecoveredOp[];
+  /** Earlier operations whose changes this one takes back (an undo to before a revert). */
+  takesBack: TakenBackOp[];
 }
 
 export interface RecoveredOp {
@@ -162,6 +164,8 @@ export interface OpRecord {
   undoes: number[];
   redoes: number | null;
   redoneBy: number | null;
+  /** The `op undo` that took this operation back (null: none, or that op undo was itself taken back). */
+  undoneBy: number | null;
   left: { path: string; reason: string; oid?: string }[];
 }
 
@@ -182,6 +186,7 @@ export function foldOps(events: JournalEvent[]): OpRecord[] {
         undoes: ev.undoes,
         redoes: ev.redoes,
         redoneBy: null,
+        undoneBy: null,
         left: [],
       });
     } else if (ev.type === 'op.done') {
@@ -194,28 +199,81 @@ export function foldOps(events: JournalEvent[]): OpRecord[] {
         const undoOp = ops.get(o.redoes);
         if (undoOp) undoOp.redoneBy = o.op;
       }
+      if (ev.status === 'done' && o.kind === 'op-undo' && o.target.op !== undefined) {
+        // Taking back an op undo brings its operation back: that one is no longer taken back.
+        const taken = ops.get(o.target.op);
+        if (taken) {
+          taken.undoneBy = o.op;
+          if (taken.kind === 'op-undo' && taken.target.op !== undefined) {
+            const back = ops.get(taken.target.op);
+            if (back) back.undoneBy = null;
+          }
+        }
+      }
     }
   }
   return [...ops.values()].sort((a, b) => a.op - b.op);
 }
 
-/** Steps currently undone: added by done undos, removed again by the redos of those undos. */
+/**
+ * Steps currently undone: added by done undos, removed again by the redos of those undos; an `op undo`
+ * reverses what its operation did to them (and an op undo of an op undo does it again).
+ */
 export function undoneSteps(ops: OpRecord[]): Set<number> {
   const undone = new Set<number>();
-  for (const o of ops) {
-    if (o.status !== 'done') continue;
-    if (o.kind === 'redo' && o.redoes !== null) {
-      for (const n of ops.find((x) => x.op === o.redoes)?.undoes ?? []) undone.delete(n);
+  const byOp = new Map(ops.map((o) => [o.op, o]));
+  const effect = (o: OpRecord, forward: boolean, depth: number): void => {
+    if (depth > ops.length) return; // a cycle only a corrupt journal could hold
+    if (o.kind === 'op-undo') {
+      const taken = o.target.op === undefined ? undefined : byOp.get(o.target.op);
+      if (taken) effect(taken, !forward, depth + 1);
+      return;
     }
-    for (const n of o.undoes) undone.add(n);
-  }
+    const add = (ns: number[]) => ns.forEach((n) => (forward ? undone.add(n) : undone.delete(n)));
+    const del = (ns: number[]) => ns.forEach((n) => (forward ? undone.delete(n) : undone.add(n)));
+    if (o.kind === 'redo' && o.redoes !== null) del(byOp.get(o.redoes)?.undoes ?? []);
+    add(o.undoes);
+  };
+  for (const o of ops) if (o.status === 'done') effect(o, true, 0);
   return undone;
+}
+
+/** An earlier operation a new one takes back (its changes are on paths the new one resets to before it). */
+export interface TakenBackOp {
+  op: number;
+  kind: OpKind;
+  what: string;
+}
+
+/**
+ * The operations done after journal index `anchor`, not taken back already, whose result on a path the
+ * `plan` changes to something else: an undo (or restore) to a state before them takes their changes back
+ * too (issue 32: `undo 6` after `revert 4` brings step 4's change back), and says so. An earlier undo is
+ * not taken back by going back further.
+ */
+export function opsTakenBack(events: JournalEvent[], ops: OpRecord[], anchor: number | null, plan: PlannedChange[]): TakenBackOp[] {
+  if (anchor === null || plan.length === 0) return [];
+  const to = new Map(plan.map((c) => [c.path, c.to]));
+  const same = (a: PlannedChange['to'], b: PlannedChange['to']) =>
+    a === null ? b === null : b !== null && a.oid === b.oid && a.mode === b.mode;
+  const out: TakenBackOp[] = [];
+  const byOp = new Map(ops.map((o) => [o.op, o]));
+  for (let i = anchor + 1; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.type !== 'op.start') continue;
+    const o = byOp.get(e.op);
+    if (!o || o.status !== 'done' || o.undoneBy !== null || o.kind === 'undo') continue;
+    const left = new Set(o.left.map((l) => l.path));
+    if (e.paths.some((c) => to.has(c.path) && !left.has(c.path) && !same(to.get(c.path)!, c.to)))
+      out.push({ op: o.op, kind: o.kind, what: describeTarget(o.kind, o.target) });
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------
 // Planning
 
-interface Resolved {
+export interface Resolved {
   toTree: string;
   toCommit: string | null;
   paths?: string[];
@@ -241,13 +299,13 @@ function targetOf(r: Resolved): RestoreTarget {
   return { tree: r.toTree, snapshot: r.scannedBy ?? r.toCommit };
 }
 
-interface OpSpec {
+export interface OpSpec {
   kind: OpKind;
   target: OpTarget;
   resolve(ctx: ResolveContext): Promise<Resolved>;
 }
 
-interface ResolveContext {
+export interface ResolveContext {
   repo: Repo;
   session: Session;
   events: JournalEvent[];
@@ -255,7 +313,7 @@ interface ResolveContext {
   safetyTree: string;
 }
 
-function eventIndex(events: JournalEvent[], pred: (e: JournalEvent) => boolean): number {
+export function eventIndex(events: JournalEvent[], pred: (e: JournalEvent) => boolean): number {
   for (let i = events.length - 1; i >= 0; i--) if (pred(events[i]!)) return i;
   return -1;
 }
@@ -265,7 +323,7 @@ function stepEvent(events: JournalEvent[], n: number, type: 'step.pre' | 'step.p
 }
 
 /** Steps recorded after journal index `from` (their pre, post or checkpoint came later). */
-function stepsAfter(events: JournalEvent[], from: number): number[] {
+export function stepsAfter(events: JournalEvent[], from: number): number[] {
   const out = new Set<number>();
   for (let i = from + 1; i < events.length; i++) {
     const e = events[i]!;
@@ -292,7 +350,7 @@ async function beforeStep(repo: Repo, s: Session, st: Step): Promise<string> {
 }
 
 /** What the snapshot `commit` left out, as the event that took it journaled (none found: nothing). */
-function skippedOf(events: JournalEvent[], commit: string): SkippedFile[] {
+export function skippedOf(events: JournalEvent[], commit: string): SkippedFile[] {
   for (const e of events) {
     switch (e.type) {
       case 'session.start':
@@ -379,9 +437,16 @@ function redoSpec(): OpSpec {
     kind: 'redo',
     target,
     async resolve({ repo, session, events, ops }) {
-      const last = [...ops].reverse().find((o) => o.kind === 'undo' && o.status === 'done' && o.redoneBy === null);
+      const last = [...ops].reverse().find((o) => o.kind === 'undo' && o.status === 'done' && o.redoneBy === null && o.undoneBy === null);
       if (!last) {
-        throw errors.nothingToDo(`nothing to redo in session ${session.id}: no undo to reverse.`, { data: { session: session.id } });
+        // A revert, restore or op undo is no undo: `op undo` takes any of them back (issue 32).
+        const other = [...ops].reverse().find((o) => o.status === 'done' && o.undoneBy === null && o.kind !== 'undo');
+        throw errors.nothingToDo(`nothing to redo in session ${session.id}: no undo to reverse.`, {
+          hint: other
+            ? `To take back operation ${other.op} (${describeTarget(other.kind, other.target)}): \`agentsnap op undo ${other.op}\` (\`agentsnap op log\` lists every operation).`
+            : undefined,
+          data: { session: session.id },
+        });
       }
       target.op = last.op;
       const anchor = eventIndex(events, (e) => e.type === 'op.start' && e.op === last.op);
@@ -646,6 +711,7 @@ interface Prepared {
   unprotected: { step: number; reason: string | null }[];
   headMoved: OperationResult['headMoved'];
   notUndoable: OperationResult['notUndoable'];
+  takesBack: TakenBackOp[];
 }
 
 async function headTrailer(repo: Repo, commit: string): Promise<string | null | undefined> {
@@ -698,7 +764,8 @@ async function prepare(
       if (st && effect) notUndoable.push({ step: n, effect, command: effectLabel(st) });
     }
   }
-  return { resolved, plan, disk, leftOut, why, kept, outside, unprotected, headMoved, notUndoable };
+  const takesBack = opsTakenBack(ctx.events, ctx.ops, resolved.anchor, plan);
+  return { resolved, plan, disk, leftOut, why, kept, outside, unprotected, headMoved, notUndoable, takesBack };
 }
 
 /** Why the worktree's snapshot left each path out, for the paths it left out. */
@@ -861,7 +928,12 @@ async function dryRunSnapshot(repo: Repo, id: string, settings: Settings): Promi
 
 function refuseIfNeeded(spec: OpSpec, p: Prepared, force: boolean): void {
   if (force) return;
-  const what = spec.kind === 'undo' && spec.target.step !== undefined ? `undo ${spec.target.step}` : spec.kind;
+  const what =
+    spec.kind === 'undo' && spec.target.step !== undefined
+      ? `undo ${spec.target.step}`
+      : spec.kind === 'op-undo'
+        ? `op undo ${spec.target.op ?? ''}`.trim()
+        : spec.kind;
   if (p.unprotected.length > 0) {
     const list = p.unprotected.map((u) => `step ${u.step}${u.reason ? ` (${u.reason})` : ''}`).join(', ');
     throw errors.refused(
@@ -905,6 +977,7 @@ function emptyResult(session: string, spec: OpSpec): OperationResult {
     safetyRef: null,
     commit: null,
     recovered: [],
+    takesBack: [],
   };
 }
 
@@ -916,6 +989,7 @@ function fill(r: OperationResult, p: Prepared): void {
   r.notUndoable = p.notUndoable;
   r.undone = p.resolved.undoes;
   r.redone = p.resolved.redone;
+  r.takesBack = p.takesBack;
 }
 
 function opMessage(session: string, op: number, kind: string, summary: string, head: string | null): string {
@@ -1073,7 +1147,7 @@ async function recoverInterrupted(
   return out;
 }
 
-async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: OperationOptions): Promise<OperationResult> {
+export async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: OperationOptions): Promise<OperationResult> {
   const settings = opts.settings ?? (await loadSettings(repo));
   checkWorktree(repo, loadSession(repo, id));
   const result = emptyResult(id, spec);
@@ -1205,6 +1279,8 @@ export function describeTarget(kind: OpKind, t: OpTarget): string {
       return `restore ${(t.paths ?? []).join(' ')} as ${t.when === 'after' ? 'after' : 'before'} step ${t.step ?? '?'}`;
     case 'revert':
       return `revert step ${t.step ?? '?'}`;
+    case 'op-undo':
+      return `op undo ${t.op ?? '?'}: back to before operation ${t.op ?? '?'}`;
   }
 }
 
@@ -1282,7 +1358,8 @@ export function statusOf(repo: Repo, id: string): SessionStatusReport {
     lastStepEventAt: stepEvents[stepEvents.length - 1]?.time ?? null,
     ops,
     interrupted: ops.filter((o) => o.status === 'interrupted').map((o) => o.op),
-    redoable: [...ops].reverse().find((o) => o.kind === 'undo' && o.status === 'done' && o.redoneBy === null)?.op ?? null,
+    redoable:
+      [...ops].reverse().find((o) => o.kind === 'undo' && o.status === 'done' && o.redoneBy === null && o.undoneBy === null)?.op ?? null,
     notUndoable,
   };
 }

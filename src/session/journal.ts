@@ -180,7 +180,8 @@ export interface PlannedChange {
   to: TreeEntry | null;
 }
 
-export type OpKind = 'undo' | 'redo' | 'restore' | 'revert';
+/** op-undo: `agentsnap op undo <op>`, the worktree back to before operation `target.op` on the paths it changed. */
+export type OpKind = 'undo' | 'redo' | 'restore' | 'revert' | 'op-undo';
 
 /** What an operation aims at, as the user named it. */
 export interface OpTarget {
@@ -188,7 +189,7 @@ export interface OpTarget {
   step?: number;
   /** State before or after that step. */
   when?: 'before' | 'after';
-  /** Operation whose safety snapshot is restored (redo, undo --op). */
+  /** Operation whose safety snapshot is restored (redo, undo --op) or that is taken back (op-undo). */
   op?: number;
   /** Only these paths (restore). */
   paths?: string[];

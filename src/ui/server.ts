@@ -263,6 +263,8 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
           session: { ...r.session, steps: r.session.steps.map(brief) },
           source: r.source,
           rows: r.rows.map(({ session: _s, plan: _p, step, ...row }) => ({ ...row, step: brief(step) })),
+          // The order of steps and operations (issue 32: the one timeline): a step by its number, an operation whole.
+          timeline: r.timeline.map((e) => (e.row ? { step: e.row.step.step } : { op: e.op })),
         };
       }
       case 'search': {

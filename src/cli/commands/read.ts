@@ -1,5 +1,5 @@
 // The read-only commands: sessions, log, show, diff.
-import { diff, log, logAllSessions, sessions, show, type LogRow } from '../../api.js';
+import { diff, log, logAllSessions, sessions, show, type LogEntry, type LogRow } from '../../api.js';
 import { errors } from '../../base/errors.js';
 import type { Step } from '../../session/model.js';
 import { outsideEffect } from '../../session/effects.js';
@@ -191,31 +191,51 @@ export const logCommand: CommandFactory = (ctx) => ({
     if (argv.grep !== undefined && argv.grep === '') throw errors.invalidArgument('--grep needs a text to look for.');
     const common = { cwd: ctx.io.cwd, env: ctx.io.env, tool: argv.tool, last: argv.last, paths, grep: argv.grep };
     let rows: LogRow[];
+    let timeline: LogEntry[];
     let empty: string;
     if (all) {
       const res = await logAllSessions(common);
       rows = res.rows;
+      timeline = rows.map((row) => ({ row }));
       empty = res.sessions === 0 ? 'no sessions yet' : 'no step matches';
     } else {
       const res = await log({ ...common, session: argv.session });
       rows = res.rows;
+      timeline = res.timeline;
       if (!out.json) out.note(sessionSourceNote(res.session.id, res.source));
       empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
     }
     if (out.json) {
+      // Steps as before (with `undone` added), operations as entries of kind "operation" among them.
       out.printJson(
-        rows.map((r) => ({
-          ...(all ? { session: r.session.id } : {}),
-          ...stepJson(r.step),
-          what: r.what,
-          plan: r.plan,
-          check: r.check,
-          ...(r.lost ? { lost: true } : {}),
-        })),
+        timeline.map(({ row: r, op }) =>
+          r
+            ? {
+                ...(all ? { session: r.session.id } : {}),
+                ...stepJson(r.step),
+                what: r.what,
+                plan: r.plan,
+                check: r.check,
+                ...(r.lost ? { lost: true } : {}),
+                ...(r.undone ? { undone: true } : {}),
+              }
+            : {
+                kind: 'operation',
+                id: op.id,
+                operation: op.kind,
+                time: op.time,
+                what: op.what,
+                status: op.status,
+                undoneBy: op.undoneBy,
+                files: op.files,
+                changedBefore: op.edits,
+                ...(op.target ? { target: op.target } : {}),
+              },
+        ),
       );
       return;
     }
-    if (rows.length === 0) {
+    if (rows.length === 0 && timeline.length === 0) {
       out.note(empty);
       return;
     }
@@ -230,7 +250,8 @@ export const logCommand: CommandFactory = (ctx) => ({
     const toolCol = padColumn(
       rows.map(({ step: st }) => cell(cut(printablePath(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-')), 40))),
     );
-    const statusCol = padColumn(rows.map(({ step: st }) => cell(st.status, statusColor(out, st.status))));
+    const statusOf = (r: LogRow) => (r.undone && r.step.status === 'done' ? 'undone' : r.step.status);
+    const statusCol = padColumn(rows.map((r) => cell(statusOf(r), statusColor(out, statusOf(r)))));
     const timeCol = padColumn(rows.map(({ step: st }) => cell(when(st.startedAt))));
     // ✓/✗ of the newest check of each step's state (`agentsnap check`), when any step has one.
     const checked = rows.some((r) => r.check);
@@ -255,7 +276,29 @@ export const logCommand: CommandFactory = (ctx) => ({
       }),
     );
     const width = rowWidth(ctx.io.stdout as { columns?: number }, ctx.io.env);
-    rows.forEach(({ step: st, what, session, lost }, i) => {
+    const rowIndex = new Map(rows.map((r, i) => [r, i]));
+    const opWidth = Math.max(
+      0,
+      ...rows.map((r) => visibleLength(`${sessionCol ? sessionCol[rowIndex.get(r)!] : ''}  ${stepCol[rowIndex.get(r)!]}`)),
+    );
+    const edits = (changed: { path: string; change: string }[], before: string) =>
+      out.out(c.yellow(`        your edits before ${before}: ${changed.map((ch) => `${ch.change} ${printablePath(ch.path)}`).join(', ')}`));
+    for (const { row, op } of timeline) {
+      if (op) {
+        // An operation: its id where a step has its number, its kind where a step has its tool.
+        if (op.edits.length > 0) edits(op.edits, `operation ${op.id}`);
+        const state =
+          op.status !== 'done' ? c.yellow(op.status) : op.undoneBy !== null ? c.dim(`undone by op ${op.undoneBy}`) : c.green('done');
+        const files = op.files === 1 ? '1 file' : `${op.files} files`;
+        out.out(
+          `${`  op ${op.id}`.padStart(opWidth)}  ${c.magenta(op.kind)}  ${state}  ${when(op.time)}  ${files}  ${c.cyan(printableLine(op.what))}`,
+        );
+        continue;
+      }
+      printRow(row, rowIndex.get(row)!);
+    }
+    function printRow({ step: st, what, session, lost }: LogRow, i: number): void {
+      if (st.changedBefore.length > 0 && st.step > 1) edits(st.changedBefore, `step ${st.step}`);
       const marks: string[] = [];
       const plainMarks: string[] = [];
       const mark = (plain: string, shown = plain) => {
@@ -292,7 +335,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       }
       if (st.skipped.length > 0) out.out(c.dim(`        not snapshotted: ${st.skipped.map(describeSkipped).join(', ')}`));
       if (st.unprotectedReason) out.out(c.red(`        unprotected: ${printableLine(st.unprotectedReason)}`));
-    });
+    }
   },
 });
 

@@ -12,7 +12,7 @@ import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../c
 import { describeLeft, printablePath, type Output } from '../output.js';
 import { printableLine, printableText } from '../../base/printable.js';
 
-const opOptions = {
+export const opOptions = {
   ...sessionOption,
   'dry-run': { type: 'boolean', alias: 'n', default: false, describe: 'print exactly which files would change and how; change nothing' },
   force: {
@@ -58,7 +58,7 @@ function steps(ns: number[]): string {
 }
 
 /** Prints an operation's outcome: what changed, what was left, and what cannot be undone. */
-function printOperation(out: Output, r: OperationResult, headline: string): void {
+export function printOperation(out: Output, r: OperationResult, headline: string): void {
   const c = out.color;
   for (const rec of r.recovered) {
     out.err(
@@ -80,6 +80,9 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
     out.out(`  ${color(ch.change)} ${printablePath(ch.path)}${c.dim(`  (${verbs[ch.change]})`)}`);
   }
   for (const l of r.left) out.out(c.yellow(`  ! ${describeLeft(l)}`));
+  // An undo to before a revert (restore, op undo) takes that operation's changes back too: said, never silent.
+  for (const t of r.takesBack)
+    out.out(c.yellow(`  ${r.dryRun ? 'would take' : 'takes'} back operation ${t.op} (${t.what}); \`agentsnap op log\` lists it`));
   // A kept path is also left (with the target's reason) since issue 29 item 10: listed once, by its `!` line.
   for (const k of r.kept.filter((k) => !r.left.some((l) => k === l.path || k.startsWith(`${l.path}/`))))
     out.out(c.dim(`  = ${printablePath(k)}  kept: it was not snapshotted at the target (skipped)`));
@@ -117,7 +120,7 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
  * A dry run of an operation the real one would refuse exits 3, as the real one
  * does: a script can ask "would this go through?" without changing anything.
  */
-function dryRunVerdict(ctx: Parameters<CommandFactory>[0], out: Output, r: OperationResult | null, kind: string): void {
+export function dryRunVerdict(ctx: Parameters<CommandFactory>[0], out: Output, r: OperationResult | null, kind: string): void {
   if (!r || !r.dryRun || !r.wouldRefuse) return;
   ctx.setExitCode(ExitCode.refused);
   if (!out.json)
