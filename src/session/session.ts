@@ -16,7 +16,7 @@
 // are kept side by side so that they stay alike.
 import fs from 'node:fs';
 import path from 'node:path';
-import { errors } from '../base/errors.js';
+import { errors, type AgentsnapError } from '../base/errors.js';
 import { shellQuote } from '../base/shell.js';
 import { assertSessionId, newSessionId } from '../base/ids.js';
 import {
@@ -30,7 +30,7 @@ import {
   type TranscriptPosition,
 } from './journal.js';
 import { withLock } from '../base/lock.js';
-import { foldJournal, type Step } from './model.js';
+import { foldJournal, type Session, type Step } from './model.js';
 import { diffTrees, readHead, type RefUpdate } from '../git/plumbing.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
@@ -39,7 +39,7 @@ import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { stepRef, headRef, keepRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
 import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects } from './locks.js';
-import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled, forgetPruned } from './state.js';
+import { type SessionState, stateFrom, writeState, loadState, loadSession, loadSessionExists, journaled, forgetPruned } from './state.js';
 import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOptions, selectSession } from './selection.js';
 import { importBeforeHeadMoves, importQuietly } from './transcript-import.js';
 import type { Context } from './context.js';
@@ -775,6 +775,8 @@ export interface EndOptions extends SnapshotContext {
   packInBackground?: boolean | 'deferred';
   /** A wrapped run's end: a run that recorded no step but changed files becomes this one step (see recordWholeRun). */
   runStep?: RunStepOptions;
+  /** `agentsnap end`: refuse (nothing written) a session a live wrapper runs; its wrapper ends it. */
+  refuseWrapped?: boolean;
 }
 
 export interface EndResult {
@@ -793,6 +795,8 @@ export async function endSession(ctx: Context, id: string, opts: EndOptions = {}
   const { repo, settings } = ctx;
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
   await mutate(ctx, id, 'import transcript calls', async (state, p) => {
+    // Under the lock before anything is written: a wrapper that resumed the session meanwhile keeps it.
+    if (opts.refuseWrapped && wrapperRunning(state.session)) throw stillWrapped(state.session);
     const transcript =
       opts.transcriptPath ?? state.session.agentTranscript ?? (importsReadCalls(state.session.agent) ? state.transcriptPath : null);
     const tail = transcript ? (transcriptReader(state.session.agent, transcript)?.readTail(transcript) ?? null) : null;
@@ -845,6 +849,33 @@ export async function endSession(ctx: Context, id: string, opts: EndOptions = {}
     const wholeRun = runStep !== null ? { step: runStep, changed: snap.changed.length } : unrecorded ? ('unchanged' as const) : null;
     return { commit, changed: commit ? snap.changed : [], wholeRun };
   });
+}
+
+/** The refusal of `agentsnap end` for a session a live wrapper runs. */
+export function stillWrapped(s: Pick<Session, 'id' | 'owner'>): AgentsnapError {
+  return errors.busy(`session ${s.id} is run by \`agentsnap wrap\` (process ${s.owner?.pid}): it ends when its command exits.`, {
+    hint: 'Exit the agent (or stop it with Ctrl-C in its terminal); its wrapper then ends the session.',
+    data: { session: s.id, pid: s.owner?.pid },
+  });
+}
+
+/**
+ * `agentsnap end`: ends a session that no wrapper ends (the one `snap` started, or one whose wrapper was killed):
+ * closes its open steps as interrupted, takes the final snapshot, journals session.end. Its snapshots stay. A
+ * session a live wrapper runs is refused; one that already ended is left as it is (`ended: false`).
+ */
+export async function endByUser(ctx: Context, id: string): Promise<{ ended: boolean; commit: string | null; changed: ChangedPath[] }> {
+  const s = loadSession(ctx.repo, id);
+  if (s.ended || s.discarded) return { ended: false, commit: null, changed: [] };
+  if (wrapperRunning(s)) throw stillWrapped(s);
+  if (s.worktree !== ctx.repo.worktree) {
+    throw errors.invalidArgument(`session ${id} belongs to the worktree ${s.worktree}, not ${ctx.repo.worktree}.`, {
+      hint: 'Run `agentsnap end` in that worktree: its final snapshot is taken there.',
+      data: { session: id, worktree: s.worktree },
+    });
+  }
+  const end = await endSession(ctx, id, { refuseWrapped: true });
+  return { ended: true, commit: end.commit, changed: end.changed };
 }
 
 export interface TranscriptOptions extends SnapshotContext {
