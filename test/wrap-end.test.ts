@@ -109,6 +109,27 @@ test('a failing command is still one step (failed), and a resumed session record
   }
 });
 
+test('wrap --worktree: the whole run is one step of the session worktree, named after the apply/promote/discard lines', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const res = await cliProcess(repo, ['wrap', '--worktree', '--', 'sh', '-c', 'echo x > a.txt'], { env: OFF });
+    assert.is(res.code, 0, res.stderr);
+    const id = sessionOf(res.stderr);
+    assert.match(res.stderr, `discard:  agentsnap discard ${id}`);
+    assert.match(res.stderr, `recorded 1 step (the whole run: 1 file changed); \`agentsnap undo 1 --session ${id}\` takes it back`);
+    const log = await cliProcess(repo, ['log', '--session', id, '--json'], { env: OFF });
+    assert.is(log.code, 0, log.stderr);
+    const steps = JSON.parse(log.stdout) as { step: number; tool: string | null }[];
+    assert.equal(
+      steps.map((s) => [s.step, s.tool]),
+      [[1, 'wrap']],
+    );
+    assert.is(repo.read('a.txt').toString(), 'a\n', "the user's worktree is untouched");
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('--auto: its checkpoints are the steps, as before; no whole-run step beside them', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {
