@@ -8,6 +8,7 @@ import { missingObjects } from './git/missing.js';
 import { openContext, type Context, type ContextOpener } from './session/context.js';
 import { autoStartServer } from './server/server.js';
 import {
+  endByUser,
   listSessions,
   loadSession,
   recordCheckpoint,
@@ -21,7 +22,7 @@ import {
 } from './session/session.js';
 import { describeStep, diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './session/read.js';
 import type { Session, Step } from './session/model.js';
-import { readJournal, type JournalEvent, type StepPostEvent } from './session/journal.js';
+import { readJournal, type ChangedPath, type JournalEvent, type StepPostEvent } from './session/journal.js';
 import { operationLog, stepPositions, type OpLogEntry } from './restore/op-undo.js';
 import { foldOps, undoneSteps } from './restore/undo.js';
 import { sessionIdOrName } from './worktrees/worktree.js';
@@ -149,6 +150,42 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     }
   }
   return { ...res, phase, startedSession: created !== null, ref: stepRef(id, res.step) };
+}
+
+export interface EndOutcome {
+  session: string;
+  /** False: the session had already ended (or been discarded); nothing was written. */
+  ended: boolean;
+  /** The final snapshot, when the worktree changed after the session's last step. */
+  commit: string | null;
+  changed: ChangedPath[];
+}
+
+/**
+ * `agentsnap end`: ends the current session (--session, AGENTSNAP_SESSION, else the running session of this
+ * worktree: the one `snap` continues), so that `gc --all` no longer counts it in use. A session a live wrapper
+ * runs is refused: its wrapper ends it.
+ */
+export async function end(opts: SessionOptions = {}): Promise<EndOutcome> {
+  const ctx = await contextFor(opts);
+  const { repo } = ctx;
+  const named = sessionArg(repo, opts.session);
+  let id: string;
+  if (named || repo.callerEnv.AGENTSNAP_SESSION) {
+    id = (await selectSession(repo, { session: named })).id;
+  } else {
+    const running = (await listSessions(repo)).filter((s) => s.worktree === repo.worktree && s.status === 'running');
+    // The one `snap` continues; a wrapped one is named only to say that its wrapper ends it.
+    const found = running.find((s) => !s.owner) ?? running[0];
+    if (!found) {
+      throw errors.noSession(`no session is running in this worktree (${repo.worktree}): there is nothing to end.`, {
+        hint: '`agentsnap sessions` lists the sessions and whether each has ended.',
+        data: { worktree: repo.worktree },
+      });
+    }
+    id = found.id;
+  }
+  return { session: id, ...(await endByUser(ctx, id)) };
 }
 
 /** `agentsnap sessions`: every session of the repository, most recently active first, with worktree, liveness, changes and disk use. */

@@ -17,7 +17,7 @@ import { closeEndedCalls } from './hook.js';
 import {
   endSession,
   listWrappedSessions,
-  loadSession,
+  type EndResult,
   resumeSession,
   sessionPaths,
   sessionsDir,
@@ -109,6 +109,11 @@ export interface WrapResult {
   sessionWorktree: boolean;
   /** Problems after the agent ended that lost nothing but need the user's eye (one line each). */
   warnings: string[];
+  /**
+   * A run that recorded no step of its own: the step its changes became (the whole run), or 'unchanged' (nothing
+   * recorded, nothing changed); null when the run recorded its own steps (see EndResult.wholeRun).
+   */
+  wholeRun: EndResult['wholeRun'];
 }
 
 /** Recognises the agent from the command: its program name, or the script a runner (node, npx…) starts. */
@@ -362,6 +367,7 @@ export async function endWrap(opts: {
       worktree: repo.worktree,
       sessionWorktree: false,
       warnings: [],
+      wholeRun: null, // told by the server's reply, which was lost
     };
   }
   const adapter = adapterOrGeneric(agent);
@@ -372,8 +378,16 @@ export async function endWrap(opts: {
   ];
   if (adapter.callEnded) await closeEndedCalls(ctx, opts.session, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
   let endError: AgentsnapError | null = null;
+  let wholeRun: EndResult['wholeRun'] = null;
   try {
-    await endSession(ctx, opts.session, { exitCode: exit.code, signal: exit.signal, packInBackground: true });
+    const end = await endSession(ctx, opts.session, {
+      exitCode: exit.code,
+      signal: exit.signal,
+      packInBackground: true,
+      runStep: wholeRunStep(agent),
+    });
+    wholeRun = end.wholeRun;
+    warnings.push(...unhookedWarning(agent, opts.session, wholeRun));
   } catch (e) {
     endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
   }
@@ -386,7 +400,23 @@ export async function endWrap(opts: {
     worktree: repo.worktree,
     sessionWorktree: false,
     warnings,
+    wholeRun,
   };
+}
+
+/** How a wrapped run that recorded no step of its own is recorded at its end (EndOptions.runStep): one step, tool `wrap`. */
+function wholeRunStep(agent: Agent): { tool: string; message: string | null } {
+  return { tool: 'wrap', message: agent === 'generic' ? null : 'changes outside any tool call' };
+}
+
+/** The warning for a hooked agent whose changes became one step because none of its calls reached the hooks. */
+function unhookedWarning(agent: Agent, session: string, wholeRun: EndResult['wholeRun']): string[] {
+  if (agent === 'generic' || wholeRun === null || wholeRun === 'unchanged') return [];
+  return [
+    `agentsnap: warning: ${agent} changed ${wholeRun.changed} file(s) but none of its tool calls reached agentsnap's hooks; ` +
+      `they are recorded as step ${wholeRun.step} (changes outside any tool call: \`agentsnap undo ${wholeRun.step} --session ${session}\` takes them back). ` +
+      'Check that the agent runs hooks here (see the README on wrap).',
+  ];
 }
 
 /** What a wrapper exits with: the agent's code, or 128 + its signal's number. */
@@ -590,7 +620,6 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     AGENTSNAP_HOOKS: agent === 'generic' ? '' : agent,
   };
   const endWarnings: string[] = [];
-  const runStart = Date.now() - 1000; // journal times have millisecond precision; allow for clock rounding
   // A hooked agent's calls are its steps: what an automatic checkpoint sees between them is not the agent's.
   const auto = opts.auto
     ? startAutoCheckpoints(ctx, session, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' })
@@ -616,6 +645,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     endWarnings.push(...(injected?.finish() ?? []));
     const exitCode = exitCodeOf(exit);
     let endError: AgentsnapError | null = null;
+    let wholeRun: EndResult['wholeRun'] = null;
     try {
       // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
       if (adapter.callEnded) await closeEndedCalls(endCtx, session, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
@@ -623,16 +653,11 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
         exitCode: exit.code,
         signal: exit.signal,
         packInBackground: opts.servedBy ? 'deferred' : true,
+        // Never silently nothing: a run that recorded no step but changed files becomes one step.
+        runStep: wholeRunStep(agent),
       });
-      if (agent !== 'generic' && end.changed.length > 0) {
-        const calls = loadSession(repo, session).steps.filter((st) => st.kind === 'call' && Date.parse(st.startedAt) >= runStart);
-        if (calls.length === 0) {
-          endWarnings.push(
-            `agentsnap: warning: ${agent} changed ${end.changed.length} file(s) but none of its tool calls reached agentsnap's hooks; ` +
-              'the changes are only in the final snapshot. Check that the agent runs hooks here (see the README on wrap).',
-          );
-        }
-      }
+      wholeRun = end.wholeRun;
+      endWarnings.push(...unhookedWarning(agent, session, wholeRun));
     } catch (e) {
       endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
     }
@@ -650,6 +675,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
       worktree: repo.worktree,
       sessionWorktree: inWorktree,
       warnings: endWarnings,
+      wholeRun,
     };
   };
   return { session, agent, program, argv, cwd, env, worktree: repo.worktree, finish, notStarted };

@@ -218,8 +218,19 @@ test('wrap --session resumes an ended session with a checkpoint of the worktree,
     assert.is(second.code, 0, second.stderr);
     assert.match(second.stderr, 'resumed session work-1');
     const types = journalOf(repo, 'work-1').map((e) => e.type);
-    assert.equal(types, ['session.start', 'session.end', 'session.resume', 'step.checkpoint', 'session.end']);
-    const cp = journalOf(repo, 'work-1')[3] as { commit: string };
+    // Each run recorded no step of its own: its changes are one step (pre, post), the resume's checkpoint between them.
+    assert.equal(types, [
+      'session.start',
+      'step.pre',
+      'step.post',
+      'session.end',
+      'session.resume',
+      'step.checkpoint',
+      'step.pre',
+      'step.post',
+      'session.end',
+    ]);
+    const cp = journalOf(repo, 'work-1')[5] as { commit: string };
     assert.is(treeFiles(repo, cp.commit).get('a.txt')?.content.toString(), 'edited by hand\n');
     const head = repo.git(['rev-parse', 'refs/agentsnap/sessions/work-1/head']).trim();
     assert.equal(treeFiles(repo, head), worktreeFiles(repo));

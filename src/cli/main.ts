@@ -20,6 +20,7 @@ export interface CommandEntry {
 export const COMMANDS: CommandEntry[] = [
   { name: 'wrap', load: async () => (await import('./commands/wrap.js')).wrapCommand },
   { name: 'snap', load: async () => (await import('./commands/snap.js')).snapCommand },
+  { name: 'end', load: async () => (await import('./commands/snap.js')).endCommand },
   { name: 'sessions', load: async () => (await import('./commands/read.js')).sessionsCommand },
   { name: 'log', load: async () => (await import('./commands/read.js')).logCommand },
   { name: 'show', load: async () => (await import('./commands/read.js')).showCommand },
@@ -62,7 +63,7 @@ export const COMMAND_GROUPS: { title: string; names: string[] }[] = [
   { title: 'Look back', names: ['sessions', 'diff', 'status', 'replay', 'blame', 'why'] },
   { title: 'Take back part of it', names: ['restore', 'revert', 'op'] },
   { title: 'Test the steps', names: ['check', 'bisect'] },
-  { title: 'Record without wrap', names: ['snap', 'init', 'hook'] },
+  { title: 'Record without wrap', names: ['snap', 'end', 'init', 'hook'] },
   { title: 'Parallel sessions', names: ['apply', 'promote', 'discard'] },
   { title: 'History and backup', names: ['hooks', 'remote', 'push', 'fetch'] },
   { title: 'Tools and upkeep', names: ['doctor', 'gc', 'server', 'mcp', 'ui', 'completion'] },

@@ -16,11 +16,13 @@
 // are kept side by side so that they stay alike.
 import fs from 'node:fs';
 import path from 'node:path';
-import { errors } from '../base/errors.js';
+import { errors, type AgentsnapError } from '../base/errors.js';
+import { shellQuote } from '../base/shell.js';
 import { assertSessionId, newSessionId } from '../base/ids.js';
 import {
   appendEvent,
   eventBase,
+  readJournal,
   type ChangedPath,
   type JournalEvent,
   type SkippedFile,
@@ -28,7 +30,7 @@ import {
   type TranscriptPosition,
 } from './journal.js';
 import { withLock } from '../base/lock.js';
-import { foldJournal, type Step } from './model.js';
+import { foldJournal, type Session, type Step } from './model.js';
 import { diffTrees, readHead, type RefUpdate } from '../git/plumbing.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
@@ -37,7 +39,7 @@ import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { stepRef, headRef, keepRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
 import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects } from './locks.js';
-import { type SessionState, stateFrom, writeState, loadState, loadSessionExists, journaled, forgetPruned } from './state.js';
+import { type SessionState, stateFrom, writeState, loadState, loadSession, loadSessionExists, journaled, forgetPruned } from './state.js';
 import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOptions, selectSession } from './selection.js';
 import { importBeforeHeadMoves, importQuietly } from './transcript-import.js';
 import type { Context } from './context.js';
@@ -660,6 +662,106 @@ export async function resumeSession(ctx: Context, id: string, opts: ResumeOption
   )) as SnapshotResult;
 }
 
+export interface RunStepOptions {
+  /** The tool name the step is recorded under (`wrap`). */
+  tool: string;
+  /** What the step says it was (a known agent's changes outside any tool call); none for a plain command. */
+  message?: string | null;
+}
+
+/**
+ * The end of a wrapped run that recorded no step at all (a plain command, or an agent none of whose calls reached
+ * its hooks) but changed files: the whole run becomes one step instead of a final snapshot, pre = the snapshot the
+ * run began at (its baseline, or its resume's checkpoint), post = the worktree now, its input the session's
+ * command line, so that `log`, `show` and `undo` see it. Its number.
+ */
+async function recordWholeRun(
+  ctx: Context,
+  p: SessionPaths,
+  state: SessionState,
+  snap: { tree: string; changed: ChangedPath[]; skipped: SkippedFile[] },
+  opts: RunStepOptions & { began: { time: string }; exitCode: number | null; signal: string | null; head: string | null },
+): Promise<number> {
+  const s = state.session;
+  const id = s.id;
+  const headTree = s.headTree ?? snap.tree;
+  const clean = journaled(ctx.settings);
+  const step = s.nextStep;
+  const tool = clean(opts.tool);
+  const command = s.command && s.command.length > 0 ? { command: s.command.map(shellQuote).join(' ') } : null;
+  const pre = await ctx.objects.commitTree({
+    tree: headTree,
+    parents: [s.head],
+    message: commitMessage({ summary: `step ${step} pre ${tool}`, session: id, step, phase: 'pre', tool, head: opts.head }),
+  });
+  const preEv: JournalEvent = {
+    ...eventBase(id),
+    type: 'step.pre',
+    step,
+    tool,
+    input: command,
+    toolUseId: null,
+    message: clean(opts.message ?? null),
+    commit: pre,
+    tree: headTree,
+    parent: s.head,
+    overlaps: [],
+    changed: [],
+    skipped: snap.skipped,
+  };
+  await commitEvent(ctx, p, state, preEv, [
+    { ref: stepRef(id, step), value: pre },
+    { ref: headRef(id), value: pre },
+  ]);
+  const post = await ctx.objects.commitTree({
+    tree: snap.tree,
+    parents: [pre],
+    message: commitMessage({ summary: `step ${step} post ${tool}`, session: id, step, phase: 'post', tool, head: opts.head }),
+  });
+  const startedMs = Date.parse(opts.began.time);
+  const postEv: StepPostEvent = {
+    ...eventBase(id),
+    type: 'step.post',
+    step,
+    status: opts.signal || (opts.exitCode ?? 0) !== 0 ? 'failed' : 'done',
+    commit: post,
+    tree: snap.tree,
+    durationMs: Number.isFinite(startedMs) ? Date.now() - startedMs : null,
+    changed: snap.changed,
+    skipped: snap.skipped,
+  };
+  await commitEvent(ctx, p, state, postEv, [
+    { ref: stepRef(id, step), value: post },
+    { ref: headRef(id), value: post },
+  ]);
+  return step;
+}
+
+/**
+ * The snapshot the session's latest run began at and when: the baseline of its start, or the checkpoint its
+ * resume took. Null when anything but that (a step, an operation, an apply) was journaled since the run began.
+ */
+function runBeganAt(events: readonly JournalEvent[]): { commit: string; time: string } | null {
+  let at = -1;
+  for (let i = events.length - 1; i >= 0 && at < 0; i--) {
+    const t = events[i]?.type;
+    if (t === 'session.start' || t === 'session.resume') at = i;
+  }
+  const begin = events[at];
+  if (!begin) return null;
+  let commit = begin.type === 'session.start' ? begin.baseline : null;
+  for (const ev of events.slice(at + 1)) {
+    if (ev.type === 'session.transcript') continue;
+    // The checkpoint a resume takes right after its event is where that run begins.
+    if (commit === null && ev.type === 'step.checkpoint') {
+      commit = ev.commit;
+      continue;
+    }
+    return null;
+  }
+  return commit ? { commit, time: begin.time } : null;
+}
+
 export interface EndOptions extends SnapshotContext {
   exitCode?: number | null;
   signal?: string | null;
@@ -671,17 +773,30 @@ export interface EndOptions extends SnapshotContext {
    * it after its reply).
    */
   packInBackground?: boolean | 'deferred';
+  /** A wrapped run's end: a run that recorded no step but changed files becomes this one step (see recordWholeRun). */
+  runStep?: RunStepOptions;
+  /** `agentsnap end`: refuse (nothing written) a session a live wrapper runs; its wrapper ends it. */
+  refuseWrapped?: boolean;
+}
+
+export interface EndResult {
+  /** The final snapshot, when the worktree changed after the session's last step. */
+  commit: string | null;
+  changed: ChangedPath[];
+  /**
+   * With EndOptions.runStep: the step the whole run became (and how many paths it changed), or 'unchanged' when
+   * the run recorded nothing and changed nothing; null when the run recorded steps of its own (or without runStep).
+   */
+  wholeRun: { step: number; changed: number } | 'unchanged' | null;
 }
 
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
-export async function endSession(
-  ctx: Context,
-  id: string,
-  opts: EndOptions = {},
-): Promise<{ commit: string | null; changed: ChangedPath[] }> {
+export async function endSession(ctx: Context, id: string, opts: EndOptions = {}): Promise<EndResult> {
   const { repo, settings } = ctx;
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
   await mutate(ctx, id, 'import transcript calls', async (state, p) => {
+    // Under the lock before anything is written: a wrapper that resumed the session meanwhile keeps it.
+    if (opts.refuseWrapped && wrapperRunning(state.session)) throw stillWrapped(state.session);
     const transcript =
       opts.transcriptPath ?? state.session.agentTranscript ?? (importsReadCalls(state.session.agent) ? state.transcriptPath : null);
     const tail = transcript ? (transcriptReader(state.session.agent, transcript)?.readTail(transcript) ?? null) : null;
@@ -691,9 +806,22 @@ export async function endSession(
     await recordPost(ctx, id, { step: st.step, status: 'interrupted' });
   }
   return mutate(ctx, id, 'end session', async (state, p) => {
-    const s = state.session;
     const head = await readHead(repo);
-    const snap = await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: s.headTree });
+    const snap = await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: state.session.headTree });
+    // A run that recorded nothing (no step, no operation since it began): what it changed is its one step.
+    const began = opts.runStep && state.session.open.length === 0 ? runBeganAt(readJournal(p.journal).events) : null;
+    const unrecorded = !!began && began.commit === state.session.head;
+    const runStep =
+      unrecorded && began && opts.runStep && snap.tree !== state.session.headTree
+        ? await recordWholeRun(ctx, p, state, snap, {
+            ...opts.runStep,
+            began,
+            exitCode: opts.exitCode ?? null,
+            signal: opts.signal ?? null,
+            head: head.commit,
+          })
+        : null;
+    const s = state.session;
     let commit: string | null = null;
     if (snap.tree !== s.headTree) {
       commit = await ctx.objects.commitTree({
@@ -718,8 +846,36 @@ export async function endSession(
     else if (state.unpacked > 0 && opts.packInBackground === 'deferred')
       setTimeout(() => void maintainEndedSession(repo, id).catch(() => undefined), 0); // packing after the reply, with nobody to tell: objects left loose lose nothing
     else if (state.unpacked > 0) maintainInBackground(repo, id);
-    return { commit, changed: commit ? snap.changed : [] };
+    const wholeRun = runStep !== null ? { step: runStep, changed: snap.changed.length } : unrecorded ? ('unchanged' as const) : null;
+    return { commit, changed: commit ? snap.changed : [], wholeRun };
   });
+}
+
+/** The refusal of `agentsnap end` for a session a live wrapper runs. */
+export function stillWrapped(s: Pick<Session, 'id' | 'owner'>): AgentsnapError {
+  return errors.busy(`session ${s.id} is run by \`agentsnap wrap\` (process ${s.owner?.pid}): it ends when its command exits.`, {
+    hint: 'Exit the agent (or stop it with Ctrl-C in its terminal); its wrapper then ends the session.',
+    data: { session: s.id, pid: s.owner?.pid },
+  });
+}
+
+/**
+ * `agentsnap end`: ends a session that no wrapper ends (the one `snap` started, or one whose wrapper was killed):
+ * closes its open steps as interrupted, takes the final snapshot, journals session.end. Its snapshots stay. A
+ * session a live wrapper runs is refused; one that already ended is left as it is (`ended: false`).
+ */
+export async function endByUser(ctx: Context, id: string): Promise<{ ended: boolean; commit: string | null; changed: ChangedPath[] }> {
+  const s = loadSession(ctx.repo, id);
+  if (s.ended || s.discarded) return { ended: false, commit: null, changed: [] };
+  if (wrapperRunning(s)) throw stillWrapped(s);
+  if (s.worktree !== ctx.repo.worktree) {
+    throw errors.invalidArgument(`session ${id} belongs to the worktree ${s.worktree}, not ${ctx.repo.worktree}.`, {
+      hint: 'Run `agentsnap end` in that worktree: its final snapshot is taken there.',
+      data: { session: id, worktree: s.worktree },
+    });
+  }
+  const end = await endSession(ctx, id, { refuseWrapped: true });
+  return { ended: true, commit: end.commit, changed: end.changed };
 }
 
 export interface TranscriptOptions extends SnapshotContext {

@@ -1,4 +1,4 @@
-import { snap } from '../../api.js';
+import { end, snap } from '../../api.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption } from '../context.js';
 import { describeSkipped } from '../output.js';
@@ -66,5 +66,43 @@ export const snapCommand: CommandFactory = (ctx) => ({
     out.note(`agentsnap: session ${res.session} step ${res.step} ${res.phase} ${res.commit.slice(0, 10)} (${changed})`);
     if (res.skipped.length > 0) out.note(`agentsnap: not snapshotted: ${res.skipped.map(describeSkipped).join(', ')}`);
     out.out(String(res.step));
+  },
+});
+
+interface EndArgs {
+  session?: string;
+  json: boolean;
+  quiet: boolean;
+}
+
+export const endCommand: CommandFactory = (ctx) => ({
+  command: 'end',
+  describe: 'End the current session (the one `snap` started): a final snapshot; its steps stay (a wrapped session ends with its command)',
+  builder: (y) =>
+    y
+      .options({
+        ...sessionOption,
+        quiet: { type: 'boolean', alias: 'q', default: false, describe: 'print nothing' },
+        ...jsonOption,
+      })
+      .example('$0 snap -m "before refactor" && … && $0 end', 'save points of your own, then end their session')
+      .example('$0 end --session fix-login', 'end a session a killed wrapper left running'),
+  handler: async (raw) => {
+    const argv = raw as unknown as EndArgs;
+    const out = ctx.output(argv);
+    const res = await end({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session });
+    if (out.json) {
+      out.printJson(res);
+      return;
+    }
+    if (!res.ended) {
+      out.note(`agentsnap: session ${res.session} had already ended; nothing to do`);
+      return;
+    }
+    const changed = res.changed.length === 1 ? '1 file changed' : `${res.changed.length} files changed`;
+    const last = res.commit
+      ? `final snapshot ${res.commit.slice(0, 10)} (${changed} since its last step)`
+      : 'no change since its last step';
+    out.note(`agentsnap: session ${res.session} ended; ${last}; its steps stay until \`agentsnap gc\``);
   },
 });

@@ -129,8 +129,17 @@ function endNotes(out: Output, res: WrapResult): void {
         `  discard:  agentsnap discard ${id}   (remove the worktree)`,
       ].join('\n'),
     );
+  } else if (res.wholeRun === 'unchanged') {
+    out.note(`agentsnap: session ${res.session} ended; no files changed, nothing recorded`);
   } else {
     out.note(`agentsnap: session ${res.session} ended; see \`agentsnap log --session ${res.session}\``);
+  }
+  // A run with no step of its own (a plain command; a known agent's are said in its warning): its one step.
+  if (!res.endError && res.wholeRun && res.wholeRun !== 'unchanged' && res.agent === 'generic') {
+    const files = res.wholeRun.changed === 1 ? '1 file changed' : `${res.wholeRun.changed} files changed`;
+    out.note(
+      `agentsnap: recorded 1 step (the whole run: ${files}); \`agentsnap undo ${res.wholeRun.step} --session ${res.session}\` takes it back`,
+    );
   }
 }
 
