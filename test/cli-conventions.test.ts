@@ -45,7 +45,7 @@ const POSITIONALS: Record<string, string[]> = {
 /** Options a command requires, given so that only the wrong one is wrong. */
 const REQUIRED: Record<string, string[]> = { bisect: ['--run', 'true'], promote: ['--branch', 'b'] };
 /** Commands whose last positional takes any number of words: no argument is unexpected. */
-const VARIADIC = new Set(['wrap', 'restore']);
+const VARIADIC = new Set(['wrap', 'restore', 'hooks']);
 /** `hook` never goes through the parser: an agent's hook must exit 0 whatever it is given (src/cli/commands/hook.ts). */
 const PARSED = COMMANDS.map((c) => c.name).filter((name) => name !== 'hook');
 
