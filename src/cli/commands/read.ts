@@ -6,7 +6,7 @@ import { outsideEffect } from '../../session/effects.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { planLines } from '../../session/plan.js';
-import { countChanges, describeSkipped, formatSize, printableDiff, printablePath, type Output } from '../output.js';
+import { countChanges, describeSkipped, formatSize, printableDiff, printablePath, processLine, type Output } from '../output.js';
 import { printableLine } from '../../base/printable.js';
 
 function when(iso: string): string {
@@ -268,7 +268,8 @@ export const logCommand: CommandFactory = (ctx) => ({
           `${st.changedBefore.length} changed outside tool calls before it`,
           c.yellow(`${st.changedBefore.length} changed outside tool calls before it`),
         );
-      if (st.message) mark(printableLine(JSON.stringify(st.message)));
+      // A checkpoint's message is its description (`what`): a call's is a note beside its command.
+      if (st.message && st.kind !== 'checkpoint') mark(printableLine(JSON.stringify(st.message)));
       // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
       if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0)
         mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
@@ -333,6 +334,7 @@ export const showCommand: CommandFactory = (ctx) => ({
         what: res.what,
         plan: res.plan,
         environment: res.environment,
+        processes: res.processes,
         session: res.session.id,
         diff: res.diff,
       });
@@ -371,6 +373,10 @@ export const showCommand: CommandFactory = (ctx) => ({
     if (env.tools)
       out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
+    if (res.processes.length > 0) {
+      out.out(`processes it started, still running (${res.processes.length}):`);
+      for (const p of res.processes) out.out(`  ${processLine(p)}`);
+    }
     if (res.diff) ctx.io.stdout.write(printableDiff(res.diff, out.color));
     else out.note('no changes');
   },

@@ -9,7 +9,7 @@ import type { StopResult } from '../../base/procfs.js';
 import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
-import { describeLeft, printablePath, type Output } from '../output.js';
+import { describeLeft, printablePath, processLine, type Output } from '../output.js';
 import { printableLine, printableText } from '../../base/printable.js';
 
 const opOptions = {
@@ -163,19 +163,6 @@ function printChat(out: Output, chat: ChatRewind, step: number, compacting = fal
     );
     out.out(printableText(chat.text));
   }
-}
-
-function processLine(p: AgentProcess & { stopped?: StopResult }): string {
-  const ports = p.ports.length > 0 ? `, listening on ${p.ports.map((n) => `:${n}`).join(' ')}` : '';
-  const stopped =
-    p.stopped === undefined
-      ? ''
-      : p.stopped === 'failed'
-        ? '  — could not be stopped'
-        : p.stopped === 'gone'
-          ? '  — had already ended'
-          : `  — stopped (${p.stopped === 'killed' ? 'SIGKILL' : 'SIGTERM'})`;
-  return `pid ${p.pid}  ${printablePath(p.command)}  (started by step ${p.step}${ports})${stopped}`;
 }
 
 /** The processes the undone steps left running: an undo puts files back, not processes (and redo revives none). */

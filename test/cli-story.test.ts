@@ -1,0 +1,111 @@
+// Issue 32, items 6–10, through the executable (bin/agentsnap.js in its own process): output that tells the story.
+// Every place that names a step names its call (show, bisect; the `-m` text, an --auto step's files), show N lists
+// the processes its call left running, bisect gives a stat by default and no revert of a step already reverted,
+// check --each shows a failure once, blame calls the user's own line "your edit".
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import path from 'node:path';
+import { agentsnapOnPath, cli, cliProcess, tempRepo, type TempRepo } from './helpers.js';
+
+/** One tool call recorded by `snap --phase pre/post` (in-process: the set-up, not what is tested). */
+async function call(repo: TempRepo, tool: string, change: () => void): Promise<number> {
+  const pre = await cli(repo, ['snap', '--phase', 'pre', '--tool', tool, '--json']);
+  assert.is(pre.code, 0, pre.stderr);
+  const n = (JSON.parse(pre.stdout) as { step: number }).step;
+  change();
+  const post = await cli(repo, ['snap', '--phase', 'post', '--step', String(n), '--tool', tool, '--json']);
+  assert.is(post.code, 0, post.stderr);
+  return n;
+}
+
+function count(text: string, needle: string): number {
+  return text.split(needle).length - 1;
+}
+
+test('show N of a `snap -m` checkpoint names it by its text; log names it once', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    repo.write('a.txt', 'two\n');
+    const snap = await cliProcess(repo, ['snap', '-m', 'before the refactor', '--json']);
+    assert.is(snap.code, 0, snap.stderr);
+    const n = (JSON.parse(snap.stdout) as { step: number }).step;
+    const show = await cliProcess(repo, ['show', String(n)]);
+    assert.is(show.code, 0, show.stderr);
+    assert.match(show.stdout.split('\n')[0] ?? '', /^step \d+ +checkpoint +done +\S+\.\.\S+ +before the refactor$/);
+    const json = await cliProcess(repo, ['show', String(n), '--json']);
+    assert.is((JSON.parse(json.stdout) as { what: string }).what, 'before the refactor');
+    const log = await cliProcess(repo, ['log']);
+    assert.is(count(log.stdout, 'before the refactor'), 1, log.stdout);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('wrap --auto: its step names the files it changed, not "the worktree changed"', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const res = await cliProcess(repo, ['wrap', '--auto', '--', 'sh', '-c', 'echo two > a.txt; echo new > b.txt'], { timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stderr);
+    const log = await cliProcess(repo, ['log', '--json']);
+    const rows = JSON.parse(log.stdout) as { step: number; tool: string; what: string | null }[];
+    const auto = rows.filter((r) => r.tool === 'auto');
+    assert.ok(auto.length > 0, log.stdout);
+    assert.match(auto.map((r) => r.what).join('\n'), /changed a\.txt, b\.txt/);
+    const text = await cliProcess(repo, ['log']);
+    assert.not.match(text.stdout, 'the worktree changed');
+    const show = await cliProcess(repo, ['show', String(auto[0]!.step)]);
+    assert.match(show.stdout.split('\n')[0] ?? '', 'changed a.txt, b.txt');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+const linux = process.platform === 'linux' && fs.existsSync('/proc/self/environ');
+
+test('show N lists the processes its call started and left running (status is not the only place)', async () => {
+  if (!linux) {
+    console.log('  skipped: needs Linux /proc');
+    return;
+  }
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  let pid = 0;
+  try {
+    const pidFile = path.join(repo.base, 'sleeper.pid');
+    // The "agent": step 1 starts a process in the background and leaves it; step 2 only edits.
+    const script = [
+      'set -e',
+      'agentsnap snap --phase pre --tool Bash -q',
+      `sleep 600 </dev/null >/dev/null 2>&1 & echo $! > ${JSON.stringify(pidFile)}`,
+      'agentsnap snap --phase post --step 1 --tool Bash -q',
+      'agentsnap snap --phase pre --tool Edit -q',
+      'echo two > a.txt',
+      'agentsnap snap --phase post --step 2 --tool Edit -q',
+    ].join('\n');
+    const env = { PATH: agentsnapOnPath(repo.base) };
+    const res = await cliProcess(repo, ['wrap', '--agent', 'generic', '--', 'sh', '-c', script], { env, timeoutMs: 120_000 });
+    assert.is(res.code, 0, res.stderr);
+    pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    const show1 = await cliProcess(repo, ['show', '1'], { env });
+    assert.is(show1.code, 0, show1.stderr);
+    assert.match(show1.stdout, `processes it started, still running (1):\n  pid ${pid}  sleep 600  (started by step 1)`);
+    const json = await cliProcess(repo, ['show', '1', '--json'], { env });
+    assert.equal(
+      (JSON.parse(json.stdout) as { processes: { pid: number; step: number }[] }).processes.map((p) => [p.pid, p.step]),
+      [[pid, 1]],
+    );
+    const show2 = await cliProcess(repo, ['show', '2'], { env });
+    assert.not.match(show2.stdout, 'processes it started');
+  } finally {
+    if (pid > 0) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone: nothing to stop
+      }
+    }
+    repo.cleanup();
+  }
+});
+
+test.run();
