@@ -108,4 +108,92 @@ test('show N lists the processes its call started and left running (status is no
   }
 });
 
+/** Four calls; the third breaks the check (broken.txt), in a 40-line file so its whole diff is long. */
+async function breakingSession(repo: TempRepo): Promise<number[]> {
+  const long = Array.from({ length: 40 }, (_, i) => `oops line ${i}`).join('\n');
+  return [
+    await call(repo, 'Write', () => repo.write('src.txt', 'v1\n')),
+    await call(repo, 'Bash', () => repo.write('src.txt', 'v2\n')),
+    await call(repo, 'Bash', () => repo.write('broken.txt', `${long}\n`)),
+    await call(repo, 'Edit', () => repo.write('README', 'docs\n')),
+  ];
+}
+
+test('bisect: a diffstat by default, the whole diff with --patch; no `revert N` suggested for a step already reverted', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  try {
+    const steps = await breakingSession(repo);
+    const bad = steps[2]!;
+    const res = await cliProcess(repo, ['bisect', '--run', 'test ! -e broken.txt']);
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stdout, `first bad step: ${bad}  Bash  done`);
+    assert.match(res.stdout, /broken\.txt \| 40 \+{10,}/);
+    assert.not.match(res.stdout, 'oops line 7');
+    assert.match(res.stderr, `its whole diff: agentsnap show ${bad} (or bisect --patch)`);
+    assert.match(res.stdout, `agentsnap revert ${bad}`);
+
+    const patch = await cliProcess(repo, ['bisect', '--run', 'test ! -e broken.txt', '--patch']);
+    assert.is(patch.code, 0, patch.stderr);
+    assert.match(patch.stdout, '+oops line 7');
+    assert.not.match(patch.stderr, 'its whole diff');
+
+    const revert = await cliProcess(repo, ['revert', String(bad)]);
+    assert.is(revert.code, 0, revert.stderr);
+    assert.not.ok(fs.existsSync(path.join(repo.dir, 'broken.txt')));
+    const again = await cliProcess(repo, ['bisect', '--run', 'test ! -e broken.txt']);
+    assert.is(again.code, 0, again.stderr);
+    assert.match(again.stdout, `first bad step: ${bad}`);
+    assert.match(again.stdout, `its changes were already taken back by operation 1 (revert ${bad})`);
+    assert.not.match(again.stdout, `agentsnap revert ${bad}`);
+    const json = await cliProcess(repo, ['bisect', '--run', 'test ! -e broken.txt', '--json']);
+    const report = JSON.parse(json.stdout) as { firstBad: number; revertedBy: number | null; diff: string };
+    assert.is(report.firstBad, bad);
+    assert.is(report.revertedBy, 1);
+    assert.match(report.diff, '+oops line 7', '--json keeps the whole diff');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('check --each: the first failure (the failing test by name) once, later states with the same failure named; --verbose all', async () => {
+  const repo = tempRepo({ files: { README: 'readme\n' } });
+  try {
+    const steps = await breakingSession(repo);
+    // A TAP-like runner: the failing test's name, then a summary longer than a tail would show; times differ per state.
+    const script = path.join(repo.base, 'tests.sh');
+    fs.writeFileSync(
+      script,
+      [
+        'echo "TAP version 13"',
+        'if [ -e broken.txt ]; then',
+        '  echo "not ok 1 - adds two numbers"',
+        '  echo "  ---"',
+        '  echo "  expected: 4"',
+        '  echo "  actual: 5"',
+        '  echo "  ..."',
+        '  for x in tests suites pass fail cancelled skipped todo; do echo "# $x 1"; done',
+        '  echo "# duration_ms $AGENTSNAP_CHECK_STEP.25"',
+        '  exit 1',
+        'fi',
+        'echo "ok 1 - adds two numbers"',
+      ].join('\n'),
+    );
+    const res = await cliProcess(repo, ['check', '--each', '--run', `sh ${script}`]);
+    assert.is(res.code, 1, res.stderr);
+    assert.is(count(res.stdout, 'not ok 1 - adds two numbers'), 1, res.stdout);
+    assert.match(res.stdout, `step ${steps[2]}`);
+    assert.match(res.stdout, `✗ fail (exit 1)`);
+    assert.match(res.stdout, `the same failure as step ${steps[2]}`);
+    assert.match(res.stderr, "--verbose shows each failed state's whole output");
+
+    const verbose = await cliProcess(repo, ['check', '--each', '--run', `sh ${script}`, '--verbose']);
+    assert.is(verbose.code, 1, verbose.stderr);
+    assert.is(count(verbose.stdout, 'not ok 1 - adds two numbers'), 2, verbose.stdout);
+    assert.is(count(verbose.stdout, '# todo 1'), 2, verbose.stdout);
+    assert.not.match(verbose.stdout, 'the same failure as');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
