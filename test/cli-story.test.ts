@@ -196,4 +196,47 @@ test('check --each: the first failure (the failing test by name) once, later sta
   }
 });
 
+test('blame and why: the user\'s own line is "your edit (between step 3 and 4)", also when an operation\'s snapshot first held it', async () => {
+  const repo = tempRepo({ files: { 'f.txt': 'a\n' } });
+  try {
+    await call(repo, 'Bash', () => repo.write('f.txt', 'a\nby step 1\n'));
+    await call(repo, 'Edit', () => repo.write('g.txt', 'g\n'));
+    repo.write('f.txt', 'a\nby step 1\nmine, between 2 and 3\n'); // outside tool calls
+    await call(repo, 'Bash', () => repo.write('h.txt', 'h\n'));
+    repo.write('f.txt', 'a\nby step 1\nmine, between 2 and 3\nmine, after 3\n'); // outside tool calls, then an operation
+    const revert = await cliProcess(repo, ['revert', '2']);
+    assert.is(revert.code, 0, revert.stderr);
+    await call(repo, 'Edit', () => repo.write('h.txt', 'h2\n'));
+
+    const blame = await cliProcess(repo, ['blame', 'f.txt']);
+    assert.is(blame.code, 0, blame.stderr);
+    const rows = blame.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
+    assert.equal(rows, [
+      'before the session 1) a',
+      'step 1 Bash 2) by step 1',
+      'your edit (between step 2 and 3) 3) mine, between 2 and 3',
+      'your edit (between step 3 and 4) 4) mine, after 3',
+    ]);
+    assert.not.match(blame.stdout, 'operation');
+    const why = await cliProcess(repo, ['why', 'f.txt:4']);
+    assert.is(why.code, 0, why.stderr);
+    assert.match(why.stdout, /^your edit \(between step 3 and 4\)(, by \d\d:\d\d)?: not by a recorded tool call/m);
+    assert.not.match(why.stdout, 'put back by');
+    const json = await cliProcess(repo, ['blame', 'f.txt', '--json']);
+    const origins = (JSON.parse(json.stdout) as { lines: { origin: { kind: string; step: number | null; after: number | null } }[] }).lines;
+    assert.equal(
+      origins.slice(2).map((l) => [l.origin.kind, l.origin.after, l.origin.step]),
+      [
+        ['between', 2, 3],
+        ['between', 3, 4],
+      ],
+    );
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
