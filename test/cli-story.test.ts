@@ -56,6 +56,10 @@ test('wrap --auto: its step names the files it changed, not "the worktree change
     assert.not.match(text.stdout, 'the worktree changed');
     const show = await cliProcess(repo, ['show', String(auto[0]!.step)]);
     assert.match(show.stdout.split('\n')[0] ?? '', 'changed a.txt, b.txt');
+    const status = await cliProcess(repo, ['status']);
+    assert.is(status.code, 0, status.stderr);
+    assert.match(status.stdout, 'automatic checkpoints (wrap --auto): the last ');
+    assert.not.match(status.stdout, 'hooks');
   } finally {
     repo.cleanup();
   }
@@ -234,6 +238,78 @@ test('blame and why: the user\'s own line is "your edit (between step 3 and 4)",
         ['between', 3, 4],
       ],
     );
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test('sessions: a date and a name (--name, else the command); the name is accepted where an id is; --worktree hints use it', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const env = { PATH: agentsnapOnPath(repo.base) };
+    const agent = (line: string) =>
+      ['agentsnap snap --phase pre --tool Bash -q >/dev/null', line, 'agentsnap snap --phase post --tool Bash -q >/dev/null'].join('\n');
+    const named = await cliProcess(
+      repo,
+      ['wrap', '--name', 'login fix', '--agent', 'generic', '--', 'sh', '-c', agent('echo two > a.txt')],
+      {
+        env,
+        timeoutMs: 120_000,
+      },
+    );
+    assert.is(named.code, 0, named.stderr);
+    assert.match(named.stderr, "see `agentsnap log --session 'login fix'`");
+    const plain = await cliProcess(repo, ['wrap', '--agent', 'generic', '--', 'sh', '-c', agent('echo three > b.txt')], {
+      env,
+      timeoutMs: 120_000,
+    });
+    assert.is(plain.code, 0, plain.stderr);
+
+    const list = await cliProcess(repo, ['sessions']);
+    assert.is(list.code, 0, list.stderr);
+    const lines = list.stdout.trimEnd().split('\n');
+    assert.match(lines[0]!, /^SESSION\s+NAME\s+STATUS\s/);
+    const loginRow = lines.find((l) => l.includes('login fix'));
+    assert.ok(loginRow, list.stdout);
+    assert.match(loginRow!, /\b\d{4}-\d\d-\d\d \d\d:\d\d\b/, 'the start with its date, today too');
+    // No --name: the command, shortened (the script of `sh -c`), with a one-line agent its whole text.
+    assert.ok(
+      lines.some((l) => /^\S+\s+agentsnap snap --phase pre --\S*…\s/.test(l)),
+      list.stdout,
+    );
+    const json = JSON.parse((await cliProcess(repo, ['sessions', '--json'])).stdout) as { id: string; name: string | null }[];
+    const login = json.find((x) => x.name === 'login fix');
+    assert.ok(login, JSON.stringify(json));
+
+    // The name where an id goes: log, show, undo.
+    const log = await cliProcess(repo, ['log', '--session', 'login fix']);
+    assert.is(log.code, 0, log.stderr);
+    assert.match(log.stderr, `session ${login!.id} (login fix)`);
+    assert.match(log.stdout, /a\.txt/);
+    assert.not.match(log.stdout, /b\.txt/);
+    const show = await cliProcess(repo, ['show', '1', '--session', 'login fix']);
+    assert.is(show.code, 0, show.stderr);
+    assert.match(show.stdout, '+two');
+    const undo = await cliProcess(repo, ['undo', '1', '--session', 'login fix', '--dry-run', '--json']);
+    assert.match(undo.stdout, `"session": "${login!.id}"`);
+    const unknown = await cliProcess(repo, ['log', '--session', 'no such name']);
+    assert.is(unknown.code, 1, unknown.stderr);
+    assert.match(unknown.stderr, 'no session has that name');
+
+    // --worktree: the end-of-session hints name the session as the user did.
+    const wt = await cliProcess(
+      repo,
+      ['wrap', '--worktree', '--name', 'try-it', '--agent', 'generic', '--', 'sh', '-c', 'echo z > z.txt'],
+      {
+        env,
+        timeoutMs: 120_000,
+      },
+    );
+    assert.is(wt.code, 0, wt.stderr);
+    assert.match(wt.stderr, 'agentsnap apply try-it ');
+    assert.match(wt.stderr, 'agentsnap discard try-it ');
+    const discard = await cliProcess(repo, ['discard', 'try-it'], { env });
+    assert.is(discard.code, 0, discard.stderr);
   } finally {
     repo.cleanup();
   }

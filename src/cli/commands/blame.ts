@@ -62,7 +62,7 @@ export const blameCommand: CommandFactory = (ctx) => ({
       });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     const labels = res.lines.map((l) => label(l.author));
     const width = Math.min(40, Math.max(0, ...labels.map((s) => s.length)));
     const numWidth = String(res.lines.length).length;
@@ -115,7 +115,7 @@ export const whyCommand: CommandFactory = (ctx) => ({
       });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     out.out(`${printablePath(res.path)}:${res.line.line}  ${printableLine(res.line.text)}`);
     const o = a.origin;
     if (o.kind === 'step')

@@ -121,7 +121,7 @@ export const checkCommand: CommandFactory = (ctx) => ({
       out.printJson({ session: res.session.id, results: res.results, warnings: res.warnings });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     for (const w of res.warnings) out.err(`agentsnap: warning: ${printableLine(w)}`);
     const seen = new Map<string, number>();
     let leftOut = false;
@@ -187,7 +187,7 @@ export const bisectCommand: CommandFactory = (ctx) => ({
       });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     for (const r of res.results) out.out(resultLine(out, r));
     if (!res.firstBad) {
       out.out(out.color.yellow(res.problem ?? 'no first bad step found'));

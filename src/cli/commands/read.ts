@@ -19,6 +19,14 @@ function when(iso: string): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${time}`;
 }
 
+/** `YYYY-MM-DD HH:MM` in local time, whatever the day. */
+function dateAndTime(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
 function statusColor(out: Output, status: string): string {
   const c = out.color;
   switch (status) {
@@ -56,6 +64,7 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
     const c = out.color;
     const header = {
       id: 'SESSION',
+      name: 'NAME',
       status: 'STATUS',
       steps: 'STEPS',
       files: 'FILES CHANGED',
@@ -65,12 +74,14 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
       where: 'WORKTREE',
     };
     const rows = list.map((s) => ({
-      id: cell(`${s.id}${s.name ? ` (${printablePath(s.name)})` : ''}`, `${c.bold(s.id)}${s.name ? ` (${printablePath(s.name)})` : ''}`),
+      id: cell(s.id, c.bold(s.id)),
+      name: cell(s.name ? printablePath(s.name) : '-'),
       status: cell(s.status, statusColor(out, s.status)),
       steps: cell(String(s.steps)),
       files: cell(String(s.filesChanged)),
       disk: cell(formatSize((s.diskUse.worktree ?? 0) + s.diskUse.state)),
-      started: cell(when(s.createdAt)),
+      // With its date, today's too: sessions are told apart across days.
+      started: cell(dateAndTime(s.createdAt)),
       agent: cell(printablePath(s.agent ?? '-')),
       where: cell(
         s.worktreeKind === 'main' ? 'main worktree' : `${printablePath(s.worktree)}${s.worktreeExists ? '' : ' (removed)'}`,
@@ -199,7 +210,7 @@ export const logCommand: CommandFactory = (ctx) => ({
     } else {
       const res = await log({ ...common, session: argv.session });
       rows = res.rows;
-      if (!out.json) out.note(sessionSourceNote(res.session.id, res.source));
+      if (!out.json) out.note(sessionSourceNote(res.session, res.source));
       empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
     }
     if (out.json) {
@@ -340,7 +351,7 @@ export const showCommand: CommandFactory = (ctx) => ({
       });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     const st = res.step;
     out.out(
       out.color.bold(
@@ -416,7 +427,7 @@ export const diffCommand: CommandFactory = (ctx) => ({
       out.printJson({ session: res.session.id, from: res.from, to: res.to, diff: res.diff });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     if (res.diff) ctx.io.stdout.write(printableDiff(res.diff, out.color));
     else out.note('no differences');
   },

@@ -5,6 +5,7 @@ import type { ChatRewind } from '../../restore/rewind.js';
 import { adapterOf } from '../../agents/registry.js';
 import { planLines } from '../../session/plan.js';
 import type { AgentProcess } from '../../session/processes.js';
+import { AUTO_TOOL } from '../../session/auto.js';
 import type { StopResult } from '../../base/procfs.js';
 import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';
@@ -408,7 +409,12 @@ export const statusCommand: CommandFactory = (ctx) => ({
         ? `last step: ${s.lastStep.step} ${printablePath(s.lastStep.tool ?? '')} (${s.lastStep.status})`.replace('  ', ' ')
         : 'no steps yet',
     );
-    out.out(`hooks: last step event ${ago(s.lastStepEventAt)}`);
+    // A wrap --auto session's steps come from watching the worktree, not from hooks.
+    out.out(
+      s.lastStep?.tool === AUTO_TOOL
+        ? `automatic checkpoints (wrap --auto): the last ${ago(s.lastStepEventAt)}`
+        : `hooks: last step event ${ago(s.lastStepEventAt)}`,
+    );
     // Only when it costs the user something: a watching server is the normal case.
     if (s.watcher?.state === 'degraded') {
       out.out(c.yellow(watcherLine(s.watcher)));
