@@ -133,13 +133,13 @@ test('bisect: a diffstat by default, the whole diff with --patch; no `revert N` 
     assert.match(res.stdout, `first bad step: ${bad}  Bash  done`);
     assert.match(res.stdout, /broken\.txt \| 40 \+{10,}/);
     assert.not.match(res.stdout, 'oops line 7');
-    assert.match(res.stderr, `its whole diff: agentsnap show ${bad} (or bisect --patch)`);
+    assert.match(res.stdout, `its whole diff: agentsnap show ${bad} (or bisect --patch)`);
     assert.match(res.stdout, `agentsnap revert ${bad}`);
 
     const patch = await cliProcess(repo, ['bisect', '--run', 'test ! -e broken.txt', '--patch']);
     assert.is(patch.code, 0, patch.stderr);
     assert.match(patch.stdout, '+oops line 7');
-    assert.not.match(patch.stderr, 'its whole diff');
+    assert.not.match(patch.stdout, 'its whole diff');
 
     const revert = await cliProcess(repo, ['revert', String(bad)]);
     assert.is(revert.code, 0, revert.stderr);

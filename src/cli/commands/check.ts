@@ -200,7 +200,8 @@ export const bisectCommand: CommandFactory = (ctx) => ({
     );
     if (st.input !== undefined && st.input !== null) out.out(`input: ${printableLine(JSON.stringify(st.input).slice(0, 400))}`);
     if (res.diff) ctx.io.stdout.write(printableDiff(res.diff.endsWith('\n') ? res.diff : `${res.diff}\n`, out.color));
-    if (!argv.patch && res.diff) out.note(`agentsnap: its whole diff: agentsnap show ${st.step} (or bisect --patch)`);
+    // In the report (stdout), right under the stat it explains, also where stdout and stderr go through one pager.
+    if (!argv.patch && res.diff) out.out(out.color.dim(`its whole diff: agentsnap show ${st.step} (or bisect --patch)`));
     if (res.revertedBy !== null)
       out.out(
         `its changes were already taken back by operation ${res.revertedBy} (revert ${st.step}): if your worktree still fails the check, the cause is elsewhere`,
