@@ -5,6 +5,7 @@ import { loadSettings } from './settings/settings.js';
 import { openCheckWorktree, recordedChecks, runAutoCheck, verdictOf, type CheckResult } from './worktrees/check.js';
 import { loadSession } from './session/session.js';
 import { describeStep, showStep } from './session/read.js';
+import { foldOps } from './restore/undo.js';
 import type { Session, Step } from './session/model.js';
 import { resolveSession, type ResolvedSession, type SessionOptions } from './api.js';
 
@@ -92,6 +93,8 @@ export interface BisectOptions extends SessionOptions {
   bad?: number | undefined;
   /** Run a failing check again up to this many times; it passes if any run passes (flaky checks). */
   retries?: number;
+  /** The first bad step's whole diff instead of its diffstat (a step can change thousands of lines). */
+  patch?: boolean;
 }
 
 export interface BisectReport {
@@ -100,8 +103,10 @@ export interface BisectReport {
   /** The first step whose state fails; null when it could not be told (skips, or the bad state passes). */
   firstBad: Step | null;
   what: string | null;
-  /** Its diff (pre to post). */
+  /** Its diffstat (pre to post), or with `patch` its diff. */
   diff: string;
+  /** The revert operation that already took back the first bad step's changes; null when none did. */
+  revertedBy: number | null;
   /** Every state checked, in the order it was. */
   results: CheckResult[];
   /** Steps that could not be tested (exit 125) between the last good and the first bad. */
@@ -182,17 +187,26 @@ export async function bisect(opts: BisectOptions): Promise<BisectReport> {
     await wt.close();
   }
   const st = firstBad !== null ? (s.steps.find((x) => x.step === firstBad) ?? null) : null;
-  const diff = st ? (await showStep(r.repo, s.id, st.step, { color: false, stat: false })).diff : '';
+  const diff = st ? (await showStep(r.repo, s.id, st.step, { color: false, stat: !opts.patch })).diff : '';
   return {
     session: s,
     source: r.source,
     firstBad: st,
     what: st ? describeStep(s, st) : null,
     diff,
+    revertedBy: st ? revertOf(s, st.step) : null,
     results,
     skipped: skipped.sort((a, b) => a - b),
     problem,
   };
+}
+
+/** The done revert of step `n` a redo did not take back, newest first; null when its changes were never reverted. */
+function revertOf(s: Session, n: number): number | null {
+  const reverts = foldOps(s.extraEvents).filter(
+    (o) => o.kind === 'revert' && o.status === 'done' && o.target.step === n && o.redoneBy === null,
+  );
+  return reverts[reverts.length - 1]?.op ?? null;
 }
 
 /** The middle of `candidates` that has not been found untestable; null when all were. */

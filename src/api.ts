@@ -42,6 +42,8 @@ import { hooksStatus } from './history/hooks-install.js';
 import { INIT_AGENTS, stillInitialised, type InitAgent } from './init.js';
 import { planAt, planHistory, type PlanState } from './session/plan.js';
 import { environmentAt, type StepEnvironment } from './session/environment.js';
+import { agentProcesses, type AgentProcess } from './session/processes.js';
+import { loadSettings } from './settings/settings.js';
 import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from './worktrees/check.js';
 
 export interface RepoOptions {
@@ -480,7 +482,7 @@ export interface ShowOptions extends SessionOptions {
   stat?: boolean;
 }
 
-/** `agentsnap show N`: what step N changed. */
+/** `agentsnap show N`: what step N was and changed: its call, diff, plan, environment and the processes it left running. */
 export async function show(opts: ShowOptions): Promise<{
   session: Session;
   step: Step;
@@ -488,6 +490,8 @@ export async function show(opts: ShowOptions): Promise<{
   diff: string;
   plan: PlanState | null;
   environment: StepEnvironment;
+  /** Live processes this step's call started and left running (a server, a watcher). */
+  processes: AgentProcess[];
   source: ResolvedSession['source'];
 }> {
   checkStepNumber(opts.step);
@@ -501,6 +505,7 @@ export async function show(opts: ShowOptions): Promise<{
     diff: out.diff,
     plan: planAt(r.session, out.step.step),
     environment: environmentAt(r.session, out.step.step),
+    processes: agentProcesses(r.session, (await loadSettings(r.repo)).redactPatterns).filter((p) => p.step === out.step.step),
     source: r.source,
   };
 }

@@ -59,6 +59,8 @@ export interface WrapOptions {
   /** Called once the baseline is taken, before the agent starts. */
   onStart?: (info: WrapStart) => void;
   onProgress?: (phase: string) => void;
+  /** A name for a new session (`wrap --name`): shown by `sessions`, accepted wherever its id is. */
+  name?: string | null | undefined;
   /** Run the agent in a new session worktree (`wrap --worktree`) instead of this worktree. */
   worktree?: { name?: string | null | undefined; from?: StartPoint | undefined } | null | undefined;
   /** How this run's warm server answers a `snap` the Node client hands it (the CLI passes its snap command; absent: the client runs it). */
@@ -538,6 +540,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
         await startSession(ctx, {
           agent,
           command: journaled,
+          ...(opts.name ? { name: opts.name } : {}),
           owner,
           warmCopy: true,
           ...(gitVersion ? { gitVersion } : {}),

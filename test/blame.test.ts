@@ -30,7 +30,12 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
       .trimEnd()
       .split('\n')
       .map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
-    assert.equal(rows, [`step ${two} Edit 1) A`, `step ${one} Bash 2) B`, 'between steps (not a tool call) 3) c', 'not recorded yet 4) d']);
+    assert.equal(rows, [
+      `step ${two} Edit 1) A`,
+      `step ${one} Bash 2) B`,
+      'your edit (between step 1 and 2) 3) c',
+      'not recorded yet 4) d',
+    ]);
 
     const json = await cli(repo, ['blame', 'f.txt', '--json']);
     const lines = (JSON.parse(json.stdout) as { lines: { line: number; text: string; step: number | null; origin: { kind: string } }[] })

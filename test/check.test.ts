@@ -124,7 +124,7 @@ test('bisect: the first bad step with its call and diff; 125 skips; nothing to f
   const repo = tempRepo({ files: { README: 'readme\n' } });
   try {
     const steps = await session(repo);
-    const res = await cli(repo, ['bisect', '--run', TESTS]);
+    const res = await cli(repo, ['bisect', '--run', TESTS, '--patch']);
     assert.is(res.code, 0, res.stderr);
     assert.match(res.stdout, `first bad step: ${steps[2]}  Bash  done`);
     assert.match(res.stdout, '+oops');

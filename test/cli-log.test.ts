@@ -168,12 +168,12 @@ test('sessions: a header row over aligned columns, the disk use under its label'
     assert.is(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split('\n');
     assert.is(lines.length, 3, r.stdout);
-    assert.match(lines[0]!, /^SESSION\s+STATUS\s+STEPS\s+FILES CHANGED\s+DISK USE\s+STARTED\s+AGENT\s+WORKTREE$/);
+    assert.match(lines[0]!, /^SESSION\s+NAME\s+STATUS\s+STEPS\s+FILES CHANGED\s+DISK USE\s+STARTED\s+AGENT\s+WORKTREE$/);
     const at = (line: string, re: RegExp) => line.search(re);
     // Status and the start time begin under their labels; the numbers end under theirs.
     for (const line of lines.slice(1)) {
       assert.is(at(line, /\b(running|ended)\b/), lines[0]!.indexOf('STATUS'), line);
-      assert.is(at(line, /\d\d:\d\d:\d\d/), lines[0]!.indexOf('STARTED'), line);
+      assert.is(at(line, /\d{4}-\d\d-\d\d \d\d:\d\d\b/), lines[0]!.indexOf('STARTED'), line);
       assert.match(line.slice(0, lines[0]!.indexOf('DISK USE') + 'DISK USE'.length), /\d+(\.\d)? (B|KiB|MiB)$/, line);
     }
     assert.match(r.stdout, /\bclaude\b/);

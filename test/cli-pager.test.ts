@@ -84,6 +84,24 @@ test('show, diff, log and replay on a terminal go through $AGENTSNAP_PAGER (LESS
   }
 });
 
+test('bisect on a terminal goes through the pager too (issue 32 item 7): its report, the first bad step with its stat', async () => {
+  if (!hasScript) return;
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await session(repo);
+    const pager = recordingPager(repo, 'bisect');
+    const r = await onTerminal(repo, ['bisect', '--run', 'test ! -e big.txt'], { AGENTSNAP_PAGER: pager.cmd, NO_COLOR: '' });
+    assert.is(r.code, 0, r.terminal);
+    const paged = fs.readFileSync(pager.out, 'utf8');
+    assert.match(paged, /first bad step: 2 {2}Bash/);
+    assert.match(paged, /big\.txt \| 40000 /, paged);
+    assert.not.match(paged, 'line 39999', 'a stat, not the 40,000-line diff');
+    assert.not.match(r.terminal, /first bad step/, 'nothing printed around the pager');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('pager choice: $PAGER when $AGENTSNAP_PAGER is unset, the user LESS kept, none for "" or cat, none when piped, not for other commands', async () => {
   if (!hasScript) return;
   const repo = tempRepo({ files: { 'a.txt': 'a\n' } });

@@ -258,8 +258,8 @@ test('sessions shows worktree, liveness, steps, files changed and disk use', asy
     assert.is(main?.diskUse.worktree, null);
     const text = await cli(r, ['sessions']);
     assert.match(text.stdout, 'main worktree');
-    // The row of v1 (SESSION STATUS STEPS FILES CHANGED …): 1 step, 2 files changed.
-    assert.match(text.stdout, /^v1(?: \([^)]*\))?\s+\w+\s+1\s+2\s/m);
+    // The row of v1 (SESSION NAME STATUS STEPS FILES CHANGED …): 1 step, 2 files changed.
+    assert.match(text.stdout, /^v1\s.*\s(?:running|ended)\s+1\s+2\s/m);
   } finally {
     r.cleanup();
   }

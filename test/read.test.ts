@@ -86,7 +86,7 @@ test('log: steps with tool, status, files and +/- counts; --tool, --last, -- <pa
     assert.match(text.stdout, /^\s+2\s+Edit\s+done\s+\S+\s+1 file \+1 -0$/m);
     assert.match(text.stdout, /^\s+M a\.txt\s+\+1 -0$/m);
     assert.match(text.stdout, /^\s+3\s+Bash\s+done\s+\S+\s+2 files \+2 -1$/m);
-    assert.match(text.stdout, /"start"/);
+    assert.match(text.stdout, /\sstart$/m, "a checkpoint's message is its description");
     assert.not.match(text.stdout, /\x1b\[/, 'no colour when piped');
     const viaEnv = await cli(repo, ['log'], { env: { AGENTSNAP_SESSION: session } });
     assert.match(viaEnv.stderr, /\(from AGENTSNAP_SESSION\)/);
@@ -197,9 +197,9 @@ test('sessions: text and --json fields', async () => {
     assert.is(list[0]?.id, 'second', 'most recently active first');
     assert.is(a.session, 'first');
     const text = await cli(repo, ['sessions']);
-    assert.match(text.stdout, /^SESSION\s+STATUS\s+STEPS\s/);
-    assert.match(text.stdout, /^first\s+running\s+2\s/m);
-    assert.match(text.stdout, /^second\s+running\s+1\s/m);
+    assert.match(text.stdout, /^SESSION\s+NAME\s+STATUS\s+STEPS\s/);
+    assert.match(text.stdout, /^first\s+-\s+running\s+2\s/m);
+    assert.match(text.stdout, /^second\s+-\s+running\s+1\s/m);
   } finally {
     repo.cleanup();
   }

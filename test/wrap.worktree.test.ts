@@ -70,7 +70,8 @@ test('wrap --worktree runs the agent in its own worktree from the current state;
     assert.is(repo.read('a.txt').toString(), 'edited by the user\n');
     // Automatic retention ran at the start (time-gated: the stamp says when it is due next).
     assert.ok(fs.statSync(path.join(repo.dir, '.git', 'agentsnap', 'gc.stamp')).mtimeMs > Date.now());
-    for (const cmd of [`agentsnap apply ${id}`, `agentsnap promote ${id} --branch`, `agentsnap discard ${id}`])
+    // Named as the user named it (--name try-it).
+    for (const cmd of ['agentsnap apply try-it', 'agentsnap promote try-it --branch', 'agentsnap discard try-it'])
       assert.match(res.stderr, cmd);
 
     // A later edit of a.txt by the user conflicts with the agent's: apply refuses and writes nothing.

@@ -320,7 +320,8 @@ async function selectStep(n) {
     state.diffText = res.diff;
     state.diffTitle = `What step ${n} changed`;
     renderDiff();
-    $('input').textContent = pretty(x.input);
+    // A step recorded without input (`snap -m`, `wrap --auto`) is named by what describes it: its message, its files.
+    $('input').textContent = x.input === null || x.input === undefined ? (res.what ?? pretty(x.input)) : pretty(x.input);
     $('output').textContent = pretty(x.output);
     const paths = [...new Set(x.changed.map((c) => c.path))];
     fill($('restore-path'), ...paths.map((p) => el('option', { value: p }, p)));

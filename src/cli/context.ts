@@ -2,6 +2,9 @@ import type { CommandModule } from 'yargs';
 import { AgentsnapError, ExitCode, errors, isErrorCode, type ExitCodeName } from '../base/errors.js';
 import type { CliIO, Output } from './output.js';
 import type { ServerCalls } from '../server/serve.js';
+import type { Session } from '../session/model.js';
+import { sessionName } from '../session/selection.js';
+import { printableName } from '../base/printable.js';
 
 /** What every command handler gets: where it runs and how to print. Passed in, never global. */
 export interface CliContext {
@@ -31,10 +34,12 @@ export const jsonOption = {
   json: { type: 'boolean', default: false, describe: 'print machine-readable JSON on stdout' },
 } as const;
 
-/** Describes where the session came from, for the "which session" line on stderr. */
-export function sessionSourceNote(id: string, source: 'flag' | 'env' | 'recent'): string {
+/** Describes where the session came from, for the "which session" line on stderr; a session is named by its name too. */
+export function sessionSourceNote(session: string | Pick<Session, 'id' | 'name' | 'command'>, source: 'flag' | 'env' | 'recent'): string {
   const why = source === 'flag' ? '' : source === 'env' ? ' (from AGENTSNAP_SESSION)' : ' (most recent in this worktree)';
-  return `session ${id}${why}`;
+  if (typeof session === 'string') return `session ${session}${why}`;
+  const name = sessionName(session);
+  return `session ${session.id}${name ? ` (${printableName(name)})` : ''}${why}`;
 }
 
 /**

@@ -293,7 +293,7 @@ export async function run(argsAsGiven: string[], ioAsGiven: CliIO): Promise<numb
     }
   }
   let pager: Pager | null = null;
-  // show, diff, log and replay on a terminal go through a pager, as git's do (src/cli/pager.ts).
+  // show, diff, log, replay and bisect on a terminal go through a pager, as git's do (src/cli/pager.ts).
   const words = argsIn.includes('--') ? argsIn.slice(0, argsIn.indexOf('--')) : argsIn;
   const command = words.find((a) => !a.startsWith('-'));
   if (command !== undefined && PAGED_COMMANDS.has(command) && !words.some((a) => a === '--no-pager' || a === '--help' || a === '-h'))
@@ -376,10 +376,10 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
       default: true,
       global: true,
       hidden: true,
-      describe: 'page show, diff, log and replay on a terminal',
+      describe: 'page show, diff, log, replay and bisect on a terminal',
     })
     .epilogue(
-      'show, diff, log and replay go through a pager on a terminal ($AGENTSNAP_PAGER, $PAGER, less): --no-pager prints as is.\n' +
+      'show, diff, log, replay and bisect go through a pager on a terminal ($AGENTSNAP_PAGER, $PAGER, less): --no-pager prints as is.\n' +
         'Every command takes --color[=always|never|auto] and --no-color, as git does (auto: colour on a terminal unless NO_COLOR is set).',
     )
     .wrap(Math.min(100, (io.stdout as { columns?: number }).columns ?? 100))

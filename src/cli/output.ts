@@ -6,6 +6,8 @@ import type { Writable } from 'node:stream';
 import type { ChangedPath, SkippedFile } from '../session/journal.js';
 import { NESTED_REPO_GONE_PREFIX } from '../restore/restore.js';
 import { printableName, printableText } from '../base/printable.js';
+import type { AgentProcess } from '../session/processes.js';
+import type { StopResult } from '../base/procfs.js';
 
 export interface CliIO {
   stdout: Writable & { isTTY?: boolean };
@@ -180,4 +182,18 @@ export function printableDiff(diff: string, c: ChalkInstance): string {
       return line;
     })
     .join('\n');
+}
+
+/** One process an agent's call left running: pid, command, the step that started it, its ports, how it was stopped. */
+export function processLine(p: AgentProcess & { stopped?: StopResult }): string {
+  const ports = p.ports.length > 0 ? `, listening on ${p.ports.map((n) => `:${n}`).join(' ')}` : '';
+  const stopped =
+    p.stopped === undefined
+      ? ''
+      : p.stopped === 'failed'
+        ? '  — could not be stopped'
+        : p.stopped === 'gone'
+          ? '  — had already ended'
+          : `  — stopped (${p.stopped === 'killed' ? 'SIGKILL' : 'SIGTERM'})`;
+  return `pid ${p.pid}  ${printablePath(p.command)}  (started by step ${p.step}${ports})${stopped}`;
 }

@@ -1,4 +1,4 @@
-// The pager for show, diff, log and replay, the way git pages: on a terminal
+// The pager for show, diff, log, replay and bisect, the way git pages: on a terminal
 // only, through $AGENTSNAP_PAGER, else $PAGER, else `less` with LESS=FRX
 // (when LESS is unset: quit if one screen, keep colours, leave the screen as
 // it is) and LV=-c; none with --no-pager, when stdout is not a terminal, or
@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import type { CliIO } from './output.js';
 
 /** The commands whose output is paged. */
-export const PAGED_COMMANDS = new Set(['show', 'diff', 'log', 'replay']);
+export const PAGED_COMMANDS = new Set(['show', 'diff', 'log', 'replay', 'bisect']);
 
 /** The pager command line git's order gives ($AGENTSNAP_PAGER, $PAGER, less), or null for none. */
 export function pagerCommand(env: NodeJS.ProcessEnv): string | null {

@@ -16,7 +16,12 @@ import { stateLayout } from '../base/state-dir.js';
 
 export type LineOrigin =
   | { kind: 'step'; step: number }
-  | { kind: 'between'; step: number }
+  /**
+   * Changed outside the recorded tool calls (the user's edit, or a process outside the agent's calls): first seen
+   * in step `step`'s pre, or in the snapshot an operation took before it ran (`op`); `after`: the step before it.
+   * A null step: no step came after it yet.
+   */
+  | { kind: 'between'; step: number | null; after: number | null; op?: number }
   | { kind: 'before-session' }
   | { kind: 'operation'; subject: string }
   /** Before this session, committed: the note of the commit (refs/notes/agentsnap) names an earlier session's step. */
@@ -36,14 +41,27 @@ export interface BlameLine {
 function originsOf(s: Session): Map<string, LineOrigin> {
   const m = new Map<string, LineOrigin>();
   m.set(s.baseline, { kind: 'before-session' });
+  let after: number | null = null;
   for (const st of s.steps) {
     if (st.source === 'transcript') continue;
     if (st.kind === 'checkpoint') {
       if (st.post) m.set(st.post, { kind: 'step', step: st.step });
+      after = st.step;
       continue;
     }
-    if (st.pre && !m.has(st.pre)) m.set(st.pre, { kind: 'between', step: st.step });
+    if (st.pre && !m.has(st.pre)) m.set(st.pre, { kind: 'between', step: st.step, after });
     if (st.post) m.set(st.post, { kind: 'step', step: st.step });
+    after = st.step;
+  }
+  // The snapshot an operation takes of the worktree before it runs holds what changed since the last step outside
+  // the calls (the user's edits): placed between the steps around the operation's time.
+  const recorded = s.steps.filter((st) => st.source !== 'transcript');
+  for (const ev of s.extraEvents) {
+    if (ev.type !== 'op.start' || m.has(ev.safety)) continue;
+    const at = Date.parse(ev.time);
+    const before = recorded.filter((st) => Date.parse(st.startedAt) <= at);
+    const next = recorded.find((st) => Date.parse(st.startedAt) > at);
+    m.set(ev.safety, { kind: 'between', step: next?.step ?? null, after: before[before.length - 1]?.step ?? null, op: ev.op });
   }
   return m;
 }

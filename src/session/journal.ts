@@ -31,6 +31,8 @@ export interface SessionStartEvent extends EventBase {
   branch: string | null;
   agent: string | null;
   command: string[] | null;
+  /** The name the user gave it (`wrap --name`), accepted wherever its id is; absent when none was given. */
+  name?: string;
   /** The wrapping process, if any: the session runs while it lives. */
   owner: { pid: number; start: string | null; host: string } | null;
   /** Step 0: the baseline snapshot. */

@@ -76,6 +76,8 @@ export interface Session {
   lastActivity: string;
   agent: string | null;
   command: string[] | null;
+  /** The name the user gave it (`wrap --name`); see sessionName for the one shown. */
+  name?: string;
   owner: SessionStartEvent['owner'];
   baseHead: string | null;
   branch: string | null;
@@ -145,6 +147,7 @@ export function sessionFromStart(start: SessionStartEvent): Session {
     lastActivity: start.time,
     agent: start.agent,
     command: start.command,
+    ...(start.name ? { name: start.name } : {}),
     owner: start.owner,
     baseHead: start.baseHead,
     branch: start.branch,

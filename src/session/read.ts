@@ -12,6 +12,7 @@ import { loadSettings } from '../settings/settings.js';
 import { treeOf } from '../git/plumbing.js';
 import { describeCall } from '../agents/registry.js';
 import { printableLine } from '../base/printable.js';
+import { AUTO_TOOL } from './auto.js';
 
 export interface LogFilter {
   tool?: string | undefined;
@@ -69,17 +70,27 @@ function worktreePath(worktree: string, p: string): string {
   return rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? p : rel.split(path.sep).join('/');
 }
 
+/** The files a step changed, for a step whose input names none: the first few, then how many more. */
+function changedFiles(st: Step): string {
+  const shown = st.changed.slice(0, 3).map((c) => c.path);
+  const more = st.changed.length - shown.length;
+  return oneLine(`changed ${shown.join(', ')}${more > 0 ? ` and ${more} more` : ''}`);
+}
+
 /**
- * What a step's call was, in one line, for `log`: `$ <command>` for a shell command, the files it wrote or
- * read (relative to the worktree), an MCP tool's main argument; null when its input says nothing (a
- * checkpoint, a `snap --phase pre`). The reading of each agent's tool inputs is its adapter's.
+ * What a step was, in one line, wherever a step is named (log, show, bisect, blame, the web page): `$ <command>`
+ * for a shell command, the files it wrote or read (relative to the worktree), an MCP tool's main argument; for a
+ * `wrap --auto` step the files it changed; else the `-m` text of a checkpoint; null when nothing says (a
+ * `snap --phase pre` without input). The reading of each agent's tool inputs is its adapter's.
  */
 export function describeStep(s: Pick<Session, 'agent' | 'worktree'>, st: Step): string | null {
   const d = describeCall(s.agent, st.agentVersion, st.tool, st.input);
-  if (!d) return null;
-  if (d.kind === 'shell') return `$ ${oneLine(d.command)}`;
-  if (d.kind === 'paths') return oneLine(d.paths.map((p) => worktreePath(s.worktree, p)).join(', '));
-  return oneLine(d.text);
+  if (d?.kind === 'shell') return `$ ${oneLine(d.command)}`;
+  if (d?.kind === 'paths') return oneLine(d.paths.map((p) => worktreePath(s.worktree, p)).join(', '));
+  if (d) return oneLine(d.text);
+  // An --auto step's message is the same for every step ("the worktree changed"): its files say which it was.
+  if (st.tool === AUTO_TOOL && st.changed.length > 0) return changedFiles(st);
+  return st.message ? oneLine(st.message) : null;
 }
 
 /** A point in a session's history: the state before or after a step (`0` is the baseline). */

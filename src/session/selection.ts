@@ -12,6 +12,7 @@ import { sessionStatus, type Session } from './model.js';
 import type { Repo } from '../git/repo.js';
 import { sessionIdProblem } from '../base/ids.js';
 import { sessionIds } from './refs.js';
+import { commandText } from '../agents/describe.js';
 import { type SessionState, loadSession, loadState, loadSessionExists } from './state.js';
 
 export interface SessionSummary {
@@ -24,12 +25,26 @@ export interface SessionSummary {
   lastActivity: string;
   agent: string | null;
   command: string[] | null;
+  /** What it is shown and can be named by (sessionName); null: by its id only. */
+  name: string | null;
   head: string;
   baseline: string;
   baseHead: string | null;
   branch: string | null;
   /** The wrapper process the session follows, if any. */
   owner: Session['owner'];
+}
+
+/**
+ * The name a session is shown with and can be named by: the one given (`wrap --name`), else its command,
+ * shortened (`sh -c '<script>'` as its script); null for a session `snap` started.
+ */
+export function sessionName(s: Pick<Session, 'name' | 'command'>): string | null {
+  if (s.name) return s.name;
+  const text = s.command ? commandText(s.command) : null;
+  if (!text) return null;
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length <= 32 ? line : `${line.slice(0, 31)}…`;
 }
 
 /** A session's status now: one whose wrapper process is gone counts as ended. */
@@ -66,6 +81,7 @@ function summaryOf(state: SessionState): SessionSummary {
     lastActivity: s.lastActivity,
     agent: s.agent,
     command: s.command,
+    name: sessionName(s),
     head: s.head,
     baseline: s.baseline,
     baseHead: s.baseHead,

@@ -82,6 +82,8 @@ export interface StartOptions extends SnapshotContext {
   id?: string;
   agent?: string | null;
   command?: string[] | null;
+  /** A name the user gave the session (`wrap --name`). */
+  name?: string | null;
   /** Process whose life the session follows (a wrapper); null for sessions driven by `snap`. */
   owner?: { pid: number; start: string | null; host: string } | null;
   /** Write the baseline's refreshed copy of the user's index back for the next Node-path snapshot even with a server (see SnapshotTreeOptions.warmCopy). */
@@ -163,6 +165,7 @@ export async function startSession(ctx: Context, opts: StartOptions = {}): Promi
       branch: head.branch,
       agent: clean(opts.agent ?? null),
       command: clean(opts.command ?? null),
+      ...(opts.name ? { name: clean(opts.name) } : {}),
       owner: opts.owner ?? null,
       baseline: commit,
       tree: snap.tree,

@@ -103,7 +103,7 @@ export async function sessionsOverview(repo: Repo): Promise<SessionOverview[]> {
       ...s,
       worktreeKind: kind,
       worktreeExists: wtExists,
-      name: meta?.name ?? null,
+      name: meta?.name ?? s.name,
       from: meta?.from ?? null,
       running: s.status === 'running' && !!s.owner,
       pid: s.owner?.pid ?? null,

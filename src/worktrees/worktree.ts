@@ -39,6 +39,9 @@ import {
 import { applyPlan, planChanges, withoutSkipped } from '../restore/restore.js';
 import { exists, rmQuiet } from '../base/fsutil.js';
 import { redactText } from '../session/redact.js';
+import { loadSession } from '../session/state.js';
+import { sessionName } from '../session/selection.js';
+import type { Session } from '../session/model.js';
 
 export type StartPoint = 'current' | 'HEAD' | (string & {});
 
@@ -109,15 +112,29 @@ export function readWorktreeMeta(repo: Repo, session: string): WorktreeMeta | nu
   }
 }
 
+/** The names a session answers to: the one given (`wrap --name`, `--worktree --name`), and the one shown (sessionName). */
+function namesOf(repo: Repo, id: string): { given: string | null; shown: string | null } {
+  const meta = readWorktreeMeta(repo, id)?.name ?? null;
+  let s: Session;
+  try {
+    s = loadSession(repo, id);
+  } catch {
+    return { given: meta, shown: meta }; // an unreadable session is doctor's to report: named by its id only
+  }
+  return { given: meta ?? s.name ?? null, shown: meta ?? sessionName(s) };
+}
+
 /**
- * The session a user named, by its id or by the `--name` it was started with
- * (`wrap --worktree --name`): an id wins; a name must name exactly one session.
+ * The session a user named, by its id or by its name (`wrap --name`, else the shortened command `sessions`
+ * shows): an id wins, then a given name, then a shown one; a name must name exactly one session.
  * `mayBeNew`: a valid id that names nothing is returned as it is (`snap --session`
  * starts that session); otherwise it is an UnknownSession error.
  */
 export function sessionIdOrName(repo: Repo, value: string, opts: { mayBeNew?: boolean } = {}): string {
   if (sessionIdProblem(value) === undefined && fs.existsSync(sessionPaths(repo, value).journal)) return value;
-  const named = sessionIds(repo).filter((id) => readWorktreeMeta(repo, id)?.name === value);
+  const names = sessionIds(repo).map((id) => ({ id, ...namesOf(repo, id) }));
+  const given = names.filter((n) => n.given === value).map((n) => n.id);
+  const named = given.length > 0 ? given : names.filter((n) => n.shown === value).map((n) => n.id);
   if (named.length === 1) return named[0]!;
   if (named.length > 1) {
     throw errors.ambiguousSession(`${JSON.stringify(value)} names ${named.length} sessions: ${named.join(', ')}.`, {

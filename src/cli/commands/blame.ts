@@ -6,11 +6,24 @@ import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { printablePath } from '../output.js';
 import { printableLine } from '../../base/printable.js';
 
+/** A change outside the recorded calls: the user's own edit, named by the steps around it. */
+function yourEdit(o: Extract<LineAuthor['origin'], { kind: 'between' }>): string {
+  const where =
+    o.after !== null && o.step !== null
+      ? ` (between step ${o.after} and ${o.step})`
+      : o.step !== null
+        ? ` (before step ${o.step})`
+        : o.after !== null
+          ? ` (after step ${o.after})`
+          : '';
+  return `your edit${where}`;
+}
+
 /** Who wrote a line, in a few words (the blame column). */
 function label(a: LineAuthor): string {
   const o = a.origin;
   if (o.kind === 'step') return `step ${a.step} ${printablePath(a.tool ?? 'checkpoint')}`;
-  if (o.kind === 'between') return 'between steps (not a tool call)';
+  if (o.kind === 'between') return yourEdit(o);
   if (o.kind === 'before-session') return 'before the session';
   if (o.kind === 'operation') return printableLine(o.subject.replace(/^agentsnap:\s*/, ''));
   if (o.kind === 'committed') return `step ${o.step} ${printablePath(a.tool ?? '')} of ${printablePath(o.session)}`.replace('  ', ' ');
@@ -49,7 +62,7 @@ export const blameCommand: CommandFactory = (ctx) => ({
       });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     const labels = res.lines.map((l) => label(l.author));
     const width = Math.min(40, Math.max(0, ...labels.map((s) => s.length)));
     const numWidth = String(res.lines.length).length;
@@ -102,7 +115,7 @@ export const whyCommand: CommandFactory = (ctx) => ({
       });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     out.out(`${printablePath(res.path)}:${res.line.line}  ${printableLine(res.line.text)}`);
     const o = a.origin;
     if (o.kind === 'step')
@@ -111,7 +124,7 @@ export const whyCommand: CommandFactory = (ctx) => ({
       );
     else if (o.kind === 'between')
       out.out(
-        `changed between calls, before step ${a.step} (${a.time}): not by a recorded tool call (you, or a process outside the agent's calls)`,
+        `${yourEdit(o)}${a.time ? `, by ${hhmm(a.time)}` : ''}: not by a recorded tool call (you, or a process outside the agent's calls)`,
       );
     else if (o.kind === 'before-session') out.out('written before the session started');
     else if (o.kind === 'operation') out.out(`put back by ${printableLine(o.subject.replace(/^agentsnap:\s*/, ''))}`);

@@ -21,10 +21,38 @@ function resultLine(out: Output, r: CheckResult): string {
   return `${stateName(r.step).padEnd(9)} ${mark}  ${(r.durationMs / 1000).toFixed(1)} s${r.reused ? c.dim('  (recorded earlier for this state)') : ''}`;
 }
 
-function printOutput(out: Output, r: CheckResult): void {
-  if (r.verdict === 'pass' || !r.output) return;
+/** A line that names a failure in the output of common test runners (TAP and node --test, uvu, jest, mocha, pytest). */
+const FAILURE_LINE = /^\s*(?:not ok\b|FAIL(?:ED)?\b|[✗✖×●]|\d+\) \S|E {3}|[\w.]*(?:Error|Exception)\b)/;
+
+/** What a failed check's output says first: from its first failure line on (the failing test's name), else its tail. */
+function firstFailure(output: string): string[] {
   // The check's output is the project's (its test names, its files' text): escaped like every recorded text.
-  for (const line of printableText(r.output).split('\n').slice(-8)) out.out(out.color.dim(`    ${line}`));
+  const lines = printableText(output).split('\n');
+  const at = lines.findIndex((l) => FAILURE_LINE.test(l));
+  return at === -1 ? lines.slice(-8) : lines.slice(at, at + 8);
+}
+
+/**
+ * Under each failed state, its first failure, once: a failure printed under an earlier state is named, not
+ * repeated (times taken are no difference). `verbose`: every failed state's whole recorded output.
+ * Returns whether anything was left out.
+ */
+function printOutput(out: Output, r: CheckResult, verbose: boolean, seen: Map<string, number>): boolean {
+  if (r.verdict === 'pass' || !r.output) return false;
+  if (verbose) {
+    for (const line of printableText(r.output).split('\n')) out.out(out.color.dim(`    ${line}`));
+    return false;
+  }
+  const lines = firstFailure(r.output);
+  const key = lines.join('\n').replace(/\d+(?:\.\d+)?\s*(?:ms|s)\b/g, '');
+  const earlier = seen.get(key);
+  if (earlier !== undefined) {
+    out.out(out.color.dim(`    the same failure as ${stateName(earlier)}`));
+    return true;
+  }
+  seen.set(key, r.step);
+  for (const line of lines) out.out(out.color.dim(`    ${line}`));
+  return r.output.split('\n').length > lines.length;
 }
 
 function optionalStep(v: unknown, name: string): number | undefined {
@@ -47,6 +75,11 @@ export const checkCommand: CommandFactory = (ctx) => ({
         each: { type: 'boolean', default: false, describe: 'the states after every step' },
         step: { type: 'string', describe: 'the state after step N' },
         fresh: { type: 'boolean', default: false, describe: 'run again where the same command already ran on the same state' },
+        verbose: {
+          type: 'boolean',
+          default: false,
+          describe: "each failed state's whole recorded output (default: its first failure, once)",
+        },
         ...jsonOption,
       })
       .example("$0 check --run 'npm test'", 'check the state after the latest step')
@@ -59,6 +92,7 @@ export const checkCommand: CommandFactory = (ctx) => ({
       each: boolean;
       step?: string;
       fresh: boolean;
+      verbose: boolean;
       auto: boolean;
       json: boolean;
     };
@@ -87,12 +121,15 @@ export const checkCommand: CommandFactory = (ctx) => ({
       out.printJson({ session: res.session.id, results: res.results, warnings: res.warnings });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     for (const w of res.warnings) out.err(`agentsnap: warning: ${printableLine(w)}`);
+    const seen = new Map<string, number>();
+    let leftOut = false;
     for (const r of res.results) {
       out.out(resultLine(out, r));
-      printOutput(out, r);
+      if (printOutput(out, r, argv.verbose, seen)) leftOut = true;
     }
+    if (leftOut) out.note("agentsnap: --verbose shows each failed state's whole output");
   },
 });
 
@@ -107,11 +144,21 @@ export const bisectCommand: CommandFactory = (ctx) => ({
         good: { type: 'string', describe: 'a step whose state is good (default: the baseline, 0)' },
         bad: { type: 'string', describe: 'a step whose state is bad (default: the latest step)' },
         retries: { type: 'number', default: 0, describe: 'run a failing check again up to N times (flaky checks: good if any run passes)' },
+        patch: { type: 'boolean', default: false, describe: "the first bad step's whole diff (default: its diffstat)" },
         ...jsonOption,
       })
-      .example("$0 bisect --run 'npm test'", 'which step broke the tests'),
+      .example("$0 bisect --run 'npm test'", 'which step broke the tests')
+      .example("$0 bisect --run 'npm test' --patch", 'the same, with the whole diff of the first bad step'),
   handler: async (raw) => {
-    const argv = raw as unknown as { session?: string; run: string; good?: string; bad?: string; retries: number; json: boolean };
+    const argv = raw as unknown as {
+      session?: string;
+      run: string;
+      good?: string;
+      bad?: string;
+      retries: number;
+      patch: boolean;
+      json: boolean;
+    };
     const out = ctx.output(argv);
     const res = await bisect({
       cwd: ctx.io.cwd,
@@ -121,6 +168,8 @@ export const bisectCommand: CommandFactory = (ctx) => ({
       good: optionalStep(argv.good, '--good'),
       bad: optionalStep(argv.bad, '--bad'),
       retries: argv.retries,
+      // --json keeps the whole diff it always had: a program reads it, no terminal is flooded.
+      patch: argv.patch || argv.json,
     });
     if (!res.firstBad) ctx.setExitCode(ExitCode.user);
     if (out.json) {
@@ -131,13 +180,14 @@ export const bisectCommand: CommandFactory = (ctx) => ({
         what: res.what,
         input: res.firstBad?.input ?? null,
         diff: res.diff,
+        revertedBy: res.revertedBy,
         results: res.results,
         skipped: res.skipped,
         problem: res.problem,
       });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     for (const r of res.results) out.out(resultLine(out, r));
     if (!res.firstBad) {
       out.out(out.color.yellow(res.problem ?? 'no first bad step found'));
@@ -150,6 +200,12 @@ export const bisectCommand: CommandFactory = (ctx) => ({
     );
     if (st.input !== undefined && st.input !== null) out.out(`input: ${printableLine(JSON.stringify(st.input).slice(0, 400))}`);
     if (res.diff) ctx.io.stdout.write(printableDiff(res.diff.endsWith('\n') ? res.diff : `${res.diff}\n`, out.color));
-    out.out(`to go back to before it: agentsnap undo ${st.step}    to take back only its changes: agentsnap revert ${st.step}`);
+    // In the report (stdout), right under the stat it explains, also where stdout and stderr go through one pager.
+    if (!argv.patch && res.diff) out.out(out.color.dim(`its whole diff: agentsnap show ${st.step} (or bisect --patch)`));
+    if (res.revertedBy !== null)
+      out.out(
+        `its changes were already taken back by operation ${res.revertedBy} (revert ${st.step}): if your worktree still fails the check, the cause is elsewhere`,
+      );
+    else out.out(`to go back to before it: agentsnap undo ${st.step}    to take back only its changes: agentsnap revert ${st.step}`);
   },
 });

@@ -191,7 +191,7 @@ export function manPage(commands: CompletedCommand[], groups: { title: string; n
     'no colour (unless \\-\\-color says otherwise)',
     '.TP',
     '.BR AGENTSNAP_PAGER ", " PAGER',
-    'the pager of show, diff, log and replay on a terminal (default: less)',
+    'the pager of show, diff, log, replay and bisect on a terminal (default: less)',
     '.SH SEE ALSO',
     '.BR git (1)',
   );

@@ -6,7 +6,7 @@ import { outsideEffect } from '../../session/effects.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { planLines } from '../../session/plan.js';
-import { countChanges, describeSkipped, formatSize, printableDiff, printablePath, type Output } from '../output.js';
+import { countChanges, describeSkipped, formatSize, printableDiff, printablePath, processLine, type Output } from '../output.js';
 import { printableLine } from '../../base/printable.js';
 
 function when(iso: string): string {
@@ -17,6 +17,14 @@ function when(iso: string): string {
   const today = new Date();
   if (d.toDateString() === today.toDateString()) return time;
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${time}`;
+}
+
+/** `YYYY-MM-DD HH:MM` in local time, whatever the day. */
+function dateAndTime(iso: string): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
 function statusColor(out: Output, status: string): string {
@@ -56,6 +64,7 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
     const c = out.color;
     const header = {
       id: 'SESSION',
+      name: 'NAME',
       status: 'STATUS',
       steps: 'STEPS',
       files: 'FILES CHANGED',
@@ -65,12 +74,14 @@ export const sessionsCommand: CommandFactory = (ctx) => ({
       where: 'WORKTREE',
     };
     const rows = list.map((s) => ({
-      id: cell(`${s.id}${s.name ? ` (${printablePath(s.name)})` : ''}`, `${c.bold(s.id)}${s.name ? ` (${printablePath(s.name)})` : ''}`),
+      id: cell(s.id, c.bold(s.id)),
+      name: cell(s.name ? printablePath(s.name) : '-'),
       status: cell(s.status, statusColor(out, s.status)),
       steps: cell(String(s.steps)),
       files: cell(String(s.filesChanged)),
       disk: cell(formatSize((s.diskUse.worktree ?? 0) + s.diskUse.state)),
-      started: cell(when(s.createdAt)),
+      // With its date, today's too: sessions are told apart across days.
+      started: cell(dateAndTime(s.createdAt)),
       agent: cell(printablePath(s.agent ?? '-')),
       where: cell(
         s.worktreeKind === 'main' ? 'main worktree' : `${printablePath(s.worktree)}${s.worktreeExists ? '' : ' (removed)'}`,
@@ -202,7 +213,7 @@ export const logCommand: CommandFactory = (ctx) => ({
       const res = await log({ ...common, session: argv.session });
       rows = res.rows;
       timeline = res.timeline;
-      if (!out.json) out.note(sessionSourceNote(res.session.id, res.source));
+      if (!out.json) out.note(sessionSourceNote(res.session, res.source));
       empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
     }
     if (out.json) {
@@ -311,7 +322,8 @@ export const logCommand: CommandFactory = (ctx) => ({
           `${st.changedBefore.length} changed outside tool calls before it`,
           c.yellow(`${st.changedBefore.length} changed outside tool calls before it`),
         );
-      if (st.message) mark(printableLine(JSON.stringify(st.message)));
+      // A checkpoint's message is its description (`what`): a call's is a note beside its command.
+      if (st.message && st.kind !== 'checkpoint') mark(printableLine(JSON.stringify(st.message)));
       // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
       if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0)
         mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
@@ -376,12 +388,13 @@ export const showCommand: CommandFactory = (ctx) => ({
         what: res.what,
         plan: res.plan,
         environment: res.environment,
+        processes: res.processes,
         session: res.session.id,
         diff: res.diff,
       });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     const st = res.step;
     out.out(
       out.color.bold(
@@ -414,6 +427,10 @@ export const showCommand: CommandFactory = (ctx) => ({
     if (env.tools)
       out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
+    if (res.processes.length > 0) {
+      out.out(`processes it started, still running (${res.processes.length}):`);
+      for (const p of res.processes) out.out(`  ${processLine(p)}`);
+    }
     if (res.diff) ctx.io.stdout.write(printableDiff(res.diff, out.color));
     else out.note('no changes');
   },
@@ -453,7 +470,7 @@ export const diffCommand: CommandFactory = (ctx) => ({
       out.printJson({ session: res.session.id, from: res.from, to: res.to, diff: res.diff });
       return;
     }
-    out.note(sessionSourceNote(res.session.id, res.source));
+    out.note(sessionSourceNote(res.session, res.source));
     if (res.diff) ctx.io.stdout.write(printableDiff(res.diff, out.color));
     else out.note('no differences');
   },

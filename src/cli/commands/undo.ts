@@ -5,11 +5,12 @@ import type { ChatRewind } from '../../restore/rewind.js';
 import { adapterOf } from '../../agents/registry.js';
 import { planLines } from '../../session/plan.js';
 import type { AgentProcess } from '../../session/processes.js';
+import { AUTO_TOOL } from '../../session/auto.js';
 import type { StopResult } from '../../base/procfs.js';
 import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
-import { describeLeft, printablePath, type Output } from '../output.js';
+import { describeLeft, printablePath, processLine, type Output } from '../output.js';
 import { printableLine, printableText } from '../../base/printable.js';
 
 export const opOptions = {
@@ -166,19 +167,6 @@ function printChat(out: Output, chat: ChatRewind, step: number, compacting = fal
     );
     out.out(printableText(chat.text));
   }
-}
-
-function processLine(p: AgentProcess & { stopped?: StopResult }): string {
-  const ports = p.ports.length > 0 ? `, listening on ${p.ports.map((n) => `:${n}`).join(' ')}` : '';
-  const stopped =
-    p.stopped === undefined
-      ? ''
-      : p.stopped === 'failed'
-        ? '  — could not be stopped'
-        : p.stopped === 'gone'
-          ? '  — had already ended'
-          : `  — stopped (${p.stopped === 'killed' ? 'SIGKILL' : 'SIGTERM'})`;
-  return `pid ${p.pid}  ${printablePath(p.command)}  (started by step ${p.step}${ports})${stopped}`;
 }
 
 /** The processes the undone steps left running: an undo puts files back, not processes (and redo revives none). */
@@ -424,7 +412,12 @@ export const statusCommand: CommandFactory = (ctx) => ({
         ? `last step: ${s.lastStep.step} ${printablePath(s.lastStep.tool ?? '')} (${s.lastStep.status})`.replace('  ', ' ')
         : 'no steps yet',
     );
-    out.out(`hooks: last step event ${ago(s.lastStepEventAt)}`);
+    // A wrap --auto session's steps come from watching the worktree, not from hooks.
+    out.out(
+      s.lastStep?.tool === AUTO_TOOL
+        ? `automatic checkpoints (wrap --auto): the last ${ago(s.lastStepEventAt)}`
+        : `hooks: last step event ${ago(s.lastStepEventAt)}`,
+    );
     // Only when it costs the user something: a watching server is the normal case.
     if (s.watcher?.state === 'degraded') {
       out.out(c.yellow(watcherLine(s.watcher)));

@@ -13,6 +13,8 @@ import { AGENTS, RECOGNISED_AGENTS } from '../../agents/registry.js';
 import type { CliContext, CommandFactory } from '../context.js';
 import type { Output } from '../output.js';
 import { sessionOption } from '../context.js';
+import { shellQuote } from '../../base/shell.js';
+import { printableName } from '../../base/printable.js';
 
 export interface WrapArgs {
   session?: string;
@@ -52,7 +54,11 @@ export const wrapCommand: CommandFactory = (ctx) => ({
           describe: "also give the agent agentsnap's MCP tools (steps, undo, redo, restore, check) for this run, editing no file of yours",
         },
         worktree: { type: 'boolean', describe: 'run the agent in a new linked worktree of its own (see apply, promote, discard)' },
-        name: { type: 'string', implies: 'worktree', describe: 'with --worktree: a label for the session, shown by `agentsnap sessions`' },
+        name: {
+          type: 'string',
+          describe:
+            'a name for the session, shown by `agentsnap sessions` and accepted wherever its id is (default: the command, shortened)',
+        },
         from: {
           type: 'string',
           implies: 'worktree',
@@ -81,7 +87,7 @@ export const wrapCommand: CommandFactory = (ctx) => ({
         startNotes(out, argv, info);
       },
     });
-    endNotes(out, res);
+    endNotes(out, res, argv.name);
     ctx.setExitCode(res.exitCode);
   },
 });
@@ -93,6 +99,7 @@ function wrapOptions(argv: WrapArgs, ctx: CliContext): WrapOptions {
     command: [...(argv.command ?? []), ...(argv['--'] ?? [])].map(String),
     session: argv.session,
     agent: argv.agent,
+    name: argv.name ?? null,
     worktree: argv.worktree ? { name: argv.name ?? null, from: argv.from ?? 'current' } : null,
     auto: argv.auto,
     mcp: argv.mcp,
@@ -113,16 +120,18 @@ function startNotes(out: Output, argv: WrapArgs, info: WrapStart): void {
   for (const w of info.warnings) out.err(`agentsnap: warning: ${w}`);
 }
 
-/** What the end of the session printed: its warnings, then how it ended. */
-function endNotes(out: Output, res: WrapResult): void {
+/** What the end of the session printed: its warnings, then how it ended (its hints name it as the user did: `--name`). */
+function endNotes(out: Output, res: WrapResult, name?: string): void {
+  // A name holding a control character is not one to type: its hints name the session by its id.
+  const handle = name && printableName(name) === name ? shellQuote(name) : res.session;
   for (const w of res.warnings) out.err(w);
   if (res.endError) {
     out.err(`agentsnap: warning: the final snapshot of session ${res.session} failed: ${res.endError.message}`);
   } else if (res.sessionWorktree) {
-    const id = res.session;
+    const id = handle;
     out.note(
       [
-        `agentsnap: session ${id} ended; its work is in ${res.worktree}`,
+        `agentsnap: session ${res.session} ended; its work is in ${res.worktree}`,
         `  look:     agentsnap log --session ${id}; agentsnap diff 0 --session ${id}`,
         `  apply:    agentsnap apply ${id}   (merge it into your worktree)`,
         `  promote:  agentsnap promote ${id} --branch <name>   (one commit on a new branch)`,
@@ -132,7 +141,7 @@ function endNotes(out: Output, res: WrapResult): void {
   } else if (res.wholeRun === 'unchanged') {
     out.note(`agentsnap: session ${res.session} ended; no files changed, nothing recorded`);
   } else {
-    out.note(`agentsnap: session ${res.session} ended; see \`agentsnap log --session ${res.session}\``);
+    out.note(`agentsnap: session ${res.session} ended; see \`agentsnap log --session ${handle}\``);
   }
   // A run with no step of its own (a plain command; a known agent's are said in its warning): its one step.
   if (!res.endError && res.wholeRun && res.wholeRun !== 'unchanged' && res.agent === 'generic') {
@@ -163,7 +172,7 @@ export async function beginServedWrap(
   return {
     run,
     end: (endCtx, res) => {
-      endNotes(endCtx.output({ quiet: argv.quiet }), res);
+      endNotes(endCtx.output({ quiet: argv.quiet }), res, argv.name);
       return res.exitCode;
     },
   };
