@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, cli, tempRepo, type TempRepo } from './helpers.js';
-import { parseHookCall, runHook } from '../src/hook.js';
+import { parseHookCall, runHook } from '../src/runtime/hook.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { callIdFromInput, locateCopilotCall } from '../src/agents/copilot-chat.js';

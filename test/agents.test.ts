@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { agentsnapOnPath, cli, cliProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
-import { codexArgv } from '../src/wrap.js';
+import { codexArgv } from '../src/runtime/wrap.js';
 import { createGeminiOverlay } from '../src/agents/gemini.js';
 import { parseJsonc } from '../src/agents/settings-file.js';
 

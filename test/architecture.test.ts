@@ -39,10 +39,17 @@ test('architecture: the layers are the ones DEVELOPING.md draws, and its table n
     'snapshot',
     'agents',
     'session',
+    'blame',
     'restore',
     'server',
     'worktrees',
-    'history',
+    'check',
+    'backup',
+    'install',
+    'doctor',
+    'api',
+    'runtime',
+    'mcp',
     '.',
     'ui',
     'cli',
@@ -72,12 +79,12 @@ test('architecture: every file of src/ is a TypeScript module the graph read (no
 });
 
 // The old scanner saw none of ui/server.ts's 9 imports of src/ and history/sync.ts's 8, and 3 of init.ts's 8 (at 4fc03ba).
-test('architecture: the graph holds the imports the old scanner missed (ui/server.ts, history/sync.ts, init.ts)', async () => {
+test('architecture: the graph holds the imports the old scanner missed (ui/server.ts, backup/sync.ts, install/init.ts)', async () => {
   const g = await realGraph();
   const has = (from: string, to: string): boolean => g.edges.some((e) => e.from === from && e.to === to);
-  assert.ok(has('ui/server.ts', 'api.ts'));
-  assert.ok(has('history/sync.ts', 'session/session.ts'));
-  assert.ok(has('init.ts', 'agents/registry.ts'));
+  assert.ok(has('ui/server.ts', 'api/api.ts'));
+  assert.ok(has('backup/sync.ts', 'session/session.ts'));
+  assert.ok(has('install/init.ts', 'agents/registry.ts'));
   // a type in a type position: `import('../session/context.js').ContextOpener`
   assert.ok(g.edges.some((e) => e.from === 'cli/output.ts' && e.to === 'session/context.ts' && e.kind === 'dynamic-import' && e.typeOnly));
 });
@@ -97,7 +104,7 @@ test('architecture: no import cycles', async () => {
 // named for one agent (`claudeHookSettings`/`claudeArgv` in wrap.ts, `CLAUDE_UNDO_COMMAND` from init.ts).
 test("architecture: outside src/agents/, one agent's files are reached only through the adapter interface", async () => {
   const ADAPTER_FILES = /^agents\/(claude|claude-transcript|codex|gemini|generic)\.ts$/;
-  const allowed = new Set(['wrap.ts → agents/claude.ts', 'init.ts → agents/claude.ts']);
+  const allowed = new Set(['runtime/wrap.ts → agents/claude.ts', 'install/init.ts → agents/claude.ts']);
   const bad = new Set<string>();
   for (const e of (await realGraph()).edges) {
     if (!e.internal || layerOf(e.from) === 'agents') continue;

@@ -9,7 +9,7 @@ import { BIN, cli, refsUnder, tempRepo, treeFiles, type TempRepo } from './helpe
 import { openRepo } from '../src/git/repo.js';
 import { runDirOf } from '../src/server/server.js';
 import { serverEngine } from '../src/server/serve.js';
-import { startWorktreeServer } from '../src/server-api.js';
+import { startWorktreeServer } from '../src/runtime/server-api.js';
 import { runSnap } from '../src/cli/main.js';
 
 const isRoot = process.getuid?.() === 0;

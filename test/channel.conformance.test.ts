@@ -16,7 +16,7 @@ import * as assert from 'uvu/assert';
 import { ROOT, hermeticEnv, runProcess, stopProcessesIn, tempRepo, USER_IDENTITY, type CliResult } from './helpers.js';
 import { packageRootFor } from './support/package-for-uid.js';
 import { openRepo } from '../src/git/repo.js';
-import { startWorktreeServer } from '../src/server-api.js';
+import { startWorktreeServer } from '../src/runtime/server-api.js';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { FAKE_SERVER } from './support/fake-server.js';

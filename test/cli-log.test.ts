@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import path from 'node:path';
 import { cliProcess, tempRepo, type TempRepo } from './helpers.js';
-import { runHook } from '../src/hook.js';
+import { runHook } from '../src/runtime/hook.js';
 
 /** One hook call as the agent makes it (hooks written by `init`: the agent's session id maps to an agentsnap session). */
 async function hook(repo: TempRepo, agent: string, event: string, payload: Record<string, unknown>): Promise<string> {

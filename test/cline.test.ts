@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { cli, tempRepo } from './helpers.js';
 import { describeCall, findAgent, INIT_AGENTS, AGENT_REPO_REFS } from '../src/agents/registry.js';
-import { parseHookCall } from '../src/hook.js';
+import { parseHookCall } from '../src/runtime/hook.js';
 import { cline } from '../src/agents/cline.js';
 
 const common = {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { cli, tempRepo, treeFiles, type TempRepo } from './helpers.js';
 import { ADAPTERS, describeCall, findAgent, INIT_AGENTS } from '../src/agents/registry.js';
 import type { AgentAdapter } from '../src/agents/adapter.js';
-import { closeEndedCalls, parseHookCall, runHook } from '../src/hook.js';
+import { closeEndedCalls, parseHookCall, runHook } from '../src/runtime/hook.js';
 import { openContext } from '../src/session/context.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';

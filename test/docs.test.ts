@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { ROOT } from './helpers.js';
 import { COMMANDS } from '../src/cli/main.js';
 import { ExitCode } from '../src/base/errors.js';
-import { MCP_TOOLS } from '../src/mcp-tools.js';
+import { MCP_TOOLS } from '../src/mcp/tools.js';
 
 const read = (rel: string) => fs.readFileSync(path.join(ROOT, rel), 'utf8');
 const README = read('README.md');

@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
 import { openRepo } from '../src/git/repo.js';
-import { startWorktreeServer } from '../src/server-api.js';
+import { startWorktreeServer } from '../src/runtime/server-api.js';
 import { runSnap } from '../src/cli/main.js';
 import { PACK_EVERY } from '../src/session/maintenance.js';
 

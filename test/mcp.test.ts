@@ -20,7 +20,7 @@ import {
   type TempRepo,
 } from './helpers.js';
 import { journalEvents } from './snap-helpers.js';
-import { init } from '../src/init.js';
+import { init } from '../src/install/init.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { serverInfo } from '../src/server/server.js';

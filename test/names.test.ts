@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BIN, cli, step, tempRepo } from './helpers.js';
 import { decodeName, pathBytes, splitNul } from '../src/git/run.js';
-import { restore } from '../src/api-undo.js';
+import { restore } from '../src/api/undo.js';
 
 /** worktree/<prefix><byte><suffix> as bytes (the byte alone is not UTF-8). */
 function rawName(dir: string, prefix: string, byte: number, suffix: string): Buffer {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cli, cliProcess, tempRepo } from './helpers.js';
 import { describeCall, findAgent, INIT_AGENTS, ADAPTERS } from '../src/agents/registry.js';
-import { parseHookCall } from '../src/hook.js';
+import { parseHookCall } from '../src/runtime/hook.js';
 import { OPENCODE_AGENT_FILES, pluginSource } from '../src/agents/opencode.js';
 import type { RunContext } from '../src/agents/adapter.js';
 import { forkOpenCodeExport } from '../src/agents/opencode-session.js';

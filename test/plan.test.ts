@@ -8,7 +8,7 @@ import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, type TempRepo }
 import { ADAPTERS } from '../src/agents/registry.js';
 import type { PlanItem } from '../src/agents/adapter.js';
 import { planLines } from '../src/session/plan.js';
-import { init } from '../src/init.js';
+import { init } from '../src/install/init.js';
 import { openRepo } from '../src/git/repo.js';
 import { serverInfo } from '../src/server/server.js';
 

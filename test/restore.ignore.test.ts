@@ -9,7 +9,7 @@ import { cli, indexBytes, sessionOf, tempRepo, step, type TempRepo } from './hel
 import { openRepo } from '../src/git/repo.js';
 import { startWorktreeSession } from '../src/worktrees/worktree.js';
 import { onGitSpawn } from '../src/git/run.js';
-import { undo } from '../src/api-undo.js';
+import { undo } from '../src/api/undo.js';
 import { CTIME_MARGIN_MS } from '../src/restore/ignored-at-target.js';
 
 interface OpJson {

@@ -16,7 +16,7 @@ import { cli, runProcess, sessionOf, tempRepo, type TempRepo } from './helpers.j
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
 import { serverEngine } from '../src/server/serve.js';
-import { startWorktreeServer } from '../src/server-api.js';
+import { startWorktreeServer } from '../src/runtime/server-api.js';
 import { runSnap } from '../src/cli/main.js';
 import type { HookServer } from '../src/server/server.js';
 import type { IncrementalSnapshotter } from '../src/snapshot/incremental.js';

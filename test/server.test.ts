@@ -10,7 +10,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { cli, cliProcess, runProcess, sessionOf, tempRepo, type TempRepo } from './helpers.js';
 import { loadSession } from '../src/session/session.js';
 import { openRepo } from '../src/git/repo.js';
-import { startWorktreeServer } from '../src/server-api.js';
+import { startWorktreeServer } from '../src/runtime/server-api.js';
 import { runSnap } from '../src/cli/main.js';
 import { runDirOf, serverInfo } from '../src/server/server.js';
 

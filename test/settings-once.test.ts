@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cli, tempRepo, type TempRepo } from './helpers.js';
 import { onGitSpawn } from '../src/git/run.js';
-import { runHook } from '../src/hook.js';
+import { runHook } from '../src/runtime/hook.js';
 
 /** The `git config -z --list` processes started in `repo` while `action` runs. */
 async function settingsReads(repo: TempRepo, action: () => Promise<unknown>): Promise<number> {

@@ -5,14 +5,14 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapOnPath, cli, cliProcess, runProcess, tempRepo, treeFiles, type TempRepo } from './helpers.js';
-import { runHook } from '../src/hook.js';
+import { runHook } from '../src/runtime/hook.js';
 import { endSession, loadSession, recordPost, recordPre, resumeSession, startSession, wrapperOwner } from '../src/session/session.js';
 import { readTranscriptTail } from '../src/agents/claude-transcript.js'; // the Claude adapter's own reader, tested directly
 import { openRepo } from '../src/git/repo.js';
 import { readJournal } from '../src/session/journal.js';
-import { init } from '../src/init.js';
-import { claudeHookSettings } from '../src/wrap.js';
-import { startWorktreeServer } from '../src/server-api.js';
+import { init } from '../src/install/init.js';
+import { claudeHookSettings } from '../src/runtime/wrap.js';
+import { startWorktreeServer } from '../src/runtime/server-api.js';
 import { runSnap } from '../src/cli/main.js';
 import { serverInfo } from '../src/server/server.js';
 import { FAMILIES, runSequence, type Op } from './support/nothing-lost.js';

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BIN, cliProcess, refsUnder, tempRepo, treeFiles, worktreeFiles, type TempRepo } from './helpers.js';
 import { readJournal } from '../src/session/journal.js';
-import { claudeArgv, detectAgent } from '../src/wrap.js';
+import { claudeArgv, detectAgent } from '../src/runtime/wrap.js';
 import { CLAUDE_TOOL_MATCHER } from '../src/agents/claude.js';
 
 function journalOf(repo: TempRepo, session: string) {

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { ROOT, runProcess, tempRepo, type TempRepo } from '../helpers.js';
 import { openRepo } from '../../src/git/repo.js';
-import { startWorktreeServer } from '../../src/server-api.js';
+import { startWorktreeServer } from '../../src/runtime/server-api.js';
 import { serverEngine } from '../../src/server/serve.js';
 import { runSnap } from '../../src/cli/main.js';
 import { runtimeCalls, type RuntimeCalls } from './runtime-calls.js';

@@ -11,10 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { BIN, ROOT, cli, runProcess, stopProcessesIn, tempRepo, type CliResult, type TempRepo } from '../helpers.js';
-import { runHook } from '../../src/hook.js';
+import { runHook } from '../../src/runtime/hook.js';
 import { openRepo } from '../../src/git/repo.js';
 import { serverEngine } from '../../src/server/serve.js';
-import { startWorktreeServer } from '../../src/server-api.js';
+import { startWorktreeServer } from '../../src/runtime/server-api.js';
 import { runSnap } from '../../src/cli/main.js';
 import { startWorktreeSession } from '../../src/worktrees/worktree.js';
 

@@ -1,5 +1,5 @@
 // The commands that move the worktree (undo, redo, restore, revert) and status.
-import { redo, restore, revert, status, undo, type OperationResult } from '../../api-undo.js';
+import { redo, restore, revert, status, undo, type OperationResult } from '../../api/undo.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { ChatRewind } from '../../restore/rewind.js';
 import { adapterOf } from '../../agents/registry.js';

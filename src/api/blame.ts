@@ -2,20 +2,20 @@
 // line of a file, and the story of one line. Validates, then reads through
 // session/blame.ts (git blame over the snapshot chain) and the agent's transcript.
 import fs from 'node:fs';
-import { errors } from './base/errors.js';
-import { loadSettings } from './settings/settings.js';
-import { transcriptReader } from './agents/registry.js';
-import type { ConversationEntry } from './agents/adapter.js';
-import { blameFile, originStep, type BlameLine, type LineOrigin } from './session/blame.js';
-import { describeStep } from './session/read.js';
-import { redactText } from './session/redact.js';
-import type { Session, Step } from './session/model.js';
+import { errors } from '../base/errors.js';
+import { loadSettings } from '../settings/settings.js';
+import { transcriptReader } from '../agents/registry.js';
+import type { ConversationEntry } from '../agents/adapter.js';
+import { blameFile, originStep, type BlameLine, type LineOrigin } from '../blame/blame.js';
+import { describeStep } from '../session/read.js';
+import { redactText } from '../session/redact.js';
+import type { Session, Step } from '../session/model.js';
 import { resolveSession, toRepoPath, type ResolvedSession, type SessionOptions } from './api.js';
-import { committedAuthors } from './history/notes.js';
-import { loadSession } from './session/session.js';
-import { latestCheckByStep, type CheckResult } from './worktrees/check.js';
+import { committedAuthors } from '../blame/notes.js';
+import { loadSession } from '../session/session.js';
+import { latestCheckByStep, type CheckResult } from '../check/check.js';
 
-export type { BlameLine, LineOrigin } from './session/blame.js';
+export type { BlameLine, LineOrigin } from '../blame/blame.js';
 
 export interface BlameOptions extends SessionOptions {
   /** The file, relative to the caller's directory (cwd). */

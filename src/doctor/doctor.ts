@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { checkGitVersion, type Repo } from '../git/repo.js';
-import { hooksStatus } from './hooks-install.js';
+import { hooksStatus } from '../install/git-hooks.js';
 import { appendEvent, eventBase, readJournal, type JournalEvent } from '../session/journal.js';
 import { acquireLock, ownerAlive } from '../base/lock.js';
 import { foldJournal, type Session } from '../session/model.js';

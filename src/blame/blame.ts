@@ -11,7 +11,7 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import type { Repo } from '../git/repo.js';
 import { commitTree } from '../git/plumbing.js';
-import type { Session, Step } from './model.js';
+import type { Session, Step } from '../session/model.js';
 import { stateLayout } from '../base/state-dir.js';
 
 export type LineOrigin =

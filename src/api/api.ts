@@ -2,11 +2,11 @@
 // which trusts its input. The CLI is a thin layer over these functions.
 import fs from 'node:fs';
 import nodePath from 'node:path';
-import { errors } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
-import { missingObjects } from './git/missing.js';
-import { openContext, type Context, type ContextOpener } from './session/context.js';
-import { autoStartServer } from './server/server.js';
+import { errors } from '../base/errors.js';
+import { openRepo, type Repo } from '../git/repo.js';
+import { missingObjects } from '../git/missing.js';
+import { openContext, type Context, type ContextOpener } from '../session/context.js';
+import { autoStartServer } from '../server/server.js';
 import {
   listSessions,
   loadSession,
@@ -17,12 +17,12 @@ import {
   sessionForSnap,
   stepRef,
   type SnapshotResult,
-} from './session/session.js';
-import { describeStep, diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from './session/read.js';
-import type { Session, Step } from './session/model.js';
-import type { StepPostEvent } from './session/journal.js';
-import { sessionIdOrName } from './worktrees/worktree.js';
-import { undoApply, type UndoApplyResult } from './worktrees/apply-undo.js';
+} from '../session/session.js';
+import { describeStep, diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from '../session/read.js';
+import type { Session, Step } from '../session/model.js';
+import type { StepPostEvent } from '../session/journal.js';
+import { sessionIdOrName } from '../worktrees/worktree.js';
+import { undoApply, type UndoApplyResult } from '../worktrees/apply-undo.js';
 import {
   applySession,
   discardSession,
@@ -32,13 +32,13 @@ import {
   type DiscardResult,
   type PromoteResult,
   type SessionOverview,
-} from './worktrees/parallel.js';
-import { gc as runGc, parseDuration, type GcReport } from './worktrees/gc.js';
-import { hooksStatus } from './history/hooks-install.js';
-import { INIT_AGENTS, stillInitialised, type InitAgent } from './init.js';
-import { planAt, planHistory, type PlanState } from './session/plan.js';
-import { environmentAt, type StepEnvironment } from './session/environment.js';
-import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from './worktrees/check.js';
+} from '../worktrees/parallel.js';
+import { gc as runGc, parseDuration, type GcReport } from '../worktrees/gc.js';
+import { hooksStatus } from '../install/git-hooks.js';
+import { INIT_AGENTS, stillInitialised, type InitAgent } from '../install/init.js';
+import { planAt, planHistory, type PlanState } from '../session/plan.js';
+import { environmentAt, type StepEnvironment } from '../session/environment.js';
+import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from '../check/check.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */

@@ -9,7 +9,7 @@
 // which agentsnap session", and are written by agentsnap's own hook.)
 import type { Repo } from '../git/repo.js';
 import { listSessions, loadSession } from '../session/session.js';
-import { blameFile } from '../session/blame.js';
+import { blameFile } from './blame.js';
 import type { Session } from '../session/model.js';
 
 export const NOTES_REF = 'refs/notes/agentsnap';

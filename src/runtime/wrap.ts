@@ -6,13 +6,13 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { packageRoot } from './base/package-root.js';
-import { shellQuote } from './base/shell.js';
-import { AgentsnapError, errors, isAgentsnapError } from './base/errors.js';
-import { checkGitVersion, openRepo, type Repo } from './git/repo.js';
-import type { Settings } from './settings/settings.js';
-import { openContext, type Context, type ContextOpener } from './session/context.js';
-import { engineSnapshotter } from './snapshot/snapshotter.js';
+import { packageRoot } from '../base/package-root.js';
+import { shellQuote } from '../base/shell.js';
+import { AgentsnapError, errors, isAgentsnapError } from '../base/errors.js';
+import { checkGitVersion, openRepo, type Repo } from '../git/repo.js';
+import type { Settings } from '../settings/settings.js';
+import { openContext, type Context, type ContextOpener } from '../session/context.js';
+import { engineSnapshotter } from '../snapshot/snapshotter.js';
 import { closeEndedCalls } from './hook.js';
 import {
   endSession,
@@ -24,23 +24,23 @@ import {
   startSession,
   STEP_REF_PREFIX,
   wrapperOwner,
-} from './session/session.js';
-import { startWorktreeSession, type StartPoint } from './worktrees/worktree.js';
-import { maybeAutoGc } from './worktrees/gc.js';
-import type { Agent, RunContext, RunHooks } from './agents/adapter.js';
-import { ADAPTERS, AGENTS, adapterOf, adapterOrGeneric, findAgent } from './agents/registry.js';
-import { claudeArgv as claudeArgvFor, claudeHookSettings as claudeSettingsFor } from './agents/claude.js';
-import { redactValue } from './session/redact.js';
-import { sessionFinished } from './session/state.js';
-import { assertSessionId } from './base/ids.js';
-import { HOOK_CLIENT, runDirOf, serverEnabled, serverInfo, spawnBackgroundServer, type HookServer } from './server/server.js';
-import { serverSnapshotter } from './server/tree-client.js';
-import { inTerminalForeground } from './server/channel.js';
-import { serverAfterWrap } from './settings/settings.js';
+} from '../session/session.js';
+import { startWorktreeSession, type StartPoint } from '../worktrees/worktree.js';
+import { maybeAutoGc } from '../worktrees/gc.js';
+import type { Agent, RunContext, RunHooks } from '../agents/adapter.js';
+import { ADAPTERS, AGENTS, adapterOf, adapterOrGeneric, findAgent } from '../agents/registry.js';
+import { claudeArgv as claudeArgvFor, claudeHookSettings as claudeSettingsFor } from '../agents/claude.js';
+import { redactValue } from '../session/redact.js';
+import { sessionFinished } from '../session/state.js';
+import { assertSessionId } from '../base/ids.js';
+import { HOOK_CLIENT, runDirOf, serverEnabled, serverInfo, spawnBackgroundServer, type HookServer } from '../server/server.js';
+import { serverSnapshotter } from '../server/tree-client.js';
+import { inTerminalForeground } from '../server/channel.js';
+import { serverAfterWrap } from '../settings/settings.js';
 import { startWorktreeServer } from './server-api.js';
-import { serverEngineIfUp, type ServerCalls } from './server/serve.js';
-import { startAutoCheckpoints } from './session/auto.js';
-import { sessionFiles } from './base/state-dir.js';
+import { serverEngineIfUp, type ServerCalls } from '../server/serve.js';
+import { startAutoCheckpoints } from './wrap-auto.js';
+import { sessionFiles } from '../base/state-dir.js';
 
 /** The executable of this install: hooks call it so they run the same agentsnap as the wrapper. */
 export const AGENTSNAP_BIN = path.join(packageRoot(), 'bin', 'agentsnap.js');
@@ -116,9 +116,9 @@ export function detectAgent(command: string[]): Agent {
   return findAgent(command)?.agent ?? 'generic';
 }
 
-export { findAgent } from './agents/registry.js';
+export { findAgent } from '../agents/registry.js';
 
-export { shellQuote } from './base/shell.js';
+export { shellQuote } from '../base/shell.js';
 
 export interface HookCommandOptions {
   wrapped: boolean;

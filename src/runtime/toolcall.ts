@@ -1,10 +1,10 @@
 // Library API for agents written in JavaScript/TypeScript: open a session for
 // a directory, then wrap each tool call (pre snapshot, run, post snapshot,
 // journal) in one typed call.
-import { openRepo } from './git/repo.js';
-import { openContext, type Context } from './session/context.js';
-import { isAgentsnapError } from './base/errors.js';
-import { assertSessionId } from './base/ids.js';
+import { openRepo } from '../git/repo.js';
+import { openContext, type Context } from '../session/context.js';
+import { isAgentsnapError } from '../base/errors.js';
+import { assertSessionId } from '../base/ids.js';
 import {
   endSession,
   recordCheckpoint,
@@ -16,8 +16,8 @@ import {
   startSession,
   wrapperOwner,
   type SnapshotResult,
-} from './session/session.js';
-import { sanitize } from './session/redact.js';
+} from '../session/session.js';
+import { sanitize } from '../session/redact.js';
 import fs from 'node:fs';
 
 export interface OpenSessionOptions {

@@ -1,7 +1,7 @@
-// The tools of `agentsnap mcp` (src/mcp.ts) as tools/list gives them: names, descriptions for the model, JSON
+// The tools of `agentsnap mcp` (src/mcp/server.ts) as tools/list gives them: names, descriptions for the model, JSON
 // schemas and annotations, and the check of a call's arguments against those schemas (the low-level SDK Server
-// validates nothing itself). Data and a pure check only: what each tool does is src/mcp.ts's.
-import { errors } from './base/errors.js';
+// validates nothing itself). Data and a pure check only: what each tool does is src/mcp/server.ts's.
+import { errors } from '../base/errors.js';
 
 /** A JSON Schema of the small kind the tools use (objects of strings, whole numbers, booleans, string lists). */
 export interface PropSchema {

@@ -18,9 +18,9 @@ import { treeOf } from '../git/plumbing.js';
 import { eventBase, type StepCheckEvent } from '../session/journal.js';
 import type { Session, Step } from '../session/model.js';
 import { redactText } from '../session/redact.js';
-import { recordEvent } from './parallel.js';
+import { recordEvent } from '../worktrees/parallel.js';
 import picomatch from 'picomatch';
-import { copyEntry, NO_CLONE, removeSessionWorktree, worktreeConfig, type WorktreeConfig } from './worktree.js';
+import { copyEntry, NO_CLONE, removeSessionWorktree, worktreeConfig, type WorktreeConfig } from '../worktrees/worktree.js';
 
 export const CHECK_EVENT: StepCheckEvent['type'] = 'step.check';
 

@@ -5,10 +5,10 @@
 // check, else through runHook in this process (which starts a server for the next calls). The SDK is not imported:
 // its types are matched by shape, so agentsnap does not pull it in.
 import path from 'node:path';
-import { errors } from './base/errors.js';
-import { assertSessionId } from './base/ids.js';
-import { adapterOf } from './agents/registry.js';
-import { callServer, serverSwitchedOff, trustedRunDir } from './server/channel.js';
+import { errors } from '../base/errors.js';
+import { assertSessionId } from '../base/ids.js';
+import { adapterOf } from '../agents/registry.js';
+import { callServer, serverSwitchedOff, trustedRunDir } from '../server/channel.js';
 import { runHook } from './hook.js';
 
 /** The events agentsnap hooks in the SDK: those `init claude` writes for Claude Code (its adapter's `init.events`). */

@@ -6,8 +6,8 @@
 // nothing when the tree equals the session's latest snapshot.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Context } from './context.js';
-import { recordCheckpointIfChanged } from './session.js';
+import type { Context } from '../session/context.js';
+import { recordCheckpointIfChanged } from '../session/session.js';
 import { isAgentsnapError } from '../base/errors.js';
 
 export const AUTO_TOOL = 'auto';

@@ -4,14 +4,14 @@
 // come back as a warning (the CLI prints one line and exits 0) and a
 // snapshot that failed marks its step unprotected.
 import fs from 'node:fs';
-import { ensureStateDir, readStateFile, replaceStateFile, stateLayout } from './base/state-dir.js';
+import { ensureStateDir, readStateFile, replaceStateFile, stateLayout } from '../base/state-dir.js';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { asDiskFull, isAgentsnapError } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
-import type { Settings } from './settings/settings.js';
-import { openContext, type Context, type ContextOpener } from './session/context.js';
-import { acquireLock } from './base/lock.js';
+import { asDiskFull, isAgentsnapError } from '../base/errors.js';
+import { openRepo, type Repo } from '../git/repo.js';
+import type { Settings } from '../settings/settings.js';
+import { openContext, type Context, type ContextOpener } from '../session/context.js';
+import { acquireLock } from '../base/lock.js';
 import {
   endSession,
   loadSession,
@@ -23,17 +23,17 @@ import {
   sessionFinished,
   sessionPaths,
   startSession,
-} from './session/session.js';
-import { loadState } from './session/state.js';
-import { sanitize } from './session/redact.js';
-import type { TranscriptPosition } from './session/journal.js';
-import { adapterOf, transcriptReader } from './agents/registry.js';
-import type { AgentAdapter, HookCall, ToolCallLocation, TranscriptTail } from './agents/adapter.js';
-import { autoStartServer } from './server/server.js';
-import { maybeStartAutoCheck } from './worktrees/check.js';
+} from '../session/session.js';
+import { loadState } from '../session/state.js';
+import { sanitize } from '../session/redact.js';
+import type { TranscriptPosition } from '../session/journal.js';
+import { adapterOf, transcriptReader } from '../agents/registry.js';
+import type { AgentAdapter, HookCall, ToolCallLocation, TranscriptTail } from '../agents/adapter.js';
+import { autoStartServer } from '../server/server.js';
+import { maybeStartAutoCheck } from '../check/check.js';
 
-export { AGENTS } from './agents/registry.js';
-export type { Agent, HookCall } from './agents/adapter.js';
+export { AGENTS } from '../agents/registry.js';
+export type { Agent, HookCall } from '../agents/adapter.js';
 
 const PRE_EVENTS = new Set(['pretooluse', 'beforetool', 'pre']);
 const POST_EVENTS = new Set(['posttooluse', 'aftertool', 'post']);

@@ -9,19 +9,19 @@
 // hold this module: scripts/bundle-cli.mjs bundles it apart), so the hot path
 // (`snap`, hooks) never loads it.
 import type { Readable, Writable } from 'node:stream';
-import { errors, isAgentsnapError } from './base/errors.js';
-import { openRepo } from './git/repo.js';
-import { loadSettings } from './settings/settings.js';
-import { autoCheckCommand } from './worktrees/check.js';
-import { diff, log, logAllSessions, resolveSession, show, type LogRow, type SessionOptions } from './api.js';
-import { redo, restore, status, undo, type OperationResult } from './api-undo.js';
-import { bisect, check, type CheckResult } from './api-check.js';
-import { openSteps, type Session } from './session/model.js';
-import { fenceOf, printableLine, printableName, printableText } from './base/printable.js';
-import { MCP_TOOLS, checkArgs, type Args, type McpToolResult } from './mcp-tools.js';
+import { errors, isAgentsnapError } from '../base/errors.js';
+import { openRepo } from '../git/repo.js';
+import { loadSettings } from '../settings/settings.js';
+import { autoCheckCommand } from '../check/check.js';
+import { diff, log, logAllSessions, resolveSession, show, type LogRow, type SessionOptions } from '../api/api.js';
+import { redo, restore, status, undo, type OperationResult } from '../api/undo.js';
+import { bisect, check, type CheckResult } from '../api/check.js';
+import { openSteps, type Session } from '../session/model.js';
+import { fenceOf, printableLine, printableName, printableText } from '../base/printable.js';
+import { MCP_TOOLS, checkArgs, type Args, type McpToolResult } from './tools.js';
 
-export { MCP_TOOLS } from './mcp-tools.js';
-export type { McpTool, McpToolAnnotations, McpToolResult } from './mcp-tools.js';
+export { MCP_TOOLS } from './tools.js';
+export type { McpTool, McpToolAnnotations, McpToolResult } from './tools.js';
 
 export interface McpServerOptions {
   /** A directory of the worktree the server acts on (default: process.cwd()); fixed for the server's life. */

@@ -1,14 +1,14 @@
 // Public API of the warm server: status, start (in the background), stop, and
 // run (the background process itself). See src/server/channel.ts for the channel.
 import fs from 'node:fs';
-import { openRepo, type Repo } from './git/repo.js';
-import { loadSettings } from './settings/settings.js';
-import { errors } from './base/errors.js';
-import { ensureStateDir, openStateLog, readStateFile, runDirLayout } from './base/state-dir.js';
-import type { RepoOptions } from './api.js';
+import { openRepo, type Repo } from '../git/repo.js';
+import { loadSettings } from '../settings/settings.js';
+import { errors } from '../base/errors.js';
+import { ensureStateDir, openStateLog, readStateFile, runDirLayout } from '../base/state-dir.js';
+import type { RepoOptions } from '../api/api.js';
 import { parseHookArgs, runHook } from './hook.js';
-import { hostWorktreeServer, type ServerCalls, type WorktreeServerOptions } from './server/serve.js';
-import { readWatchState, type WatcherReport } from './server/watch-state.js';
+import { hostWorktreeServer, type ServerCalls, type WorktreeServerOptions } from '../server/serve.js';
+import { readWatchState, type WatcherReport } from '../server/watch-state.js';
 import {
   autoStartServer,
   runDirOf,
@@ -19,7 +19,7 @@ import {
   waitForServer,
   type HookServer,
   type ServerInfo,
-} from './server/server.js';
+} from '../server/server.js';
 
 export interface ServerStatus {
   /** Whether a server may run here (Linux, agentsnap.server, AGENTSNAP_SERVER). */

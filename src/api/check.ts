@@ -1,14 +1,14 @@
 // Public API of `check` and `bisect` (issue 17): which step broke it, and the
 // last state where it passed. Validates, then runs worktrees/check.ts.
-import { errors } from './base/errors.js';
-import { loadSettings } from './settings/settings.js';
-import { openCheckWorktree, recordedChecks, runAutoCheck, verdictOf, type CheckResult } from './worktrees/check.js';
-import { loadSession } from './session/session.js';
-import { describeStep, showStep } from './session/read.js';
-import type { Session, Step } from './session/model.js';
+import { errors } from '../base/errors.js';
+import { loadSettings } from '../settings/settings.js';
+import { openCheckWorktree, recordedChecks, runAutoCheck, verdictOf, type CheckResult } from '../check/check.js';
+import { loadSession } from '../session/session.js';
+import { describeStep, showStep } from '../session/read.js';
+import type { Session, Step } from '../session/model.js';
 import { resolveSession, type ResolvedSession, type SessionOptions } from './api.js';
 
-export type { CheckResult } from './worktrees/check.js';
+export type { CheckResult } from '../check/check.js';
 
 /** States that can be checked: the baseline (0) and every step with a state after it of its own. */
 function checkableSteps(s: Session): number[] {

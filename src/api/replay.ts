@@ -3,16 +3,16 @@
 // messages from the agent's transcript where it is known, and every step with
 // its recorded input, output and changed files.
 import { resolveSession, type SessionOptions } from './api.js';
-import { errors } from './base/errors.js';
-import { loadSettings } from './settings/settings.js';
-import { redactText, redactValue } from './session/redact.js';
-import type { ConversationEntry } from './agents/adapter.js';
-import { transcriptReader } from './agents/registry.js';
-import { planHistory, planLines, type PlanItem } from './session/plan.js';
-import { stepOf } from './session/read.js';
-import type { Session, Step } from './session/model.js';
-import type { ChangedPath } from './session/journal.js';
-import { fenceOf, printableLine, printableName, printableText } from './base/printable.js';
+import { errors } from '../base/errors.js';
+import { loadSettings } from '../settings/settings.js';
+import { redactText, redactValue } from '../session/redact.js';
+import type { ConversationEntry } from '../agents/adapter.js';
+import { transcriptReader } from '../agents/registry.js';
+import { planHistory, planLines, type PlanItem } from '../session/plan.js';
+import { stepOf } from '../session/read.js';
+import type { Session, Step } from '../session/model.js';
+import type { ChangedPath } from '../session/journal.js';
+import { fenceOf, printableLine, printableName, printableText } from '../base/printable.js';
 
 export type ReplayEntry =
   | {

@@ -10,7 +10,7 @@ import { errors } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import type { Repo } from '../git/repo.js';
 import { exists } from '../base/fsutil.js';
-import { setNotesRewrite } from './notes.js';
+import { setNotesRewrite } from '../blame/notes.js';
 import { AGENT_REPO_REFS } from '../agents/registry.js';
 
 /** The git hooks agentsnap installs; one script serves them all (it dispatches on its name). */

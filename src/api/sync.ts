@@ -1,9 +1,9 @@
 // Public API of the hooks, backup-remote and doctor commands: validates what
 // callers pass, opens the repository, calls one internal function each.
-import { noteCommit, type CommitNote } from './history/notes.js';
-import { errors } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
-import { hooksStatus, installHooks, uninstallHooks, type HooksReport, type InstallResult } from './history/hooks-install.js';
+import { noteCommit, type CommitNote } from '../blame/notes.js';
+import { errors } from '../base/errors.js';
+import { openRepo, type Repo } from '../git/repo.js';
+import { hooksStatus, installHooks, uninstallHooks, type HooksReport, type InstallResult } from '../install/git-hooks.js';
 import {
   addBackupRemote,
   fetchSnapshots,
@@ -12,8 +12,8 @@ import {
   type FetchResult,
   type PushResult,
   type RemoteAddResult,
-} from './history/sync.js';
-import { runDoctor, type DoctorReport } from './history/doctor.js';
+} from '../backup/sync.js';
+import { runDoctor, type DoctorReport } from '../doctor/doctor.js';
 import type { RepoOptions } from './api.js';
 
 function repoFor(opts: RepoOptions): Promise<Repo> {

@@ -1,9 +1,9 @@
 // Public API of the operations that move the worktree (undo, redo, restore,
 // revert), the conversation rewind and status. Validates input and picks the
 // session, then calls src/restore/undo.ts, which trusts it.
-import { errors } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
-import { loadSession, selectSession } from './session/session.js';
+import { errors } from '../base/errors.js';
+import { openRepo, type Repo } from '../git/repo.js';
+import { loadSession, selectSession } from '../session/session.js';
 import { sessionArg, toRepoPath, type SessionOptions } from './api.js';
 import {
   foldOps,
@@ -14,20 +14,20 @@ import {
   undoOperation,
   type OperationResult,
   type SessionStatusReport,
-} from './restore/undo.js';
-import { compactChat, rewindChat, type ChatRewind } from './restore/rewind.js';
-import { readJournal } from './session/journal.js';
-import { serverInfo } from './server/server.js';
-import { readWatchState, type WatcherReport } from './server/watch-state.js';
-import { sessionPaths } from './session/session.js';
-import { planItemsDone, type PlanItem } from './session/plan.js';
-import { agentProcesses, stopAgentProcesses, type AgentProcess } from './session/processes.js';
-import type { StopResult } from './base/procfs.js';
-import { loadSettings } from './settings/settings.js';
-import { lastGood } from './api-check.js';
+} from '../restore/undo.js';
+import { compactChat, rewindChat, type ChatRewind } from '../restore/rewind.js';
+import { readJournal } from '../session/journal.js';
+import { serverInfo } from '../server/server.js';
+import { readWatchState, type WatcherReport } from '../server/watch-state.js';
+import { sessionPaths } from '../session/session.js';
+import { planItemsDone, type PlanItem } from '../session/plan.js';
+import { agentProcesses, stopAgentProcesses, type AgentProcess } from '../session/processes.js';
+import type { StopResult } from '../base/procfs.js';
+import { loadSettings } from '../settings/settings.js';
+import { lastGood } from './check.js';
 
-export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
-export type { ChatRewind, ChatFork, ChatCompact, ChatDigest, ConversationSize } from './restore/rewind.js';
+export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from '../restore/undo.js';
+export type { ChatRewind, ChatFork, ChatCompact, ChatDigest, ConversationSize } from '../restore/rewind.js';
 
 export interface OperationCommonOptions extends SessionOptions {
   /** Print what would change; change nothing. */

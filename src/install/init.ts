@@ -6,20 +6,20 @@
 // adapter's `init` layout (agents/*.ts).
 import fs from 'node:fs';
 import path from 'node:path';
-import { errors } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
-import { ADAPTERS, INIT_AGENTS } from './agents/registry.js';
-import type { Agent, HookGroup, InitLayout } from './agents/adapter.js';
-import { parseJsonc, withHooks, withoutHooks } from './agents/settings-file.js';
+import { errors } from '../base/errors.js';
+import { openRepo, type Repo } from '../git/repo.js';
+import { ADAPTERS, INIT_AGENTS } from '../agents/registry.js';
+import type { Agent, HookGroup, InitLayout } from '../agents/adapter.js';
+import { parseJsonc, withHooks, withoutHooks } from '../agents/settings-file.js';
 
 /** Claude Code's in-agent undo command, written beside its settings. */
-export { CLAUDE_UNDO_COMMAND } from './agents/claude.js';
-import { HOOK_CLIENT } from './server/server.js';
-import { LOG_ALL_ALIAS } from './session/refs.js';
-import { unsetConfigValue } from './worktrees/gc.js';
+export { CLAUDE_UNDO_COMMAND } from '../agents/claude.js';
+import { HOOK_CLIENT } from '../server/server.js';
+import { LOG_ALL_ALIAS } from '../session/refs.js';
+import { unsetConfigValue } from '../worktrees/gc.js';
 
 /** The agents with project hooks (their adapter's `init` layout). */
-export { INIT_AGENTS } from './agents/registry.js';
+export { INIT_AGENTS } from '../agents/registry.js';
 export type InitAgent = Agent;
 
 /**
@@ -47,7 +47,7 @@ export function thisInstall(): HookClient {
   return { hook: HOOK_CLIENT, node: process.execPath, js: path.join(path.dirname(HOOK_CLIENT), 'agentsnap.js') };
 }
 
-import { onPath } from './base/shell.js';
+import { onPath } from '../base/shell.js';
 
 export { onPath };
 

@@ -6,7 +6,7 @@
 // pack stays loose for the next maintenance).
 import { assertSessionId } from '../base/ids.js';
 import { openRepo } from '../git/repo.js';
-import { maintainEndedSession } from './maintenance.js';
+import { maintainEndedSession } from '../session/maintenance.js';
 
 async function main(): Promise<void> {
   const id = assertSessionId(process.argv[2] ?? '');
