@@ -53,7 +53,7 @@ export const COMMANDS: CommandEntry[] = [
 
 /**
  * The top-level help's groups, in order: the five everyday commands of the README's "The five commands" first,
- * then the rest by theme. A command in no group is listed under "More commands" (test/cli-conventions.test.ts
+ * then the rest by theme. A command in no group is listed under "More commands" (test/cli/cli-conventions.test.ts
  * checks that every command is listed once).
  */
 export const COMMAND_GROUPS: { title: string; names: string[] }[] = [
