@@ -1,6 +1,6 @@
 // Public API of `blame` and `why` (issue 17): which tool call last wrote each
 // line of a file, and the story of one line. Validates, then reads through
-// session/blame.ts (git blame over the snapshot chain) and the agent's transcript.
+// blame/blame.ts (git blame over the snapshot chain) and the agent's transcript.
 import fs from 'node:fs';
 import { errors } from '../base/errors.js';
 import { loadSettings } from '../settings/settings.js';

@@ -1,5 +1,5 @@
 // Public API of `check` and `bisect` (issue 17): which step broke it, and the
-// last state where it passed. Validates, then runs worktrees/check.ts.
+// last state where it passed. Validates, then runs check/check.ts.
 import { errors } from '../base/errors.js';
 import { loadSettings } from '../settings/settings.js';
 import { openCheckWorktree, recordedChecks, runAutoCheck, verdictOf, type CheckResult } from '../check/check.js';

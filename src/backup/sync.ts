@@ -1,6 +1,5 @@
-// history/ (above worktrees/): what keeps agentsnap's history beyond one
-// worktree — git hooks (hooks-install.ts), the backup remote (this file),
-// doctor (doctor.ts). Must not import the API or the CLI.
+// backup/ (above check/): agentsnap's history kept beyond one worktree, in
+// a backup remote. Must not import the API or the CLI.
 //
 // Snapshot sync with a backup remote. A designated remote (git config
 // agentsnap.backupRemote, multi-valued) receives refs/agent/*, each session's

@@ -1,6 +1,6 @@
 // `agentsnap mcp` (issue 18): the agent's own history, undo and checks as MCP
 // tools over stdio, on the official SDK. Each tool is one call of the public
-// API (api.ts, api-undo.ts, api-check.ts) with the session chosen as the CLI
+// API (api/api.ts, api/undo.ts, api/check.ts) with the session chosen as the CLI
 // chooses it, and its answer as text a model can act on. The server acts only
 // on the worktree it was started in; it runs no command from its arguments
 // (`check`/`bisect` take theirs from `git config agentsnap.check`).

@@ -1,5 +1,5 @@
 // `agentsnap ui` (issue 20): a local page over the public API. This layer sits
-// above src/*.ts and only calls it: every endpoint is one API call (log, show,
+// above api/ and only calls it: every endpoint is one API call (log, show,
 // diff, replay, undo/redo/restore/revert with their dry runs), so what the page
 // shows and does is what the CLI shows and does, redaction included.
 //
