@@ -12,10 +12,10 @@ import type { RuntimeCall } from '../support/runtime-calls.js';
 
 /**
  * The one call into a higher layer, and why it is not a way back up: the server is where the process receives the
- * call, and hands it to the router its starter passed in (ServerCalls, composed in server-api.ts). Everything the
+ * call, and hands it to the router its starter passed in (ServerCalls, composed in runtime/server-api.ts). Everything the
  * call does runs below that router.
  */
-const ENTRY = ['server/serve.ts:serveCall → server-api.ts:hook'];
+const ENTRY = ['server/serve.ts:serveCall → runtime/server-api.ts:hook'];
 
 test('hook path: a hook call in the warm server goes only downward at run time (no call back up into a higher layer)', async () => {
   // In a process of its own: the inspector's breakpoints and coverage are the whole process's.
