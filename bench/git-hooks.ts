@@ -3,11 +3,11 @@
 // reference-transaction about ten times and post-commit once for each commit it replays). Two throwaway
 // clones of the bench repository (objects shared), one with the hooks installed, one without; the same
 // commands interleaved in both. The hooks' own checks run in full (pre-commit, reference-transaction on the
-// branch); no Node process starts (test/hooks-cost.test.ts counts them).
+// branch); no Node process starts (test/git/hooks-cost.test.ts counts them).
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapCmd, git, interleave, median, run, timed, type Cmd } from './measure.js';
-import { HOOK_NAMES } from '../src/history/hooks-install.js';
+import { HOOK_NAMES } from '../src/install/git-hooks.js';
 import { timeRow, type Row, type Scenario, type ScenarioContext, type Target } from './scenarios.js';
 
 const REBASED = 20;

@@ -2,7 +2,7 @@
 // a small table (each main figure per size, and its growth from the smallest
 // size to the largest), an ASCII plot of the per-call figures (sizes and
 // times both log-scaled), and the scale targets of issue 19 with ✓/✗. Pure
-// functions of the rows, so test/bench-growth.test.ts checks them.
+// functions of the rows, so test/project/bench-growth.test.ts checks them.
 import { shortCount } from './args.js';
 
 /** What growth.ts reads of a bench row (bench/scenarios.ts `Row`). */

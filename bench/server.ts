@@ -208,7 +208,7 @@ function agentsnapProcessesIn(dir: string): { pid: number; server: boolean }[] {
     try {
       if (fs.readlinkSync(`/proc/${pid}/cwd`) !== real) continue;
       const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      // The CLI, and what it starts detached: the server, the end-of-session pack (dist/session/maintain-main.js).
+      // The CLI, and what it starts detached: the server, the end-of-session pack (dist/runtime/maintain-main.js).
       if (!args.some((a) => a.endsWith('agentsnap.js') || /[\\/]dist[\\/].*\.js$/.test(a))) continue;
       out.push({ pid, server: args.includes('server') && args.includes('run') });
     } catch {

@@ -47,7 +47,7 @@ function exitCode(text) {
 const TERMINAL_SIGNALS = new Set(['SIGINT', 'SIGQUIT', 'SIGHUP']);
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGQUIT', 'SIGHUP', 'SIGTERM', 'SIGUSR1', 'SIGUSR2'];
 
-/** Starts the agent as src/wrap.ts runChild does: signals forwarded (those the terminal sent it too, not twice). */
+/** Starts the agent as src/runtime/wrap.ts runChild does: signals forwarded (those the terminal sent it too, not twice). */
 function runAgent(spawn, spec, env) {
   return new Promise((resolve) => {
     let child = null;

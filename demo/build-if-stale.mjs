@@ -2,7 +2,7 @@
 // `npm run demo`'s first half: `npm run build` only when dist/ is missing or older than what it is built from
 // (src/, bin/, ui/, the bundle scripts, package.json, tsconfig.json). A current dist/ starts the demo at once
 // instead of after a full build (~17 s). An installed package has no src/: its dist/ is used as it is.
-// The package root is this file's parent, or the directory given as the first argument (test/demo.test.ts).
+// The package root is this file's parent, or the directory given as the first argument (test/cli/demo.test.ts).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';

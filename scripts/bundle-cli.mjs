@@ -76,10 +76,10 @@ const lazyStringWidth = {
   },
 };
 
-// `agentsnap mcp` (src/mcp.ts, with the MCP SDK: ~430 kB) is a bundle of its own, dist/mcp.bundle.js: inside this
+// `agentsnap mcp` (src/mcp/server.ts, with the MCP SDK: ~430 kB) is a bundle of its own, dist/mcp.bundle.js: inside this
 // one its text would be read at every start of every command, `snap` on each tool call included. The command's
-// `import('../../mcp.js')` becomes `import('./mcp.bundle.js')`, next to this bundle.
-const MCP_MODULE = /^\.\.\/\.\.\/mcp\.js$/;
+// `import('../../mcp/server.js')` becomes `import('./mcp.bundle.js')`, next to this bundle.
+const MCP_MODULE = /^\.\.\/\.\.\/mcp\/server\.js$/;
 // Likewise `agentsnap ui`'s server (src/ui/server.ts, node:http): dist/ui.bundle.js, so no other command loads a network module.
 const UI_MODULE = /^\.\.\/\.\.\/ui\/server\.js$/;
 const mcpApart = {
@@ -126,7 +126,7 @@ const common = {
     throw new Error(`bundle-cli: src/server/channel.ts must import node: modules only; it pulls in ${inputs.join(', ')}`);
 }
 
-await build({ ...common, entryPoints: [path.join(dist, 'mcp.js')], outfile: path.join(dist, 'mcp.bundle.js') });
+await build({ ...common, entryPoints: [path.join(dist, 'mcp', 'server.js')], outfile: path.join(dist, 'mcp.bundle.js') });
 await build({ ...common, entryPoints: [path.join(dist, 'ui', 'server.js')], outfile: path.join(dist, 'ui.bundle.js') });
 
 await build({

@@ -1,11 +1,11 @@
 // Prints the path of a hook call at run time by layer (issue 30, item 3), and every call from a lower layer into a
 // higher one that it makes, which the import graph cannot show (test/support/hook-path.ts, runtime-calls.ts).
 //   npm run build && node --import tsx scripts/hook-path.ts [--json]
-// --json prints {calls, upward: [{caller, callee, times, chain}]} for test/hook-path.test.ts, which runs it in a
+// --json prints {calls, upward: [{caller, callee, times, chain}]} for test/server/hook-path.test.ts, which runs it in a
 // process of its own (an inspector session with breakpoints would see every other test file's calls too).
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT } from '../test/helpers.js';
+import { ROOT } from '../test/support/helpers.js';
 import { layerOf, layersFromDoc } from '../test/support/import-graph.js';
 import { hookCallPath } from '../test/support/hook-path.js';
 import { describeFrame, upwardCalls } from '../test/support/runtime-calls.js';

@@ -29,7 +29,7 @@ const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
   env: { ...process.env, FORCE_COLOR: color ? '1' : '0', ...(color ? {} : { NO_COLOR: '1' }) },
 });
 // A signal to the runner alone (SIGTERM from a CI timeout) reaches the tests too, whose temp dirs are
-// removed on it (test/helpers.ts); Ctrl-C already reaches the whole process group.
+// removed on it (test/support/helpers.ts); Ctrl-C already reaches the whole process group.
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => child.kill(sig));
 let out = '';
 child.stdout.on('data', (d) => {

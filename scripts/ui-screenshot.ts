@@ -1,11 +1,11 @@
 // The README's screenshot of `agentsnap ui` (docs/ui.png): the session the
-// browser tests use (test/ui-helpers.ts: a scripted agent, a failing check),
+// browser tests use (test/support/ui-helpers.ts: a scripted agent, a failing check),
 // the failing step selected, taken with the tests' Playwright set-up (Debian's
 // Chromium, test/support/chromium.ts). Run: npm run build && npm run screenshot:ui
 import path from 'node:path';
 import { chromium as playwright } from 'playwright-core';
-import { ROOT, tempRepo } from '../test/helpers.js';
-import { recordScriptedSession } from '../test/ui-helpers.js';
+import { ROOT, tempRepo } from '../test/support/helpers.js';
+import { recordScriptedSession } from '../test/support/ui-helpers.js';
 import { chromium, CHROMIUM_ARGS } from '../test/support/chromium.js';
 import { startUiServer } from '../src/ui/server.js';
 

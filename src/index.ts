@@ -1,5 +1,5 @@
 // agentsnap's library API. The CLI (src/cli) is a thin layer over it.
-export * from './api.js';
+export * from './api/api.js';
 export { AgentsnapError, ExitCode, errors, isAgentsnapError } from './base/errors.js';
 export type { ExitCodeName, ErrorCode } from './base/errors.js';
 export { openRepo, MIN_GIT_VERSION } from './git/repo.js';
@@ -33,21 +33,21 @@ export type {
 } from './session/journal.js';
 export { readJournal, JOURNAL_VERSION } from './session/journal.js';
 export { AGENTSNAP_NAME, AGENTSNAP_EMAIL } from './git/run.js';
-export { hooks, remoteAdd, remoteRemove, push, fetch, doctor } from './sync-api.js';
-export type { HooksReport, HookStatus, InstallResult } from './history/hooks-install.js';
-export type { PushResult, FetchResult, FetchedSession, RemoteAddResult } from './history/sync.js';
-export type { DoctorReport, Check } from './history/doctor.js';
-export { wrap, detectAgent, claudeHookSettings, AGENTSNAP_BIN } from './wrap.js';
-export type { WrapOptions, WrapResult, WrapStart, AgentChoice } from './wrap.js';
-export { runHook, parseHookCall, AGENTS } from './hook.js';
-export type { Agent, HookCall, HookOptions, HookOutcome } from './hook.js';
-export { replay, replayMarkdown, buildReplay } from './replay.js';
-export type { ReplayEntry, ReplayOptions } from './replay.js';
+export { hooks, remoteAdd, remoteRemove, push, fetch, doctor } from './api/sync.js';
+export type { HooksReport, HookStatus, InstallResult } from './install/git-hooks.js';
+export type { PushResult, FetchResult, FetchedSession, RemoteAddResult } from './backup/sync.js';
+export type { DoctorReport, Check } from './doctor/doctor.js';
+export { wrap, detectAgent, claudeHookSettings, AGENTSNAP_BIN } from './runtime/wrap.js';
+export type { WrapOptions, WrapResult, WrapStart, AgentChoice } from './runtime/wrap.js';
+export { runHook, parseHookCall, AGENTS } from './runtime/hook.js';
+export type { Agent, HookCall, HookOptions, HookOutcome } from './runtime/hook.js';
+export { replay, replayMarkdown, buildReplay } from './api/replay.js';
+export type { ReplayEntry, ReplayOptions } from './api/replay.js';
 export { redactText, redactValue, truncateValue } from './session/redact.js';
 export { resumeSession, recordUnprotected } from './session/session.js';
-export { openSession } from './toolcall.js';
-export type { AgentSession, OpenSessionOptions, ToolCallOptions } from './toolcall.js';
-export * from './api-undo.js';
+export { openSession } from './runtime/toolcall.js';
+export type { AgentSession, OpenSessionOptions, ToolCallOptions } from './runtime/toolcall.js';
+export * from './api/undo.js';
 export { opRef } from './restore/undo.js';
 export { outsideEffect } from './session/effects.js';
 export {
@@ -66,7 +66,13 @@ export type { UndoApplyResult } from './worktrees/apply-undo.js';
 export type { FileStat } from './worktrees/diffstat.js';
 export { maybeAutoGc, parseDuration } from './worktrees/gc.js';
 export type { GcReport, GcOptions } from './worktrees/gc.js';
-export { serveMcp, AgentsnapTools, MCP_TOOLS } from './mcp.js';
-export type { McpServerOptions, McpTool, McpToolResult, McpToolAnnotations } from './mcp.js';
-export { agentsnapHooks, AGENT_SDK_HOOK_EVENTS } from './agent-sdk.js';
-export type { AgentsnapHooksOptions, AgentSdkHooks, AgentSdkHookMatcher, AgentSdkHookCallback, AgentSdkHookEvent } from './agent-sdk.js';
+export { serveMcp, AgentsnapTools, MCP_TOOLS } from './mcp/server.js';
+export type { McpServerOptions, McpTool, McpToolResult, McpToolAnnotations } from './mcp/server.js';
+export { agentsnapHooks, AGENT_SDK_HOOK_EVENTS } from './runtime/agent-sdk.js';
+export type {
+  AgentsnapHooksOptions,
+  AgentSdkHooks,
+  AgentSdkHookMatcher,
+  AgentSdkHookCallback,
+  AgentSdkHookEvent,
+} from './runtime/agent-sdk.js';

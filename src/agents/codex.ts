@@ -5,7 +5,7 @@
 //   layer, which `-c` is too. So agentsnap passes its hooks and their trust
 //   as `-c` flags (codex-rs/hooks/src/engine/discovery.rs, config_rules.rs).
 //   If a Codex release changes that identity, its hooks silently stop running
-//   under wrap: test/agents-e2e.test.ts (pinned version) catches it.
+//   under wrap: test/agents/agents-e2e.test.ts (pinned version) catches it.
 // - init: .codex/hooks.json (read for trusted projects; Codex asks the user to
 //   review new hooks once before it runs them).
 // - MCP (`agentsnap mcp`): `init --mcp` declares it in .codex/config.toml

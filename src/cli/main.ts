@@ -55,7 +55,7 @@ export const COMMANDS: CommandEntry[] = [
 
 /**
  * The top-level help's groups, in order: the five everyday commands of the README's "The five commands" first,
- * then the rest by theme. A command in no group is listed under "More commands" (test/cli-conventions.test.ts
+ * then the rest by theme. A command in no group is listed under "More commands" (test/cli/cli-conventions.test.ts
  * checks that every command is listed once).
  */
 export const COMMAND_GROUPS: { title: string; names: string[] }[] = [
@@ -625,7 +625,7 @@ function plainTable(command: CommandModule): { names: Map<string, PlainOption>; 
  * Options `args[0..end)` as yargs gives them to `command`'s handler (its defaults included), read from the command's
  * own yargs definition, for the plain forms only: each option at most once, values that cannot be mistaken for
  * options, choices and whole numbers valid. Null for anything else (help, a typo, `--no-x`, `-qm`, an option with
- * more than a type), which yargs then parses, explains or rejects. `test/cli-snap-args.test.ts` and
+ * more than a type), which yargs then parses, explains or rejects. `test/cli/cli-snap-args.test.ts` and
  * `cli-wrap-args.test.ts` compare it with yargs.
  */
 function plainOptions(command: CommandModule, args: string[], end: number): Record<string, unknown> | null {

@@ -3,7 +3,7 @@
 // (a wrapper's snapshot). The bin/ shims load it as dist/channel.cjs, which
 // scripts/bundle-cli.mjs bundles from this file (node: imports only, so a call
 // pays no module loading); bin/agentsnap-hook is its POSIX-sh counterpart for
-// hooks and follows the same record and the same trust rule (test/channel.conformance.test.ts
+// hooks and follows the same record and the same trust rule (test/server/channel.conformance.test.ts
 // runs every client against the same cases).
 //
 // The run directory: `<git common dir>/agentsnap/run/main` for the main
@@ -286,7 +286,7 @@ async function readReply(fd: number): Promise<string | null> {
 }
 
 /**
- * The tests' hook point between the trust check and the run dir's first use (test/channel.attack.test.ts swaps a
+ * The tests' hook point between the trust check and the run dir's first use (test/server/channel.attack.test.ts swaps a
  * path component there; server.ts prepareRunDir has one between its check and its chmod):
  * AGENTSNAP_TEST_CHANNEL_PAUSE names a FIFO, read to its end once per process.
  */

@@ -238,14 +238,14 @@ export async function maybeMaintain(repo: Repo, paths: Paths, state: PackState, 
 
 /**
  * Packs the ended session `id`'s objects in a detached process at low
- * priority (src/session/maintain-main.ts) and returns at once: the end of a
+ * priority (src/runtime/maintain-main.ts) and returns at once: the end of a
  * session is the user's time (their shell waits for `wrap` to exit), and a
  * pack of a session that snapshotted 100k new files takes seconds. A failure
  * to start leaves the objects loose for the next maintenance.
  */
 export function maintainInBackground(repo: Repo, id: string): void {
   // tsc's module, whether this code runs from it, from the bundled CLI or from src/ (tests).
-  const entry = path.join(packageRoot(), 'dist', 'session', 'maintain-main.js');
+  const entry = path.join(packageRoot(), 'dist', 'runtime', 'maintain-main.js');
   try {
     const child = spawn(process.execPath, [entry, id], { cwd: repo.worktree, env: repo.callerEnv, detached: true, stdio: 'ignore' });
     child.on('error', () => undefined);

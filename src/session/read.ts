@@ -12,7 +12,7 @@ import { loadSettings } from '../settings/settings.js';
 import { treeOf } from '../git/plumbing.js';
 import { describeCall } from '../agents/registry.js';
 import { printableLine } from '../base/printable.js';
-import { AUTO_TOOL } from './auto.js';
+import { AUTO_TOOL } from '../runtime/wrap-auto.js';
 
 export interface LogFilter {
   tool?: string | undefined;

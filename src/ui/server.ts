@@ -1,5 +1,5 @@
 // `agentsnap ui` (issue 20): a local page over the public API. This layer sits
-// above src/*.ts and only calls it: every endpoint is one API call (log, show,
+// above api/ and only calls it: every endpoint is one API call (log, show,
 // diff, replay, undo/redo/restore/revert with their dry runs), so what the page
 // shows and does is what the CLI shows and does, redaction included.
 //
@@ -23,9 +23,9 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { diff, log, logAllSessions, resolveSession, sessions, show, type RepoOptions } from '../api.js';
-import { redo, restore, revert, status, undo } from '../api-undo.js';
-import { replay } from '../replay.js';
+import { diff, log, logAllSessions, resolveSession, sessions, show, type RepoOptions } from '../api/api.js';
+import { redo, restore, revert, status, undo } from '../api/undo.js';
+import { replay } from '../api/replay.js';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import { openRepo, type Repo } from '../git/repo.js';

@@ -482,7 +482,7 @@ export async function maybeAutoGc(repo: Repo, opts: { now?: number } = {}): Prom
 
 /**
  * The entries of this repository's config that agentsnap wrote: the backup remotes `remote add` designated, the
- * notes.rewriteRef `hooks install` added (history/notes.ts), and `init`'s alias while it is still agentsnap's
+ * notes.rewriteRef `hooks install` added (blame/notes.ts), and `init`'s alias while it is still agentsnap's
  * value. Settings the user wrote (`git config agentsnap.retention …`) are the user's: left as they are.
  */
 async function agentsnapConfig(repo: Repo): Promise<{ key: string; value: string }[]> {

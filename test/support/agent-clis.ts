@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT } from '../helpers.js';
+import { ROOT } from './helpers.js';
 
 export const CODEX_VERSION = '0.171.0';
 export const GEMINI_CLI_VERSION = '0.61.0';

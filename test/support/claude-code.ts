@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT } from '../helpers.js';
+import { ROOT } from './helpers.js';
 
 export const CLAUDE_CODE_VERSION = '2.1.332';
 

@@ -1,4 +1,4 @@
-// The crash harness (test/crash.test.ts): runs an agentsnap command as its own
+// The crash harness (test/safety/crash.test.ts): runs an agentsnap command as its own
 // process group, SIGKILLs it at a seeded random moment, and checks what a
 // crash must never break. Two kinds of kill, as a real crash leaves them:
 // the whole group (git children die too and may leave git lock files), or
@@ -11,7 +11,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { BIN, type CliResult, type TempRepo } from '../helpers.js';
+import { BIN, type CliResult, type TempRepo } from './helpers.js';
 import { readJournal } from '../../src/session/journal.js';
 
 /** mulberry32: a small seeded generator, so a failing run can be replayed. */

@@ -2,9 +2,9 @@
 // up), with every call of src/ that runs in this process recorded (runtime-calls.ts): the path of a hook call at
 // run time. The hooks go through the shell client (bin/agentsnap-hook), as a wrapped agent's do: build first.
 import path from 'node:path';
-import { ROOT, runProcess, tempRepo, type TempRepo } from '../helpers.js';
+import { ROOT, runProcess, tempRepo, type TempRepo } from './helpers.js';
 import { openRepo } from '../../src/git/repo.js';
-import { startWorktreeServer } from '../../src/server-api.js';
+import { startWorktreeServer } from '../../src/runtime/server-api.js';
 import { serverEngine } from '../../src/server/serve.js';
 import { runSnap } from '../../src/cli/main.js';
 import { runtimeCalls, type RuntimeCalls } from './runtime-calls.js';

@@ -1,10 +1,10 @@
 // Issue 29 (4, 5): a session that recorded hostile text everywhere a user or a model later reads it (tool
 // output and input, prompts, assistant text, a tool name, messages, file names and file contents), shared by
-// test/escapes.test.ts (the CLI) and test/mcp-escapes.test.ts (the MCP server).
+// test/cli/escapes.test.ts (the CLI) and test/mcp/mcp-escapes.test.ts (the MCP server).
 import fs from 'node:fs';
 import path from 'node:path';
 import * as assert from 'uvu/assert';
-import { cli, cliProcess, type TempRepo } from '../helpers.js';
+import { cli, cliProcess, type TempRepo } from './helpers.js';
 
 /** OSC 52: writes the clipboard (here `rm -rf /` in base64). */
 export const OSC52 = '\x1b]52;c;cm0gLXJmIC8K\x07';

@@ -4,7 +4,7 @@
 // tie the design together just the same: module-syntax.ts reads every import from the same text, with the line, and
 // esbuild reads the text with `import type`/`export type … from` made value imports (withTypeImportsAsValues); the
 // two must agree file by file, or the graph is refused (a misread never hides an edge).
-// Used by test/architecture.test.ts (the layering) and scripts/hook-path.ts (a hook call's path at run time).
+// Used by test/project/architecture.test.ts (the layering) and scripts/hook-path.ts (a hook call's path at run time).
 import fs from 'node:fs';
 import path from 'node:path';
 import { build, type Metafile, type Plugin } from 'esbuild';

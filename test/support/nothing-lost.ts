@@ -2,19 +2,19 @@
 // operations (plain JSON, so fast-check prints and shrinks them), their
 // interpreter against a real temp repository, an independent ground truth of
 // what a snapshot must hold, and the invariants checked after every operation.
-// Used by test/nothing-lost.property.test.ts and by example tests that replay a shrunk case
-// (test/undo.checkpoint.test.ts).
+// Used by test/safety/nothing-lost.property.test.ts and by example tests that replay a shrunk case
+// (test/restore/undo.checkpoint.test.ts).
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { BIN, ROOT, cli, runProcess, stopProcessesIn, tempRepo, type CliResult, type TempRepo } from '../helpers.js';
-import { runHook } from '../../src/hook.js';
+import { BIN, ROOT, cli, runProcess, stopProcessesIn, tempRepo, type CliResult, type TempRepo } from './helpers.js';
+import { runHook } from '../../src/runtime/hook.js';
 import { openRepo } from '../../src/git/repo.js';
 import { serverEngine } from '../../src/server/serve.js';
-import { startWorktreeServer } from '../../src/server-api.js';
+import { startWorktreeServer } from '../../src/runtime/server-api.js';
 import { runSnap } from '../../src/cli/main.js';
 import { startWorktreeSession } from '../../src/worktrees/worktree.js';
 
@@ -603,7 +603,7 @@ export class World {
    * A write no file event reports (mmap, through an outside hard link) or a new
    * outside link happened since the last stat sweep. The warm server reads such
    * writes only after a sweep (README Guarantees: the window that stays, shown
-   * by test/incremental.sweep.test.ts "window: …"), so before the next snapshot
+   * by test/snapshot/incremental.sweep.test.ts "window: …"), so before the next snapshot
    * the hosted server is made to sweep: this test checks the closed cases, not
    * the window. A background server is another process: those ops are skipped
    * there (see invisibleSkipped).

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { ROOT } from '../helpers.js';
+import { ROOT } from './helpers.js';
 
 const copies = new Map<number, string>();
 

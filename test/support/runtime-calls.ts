@@ -1,12 +1,12 @@
 // The calls that run in this process while `action` runs, watched with V8's inspector (issue 30, item 3): which
 // functions of src/ run (exact function coverage), and for each of them its caller (a breakpoint at the start
 // of every function that ran in a first pass: an async function's start runs in its caller's stack, so the frame
-// below it is the caller). Used by scripts/hook-path.ts and test/hook-path.test.ts to find the calls that go from
+// below it is the caller). Used by scripts/hook-path.ts and test/server/hook-path.test.ts to find the calls that go from
 // a lower layer into a higher one, which no import shows (closures stored on a Repo, callbacks, injected calls).
 // Deterministic: no sampling, no timing. The action runs twice: the coverage pass and the breakpoint pass.
 import inspector from 'node:inspector';
 import path from 'node:path';
-import { ROOT } from '../helpers.js';
+import { ROOT } from './helpers.js';
 import { layerOf } from './import-graph.js';
 
 const SRC_URL = `file://${path.join(ROOT, 'src')}/`;

@@ -1,11 +1,11 @@
 // Shared by the tests of a session a background server begins and ends for
-// `wrap` (test/wrap-served.test.ts, test/attack.served.test.ts): the server a
+// `wrap` (test/wrap/wrap-served.test.ts, test/wrap/wrap-served.attack.test.ts): the server a
 // first wrap leaves, its status, a ground-truth full scan and the journal.
 import fs from 'node:fs';
 import path from 'node:path';
 import * as assert from 'uvu/assert';
-import { cliProcess, tempRepo, type TempRepo } from '../helpers.js';
-import { gitCommonDir } from '../snap-helpers.js';
+import { cliProcess, tempRepo, type TempRepo } from './helpers.js';
+import { gitCommonDir } from './snap-helpers.js';
 
 /** The environment of a wrap that may be served, and that leaves a server behind (the test env switches both off). */
 export const ON = { AGENTSNAP_SERVER: 'on', AGENTSNAP_SERVER_AFTER_WRAP: '1' };

@@ -4,7 +4,7 @@
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cliProcess, type TempRepo } from '../helpers.js';
+import { cliProcess, type TempRepo } from './helpers.js';
 
 /** The files the server writes (its pid, then its port once it listens), and how to start it from the agent's shell. */
 export interface LeftServer {

@@ -1,5 +1,5 @@
 // blame and why: which tool call last wrote each line, and the story of one line.
-import { blame, why, type LineAuthor } from '../../api-blame.js';
+import { blame, why, type LineAuthor } from '../../api/blame.js';
 import { errors } from '../../base/errors.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';

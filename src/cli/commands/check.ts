@@ -1,5 +1,5 @@
 // check and bisect: run a command against the states after steps, find the first bad one.
-import { autoCheck, bisect, check, type CheckResult } from '../../api-check.js';
+import { autoCheck, bisect, check, type CheckResult } from '../../api/check.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';

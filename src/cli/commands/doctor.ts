@@ -1,5 +1,5 @@
 // `agentsnap doctor [--fix] [--json]`: exit 0 when healthy, 1 when something is broken; optional set-up not done is information.
-import { doctor } from '../../sync-api.js';
+import { doctor } from '../../api/sync.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
 import { printableLine } from '../../base/printable.js';

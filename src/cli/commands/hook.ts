@@ -1,4 +1,4 @@
-import { AGENTS, parseHookArgs, runHook } from '../../hook.js';
+import { AGENTS, parseHookArgs, runHook } from '../../runtime/hook.js';
 import type { CommandFactory } from '../context.js';
 import type { CliIO } from '../output.js';
 

@@ -1,6 +1,6 @@
 // `agentsnap hooks install|uninstall|status`.
-import { hooks } from '../../sync-api.js';
-import type { HooksReport, InstallResult } from '../../history/hooks-install.js';
+import { hooks } from '../../api/sync.js';
+import type { HooksReport, InstallResult } from '../../install/git-hooks.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
 import type { Output } from '../output.js';

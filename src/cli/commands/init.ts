@@ -1,4 +1,4 @@
-import { init, INIT_AGENTS } from '../../init.js';
+import { init, INIT_AGENTS } from '../../install/init.js';
 import type { CommandFactory } from '../context.js';
 
 export const initCommand: CommandFactory = (ctx) => ({

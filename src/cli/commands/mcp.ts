@@ -1,4 +1,4 @@
-// `agentsnap mcp`: the MCP server over stdio (src/mcp.ts). Its stdout is the protocol's: nothing else is printed there.
+// `agentsnap mcp`: the MCP server over stdio (src/mcp/server.ts). Its stdout is the protocol's: nothing else is printed there.
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { CommandFactory } from '../context.js';
@@ -21,7 +21,7 @@ export const mcpCommand: CommandFactory = (ctx) => ({
   handler: async (raw) => {
     const argv = raw as unknown as { session?: string; worktree?: string };
     // Loaded here: the server and the SDK are another bundle (scripts/bundle-cli.mjs), never paid by other commands.
-    const { serveMcp } = await import('../../mcp.js');
+    const { serveMcp } = await import('../../mcp/server.js');
     try {
       await serveMcp({
         cwd: argv.worktree === undefined ? ctx.io.cwd : path.resolve(ctx.io.cwd, argv.worktree),

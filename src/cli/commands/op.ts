@@ -1,5 +1,5 @@
 // `agentsnap op log` and `agentsnap op undo [ID]`: the operation log, and taking back any operation.
-import { opLog, opUndo } from '../../api-op.js';
+import { opLog, opUndo } from '../../api/op.js';
 import { errors } from '../../base/errors.js';
 import type { CommandFactory } from '../context.js';
 import { sessionSourceNote } from '../context.js';

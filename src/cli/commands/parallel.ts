@@ -1,6 +1,6 @@
 // Commands that bring parallel sessions back or throw them away: apply, promote, discard, gc.
 import { errors } from '../../base/errors.js';
-import { apply, applyUndo, discard, gc, promote } from '../../api.js';
+import { apply, applyUndo, discard, gc, promote } from '../../api/api.js';
 import type { FileStat } from '../../worktrees/diffstat.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';

@@ -1,5 +1,5 @@
 // The read-only commands: sessions, log, show, diff.
-import { diff, log, logAllSessions, sessions, show, type LogEntry, type LogRow } from '../../api.js';
+import { diff, log, logAllSessions, sessions, show, type LogEntry, type LogRow } from '../../api/api.js';
 import { errors } from '../../base/errors.js';
 import type { Step } from '../../session/model.js';
 import { outsideEffect } from '../../session/effects.js';

@@ -1,4 +1,4 @@
-import { replay, replayMarkdown } from '../../replay.js';
+import { replay, replayMarkdown } from '../../api/replay.js';
 import type { CommandFactory } from '../context.js';
 import { sessionOption, sessionSourceNote } from '../context.js';
 

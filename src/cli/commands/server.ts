@@ -1,5 +1,5 @@
 // `agentsnap server start|stop|status|run`.
-import { serverRun, serverStart, serverStatus, serverStop, type ServerStatus } from '../../server-api.js';
+import { serverRun, serverStart, serverStatus, serverStop, type ServerStatus } from '../../runtime/server-api.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
 import type { Output } from '../output.js';

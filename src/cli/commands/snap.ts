@@ -1,4 +1,4 @@
-import { end, snap } from '../../api.js';
+import { end, snap } from '../../api/api.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption } from '../context.js';
 import { describeSkipped } from '../output.js';

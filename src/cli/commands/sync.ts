@@ -1,5 +1,5 @@
 // `agentsnap remote add|remove`, `agentsnap push <remote>`, `agentsnap fetch <remote>`.
-import { fetch, push, remoteAdd, remoteRemove } from '../../sync-api.js';
+import { fetch, push, remoteAdd, remoteRemove } from '../../api/sync.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
 import { printableLine, printableName } from '../../base/printable.js';

@@ -1,11 +1,11 @@
 // The commands that move the worktree (undo, redo, restore, revert) and status.
-import { redo, restore, revert, status, undo, type OperationResult } from '../../api-undo.js';
+import { redo, restore, revert, status, undo, type OperationResult } from '../../api/undo.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { ChatRewind } from '../../restore/rewind.js';
 import { adapterOf } from '../../agents/registry.js';
 import { planLines } from '../../session/plan.js';
 import type { AgentProcess } from '../../session/processes.js';
-import { AUTO_TOOL } from '../../session/auto.js';
+import { AUTO_TOOL } from '../../runtime/wrap-auto.js';
 import type { StopResult } from '../../base/procfs.js';
 import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';

@@ -8,7 +8,7 @@ import {
   type WrapResult,
   type WrapRun,
   type WrapStart,
-} from '../../wrap.js';
+} from '../../runtime/wrap.js';
 import { AGENTS, RECOGNISED_AGENTS } from '../../agents/registry.js';
 import type { CliContext, CommandFactory } from '../context.js';
 import type { Output } from '../output.js';
