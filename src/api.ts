@@ -3,9 +3,9 @@
 import fs from 'node:fs';
 import nodePath from 'node:path';
 import { errors } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
+import { type Repo } from './git/repo.js';
 import { missingObjects } from './git/missing.js';
-import { openContext, type Context, type ContextOpener } from './session/context.js';
+import { contextFor, repoFor, type ContextOpener } from './session/context.js';
 import { autoStartServer } from './server/server.js';
 import {
   listSessions,
@@ -51,17 +51,6 @@ export interface RepoOptions {
 
 export interface SessionOptions extends RepoOptions {
   session?: string | undefined;
-}
-
-async function repoFor(opts: RepoOptions): Promise<Repo> {
-  if (opts.openContext) return (await opts.openContext(opts.cwd ?? process.cwd(), opts.env ?? process.env)).repo;
-  return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
-}
-
-/** The command's context: the host's (the warm server's), else the repository of `cwd` with its settings read once. */
-async function contextFor(opts: RepoOptions): Promise<Context> {
-  if (opts.openContext) return opts.openContext(opts.cwd ?? process.cwd(), opts.env ?? process.env);
-  return openContext(await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {}));
 }
 
 function checkStepNumber(n: unknown, what = 'step'): number {

@@ -8,9 +8,9 @@ import { ensureStateDir, readStateFile, replaceStateFile, stateLayout } from './
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { asDiskFull, isAgentsnapError } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
+import type { Repo } from './git/repo.js';
 import type { Settings } from './settings/settings.js';
-import { openContext, type Context, type ContextOpener } from './session/context.js';
+import { contextFor, type Context, type ContextOpener } from './session/context.js';
 import { acquireLock } from './base/lock.js';
 import {
   endSession,
@@ -175,7 +175,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     const wrappedBy = opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE;
     // Always the session's worktree, whatever directory the payload names (the agent may have cd'ed).
     const dir = wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : (call.cwd ?? opts.cwd);
-    ctx = opts.openContext ? await opts.openContext(dir, opts.env) : await openContext(await openRepo(dir, { env: opts.env }));
+    ctx = await contextFor({ cwd: dir, env: opts.env, openContext: opts.openContext });
     ({ repo, settings } = ctx);
     // This call took the Node path: a warm server answers the next ones.
     if (!opts.openContext) autoStartServer(repo, settings);

@@ -2,7 +2,7 @@
 // callers pass, opens the repository, calls one internal function each.
 import { noteCommit, type CommitNote } from './history/notes.js';
 import { errors } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
+import { repoFor } from './session/context.js';
 import { hooksStatus, installHooks, uninstallHooks, type HooksReport, type InstallResult } from './history/hooks-install.js';
 import {
   addBackupRemote,
@@ -15,10 +15,6 @@ import {
 } from './history/sync.js';
 import { runDoctor, type DoctorReport } from './history/doctor.js';
 import type { RepoOptions } from './api.js';
-
-function repoFor(opts: RepoOptions): Promise<Repo> {
-  return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
-}
 
 /** `agentsnap hooks install|uninstall|status`. */
 export async function hooks(

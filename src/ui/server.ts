@@ -28,7 +28,8 @@ import { redo, restore, revert, status, undo } from '../api-undo.js';
 import { replay } from '../replay.js';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
-import { openRepo, type Repo } from '../git/repo.js';
+import type { Repo } from '../git/repo.js';
+import { repoFor } from '../session/context.js';
 import { sessionsDir } from '../session/session.js';
 import type { Step } from '../session/model.js';
 
@@ -475,7 +476,7 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
     throw errors.invalidArgument(`--port must be a port number (0-65535), not ${JSON.stringify(opts.port)}.`);
   const env = opts.env ?? process.env;
   // Opened once: a wrong directory fails here, before anything listens; the stamp reads its state dir.
-  const repo = await openRepo(opts.cwd ?? process.cwd(), { env });
+  const repo = await repoFor({ cwd: opts.cwd, env });
   // The page names paths from the worktree's top (it has no current directory): every call runs there.
   const base: RepoOptions = { cwd: repo.worktree, env };
   const assets = opts.assetsDir ?? path.join(packageRoot(), 'dist', 'ui-page');
