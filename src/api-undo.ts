@@ -4,7 +4,7 @@
 import { errors } from './base/errors.js';
 import { openRepo, type Repo } from './git/repo.js';
 import { loadSession, selectSession } from './session/session.js';
-import { sessionArg, toRepoPath, type SessionOptions } from './api.js';
+import { sessionArg, stepNumber, toRepoPath, type SessionOptions } from './api.js';
 import {
   foldOps,
   redoOperation,
@@ -45,13 +45,6 @@ async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: strin
   const session = sessionArg(repo, opts.session);
   const sel = await selectSession(repo, { session });
   return { repo, id: sel.id, source: sel.source };
-}
-
-function stepNumber(n: unknown, what = 'step'): number {
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
-    throw errors.invalidArgument(`${what} must be a whole number of 1 or more, not ${JSON.stringify(n)}.`, { data: { value: n } });
-  }
-  return n;
 }
 
 function opOptions(opts: OperationCommonOptions) {

@@ -53,7 +53,16 @@ export interface SessionOptions extends RepoOptions {
   session?: string | undefined;
 }
 
-function checkStepNumber(n: unknown, what = 'step'): number {
+/** A step number as every API function that takes one checks it (show, snap --step, undo, restore, revert): steps count from 1. */
+export function stepNumber(n: unknown, what = 'step'): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
+    throw errors.invalidArgument(`${what} must be a whole number of 1 or more, not ${JSON.stringify(n)}.`, { data: { value: n } });
+  }
+  return n;
+}
+
+/** A count (--keep, --last): a whole number of 0 or more. */
+function countArg(n: unknown, what: string): number {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
     throw errors.invalidArgument(`${what} must be a whole number of 0 or more, not ${JSON.stringify(n)}.`, { data: { value: n } });
   }
@@ -91,7 +100,7 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     throw errors.invalidArgument(`--phase must be pre or post, not ${JSON.stringify(opts.phase)}.`);
   }
   if (opts.step !== undefined) {
-    checkStepNumber(opts.step);
+    stepNumber(opts.step);
     if (opts.phase !== 'post') throw errors.invalidArgument('--step goes with --phase post (pre and checkpoints allocate the next step).');
   }
   const ctx = await contextFor(opts);
@@ -220,7 +229,7 @@ export interface GcCommandOptions extends RepoOptions {
 
 /** `agentsnap gc`: drops old sessions and agentsnap's orphans; reports disk use before and after. */
 export async function gc(opts: GcCommandOptions = {}): Promise<GcReport> {
-  if (opts.keep !== undefined) checkStepNumber(opts.keep, '--keep');
+  if (opts.keep !== undefined) countArg(opts.keep, '--keep');
   const olderThanMs = opts.olderThan === undefined ? undefined : parseDuration('--older-than', opts.olderThan);
   const repo = await repoFor(opts);
   // --all takes out agentsnap's data; its set-up has its own commands (README "Uninstall"): named when left.
@@ -291,7 +300,7 @@ async function markLost(repo: Repo, rows: LogRow[]): Promise<LogRow[]> {
 export async function log(
   opts: LogOptions = {},
 ): Promise<{ session: Session; steps: Step[]; rows: LogRow[]; source: ResolvedSession['source'] }> {
-  if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
+  if (opts.last !== undefined) countArg(opts.last, '--last');
   const r = await resolveSession(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
   const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths, grep: opts.grep });
@@ -319,7 +328,7 @@ export async function log(
  * discarded ones included) that pass the filters, in the order they started; `last` counts over them all.
  */
 export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Promise<{ rows: LogRow[]; sessions: number }> {
-  if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
+  if (opts.last !== undefined) countArg(opts.last, '--last');
   const repo = await repoFor(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(repo, p));
   const rows: LogRow[] = [];
@@ -419,7 +428,7 @@ export async function show(opts: ShowOptions): Promise<{
   environment: StepEnvironment;
   source: ResolvedSession['source'];
 }> {
-  checkStepNumber(opts.step);
+  stepNumber(opts.step);
   const r = await resolveSession(opts);
   stepOf(r.session, opts.step);
   const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });
