@@ -2,7 +2,8 @@
 // revert), the conversation rewind and status. Validates input and picks the
 // session, then calls src/restore/undo.ts, which trusts it.
 import { errors } from './base/errors.js';
-import { openRepo, type Repo } from './git/repo.js';
+import type { Repo } from './git/repo.js';
+import { repoFor } from './session/context.js';
 import { loadSession, selectSession } from './session/session.js';
 import { sessionArg, stepNumber, toRepoPath, type SessionOptions } from './api.js';
 import {
@@ -41,7 +42,7 @@ export interface OperationCommonOptions extends SessionOptions {
 }
 
 async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: string; source: 'flag' | 'env' | 'recent' }> {
-  const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+  const repo = await repoFor(opts);
   const session = sessionArg(repo, opts.session);
   const sel = await selectSession(repo, { session });
   return { repo, id: sel.id, source: sel.source };
