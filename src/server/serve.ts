@@ -491,7 +491,7 @@ class WorktreeHost {
 }
 
 /** Starts the server of `repo`'s worktree (throws Busy when one runs already). */
-export function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { calls: ServerCalls }): Promise<HookServer> {
+export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { calls: ServerCalls }): Promise<HookServer> {
   return new WorktreeHost(repo, opts).start();
 }
 
