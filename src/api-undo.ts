@@ -3,7 +3,7 @@
 // session, then calls src/restore/undo.ts, which trusts it.
 import { errors } from './base/errors.js';
 import type { Repo } from './git/repo.js';
-import { repoFor } from './session/context.js';
+import { repoFor } from './api-open.js';
 import { loadSession, selectSession } from './session/session.js';
 import { sessionArg, stepNumber, toRepoPath, type SessionOptions } from './api.js';
 import {

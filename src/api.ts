@@ -5,7 +5,8 @@ import nodePath from 'node:path';
 import { errors } from './base/errors.js';
 import { type Repo } from './git/repo.js';
 import { missingObjects } from './git/missing.js';
-import { contextFor, repoFor, type ContextOpener } from './session/context.js';
+import { contextFor, repoFor } from './api-open.js';
+import type { ContextOpener } from './session/context.js';
 import { autoStartServer } from './server/server.js';
 import {
   listSessions,

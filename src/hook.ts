@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
 import { asDiskFull, isAgentsnapError } from './base/errors.js';
 import type { Repo } from './git/repo.js';
 import type { Settings } from './settings/settings.js';
-import { contextFor, type Context, type ContextOpener } from './session/context.js';
+import { contextFor } from './api-open.js';
+import type { Context, ContextOpener } from './session/context.js';
 import { acquireLock } from './base/lock.js';
 import {
   endSession,

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from './base/errors.js';
 import type { Repo } from './git/repo.js';
-import { repoFor } from './session/context.js';
+import { repoFor } from './api-open.js';
 import { ADAPTERS, INIT_AGENTS } from './agents/registry.js';
 import type { Agent, HookGroup, InitLayout } from './agents/adapter.js';
 import { parseJsonc, withHooks, withoutHooks } from './agents/settings-file.js';

@@ -10,7 +10,7 @@
 // (`snap`, hooks) never loads it.
 import type { Readable, Writable } from 'node:stream';
 import { errors, isAgentsnapError } from './base/errors.js';
-import { repoFor } from './session/context.js';
+import { repoFor } from './api-open.js';
 import { loadSettings } from './settings/settings.js';
 import { autoCheckCommand } from './worktrees/check.js';
 import { diff, log, logAllSessions, resolveSession, show, type LogRow, type SessionOptions } from './api.js';

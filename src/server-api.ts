@@ -2,7 +2,7 @@
 // run (the background process itself). See src/server/channel.ts for the channel.
 import fs from 'node:fs';
 import { type Repo } from './git/repo.js';
-import { repoFor } from './session/context.js';
+import { repoFor } from './api-open.js';
 import { loadSettings } from './settings/settings.js';
 import { errors } from './base/errors.js';
 import { ensureStateDir, openStateLog, readStateFile, runDirLayout } from './base/state-dir.js';

@@ -2,7 +2,7 @@
 // callers pass, opens the repository, calls one internal function each.
 import { noteCommit, type CommitNote } from './history/notes.js';
 import { asCaller, errors } from './base/errors.js';
-import { repoFor } from './session/context.js';
+import { repoFor } from './api-open.js';
 import { hooksStatus, installHooks, uninstallHooks, type HooksReport, type InstallResult } from './history/hooks-install.js';
 import {
   addBackupRemote,

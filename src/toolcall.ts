@@ -1,7 +1,8 @@
 // Library API for agents written in JavaScript/TypeScript: open a session for
 // a directory, then wrap each tool call (pre snapshot, run, post snapshot,
 // journal) in one typed call.
-import { contextFor, type Context } from './session/context.js';
+import { contextFor } from './api-open.js';
+import type { Context } from './session/context.js';
 import { isAgentsnapError } from './base/errors.js';
 import { assertSessionId } from './base/ids.js';
 import {

@@ -5,7 +5,7 @@
 // layer receives these interfaces (defined in snapshot/ and git/) and never
 // looks for another way to do the same thing.
 import { loadSettings, type Settings } from '../settings/settings.js';
-import { openRepo, type Repo } from '../git/repo.js';
+import type { Repo } from '../git/repo.js';
 import { gitObjectWriter, gitRefStore, type ObjectWriter, type RefStore } from '../git/writers.js';
 import { scanSnapshotter, type Snapshotter } from '../snapshot/snapshotter.js';
 
@@ -32,29 +32,3 @@ export async function openContext(repo: Repo): Promise<Context> {
  * its worktree with its git environment, a plain one (openContext) for any other.
  */
 export type ContextOpener = (cwd: string, env: NodeJS.ProcessEnv) => Promise<Context>;
-
-/** Where a command runs: a directory in a worktree, its environment, and how a host that keeps a repository open gives a call its context. */
-export interface RepoLocation {
-  /** Directory inside the worktree (default: process.cwd()). */
-  cwd?: string | undefined;
-  /** Environment to read AGENTSNAP_* and git variables from (default: process.env). */
-  env?: NodeJS.ProcessEnv | undefined;
-  /** The warm server's opener (its repository kept open, its engine); absent: the repository is opened afresh. */
-  openContext?: ContextOpener | undefined;
-}
-
-/**
- * The one way an entry point (the API, a hook, the MCP tools, the page's server) opens its repository: through the
- * host's opener when it has one (the warm server: its cached repository), else afresh. Every entry point comes here,
- * so whether a call uses the server's repository is decided in this one place.
- */
-export async function repoFor(at: RepoLocation): Promise<Repo> {
-  if (at.openContext) return (await at.openContext(at.cwd ?? process.cwd(), at.env ?? process.env)).repo;
-  return openRepo(at.cwd ?? process.cwd(), at.env ? { env: at.env } : {});
-}
-
-/** The command's context: the host's (the warm server's), else the repository of `cwd` with its settings read once. */
-export async function contextFor(at: RepoLocation): Promise<Context> {
-  if (at.openContext) return at.openContext(at.cwd ?? process.cwd(), at.env ?? process.env);
-  return openContext(await openRepo(at.cwd ?? process.cwd(), at.env ? { env: at.env } : {}));
-}

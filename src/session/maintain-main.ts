@@ -5,12 +5,12 @@
 // exits 0 whatever happens (packing is an optimisation; what it could not
 // pack stays loose for the next maintenance).
 import { assertSessionId } from '../base/ids.js';
-import { repoFor } from './context.js';
+import { openRepo } from '../git/repo.js';
 import { maintainEndedSession } from './maintenance.js';
 
 async function main(): Promise<void> {
   const id = assertSessionId(process.argv[2] ?? '');
-  const repo = await repoFor({ cwd: process.cwd(), env: process.env });
+  const repo = await openRepo(process.cwd(), { env: process.env });
   await maintainEndedSession(repo, id);
 }
 

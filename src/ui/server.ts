@@ -29,7 +29,7 @@ import { replay } from '../replay.js';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import type { Repo } from '../git/repo.js';
-import { repoFor } from '../session/context.js';
+import { repoFor } from '../api-open.js';
 import { sessionsDir } from '../session/session.js';
 import type { Step } from '../session/model.js';
 
