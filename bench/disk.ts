@@ -142,6 +142,7 @@ export interface DiskOptions {
   log: (s: string) => void;
 }
 
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: one measured run read top to bottom: set-up, N steps, then each size measured in the order the report prints it.
 export async function diskGrowth(repo: BenchRepo, env: BenchEnv, opts: DiskOptions): Promise<DiskResult> {
   stopServer(env, repo.dir);
   removeAgentsnapState(repo, env);

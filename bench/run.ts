@@ -42,6 +42,7 @@ const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [-
   --profile     also print, per size, each git process of one \`agentsnap snap\` (GIT_TRACE2_EVENT)
   --no-isogit   leave isomorphic-git out of the tool calls' peers (it is never run above 100k files)`;
 
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the bench's command line as one script: options, then each size and scenario in the order of the report.
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {

@@ -256,9 +256,11 @@ export const checkpointOneFile: Scenario = {
  * handling the same change: raw git, Claude Code's backup copy, a shadow
  * repository, isomorphic-git in-process.
  */
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: the scenario and its timed loop below are one table of peers (agentsnap and each baseline) measured side by side in the same loop.
 function toolCallScenario(id: string, what: string, kind: ChangeKind, target: Target | null, readTool: 'Read' | 'Bash' = 'Read'): Scenario {
   return {
     id,
+    // biome-ignore lint/complexity/noExcessiveLinesPerFunction: each peer is timed in the same loop over the same change, so that they stay comparable: split, the loop would lose that.
     async run(ctx) {
       const { repo, env } = ctx;
       stopServer(env, repo.dir);

@@ -425,6 +425,7 @@ function closeDialog() {
 }
 
 /** The confirmation dialog of one operation: its dry run, a refusal with its reason and the force option, then the real run. */
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: one dialog's life in order (dry run, refusal and force, Confirm, result), each part awaiting the user; its closures share the dialog's sequence number, which tells a stale answer.
 async function runAction(kind, label, body) {
   if (state.busy) return;
   const seq = ++dialogSeq;

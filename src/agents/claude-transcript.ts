@@ -221,14 +221,14 @@ export function unjournaledReadCalls(tail: TranscriptTail, opts: ReadCallScanOpt
           continue;
         }
         if (closes) closed.add(b.id);
-        found.push(call(b, line, result, pending, closes, nextJournaled, time, from + start));
+        found.push(call(b, line, result, { pending, closes, before: nextJournaled, time, lineOffset: from + start }));
       }
     }
     // Open reads whose line is before the floor: their results come after it (they had none at the last import).
     const older: TranscriptCall[] = [];
     for (const [id, result] of results) {
       if (closed.has(id) || !opts.open?.(id) || opts.journaled(id)) continue;
-      older.push(call({ id, type: 'tool_use' }, {}, result, false, true, null, null, -1));
+      older.push(call({ id, type: 'tool_use' }, {}, result, { pending: false, closes: true, before: null, time: null, lineOffset: -1 }));
     }
     // `found` is newest first, like `older`.
     found.push(...older);
@@ -238,15 +238,14 @@ export function unjournaledReadCalls(tail: TranscriptTail, opts: ReadCallScanOpt
   return { calls: found.reverse(), floor: Math.max(floor, opts.floor ?? 0) };
 }
 
+/** Where a call stands in the transcript: the TranscriptCall fields that are not read from its lines. */
+type CallPlace = Pick<TranscriptCall, 'pending' | 'closes' | 'before' | 'lineOffset'> & { time: string | null };
+
 function call(
   b: ContentBlock & { id: string },
   line: TranscriptLine,
   result: { content: unknown; isError: boolean; time: string | null } | undefined,
-  pending: boolean,
-  closes: boolean,
-  before: string | null,
-  time: string | null,
-  lineOffset: number,
+  { pending, closes, before, time, lineOffset }: CallPlace,
 ): TranscriptCall {
   return {
     toolUseId: b.id,

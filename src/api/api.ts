@@ -3,9 +3,10 @@
 import fs from 'node:fs';
 import nodePath from 'node:path';
 import { errors } from '../base/errors.js';
-import { openRepo, type Repo } from '../git/repo.js';
+import { type Repo } from '../git/repo.js';
 import { missingObjects } from '../git/missing.js';
-import { openContext, type Context, type ContextOpener } from '../session/context.js';
+import { contextFor, repoFor } from './open.js';
+import type { ContextOpener } from '../session/context.js';
 import { autoStartServer } from '../server/server.js';
 import {
   endByUser,
@@ -59,18 +60,16 @@ export interface SessionOptions extends RepoOptions {
   session?: string | undefined;
 }
 
-async function repoFor(opts: RepoOptions): Promise<Repo> {
-  if (opts.openContext) return (await opts.openContext(opts.cwd ?? process.cwd(), opts.env ?? process.env)).repo;
-  return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+/** A step number as every API function that takes one checks it (show, snap --step, undo, restore, revert): steps count from 1. */
+export function stepNumber(n: unknown, what = 'step'): number {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
+    throw errors.invalidArgument(`${what} must be a whole number of 1 or more, not ${JSON.stringify(n)}.`, { data: { value: n } });
+  }
+  return n;
 }
 
-/** The command's context: the host's (the warm server's), else the repository of `cwd` with its settings read once. */
-async function contextFor(opts: RepoOptions): Promise<Context> {
-  if (opts.openContext) return opts.openContext(opts.cwd ?? process.cwd(), opts.env ?? process.env);
-  return openContext(await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {}));
-}
-
-function checkStepNumber(n: unknown, what = 'step'): number {
+/** A count (--keep, --last): a whole number of 0 or more. */
+function countArg(n: unknown, what: string): number {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
     throw errors.invalidArgument(`${what} must be a whole number of 0 or more, not ${JSON.stringify(n)}.`, { data: { value: n } });
   }
@@ -108,7 +107,7 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     throw errors.invalidArgument(`--phase must be pre or post, not ${JSON.stringify(opts.phase)}.`);
   }
   if (opts.step !== undefined) {
-    checkStepNumber(opts.step);
+    stepNumber(opts.step);
     if (opts.phase !== 'post') throw errors.invalidArgument('--step goes with --phase post (pre and checkpoints allocate the next step).');
   }
   const ctx = await contextFor(opts);
@@ -273,7 +272,7 @@ export interface GcCommandOptions extends RepoOptions {
 
 /** `agentsnap gc`: drops old sessions and agentsnap's orphans; reports disk use before and after. */
 export async function gc(opts: GcCommandOptions = {}): Promise<GcReport> {
-  if (opts.keep !== undefined) checkStepNumber(opts.keep, '--keep');
+  if (opts.keep !== undefined) countArg(opts.keep, '--keep');
   const olderThanMs = opts.olderThan === undefined ? undefined : parseDuration('--older-than', opts.olderThan);
   const repo = await repoFor(opts);
   // --all takes out agentsnap's data; its set-up has its own commands (README "Uninstall"): named when left.
@@ -349,7 +348,7 @@ async function markLost(repo: Repo, rows: LogRow[]): Promise<LogRow[]> {
 export async function log(
   opts: LogOptions = {},
 ): Promise<{ session: Session; steps: Step[]; rows: LogRow[]; timeline: LogEntry[]; source: ResolvedSession['source'] }> {
-  if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
+  if (opts.last !== undefined) countArg(opts.last, '--last');
   const r = await resolveSession(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(r.repo, p));
   const steps = filterSteps(r.session, { tool: opts.tool, last: opts.last, paths, grep: opts.grep });
@@ -392,7 +391,7 @@ function timelineOf(events: JournalEvent[], rows: LogRow[], opts: LogOptions): L
  * discarded ones included) that pass the filters, in the order they started; `last` counts over them all.
  */
 export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Promise<{ rows: LogRow[]; sessions: number }> {
-  if (opts.last !== undefined) checkStepNumber(opts.last, '--last');
+  if (opts.last !== undefined) countArg(opts.last, '--last');
   const repo = await repoFor(opts);
   const paths = (opts.paths ?? []).map((p) => toRepoPath(repo, p));
   const rows: LogRow[] = [];
@@ -494,7 +493,7 @@ export async function show(opts: ShowOptions): Promise<{
   processes: AgentProcess[];
   source: ResolvedSession['source'];
 }> {
-  checkStepNumber(opts.step);
+  stepNumber(opts.step);
   const r = await resolveSession(opts);
   stepOf(r.session, opts.step);
   const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });

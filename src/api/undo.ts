@@ -2,9 +2,10 @@
 // revert), the conversation rewind and status. Validates input and picks the
 // session, then calls src/restore/undo.ts, which trusts it.
 import { errors } from '../base/errors.js';
-import { openRepo, type Repo } from '../git/repo.js';
+import type { Repo } from '../git/repo.js';
+import { repoFor } from './open.js';
 import { loadSession, selectSession } from '../session/session.js';
-import { sessionArg, toRepoPath, type SessionOptions } from './api.js';
+import { sessionArg, stepNumber, toRepoPath, type SessionOptions } from './api.js';
 import {
   foldOps,
   redoOperation,
@@ -41,17 +42,10 @@ export interface OperationCommonOptions extends SessionOptions {
 }
 
 async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: string; source: 'flag' | 'env' | 'recent' }> {
-  const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+  const repo = await repoFor(opts);
   const session = sessionArg(repo, opts.session);
   const sel = await selectSession(repo, { session });
   return { repo, id: sel.id, source: sel.source };
-}
-
-function stepNumber(n: unknown, what = 'step'): number {
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
-    throw errors.invalidArgument(`${what} must be a whole number of 1 or more, not ${JSON.stringify(n)}.`, { data: { value: n } });
-  }
-  return n;
 }
 
 function opOptions(opts: OperationCommonOptions) {

@@ -139,6 +139,19 @@ export function isAgentsnapError(err: unknown): err is AgentsnapError {
   return err instanceof AgentsnapError;
 }
 
+/**
+ * Runs the body of the public API function `caller`: an AgentsnapError that leaves it names the function in
+ * `data.caller` (the innermost one, where one calls another), its code, message and exit as thrown.
+ */
+export async function asCaller<T>(caller: string, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (e) {
+    if (isAgentsnapError(e) && e.data.caller === undefined) e.data.caller = caller;
+    throw e; // passed on, tagged
+  }
+}
+
 /** What says "the disk is full" whatever else is full: errno names and git's and the kernel's own words. */
 const DISK_FULL = /No space left on device|Disk quota exceeded|Out of diskspace|\bENOSPC\b|\bEDQUOT\b/i;
 /** git's words for a write that failed without saying why (a ref: "couldn't write '<lock>'"; an index: "unable to write new index file"). */

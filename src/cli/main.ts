@@ -305,6 +305,65 @@ export async function run(argsAsGiven: string[], ioAsGiven: CliIO): Promise<numb
   }
 }
 
+/** yargs' failure as one line that says what to do, as every other error (`first`: the command named, if any). */
+function usageFailure(
+  msg: string | undefined,
+  {
+    parser,
+    args,
+    optionArgs,
+    first,
+    known,
+    modules,
+  }: {
+    parser: unknown;
+    args: string[];
+    optionArgs: string[];
+    first: string | undefined;
+    known: Set<string>;
+    modules: { command?: unknown }[];
+  },
+): UsageError {
+  const command = first !== undefined && known.has(first) ? first : undefined;
+  const usage = modules.find((m) => typeof m.command === 'string' && m.command.split(' ')[0] === command)?.command as string | undefined;
+  // No command, and an option it does not know (`agentsnap --bogus`): say that, not "Name a command".
+  const strayOption =
+    command === undefined ? optionArgs.find((a) => a.startsWith('-') && !['--help', '-h', '--version', '-v'].includes(a)) : undefined;
+  const plain =
+    unknownCommandMessage(args, msg, known) ??
+    missingArgumentMessage(msg ?? '', command, usage) ??
+    missingOptionMessage(msg ?? '', command) ??
+    invalidChoiceMessage(msg ?? '', usage) ??
+    (command
+      ? unknownOptionMessage(
+          msg ?? '',
+          optionArgs,
+          Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key),
+        )
+      : undefined) ??
+    (strayOption ? `unknown option ${strayOption.split('=')[0]}` : undefined);
+  // yargs' messages can span lines ("Invalid values:\n  Argument: ..."): one line, like every other error.
+  return new UsageError(plain ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
+}
+
+/** Numbers that are not, and anything after `--` for a command that takes nothing there. */
+function checkAfterDashDash(argv: { _: (string | number)[]; [k: string]: unknown }, parser: unknown, optionArgs: string[]): void {
+  const numberKeys = ((parser as unknown as { getOptions(): { number?: string[] } }).getOptions().number ?? []).filter((k) => k.length > 1);
+  const nan = badNumberMessage(argv, optionArgs, numberKeys);
+  if (nan) throw new UsageError(nan);
+  const command = String(argv._[0] ?? '');
+  const rest = (argv['--'] as unknown[] | undefined) ?? [];
+  if (TAKES_DASHDASH.has(command) || rest.length === 0) return;
+  const what = rest.map((x) => JSON.stringify(String(x))).join(' ');
+  const fix =
+    command === 'undo' && rest.length === 1 && /^[1-9][0-9]*$/.test(String(rest[0]))
+      ? ` To undo step ${String(rest[0])} and every later one: \`agentsnap undo ${String(rest[0])}\`.`
+      : command === 'revert'
+        ? ' To bring back single files, use `agentsnap restore N -- <paths>`.'
+        : '';
+  throw new UsageError(`${command} takes nothing after --, got ${what}.${fix}`);
+}
+
 async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
   // Hooks bypass the parser: whatever happens they must exit 0 (see commands/hook.ts).
   if (argsIn[0] === 'hook' && !argsIn.includes('--help') && !argsIn.includes('-h'))
@@ -386,47 +445,9 @@ async function runCommand(argsIn: string[], io: CliIO): Promise<number> {
     .exitProcess(false)
     .fail((msg, err) => {
       if (err) throw err;
-      const command = first !== undefined && known.has(first) ? first : undefined;
-      const usage = modules.find((m) => typeof m.command === 'string' && m.command.split(' ')[0] === command)?.command as
-        | string
-        | undefined;
-      // No command, and an option it does not know (`agentsnap --bogus`): say that, not "Name a command".
-      const strayOption =
-        command === undefined ? optionArgs.find((a) => a.startsWith('-') && !['--help', '-h', '--version', '-v'].includes(a)) : undefined;
-      const plain =
-        unknownCommandMessage(args, msg, known) ??
-        missingArgumentMessage(msg ?? '', command, usage) ??
-        missingOptionMessage(msg ?? '', command) ??
-        invalidChoiceMessage(msg ?? '', usage) ??
-        (command
-          ? unknownOptionMessage(
-              msg ?? '',
-              optionArgs,
-              Object.keys((parser as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key),
-            )
-          : undefined) ??
-        (strayOption ? `unknown option ${strayOption.split('=')[0]}` : undefined);
-      // yargs' messages can span lines ("Invalid values:\n  Argument: ..."): one line, like every other error.
-      throw new UsageError(plain ?? (msg ?? 'invalid usage').replace(/\s*\n\s*/g, ' '));
+      throw usageFailure(msg, { parser, args, optionArgs, first, known, modules });
     })
-    .middleware((argv) => {
-      const numberKeys = ((parser as unknown as { getOptions(): { number?: string[] } }).getOptions().number ?? []).filter(
-        (k) => k.length > 1,
-      );
-      const nan = badNumberMessage(argv, optionArgs, numberKeys);
-      if (nan) throw new UsageError(nan);
-      const command = String(argv._[0] ?? '');
-      const rest = (argv['--'] as unknown[] | undefined) ?? [];
-      if (TAKES_DASHDASH.has(command) || rest.length === 0) return;
-      const what = rest.map((x) => JSON.stringify(String(x))).join(' ');
-      const fix =
-        command === 'undo' && rest.length === 1 && /^[1-9][0-9]*$/.test(String(rest[0]))
-          ? ` To undo step ${String(rest[0])} and every later one: \`agentsnap undo ${String(rest[0])}\`.`
-          : command === 'revert'
-            ? ' To bring back single files, use `agentsnap restore N -- <paths>`.'
-            : '';
-      throw new UsageError(`${command} takes nothing after --, got ${what}.${fix}`);
-    });
+    .middleware((argv) => checkAfterDashDash(argv, parser, optionArgs));
   for (const mod of modules) parser.command(mod);
   skipHelpCache(parser);
   let helpShown = false;

@@ -277,6 +277,7 @@ function walkIndex(
   }
 }
 
+// biome-ignore lint/complexity/noExcessiveLinesPerFunction: one hot loop over the index format's fields in file order; a helper per field is a call per entry, most of a cold walk's cost (see the comments inside).
 function walkIndexFd(
   fd: number,
   /** Bytes of an object id: the file does not say (20 in sha1, 32 in sha256), its repository's object format does. */

@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { isUtf8 } from 'node:buffer';
 import { realpathSync, statSync } from 'node:fs';
-import { errors } from '../base/errors.js';
+import { errors, type AgentsnapError } from '../base/errors.js';
 import { cleanGitEnv, runGit, type GitOptions, type GitResult } from './run.js';
 
 export const MIN_GIT_VERSION = '2.30.0';
@@ -54,6 +54,29 @@ function existsDir(p: string): boolean {
   }
 }
 
+/** Why git could not open the repository at `cwd` (`named`: the GIT_DIR it was opened through), as the error to throw. */
+function openFailure(cwd: string, stderr: string, named: { GIT_DIR: string } | null): AgentsnapError {
+  if (/not a git repository/i.test(stderr)) {
+    if (named) {
+      return errors.notARepository(`GIT_DIR names no git repository: ${named.GIT_DIR} (from ${cwd}).`, {
+        hint: 'Set GIT_DIR to the git directory of the repository (relative paths are taken from the current directory), or unset it.',
+        data: { cwd, gitDir: named.GIT_DIR },
+      });
+    }
+    return errors.notARepository(`not a git repository: ${cwd}`, {
+      hint: 'Run agentsnap inside a git worktree, or create one with `git init`. For a repository whose git directory is elsewhere (a bare "dotfiles" repository used with --git-dir and --work-tree), set GIT_DIR and GIT_WORK_TREE as those options say.',
+      data: { cwd },
+    });
+  }
+  if (/dubious ownership/i.test(stderr)) {
+    return errors.notARepository(`git refuses to use the repository at ${cwd}: it is owned by another user.`, {
+      hint: 'Mark it safe with `git config --global --add safe.directory <path>` if you trust it.',
+      data: { cwd },
+    });
+  }
+  return errors.gitFailed(`git could not read the repository at ${cwd}: ${stderr.trim()}`, { data: { cwd } });
+}
+
 /** Finds the repository containing `cwd`; refuses bare repositories and .git directories. */
 export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Promise<Repo> {
   const callerEnv = options.env ?? process.env;
@@ -93,27 +116,7 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   const viaGitDir = !!named && res.code !== 0 && /not a git repository/i.test(res.stderr);
   if (viaGitDir) res = await openNamedGitDir(cwd, env, named, OPEN);
   const lines = res.stdout.toString('utf8').split('\n');
-  if (res.code !== 0 && lines.length < 3) {
-    if (/not a git repository/i.test(res.stderr)) {
-      if (viaGitDir) {
-        throw errors.notARepository(`GIT_DIR names no git repository: ${named.GIT_DIR} (from ${cwd}).`, {
-          hint: 'Set GIT_DIR to the git directory of the repository (relative paths are taken from the current directory), or unset it.',
-          data: { cwd, gitDir: named.GIT_DIR },
-        });
-      }
-      throw errors.notARepository(`not a git repository: ${cwd}`, {
-        hint: 'Run agentsnap inside a git worktree, or create one with `git init`. For a repository whose git directory is elsewhere (a bare "dotfiles" repository used with --git-dir and --work-tree), set GIT_DIR and GIT_WORK_TREE as those options say.',
-        data: { cwd },
-      });
-    }
-    if (/dubious ownership/i.test(res.stderr)) {
-      throw errors.notARepository(`git refuses to use the repository at ${cwd}: it is owned by another user.`, {
-        hint: 'Mark it safe with `git config --global --add safe.directory <path>` if you trust it.',
-        data: { cwd },
-      });
-    }
-    throw errors.gitFailed(`git could not read the repository at ${cwd}: ${res.stderr.trim()}`, { data: { cwd } });
-  }
+  if (res.code !== 0 && lines.length < 3) throw openFailure(cwd, res.stderr, viaGitDir ? named : null);
   // One value per line: a path holding a newline would shift every value after it (a crafted name could
   // point the state dir at another repository), so such a repository is refused rather than misread.
   if (res.code === 0 && lines.length !== 8) {

@@ -10,7 +10,7 @@
 // (`snap`, hooks) never loads it.
 import type { Readable, Writable } from 'node:stream';
 import { errors, isAgentsnapError } from '../base/errors.js';
-import { openRepo } from '../git/repo.js';
+import { repoFor } from '../api/open.js';
 import { loadSettings } from '../settings/settings.js';
 import { autoCheckCommand } from '../check/check.js';
 import { diff, log, logAllSessions, resolveSession, show, type LogRow, type SessionOptions } from '../api/api.js';
@@ -162,7 +162,7 @@ export class AgentsnapTools {
 
   static async open(opts: Pick<McpServerOptions, 'cwd' | 'env' | 'session'> = {}): Promise<AgentsnapTools> {
     const env = opts.env ?? process.env;
-    const repo = await openRepo(opts.cwd ?? process.cwd(), { env });
+    const repo = await repoFor({ cwd: opts.cwd, env });
     return new AgentsnapTools(repo.worktree, env, opts.session);
   }
 
@@ -355,7 +355,7 @@ export class AgentsnapTools {
 
   /** The check command: `git config agentsnap.check`, never the model's. */
   private async checkCommand(): Promise<string> {
-    const repo = await openRepo(this.worktree, { env: this.env });
+    const repo = await repoFor({ cwd: this.worktree, env: this.env });
     const cmd = autoCheckCommand(await loadSettings(repo));
     if (!cmd) {
       throw errors.invalidConfig('no check command is configured for this repository.', {

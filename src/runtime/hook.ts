@@ -8,9 +8,10 @@ import { ensureStateDir, readStateFile, replaceStateFile, stateLayout } from '..
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { asDiskFull, isAgentsnapError } from '../base/errors.js';
-import { openRepo, type Repo } from '../git/repo.js';
+import type { Repo } from '../git/repo.js';
 import type { Settings } from '../settings/settings.js';
-import { openContext, type Context, type ContextOpener } from '../session/context.js';
+import { contextFor } from '../api/open.js';
+import type { Context, ContextOpener } from '../session/context.js';
 import { acquireLock } from '../base/lock.js';
 import {
   endSession,
@@ -143,14 +144,13 @@ function reason(e: unknown, dir: string): string {
   return message(asDiskFull(e, dir));
 }
 
+/** An outcome that records nothing (the call ignored, or failed with `warning`). */
+function none(warning: string | null, action: HookOutcome['action'] = 'ignored'): HookOutcome {
+  return { action, session: null, step: null, warning };
+}
+
 /** Handles one hook call; never throws. */
 export async function runHook(opts: HookOptions): Promise<HookOutcome> {
-  const none = (warning: string | null, action: HookOutcome['action'] = 'ignored'): HookOutcome => ({
-    action,
-    session: null,
-    step: null,
-    warning,
-  });
   const injected = (opts.env.AGENTSNAP_HOOKS ?? '').split(',');
   if (!opts.wrapped && injected.includes(opts.agent)) return none(null); // the wrapper's own hooks record this call
   let payload: Record<string, unknown> = {};
@@ -181,7 +181,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     const wrappedBy = opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE;
     // Always the session's worktree, whatever directory the payload names (the agent may have cd'ed).
     const dir = wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : (call.cwd ?? opts.cwd);
-    ctx = opts.openContext ? await opts.openContext(dir, opts.env) : await openContext(await openRepo(dir, { env: opts.env }));
+    ctx = await contextFor({ cwd: dir, env: opts.env, openContext: opts.openContext });
     ({ repo, settings } = ctx);
     // This call took the Node path: a warm server answers the next ones.
     if (!opts.openContext) autoStartServer(repo, settings);
@@ -214,97 +214,8 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
   const limit = settings.outputLimit;
   const clean = <T>(v: T): T => sanitize(v, { limit, patterns: settings.redactPatterns });
   const tool = call.tool ? clean(call.tool) : null;
-  if (call.phase === 'pre') {
-    const input = clean(call.input);
-    let transcript: TranscriptPosition | null = null;
-    let agentVersion = call.agentVersion;
-    let model = call.model;
-    // An agent whose read-only tools are not hooked (Claude Code): the calls since the last hook are journaled from the same tail read.
-    let tail: TranscriptTail | null | undefined;
-    let callOffset: number | undefined;
-    let offered: ((since: number | undefined) => string[] | null) | null = null;
-    if (call.transcriptPath) {
-      // The path the agent's file ends up at (Gemini CLI under wrap runs with an overlay home that is gone afterwards).
-      const file = adapter?.transcriptPath ? adapter.transcriptPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
-      const reader = transcriptReader(opts.agent, call.transcriptPath);
-      if (reader?.unjournaledReads) tail = reader.readTail(call.transcriptPath);
-      const read = tail;
-      if (read && reader?.toolsOffered) offered = (since) => reader.toolsOffered?.(read, since) ?? null;
-      const loc = reader ? reader.locateCall(call.transcriptPath, call.toolUseId, tail) : transcriptSize(call.transcriptPath);
-      // A call whose line is not written yet (a hook answered by the warm server can be that fast) comes after every line there.
-      callOffset = loc.lineOffset ?? tail?.size;
-      loc.path = file;
-      transcript = { path: loc.path, ...(loc.offset !== undefined ? { offset: loc.offset } : {}), ...(loc.uuid ? { uuid: loc.uuid } : {}) };
-      agentVersion = agentVersion ?? (loc.agentVersion ? `${productName(opts.agent)} ${loc.agentVersion}` : null);
-      model = model ?? loc.model ?? null;
-    }
-    try {
-      // Calls the agent ended without a post hook (Codex's failed apply_patch) are closed first, as
-      // it tells: not left open to overlap this call and end `interrupted`.
-      // An agent whose call ids are made of the input may have refused posts behind it: calls that ended well are closed too.
-      if (adapter?.callEnded) await closeEndedCalls(ctx, id, adapter, { except: call.toolUseId, onlyFailed: !adapter.callIdsFromInput });
-      const res = await recordPre(ctx, id, {
-        tool,
-        input,
-        toolUseId: call.toolUseId,
-        transcript,
-        agentVersion,
-        model,
-        cwd: call.cwd,
-        env: opts.env,
-        toolsOffered: offered,
-        ...(tail && call.transcriptPath
-          ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } }
-          : {}),
-      });
-      return { action: 'pre', session: id, step: res.step, warning: null };
-    } catch (e) {
-      return unprotected(ctx, id, { phase: 'pre', tool, input, toolUseId: call.toolUseId }, e);
-    }
-  }
-  // A call that looks done may have failed by the agent's own files (Codex CLI's rollout).
-  const failure = adapter?.callFailed?.(call) ?? null;
-  if (failure) {
-    call.status = 'failed';
-    call.error = call.error ?? failure;
-  }
-  const output = clean(call.output);
-  const error = call.error ? clean(call.error) : null;
-  try {
-    const res = await recordPost(ctx, id, {
-      ...(call.toolUseId
-        ? { toolUseId: call.toolUseId, exactToolUseId: true, ...(adapter?.callIdsFromInput ? { uniqueToolUseId: true } : {}) }
-        : {}),
-      status: call.status,
-      output,
-      error,
-      durationMs: call.durationMs,
-      ...(call.transcriptPath && call.toolUseId
-        ? { transcript: () => postTranscript(repo, id, opts.agent, call.transcriptPath as string, call.toolUseId as string) }
-        : {}),
-    });
-    maybeStartAutoCheck(repo, id, settings);
-    return { action: 'post', session: id, step: res.step, warning: null };
-  } catch (e) {
-    // Two open calls of the same tool and input, and no call id to tell whose end this is: neither is closed.
-    if (isAgentsnapError(e) && e.code === 'AmbiguousOpenStep' && adapter?.callIdsFromInput)
-      return { action: 'ignored', session: id, step: null, warning: null };
-    if (isAgentsnapError(e) && e.code === 'NoOpenStep') {
-      // Either the pre already failed (the step is unprotected: nothing more to record), or no pre ever came.
-      const known = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId) : undefined;
-      if (known) return { action: 'ignored', session: id, step: known.step, warning: null };
-      try {
-        const res = await recordCheckpoint(ctx, id, { tool, message: `after ${tool ?? 'a tool call'} (no pre snapshot)` });
-        return { action: 'checkpoint', session: id, step: res.step, warning: null };
-      } catch (e2) {
-        return none(`agentsnap: warning: no snapshot after this ${tool ?? 'tool'} call: ${reason(e2, repo.gitDir)}`, 'failed');
-      }
-    }
-    const open = call.toolUseId
-      ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId && s.status === 'open')
-      : undefined;
-    return unprotected(ctx, id, { phase: 'post', tool, toolUseId: call.toolUseId, ...(open ? { step: open.step } : {}) }, e);
-  }
+  const routed: RoutedCall = { opts, ctx, id, call, adapter, tool, clean };
+  return call.phase === 'pre' ? recordHookPre(routed) : recordHookPost(routed);
 }
 
 /**
@@ -413,5 +324,116 @@ async function sessionForAgent(ctx: Context, agent: string, agentSessionId: stri
     return created.session;
   } finally {
     lock.release();
+  }
+}
+
+/** A pre or post call, routed to its session. */
+interface RoutedCall {
+  opts: HookOptions;
+  ctx: Context;
+  id: string;
+  call: ReturnType<typeof parseHookCall>;
+  adapter: ReturnType<typeof adapterOf>;
+  /** The tool's name, redacted. */
+  tool: string | null;
+  clean: <T>(v: T) => T;
+}
+
+/** A call's pre: its place in the agent's transcript (and the reads journaled from it first), then the pre snapshot. */
+async function recordHookPre({ opts, ctx, id, call, adapter, tool, clean }: RoutedCall): Promise<HookOutcome> {
+  const { repo } = ctx;
+  const input = clean(call.input);
+  let transcript: TranscriptPosition | null = null;
+  let agentVersion = call.agentVersion;
+  let model = call.model;
+  // An agent whose read-only tools are not hooked (Claude Code): the calls since the last hook are journaled from the same tail read.
+  let tail: TranscriptTail | null | undefined;
+  let callOffset: number | undefined;
+  let offered: ((since: number | undefined) => string[] | null) | null = null;
+  if (call.transcriptPath) {
+    // The path the agent's file ends up at (Gemini CLI under wrap runs with an overlay home that is gone afterwards).
+    const file = adapter?.transcriptPath ? adapter.transcriptPath(sessionPaths(repo, id).dir, call.transcriptPath) : call.transcriptPath;
+    const reader = transcriptReader(opts.agent, call.transcriptPath);
+    if (reader?.unjournaledReads) tail = reader.readTail(call.transcriptPath);
+    const read = tail;
+    if (read && reader?.toolsOffered) offered = (since) => reader.toolsOffered?.(read, since) ?? null;
+    const loc = reader ? reader.locateCall(call.transcriptPath, call.toolUseId, tail) : transcriptSize(call.transcriptPath);
+    // A call whose line is not written yet (a hook answered by the warm server can be that fast) comes after every line there.
+    callOffset = loc.lineOffset ?? tail?.size;
+    loc.path = file;
+    transcript = { path: loc.path, ...(loc.offset !== undefined ? { offset: loc.offset } : {}), ...(loc.uuid ? { uuid: loc.uuid } : {}) };
+    agentVersion = agentVersion ?? (loc.agentVersion ? `${productName(opts.agent)} ${loc.agentVersion}` : null);
+    model = model ?? loc.model ?? null;
+  }
+  try {
+    // Calls the agent ended without a post hook (Codex's failed apply_patch) are closed first, as
+    // it tells: not left open to overlap this call and end `interrupted`.
+    // An agent whose call ids are made of the input may have refused posts behind it: calls that ended well are closed too.
+    if (adapter?.callEnded) await closeEndedCalls(ctx, id, adapter, { except: call.toolUseId, onlyFailed: !adapter.callIdsFromInput });
+    const res = await recordPre(ctx, id, {
+      tool,
+      input,
+      toolUseId: call.toolUseId,
+      transcript,
+      agentVersion,
+      model,
+      cwd: call.cwd,
+      env: opts.env,
+      toolsOffered: offered,
+      ...(tail && call.transcriptPath
+        ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } }
+        : {}),
+    });
+    return { action: 'pre', session: id, step: res.step, warning: null };
+  } catch (e) {
+    return unprotected(ctx, id, { phase: 'pre', tool, input, toolUseId: call.toolUseId }, e);
+  }
+}
+
+/** A call's post: the post snapshot, or a checkpoint where no pre came, or the step marked unprotected. */
+async function recordHookPost({ opts, ctx, id, call, adapter, tool, clean }: RoutedCall): Promise<HookOutcome> {
+  const { repo, settings } = ctx;
+  // A call that looks done may have failed by the agent's own files (Codex CLI's rollout).
+  const failure = adapter?.callFailed?.(call) ?? null;
+  if (failure) {
+    call.status = 'failed';
+    call.error = call.error ?? failure;
+  }
+  const output = clean(call.output);
+  const error = call.error ? clean(call.error) : null;
+  try {
+    const res = await recordPost(ctx, id, {
+      ...(call.toolUseId
+        ? { toolUseId: call.toolUseId, exactToolUseId: true, ...(adapter?.callIdsFromInput ? { uniqueToolUseId: true } : {}) }
+        : {}),
+      status: call.status,
+      output,
+      error,
+      durationMs: call.durationMs,
+      ...(call.transcriptPath && call.toolUseId
+        ? { transcript: () => postTranscript(repo, id, opts.agent, call.transcriptPath as string, call.toolUseId as string) }
+        : {}),
+    });
+    maybeStartAutoCheck(repo, id, settings);
+    return { action: 'post', session: id, step: res.step, warning: null };
+  } catch (e) {
+    // Two open calls of the same tool and input, and no call id to tell whose end this is: neither is closed.
+    if (isAgentsnapError(e) && e.code === 'AmbiguousOpenStep' && adapter?.callIdsFromInput)
+      return { action: 'ignored', session: id, step: null, warning: null };
+    if (isAgentsnapError(e) && e.code === 'NoOpenStep') {
+      // Either the pre already failed (the step is unprotected: nothing more to record), or no pre ever came.
+      const known = call.toolUseId ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId) : undefined;
+      if (known) return { action: 'ignored', session: id, step: known.step, warning: null };
+      try {
+        const res = await recordCheckpoint(ctx, id, { tool, message: `after ${tool ?? 'a tool call'} (no pre snapshot)` });
+        return { action: 'checkpoint', session: id, step: res.step, warning: null };
+      } catch (e2) {
+        return none(`agentsnap: warning: no snapshot after this ${tool ?? 'tool'} call: ${reason(e2, repo.gitDir)}`, 'failed');
+      }
+    }
+    const open = call.toolUseId
+      ? loadSession(repo, id).steps.find((s) => s.toolUseId === call.toolUseId && s.status === 'open')
+      : undefined;
+    return unprotected(ctx, id, { phase: 'post', tool, toolUseId: call.toolUseId, ...(open ? { step: open.step } : {}) }, e);
   }
 }

@@ -1,7 +1,8 @@
 // Public API of the warm server: status, start (in the background), stop, and
 // run (the background process itself). See src/server/channel.ts for the channel.
 import fs from 'node:fs';
-import { openRepo, type Repo } from '../git/repo.js';
+import { type Repo } from '../git/repo.js';
+import { repoFor } from '../api/open.js';
 import { loadSettings } from '../settings/settings.js';
 import { errors } from '../base/errors.js';
 import { ensureStateDir, openStateLog, readStateFile, runDirLayout } from '../base/state-dir.js';
@@ -34,10 +35,6 @@ export interface ServerStatus {
   watches: number | null;
   /** Its file watcher: watching, or degraded (every snapshot a full scan) with why and the command that raises the limit. */
   watcher: WatcherReport | null;
-}
-
-function repoFor(opts: RepoOptions): Promise<Repo> {
-  return openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
 }
 
 function statusOf(repo: Repo, enabled: boolean, info: ServerInfo | null): ServerStatus {

@@ -1,8 +1,8 @@
 // Library API for agents written in JavaScript/TypeScript: open a session for
 // a directory, then wrap each tool call (pre snapshot, run, post snapshot,
 // journal) in one typed call.
-import { openRepo } from '../git/repo.js';
-import { openContext, type Context } from '../session/context.js';
+import { contextFor } from '../api/open.js';
+import type { Context } from '../session/context.js';
 import { isAgentsnapError } from '../base/errors.js';
 import { assertSessionId } from '../base/ids.js';
 import {
@@ -52,7 +52,7 @@ export interface AgentSession {
  */
 export async function openSession(dir: string, opts: OpenSessionOptions = {}): Promise<AgentSession> {
   const env = opts.env ?? process.env;
-  const ctx = await openContext(await openRepo(dir, { env }));
+  const ctx = await contextFor({ cwd: dir, env });
   const { repo } = ctx;
   const joined = !opts.session && env.AGENTSNAP_SESSION ? env.AGENTSNAP_SESSION : null;
   let id: string;

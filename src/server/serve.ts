@@ -206,112 +206,204 @@ function collector(): Writable & { text(): string } {
   return w;
 }
 
-/** Starts the server of `repo`'s worktree (throws Busy when one runs already). */
-export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { calls: ServerCalls }): Promise<HookServer> {
-  // What every call in this worktree shares (its context is built per call, contextFor): a long-lived ref updater,
-  // commits written in-process (where objectStore says that is what git would do), settings re-read only when a
-  // file they come from changed, and the incremental engine once it is up.
-  const refs = new LongLivedRefStore(repo);
-  const objects = inProcessObjectWriter(repo, opts.gitConfig);
-  const settingsNow = settingsCache(repo);
-  const slot: EngineSlot = { engine: null };
-  const serverGitKey = gitEnvKey(repo.callerEnv);
+/** A payload may name the worktree through a symlink (its cwd as the agent's shell sees it): paths compare as real paths. */
+function realOrSelf(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return p; // not there: compared as given
+  }
+}
+
+type EngineSnapshot = (o: { settings: Settings; parentTree: string | null }) => Promise<TreeSnapshotResult>;
+
+/**
+ * What every call in one worktree's server shares (its context is built per call, contextFor): a long-lived ref
+ * updater, commits written in-process (where objectStore says that is what git would do), settings re-read only when
+ * a file they come from changed, the incremental engine once it is up, and the sessions begun for thin wrap clients.
+ */
+class WorktreeHost {
+  private readonly refs: LongLivedRefStore;
+  private readonly objects: ReturnType<typeof inProcessObjectWriter>;
+  private readonly settingsNow: () => Promise<Settings>;
+  private readonly slot: EngineSlot = { engine: null };
+  private readonly serverGitKey: string;
+  private readonly realWorktree: string;
+  private readonly trace: ((what: string) => void) | null;
+  /** Sessions begun for thin wrap clients, by token: ended by the client's wrap-end call (or given up with it). */
+  private readonly wraps = new Map<string, { pid: number; start: string | null; run: ServedWrap }>();
+  // git's version, asked once per PATH and exec path while this server runs (each session start checks it).
+  private readonly gitVersions = new Map<string, Promise<string>>();
+  private server: HookServer | null = null;
+  // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
+  private engine: IncrementalSnapshotter | null = null;
+  /** The engine's snapshot for the server's own use (a wrapper's tree request, the warm-up), once it is up. */
+  private engineSnapshot: EngineSnapshot | null = null;
+  private published: ReturnType<typeof watchPublisher> | null = null;
+  private opening: Promise<void> | null = null;
+  private closing = false;
+
+  constructor(
+    private readonly repo: Repo,
+    private readonly opts: WorktreeServerOptions & { calls: ServerCalls },
+  ) {
+    this.refs = new LongLivedRefStore(repo);
+    this.objects = inProcessObjectWriter(repo, opts.gitConfig);
+    this.settingsNow = settingsCache(repo);
+    this.serverGitKey = gitEnvKey(repo.callerEnv);
+    this.realWorktree = realOrSelf(repo.worktree);
+    this.trace = repo.callerEnv.AGENTSNAP_SERVER_TRACE
+      ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`)
+      : null;
+  }
+
+  /** Starts serving (throws Busy when a server runs already), then the engine unless it waits for the first call. */
+  async start(): Promise<HookServer> {
+    const opts = this.opts;
+    const server = await HookServer.start(this.repo, {
+      hosted: opts.hosted,
+      ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}),
+      handle: (call) => this.handle(call),
+      busy: () => this.wrapsAlive(),
+      ...(opts.onError ? { onError: opts.onError } : {}),
+    });
+    this.server = server;
+    if (!opts.engineAtFirstCall) void this.openEngine();
+    engines.set(server, { open: () => this.openEngine().then(() => this.engine), now: () => this.engine });
+    void server.closed().then(() => this.close());
+    return server;
+  }
+
+  private async close(): Promise<void> {
+    this.closing = true;
+    await this.opening;
+    this.published?.close();
+    this.refs.close();
+    await this.engine?.close();
+  }
+
   /** The server's repo for calls in its worktree with its git environment; a fresh one otherwise. */
-  // A payload may name the worktree through a symlink (its cwd as the agent's shell sees it): compared as real
-  // paths, or every such call took a fresh repository, hence a full scan, instead of the warm engine.
-  const realOrSelf = (p: string): string => {
-    try {
-      return fs.realpathSync(p);
-    } catch {
-      return p; // not there: compared as given
-    }
-  };
-  const realWorktree = realOrSelf(repo.worktree);
-  const contextFor: ContextOpener = async (dir, env) => {
-    const real = gitEnvKey(env) === serverGitKey ? realOrSelf(dir) : null;
-    if (real !== null && inside(realWorktree, real)) {
+  // Compared as real paths, or every call through a symlink took a fresh repository, hence a full scan, instead of the warm engine.
+  private readonly contextFor: ContextOpener = async (dir, env) => {
+    const real = gitEnvKey(env) === this.serverGitKey ? realOrSelf(dir) : null;
+    if (real !== null && inside(this.realWorktree, real)) {
       const callRepo: Repo = {
-        ...repo,
+        ...this.repo,
         callerEnv: env,
-        prefix: path.relative(realWorktree, real).split(path.sep).join('/') + (real === realWorktree ? '' : '/'),
+        prefix: path.relative(this.realWorktree, real).split(path.sep).join('/') + (real === this.realWorktree ? '' : '/'),
       };
-      return { repo: callRepo, settings: await settingsNow(), snapshotter: hostSnapshotter(slot, callRepo), objects, refs };
+      const settings = await this.settingsNow();
+      return { repo: callRepo, settings, snapshotter: hostSnapshotter(this.slot, callRepo), objects: this.objects, refs: this.refs };
     }
     return openContext(await openRepo(dir, { env }));
   };
-  const trace = repo.callerEnv.AGENTSNAP_SERVER_TRACE
-    ? (what: string) => process.stderr.write(`${new Date().toISOString()} ${what}\n`)
-    : null;
-  let openEngine: () => Promise<void> = () => Promise.resolve();
-  /** The engine's snapshot for the server's own use (a wrapper's tree request, the warm-up), once it is up. */
-  let engineSnapshot: ((o: { settings: Settings; parentTree: string | null }) => Promise<TreeSnapshotResult>) | null = null;
-  let published: ReturnType<typeof watchPublisher> | null = null;
+
+  private wrapsAlive(): boolean {
+    for (const [token, w] of this.wraps) if (processStartTime(w.pid) !== w.start || w.start === null) this.wraps.delete(token);
+    return this.wraps.size > 0;
+  }
+
+  private readonly gitVersion = (env: NodeJS.ProcessEnv): Promise<string> => {
+    const key = `${env.PATH ?? ''}\0${env.GIT_EXEC_PATH ?? ''}`;
+    let known = this.gitVersions.get(key);
+    if (!known) {
+      known = checkGitVersion(env);
+      this.gitVersions.set(key, known);
+      known.catch(() => this.gitVersions.delete(key)); // a failure is asked again, and reported, next time
+    }
+    return known;
+  };
+
+  private async handle(call: ServerCall): ReturnType<CallHandler> {
+    const e = this.slot.engine;
+    const before = e ? { full: e.stats.full, incremental: e.stats.incremental } : null;
+    try {
+      return await this.serveCall(call);
+    } finally {
+      this.afterCall(before);
+    }
+  }
+
+  /** After a call: the watcher's state for other processes, and (traced) what the engine's snapshots were. */
+  private afterCall(before: { full: number; incremental: number } | null): void {
+    const e = this.slot.engine;
+    if (!e) return;
+    this.published?.publish();
+    if (!this.trace || (before && before.full === e.stats.full && before.incremental === e.stats.incremental)) return;
+    this.trace(
+      `snapshot: ${e.stats.full - (before?.full ?? 0)} full${e.stats.lastFullReason ? ` (last: ${e.stats.lastFullReason})` : ''}, ${e.stats.incremental - (before?.incremental ?? 0)} incremental${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`,
+    );
+  }
+
+  private async serveCall(call: ServerCall): ReturnType<CallHandler> {
+    const trace = this.trace;
+    const calls = this.opts.calls;
+    void this.openEngine();
+    trace?.(`call ${call.pid}: ${call.args.join(' ')}`);
+    if (call.args[0] === 'wrap') return this.serveWrap(call);
+    if (call.args[0] === 'wrap-end') return this.serveWrapEnd(call);
+    if (call.args[0] === 'tree') {
+      const exit = await this.serveTree(call);
+      trace?.(`call ${call.pid}: tree ${exit.code === 0 ? 'served' : `declined (${exit.stderr})`}`);
+      return { warning: null, exit };
+    }
+    if (call.args[0] === 'hook') {
+      const input = await call.readStdin();
+      trace?.(`call ${call.pid}: read ${input.length} bytes`);
+      const res = await calls.hook(call.args.slice(1), { env: call.env, cwd: call.cwd, input, openContext: this.contextFor });
+      trace?.(`call ${call.pid}: ${res.trace ?? res.warning ?? 'ok'}`);
+      return { warning: res.warning };
+    }
+    if (call.args[0] === 'snap' && calls.snap) {
+      const stdout = collector();
+      const stderr = collector();
+      const code = await calls.snap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openContext: this.contextFor });
+      if (code !== null) return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
+    }
+    return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };
+  }
+
   /**
    * A wrapper's snapshot (tree-client.ts), from the engine only: without one up (or for another worktree, git
    * environment or settings) the wrapper is told no (exit 3) and scans for itself. Under the content lock, as
    * lockedSnapshot takes every snapshot.
    */
-  const serveTree = async (call: ServerCall): Promise<{ code: number; stdout: string; stderr: string }> => {
+  private async serveTree(call: ServerCall): Promise<{ code: number; stdout: string; stderr: string }> {
     const no = (why: string) => ({ code: 3, stdout: '', stderr: why });
-    const snapshot = engineSnapshot; // set once the engine is up
+    const snapshot = this.engineSnapshot; // set once the engine is up
     if (!snapshot) return no('no engine');
     if (!sameCapabilities(call.pid)) return no('other capabilities');
-    if (gitEnvKey(call.env) !== serverGitKey) return no('another git environment');
+    if (gitEnvKey(call.env) !== this.serverGitKey) return no('another git environment');
     let req: TreeRequest;
     try {
       req = JSON.parse(await call.readStdin()) as TreeRequest;
     } catch {
       return no('unreadable request'); // refused: the client snapshots itself (a full scan)
     }
-    if (req?.v !== 1 || typeof req.worktree !== 'string' || realOrSelf(req.worktree) !== realWorktree) return no('another worktree');
+    if (req?.v !== 1 || typeof req.worktree !== 'string' || realOrSelf(req.worktree) !== this.realWorktree) return no('another worktree');
     if (req.parentTree !== null && !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(String(req.parentTree))) return no('bad parent');
-    const settings = await settingsNow();
+    const settings = await this.settingsNow();
     if (settingsKey(settings) !== req.settings) return no('other settings');
-    const res = await withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () =>
+    const res = await withLock(contentLockFile(this.repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () =>
       snapshot({ settings, parentTree: req.parentTree }),
     );
     return { code: 0, stdout: JSON.stringify({ tree: res.tree, skipped: res.skipped, changed: res.changed, seeded: false }), stderr: '' };
-  };
-  /** Sessions begun for thin wrap clients, by token: ended by the client's wrap-end call (or given up with it). */
-  const wraps = new Map<string, { pid: number; start: string | null; run: ServedWrap }>();
-  const wrapsAlive = (): boolean => {
-    for (const [token, w] of wraps) if (processStartTime(w.pid) !== w.start || w.start === null) wraps.delete(token);
-    return wraps.size > 0;
-  };
-  // git's version, asked once per PATH and exec path while this server runs (each session start checks it).
-  const gitVersions = new Map<string, Promise<string>>();
-  const gitVersion = (env: NodeJS.ProcessEnv): Promise<string> => {
-    const key = `${env.PATH ?? ''}\0${env.GIT_EXEC_PATH ?? ''}`;
-    let known = gitVersions.get(key);
-    if (!known) {
-      known = checkGitVersion(env);
-      gitVersions.set(key, known);
-      known.catch(() => gitVersions.delete(key)); // a failure is asked again, and reported, next time
-    }
-    return known;
-  };
-  const serveWrap = async (call: ServerCall): Promise<Awaited<ReturnType<CallHandler>>> => {
+  }
+
+  private async serveWrap(call: ServerCall): ReturnType<CallHandler> {
     // A client that can read what this server cannot, or the reverse (same user, other capabilities: root under
     // setpriv, a container), would get another snapshot here than its own: it begins the session itself.
     if (!sameCapabilities(call.pid)) return { warning: 'agentsnap: warning: the server does not begin this wrap (other capabilities)' };
     const owner: WrapClientOwner = { pid: call.pid, start: processStartTime(call.pid), host: os.hostname() };
     const stdout = collector();
     const stderr = collector();
-    const res = opts.calls.wrap
-      ? await opts.calls.wrap(call.args.slice(1), {
-          stdout,
-          stderr,
-          env: call.env,
-          cwd: call.cwd,
-          openContext: contextFor,
-          owner,
-          gitVersion,
-        })
-      : null;
+    const wrap = this.opts.calls.wrap;
+    const io = { stdout, stderr, env: call.env, cwd: call.cwd, openContext: this.contextFor, owner, gitVersion: this.gitVersion };
+    const res = wrap ? await wrap(call.args.slice(1), io) : null;
     if (!res) return { warning: 'agentsnap: warning: the server does not begin this wrap' };
     if ('code' in res) return { warning: null, exit: { code: res.code, stdout: stdout.text(), stderr: stderr.text() } };
     const token = crypto.randomBytes(12).toString('hex');
-    wraps.set(token, { pid: call.pid, start: owner.start, run: res });
+    this.wraps.set(token, { pid: call.pid, start: owner.start, run: res });
     // The agent's environment as changes to the client's own (which it starts the agent with).
     const set: Record<string, string> = {};
     for (const [k, v] of Object.entries(res.spawn.env)) if (v !== undefined && call.env[k] !== v) set[k] = v;
@@ -326,17 +418,18 @@ export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions
       begun: res.begun,
     };
     return { warning: null, spawn: { json: JSON.stringify(spawn), stderr: stderr.text() } };
-  };
-  const serveWrapEnd = async (call: ServerCall): Promise<Awaited<ReturnType<CallHandler>>> => {
+  }
+
+  private async serveWrapEnd(call: ServerCall): ReturnType<CallHandler> {
     let req: { token?: unknown; code?: unknown; signal?: unknown; error?: unknown };
     try {
       req = JSON.parse(await call.readStdin()) as typeof req;
     } catch {
       return { warning: 'agentsnap: warning: unreadable wrap-end request' }; // reported: the warning names it
     }
-    const w = typeof req.token === 'string' ? wraps.get(req.token) : undefined;
+    const w = typeof req.token === 'string' ? this.wraps.get(req.token) : undefined;
     if (!w || w.pid !== call.pid) return { warning: 'agentsnap: warning: no such session begun here' };
-    wraps.delete(req.token as string);
+    this.wraps.delete(req.token as string);
     const stdout = collector();
     const stderr = collector();
     const exit = {
@@ -346,114 +439,60 @@ export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions
     };
     const code = await w.run.finish(exit, { stdout, stderr });
     return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
-  };
-  /** After a call: the watcher's state for other processes, and (traced) what the engine's snapshots were. */
-  const afterCall = (before: { full: number; incremental: number } | null): void => {
-    const e = slot.engine;
-    if (!e) return;
-    published?.publish();
-    if (!trace || (before && before.full === e.stats.full && before.incremental === e.stats.incremental)) return;
-    trace(
-      `snapshot: ${e.stats.full - (before?.full ?? 0)} full${e.stats.lastFullReason ? ` (last: ${e.stats.lastFullReason})` : ''}, ${e.stats.incremental - (before?.incremental ?? 0)} incremental${e.stats.lastWaitMs >= 1 ? `, waited ${Math.round(e.stats.lastWaitMs)} ms for the sweep or call before it` : ''}`,
-    );
-  };
-  const handle: CallHandler = async (call: ServerCall) => {
-    const e = slot.engine;
-    const before = e ? { full: e.stats.full, incremental: e.stats.incremental } : null;
-    try {
-      return await serveCall(call);
-    } finally {
-      afterCall(before);
-    }
-  };
-  const serveCall: CallHandler = async (call: ServerCall) => {
-    void openEngine();
-    trace?.(`call ${call.pid}: ${call.args.join(' ')}`);
-    if (call.args[0] === 'wrap') return serveWrap(call);
-    if (call.args[0] === 'wrap-end') return serveWrapEnd(call);
-    if (call.args[0] === 'tree') {
-      const exit = await serveTree(call);
-      trace?.(`call ${call.pid}: tree ${exit.code === 0 ? 'served' : `declined (${exit.stderr})`}`);
-      return { warning: null, exit };
-    }
-    if (call.args[0] === 'hook') {
-      const input = await call.readStdin();
-      trace?.(`call ${call.pid}: read ${input.length} bytes`);
-      const res = await opts.calls.hook(call.args.slice(1), { env: call.env, cwd: call.cwd, input, openContext: contextFor });
-      trace?.(`call ${call.pid}: ${res.trace ?? res.warning ?? 'ok'}`);
-      return { warning: res.warning };
-    }
-    if (call.args[0] === 'snap' && opts.calls.snap) {
-      const stdout = collector();
-      const stderr = collector();
-      const code = await opts.calls.snap(call.args.slice(1), { stdout, stderr, env: call.env, cwd: call.cwd, openContext: contextFor });
-      if (code !== null) return { warning: null, exit: { code, stdout: stdout.text(), stderr: stderr.text() } };
-    }
-    return { warning: `agentsnap: warning: the server does not run \`${call.args[0] ?? ''}\`` };
-  };
-  const server = await HookServer.start(repo, {
-    hosted: opts.hosted,
-    ...(opts.idleMs !== undefined ? { idleMs: opts.idleMs } : {}),
-    handle,
-    busy: wrapsAlive,
-    ...(opts.onError ? { onError: opts.onError } : {}),
-  });
-  // The engine starts watching beside the first calls (~0.4 s at 100k files); until it is up, calls take full scans.
-  let engine: IncrementalSnapshotter | null = null;
-  let opening: Promise<void> | null = null;
-  let closing = false;
-  const open = (): Promise<void> =>
-    (opening ??=
-      opts.incremental === false || closing
+  }
+
+  /** Opens the incremental engine once (a no-op before the server listens, when it is off, or once it closes). */
+  private openEngine(): Promise<void> {
+    const server = this.server;
+    if (!server) return Promise.resolve();
+    this.opening ??=
+      this.opts.incremental === false || this.closing
         ? Promise.resolve()
-        : settingsNow()
+        : this.settingsNow()
             .then((settings) =>
-              IncrementalSnapshotter.open(repo, {
+              IncrementalSnapshotter.open(this.repo, {
                 runDir: path.join(server.runDir, 'engine'),
                 settings,
-                idleSweeps: opts.idleSweeps !== false,
+                idleSweeps: this.opts.idleSweeps !== false,
               }),
             )
-            .then((e) => {
-              engine = e;
-              const watch = watchPublisher(server.runDir, e, opts.onNotice);
-              published = watch;
-              watch.publish();
-              engineSnapshot = (o) => e.snapshot(o).finally(() => watch.publish());
-              slot.engine = e;
-              if (opts.warmUp) {
-                const take = engineSnapshot;
-                void settingsNow()
-                  .then((settings) =>
-                    withLock(contentLockFile(repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () =>
-                      take({ settings, parentTree: null }),
-                    ),
-                  )
-                  .then(() => trace?.('engine: warmed up'))
-                  .catch((err: unknown) => {
-                    trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);
-                    writeEngineFailure(server.runDir, 'warm-up', err); // for doctor
-                    // Not only under the trace: it reaches the server's log (server.log).
-                    opts.onError?.(err);
-                  });
-              }
-            })
+            .then((e) => this.engineUp(server, e))
             .catch((e) => {
-              trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
+              this.trace?.(`engine: not started (${e instanceof Error ? e.message : String(e)}); full scans`);
               writeEngineFailure(server.runDir, 'start', e); // for doctor
-              opts.onError?.(e);
-            }));
-  openEngine = open;
-  if (!opts.engineAtFirstCall) void open();
-  engines.set(server, { open: () => open().then(() => engine), now: () => engine });
-  void server.closed().then(async () => {
-    closing = true;
-    await opening;
-    (published as ReturnType<typeof watchPublisher> | null)?.close();
-    refs.close();
-    await (engine as IncrementalSnapshotter | null)?.close();
-  });
-  return server;
+              this.opts.onError?.(e);
+            });
+    return this.opening;
+  }
+
+  private engineUp(server: HookServer, e: IncrementalSnapshotter): void {
+    this.engine = e;
+    const watch = watchPublisher(server.runDir, e, this.opts.onNotice);
+    this.published = watch;
+    watch.publish();
+    const take: EngineSnapshot = (o) => e.snapshot(o).finally(() => watch.publish());
+    this.engineSnapshot = take;
+    this.slot.engine = e;
+    if (!this.opts.warmUp) return;
+    void this.settingsNow()
+      .then((settings) =>
+        withLock(contentLockFile(this.repo), { timeoutMs: settings.lockTimeoutMs, purpose: 'snapshot' }, () =>
+          take({ settings, parentTree: null }),
+        ),
+      )
+      .then(() => this.trace?.('engine: warmed up'))
+      .catch((err: unknown) => {
+        this.trace?.(`engine: warm-up snapshot failed (${err instanceof Error ? err.message : String(err)})`);
+        writeEngineFailure(server.runDir, 'warm-up', err); // for doctor
+        // Not only under the trace: it reaches the server's log (server.log).
+        this.opts.onError?.(err);
+      });
+  }
+}
+
+/** Starts the server of `repo`'s worktree (throws Busy when one runs already). */
+export async function hostWorktreeServer(repo: Repo, opts: WorktreeServerOptions & { calls: ServerCalls }): Promise<HookServer> {
+  return new WorktreeHost(repo, opts).start();
 }
 
 /** The effective capabilities of a process (/proc/<pid>/status CapEff), or null where they cannot be read. */

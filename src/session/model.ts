@@ -7,6 +7,8 @@ import type {
   SessionStatus,
   SkippedFile,
   StepCheckpointEvent,
+  StepPostEvent,
+  StepPreEvent,
   StepStatus,
   OpKind,
   TranscriptPosition,
@@ -186,6 +188,73 @@ function moveHead(s: Session, e: { commit: string; source?: string }, tree: stri
   s.headTree = tree;
 }
 
+function applyStepPre(s: Session, ev: StepPreEvent): void {
+  Object.assign(stepFor(s, ev.step, ev.time), {
+    tool: ev.tool,
+    pre: ev.commit,
+    preTree: ev.tree,
+    startedAt: ev.time,
+    toolUseId: ev.toolUseId ?? null,
+    input: ev.input,
+    message: ev.message ?? null,
+    changedBefore: ev.changed,
+    skipped: ev.skipped,
+    overlaps: ev.overlaps,
+    transcript: ev.transcript ?? null,
+    ...(ev.agentVersion ? { agentVersion: ev.agentVersion } : {}),
+    ...(ev.model ? { model: ev.model } : {}),
+    ...(ev.cwd ? { cwd: ev.cwd } : {}),
+    ...(ev.envChanged ? { envChanged: ev.envChanged } : {}),
+    ...(ev.tools ? { tools: ev.tools } : {}),
+    ...(ev.source ? { source: ev.source } : {}),
+  });
+  if (ev.envChanged) s.envChanged = ev.envChanged;
+  if (ev.tools) s.tools = ev.tools;
+  moveHead(s, ev, ev.tree);
+}
+
+function applyStepPost(s: Session, ev: StepPostEvent): void {
+  const st = stepFor(s, ev.step, ev.time);
+  Object.assign(st, {
+    status: ev.status,
+    post: ev.commit,
+    postTree: ev.tree,
+    endedAt: ev.time,
+    durationMs: ev.durationMs,
+    output: ev.output,
+    error: ev.error ?? null,
+    changed: ev.changed,
+    skipped: ev.skipped.length > 0 ? ev.skipped : st.skipped,
+  });
+  if (ev.transcript && !st.transcript?.uuid)
+    st.transcript = { ...ev.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
+  if (ev.agentVersion && !st.agentVersion) st.agentVersion = ev.agentVersion;
+  if (ev.model && !st.model) st.model = ev.model;
+  moveHead(s, ev, ev.tree);
+}
+
+function applyCheckpoint(s: Session, ev: StepCheckpointEvent): void {
+  Object.assign(stepFor(s, ev.step, ev.time), {
+    kind: 'checkpoint',
+    tool: ev.tool,
+    status: 'done',
+    pre: ev.commit,
+    preTree: ev.tree,
+    post: ev.commit,
+    postTree: ev.tree,
+    startedAt: ev.time,
+    endedAt: ev.time,
+    durationMs: 0,
+    message: ev.message ?? null,
+    madeBy: checkpointMadeBy(ev),
+    // A checkpoint's change is everything since the previous snapshot (what `show` prints).
+    changed: ev.changed,
+    skipped: ev.skipped,
+  });
+  s.head = ev.commit;
+  s.headTree = ev.tree;
+}
+
 export function applyEvent(s: Session, ev: JournalEvent): void {
   if (ev.session !== s.id) return;
   // Calls journaled from a transcript carry the times they ran, which can be before the last event.
@@ -193,73 +262,15 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
   switch (ev.type) {
     case 'session.start':
       break;
-    case 'step.pre': {
-      Object.assign(stepFor(s, ev.step, ev.time), {
-        tool: ev.tool,
-        pre: ev.commit,
-        preTree: ev.tree,
-        startedAt: ev.time,
-        toolUseId: ev.toolUseId ?? null,
-        input: ev.input,
-        message: ev.message ?? null,
-        changedBefore: ev.changed,
-        skipped: ev.skipped,
-        overlaps: ev.overlaps,
-        transcript: ev.transcript ?? null,
-        ...(ev.agentVersion ? { agentVersion: ev.agentVersion } : {}),
-        ...(ev.model ? { model: ev.model } : {}),
-        ...(ev.cwd ? { cwd: ev.cwd } : {}),
-        ...(ev.envChanged ? { envChanged: ev.envChanged } : {}),
-        ...(ev.tools ? { tools: ev.tools } : {}),
-        ...(ev.source ? { source: ev.source } : {}),
-      });
-      if (ev.envChanged) s.envChanged = ev.envChanged;
-      if (ev.tools) s.tools = ev.tools;
-      moveHead(s, ev, ev.tree);
+    case 'step.pre':
+      applyStepPre(s, ev);
       break;
-    }
-    case 'step.post': {
-      const st = stepFor(s, ev.step, ev.time);
-      Object.assign(st, {
-        status: ev.status,
-        post: ev.commit,
-        postTree: ev.tree,
-        endedAt: ev.time,
-        durationMs: ev.durationMs,
-        output: ev.output,
-        error: ev.error ?? null,
-        changed: ev.changed,
-        skipped: ev.skipped.length > 0 ? ev.skipped : st.skipped,
-      });
-      if (ev.transcript && !st.transcript?.uuid)
-        st.transcript = { ...ev.transcript, ...(st.transcript?.offset !== undefined ? { offset: st.transcript.offset } : {}) };
-      if (ev.agentVersion && !st.agentVersion) st.agentVersion = ev.agentVersion;
-      if (ev.model && !st.model) st.model = ev.model;
-      moveHead(s, ev, ev.tree);
+    case 'step.post':
+      applyStepPost(s, ev);
       break;
-    }
-    case 'step.checkpoint': {
-      Object.assign(stepFor(s, ev.step, ev.time), {
-        kind: 'checkpoint',
-        tool: ev.tool,
-        status: 'done',
-        pre: ev.commit,
-        preTree: ev.tree,
-        post: ev.commit,
-        postTree: ev.tree,
-        startedAt: ev.time,
-        endedAt: ev.time,
-        durationMs: 0,
-        message: ev.message ?? null,
-        madeBy: checkpointMadeBy(ev),
-        // A checkpoint's change is everything since the previous snapshot (what `show` prints).
-        changed: ev.changed,
-        skipped: ev.skipped,
-      });
-      s.head = ev.commit;
-      s.headTree = ev.tree;
+    case 'step.checkpoint':
+      applyCheckpoint(s, ev);
       break;
-    }
     case 'step.unprotected': {
       const st = stepFor(s, ev.step, ev.time);
       st.status = 'unprotected';

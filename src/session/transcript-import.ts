@@ -5,11 +5,67 @@ import { appendEvents, eventBase, truncateJournal, type JournalEvent } from './j
 import { applyEvent, type Session, type Step } from './model.js';
 import type { RefUpdate } from '../git/plumbing.js';
 import type { Context } from './context.js';
-import type { TranscriptTail } from '../agents/adapter.js';
+import type { TranscriptCall, TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { sanitize } from './redact.js';
 import { stepRef, type SessionPaths } from './refs.js';
 import { type SessionState, stateFrom, writeState, loadSession, loadState } from './state.js';
+
+/** The step.pre and step.post of one read from the transcript: pre = post = the state it saw (a read changes no file). */
+function transcriptStepEvents(
+  session: string,
+  c: TranscriptCall,
+  at: {
+    step: number;
+    seen: { pre: string; tree: string };
+    /** When a read journaled as started (at an earlier import) began. */
+    started: string | undefined;
+    transcriptPath: string;
+    clean: <T>(v: T) => T;
+  },
+): { pre: JournalEvent; post: JournalEvent } {
+  const now = new Date().toISOString();
+  const started = at.started ?? c.startedAt ?? now;
+  const ended = c.endedAt ?? started;
+  const ms = Date.parse(ended) - Date.parse(started);
+  const pre: JournalEvent = {
+    ...eventBase(session),
+    time: started,
+    type: 'step.pre',
+    step: at.step,
+    tool: at.clean(c.tool),
+    input: at.clean(c.input),
+    toolUseId: c.toolUseId,
+    message: null,
+    commit: at.seen.pre,
+    tree: at.seen.tree,
+    parent: at.seen.pre,
+    overlaps: [],
+    changed: [],
+    skipped: [],
+    transcript: { path: at.transcriptPath, offset: c.lineOffset, ...(c.uuid ? { uuid: c.uuid } : {}) },
+    agentVersion: c.agentVersion ? `claude-code ${c.agentVersion}` : null,
+    ...(c.model ? { model: c.model } : {}),
+    source: 'transcript',
+  };
+  // A read that ran beside other calls (ended at a later import) keeps the state it started in: pre = post.
+  const post: JournalEvent = {
+    ...eventBase(session),
+    time: ended,
+    type: 'step.post',
+    step: at.step,
+    status: c.pending ? 'interrupted' : c.isError ? 'failed' : 'done',
+    commit: at.seen.pre,
+    tree: at.seen.tree,
+    output: at.clean(c.output),
+    error: c.isError ? at.clean(typeof c.output === 'string' ? (c.output.split('\n')[0] ?? 'failed') : 'failed') : null,
+    durationMs: !c.pending && Number.isFinite(ms) && ms >= 0 ? ms : null,
+    changed: [],
+    skipped: [],
+    source: 'transcript',
+  };
+  return { pre, post };
+}
 
 /**
  * Journals the calls of Claude Code's read-only tools (not hooked) that the
@@ -81,46 +137,7 @@ export async function importTranscriptCalls(
     const opened = openReads.get(c.toolUseId);
     const seen = (!opened && c.before ? stateBefore(c.before) : null) ?? { pre: opened?.pre ?? head, tree: opened?.preTree ?? tree };
     const step = opened?.step ?? nextStep++;
-    const now = new Date().toISOString();
-    const started = opened?.startedAt ?? c.startedAt ?? now;
-    const ended = c.endedAt ?? started;
-    const ms = Date.parse(ended) - Date.parse(started);
-    const pre: JournalEvent = {
-      ...eventBase(state.session.id),
-      time: started,
-      type: 'step.pre',
-      step,
-      tool: clean(c.tool),
-      input: clean(c.input),
-      toolUseId: c.toolUseId,
-      message: null,
-      commit: seen.pre,
-      tree: seen.tree,
-      parent: seen.pre,
-      overlaps: [],
-      changed: [],
-      skipped: [],
-      transcript: { path: transcriptPath, offset: c.lineOffset, ...(c.uuid ? { uuid: c.uuid } : {}) },
-      agentVersion: c.agentVersion ? `claude-code ${c.agentVersion}` : null,
-      ...(c.model ? { model: c.model } : {}),
-      source: 'transcript',
-    };
-    // A read that ran beside other calls (ended at a later import) keeps the state it started in: pre = post.
-    const post: JournalEvent = {
-      ...eventBase(state.session.id),
-      time: ended,
-      type: 'step.post',
-      step,
-      status: c.pending ? 'interrupted' : c.isError ? 'failed' : 'done',
-      commit: seen.pre,
-      tree: seen.tree,
-      output: clean(c.output),
-      error: c.isError ? clean(typeof c.output === 'string' ? (c.output.split('\n')[0] ?? 'failed') : 'failed') : null,
-      durationMs: !c.pending && Number.isFinite(ms) && ms >= 0 ? ms : null,
-      changed: [],
-      skipped: [],
-      source: 'transcript',
-    };
+    const { pre, post } = transcriptStepEvents(state.session.id, c, { step, seen, started: opened?.startedAt, transcriptPath, clean });
     if (!c.closes) events.push(pre);
     if (!c.pending || final) events.push(post);
     refs.push({ ref: stepRef(state.session.id, step), value: seen.pre });

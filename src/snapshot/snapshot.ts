@@ -468,6 +468,133 @@ function withOverrides(repo: Repo, args: string[]): Repo {
   };
 }
 
+/**
+ * What the full scan does with each path git listed as untracked: a nested repository becomes a gitlink (or is
+ * skipped), a file is added or skipped by `classify`. `untracked` grows while it is read: the paths below a nested
+ * repository whose paths the user's index tracks are listed as plain files. Adds to `toAdd` and `skipped`.
+ */
+async function addUntracked(
+  repo: Repo,
+  untracked: string[],
+  userTracked: Set<string>,
+  classify: ReturnType<typeof untrackedClassifier>,
+  toAdd: string[],
+  skipped: SkippedFile[],
+): Promise<void> {
+  for (const rel of untracked) {
+    if (userTracked.has(rel)) continue; // tracked by the user: added above, never classified
+    const abs = path.join(repo.worktree, rel);
+    if (rel.endsWith('/')) {
+      // ls-files shows a nested repository as its directory: record it as a gitlink if it has a commit.
+      const dir = rel.slice(0, -1);
+      // Unless the user's index tracks paths below it (all of them gone from the private index, deleted on disk):
+      // git then reads it as a plain directory (its .git left out), and so does the snapshot.
+      const below = await userIndexBelow(repo, dir);
+      if (below.tracked.length > 0) {
+        for (const t of below.tracked) {
+          if (userTracked.has(t) || !lstatOrNull(path.join(repo.worktree, t))) continue; // gone from disk: gone from the tree
+          userTracked.add(t);
+          toAdd.push(t);
+        }
+        untracked.push(...below.others.filter((o) => !userTracked.has(o)));
+        continue;
+      }
+      if (await nestedRepoHasCommit(repo, abs)) toAdd.push(dir);
+      else skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
+      continue;
+    }
+    if (skipRestoreTemp(repo.worktree, rel)) continue;
+    let st: fs.Stats;
+    try {
+      st = fs.lstatSync(fsPath(abs)); // a name that is not UTF-8 by its bytes (see splitNul)
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') continue; // deleted since listed
+      // Its directory became unreadable since listed (or a name git's untracked cache still knows): listed, not fatal.
+      if (code === 'EACCES' || code === 'EPERM' || code === 'ENAMETOOLONG') {
+        skipped.push({ path: rel, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+        continue;
+      }
+      unreadable(rel, e);
+    }
+    const reason = classify(rel, st.size);
+    if (reason) skipped.push({ path: rel, reason, size: st.size });
+    else toAdd.push(rel);
+  }
+}
+
+/**
+ * What git could not read is never silently left out (issue 13): listed as skipped, so a restore neither deletes
+ * nor overwrites it; a tracked file it could not lstat is dropped from the tree rather than stay there with bytes
+ * of an earlier read.
+ */
+function listUnread(
+  unread: { path: string; reason: SkippedFile['reason']; dir?: boolean }[],
+  skipped: SkippedFile[],
+  drop: string[],
+): void {
+  for (const u of unread) {
+    if (!skipped.some((x) => x.path === u.path)) skipped.push({ path: u.path, reason: u.reason });
+    if (!u.dir) drop.push(u.path);
+  }
+}
+
+/**
+ * git cannot hold a symlinked .gitmodules: update-index ignores it ("Ignoring path"), leaving the old entry as if
+ * nothing changed, and a tree with one fails `git fsck` (gitmodulesSymlink). Left out of the index and `toAdd`, listed.
+ */
+async function leaveOutSymlinkedGitmodules(repo: Repo, indexFile: string, candidates: string[], toAdd: string[], skipped: SkippedFile[]) {
+  const linkedModules = candidates.filter((rel) => symlinkedGitmodules(repo.worktree, rel));
+  if (linkedModules.length === 0) return;
+  await removePaths(repo, indexFile, linkedModules);
+  for (const rel of linkedModules) if (!skipped.some((x) => x.path === rel)) skipped.push({ path: rel, reason: 'gitmodules-symlink' });
+  toAdd.splice(0, toAdd.length, ...toAdd.filter((rel) => !linkedModules.includes(rel)));
+}
+
+/**
+ * The stat data this scan's git commands recorded (status's refresh, update-index, add) is trusted by the next
+ * one unless the entry is racy: a file written again in place within the second of the ctime recorded, same size,
+ * its mtime put back (utimes, touch -d, cp -p, rsync -a), keeps it, and the next snapshot took the old bytes. The
+ * reference goes back to the oldest mtime of such an entry, as in inProcessSnapshot: where git compares ctimes,
+ * of every entry whose recorded ctime is within RACY_MARGIN_MS of this scan (one walk); where it does not
+ * (core.trustctime=false), of every entry whose stat data is not the user's index's (two walks: the user's
+ * index is what a fresh copy would trust). Also for snapshots without the untracked cache (undo's safety
+ * snapshot writes the session's index too).
+ */
+function keepScanRacyReference(
+  repo: Repo,
+  opts: SnapshotTreeOptions,
+  cfg: GitConfig,
+  scan: { scanStart: number; racyBefore: number | null; usedStatus: boolean },
+): void {
+  const { indexFile } = opts;
+  const { scanStart, racyBefore, usedStatus } = scan;
+  const oldest = recentStatOldest(repo, indexFile, cfg, scanStart);
+  const entries = oldest === null || oldest === Infinity ? Infinity : Math.max(oldest, 2) * 1000;
+  if (opts.untrackedCache)
+    keepRacyReference(
+      indexFile,
+      Math.min(entries, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity)),
+    );
+  else keepRacyReference(indexFile, entries);
+}
+
+/**
+ * Whether this scan may list through status with the untracked cache (see statusWithUntrackedCache): only where no
+ * attribute can make git's refresh call a changed file clean. The marker names the tree it was checked for: anything
+ * else that moved the session (undo writes restored entries into this index) falls back to the full scan, which
+ * checks again.
+ */
+function statusScanTrusted(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean): boolean {
+  return (
+    !!opts.untrackedCache &&
+    !seeded &&
+    !!opts.parentTree &&
+    readMarker(opts.indexFile) === opts.parentTree &&
+    !attributesFromConfig(repo, opts.settings)
+  );
+}
+
 async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seeded: boolean, cfg: GitConfig): Promise<TreeSnapshotResult> {
   const { indexFile, settings } = opts;
   // git's racy reference for the untracked cache this index holds (see keepRacyReference).
@@ -479,17 +606,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // Both indexes are compared with HEAD (small outputs) rather than listed whole.
   const headTree = seeded ? emptyTree(repo) : ((await readHead(repo)).commit ?? emptyTree(repo));
   const noDiff: IndexVsTree = { extra: new Set(), missing: new Set() };
-  // See statusWithUntrackedCache: only where no attribute can make git's
-  // refresh call a changed file clean.
-  // The marker names the tree it was checked for: anything else that moved
-  // the session (undo writes restored entries into this index) falls back
-  // to the full scan, which checks again.
-  const fast =
-    !!opts.untrackedCache &&
-    !seeded &&
-    !!opts.parentTree &&
-    readMarker(indexFile) === opts.parentTree &&
-    !attributesFromConfig(repo, settings);
+  const fast = statusScanTrusted(repo, opts, seeded);
   // Nothing wrote the index since the snapshot that left the marker (a
   // snapshot killed halfway, or an undo, would have): it holds exactly the
   // parent tree's entries, so that tree stands in for it against HEAD.
@@ -531,66 +648,13 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   // Each such nested repository is listed as ls-files lists one (`dir/`), and what git listed inside it goes.
   const insideNested = (rel: string) => nested.some((d) => rel.startsWith(`${d}/`));
   if (nested.length > 0) untracked.splice(0, untracked.length, ...untracked.filter((u) => !insideNested(u)), ...nested.map((d) => `${d}/`));
-  // What git could not read is never silently left out (issue 13): listed as skipped, so a restore
-  // neither deletes nor overwrites it; a tracked file it could not lstat leaves the tree rather than
-  // stay there with bytes of an earlier read.
-  for (const u of unread) {
-    if (!skipped.some((x) => x.path === u.path)) skipped.push({ path: u.path, reason: u.reason });
-    if (!u.dir) drop.push(u.path);
-  }
+  listUnread(unread, skipped, drop);
   // A path the user tracks that is a FIFO or socket now cannot be added (see updateTracked): gone as a file.
   for (const rel of tracked) if (specialFile(repo.worktree, rel)) drop.push(rel);
   if (drop.length > 0) await removePaths(repo, indexFile, drop);
   toAdd.push(...tracked.filter((rel) => !drop.includes(rel)));
-  const userTracked = new Set(tracked);
-  for (const rel of untracked) {
-    if (userTracked.has(rel)) continue; // tracked by the user: added above, never classified
-    const abs = path.join(repo.worktree, rel);
-    if (rel.endsWith('/')) {
-      // ls-files shows a nested repository as its directory: record it as a gitlink if it has a commit.
-      const dir = rel.slice(0, -1);
-      // Unless the user's index tracks paths below it (all of them gone from the private index, deleted on disk):
-      // git then reads it as a plain directory (its .git left out), and so does the snapshot.
-      const below = await userIndexBelow(repo, dir);
-      if (below.tracked.length > 0) {
-        for (const t of below.tracked) {
-          if (userTracked.has(t) || !lstatOrNull(path.join(repo.worktree, t))) continue; // gone from disk: gone from the tree
-          userTracked.add(t);
-          toAdd.push(t);
-        }
-        untracked.push(...below.others.filter((o) => !userTracked.has(o)));
-        continue;
-      }
-      if (await nestedRepoHasCommit(repo, abs)) toAdd.push(dir);
-      else skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
-      continue;
-    }
-    if (skipRestoreTemp(repo.worktree, rel)) continue;
-    let st: fs.Stats;
-    try {
-      st = fs.lstatSync(fsPath(abs)); // a name that is not UTF-8 by its bytes (see splitNul)
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') continue; // deleted since listed
-      // Its directory became unreadable since listed (or a name git's untracked cache still knows): listed, not fatal.
-      if (code === 'EACCES' || code === 'EPERM' || code === 'ENAMETOOLONG') {
-        skipped.push({ path: rel, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
-        continue;
-      }
-      unreadable(rel, e);
-    }
-    const reason = classify(rel, st.size);
-    if (reason) skipped.push({ path: rel, reason, size: st.size });
-    else toAdd.push(rel);
-  }
-  // git cannot hold a symlinked .gitmodules: update-index ignores it ("Ignoring path"), leaving the old
-  // entry as if nothing changed, and a tree with one fails `git fsck` (gitmodulesSymlink). Left out, listed.
-  const linkedModules = [...new Set([...reread, ...toAdd])].filter((rel) => symlinkedGitmodules(repo.worktree, rel));
-  if (linkedModules.length > 0) {
-    await removePaths(repo, indexFile, linkedModules);
-    for (const rel of linkedModules) if (!skipped.some((x) => x.path === rel)) skipped.push({ path: rel, reason: 'gitmodules-symlink' });
-    toAdd.splice(0, toAdd.length, ...toAdd.filter((rel) => !linkedModules.includes(rel)));
-  }
+  await addUntracked(repo, untracked, new Set(tracked), classify, toAdd, skipped);
+  await leaveOutSymlinkedGitmodules(repo, indexFile, [...new Set([...reread, ...toAdd])], toAdd, skipped);
   if (toAdd.length > 0) {
     opts.onProgress?.(`adding ${toAdd.length} new files`);
     await addPaths(repo, indexFile, toAdd).catch(explainAddFailure);
@@ -638,22 +702,7 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
     fs.rmSync(noAttributesMarker(indexFile), { force: true });
     await dropUntrackedCache(repo, indexFile);
   }
-  // The stat data this scan's git commands recorded (status's refresh, update-index, add) is trusted by the next
-  // one unless the entry is racy: a file written again in place within the second of the ctime recorded, same size,
-  // its mtime put back (utimes, touch -d, cp -p, rsync -a), keeps it, and the next snapshot took the old bytes. The
-  // reference goes back to the oldest mtime of such an entry, as in inProcessSnapshot: where git compares ctimes,
-  // of every entry whose recorded ctime is within RACY_MARGIN_MS of this scan (one walk); where it does not
-  // (core.trustctime=false), of every entry whose stat data is not the user's index's (two walks: the user's
-  // index is what a fresh copy would trust). Also for snapshots without the untracked cache (undo's safety
-  // snapshot writes the session's index too).
-  const oldest = recentStatOldest(repo, indexFile, cfg, scanStart);
-  const entries = oldest === null || oldest === Infinity ? Infinity : Math.max(oldest, 2) * 1000;
-  if (opts.untrackedCache)
-    keepRacyReference(
-      indexFile,
-      Math.min(entries, usedStatus ? scanStart - RACY_MARGIN_MS : Math.min(scanStart - RACY_MARGIN_MS, racyBefore ?? Infinity)),
-    );
-  else keepRacyReference(indexFile, entries);
+  keepScanRacyReference(repo, opts, cfg, { scanStart, racyBefore, usedStatus });
   if (opts.untrackedCache && !blind && !attributesTouched && (fast || !(await anyAttributes()))) {
     replaceStateFile(noAttributesMarker(indexFile), tree);
   }
@@ -1278,6 +1327,85 @@ function ctimeCompared(cfg: GitConfig): boolean {
 /** Dirty paths (changed tracked + untracked) above which git's own update-index and write-tree take over. */
 export const MAX_IN_PROCESS_PATHS = 3000;
 
+type InProcessFile = { rel: string; symlink: boolean };
+
+/**
+ * What update-index would make of each changed tracked path (removed, or a file to hash), and what the full path
+ * does with each untracked file (see snapshotThroughIndex); the reason instead where the in-process path declines.
+ */
+function inProcessDirtyPaths(
+  repo: Repo,
+  st: { changed: string[]; untracked: string[] },
+  settings: Settings,
+): { removed: string[]; files: InProcessFile[]; skipped: SkippedFile[] } | string {
+  const removed: string[] = [];
+  const files: InProcessFile[] = [];
+  const linked = new Map<string, boolean>();
+  for (const rel of st.changed) {
+    if (behindSymlink(repo.worktree, rel, linked)) {
+      removed.push(rel);
+      continue;
+    }
+    let s: fs.Stats;
+    try {
+      s = fs.lstatSync(path.join(repo.worktree, rel));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') return `cannot stat ${rel} (${code})`;
+      removed.push(rel);
+      continue;
+    }
+    if (s.isDirectory())
+      removed.push(rel); // its files are untracked ones
+    else if (s.isFile() || s.isSymbolicLink()) files.push({ rel, symlink: s.isSymbolicLink() });
+    else return `tracked path ${rel} is neither a file nor a symlink`;
+  }
+  const classify = untrackedClassifier(settings);
+  const skipped: SkippedFile[] = [];
+  for (const rel of st.untracked) {
+    if (skipRestoreTemp(repo.worktree, rel)) continue;
+    let s: fs.Stats;
+    try {
+      s = fs.lstatSync(path.join(repo.worktree, rel));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since listed
+      return `cannot stat ${rel}`;
+    }
+    if (!s.isFile() && !s.isSymbolicLink()) return `untracked ${rel} is neither a file nor a symlink`;
+    const reason = classify(rel, s.size);
+    if (reason) skipped.push({ path: rel, reason, size: s.size });
+    else files.push({ rel, symlink: s.isSymbolicLink() });
+  }
+  return { removed, files, skipped };
+}
+
+/** `baseTree` with `removed` taken out and `files` hashed in, written in-process; the reason instead where that fails. */
+async function inProcessTree(
+  repo: Repo,
+  store: NonNullable<ReturnType<typeof objectStore>>,
+  baseTree: string,
+  removed: string[],
+  files: InProcessFile[],
+): Promise<{ tree: string } | string> {
+  const reader = new ObjectReader(repo);
+  try {
+    const editor = new TreeEditor(reader, store, baseTree);
+    for (const rel of removed) await editor.remove(rel);
+    const leaves: (Leaf | null | string)[] = [];
+    for (const f of files) leaves.push(await blobOf(repo, store, f.rel, f.symlink));
+    for (const [i, f] of files.entries()) {
+      const leaf = leaves[i];
+      if (typeof leaf === 'string') return leaf;
+      if (leaf) await editor.set(f.rel, leaf);
+    }
+    return { tree: editor.write() };
+  } catch (e) {
+    return `in-process tree failed: ${(e as Error).message}`;
+  } finally {
+    await reader.close();
+  }
+}
+
 /**
  * The snapshot of a private index that is a copy of the user's index,
  * written without writing any index: the base tree is `git write-tree` of
@@ -1389,67 +1517,12 @@ async function inProcessSnapshot(
     if (isAttributesFile(rel)) return `attributes file ${rel}`;
   }
 
-  // What update-index would make of each changed tracked path.
-  const removed: string[] = [];
-  const files: { rel: string; symlink: boolean }[] = [];
-  const linked = new Map<string, boolean>();
-  for (const rel of st.changed) {
-    if (behindSymlink(repo.worktree, rel, linked)) {
-      removed.push(rel);
-      continue;
-    }
-    let s: fs.Stats;
-    try {
-      s = fs.lstatSync(path.join(repo.worktree, rel));
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTDIR') return `cannot stat ${rel} (${code})`;
-      removed.push(rel);
-      continue;
-    }
-    if (s.isDirectory())
-      removed.push(rel); // its files are untracked ones
-    else if (s.isFile() || s.isSymbolicLink()) files.push({ rel, symlink: s.isSymbolicLink() });
-    else return `tracked path ${rel} is neither a file nor a symlink`;
-  }
-  // What the full path does with each untracked file (see snapshotThroughIndex).
-  const classify = untrackedClassifier(settings);
-  const skipped: SkippedFile[] = [];
-  for (const rel of st.untracked) {
-    if (skipRestoreTemp(repo.worktree, rel)) continue;
-    let s: fs.Stats;
-    try {
-      s = fs.lstatSync(path.join(repo.worktree, rel));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted since listed
-      return `cannot stat ${rel}`;
-    }
-    if (!s.isFile() && !s.isSymbolicLink()) return `untracked ${rel} is neither a file nor a symlink`;
-    const reason = classify(rel, s.size);
-    if (reason) skipped.push({ path: rel, reason, size: s.size });
-    else files.push({ rel, symlink: s.isSymbolicLink() });
-  }
-
-  let tree = baseTree;
-  if (removed.length > 0 || files.length > 0) {
-    const reader = new ObjectReader(repo);
-    try {
-      const editor = new TreeEditor(reader, store, baseTree);
-      for (const rel of removed) await editor.remove(rel);
-      const leaves: (Leaf | null | string)[] = [];
-      for (const f of files) leaves.push(await blobOf(repo, store, f.rel, f.symlink));
-      for (const [i, f] of files.entries()) {
-        const leaf = leaves[i];
-        if (typeof leaf === 'string') return leaf;
-        if (leaf) await editor.set(f.rel, leaf);
-      }
-      tree = editor.write();
-    } catch (e) {
-      return `in-process tree failed: ${(e as Error).message}`;
-    } finally {
-      await reader.close();
-    }
-  }
+  const dirty = inProcessDirtyPaths(repo, st, settings);
+  if (typeof dirty === 'string') return dirty;
+  const { removed, files, skipped } = dirty;
+  const edited = removed.length > 0 || files.length > 0 ? await inProcessTree(repo, store, baseTree, removed, files) : { tree: baseTree };
+  if (typeof edited === 'string') return edited;
+  const tree = edited.tree;
   const changed = opts.parentTree ? await diffTrees(repo, opts.parentTree, tree) : [];
   // The marker speaks for an index holding a snapshot's tree, which this one does not.
   fs.rmSync(noAttributesMarker(indexFile), { force: true });

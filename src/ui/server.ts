@@ -28,7 +28,8 @@ import { redo, restore, revert, status, undo } from '../api/undo.js';
 import { replay } from '../api/replay.js';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
-import { openRepo, type Repo } from '../git/repo.js';
+import type { Repo } from '../git/repo.js';
+import { repoFor } from '../api/open.js';
 import { sessionsDir } from '../session/session.js';
 import type { Step } from '../session/model.js';
 
@@ -215,134 +216,60 @@ function brief(step: Step): Omit<Step, 'input' | 'output'> {
   return rest;
 }
 
-/** Starts the page's server on 127.0.0.1; resolves when it listens. */
-export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServer> {
-  const port = opts.port ?? 0;
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw errors.invalidArgument(`--port must be a port number (0-65535), not ${JSON.stringify(opts.port)}.`);
-  const env = opts.env ?? process.env;
-  // Opened once: a wrong directory fails here, before anything listens; the stamp reads its state dir.
-  const repo = await openRepo(opts.cwd ?? process.cwd(), { env });
-  // The page names paths from the worktree's top (it has no current directory): every call runs there.
-  const base: RepoOptions = { cwd: repo.worktree, env };
-  const assets = opts.assetsDir ?? path.join(packageRoot(), 'dist', 'ui-page');
-  if (!fs.existsSync(path.join(assets, 'index.html'))) {
-    throw errors.invalidArgument(`the page's files are missing (${assets}).`, { hint: 'Build the package: npm run build.' });
-  }
-  // The session the page opens with: the one named (a wrong name fails here), else this worktree's most recent.
-  let first = '';
-  if (opts.session !== undefined) first = (await resolveSession({ ...base, session: opts.session })).session.id;
-  else {
-    try {
-      first = (await resolveSession(base)).session.id;
-    } catch (e) {
-      if (!isAgentsnapError(e) || e.code !== 'NoSession') throw e;
-    }
-  }
-  const token = randomBytes(32).toString('base64url');
+const MUTATING = new Set(['undo', 'redo', 'restore', 'revert']);
+
+function send(res: http.ServerResponse, code: number, type: string, body: string | Buffer, extra: Record<string, string> = {}): void {
+  res.writeHead(code, {
+    'Content-Type': type,
+    'Content-Length': Buffer.byteLength(body),
+    'Content-Security-Policy': CSP,
+    'X-Content-Type-Options': 'nosniff',
+    // No other page may frame this one (clickjacking a Confirm): CSP frame-ancestors, and this for older browsers.
+    'X-Frame-Options': 'DENY',
+    'Referrer-Policy': 'no-referrer',
+    'Cache-Control': 'no-store',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+    ...extra,
+  });
+  res.end(body);
+}
+
+function sendJson(res: http.ServerResponse, code: number, value: unknown): void {
+  send(res, code, 'application/json; charset=utf-8', JSON.stringify(value));
+}
+
+/** What a request asks for, once it passed the checks every request must pass (Host, target, method, Origin). */
+interface CheckedRequest {
+  method: string;
+  url: URL;
+  isApi: boolean;
+}
+
+/**
+ * The page's server for one repository: its secrets (the token and the cookie's value), the session it opens with,
+ * and one handler per kind of request. Every endpoint is one API call with `base` (the worktree's top).
+ */
+class UiSite {
+  /** Set once the socket listens: Host and the cookie's name hold it. */
+  port = 0;
+  readonly token = randomBytes(32).toString('base64url');
   // The cookie's value: it serves the page's files (the same for every user, in the package), nothing else.
-  const fileKey = randomBytes(32).toString('base64url');
-  let actualPort = 0;
+  private readonly fileKey = randomBytes(32).toString('base64url');
 
-  const api = async (name: string, q: URLSearchParams, body: Record<string, unknown>): Promise<unknown> => {
-    const session = str(q.get('session')) ?? str(body.session);
-    const common = { ...base, session };
-    switch (name) {
-      case 'sessions':
-        return sessions(base);
-      case 'stamp':
-        return { stamp: stamp(repo) };
-      case 'log': {
-        const r = await log({
-          ...common,
-          tool: str(q.get('tool')),
-          grep: str(q.get('grep')),
-          paths: q.getAll('path').filter((p) => p !== ''),
-        });
-        return {
-          session: { ...r.session, steps: r.session.steps.map(brief) },
-          source: r.source,
-          rows: r.rows.map(({ session: _s, plan: _p, step, ...row }) => ({ ...row, step: brief(step) })),
-          // The order of steps and operations (issue 32: the one timeline): a step by its number, an operation whole.
-          timeline: r.timeline.map((e) => (e.row ? { step: e.row.step.step } : { op: e.op })),
-        };
-      }
-      case 'search': {
-        const grep = str(q.get('q'));
-        if (!grep) throw errors.invalidArgument('search needs a text to look for.');
-        const r = await logAllSessions({ ...base, grep });
-        return {
-          sessions: r.sessions,
-          rows: r.rows.map(({ session: s, plan: _p, step, ...row }) => ({ session: s.id, ...row, step: brief(step) })),
-        };
-      }
-      case 'show': {
-        const r = await show({ ...common, step: num(q.get('step'), 'step') });
-        return { step: r.step, what: r.what, diff: r.diff, plan: r.plan, environment: r.environment };
-      }
-      case 'diff': {
-        const from = str(q.get('from'));
-        if (!from) throw errors.invalidArgument('diff needs a state to compare from (N, N:pre or 0).');
-        const to = str(q.get('to'));
-        const r = await diff({ ...common, from, to: to === 'worktree' ? undefined : to, paths: q.getAll('path').filter((p) => p !== '') });
-        return { from: r.from, to: r.to, diff: r.diff };
-      }
-      case 'replay':
-        return { entries: (await replay(common)).entries };
-      case 'status':
-        return status(common);
-      case 'undo':
-      case 'redo':
-      case 'restore':
-      case 'revert': {
-        const op = { ...common, dryRun: body.dryRun === true, force: body.force === true };
-        const paths = Array.isArray(body.paths) ? body.paths.filter((p): p is string => typeof p === 'string' && p !== '') : [];
-        const call = async (o: typeof op): Promise<unknown> => {
-          if (name === 'undo') return undo({ ...o, step: body.step === undefined ? undefined : num(body.step, 'step') });
-          if (name === 'redo') return redo(o);
-          if (name === 'revert') return revert({ ...o, step: num(body.step, 'step') });
-          return restore({ ...o, step: num(body.step, 'step'), after: body.after === true, paths });
-        };
-        const dryRun = async (force: boolean) => {
-          const r = await call({ ...op, dryRun: true, force });
-          return { ...(r as object), planId: planId(r) };
-        };
-        if (op.dryRun) return dryRun(op.force);
-        // A Confirm names the plan it was shown: an agent's call (or anything else) since then changes what the
-        // operation would do, which the user did not see; the new dry run goes back instead. The real run still
-        // makes every check of its own (the user's edits, unprotected steps) under its lock.
-        if (typeof body.expect === 'string') {
-          // As the page's dry run was: without force (Force is ticked after it, over what it showed).
-          const now = await dryRun(false);
-          if (now.planId !== body.expect) throw new PlanChanged(now);
-        }
-        return call(op);
-      }
-      default:
-        throw new HttpError(404, `no such endpoint: ${name}`);
-    }
-  };
-  const MUTATING = new Set(['undo', 'redo', 'restore', 'revert']);
+  constructor(
+    private readonly repo: Repo,
+    private readonly base: RepoOptions,
+    private readonly assets: string,
+    private readonly firstSession: string,
+  ) {}
 
-  const send = (res: http.ServerResponse, code: number, type: string, body: string | Buffer, extra: Record<string, string> = {}) => {
-    res.writeHead(code, {
-      'Content-Type': type,
-      'Content-Length': Buffer.byteLength(body),
-      'Content-Security-Policy': CSP,
-      'X-Content-Type-Options': 'nosniff',
-      // No other page may frame this one (clickjacking a Confirm): CSP frame-ancestors, and this for older browsers.
-      'X-Frame-Options': 'DENY',
-      'Referrer-Policy': 'no-referrer',
-      'Cache-Control': 'no-store',
-      'Cross-Origin-Resource-Policy': 'same-origin',
-      ...extra,
-    });
-    res.end(body);
-  };
-  const sendJson = (res: http.ServerResponse, code: number, value: unknown) =>
-    send(res, code, 'application/json; charset=utf-8', JSON.stringify(value));
+  async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const checked = this.check(req);
+    if (checked.isApi) await this.serveApi(req, res, checked);
+    else this.serveFile(req, res, checked);
+  }
 
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+  private check(req: http.IncomingMessage): CheckedRequest {
     const host = req.headers.host ?? '';
     // Node keeps the first of two Host headers; such a request is invalid (RFC 9112 3.2), and which one counts is the sender's game.
     let hosts = 0;
@@ -350,7 +277,7 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
     if (hosts > 1) throw new HttpError(400, 'more than one Host header');
     // DNS rebinding: a page under another name that resolves to 127.0.0.1 still says its own name here.
     const origin = `http://${host}`;
-    if (host !== `${UI_HOST}:${actualPort}` && host !== `localhost:${actualPort}`)
+    if (host !== `${UI_HOST}:${this.port}` && host !== `localhost:${this.port}`)
       throw new HttpError(421, 'this server answers only to 127.0.0.1 and localhost');
     const target = req.url ?? '/';
     // An absolute-form target names the host it is for, whatever Host says (RFC 9112 3.2.2): it must be us too.
@@ -371,35 +298,39 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       if (req.headers.origin !== origin) throw new HttpError(403, 'cross-origin request refused');
       if (!isApi || method !== 'POST') throw new HttpError(405, 'method not allowed');
     }
-    if (isApi) {
-      if (!sameToken(req.headers[TOKEN_HEADER] as string | undefined, token)) throw new HttpError(401, 'missing or wrong token');
-      const name = url.pathname.slice('/api/'.length);
-      const mutating = MUTATING.has(name);
-      if (mutating !== (method === 'POST')) throw new HttpError(405, mutating ? `${name} takes a POST` : `${name} takes a GET`);
-      const body = method === 'POST' ? await readJson(req) : {};
-      try {
-        sendJson(res, 200, await api(name, url.searchParams, body));
-      } catch (e) {
-        if (e instanceof HttpError) throw e;
-        if (e instanceof PlanChanged) {
-          sendJson(res, 409, {
-            error: { code: 'PlanChanged', message: e.message, hint: 'Look at the new dry run, then confirm again.' },
-            dryRun: e.dryRun,
-          });
-          return;
-        }
-        const err = isAgentsnapError(e) ? e.toJSON() : { code: 'Internal', message: e instanceof Error ? e.message : String(e) };
-        sendJson(res, statusOfError(e), { error: err });
+    return { method, url, isApi };
+  }
+
+  private async serveApi(req: http.IncomingMessage, res: http.ServerResponse, { method, url }: CheckedRequest): Promise<void> {
+    if (!sameToken(req.headers[TOKEN_HEADER] as string | undefined, this.token)) throw new HttpError(401, 'missing or wrong token');
+    const name = url.pathname.slice('/api/'.length);
+    const mutating = MUTATING.has(name);
+    if (mutating !== (method === 'POST')) throw new HttpError(405, mutating ? `${name} takes a POST` : `${name} takes a GET`);
+    const body = method === 'POST' ? await readJson(req) : {};
+    try {
+      sendJson(res, 200, await this.api(name, url.searchParams, body));
+    } catch (e) {
+      if (e instanceof HttpError) throw e;
+      if (e instanceof PlanChanged) {
+        sendJson(res, 409, {
+          error: { code: 'PlanChanged', message: e.message, hint: 'Look at the new dry run, then confirm again.' },
+          dryRun: e.dryRun,
+        });
+        return;
       }
-      return;
+      const err = isAgentsnapError(e) ? e.toJSON() : { code: 'Internal', message: e instanceof Error ? e.message : String(e) };
+      sendJson(res, statusOfError(e), { error: err });
     }
+  }
+
+  private serveFile(req: http.IncomingMessage, res: http.ServerResponse, { method, url }: CheckedRequest): void {
     // The page wants the token in its URL (it holds the token for its script); its files, the token or the cookie it set.
     const fromQuery = url.searchParams.get('token');
     const name = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
-    const ok = sameToken(fromQuery, token) || (name !== 'index.html' && sameToken(cookieToken(req, actualPort), fileKey));
+    const ok = sameToken(fromQuery, this.token) || (name !== 'index.html' && sameToken(cookieToken(req, this.port), this.fileKey));
     if (!ok) throw new HttpError(401, 'open the URL `agentsnap ui` printed (it holds the token)');
     if (!/^[a-z0-9][a-z0-9._-]*$/i.test(name)) throw new HttpError(404, 'not found');
-    const file = path.join(assets, name);
+    const file = path.join(this.assets, name);
     let bytes: Buffer;
     try {
       bytes = fs.readFileSync(file);
@@ -407,27 +338,123 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
       throw new HttpError(404, 'not found');
     }
     const extra: Record<string, string> = {};
-    if (sameToken(fromQuery, token)) extra['Set-Cookie'] = `${cookieName(actualPort)}=${fileKey}; HttpOnly; SameSite=Strict; Path=/`;
+    if (sameToken(fromQuery, this.token))
+      extra['Set-Cookie'] = `${cookieName(this.port)}=${this.fileKey}; HttpOnly; SameSite=Strict; Path=/`;
     if (name === 'index.html') {
       // The token and the first session for the page's script, in meta tags (no inline script under the CSP).
       const html = bytes
         .toString('utf8')
-        .replace('__AGENTSNAP_TOKEN__', escapeAttr(token))
-        .replace('__AGENTSNAP_SESSION__', escapeAttr(first));
+        .replace('__AGENTSNAP_TOKEN__', escapeAttr(this.token))
+        .replace('__AGENTSNAP_SESSION__', escapeAttr(this.firstSession));
       send(res, 200, TYPES['.html'] as string, method === 'HEAD' ? '' : html, extra);
       return;
     }
     send(res, 200, TYPES[path.extname(name)] ?? 'application/octet-stream', method === 'HEAD' ? '' : bytes, extra);
-  };
+  }
 
-  const server = http.createServer((req, res) => {
-    handle(req, res).catch((e: unknown) => {
-      const code = e instanceof HttpError ? e.status : 500;
-      if (!res.headersSent) sendJson(res, code, { error: { code: 'Http', message: e instanceof Error ? e.message : String(e) } });
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
+  /** The endpoints: each one API call. */
+  private async api(name: string, q: URLSearchParams, body: Record<string, unknown>): Promise<unknown> {
+    const base = this.base;
+    const common = { ...base, session: str(q.get('session')) ?? str(body.session) };
+    switch (name) {
+      case 'sessions':
+        return sessions(base);
+      case 'stamp':
+        return { stamp: stamp(this.repo) };
+      case 'log':
+        return this.log(common, q);
+      case 'search':
+        return this.search(q);
+      case 'show': {
+        const r = await show({ ...common, step: num(q.get('step'), 'step') });
+        return { step: r.step, what: r.what, diff: r.diff, plan: r.plan, environment: r.environment };
+      }
+      case 'diff': {
+        const from = str(q.get('from'));
+        if (!from) throw errors.invalidArgument('diff needs a state to compare from (N, N:pre or 0).');
+        const to = str(q.get('to'));
+        const r = await diff({ ...common, from, to: to === 'worktree' ? undefined : to, paths: q.getAll('path').filter((p) => p !== '') });
+        return { from: r.from, to: r.to, diff: r.diff };
+      }
+      case 'replay':
+        return { entries: (await replay(common)).entries };
+      case 'status':
+        return status(common);
+      case 'undo':
+      case 'redo':
+      case 'restore':
+      case 'revert':
+        return this.operation(name, common, body);
+      default:
+        throw new HttpError(404, `no such endpoint: ${name}`);
+    }
+  }
+
+  private async log(common: RepoOptions & { session: string | undefined }, q: URLSearchParams): Promise<unknown> {
+    const r = await log({ ...common, tool: str(q.get('tool')), grep: str(q.get('grep')), paths: q.getAll('path').filter((p) => p !== '') });
+    return {
+      session: { ...r.session, steps: r.session.steps.map(brief) },
+      source: r.source,
+      rows: r.rows.map(({ session: _s, plan: _p, step, ...row }) => ({ ...row, step: brief(step) })),
+      // The order of steps and operations (issue 32: the one timeline): a step by its number, an operation whole.
+      timeline: r.timeline.map((e) => (e.row ? { step: e.row.step.step } : { op: e.op })),
+    };
+  }
+
+  private async search(q: URLSearchParams): Promise<unknown> {
+    const grep = str(q.get('q'));
+    if (!grep) throw errors.invalidArgument('search needs a text to look for.');
+    const r = await logAllSessions({ ...this.base, grep });
+    return {
+      sessions: r.sessions,
+      rows: r.rows.map(({ session: s, plan: _p, step, ...row }) => ({ session: s.id, ...row, step: brief(step) })),
+    };
+  }
+
+  /** undo/redo/restore/revert: a dry run with its plan's id, or the real run of the plan the page confirmed. */
+  private async operation(
+    name: 'undo' | 'redo' | 'restore' | 'revert',
+    common: RepoOptions & { session: string | undefined },
+    body: Record<string, unknown>,
+  ): Promise<unknown> {
+    const op = { ...common, dryRun: body.dryRun === true, force: body.force === true };
+    const paths = Array.isArray(body.paths) ? body.paths.filter((p): p is string => typeof p === 'string' && p !== '') : [];
+    const call = async (o: typeof op): Promise<unknown> => {
+      if (name === 'undo') return undo({ ...o, step: body.step === undefined ? undefined : num(body.step, 'step') });
+      if (name === 'redo') return redo(o);
+      if (name === 'revert') return revert({ ...o, step: num(body.step, 'step') });
+      return restore({ ...o, step: num(body.step, 'step'), after: body.after === true, paths });
+    };
+    const dryRun = async (force: boolean) => {
+      const r = await call({ ...op, dryRun: true, force });
+      return { ...(r as object), planId: planId(r) };
+    };
+    if (op.dryRun) return dryRun(op.force);
+    // A Confirm names the plan it was shown: an agent's call (or anything else) since then changes what the
+    // operation would do, which the user did not see; the new dry run goes back instead. The real run still
+    // makes every check of its own (the user's edits, unprotected steps) under its lock.
+    if (typeof body.expect === 'string') {
+      // As the page's dry run was: without force (Force is ticked after it, over what it showed).
+      const now = await dryRun(false);
+      if (now.planId !== body.expect) throw new PlanChanged(now);
+    }
+    return call(op);
+  }
+}
+
+/** The session the page opens with: the one named (a wrong name fails here), else this worktree's most recent, else none. */
+async function firstSession(base: RepoOptions, named: string | undefined): Promise<string> {
+  if (named !== undefined) return (await resolveSession({ ...base, session: named })).session.id;
+  try {
+    return (await resolveSession(base)).session.id;
+  } catch (e) {
+    if (!isAgentsnapError(e) || e.code !== 'NoSession') throw e;
+    return '';
+  }
+}
+
+function listen(server: http.Server, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) =>
       reject(
         e.code === 'EADDRINUSE'
@@ -442,11 +469,36 @@ export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServe
     );
     server.listen(port, UI_HOST, () => resolve());
   });
-  actualPort = (server.address() as { port: number }).port;
+}
+
+/** Starts the page's server on 127.0.0.1; resolves when it listens. */
+export async function startUiServer(opts: UiServerOptions = {}): Promise<UiServer> {
+  const port = opts.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw errors.invalidArgument(`--port must be a port number (0-65535), not ${JSON.stringify(opts.port)}.`);
+  const env = opts.env ?? process.env;
+  // Opened once: a wrong directory fails here, before anything listens; the stamp reads its state dir.
+  const repo = await repoFor({ cwd: opts.cwd, env });
+  // The page names paths from the worktree's top (it has no current directory): every call runs there.
+  const base: RepoOptions = { cwd: repo.worktree, env };
+  const assets = opts.assetsDir ?? path.join(packageRoot(), 'dist', 'ui-page');
+  if (!fs.existsSync(path.join(assets, 'index.html'))) {
+    throw errors.invalidArgument(`the page's files are missing (${assets}).`, { hint: 'Build the package: npm run build.' });
+  }
+  const site = new UiSite(repo, base, assets, await firstSession(base, opts.session));
+  const server = http.createServer((req, res) => {
+    site.handle(req, res).catch((e: unknown) => {
+      const code = e instanceof HttpError ? e.status : 500;
+      if (!res.headersSent) sendJson(res, code, { error: { code: 'Http', message: e instanceof Error ? e.message : String(e) } });
+      else res.destroy();
+    });
+  });
+  await listen(server, port);
+  site.port = (server.address() as { port: number }).port;
   return {
-    url: `http://${UI_HOST}:${actualPort}/?token=${token}`,
-    port: actualPort,
-    token,
+    url: `http://${UI_HOST}:${site.port}/?token=${site.token}`,
+    port: site.port,
+    token: site.token,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -244,26 +244,8 @@ function linkedWorktreeExists(repo: Repo, name: string): boolean {
 
 /** `agentsnap gc`. */
 export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
-  const now = opts.now ?? Date.now();
   const settings = await gcSettings(repo);
-  const retention = opts.olderThanMs ?? settings.retentionMs;
-  const keep = opts.keep ?? settings.keep;
-  const cfg = await worktreeConfig(repo);
-  const dryRun = !!opts.dryRun;
-  const report: GcReport = {
-    dryRun,
-    all: !!opts.all,
-    removedSessions: [],
-    kept: [],
-    removedWorktrees: [],
-    removedRefs: [],
-    removedFiles: [],
-    removedConfig: [],
-    refused: [],
-    left: [],
-    before: 0,
-    after: 0,
-  };
+  const run = new GcRun(repo, opts, settings, await worktreeConfig(repo));
   const config = opts.all ? (await agentsnapConfig(repo)).filter((c) => !(opts.keepNotesRewrite && c.key === 'notes.rewriteRef')) : [];
   const notes = opts.all ? (await listRefs(repo, NOTES_REF)).filter((r) => r.ref === NOTES_REF) : [];
   if (
@@ -273,99 +255,171 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     config.length === 0 &&
     notes.length === 0
   ) {
-    return report;
+    return run.report;
   }
   let lock: Lock;
   try {
     lock = await acquireLock(lockFileIn(repo, 'gc.lock'), { timeoutMs: opts.auto ? 0 : 2000, purpose: 'gc' });
   } catch (e) {
-    if (opts.auto) return report;
+    if (opts.auto) return run.report;
     throw e;
   }
   try {
-    report.before = await usage(repo, cfg.dir);
-    let estimate = 0;
+    return await run.collect(lock, config, notes);
+  } finally {
+    lock.release();
+  }
+}
+
+/**
+ * One gc under its lock, phase by phase: which sessions go (and which are refused or kept, and why), then the
+ * sessions, orphaned refs, orphaned worktrees and stray files, then (--all) everything else agentsnap put in. Each
+ * phase records what it removes (or, in a dry run, would remove) in `report`, and the bytes it frees in `estimate`.
+ */
+class GcRun {
+  readonly report: GcReport;
+  private readonly now: number;
+  private readonly dryRun: boolean;
+  private readonly retention: number;
+  private readonly keep: number;
+  /** What a dry run says it would free. */
+  private estimate = 0;
+
+  constructor(
+    private readonly repo: Repo,
+    private readonly opts: GcOptions,
+    settings: GcSettings,
+    private readonly cfg: Awaited<ReturnType<typeof worktreeConfig>>,
+  ) {
+    this.now = opts.now ?? Date.now();
+    this.dryRun = !!opts.dryRun;
+    this.retention = opts.olderThanMs ?? settings.retentionMs;
+    this.keep = opts.keep ?? settings.keep;
+    this.report = {
+      dryRun: this.dryRun,
+      all: !!opts.all,
+      removedSessions: [],
+      kept: [],
+      removedWorktrees: [],
+      removedRefs: [],
+      removedFiles: [],
+      removedConfig: [],
+      refused: [],
+      left: [],
+      before: 0,
+      after: 0,
+    };
+  }
+
+  async collect(lock: Lock, config: { key: string; value: string }[], notes: { ref: string }[]): Promise<GcReport> {
+    const { repo, opts, report, dryRun } = this;
+    report.before = await usage(repo, this.cfg.dir);
     const sessions = await listSessions(repo);
-    const inUse = new Set(sessions.filter((s) => sessionInUse(s, now)).map((s) => s.id));
+    const inUse = new Set(sessions.filter((s) => sessionInUse(s, this.now)).map((s) => s.id));
+    const drop = opts.all ? await this.everySession(sessions, inUse) : this.expiredSessions(sessions, inUse);
+    for (const s of drop) await this.dropOne(s);
+    await this.removeOrphanRefs(notes);
+    await this.removeOrphanWorktrees();
+    // Temporary files of commands that died, and run dirs of servers whose worktree is gone.
+    const stray = [...strayFiles(repo, this.now), ...orphanRunDirs(repo)];
+    for (const f of stray) this.estimate += diskUse(f);
+    report.removedFiles.push(...stray);
+    if (!dryRun) for (const f of stray) fs.rmSync(f, { recursive: true, force: true });
+    if (opts.all) await this.removeTheRest(lock, config);
+    // A gc that got this far clears the failure of an earlier automatic one (doctor's `gc` problem).
+    if (!dryRun && !opts.all) fs.rmSync(stateLayout.gcFailure(repo), { force: true });
+    report.after = dryRun ? Math.max(0, report.before - this.estimate) : await usage(repo, this.cfg.dir);
+    if (opts.all && dryRun) report.after = 0;
+    return report;
+  }
 
-    // Which sessions go.
-    const drop: SessionSummary[] = [];
-    if (opts.all) {
-      const busy = sessions.filter((s) => inUse.has(s.id));
-      if (busy.length > 0 && !opts.force && dryRun) {
-        for (const s of busy) report.refused.push({ session: s.id, kind: 'in-use', reason: 'it may still be in use' });
-      } else if (busy.length > 0 && !opts.force) {
-        throw errors.refused(`${busy.length} session(s) may still be in use: ${busy.map((s) => s.id).join(', ')}.`, {
-          hint: 'Stop their agents (or discard them) first, or remove everything anyway with --all --force.',
-          data: { sessions: busy.map((s) => s.id) },
-        });
-      }
-      if (!opts.force) {
-        // Check every worktree before removing anything: --all either does it all or nothing.
-        for (const s of sessions) {
-          if (s.status === 'discarded') continue;
-          const why = await unsavedWork(repo, s);
-          if (why && dryRun) report.refused.push({ session: s.id, kind: 'unsaved-work', reason: why });
-          else if (why) {
-            throw errors.refused(`session ${s.id}: ${why}.`, {
-              hint: 'Apply, promote or discard it first, or use --all --force.',
-              data: { session: s.id },
-            });
-          }
-        }
-      }
-      drop.push(...sessions);
-    } else {
-      let recent = 0;
+  /** --all: every session, unless one may be in use or holds unsaved work (refused, or listed by a dry run) without --force. */
+  private async everySession(sessions: SessionSummary[], inUse: Set<string>): Promise<SessionSummary[]> {
+    const { repo, opts, report, dryRun } = this;
+    const busy = sessions.filter((s) => inUse.has(s.id));
+    if (busy.length > 0 && !opts.force && dryRun) {
+      for (const s of busy) report.refused.push({ session: s.id, kind: 'in-use', reason: 'it may still be in use' });
+    } else if (busy.length > 0 && !opts.force) {
+      throw errors.refused(`${busy.length} session(s) may still be in use: ${busy.map((s) => s.id).join(', ')}.`, {
+        hint: 'Stop their agents (or discard them) first, or remove everything anyway with --all --force.',
+        data: { sessions: busy.map((s) => s.id) },
+      });
+    }
+    if (!opts.force) {
+      // Check every worktree before removing anything: --all either does it all or nothing.
       for (const s of sessions) {
-        if (inUse.has(s.id)) continue;
-        const discarded = s.status === 'discarded';
-        if (!discarded && recent < keep) {
-          recent++;
-          continue;
-        }
-        const old = now - Date.parse(s.lastActivity) > retention;
-        if (old || (discarded && !opts.auto)) drop.push(s);
-      }
-    }
-    for (const s of drop) {
-      if (s.status !== 'discarded' && !opts.force && !opts.all) {
-        const why = await unsavedWork(repo, s).catch(
-          (e: unknown) => `its worktree could not be checked (${e instanceof Error ? e.message : String(e)})`,
-        );
-        if (why) {
-          report.kept.push({ session: s.id, reason: why });
-          continue;
-        }
-      }
-      const meta = readWorktreeMeta(repo, s.id);
-      estimate += diskUse(sessionPaths(repo, s.id).dir);
-      if (meta && exists(meta.path)) {
-        estimate += diskUse(meta.path);
-        report.removedWorktrees.push(meta.path);
-        if (!dryRun) await removeSessionWorktree(repo, meta);
-      }
-      report.removedSessions.push(s.id);
-      if (!dryRun) {
-        let lockError: unknown = null;
-        const sessionLock = await acquireLock(sessionPaths(repo, s.id).lock, { timeoutMs: 0, purpose: 'gc' }).catch(
-          (e: unknown) => ((lockError = e), null),
-        );
-        if (!sessionLock) {
-          report.removedSessions.pop();
-          report.kept.push({ session: s.id, reason: keptForLock(lockError) });
-          continue;
-        }
-        try {
-          report.removedRefs.push(...(await sessionRefs(repo, s.id)));
-          await dropSession(repo, s.id);
-        } finally {
-          sessionLock.release();
+        if (s.status === 'discarded') continue;
+        const why = await unsavedWork(repo, s);
+        if (why && dryRun) report.refused.push({ session: s.id, kind: 'unsaved-work', reason: why });
+        else if (why) {
+          throw errors.refused(`session ${s.id}: ${why}.`, {
+            hint: 'Apply, promote or discard it first, or use --all --force.',
+            data: { session: s.id },
+          });
         }
       }
     }
+    return sessions;
+  }
 
-    // Orphans: refs of sessions that have no state dir (a half-started or half-dropped session).
+  /** Sessions past the retention (discarded ones at once, but by the automatic gc), beyond the `keep` most recent, not in use. */
+  private expiredSessions(sessions: SessionSummary[], inUse: Set<string>): SessionSummary[] {
+    const drop: SessionSummary[] = [];
+    let recent = 0;
+    for (const s of sessions) {
+      if (inUse.has(s.id)) continue;
+      const discarded = s.status === 'discarded';
+      if (!discarded && recent < this.keep) {
+        recent++;
+        continue;
+      }
+      const old = this.now - Date.parse(s.lastActivity) > this.retention;
+      if (old || (discarded && !this.opts.auto)) drop.push(s);
+    }
+    return drop;
+  }
+
+  /** One session out: its worktree, then (under its own lock, or kept) its refs and state. */
+  private async dropOne(s: SessionSummary): Promise<void> {
+    const { repo, opts, report, dryRun } = this;
+    if (s.status !== 'discarded' && !opts.force && !opts.all) {
+      const why = await unsavedWork(repo, s).catch(
+        (e: unknown) => `its worktree could not be checked (${e instanceof Error ? e.message : String(e)})`,
+      );
+      if (why) {
+        report.kept.push({ session: s.id, reason: why });
+        return;
+      }
+    }
+    const meta = readWorktreeMeta(repo, s.id);
+    this.estimate += diskUse(sessionPaths(repo, s.id).dir);
+    if (meta && exists(meta.path)) {
+      this.estimate += diskUse(meta.path);
+      report.removedWorktrees.push(meta.path);
+      if (!dryRun) await removeSessionWorktree(repo, meta);
+    }
+    report.removedSessions.push(s.id);
+    if (dryRun) return;
+    let lockError: unknown = null;
+    const sessionLock = await acquireLock(sessionPaths(repo, s.id).lock, { timeoutMs: 0, purpose: 'gc' }).catch(
+      (e: unknown) => ((lockError = e), null),
+    );
+    if (!sessionLock) {
+      report.removedSessions.pop();
+      report.kept.push({ session: s.id, reason: keptForLock(lockError) });
+      return;
+    }
+    try {
+      report.removedRefs.push(...(await sessionRefs(repo, s.id)));
+      await dropSession(repo, s.id);
+    } finally {
+      sessionLock.release();
+    }
+  }
+
+  /** Refs of sessions that have no state dir (a half-started or half-dropped session), and expired safety snapshots. */
+  private async removeOrphanRefs(notes: { ref: string }[]): Promise<void> {
+    const { repo, opts, report } = this;
     const known = new Set(readdirOrEmpty(sessionsDir(repo)));
     const orphanRefs: string[] = [];
     for (const [id, refs] of await refsBySession(repo)) {
@@ -384,7 +438,7 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
     for (const line of safety.stdout.toString('utf8').split('\n').filter(Boolean)) {
       const [t, ref, session] = line.split(' ');
       if (!ref) continue;
-      if (opts.all || (now - Number(t) * 1000 > retention && !(session && staying.has(session)))) orphanRefs.push(ref);
+      if (opts.all || (this.now - Number(t) * 1000 > this.retention && !(session && staying.has(session)))) orphanRefs.push(ref);
     }
     if (opts.all) {
       for (const r of [...(await listRefs(repo, STEP_REF_PREFIX)), ...(await listRefs(repo, META_REF_PREFIX)), ...notes]) {
@@ -392,14 +446,17 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
       }
     }
     report.removedRefs.push(...orphanRefs);
-    if (!dryRun)
+    if (!this.dryRun)
       await updateRefs(
         repo,
         orphanRefs.map((ref) => ({ ref, value: null })),
       );
+  }
 
-    // Orphaned worktrees: registered with git under agentsnap's worktree dir, with no session (or a dropped one).
-    const dirs = new Set([cfg.dir, defaultWorktreeDir(repo)]);
+  /** Worktrees registered with git under agentsnap's worktree dir, with no session (or a dropped one). */
+  private async removeOrphanWorktrees(): Promise<void> {
+    const { repo, opts, report, dryRun } = this;
+    const dirs = new Set([this.cfg.dir, defaultWorktreeDir(repo)]);
     const live = new Set(readdirOrEmpty(sessionsDir(repo)).filter((id) => !report.removedSessions.includes(id)));
     let prune = false;
     for (const wt of await listWorktrees(repo)) {
@@ -408,43 +465,31 @@ export async function gc(repo: Repo, opts: GcOptions = {}): Promise<GcReport> {
       const id = path.basename(wt.path);
       if (live.has(id) && !opts.all) continue;
       if (report.removedWorktrees.includes(wt.path)) continue;
-      if (!opts.all && !wt.prunable && !olderThan(wt.path, TEMP_GRACE_MS, now)) continue;
+      if (!opts.all && !wt.prunable && !olderThan(wt.path, TEMP_GRACE_MS, this.now)) continue;
       if (wt.prunable) {
         prune = true;
         continue;
       }
-      estimate += diskUse(wt.path);
+      this.estimate += diskUse(wt.path);
       report.removedWorktrees.push(wt.path);
       if (!dryRun) await removeSessionWorktree(repo, { path: wt.path, shared: [] });
     }
     if (prune && !dryRun) await repo.git(['worktree', 'prune']);
+  }
 
-    // Temporary files of commands that died, and run dirs of servers whose worktree is gone.
-    const stray = [...strayFiles(repo, now), ...orphanRunDirs(repo)];
-    for (const f of stray) estimate += diskUse(f);
-    report.removedFiles.push(...stray);
-    if (!dryRun) for (const f of stray) fs.rmSync(f, { recursive: true, force: true });
-
-    if (opts.all) {
-      report.removedConfig.push(...config.map((c) => `${c.key}=${c.value}`));
-      if (!dryRun) for (const c of config) await unsetConfigValue(repo, c.key, c.value);
-      report.removedFiles.push(repo.stateDir);
-      if (!dryRun) {
-        lock.release();
-        fs.rmSync(repo.stateDir, { recursive: true, force: true });
-        if (cfg.dir !== defaultWorktreeDir(repo)) {
-          for (const name of readdirOrEmpty(cfg.dir))
-            if (!exists(path.join(cfg.dir, name, '.git'))) fs.rmSync(path.join(cfg.dir, name), { recursive: true, force: true });
-        }
-      }
-    }
-    // A gc that got this far clears the failure of an earlier automatic one (doctor's `gc` problem).
-    if (!dryRun && !opts.all) fs.rmSync(stateLayout.gcFailure(repo), { force: true });
-    report.after = dryRun ? Math.max(0, report.before - estimate) : await usage(repo, cfg.dir);
-    if (opts.all && dryRun) report.after = 0;
-    return report;
-  } finally {
+  /** --all: agentsnap's config entries, its state directory, and what is left in a worktree dir of its own. */
+  private async removeTheRest(lock: Lock, config: { key: string; value: string }[]): Promise<void> {
+    const { repo, report, dryRun } = this;
+    report.removedConfig.push(...config.map((c) => `${c.key}=${c.value}`));
+    if (!dryRun) for (const c of config) await unsetConfigValue(repo, c.key, c.value);
+    report.removedFiles.push(repo.stateDir);
+    if (dryRun) return;
     lock.release();
+    fs.rmSync(repo.stateDir, { recursive: true, force: true });
+    if (this.cfg.dir !== defaultWorktreeDir(repo)) {
+      for (const name of readdirOrEmpty(this.cfg.dir))
+        if (!exists(path.join(this.cfg.dir, name, '.git'))) fs.rmSync(path.join(this.cfg.dir, name), { recursive: true, force: true });
+    }
   }
 }
 

@@ -17,6 +17,7 @@ import {
   type SessionApplyEvent,
   type SessionDiscardEvent,
   type SessionPromoteEvent,
+  type SkippedFile,
 } from '../session/journal.js';
 import { clearStaleGitLock, withLock } from '../base/lock.js';
 import { openContext, plainContext } from '../session/context.js';
@@ -205,128 +206,181 @@ export async function applySession(repo: Repo, id: string, opts: ApplyOptions = 
   const lockFile = contentLockFile(repo);
   const locked = <T>(fn: () => Promise<T>): Promise<T> =>
     opts.dryRun ? fn() : withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: 'apply' }, fn);
-  const applied = await locked(async (): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> => {
-    const ours = (await snapshotNow(repo, settings, 'safety')).tree;
-    // A restore into this worktree killed while a path was aside (an apply killed mid-way, applied
-    // again): the merge sees the aside back at its path (see killed-asides.ts). The safety commit and
-    // the plan start from ours as it is on disk, so the plan also removes the aside.
-    const oursSeen = await oursWithAsidesBack(repo, base, ours, theirs);
-    const merged = await mergeTrees(repo, base, oursSeen, theirs);
-    if (merged.conflicts.length > 0 && !opts.forceConflicts) {
-      throw errors.conflict(`applying session ${id} conflicts in ${merged.conflicts.length} file(s): ${merged.conflicts.join(', ')}.`, {
-        hint:
-          'Nothing was changed. Resolve by hand (see `agentsnap diff 0 --session ' +
-          id +
-          '`), or write conflict markers with --force-conflicts.',
-        data: { session: id, conflicts: merged.conflicts },
-      });
-    }
-    const plan = await planChanges(repo, ours, merged.tree);
-    const head = await readHead(repo);
-    const safetyMessage = commitMessage({
-      summary: `before applying session ${id} to ${repo.worktree}`,
-      session: id,
-      step: null,
-      phase: 'safety',
-      kind: 'safety',
-      tool: null,
-      head: head.commit,
-    });
-    // An apply of this session into this worktree killed before its journal event: this run completes it
-    // (see apply-interrupted.ts), also when it has nothing left to write.
-    const killed = await interruptedApplies(repo, id, safetyMessage.slice(0, safetyMessage.indexOf('\n')));
-    if (plan.length === 0 && killed.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
-    // Everything is checked before the safety commit and the first write: a path that is not as
-    // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
-    const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse', target: { tree: merged.tree } });
-    if (opts.dryRun) {
-      // The plan the run below executes, checked against the disk as it checks it: what writeRestore reports applied.
-      const todo = [...prepared.already, ...prepared.todo];
-      const written = todo.filter((c) => c.to !== null).map((c) => c.path);
-      const created = todo.filter((c) => c.to !== null && c.from === null).map((c) => c.path);
-      const deleted = todo.filter((c) => c.to === null).map((c) => c.path);
-      const left = prepared.left.filter((l) => !prepared.nested.includes(l.path));
-      const stat = await diffStat(repo, ours, merged.tree, [...written, ...deleted]);
-      return { ...result, written, created, deleted, conflicts: merged.conflicts, skipped: prepared.nested, left, stat };
-    }
-    // The safety commit is this apply's record until its journal event: what it writes is in a trailer.
-    const message = `${safetyMessage}${APPLY_RESULT_TRAILER}: ${merged.tree}\n`;
-    let safety = await commitTree(repo, { tree: ours, parents: [], message });
-    // Completing killed applies: the undo point is this worktree before the first of them, on the paths
-    // they wrote (this worktree as it is now, asides and all, stays reachable as the first parent).
-    const before = killed.length > 0 ? await beforeInterrupted(repo, oursSeen, killed) : { tree: ours, paths: [] };
-    if (killed.length > 0)
-      safety = await commitTree(repo, { tree: before.tree, parents: [safety, ...killed.map((k) => k.commit)], message });
-    const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
-    // Each apply names a new safety ref, so the lock of one whose git was killed (an apply killed
-    // mid-way) is never in the way of a later update that would clear it: clear it here.
-    await clearStaleSafetyRefLocks(repo);
-    await updateRefs(repo, [{ ref: safetyRef, value: safety }]);
-    const restored = writeRestore(repo, prepared, { ...opts.restoreHooks });
-    const kept = await keptCommit(
-      repo,
-      restored.kept,
-      commitMessage({
-        summary: `versions kept while applying session ${id} to ${repo.worktree}`,
-        session: id,
-        step: null,
-        phase: 'safety',
-        kind: 'kept',
-        tool: null,
-        head: head.commit,
-      }),
-    );
-    let safetyNow = safety;
-    if (kept) {
-      // The safety ref keeps them reachable: same tree (this worktree before the apply), second parent the kept versions.
-      safetyNow = await commitTree(repo, { tree: before.tree, parents: [safety, kept], message });
-      await updateRefs(repo, [{ ref: safetyRef, value: safetyNow }]);
-    }
-    releaseKept(restored);
-    const left = restored.left.filter((l) => !restored.nested.includes(l.path));
-    const written = restored.applied.filter((c) => c.to !== null).map((c) => c.path);
-    const created = restored.applied.filter((c) => c.to !== null && c.from === null).map((c) => c.path);
-    const deleted = restored.applied.filter((c) => c.to === null).map((c) => c.path);
-    // What apply --undo takes back: also the paths the killed applies wrote.
-    const byKilled = await undoPaths(repo, before.tree, merged.tree, before.paths);
-    const undoWritten = [...new Set([...written, ...byKilled.written])].sort();
-    const undoDeleted = [...new Set([...deleted, ...byKilled.deleted])].sort();
-    const ev: SessionApplyEvent = {
-      ...eventBase(id),
-      type: 'session.apply',
-      target: repo.worktree,
-      safety: safetyNow,
-      safetyRef,
-      result: merged.tree,
-      written: undoWritten,
-      deleted: undoDeleted,
-      conflicts: merged.conflicts,
-      ...(killed.length > 0 ? { completes: killed.map((k) => k.ref) } : {}),
-      ...(left.length > 0 ? { left } : {}),
-      ...(kept ? { kept } : {}),
-    };
-    const stat = await diffStat(repo, ours, merged.tree, [...written, ...deleted]);
-    return {
-      ev,
-      result: {
-        ...result,
-        safety: safetyNow,
-        safetyRef,
-        written,
-        created,
-        deleted,
-        conflicts: merged.conflicts,
-        skipped: restored.nested,
-        left,
-        stat,
-      },
-    };
-  });
+  const applied = await locked(() => applyUnderLock(repo, id, { base, theirs, result, settings, opts }));
   if (!('ev' in applied)) return applied;
   opts.afterWrites?.();
   // Journaled after the content lock is released: lock order is session lock, then content lock.
   await recordEvent(repo, id, settings, applied.ev);
   return applied.result;
+}
+
+interface ApplyInputs {
+  base: string;
+  theirs: string;
+  /** The result with nothing applied yet. */
+  result: ApplyResult;
+  settings: Settings;
+  opts: ApplyOptions;
+}
+
+/** What an apply wrote (or would write), by kind of change. */
+function changesByKind(changes: { path: string; from: unknown; to: unknown }[]): {
+  written: string[];
+  created: string[];
+  deleted: string[];
+} {
+  return {
+    written: changes.filter((c) => c.to !== null).map((c) => c.path),
+    created: changes.filter((c) => c.to !== null && c.from === null).map((c) => c.path),
+    deleted: changes.filter((c) => c.to === null).map((c) => c.path),
+  };
+}
+
+/** The apply itself, under the content lock: merge, check, then (unless a dry run) the safety commit and the writes. */
+async function applyUnderLock(repo: Repo, id: string, a: ApplyInputs): Promise<ApplyResult | { ev: JournalEvent; result: ApplyResult }> {
+  const { base, theirs, result, opts } = a;
+  const ours = (await snapshotNow(repo, a.settings, 'safety')).tree;
+  // A restore into this worktree killed while a path was aside (an apply killed mid-way, applied
+  // again): the merge sees the aside back at its path (see killed-asides.ts). The safety commit and
+  // the plan start from ours as it is on disk, so the plan also removes the aside.
+  const oursSeen = await oursWithAsidesBack(repo, base, ours, theirs);
+  const merged = await mergeTrees(repo, base, oursSeen, theirs);
+  if (merged.conflicts.length > 0 && !opts.forceConflicts) {
+    throw errors.conflict(`applying session ${id} conflicts in ${merged.conflicts.length} file(s): ${merged.conflicts.join(', ')}.`, {
+      hint:
+        'Nothing was changed. Resolve by hand (see `agentsnap diff 0 --session ' +
+        id +
+        '`), or write conflict markers with --force-conflicts.',
+      data: { session: id, conflicts: merged.conflicts },
+    });
+  }
+  const plan = await planChanges(repo, ours, merged.tree);
+  const head = (await readHead(repo)).commit;
+  const safetyMessage = commitMessage({
+    summary: `before applying session ${id} to ${repo.worktree}`,
+    session: id,
+    step: null,
+    phase: 'safety',
+    kind: 'safety',
+    tool: null,
+    head,
+  });
+  // An apply of this session into this worktree killed before its journal event: this run completes it
+  // (see apply-interrupted.ts), also when it has nothing left to write.
+  const killed = await interruptedApplies(repo, id, safetyMessage.slice(0, safetyMessage.indexOf('\n')));
+  if (plan.length === 0 && killed.length === 0) return { ...result, empty: true, conflicts: merged.conflicts };
+  // Everything is checked before the safety commit and the first write: a path that is not as
+  // snapshotted (changed meanwhile, an ignored file or a symlink in the way) refuses the whole apply.
+  const prepared = await prepareRestore(repo, plan, { ifNotExpected: 'refuse', target: { tree: merged.tree } });
+  if (opts.dryRun) {
+    // The plan the run below executes, checked against the disk as it checks it: what writeRestore reports applied.
+    const { written, created, deleted } = changesByKind([...prepared.already, ...prepared.todo]);
+    const left = prepared.left.filter((l) => !prepared.nested.includes(l.path));
+    const stat = await diffStat(repo, ours, merged.tree, [...written, ...deleted]);
+    return { ...result, written, created, deleted, conflicts: merged.conflicts, skipped: prepared.nested, left, stat };
+  }
+  // The safety commit is this apply's record until its journal event: what it writes is in a trailer.
+  const message = `${safetyMessage}${APPLY_RESULT_TRAILER}: ${merged.tree}\n`;
+  const safety = await writeSafetyCommit(repo, { ours, oursSeen, killed, message });
+  const restored = writeRestore(repo, prepared, { ...opts.restoreHooks });
+  const kept = await keepOverwritten(repo, id, restored, head, { ...safety, message });
+  releaseKept(restored);
+  return appliedOutcome(repo, id, result, { ours, merged, killed, restored, safety: { ...safety, commit: kept.safety }, kept: kept.kept });
+}
+
+type KilledApplies = Awaited<ReturnType<typeof interruptedApplies>>;
+interface SafetyCommit {
+  commit: string;
+  ref: string;
+  /** This worktree before the first of the killed applies this one completes, and the paths they wrote. */
+  before: { tree: string; paths: string[] };
+}
+
+/** The undo point of an apply, under a new safety ref. */
+async function writeSafetyCommit(
+  repo: Repo,
+  a: { ours: string; oursSeen: string; killed: KilledApplies; message: string },
+): Promise<SafetyCommit> {
+  const { ours, killed, message } = a;
+  let safety = await commitTree(repo, { tree: ours, parents: [], message });
+  // Completing killed applies: the undo point is this worktree before the first of them, on the paths
+  // they wrote (this worktree as it is now, asides and all, stays reachable as the first parent).
+  const before = killed.length > 0 ? await beforeInterrupted(repo, a.oursSeen, killed) : { tree: ours, paths: [] };
+  if (killed.length > 0) safety = await commitTree(repo, { tree: before.tree, parents: [safety, ...killed.map((k) => k.commit)], message });
+  const safetyRef = `${SAFETY_REF_PREFIX}${newSessionId()}`;
+  // Each apply names a new safety ref, so the lock of one whose git was killed (an apply killed
+  // mid-way) is never in the way of a later update that would clear it: clear it here.
+  await clearStaleSafetyRefLocks(repo);
+  await updateRefs(repo, [{ ref: safetyRef, value: safety }]);
+  return { commit: safety, ref: safetyRef, before };
+}
+
+/** The versions the apply overwrote, kept reachable from the safety ref: the safety commit that holds them (or the first one). */
+async function keepOverwritten(
+  repo: Repo,
+  id: string,
+  restored: ReturnType<typeof writeRestore>,
+  head: string | null,
+  safety: SafetyCommit & { message: string },
+): Promise<{ safety: string; kept: string | null }> {
+  const kept = await keptCommit(
+    repo,
+    restored.kept,
+    commitMessage({
+      summary: `versions kept while applying session ${id} to ${repo.worktree}`,
+      session: id,
+      step: null,
+      phase: 'safety',
+      kind: 'kept',
+      tool: null,
+      head,
+    }),
+  );
+  if (!kept) return { safety: safety.commit, kept: null };
+  // The safety ref keeps them reachable: same tree (this worktree before the apply), second parent the kept versions.
+  const safetyNow = await commitTree(repo, { tree: safety.before.tree, parents: [safety.commit, kept], message: safety.message });
+  await updateRefs(repo, [{ ref: safety.ref, value: safetyNow }]);
+  return { safety: safetyNow, kept };
+}
+
+/** What an apply did: its journal event and its result. */
+async function appliedOutcome(
+  repo: Repo,
+  id: string,
+  result: ApplyResult,
+  a: {
+    ours: string;
+    merged: { tree: string; conflicts: string[] };
+    killed: KilledApplies;
+    restored: ReturnType<typeof writeRestore>;
+    safety: SafetyCommit;
+    kept: string | null;
+  },
+): Promise<{ ev: JournalEvent; result: ApplyResult }> {
+  const { merged, killed, restored, safety, kept } = a;
+  const left = restored.left.filter((l) => !restored.nested.includes(l.path));
+  const { written, created, deleted } = changesByKind(restored.applied);
+  // What apply --undo takes back: also the paths the killed applies wrote.
+  const byKilled = await undoPaths(repo, safety.before.tree, merged.tree, safety.before.paths);
+  const undoWritten = [...new Set([...written, ...byKilled.written])].sort();
+  const undoDeleted = [...new Set([...deleted, ...byKilled.deleted])].sort();
+  const ev: SessionApplyEvent = {
+    ...eventBase(id),
+    type: 'session.apply',
+    target: repo.worktree,
+    safety: safety.commit,
+    safetyRef: safety.ref,
+    result: merged.tree,
+    written: undoWritten,
+    deleted: undoDeleted,
+    conflicts: merged.conflicts,
+    ...(killed.length > 0 ? { completes: killed.map((k) => k.ref) } : {}),
+    ...(left.length > 0 ? { left } : {}),
+    ...(kept ? { kept } : {}),
+  };
+  const stat = await diffStat(repo, a.ours, merged.tree, [...written, ...deleted]);
+  const applied = { written, created, deleted, conflicts: merged.conflicts, skipped: restored.nested, left, stat };
+  return { ev, result: { ...result, safety: safety.commit, safetyRef: safety.ref, ...applied } };
 }
 
 export interface PromoteOptions {
@@ -589,6 +643,42 @@ async function worktreeHeadToKeep(wt: Repo, meta: WorktreeMeta | null): Promise<
   return head && head !== meta.head ? head : null;
 }
 
+/** Refuses a discard whose removal of the worktree would delete what its final snapshot does not hold (nothing removed yet). */
+async function refuseDiscardLosingWork(
+  repo: Repo,
+  wt: Repo,
+  id: string,
+  worktree: string,
+  meta: NonNullable<ReturnType<typeof readWorktreeMeta>>,
+  snap: { tree: string; skipped: SkippedFile[] },
+): Promise<void> {
+  const copied = new Set(meta.copied ?? []);
+  const lost = snap.skipped.filter((f) => !copied.has(f.path) && !(meta.shared ?? []).some((x) => x.path === f.path));
+  if (lost.length > 0) {
+    throw errors.refused(
+      `the final snapshot of session ${id} left out ${lost.length} file(s) that removing the worktree would delete: ${lost
+        .map((f) => f.path)
+        .slice(0, 10)
+        .join(', ')}.`,
+      {
+        hint: 'Copy them out of ' + worktree + ', or discard anyway with --force.',
+        data: { session: id, files: lost },
+      },
+    );
+  }
+  // A snapshot holds a nested repository as a gitlink only: its commits and files are in it alone.
+  const nested = await nestedRepoWork(repo, wt, snap.tree);
+  if (nested.length > 0) {
+    throw errors.refused(
+      `removing the worktree of session ${id} would delete ${nested.length === 1 ? 'a nested repository' : `${nested.length} nested repositories`} holding work found nowhere else: ${describeNestedWork(nested)}.`,
+      {
+        hint: `Commit and push, or copy them out of ${worktree}; or discard anyway with --force.`,
+        data: { session: id, nested },
+      },
+    );
+  }
+}
+
 /**
  * `agentsnap discard <session>`: a final snapshot of the session's worktree,
  * then the worktree (when agentsnap created it), its git metadata and the
@@ -647,31 +737,7 @@ export async function discardSession(from: Repo, id: string, opts: DiscardOption
       if (wt && wtCtx) {
         // The final snapshot must succeed before anything is removed.
         const snap = await snapshotTree(wt, { indexFile: p.index, settings: wtCtx.settings, parentTree: s.headTree });
-        const copied = new Set(meta?.copied ?? []);
-        const lost = snap.skipped.filter((f) => !copied.has(f.path) && !(meta?.shared ?? []).some((x) => x.path === f.path));
-        if (meta && lost.length > 0 && !opts.force) {
-          throw errors.refused(
-            `the final snapshot of session ${id} left out ${lost.length} file(s) that removing the worktree would delete: ${lost
-              .map((f) => f.path)
-              .slice(0, 10)
-              .join(', ')}.`,
-            {
-              hint: 'Copy them out of ' + s.worktree + ', or discard anyway with --force.',
-              data: { session: id, files: lost },
-            },
-          );
-        }
-        // A snapshot holds a nested repository as a gitlink only: its commits and files are in it alone.
-        const nested = meta && !opts.force ? await nestedRepoWork(repo, wt, snap.tree) : [];
-        if (nested.length > 0) {
-          throw errors.refused(
-            `removing the worktree of session ${id} would delete ${nested.length === 1 ? 'a nested repository' : `${nested.length} nested repositories`} holding work found nowhere else: ${describeNestedWork(nested)}.`,
-            {
-              hint: `Commit and push, or copy them out of ${s.worktree}; or discard anyway with --force.`,
-              data: { session: id, nested },
-            },
-          );
-        }
+        if (meta && !opts.force) await refuseDiscardLosingWork(repo, wt, id, s.worktree, meta, snap);
         if (snap.tree !== s.headTree) {
           const head = await readHead(wt);
           const commit = await commitTree(wt, {

@@ -424,23 +424,10 @@ export async function removeSessionWorktree(from: Repo, meta: Pick<WorktreeMeta,
   await repo.git(['worktree', 'prune']);
 }
 
-/**
- * Creates a linked worktree for a session (the session itself is started by
- * the caller in the returned repo, or by startWorktreeSession). Nothing is
- * left behind when it fails.
- */
-export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOptions = {}): Promise<CreatedWorktree> {
-  const session = opts.session ? assertSessionId(opts.session) : newSessionId();
-  const from: StartPoint = opts.from ?? 'current';
-  const settings = opts.settings ?? (await loadSettings(repo));
-  const cfg = await worktreeConfig(repo);
-  if (fs.existsSync(sessionPaths(repo, session).journal)) {
-    throw errors.invalidArgument(`session ${session} already exists.`, { data: { session } });
-  }
+/** The commit a session worktree starts from; refused when there is none. */
+async function startCommit(repo: Repo, from: StartPoint): Promise<string> {
   const head = await readHead(repo);
-  let commit: string | null;
-  if (from === 'current' || from === 'HEAD') commit = head.commit;
-  else commit = await resolveCommit(repo, from);
+  const commit = from === 'current' || from === 'HEAD' ? head.commit : await resolveCommit(repo, from);
   if (!commit) {
     throw errors.invalidArgument(
       from === 'current' || from === 'HEAD'
@@ -455,6 +442,23 @@ export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOpti
       },
     );
   }
+  return commit;
+}
+
+/**
+ * Creates a linked worktree for a session (the session itself is started by
+ * the caller in the returned repo, or by startWorktreeSession). Nothing is
+ * left behind when it fails.
+ */
+export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOptions = {}): Promise<CreatedWorktree> {
+  const session = opts.session ? assertSessionId(opts.session) : newSessionId();
+  const from: StartPoint = opts.from ?? 'current';
+  const settings = opts.settings ?? (await loadSettings(repo));
+  const cfg = await worktreeConfig(repo);
+  if (fs.existsSync(sessionPaths(repo, session).journal)) {
+    throw errors.invalidArgument(`session ${session} already exists.`, { data: { session } });
+  }
+  const commit = await startCommit(repo, from);
   const wtPath = path.join(cfg.dir, session);
   if (exists(wtPath)) {
     throw errors.refused(`${wtPath} already exists.`, { hint: 'Remove it, or pick another session id.', data: { path: wtPath } });

@@ -123,8 +123,8 @@ test('show N: the diff of that step; --stat; --json', async () => {
     const cp = await snapJson(repo);
     const cpShow = await cli(repo, ['show', String(cp.step)]);
     assert.match(cpShow.stdout, /^\+checkpointed$/m);
-    // Step 0 is the baseline: not a step to show.
-    assert.is((await cli(repo, ['show', '0'])).code, 1);
+    // Step 0 is the baseline: not a step number (refused as undo 0 is, see step-number.test.ts).
+    assert.is((await cli(repo, ['show', '0'])).code, 2);
   } finally {
     repo.cleanup();
   }

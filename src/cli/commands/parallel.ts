@@ -4,7 +4,7 @@ import { apply, applyUndo, discard, gc, promote } from '../../api/api.js';
 import type { FileStat } from '../../worktrees/diffstat.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption } from '../context.js';
-import { describeLeft, formatSize, printablePath } from '../output.js';
+import { describeLeft, formatSize, printablePath, type Output } from '../output.js';
 import { printableLine } from '../../base/printable.js';
 
 const sessionPositional = { type: 'string', describe: 'session id, or the name it was started with (see `agentsnap sessions`)' } as const;
@@ -26,6 +26,32 @@ function diffstatLines(stat: FileStat[]): string[] {
 
 function listed(paths: string[], max = 10): string {
   return paths.slice(0, max).map(printablePath).join(', ') + (paths.length > max ? `, … (${paths.length - max} more)` : '');
+}
+
+/** What `apply --undo` took back. */
+function printApplyUndo(out: Output, res: Awaited<ReturnType<typeof applyUndo>>): void {
+  for (const line of diffstatLines(res.stat)) out.out(line);
+  for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
+  out.note(
+    `agentsnap: took back the apply of session ${res.session} (${res.appliedAt}): ${res.written.length} written, ${res.deleted.length} deleted`,
+  );
+  if (res.left.length > 0)
+    out.err(`agentsnap: ${res.left.length} path(s) changed since the apply were left as they are: ${listed(res.left.map((l) => l.path))}`);
+  out.note(`agentsnap: this worktree as it was before the undo: ${res.beforeRef} (${res.before.slice(0, 10)})`);
+}
+
+/** What `apply --dry-run` would write. */
+function printApplyDryRun(out: Output, res: Awaited<ReturnType<typeof apply>>, forceConflicts: boolean): void {
+  const files = (n: number) => `${n} ${n === 1 ? 'file' : 'files'}`;
+  out.out(out.color.bold(`apply ${res.session} (dry run): ${files(res.written.length)} would be written, ${res.deleted.length} deleted`));
+  for (const line of diffstatLines(res.stat)) out.out(line);
+  if (res.conflicts.length > 0)
+    out.out(out.color.yellow(`  ${files(res.conflicts.length)} would have conflict markers: ${listed(res.conflicts)}`));
+  if (res.skipped.length > 0) out.out(`  submodules would not be written: ${listed(res.skipped)}`);
+  for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
+  out.note(
+    `agentsnap: nothing was changed (dry run); \`agentsnap apply ${res.session}${forceConflicts ? ' --force-conflicts' : ''}\` applies it`,
+  );
 }
 
 export const applyCommand: CommandFactory = (ctx) => ({
@@ -84,16 +110,7 @@ export const applyCommand: CommandFactory = (ctx) => ({
         out.printJson(res);
         return;
       }
-      for (const line of diffstatLines(res.stat)) out.out(line);
-      for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
-      out.note(
-        `agentsnap: took back the apply of session ${res.session} (${res.appliedAt}): ${res.written.length} written, ${res.deleted.length} deleted`,
-      );
-      if (res.left.length > 0)
-        out.err(
-          `agentsnap: ${res.left.length} path(s) changed since the apply were left as they are: ${listed(res.left.map((l) => l.path))}`,
-        );
-      out.note(`agentsnap: this worktree as it was before the undo: ${res.beforeRef} (${res.before.slice(0, 10)})`);
+      printApplyUndo(out, res);
       return;
     }
     const res = await apply({
@@ -112,18 +129,7 @@ export const applyCommand: CommandFactory = (ctx) => ({
       return;
     }
     if (res.dryRun) {
-      const files = (n: number) => `${n} ${n === 1 ? 'file' : 'files'}`;
-      out.out(
-        out.color.bold(`apply ${res.session} (dry run): ${files(res.written.length)} would be written, ${res.deleted.length} deleted`),
-      );
-      for (const line of diffstatLines(res.stat)) out.out(line);
-      if (res.conflicts.length > 0)
-        out.out(out.color.yellow(`  ${files(res.conflicts.length)} would have conflict markers: ${listed(res.conflicts)}`));
-      if (res.skipped.length > 0) out.out(`  submodules would not be written: ${listed(res.skipped)}`);
-      for (const l of res.left) out.out(out.color.yellow(`  ! ${describeLeft(l)}`));
-      out.note(
-        `agentsnap: nothing was changed (dry run); \`agentsnap apply ${res.session}${argv.forceConflicts ? ' --force-conflicts' : ''}\` applies it`,
-      );
+      printApplyDryRun(out, res, argv.forceConflicts);
       return;
     }
     for (const line of diffstatLines(res.stat)) out.out(line);
