@@ -219,6 +219,8 @@ export interface OpStartEvent extends EventBase {
   /** The undo operation a redo reverses. */
   redoes: number | null;
   force: boolean;
+  /** --exact: the worktree made exactly as at the target (else the agent's changes taken back, the user's kept). */
+  exact?: boolean;
   /**
    * What the safety snapshot saw differ from the session head: changes made outside
    * tool calls (or by calls still running) since the last snapshot. The result of the
