@@ -369,14 +369,22 @@ function undoSpec(step: number | undefined, exact: boolean): OpSpec {
         const last = candidates[candidates.length - 1];
         if (!last) {
           const ranOps = session.steps.some((st) => st.operation?.tree && st.status !== 'open' && !undone.has(st.step));
+          const mine = session.steps.filter((st) => userCheckpoint(st) && !undone.has(st.step)).map((st) => st.step);
           const why =
             session.steps.length === 0
               ? 'it has no steps'
-              : ranOps
-                ? 'every step is undone, or ran an undo, redo or restore itself'
-                : 'every step is already undone';
+              : mine.length > 0
+                ? `no tool call of the agent's is left to take back (${mine.length === 1 ? `step ${mine[0]} is a checkpoint` : `steps ${mine.join(', ')} are checkpoints`} of your own)`
+                : ranOps
+                  ? 'every step is undone, or ran an undo, redo or restore itself'
+                  : 'every step is already undone';
           throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${why}.`, {
-            hint: undone.size > 0 || ranOps ? 'Bring undone steps back with `agentsnap redo`.' : undefined,
+            hint:
+              mine.length > 0
+                ? `Go back to before a checkpoint with \`agentsnap undo ${mine[mine.length - 1]} --exact\`.`
+                : undone.size > 0 || ranOps
+                  ? 'Bring undone steps back with `agentsnap redo`.'
+                  : undefined,
             data: { session: session.id },
           });
         }
