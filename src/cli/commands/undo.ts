@@ -104,7 +104,7 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
   for (const y of r.yours) out.out(`  = kept: ${printablePath(y.path)} (your edit ${y.when})`);
   for (const m of r.merged) out.out(`  ~ merged: ${printablePath(m)} (your edit kept, the agent's changes taken out)`);
   if (r.both.length > 0) {
-    out.out(c.yellow(`  ${r.dryRun && r.wouldRefuse ? 'refused: ' : ''}changed by the agent and by you since (--merge or --force):`));
+    out.out(c.yellow(`  ${r.dryRun && r.wouldRefuse ? 'refused without --merge or --force: ' : ''}changed by the agent and by you since:`));
     for (const b of r.both)
       out.out(
         c.yellow(
