@@ -102,6 +102,8 @@ function printOperation(out: Output, r: OperationResult, headline: string): void
   }
   for (const l of left) out.out(c.yellow(`  ! ${describeLeft(l)}`));
   for (const y of r.yours) out.out(`  = kept: ${printablePath(y.path)} (your edit ${y.when})`);
+  if (r.yours.length > 0 && !r.dryRun)
+    out.note('agentsnap: your edits are kept; with `--exact --force` they would go back to the target too (kept in the safety snapshot)');
   for (const m of r.merged) out.out(`  ~ merged: ${printablePath(m)} (your edit kept, the agent's changes taken out)`);
   if (r.both.length > 0) {
     out.out(c.yellow(`  ${r.dryRun && r.wouldRefuse ? 'refused without --merge or --force: ' : ''}changed by the agent and by you since:`));
