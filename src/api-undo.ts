@@ -26,7 +26,7 @@ import type { StopResult } from './base/procfs.js';
 import { loadSettings } from './settings/settings.js';
 import { lastGood } from './api-check.js';
 
-export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from './restore/undo.js';
+export type { OperationResult, SessionStatusReport, OutsideChange, BothChanged, FileChange, OpRecord } from './restore/undo.js';
 export type { ChatRewind, ChatFork, ChatCompact, ChatDigest, ConversationSize } from './restore/rewind.js';
 
 export interface OperationCommonOptions extends SessionOptions {
