@@ -258,7 +258,7 @@ test('restore of a whole directory keeps the files in it only the user changed; 
   }
 });
 
-test('a `snap -m` checkpoint is passed over without --force: undo keeps what it recorded, --exact returns to before it', async () => {
+test('a `snap -m` checkpoint is passed over without --force: undo keeps what it recorded, --exact returns to before it; undo of the checkpoint itself returns to before it', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n', 'notes.txt': 'n0\n' } });
   try {
     await step(repo, () => repo.write('a.txt', 'a1\n'));
@@ -277,17 +277,21 @@ test('a `snap -m` checkpoint is passed over without --force: undo keeps what it 
     assert.is(text(repo, 'notes.txt'), 'n0\n');
     assert.is(text(repo, 'a.txt'), 'a0\n');
     assert.not.ok(repo.exists('b.txt'));
-    // A bare undo takes back the agent's last call, not the user's checkpoint.
+    // The save-point workflow: undo of the user's own checkpoint N goes back to before it, no --force needed.
     const other = tempRepo({ files: { 'a.txt': 'a0\n' } });
     try {
-      await step(other, () => other.write('x.txt', 'agent\n'));
-      other.write('a.txt', 'a1 mine\n');
-      assert.is((await cli(other, ['snap', '-m', 'mine'])).code, 0);
+      assert.is((await cli(other, ['snap', '-m', 'before refactor'])).code, 0);
+      other.write('a.txt', 'a1 refactored by hand\n');
+      other.write('new.txt', 'made by hand\n');
+      assert.is((await cli(other, ['snap', '-m', 'after refactor'])).code, 0);
+      other.write('later.txt', 'not saved in a checkpoint\n');
       const bare = await cliProcess(other, ['undo']);
       assert.is(bare.code, 0, bare.stdout + bare.stderr);
-      assert.not.ok(other.exists('x.txt'));
-      assert.is(text(other, 'a.txt'), 'a1 mine\n');
-      assert.equal(sessionOf(other).length > 0, true);
+      assert.match(bare.stdout, /^undo 2 /m);
+      assert.is(text(other, 'a.txt'), 'a0\n');
+      assert.not.ok(other.exists('new.txt'));
+      assert.is(text(other, 'later.txt'), 'not saved in a checkpoint\n', 'an edit made since the last checkpoint is kept');
+      assert.ok(sessionOf(other).length > 0);
     } finally {
       other.cleanup();
     }

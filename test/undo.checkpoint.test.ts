@@ -3,9 +3,10 @@
 // `wrap --session` takes, the one a post hook takes when no pre came), except
 // the automatic checkpoints of `wrap --auto` (the agent's steps). Since issue
 // 32, undo, redo and restore keep what only the user changed (reported kept),
-// refuse (exit 3) what both changed unless --merge or --force, and --exact
-// passes over the user's own checkpoint (a point to return to, item 5);
-// revert refuses to take back a checkpoint of the user's unless --force.
+// refuse (exit 3) what both changed unless --merge or --force; the user's own
+// checkpoint is a point to return to (item 5): `undo N` of it goes back to
+// before it, and --exact passes over it, without --force; revert refuses to
+// take back a checkpoint of the user's unless --force.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
@@ -53,7 +54,7 @@ test('undo N keeps an edit a later `snap -m` checkpoint recorded; --exact revert
   }
 });
 
-test("undo of a `snap -m` checkpoint itself keeps its change (the user's); a bare undo takes back the agent's call; --exact goes back over it", async () => {
+test('undo of a `snap -m` checkpoint itself goes back to before it without --force (a point to return to, issue 32 item 5); bare undo too', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n' } });
   try {
     await step(repo, () => repo.write('x.txt', 'agent\n'));
@@ -61,21 +62,18 @@ test("undo of a `snap -m` checkpoint itself keeps its change (the user's); a bar
     assert.is((await cli(repo, ['snap', '-m', 'mine'])).code, 0);
     const dry = await cli(repo, ['undo', '2', '--dry-run', '--json']);
     assert.is(dry.code, 0, dry.stdout + dry.stderr);
-    const plan = (JSON.parse(dry.stdout) as { files: { wouldRefuse: boolean; yours: { path: string }[]; changes: unknown[] } }).files;
+    const plan = (JSON.parse(dry.stdout) as { files: { wouldRefuse: boolean; yours: unknown[]; changes: { path: string }[] } }).files;
     assert.not.ok(plan.wouldRefuse, dry.stdout);
+    assert.equal(plan.yours, []);
     assert.equal(
-      plan.yours.map((o) => o.path),
+      plan.changes.map((c) => c.path),
       ['a.txt'],
     );
-    assert.equal(plan.changes, []);
     const bare = await cli(repo, ['undo']);
     assert.is(bare.code, 0, bare.stdout + bare.stderr);
-    assert.match(bare.stdout, /^undo 1 /m);
-    assert.not.ok(repo.exists('x.txt'));
-    assert.is(text(repo, 'a.txt'), 'a1 mine\n');
-    const exact = await cli(repo, ['undo', '2', '--exact']);
-    assert.is(exact.code, 0, exact.stdout + exact.stderr);
+    assert.match(bare.stdout, /^undo 2 /m);
     assert.is(text(repo, 'a.txt'), 'a0\n');
+    assert.is(text(repo, 'x.txt'), 'agent\n', "the agent's step before the checkpoint stays");
   } finally {
     repo.cleanup();
   }
@@ -218,7 +216,7 @@ test("wrap --auto: the automatic checkpoints are the agent's steps (the last bur
   }
 });
 
-test("wrap --auto beside a hooked agent: its calls are its steps, what a checkpoint sees besides them is not (undo keeps it: the user's)", async () => {
+test("wrap --auto beside a hooked agent: its calls are its steps, what a checkpoint sees besides them is the user's (undo of that checkpoint goes back to before it)", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n' } });
   try {
     repo.git(['config', 'agentsnap.autoQuiet', '600000']);
@@ -228,13 +226,15 @@ test("wrap --auto beside a hooked agent: its calls are its steps, what a checkpo
     fs.writeFileSync(fake, '#!/bin/sh\necho a1 > a.txt\n', { mode: 0o755 });
     const res = await cliProcess(repo, ['wrap', '--auto', '--session', 'auto2', '--', fake, 'exec', 'x']);
     assert.is(res.code, 0, res.stderr);
+    // Undone itself, the user's checkpoint is a point to return to: what it recorded is taken back.
+    const over = await cli(repo, ['undo', '1', '--session', 'auto2', '--dry-run', '--json']);
+    assert.is(over.code, 0, over.stdout + over.stderr);
+    assert.equal(
+      (JSON.parse(over.stdout) as { files: { changes: { path: string }[] } }).files.changes.map((c) => c.path),
+      ['a.txt'],
+    );
     const r = await cli(repo, ['undo', '--session', 'auto2']);
-    assert.is(r.code, 1, r.stdout + r.stderr);
-    assert.match(r.stderr, /nothing to undo .*checkpoint of your own/);
-    assert.match(r.stderr, /undo 1 --exact/);
-    assert.is(text(repo, 'a.txt'), 'a1\n');
-    const exact = await cli(repo, ['undo', '--session', 'auto2', '--exact']);
-    assert.is(exact.code, 0, exact.stdout + exact.stderr);
+    assert.is(r.code, 0, r.stdout + r.stderr);
     assert.is(text(repo, 'a.txt'), 'a0\n');
   } finally {
     repo.cleanup();

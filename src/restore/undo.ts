@@ -265,6 +265,11 @@ interface Resolved {
   scannedBy?: string;
   /** The user's own changes the operation takes back besides those after the anchor (revert of their checkpoint). */
   own?: OutsideChange[];
+  /**
+   * The user's checkpoint the operation goes back to before of (undo N, restore N of a checkpoint): a point to
+   * return to (issue 32 item 5), so what it recorded is taken back as a step's change, not kept as the user's.
+   */
+  ownCheckpoint?: number;
 }
 
 /** What the restore engine keeps deletions against: the target tree and the snapshot it comes from. */
@@ -345,7 +350,7 @@ function skippedOf(events: JournalEvent[], commit: string): SkippedFile[] {
   return [];
 }
 
-function undoSpec(step: number | undefined, exact: boolean): OpSpec {
+function undoSpec(step: number | undefined): OpSpec {
   const target: OpTarget = { when: 'before' };
   return {
     kind: 'undo',
@@ -362,29 +367,19 @@ function undoSpec(step: number | undefined, exact: boolean): OpSpec {
             !undone.has(st.step) &&
             st.source !== 'transcript' &&
             !st.operation?.tree &&
-            // By default a bare undo takes back the agent's last call: the user's own checkpoint is a point to return to.
-            (exact || !userCheckpoint(st)) &&
             (st.pre || st.kind === 'checkpoint'),
         );
         const last = candidates[candidates.length - 1];
         if (!last) {
           const ranOps = session.steps.some((st) => st.operation?.tree && st.status !== 'open' && !undone.has(st.step));
-          const mine = session.steps.filter((st) => userCheckpoint(st) && !undone.has(st.step)).map((st) => st.step);
           const why =
             session.steps.length === 0
               ? 'it has no steps'
-              : mine.length > 0
-                ? `no tool call of the agent's is left to take back (${mine.length === 1 ? `step ${mine[0]} is a checkpoint` : `steps ${mine.join(', ')} are checkpoints`} of your own)`
-                : ranOps
-                  ? 'every step is undone, or ran an undo, redo or restore itself'
-                  : 'every step is already undone';
+              : ranOps
+                ? 'every step is undone, or ran an undo, redo or restore itself'
+                : 'every step is already undone';
           throw errors.nothingToDo(`nothing to undo in session ${session.id}: ${why}.`, {
-            hint:
-              mine.length > 0
-                ? `Go back to before a checkpoint with \`agentsnap undo ${mine[mine.length - 1]} --exact\`.`
-                : undone.size > 0 || ranOps
-                  ? 'Bring undone steps back with `agentsnap redo`.'
-                  : undefined,
+            hint: undone.size > 0 || ranOps ? 'Bring undone steps back with `agentsnap redo`.' : undefined,
             data: { session: session.id },
           });
         }
@@ -408,6 +403,7 @@ function undoSpec(step: number | undefined, exact: boolean): OpSpec {
         redoes: null,
         redone: [],
         headOf: commit,
+        ...(userCheckpoint(st) ? { ownCheckpoint: n } : {}),
         skippedAtTarget: st.kind === 'checkpoint' ? [] : skippedOf(events, commit),
       };
     },
@@ -501,6 +497,7 @@ function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): O
       const toTree = await treeOf(repo, commit);
       await requireKnownPaths(repo, paths, [toTree, safetyTree], `the state ${when} step ${step}`);
       return {
+        ...(when === 'before' && userCheckpoint(st) ? { ownCheckpoint: step } : {}),
         toTree,
         toCommit: commit,
         paths,
@@ -621,7 +618,7 @@ export function outsideChanges(
   events: JournalEvent[],
   anchor: number,
   sinceHead: ChangedPath[],
-  opts: { checkpoints?: boolean } = {},
+  opts: { checkpoints?: boolean; ownCheckpoint?: number } = {},
 ): OutsideChange[] {
   const out: OutsideChange[] = [];
   const byStep = new Map(session.steps.map((s) => [s.step, s]));
@@ -638,7 +635,7 @@ export function outsideChanges(
           if (!byOverlaps.has(c.path)) out.push({ path: c.path, change: c.change, when: `before step ${e.step}`, at: i });
       } else if (e.type === 'step.checkpoint') {
         // --exact passes over a checkpoint of the user's: a point to return to, not an edit to protect (issue 32 item 5).
-        if (checkpointMadeBy(e) === 'user' && opts.checkpoints !== false) {
+        if (checkpointMadeBy(e) === 'user' && opts.checkpoints !== false && e.step !== opts.ownCheckpoint) {
           const byOpen = changedBy(open);
           for (const c of e.changed)
             if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(e.step, e.message), at: i });
@@ -724,7 +721,12 @@ async function prepare(
   const events = resolved.anchor === null ? ctx.events : await withOpChanges(repo, ctx.events, resolved.anchor);
   // --exact passes over the user's checkpoints (issue 32 item 5); by default what they recorded is the user's, kept.
   const after =
-    resolved.anchor === null ? [] : outsideChanges(ctx.session, events, resolved.anchor, sinceHead, { checkpoints: !opts.exact });
+    resolved.anchor === null
+      ? []
+      : outsideChanges(ctx.session, events, resolved.anchor, sinceHead, {
+          checkpoints: !opts.exact,
+          ...(resolved.ownCheckpoint !== undefined ? { ownCheckpoint: resolved.ownCheckpoint } : {}),
+        });
   let plan = full;
   let outside: OutsideChange[];
   let sorted: Classified = { plan: full, yours: [], both: [], merged: [], overwritten: [] };
@@ -732,7 +734,7 @@ async function prepare(
     const touched = new Set(full.map((c) => c.path));
     outside = [...after, ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
   } else {
-    sorted = await classify(repo, full, after, recordedChanges(events, resolved.anchor), opts);
+    sorted = await classify(repo, full, after, recordedChanges(events, resolved.anchor, resolved.ownCheckpoint), opts);
     plan = sorted.plan;
     outside = sorted.overwritten;
   }
@@ -799,7 +801,7 @@ interface RecordedChange {
  * journal index `anchor` changed: the agent's side of the rule (issue 32 item 1). A redo's anchor is its
  * undo's op.start, whose changes are among them.
  */
-function recordedChanges(events: JournalEvent[], anchor: number): RecordedChange[] {
+function recordedChanges(events: JournalEvent[], anchor: number, ownCheckpoint?: number): RecordedChange[] {
   const done = new Map<number, { at: number; commit: string | null; ok: boolean }>();
   events.forEach((e, i) => {
     if (e.type === 'op.done') done.set(e.op, { at: i, commit: e.commit, ok: e.status === 'done' });
@@ -809,7 +811,7 @@ function recordedChanges(events: JournalEvent[], anchor: number): RecordedChange
     const e = events[i]!;
     if (e.type === 'step.post' && i > anchor && e.source !== 'transcript') {
       for (const c of e.changed) out.push({ path: c.path, by: `step ${e.step}`, at: i, commit: e.commit });
-    } else if (e.type === 'step.checkpoint' && i > anchor && checkpointMadeBy(e) === 'agent') {
+    } else if (e.type === 'step.checkpoint' && i > anchor && (checkpointMadeBy(e) === 'agent' || e.step === ownCheckpoint)) {
       for (const c of e.changed) out.push({ path: c.path, by: `step ${e.step}`, at: i, commit: e.commit });
     } else if (e.type === 'op.start') {
       const d = done.get(e.op);
@@ -1474,7 +1476,7 @@ export function describeTarget(kind: OpKind, t: OpTarget): string {
 // Entry points (the public API validates and resolves the session first)
 
 export function undoOperation(repo: Repo, id: string, step: number | undefined, opts: OperationOptions): Promise<OperationResult> {
-  return runOperation(repo, id, undoSpec(step, !!opts.exact), opts);
+  return runOperation(repo, id, undoSpec(step), opts);
 }
 
 export function redoOperation(repo: Repo, id: string, opts: OperationOptions): Promise<OperationResult> {
