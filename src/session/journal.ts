@@ -114,7 +114,8 @@ export interface StepCheckpointEvent extends EventBase {
    * (an agent with no hooks: its bursts of changes are its steps). 'user' (and
    * absent, except tool 'auto' in journals written before this field): a
    * `snap`, the checkpoint of a resumed session, a post hook with no pre —
-   * undo, redo, restore and revert refuse to take it back without --force.
+   * an undo passing over it keeps what it recorded, `undo N` of it goes back to
+   * before it, revert refuses to take it back without --force (issue 32).
    */
   madeBy?: 'agent' | 'user';
   commit: string;
