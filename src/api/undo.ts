@@ -27,7 +27,7 @@ import type { StopResult } from '../base/procfs.js';
 import { loadSettings } from '../settings/settings.js';
 import { lastGood } from './check.js';
 
-export type { OperationResult, SessionStatusReport, OutsideChange, FileChange, OpRecord } from '../restore/undo.js';
+export type { OperationResult, SessionStatusReport, OutsideChange, BothChanged, FileChange, OpRecord } from '../restore/undo.js';
 export type { ChatRewind, ChatFork, ChatCompact, ChatDigest, ConversationSize } from '../restore/rewind.js';
 
 export interface OperationCommonOptions extends SessionOptions {
@@ -35,6 +35,10 @@ export interface OperationCommonOptions extends SessionOptions {
   dryRun?: boolean;
   /** Go ahead over changes made outside tool calls and over unprotected steps (all kept in the safety snapshot). */
   force?: boolean;
+  /** The worktree exactly as at the target, refusing where the user's edits would be lost (default: take back the agent's changes, keep the user's). */
+  exact?: boolean;
+  /** A path both the agent and the user changed: merge the user's version with the agent's changes taken out (git merge-file). */
+  merge?: boolean;
   /** Test seam: stop after this many file changes, as a crash would. */
   interruptAfter?: number;
   /** The open step of the tool call asking for it (agentsnap's MCP tools): see OperationOptions.byStep. */
@@ -49,9 +53,16 @@ async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: strin
 }
 
 function opOptions(opts: OperationCommonOptions) {
+  if (opts.exact && opts.merge) {
+    throw errors.invalidArgument('--exact and --merge exclude each other: --exact makes the worktree exactly as at the target.', {
+      hint: "Drop --exact to take back only the agent's changes and merge the files you changed too.",
+    });
+  }
   return {
     dryRun: !!opts.dryRun,
     force: !!opts.force,
+    exact: !!opts.exact,
+    merge: !!opts.merge,
     ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}),
     ...(opts.byStep !== undefined ? { byStep: stepNumber(opts.byStep, 'byStep') } : {}),
   };

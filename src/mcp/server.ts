@@ -108,7 +108,20 @@ function describeOperation(r: OperationResult): string[] {
     for (const c of r.changes)
       lines.push(`  ${c.change} ${printableName(c.path)} (${r.dryRun ? `would be ${CHANGE_WORD[c.change]}` : CHANGE_WORD[c.change]})`);
   }
-  for (const l of r.left) lines.push(`  left as it is: ${printableName(l.path)}: ${printableLine(l.reason)}`);
+  const mine = new Set([...r.yours.map((y) => y.path), ...r.merged]);
+  for (const l of r.left.filter((l) => !mine.has(l.path)))
+    lines.push(`  left as it is: ${printableName(l.path)}: ${printableLine(l.reason)}`);
+  for (const y of r.yours) lines.push(`  kept: ${printableName(y.path)} (the user's edit ${printableLine(y.when)})`);
+  for (const m of r.merged) lines.push(`  merged: ${printableName(m)} (the user's edit kept, the agent's changes taken out)`);
+  if (r.both.length > 0) {
+    lines.push(
+      `${r.dryRun && r.wouldRefuse ? 'It would be REFUSED: ' : ''}changed both by the agent and by the user since (merge: true keeps the user's edit with the agent's changes taken out):`,
+    );
+    for (const b of r.both)
+      lines.push(
+        `  ${b.change} ${printableName(b.path)}: by ${b.by.join(', ')} and by the user (${b.yours.map(printableLine).join(', ')})${b.unmergeable ? `; cannot merge: ${printableLine(b.unmergeable)}` : ''}`,
+      );
+  }
   for (const k of r.kept.filter((k) => !r.left.some((l) => k === l.path || k.startsWith(`${l.path}/`))))
     lines.push(`  kept: ${printableName(k)} (it was not snapshotted at the target)`);
   if (r.outside.length > 0) {
@@ -282,6 +295,8 @@ export class AgentsnapTools {
       step: a.step as number | undefined,
       dryRun,
       force: !!a.force,
+      exact: !!a.exact,
+      merge: !!a.merge,
       ...(byStep !== undefined ? { byStep } : {}),
     });
     const r = res.files!;
@@ -294,7 +309,7 @@ export class AgentsnapTools {
     else if (r.op === null) lines.push(`The worktree is already as before step ${n}: nothing to do.`);
     else
       lines.push(
-        `Undone: ${r.undone.length ? stepList(r.undone) : 'no step'} (operation ${r.op}). The worktree is back to exactly how it was before step ${n}.`,
+        `Undone: ${r.undone.length ? stepList(r.undone) : 'no step'} (operation ${r.op}). ${r.exact ? `The worktree is back to exactly how it was before step ${n}.` : `What those steps changed is taken back to how it was before step ${n}.`}`,
       );
     lines.push(...describeOperation(r));
     if (res.planUndone.length > 0)
@@ -311,7 +326,14 @@ export class AgentsnapTools {
   private async redo(a: Args): Promise<string> {
     const dryRun = a.dry_run !== false;
     const byStep = dryRun ? undefined : await this.callStep('redo');
-    const r = await redo({ ...this.base, dryRun, force: !!a.force, ...(byStep !== undefined ? { byStep } : {}) });
+    const r = await redo({
+      ...this.base,
+      dryRun,
+      force: !!a.force,
+      exact: !!a.exact,
+      merge: !!a.merge,
+      ...(byStep !== undefined ? { byStep } : {}),
+    });
     const lines = [
       r.dryRun
         ? `Dry run: redo would take back operation ${r.target.op} (the last undo). Nothing was changed.`
@@ -339,6 +361,8 @@ export class AgentsnapTools {
       after: !!a.after,
       dryRun,
       force: !!a.force,
+      exact: !!a.exact,
+      merge: !!a.merge,
       ...(byStep !== undefined ? { byStep } : {}),
     });
     const named = paths.map(printableName).join(' ');
@@ -398,6 +422,8 @@ function errorText(tool: string, e: unknown): string {
     lines.push(
       `hint: ${printableText(e.hint)
         .replace(/--force/g, 'force: true')
+        .replace(/--merge/g, 'merge: true')
+        .replace(/--exact/g, 'exact: true')
         .replace(/--dry-run/g, 'dry_run: true')}`,
     );
   if (e.code === 'Refused')

@@ -70,6 +70,19 @@ const forceProp: PropSchema = {
     "Go ahead over changes made outside the recorded tool calls (usually the user's own edits) and over unprotected steps. Only after the user agreed: those changes are kept in a safety snapshot, but their files are overwritten.",
 };
 
+const exactProp: PropSchema = {
+  type: 'boolean',
+  default: false,
+  description:
+    "The worktree exactly as at the target, refusing where the user's edits would be lost. Default (false): take back only what the recorded tool calls changed, keep files only the user changed since.",
+};
+const mergeProp: PropSchema = {
+  type: 'boolean',
+  default: false,
+  description:
+    "A file both the agent and the user changed since: keep the user's edit with the agent's changes taken out (git merge-file; a conflict changes nothing). Default: such a file is refused.",
+};
+
 /** The tools, as tools/list gives them. */
 export const MCP_TOOLS: McpTool[] = [
   {
@@ -142,13 +155,15 @@ export const MCP_TOOLS: McpTool[] = [
   {
     name: 'undo',
     description:
-      "Put the worktree back to exactly how it was before step N (undoing N and every later step); without step: the last step not undone. Call it first as it is (dry_run defaults to true: it only reports which files would change and whether it would be refused), then again with dry_run: false to do it. It refuses to overwrite changes made outside the recorded tool calls (the user's edits) unless force is true. Files only: the conversation still holds the undone calls, so re-read files before editing them. redo takes an undo back.",
+      'Take back what step N and every later step changed (without step: the last step not undone); files only the user changed since (outside the recorded tool calls) are kept as they are, files both changed are refused unless merge or force is true (exact: true puts the worktree exactly as before step N instead). Call it first as it is (dry_run defaults to true: it only reports which files would change and whether it would be refused), then again with dry_run: false to do it. Files only: the conversation still holds the undone calls, so re-read files before editing them. redo takes an undo back.',
     inputSchema: {
       type: 'object',
       properties: {
         step: stepProp('The first step to undo (see list_steps); every later step is undone too.'),
         dry_run: dryRunProp,
         force: forceProp,
+        exact: exactProp,
+        merge: mergeProp,
       },
       additionalProperties: false,
     },
@@ -158,13 +173,17 @@ export const MCP_TOOLS: McpTool[] = [
     name: 'redo',
     description:
       'Take the last undo back: the worktree returns to how it was just before that undo (steps recorded after the undo are replaced, their files kept in a safety snapshot). dry_run defaults to true: call it first as it is, then with dry_run: false.',
-    inputSchema: { type: 'object', properties: { dry_run: dryRunProp, force: forceProp }, additionalProperties: false },
+    inputSchema: {
+      type: 'object',
+      properties: { dry_run: dryRunProp, force: forceProp, exact: exactProp, merge: mergeProp },
+      additionalProperties: false,
+    },
     annotations: destructive('Redo (take an undo back)'),
   },
   {
     name: 'restore_file',
     description:
-      'Bring specific files (or directories) back as they were before step N (or after it, with after: true), leaving every other file as it is. dry_run defaults to true: call it first as it is, then with dry_run: false. The same refusals and force as undo.',
+      'Bring specific files (or directories) back as they were before step N (or after it, with after: true), leaving every other file as it is. dry_run defaults to true: call it first as it is, then with dry_run: false. The same rule, refusals, force, exact and merge as undo.',
     inputSchema: {
       type: 'object',
       properties: {
@@ -178,6 +197,8 @@ export const MCP_TOOLS: McpTool[] = [
         after: { type: 'boolean', default: false, description: 'The state after step N instead of before it.' },
         dry_run: dryRunProp,
         force: forceProp,
+        exact: exactProp,
+        merge: mergeProp,
       },
       required: ['step', 'paths'],
       additionalProperties: false,

@@ -70,6 +70,7 @@ import {
 import { stepOf } from '../session/read.js';
 import { outsideEffect, effectLabel } from '../session/effects.js';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { printableName } from '../base/printable.js';
 
@@ -83,11 +84,33 @@ export interface OutsideChange {
   change: ChangedPath['change'];
   /** When it was seen: "before step 5", "since the last snapshot", "before the session ended". */
   when: string;
+  /** Journal index where it was seen (the journal's length: since the last snapshot); orders it against the calls' changes. */
+  at?: number;
+}
+
+/** A path both recorded calls (or operations) and the user changed since the target: refused unless --merge or --force. */
+export interface BothChanged {
+  path: string;
+  change: ChangedPath['change'];
+  /** The recorded changes, oldest first: "step 4", "operation 2 (undo)". */
+  by: string[];
+  /** The user's changes, oldest first ("before step 5", "since the last snapshot"). */
+  yours: string[];
+  /** Why --merge could not merge it (a dry run, or the refusal), else null. */
+  unmergeable?: string | null;
 }
 
 export interface OperationOptions {
   dryRun?: boolean;
   force?: boolean;
+  /**
+   * The worktree exactly as at the target (the meaning before issue 32), refusing where a change made outside
+   * the tool calls would be lost. Default: take back only what the recorded calls and operations changed since
+   * the target, keep the paths only the user changed, refuse the paths both changed.
+   */
+  exact?: boolean;
+  /** A path both changed: a three-way merge of the user's version with the agent's changes taken out (git merge-file). */
+  merge?: boolean;
   settings?: Settings;
   /** Test seam: stop (throw) after this many file changes, as a crash would. */
   interruptAfter?: number;
@@ -121,6 +144,14 @@ export interface OperationResult {
   kept: string[];
   /** Changes made outside the recorded tool calls that this operation overwrites (only with --force, or listed by a dry run). */
   outside: OutsideChange[];
+  /** Paths only the user changed since the target (outside tool calls): kept as they are (also listed in `left`). */
+  yours: OutsideChange[];
+  /** Paths both the recorded calls and the user changed (a dry run lists them; a run refuses them unless --merge or --force). */
+  both: BothChanged[];
+  /** Paths merged with --merge: the user's version with the agent's changes taken out. */
+  merged: string[];
+  /** --exact: the worktree exactly as at the target. */
+  exact: boolean;
   /** Unprotected steps crossed (only with --force, or listed by a dry run). */
   unprotected: { step: number; reason: string | null }[];
   /** Whether a real run would refuse without --force (dry run). */
@@ -292,6 +323,11 @@ export interface Resolved {
   scannedBy?: string;
   /** The user's own changes the operation takes back besides those after the anchor (revert of their checkpoint). */
   own?: OutsideChange[];
+  /**
+   * The user's checkpoint the operation goes back to before of (undo N, restore N of a checkpoint): a point to
+   * return to (issue 32 item 5), so what it recorded is taken back as a step's change, not kept as the user's.
+   */
+  ownCheckpoint?: number;
 }
 
 /** What the restore engine keeps deletions against: the target tree and the snapshot it comes from. */
@@ -425,6 +461,7 @@ function undoSpec(step: number | undefined): OpSpec {
         redoes: null,
         redone: [],
         headOf: commit,
+        ...(userCheckpoint(st) ? { ownCheckpoint: n } : {}),
         skippedAtTarget: st.kind === 'checkpoint' ? [] : skippedOf(events, commit),
       };
     },
@@ -525,6 +562,7 @@ function restoreSpec(step: number, when: 'before' | 'after', paths: string[]): O
       const toTree = await treeOf(repo, commit);
       await requireKnownPaths(repo, paths, [toTree, safetyTree], `the state ${when} step ${step}`);
       return {
+        ...(when === 'before' && userCheckpoint(st) ? { ownCheckpoint: step } : {}),
         toTree,
         toCommit: commit,
         paths,
@@ -640,7 +678,13 @@ function checkpointLabel(n: number, message: string | null | undefined): string 
  * snapshot saw. Changes of calls still running at that moment are theirs,
  * not outside.
  */
-export function outsideChanges(session: Session, events: JournalEvent[], anchor: number, sinceHead: ChangedPath[]): OutsideChange[] {
+export function outsideChanges(
+  session: Session,
+  events: JournalEvent[],
+  anchor: number,
+  sinceHead: ChangedPath[],
+  opts: { checkpoints?: boolean; ownCheckpoint?: number } = {},
+): OutsideChange[] {
   const out: OutsideChange[] = [];
   const byStep = new Map(session.steps.map((s) => [s.step, s]));
   const changedBy = (steps: Iterable<number>) => new Set([...steps].flatMap((n) => byStep.get(n)?.changed.map((c) => c.path) ?? []));
@@ -652,12 +696,14 @@ export function outsideChanges(session: Session, events: JournalEvent[], anchor:
       if (e.type === 'step.pre') {
         // Changes of overlapping calls still running show up in this pre-snapshot: they were made by tool calls.
         const byOverlaps = changedBy(e.overlaps);
-        for (const c of e.changed) if (!byOverlaps.has(c.path)) out.push({ path: c.path, change: c.change, when: `before step ${e.step}` });
+        for (const c of e.changed)
+          if (!byOverlaps.has(c.path)) out.push({ path: c.path, change: c.change, when: `before step ${e.step}`, at: i });
       } else if (e.type === 'step.checkpoint') {
-        if (checkpointMadeBy(e) === 'user') {
+        // --exact passes over a checkpoint of the user's: a point to return to, not an edit to protect (issue 32 item 5).
+        if (checkpointMadeBy(e) === 'user' && opts.checkpoints !== false && e.step !== opts.ownCheckpoint) {
           const byOpen = changedBy(open);
           for (const c of e.changed)
-            if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(e.step, e.message) });
+            if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: checkpointLabel(e.step, e.message), at: i });
         }
       } else if (e.type === 'op.start') {
         // The operation's result is built on its safety snapshot, so what that snapshot saw besides
@@ -665,15 +711,15 @@ export function outsideChanges(session: Session, events: JournalEvent[], anchor:
         // covered that operation only.
         const byOpen = changedBy(open);
         for (const c of e.changedBefore ?? [])
-          if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: `before operation ${e.op} (${e.kind})` });
+          if (!byOpen.has(c.path)) out.push({ path: c.path, change: c.change, when: `before operation ${e.op} (${e.kind})`, at: i });
       } else if (e.type === 'session.end') {
-        for (const c of e.changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step' });
+        for (const c of e.changed ?? []) out.push({ path: c.path, change: c.change, when: 'after the last step', at: i });
       }
     }
     if (e.type === 'step.pre' && e.source !== 'transcript') open.add(e.step);
     else if (e.type === 'step.post' || (e.type === 'step.unprotected' && e.phase !== 'pre')) open.delete(e.step);
   }
-  for (const c of sinceHead) out.push({ path: c.path, change: c.change, when: 'since the last snapshot' });
+  for (const c of sinceHead) out.push({ path: c.path, change: c.change, when: 'since the last snapshot', at: events.length });
   return out;
 }
 
@@ -708,6 +754,9 @@ interface Prepared {
   why: Map<string, string>;
   kept: string[];
   outside: OutsideChange[];
+  yours: OutsideChange[];
+  both: BothChanged[];
+  merged: string[];
   unprotected: { step: number; reason: string | null }[];
   headMoved: OperationResult['headMoved'];
   notUndoable: OperationResult['notUndoable'];
@@ -727,25 +776,42 @@ async function prepare(
   ctx: ResolveContext,
   sinceHead: ChangedPath[],
   safetySkipped: SkippedFile[],
+  opts: Pick<OperationOptions, 'exact' | 'merge' | 'force' | 'dryRun'>,
 ): Promise<Prepared> {
   const resolved = await spec.resolve(ctx);
   // A file the target snapshot skipped (secret, size cap, exclude) was maybe there: never delete it.
-  const { plan, kept } = withoutSkipped(
+  const { plan: full, kept } = withoutSkipped(
     await planChanges(repo, ctx.safetyTree, resolved.toTree, resolved.paths),
     resolved.skippedAtTarget.map((f) => f.path),
   );
+  const events = resolved.anchor === null ? ctx.events : await withOpChanges(repo, ctx.events, resolved.anchor);
+  // --exact passes over the user's checkpoints (issue 32 item 5); by default what they recorded is the user's, kept.
+  const after =
+    resolved.anchor === null
+      ? []
+      : outsideChanges(ctx.session, events, resolved.anchor, sinceHead, {
+          checkpoints: !opts.exact,
+          ...(resolved.ownCheckpoint !== undefined ? { ownCheckpoint: resolved.ownCheckpoint } : {}),
+        });
+  let plan = full;
+  let outside: OutsideChange[];
+  let sorted: Classified = { plan: full, yours: [], both: [], merged: [], overwritten: [] };
+  if (opts.exact || resolved.anchor === null) {
+    const touched = new Set(full.map((c) => c.path));
+    outside = [...after, ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
+  } else {
+    sorted = await classify(repo, full, after, recordedChanges(events, resolved.anchor, resolved.ownCheckpoint), opts);
+    plan = sorted.plan;
+    outside = sorted.overwritten;
+  }
   const disk = await prepareRestore(repo, plan, { target: targetOf(resolved) });
   const leftOut = [
     ...(await collapseNewDirs(repo, [ctx.safetyTree, resolved.toTree], leftOutKept(ctx.events, resolved, plan, safetySkipped))),
     ...keptLeftOutAtTarget(kept, resolved.skippedAtTarget),
+    ...sorted.yours.map((y) => ({ path: y.path, reason: `your edit (${y.when}): kept as it is` })),
+    ...sorted.merged.map((m) => ({ path: m, reason: "your edit, merged: the agent's changes taken out, yours kept" })),
   ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const why = leftOutReasons(safetySkipped);
-  const touched = new Set(plan.map((c) => c.path));
-  const after =
-    resolved.anchor === null
-      ? []
-      : outsideChanges(ctx.session, await withOpChanges(repo, ctx.events, resolved.anchor), resolved.anchor, sinceHead);
-  const outside = [...after, ...(resolved.own ?? [])].filter((o) => touched.has(o.path));
   const unprotected = resolved.crossed
     .map((n) => ctx.session.steps.find((x) => x.step === n))
     .filter((st): st is Step => !!st && st.status === 'unprotected')
@@ -765,7 +831,168 @@ async function prepare(
     }
   }
   const takesBack = opsTakenBack(ctx.events, ctx.ops, resolved.anchor, plan);
-  return { resolved, plan, disk, leftOut, why, kept, outside, unprotected, headMoved, notUndoable, takesBack };
+  return {
+    resolved,
+    plan,
+    disk,
+    leftOut,
+    why,
+    kept,
+    outside,
+    yours: sorted.yours,
+    both: sorted.both,
+    merged: sorted.merged,
+    unprotected,
+    headMoved,
+    notUndoable,
+    takesBack,
+  };
+}
+
+/** "before step 5" -> "between step 4 and 5": when the user's edit was made, as the kept line says it. */
+function yourWhen(when: string): string {
+  const m = /^before step (\d+)$/.exec(when);
+  const n = m ? Number(m[1]) : 0;
+  return n > 1 ? `between step ${n - 1} and ${n}` : when;
+}
+
+/** A change a recorded tool call or operation made after the anchor, and the commit that holds its result. */
+interface RecordedChange {
+  path: string;
+  by: string;
+  at: number;
+  commit: string | null;
+}
+
+/**
+ * What the recorded tool calls (their pre->post diffs, and agent-made checkpoints) and the operations after
+ * journal index `anchor` changed: the agent's side of the rule (issue 32 item 1). A redo's anchor is its
+ * undo's op.start, whose changes are among them.
+ */
+function recordedChanges(events: JournalEvent[], anchor: number, ownCheckpoint?: number): RecordedChange[] {
+  const done = new Map<number, { at: number; commit: string | null; ok: boolean }>();
+  events.forEach((e, i) => {
+    if (e.type === 'op.done') done.set(e.op, { at: i, commit: e.commit, ok: e.status === 'done' });
+  });
+  const out: RecordedChange[] = [];
+  for (let i = Math.max(anchor, 0); i < events.length; i++) {
+    const e = events[i]!;
+    if (e.type === 'step.post' && i > anchor && e.source !== 'transcript') {
+      for (const c of e.changed) out.push({ path: c.path, by: `step ${e.step}`, at: i, commit: e.commit });
+    } else if (e.type === 'step.checkpoint' && i > anchor && (checkpointMadeBy(e) === 'agent' || e.step === ownCheckpoint)) {
+      for (const c of e.changed) out.push({ path: c.path, by: `step ${e.step}`, at: i, commit: e.commit });
+    } else if (e.type === 'op.start') {
+      const d = done.get(e.op);
+      if (d?.ok) for (const c of e.paths) out.push({ path: c.path, by: `operation ${e.op} (${e.kind})`, at: d.at, commit: d.commit });
+    }
+  }
+  return out;
+}
+
+/** One path is the other or lies below it (a file replaced by a directory, or the other way round). */
+function related(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+}
+
+interface Classified {
+  /** What the operation changes: the paths the agent alone changed, the merged ones, and (--force) those both changed. */
+  plan: PlannedChange[];
+  yours: OutsideChange[];
+  both: BothChanged[];
+  merged: string[];
+  /** The user's changes --force overwrites. */
+  overwritten: OutsideChange[];
+}
+
+/**
+ * The rule of issue 32 item 1, per path that differs between now and the target: changed only by the
+ * recorded calls and operations since the target -> back to the target; only by the user -> kept;
+ * by both -> refused, unless --merge (git merge-file) or --force. A path neither changed (a call still
+ * open, a journal from before `changed` was recorded) goes back to the target as before.
+ */
+async function classify(
+  repo: Repo,
+  plan: PlannedChange[],
+  user: OutsideChange[],
+  recorded: RecordedChange[],
+  opts: Pick<OperationOptions, 'merge' | 'force' | 'dryRun'>,
+): Promise<Classified> {
+  const out: Classified = { plan: [], yours: [], both: [], merged: [], overwritten: [] };
+  for (const c of plan) {
+    const mine = user.filter((u) => related(u.path, c.path));
+    if (mine.length === 0) {
+      out.plan.push(c);
+      continue;
+    }
+    const agents = recorded.filter((r) => related(r.path, c.path));
+    const last = mine[mine.length - 1]!;
+    if (agents.length === 0) {
+      out.yours.push({ path: c.path, change: last.change, when: yourWhen(last.when), ...(last.at !== undefined ? { at: last.at } : {}) });
+      continue;
+    }
+    if (opts.force) {
+      out.plan.push(c);
+      out.overwritten.push(...mine.map((u) => ({ ...u, path: c.path })));
+      continue;
+    }
+    const both: BothChanged = {
+      path: c.path,
+      change: last.change,
+      by: [...new Set(agents.map((a) => a.by))],
+      yours: [...new Set(mine.map((u) => u.when))],
+    };
+    if (!opts.merge) {
+      out.both.push(both);
+      continue;
+    }
+    const m = await mergeOne(repo, c, mine, agents, !opts.dryRun);
+    if (typeof m === 'string') out.both.push({ ...both, unmergeable: m });
+    else {
+      out.merged.push(c.path);
+      if (m.oid !== c.from?.oid) out.plan.push({ path: c.path, from: c.from, to: m });
+    }
+  }
+  return out;
+}
+
+const REGULAR = new Set(['100644', '100755']);
+
+/**
+ * --merge for one path both changed: ours = the user's current file, base = the file after the agent's last
+ * change to it, theirs = the target; `git merge-file`. Returns the merged entry, or why it cannot merge
+ * (conflicts; not a regular file on every side; an edit of the user's before the agent's last change, which
+ * a merge against that base would take back).
+ */
+async function mergeOne(
+  repo: Repo,
+  c: PlannedChange,
+  mine: OutsideChange[],
+  agents: RecordedChange[],
+  write: boolean,
+): Promise<{ mode: string; oid: string } | string> {
+  const lastAgent = agents.reduce((a, b) => (b.at > a.at ? b : a));
+  if (mine.some((u) => (u.at ?? Infinity) < lastAgent.at)) return `your edit came before ${lastAgent.by} changed it again`;
+  if (!c.from || !c.to || !REGULAR.has(c.from.mode) || !REGULAR.has(c.to.mode) || !lastAgent.commit || hasRawBytes(c.path))
+    return 'it is not a regular file in both your version and the target';
+  const ls = await repo.git(['ls-tree', '-z', lastAgent.commit, '--', c.path], { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
+  const m = /^(\d+) blob ([0-9a-f]+)\t/.exec(ls.stdout.toString('utf8'));
+  if (!m || !REGULAR.has(m[1]!)) return `it is not a regular file after ${lastAgent.by}`;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-merge-'));
+  try {
+    const files = { ours: c.from.oid, base: m[2]!, theirs: c.to.oid };
+    for (const [name, oid] of Object.entries(files))
+      fs.writeFileSync(path.join(dir, name), (await repo.git(['cat-file', 'blob', oid])).stdout);
+    const okCodes = Array.from({ length: 255 }, (_, i) => i + 1);
+    const res = await repo.git(['merge-file', '-p', '-q', path.join(dir, 'ours'), path.join(dir, 'base'), path.join(dir, 'theirs')], {
+      okCodes,
+    });
+    if (res.code === 255) return 'git merge-file cannot merge it (a binary file?)';
+    if (res.code !== 0) return `${res.code === 1 ? 'a conflict' : `${res.code} conflicts`} between your edit and the target`;
+    const h = await repo.git(['hash-object', ...(write ? ['-w'] : []), '--stdin'], { input: res.stdout });
+    return { mode: c.from.mode, oid: h.stdout.toString('utf8').trim() };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Why the worktree's snapshot left each path out, for the paths it left out. */
@@ -926,8 +1153,8 @@ async function dryRunSnapshot(repo: Repo, id: string, settings: Settings): Promi
   }
 }
 
-function refuseIfNeeded(spec: OpSpec, p: Prepared, force: boolean): void {
-  if (force) return;
+function refuseIfNeeded(spec: OpSpec, p: Prepared, opts: OperationOptions): void {
+  if (opts.force) return;
   const what =
     spec.kind === 'undo' && spec.target.step !== undefined
       ? `undo ${spec.target.step}`
@@ -954,6 +1181,28 @@ function refuseIfNeeded(spec: OpSpec, p: Prepared, force: boolean): void {
       },
     );
   }
+  if (p.both.length > 0) refuseBoth(what, p.both, !!opts.merge);
+}
+
+/** Paths both the agent and the user changed: refused (exit 3), or with --merge, the ones it could not merge (exit 4). */
+function refuseBoth(what: string, both: BothChanged[], merge: boolean): never {
+  const lines = both
+    .map(
+      (b) =>
+        `  ${b.change} ${printableName(b.path)}: changed by ${b.by.join(', ')} and by you (${b.yours.map(yourWhen).join(', ')})${merge && b.unmergeable ? `; not merged: ${b.unmergeable}` : ''}`,
+    )
+    .join('\n');
+  const n = both.length === 1 ? 'a path' : `${both.length} paths`;
+  if (merge) {
+    throw errors.conflict(`${what} --merge cannot merge ${n} both the agent and you changed; nothing was changed:\n${lines}`, {
+      hint: "Edit the file so the agent's change is gone yourself, or run again with --force (your version stays in the safety snapshot taken first).",
+      data: { both },
+    });
+  }
+  throw errors.refused(`${what} would take back the agent's changes to ${n} you changed too:\n${lines}`, {
+    hint: "Run again with --merge to keep your edit and take the agent's changes out of it, or with --force to put it back as at the target anyway (your version stays in the safety snapshot taken first).",
+    data: { both },
+  });
 }
 
 function emptyResult(session: string, spec: OpSpec): OperationResult {
@@ -967,6 +1216,10 @@ function emptyResult(session: string, spec: OpSpec): OperationResult {
     left: [],
     kept: [],
     outside: [],
+    yours: [],
+    both: [],
+    merged: [],
+    exact: false,
     unprotected: [],
     wouldRefuse: false,
     headMoved: null,
@@ -984,6 +1237,9 @@ function emptyResult(session: string, spec: OpSpec): OperationResult {
 function fill(r: OperationResult, p: Prepared): void {
   r.kept = p.kept;
   r.outside = p.outside;
+  r.yours = p.yours;
+  r.both = p.both;
+  r.merged = p.merged;
   r.unprotected = p.unprotected;
   r.headMoved = p.headMoved;
   r.notUndoable = p.notUndoable;
@@ -1151,6 +1407,7 @@ export async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: O
   const settings = opts.settings ?? (await loadSettings(repo));
   checkWorktree(repo, loadSession(repo, id));
   const result = emptyResult(id, spec);
+  result.exact = !!opts.exact;
 
   if (opts.dryRun) {
     // No locks, no refs: the worktree is read through a throwaway copy of the private index.
@@ -1158,13 +1415,20 @@ export async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: O
     const session = foldJournal(events)!;
     const snap = await dryRunSnapshot(repo, id, settings);
     const sinceHead = session.headTree ? await diffTrees(repo, session.headTree, snap.tree) : [];
-    const p = await prepare(repo, spec, { repo, session, events, ops: foldOps(events), safetyTree: snap.tree }, sinceHead, snap.skipped);
+    const p = await prepare(
+      repo,
+      spec,
+      { repo, session, events, ops: foldOps(events), safetyTree: snap.tree },
+      sinceHead,
+      snap.skipped,
+      opts,
+    );
     fill(result, p);
     result.dryRun = true;
     // The plan the run executes, checked against the disk as the run checks it.
     result.changes = plannedChanges(p.disk);
     result.left = mergeLeft(explainLeft(p.disk.left, p.why), p.leftOut);
-    result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0);
+    result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0 || p.both.length > 0);
     return result;
   }
 
@@ -1181,7 +1445,7 @@ export async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: O
       const head = locked.head();
 
       const snap = await snapshotTree(repo, { indexFile: locked.paths.index, settings, parentTree: head.tree });
-      const p = await prepare(repo, spec, { repo, session, events, ops, safetyTree: snap.tree }, snap.changed, snap.skipped);
+      const p = await prepare(repo, spec, { repo, session, events, ops, safetyTree: snap.tree }, snap.changed, snap.skipped, opts);
       fill(result, p);
       // Undo to where the worktree already is, with no step left to mark undone (the same undo run again,
       // say after a crash): nothing is recorded, so a later redo reverses the undo that did the work.
@@ -1189,7 +1453,7 @@ export async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: O
         result.left = p.leftOut;
         return result;
       }
-      refuseIfNeeded(spec, p, !!opts.force);
+      refuseIfNeeded(spec, p, opts);
       if (!opts.force) {
         result.outside = [];
         result.unprotected = [];
@@ -1218,6 +1482,7 @@ export async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: O
         undoes: p.resolved.undoes,
         redoes: p.resolved.redoes,
         force: !!opts.force,
+        ...(opts.exact ? { exact: true } : {}),
         // What the safety snapshot saw besides the session head: protected for later operations (outsideChanges).
         // Without a head tree snapshotTree reports nothing; readers then diff the safety commit with its parent.
         ...(head.tree ? { changedBefore: snap.changed } : {}),

@@ -116,7 +116,8 @@ export interface StepCheckpointEvent extends EventBase {
    * (an agent with no hooks: its bursts of changes are its steps). 'user' (and
    * absent, except tool 'auto' in journals written before this field): a
    * `snap`, the checkpoint of a resumed session, a post hook with no pre —
-   * undo, redo, restore and revert refuse to take it back without --force.
+   * an undo passing over it keeps what it recorded, `undo N` of it goes back to
+   * before it, revert refuses to take it back without --force (issue 32).
    */
   madeBy?: 'agent' | 'user';
   commit: string;
@@ -222,6 +223,8 @@ export interface OpStartEvent extends EventBase {
   /** The undo operation a redo reverses. */
   redoes: number | null;
   force: boolean;
+  /** --exact: the worktree made exactly as at the target (else the agent's changes taken back, the user's kept). */
+  exact?: boolean;
   /**
    * What the safety snapshot saw differ from the session head: changes made outside
    * tool calls (or by calls still running) since the last snapshot. The result of the

@@ -210,7 +210,7 @@ test('`undo --dry-run` exits 3 when the real undo would be refused, 0 when it wo
     const before = observable(repo, session);
     const dry = await cliProcess(repo, ['undo', '2', '--dry-run']);
     assert.is(dry.code, 3, dry.stderr);
-    assert.match(dry.stdout, /refused without --force/);
+    assert.match(dry.stdout, /refused without --merge or --force: changed by the agent and by you since:\n\s+M a\.txt/);
     const json = await cliProcess(repo, ['undo', '2', '--dry-run', '--json']);
     assert.is(json.code, 3);
     assert.is((JSON.parse(json.stdout) as { files: { wouldRefuse: boolean } }).files.wouldRefuse, true);

@@ -71,7 +71,7 @@ test('tools/list: every tool with its JSON schema, the read-only ones marked rea
     }
     const undo = byName.get('undo')!;
     assert.is(undo.inputSchema.type, 'object');
-    assert.equal(Object.keys(undo.inputSchema.properties ?? {}).sort(), ['dry_run', 'force', 'step']);
+    assert.equal(Object.keys(undo.inputSchema.properties ?? {}).sort(), ['dry_run', 'exact', 'force', 'merge', 'step']);
     assert.is((undo.inputSchema.properties as Record<string, { default?: unknown }>).dry_run!.default, true);
     assert.match(undo.description ?? '', /dry_run/);
     assert.match(undo.description ?? '', /conversation still holds the undone calls/);
@@ -166,13 +166,14 @@ test('a refusal (the user edited the file meanwhile) comes back as text with the
     try {
       const dry = await c.call('undo', { step: 1 });
       assert.is(dry.isError, false, dry.text);
-      assert.match(dry.text, /It would be REFUSED: these changes were made outside the recorded tool calls/);
-      assert.match(dry.text, /M a\.txt \(since the last snapshot\)/);
+      assert.match(dry.text, /It would be REFUSED: changed both by the agent and by the user since/);
+      assert.match(dry.text, /M a\.txt: by step 1 and by the user \(since the last snapshot\)/);
       assert.match(dry.text, /force: true/);
 
       const res = await c.call('undo', { step: 1, dry_run: false });
       assert.is(res.isError, true);
-      assert.match(res.text, /undo 1 would overwrite a change made outside the recorded tool calls/);
+      assert.match(res.text, /undo 1 would take back the agent's changes to a path you changed too/);
+      assert.match(res.text, /merge: true/);
       assert.match(res.text, /a\.txt/);
       assert.match(res.text, /force: true/);
       assert.not.match(res.text, /--force/);

@@ -1,8 +1,12 @@
 // Issue 13 item 5: checkpoints must not swallow the user's own edits. What a
 // checkpoint records is the user's (a `snap -m`, the checkpoint a resumed
 // `wrap --session` takes, the one a post hook takes when no pre came), except
-// the automatic checkpoints of `wrap --auto` (the agent's steps). undo, redo,
-// restore and revert refuse (exit 3) to take back the user's changes unless --force.
+// the automatic checkpoints of `wrap --auto` (the agent's steps). Since issue
+// 32, undo, redo and restore keep what only the user changed (reported kept),
+// refuse (exit 3) what both changed unless --merge or --force; the user's own
+// checkpoint is a point to return to (item 5): `undo N` of it goes back to
+// before it, and --exact passes over it, without --force; revert refuses to
+// take back a checkpoint of the user's unless --force.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
@@ -20,7 +24,7 @@ function agentScript(repo: TempRepo, name: string, body: string): string {
   return file;
 }
 
-test('undo N refuses (exit 3) to revert an edit a later `snap -m` checkpoint recorded; --force reverts it', async () => {
+test('undo N keeps an edit a later `snap -m` checkpoint recorded; --exact reverts it without --force (issue 32 item 5)', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n', 'b.txt': 'b0\n' } });
   try {
     await step(repo, () => repo.write('a.txt', 'a1 by the agent\n'));
@@ -36,14 +40,13 @@ test('undo N refuses (exit 3) to revert an edit a later `snap -m` checkpoint rec
     const steps = Array.isArray(json) ? json : json.files;
     assert.is(steps.find((s) => s.step === 2)?.madeBy, 'user');
     const r = await cli(repo, ['undo', '1']);
-    assert.is(r.code, 3, r.stdout + r.stderr);
-    assert.match(r.stderr, 'b.txt');
-    assert.match(r.stderr, /outside the recorded tool calls/);
-    assert.not.match(r.stderr, /a\.txt/, "the agent's change is not listed");
-    assert.is(text(repo, 'a.txt'), 'a1 by the agent\n', 'nothing written');
+    assert.is(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /kept: b\.txt \(your edit at checkpoint 2: my edit\)/);
+    assert.is(text(repo, 'a.txt'), 'a0\n');
     assert.is(text(repo, 'b.txt'), 'b1 mine\n');
-    const forced = await cli(repo, ['undo', '1', '--force']);
-    assert.is(forced.code, 0, forced.stderr);
+    assert.is((await cli(repo, ['redo'])).code, 0);
+    const exact = await cli(repo, ['undo', '1', '--exact']);
+    assert.is(exact.code, 0, exact.stdout + exact.stderr);
     assert.is(text(repo, 'a.txt'), 'a0\n');
     assert.is(text(repo, 'b.txt'), 'b0\n');
   } finally {
@@ -51,35 +54,32 @@ test('undo N refuses (exit 3) to revert an edit a later `snap -m` checkpoint rec
   }
 });
 
-test("undo of a `snap -m` checkpoint itself refuses (its change is the user's); bare undo too", async () => {
+test('undo of a `snap -m` checkpoint itself goes back to before it without --force (a point to return to, issue 32 item 5); bare undo too', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n' } });
   try {
     await step(repo, () => repo.write('x.txt', 'agent\n'));
     repo.write('a.txt', 'a1 mine\n');
     assert.is((await cli(repo, ['snap', '-m', 'mine'])).code, 0);
-    for (const args of [['undo', '2'], ['undo']]) {
-      const r = await cli(repo, args);
-      assert.is(r.code, 3, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
-      assert.match(r.stderr, 'a.txt');
-      assert.is(text(repo, 'a.txt'), 'a1 mine\n');
-    }
     const dry = await cli(repo, ['undo', '2', '--dry-run', '--json']);
-    assert.is(dry.code, 3, 'a dry run of a refused undo exits 3, as the undo does');
-    const plan = (JSON.parse(dry.stdout) as { files: { wouldRefuse: boolean; outside: { path: string }[] } }).files;
-    assert.ok(plan.wouldRefuse, dry.stdout);
+    assert.is(dry.code, 0, dry.stdout + dry.stderr);
+    const plan = (JSON.parse(dry.stdout) as { files: { wouldRefuse: boolean; yours: unknown[]; changes: { path: string }[] } }).files;
+    assert.not.ok(plan.wouldRefuse, dry.stdout);
+    assert.equal(plan.yours, []);
     assert.equal(
-      plan.outside.map((o) => o.path),
+      plan.changes.map((c) => c.path),
       ['a.txt'],
     );
-    const forced = await cli(repo, ['undo', '2', '--force']);
-    assert.is(forced.code, 0, forced.stderr);
+    const bare = await cli(repo, ['undo']);
+    assert.is(bare.code, 0, bare.stdout + bare.stderr);
+    assert.match(bare.stdout, /^undo 2 /m);
     assert.is(text(repo, 'a.txt'), 'a0\n');
+    assert.is(text(repo, 'x.txt'), 'agent\n', "the agent's step before the checkpoint stays");
   } finally {
     repo.cleanup();
   }
 });
 
-test('an edit made between two `wrap --session` runs lands in the resume checkpoint: undo 1 refuses, --force reverts', async () => {
+test('an edit made between two `wrap --session` runs lands in the resume checkpoint: undo 1 keeps it, --exact reverts it', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n', 'b.txt': 'b0\n' } });
   try {
     const agent = (content: string) =>
@@ -97,18 +97,19 @@ test('an edit made between two `wrap --session` runs lands in the resume checkpo
     repo.write('b.txt', 'b1 edited by hand between the runs\n');
     const second = await cliProcess(repo, ['wrap', '--session', 'w1', '--', agent('a2')]);
     assert.is(second.code, 0, second.stderr);
-    const r = await cli(repo, ['undo', '1', '--session', 'w1']);
-    assert.is(r.code, 3, r.stdout + r.stderr);
-    assert.match(r.stderr, 'b.txt');
-    assert.is(text(repo, 'a.txt'), 'a2\n');
-    assert.is(text(repo, 'b.txt'), 'b1 edited by hand between the runs\n');
+    const r = await cli(repo, ['undo', '1', '--session', 'w1', '--dry-run', '--json']);
+    assert.is(r.code, 0, r.stdout + r.stderr);
+    assert.equal(
+      (JSON.parse(r.stdout) as { files: { yours: { path: string }[] } }).files.yours.map((y) => y.path),
+      ['b.txt'],
+    );
     // The step of the second run alone is the agent's: undoing it needs no --force.
     const own = await cli(repo, ['undo', '3', '--session', 'w1']);
     assert.is(own.code, 0, own.stderr);
     assert.is(text(repo, 'a.txt'), 'a1\n');
     assert.is(text(repo, 'b.txt'), 'b1 edited by hand between the runs\n');
-    const forced = await cli(repo, ['undo', '1', '--session', 'w1', '--force']);
-    assert.is(forced.code, 0, forced.stderr);
+    const exact = await cli(repo, ['undo', '1', '--session', 'w1', '--exact']);
+    assert.is(exact.code, 0, exact.stderr);
     assert.is(text(repo, 'a.txt'), 'a0\n');
     assert.is(text(repo, 'b.txt'), 'b0\n');
   } finally {
@@ -215,7 +216,7 @@ test("wrap --auto: the automatic checkpoints are the agent's steps (the last bur
   }
 });
 
-test('wrap --auto beside a hooked agent: its calls are its steps, what a checkpoint sees besides them is not (undo refuses)', async () => {
+test("wrap --auto beside a hooked agent: its calls are its steps, what a checkpoint sees besides them is the user's (undo of that checkpoint goes back to before it)", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a0\n' } });
   try {
     repo.git(['config', 'agentsnap.autoQuiet', '600000']);
@@ -225,10 +226,16 @@ test('wrap --auto beside a hooked agent: its calls are its steps, what a checkpo
     fs.writeFileSync(fake, '#!/bin/sh\necho a1 > a.txt\n', { mode: 0o755 });
     const res = await cliProcess(repo, ['wrap', '--auto', '--session', 'auto2', '--', fake, 'exec', 'x']);
     assert.is(res.code, 0, res.stderr);
+    // Undone itself, the user's checkpoint is a point to return to: what it recorded is taken back.
+    const over = await cli(repo, ['undo', '1', '--session', 'auto2', '--dry-run', '--json']);
+    assert.is(over.code, 0, over.stdout + over.stderr);
+    assert.equal(
+      (JSON.parse(over.stdout) as { files: { changes: { path: string }[] } }).files.changes.map((c) => c.path),
+      ['a.txt'],
+    );
     const r = await cli(repo, ['undo', '--session', 'auto2']);
-    assert.is(r.code, 3, r.stdout + r.stderr);
-    assert.match(r.stderr, 'a.txt');
-    assert.is(text(repo, 'a.txt'), 'a1\n');
+    assert.is(r.code, 0, r.stdout + r.stderr);
+    assert.is(text(repo, 'a.txt'), 'a0\n');
   } finally {
     repo.cleanup();
   }
@@ -256,12 +263,16 @@ function journalOf(repo: TempRepo): string {
   return path.join(dir, ids[0]!, 'journal.jsonl');
 }
 
-test("without an operation in between, undo N refuses over the user's edit made after step N", async () => {
+test("without an operation in between, undo N --exact refuses over the user's edit made after step N; undo N keeps it", async () => {
   const { repo, n } = await sessionWithUserEdit();
   try {
-    const undo = await cli(repo, ['undo', String(n)]);
+    const undo = await cli(repo, ['undo', String(n), '--exact']);
     assert.is(undo.code, 3, undo.stderr);
     assert.is(text(repo, 'a.txt'), "the user's own edit\n");
+    const keeps = await cli(repo, ['undo', String(n)]);
+    assert.is(keeps.code, 0, keeps.stderr);
+    assert.is(text(repo, 'a.txt'), "the user's own edit\n");
+    assert.not.ok(repo.exists('b.txt'));
   } finally {
     repo.cleanup();
   }
@@ -271,16 +282,22 @@ for (const [what, args] of [
   ['a restore of another path', (n: number) => ['restore', String(n), '--after', '--', 'b.txt']],
   ['a revert', (n: number) => ['revert', String(n)]],
 ] as const) {
-  test(`an operation does not absorb the user's edit: after ${what}, undo N still refuses over the edit made after step N`, async () => {
+  test(`an operation does not absorb the user's edit: after ${what}, undo N keeps it, undo N --exact still refuses over it`, async () => {
     const { repo, n } = await sessionWithUserEdit();
     try {
       const op = await cli(repo, args(n));
       assert.is(op.code, 0, op.stderr);
-      const undo = await cli(repo, ['undo', String(n)]);
+      const dry = await cli(repo, ['undo', String(n), '--dry-run', '--json']);
+      assert.is(dry.code, 0, dry.stdout + dry.stderr);
+      assert.equal(
+        (JSON.parse(dry.stdout) as { files: { yours: { path: string; when: string }[] } }).files.yours.map((y) => [y.path, y.when]),
+        [['a.txt', 'before operation 1 (' + args(n)[0] + ')']],
+      );
+      const undo = await cli(repo, ['undo', String(n), '--exact']);
       assert.is(undo.code, 3, `undo ${n} exited ${undo.code} and left a.txt as ${JSON.stringify(text(repo, 'a.txt'))}: ${undo.stderr}`);
       assert.match(undo.stderr, /a\.txt \(before operation 1\b/);
       assert.is(text(repo, 'a.txt'), "the user's own edit\n");
-      const forced = await cli(repo, ['undo', String(n), '--force']);
+      const forced = await cli(repo, ['undo', String(n), '--exact', '--force']);
       assert.is(forced.code, 0, forced.stderr);
       assert.is(text(repo, 'a.txt'), 'a\n');
     } finally {
@@ -304,7 +321,7 @@ test("an operation does not absorb the user's edit: a journal from before op.sta
     assert.ok(Array.isArray(start.changedBefore), 'op.start records what its safety snapshot saw');
     delete start.changedBefore;
     fs.writeFileSync(file, lines.map((e) => `${JSON.stringify(e)}\n`).join(''));
-    const undo = await cli(repo, ['undo', String(n)]);
+    const undo = await cli(repo, ['undo', String(n), '--exact']);
     assert.is(undo.code, 3, undo.stdout + undo.stderr);
     assert.match(undo.stderr, 'a.txt');
     assert.is(text(repo, 'a.txt'), "the user's own edit\n");
@@ -323,11 +340,11 @@ test("an operation does not absorb the user's edit: redo after it refuses over t
     repo.write('a.txt', "the user's own edit\n");
     const op = await cli(repo, ['restore', '1', '--', 'b.txt']);
     assert.is(op.code, 0, op.stderr);
-    const redo = await cli(repo, ['redo']);
+    const redo = await cli(repo, ['redo', '--exact']);
     assert.is(redo.code, 3, redo.stdout + redo.stderr);
     assert.match(redo.stderr, /a\.txt \(before operation 2\b/);
     assert.is(text(repo, 'a.txt'), "the user's own edit\n");
-    const forced = await cli(repo, ['redo', '--force']);
+    const forced = await cli(repo, ['redo', '--exact', '--force']);
     assert.is(forced.code, 0, forced.stderr);
     assert.is(text(repo, 'a.txt'), 'a\n');
     assert.is(text(repo, 'c.txt'), 'c by the agent\n');
@@ -340,21 +357,21 @@ test("an operation does not absorb the user's edit: --force covers that operatio
   const { repo, n } = await sessionWithUserEdit();
   try {
     repo.write('b.txt', "the user's edit of the agent's file\n");
-    const r = await cli(repo, ['restore', String(n), '--after', '--', 'b.txt']);
+    const r = await cli(repo, ['restore', String(n), '--after', '--exact', '--', 'b.txt']);
     assert.is(r.code, 3, r.stdout + r.stderr);
-    const forced = await cli(repo, ['restore', String(n), '--after', '--force', '--', 'b.txt']);
+    const forced = await cli(repo, ['restore', String(n), '--after', '--exact', '--force', '--', 'b.txt']);
     assert.is(forced.code, 0, forced.stderr);
     assert.is(text(repo, 'b.txt'), 'from the agent\n');
     // a.txt was not restored: it still holds the user's edit, which the forced restore's result commit holds too.
-    const undo = await cli(repo, ['undo', String(n)]);
+    const undo = await cli(repo, ['undo', String(n), '--exact']);
     assert.is(undo.code, 3, undo.stdout + undo.stderr);
     assert.match(undo.stderr, 'a.txt');
     assert.is(text(repo, 'a.txt'), "the user's own edit\n");
     assert.is(text(repo, 'b.txt'), 'from the agent\n');
     // A second forced operation on other paths does not clear it either.
-    const again = await cli(repo, ['restore', String(n), '--force', '--', 'b.txt']);
+    const again = await cli(repo, ['restore', String(n), '--exact', '--force', '--', 'b.txt']);
     assert.is(again.code, 0, again.stderr);
-    const still = await cli(repo, ['restore', String(n), '--', 'a.txt']);
+    const still = await cli(repo, ['restore', String(n), '--exact', '--', 'a.txt']);
     assert.is(still.code, 3, still.stdout + still.stderr);
     assert.is(text(repo, 'a.txt'), "the user's own edit\n");
   } finally {

@@ -100,7 +100,7 @@ test('bare undo walks back one step at a time; redo returns; a bare undo after r
   }
 });
 
-test('undo refuses to overwrite changes made outside tool calls (exit 3), lists them, and --force keeps them in the safety snapshot', async () => {
+test('undo --exact refuses to overwrite changes made outside tool calls (exit 3), lists them, and --force keeps them in the safety snapshot', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'a\n', 'b.txt': 'b\n' } });
   try {
     await step(repo, () => repo.write('a.txt', 'agent\n'));
@@ -108,20 +108,20 @@ test('undo refuses to overwrite changes made outside tool calls (exit 3), lists 
     await step(repo, () => repo.write('b.txt', 'agent b\n'));
     repo.write('notes.txt', 'user notes since the last snapshot\n');
     const before = worktreeFiles(repo);
-    const dry = await cli(repo, ['undo', '1', '--dry-run']);
+    const dry = await cli(repo, ['undo', '1', '--exact', '--dry-run']);
     assert.is(dry.code, 3, 'the dry run exits as the undo would');
     assert.match(dry.stdout, /refused without --force/);
     assert.match(dry.stdout, /M a.txt \(before step 2\)/);
-    let r = await cli(repo, ['undo', '1']);
+    let r = await cli(repo, ['undo', '1', '--exact']);
     assert.is(r.code, 3);
     assert.match(r.stderr, /2 changes made outside the recorded tool calls/);
     assert.match(r.stderr, /a.txt \(before step 2\)/);
     assert.match(r.stderr, /notes.txt \(since the last snapshot\)/);
     assert.equal(worktreeFiles(repo), before, 'nothing changed');
     // Undoing only step 2 touches b.txt and notes.txt: notes.txt is protected too.
-    r = await cli(repo, ['undo', '2']);
+    r = await cli(repo, ['undo', '2', '--exact']);
     assert.is(r.code, 3);
-    r = await cli(repo, ['undo', '1', '--force']);
+    r = await cli(repo, ['undo', '1', '--exact', '--force']);
     assert.is(r.code, 0, r.stderr);
     assert.is(repo.read('a.txt').toString(), 'a\n');
     assert.not.ok(repo.exists('notes.txt'));

@@ -45,7 +45,9 @@
 //                                 check of unhooked reads' recorded state (to hunt other bugs
 //                                 while one of those is open); keptskipped: (c)'s check that an
 //                                 operation reports as left a skipped path it keeps (a nested
-//                                 repository without a commit, .env, a file over the cap)
+//                                 repository without a commit, .env, a file over the cap); keptyours: (c')'s check that
+//                                 what the default undo/redo/restore kept as the user's was changed
+//                                 outside the tool calls since its target
 //   AGENTSNAP_PROPERTY_CASE='["off","sha256",[{"t":"edit",...},...]]'  runs exactly that
 //                                 sequence (a counterexample as fast-check prints it;
 //                                 the older ["off",[...]] form means sha1)

@@ -106,9 +106,10 @@ export type Op =
   | { t: 'hardlink'; f: number }
   | { t: 'nested'; k: 'init' | 'commit' | 'edit'; c: number }
   | { t: 'git'; k: 'add' | 'commit' | 'checkout' | 'stash' | 'unstash'; f: number }
-  | { t: 'undo'; s: number | null; force: boolean }
-  | { t: 'redo'; force: boolean }
-  | { t: 'restore'; s: number; after: boolean; f: number; force: boolean }
+  // exact: `--exact` (the worktree exactly as at the target); else the default of issue 32 (the agent's changes taken back, the user's kept).
+  | { t: 'undo'; s: number | null; force: boolean; exact?: boolean }
+  | { t: 'redo'; force: boolean; exact?: boolean }
+  | { t: 'restore'; s: number; after: boolean; f: number; force: boolean; exact?: boolean }
   | { t: 'revert'; s: number }
   | { t: 'wsEdit'; e: FsEdit }
   | { t: 'apply' }
@@ -268,9 +269,11 @@ export function opArb(families: Family[]): fc.Arbitrary<Op> {
       }),
     );
   if (has('undo')) {
-    add(3, fc.record({ t: fc.constant('undo' as const), s: fc.option(nat(20), { nil: null }), force: fc.boolean() }));
-    add(1, fc.record({ t: fc.constant('redo' as const), force: fc.boolean() }));
-    add(1, fc.record({ t: fc.constant('restore' as const), s: nat(20), after: fc.boolean(), f: nat(20), force: fc.boolean() }));
+    // --exact one time in three: the default (keep the user's edits) is what users run.
+    const exact = fc.constantFrom(false, false, true);
+    add(3, fc.record({ t: fc.constant('undo' as const), s: fc.option(nat(20), { nil: null }), force: fc.boolean(), exact }));
+    add(1, fc.record({ t: fc.constant('redo' as const), force: fc.boolean(), exact }));
+    add(1, fc.record({ t: fc.constant('restore' as const), s: nat(20), after: fc.boolean(), f: nat(20), force: fc.boolean(), exact }));
     add(1, fc.record({ t: fc.constant('revert' as const), s: nat(20) }));
   }
   if (has('apply')) {
@@ -1223,6 +1226,42 @@ export class World {
     }
   }
 
+  /**
+   * Paths anything but a tool call or an operation changed (the user's edits, git commands, ignore rules, apply…):
+   * path -> the last step then. `outsideUnknown`: a view failed (a full disk), so the map may miss some.
+   */
+  private outsideTouched = new Map<string, number>();
+  private outsideUnknown = false;
+
+  private noteOutside(before: View): void {
+    const after = this.view();
+    const last = Math.max(0, ...this.stepNumbers());
+    for (const p of new Set([...before.tree.keys(), ...after.tree.keys()])) {
+      const a = before.tree.get(p);
+      const b = after.tree.get(p);
+      if (a?.oid !== b?.oid || a?.mode !== b?.mode) this.outsideTouched.set(p, last);
+    }
+  }
+
+  /**
+   * (c') The default undo, redo and restore keep a path as the user's only where something other than the
+   * tool calls changed it after the target (for a checkpoint target, what the checkpoint itself recorded).
+   */
+  private checkKeptYours(kind: string, start: JournalEv, yours: string[]): void {
+    if (this.outsideUnknown || yours.length === 0) return;
+    // A call whose snapshot failed left its changes unrecorded: the product cannot tell them from the user's.
+    if (this.journal().some((ev) => ev.type === 'step.unprotected')) return;
+    const step = (start.target as { step?: number } | undefined)?.step;
+    const isCheckpoint = step !== undefined && this.journal().some((ev) => ev.type === 'step.checkpoint' && ev.step === step);
+    const since = step === undefined ? 0 : isCheckpoint ? step - 1 : step;
+    const related = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+    const bad = yours.filter((y) => ![...this.outsideTouched].some(([p, after]) => related(p, y) && after >= since));
+    if (bad.length > 0)
+      throw new InvariantError(
+        `(c') ${kind} kept as the user's edits paths nothing but tool calls changed since its target (they must go back to it): ${bad.join(', ')}`,
+      );
+  }
+
   /** Paths the user changed between tool calls: path -> the entry they left (null: deleted) and the last step then. */
   private userChanges = new Map<string, { entry: Entry | null; afterStep: number }>();
 
@@ -1286,9 +1325,27 @@ export class World {
     const say = (s: string): void => {
       this.log.push(`${this.opIndex}. ${s}`);
     };
+    // Everything but a tool call or an operation is a change outside the tool calls (checkKeptYours).
+    const watch = !['call', 'read', 'undo', 'redo', 'restore', 'revert'].includes(op.t);
+    let seen: View | null = null;
     try {
+      if (watch && !this.outsideUnknown) {
+        try {
+          seen = this.view();
+        } catch {
+          this.outsideUnknown = true;
+        }
+      }
       await this.runOp(op, say);
+      if (seen) {
+        try {
+          this.noteOutside(seen);
+        } catch {
+          this.outsideUnknown = true;
+        }
+      }
     } catch (err) {
+      if (watch) this.outsideUnknown = true;
       // On a full disk the user's own writes (info/exclude, git init…) may fail: that is the world, not a finding.
       if (
         !this.ballast ||
@@ -1625,6 +1682,7 @@ export class World {
     const steps = this.stepNumbers();
     const pick = (i: number) => (steps.length ? steps[i % steps.length]! : 1);
     const force = 'force' in op && op.force ? ['--force'] : [];
+    const exact = 'exact' in op && op.exact ? ['--exact'] : [];
     let args: string[];
     let restorePath: string | null = null;
     switch (op.t) {
@@ -1645,7 +1703,7 @@ export class World {
         args = ['revert', String(pick(op.s))];
         break;
     }
-    args = [...args.slice(0, 1), '--session', this.session, '--json', ...force, ...args.slice(1)];
+    args = [...args.slice(0, 1), '--session', this.session, '--json', ...force, ...exact, ...args.slice(1)];
     this.newEvents();
     const before = this.view();
     const res = await this.guarded(args.join(' '), () => this.agentsnap(args), { untouchable: before });
@@ -1671,9 +1729,18 @@ export class World {
       const parsed = JSON.parse(res.stdout) as {
         left?: { path: string }[];
         kept?: string[];
-        files?: { left?: { path: string }[]; kept?: string[] };
+        yours?: { path: string }[];
+        files?: { left?: { path: string }[]; kept?: string[]; yours?: { path: string }[] };
       };
       const out = parsed.files ?? parsed;
+      // (c') what it kept as the user's own was changed outside the tool calls since its target: an operation that
+      // "keeps" a path only tool calls changed there has not taken the agent's change back.
+      if (exact.length === 0 && op.t !== 'revert' && !SKIP_CHECKS.has('keptyours'))
+        this.checkKeptYours(
+          args[0]!,
+          start,
+          (out.yours ?? []).map((y) => y.path),
+        );
       const left = [
         ...(out.left ?? []).map((l) => l.path),
         ...((done.left ?? []) as { path: string }[]).map((l) => l.path),

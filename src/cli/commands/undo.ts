@@ -25,10 +25,29 @@ export const opOptions = {
   ...jsonOption,
 } as const;
 
+/** undo, redo and restore: which changes they take back (issue 32 item 1). */
+const ruleOptions = {
+  ...opOptions,
+  exact: {
+    type: 'boolean',
+    default: false,
+    describe:
+      "the worktree exactly as at the target, refusing where your edits would be lost (default: take back the agent's changes, keep yours)",
+  },
+  merge: {
+    type: 'boolean',
+    default: false,
+    describe:
+      "a file both the agent and you changed: keep your edit with the agent's changes taken out (git merge-file; conflicts change nothing)",
+  },
+} as const;
+
 interface OpArgs {
   session?: string;
   'dry-run': boolean;
   force: boolean;
+  exact?: boolean;
+  merge?: boolean;
   json: boolean;
 }
 
@@ -69,18 +88,33 @@ export function printOperation(out: Output, r: OperationResult, headline: string
     );
   }
   // Never "back" without a word on what is not: each path left is listed below the headline.
+  // The user's own edits kept (and merged) are listed apart: keeping them is the rule, not an exception.
+  const mine = new Set([...r.yours.map((y) => y.path), ...r.merged]);
+  const left = r.left.filter((l) => !mine.has(l.path));
   const except =
-    r.left.length === 0
-      ? ''
-      : `, except ${r.left.length === 1 ? 'the path left as it is' : `the ${r.left.length} paths left as they are`} (!)`;
-  out.out(c.bold(`${headline}${except}`));
+    left.length === 0 ? '' : `, except ${left.length === 1 ? 'the path left as it is' : `the ${left.length} paths left as they are`} (!)`;
+  const yours = r.yours.length === 0 ? '' : `; ${r.yours.length === 1 ? 'your edit' : `your ${r.yours.length} edits`} kept`;
+  out.out(c.bold(`${headline}${except}${yours}`));
   const verbs = r.dryRun ? VERB : DONE;
   if (r.changes.length === 0) out.out(r.dryRun ? '  no file would change' : '  no file changed');
   for (const ch of r.changes) {
     const color = ch.change === 'A' ? c.green : ch.change === 'D' ? c.red : c.yellow;
     out.out(`  ${color(ch.change)} ${printablePath(ch.path)}${c.dim(`  (${verbs[ch.change]})`)}`);
   }
-  for (const l of r.left) out.out(c.yellow(`  ! ${describeLeft(l)}`));
+  for (const l of left) out.out(c.yellow(`  ! ${describeLeft(l)}`));
+  for (const y of r.yours) out.out(`  = kept: ${printablePath(y.path)} (your edit ${y.when})`);
+  if (r.yours.length > 0 && !r.dryRun)
+    out.note('agentsnap: your edits are kept; with `--exact --force` they would go back to the target too (kept in the safety snapshot)');
+  for (const m of r.merged) out.out(`  ~ merged: ${printablePath(m)} (your edit kept, the agent's changes taken out)`);
+  if (r.both.length > 0) {
+    out.out(c.yellow(`  ${r.dryRun && r.wouldRefuse ? 'refused without --merge or --force: ' : ''}changed by the agent and by you since:`));
+    for (const b of r.both)
+      out.out(
+        c.yellow(
+          `    ${b.change} ${printablePath(b.path)}: by ${b.by.join(', ')} and by you (${b.yours.join(', ')})${b.unmergeable ? `; --merge: ${b.unmergeable}` : ''}`,
+        ),
+      );
+  }
   // An undo to before a revert (restore, op undo) takes that operation's changes back too: said, never silent.
   for (const t of r.takesBack)
     out.out(c.yellow(`  ${r.dryRun ? 'would take' : 'takes'} back operation ${t.op} (${t.what}); \`agentsnap op log\` lists it`));
@@ -126,7 +160,7 @@ export function dryRunVerdict(ctx: Parameters<CommandFactory>[0], out: Output, r
   ctx.setExitCode(ExitCode.refused);
   if (!out.json)
     out.err(
-      `agentsnap: the real ${kind} would be refused (exit 3): see the changes above; --force goes ahead and keeps them in the safety snapshot.`,
+      `agentsnap: the real ${kind} would be refused (exit 3): see the changes above; ${r.both.length > 0 ? "--merge keeps your edits with the agent's changes taken out; " : ''}--force goes ahead and keeps them in the safety snapshot.`,
     );
 }
 
@@ -187,12 +221,12 @@ function printProcesses(out: Output, list: (AgentProcess & { stopped?: StopResul
 
 export const undoCommand: CommandFactory = (ctx) => ({
   command: 'undo [step]',
-  describe: 'Put the worktree back to before step N (and every later step); default: the last step not undone',
+  describe: 'Take back the changes of step N and every later step, keeping your own edits; default: the last step not undone',
   builder: (y) =>
     y
       .positional('step', { type: 'string', describe: 'step to undo, with every later one' })
       .options({
-        ...opOptions,
+        ...ruleOptions,
         chat: { type: 'boolean', default: false, describe: 'rewind only the conversation (a forked transcript to resume)' },
         both: { type: 'boolean', default: false, describe: 'rewind the files and the conversation' },
         compact: {
@@ -246,6 +280,8 @@ export const undoCommand: CommandFactory = (ctx) => ({
       step,
       dryRun: argv['dry-run'],
       force: argv.force,
+      exact: argv.exact,
+      merge: argv.merge,
       scope: argv.compact ? 'compact' : argv.chat ? 'chat' : argv.both ? 'both' : 'files',
       stopProcesses: argv['stop-processes'],
       lastGood: argv['last-good'],
@@ -289,11 +325,19 @@ export const undoCommand: CommandFactory = (ctx) => ({
 export const redoCommand: CommandFactory = (ctx) => ({
   command: 'redo',
   describe: 'Return to the state before the last undo (also after new steps; itself undoable)',
-  builder: (y) => y.options(opOptions).example('$0 redo', 'take the last undo back'),
+  builder: (y) => y.options(ruleOptions).example('$0 redo', 'take the last undo back'),
   handler: async (raw) => {
     const argv = raw as unknown as OpArgs;
     const out = ctx.output(argv);
-    const r = await redo({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, dryRun: argv['dry-run'], force: argv.force });
+    const r = await redo({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session,
+      dryRun: argv['dry-run'],
+      force: argv.force,
+      exact: argv.exact,
+      merge: argv.merge,
+    });
     dryRunVerdict(ctx, out, r, 'redo');
     if (out.json) {
       out.printJson(r);
@@ -324,7 +368,7 @@ export const restoreCommand: CommandFactory = (ctx) => ({
     y
       .positional('step', { type: 'string', describe: 'step number' })
       .positional('paths', { type: 'string', array: true, describe: 'files or directories (also accepted after --)' })
-      .options({ ...opOptions, after: { type: 'boolean', default: false, describe: 'the state after step N instead of before it' } })
+      .options({ ...ruleOptions, after: { type: 'boolean', default: false, describe: 'the state after step N instead of before it' } })
       .example('$0 restore 3 -- src/app.ts', 'src/app.ts as it was before step 3')
       .example('$0 restore 3 --after -- src/', 'src/ as step 3 left it'),
   handler: async (raw) => {
@@ -341,6 +385,8 @@ export const restoreCommand: CommandFactory = (ctx) => ({
       paths,
       dryRun: argv['dry-run'],
       force: argv.force,
+      exact: argv.exact,
+      merge: argv.merge,
     });
     dryRunVerdict(ctx, out, r, 'restore');
     if (out.json) {
