@@ -7,8 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
-import type { Repo } from '../git/repo.js';
-import { repoFor } from '../api/open.js';
+import { openRepo, type Repo } from '../git/repo.js';
 import { ADAPTERS, INIT_AGENTS } from '../agents/registry.js';
 import type { Agent, HookGroup, InitLayout } from '../agents/adapter.js';
 import { parseJsonc, withHooks, withoutHooks } from '../agents/settings-file.js';
@@ -148,7 +147,8 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   }
   const agent = opts.agent as InitAgent;
   const layout = ADAPTERS[agent]?.init as InitLayout;
-  const repo = await repoFor({ cwd: opts.cwd, env: opts.env });
+  // Never through a warm server's opener: `init` is the CLI's own, below the API (api/open.ts is above this layer).
+  const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
   const rel = layout.file;
   const file = path.join(repo.worktree, rel);
   if (!layout.personal && !opts.remove && (await isTracked(repo, rel))) {

@@ -10,7 +10,9 @@ import type { Context } from '../session/context.js';
 import { recordCheckpointIfChanged } from '../session/session.js';
 import { isAgentsnapError } from '../base/errors.js';
 
-export const AUTO_TOOL = 'auto';
+import { AUTO_TOOL } from '../session/model.js';
+
+export { AUTO_TOOL };
 
 export interface AutoCheckpoints {
   /** Stops watching, waits for a checkpoint in progress, then takes the last one (the session's final snapshot comes after). */

@@ -16,6 +16,9 @@ import type {
 } from './journal.js';
 
 /** The kinds of events a Session keeps in `extraEvents`. */
+/** The tool name of `wrap --auto`'s checkpoints (runtime/wrap-auto.ts): steps named by the files they changed. */
+export const AUTO_TOOL = 'auto';
+
 export type ExtraEvent = Extract<
   JournalEvent,
   { type: 'op.start' | 'op.done' | 'session.apply' | 'session.apply.undo' | 'session.promote' | 'step.check' }

@@ -5,14 +5,13 @@ import { errors } from '../base/errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openRepo, type Repo } from '../git/repo.js';
-import type { Session, Step } from './model.js';
+import { AUTO_TOOL, type Session, type Step } from './model.js';
 import { loadSession, sessionPaths } from './session.js';
 import { snapshotNow } from '../snapshot/snapshot-now.js';
 import { loadSettings } from '../settings/settings.js';
 import { treeOf } from '../git/plumbing.js';
 import { describeCall } from '../agents/registry.js';
 import { printableLine } from '../base/printable.js';
-import { AUTO_TOOL } from '../runtime/wrap-auto.js';
 
 export interface LogFilter {
   tool?: string | undefined;

@@ -5,7 +5,7 @@ import type { ChatRewind } from '../../restore/rewind.js';
 import { adapterOf } from '../../agents/registry.js';
 import { planLines } from '../../session/plan.js';
 import type { AgentProcess } from '../../session/processes.js';
-import { AUTO_TOOL } from '../../runtime/wrap-auto.js';
+import { AUTO_TOOL } from '../../session/model.js';
 import type { StopResult } from '../../base/procfs.js';
 import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';
