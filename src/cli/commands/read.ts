@@ -4,7 +4,7 @@ import { errors } from '../../base/errors.js';
 import type { Step } from '../../session/model.js';
 import { outsideEffect } from '../../session/effects.js';
 import type { CommandFactory } from '../context.js';
-import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
+import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { planLines } from '../../session/plan.js';
 import { countChanges, describeSkipped, formatSize, printableDiff, printablePath, processLine, type Output } from '../output.js';
 import { printableLine } from '../../base/printable.js';
@@ -368,17 +368,13 @@ export const showCommand: CommandFactory = (ctx) => ({
   handler: async (raw) => {
     const argv = raw as unknown as { step: string; session?: string; stat: boolean; json: boolean };
     const out = ctx.output(argv);
-    if (!/^\d+$/.test(String(argv.step))) {
-      throw errors.invalidArgument(`${JSON.stringify(String(argv.step))} is not a step number.`, {
-        hint: 'See `agentsnap log` for the steps of the session.',
-      });
-    }
+    const step = stepArgument(argv.step);
     // Without git's colours: the diff is escaped, then coloured (printableDiff); --json gets it as git wrote it.
     const res = await show({
       cwd: ctx.io.cwd,
       env: ctx.io.env,
       session: argv.session,
-      step: Number(argv.step),
+      step,
       color: false,
       stat: argv.stat,
     });
