@@ -169,20 +169,23 @@ export function claudeArgv(command: string[], cwd: string, at = findAgent(comman
 
 /** The codex command with this run's hooks, trusted for this run only, as `-c` overrides (see agents/codex.ts). */
 export function codexArgv(command: string[], at = findAgent(command)?.index ?? 0, runDir?: string): string[] {
-  return ADAPTERS.codex?.wrapArgv?.(runContextFor(command, at, '', {}, 'codex', runDir)) ?? [...command];
+  return ADAPTERS.codex?.wrapArgv?.(runContextFor({ command, at, cwd: '', env: {}, agent: 'codex', runDir })) ?? [...command];
 }
 
 /** What an adapter needs to inject one run's hooks. */
-function runContextFor(
-  command: string[],
-  at: number,
-  cwd: string,
-  env: NodeJS.ProcessEnv,
-  agent: Agent,
-  runDir: string | undefined,
-  where?: { repo: Repo; session: string },
-  mcp = false,
-): RunContext {
+function runContextFor(opts: {
+  command: string[];
+  at: number;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  agent: Agent;
+  runDir: string | undefined;
+  /** The session and its repository (none for codexArgv, which builds a command line only). */
+  where?: { repo: Repo; session: string };
+  /** `wrap --mcp`: offer agentsnap's MCP server to the agent. */
+  mcp?: boolean;
+}): RunContext {
+  const { command, at, cwd, env, agent, runDir, where, mcp = false } = opts;
   return {
     // The server of this install, for this session and worktree whatever environment and directory the agent starts it with.
     mcp:
@@ -449,6 +452,44 @@ export interface WrapRun {
  * background server answers: bin/wrap-client.js), then finish().
  */
 export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
+  const { command, agent, program } = checkWrapCommand(opts);
+  const begun = await beginWrapSession(opts, command, agent);
+  const hooks = await injectRunHooks(opts, command, agent, begun);
+  // Time-gated retention (one stat unless it is due): it runs beside the agent, never delaying its start.
+  const autoGc = maybeAutoGc(begun.source);
+  const { session, repo, inWorktree } = begun;
+  opts.onStart?.({
+    session,
+    refPrefix: `${STEP_REF_PREFIX}${session}/`,
+    resumed: begun.resumed,
+    agent,
+    argv: hooks.argv,
+    worktree: repo.worktree,
+    sessionWorktree: inWorktree,
+    warnings: begun.warnings,
+  });
+  const env = agentEnvironment(opts, begun, agent, hooks.agentEnv);
+  const endWarnings: string[] = [];
+  // A hooked agent's calls are its steps: what an automatic checkpoint sees between them is not the agent's.
+  const auto = opts.auto
+    ? startAutoCheckpoints(begun.ctx, session, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' })
+    : null;
+  const running: RunningWrap = { ...begun, ...hooks, opts, command, agent, program, auto, autoGc, endWarnings };
+  return {
+    session,
+    agent,
+    program,
+    argv: hooks.argv,
+    cwd: begun.cwd,
+    env,
+    worktree: repo.worktree,
+    finish: (exit) => finishWrap(running, exit),
+    notStarted: (e) => abandonWrap(running, e),
+  };
+}
+
+/** A wrap's command checked (an agent command after `--`, a known --agent, a valid --session): its agent and program. */
+function checkWrapCommand(opts: WrapOptions): { command: string[]; agent: Agent; program: string } {
   const command = opts.command;
   if (command.length === 0 || !command[0]) {
     throw errors.invalidArgument('name the agent command to run after `--`.', { hint: 'For example: agentsnap wrap -- claude' });
@@ -459,107 +500,60 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
   }
   if (opts.session !== undefined) assertSessionId(opts.session);
   const program = resolveProgram(command[0], opts.env, opts.cwd);
-  const agent: Agent = choice === 'auto' ? detectAgent(command) : choice;
+  return { command, agent: choice === 'auto' ? detectAgent(command) : choice, program };
+}
 
+/** The session a wrap runs (new, resumed or in a new session worktree) and the warm server that answers its hooks. */
+interface BegunWrapSession {
+  /** The repository the wrap began in; `repo` is the session's (a session worktree's, or the same). */
+  source: Repo;
+  repo: Repo;
+  /** The agent's directory: the caller's, or the same subdirectory of a session worktree. */
+  cwd: string;
+  ctx: Context;
+  settings: Settings;
+  session: string;
+  /** What a session worktree's setup adds to the agent's environment. */
+  sessionEnv: Record<string, string>;
+  resumed: boolean;
+  inWorktree: boolean;
+  server: HookServer | null;
+  runDir: string | undefined;
+  warnings: string[];
+}
+
+/** A wrap's session begun, and its server started; on failure the server is closed and the error says which phase failed. */
+async function beginWrapSession(opts: WrapOptions, command: string[], agent: Agent): Promise<BegunWrapSession> {
   // The server's context for a session it begins (its engine takes the snapshots), else this command's, read below.
   const served = opts.servedBy ? await opts.servedBy.openContext(opts.cwd, opts.env) : null;
   const source = served?.repo ?? (await openRepo(opts.cwd, { env: opts.env }));
-  const owner = opts.servedBy?.owner ?? wrapperOwner();
-  const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
   const inWorktree = !!opts.worktree;
   const resumed = !inWorktree && !!opts.session && fs.existsSync(sessionFiles(source, opts.session).journal);
-  let repo = source;
-  let cwd = opts.cwd;
-  let session: string;
-  let ctx: Context;
-  let settings: Settings;
-  let sessionEnv: Record<string, string> = {};
-  const warnings: string[] = [];
   // The warm server answers this run's hooks from this process (none where it is switched off). In this
   // worktree it starts beside the baseline (its channel and engine need nothing from the session; the agent,
   // whose hooks it answers, starts only after both); a session worktree exists only once it is created.
   let serverStart: Promise<HookServer | 'busy' | null> | null = null;
-  let listed: ReturnType<typeof listWrappedSessions> | null = null;
-  const startServer = (at: Repo, s: Settings): Promise<HookServer | 'busy' | null> =>
-    opts.servedBy
-      ? Promise.resolve('busy' as const)
-      : serverEnabled(opts.env, s)
-        ? startWorktreeServer(at, {
-            hosted: true,
-            engineAtFirstCall: true,
-            gitConfig: s.gitConfig,
-            ...(opts.serveSnap ? { snap: opts.serveSnap } : {}),
-          }).catch((e: unknown) =>
-            // Busy: another process serves this worktree already, and answers these hooks too.
-            isAgentsnapError(e) && e.code === 'Busy' ? ('busy' as const) : null,
-          )
-        : Promise.resolve(null);
   // A new session refuses a git that is too old before it writes anything (startSession awaits this): asked beside the settings.
   const gitVersion = !inWorktree && !resumed ? (opts.servedBy?.gitVersion ?? checkGitVersion)(source.env) : undefined;
   gitVersion?.catch(() => {}); // awaited by startSession; a failure surfaces there
+  let opened: OpenedWrapSession;
   try {
-    ctx = served ?? (await openContext(source));
-    settings = ctx.settings;
-    if (!inWorktree && !opts.servedBy && serverEnabled(opts.env, settings)) {
+    let ctx = served ?? (await openContext(source));
+    if (!inWorktree && !opts.servedBy && serverEnabled(opts.env, ctx.settings)) {
       // A background server (left by the last wrap, or started by a hook) has watched this worktree since before
       // this session: it takes the baseline and the final snapshot, each at the cost of a hooked call instead of a
       // look at the whole worktree (issue 19). Where it cannot, the snapshot is this process's own, as without it.
-      const running = serverInfo(repo);
-      if (running && !running.hosted) ctx = { ...ctx, snapshotter: serverSnapshotter(repo) };
+      const running = serverInfo(source);
+      if (running && !running.hosted) ctx = { ...ctx, snapshotter: serverSnapshotter(source) };
     }
-    if (!inWorktree) serverStart = startServer(repo, settings);
+    if (!inWorktree) serverStart = startWrapServer(opts, source, ctx.settings);
     // Read beside the baseline, for the warning below (a session begun meanwhile is a race either way).
-    listed = inWorktree ? null : listWrappedSessions(repo);
+    const listed = inWorktree ? null : listWrappedSessions(source);
     listed?.catch(() => {}); // awaited below, where a failure is reported
     // The command line is journaled: redact tokens passed as arguments.
-    const journaled = redactValue(command, settings.redactPatterns);
-    if (opts.worktree) {
-      const started = await startWorktreeSession(source, {
-        ...(opts.session ? { session: opts.session } : {}),
-        name: opts.worktree.name ?? null,
-        from: opts.worktree.from ?? 'current',
-        settings,
-        setupStdio: 'inherit',
-        agent,
-        command: journaled,
-        owner,
-        ...progress,
-      });
-      repo = started.repo;
-      ctx = started.ctx;
-      settings = ctx.settings;
-      session = started.meta.session;
-      sessionEnv = started.env;
-      warnings.push(...started.warnings);
-      cwd = sameSubdir(source.worktree, repo.worktree, opts.cwd);
-    } else if (resumed && opts.session) {
-      session = (await resumeSession(ctx, opts.session, { agent, command: journaled, owner, ...progress })).session;
-    } else {
-      // Its final snapshot is the Node path's unless the agent made a call (the server's engine opens at the first one): the baseline's copy of the user's index is kept warm for it.
-      session = (
-        await startSession(ctx, {
-          agent,
-          command: journaled,
-          ...(opts.name ? { name: opts.name } : {}),
-          owner,
-          warmCopy: true,
-          ...(gitVersion ? { gitVersion } : {}),
-          ...(opts.session ? { id: opts.session } : {}),
-          ...progress,
-        })
-      ).session;
-    }
-    if (!inWorktree) {
-      // Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: say so.
-      const others = (await (listed ?? listWrappedSessions(repo))).filter(
-        (o) => o.id !== session && o.worktree === repo.worktree && o.status === 'running' && !!o.owner,
-      );
-      if (others.length > 0) {
-        warnings.push(
-          `${others.map((o) => `session ${o.id} (wrapper pid ${o.owner?.pid})`).join(', ')} also runs in this worktree: snapshots and undos of both take turns, never interleaved, and each session records the other's edits as changes made outside its tool calls. To run agents side by side, give each its own worktree: agentsnap wrap --worktree -- <agent>.`,
-        );
-      }
-    }
+    const journaled = redactValue(command, ctx.settings.redactPatterns);
+    opened = await openWrapSession(opts, { source, ctx, agent, command: journaled, resumed, gitVersion });
+    if (listed) opened.warnings.push(...(await otherWrappersWarning(listed, opened.session, opened.repo)));
   } catch (e) {
     const started = await serverStart;
     if (started && started !== 'busy') await started.close();
@@ -570,116 +564,212 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
         : 'could not take the baseline snapshot';
     throw wrapFailed(what, e);
   }
-  const started = await (serverStart ?? startServer(repo, settings));
-  const server: HookServer | null = started === 'busy' ? null : started;
-  const runDir: string | undefined = started === 'busy' ? runDirOf(repo) : started?.runDir;
-  // The agent's hooks for this run: on its command line, and any state they need beside it (undone by finish()).
+  const started = await (serverStart ?? startWrapServer(opts, opened.repo, opened.settings));
+  return {
+    ...opened,
+    source,
+    resumed,
+    inWorktree,
+    server: started === 'busy' ? null : started,
+    runDir: started === 'busy' ? runDirOf(opened.repo) : started?.runDir,
+  };
+}
+
+/** The warm server a wrap hosts: 'busy' where another process serves this worktree already (and answers these hooks too), null where it is off or cannot start. */
+function startWrapServer(opts: WrapOptions, at: Repo, settings: Settings): Promise<HookServer | 'busy' | null> {
+  if (opts.servedBy) return Promise.resolve('busy');
+  if (!serverEnabled(opts.env, settings)) return Promise.resolve(null);
+  return startWorktreeServer(at, {
+    hosted: true,
+    engineAtFirstCall: true,
+    gitConfig: settings.gitConfig,
+    ...(opts.serveSnap ? { snap: opts.serveSnap } : {}),
+  }).catch((e: unknown) => (isAgentsnapError(e) && e.code === 'Busy' ? ('busy' as const) : null));
+}
+
+type OpenedWrapSession = Pick<BegunWrapSession, 'repo' | 'cwd' | 'ctx' | 'settings' | 'session' | 'sessionEnv' | 'warnings'>;
+
+/** The wrap's session itself: created in a new session worktree, resumed, or started here with its baseline. */
+async function openWrapSession(
+  opts: WrapOptions,
+  at: { source: Repo; ctx: Context; agent: Agent; command: string[]; resumed: boolean; gitVersion: Promise<string> | undefined },
+): Promise<OpenedWrapSession> {
+  const { source, ctx, agent, command, gitVersion } = at;
+  const owner = opts.servedBy?.owner ?? wrapperOwner();
+  const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
+  const here = { repo: source, cwd: opts.cwd, ctx, settings: ctx.settings, sessionEnv: {}, warnings: [] };
+  if (opts.worktree) {
+    const started = await startWorktreeSession(source, {
+      ...(opts.session ? { session: opts.session } : {}),
+      name: opts.worktree.name ?? null,
+      from: opts.worktree.from ?? 'current',
+      settings: ctx.settings,
+      setupStdio: 'inherit',
+      agent,
+      command,
+      owner,
+      ...progress,
+    });
+    return {
+      repo: started.repo,
+      cwd: sameSubdir(source.worktree, started.repo.worktree, opts.cwd),
+      ctx: started.ctx,
+      settings: started.ctx.settings,
+      session: started.meta.session,
+      sessionEnv: started.env,
+      warnings: [...started.warnings],
+    };
+  }
+  if (at.resumed && opts.session) {
+    return { ...here, session: (await resumeSession(ctx, opts.session, { agent, command, owner, ...progress })).session };
+  }
+  // Its final snapshot is the Node path's unless the agent made a call (the server's engine opens at the first one): the baseline's copy of the user's index is kept warm for it.
+  const started = await startSession(ctx, {
+    agent,
+    command,
+    ...(opts.name ? { name: opts.name } : {}),
+    owner,
+    warmCopy: true,
+    ...(gitVersion ? { gitVersion } : {}),
+    ...(opts.session ? { id: opts.session } : {}),
+    ...progress,
+  });
+  return { ...here, session: started.session };
+}
+
+/** Two wrappers in one worktree are serialised (every snapshot and restore holds the worktree's content lock), not refused: the warning that says so. */
+async function otherWrappersWarning(listed: ReturnType<typeof listWrappedSessions>, session: string, repo: Repo): Promise<string[]> {
+  const others = (await listed).filter((o) => o.id !== session && o.worktree === repo.worktree && o.status === 'running' && !!o.owner);
+  if (others.length === 0) return [];
+  return [
+    `${others.map((o) => `session ${o.id} (wrapper pid ${o.owner?.pid})`).join(', ')} also runs in this worktree: snapshots and undos of both take turns, never interleaved, and each session records the other's edits as changes made outside its tool calls. To run agents side by side, give each its own worktree: agentsnap wrap --worktree -- <agent>.`,
+  ];
+}
+
+/** The agent's hooks for this run: on its command line, and any state they need beside it (undone by finish()). */
+async function injectRunHooks(
+  opts: WrapOptions,
+  command: string[],
+  agent: Agent,
+  begun: BegunWrapSession,
+): Promise<{ adapter: ReturnType<typeof adapterOrGeneric>; argv: string[]; agentEnv: Record<string, string>; injected: RunHooks | null }> {
+  const { repo, session, warnings } = begun;
   const adapter = adapterOrGeneric(agent);
-  const run = runContextFor(command, findAgent(command)?.index ?? 0, opts.cwd, opts.env, agent, runDir, { repo, session }, !!opts.mcp);
+  const run = runContextFor({
+    command,
+    at: findAgent(command)?.index ?? 0,
+    cwd: opts.cwd,
+    env: opts.env,
+    agent,
+    runDir: begun.runDir,
+    where: { repo, session },
+    mcp: !!opts.mcp,
+  });
   const argv = adapter.wrapArgv?.(run) ?? [...command];
   if (opts.mcp && agent === 'generic') {
     warnings.push(
       `--mcp: agentsnap knows no per-run MCP configuration of ${command[0] ?? 'this agent'}; add \`${shellQuote(process.execPath)} ${shellQuote(AGENTSNAP_BIN)} mcp\` to its own MCP servers (AGENTSNAP_SESSION names this session).`,
     );
   }
-  let agentEnv: Record<string, string> = {};
-  let injected: RunHooks | null = null;
-  if (adapter.prepareRun) {
-    warnings.push(...(adapter.recover?.(sessionsDir(repo)) ?? []));
-    try {
-      injected = adapter.prepareRun(run);
-      agentEnv = injected.env;
-    } catch (e) {
-      await server?.close();
-      await endSession(ctx, session, { exitCode: null, signal: null }).catch(() => undefined); // the hooks could not be added: that error is the one reported
-      throw wrapFailed(`could not add agentsnap's hooks to ${adapter.displayName}`, e);
-    }
+  if (!adapter.prepareRun) return { adapter, argv, agentEnv: {}, injected: null };
+  warnings.push(...(adapter.recover?.(sessionsDir(repo)) ?? []));
+  try {
+    const injected = adapter.prepareRun(run);
+    return { adapter, argv, agentEnv: injected.env, injected };
+  } catch (e) {
+    await begun.server?.close();
+    await endSession(begun.ctx, session, { exitCode: null, signal: null }).catch(() => undefined); // the hooks could not be added: that error is the one reported
+    throw wrapFailed(`could not add agentsnap's hooks to ${adapter.displayName}`, e);
   }
-  // Time-gated retention (one stat unless it is due): it runs beside the agent, never delaying its start.
-  const autoGc = maybeAutoGc(source);
-  opts.onStart?.({
-    session,
-    refPrefix: `${STEP_REF_PREFIX}${session}/`,
-    resumed,
-    agent,
-    argv,
-    worktree: repo.worktree,
-    sessionWorktree: inWorktree,
-    warnings,
-  });
+}
 
-  const env: NodeJS.ProcessEnv = {
+/** The wrapped agent's environment: the caller's, the session worktree's and the hooks' additions, and the AGENTSNAP_* variables. */
+function agentEnvironment(opts: WrapOptions, begun: BegunWrapSession, agent: Agent, agentEnv: Record<string, string>): NodeJS.ProcessEnv {
+  return {
     ...opts.env,
-    ...sessionEnv,
+    ...begun.sessionEnv,
     ...agentEnv,
     // As a shell's `cd` would: a session worktree's agent must not take its project from the caller's PWD (OpenCode does).
-    PWD: path.resolve(cwd),
-    AGENTSNAP_SESSION: session,
-    AGENTSNAP_WORKTREE: repo.worktree,
+    PWD: path.resolve(begun.cwd),
+    AGENTSNAP_SESSION: begun.session,
+    AGENTSNAP_WORKTREE: begun.repo.worktree,
     AGENTSNAP_BIN,
     AGENTSNAP_NODE: process.execPath,
     AGENTSNAP_AGENT: agent,
     // Hooks that `init` wrote into the agent's settings stand aside: the injected ones record the calls.
     AGENTSNAP_HOOKS: agent === 'generic' ? '' : agent,
   };
-  const endWarnings: string[] = [];
-  // A hooked agent's calls are its steps: what an automatic checkpoint sees between them is not the agent's.
-  const auto = opts.auto
-    ? startAutoCheckpoints(ctx, session, { onWarning: (w) => endWarnings.push(w), madeBy: agent === 'generic' ? 'agent' : 'user' })
-    : null;
-  const notStarted = async (e: unknown): Promise<never> => {
-    await auto?.stop();
-    await server?.close();
-    endWarnings.push(...(injected?.finish() ?? []));
-    await endSession(ctx, session, { exitCode: null, signal: null }).catch(() => undefined); // the agent did not start: that error is the one reported
-    await autoGc;
-    throw errors.invalidArgument(`cannot start ${command[0]}: ${(e as Error).message}`, { data: { program } });
-  };
-  const finish = async (exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<WrapResult> => {
-    await auto?.stop();
-    // The final snapshot comes from the server's engine when it has taken one (what its watcher saw since, instead
-    // of a scan of the whole worktree): the server closes after it. An agent that made no call started no engine.
-    const engine = server ? serverEngineIfUp(server) : null;
-    const endCtx: Context =
-      engine && engine.stats.full + engine.stats.incremental > 0 ? { ...ctx, snapshotter: engineSnapshotter(engine, repo) } : ctx;
-    // Without the engine the server has nothing to do for the end: it closes beside the final snapshot (its close
-    // gives a client that read its pid file just before it went 50 ms to send its call, which need not delay the end).
-    const closing = endCtx === ctx ? server?.close() : undefined;
-    endWarnings.push(...(injected?.finish() ?? []));
-    const exitCode = exitCodeOf(exit);
-    let endError: AgentsnapError | null = null;
-    let wholeRun: EndResult['wholeRun'] = null;
-    try {
-      // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
-      if (adapter.callEnded) await closeEndedCalls(endCtx, session, adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
-      const end = await endSession(endCtx, session, {
-        exitCode: exit.code,
-        signal: exit.signal,
-        packInBackground: opts.servedBy ? 'deferred' : true,
-        // Never silently nothing: a run that recorded no step but changed files becomes one step.
-        runStep: wholeRunStep(agent),
-      });
-      wholeRun = end.wholeRun;
-      endWarnings.push(...unhookedWarning(agent, session, wholeRun));
-    } catch (e) {
-      endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
-    }
-    await (closing ?? server?.close());
-    // The next session in this worktree finds a server that has watched since: its baseline and end cost what a
-    // hooked call does (see above). It exits after agentsnap.serverIdle without a call, like any background server.
-    if (server && !inWorktree && serverAfterWrap(opts.env, settings)) spawnBackgroundServer(repo);
-    await autoGc;
-    return {
-      session,
-      agent,
-      exitCode,
+}
+
+/** A begun wrap while its agent runs: what finishWrap and abandonWrap end. */
+interface RunningWrap extends BegunWrapSession {
+  opts: WrapOptions;
+  command: string[];
+  agent: Agent;
+  program: string;
+  adapter: ReturnType<typeof adapterOrGeneric>;
+  injected: RunHooks | null;
+  auto: ReturnType<typeof startAutoCheckpoints> | null;
+  autoGc: ReturnType<typeof maybeAutoGc>;
+  /** Warnings of the run's end (the automatic checkpoints', the hooks' removal, the end's). */
+  endWarnings: string[];
+}
+
+/** The agent could not be started: the session ends, and this throws why. */
+async function abandonWrap(w: RunningWrap, e: unknown): Promise<never> {
+  await w.auto?.stop();
+  await w.server?.close();
+  w.endWarnings.push(...(w.injected?.finish() ?? []));
+  await endSession(w.ctx, w.session, { exitCode: null, signal: null }).catch(() => undefined); // the agent did not start: that error is the one reported
+  await w.autoGc;
+  throw errors.invalidArgument(`cannot start ${w.command[0]}: ${(e as Error).message}`, { data: { program: w.program } });
+}
+
+/** The agent exited: the final snapshot and the session's end, the hooks removed and the server closed (or left to watch). */
+async function finishWrap(w: RunningWrap, exit: { code: number | null; signal: NodeJS.Signals | null }): Promise<WrapResult> {
+  const { ctx, server, session, agent, repo, endWarnings } = w;
+  await w.auto?.stop();
+  // The final snapshot comes from the server's engine when it has taken one (what its watcher saw since, instead
+  // of a scan of the whole worktree): the server closes after it. An agent that made no call started no engine.
+  const engine = server ? serverEngineIfUp(server) : null;
+  const endCtx: Context =
+    engine && engine.stats.full + engine.stats.incremental > 0 ? { ...ctx, snapshotter: engineSnapshotter(engine, repo) } : ctx;
+  // Without the engine the server has nothing to do for the end: it closes beside the final snapshot (its close
+  // gives a client that read its pid file just before it went 50 ms to send its call, which need not delay the end).
+  const closing = endCtx === ctx ? server?.close() : undefined;
+  endWarnings.push(...(w.injected?.finish() ?? []));
+  const exitCode = exitCodeOf(exit);
+  let endError: AgentsnapError | null = null;
+  let wholeRun: EndResult['wholeRun'] = null;
+  try {
+    // A last call the agent ended without a post hook (Codex's failed apply_patch) is closed as its files tell, not `interrupted`.
+    if (w.adapter.callEnded) await closeEndedCalls(endCtx, session, w.adapter).catch(() => undefined); // those calls stay open and are closed as interrupted by the end below
+    const end = await endSession(endCtx, session, {
+      exitCode: exit.code,
       signal: exit.signal,
-      endError,
-      worktree: repo.worktree,
-      sessionWorktree: inWorktree,
-      warnings: endWarnings,
-      wholeRun,
-    };
+      packInBackground: w.opts.servedBy ? 'deferred' : true,
+      // Never silently nothing: a run that recorded no step but changed files becomes one step.
+      runStep: wholeRunStep(agent),
+    });
+    wholeRun = end.wholeRun;
+    endWarnings.push(...unhookedWarning(agent, session, wholeRun));
+  } catch (e) {
+    endError = isAgentsnapError(e) ? e : errors.internal(e instanceof Error ? e.message : String(e), { cause: e });
+  }
+  await (closing ?? server?.close());
+  // The next session in this worktree finds a server that has watched since: its baseline and end cost what a
+  // hooked call does (see above). It exits after agentsnap.serverIdle without a call, like any background server.
+  if (server && !w.inWorktree && serverAfterWrap(w.opts.env, w.settings)) spawnBackgroundServer(repo);
+  await w.autoGc;
+  return {
+    session,
+    agent,
+    exitCode,
+    signal: exit.signal,
+    endError,
+    worktree: repo.worktree,
+    sessionWorktree: w.inWorktree,
+    warnings: endWarnings,
+    wholeRun,
   };
-  return { session, agent, program, argv, cwd, env, worktree: repo.worktree, finish, notStarted };
 }

@@ -75,11 +75,16 @@ async function sameStepsThroughCli(repo: TempRepo): Promise<void> {
     ['restore', n, '--dry-run', '--', 'a.txt'],
     ['revert', n, '--dry-run'],
   ];
+  const messages = new Set<string>();
   for (const args of [...commands('0'), ['snap', '--phase', 'post', '--step', '0']]) {
     const r = await cli(repo, [args[0] as string, '--json', ...args.slice(1)]);
     assert.is(r.code, 2, `${args.join(' ')}: exit ${r.code} ${r.stderr}`);
-    assert.is((JSON.parse(r.stdout) as { error: { code: string } }).error.code, 'InvalidArgument', args.join(' '));
+    const { error } = JSON.parse(r.stdout) as { error: { code: string; message: string } };
+    assert.is(error.code, 'InvalidArgument', args.join(' '));
+    if (args[0] !== 'snap') messages.add(error.message);
   }
+  // One message for the step positional, whichever command takes it.
+  assert.equal([...messages], ['"0" is not a step number.'], 'show, undo, restore and revert say the same');
   assert.is(repo.git(['for-each-ref', 'refs/agent']), before, 'nothing moved');
   assert.is(repo.read('a.txt').toString(), 'a2\n');
   for (const args of commands('1')) {

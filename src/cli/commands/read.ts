@@ -3,8 +3,8 @@ import { diff, log, logAllSessions, sessions, show, type LogEntry, type LogRow }
 import { errors } from '../../base/errors.js';
 import type { Step } from '../../session/model.js';
 import { outsideEffect } from '../../session/effects.js';
-import type { CommandFactory } from '../context.js';
-import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
+import type { CliContext, CommandFactory } from '../context.js';
+import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { planLines } from '../../session/plan.js';
 import { countChanges, describeSkipped, formatSize, printableDiff, printablePath, processLine, type Output } from '../output.js';
 import { printableLine } from '../../base/printable.js';
@@ -162,6 +162,18 @@ function rowWidth(out: { columns?: number }, env: NodeJS.ProcessEnv): number {
   return Number.isInteger(n) && n > 0 ? n : 120;
 }
 
+/** The options of `log`, as yargs parsed them. */
+interface LogArgs {
+  session?: string;
+  tool?: string;
+  last?: number;
+  grep?: string;
+  'all-sessions': boolean;
+  json: boolean;
+  '--'?: string[];
+  _: (string | number)[];
+}
+
 export const logCommand: CommandFactory = (ctx) => ({
   command: 'log',
   describe: 'List the steps of a session: what each call was (command, file, MCP argument) and the files it changed',
@@ -184,89 +196,91 @@ export const logCommand: CommandFactory = (ctx) => ({
       .example("$0 log --all-sessions --grep 'rm -rf'", 'which step of any session ran rm -rf')
       .example('$0 log --all-sessions --last 1 -- src/app.ts', 'the last step, in any session, that changed src/app.ts'),
   handler: async (raw) => {
-    const argv = raw as unknown as {
-      session?: string;
-      tool?: string;
-      last?: number;
-      grep?: string;
-      'all-sessions': boolean;
-      json: boolean;
-      '--'?: string[];
-      _: (string | number)[];
-    };
+    const argv = raw as unknown as LogArgs;
     const out = ctx.output(argv);
-    const paths = [...(argv['--'] ?? []).map(String)];
     const all = argv['all-sessions'];
-    if (all && argv.session !== undefined)
-      throw errors.invalidArgument('--all-sessions and --session name different sessions: give one of them.');
-    if (argv.grep !== undefined && argv.grep === '') throw errors.invalidArgument('--grep needs a text to look for.');
-    const common = { cwd: ctx.io.cwd, env: ctx.io.env, tool: argv.tool, last: argv.last, paths, grep: argv.grep };
-    let rows: LogRow[];
-    let timeline: LogEntry[];
-    let empty: string;
-    if (all) {
-      const res = await logAllSessions(common);
-      rows = res.rows;
-      timeline = rows.map((row) => ({ row }));
-      empty = res.sessions === 0 ? 'no sessions yet' : 'no step matches';
-    } else {
-      const res = await log({ ...common, session: argv.session });
-      rows = res.rows;
-      timeline = res.timeline;
-      if (!out.json) out.note(sessionSourceNote(res.session, res.source));
-      empty = res.session.steps.length === 0 ? 'no steps yet' : 'no step matches';
-    }
+    const { rows, timeline, empty } = await readLog(ctx, argv, out);
     if (out.json) {
-      // Steps as before (with `undone` added), operations as entries of kind "operation" among them.
-      out.printJson(
-        timeline.map(({ row: r, op }) =>
-          r
-            ? {
-                ...(all ? { session: r.session.id } : {}),
-                ...stepJson(r.step),
-                what: r.what,
-                plan: r.plan,
-                check: r.check,
-                ...(r.lost ? { lost: true } : {}),
-                ...(r.undone ? { undone: true } : {}),
-              }
-            : {
-                kind: 'operation',
-                id: op.id,
-                operation: op.kind,
-                time: op.time,
-                what: op.what,
-                status: op.status,
-                undoneBy: op.undoneBy,
-                files: op.files,
-                changedBefore: op.edits,
-                ...(op.target ? { target: op.target } : {}),
-              },
-        ),
-      );
+      out.printJson(logJson(timeline, all));
       return;
     }
     if (rows.length === 0 && timeline.length === 0) {
       out.note(empty);
       return;
     }
-    const c = out.color;
-    // Every column as wide as its widest cell, whatever the tool names, statuses and dates: the rows line up.
-    const sessionCol = all ? padColumn(rows.map((r) => cell(r.session.id))) : null;
-    const stepCol = padColumn(
+    printLogTimeline(out, { rows, timeline, all, width: rowWidth(ctx.io.stdout as { columns?: number }, ctx.io.env) });
+  },
+});
+
+/** The log's filters (--tool, --last, --grep, the paths after `--`), refused where they contradict each other. */
+function logFilters(argv: LogArgs): { tool?: string; last?: number; paths: string[]; grep?: string } {
+  const paths = [...(argv['--'] ?? []).map(String)];
+  if (argv['all-sessions'] && argv.session !== undefined)
+    throw errors.invalidArgument('--all-sessions and --session name different sessions: give one of them.');
+  if (argv.grep !== undefined && argv.grep === '') throw errors.invalidArgument('--grep needs a text to look for.');
+  return { tool: argv.tool, last: argv.last, paths, grep: argv.grep };
+}
+
+/** The rows the log shows (one session's with its operations, or every session's in time order), and what it says where there are none. */
+async function readLog(ctx: CliContext, argv: LogArgs, out: Output): Promise<{ rows: LogRow[]; timeline: LogEntry[]; empty: string }> {
+  const common = { cwd: ctx.io.cwd, env: ctx.io.env, ...logFilters(argv) };
+  if (argv['all-sessions']) {
+    const res = await logAllSessions(common);
+    return {
+      rows: res.rows,
+      timeline: res.rows.map((row) => ({ row })),
+      empty: res.sessions === 0 ? 'no sessions yet' : 'no step matches',
+    };
+  }
+  const res = await log({ ...common, session: argv.session });
+  if (!out.json) out.note(sessionSourceNote(res.session, res.source));
+  return { rows: res.rows, timeline: res.timeline, empty: res.session.steps.length === 0 ? 'no steps yet' : 'no step matches' };
+}
+
+/** `log --json`: steps as before (with `undone` added), operations as entries of kind "operation" among them. */
+function logJson(timeline: LogEntry[], all: boolean): unknown[] {
+  return timeline.map(({ row: r, op }) =>
+    r
+      ? {
+          ...(all ? { session: r.session.id } : {}),
+          ...stepJson(r.step),
+          what: r.what,
+          plan: r.plan,
+          check: r.check,
+          ...(r.lost ? { lost: true } : {}),
+          ...(r.undone ? { undone: true } : {}),
+        }
+      : {
+          kind: 'operation',
+          id: op.id,
+          operation: op.kind,
+          time: op.time,
+          what: op.what,
+          status: op.status,
+          undoneBy: op.undoneBy,
+          files: op.files,
+          changedBefore: op.edits,
+          ...(op.target ? { target: op.target } : {}),
+        },
+  );
+}
+
+/** The log's columns, one cell per row each: every column as wide as its widest cell, whatever the tool names, statuses and dates, so the rows line up. */
+function logColumns(out: Output, rows: LogRow[], all: boolean) {
+  const c = out.color;
+  const statusOf = (r: LogRow) => (r.undone && r.step.status === 'done' ? 'undone' : r.step.status);
+  return {
+    session: all ? padColumn(rows.map((r) => cell(r.session.id))) : null,
+    step: padColumn(
       rows.map((r) => cell(String(r.step.step), c.bold(String(r.step.step)))),
       'right',
-    );
+    ),
     // A tool name is the agent's text: escaped, and cut so that one odd name does not push every row off the screen.
-    const toolCol = padColumn(
-      rows.map(({ step: st }) => cell(cut(printablePath(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-')), 40))),
-    );
-    const statusOf = (r: LogRow) => (r.undone && r.step.status === 'done' ? 'undone' : r.step.status);
-    const statusCol = padColumn(rows.map((r) => cell(statusOf(r), statusColor(out, statusOf(r)))));
-    const timeCol = padColumn(rows.map(({ step: st }) => cell(when(st.startedAt))));
+    tool: padColumn(rows.map(({ step: st }) => cell(cut(printablePath(st.tool ?? (st.kind === 'checkpoint' ? 'checkpoint' : '-')), 40)))),
+    status: padColumn(rows.map((r) => cell(statusOf(r), statusColor(out, statusOf(r))))),
+    time: padColumn(rows.map(({ step: st }) => cell(when(st.startedAt)))),
     // ✓/✗ of the newest check of each step's state (`agentsnap check`), when any step has one.
-    const checked = rows.some((r) => r.check);
-    const checkCol = checked
+    check: rows.some((r) => r.check)
       ? padColumn(
           rows.map(({ check }) =>
             !check
@@ -278,78 +292,97 @@ export const logCommand: CommandFactory = (ctx) => ({
                   : cell('~', c.yellow('~')),
           ),
         )
-      : null;
-    const changeCol = padColumn(
+      : null,
+    change: padColumn(
       rows.map(({ step: st }) => {
         const n = countChanges(st.changed);
         const files = n.files === 1 ? '1 file' : `${n.files} files`;
         return cell(`${files} +${n.added} -${n.deleted}`, `${files} ${c.green(`+${n.added}`)} ${c.red(`-${n.deleted}`)}`);
       }),
-    );
-    const width = rowWidth(ctx.io.stdout as { columns?: number }, ctx.io.env);
-    const rowIndex = new Map(rows.map((r, i) => [r, i]));
-    const opWidth = Math.max(
-      0,
-      ...rows.map((r) => visibleLength(`${sessionCol ? sessionCol[rowIndex.get(r)!] : ''}  ${stepCol[rowIndex.get(r)!]}`)),
-    );
-    const edits = (changed: { path: string; change: string }[], before: string) =>
-      out.out(c.yellow(`        your edits before ${before}: ${changed.map((ch) => `${ch.change} ${printablePath(ch.path)}`).join(', ')}`));
-    for (const { row, op } of timeline) {
-      if (op) {
-        // An operation: its id where a step has its number, its kind where a step has its tool.
-        if (op.edits.length > 0) edits(op.edits, `operation ${op.id}`);
-        const state =
-          op.status !== 'done' ? c.yellow(op.status) : op.undoneBy !== null ? c.dim(`undone by op ${op.undoneBy}`) : c.green('done');
-        const files = op.files === 1 ? '1 file' : `${op.files} files`;
-        out.out(
-          `${`  op ${op.id}`.padStart(opWidth)}  ${c.magenta(op.kind)}  ${state}  ${when(op.time)}  ${files}  ${c.cyan(printableLine(op.what))}`,
-        );
-        continue;
-      }
-      printRow(row, rowIndex.get(row)!);
+    ),
+  };
+}
+
+/** The log as text: each step a row of columns (its changed files below it), each operation a row among them, in order. */
+function printLogTimeline(out: Output, log: { rows: LogRow[]; timeline: LogEntry[]; all: boolean; width: number }): void {
+  const cols = logColumns(out, log.rows, log.all);
+  const rowIndex = new Map(log.rows.map((r, i) => [r, i]));
+  const opWidth = Math.max(
+    0,
+    ...log.rows.map((r) => visibleLength(`${cols.session ? cols.session[rowIndex.get(r)!] : ''}  ${cols.step[rowIndex.get(r)!]}`)),
+  );
+  for (const { row, op } of log.timeline) {
+    if (op) printOperationRow(out, op, opWidth);
+    else {
+      const i = rowIndex.get(row)!;
+      const head = `${cols.session ? cols.session[i] : ''}  ${cols.step[i]}  ${cols.tool[i]}  ${cols.status[i]}${cols.check ? ` ${cols.check[i]}` : ''}  ${cols.time[i]}  ${cols.change[i]}`;
+      printStepRow(out, row, head, log.width);
     }
-    function printRow({ step: st, what, session, lost }: LogRow, i: number): void {
-      if (st.changedBefore.length > 0 && st.step > 1) edits(st.changedBefore, `step ${st.step}`);
-      const marks: string[] = [];
-      const plainMarks: string[] = [];
-      const mark = (plain: string, shown = plain) => {
-        plainMarks.push(plain);
-        marks.push(shown);
-      };
-      if (st.overlaps.length > 0) mark(`overlaps ${st.overlaps.join(',')}`, c.yellow(`overlaps ${st.overlaps.join(',')}`));
-      if (st.changedBefore.length > 0 && st.step > 1)
-        mark(
-          `${st.changedBefore.length} changed outside tool calls before it`,
-          c.yellow(`${st.changedBefore.length} changed outside tool calls before it`),
-        );
-      // A checkpoint's message is its description (`what`): a call's is a note beside its command.
-      if (st.message && st.kind !== 'checkpoint') mark(printableLine(JSON.stringify(st.message)));
-      // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
-      if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0)
-        mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
-      if (st.source === 'transcript')
-        mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
-      if (lost)
-        mark(
-          "snapshot lost: deleted by git's prune (cannot be undone to)",
-          c.red("snapshot lost: deleted by git's prune (cannot be undone to)"),
-        );
-      const effect = outsideEffect(st, session.worktree);
-      if (effect) mark(`not undoable: ${printableLine(effect)}`, c.red(`not undoable: ${printableLine(effect)}`));
-      const head = `${sessionCol ? sessionCol[i] : ''}  ${stepCol[i]}  ${toolCol[i]}  ${statusCol[i]}${checkCol ? ` ${checkCol[i]}` : ''}  ${timeCol[i]}  ${changeCol[i]}`;
-      const used = visibleLength(head) + (marks.length ? 2 + plainMarks.join('  ').length : 0);
-      // What the call was, cut so the row fits the terminal (never cut below a readable minimum).
-      const desc = what === null ? '' : `  ${c.cyan(cut(what, Math.max(24, width - used - 2)))}`;
-      out.out(`${head}${desc}${marks.length ? `  ${marks.join('  ')}` : ''}`.trimEnd());
-      for (const ch of st.changed) {
-        const counts = ch.added === null ? 'binary' : `${c.green(`+${ch.added}`)} ${c.red(`-${ch.deleted ?? 0}`)}`;
-        out.out(`        ${ch.change} ${printablePath(ch.path)}  ${counts}`);
-      }
-      if (st.skipped.length > 0) out.out(c.dim(`        not snapshotted: ${st.skipped.map(describeSkipped).join(', ')}`));
-      if (st.unprotectedReason) out.out(c.red(`        unprotected: ${printableLine(st.unprotectedReason)}`));
-    }
-  },
-});
+  }
+}
+
+/** The line before a step or operation that lists the user's edits made before it. */
+function printEditsBefore(out: Output, changed: { path: string; change: string }[], before: string): void {
+  out.out(
+    out.color.yellow(`        your edits before ${before}: ${changed.map((ch) => `${ch.change} ${printablePath(ch.path)}`).join(', ')}`),
+  );
+}
+
+/** An operation's row: its id where a step has its number, its kind where a step has its tool. */
+function printOperationRow(out: Output, op: NonNullable<LogEntry['op']>, opWidth: number): void {
+  const c = out.color;
+  if (op.edits.length > 0) printEditsBefore(out, op.edits, `operation ${op.id}`);
+  const state = op.status !== 'done' ? c.yellow(op.status) : op.undoneBy !== null ? c.dim(`undone by op ${op.undoneBy}`) : c.green('done');
+  const files = op.files === 1 ? '1 file' : `${op.files} files`;
+  out.out(
+    `${`  op ${op.id}`.padStart(opWidth)}  ${c.magenta(op.kind)}  ${state}  ${when(op.time)}  ${files}  ${c.cyan(printableLine(op.what))}`,
+  );
+}
+
+/** A step's row (its columns, what the call was, its marks), its changed files, and what it did not snapshot or protect. */
+function printStepRow(out: Output, row: LogRow, head: string, width: number): void {
+  const c = out.color;
+  const { step: st, what } = row;
+  if (st.changedBefore.length > 0 && st.step > 1) printEditsBefore(out, st.changedBefore, `step ${st.step}`);
+  const marks = stepMarks(out, row);
+  const used = visibleLength(head) + (marks.length ? 2 + marks.map((m) => m.plain).join('  ').length : 0);
+  // What the call was, cut so the row fits the terminal (never cut below a readable minimum).
+  const desc = what === null ? '' : `  ${c.cyan(cut(what, Math.max(24, width - used - 2)))}`;
+  out.out(`${head}${desc}${marks.length ? `  ${marks.map((m) => m.shown).join('  ')}` : ''}`.trimEnd());
+  for (const ch of st.changed) {
+    const counts = ch.added === null ? 'binary' : `${c.green(`+${ch.added}`)} ${c.red(`-${ch.deleted ?? 0}`)}`;
+    out.out(`        ${ch.change} ${printablePath(ch.path)}  ${counts}`);
+  }
+  if (st.skipped.length > 0) out.out(c.dim(`        not snapshotted: ${st.skipped.map(describeSkipped).join(', ')}`));
+  if (st.unprotectedReason) out.out(c.red(`        unprotected: ${printableLine(st.unprotectedReason)}`));
+}
+
+/** The notes at the end of a step's row, each as printed and as its plain text (whose length the row's width counts). */
+function stepMarks(out: Output, { step: st, session, lost }: LogRow): Cell[] {
+  const c = out.color;
+  const marks: Cell[] = [];
+  const mark = (plain: string, shown = plain) => marks.push(cell(plain, shown));
+  if (st.overlaps.length > 0) mark(`overlaps ${st.overlaps.join(',')}`, c.yellow(`overlaps ${st.overlaps.join(',')}`));
+  if (st.changedBefore.length > 0 && st.step > 1)
+    mark(
+      `${st.changedBefore.length} changed outside tool calls before it`,
+      c.yellow(`${st.changedBefore.length} changed outside tool calls before it`),
+    );
+  // A checkpoint's message is its description (`what`): a call's is a note beside its command.
+  if (st.message && st.kind !== 'checkpoint') mark(printableLine(JSON.stringify(st.message)));
+  // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
+  if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0)
+    mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
+  if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
+  if (lost)
+    mark(
+      "snapshot lost: deleted by git's prune (cannot be undone to)",
+      c.red("snapshot lost: deleted by git's prune (cannot be undone to)"),
+    );
+  const effect = outsideEffect(st, session.worktree);
+  if (effect) mark(`not undoable: ${printableLine(effect)}`, c.red(`not undoable: ${printableLine(effect)}`));
+  return marks;
+}
 
 /** The printed width of a string holding SGR escape codes. */
 function visibleLength(s: string): number {
@@ -368,17 +401,13 @@ export const showCommand: CommandFactory = (ctx) => ({
   handler: async (raw) => {
     const argv = raw as unknown as { step: string; session?: string; stat: boolean; json: boolean };
     const out = ctx.output(argv);
-    if (!/^\d+$/.test(String(argv.step))) {
-      throw errors.invalidArgument(`${JSON.stringify(String(argv.step))} is not a step number.`, {
-        hint: 'See `agentsnap log` for the steps of the session.',
-      });
-    }
+    const step = stepArgument(argv.step);
     // Without git's colours: the diff is escaped, then coloured (printableDiff); --json gets it as git wrote it.
     const res = await show({
       cwd: ctx.io.cwd,
       env: ctx.io.env,
       session: argv.session,
-      step: Number(argv.step),
+      step,
       color: false,
       stat: argv.stat,
     });
