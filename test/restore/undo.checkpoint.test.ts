@@ -32,8 +32,8 @@ test('undo N keeps an edit a later `snap -m` checkpoint recorded; --exact revert
     const cp = await cli(repo, ['snap', '-m', 'my edit']);
     assert.is(cp.code, 0, cp.stderr);
     const log = await cli(repo, ['log']);
-    assert.match(log.stdout, /^\s+2 .*changed outside tool calls \(undo needs --force\)/m);
-    assert.not.match(log.stdout, /^\s+1 .*undo needs --force/m);
+    assert.match(log.stdout, /^\s+2 .*your edits \(an undo keeps them\)/m);
+    assert.not.match(log.stdout, /^\s+1 .*an undo keeps them/m);
     const json = JSON.parse((await cli(repo, ['log', '--json'])).stdout) as
       | { files: { step: number; madeBy?: string }[] }
       | { step: number; madeBy?: string }[];

@@ -370,9 +370,9 @@ function stepMarks(out: Output, { step: st, session, lost }: LogRow): Cell[] {
     );
   // A checkpoint's message is its description (`what`): a call's is a note beside its command.
   if (st.message && st.kind !== 'checkpoint') mark(printableLine(JSON.stringify(st.message)));
-  // What a checkpoint of the user's recorded is theirs: undo, redo, restore and revert take it back only with --force.
+  // What a checkpoint of the user's recorded is theirs: an undo over it keeps it (`undo N` of the checkpoint itself goes back before it).
   if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0)
-    mark('changed outside tool calls (undo needs --force)', c.yellow('changed outside tool calls (undo needs --force)'));
+    mark('your edits (an undo keeps them)', c.yellow('your edits (an undo keeps them)'));
   if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
   if (lost)
     mark(
