@@ -36,6 +36,9 @@ test('wrap arguments: the plain forms parse as yargs gives them to the handler',
     ['--session', 'fix-login', '--agent', 'codex', '--auto', '--mcp', '--', 'codex', 'exec'],
     ['--agent=claude', '--session=abc', '--', 'x'],
     ['--worktree', '-q', '--', 'x', '--'],
+    // --name implies nothing since sessions of any kind have names (issue 32 item 10): a plain form.
+    ['--name', 'n', '--worktree', '--', 'x'],
+    ['--name', 'login fix', '--', 'x'],
   ]) {
     const quick = parseWrapArgs(wrapCommand({} as never), args);
     assert.ok(quick, args.join(' '));
@@ -63,7 +66,6 @@ test('wrap arguments: anything else is left to yargs', () => {
     ['-q', '-q', '--', 'x'],
     ['--quiet=true', '--', 'x'],
     ['--no-auto', '--', 'x'],
-    ['--name', 'n', '--worktree', '--', 'x'],
     ['--from', 'HEAD', '--worktree', '--', 'x'],
     ['--unknown', '--', 'x'],
     ['extra', '--', 'x'],
