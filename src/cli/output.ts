@@ -116,6 +116,7 @@ const SKIP_REASON: Record<SkippedFile['reason'], string> = {
   'too-large': 'over the size cap',
   excluded: 'excluded by agentsnap.exclude',
   'nested-repo-without-commit': 'nested repository without a commit',
+  'nested-repo-other-format': 'nested repository of another object format',
   unreadable: 'unreadable',
   'path-too-long': 'path too long to read',
   'gitmodules-symlink': 'a symlinked .gitmodules, which git cannot record',

@@ -1023,6 +1023,8 @@ function leftOutWhy(f: SkippedFile): string {
       return 'excluded by agentsnap.exclude';
     case 'nested-repo-without-commit':
       return 'a nested repository without a commit';
+    case 'nested-repo-other-format':
+      return 'a nested repository of another object format, which git cannot record';
     case 'unreadable':
       return 'it could not be read';
     case 'path-too-long':

@@ -202,13 +202,20 @@ function lstatOrNull(abs: string): fs.Stats | null {
   }
 }
 
-async function nestedRepoHasCommit(repo: Repo, dir: string): Promise<boolean> {
-  const res = await runGit(['rev-parse', '-q', '--verify', 'HEAD^{commit}'], {
+/**
+ * What a nested repository is to the superproject: a gitlink when it has a commit of the superproject's object
+ * format; else something git cannot record (it says "is a directory - add files inside instead" for the other
+ * format), skipped and listed.
+ */
+async function nestedRepoKind(repo: Repo, dir: string): Promise<'commit' | 'no-commit' | 'other-format'> {
+  const res = await runGit(['rev-parse', '--show-object-format', '-q', '--verify', 'HEAD^{commit}'], {
     cwd: dir,
     env: cleanGitEnv(repo.env),
     okCodes: [1, 128],
   });
-  return res.code === 0;
+  const format = res.stdout.toString('utf8').split('\n')[0]?.trim();
+  if (format && format !== repo.objectFormat) return 'other-format';
+  return res.code === 0 ? 'commit' : 'no-commit';
 }
 
 function unreadable(rel: string, e: unknown): never {
@@ -499,8 +506,9 @@ async function addUntracked(
         untracked.push(...below.others.filter((o) => !userTracked.has(o)));
         continue;
       }
-      if (await nestedRepoHasCommit(repo, abs)) toAdd.push(dir);
-      else skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
+      const kind = await nestedRepoKind(repo, abs);
+      if (kind === 'commit') toAdd.push(dir);
+      else skipped.push({ path: dir, reason: kind === 'other-format' ? 'nested-repo-other-format' : 'nested-repo-without-commit' });
       continue;
     }
     if (skipRestoreTemp(repo.worktree, rel)) continue;

@@ -175,6 +175,35 @@ test('a nested repository without a commit is skipped and listed; later snapshot
   }
 });
 
+test('a nested repository of the other object format (SHA-1 in SHA-256, or the reverse): skipped and listed, never a failed snapshot', async () => {
+  // Found by the generative test (seed 29302): git cannot record it as a gitlink ("nest: is a directory - add files
+  // inside instead"), and every snapshot failed, so each step was unprotected.
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    const other = repo.objectFormat === 'sha256' ? 'sha1' : 'sha256';
+    const sub = path.join(repo.dir, 'nest');
+    fs.mkdirSync(sub);
+    repo.git(['init', '-q', `--object-format=${other}`], { cwd: sub });
+    fs.writeFileSync(path.join(sub, 'n.txt'), 'n\n');
+    repo.git(['add', '-A'], { cwd: sub });
+    repo.git(['commit', '-q', '-m', 'first'], { cwd: sub });
+    const res = await cli(repo, ['snap']);
+    assert.is(res.code, 0, res.stderr);
+    assert.match(res.stderr, /nest \(nested repository of another object format\)/);
+    const s1 = await snapJson(repo);
+    assert.equal(s1.skipped, [{ path: 'nest', reason: 'nested-repo-other-format' }]);
+    assert.is(entryAt(repo, s1.commit, 'nest'), null);
+    repo.write('b.txt', 'b\n');
+    const s2 = await snapJson(repo, ['--session', s1.session]);
+    assert.ok(entryAt(repo, s2.commit, 'b.txt'));
+    const undo = await cli(repo, ['undo', '--session', s1.session]);
+    assert.is(undo.code, 0, undo.stderr);
+    assert.is(fs.readFileSync(path.join(sub, 'n.txt'), 'utf8'), 'n\n', 'the nested repository is untouched');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('a .git made in a directory whose tracked files are all deleted: read as git reads it, a plain directory of the superproject (its files snapshotted, its .git left out)', async () => {
   // The generative test's seed 20261205 found it: the private index had nothing left below d/, so ls-files called
   // d a nested repository and the snapshot skipped it whole, while git status (the user's index tracks d/k.txt)

@@ -446,7 +446,8 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
   for (const n of nested) {
     if (ignored.has(n.rel)) continue;
     const head = nestedHead(repo, path.join(repo.dir, n.rel));
-    if (head) view.tree.set(n.rel, { mode: '160000', oid: head });
+    if (nestedOtherFormat(repo, path.join(repo.dir, n.rel))) view.skipped.set(n.rel, 'nested-repo-other-format');
+    else if (head) view.tree.set(n.rel, { mode: '160000', oid: head });
     else view.skipped.set(n.rel, 'nested-repo-without-commit');
   }
   return view;
@@ -556,6 +557,12 @@ const isNestedRepo = (repo: TempRepo, abs: string): boolean =>
 const nestedHead = (repo: TempRepo, abs: string): string | null => {
   const r = repo.gitRaw([`--git-dir=${path.join(abs, '.git')}`, 'rev-parse', '-q', '--verify', 'HEAD^{commit}'], { cwd: abs });
   return r.status === 0 ? r.stdout.trim() : null;
+};
+/** Whether a nested repository's object format differs from the superproject's: git cannot record it as a gitlink. */
+const nestedOtherFormat = (repo: TempRepo, abs: string): boolean => {
+  const r = repo.gitRaw([`--git-dir=${path.join(abs, '.git')}`, 'rev-parse', '--show-object-format'], { cwd: abs });
+  const mine = repo.gitRaw(['rev-parse', '--show-object-format'], { cwd: repo.dir }); // the sequence's own format
+  return r.status === 0 && mine.status === 0 && r.stdout.trim() !== mine.stdout.trim();
 };
 
 interface JournalEv {
