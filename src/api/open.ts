@@ -1,6 +1,6 @@
 // The one way an entry point (the API, a hook, the MCP tools, the page's server) opens its repository. It sits in
 // the API layer, above server/: the warm server's opener it calls is then a call downward at run time, as the
-// import graph says (test/hook-path.test.ts).
+// import graph says (test/server/hook-path.test.ts).
 import { openRepo, type Repo } from '../git/repo.js';
 import { openContext, type Context, type ContextOpener } from '../session/context.js';
 

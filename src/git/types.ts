@@ -12,7 +12,15 @@ export interface SkippedFile {
    * path-too-long: a directory below which paths exceed PATH_MAX (git names the last one it could reach).
    * Neither is ever deleted or overwritten by a restore.
    */
-  reason: 'secret' | 'too-large' | 'excluded' | 'nested-repo-without-commit' | 'nested-repo-other-format' | 'unreadable' | 'path-too-long' | 'gitmodules-symlink';
+  reason:
+    | 'secret'
+    | 'too-large'
+    | 'excluded'
+    | 'nested-repo-without-commit'
+    | 'nested-repo-other-format'
+    | 'unreadable'
+    | 'path-too-long'
+    | 'gitmodules-symlink';
   size?: number;
 }
 
