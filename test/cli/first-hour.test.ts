@@ -57,7 +57,8 @@ function gitDirFiles(repo: TempRepo): Record<string, string> {
 /**
  * The agent, run by `agentsnap wrap -- sh agent.sh`: five tool calls, each between `snap --phase pre` and
  * `--phase post` as an agent's hooks record them. Between steps 3 and 4 the user writes a file of their own,
- * scratch.txt (outside any tool call; in the script so that nothing depends on when the user types).
+ * scratch.txt, and the first line of notes.md, whose last line the agent changes in step 5 (outside any tool
+ * call; in the script so that nothing depends on when the user types).
  */
 const AGENT = [
   'set -e',
@@ -71,6 +72,7 @@ const AGENT = [
   'pre Bash; rm old.txt; post Bash',
   // The user, between steps 3 and 4.
   "printf 'my own notes\\n' > scratch.txt",
+  "sed -i 's/^# notes$/# notes (mine)/' notes.md",
   // 4: the tests fail (exit 1); the agent goes on.
   'pre Bash; node test.js || true; post Bash',
   // 5: sed on notes.md, and a new file.
@@ -105,18 +107,16 @@ test('the first hour: install, wrap an agent, user edits between steps, undo, op
     assert.match(wrap.stderr, /session \S+ ended; see `agentsnap log --session \S+`/);
     assert.is(text(repo, 'src/calc.js'), BUGGY_CALC);
     assert.not.ok(repo.exists('old.txt'));
-    assert.is(text(repo, 'notes.md'), NOTES.replace('last line', 'last line, by the agent'));
+    const myNotes = NOTES.replace('# notes\n', '# notes (mine)\n');
+    assert.is(text(repo, 'notes.md'), myNotes.replace('last line', 'last line, by the agent'));
     assert.is(text(repo, 'docs/new.md'), 'docs\n');
-    // The user, after the session: the first line of notes.md, whose last line step 5 changed.
-    const myNotes = text(repo, 'notes.md').replace('# notes\n', '# notes (mine)\n');
-    repo.write('notes.md', myNotes);
 
     // 4. log: the steps and the user's edit between them.
     const log = ok(await run(['log']), 'log').stdout;
     assert.match(log, /^\s+1\s+Write\s+done\s.*\n\s+A src\/double\.js/m, log);
     assert.match(log, /^\s+2\s+Bash\s+done\s.*\n\s+M src\/calc\.js/m, log);
     assert.match(log, /^\s+3\s+Bash\s+done\s.*\n\s+D old\.txt/m, log);
-    assert.match(log, /^\s+your edits before step 4: A scratch\.txt$/m, log);
+    assert.match(log, /^\s+your edits before step 4: M notes\.md, A scratch\.txt$/m, log);
     assert.match(log, /^\s+4\s+Bash\s+done\s/m, log);
     assert.match(log, /^\s+5\s+Bash\s+done\s.*\n\s+A docs\/new\.md.*\n\s+M notes\.md/m, log);
 
@@ -124,21 +124,18 @@ test('the first hour: install, wrap an agent, user edits between steps, undo, op
     const beforeUndo = files(repo);
     const refused = await run(['undo', '3']);
     assert.is(refused.code, 3, refused.stdout + refused.stderr);
-    assert.match(refused.stderr, 'M notes.md: changed by step 5 and by you');
+    assert.match(refused.stderr, 'M notes.md: changed by step 5 and by you (between step 3 and 4)');
     assert.match(refused.stderr, 'Run again with --merge');
     assert.equal(files(repo), beforeUndo);
     // --merge: steps 3-5 taken back, the user's scratch.txt kept, notes.md the user's line without the agent's.
     const merged = ok(await run(['undo', '3', '--merge']), 'undo 3 --merge');
     assert.match(merged.stdout, 'kept: scratch.txt (your edit between step 3 and 4)');
     assert.match(merged.stdout, 'merged: notes.md');
-    assert.is(text(repo, 'notes.md'), NOTES.replace('# notes\n', '# notes (mine)\n'));
+    assert.is(text(repo, 'notes.md'), myNotes);
     assert.is(text(repo, 'scratch.txt'), 'my own notes\n');
     assert.is(text(repo, 'old.txt'), 'old\n');
     assert.not.ok(repo.exists('docs/new.md'));
     assert.is(text(repo, 'src/calc.js'), BUGGY_CALC, 'step 2 is before the undo target');
-    // The user's edit to notes.md came after the agent's last change to it. Had it come between steps 3 and 4
-    // (before step 5 changed the file again), `undo 3 --merge` refuses (exit 4, "not merged: your edit came
-    // before step 5 changed it again") although the two edits are lines apart: left out here, see the report.
 
     // 5. revert 2 takes the bug out; op log lists it; op undo takes the revert back.
     const revert = ok(await run(['revert', '2']), 'revert 2');
@@ -153,7 +150,7 @@ test('the first hour: install, wrap an agent, user edits between steps, undo, op
     const opUndo = ok(await run(['op', 'undo', revertId!]), 'op undo');
     assert.match(opUndo.stdout, 'operation 2 (revert step 2) taken back');
     assert.is(text(repo, 'src/calc.js'), BUGGY_CALC);
-    assert.is(text(repo, 'notes.md'), myNotes.replace('last line, by the agent', 'last line'), 'the rest as it was');
+    assert.is(text(repo, 'notes.md'), myNotes, 'the rest as it was');
     assert.is(text(repo, 'scratch.txt'), 'my own notes\n');
     const log2 = ok(await run(['log']), 'log').stdout;
     assert.match(log2, /^\s+3\s+Bash\s+undone\s/m, log2);
@@ -176,7 +173,7 @@ test('the first hour: install, wrap an agent, user edits between steps, undo, op
     assert.equal(await rows('src/double.js'), ['step 1 Write 1) module.exports.double = (x) => x * 2;']);
     assert.equal((await rows('scratch.txt'))[0], 'your edit (between step 3 and 4) 1) my own notes');
     const notes = await rows('notes.md');
-    assert.is(notes[0], 'your edit (after step 5) 1) # notes (mine)');
+    assert.is(notes[0], 'your edit (between step 3 and 4) 1) # notes (mine)');
     assert.is(notes[1], 'before the session 2) first');
     // `blame src/calc.js` credits the bug's line to "op undo 2: back to before operation 2", not to step 2 whose
     // change it is (the op undo only put it back): left out here, see the report.
@@ -218,6 +215,38 @@ test('bisect after `op undo` of a revert of the first bad step: suggests `revert
       revertedBy: number | null;
     };
     assert.is(json.revertedBy, null);
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test("undo --merge: the user's edit came before the agent changed the same file again (other lines): merged, not refused", async () => {
+  const repo = tempRepo({ files: { 'notes.md': NOTES } });
+  try {
+    await step(repo, () => repo.write('x.txt', 'x\n'));
+    repo.write('notes.md', NOTES.replace('# notes\n', '# notes (mine)\n')); // the user's, between steps 1 and 2
+    await step(repo, () => repo.write('notes.md', text(repo, 'notes.md').replace('last line', 'last line, by the agent')));
+    const merged = ok(await cliProcess(repo, ['undo', '1', '--merge']), 'undo 1 --merge');
+    assert.match(merged.stdout, 'merged: notes.md');
+    assert.is(text(repo, 'notes.md'), NOTES.replace('# notes\n', '# notes (mine)\n'));
+    assert.not.ok(repo.exists('x.txt'));
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test("undo --merge: the user's edits before and after the agent's change of the same line: refused (exit 4), nothing changed", async () => {
+  const repo = tempRepo({ files: { 'notes.md': NOTES } });
+  try {
+    await step(repo, () => repo.write('x.txt', 'x\n'));
+    repo.write('notes.md', NOTES.replace('# notes\n', '# notes (mine)\n'));
+    await step(repo, () => repo.write('notes.md', text(repo, 'notes.md').replace('# notes (mine)', '# notes (the agent)')));
+    repo.write('notes.md', text(repo, 'notes.md').replace('# notes (the agent)', '# notes (mine, again)'));
+    const before = files(repo);
+    const refused = await cliProcess(repo, ['undo', '1', '--merge']);
+    assert.is(refused.code, 4, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, 'not merged: a conflict between your edit and taking out step 2');
+    assert.equal(files(repo), before);
   } finally {
     repo.cleanup();
   }
