@@ -3,6 +3,8 @@
 // runs `sed` and `rm`, creates files and runs a failing test, the user's own edits between its steps, `log`, `undo`
 // (keeping the user's file, refusing the both-changed one, `--merge`), `revert` and `op undo` of it, `bisect`,
 // `blame`, and uninstalling as the README says, after which nothing of agentsnap is left.
+// Below it, the smallest tests of what the hour found broken: bisect after `op undo` of a revert, and
+// `undo --merge` of a file the user edited before the agent changed it again.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
