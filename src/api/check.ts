@@ -201,10 +201,13 @@ export async function bisect(opts: BisectOptions): Promise<BisectReport> {
   };
 }
 
-/** The done revert of step `n` a redo did not take back, newest first; null when its changes were never reverted. */
+/**
+ * The done revert of step `n` that neither a redo nor an `op undo` took back, newest first; null when its
+ * changes were never reverted (or are back).
+ */
 function revertOf(s: Session, n: number): number | null {
   const reverts = foldOps(s.extraEvents).filter(
-    (o) => o.kind === 'revert' && o.status === 'done' && o.target.step === n && o.redoneBy === null,
+    (o) => o.kind === 'revert' && o.status === 'done' && o.target.step === n && o.redoneBy === null && o.undoneBy === null,
   );
   return reverts[reverts.length - 1]?.op ?? null;
 }

@@ -862,6 +862,8 @@ interface RecordedChange {
   by: string;
   at: number;
   commit: string | null;
+  /** The snapshot just before the change (a call's pre, a checkpoint's parent, an operation's safety snapshot). */
+  before: string | null;
 }
 
 /**
@@ -874,16 +876,21 @@ function recordedChanges(events: JournalEvent[], anchor: number, ownCheckpoint?:
   events.forEach((e, i) => {
     if (e.type === 'op.done') done.set(e.op, { at: i, commit: e.commit, ok: e.status === 'done' });
   });
+  const pres = new Map<number, string>();
+  for (const e of events) if (e.type === 'step.pre') pres.set(e.step, e.commit);
   const out: RecordedChange[] = [];
   for (let i = Math.max(anchor, 0); i < events.length; i++) {
     const e = events[i]!;
     if (e.type === 'step.post' && i > anchor && e.source !== 'transcript') {
-      for (const c of e.changed) out.push({ path: c.path, by: `step ${e.step}`, at: i, commit: e.commit });
+      const before = pres.get(e.step) ?? null;
+      for (const c of e.changed) out.push({ path: c.path, by: `step ${e.step}`, at: i, commit: e.commit, before });
     } else if (e.type === 'step.checkpoint' && i > anchor && (checkpointMadeBy(e) === 'agent' || e.step === ownCheckpoint)) {
-      for (const c of e.changed) out.push({ path: c.path, by: `step ${e.step}`, at: i, commit: e.commit });
+      for (const c of e.changed) out.push({ path: c.path, by: `step ${e.step}`, at: i, commit: e.commit, before: e.parent });
     } else if (e.type === 'op.start') {
       const d = done.get(e.op);
-      if (d?.ok) for (const c of e.paths) out.push({ path: c.path, by: `operation ${e.op} (${e.kind})`, at: d.at, commit: d.commit });
+      if (d?.ok)
+        for (const c of e.paths)
+          out.push({ path: c.path, by: `operation ${e.op} (${e.kind})`, at: d.at, commit: d.commit, before: e.safety });
     }
   }
   return out;
@@ -971,28 +978,46 @@ async function mergeOne(
   write: boolean,
 ): Promise<{ mode: string; oid: string } | string> {
   const lastAgent = agents.reduce((a, b) => (b.at > a.at ? b : a));
-  if (mine.some((u) => (u.at ?? Infinity) < lastAgent.at)) return `your edit came before ${lastAgent.by} changed it again`;
   if (!c.from || !c.to || !REGULAR.has(c.from.mode) || !REGULAR.has(c.to.mode) || !lastAgent.commit || hasRawBytes(c.path))
     return 'it is not a regular file in both your version and the target';
-  const ls = await repo.git(['ls-tree', '-z', lastAgent.commit, '--', c.path], { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
-  const m = /^(\d+) blob ([0-9a-f]+)\t/.exec(ls.stdout.toString('utf8'));
-  if (!m || !REGULAR.has(m[1]!)) return `it is not a regular file after ${lastAgent.by}`;
+  // An edit of the user's before the agent's last change: a merge against the file after that change would take
+  // the edit back, so each of the agent's changes is taken out of the user's file in turn, the last first.
+  const interleaved = mine.some((u) => (u.at ?? Infinity) < lastAgent.at);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentsnap-merge-'));
   try {
-    const files = { ours: c.from.oid, base: m[2]!, theirs: c.to.oid };
-    for (const [name, oid] of Object.entries(files))
-      fs.writeFileSync(path.join(dir, name), (await repo.git(['cat-file', 'blob', oid])).stdout);
-    const okCodes = Array.from({ length: 255 }, (_, i) => i + 1);
-    const res = await repo.git(['merge-file', '-p', '-q', path.join(dir, 'ours'), path.join(dir, 'base'), path.join(dir, 'theirs')], {
-      okCodes,
-    });
-    if (res.code === 255) return 'git merge-file cannot merge it (a binary file?)';
-    if (res.code !== 0) return `${res.code === 1 ? 'a conflict' : `${res.code} conflicts`} between your edit and the target`;
-    const h = await repo.git(['hash-object', ...(write ? ['-w'] : []), '--stdin'], { input: res.stdout });
+    let ours = (await repo.git(['cat-file', 'blob', c.from.oid])).stdout;
+    const rounds = interleaved
+      ? [...agents].sort((a, b) => b.at - a.at).map((a) => ({ by: a.by, base: a.commit, theirs: a.before }))
+      : [{ by: lastAgent.by, base: lastAgent.commit, theirs: null }];
+    for (const r of rounds) {
+      const base = r.base ? await regularBlob(repo, r.base, c.path) : null;
+      const theirs = r.theirs ? await regularBlob(repo, r.theirs, c.path) : interleaved ? null : c.to.oid;
+      if (!base || !theirs)
+        return interleaved ? `your edit came before ${r.by} changed it again` : `it is not a regular file after ${r.by}`;
+      fs.writeFileSync(path.join(dir, 'ours'), ours);
+      fs.writeFileSync(path.join(dir, 'base'), (await repo.git(['cat-file', 'blob', base])).stdout);
+      fs.writeFileSync(path.join(dir, 'theirs'), (await repo.git(['cat-file', 'blob', theirs])).stdout);
+      const okCodes = Array.from({ length: 255 }, (_, i) => i + 1);
+      const res = await repo.git(['merge-file', '-p', '-q', path.join(dir, 'ours'), path.join(dir, 'base'), path.join(dir, 'theirs')], {
+        okCodes,
+      });
+      if (res.code === 255) return 'git merge-file cannot merge it (a binary file?)';
+      if (res.code !== 0)
+        return `${res.code === 1 ? 'a conflict' : `${res.code} conflicts`} between your edit and ${interleaved ? `taking out ${r.by}` : 'the target'}`;
+      ours = res.stdout;
+    }
+    const h = await repo.git(['hash-object', ...(write ? ['-w'] : []), '--stdin'], { input: ours });
     return { mode: c.from.mode, oid: h.stdout.toString('utf8').trim() };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The blob of `rel` in `commit` when it is a regular file there, else null. */
+async function regularBlob(repo: Repo, commit: string, rel: string): Promise<string | null> {
+  const ls = await repo.git(['ls-tree', '-z', commit, '--', rel], { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
+  const m = /^(\d+) blob ([0-9a-f]+)\t/.exec(ls.stdout.toString('utf8'));
+  return m && REGULAR.has(m[1]!) ? m[2]! : null;
 }
 
 /** Why the worktree's snapshot left each path out, for the paths it left out. */
