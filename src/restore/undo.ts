@@ -1226,7 +1226,9 @@ function refuseBoth(what: string, both: BothChanged[], merge: boolean): never {
       data: { both },
     });
   }
-  throw errors.refused(`${what} would take back the agent's changes to ${n} you changed too:\n${lines}`, {
+  // A step is the agent's; an operation (a revert, a restore) was run by someone: then they are the recorded changes.
+  const whose = both.every((b) => b.by.every((x) => x.startsWith('step '))) ? "the agent's changes" : 'the recorded changes';
+  throw errors.refused(`${what} would take back ${whose} to ${n} you changed too:\n${lines}`, {
     hint: "Run again with --merge to keep your edit and take the agent's changes out of it, or with --force to put it back as at the target anyway (your version stays in the safety snapshot taken first).",
     data: { both },
   });

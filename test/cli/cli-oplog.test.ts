@@ -132,7 +132,7 @@ test('op undo of a revert refuses (exit 3, nothing changed) when the user change
     const now = files(repo);
     const refused = await cliProcess(repo, ['op', 'undo', '1']);
     assert.is(refused.code, 3, refused.stderr);
-    assert.match(refused.stderr, /op undo 1 would take back the agent's changes to 2 paths you changed too/, refused.stderr);
+    assert.match(refused.stderr, /op undo 1 would take back the recorded changes to 2 paths you changed too/, refused.stderr);
     assert.match(refused.stderr, 'calc.js');
     assert.equal(files(repo), now, 'nothing changed');
     const dry = await cliProcess(repo, ['op', 'undo', '1', '--dry-run']);
