@@ -629,6 +629,42 @@ test('regression: reads imported from the transcript on a full disk, whose refs 
   await runSequence('off', FAMILIES, ops, undefined, 'sha1');
 });
 
+test("regression (generative harness): undo to an unhooked Read keeps the user's edit made before the Read as the user's (the Read holds the last snapshot's state; seed 29301)", async () => {
+  // The user moved g away, then the Read ran; undo to the Read's step sees g in its target and the user's deletion
+  // after it: kept as the user's edit, which the harness's check (c') must accept.
+  const ops = [
+    { t: 'edit', e: { k: 'mv', f: 18, p: 6 } },
+    { t: 'read' },
+    { t: 'hardlink', f: 17 },
+    {
+      t: 'call',
+      tool: 'Bash',
+      edits: [
+        { k: 'lock', e: 20 },
+        { k: 'symlink', p: 10, t: 1 },
+      ],
+      during: { k: 'linkwrite', l: 3, c: 3 },
+      fail: false,
+      gc: 'repack',
+    },
+    {
+      t: 'call',
+      tool: 'Write',
+      edits: [{ k: 'symlink', p: 6, t: 1 }, { k: 'unlock' }],
+      during: { k: 'write', p: 5, c: 4 },
+      fail: false,
+      gc: null,
+    },
+    { t: 'flag', f: 8, which: 'skip-worktree', on: true },
+    { t: 'nestinit', d: 0, c: 5 },
+    { t: 'redo', force: true, exact: false },
+    { t: 'exclude', r: 5, add: false },
+    { t: 'wsEdit', e: { k: 'gitmeta', m: 0, how: 4 } },
+    { t: 'undo', s: 17, force: false, exact: false },
+  ] as unknown as Op[];
+  await runSequence('bgserver', FAMILIES, ops, undefined, 'sha1');
+});
+
 test("regression (generative harness): a Read before the first hooked call, then the user's edit and a forced restore, keeps the state it saw", async () => {
   const ops: Op[] = [
     { t: 'read' }, // a Read, in the transcript only; no hooked call yet

@@ -1260,7 +1260,15 @@ export class World {
     if (this.journal().some((ev) => ev.type === 'step.unprotected')) return;
     const step = (start.target as { step?: number } | undefined)?.step;
     const isCheckpoint = step !== undefined && this.journal().some((ev) => ev.type === 'step.checkpoint' && ev.step === step);
-    const since = step === undefined ? 0 : isCheckpoint ? step - 1 : step;
+    // A read journaled from the transcript holds the state of the last snapshot before it (a documented limit), not
+    // the disk when it ran: the user's changes since that snapshot are after the target as the product sees it.
+    const fromTranscript = (n: number) =>
+      this.journal().some((ev) => ev.type === 'step.pre' && ev.step === n && ev.source === 'transcript');
+    let since = step === undefined ? 0 : isCheckpoint ? step - 1 : step;
+    if (step !== undefined && !isCheckpoint && fromTranscript(step)) {
+      since = step - 1;
+      while (since > 0 && fromTranscript(since)) since--;
+    }
     const related = (a: string, b: string) => a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
     const bad = yours.filter((y) => ![...this.outsideTouched].some(([p, after]) => related(p, y) && after >= since));
     if (bad.length > 0)
