@@ -70,6 +70,30 @@ const state = {
   busy: false,
 };
 
+/** A journal time (ISO, UTC) in the viewer's own locale and time zone; the text as it is if it is no time. */
+const LOCAL_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+function localTime(iso) {
+  const t = new Date(iso);
+  return Number.isNaN(t.getTime()) ? String(iso) : LOCAL_TIME.format(t);
+}
+
+// ---- the link to what is open: #session=<id>&step=<n> ----
+
+/** The session and step the page's address names, if any (a link someone shared, a reload). */
+function linkTarget() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  const step = h.get('step');
+  return { session: h.get('session') || null, step: step !== null && /^\d+$/.test(step) ? Number(step) : undefined };
+}
+
+/** The address says which session and step is open (replaced, not pushed: opening steps fills no history). */
+function setLink(session, step) {
+  const h = new URLSearchParams();
+  if (session) h.set('session', session);
+  if (step !== null && step !== undefined) h.set('step', String(step));
+  history.replaceState(null, '', `#${h}`);
+}
+
 function showError(where, e) {
   fill(where, el('div', { class: 'error' }, e.message, e.error?.hint ? el('div', { class: 'hint' }, e.error.hint) : null));
 }
@@ -107,7 +131,10 @@ async function selectSession(id, step) {
   fill($('filter-tool'), el('option', { value: '' }, 'every tool'));
   await loadTimeline();
   if (step !== undefined) await selectStep(step);
-  else showEmpty();
+  else {
+    setLink(id, null);
+    showEmpty();
+  }
 }
 
 // ---- timeline ----
@@ -141,6 +168,7 @@ async function loadTimeline() {
   state.session = res.session.id;
   state.rows = res.rows;
   state.undone = new Set(st.undone);
+  showRedo(st.redoable ?? null);
   const s = res.session;
   fill(
     $('session-head'),
@@ -208,13 +236,23 @@ async function loadTimeline() {
   fillCompare(s);
 }
 
+/** Redo is offered only when there is an undo to take back; else it says why not. */
+function showRedo(redoable) {
+  const button = $('redo');
+  button.disabled = redoable === null;
+  button.title =
+    redoable === null
+      ? 'Nothing to redo: no undo of this session is left to take back'
+      : `Back to the state before the last undo (operation ${redoable})`;
+}
+
 /** An operation's row in the timeline: its id, kind and what it did; taken back ones dimmed. */
 function opItem(op) {
   const state = op.status !== 'done' ? op.status : op.undoneBy !== null ? `undone by op ${op.undoneBy}` : 'done';
   const edits = op.edits.length > 0 ? ` · your edits before it: ${changesText(op.edits)}` : '';
   return el(
     'li',
-    { class: `op op-${op.kind}${op.undoneBy !== null ? ' is-undone' : ''}`, 'data-op': op.id, title: `${op.time}${edits}` },
+    { class: `op op-${op.kind}${op.undoneBy !== null ? ' is-undone' : ''}`, 'data-op': op.id, title: `${localTime(op.time)}${edits}` },
     `⟲ op ${op.id} · ${op.kind} · ${op.what} · ${op.files === 1 ? '1 file' : `${op.files} files`} · ${state}`,
   );
 }
@@ -292,6 +330,7 @@ async function selectStep(n) {
   const session = state.session;
   const stale = () => seq !== seqs.detail || session !== state.session || state.step !== n;
   state.step = n;
+  setLink(session, n);
   for (const li of document.querySelectorAll('#timeline li.step')) li.classList.toggle('selected', Number(li.dataset.step) === n);
   $('empty').hidden = true;
   $('step-view').hidden = false;
@@ -302,7 +341,9 @@ async function selectStep(n) {
     const res = await api('show', { session, step: n });
     if (stale()) return;
     const x = res.step;
-    const meta = [x.status, x.startedAt, x.durationMs !== null ? `${x.durationMs} ms` : null, res.what].filter(Boolean).join(' · ');
+    const meta = [x.status, x.startedAt ? localTime(x.startedAt) : null, x.durationMs !== null ? `${x.durationMs} ms` : null, res.what]
+      .filter(Boolean)
+      .join(' · ');
     const check = row?.check;
     fill(
       $('step-meta'),
@@ -312,7 +353,13 @@ async function selectStep(n) {
             'div',
             { class: `check-line ${check.verdict}` },
             `${check.verdict === 'pass' ? '✓' : check.verdict === 'fail' ? '✗' : '~'} check ${check.verdict}: ${check.command} (exit ${check.exitCode})`,
-            check.output ? el('pre', {}, check.output) : null,
+            // A failed check: its first failure first (not the runner's closing summary), the whole output folded.
+            check.firstFailure ? el('pre', { class: 'first-failure' }, check.firstFailure.join('\n')) : null,
+            check.output && check.firstFailure
+              ? el('details', { class: 'check-output' }, el('summary', {}, 'whole output'), el('pre', {}, check.output))
+              : check.output
+                ? el('pre', {}, check.output)
+                : null,
           )
         : null,
       x.error ? el('div', { class: 'error' }, `error: ${x.error}`) : null,
@@ -634,6 +681,12 @@ $('dialog-cancel').addEventListener('click', () => {
   closeDialog();
 });
 $('dialog-confirm').addEventListener('click', () => dialogDone?.());
+// A link pasted into the address bar of the open page: show what it names.
+window.addEventListener('hashchange', () => {
+  const link = linkTarget();
+  if (link.session && state.sessions.some((s) => s.id === link.session) && (link.session !== state.session || link.step !== state.step))
+    selectSession(link.session, link.step);
+});
 $('cmp-go').addEventListener('click', async () => {
   const from = $('cmp-from').value;
   const to = $('cmp-to').value;
@@ -643,6 +696,7 @@ $('cmp-go').addEventListener('click', async () => {
   const seq = ++seqs.detail;
   // Comparing is no step: its actions, input, output and conversation go until a step is selected again.
   state.step = null;
+  setLink(state.session, null);
   for (const li of document.querySelectorAll('#timeline li.step.selected')) li.classList.remove('selected');
   for (const id of ['actions', 'step-meta', 'step-extra']) $(id).hidden = true;
   try {
@@ -658,8 +712,10 @@ $('cmp-go').addEventListener('click', async () => {
 
 (async () => {
   await loadSessions();
-  const first = FIRST_SESSION || state.sessions.find((s) => s.worktreeKind === 'main')?.id || state.sessions[0]?.id;
-  if (first) await selectSession(first);
+  const link = linkTarget();
+  const linked = link.session && state.sessions.some((s) => s.id === link.session) ? link.session : null;
+  const first = linked || FIRST_SESSION || state.sessions.find((s) => s.worktreeKind === 'main')?.id || state.sessions[0]?.id;
+  if (first) await selectSession(first, linked ? link.step : undefined);
   state.stamp = (await api('stamp')).stamp;
   $('live').textContent = '● live';
   $('live').className = 'ok';

@@ -27,6 +27,7 @@ import { diff, log, logAllSessions, resolveSession, sessions, show, type RepoOpt
 import { redo, restore, revert, status, undo } from '../api/undo.js';
 import { replay } from '../api/replay.js';
 import { errors, isAgentsnapError } from '../base/errors.js';
+import { firstFailure } from '../check/first-failure.js';
 import { packageRoot } from '../base/package-root.js';
 import type { Repo } from '../git/repo.js';
 import { repoFor } from '../api/open.js';
@@ -395,7 +396,15 @@ class UiSite {
     return {
       session: { ...r.session, steps: r.session.steps.map(brief) },
       source: r.source,
-      rows: r.rows.map(({ session: _s, plan: _p, step, ...row }) => ({ ...row, step: brief(step) })),
+      rows: r.rows.map(({ session: _s, plan: _p, step, ...row }) => ({
+        ...row,
+        step: brief(step),
+        // A failed check's first failure, as `check --each` prints it (the page shows it before the whole output).
+        check: row.check && {
+          ...row.check,
+          firstFailure: row.check.verdict === 'fail' && row.check.output ? firstFailure(row.check.output) : null,
+        },
+      })),
       // The order of steps and operations (issue 32: the one timeline): a step by its number, an operation whole.
       timeline: r.timeline.map((e) => (e.row ? { step: e.row.step.step } : { op: e.op })),
     };

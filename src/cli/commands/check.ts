@@ -5,6 +5,7 @@ import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote } from '../context.js';
 import { printableDiff, printablePath, type Output } from '../output.js';
 import { printableLine, printableText } from '../../base/printable.js';
+import { firstFailure } from '../../check/first-failure.js';
 
 function stateName(n: number): string {
   return n === 0 ? 'baseline' : `step ${n}`;
@@ -19,17 +20,6 @@ function resultLine(out: Output, r: CheckResult): string {
         ? c.red(`✗ fail (exit ${r.exitCode})`)
         : c.yellow('~ cannot test (exit 125)');
   return `${stateName(r.step).padEnd(9)} ${mark}  ${(r.durationMs / 1000).toFixed(1)} s${r.reused ? c.dim('  (recorded earlier for this state)') : ''}`;
-}
-
-/** A line that names a failure in the output of common test runners (TAP and node --test, uvu, jest, mocha, pytest). */
-const FAILURE_LINE = /^\s*(?:not ok\b|FAIL(?:ED)?\b|[✗✖×●]|\d+\) \S|E {3}|[\w.]*(?:Error|Exception)\b)/;
-
-/** What a failed check's output says first: from its first failure line on (the failing test's name), else its tail. */
-function firstFailure(output: string): string[] {
-  // The check's output is the project's (its test names, its files' text): escaped like every recorded text.
-  const lines = printableText(output).split('\n');
-  const at = lines.findIndex((l) => FAILURE_LINE.test(l));
-  return at === -1 ? lines.slice(-8) : lines.slice(at, at + 8);
 }
 
 /**
