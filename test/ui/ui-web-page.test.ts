@@ -7,10 +7,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { chromium as playwright, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { cli, tempRepo, type TempRepo } from './support/helpers.js';
-import { chromium, CHROMIUM_ARGS } from './support/chromium.js';
-import { openSession, show, undo } from '../src/index.js';
-import { startUiServer, type UiServer } from '../src/ui/server.js';
+import { cli, tempRepo, type TempRepo } from '../support/helpers.js';
+import { chromium, CHROMIUM_ARGS } from '../support/chromium.js';
+import { openSession, show, undo } from '../../src/index.js';
+import { startUiServer, type UiServer } from '../../src/ui/server.js';
 
 const browserPath = chromium();
 const WAIT = 120_000;
