@@ -422,6 +422,10 @@ function describePlan(r) {
       r.outside.map((o) => `${o.change} ${o.path} (${o.when})`),
     ),
     planList(
+      'Changed by the agent and by you since: refused without Force (Force puts back the target; your version stays in the safety snapshot)',
+      (r.both ?? []).map((b) => `${b.change} ${b.path}: by ${b.by.join(', ')} and by you (${b.yours.join(', ')})`),
+    ),
+    planList(
       'Unprotected steps crossed',
       r.unprotected.map((u) => `step ${u.step}${u.reason ? `: ${u.reason}` : ''}`),
     ),
@@ -455,6 +459,11 @@ function refusalOf(r, open = []) {
       open.length > 0
         ? `files were changed outside the recorded tool calls (your own edits, or what the call still running, step ${open.join(', ')}, wrote so far)`
         : 'files were changed outside the recorded tool calls (your own edits?)',
+    );
+  }
+  if ((r.both ?? []).length > 0) {
+    why.push(
+      `${r.both.map((b) => b.path).join(', ')} changed by the agent and by you since${open.length > 0 ? ` (or by the call still running, step ${open.join(', ')})` : ''}`,
     );
   }
   if (r.unprotected.length > 0) why.push('it crosses steps that have no snapshot (unprotected)');
@@ -530,7 +539,7 @@ async function runAction(kind, label, body) {
             'div',
             { class: 'running', role: 'alert' },
             el('b', {}, 'An agent is working: '),
-            `step ${open.join(', ')} has not ended. What it writes meanwhile counts as a change outside the recorded calls, and it may go on writing after this.`,
+            `step ${open.join(', ')} has not ended. What it writes meanwhile is taken for your edits (kept; refused where the undo would put that file back), and it may go on writing after this.`,
           )
         : null,
       el('p', { class: 'dry' }, 'Dry run: nothing has changed yet.'),

@@ -344,7 +344,7 @@ run(
 );
 
 run(
-  "ui in Chromium: an undo while an agent's call is still running says so (what the call writes counts as outside the recorded calls), beside the refusal",
+  "ui in Chromium: an undo while an agent's call is still running says so: what the call wrote is taken for the user's edits, kept and listed",
   async () => {
     const repo = tempRepo({ files: { README: 'readme\n' } });
     const s = await openSession(repo.dir, { env: repo.env, agent: 'scripted-agent' });
@@ -373,7 +373,10 @@ run(
         const note = page.locator('#dialog-body .running');
         await note.waitFor();
         assert.match(await note.innerText(), 'step 2');
-        assert.match(await page.locator('#dialog-body .refusal').innerText(), 'still running');
+        assert.match(await note.innerText(), 'taken for your edits');
+        // The new undo (issue 32 item 1): b.txt, which no recorded call changed, is kept as the user's and listed.
+        assert.match(await page.locator('#dialog-body').innerText(), /b\.txt: your edit/);
+        assert.is(await page.locator('#dialog-body .refusal').count(), 0);
       });
       assert.ok(repo.exists('a.txt') && repo.exists('b.txt'), 'nothing written');
     } finally {
