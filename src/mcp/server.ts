@@ -397,7 +397,7 @@ export class AgentsnapTools {
 
   private async bisect(a: Args): Promise<string> {
     const run = await this.checkCommand();
-    const rep = await bisect({ ...this.base, run, good: a.good as number | undefined, bad: a.bad as number | undefined });
+    const rep = await bisect({ ...this.base, run, good: a.good as number | undefined, bad: a.bad as number | undefined, patch: true });
     const lines = rep.firstBad
       ? [
           `The first step whose state fails \`${printableLine(run)}\`: step ${rep.firstBad.step} (${printableName(rep.firstBad.tool ?? rep.firstBad.kind)})${rep.what ? `  ${rep.what}` : ''}.`,
