@@ -177,8 +177,8 @@ test('the first hour: install, wrap an agent, user edits between steps, undo, op
     const notes = await rows('notes.md');
     assert.is(notes[0], 'your edit (between step 3 and 4) 1) # notes (mine)');
     assert.is(notes[1], 'before the session 2) first');
-    // `blame src/calc.js` credits the bug's line to "op undo 2: back to before operation 2", not to step 2 whose
-    // change it is (the op undo only put it back): left out here, see the report.
+    // Blame of the calc file credits the bug's line to "op undo 2: back to before operation 2", not to step 2 whose
+    // change it is (the op undo only put it back): not asserted here; open in issue 32.
 
     // 8. Uninstall as the README says; then no trace.
     const userFiles = files(repo);
