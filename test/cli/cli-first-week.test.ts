@@ -207,7 +207,7 @@ test('gc --all before hooks uninstall and init --remove: names what it leaves an
     assert.is(gc.code, 0, gc.stdout + gc.stderr);
     assert.match(gc.stdout, /^left: agentsnap's git hooks in .*: `agentsnap hooks uninstall` takes them out$/m);
     assert.match(gc.stdout, /^left: claude's agentsnap hooks: `agentsnap init --remove claude` takes them out$/m);
-    assert.match(gc.stdout, /^removed 1 session, \d+ refs, 1 config entry and the state directory /m);
+    assert.match(gc.stdout, /^removed 1 session, \d+ refs, 1 config entry and the state directory /m, gc.stdout);
     assert.is(repo.git(['config', '--get-all', 'notes.rewriteRef']).trim(), 'refs/notes/agentsnap*');
     assert.not.ok(repo.gitRaw(['config', 'alias.log-all']).status === 0, "init's alias went with the rest");
     assert.equal([...refsUnder(repo, 'refs/agent/').keys()], []);
