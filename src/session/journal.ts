@@ -461,8 +461,14 @@ function isJournalEvent(value: unknown): value is JournalEvent {
   return isEventShaped(value) && Object.hasOwn(JOURNAL_EVENT_TYPES, value.type);
 }
 
+/** Where an append put its lines: the journal's size before (`start`) and after (`end`). */
+export interface JournalAppend {
+  start: number;
+  end: number;
+}
+
 /** Appends one event: cuts a torn tail, then one write and an fsync. Caller holds the session lock. */
-export function appendEvent(file: string, event: JournalEvent): number {
+export function appendEvent(file: string, event: JournalEvent): JournalAppend {
   return appendEvents(file, [event]);
 }
 
@@ -471,7 +477,7 @@ export function appendEvent(file: string, event: JournalEvent): number {
  * one fsync (a transcript's 25 reads: 50 events). A crash midway leaves the
  * events before a torn line, as one by one would.
  */
-export function appendEvents(file: string, events: readonly JournalEvent[]): number {
+export function appendEvents(file: string, events: readonly JournalEvent[]): JournalAppend {
   // Created 0600; a link or special file in its place is refused, never written through (src/base/state-dir.ts).
   const fd = openStateFile(file, 'update');
   try {
@@ -492,15 +498,15 @@ export function appendEvents(file: string, events: readonly JournalEvent[]): num
       fs.ftruncateSync(fd, at);
       throw e;
     }
-    return at + line.length;
+    return { start: at, end: at + line.length };
   } finally {
     fs.closeSync(fd);
   }
 }
 
-/** Takes back the last append (its ref update failed): the journal ends at `size` again. */
-export function truncateJournal(file: string, size: number): void {
-  if (fs.statSync(file).size > size) fs.truncateSync(file, size);
+/** Takes back an append (its ref update failed): the journal ends where it did before it. */
+export function takeBackAppend(file: string, append: JournalAppend): void {
+  if (fs.statSync(file).size > append.start) fs.truncateSync(file, append.start);
 }
 
 function repairTornTail(fd: number, size: number): void {

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { errors } from '../base/errors.js';
 import { testPoint } from '../base/test-point.js';
-import { appendEvent, truncateJournal, type JournalEvent } from './journal.js';
+import { appendEvent, takeBackAppend, type JournalAppend, type JournalEvent } from './journal.js';
 import { acquireLock } from '../base/lock.js';
 import { lockFileIn } from '../base/state-dir.js';
 import { applyEvent, type Session } from './model.js';
@@ -90,24 +90,32 @@ export async function mutate<T>(
 /**
  * Keep refs, journal, refs, state: in that order (see the module comment). A
  * failure before the journal line leaves no step; a failure of the ref update
- * takes the line back (a full disk: no step, journal unchanged).
+ * takes the line back (a full disk: no step, journal unchanged). Either way the
+ * keep refs go again: a failed step adds and moves no ref.
  */
 export async function commitEvent(ctx: Context, p: SessionPaths, state: SessionState, ev: JournalEvent, refs: RefUpdate[]): Promise<void> {
   const { repo } = ctx;
-  await keepObjects(ctx, state.session.id, refs);
-  testPoint('commit-event.before-journal', repo.callerEnv, repo.worktree);
-  const size = appendEvent(p.journal, ev);
+  const kept = await keepObjects(ctx, state.session.id, refs);
+  let appended: JournalAppend;
+  try {
+    testPoint('commit-event.before-journal', repo.callerEnv, repo.worktree);
+    appended = appendEvent(p.journal, ev);
+  } catch (e) {
+    await dropKeepRefs(ctx, kept);
+    throw e;
+  }
   try {
     testPoint('commit-event.before-refs', repo.callerEnv, repo.worktree);
-    await ctx.refs.update(refs);
+    await ctx.refs.update([...refs, ...kept]);
   } catch (e) {
-    truncateJournal(p.journal, size - Buffer.byteLength(`${JSON.stringify(ev)}\n`));
+    takeBackAppend(p.journal, appended);
+    await dropKeepRefs(ctx, kept);
     throw e;
   }
   // Fold the cached state forward: re-reading the whole journal would make each step cost O(steps).
   const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
   applyEvent(s, ev);
-  const next = stateFrom(s, size, state, true);
+  const next = stateFrom(s, appended.end, state, true);
   next.unpacked = state.unpacked + 1;
   try {
     writeState(p.state, next);
@@ -120,11 +128,19 @@ export async function commitEvent(ctx: Context, p: SessionPaths, state: SessionS
 
 /**
  * Points the session's keep refs at the objects refs are about to name, before
- * the journal line names them: from then on git's prune keeps them. The point
- * `commit-event.before-keep` is where a test lets a prune land.
+ * the journal line names them: from then on git's prune keeps them. Returns
+ * their deletions, for the caller to put in the transaction that sets refs (the
+ * refs name the objects from then on: no keep ref stays between steps). The
+ * point `commit-event.before-keep` is where a test lets a prune land.
  */
-export async function keepObjects(ctx: Context, session: string, refs: RefUpdate[]): Promise<void> {
+export async function keepObjects(ctx: Context, session: string, refs: RefUpdate[]): Promise<RefUpdate[]> {
   testPoint('commit-event.before-keep', ctx.repo.callerEnv, ctx.repo.worktree);
   const values = [...new Set(refs.map((r) => r.value).filter((v): v is string => !!v))];
   await ctx.refs.update(values.map((value, i) => ({ ref: keepRef(session, i), value })));
+  return values.map((_, i) => ({ ref: keepRef(session, i), value: null }));
+}
+
+/** Takes the keep refs of a step that failed back; under the failure the caller rethrows, which is the one reported. */
+export async function dropKeepRefs(ctx: Context, kept: RefUpdate[]): Promise<void> {
+  await ctx.refs.update(kept).catch(() => undefined);
 }

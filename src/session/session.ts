@@ -37,8 +37,8 @@ import { checkGitVersion } from '../git/repo.js';
 import { maintainEndedSession, maintainInBackground, maybeMaintain } from './maintenance.js';
 import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
-import { stepRef, headRef, keepRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
-import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects } from './locks.js';
+import { stepRef, headRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
+import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects, dropKeepRefs } from './locks.js';
 import { type SessionState, stateFrom, writeState, loadState, loadSession, loadSessionExists, journaled, forgetPruned } from './state.js';
 import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOptions, selectSession } from './selection.js';
 import { importBeforeHeadMoves, importQuietly } from './transcript-import.js';
@@ -175,17 +175,17 @@ export async function startSession(ctx: Context, opts: StartOptions = {}): Promi
       { ref: stepRef(id, 0), value: commit },
       { ref: headRef(id), value: commit },
     ];
-    await keepObjects(ctx, id, refs);
+    const kept = await keepObjects(ctx, id, refs);
     let size: number;
     try {
       if (opts.owner) markRunning(repo, id);
-      size = appendEvent(p.journal, ev);
-      await ctx.refs.update(refs);
+      size = appendEvent(p.journal, ev).end;
+      await ctx.refs.update([...refs, ...kept]);
     } catch (e) {
-      // No session: no journal, no refs (a full disk leaves nothing behind; the keep ref is the session's own).
+      // No session: no journal, no refs (a full disk leaves nothing behind).
       fs.rmSync(p.journal, { force: true });
       if (opts.owner) unmarkRunning(repo, id);
-      await ctx.refs.update([{ ref: keepRef(id, 0), value: null }]).catch(() => undefined); // cleanup under the failure that is rethrown below: that failure is the one reported
+      await dropKeepRefs(ctx, kept);
       throw e;
     }
     const s = foldJournal([ev]);

@@ -1,7 +1,7 @@
 // The transcript import: calls an agent ran without hooks (Claude Code's
 // read-only tools, see agents/claude.ts) journaled from its transcript as
 // steps whose pre and post are the state they saw.
-import { appendEvents, eventBase, truncateJournal, type JournalEvent } from './journal.js';
+import { appendEvents, eventBase, takeBackAppend, type JournalEvent } from './journal.js';
 import { applyEvent, type Session, type Step } from './model.js';
 import type { RefUpdate } from '../git/plumbing.js';
 import type { Context } from './context.js';
@@ -121,7 +121,6 @@ export async function importTranscriptCalls(
   if ((calls.length === 0 && unended.length === 0) || !tree) return 0;
   const clean = <T>(v: T): T => sanitize(v, { limit: settings.outputLimit, patterns: settings.redactPatterns });
   const refs: RefUpdate[] = [];
-  let size = 0;
   const s: Session = { ...state.session, steps: [...state.session.open], extraEvents: [] };
   const events: JournalEvent[] = [];
   let nextStep = s.nextStep;
@@ -163,15 +162,15 @@ export async function importTranscriptCalls(
   }
   // One write and one fsync for them all. A failed ref update takes the lines back, as commitEvent does (a full
   // disk: no step whose ref is missing).
-  if (events.length > 0) size = appendEvents(p.journal, events);
+  const appended = events.length > 0 ? appendEvents(p.journal, events) : null;
   try {
     await ctx.refs.update(refs);
   } catch (e) {
-    if (events.length > 0) truncateJournal(p.journal, size - Buffer.byteLength(events.map((ev) => `${JSON.stringify(ev)}\n`).join('')));
+    if (appended) takeBackAppend(p.journal, appended);
     throw e;
   }
   for (const ev of events) applyEvent(s, ev);
-  const next = stateFrom(s, size, { ...state, recentToolUseIds: recent }, true);
+  const next = stateFrom(s, appended?.end ?? 0, { ...state, recentToolUseIds: recent }, true);
   writeState(p.state, next);
   Object.assign(state, next);
   return calls.length + unended.length;

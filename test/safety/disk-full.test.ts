@@ -62,13 +62,11 @@ function journalFile(repo: TempRepo): string {
 }
 
 /**
- * Every ref of the repository: a failed step adds none. A keep ref (refs/agentsnap/sessions/<id>/keep/<i>, which
- * keeps a snapshot's objects from git's prune until its journal line) may have moved to the snapshot that was not recorded.
+ * Every ref of the repository: a failed step adds and moves none, its keep refs (refs/agentsnap/sessions/<id>/keep/<i>,
+ * which keep a snapshot's objects from git's prune until its step refs name them) included.
  */
 function allRefs(repo: TempRepo): string {
-  return repo
-    .git(['for-each-ref', '--format=%(objectname) %(refname)'])
-    .replace(/^[0-9a-f]+ (refs\/agentsnap\/sessions\/[^/]+\/keep\/)/gm, '(kept) $1');
+  return repo.git(['for-each-ref', '--format=%(objectname) %(refname)']);
 }
 
 /** What a user observes of the repository: journal bytes, refs, worktree files. */
