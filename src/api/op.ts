@@ -30,6 +30,8 @@ export interface OpUndoOptions extends SessionOptions {
   id?: string | undefined;
   dryRun?: boolean;
   force?: boolean;
+  /** The open step of the tool call asking for it (agentsnap's MCP tools): see OperationOptions.byStep. */
+  byStep?: number | undefined;
 }
 
 export interface OpUndoOutcome {
@@ -62,7 +64,11 @@ export async function opUndo(opts: OpUndoOptions = {}): Promise<OpUndoOutcome> {
   }
   const base = { session: id, source, undone: entry };
   if (entry.op !== null) {
-    const files = await opUndoOperation(repo, id, entry.op, { dryRun: !!opts.dryRun, force: !!opts.force });
+    const files = await opUndoOperation(repo, id, entry.op, {
+      dryRun: !!opts.dryRun,
+      force: !!opts.force,
+      ...(opts.byStep !== undefined ? { byStep: opts.byStep } : {}),
+    });
     return { ...base, files, apply: null };
   }
   if (entry.kind === 'apply' && entry.target) {

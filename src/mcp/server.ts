@@ -16,6 +16,7 @@ import { autoCheckCommand } from '../check/check.js';
 import { diff, log, logAllSessions, resolveSession, show, type LogRow, type SessionOptions } from '../api/api.js';
 import { redo, restore, status, undo, type OperationResult } from '../api/undo.js';
 import { bisect, check, type CheckResult } from '../api/check.js';
+import { opLog, opUndo } from '../api/op.js';
 import { openSteps, type Session } from '../session/model.js';
 import { fenceOf, printableLine, printableName, printableText } from '../base/printable.js';
 import { MCP_TOOLS, checkArgs, type Args, type McpToolResult } from './tools.js';
@@ -215,6 +216,10 @@ export class AgentsnapTools {
         return this.redo(a);
       case 'restore_file':
         return this.restoreFile(a);
+      case 'list_operations':
+        return this.listOperations();
+      case 'undo_operation':
+        return this.undoOperation(a);
       case 'check':
         return this.check(a);
       case 'bisect':
@@ -374,6 +379,58 @@ export class AgentsnapTools {
     ];
     if (r.dryRun && !r.wouldRefuse) lines.push('To do it, call restore_file again with dry_run: false.');
     if (!r.dryRun && r.changes.length > 0) lines.push('Re-read these files before editing them: the conversation shows other versions.');
+    return lines.join('\n');
+  }
+
+  private async listOperations(): Promise<string> {
+    const res = await opLog(this.base);
+    const head = `session ${res.session}: ${res.ops.length} operation(s)`;
+    if (res.ops.length === 0) return `${head}\nNo operations yet (undo, redo, restore, revert, apply and undo_operation are listed here).`;
+    const state = (o: (typeof res.ops)[number]) =>
+      o.status !== 'done'
+        ? o.status
+        : o.undoneBy !== null
+          ? `taken back by ${o.undoneBy}`
+          : o.undoable
+            ? 'done'
+            : 'done (cannot be taken back alone)';
+    return [
+      head,
+      'id  kind  what  — files changed  [state]',
+      ...res.ops.map(
+        (o) => `${o.id}  ${o.kind}  ${printableLine(o.what)}  — ${o.files === 1 ? '1 file' : `${o.files} files`}  [${state(o)}]`,
+      ),
+    ].join('\n');
+  }
+
+  private async undoOperation(a: Args): Promise<string> {
+    const dryRun = a.dry_run !== false;
+    const byStep = dryRun ? undefined : await this.callStep('undo_operation');
+    const r = await opUndo({ ...this.base, id: a.id as string | undefined, dryRun, force: !!a.force, byStep });
+    const what = `operation ${r.undone.id} (${printableLine(r.undone.what)})`;
+    if (!r.files) {
+      if (!r.apply)
+        return `Dry run: would take back ${what} in ${printableName(r.undone.target ?? '')}. Nothing was changed.\nTo do it, call undo_operation again with dry_run: false.`;
+      const files = [...r.apply.written, ...r.apply.deleted].sort();
+      return [
+        `Taken back: ${what} in ${printableName(r.undone.target ?? '')}: ${files.length ? files.map(printableName).join(' ') : 'no file'} as before it.`,
+        ...r.apply.left.map((l) => `${printableName(l.path)} left as it is: ${printableLine(l.reason)}.`),
+      ].join('\n');
+    }
+    const f = r.files;
+    const lines = [
+      f.dryRun
+        ? `Dry run: would take back ${what}. Nothing was changed.`
+        : f.op === null
+          ? `${what}: nothing to take back.`
+          : `Taken back (operation ${f.op}): ${what}.`,
+      ...describeOperation(f),
+    ];
+    const be = f.dryRun ? 'would be' : 'are';
+    if (f.stepsBack.length > 0) lines.push(`${stepList(f.stepsBack)} ${be} back.`);
+    if (f.stepsUndone.length > 0) lines.push(`${stepList(f.stepsUndone)} ${be} undone again.`);
+    if (f.dryRun && !f.wouldRefuse) lines.push('To do it, call undo_operation again with dry_run: false.');
+    if (!f.dryRun && f.op !== null) lines.push('Re-read a file before editing it: it may differ from what the conversation last showed.');
     return lines.join('\n');
   }
 

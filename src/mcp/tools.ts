@@ -206,6 +206,28 @@ export const MCP_TOOLS: McpTool[] = [
     annotations: destructive('Restore files from agentsnap'),
   },
   {
+    name: 'list_operations',
+    description:
+      "List the session's operations (undo, redo, restore, revert, apply, op undo), oldest first, each with its id, what it did, the files it changed and whether it was taken back. undo_operation takes one back by its id.",
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    annotations: readOnly('List agentsnap operations'),
+  },
+  {
+    name: 'undo_operation',
+    description:
+      "Take back one operation (default: the last one; see list_operations for ids): an undo, redo, restore, revert, apply or an earlier undo_operation, keeping the user's edits made since. dry_run defaults to true: call it first as it is, then with dry_run: false. Taking back an undo brings its steps back; taking back a revert brings the reverted step's changes back.",
+    inputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: 'string', minLength: 1, description: 'The operation id list_operations gives (default: the last operation).' },
+        dry_run: dryRunProp,
+        force: forceProp,
+      },
+      additionalProperties: false,
+    },
+    annotations: destructive('Take back an agentsnap operation'),
+  },
+  {
     name: 'check',
     description:
       "Run the project's check command (the one the user configured with `git config agentsnap.check`, never one given here) against the recorded state after step N (default: the newest), in a throwaway worktree: the worktree itself is not touched. Says pass or fail, with the end of the output.",

@@ -59,13 +59,25 @@ test('tools/list: every tool with its JSON schema, the read-only ones marked rea
     const byName = new Map(tools.map((t) => [t.name, t]));
     assert.equal(
       [...byName.keys()].sort(),
-      ['bisect', 'check', 'diff', 'list_steps', 'redo', 'restore_file', 'search_history', 'show_step', 'undo'].sort(),
+      [
+        'bisect',
+        'check',
+        'diff',
+        'list_operations',
+        'list_steps',
+        'redo',
+        'restore_file',
+        'search_history',
+        'show_step',
+        'undo',
+        'undo_operation',
+      ].sort(),
     );
-    for (const name of ['list_steps', 'show_step', 'diff', 'search_history']) {
+    for (const name of ['list_steps', 'show_step', 'diff', 'search_history', 'list_operations']) {
       assert.is(byName.get(name)!.annotations?.readOnlyHint, true, name);
       assert.is(byName.get(name)!.annotations?.destructiveHint, false, name);
     }
-    for (const name of ['undo', 'redo', 'restore_file']) {
+    for (const name of ['undo', 'redo', 'restore_file', 'undo_operation']) {
       assert.is(byName.get(name)!.annotations?.destructiveHint, true, name);
       assert.is(byName.get(name)!.annotations?.readOnlyHint, false, name);
     }
@@ -81,6 +93,49 @@ test('tools/list: every tool with its JSON schema, the read-only ones marked rea
     assert.not.ok('run' in (byName.get('check')!.inputSchema.properties ?? {}));
   } finally {
     await c.close();
+    repo.cleanup();
+  }
+});
+
+test('list_operations names a revert; undo_operation dry-runs it, then takes it back: the reverted change is back, the user\'s edit kept', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n', 'mine.txt': 'mine\n' } });
+  try {
+    await step(repo, () => repo.write('a.txt', 'two\n'), 'Edit');
+    await step(repo, () => repo.write('b.txt', 'bee\n'), 'Write');
+    const reverted = await cli(repo, ['revert', '1']);
+    assert.is(reverted.code, 0, reverted.stderr);
+    assert.is(repo.read('a.txt').toString(), 'one\n');
+    repo.write('mine.txt', 'mine, edited by the user\n');
+    const c = await connect(repo);
+    try {
+      const list = await c.call('list_operations');
+      assert.is(list.isError, false, list.text);
+      assert.match(list.text, /^1  revert  revert step 1  — 1 file  \[done\]$/m);
+
+      const dry = await c.call('undo_operation');
+      assert.is(dry.isError, false, dry.text);
+      assert.match(dry.text, /^Dry run: would take back operation 1 \(revert step 1\)\. Nothing was changed\./);
+      assert.match(dry.text, /M a\.txt \(would be modified\)/);
+      assert.match(dry.text, /dry_run: false/);
+      assert.is(repo.read('a.txt').toString(), 'one\n', 'a dry run changes nothing');
+
+      const done = await c.call('undo_operation', { id: '1', dry_run: false });
+      assert.is(done.isError, false, done.text);
+      assert.match(done.text, /^Taken back \(operation 2\): operation 1 \(revert step 1\)\./);
+      assert.is(repo.read('a.txt').toString(), 'two\n', "step 1's change is back");
+      assert.is(repo.read('b.txt').toString(), 'bee\n');
+      assert.is(repo.read('mine.txt').toString(), 'mine, edited by the user\n', "the user's edit is kept");
+
+      const after = await c.call('list_operations');
+      assert.match(after.text, /^1  revert  revert step 1  — 1 file  \[taken back by 2\]$/m);
+      assert.match(after.text, /^2  op-undo  /m);
+      const unknown = await c.call('undo_operation', { id: '9' });
+      assert.is(unknown.isError, true);
+      assert.match(unknown.text, /no operation "9"/);
+    } finally {
+      await c.close();
+    }
+  } finally {
     repo.cleanup();
   }
 });
