@@ -40,6 +40,7 @@ import {
   loadSession,
   sessionMetaRef,
   sessionPaths,
+  sessionName,
   statusNow,
   withSessionLock,
   type LockedSession,
@@ -1609,6 +1610,8 @@ export function revertOperation(repo: Repo, id: string, step: number, opts: Oper
 
 export interface SessionStatusReport {
   session: string;
+  /** The name it is shown with (sessionName): given, first prompt or command; null for a `snap` session. */
+  name: string | null;
   status: ReturnType<typeof statusNow>;
   worktree: string;
   agent: string | null;
@@ -1641,6 +1644,7 @@ export function statusOf(repo: Repo, id: string): SessionStatusReport {
   }
   return {
     session: s.id,
+    name: sessionName(s),
     status: statusNow(s),
     worktree: s.worktree,
     agent: s.agent,

@@ -339,6 +339,15 @@ interface RoutedCall {
   clean: <T>(v: T) => T;
 }
 
+/** The conversation's first prompt, read from the agent's transcript when the session asks (see PreOptions.firstPrompt). */
+function firstPromptOf(transcriptPath: string | null | undefined, agent: HookOptions['agent']): (() => string | null) | null {
+  if (!transcriptPath) return null;
+  return () =>
+    transcriptReader(agent, transcriptPath)
+      ?.readConversation(transcriptPath)
+      .find((e) => e.kind === 'user')?.text ?? null;
+}
+
 /** A call's pre: its place in the agent's transcript (and the reads journaled from it first), then the pre snapshot. */
 async function recordHookPre({ opts, ctx, id, call, adapter, tool, clean }: RoutedCall): Promise<HookOutcome> {
   const { repo } = ctx;
@@ -380,6 +389,7 @@ async function recordHookPre({ opts, ctx, id, call, adapter, tool, clean }: Rout
       cwd: call.cwd,
       env: opts.env,
       toolsOffered: offered,
+      firstPrompt: firstPromptOf(call.transcriptPath, opts.agent),
       ...(tail && call.transcriptPath
         ? { transcriptTail: { path: call.transcriptPath, tail, ...(callOffset !== undefined ? { callOffset } : {}) } }
         : {}),

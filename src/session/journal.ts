@@ -74,6 +74,8 @@ export interface StepPreEvent extends EventBase {
   envChanged?: EnvChange;
   /** The names of the tools the agent offered its model, when they differ from those the session journaled last (Claude Code). */
   tools?: string[];
+  /** The conversation's first prompt, on the first hooked call that could read it: the session's default name. */
+  prompt?: string;
   /**
    * Set on a call no hook saw (Claude Code's read-only tools are not hooked):
    * journaled afterwards from the agent's transcript, with no snapshot of its

@@ -99,6 +99,8 @@ export interface Session {
   envChanged?: EnvChange;
   /** The newest tools a step journaled. */
   tools?: string[];
+  /** The conversation's first prompt, as the first step that read it journaled it (sessionName's default). */
+  prompt?: string;
   steps: Step[];
   nextStep: number;
   /** The events this module keeps as they are, for their own readers (operations, applies, promotes, checks). */
@@ -213,6 +215,7 @@ function applyStepPre(s: Session, ev: StepPreEvent): void {
   });
   if (ev.envChanged) s.envChanged = ev.envChanged;
   if (ev.tools) s.tools = ev.tools;
+  if (ev.prompt && !s.prompt) s.prompt = ev.prompt;
   moveHead(s, ev, ev.tree);
 }
 

@@ -36,12 +36,12 @@ export interface SessionSummary {
 }
 
 /**
- * The name a session is shown with and can be named by: the one given (`wrap --name`), else its command,
- * shortened (`sh -c '<script>'` as its script); null for a session `snap` started.
+ * The name a session is shown with and can be named by: the one given (`wrap --name`), else the conversation's
+ * first prompt, else its command, shortened (`sh -c '<script>'` as its script); null for a session `snap` started.
  */
-export function sessionName(s: Pick<Session, 'name' | 'command'>): string | null {
+export function sessionName(s: Pick<Session, 'name' | 'command' | 'prompt'>): string | null {
   if (s.name) return s.name;
-  const text = s.command ? commandText(s.command) : null;
+  const text = s.prompt ?? (s.command ? commandText(s.command) : null);
   if (!text) return null;
   const line = text.replace(/\s+/g, ' ').trim();
   return line.length <= 32 ? line : `${line.slice(0, 31)}…`;

@@ -63,6 +63,7 @@ export type { SessionPaths } from './refs.js';
 export { loadSession, sessionFinished } from './state.js';
 export { contentLockFile } from './locks.js';
 export {
+  sessionName,
   statusNow,
   wrapperRunning,
   wrapperGone,
@@ -260,6 +261,8 @@ export interface PreOptions extends SnapshotContext {
   env?: NodeJS.ProcessEnv | null;
   /** The tools the agent offers its model, from its transcript past byte `since` (the adapter's toolsOffered over the tail the hook read). */
   toolsOffered?: ((since: number | undefined) => string[] | null) | null;
+  /** The conversation's first prompt, read only while the session has none (its first few steps). */
+  firstPrompt?: (() => string | null) | null;
   /** See reusedSnapshot. */
   sameInstantAs?: SnapshotResult | null;
   /** Claude Code's transcript as the hook read it: its unhooked calls are journaled first (see importTranscriptCalls). */
@@ -268,6 +271,23 @@ export interface PreOptions extends SnapshotContext {
     tail: TranscriptTail /** Where this call's line starts (reads started before it are journaled before it). */;
     callOffset?: number;
   } | null;
+}
+
+// A prompt is a name for the session list: its first line, enough of it to tell sessions apart.
+const PROMPT_NAME_LENGTH = 200;
+
+/**
+ * The first prompt to journal with this call: read while the session has no name, no prompt and few steps (a
+ * conversation whose transcript holds no prompt is not read at every call).
+ */
+function promptToName(
+  s: Pick<Session, 'name' | 'prompt' | 'nextStep'>,
+  read: PreOptions['firstPrompt'],
+  clean: <T>(v: T) => T,
+): string | null {
+  if (!read || s.name || s.prompt || s.nextStep > 5) return null;
+  const text = read()?.replace(/\s+/g, ' ').trim();
+  return text ? clean(text.slice(0, PROMPT_NAME_LENGTH)) : null;
 }
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
@@ -305,6 +325,7 @@ export async function recordPre(ctx: Context, id: string, opts: PreOptions = {})
     const envChanged = opts.env ? envChangeAt(p.dir, state, opts.env, s.envChanged) : undefined;
     const offered = opts.transcriptTail && opts.toolsOffered ? toolsSince(state, opts.transcriptTail, opts.toolsOffered) : null;
     const tools = offered && clean(offered).join('\0') !== (s.tools ?? []).join('\0') ? clean(offered) : undefined;
+    const prompt = promptToName(s, opts.firstPrompt, clean);
     const ev: JournalEvent = {
       ...eventBase(id),
       type: 'step.pre',
@@ -327,6 +348,7 @@ export async function recordPre(ctx: Context, id: string, opts: PreOptions = {})
       ...(opts.cwd && opts.cwd !== s.cwd ? { cwd: clean(opts.cwd) } : {}),
       ...(envChanged ? { envChanged: clean(envChanged) } : {}),
       ...(tools ? { tools } : {}),
+      ...(prompt ? { prompt } : {}),
     };
     await commitEvent(ctx, p, state, ev, [
       { ref: stepRef(id, step), value: commit },

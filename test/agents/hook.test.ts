@@ -100,6 +100,50 @@ test('claude hooks: pre and post of one call become one step with the payload fi
   }
 });
 
+test("a hooked session goes by the conversation's first prompt: journaled once, shown by sessions, status and log --all-sessions, accepted as --session", async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
+  try {
+    const { id, env } = await wrappedSession(repo);
+    const tr = transcriptWith(repo, 'toolu_01A');
+    const common = { session_id: 'cc-1', transcript_path: tr.file, cwd: repo.dir, tool_name: 'Write', tool_use_id: 'toolu_01A' };
+    for (const n of [1, 2]) {
+      const pre = await hook(repo, env, 'PreToolUse', {
+        ...common,
+        tool_use_id: `toolu_0${n}`,
+        hook_event_name: 'PreToolUse',
+        tool_input: {},
+      });
+      assert.is(pre.code, 0, pre.stderr);
+      repo.write('hello.txt', `hello ${n}\n`);
+      const post = await hook(repo, env, 'PostToolUse', {
+        ...common,
+        tool_use_id: `toolu_0${n}`,
+        hook_event_name: 'PostToolUse',
+        tool_input: {},
+      });
+      assert.is(post.code, 0, post.stderr);
+    }
+    const prompts = journalOf(repo, id).filter((e) => e.type === 'step.pre' && e.prompt !== undefined);
+    assert.equal(
+      prompts.map((e) => e.prompt),
+      ['write hello.txt please'],
+      'the first step journals it, the next one reads nothing',
+    );
+    const sessions = JSON.parse((await cli(repo, ['sessions', '--json'])).stdout) as { id: string; name: string | null }[];
+    assert.is(sessions.find((s) => s.id === id)?.name, 'write hello.txt please');
+    const status = await cli(repo, ['status']);
+    assert.match(status.stdout, `session ${id} (write hello.txt please)  `);
+    const all = await cli(repo, ['log', '--all-sessions']);
+    assert.match(all.stdout, `${id} write hello.txt please  `);
+    const byName = await cli(repo, ['log', '--session', 'write hello.txt please', '--json']);
+    assert.is(byName.code, 0, byName.stderr);
+    const steps = (JSON.parse(byName.stdout) as { step?: number }[]).map((r) => r.step).filter((n) => n !== undefined);
+    assert.ok(steps.includes(1) && steps.includes(2), JSON.stringify(steps));
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test('PostToolUseFailure still takes the post snapshot, with status failed', async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n' } });
   try {

@@ -7,7 +7,8 @@ import type { CliContext, CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { planLines } from '../../session/plan.js';
 import { countChanges, describeSkipped, formatSize, printableDiff, printablePath, processLine, type Output } from '../output.js';
-import { printableLine } from '../../base/printable.js';
+import { printableLine, printableName } from '../../base/printable.js';
+import { sessionName } from '../../session/selection.js';
 
 function when(iso: string): string {
   const d = new Date(iso);
@@ -270,7 +271,15 @@ function logColumns(out: Output, rows: LogRow[], all: boolean) {
   const c = out.color;
   const statusOf = (r: LogRow) => (r.undone && r.step.status === 'done' ? 'undone' : r.step.status);
   return {
-    session: all ? padColumn(rows.map((r) => cell(r.session.id))) : null,
+    // The id, and the name it goes by, cut: a long first prompt must not push the steps off the screen.
+    session: all
+      ? padColumn(
+          rows.map((r) => {
+            const name = sessionName(r.session);
+            return cell(name ? `${r.session.id} ${cut(printableName(name), 24)}` : r.session.id);
+          }),
+        )
+      : null,
     step: padColumn(
       rows.map((r) => cell(String(r.step.step), c.bold(String(r.step.step)))),
       'right',

@@ -11,7 +11,7 @@ import { watcherLine } from '../../server/watch-state.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { describeLeft, printablePath, processLine, type Output } from '../output.js';
-import { printableLine, printableText } from '../../base/printable.js';
+import { printableLine, printableName, printableText } from '../../base/printable.js';
 
 export const opOptions = {
   ...sessionOption,
@@ -452,7 +452,9 @@ export const statusCommand: CommandFactory = (ctx) => ({
       return;
     }
     const c = out.color;
-    out.out(`${c.bold(`session ${s.session}`)}  ${s.status}  ${printablePath(s.worktree)}${s.agent ? `  ${printablePath(s.agent)}` : ''}`);
+    out.out(
+      `${c.bold(`session ${s.session}`)}${s.name ? ` (${printableName(s.name)})` : ''}  ${s.status}  ${printablePath(s.worktree)}${s.agent ? `  ${printablePath(s.agent)}` : ''}`,
+    );
     out.out(
       s.lastStep
         ? `last step: ${s.lastStep.step} ${printablePath(s.lastStep.tool ?? '')} (${s.lastStep.status})`.replace('  ', ' ')

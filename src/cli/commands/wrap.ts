@@ -115,7 +115,8 @@ function startNotes(out: Output, argv: WrapArgs, info: WrapStart): void {
     ...(argv.auto ? ['automatic checkpoints'] : []),
     ...(argv.mcp && info.agent !== 'generic' ? ['MCP server agentsnap offered'] : []),
   ].join(', ');
-  out.note(`agentsnap: ${verb} session ${info.session} (refs ${info.refPrefix}<n>; ${how})`);
+  const name = argv.name ? ` "${printableName(argv.name)}"` : '';
+  out.note(`agentsnap: ${verb} session ${info.session}${name} (refs ${info.refPrefix}<n>; ${how})`);
   if (info.sessionWorktree) out.note(`agentsnap: the agent works in ${info.worktree}`);
   for (const w of info.warnings) out.err(`agentsnap: warning: ${w}`);
 }
@@ -147,7 +148,7 @@ function endNotes(out: Output, res: WrapResult, name?: string): void {
   if (!res.endError && res.wholeRun && res.wholeRun !== 'unchanged' && res.agent === 'generic') {
     const files = res.wholeRun.changed === 1 ? '1 file changed' : `${res.wholeRun.changed} files changed`;
     out.note(
-      `agentsnap: recorded 1 step (the whole run: ${files}); \`agentsnap undo ${res.wholeRun.step} --session ${res.session}\` takes it back`,
+      `agentsnap: recorded 1 step (the whole run: ${files}); \`agentsnap undo ${res.wholeRun.step} --session ${handle}\` takes it back`,
     );
   }
 }
