@@ -3,9 +3,9 @@
 // …, one commit each), so a line a shell command wrote is attributed exactly
 // like one an Edit wrote. A line's commit says who last wrote it: a step's
 // post (that call), a step's pre (changed between calls, not by a recorded
-// call), the baseline or older (before the session), an operation's commit
-// (an undo, redo, restore or revert put it back), or none (in the worktree,
-// not yet recorded).
+// call), the baseline or older (before the session), or none (in the worktree,
+// not yet recorded). A line an operation (undo, redo, restore, revert, op
+// undo) put back is credited to whoever wrote it in the state put back.
 import fs from 'node:fs';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
@@ -88,11 +88,18 @@ export async function blameFile(repo: Repo, s: Session, rel: string, contents: B
     );
   }
   const origins = originsOf(s);
+  const lines = linesOf(res.stdout.toString('utf8'), origins, tip !== s.head ? tip : null);
+  await creditPutBack(repo, s, rel, lines, origins, 0);
+  return lines;
+}
+
+/** git blame --porcelain's lines with their origins; `throwaway`: the commit of the worktree now (not recorded). */
+function linesOf(porcelain: string, origins: Map<string, LineOrigin>, throwaway: string | null): BlameLine[] {
   const subjects = new Map<string, string>();
   const out: BlameLine[] = [];
   let commit: string | null = null;
   let finalLine = 0;
-  for (const raw of res.stdout.toString('utf8').split('\n')) {
+  for (const raw of porcelain.split('\n')) {
     const header = /^([0-9a-f]{40,64}) \d+ (\d+)/.exec(raw);
     if (header) {
       commit = header[1] as string;
@@ -101,7 +108,7 @@ export async function blameFile(repo: Repo, s: Session, rel: string, contents: B
     }
     if (raw.startsWith('summary ') && commit) subjects.set(commit, raw.slice(8));
     if (!raw.startsWith('\t') || !commit) continue;
-    const zero = commit === tip && tip !== s.head;
+    const zero = commit === throwaway;
     const origin: LineOrigin = zero
       ? { kind: 'not-recorded' }
       : (origins.get(commit) ??
@@ -111,6 +118,60 @@ export async function blameFile(repo: Repo, s: Session, rel: string, contents: B
     out.push({ line: finalLine, text: raw.slice(1), origin, commit: zero ? null : commit });
   }
   return out;
+}
+
+/**
+ * The commit whose lines each operation's result put back: its target state (undo, redo, restore, op undo), or for
+ * a revert the reverted step's pre. git blame credits such a line to the operation's commit, as if it wrote it.
+ */
+function putBackSources(s: Session): Map<string, string> {
+  const starts = new Map<number, Extract<Session['extraEvents'][number], { type: 'op.start' }>>();
+  const out = new Map<string, string>();
+  for (const ev of s.extraEvents) {
+    if (ev.type === 'op.start') starts.set(ev.op, ev);
+    if (ev.type !== 'op.done' || !ev.commit) continue;
+    const start = starts.get(ev.op);
+    const reverted = start?.kind === 'revert' ? s.steps.find((st) => st.step === start.target.step)?.pre : null;
+    const source = start?.toCommit ?? reverted;
+    if (source) out.set(ev.commit, source);
+  }
+  return out;
+}
+
+// An operation that put back what another put back: followed this many times at most.
+const PUT_BACK_DEPTH = 4;
+
+/**
+ * A line an operation put back is credited to whoever wrote it in the state the operation put back (the step, or
+ * the user's edit): blamed in that state and matched by its text, in order. A line no longer found there stays the
+ * operation's.
+ */
+async function creditPutBack(
+  repo: Repo,
+  s: Session,
+  rel: string,
+  lines: BlameLine[],
+  origins: Map<string, LineOrigin>,
+  depth: number,
+): Promise<void> {
+  const sources = putBackSources(s);
+  const byCommit = new Map<string, BlameLine[]>();
+  for (const l of lines) {
+    if (l.origin.kind !== 'operation' || !l.commit || !sources.has(l.commit)) continue;
+    byCommit.set(l.commit, [...(byCommit.get(l.commit) ?? []), l]);
+  }
+  for (const [commit, credited] of byCommit) {
+    const res = await repo.git(['blame', '--porcelain', sources.get(commit) as string, '--', rel], { okCodes: [128] });
+    if (res.code !== 0) continue; // the file was not there: the operation's own
+    const there = linesOf(res.stdout.toString('utf8'), origins, null);
+    if (depth < PUT_BACK_DEPTH) await creditPutBack(repo, s, rel, there, origins, depth + 1);
+    const byText = new Map<string, LineOrigin[]>();
+    for (const l of there) byText.set(l.text, [...(byText.get(l.text) ?? []), l.origin]);
+    for (const l of credited) {
+      const origin = byText.get(l.text)?.shift();
+      if (origin && origin.kind !== 'operation') l.origin = origin;
+    }
+  }
 }
 
 /** A commit of `base`'s tree with `rel` holding `contents`, through a temporary index (the user's is not read). */

@@ -62,7 +62,7 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
     const w4 = await cli(repo, ['why', 'f.txt:4']);
     assert.match(w4.stdout, 'in the worktree, not recorded by any snapshot yet');
 
-    // An undo puts line 1 back: the operation wrote it now.
+    // An undo puts line 1 back: it is credited to whoever wrote it in the state put back (before the session).
     repo.write('f.txt', 'A\nB\nc\n');
     const undo = await cli(repo, ['undo', String(two)]);
     assert.is(undo.code, 0, undo.stderr);
@@ -71,7 +71,7 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
       l.text,
       l.origin.kind,
     ]);
-    assert.equal(kinds[0], ['a', 'operation']);
+    assert.equal(kinds[0], ['a', 'before-session']);
     assert.equal(kinds[1], ['B', 'step']);
 
     // Mistakes: one clear message, exit 2, nothing else done.
@@ -86,6 +86,41 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
     const far = await cli(repo, ['why', 'f.txt:99']);
     assert.is(far.code, 2);
     assert.match(far.stderr, 'f.txt has 3 lines, not 99');
+  } finally {
+    repo.cleanup();
+  }
+});
+
+test("blame: a line an operation put back is the step's that wrote it (revert, then op undo of the revert), a user's line stays theirs", async () => {
+  const repo = tempRepo({ files: { 'f.txt': 'a\n' } });
+  try {
+    const one = await snap(repo, ['--phase', 'pre', '--tool', 'Bash']);
+    repo.write('f.txt', 'a\nby step one\n');
+    await snap(repo, ['--phase', 'post', '--step', String(one), '--tool', 'Bash']);
+    repo.write('f.txt', 'a\nby step one\nmine\n'); // between calls
+    const two = await snap(repo, ['--phase', 'pre', '--tool', 'Edit']);
+    repo.write('f.txt', 'a\nby step one\nmine\nby step two\n');
+    await snap(repo, ['--phase', 'post', '--step', String(two), '--tool', 'Edit']);
+    for (const args of [
+      ['revert', String(two)],
+      ['op', 'undo'],
+    ]) {
+      const r = await cli(repo, args);
+      assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    assert.is(fs.readFileSync(path.join(repo.dir, 'f.txt'), 'utf8'), 'a\nby step one\nmine\nby step two\n');
+    const res = await cli(repo, ['blame', 'f.txt']);
+    assert.is(res.code, 0, res.stderr);
+    const rows = res.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
+    assert.equal(rows, [
+      'before the session 1) a',
+      `step ${one} Bash 2) by step one`,
+      'your edit (between step 1 and 2) 3) mine',
+      `step ${two} Edit 4) by step two`,
+    ]);
   } finally {
     repo.cleanup();
   }
