@@ -11,6 +11,7 @@ import zlib from 'node:zlib';
 import type { ObjectFormat, Repo } from './repo.js';
 import { lastValue, parseConfigList, type GitConfig } from './config.js';
 import { AGENTSNAP_EMAIL, AGENTSNAP_NAME, runGitSync } from './run.js';
+import { testPoint } from '../base/test-point.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit';
 
@@ -68,7 +69,7 @@ export function objectStore(repo: Repo, cfg?: GitConfig): ObjectStore | null {
   const levelText = lastValue(config, 'core.loosecompression') ?? lastValue(config, 'core.compression');
   let level = levelText === undefined ? 1 : Number(levelText);
   if (!Number.isInteger(level) || level < -1 || level > 9) level = 1;
-  return new LooseObjectStore(objectsDir, level, repo.objectFormat);
+  return new LooseObjectStore(objectsDir, level, repo.objectFormat, repo);
 }
 
 class LooseObjectStore implements ObjectStore {
@@ -76,6 +77,7 @@ class LooseObjectStore implements ObjectStore {
     readonly objectsDir: string,
     private readonly level: number,
     readonly objectFormat: ObjectFormat,
+    private readonly repo: Pick<Repo, 'callerEnv' | 'worktree'>,
   ) {}
 
   hash(type: ObjectType, body: Buffer): string {
@@ -88,12 +90,11 @@ class LooseObjectStore implements ObjectStore {
     const dir = path.join(this.objectsDir, oid.slice(0, 2));
     const file = path.join(dir, oid.slice(2));
     if (fs.existsSync(file)) return oid;
-    fs.mkdirSync(dir, { recursive: true });
     const data = zlib.deflateSync(Buffer.concat([header, body]), { level: this.level });
     // git's own temp name (tmp_obj_*), so anything that cleans up after git cleans up after this too.
     const tmp = path.join(dir, `tmp_obj_${process.pid}_${crypto.randomBytes(4).toString('hex')}`);
     try {
-      const fd = fs.openSync(tmp, 'wx', 0o444);
+      const fd = this.createTemp(dir, tmp);
       try {
         // A short write (the disk filling up) is not an error by itself: write the rest, which then fails.
         for (let off = 0; off < data.length; ) off += fs.writeSync(fd, data, off, data.length - off);
@@ -110,6 +111,22 @@ class LooseObjectStore implements ObjectStore {
       throw e;
     }
     return oid;
+  }
+
+  /**
+   * Creates the temp file in the fan-out directory, making that again when it is gone: another process's
+   * `git prune` or `prune-packed` removes an empty objects/xx at any moment (git's create_tmpfile does the same).
+   */
+  private createTemp(dir: string, tmp: string): number {
+    for (let attempt = 0; ; attempt++) {
+      fs.mkdirSync(dir, { recursive: true });
+      if (attempt === 0) testPoint('object-write.before-open', this.repo.callerEnv, this.repo.worktree);
+      try {
+        return fs.openSync(tmp, 'wx', 0o444);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 3) throw e;
+      }
+    }
   }
 }
 

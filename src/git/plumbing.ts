@@ -425,6 +425,16 @@ export async function readHead(repo: Repo): Promise<{ commit: string | null; bra
   };
 }
 
+/**
+ * A ref's value from the ref files (loose, then packed-refs), null when it does not exist: no git process, for the
+ * per-step path. Other ref backends ask git.
+ */
+export async function readRefValue(repo: Repo, ref: string): Promise<string | null> {
+  if (!fs.existsSync(path.join(repo.commonDir, 'reftable'))) return readLooseRef(repo, ref) ?? readPackedRef(repo.commonDir, ref);
+  const res = await repo.git(['rev-parse', '-q', '--verify', '--end-of-options', ref], { okCodes: [1, 128] });
+  return res.code === 0 ? res.stdout.toString('utf8').trim() : null;
+}
+
 function readLooseRef(repo: Repo, ref: string): string | undefined {
   for (const dir of [repo.commonDir, repo.gitDir]) {
     try {

@@ -9,7 +9,7 @@ import { appendEvent, takeBackAppend, type JournalAppend, type JournalEvent } fr
 import { acquireLock } from '../base/lock.js';
 import { lockFileIn } from '../base/state-dir.js';
 import { applyEvent, type Session } from './model.js';
-import type { RefUpdate } from '../git/plumbing.js';
+import { readRefValue, type RefUpdate } from '../git/plumbing.js';
 import { serverEnabled } from '../settings/settings.js';
 import { isMissingObjectError } from '../git/missing.js';
 import type { SnapshotTreeOptions, TreeSnapshotResult } from '../snapshot/snapshot.js';
@@ -91,7 +91,7 @@ export async function mutate<T>(
  * Keep refs, journal, refs, state: in that order (see the module comment). A
  * failure before the journal line leaves no step; a failure of the ref update
  * takes the line back (a full disk: no step, journal unchanged). Either way the
- * keep refs go again: a failed step adds and moves no ref.
+ * keep refs are put back: a failed step adds and moves no ref.
  */
 export async function commitEvent(ctx: Context, p: SessionPaths, state: SessionState, ev: JournalEvent, refs: RefUpdate[]): Promise<void> {
   const { repo } = ctx;
@@ -101,15 +101,15 @@ export async function commitEvent(ctx: Context, p: SessionPaths, state: SessionS
     testPoint('commit-event.before-journal', repo.callerEnv, repo.worktree);
     appended = appendEvent(p.journal, ev);
   } catch (e) {
-    await dropKeepRefs(ctx, kept);
+    await putBackKeepRefs(ctx, kept);
     throw e;
   }
   try {
     testPoint('commit-event.before-refs', repo.callerEnv, repo.worktree);
-    await ctx.refs.update([...refs, ...kept]);
+    await ctx.refs.update(refs);
   } catch (e) {
     takeBackAppend(p.journal, appended);
-    await dropKeepRefs(ctx, kept);
+    await putBackKeepRefs(ctx, kept);
     throw e;
   }
   // Fold the cached state forward: re-reading the whole journal would make each step cost O(steps).
@@ -128,19 +128,23 @@ export async function commitEvent(ctx: Context, p: SessionPaths, state: SessionS
 
 /**
  * Points the session's keep refs at the objects refs are about to name, before
- * the journal line names them: from then on git's prune keeps them. Returns
- * their deletions, for the caller to put in the transaction that sets refs (the
- * refs name the objects from then on: no keep ref stays between steps). The
- * point `commit-event.before-keep` is where a test lets a prune land.
+ * the journal line names them: from then on git's prune keeps them. Returns the
+ * updates that put them back as they were, for a step that fails after this
+ * (putBackKeepRefs). They stay between steps: deleting them with the step refs
+ * would take git's packed-refs lock at every step (a ref deletion does), which
+ * concurrent sessions and the user's own git then wait on. The point
+ * `commit-event.before-keep` is where a test lets a prune land.
  */
 export async function keepObjects(ctx: Context, session: string, refs: RefUpdate[]): Promise<RefUpdate[]> {
   testPoint('commit-event.before-keep', ctx.repo.callerEnv, ctx.repo.worktree);
   const values = [...new Set(refs.map((r) => r.value).filter((v): v is string => !!v))];
-  await ctx.refs.update(values.map((value, i) => ({ ref: keepRef(session, i), value })));
-  return values.map((_, i) => ({ ref: keepRef(session, i), value: null }));
+  const keeps = values.map((value, i) => ({ ref: keepRef(session, i), value }));
+  const before = await Promise.all(keeps.map(async (k) => ({ ref: k.ref, value: await readRefValue(ctx.repo, k.ref) })));
+  await ctx.refs.update(keeps);
+  return before;
 }
 
-/** Takes the keep refs of a step that failed back; under the failure the caller rethrows, which is the one reported. */
-export async function dropKeepRefs(ctx: Context, kept: RefUpdate[]): Promise<void> {
+/** Puts the keep refs of a step that failed back; under the failure the caller rethrows, which is the one reported. */
+export async function putBackKeepRefs(ctx: Context, kept: RefUpdate[]): Promise<void> {
   await ctx.refs.update(kept).catch(() => undefined);
 }

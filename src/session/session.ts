@@ -38,7 +38,7 @@ import { maintainEndedSession, maintainInBackground, maybeMaintain } from './mai
 import type { TranscriptTail } from '../agents/adapter.js';
 import { importsReadCalls, transcriptReader } from '../agents/registry.js';
 import { stepRef, headRef, type SessionPaths, sessionPaths, sessionIds, ensureDir } from './refs.js';
-import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects, dropKeepRefs } from './locks.js';
+import { worktreeLockFile, lockedSnapshot, mutate, commitEvent, keepObjects, putBackKeepRefs } from './locks.js';
 import { type SessionState, stateFrom, writeState, loadState, loadSession, loadSessionExists, journaled, forgetPruned } from './state.js';
 import { wrapperRunning, listSessions, markRunning, unmarkRunning, type SelectOptions, selectSession } from './selection.js';
 import { importBeforeHeadMoves, importQuietly } from './transcript-import.js';
@@ -181,12 +181,12 @@ export async function startSession(ctx: Context, opts: StartOptions = {}): Promi
     try {
       if (opts.owner) markRunning(repo, id);
       size = appendEvent(p.journal, ev).end;
-      await ctx.refs.update([...refs, ...kept]);
+      await ctx.refs.update(refs);
     } catch (e) {
       // No session: no journal, no refs (a full disk leaves nothing behind).
       fs.rmSync(p.journal, { force: true });
       if (opts.owner) unmarkRunning(repo, id);
-      await dropKeepRefs(ctx, kept);
+      await putBackKeepRefs(ctx, kept);
       throw e;
     }
     const s = foldJournal([ev]);

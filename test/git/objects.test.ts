@@ -123,6 +123,25 @@ for (const objectFormat of ['sha1', 'sha256'] as const)
     }
   });
 
+test("a fan-out directory that git's prune removes between its mkdir and the write: created again, the object written (as git does)", async () => {
+  const t = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    // `git prune`/`prune-packed` of another process removes empty objects/xx directories at any moment.
+    const rmdir = 'find .git/objects -mindepth 1 -maxdepth 1 -type d -name "[0-9a-f][0-9a-f]" -empty -delete';
+    const repo = await openRepo(t.dir, {
+      env: { ...t.env, AGENTSNAP_TEST_POINT: 'object-write.before-open', AGENTSNAP_TEST_POINT_RUN: rmdir },
+    });
+    const store = objectStore(repo);
+    assert.ok(store);
+    for (let i = 0; i < 8; i++) {
+      const oid = store.write('blob', Buffer.from(`a fresh blob ${i}\n`));
+      assert.is(t.git(['cat-file', 'blob', oid]), `a fresh blob ${i}\n`);
+    }
+  } finally {
+    t.cleanup();
+  }
+});
+
 test('objectStore declines where git would write differently', async () => {
   const t = tempRepo({ files: { 'a.txt': 'a\n' } });
   try {

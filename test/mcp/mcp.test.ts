@@ -97,7 +97,7 @@ test('tools/list: every tool with its JSON schema, the read-only ones marked rea
   }
 });
 
-test('list_operations names a revert; undo_operation dry-runs it, then takes it back: the reverted change is back, the user\'s edit kept', async () => {
+test("list_operations names a revert; undo_operation dry-runs it, then takes it back: the reverted change is back, the user's edit kept", async () => {
   const repo = tempRepo({ files: { 'a.txt': 'one\n', 'mine.txt': 'mine\n' } });
   try {
     await step(repo, () => repo.write('a.txt', 'two\n'), 'Edit');

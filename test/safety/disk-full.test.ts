@@ -62,11 +62,15 @@ function journalFile(repo: TempRepo): string {
 }
 
 /**
- * Every ref of the repository: a failed step adds and moves none, its keep refs (refs/agentsnap/sessions/<id>/keep/<i>,
- * which keep a snapshot's objects from git's prune until its step refs name them) included.
+ * Every ref of the repository: a failed step adds none and moves none. A keep ref (refs/agentsnap/sessions/<id>/keep/<i>,
+ * which keeps a snapshot's objects from git's prune until its journal line) is put back when the step fails, but on a
+ * full disk writing its old value can fail too: it may then name the snapshot that was not recorded (its value is not
+ * compared; its name is).
  */
 function allRefs(repo: TempRepo): string {
-  return repo.git(['for-each-ref', '--format=%(objectname) %(refname)']);
+  return repo
+    .git(['for-each-ref', '--format=%(objectname) %(refname)'])
+    .replace(/^[0-9a-f]+ (refs\/agentsnap\/sessions\/[^/]+\/keep\/)/gm, '(kept) $1');
 }
 
 /** What a user observes of the repository: journal bytes, refs, worktree files. */

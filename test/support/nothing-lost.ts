@@ -772,8 +772,10 @@ export class World {
         throw new InvariantError(
           `(diskfull) ${what} ran out of space and changed the journal:\n${this.journalBytes().subarray(journalBefore.length).toString('utf8').slice(0, 2000)}`,
         );
+      // A keep ref is put back when the command fails, but writing its old value can fail on the full disk too.
+      const keepMasked = (refs: string) => refs.replace(/^(refs\/agentsnap\/sessions\/[^/]+\/keep\/\d+) [0-9a-f]+$/gm, '$1 (kept)');
       const refsAfter = this.agentRefs();
-      if (refsAfter !== refsBefore)
+      if (keepMasked(refsAfter) !== keepMasked(refsBefore))
         throw new InvariantError(
           `(diskfull) ${what} ran out of space and changed agentsnap's refs:\n${this.userStateDiff(refsBefore, refsAfter)}`,
         );
