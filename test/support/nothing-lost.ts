@@ -1516,7 +1516,11 @@ export class World {
         if (!nests.length) return say('user: no nested repository to edit');
         const rel = nests[op.d % nests.length]!;
         const name = ['n.txt', 'new.txt', 'c.txt'][op.f % 3]!;
-        fs.writeFileSync(path.join(this.repo.dir, rel, name), CONTENTS[op.c]!);
+        const file = path.join(this.repo.dir, rel, name);
+        // A symlink there (the user's own, before the nested repository) is replaced: writing through a dangling one fails.
+        if (lstat(file)?.isSymbolicLink()) fs.rmSync(file);
+        if (lstat(file)?.isDirectory()) return say(`user: ${rel}/${name} is a directory (nothing written)`);
+        fs.writeFileSync(file, CONTENTS[op.c]!);
         return say(`user: write ${rel}/${name} <${op.c}> (inside the nested repository)`);
       }
     }
