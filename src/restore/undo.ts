@@ -47,7 +47,7 @@ import {
 } from '../session/session.js';
 import { withLock } from '../base/lock.js';
 import { plainContext } from '../session/context.js';
-import { copyIndexFile, snapshotTree, untrackedClassifier } from '../snapshot/snapshot.js';
+import { copyIndexFile, snapshotTree, untrackedClassifier, type TreeSnapshotResult } from '../snapshot/snapshot.js';
 import { removeTempIndex, tempIndex } from '../snapshot/snapshot-now.js';
 import { commitTree, diffTrees, ignoredPaths, readHead, trackedPaths, treeOf, updateRefs } from '../git/plumbing.js';
 import { fsPath, hasRawBytes, splitNul } from '../git/run.js';
@@ -1438,130 +1438,168 @@ export async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: O
   checkWorktree(repo, loadSession(repo, id));
   const result = emptyResult(id, spec);
   result.exact = !!opts.exact;
-
-  if (opts.dryRun) {
-    // No locks, no refs: the worktree is read through a throwaway copy of the private index.
-    const events = readJournal(sessionPaths(repo, id).journal).events;
-    const session = foldJournal(events)!;
-    const snap = await dryRunSnapshot(repo, id, settings);
-    const sinceHead = session.headTree ? await diffTrees(repo, session.headTree, snap.tree) : [];
-    const p = await prepare(
-      repo,
-      spec,
-      { repo, session, events, ops: foldOps(events), safetyTree: snap.tree },
-      sinceHead,
-      snap.skipped,
-      opts,
-    );
-    fill(result, p);
-    result.dryRun = true;
-    // The plan the run executes, checked against the disk as the run checks it.
-    result.changes = plannedChanges(p.disk);
-    result.left = mergeLeft(explainLeft(p.disk.left, p.why), p.leftOut);
-    result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0 || p.both.length > 0);
-    return result;
-  }
-
+  if (opts.dryRun) return dryRunOperation(repo, id, spec, opts, settings, result);
   return withSessionLock(plainContext(repo, settings), id, `${spec.kind}`, async (locked) => {
     // Reads the transcript holds saw the head before this operation: journaled first, with that state.
     await locked.importReads();
     const lockFile = contentLockFile(repo);
-    return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: spec.kind }, async () => {
-      let events = readJournal(locked.paths.journal).events;
-      result.recovered = await recoverInterrupted(repo, id, locked, events, settings);
-      if (result.recovered.length > 0) events = readJournal(locked.paths.journal).events;
-      const session = foldJournal(events)!;
-      const ops = foldOps(events);
-      const head = locked.head();
-
-      const snap = await snapshotTree(repo, { indexFile: locked.paths.index, settings, parentTree: head.tree });
-      const p = await prepare(repo, spec, { repo, session, events, ops, safetyTree: snap.tree }, snap.changed, snap.skipped, opts);
-      fill(result, p);
-      // Undo to where the worktree already is, with no step left to mark undone (the same undo run again,
-      // say after a crash): nothing is recorded, so a later redo reverses the undo that did the work.
-      if (spec.kind === 'undo' && p.plan.length === 0 && p.resolved.undoes.length === 0) {
-        result.left = p.leftOut;
-        return result;
-      }
-      refuseIfNeeded(spec, p, opts);
-      if (!opts.force) {
-        result.outside = [];
-        result.unprotected = [];
-      }
-
-      const op = ops.length === 0 ? 1 : Math.max(...ops.map((o) => o.op)) + 1;
-      const userHead = (await readHead(repo)).commit;
-      const safety = await commitTree(repo, {
-        tree: snap.tree,
-        parents: [head.commit],
-        message: opMessage(id, op, 'safety', `before operation ${op} (${spec.kind})`, userHead),
-      });
-      const ref = opRef(id, op);
-      const start: OpStartEvent = {
-        ...eventBase(id),
-        type: 'op.start',
-        op,
-        kind: spec.kind,
-        target: spec.target,
-        to: p.resolved.toTree,
-        toCommit: p.resolved.toCommit,
-        safety,
-        safetyTree: snap.tree,
-        safetySkipped: snap.skipped,
-        paths: p.plan,
-        undoes: p.resolved.undoes,
-        redoes: p.resolved.redoes,
-        force: !!opts.force,
-        ...(opts.exact ? { exact: true } : {}),
-        // What the safety snapshot saw besides the session head: protected for later operations (outsideChanges).
-        // Without a head tree snapshotTree reports nothing; readers then diff the safety commit with its parent.
-        ...(head.tree ? { changedBefore: snap.changed } : {}),
-        ...(opts.byStep !== undefined &&
-        session.steps.some((x) => x.step === opts.byStep && x.status === 'open' && x.source !== 'transcript')
-          ? { byStep: opts.byStep }
-          : {}),
-      };
-      await locked.append(start, [{ ref, value: safety }]);
-      result.op = op;
-      result.safety = safety;
-      result.safetyRef = ref;
-
-      const applied = await applyPrepared(repo, p.plan, p.disk, {
-        target: targetOf(p.resolved),
-        ...opts.restoreHooks,
-        ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}),
-      });
-      const left = mergeLeft(explainLeft(applied.left, p.why), p.leftOut);
-      const tree = await resultTree(repo, settings, locked.paths.index, applied);
-      const kept = await keptCommit(
-        repo,
-        applied.kept,
-        opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead),
-      );
-      const commit = await commitTree(repo, {
-        tree,
-        parents: resultParents(safety, kept),
-        message: opMessage(id, op, spec.kind, describeTarget(spec.kind, spec.target), userHead),
-      });
-      const done: OpDoneEvent = {
-        ...eventBase(id),
-        type: 'op.done',
-        op,
-        status: 'done',
-        commit,
-        tree,
-        left,
-        ...(kept ? { kept } : {}),
-        resumed: false,
-      };
-      await locked.append(done, [{ ref: headRef(id), value: commit }]);
-      releaseKept(applied);
-      result.commit = commit;
-      result.changes = applied.applied.map((c) => ({ path: c.path, change: changeLetter(c) }));
-      result.left = left;
-      return result;
-    });
+    return withLock(lockFile, { timeoutMs: settings.lockTimeoutMs, purpose: spec.kind }, () =>
+      operationUnderLocks({ repo, id, spec, opts, settings, locked, result }),
+    );
   });
+}
+
+/** The plan a run would execute, without locks or refs: the worktree is read through a throwaway copy of the private index. */
+async function dryRunOperation(
+  repo: Repo,
+  id: string,
+  spec: OpSpec,
+  opts: OperationOptions,
+  settings: Settings,
+  result: OperationResult,
+): Promise<OperationResult> {
+  const events = readJournal(sessionPaths(repo, id).journal).events;
+  const session = foldJournal(events)!;
+  const snap = await dryRunSnapshot(repo, id, settings);
+  const sinceHead = session.headTree ? await diffTrees(repo, session.headTree, snap.tree) : [];
+  const p = await prepare(
+    repo,
+    spec,
+    { repo, session, events, ops: foldOps(events), safetyTree: snap.tree },
+    sinceHead,
+    snap.skipped,
+    opts,
+  );
+  fill(result, p);
+  result.dryRun = true;
+  // The plan the run executes, checked against the disk as the run checks it.
+  result.changes = plannedChanges(p.disk);
+  result.left = mergeLeft(explainLeft(p.disk.left, p.why), p.leftOut);
+  result.wouldRefuse = !opts.force && (p.outside.length > 0 || p.unprotected.length > 0 || p.both.length > 0);
+  return result;
+}
+
+/** One operation under the session lock and the worktree content lock. */
+interface LockedOperation {
+  repo: Repo;
+  id: string;
+  spec: OpSpec;
+  opts: OperationOptions;
+  settings: Settings;
+  locked: LockedSession;
+  result: OperationResult;
+}
+
+/**
+ * The operation's one order: recover an interrupted one, snapshot the worktree (the safety snapshot), plan, refuse
+ * or journal op.start, apply, journal op.done. A crash between op.start and op.done is completed by the next
+ * operation (recoverInterrupted).
+ */
+async function operationUnderLocks(o: LockedOperation): Promise<OperationResult> {
+  const { repo, id, spec, opts, settings, locked, result } = o;
+  let events = readJournal(locked.paths.journal).events;
+  result.recovered = await recoverInterrupted(repo, id, locked, events, settings);
+  if (result.recovered.length > 0) events = readJournal(locked.paths.journal).events;
+  const session = foldJournal(events)!;
+  const ops = foldOps(events);
+  const head = locked.head();
+
+  const snap = await snapshotTree(repo, { indexFile: locked.paths.index, settings, parentTree: head.tree });
+  const p = await prepare(repo, spec, { repo, session, events, ops, safetyTree: snap.tree }, snap.changed, snap.skipped, opts);
+  fill(result, p);
+  // Undo to where the worktree already is, with no step left to mark undone (the same undo run again,
+  // say after a crash): nothing is recorded, so a later redo reverses the undo that did the work.
+  if (spec.kind === 'undo' && p.plan.length === 0 && p.resolved.undoes.length === 0) {
+    result.left = p.leftOut;
+    return result;
+  }
+  refuseIfNeeded(spec, p, opts);
+  if (!opts.force) {
+    result.outside = [];
+    result.unprotected = [];
+  }
+  const op = ops.length === 0 ? 1 : Math.max(...ops.map((x) => x.op)) + 1;
+  const userHead = (await readHead(repo)).commit;
+  const safety = await commitTree(repo, {
+    tree: snap.tree,
+    parents: [head.commit],
+    message: opMessage(id, op, 'safety', `before operation ${op} (${spec.kind})`, userHead),
+  });
+  const ref = opRef(id, op);
+  await locked.append(opStartEvent(o, { op, safety, snap, headTree: head.tree, p, session }), [{ ref, value: safety }]);
+  result.op = op;
+  result.safety = safety;
+  result.safetyRef = ref;
+  await applyOperation(o, { op, safety, p, userHead });
+  return result;
+}
+
+/** The op.start line: what the operation will do, journaled before it touches the worktree. */
+function opStartEvent(
+  o: LockedOperation,
+  x: { op: number; safety: string; snap: TreeSnapshotResult; headTree: string | null; p: Prepared; session: Session },
+): OpStartEvent {
+  const { id, spec, opts } = o;
+  const { p, snap } = x;
+  return {
+    ...eventBase(id),
+    type: 'op.start',
+    op: x.op,
+    kind: spec.kind,
+    target: spec.target,
+    to: p.resolved.toTree,
+    toCommit: p.resolved.toCommit,
+    safety: x.safety,
+    safetyTree: snap.tree,
+    safetySkipped: snap.skipped,
+    paths: p.plan,
+    undoes: p.resolved.undoes,
+    redoes: p.resolved.redoes,
+    force: !!opts.force,
+    ...(opts.exact ? { exact: true } : {}),
+    // What the safety snapshot saw besides the session head: protected for later operations (outsideChanges).
+    // Without a head tree snapshotTree reports nothing; readers then diff the safety commit with its parent.
+    ...(x.headTree ? { changedBefore: snap.changed } : {}),
+    ...(opts.byStep !== undefined &&
+    x.session.steps.some((st) => st.step === opts.byStep && st.status === 'open' && st.source !== 'transcript')
+      ? { byStep: opts.byStep }
+      : {}),
+  };
+}
+
+/** Applies the plan journaled in op.start, then journals op.done with the result's commit (the new session head). */
+async function applyOperation(o: LockedOperation, x: { op: number; safety: string; p: Prepared; userHead: string | null }): Promise<void> {
+  const { repo, id, spec, opts, settings, locked, result } = o;
+  const { op, p, userHead } = x;
+  const applied = await applyPrepared(repo, p.plan, p.disk, {
+    target: targetOf(p.resolved),
+    ...opts.restoreHooks,
+    ...(opts.interruptAfter !== undefined ? { interruptAfter: opts.interruptAfter } : {}),
+  });
+  const left = mergeLeft(explainLeft(applied.left, p.why), p.leftOut);
+  const tree = await resultTree(repo, settings, locked.paths.index, applied);
+  const kept = await keptCommit(repo, applied.kept, opMessage(id, op, 'kept', `versions kept by operation ${op} (${spec.kind})`, userHead));
+  const commit = await commitTree(repo, {
+    tree,
+    parents: resultParents(x.safety, kept),
+    message: opMessage(id, op, spec.kind, describeTarget(spec.kind, spec.target), userHead),
+  });
+  const done: OpDoneEvent = {
+    ...eventBase(id),
+    type: 'op.done',
+    op,
+    status: 'done',
+    commit,
+    tree,
+    left,
+    ...(kept ? { kept } : {}),
+    resumed: false,
+  };
+  await locked.append(done, [{ ref: headRef(id), value: commit }]);
+  releaseKept(applied);
+  result.commit = commit;
+  result.changes = applied.applied.map((c) => ({ path: c.path, change: changeLetter(c) }));
+  result.left = left;
 }
 
 export function describeTarget(kind: OpKind, t: OpTarget): string {
