@@ -146,5 +146,5 @@ export async function keepObjects(ctx: Context, session: string, refs: RefUpdate
 
 /** Puts the keep refs of a step that failed back; under the failure the caller rethrows, which is the one reported. */
 export async function putBackKeepRefs(ctx: Context, kept: RefUpdate[]): Promise<void> {
-  await ctx.refs.update(kept).catch(() => undefined);
+  await ctx.refs.update(kept).catch(() => undefined); // best effort: a full disk can refuse the old values too
 }
