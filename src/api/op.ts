@@ -8,7 +8,8 @@ import { selectSession, sessionPaths } from '../session/session.js';
 import { sessionArg, type SessionOptions } from './api.js';
 import { operationLog, opUndoOperation, type OpLogEntry, type OpUndoResult } from '../restore/op-undo.js';
 import { undoApply, type UndoApplyResult } from '../worktrees/apply-undo.js';
-import { runDepsSync, type OperationCommonOptions } from './undo.js';
+import type { OperationCommonOptions } from './undo.js';
+import { runDepsSync } from './deps.js';
 import type { DepsSyncOutcome } from '../deps/sync.js';
 
 export type { OpLogEntry, OpUndoResult } from '../restore/op-undo.js';

@@ -26,7 +26,8 @@ import { agentProcesses, stopAgentProcesses, type AgentProcess } from '../sessio
 import type { StopResult } from '../base/procfs.js';
 import { loadSettings } from '../settings/settings.js';
 import { lastGood } from './check.js';
-import { syncDeps, type DepsSyncListener, type DepsSyncOutcome } from '../deps/sync.js';
+import type { DepsSyncListener, DepsSyncOutcome } from '../deps/sync.js';
+import { runDepsSync } from './deps.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, BothChanged, FileChange, OpRecord } from '../restore/undo.js';
 export type { DepsToSync, Ecosystem } from '../deps/deps.js';
@@ -54,16 +55,6 @@ export interface OperationCommonOptions extends SessionOptions {
   syncDeps?: boolean;
   /** Hears of each command as it starts and gets its output (default: the output is discarded). */
   depsListener?: DepsSyncListener;
-}
-
-/** `--sync-deps`: the commands for what the operation `r` moved, run; null when not asked for (or a dry run). */
-export async function runDepsSync(
-  repo: Repo,
-  r: OperationResult | null,
-  opts: Pick<OperationCommonOptions, 'syncDeps' | 'depsListener' | 'env'>,
-): Promise<DepsSyncOutcome[] | null> {
-  if (!opts.syncDeps || !r || r.dryRun) return null;
-  return syncDeps(repo.worktree, r.deps, opts.env ?? process.env, opts.depsListener);
 }
 
 async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: string; source: 'flag' | 'env' | 'recent' }> {
