@@ -220,4 +220,25 @@ test('--sync-deps with the package manager missing from PATH: exit 6, what to in
   }
 });
 
+test('undo of a project the agent created: its manifest is gone, nothing to run (nor with --sync-deps), and undo says what may be left', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+  try {
+    await step(repo, () => {
+      repo.write('new/package.json', '{"name":"new"}\n');
+      repo.write('new/package-lock.json', '{}\n');
+    });
+    const r = ok(await cliProcess(repo, ['undo', '--sync-deps']), 'undo --sync-deps');
+    assert.ok(
+      r.stderr.includes(
+        'agentsnap: package-lock.json, package.json are gone (in new/): nothing to install there; node_modules there may be left over\n',
+      ),
+      r.stderr,
+    );
+    assert.not.match(r.stderr, /running/);
+    assert.not.ok(repo.exists('new'));
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -210,7 +210,7 @@ export function printDeps(
     const where = dirText(e.dir);
     if (e.command === null) {
       out.note(
-        `agentsnap: ${files} ${r.dryRun ? 'would be' : 'are'} gone (in ${where}): nothing to install there; ${e.installed} there may be left over`,
+        `agentsnap: ${files} ${r.dryRun ? 'would be' : e.files.length === 1 ? 'is' : 'are'} gone (in ${where}): nothing to install there; ${e.installed} there may be left over`,
       );
       continue;
     }
