@@ -209,6 +209,8 @@ async function loadTimeline() {
       );
     if (state.undone.has(x.step)) marks.push(el('span', { class: 'undone' }, 'undone'));
     if (x.unprotectedReason) marks.push(el('span', { class: 'unprotected', title: x.unprotectedReason }, 'unprotected'));
+    // Its installed dependencies are not in the snapshots: an undo over it says what to run (issue 33).
+    if (row.depsChanged?.length > 0) marks.push(el('span', { class: 'deps', title: row.depsChanged.join(', ') }, 'dependencies changed'));
     const classes = ['step', `status-${x.status}`];
     if (row.check?.verdict === 'fail') classes.push('check-failed');
     if (x.overlaps.length > 0) classes.push('overlapping');

@@ -23,6 +23,7 @@ import {
 } from '../session/session.js';
 import { describeStep, diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from '../session/read.js';
 import type { Session, Step } from '../session/model.js';
+import { dependencyFiles } from '../deps/deps.js';
 import { readJournal, type ChangedPath, type JournalEvent, type StepPostEvent } from '../session/journal.js';
 import { operationLog, stepPositions, type OpLogEntry } from '../restore/op-undo.js';
 import { foldOps, undoneSteps } from '../restore/undo.js';
@@ -329,10 +330,17 @@ export interface LogRow {
   lost?: boolean;
   /** An undo (not redone, not taken back) took this step back. */
   undone?: boolean;
+  /** The dependency manifests and lockfiles the step changed (issue 33: "dependencies changed"); [] for none. */
+  depsChanged: string[];
 }
 
 /** One entry of `log`'s timeline: a step (with the user's edits before it on the step), or an operation. */
 export type LogEntry = { row: LogRow; op?: undefined } | { op: OpLogEntry; row?: undefined };
+
+/** The dependency manifests and lockfiles a step changed (its own changes, not the user's edits before it). */
+function stepDeps(step: Step): string[] {
+  return dependencyFiles(step.changed.map((c) => c.path));
+}
 
 /** The rows whose snapshots the user's git prune deleted, marked `lost`. */
 async function markLost(repo: Repo, rows: LogRow[]): Promise<LogRow[]> {
@@ -365,6 +373,7 @@ export async function log(
       plan: planAt(r.session, step.step, plans),
       check: checks.get(step.step) ?? null,
       ...(undone.has(step.step) ? { undone: true } : {}),
+      depsChanged: stepDeps(step),
     })),
   );
   return { session: r.session, steps, rows, timeline: timelineOf(events, rows, opts), source: r.source };
@@ -412,6 +421,7 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
         what: describeStep(session, step),
         plan: planAt(session, step.step, plans),
         check: checks.get(step.step) ?? null,
+        depsChanged: stepDeps(step),
       });
     }
   }
@@ -491,6 +501,8 @@ export async function show(opts: ShowOptions): Promise<{
   environment: StepEnvironment;
   /** Live processes this step's call started and left running (a server, a watcher). */
   processes: AgentProcess[];
+  /** The dependency manifests and lockfiles the step changed ("dependencies changed"); [] for none. */
+  depsChanged: string[];
   source: ResolvedSession['source'];
 }> {
   stepNumber(opts.step);
@@ -505,6 +517,7 @@ export async function show(opts: ShowOptions): Promise<{
     plan: planAt(r.session, out.step.step),
     environment: environmentAt(r.session, out.step.step),
     processes: agentProcesses(r.session, (await loadSettings(r.repo)).redactPatterns).filter((p) => p.step === out.step.step),
+    depsChanged: stepDeps(out.step),
     source: r.source,
   };
 }

@@ -8,6 +8,9 @@ import { selectSession, sessionPaths } from '../session/session.js';
 import { sessionArg, type SessionOptions } from './api.js';
 import { operationLog, opUndoOperation, type OpLogEntry, type OpUndoResult } from '../restore/op-undo.js';
 import { undoApply, type UndoApplyResult } from '../worktrees/apply-undo.js';
+import type { OperationCommonOptions } from './undo.js';
+import { runDepsSync } from './deps.js';
+import type { DepsSyncOutcome } from '../deps/sync.js';
 
 export type { OpLogEntry, OpUndoResult } from '../restore/op-undo.js';
 
@@ -32,6 +35,9 @@ export interface OpUndoOptions extends SessionOptions {
   force?: boolean;
   /** The open step of the tool call asking for it (agentsnap's MCP tools): see OperationOptions.byStep. */
   byStep?: number | undefined;
+  /** See OperationCommonOptions.syncDeps. */
+  syncDeps?: boolean;
+  depsListener?: OperationCommonOptions['depsListener'];
 }
 
 export interface OpUndoOutcome {
@@ -43,6 +49,8 @@ export interface OpUndoOutcome {
   files: OpUndoResult | null;
   /** An apply: `apply --undo`'s result in the worktree it wrote into (null for a dry run). */
   apply: UndoApplyResult | null;
+  /** `syncDeps`: what each package manager's command did (null: not asked for, a dry run, or an apply). */
+  depsSync: DepsSyncOutcome[] | null;
 }
 
 /** `agentsnap op undo [ID]`: takes back one operation (default: the last), keeping the user's edits. */
@@ -69,7 +77,7 @@ export async function opUndo(opts: OpUndoOptions = {}): Promise<OpUndoOutcome> {
       force: !!opts.force,
       ...(opts.byStep !== undefined ? { byStep: opts.byStep } : {}),
     });
-    return { ...base, files, apply: null };
+    return { ...base, files, apply: null, depsSync: await runDepsSync(repo, files, opts) };
   }
   if (entry.kind === 'apply' && entry.target) {
     if (entry.undoneBy !== null)
@@ -84,9 +92,9 @@ export async function opUndo(opts: OpUndoOptions = {}): Promise<OpUndoOutcome> {
           data: { session: id, op: entry.id },
         },
       );
-    if (opts.dryRun) return { ...base, files: null, apply: null };
+    if (opts.dryRun) return { ...base, files: null, apply: null, depsSync: null };
     const target = await openRepo(entry.target, opts.env ? { env: opts.env } : {});
-    return { ...base, files: null, apply: await undoApply(target, { session: id, force: !!opts.force }) };
+    return { ...base, files: null, apply: await undoApply(target, { session: id, force: !!opts.force }), depsSync: null };
   }
   throw errors.nothingToDo(`operation ${entry.id} (${entry.what}) cannot be taken back with op undo.`, {
     hint:

@@ -26,8 +26,12 @@ import { agentProcesses, stopAgentProcesses, type AgentProcess } from '../sessio
 import type { StopResult } from '../base/procfs.js';
 import { loadSettings } from '../settings/settings.js';
 import { lastGood } from './check.js';
+import type { DepsSyncListener, DepsSyncOutcome } from '../deps/sync.js';
+import { runDepsSync } from './deps.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, BothChanged, FileChange, OpRecord } from '../restore/undo.js';
+export type { DepsToSync, Ecosystem } from '../deps/deps.js';
+export type { DepsSyncOutcome, DepsSyncListener } from '../deps/sync.js';
 export type { ChatRewind, ChatFork, ChatCompact, ChatDigest, ConversationSize } from '../restore/rewind.js';
 
 export interface OperationCommonOptions extends SessionOptions {
@@ -43,6 +47,14 @@ export interface OperationCommonOptions extends SessionOptions {
   interruptAfter?: number;
   /** The open step of the tool call asking for it (agentsnap's MCP tools): see OperationOptions.byStep. */
   byStep?: number | undefined;
+  /**
+   * After the operation is done (never in a dry run): run the package manager's command for each dependency
+   * manifest or lockfile it moved (`result.deps`), in its directory, with `env`'s PATH. A missing program or a
+   * failing command is reported in `depsSync`, never thrown: the operation stays done.
+   */
+  syncDeps?: boolean;
+  /** Hears of each command as it starts and gets its output (default: the output is discarded). */
+  depsListener?: DepsSyncListener;
 }
 
 async function sessionFor(opts: SessionOptions): Promise<{ repo: Repo; id: string; source: 'flag' | 'env' | 'recent' }> {
@@ -95,6 +107,8 @@ export interface UndoOutcome {
    * not processes; with `stopProcesses` (not in a dry run) each says how it was stopped.
    */
   processes: (AgentProcess & { stopped?: StopResult })[];
+  /** `syncDeps`: what each package manager's command did (null: not asked for, or a dry run). */
+  depsSync: DepsSyncOutcome[] | null;
 }
 
 /** `agentsnap undo [N]`: the worktree (and/or the conversation) back to before step N. */
@@ -132,7 +146,7 @@ export async function undo(opts: UndoOptions = {}): Promise<UndoOutcome> {
     processes = agentProcesses(s, settings.redactPatterns).filter((p) => p.step >= from);
     if (opts.stopProcesses && !opts.dryRun) processes = await stopAgentProcesses(s, processes);
   }
-  return { source, files, chat, chatStep, planUndone, processes };
+  return { source, files, chat, chatStep, planUndone, processes, depsSync: await runDepsSync(repo, files, opts) };
 }
 
 /** The step `undo --last-good` undoes: the first one after the last state that passed its check. */
@@ -164,10 +178,14 @@ function lastUndoneStep(repo: Repo, id: string): number | null {
   return last && last.kind === 'undo' && last.status === 'done' ? (last.target.step ?? null) : null;
 }
 
+/** What redo, restore and revert return: the operation's result, where the session came from, what `syncDeps` ran. */
+export type OperationOutcome = OperationResult & { source: 'flag' | 'env' | 'recent'; depsSync: DepsSyncOutcome[] | null };
+
 /** `agentsnap redo`: back to the state before the last undo (itself an operation, undoable). */
-export async function redo(opts: OperationCommonOptions = {}): Promise<OperationResult & { source: 'flag' | 'env' | 'recent' }> {
+export async function redo(opts: OperationCommonOptions = {}): Promise<OperationOutcome> {
   const { repo, id, source } = await sessionFor(opts);
-  return { ...(await redoOperation(repo, id, opOptions(opts))), source };
+  const r = await redoOperation(repo, id, opOptions(opts));
+  return { ...r, source, depsSync: await runDepsSync(repo, r, opts) };
 }
 
 export interface RestoreOptions extends OperationCommonOptions {
@@ -179,7 +197,7 @@ export interface RestoreOptions extends OperationCommonOptions {
 }
 
 /** `agentsnap restore N -- <paths>`: these paths as they were before (or after) step N. */
-export async function restore(opts: RestoreOptions): Promise<OperationResult & { source: 'flag' | 'env' | 'recent' }> {
+export async function restore(opts: RestoreOptions): Promise<OperationOutcome> {
   const step = stepNumber(opts.step);
   if (!Array.isArray(opts.paths) || opts.paths.length === 0) {
     throw errors.invalidArgument('name the paths to restore, e.g. `agentsnap restore 3 -- src/app.ts`.', {
@@ -189,16 +207,16 @@ export async function restore(opts: RestoreOptions): Promise<OperationResult & {
   const { repo, id, source } = await sessionFor(opts);
   const paths = opts.paths.map((p) => toRepoPath(repo, p));
   const all = paths.includes('.');
-  return { ...(await restoreOperation(repo, id, step, opts.after ? 'after' : 'before', all ? [] : paths, opOptions(opts))), source };
+  const r = await restoreOperation(repo, id, step, opts.after ? 'after' : 'before', all ? [] : paths, opOptions(opts));
+  return { ...r, source, depsSync: await runDepsSync(repo, r, opts) };
 }
 
 /** `agentsnap revert N`: takes back only what step N changed, keeping later steps (three-way merge). */
-export async function revert(
-  opts: OperationCommonOptions & { step: number },
-): Promise<OperationResult & { source: 'flag' | 'env' | 'recent' }> {
+export async function revert(opts: OperationCommonOptions & { step: number }): Promise<OperationOutcome> {
   const step = stepNumber(opts.step);
   const { repo, id, source } = await sessionFor(opts);
-  return { ...(await revertOperation(repo, id, step, opOptions(opts))), source };
+  const r = await revertOperation(repo, id, step, opOptions(opts));
+  return { ...r, source, depsSync: await runDepsSync(repo, r, opts) };
 }
 
 /** `agentsnap status`: where the session stands, the processes its calls left running, and the warm server's file watcher (null: no server runs here). */

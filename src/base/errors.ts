@@ -17,6 +17,8 @@ export const ExitCode = {
   refused: 3,
   conflict: 4,
   busy: 5,
+  /** The operation is done, but a dependency command `--sync-deps` ran failed or could not start (issue 33). */
+  depsSync: 6,
   internal: 70,
 } as const;
 export type ExitCodeName = keyof typeof ExitCode;

@@ -19,6 +19,7 @@ import { bisect, check, type CheckResult } from '../api/check.js';
 import { opLog, opUndo } from '../api/op.js';
 import { openSteps, type Session } from '../session/model.js';
 import { fenceOf, printableLine, printableName, printableText } from '../base/printable.js';
+import { shellQuote } from '../base/shell.js';
 import { MCP_TOOLS, checkArgs, type Args, type McpToolResult } from './tools.js';
 
 export { MCP_TOOLS } from './tools.js';
@@ -151,8 +152,21 @@ function describeOperation(r: OperationResult): string[] {
     lines.push(
       `Not undoable (effects outside the worktree): ${r.notUndoable.map((n) => `step ${n.step} \`${printableLine(n.command)}\` (${printableLine(n.effect)})`).join(', ')}.`,
     );
+  const deps = depsLine(r);
+  if (deps) lines.push(deps);
   if (r.safetyRef) lines.push(`The worktree as it was just before is kept in ${r.safetyRef}.`);
   return lines;
+}
+
+/** Installed dependencies are not restored with the files (issue 33): one line naming what to run, and where. */
+function depsLine(r: OperationResult): string | null {
+  const run = r.deps.filter((e) => e.command !== null);
+  if (run.length === 0) return null;
+  const each = run.map(
+    (e) =>
+      `\`${printableLine((e.command ?? []).map(shellQuote).join(' '))}\` in ${e.dir === '.' ? './' : `${printableName(e.dir)}/`} (for ${e.files.map(printableName).join(', ')})`,
+  );
+  return `Dependency manifests or lockfiles ${r.dryRun ? 'would change' : 'changed'}; installed dependencies are not restored with the files: ${r.dryRun ? 'afterwards run' : 'run'} ${each.join(', ')} so they match.`;
 }
 
 const CONVERSATION_NOTE =

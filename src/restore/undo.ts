@@ -46,6 +46,7 @@ import {
   type LockedSession,
 } from '../session/session.js';
 import { withLock } from '../base/lock.js';
+import { depsToSync, type DepsToSync } from '../deps/deps.js';
 import { plainContext } from '../session/context.js';
 import { copyIndexFile, snapshotTree, untrackedClassifier, type TreeSnapshotResult } from '../snapshot/snapshot.js';
 import { removeTempIndex, tempIndex } from '../snapshot/snapshot-now.js';
@@ -172,6 +173,11 @@ export interface OperationResult {
   recovered: RecoveredOp[];
   /** Earlier operations whose changes this one takes back (an undo to before a revert). */
   takesBack: TakenBackOp[];
+  /**
+   * The dependency manifests and lockfiles among `changes`, with the package manager's command that brings the
+   * installed dependencies in line and the directory to run it in (issue 33 part 2).
+   */
+  deps: DepsToSync[];
 }
 
 export interface RecoveredOp {
@@ -1261,6 +1267,7 @@ function emptyResult(session: string, spec: OpSpec): OperationResult {
     commit: null,
     recovered: [],
     takesBack: [],
+    deps: [],
   };
 }
 
@@ -1434,6 +1441,27 @@ async function recoverInterrupted(
 }
 
 export async function runOperation(repo: Repo, id: string, spec: OpSpec, opts: OperationOptions): Promise<OperationResult> {
+  const result = await runPlanned(repo, id, spec, opts);
+  result.deps = depsAfter(repo, result.changes);
+  return result;
+}
+
+/** The commands that bring installed dependencies in line with the files `changes` moved: what exists is the disk's (a dry run's as it would be). */
+function depsAfter(repo: Repo, changes: FileChange[]): DepsToSync[] {
+  const changed = new Map(changes.map((c) => [c.path, c.change]));
+  const exists = (p: string) => {
+    const change = changed.get(p);
+    if (change !== undefined) return change !== 'D';
+    try {
+      return fs.lstatSync(fsPath(path.join(repo.worktree, p)), { throwIfNoEntry: false }) !== undefined;
+    } catch {
+      return false; // ENOTDIR, EACCES…: not there for a package manager either
+    }
+  };
+  return depsToSync([...changed.keys()], exists);
+}
+
+async function runPlanned(repo: Repo, id: string, spec: OpSpec, opts: OperationOptions): Promise<OperationResult> {
   const settings = opts.settings ?? (await loadSettings(repo));
   checkWorktree(repo, loadSession(repo, id));
   const result = emptyResult(id, spec);

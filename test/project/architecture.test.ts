@@ -34,6 +34,7 @@ const realGraph = async (): Promise<ImportGraph> => (real ??= await readImportGr
 test('architecture: the layers are the ones DEVELOPING.md draws, and its table names the same folders', () => {
   assert.equal(LAYERS, [
     'base',
+    'deps',
     'git',
     'settings',
     'snapshot',

@@ -250,6 +250,7 @@ function logJson(timeline: LogEntry[], all: boolean): unknown[] {
           check: r.check,
           ...(r.lost ? { lost: true } : {}),
           ...(r.undone ? { undone: true } : {}),
+          depsChanged: r.depsChanged,
         }
       : {
           kind: 'operation',
@@ -367,7 +368,7 @@ function printStepRow(out: Output, row: LogRow, head: string, width: number): vo
 }
 
 /** The notes at the end of a step's row, each as printed and as its plain text (whose length the row's width counts). */
-function stepMarks(out: Output, { step: st, session, lost }: LogRow): Cell[] {
+function stepMarks(out: Output, { step: st, session, lost, depsChanged }: LogRow): Cell[] {
   const c = out.color;
   const marks: Cell[] = [];
   const mark = (plain: string, shown = plain) => marks.push(cell(plain, shown));
@@ -382,6 +383,8 @@ function stepMarks(out: Output, { step: st, session, lost }: LogRow): Cell[] {
   // What a checkpoint of the user's recorded is theirs: an undo over it keeps it (`undo N` of the checkpoint itself goes back before it).
   if (st.kind === 'checkpoint' && st.madeBy !== 'agent' && st.changed.length > 0)
     mark('your edits (an undo keeps them)', c.yellow('your edits (an undo keeps them)'));
+  // Its installed dependencies (node_modules, .venv…) are not in the snapshots: an undo over it says what to run.
+  if (depsChanged.length > 0) mark('dependencies changed', c.magenta('dependencies changed'));
   if (st.source === 'transcript') mark('not hooked (read-only), from the transcript', c.dim('not hooked (read-only), from the transcript'));
   if (lost)
     mark(
@@ -427,6 +430,7 @@ export const showCommand: CommandFactory = (ctx) => ({
         plan: res.plan,
         environment: res.environment,
         processes: res.processes,
+        depsChanged: res.depsChanged,
         session: res.session.id,
         diff: res.diff,
       });
@@ -465,6 +469,12 @@ export const showCommand: CommandFactory = (ctx) => ({
     if (env.tools)
       out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
+    if (res.depsChanged.length > 0)
+      out.out(
+        out.color.magenta(
+          `dependencies changed: ${res.depsChanged.map(printablePath).join(', ')} (what they install is not snapshotted: an undo of this step says what to run)`,
+        ),
+      );
     if (res.processes.length > 0) {
       out.out(`processes it started, still running (${res.processes.length}):`);
       for (const p of res.processes) out.out(`  ${processLine(p)}`);

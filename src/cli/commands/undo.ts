@@ -1,5 +1,16 @@
 // The commands that move the worktree (undo, redo, restore, revert) and status.
-import { redo, restore, revert, status, undo, type OperationResult } from '../../api/undo.js';
+import {
+  redo,
+  restore,
+  revert,
+  status,
+  undo,
+  type DepsSyncListener,
+  type DepsSyncOutcome,
+  type DepsToSync,
+  type OperationResult,
+} from '../../api/undo.js';
+import { shellQuote } from '../../base/shell.js';
 import { ExitCode, errors } from '../../base/errors.js';
 import type { ChatRewind } from '../../restore/rewind.js';
 import { adapterOf } from '../../agents/registry.js';
@@ -21,6 +32,12 @@ export const opOptions = {
     alias: 'f',
     default: false,
     describe: 'go ahead over changes made outside tool calls and unprotected steps (they stay in the safety snapshot)',
+  },
+  'sync-deps': {
+    type: 'boolean',
+    default: false,
+    describe:
+      "after the files are back, run the package manager's command (npm ci, uv sync…) where a manifest or lockfile changed (exit 6 if it fails)",
   },
   ...jsonOption,
 } as const;
@@ -46,6 +63,7 @@ interface OpArgs {
   session?: string;
   'dry-run': boolean;
   force: boolean;
+  'sync-deps': boolean;
   exact?: boolean;
   merge?: boolean;
   json: boolean;
@@ -149,6 +167,79 @@ export function printOperation(out: Output, r: OperationResult, headline: string
     const list = r.notUndoable.map((n) => `step ${n.step} \`${printableLine(n.command)}\``).join(', ');
     out.out(c.red(`${r.dryRun ? 'files would be restored' : 'files restored'}; not undoable: ${list}`));
   }
+}
+
+/** A command as the user would type it. */
+function commandText(argv: string[]): string {
+  return printableLine(argv.map(shellQuote).join(' '));
+}
+
+/** Where a dependency command runs: `web/`, `./` for the top of the worktree. */
+function dirText(dir: string): string {
+  return dir === '.' ? './' : `${printablePath(dir)}/`;
+}
+
+/** The changed dependency files of an entry, relative to its directory where they are in it. */
+function depFiles(e: DepsToSync): string {
+  const prefix = e.dir === '.' ? '' : `${e.dir}/`;
+  return e.files.map((f) => printablePath(prefix && f.startsWith(prefix) ? f.slice(prefix.length) : f)).join(', ');
+}
+
+/** `--sync-deps`'s listener for the CLI: a note as each command starts, its output passed through to stderr. */
+export function depsListener(ctx: Parameters<CommandFactory>[0], out: Output): DepsSyncListener {
+  return {
+    start: (e) => out.note(`agentsnap: ${depFiles(e)} changed: running \`${commandText(e.command)}\` in ${dirText(e.dir)}`),
+    output: (chunk) => ctx.io.stderr.write(chunk),
+  };
+}
+
+/**
+ * What the dependency files an operation moved need (issue 33): the command to run (a dry run: that would), or how
+ * each command `--sync-deps` ran went. A failed or missing one sets exit 6: the operation itself is done.
+ */
+export function printDeps(
+  ctx: Parameters<CommandFactory>[0],
+  out: Output,
+  r: OperationResult,
+  synced: DepsSyncOutcome[] | null,
+  opts: { syncAsked: boolean; kind: string },
+): void {
+  const done = new Map((synced ?? []).map((s) => [JSON.stringify([s.dir, s.command]), s]));
+  for (const e of r.deps) {
+    const files = depFiles(e);
+    const where = dirText(e.dir);
+    if (e.command === null) {
+      out.note(
+        `agentsnap: ${files} ${r.dryRun ? 'would be' : e.files.length === 1 ? 'is' : 'are'} gone (in ${where}): nothing to install there; ${e.installed} there may be left over`,
+      );
+      continue;
+    }
+    const cmd = `\`${commandText(e.command)}\``;
+    if (r.dryRun) {
+      out.note(
+        opts.syncAsked
+          ? `agentsnap: ${files} would change: --sync-deps would run ${cmd} in ${where}`
+          : `agentsnap: ${files} would change: then run ${cmd} (in ${where}) so ${e.installed} matches, or add --sync-deps`,
+      );
+      continue;
+    }
+    const s = done.get(JSON.stringify([e.dir, e.command]));
+    if (!s) out.note(`agentsnap: ${files} changed: run ${cmd} (in ${where}) so ${e.installed} matches (--sync-deps runs it)`);
+    else if (s.error === null) out.note(`agentsnap: ${cmd} in ${where} done (exit 0)`);
+    else {
+      ctx.setExitCode(ExitCode.depsSync);
+      out.err(
+        s.ran
+          ? `agentsnap: ${cmd} in ${where} failed: ${printableLine(s.error)}. The ${opts.kind} itself is done; ${e.installed} may not match ${files}: see its output above, fix it and run ${cmd} there again (exit 6).`
+          : `agentsnap: could not run ${cmd} in ${where}: ${printableLine(s.error)}. The ${opts.kind} itself is done; install ${printableLine(e.command[0] ?? '')} and run ${cmd} there so ${e.installed} matches (exit 6).`,
+      );
+    }
+  }
+}
+
+/** `--json`: exit 6 where a command --sync-deps ran failed or could not start (the JSON says which). */
+export function depsVerdict(ctx: Parameters<CommandFactory>[0], synced: DepsSyncOutcome[] | null): void {
+  if (synced?.some((s) => s.error !== null)) ctx.setExitCode(ExitCode.depsSync);
 }
 
 /**
@@ -285,10 +376,13 @@ export const undoCommand: CommandFactory = (ctx) => ({
       scope: argv.compact ? 'compact' : argv.chat ? 'chat' : argv.both ? 'both' : 'files',
       stopProcesses: argv['stop-processes'],
       lastGood: argv['last-good'],
+      syncDeps: argv['sync-deps'],
+      depsListener: depsListener(ctx, out),
     });
     if (out.json) {
       out.printJson(res);
       dryRunVerdict(ctx, out, res.files, 'undo');
+      depsVerdict(ctx, res.depsSync);
       return;
     }
     const id = res.files?.session;
@@ -309,6 +403,7 @@ export const undoCommand: CommandFactory = (ctx) => ({
         );
       }
       printProcesses(out, res.processes, r.dryRun, r.target.step);
+      printDeps(ctx, out, r, res.depsSync, { syncAsked: argv['sync-deps'], kind: 'undo' });
       dryRunVerdict(ctx, out, r, 'undo');
     }
     if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep, argv.compact);
@@ -337,8 +432,11 @@ export const redoCommand: CommandFactory = (ctx) => ({
       force: argv.force,
       exact: argv.exact,
       merge: argv.merge,
+      syncDeps: argv['sync-deps'],
+      depsListener: depsListener(ctx, out),
     });
     dryRunVerdict(ctx, out, r, 'redo');
+    depsVerdict(ctx, r.depsSync);
     if (out.json) {
       out.printJson(r);
       return;
@@ -358,6 +456,7 @@ export const redoCommand: CommandFactory = (ctx) => ({
           `${steps(r.undone)}, recorded after that undo, ${r.undone.length === 1 ? 'is' : 'are'} replaced; ${r.undone.length === 1 ? 'its' : 'their'} files are in ${r.safetyRef ?? 'the safety snapshot'}`,
         ),
       );
+    printDeps(ctx, out, r, r.depsSync, { syncAsked: argv['sync-deps'], kind: 'redo' });
   },
 });
 
@@ -387,8 +486,11 @@ export const restoreCommand: CommandFactory = (ctx) => ({
       force: argv.force,
       exact: argv.exact,
       merge: argv.merge,
+      syncDeps: argv['sync-deps'],
+      depsListener: depsListener(ctx, out),
     });
     dryRunVerdict(ctx, out, r, 'restore');
+    depsVerdict(ctx, r.depsSync);
     if (out.json) {
       out.printJson(r);
       return;
@@ -402,6 +504,7 @@ export const restoreCommand: CommandFactory = (ctx) => ({
         ? `restore (dry run): ${paths.map(printablePath).join(' ')} as ${when} step ${step}`
         : `restore (operation ${r.op}): ${paths.map(printablePath).join(' ')} as ${when} step ${step}`,
     );
+    printDeps(ctx, out, r, r.depsSync, { syncAsked: argv['sync-deps'], kind: 'restore' });
   },
 });
 
@@ -417,14 +520,25 @@ export const revertCommand: CommandFactory = (ctx) => ({
     const argv = raw as unknown as OpArgs & { step: string };
     const out = ctx.output(argv);
     const step = stepArgument(argv.step);
-    const r = await revert({ cwd: ctx.io.cwd, env: ctx.io.env, session: argv.session, step, dryRun: argv['dry-run'], force: argv.force });
+    const r = await revert({
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      session: argv.session,
+      step,
+      dryRun: argv['dry-run'],
+      force: argv.force,
+      syncDeps: argv['sync-deps'],
+      depsListener: depsListener(ctx, out),
+    });
     dryRunVerdict(ctx, out, r, 'revert');
+    depsVerdict(ctx, r.depsSync);
     if (out.json) {
       out.printJson(r);
       return;
     }
     out.note(sessionSourceNote(r.session, r.source));
     printOperation(out, r, r.dryRun ? `revert ${step} (dry run)` : `revert ${step} (operation ${r.op}): step ${step}'s changes taken back`);
+    printDeps(ctx, out, r, r.depsSync, { syncAsked: argv['sync-deps'], kind: 'revert' });
   },
 });
 
