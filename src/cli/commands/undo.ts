@@ -19,7 +19,7 @@ import type { AgentProcess } from '../../session/processes.js';
 import { AUTO_TOOL } from '../../session/model.js';
 import type { StopResult } from '../../base/procfs.js';
 import { watcherLine } from '../../server/watch-state.js';
-import type { CommandFactory } from '../context.js';
+import type { CliContext, CommandFactory } from '../context.js';
 import { jsonOption, sessionOption, sessionSourceNote, stepArgument } from '../context.js';
 import { describeLeft, printablePath, processLine, type Output } from '../output.js';
 import { printableLine, printableName, printableText } from '../../base/printable.js';
@@ -341,29 +341,10 @@ export const undoCommand: CommandFactory = (ctx) => ({
       .example('$0 undo 3 --both', 'files and conversation back to before step 3')
       .example('$0 undo 3 --compact', 'a shorter conversation: steps before 3 as a digest, step 3 on kept'),
   handler: async (raw) => {
-    const argv = raw as unknown as OpArgs & {
-      step?: string;
-      chat: boolean;
-      both: boolean;
-      compact: boolean;
-      'stop-processes': boolean;
-      'last-good': boolean;
-    };
+    const argv = raw as unknown as UndoArgs;
     const out = ctx.output(argv);
     const step = argv.step === undefined ? undefined : stepArgument(argv.step);
-    if (argv.chat && argv.both)
-      throw errors.invalidArgument(
-        '--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.',
-      );
-    if (argv.compact && (argv.chat || argv.both || argv['stop-processes'])) {
-      const other = argv.chat ? '--chat' : argv.both ? '--both' : '--stop-processes';
-      throw errors.invalidArgument(
-        `--compact and ${other} exclude each other: --compact forks a shorter conversation (steps before N as a digest, the rest kept) and leaves files and processes alone; ${other === '--stop-processes' ? '--stop-processes goes with an undo of the files' : `${other} rewinds the conversation to before step N`}.`,
-        {
-          hint: 'Run them one after the other, e.g. `agentsnap undo N` then `agentsnap undo N --compact`.',
-        },
-      );
-    }
+    refuseScopeMix(argv);
     const res = await undo({
       cwd: ctx.io.cwd,
       env: ctx.io.env,
@@ -385,37 +366,68 @@ export const undoCommand: CommandFactory = (ctx) => ({
       depsVerdict(ctx, res.depsSync);
       return;
     }
-    const id = res.files?.session;
-    if (id) out.note(sessionSourceNote(id, res.source));
-    if (res.files) {
-      const r = res.files;
-      const head = r.dryRun
-        ? `undo ${r.target.step} (dry run): the worktree would go back to before step ${r.target.step}`
-        : r.op === null
-          ? `undo ${r.target.step}: the worktree is already as before step ${r.target.step} (nothing recorded)`
-          : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
-      printOperation(out, r, head);
-      if (!r.dryRun && r.undone.length > 0)
-        out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
-      if (res.planUndone.length > 0) {
-        out.out(
-          `plan items the ${r.dryRun ? 'steps to undo' : 'undone steps'} had marked done (the agent may still believe them done):\n${planLines(res.planUndone).replace(/^/gm, '  ')}`,
-        );
-      }
-      printProcesses(out, res.processes, r.dryRun, r.target.step);
-      printDeps(ctx, out, r, res.depsSync, { syncAsked: argv['sync-deps'], kind: 'undo' });
-      dryRunVerdict(ctx, out, r, 'undo');
-    }
-    if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep, argv.compact);
-    else if (argv['dry-run'] && res.chatStep !== null && !res.files) {
-      out.out(
-        argv.compact
-          ? `the conversation would be compacted: the steps before ${res.chatStep} as a digest, step ${res.chatStep} on kept`
-          : `the conversation would be rewound to before step ${res.chatStep}`,
-      );
-    }
+    printUndo(ctx, out, argv, res);
   },
 });
+
+type UndoArgs = OpArgs & {
+  step?: string;
+  chat: boolean;
+  both: boolean;
+  compact: boolean;
+  'stop-processes': boolean;
+  'last-good': boolean;
+};
+
+/** --chat, --both and --compact each say what to rewind: two of them at once is a mistake, said before anything runs. */
+function refuseScopeMix(argv: UndoArgs): void {
+  if (argv.chat && argv.both)
+    throw errors.invalidArgument(
+      '--chat and --both exclude each other: --chat rewinds only the conversation, --both files and conversation.',
+    );
+  if (argv.compact && (argv.chat || argv.both || argv['stop-processes'])) {
+    const other = argv.chat ? '--chat' : argv.both ? '--both' : '--stop-processes';
+    throw errors.invalidArgument(
+      `--compact and ${other} exclude each other: --compact forks a shorter conversation (steps before N as a digest, the rest kept) and leaves files and processes alone; ${other === '--stop-processes' ? '--stop-processes goes with an undo of the files' : `${other} rewinds the conversation to before step N`}.`,
+      {
+        hint: 'Run them one after the other, e.g. `agentsnap undo N` then `agentsnap undo N --compact`.',
+      },
+    );
+  }
+}
+
+/** An undo's result as text: the files (operation, steps undone, plan, processes, dependencies), then the conversation. */
+function printUndo(ctx: CliContext, out: Output, argv: UndoArgs, res: Awaited<ReturnType<typeof undo>>): void {
+  const id = res.files?.session;
+  if (id) out.note(sessionSourceNote(id, res.source));
+  if (res.files) {
+    const r = res.files;
+    const head = r.dryRun
+      ? `undo ${r.target.step} (dry run): the worktree would go back to before step ${r.target.step}`
+      : r.op === null
+        ? `undo ${r.target.step}: the worktree is already as before step ${r.target.step} (nothing recorded)`
+        : `undo ${r.target.step} (operation ${r.op}): the worktree is back to before step ${r.target.step}`;
+    printOperation(out, r, head);
+    if (!r.dryRun && r.undone.length > 0)
+      out.note(`agentsnap: ${steps(r.undone)} undone; \`agentsnap redo\` brings ${r.undone.length === 1 ? 'it' : 'them'} back`);
+    if (res.planUndone.length > 0) {
+      out.out(
+        `plan items the ${r.dryRun ? 'steps to undo' : 'undone steps'} had marked done (the agent may still believe them done):\n${planLines(res.planUndone).replace(/^/gm, '  ')}`,
+      );
+    }
+    printProcesses(out, res.processes, r.dryRun, r.target.step);
+    printDeps(ctx, out, r, res.depsSync, { syncAsked: argv['sync-deps'], kind: 'undo' });
+    dryRunVerdict(ctx, out, r, 'undo');
+  }
+  if (res.chat && res.chatStep !== null) printChat(out, res.chat, res.chatStep, argv.compact);
+  else if (argv['dry-run'] && res.chatStep !== null && !res.files) {
+    out.out(
+      argv.compact
+        ? `the conversation would be compacted: the steps before ${res.chatStep} as a digest, step ${res.chatStep} on kept`
+        : `the conversation would be rewound to before step ${res.chatStep}`,
+    );
+  }
+}
 
 export const redoCommand: CommandFactory = (ctx) => ({
   command: 'redo',
