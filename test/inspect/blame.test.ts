@@ -12,6 +12,16 @@ async function snap(repo: TempRepo, args: string[]): Promise<number> {
   return (JSON.parse(res.stdout) as { step: number }).step;
 }
 
+/** `blame <file>`'s rows with the time column and runs of spaces taken out. */
+async function blameRows(repo: TempRepo, file: string): Promise<string[]> {
+  const res = await cli(repo, ['blame', file]);
+  assert.is(res.code, 0, res.stderr);
+  return res.stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
+}
+
 test('blame: lines by a shell call, an edit, a change between calls, before the session and not yet recorded; why tells one', async () => {
   const repo = tempRepo({ files: { 'f.txt': 'a\nb\n', 'crlf.txt': 'x\r\ny\r\n' } });
   try {
@@ -24,12 +34,7 @@ test('blame: lines by a shell call, an edit, a change between calls, before the 
     await snap(repo, ['--phase', 'post', '--step', String(two), '--tool', 'Edit']);
     repo.write('f.txt', 'A\nB\nc\nd\n'); // not recorded yet
 
-    const res = await cli(repo, ['blame', 'f.txt']);
-    assert.is(res.code, 0, res.stderr);
-    const rows = res.stdout
-      .trimEnd()
-      .split('\n')
-      .map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
+    const rows = await blameRows(repo, 'f.txt');
     assert.equal(rows, [
       `step ${two} Edit 1) A`,
       `step ${one} Bash 2) B`,
@@ -109,12 +114,7 @@ test("blame: a line an operation put back is the step's that wrote it (revert, t
       assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
     }
     assert.is(fs.readFileSync(path.join(repo.dir, 'f.txt'), 'utf8'), 'a\nby step one\nmine\nby step two\n');
-    const res = await cli(repo, ['blame', 'f.txt']);
-    assert.is(res.code, 0, res.stderr);
-    const rows = res.stdout
-      .trimEnd()
-      .split('\n')
-      .map((l) => l.replace(/\s+\d\d:\d\d\s+/, ' ').replace(/\s+/g, ' '));
+    const rows = await blameRows(repo, 'f.txt');
     assert.equal(rows, [
       'before the session 1) a',
       `step ${one} Bash 2) by step one`,

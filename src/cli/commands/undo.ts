@@ -69,6 +69,21 @@ interface OpArgs {
   json: boolean;
 }
 
+/** What every operation command passes on the same way: where, which session, the run's flags and its dependency sync. */
+function operationFlags(ctx: CliContext, out: Output, argv: OpArgs) {
+  return {
+    cwd: ctx.io.cwd,
+    env: ctx.io.env,
+    session: argv.session,
+    dryRun: argv['dry-run'],
+    force: argv.force,
+    exact: argv.exact,
+    merge: argv.merge,
+    syncDeps: argv['sync-deps'],
+    depsListener: depsListener(ctx, out),
+  };
+}
+
 const VERB: Record<string, string> = { A: 'create', D: 'delete', M: 'modify', T: 'change type' };
 const DONE: Record<string, string> = { A: 'created', D: 'deleted', M: 'modified', T: 'type changed' };
 
@@ -346,19 +361,11 @@ export const undoCommand: CommandFactory = (ctx) => ({
     const step = argv.step === undefined ? undefined : stepArgument(argv.step);
     refuseScopeMix(argv);
     const res = await undo({
-      cwd: ctx.io.cwd,
-      env: ctx.io.env,
-      session: argv.session,
+      ...operationFlags(ctx, out, argv),
       step,
-      dryRun: argv['dry-run'],
-      force: argv.force,
-      exact: argv.exact,
-      merge: argv.merge,
       scope: argv.compact ? 'compact' : argv.chat ? 'chat' : argv.both ? 'both' : 'files',
       stopProcesses: argv['stop-processes'],
       lastGood: argv['last-good'],
-      syncDeps: argv['sync-deps'],
-      depsListener: depsListener(ctx, out),
     });
     if (out.json) {
       out.printJson(res);
@@ -436,17 +443,7 @@ export const redoCommand: CommandFactory = (ctx) => ({
   handler: async (raw) => {
     const argv = raw as unknown as OpArgs;
     const out = ctx.output(argv);
-    const r = await redo({
-      cwd: ctx.io.cwd,
-      env: ctx.io.env,
-      session: argv.session,
-      dryRun: argv['dry-run'],
-      force: argv.force,
-      exact: argv.exact,
-      merge: argv.merge,
-      syncDeps: argv['sync-deps'],
-      depsListener: depsListener(ctx, out),
-    });
+    const r = await redo(operationFlags(ctx, out, argv));
     dryRunVerdict(ctx, out, r, 'redo');
     depsVerdict(ctx, r.depsSync);
     if (out.json) {
@@ -487,20 +484,7 @@ export const restoreCommand: CommandFactory = (ctx) => ({
     const out = ctx.output(argv);
     const step = stepArgument(argv.step);
     const paths = [...(argv.paths ?? []), ...(argv['--'] ?? [])].map(String);
-    const r = await restore({
-      cwd: ctx.io.cwd,
-      env: ctx.io.env,
-      session: argv.session,
-      step,
-      after: argv.after,
-      paths,
-      dryRun: argv['dry-run'],
-      force: argv.force,
-      exact: argv.exact,
-      merge: argv.merge,
-      syncDeps: argv['sync-deps'],
-      depsListener: depsListener(ctx, out),
-    });
+    const r = await restore({ ...operationFlags(ctx, out, argv), step, after: argv.after, paths });
     dryRunVerdict(ctx, out, r, 'restore');
     depsVerdict(ctx, r.depsSync);
     if (out.json) {
@@ -532,16 +516,7 @@ export const revertCommand: CommandFactory = (ctx) => ({
     const argv = raw as unknown as OpArgs & { step: string };
     const out = ctx.output(argv);
     const step = stepArgument(argv.step);
-    const r = await revert({
-      cwd: ctx.io.cwd,
-      env: ctx.io.env,
-      session: argv.session,
-      step,
-      dryRun: argv['dry-run'],
-      force: argv.force,
-      syncDeps: argv['sync-deps'],
-      depsListener: depsListener(ctx, out),
-    });
+    const r = await revert({ ...operationFlags(ctx, out, argv), step });
     dryRunVerdict(ctx, out, r, 'revert');
     depsVerdict(ctx, r.depsSync);
     if (out.json) {
