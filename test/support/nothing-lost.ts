@@ -310,6 +310,8 @@ export interface View {
   unreadable: string[];
   /** Directories it cannot open (nocaps mode only), empty ones too: listing one as left out is right (it cannot know what is in it). */
   unreadableDirs: string[];
+  /** Paths a snapshot may list as skipped or not (a nested repository it cannot see for an unreadable directory). */
+  maySkip: Set<string>;
   /**
    * Directories whose .gitignore is in the user's index with skip-worktree and absent from the disk:
    * git (and so this ground truth) still reads its rules from the index; a snapshot, which reads
@@ -405,6 +407,7 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
     unreadableDirs,
     indexOnlyIgnoreDirs,
     unreadableIgnored: [],
+    maySkip: new Set(),
   };
   const entryOf = (abs: string, st: fs.Stats): Entry =>
     st.isSymbolicLink()
@@ -445,6 +448,12 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
   }
   for (const n of nested) {
     if (ignored.has(n.rel)) continue;
+    // Below (or itself) a directory a snapshot cannot read (nocaps): it cannot tell a nested repository there, and
+    // lists the unreadable directory instead; a listing as a nested repository is no less right.
+    if (n.unreadable) {
+      view.maySkip.add(n.rel);
+      continue;
+    }
     const head = nestedHead(repo, path.join(repo.dir, n.rel));
     if (nestedOtherFormat(repo, path.join(repo.dir, n.rel))) view.skipped.set(n.rel, 'nested-repo-other-format');
     else if (head) view.tree.set(n.rel, { mode: '160000', oid: head });
@@ -980,6 +989,7 @@ export class World {
     for (const [p, r] of gotSkipped)
       if (
         !view.skipped.has(p) &&
+        !view.maySkip.has(p) &&
         !view.unreadable.some((u) => under(u, [p])) &&
         !(r === 'unreadable' && view.unreadableDirs.some((d) => under(p, [d])))
       )
