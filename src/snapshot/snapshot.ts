@@ -1064,7 +1064,12 @@ async function reconcileWithUserIndex(
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') continue; // deleted: `add --update` already removed it
-      throw e;
+      // Below a directory this process cannot search (chmod 000, not root): not known, so not recorded (never
+      // its old bytes guessed) and listed, as `present` lists a tracked one.
+      drop.push(rel);
+      const listedAbove = skipped.some((k) => k.reason === 'unreadable' && rel.startsWith(`${k.path}/`));
+      if (!listedAbove) skipped.push({ path: rel, reason: code === 'ENAMETOOLONG' ? 'path-too-long' : 'unreadable' });
+      continue;
     }
     if (st.isDirectory()) continue; // a nested repository's gitlink
     const reason = classify(rel, st.size);

@@ -149,6 +149,23 @@ if (env.AGENTSNAP_PROPERTY_CASE) {
     await fc.assert(property(null), params(seed, n));
   });
 } else {
+  // Sequences the generative runs found, each a bug fixed since: replayed as they were, in every CI run.
+  const PINNED: { found: string; mode: Mode; format: ObjectFormat; ops: Parameters<typeof runSequence>[2] }[] = [
+    {
+      // An untracked symlink of an earlier snapshot below a directory the agent made unreadable: undo exited 70
+      // (EACCES from lstat in reconcileWithUserIndex); now listed as unreadable and left alone.
+      found: 'seed 32003, run 346',
+      mode: 'nocaps',
+      format: 'sha1',
+      ops: JSON.parse(
+        '[{"t":"edit","e":{"k":"mv","f":14,"p":0}},{"t":"edit","e":{"k":"symlink","p":5,"t":2}},{"t":"undo","s":0,"force":false,"exact":false},{"t":"call","tool":"Bash","edits":[{"k":"lock","e":4}],"during":{"k":"append","f":16,"c":2},"fail":true,"gc":null},{"t":"undo","s":14,"force":true,"exact":false},{"t":"undo","s":17,"force":true,"exact":false},{"t":"edit","e":{"k":"symlink","p":9,"t":3}}]',
+      ),
+    },
+  ];
+  for (const p of PINNED.filter((x) => modes.includes(x.mode)))
+    test(`nothing lost: the sequence of ${p.found} (${p.mode}, ${p.format})`, async () => {
+      await runSequence(p.mode, families, p.ops, undefined, p.format);
+    });
   for (const mode of modes) {
     const { seed, runs: n } = CI[mode];
     const how = {
