@@ -89,7 +89,7 @@ export async function blameFile(repo: Repo, s: Session, rel: string, contents: B
   }
   const origins = originsOf(s);
   const lines = linesOf(res.stdout.toString('utf8'), origins, tip !== s.head ? tip : null);
-  await creditPutBack(repo, s, rel, lines, origins, 0);
+  await creditPutBack(repo, rel, lines, { origins, sources: putBackSources(s) }, 0);
   return lines;
 }
 
@@ -148,13 +148,12 @@ const PUT_BACK_DEPTH = 4;
  */
 async function creditPutBack(
   repo: Repo,
-  s: Session,
   rel: string,
   lines: BlameLine[],
-  origins: Map<string, LineOrigin>,
+  chain: { origins: Map<string, LineOrigin>; sources: Map<string, string> },
   depth: number,
 ): Promise<void> {
-  const sources = putBackSources(s);
+  const { origins, sources } = chain;
   const byCommit = new Map<string, BlameLine[]>();
   for (const l of lines) {
     if (l.origin.kind !== 'operation' || !l.commit || !sources.has(l.commit)) continue;
@@ -164,7 +163,7 @@ async function creditPutBack(
     const res = await repo.git(['blame', '--porcelain', sources.get(commit) as string, '--', rel], { okCodes: [128] });
     if (res.code !== 0) continue; // the file was not there: the operation's own
     const there = linesOf(res.stdout.toString('utf8'), origins, null);
-    if (depth < PUT_BACK_DEPTH) await creditPutBack(repo, s, rel, there, origins, depth + 1);
+    if (depth < PUT_BACK_DEPTH) await creditPutBack(repo, rel, there, chain, depth + 1);
     const byText = new Map<string, LineOrigin[]>();
     for (const l of there) byText.set(l.text, [...(byText.get(l.text) ?? []), l.origin]);
     for (const l of credited) {
