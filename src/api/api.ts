@@ -47,6 +47,7 @@ import { environmentAt, type StepEnvironment } from '../session/environment.js';
 import { agentProcesses, type AgentProcess } from '../session/processes.js';
 import { loadSettings } from '../settings/settings.js';
 import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from '../check/check.js';
+import { refuseInShadow } from '../git/shadow.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */
@@ -100,6 +101,8 @@ export interface SnapOutcome extends SnapshotResult {
   /** Set when this call started the session (its baseline is step 0). */
   startedSession: boolean;
   ref: string;
+  /** The shadow repository's directory, when the worktree is in no git repository (issue 33). */
+  shadow?: string;
 }
 
 /** `agentsnap snap`: a checkpoint, or the pre or post snapshot of a tool call. */
@@ -111,7 +114,7 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     stepNumber(opts.step);
     if (opts.phase !== 'post') throw errors.invalidArgument('--step goes with --phase post (pre and checkpoints allocate the next step).');
   }
-  const ctx = await contextFor(opts);
+  const ctx = await contextFor({ ...opts, shadow: 'create' });
   const { repo, settings } = ctx;
   const session = sessionArg(repo, opts.session, { mayBeNew: true });
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
@@ -151,7 +154,13 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
       // A server is an optimisation: the snapshot is taken either way.
     }
   }
-  return { ...res, phase, startedSession: created !== null, ref: stepRef(id, res.step) };
+  return {
+    ...res,
+    phase,
+    startedSession: created !== null,
+    ref: stepRef(id, res.step),
+    ...(repo.shadow ? { shadow: repo.shadow.dir } : {}),
+  };
 }
 
 export interface EndOutcome {
@@ -210,6 +219,7 @@ export interface ApplyCommandOptions extends RepoOptions {
 /** `agentsnap apply <session>`: the session's net change merged into this worktree. */
 export async function apply(opts: ApplyCommandOptions): Promise<ApplyResult> {
   const repo = await repoFor(opts);
+  refuseInShadow(repo, 'apply');
   const id = requireSession(repo, opts.session);
   return applySession(repo, id, { forceConflicts: !!opts.forceConflicts, dryRun: !!opts.dryRun });
 }
@@ -240,6 +250,7 @@ export interface PromoteCommandOptions extends RepoOptions {
 export async function promote(opts: PromoteCommandOptions): Promise<PromoteResult> {
   if (typeof opts.branch !== 'string' || opts.branch === '') throw errors.invalidArgument('--branch NAME is required.');
   const repo = await repoFor(opts);
+  refuseInShadow(repo, 'promote');
   const id = requireSession(repo, opts.session);
   return promoteSession(repo, id, {
     branch: opts.branch,
@@ -287,6 +298,12 @@ export async function gc(opts: GcCommandOptions = {}): Promise<GcReport> {
     force: !!opts.force,
     keepNotesRewrite: hooksInstalled,
   });
+  // In a shadow repository's directory, everything agentsnap put there is the shadow repository: it goes whole.
+  if (opts.all && repo.shadow && report.refused.length === 0) {
+    report.removedShadow = repo.shadow.dir;
+    if (!opts.dryRun) fs.rmSync(repo.shadow.dir, { recursive: true, force: true });
+    report.after = 0;
+  }
   if (hooks && hooksInstalled) report.left.push(`agentsnap's git hooks in ${hooks.dir}: \`agentsnap hooks uninstall\` takes them out`);
   if (opts.all)
     for (const a of INIT_AGENTS)

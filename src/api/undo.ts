@@ -28,6 +28,7 @@ import { loadSettings } from '../settings/settings.js';
 import { lastGood } from './check.js';
 import type { DepsSyncListener, DepsSyncOutcome } from '../deps/sync.js';
 import { runDepsSync } from './deps.js';
+import { shadowLeftBehind } from '../git/shadow.js';
 
 export type { OperationResult, SessionStatusReport, OutsideChange, BothChanged, FileChange, OpRecord } from '../restore/undo.js';
 export type { DepsToSync, Ecosystem } from '../deps/deps.js';
@@ -220,11 +221,26 @@ export async function revert(opts: OperationCommonOptions & { step: number }): P
 }
 
 /** `agentsnap status`: where the session stands, the processes its calls left running, and the warm server's file watcher (null: no server runs here). */
-export async function status(
-  opts: SessionOptions = {},
-): Promise<SessionStatusReport & { processes: AgentProcess[]; source: 'flag' | 'env' | 'recent'; watcher: WatcherReport | null }> {
+export async function status(opts: SessionOptions = {}): Promise<
+  SessionStatusReport & {
+    processes: AgentProcess[];
+    source: 'flag' | 'env' | 'recent';
+    watcher: WatcherReport | null;
+    /** The shadow repository the snapshots are kept in (the directory is in no git repository), else null. */
+    shadow: string | null;
+    /** In a git repository: a shadow repository kept from before `git init` (`agentsnap shadow import`), else null. */
+    shadowLeftBehind: string | null;
+  }
+> {
   const { repo, id, source } = await sessionFor(opts);
   const server = serverInfo(repo);
   const processes = agentProcesses(loadSession(repo, id), (await loadSettings(repo)).redactPatterns);
-  return { ...statusOf(repo, id), processes, source, watcher: server ? readWatchState(server.runDir, server.pid) : null };
+  return {
+    ...statusOf(repo, id),
+    processes,
+    source,
+    watcher: server ? readWatchState(server.runDir, server.pid) : null,
+    shadow: repo.shadow?.dir ?? null,
+    shadowLeftBehind: shadowLeftBehind(repo)?.dir ?? null,
+  };
 }

@@ -38,6 +38,8 @@ export interface ErrorDetails {
 const ERROR_EXITS = {
   NotARepository: 'user',
   BareRepository: 'user',
+  /** A command that needs a real git repository (git hooks, apply/promote, session worktrees) in a shadow repository's directory. */
+  NeedsGitRepository: 'user',
   UnsupportedPath: 'user',
   GitMissing: 'user',
   GitTooOld: 'user',
@@ -108,6 +110,7 @@ const make =
 export const errors = {
   notARepository: make('NotARepository'),
   bareRepository: make('BareRepository'),
+  needsGitRepository: make('NeedsGitRepository'),
   unsupportedPath: make('UnsupportedPath'),
   gitMissing: make('GitMissing'),
   gitTooOld: make('GitTooOld'),

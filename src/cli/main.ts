@@ -47,6 +47,7 @@ export const COMMANDS: CommandEntry[] = [
   { name: 'promote', load: async () => (await import('./commands/parallel.js')).promoteCommand },
   { name: 'discard', load: async () => (await import('./commands/parallel.js')).discardCommand },
   { name: 'gc', load: async () => (await import('./commands/parallel.js')).gcCommand },
+  { name: 'shadow', load: async () => (await import('./commands/shadow.js')).shadowCommand },
   { name: 'server', load: async () => (await import('./commands/server.js')).serverCommand },
   { name: 'mcp', load: async () => (await import('./commands/mcp.js')).mcpCommand },
   { name: 'ui', load: async () => (await import('./commands/ui.js')).uiCommand },

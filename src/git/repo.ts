@@ -8,6 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import { realpathSync, statSync } from 'node:fs';
 import { errors, type AgentsnapError } from '../base/errors.js';
 import { cleanGitEnv, runGit, type GitOptions, type GitResult } from './run.js';
+import { createShadow, findShadow, type Shadow } from './shadow.js';
 
 export const MIN_GIT_VERSION = '2.30.0';
 
@@ -30,11 +31,18 @@ export interface Repo {
   readonly env: NodeJS.ProcessEnv;
   /** The environment agentsnap was started with (for AGENTSNAP_* lookups). */
   readonly callerEnv: NodeJS.ProcessEnv;
+  /** Set when the directory is in no git repository and agentsnap keeps one for it outside it (git/shadow.ts). */
+  readonly shadow?: Shadow | undefined;
   git(args: string[], opts?: Partial<Omit<GitOptions, 'cwd' | 'env'>>): Promise<GitResult>;
 }
 
 export interface OpenRepoOptions {
   env?: NodeJS.ProcessEnv;
+  /**
+   * In a directory that is in no git repository: `find` (the default) opens the shadow repository agentsnap keeps
+   * for it or an ancestor, if any; `create` also makes one (the commands that take snapshots: snap, wrap, hooks, init).
+   */
+  shadow?: 'find' | 'create';
 }
 
 function bindGit(worktree: string, gitDir: string, env: NodeJS.ProcessEnv): Repo['git'] {
@@ -63,9 +71,9 @@ function openFailure(cwd: string, stderr: string, named: { GIT_DIR: string } | n
         data: { cwd, gitDir: named.GIT_DIR },
       });
     }
-    return errors.notARepository(`not a git repository: ${cwd}`, {
-      hint: 'Run agentsnap inside a git worktree, or create one with `git init`. For a repository whose git directory is elsewhere (a bare "dotfiles" repository used with --git-dir and --work-tree), set GIT_DIR and GIT_WORK_TREE as those options say.',
-      data: { cwd },
+    return errors.notARepository(`not a git repository, and agentsnap keeps no shadow repository for it yet: ${cwd}`, {
+      hint: '`agentsnap snap` or `agentsnap wrap` here records it in a shadow repository kept outside it (or run `git init`). For a repository whose git directory is elsewhere (a bare "dotfiles" repository used with --git-dir and --work-tree), set GIT_DIR and GIT_WORK_TREE as those options say.',
+      data: { cwd, shadow: 'none' },
     });
   }
   if (/dubious ownership/i.test(stderr)) {
@@ -75,6 +83,12 @@ function openFailure(cwd: string, stderr: string, named: { GIT_DIR: string } | n
     });
   }
   return errors.gitFailed(`git could not read the repository at ${cwd}: ${stderr.trim()}`, { data: { cwd } });
+}
+
+/** AGENTSNAP_SHADOWS=off (or 0): a directory in no git repository is refused, as before shadow repositories. */
+function shadowsOff(env: NodeJS.ProcessEnv): boolean {
+  const v = env.AGENTSNAP_SHADOWS?.trim().toLowerCase();
+  return v === 'off' || v === '0' || v === 'false' || v === 'no';
 }
 
 /** Finds the repository containing `cwd`; refuses bare repositories and .git directories. */
@@ -115,6 +129,12 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
     : null;
   const viaGitDir = !!named && res.code !== 0 && /not a git repository/i.test(res.stderr);
   if (viaGitDir) res = await openNamedGitDir(cwd, env, named, OPEN);
+  // In no repository at all: the shadow repository kept for this directory (or made for it, by a command that snapshots).
+  let shadow: Shadow | null = null;
+  if (!named && res.code !== 0 && /not a git repository/i.test(res.stderr) && !shadowsOff(callerEnv)) {
+    shadow = findShadow(cwd, callerEnv) ?? (options.shadow === 'create' ? await createShadow(cwd, callerEnv) : null);
+    if (shadow) res = await runGit(OPEN, { cwd, env: { ...env, GIT_DIR: shadow.gitDir, GIT_WORK_TREE: shadow.worktree }, okCodes: [128] });
+  }
   const lines = res.stdout.toString('utf8').split('\n');
   if (res.code !== 0 && lines.length < 3) throw openFailure(cwd, res.stderr, viaGitDir ? named : null);
   // One value per line: a path holding a newline would shift every value after it (a crafted name could
@@ -175,7 +195,33 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
     prefix: prefix ?? '',
     env,
     callerEnv,
+    ...(shadow ? { shadow } : {}),
     git: bindGit(worktree, gitDir, env),
+  };
+}
+
+/**
+ * The shadow repository of a directory that is now in a git repository of its own (`shadow import` reads it): opened
+ * by its git dir, with no discovery, which would find the directory's .git instead.
+ */
+export async function openShadowRepo(shadow: Shadow, options: OpenRepoOptions = {}): Promise<Repo> {
+  const callerEnv = options.env ?? process.env;
+  const env = cleanGitEnv(callerEnv);
+  const res = await runGit(['rev-parse', '--show-object-format'], { cwd: shadow.gitDir, env: { ...env, GIT_DIR: shadow.gitDir } });
+  const format = res.stdout.toString('utf8').trim();
+  if (format !== 'sha1' && format !== 'sha256')
+    throw errors.gitFailed(`the shadow repository ${shadow.dir} names an unknown object format (${format}).`);
+  return {
+    worktree: shadow.worktree,
+    gitDir: shadow.gitDir,
+    commonDir: shadow.gitDir,
+    stateDir: path.join(shadow.gitDir, 'agentsnap'),
+    objectFormat: format,
+    prefix: '',
+    env,
+    callerEnv,
+    shadow,
+    git: bindGit(shadow.worktree, shadow.gitDir, env),
   };
 }
 

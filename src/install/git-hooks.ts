@@ -12,6 +12,7 @@ import type { Repo } from '../git/repo.js';
 import { exists } from '../base/fsutil.js';
 import { setNotesRewrite } from '../blame/notes.js';
 import { AGENT_REPO_REFS } from '../agents/registry.js';
+import { refuseInShadow } from '../git/shadow.js';
 
 /** The git hooks agentsnap installs; one script serves them all (it dispatches on its name). */
 export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit', 'post-rewrite'] as const;
@@ -134,6 +135,7 @@ function writeHook(file: string, content: Buffer): void {
 
 /** `agentsnap hooks install`: idempotent; chains whatever hook was there. */
 export async function installHooks(repo: Repo, opts: { force?: boolean } = {}): Promise<InstallResult> {
+  refuseInShadow(repo, '`hooks install`');
   const dir = await hooksDir(repo);
   const packaged = readPackaged();
   const plans = HOOK_NAMES.map((name) => {

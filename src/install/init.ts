@@ -148,7 +148,7 @@ export async function init(opts: InitOptions): Promise<InitResult> {
   const agent = opts.agent as InitAgent;
   const layout = ADAPTERS[agent]?.init as InitLayout;
   // Never through a warm server's opener: `init` is the CLI's own, below the API (api/open.ts is above this layer).
-  const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
+  const repo = await openRepo(opts.cwd ?? process.cwd(), { ...(opts.env ? { env: opts.env } : {}), shadow: 'create' });
   const rel = layout.file;
   const file = path.join(repo.worktree, rel);
   if (!layout.personal && !opts.remove && (await isTracked(repo, rel))) {

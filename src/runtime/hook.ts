@@ -181,7 +181,7 @@ export async function runHook(opts: HookOptions): Promise<HookOutcome> {
     const wrappedBy = opts.env.AGENTSNAP_SESSION && opts.env.AGENTSNAP_WORKTREE;
     // Always the session's worktree, whatever directory the payload names (the agent may have cd'ed).
     const dir = wrappedBy ? (opts.env.AGENTSNAP_WORKTREE as string) : (call.cwd ?? opts.cwd);
-    ctx = await contextFor({ cwd: dir, env: opts.env, openContext: opts.openContext });
+    ctx = await contextFor({ cwd: dir, env: opts.env, openContext: opts.openContext, shadow: 'create' });
     ({ repo, settings } = ctx);
     // This call took the Node path: a warm server answers the next ones.
     if (!opts.openContext) autoStartServer(repo, settings);

@@ -21,6 +21,7 @@ import {
   type HookServer,
   type ServerInfo,
 } from '../server/server.js';
+import { refuseInShadow } from '../git/shadow.js';
 
 export interface ServerStatus {
   /** Whether a server may run here (Linux, agentsnap.server, AGENTSNAP_SERVER). */
@@ -73,6 +74,7 @@ export async function autoStartServerFor(opts: RepoOptions = {}): Promise<void> 
 /** `agentsnap server start`: a background server for this worktree, unless one runs. */
 export async function serverStart(opts: RepoOptions = {}): Promise<ServerStatus> {
   const repo = await repoFor(opts);
+  refuseInShadow(repo, 'the warm server');
   const settings = await loadSettings(repo);
   const enabled = serverEnabled(repo.callerEnv, settings);
   if (!enabled) {

@@ -52,7 +52,7 @@ export interface AgentSession {
  */
 export async function openSession(dir: string, opts: OpenSessionOptions = {}): Promise<AgentSession> {
   const env = opts.env ?? process.env;
-  const ctx = await contextFor({ cwd: dir, env });
+  const ctx = await contextFor({ cwd: dir, env, shadow: 'create' });
   const { repo } = ctx;
   const joined = !opts.session && env.AGENTSNAP_SESSION ? env.AGENTSNAP_SESSION : null;
   let id: string;

@@ -95,6 +95,8 @@ export interface WrapStart {
   sessionWorktree: boolean;
   /** Setup that did not go as configured (session worktrees). */
   warnings: string[];
+  /** The shadow repository the snapshots go to (the worktree is in no git repository), else null. */
+  shadow: string | null;
 }
 
 export interface WrapResult {
@@ -467,6 +469,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     worktree: repo.worktree,
     sessionWorktree: inWorktree,
     warnings: begun.warnings,
+    shadow: repo.shadow?.dir ?? null,
   });
   const env = agentEnvironment(opts, begun, agent, hooks.agentEnv);
   const endWarnings: string[] = [];
@@ -526,7 +529,7 @@ interface BegunWrapSession {
 async function beginWrapSession(opts: WrapOptions, command: string[], agent: Agent): Promise<BegunWrapSession> {
   // The server's context for a session it begins (its engine takes the snapshots), else this command's, read below.
   const served = opts.servedBy ? await opts.servedBy.openContext(opts.cwd, opts.env) : null;
-  const source = served?.repo ?? (await openRepo(opts.cwd, { env: opts.env }));
+  const source = served?.repo ?? (await openRepo(opts.cwd, { env: opts.env, shadow: 'create' }));
   const inWorktree = !!opts.worktree;
   const resumed = !inWorktree && !!opts.session && fs.existsSync(sessionFiles(source, opts.session).journal);
   // The warm server answers this run's hooks from this process (none where it is switched off). In this

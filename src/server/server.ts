@@ -486,8 +486,10 @@ export function readCall(pid: number, record: CallRecord): ServerCall {
  * `<run>/server.log`.
  */
 export function spawnBackgroundServer(
-  repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>,
+  repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv' | 'shadow'>,
 ): ChildProcess | null {
+  // The clients find a server through the worktree's .git: a shadow repository's directory has none to find it by.
+  if (repo.shadow) return null;
   try {
     const dir = prepareRunDir(repo);
     // A link in the log's place is replaced, never written through (src/base/state-dir.ts).
@@ -516,9 +518,10 @@ export function spawnBackgroundServer(
  * the last 30 s (a server that cannot start must not cost every call a spawn).
  */
 export function autoStartServer(
-  repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv'>,
+  repo: Pick<Repo, 'stateDir' | 'gitDir' | 'commonDir' | 'worktree' | 'callerEnv' | 'shadow'>,
   settings: Pick<Settings, 'server'>,
 ): void {
+  if (repo.shadow) return; // no client would find it (spawnBackgroundServer)
   if (!serverEnabled(repo.callerEnv, settings) || serverInfo(repo)) return;
   let dir: string;
   try {

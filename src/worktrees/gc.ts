@@ -117,6 +117,8 @@ export interface GcReport {
   refused: { session: string; kind: 'in-use' | 'unsaved-work'; reason: string }[];
   /** --all: agentsnap's set-up gc does not take out (git hooks, agents' settings), each with the command that does. */
   left: string[];
+  /** --all in a directory in no git repository: the shadow repository removed whole (src/git/shadow.ts), else null. */
+  removedShadow: string | null;
   /** Bytes used by agentsnap's state dir and worktrees. */
   before: number;
   /** After the run (dry run: an estimate). */
@@ -306,6 +308,7 @@ class GcRun {
       removedConfig: [],
       refused: [],
       left: [],
+      removedShadow: null,
       before: 0,
       after: 0,
     };

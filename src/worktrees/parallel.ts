@@ -66,6 +66,7 @@ import { APPLY_RESULT_TRAILER, beforeInterrupted, interruptedApplies, undoPaths 
 import { diskUse, exists, unlinkQuiet } from '../base/fsutil.js';
 import { diffStat, emptyTree, type FileStat } from './diffstat.js';
 import { stateLayout } from '../base/state-dir.js';
+import { refuseInShadow } from '../git/shadow.js';
 
 export const SAFETY_REF_PREFIX = `${META_REF_PREFIX}safety/`;
 
@@ -175,6 +176,7 @@ async function mergeTrees(repo: Repo, base: string, ours: string, theirs: string
  * first (refs/agentsnap/safety/…) so the apply can be undone.
  */
 export async function applySession(repo: Repo, id: string, opts: ApplyOptions = {}): Promise<ApplyResult> {
+  refuseInShadow(repo, 'apply');
   const s = loadSession(repo, id);
   if (path.resolve(s.worktree) === path.resolve(repo.worktree)) {
     throw errors.invalidArgument(`session ${id} ran in this worktree: its changes are already here.`, {
@@ -434,6 +436,7 @@ function identityEnv(repo: Repo): Record<string, string> {
  * the commit the session started from and whose tree is the session's result.
  */
 export async function promoteSession(repo: Repo, id: string, opts: PromoteOptions): Promise<PromoteResult> {
+  refuseInShadow(repo, 'promote');
   const s = loadSession(repo, id);
   const settings = opts.settings ?? (await loadSettings(repo));
   const check = await repo.git(['check-ref-format', '--branch', opts.branch], { okCodes: [1, 128] });

@@ -42,6 +42,7 @@ import { redactText } from '../session/redact.js';
 import { loadSession } from '../session/state.js';
 import { sessionName } from '../session/selection.js';
 import type { Session } from '../session/model.js';
+import { refuseInShadow } from '../git/shadow.js';
 
 export type StartPoint = 'current' | 'HEAD' | (string & {});
 
@@ -451,6 +452,7 @@ async function startCommit(repo: Repo, from: StartPoint): Promise<string> {
  * left behind when it fails.
  */
 export async function createSessionWorktree(repo: Repo, opts: CreateWorktreeOptions = {}): Promise<CreatedWorktree> {
+  refuseInShadow(repo, 'a session worktree (--worktree)');
   const session = opts.session ? assertSessionId(opts.session) : newSessionId();
   const from: StartPoint = opts.from ?? 'current';
   const settings = opts.settings ?? (await loadSettings(repo));

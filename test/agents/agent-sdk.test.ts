@@ -215,14 +215,16 @@ test("a call that cannot be recorded: one warning line as the hook's systemMessa
   const repo = tempRepo({ noInit: true });
   try {
     const payload = input(repo, 'PreToolUse', 'sdk-3', WRITE(repo));
-    const out = (await call(agentsnapHooks({ env: repo.env }), 'PreToolUse', payload)) as { systemMessage?: string };
+    // In no repository, with shadow repositories off (else the call is recorded in one: test/git/shadow.test.ts).
+    const env = { ...repo.env, AGENTSNAP_SHADOWS: 'off' };
+    const out = (await call(agentsnapHooks({ env }), 'PreToolUse', payload)) as { systemMessage?: string };
     assert.match(String(out.systemMessage), /^agentsnap: warning: no snapshot for this Write call: .*not a git repository/);
     assert.not.match(String(out.systemMessage), '\n');
     const lines: string[] = [];
-    assert.equal(await call(agentsnapHooks({ env: repo.env, onWarning: (l) => lines.push(l) }), 'PreToolUse', payload), {});
+    assert.equal(await call(agentsnapHooks({ env, onWarning: (l) => lines.push(l) }), 'PreToolUse', payload), {});
     assert.equal(lines, [out.systemMessage]);
     const throwing = agentsnapHooks({
-      env: repo.env,
+      env,
       onWarning: () => {
         throw new Error('boom');
       },

@@ -32,7 +32,8 @@ async function withRepo(fn: (repo: TempRepo) => Promise<void>, files: Record<str
 test('outside a repository', async () => {
   const repo = tempRepo({ noInit: true });
   try {
-    const env = { GIT_CEILING_DIRECTORIES: repo.base };
+    // Shadow repositories off: `snap` would keep one for the directory (test/git/shadow.test.ts).
+    const env = { GIT_CEILING_DIRECTORIES: repo.base, AGENTSNAP_SHADOWS: 'off' };
     assertCleanFailure(await cli(repo, ['snap'], { env }), 1, /not a git repository/);
     assertCleanFailure(await cli(repo, ['log'], { env }), 1, /not a git repository/);
     const j = await cli(repo, ['snap', '--json'], { env });

@@ -10,6 +10,7 @@ import { sameError } from '../../src/cli/context.js';
 const DOCUMENTED: Record<keyof typeof errors, [string, number]> = {
   notARepository: ['NotARepository', 1],
   bareRepository: ['BareRepository', 1],
+  needsGitRepository: ['NeedsGitRepository', 1],
   unsupportedPath: ['UnsupportedPath', 1],
   gitMissing: ['GitMissing', 1],
   gitTooOld: ['GitTooOld', 1],

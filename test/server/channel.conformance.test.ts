@@ -295,15 +295,20 @@ function runClient(g: Ground, client: Client, cwd: string): Promise<CliResult> {
   return runAs(g.victim, process.execPath, [BIN, 'wrap', '--', 'echo', 'hello'], { cwd, env: g.env });
 }
 
-/** What the Node path gives: in the victim's repository the command's own result, elsewhere "not a git repository" (or git's refusal). */
-function assertNodePath(client: Client, res: CliResult, victimsRepo: boolean, what: string): void {
+/**
+ * What the Node path gives: in the victim's repository the command's own result; in a directory in no repository
+ * (`noRepo`) the command's own result too, through the shadow repository agentsnap keeps in the victim's home
+ * (test/git/shadow.test.ts); in the attacker's repository git's refusal.
+ */
+function assertNodePath(client: Client, res: CliResult, victimsRepo: boolean, what: string, noRepo = false): void {
   assert.not.match(res.stdout + res.stderr, /PLANTED/, `${what}: the planted reply is not printed`);
   if (client === 'hook') {
     assert.is(res.code, 0, `${what}: ${res.stderr}`);
   } else if (client === 'tree') {
     assert.is(res.code, 0, `${what}: ${res.stderr}`);
-    assert.is(res.stdout, victimsRepo ? 'not served\n' : 'no repository\n', what);
-  } else if (victimsRepo) {
+    if (noRepo) assert.match(res.stdout, /^(no repository|not served)\n$/, what);
+    else assert.is(res.stdout, victimsRepo ? 'not served\n' : 'no repository\n', what);
+  } else if (victimsRepo || noRepo) {
     assert.is(res.code, 0, `${what}: ${res.stderr}`);
     if (client === 'wrap') assert.is(res.stdout, 'hello\n', what);
     else assert.match(res.stdout, /^\d+\n$/, what);
@@ -325,7 +330,7 @@ for (const victim of VICTIMS) {
         for (const client of CLIENTS) {
           const res = await runClient(g, client, p.cwd);
           const what = `${client} (${kind}, uid ${victim})`;
-          assertNodePath(client, res, p.victimsRepo, what);
+          assertNodePath(client, res, p.victimsRepo, what, kind.includes('non-repository'));
           assert.not.ok(fs.existsSync(g.marker), `${what}: the planted command did not run`);
           assert.is(fs.readFileSync(g.secret, 'utf8'), 'SECRET\n', `${what}: the symlinked file keeps its bytes`);
           const log = path.join(p.run, 'served.log');

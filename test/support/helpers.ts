@@ -23,6 +23,8 @@ export function hermeticEnv(home: string, extra: Record<string, string> = {}): N
     ...env,
     HOME: home,
     XDG_CONFIG_HOME: path.join(home, '.config'),
+    // Shadow repositories (src/git/shadow.ts) are kept in the test's home, never the user's.
+    XDG_STATE_HOME: path.join(home, '.local', 'state'),
     GIT_CONFIG_GLOBAL: '/dev/null',
     GIT_CONFIG_SYSTEM: '/dev/null',
     GIT_CONFIG_NOSYSTEM: '1',

@@ -572,6 +572,14 @@ export const statusCommand: CommandFactory = (ctx) => ({
       out.out(c.yellow(watcherLine(s.watcher)));
       if (s.watcher.hint) out.out(`  ${s.watcher.hint}`);
     }
+    if (s.shadow)
+      out.out(
+        `shadow repository: ${printablePath(s.shadow)} (this directory is in no git repository; \`agentsnap shadow\` says what it leaves out)`,
+      );
+    if (s.shadowLeftBehind)
+      out.out(
+        c.yellow(`a shadow repository from before \`git init\` holds earlier sessions: \`agentsnap shadow import\` carries them over`),
+      );
     if (s.undone.length > 0)
       out.out(`undone: ${steps(s.undone)}${s.redoable !== null ? ` (\`agentsnap redo\` takes back operation ${s.redoable})` : ''}`);
     if (s.open.length > 0) out.out(c.yellow(`open: ${steps(s.open)} (running, or the post hook never came)`));

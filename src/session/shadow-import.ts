@@ -1,0 +1,96 @@
+// `agentsnap shadow import`: a directory agentsnap kept a shadow repository for (git/shadow.ts) became a git
+// repository (`git init`); its sessions are carried into it, so undo, log and the rest go on where they were, and
+// the shadow repository is removed. Objects and refs come over with `git fetch` from the shadow's git dir; the
+// sessions' state (journals, private indexes) is copied. Nothing of the repository's own is overwritten: a
+// session id it already has refuses the import before anything is changed.
+import fs from 'node:fs';
+import path from 'node:path';
+import { errors } from '../base/errors.js';
+import { sessionFiles, stateLayout } from '../base/state-dir.js';
+import { openShadowRepo, type Repo } from '../git/repo.js';
+import { shadowLeftBehind } from '../git/shadow.js';
+import { META_REF_PREFIX, STEP_REF_PREFIX } from './refs.js';
+import { listSessions } from './selection.js';
+
+export interface ShadowImportResult {
+  /** The shadow repository carried over (and removed unless a dry run). */
+  shadow: string;
+  sessions: string[];
+  dryRun: boolean;
+}
+
+/** Carries the sessions of the worktree's shadow repository into `repo` (a real one), then removes the shadow. */
+export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}): Promise<ShadowImportResult> {
+  if (repo.shadow) {
+    throw errors.needsGitRepository(`${repo.worktree} is in no git repository: there is nothing to import the shadow repository into.`, {
+      hint: 'Run `git init` there first, then `agentsnap shadow import`.',
+      data: { worktree: repo.worktree },
+    });
+  }
+  const shadow = shadowLeftBehind(repo);
+  if (!shadow) {
+    throw errors.nothingToDo(`agentsnap keeps no shadow repository for ${repo.worktree}: there is nothing to import.`, {
+      hint: 'A shadow repository is kept for a directory that was in no git repository when agentsnap first ran there.',
+      data: { worktree: repo.worktree },
+    });
+  }
+  const from = await openShadowRepo(shadow, { env: repo.callerEnv });
+  if (from.objectFormat !== repo.objectFormat) {
+    throw errors.refused(
+      `the shadow repository is a ${from.objectFormat} repository and ${repo.worktree} is ${repo.objectFormat}: its snapshots cannot be carried over.`,
+      {
+        hint: `Make the repository again with \`git init --object-format=${from.objectFormat}\` (before your first commit), or leave the sessions where they are.`,
+        data: { shadow: shadow.dir, from: from.objectFormat, to: repo.objectFormat },
+      },
+    );
+  }
+  const sessions = await listSessions(from);
+  const running = sessions.filter((s) => s.status === 'running' && !!s.owner);
+  if (running.length > 0) {
+    throw errors.busy(`session ${running.map((s) => s.id).join(', ')} of the shadow repository is still running.`, {
+      hint: 'Let its agent finish (or stop it), then run `agentsnap shadow import` again.',
+      data: { sessions: running.map((s) => s.id) },
+    });
+  }
+  const ids = sessions.map((s) => s.id);
+  const taken = ids.filter((id) => fs.existsSync(sessionFiles(repo, id).dir));
+  if (taken.length > 0) {
+    throw errors.refused(`the repository already has session ${taken.join(', ')}, which the shadow repository has too.`, {
+      hint: "Nothing was changed. Remove the repository's copy (`agentsnap discard` or `agentsnap gc`) first if it is a leftover.",
+      data: { sessions: taken },
+    });
+  }
+  if (opts.dryRun) return { shadow: shadow.dir, sessions: ids, dryRun: true };
+  // Objects and refs first (the order of every mutation: objects, then what points at them).
+  await repo.git([
+    '-c',
+    'gc.auto=0',
+    'fetch',
+    '--quiet',
+    '--no-tags',
+    '--no-write-fetch-head',
+    '--no-auto-gc',
+    shadow.gitDir,
+    `+${STEP_REF_PREFIX}*:${STEP_REF_PREFIX}*`,
+    `+${META_REF_PREFIX}*:${META_REF_PREFIX}*`,
+  ]);
+  for (const [src, dst] of [
+    [stateLayout.sessionsDir(from), stateLayout.sessionsDir(repo)],
+    [stateLayout.agentSessionsDir(from), stateLayout.agentSessionsDir(repo)],
+  ] as const) {
+    if (!fs.existsSync(src)) continue;
+    fs.mkdirSync(dst, { recursive: true, mode: 0o700 });
+    for (const name of fs.readdirSync(src)) {
+      if (fs.existsSync(path.join(dst, name))) continue; // agent-sessions: the repository's own mapping wins
+      // Links are not carried (agentsnap's state holds none it wrote, but an agent may have put one there).
+      fs.cpSync(path.join(src, name), path.join(dst, name), {
+        recursive: true,
+        errorOnExist: true,
+        force: false,
+        filter: (p) => !fs.lstatSync(p).isSymbolicLink(),
+      });
+    }
+  }
+  fs.rmSync(shadow.dir, { recursive: true, force: true });
+  return { shadow: shadow.dir, sessions: ids, dryRun: false };
+}
