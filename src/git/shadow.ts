@@ -221,7 +221,8 @@ export async function createShadow(cwd: string, env: NodeJS.ProcessEnv, opts: { 
   mkdirPrivate(tmp);
   try {
     const gitDir = path.join(tmp, 'git');
-    const quiet = { cwd: tmp, env: cleanGitEnv(env) };
+    // GIT_DEFAULT_HASH is the one git variable taken from the caller here: the object format asked for (sha256).
+    const quiet = { cwd: tmp, env: { ...cleanGitEnv(env), ...(env.GIT_DEFAULT_HASH ? { GIT_DEFAULT_HASH: env.GIT_DEFAULT_HASH } : {}) } };
     await runGit(['init', '-q', '--bare', gitDir], quiet);
     const cfg = (k: string, v: string) => runGit(['--git-dir', gitDir, 'config', k, v], quiet);
     await cfg('core.bare', 'false');

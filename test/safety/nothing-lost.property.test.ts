@@ -38,6 +38,8 @@
 //   AGENTSNAP_PROPERTY_SKIP=a,b   all families but these
 //   AGENTSNAP_PROPERTY_MODES=off,server,bgserver,nocaps
 //   AGENTSNAP_PROPERTY_FORMATS=sha1,sha256  object formats drawn (default both)
+//   AGENTSNAP_PROPERTY_LAYOUTS=git,shadow   a git repository, or a directory in no repository that agentsnap
+//                                 keeps a shadow repository for (default both; see LAYOUTS)
 //   AGENTSNAP_PROPERTY_MAX_OPS=N  longest sequence (default 12)
 //   AGENTSNAP_PROPERTY_SHRINK=0   report the first failure unshrunk (shrinking can take minutes)
 //   AGENTSNAP_PROPERTY_TIMES=1    print each passing sequence's wall time (mode, format, length)
@@ -48,9 +50,9 @@
 //                                 repository without a commit, .env, a file over the cap); keptyours: (c')'s check that
 //                                 what the default undo/redo/restore kept as the user's was changed
 //                                 outside the tool calls since its target
-//   AGENTSNAP_PROPERTY_CASE='["off","sha256",[{"t":"edit",...},...]]'  runs exactly that
+//   AGENTSNAP_PROPERTY_CASE='["off","sha256",[{"t":"edit",...},...],"shadow"]'  runs exactly that
 //                                 sequence (a counterexample as fast-check prints it;
-//                                 the older ["off",[...]] form means sha1)
+//                                 the older ["off",[...]] form means sha1, and no layout means git)
 // One family alone: AGENTSNAP_PROPERTY_OPS=call,edit,undo,usergc (the family with
 // the ones that make states for it); without one: AGENTSNAP_PROPERTY_SKIP=diskfull.
 import { test } from 'uvu';
@@ -58,6 +60,7 @@ import fc from 'fast-check';
 import {
   FAMILIES,
   FORMATS,
+  LAYOUTS,
   MODES,
   canDropCaps,
   diskFullUnavailable,
@@ -65,6 +68,7 @@ import {
   listFromEnv,
   opArb,
   runSequence,
+  type Layout,
   type Mode,
   type ObjectFormat,
 } from '../support/nothing-lost.js';
@@ -73,6 +77,7 @@ const env = process.env;
 let families = listFromEnv(FAMILIES, env.AGENTSNAP_PROPERTY_OPS, env.AGENTSNAP_PROPERTY_SKIP);
 let modes = listFromEnv(MODES, env.AGENTSNAP_PROPERTY_MODES, undefined);
 const formats = listFromEnv(FORMATS, env.AGENTSNAP_PROPERTY_FORMATS, undefined);
+const layouts = listFromEnv(LAYOUTS, env.AGENTSNAP_PROPERTY_LAYOUTS, undefined);
 if (diskFullUnavailable !== null && families.includes('diskfull')) {
   console.log(`  (diskfull skipped: ${diskFullUnavailable})`);
   families = families.filter((f) => f !== 'diskfull');
@@ -97,18 +102,20 @@ const CI: Record<Mode, { seed: number; runs: number }> = {
   nocaps: { seed: 1303, runs: 2 },
 };
 
-function property(mode: Mode | null) {
+function property(mode: Mode | null, layout: Layout | null = null) {
   const modeArb = mode ? fc.constant(mode) : fc.constantFrom(...modes);
   let first = true;
   return fc.asyncProperty(
     modeArb,
     fc.constantFrom(...formats),
     fc.array(opArb(families), { minLength: 1, maxLength: maxOps }),
-    async (m, format, ops) => {
+    layout ? fc.constant(layout) : fc.constantFrom(...layouts),
+    async (m, format, ops, l) => {
       const t0 = performance.now();
       try {
-        await runSequence(m, families, ops, undefined, format);
-        if (env.AGENTSNAP_PROPERTY_TIMES) console.log(`  time ${m} ${format} ${ops.length} ops ${Math.round(performance.now() - t0)} ms`);
+        await runSequence(m, families, ops, undefined, format, l);
+        if (env.AGENTSNAP_PROPERTY_TIMES)
+          console.log(`  time ${m} ${format} ${l} ${ops.length} ops ${Math.round(performance.now() - t0)} ms`);
       } catch (e) {
         // Shown at once: shrinking re-runs the sequence many times and can take minutes.
         if (first)
@@ -120,7 +127,7 @@ function property(mode: Mode | null) {
   );
 }
 
-function params(seed: number, numRuns: number): fc.Parameters<[Mode, ObjectFormat, unknown[]]> {
+function params(seed: number, numRuns: number): fc.Parameters<[Mode, ObjectFormat, unknown[], Layout]> {
   return {
     seed,
     numRuns,
@@ -135,16 +142,18 @@ function params(seed: number, numRuns: number): fc.Parameters<[Mode, ObjectForma
 if (env.AGENTSNAP_PROPERTY_CASE) {
   // fast-check prints records as {__proto__:null,...}: that is not JSON, the rest is.
   const parsed = JSON.parse(env.AGENTSNAP_PROPERTY_CASE.replace(/__proto__:null,?/g, '')) as
+    | [Mode, ObjectFormat, Parameters<typeof runSequence>[2], Layout]
     | [Mode, ObjectFormat, Parameters<typeof runSequence>[2]]
     | [Mode, Parameters<typeof runSequence>[2]];
-  const [mode, format, ops] = parsed.length === 3 ? parsed : [parsed[0], 'sha1' as const, parsed[1]];
-  test(`nothing lost: the given sequence (${mode}, ${format}, ${ops.length} ops)`, async () => {
-    await runSequence(mode, families, ops, (log) => console.log(`  passed:\n    ${log.join('\n    ')}`), format);
+  const [mode, format, ops, layout] =
+    parsed.length === 2 ? [parsed[0], 'sha1' as const, parsed[1], 'git' as const] : [parsed[0], parsed[1], parsed[2], parsed[3] ?? 'git'];
+  test(`nothing lost: the given sequence (${mode}, ${format}, ${layout}, ${ops.length} ops)`, async () => {
+    await runSequence(mode, families, ops, (log) => console.log(`  passed:\n    ${log.join('\n    ')}`), format, layout);
   });
 } else if (runs !== null || env.AGENTSNAP_PROPERTY_SEED) {
   const seed = env.AGENTSNAP_PROPERTY_SEED ? Number(env.AGENTSNAP_PROPERTY_SEED) : Date.now() % 2 ** 31;
   const n = runs ?? 1;
-  test(`nothing lost: ${n} random sequences (seed ${seed}; modes ${modes.join(',')}; formats ${formats.join(',')}; families ${families.join(',')})`, async () => {
+  test(`nothing lost: ${n} random sequences (seed ${seed}; modes ${modes.join(',')}; formats ${formats.join(',')}; layouts ${layouts.join(',')}; families ${families.join(',')})`, async () => {
     console.log(`  nothing-lost: seed ${seed} (replay: AGENTSNAP_PROPERTY_SEED=${seed})`);
     await fc.assert(property(null), params(seed, n));
   });
@@ -175,9 +184,13 @@ if (env.AGENTSNAP_PROPERTY_CASE) {
       nocaps: 'the server off, without read capabilities',
     }[mode];
     test(`nothing lost: ${n} sequences with ${how} (seed ${seed})`, async () => {
-      await fc.assert(property(mode), params(seed, n));
+      await fc.assert(property(mode, 'git'), params(seed, n));
     });
   }
+  if (layouts.includes('shadow') && modes.includes('off'))
+    test('nothing lost: 2 sequences in a directory in no git repository, through its shadow repository (seed 1305)', async () => {
+      await fc.assert(property('off', 'shadow'), params(1305, 2));
+    });
 }
 
 test.run();

@@ -151,6 +151,16 @@ export type Family = (typeof FAMILIES)[number];
  */
 export const MODES = ['off', 'server', 'bgserver', 'nocaps'] as const;
 export type Mode = (typeof MODES)[number];
+/**
+ * Where the repository is: a git repository (`.git` in the worktree), or a directory in no git repository that
+ * agentsnap keeps a shadow repository for (issue 33; src/git/shadow.ts). In a shadow the user has no git of their
+ * own: the families that are the user's git (git, flags, usergc), session worktrees (apply) and the repository on a
+ * tmpfs (diskfull) are left out of its sequences, and so is the background server (`server start` refuses there).
+ */
+export const LAYOUTS = ['git', 'shadow'] as const;
+export type Layout = (typeof LAYOUTS)[number];
+/** Op families that need the user's own git repository. */
+const GIT_ONLY_FAMILIES: readonly Family[] = ['git', 'flags', 'usergc', 'apply', 'diskfull'];
 
 export function listFromEnv<T extends string>(all: readonly T[], keep: string | undefined, skip: string | undefined): T[] {
   const k = keep
@@ -491,13 +501,19 @@ function reachablePath(repo: TempRepo, rel: string): boolean {
   return true;
 }
 
+/** GIT_DIR and GIT_WORK_TREE of a shadowed world's repository (layout shadow), for git spawned directly at its top. */
+const SHADOW_GIT_ENV = new WeakMap<TempRepo, Record<string, string>>();
+function gitEnv(repo: TempRepo): NodeJS.ProcessEnv {
+  return { ...repo.env, ...(SHADOW_GIT_ENV.get(repo) ?? {}) };
+}
+
 function checkIgnored(repo: TempRepo, all: string[]): Set<string> {
   // A path below a symlink or file now is absent because its parent changed type: never "ignored".
   const paths = all.filter((p) => reachablePath(repo, p));
   if (paths.length === 0) return new Set();
   const r = spawnSync('git', ['check-ignore', '--stdin', '-z', '-v', '-n'], {
     cwd: repo.dir,
-    env: repo.env,
+    env: gitEnv(repo),
     input: paths.join('\0') + '\0',
     encoding: 'utf8',
   });
@@ -612,7 +628,16 @@ export class World {
     readonly format: ObjectFormat = 'sha1',
     /** The repository lives on a small tmpfs (a diskfull sequence). */
     readonly onTmpfs = false,
+    readonly layout: Layout = 'git',
   ) {}
+
+  /** The shadow repository's git dir (layout shadow), set up by setup(). */
+  private shadowGitDir = '';
+
+  /** The git dir the worktree's repository keeps its state in: `.git`, or the shadow repository's. */
+  get gitDir(): string {
+    return this.layout === 'shadow' ? this.shadowGitDir : path.join(this.repo.dir, '.git');
+  }
 
   get noCaps(): boolean {
     return this.mode === 'nocaps';
@@ -640,6 +665,7 @@ export class World {
   }
 
   async setup(): Promise<void> {
+    if (this.layout === 'shadow') return this.setupShadow();
     const repo = tempRepo({ noInit: true });
     this.repo = repo;
     if (this.onTmpfs) {
@@ -678,6 +704,40 @@ export class World {
     // On a tmpfs of its own (diskfull) the outside of hard links must be on that filesystem too: in .git.
     this.outside = this.mounted ? path.join(repo.dir, '.git', 'outside') : path.join(repo.base, 'outside');
     fs.mkdirSync(this.outside);
+    await this.startSession();
+  }
+
+  /** A directory in no git repository (layout shadow): its files, the shadow repository agentsnap keeps for it, the session. */
+  private async setupShadow(): Promise<void> {
+    const plain = tempRepo({ noInit: true, objectFormat: this.format });
+    for (const [rel, content] of Object.entries({
+      '.gitignore': '*.db\n*.log\n!keep.log\n',
+      'a.txt': 'a\n',
+      'd/c.txt': 'c\n',
+      g: 'g\n',
+      'local.db': "the user's ignored database\n",
+      'b.txt': 'untracked b\n',
+    }))
+      plain.write(rel, content);
+    const made = await runProcess(process.execPath, [BIN, 'shadow', 'create', '--json'], { cwd: plain.dir, env: plain.env, input: '' });
+    if (made.code !== 0) throw new Error(`shadow create exited ${made.code}: ${made.stderr}`);
+    this.shadowGitDir = (JSON.parse(made.stdout) as { gitDir: string }).gitDir;
+    // The harness's own git (ground truth, refs, the user's state) reads the shadow repository, as agentsnap does;
+    // git run elsewhere (a nested repository) is left as it is.
+    const named = { GIT_DIR: this.shadowGitDir, GIT_WORK_TREE: plain.dir };
+    const at = <O extends { cwd?: string; env?: Record<string, string> }>(o?: O): O =>
+      (o?.cwd === undefined || path.resolve(o.cwd) === plain.dir ? { ...o, env: { ...named, ...(o?.env ?? {}) } } : o) as O;
+    this.repo = { ...plain, git: (args, o) => plain.git(args, at(o)), gitRaw: (args, o) => plain.gitRaw(args, at(o)) };
+    SHADOW_GIT_ENV.set(this.repo, named);
+    this.repo.git(['config', 'agentsnap.maxFileSize', '2k']);
+    this.outside = path.join(plain.base, 'outside');
+    fs.mkdirSync(this.outside);
+    await this.startSession();
+  }
+
+  /** The transcript, the session as `wrap` starts it, the server of the mode, Claude Code's SessionStart. */
+  private async startSession(): Promise<void> {
+    const repo = this.repo;
     this.transcript = path.join(repo.home, '.claude', 'projects', 'p', 'sess.jsonl');
     fs.mkdirSync(path.dirname(this.transcript), { recursive: true });
     fs.writeFileSync(
@@ -796,7 +856,7 @@ export class World {
 
   private journalBytes(): Buffer {
     try {
-      return fs.readFileSync(path.join(this.repo.dir, '.git', 'agentsnap', 'sessions', this.session, 'journal.jsonl'));
+      return fs.readFileSync(path.join(this.gitDir, 'agentsnap', 'sessions', this.session, 'journal.jsonl'));
     } catch {
       return Buffer.alloc(0);
     }
@@ -849,7 +909,7 @@ export class World {
   // ----- journal and user state
 
   journal(): JournalEv[] {
-    const file = path.join(this.repo.dir, '.git', 'agentsnap', 'sessions', this.session, 'journal.jsonl');
+    const file = path.join(this.gitDir, 'agentsnap', 'sessions', this.session, 'journal.jsonl');
     return fs
       .readFileSync(file, 'utf8')
       .split('\n')
@@ -876,7 +936,7 @@ export class World {
 
   /** The user's index, HEAD, refs (outside agentsnap's) and stash, as bytes. */
   userState(): string {
-    const gitDir = path.join(this.repo.dir, '.git');
+    const gitDir = this.gitDir;
     const read = (f: string) => {
       try {
         return fs.readFileSync(path.join(gitDir, f)).toString('base64');
@@ -1009,7 +1069,7 @@ export class World {
     const reachable = new Set(
       spawnSync('git', ['rev-list', '--objects', '--all', '--reflog', '--indexed-objects'], {
         cwd: this.repo.dir,
-        env: this.repo.env,
+        env: gitEnv(this.repo),
         encoding: 'utf8',
         maxBuffer: 64 << 20,
       })
@@ -1420,7 +1480,7 @@ export class World {
         return;
       }
       case 'exclude': {
-        const file = path.join(this.repo.dir, '.git', 'info', 'exclude');
+        const file = path.join(this.gitDir, 'info', 'exclude');
         fs.mkdirSync(path.dirname(file), { recursive: true });
         const rule = RULES[op.r]!;
         const lines = fs.existsSync(file)
@@ -1571,7 +1631,7 @@ export class World {
     const gone: string[] = [];
     const all = spawnSync('git', ['rev-list', '--objects', '--missing=print', ...commits.keys()], {
       cwd: this.repo.dir,
-      env: this.repo.env,
+      env: gitEnv(this.repo),
       encoding: 'utf8',
       maxBuffer: 64 << 20,
     });
@@ -1580,7 +1640,7 @@ export class World {
     for (const [c, where] of commits) {
       const r = spawnSync('git', ['rev-list', '--objects', '--missing=print', c], {
         cwd: this.repo.dir,
-        env: this.repo.env,
+        env: gitEnv(this.repo),
         encoding: 'utf8',
         maxBuffer: 64 << 20,
       });
@@ -1926,14 +1986,24 @@ export class World {
 
 /** Runs one sequence in a fresh world; throws (with the log) at the first broken invariant. */
 export async function runSequence(
-  mode: Mode,
-  families: Family[],
-  ops: Op[],
+  modeDrawn: Mode,
+  familiesDrawn: Family[],
+  opsDrawn: Op[],
   onLog?: (log: string[]) => void,
   format: ObjectFormat = 'sha1',
+  layout: Layout = 'git',
 ): Promise<void> {
+  // In a shadow repository's directory: none of the user's own git, and no background server (see LAYOUTS).
+  const shadow = layout === 'shadow';
+  const mode: Mode = shadow && modeDrawn === 'bgserver' ? 'off' : modeDrawn;
+  const families = shadow ? familiesDrawn.filter((f) => !GIT_ONLY_FAMILIES.includes(f)) : familiesDrawn;
+  const ops = shadow
+    ? opsDrawn
+        .filter((o) => !['git', 'flag', 'usergc', 'apply', 'wsEdit', 'fill', 'free'].includes(o.t))
+        .map((o) => (o.t === 'call' && o.gc ? { ...o, gc: null } : o))
+    : opsDrawn;
   // Only a sequence that fills the disk mounts a tmpfs for its repository.
-  const w = new World(mode, families, format, ops.some((o) => o.t === 'fill') && diskFullUnavailable === null);
+  const w = new World(mode, families, format, ops.some((o) => o.t === 'fill') && diskFullUnavailable === null, layout);
   try {
     await w.setup();
     for (const op of ops) {
@@ -1945,7 +2015,9 @@ export async function runSequence(
         const log = w.log.at(-1)?.startsWith(here)
           ? [...w.log.slice(0, -1), `${w.log.at(-1)}   <- failed here`]
           : [...w.log, `${here}${JSON.stringify(op)}   <- failed here`];
-        throw new InvariantError(`${msg}\n  mode ${mode}; object format ${format}; the sequence:\n    ${log.join('\n    ')}`);
+        throw new InvariantError(
+          `${msg}\n  mode ${mode}; object format ${format}; layout ${layout}; the sequence:\n    ${log.join('\n    ')}`,
+        );
       }
     }
     onLog?.(w.log);
