@@ -223,3 +223,16 @@ export function readFileTail(file: string, limit: number): { buf: Buffer; from: 
     nodeFs.closeSync(fd);
   }
 }
+
+/** 1.5 KiB, 12 MiB: a size as agentsnap prints it. */
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}

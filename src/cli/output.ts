@@ -8,6 +8,9 @@ import { NESTED_REPO_GONE_PREFIX } from '../restore/restore.js';
 import { printableName, printableText } from '../base/printable.js';
 import type { AgentProcess } from '../session/processes.js';
 import type { StopResult } from '../base/procfs.js';
+import { formatSize } from '../base/fsutil.js';
+
+export { formatSize };
 
 export interface CliIO {
   stdout: Writable & { isTTY?: boolean };
@@ -97,18 +100,6 @@ function spinner(stream: Writable, c: ChalkInstance): Progress {
       if (shown) stream.write('\r\x1b[2K');
     },
   };
-}
-
-export function formatSize(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
 
 const SKIP_REASON: Record<SkippedFile['reason'], string> = {

@@ -43,7 +43,7 @@ import {
   userIndexBelow,
 } from '../git/plumbing.js';
 import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from '../git/run.js';
-import { caseSensitiveFs, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
+import { caseSensitiveFs, formatSize, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
 import { objectStore } from '../git/objects.js';
 import { oldestRecentMtime, oldestRefreshedMtime, oldestUnlikeMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
@@ -478,7 +478,8 @@ function withOverrides(repo: Repo, args: string[]): Repo {
 /**
  * What the full scan does with each path git listed as untracked: a nested repository becomes a gitlink (or is
  * skipped), a file is added or skipped by `classify`. `untracked` grows while it is read: the paths below a nested
- * repository whose paths the user's index tracks are listed as plain files. Adds to `toAdd` and `skipped`.
+ * repository whose paths the user's index tracks are listed as plain files. Adds to `toAdd` and `skipped`; returns the bytes
+ * of the files it added.
  */
 async function addUntracked(
   repo: Repo,
@@ -487,7 +488,8 @@ async function addUntracked(
   classify: ReturnType<typeof untrackedClassifier>,
   toAdd: string[],
   skipped: SkippedFile[],
-): Promise<void> {
+): Promise<number> {
+  let bytes = 0;
   for (const rel of untracked) {
     if (userTracked.has(rel)) continue; // tracked by the user: added above, never classified
     const abs = path.join(repo.worktree, rel);
@@ -527,8 +529,12 @@ async function addUntracked(
     }
     const reason = classify(rel, st.size);
     if (reason) skipped.push({ path: rel, reason, size: st.size });
-    else toAdd.push(rel);
+    else {
+      toAdd.push(rel);
+      bytes += st.size;
+    }
   }
+  return bytes;
 }
 
 /**
@@ -661,10 +667,11 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   for (const rel of tracked) if (specialFile(repo.worktree, rel)) drop.push(rel);
   if (drop.length > 0) await removePaths(repo, indexFile, drop);
   toAdd.push(...tracked.filter((rel) => !drop.includes(rel)));
-  await addUntracked(repo, untracked, new Set(tracked), classify, toAdd, skipped);
+  const untrackedBytes = await addUntracked(repo, untracked, new Set(tracked), classify, toAdd, skipped);
   await leaveOutSymlinkedGitmodules(repo, indexFile, [...new Set([...reread, ...toAdd])], toAdd, skipped);
   if (toAdd.length > 0) {
-    opts.onProgress?.(`adding ${toAdd.length} new files`);
+    // A first snapshot that takes long (a shadow repository's: every file is untracked) says how much it reads.
+    opts.onProgress?.(`adding ${toAdd.length} files${untrackedBytes > 0 ? ` (${formatSize(untrackedBytes)} untracked)` : ''}`);
     await addPaths(repo, indexFile, toAdd).catch(explainAddFailure);
   }
   // The attributes of what was re-read or added are looked up beside write-tree (check-attr reads no private index).

@@ -9,6 +9,7 @@ import { agentsnapOnPath, cli, cliProcess, tempRepo, worktreeFiles, type TempRep
 import { request } from '../support/ui-helpers.js';
 import { startUiServer } from '../../src/ui/server.js';
 import { shadowKey } from '../../src/git/shadow.js';
+import { snap } from '../../src/api/api.js';
 
 /** A plain directory (no git anywhere above it: the ceiling is the temp dir) and where its shadows would go. */
 function plainDir(files: Record<string, string> = { 'a.txt': 'one\n' }): { t: TempRepo; env: Record<string, string>; shadows: string } {
@@ -302,6 +303,18 @@ test('shadow import: after `git init` the sessions are carried into the reposito
     const again = await cli(t, ['shadow', 'import'], { env });
     assert.is(again.code, 1);
     assert.match(again.stderr, /keeps no shadow repository for/);
+  } finally {
+    t.cleanup();
+  }
+});
+
+test("shadow: the first snapshot's progress says how many files it adds and how much they weigh (shown after a second on a terminal)", async () => {
+  const { t, env } = plainDir({ 'a.txt': 'one\n', 'd/b.txt': 'x'.repeat(2000), 'node_modules/m.js': 'left out\n' });
+  try {
+    const phases: string[] = [];
+    const res = await snap({ cwd: t.dir, env: { ...t.env, ...env }, onProgress: (p) => phases.push(p) });
+    assert.ok(res.startedSession);
+    assert.ok(phases.includes('adding 2 files (2.0 KiB untracked)'), phases.join(' | '));
   } finally {
     t.cleanup();
   }
