@@ -19,6 +19,14 @@ export interface ShadowImportResult {
   dryRun: boolean;
 }
 
+function sameBytes(a: string, b: string): boolean {
+  try {
+    return fs.readFileSync(a).equals(fs.readFileSync(b));
+  } catch {
+    return false;
+  }
+}
+
 /** Carries the sessions of the worktree's shadow repository into `repo` (a real one), then removes the shadow. */
 export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}): Promise<ShadowImportResult> {
   if (repo.shadow) {
@@ -53,7 +61,10 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
     });
   }
   const ids = sessions.map((s) => s.id);
-  const taken = ids.filter((id) => fs.existsSync(sessionFiles(repo, id).dir));
+  // A session an interrupted import already carried over (its journal byte-identical) is not a clash: the import
+  // goes on where it stopped.
+  const carried = (id: string) => sameBytes(sessionFiles(from, id).journal, sessionFiles(repo, id).journal);
+  const taken = ids.filter((id) => fs.existsSync(sessionFiles(repo, id).dir) && !carried(id));
   if (taken.length > 0) {
     throw errors.refused(`the repository already has session ${taken.join(', ')}, which the shadow repository has too.`, {
       hint: "Nothing was changed. Remove the repository's copy (`agentsnap discard` or `agentsnap gc`) first if it is a leftover.",
@@ -81,14 +92,24 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
     if (!fs.existsSync(src)) continue;
     fs.mkdirSync(dst, { recursive: true, mode: 0o700 });
     for (const name of fs.readdirSync(src)) {
-      if (fs.existsSync(path.join(dst, name))) continue; // agent-sessions: the repository's own mapping wins
-      // Links are not carried (agentsnap's state holds none it wrote, but an agent may have put one there).
-      fs.cpSync(path.join(src, name), path.join(dst, name), {
-        recursive: true,
-        errorOnExist: true,
-        force: false,
-        filter: (p) => !fs.lstatSync(p).isSymbolicLink(),
-      });
+      // Carried already (an interrupted import), or the repository's own agent-session mapping: it stays.
+      if (fs.existsSync(path.join(dst, name))) continue;
+      // Copied aside, then renamed into place: a session is there whole or not at all (an import stopped by a
+      // full disk leaves no half session to clash with the next attempt). Links are not carried (agentsnap's
+      // state holds none it wrote, but an agent may have put one there).
+      const aside = path.join(dst, `.importing-${name}-${process.pid}`);
+      fs.rmSync(aside, { recursive: true, force: true });
+      try {
+        fs.cpSync(path.join(src, name), aside, {
+          recursive: true,
+          errorOnExist: true,
+          force: false,
+          filter: (p) => !fs.lstatSync(p).isSymbolicLink(),
+        });
+        fs.renameSync(aside, path.join(dst, name));
+      } finally {
+        fs.rmSync(aside, { recursive: true, force: true });
+      }
     }
   }
   fs.rmSync(shadow.dir, { recursive: true, force: true });

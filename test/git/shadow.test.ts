@@ -308,6 +308,35 @@ test('shadow import: after `git init` the sessions are carried into the reposito
   }
 });
 
+test('shadow import: one stopped half way goes on where it stopped (a session it carried is not a clash); a session of the same id with another history is refused, nothing changed', async () => {
+  const { t, env, shadows } = plainDir();
+  try {
+    assert.is((await cli(t, ['snap', '-m', 'one', '-q'], { env })).code, 0);
+    const id = JSON.parse((await cli(t, ['sessions', '--json'], { env })).stdout)[0].id as string;
+    const shadowSession = path.join(shadows, shadowKey(t.dir), 'git', 'agentsnap', 'sessions', id);
+    t.git(['init', '-q', `--object-format=${t.objectFormat}`]);
+    const mine = path.join(t.dir, '.git', 'agentsnap', 'sessions', id);
+    // Another history under the same id: refused.
+    fs.mkdirSync(mine, { recursive: true });
+    fs.writeFileSync(path.join(mine, 'journal.jsonl'), '{"other":true}\n');
+    const clash = await cli(t, ['shadow', 'import'], { env });
+    assert.is(clash.code, 3, clash.stderr);
+    assert.match(clash.stderr, new RegExp(`already has session ${id}`));
+    assert.ok(fs.existsSync(shadowSession), 'the shadow repository is left whole');
+    // The session as an import that stopped after copying it left it: the import goes on.
+    fs.rmSync(mine, { recursive: true });
+    fs.cpSync(shadowSession, mine, { recursive: true });
+    const imp = await cli(t, ['shadow', 'import'], { env });
+    assert.is(imp.code, 0, imp.stderr);
+    assert.equal(listShadows(shadows), []);
+    const log = await cli(t, ['log'], { env });
+    assert.is(log.code, 0, log.stderr);
+    assert.match(log.stdout, /checkpoint {2}done .* one/);
+  } finally {
+    t.cleanup();
+  }
+});
+
 test("shadow: the first snapshot's progress says how many files it adds and how much they weigh (shown after a second on a terminal)", async () => {
   const { t, env } = plainDir({ 'a.txt': 'one\n', 'd/b.txt': 'x'.repeat(2000), 'node_modules/m.js': 'left out\n' });
   try {
