@@ -1,13 +1,13 @@
 // What agentsnap's git hooks (`agentsnap hooks install`) add to the user's own git commands when no agent
 // session is involved (issue 32 item 11): `git commit` of one file, and a rebase of 20 commits (git runs
-// reference-transaction about ten times and post-commit once for each commit it replays). Two throwaway
-// clones of the bench repository (objects shared), one with the hooks installed, one without; the same
-// commands interleaved in both. The hooks' own checks run in full (pre-commit, reference-transaction on the
-// branch); no Node process starts (test/git/hooks-cost.test.ts counts them).
+// post-commit once for each commit it replays, and reference-transaction, installed only with `--strict`, about
+// ten times). Throwaway clones of the bench repository (objects shared): with the hooks, with `--strict`, without
+// hooks, and with hooks of the same names that only exit; the same commands interleaved in all. The hooks' own
+// checks run in full; no Node process starts (test/git/hooks-cost.test.ts counts them).
 import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapCmd, git, interleave, median, run, timed, type Cmd } from './measure.js';
-import { HOOK_NAMES } from '../src/install/git-hooks.js';
+import { HOOK_NAMES, STRICT_HOOKS } from '../src/install/git-hooks.js';
 import { timeRow, type Row, type Scenario, type ScenarioContext, type Target } from './scenarios.js';
 
 const REBASED = 20;
@@ -46,12 +46,16 @@ export const gitHooksScenario: Scenario = {
     const { repo, env } = ctx;
     if (repo.size > 10_000 && !ctx.explicit.has('git-hooks')) return [];
     const withHooks = clone(ctx, 'with');
+    const strictHooks = clone(ctx, 'strict');
     const without = clone(ctx, 'without');
     const emptyHooks = clone(ctx, 'empty');
+    const clones = [withHooks, strictHooks, without, emptyHooks];
     try {
       run(agentsnapCmd(env, withHooks, ['hooks', 'install']));
-      // The floor of any git hook: the same hook names, each `exit 0` (git still forks and execs sh for each).
-      for (const name of HOOK_NAMES) fs.writeFileSync(path.join(emptyHooks, '.git', 'hooks', name), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+      run(agentsnapCmd(env, strictHooks, ['hooks', 'install', '--strict']));
+      // The floor of any git hook: the names `hooks install` installs, each `exit 0` (git still forks and execs sh for each).
+      for (const name of HOOK_NAMES.filter((n) => !STRICT_HOOKS.includes(n)))
+        fs.writeFileSync(path.join(emptyHooks, '.git', 'hooks', name), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
       const gitCmd = (cwd: string, args: string[]): Cmd => ({ file: 'git', args, cwd, env: env.env });
       const commit = (dir: string, name: string) => ({
         name,
@@ -74,9 +78,15 @@ export const gitHooksScenario: Scenario = {
         },
       });
       ctx.log(`  git hooks: git commit of one file, a rebase of ${REBASED} commits, with and without agentsnap's hooks`);
-      for (const dir of [withHooks, without, emptyHooks]) git(env, dir, ['checkout', '-q', 'commits']);
-      const commits = await interleave([commit(withHooks, 'hooks'), commit(without, 'git'), commit(emptyHooks, 'empty')], ctx.runs);
-      const rebases = await interleave([rebase(withHooks, 'hooks'), rebase(without, 'git'), rebase(emptyHooks, 'empty')], ctx.runs);
+      for (const dir of clones) git(env, dir, ['checkout', '-q', 'commits']);
+      const commits = await interleave(
+        [commit(withHooks, 'hooks'), commit(strictHooks, 'strict'), commit(without, 'git'), commit(emptyHooks, 'empty')],
+        ctx.runs,
+      );
+      const rebases = await interleave(
+        [rebase(withHooks, 'hooks'), rebase(strictHooks, 'strict'), rebase(without, 'git'), rebase(emptyHooks, 'empty')],
+        ctx.runs,
+      );
       const figure = (samples: Map<string, number[]>, what: string, baseline: string, target: Target, notes: string[]) => {
         const a = median(samples.get('hooks') ?? []);
         const b = median(samples.get('git') ?? []);
@@ -92,7 +102,8 @@ export const gitHooksScenario: Scenario = {
       };
       const floor = (samples: Map<string, number[]>, r: Row) => {
         const e = median(samples.get('empty') ?? []);
-        return `hooks of the same names that only \`exit 0\` (the floor of any git hook): ${e.toFixed(1)} ms, ${(e / r.baselineMs).toFixed(2)}×`;
+        const strict = median(samples.get('strict') ?? []);
+        return `hooks of the same names that only \`exit 0\` (the floor of any git hook): ${e.toFixed(1)} ms, ${(e / r.baselineMs).toFixed(2)}×; with \`--strict\` (reference-transaction too): ${strict.toFixed(1)} ms, ${(strict / r.baselineMs).toFixed(2)}×`;
       };
       const commitRow = figure(commits, 'git commit (one file), git hooks installed', 'git commit without the hooks', COMMIT_TARGET, []);
       commitRow.notes.push(
@@ -110,7 +121,7 @@ export const gitHooksScenario: Scenario = {
       rebaseRow.notes.push(floor(rebases, rebaseRow));
       return [commitRow, rebaseRow];
     } finally {
-      for (const dir of [withHooks, without, emptyHooks]) fs.rmSync(dir, { recursive: true, force: true });
+      for (const dir of clones) fs.rmSync(dir, { recursive: true, force: true });
     }
   },
 };

@@ -27,15 +27,18 @@ const HOOKS_ACTIONS = ['install', 'uninstall', 'status', 'note-commit'] as const
 /** `agentsnap hooks install|uninstall|status`. */
 export function hooks(
   action: 'install' | 'uninstall' | 'status' | 'note-commit',
-  opts: RepoOptions & { force?: boolean; commits?: string[] } = {},
+  opts: RepoOptions & { force?: boolean; strict?: boolean | undefined; commits?: string[] } = {},
 ): Promise<HooksReport | InstallResult | { note: CommitNote | null }> {
   return asCaller('hooks', async () => {
     if (!HOOKS_ACTIONS.includes(action))
       throw errors.invalidArgument(`unknown hooks action ${JSON.stringify(action)}: use install, uninstall or status.`);
     if (opts.commits?.length && action !== 'note-commit')
       throw errors.invalidArgument(`hooks ${action} takes no commits (${opts.commits.join(' ')}): only note-commit does.`);
+    if (opts.strict !== undefined && action !== 'install')
+      throw errors.invalidArgument(`--${opts.strict ? '' : 'no-'}strict goes with \`hooks install\`.`);
     const repo = await repoFor(opts);
-    if (action === 'install') return installHooks(repo, { force: !!opts.force });
+    if (action === 'install')
+      return installHooks(repo, { force: !!opts.force, ...(opts.strict !== undefined ? { strict: opts.strict } : {}) });
     if (action === 'uninstall') return uninstallHooks(repo);
     if (action === 'status') return hooksStatus(repo);
     // HEAD (post-commit), or each commit a rebase wrote (post-rewrite): the last one's note is returned.

@@ -82,7 +82,7 @@ async function checkHooks(repo: Repo): Promise<Check> {
       check: 'hooks',
       status: 'ok',
       class: 'optional',
-      message: `hooks installed and current in ${r.dir}${chained.length ? ` (chaining ${chained.join(', ')})` : ''}`,
+      message: `hooks installed and current in ${r.dir}${r.strict ? ' (strict)' : ''}${chained.length ? ` (chaining ${chained.join(', ')})` : ''}`,
       data: { dir: r.dir },
     };
   }
@@ -94,12 +94,12 @@ async function checkHooks(repo: Repo): Promise<Check> {
       check: 'hooks',
       status: 'info',
       class: 'optional',
-      message: `the git hooks are not installed in ${r.dir}: they refuse a commit, merge, branch or push that would put an agent snapshot into your history, and note which step wrote each committed line (for \`blame\`)`,
+      message: `the git hooks are not installed in ${r.dir}: they refuse a commit, merge or push that would put an agent snapshot into your history (\`--strict\`: a branch set to one too), and note which step wrote each committed line (for \`blame\`)`,
       setup: 'agentsnap hooks install',
       data: { dir: r.dir, hooks: r.hooks },
     };
   }
-  const bad = r.hooks.filter((h) => h.state !== 'current').map((h) => `${h.name} ${h.state}`);
+  const bad = r.hooks.filter((h) => h.state !== 'current' && !(h.strictOnly && h.state === 'missing')).map((h) => `${h.name} ${h.state}`);
   return {
     check: 'hooks',
     status: 'problem',

@@ -17,6 +17,13 @@ import { refuseInShadow } from '../git/shadow.js';
 /** The git hooks agentsnap installs; one script serves them all (it dispatches on its name). */
 export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit', 'post-rewrite'] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
+/**
+ * Installed only with `hooks install --strict` (issue 32 item 11): git runs reference-transaction about ten times for
+ * each commit a rebase replays, so any such hook, even one that only exits, makes a rebase several times slower.
+ * Without it a snapshot can still become a local branch (reset, fast-forward merge, branch -f), but no commit is made
+ * on one (pre-commit) and none is pushed (pre-push).
+ */
+export const STRICT_HOOKS: readonly HookName[] = ['reference-transaction'];
 
 /** Suffix of a pre-existing hook kept aside and chained (matched by the pre-commit check: `*.agentsnap-*`). */
 export const CHAINED_SUFFIX = '.agentsnap-orig';
@@ -62,6 +69,8 @@ export interface HookStatus {
   name: HookName;
   path: string;
   state: HookState;
+  /** Installed only with `hooks install --strict` (STRICT_HOOKS): missing is not a problem. */
+  strictOnly: boolean;
   /** The hook agentsnap chains to, when one was there before. */
   chained: string | null;
 }
@@ -71,8 +80,10 @@ export interface HooksReport {
   /** core.hooksPath when set. */
   hooksPath: string | null;
   hooks: HookStatus[];
-  /** Every hook is agentsnap's current script. */
+  /** Every hook is agentsnap's current script (a strict-only one may be missing instead). */
   installed: boolean;
+  /** The strict-only hooks are agentsnap's too (`hooks install --strict`). */
+  strict: boolean;
 }
 
 function isOurs(file: string): boolean {
@@ -104,9 +115,23 @@ export async function hooksStatus(repo: Repo): Promise<HooksReport> {
   const hooks = HOOK_NAMES.map((name): HookStatus => {
     const file = path.join(dir, name);
     const chained = `${file}${CHAINED_SUFFIX}`;
-    return { name, path: file, state: stateOf(file, packaged), chained: exists(chained) ? chained : null };
+    return {
+      name,
+      path: file,
+      state: stateOf(file, packaged),
+      strictOnly: STRICT_HOOKS.includes(name),
+      chained: exists(chained) ? chained : null,
+    };
   });
-  return { dir, hooksPath: await configuredHooksPath(repo), hooks, installed: hooks.every((h) => h.state === 'current') };
+  const strictOnes = hooks.filter((h) => h.strictOnly);
+  const strict = strictOnes.every((h) => h.state === 'current' || h.state === 'outdated');
+  return {
+    dir,
+    hooksPath: await configuredHooksPath(repo),
+    hooks,
+    installed: hooks.every((h) => h.state === 'current' || (h.strictOnly && !strict && h.state !== 'outdated')),
+    strict,
+  };
 }
 
 export interface InstallResult extends HooksReport {
@@ -133,15 +158,22 @@ function writeHook(file: string, content: Buffer): void {
   fs.renameSync(tmp, file);
 }
 
-/** `agentsnap hooks install`: idempotent; chains whatever hook was there. */
-export async function installHooks(repo: Repo, opts: { force?: boolean } = {}): Promise<InstallResult> {
+/**
+ * `agentsnap hooks install`: idempotent; chains whatever hook was there. `strict`: true installs the strict-only
+ * hooks too, false takes agentsnap's out (putting back what they chained), undefined leaves them as they are.
+ */
+export async function installHooks(repo: Repo, opts: { force?: boolean; strict?: boolean } = {}): Promise<InstallResult> {
   refuseInShadow(repo, '`hooks install`');
   const dir = await hooksDir(repo);
   const packaged = readPackaged();
-  const plans = HOOK_NAMES.map((name) => {
+  const all = HOOK_NAMES.map((name) => {
     const file = path.join(dir, name);
     return { name, file, chained: `${file}${CHAINED_SUFFIX}`, state: stateOf(file, packaged) };
   });
+  const strictNow = all.filter((p) => STRICT_HOOKS.includes(p.name)).every((p) => p.state === 'current' || p.state === 'outdated');
+  const wantStrict = opts.strict ?? strictNow;
+  const plans = all.filter((p) => wantStrict || !STRICT_HOOKS.includes(p.name));
+  const dropped = wantStrict ? [] : all.filter((p) => STRICT_HOOKS.includes(p.name) && isOurs(p.file));
   // Check everything before changing anything: never half-install.
   for (const p of plans) {
     if (p.state === 'foreign' && exists(p.chained)) {
@@ -153,7 +185,7 @@ export async function installHooks(repo: Repo, opts: { force?: boolean } = {}): 
   }
   const tracked = await trackedFiles(
     repo,
-    plans.filter((p) => p.state !== 'current').map((p) => p.file),
+    [...plans.filter((p) => p.state !== 'current'), ...dropped].map((p) => p.file),
   );
   if (tracked.length > 0 && !opts.force) {
     throw errors.refused(`the hooks directory ${dir} is checked in: installing would change tracked files (${tracked.join(', ')}).`, {
@@ -186,9 +218,20 @@ export async function installHooks(repo: Repo, opts: { force?: boolean } = {}): 
       actions.push({ name: p.name, action: 'installed' });
     }
   }
+  for (const p of dropped) actions.push({ name: p.name, action: removeOurs(p.file, p.chained) });
   // The post-commit hook's notes follow their commits through amend and rebase (post-rewrite then notes a rebase's commits afresh).
   await setNotesRewrite(repo, true);
   return { ...(await hooksStatus(repo)), actions };
+}
+
+/** Takes agentsnap's hook script out, putting back the hook it chained, byte for byte. */
+function removeOurs(file: string, chained: string): 'restored' | 'removed' {
+  if (exists(chained)) {
+    fs.renameSync(chained, file);
+    return 'restored';
+  }
+  fs.unlinkSync(file);
+  return 'removed';
 }
 
 /** `agentsnap hooks uninstall`: removes agentsnap's scripts and puts chained hooks back exactly. */
@@ -197,19 +240,8 @@ export async function uninstallHooks(repo: Repo): Promise<InstallResult> {
   const actions: InstallResult['actions'] = [];
   for (const name of HOOK_NAMES) {
     const file = path.join(dir, name);
-    const chained = `${file}${CHAINED_SUFFIX}`;
-    if (!isOurs(file)) {
-      // Not ours (or absent): leave it, and leave any chained file with it rather than overwrite something.
-      actions.push({ name, action: 'absent' });
-      continue;
-    }
-    if (exists(chained)) {
-      fs.renameSync(chained, file);
-      actions.push({ name, action: 'restored' });
-    } else {
-      fs.unlinkSync(file);
-      actions.push({ name, action: 'removed' });
-    }
+    // Not ours (or absent): left, and any chained file with it rather than overwrite something.
+    actions.push({ name, action: isOurs(file) ? removeOurs(file, `${file}${CHAINED_SUFFIX}`) : 'absent' });
   }
   await setNotesRewrite(repo, false);
   return { ...(await hooksStatus(repo)), actions };

@@ -4,12 +4,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cli, refsUnder, tempRepo, type TempRepo } from '../support/helpers.js';
 
-const HOOKS = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit', 'post-rewrite'];
+/** What `hooks install` installs; `--strict` adds reference-transaction (issue 32 item 11: it slows every rebase). */
+const HOOKS = ['pre-commit', 'pre-merge-commit', 'pre-push', 'post-commit', 'post-rewrite'];
 
-/** A repository with hooks installed and one checkpoint: returns the snapshot commit of step 1. */
+/** A repository with every hook installed (`--strict`) and one checkpoint: returns the snapshot commit of step 1. */
 async function setup(files: Record<string, string> = { 'a.txt': 'one\n' }): Promise<{ repo: TempRepo; snap: string; session: string }> {
   const repo = tempRepo({ files });
-  const inst = await cli(repo, ['hooks', 'install']);
+  const inst = await cli(repo, ['hooks', 'install', '--strict']);
   assert.is(inst.code, 0, inst.stderr);
   repo.write('a.txt', 'two\n');
   const res = await cli(repo, ['snap', '--json']);
@@ -41,7 +42,26 @@ test('install writes the four hooks, is idempotent, and status reports them curr
     );
     const status = await cli(repo, ['hooks', 'status']);
     assert.is(status.code, 0);
-    assert.match(status.stdout, /reference-transaction\s+installed, current/);
+    assert.match(status.stdout, /reference-transaction\s+not installed \(only with `agentsnap hooks install --strict`\)/);
+    assert.not.ok(fs.existsSync(path.join(dir, 'reference-transaction')));
+    // --strict adds it; a plain install keeps it; --no-strict takes it out.
+    const strict = await cli(repo, ['hooks', 'install', '--strict', '--json']);
+    assert.ok(JSON.parse(strict.stdout).strict);
+    assert.match((await cli(repo, ['hooks', 'status'])).stdout, /reference-transaction\s+installed, current/);
+    assert.is((await cli(repo, ['hooks', 'install'])).code, 0);
+    assert.ok(fs.existsSync(path.join(dir, 'reference-transaction')), 'a plain install keeps --strict');
+    const loose = await cli(repo, ['hooks', 'install', '--no-strict', '--json']);
+    assert.equal(
+      JSON.parse(loose.stdout).actions.find((a: { name: string }) => a.name === 'reference-transaction'),
+      {
+        name: 'reference-transaction',
+        action: 'removed',
+      },
+    );
+    assert.not.ok(fs.existsSync(path.join(dir, 'reference-transaction')));
+    assert.ok(JSON.parse(loose.stdout).installed);
+    const wrong = await cli(repo, ['hooks', 'status', '--strict']);
+    assert.is(wrong.code, 2, wrong.stderr);
     // An outdated script is reported and updated.
     fs.appendFileSync(path.join(dir, 'pre-push'), '# old\n');
     assert.match((await cli(repo, ['hooks', 'status'])).stdout, /pre-push\s+installed, outdated/);
@@ -286,7 +306,7 @@ test('an existing hook is chained: its behaviour, refusals and stdin are kept; u
         { bytes: fs.readFileSync(path.join(dir, h)), mode: fs.statSync(path.join(dir, h)).mode },
       ]),
     );
-    const inst = await cli(repo, ['hooks', 'install']);
+    const inst = await cli(repo, ['hooks', 'install', '--strict']);
     assert.is(inst.code, 0, inst.stderr);
     assert.match(inst.stderr, 'chaining the hook that was there');
     assert.match((await cli(repo, ['hooks', 'status'])).stdout, /pre-commit\s+installed, current; chains .*pre-commit\.agentsnap-orig/);
@@ -370,8 +390,8 @@ test('core.hooksPath is respected, and a checked-in hooks directory is not chang
     const outside = path.join(repo.base, 'shared-hooks');
     repo.git(['config', 'core.hooksPath', outside]);
     assert.is((await cli(repo, ['hooks', 'install'])).code, 0);
-    assert.ok(fs.existsSync(path.join(outside, 'reference-transaction')));
-    assert.not.ok(fs.existsSync(path.join(repo.dir, '.git/hooks/reference-transaction')));
+    assert.ok(fs.existsSync(path.join(outside, 'pre-commit')));
+    assert.not.ok(fs.existsSync(path.join(repo.dir, '.git/hooks/pre-commit')));
     repo.git(['config', 'core.hooksPath', '.githooks']);
     const r = await cli(repo, ['hooks', 'install']);
     assert.is(r.code, 3);

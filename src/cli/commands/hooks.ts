@@ -9,13 +9,20 @@ const STATE_TEXT: Record<string, string> = {
   current: 'installed, current',
   outdated: 'installed, outdated (run `agentsnap hooks install`)',
   missing: 'not installed',
+  optional: 'not installed (only with `agentsnap hooks install --strict`)',
   foreign: "not installed (another program's hook is there)",
 };
 
 function printReport(out: Output, r: HooksReport): void {
   out.out(`hooks directory: ${r.dir}${r.hooksPath ? ` (core.hooksPath = ${r.hooksPath})` : ''}`);
   for (const h of r.hooks) {
-    const state = h.state === 'current' ? out.color.green(STATE_TEXT[h.state]) : out.color.yellow(STATE_TEXT[h.state] ?? h.state);
+    const key = h.state === 'missing' && h.strictOnly ? 'optional' : h.state;
+    const state =
+      h.state === 'current'
+        ? out.color.green(STATE_TEXT[key])
+        : h.state === 'missing' && h.strictOnly
+          ? STATE_TEXT[key]
+          : out.color.yellow(STATE_TEXT[key] ?? h.state);
     out.out(`  ${h.name.padEnd(22)} ${state}${h.chained ? `; chains ${h.chained}` : ''}`);
   }
 }
@@ -32,19 +39,32 @@ export const hooksCommand: CommandFactory = (ctx) => ({
       .positional('commits', { type: 'string', array: true, describe: 'note-commit: the commits to note (default HEAD)' })
       .options({
         force: { type: 'boolean', default: false, describe: 'install: change hook files even when the hooks directory is checked in' },
+        strict: {
+          type: 'boolean',
+          describe:
+            'install: also reference-transaction, which refuses a branch or tag set to a snapshot (reset, fast-forward merge, branch -f) but slows a rebase several times; --no-strict takes it out',
+        },
         ...jsonOption,
       })
       .example('$0 hooks install', 'install (chaining any hook already there)')
+      .example('$0 hooks install --strict', 'also refuse a branch or tag set to a snapshot (a rebase gets slower)')
       .example('$0 hooks status --json', 'what is installed where'),
   handler: async (raw) => {
     const argv = raw as unknown as {
       action: 'install' | 'uninstall' | 'status' | 'note-commit';
       commits?: string[];
       force: boolean;
+      strict?: boolean;
       json: boolean;
     };
     const out = ctx.output(argv);
-    const res = await hooks(argv.action, { cwd: ctx.io.cwd, env: ctx.io.env, force: argv.force, commits: argv.commits ?? [] });
+    const res = await hooks(argv.action, {
+      cwd: ctx.io.cwd,
+      env: ctx.io.env,
+      force: argv.force,
+      strict: argv.strict,
+      commits: argv.commits ?? [],
+    });
     if (out.json) {
       out.printJson(res);
       return;
