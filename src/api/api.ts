@@ -47,7 +47,7 @@ import { environmentAt, type StepEnvironment } from '../session/environment.js';
 import { agentProcesses, type AgentProcess } from '../session/processes.js';
 import { loadSettings } from '../settings/settings.js';
 import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from '../check/check.js';
-import { refuseInShadow } from '../git/shadow.js';
+import { leftBehindHint, refuseInShadow, setAsideShadows, shadowLeftBehind } from '../git/shadow.js';
 
 export interface RepoOptions {
   /** Directory inside the worktree (default: process.cwd()). */
@@ -103,6 +103,8 @@ export interface SnapOutcome extends SnapshotResult {
   ref: string;
   /** The shadow repository's directory, when the worktree is in no git repository (issue 33). */
   shadow?: string;
+  /** A shadow kept for another directory at this path, set aside when this call made its own. */
+  shadowSetAside?: string;
 }
 
 /** `agentsnap snap`: a checkpoint, or the pre or post snapshot of a tool call. */
@@ -160,6 +162,7 @@ export async function snap(opts: SnapOptions = {}): Promise<SnapOutcome> {
     startedSession: created !== null,
     ref: stepRef(id, res.step),
     ...(repo.shadow ? { shadow: repo.shadow.dir } : {}),
+    ...(repo.shadow?.setAside ? { shadowSetAside: repo.shadow.setAside } : {}),
   };
 }
 
@@ -298,11 +301,15 @@ export async function gc(opts: GcCommandOptions = {}): Promise<GcReport> {
     force: !!opts.force,
     keepNotesRewrite: hooksInstalled,
   });
-  // In a shadow repository's directory, everything agentsnap put there is the shadow repository: it goes whole.
-  if (opts.all && repo.shadow && report.refused.length === 0) {
-    report.removedShadow = repo.shadow.dir;
-    if (!opts.dryRun) fs.rmSync(repo.shadow.dir, { recursive: true, force: true });
-    report.after = 0;
+  // In a shadow repository's directory, everything agentsnap put there is the shadow repository: it goes whole, with
+  // those set aside at this path (kept for directories that were here before). A shadow left behind by `git init`
+  // is left for `shadow import`, and said so.
+  if (opts.all && report.refused.length === 0) {
+    report.removedShadows = [...(repo.shadow ? [repo.shadow.dir] : []), ...setAsideShadows(repo.worktree, repo.callerEnv)];
+    if (!opts.dryRun) for (const d of report.removedShadows) fs.rmSync(d, { recursive: true, force: true });
+    if (repo.shadow) report.after = 0;
+    const left = shadowLeftBehind(repo);
+    if (left) report.left.push(`the shadow repository ${left.shadow.dir} from before \`git init\`: ${leftBehindHint(left, repo.worktree)}`);
   }
   if (hooks && hooksInstalled) report.left.push(`agentsnap's git hooks in ${hooks.dir}: \`agentsnap hooks uninstall\` takes them out`);
   if (opts.all)

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { openRepo } from '../git/repo.js';
-import { createShadow, shadowLeftBehind } from '../git/shadow.js';
+import { createShadow, leftBehindHint, setAsideShadows, shadowLeftBehind } from '../git/shadow.js';
 import { importShadow, type ShadowImportResult } from '../session/shadow-import.js';
 import type { RepoOptions } from './api.js';
 
@@ -20,8 +20,12 @@ export interface ShadowReport {
   gitDir: string | null;
   /** What its snapshots leave out besides the directory's .gitignore files and agentsnap.exclude: its info/exclude. */
   excludes: string[];
-  /** In a git repository: a shadow repository kept for the worktree from before `git init` (`shadow import` carries it over). */
+  /** In a git repository: a shadow repository kept from before `git init` (for its top: `shadow import` carries it over). */
   leftBehind: string | null;
+  /** What to do about it. */
+  leftBehindHint: string | null;
+  /** Shadows kept for directories that were at this path before, set aside (`gc --all` removes them). */
+  setAside: string[];
 }
 
 /** The lines of an exclude file that are patterns (comments and blank lines left out). */
@@ -42,7 +46,15 @@ export async function shadowShow(opts: RepoOptions = {}): Promise<ShadowReport> 
   const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
   if (!repo.shadow) {
     const left = shadowLeftBehind(repo);
-    return { worktree: repo.worktree, shadow: null, gitDir: null, excludes: [], leftBehind: left?.dir ?? null };
+    return {
+      worktree: repo.worktree,
+      shadow: null,
+      gitDir: null,
+      excludes: [],
+      leftBehind: left?.shadow.dir ?? null,
+      leftBehindHint: left ? leftBehindHint(left, repo.worktree) : null,
+      setAside: [],
+    };
   }
   return {
     worktree: repo.worktree,
@@ -50,6 +62,8 @@ export async function shadowShow(opts: RepoOptions = {}): Promise<ShadowReport> 
     gitDir: repo.shadow.gitDir,
     excludes: patterns(path.join(repo.shadow.gitDir, 'info', 'exclude')),
     leftBehind: null,
+    leftBehindHint: null,
+    setAside: setAsideShadows(repo.worktree, repo.callerEnv),
   };
 }
 

@@ -241,6 +241,6 @@ export async function status(opts: SessionOptions = {}): Promise<
     source,
     watcher: server ? readWatchState(server.runDir, server.pid) : null,
     shadow: repo.shadow?.dir ?? null,
-    shadowLeftBehind: shadowLeftBehind(repo)?.dir ?? null,
+    shadowLeftBehind: shadowLeftBehind(repo)?.shadow.dir ?? null,
   };
 }

@@ -189,3 +189,8 @@ export function processLine(p: AgentProcess & { stopped?: StopResult }): string 
           : `  — stopped (${p.stopped === 'killed' ? 'SIGKILL' : 'SIGTERM'})`;
   return `pid ${p.pid}  ${printablePath(p.command)}  (started by step ${p.step}${ports})${stopped}`;
 }
+
+/** The warning when a new shadow repository set aside one kept for another directory at the same path. */
+export function setAsideNote(dir: string): string {
+  return `the shadow repository kept at this path was made for another directory (removed or replaced since): it is set aside as ${printablePath(dir)}, not deleted; \`agentsnap gc --all\` here removes it`;
+}

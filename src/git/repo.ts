@@ -8,7 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import { realpathSync, statSync } from 'node:fs';
 import { errors, type AgentsnapError } from '../base/errors.js';
 import { cleanGitEnv, runGit, type GitOptions, type GitResult } from './run.js';
-import { createShadow, findShadow, type Shadow } from './shadow.js';
+import { createShadow, findShadow, namedShadow, type Shadow } from './shadow.js';
 
 export const MIN_GIT_VERSION = '2.30.0';
 
@@ -120,7 +120,17 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
     '--show-toplevel',
     '--show-prefix',
   ];
-  let res = await runGit(OPEN, { cwd, env, okCodes: [128] });
+  // A wrap in a shadow repository's directory names it to its agent (AGENTSNAP_SHADOW): the run's calls go on
+  // recording there even after the agent runs `git init` (then `shadow import` carries the session over).
+  const pinned =
+    callerEnv.AGENTSNAP_SHADOW && !callerEnv.GIT_DIR && !shadowsOff(callerEnv)
+      ? namedShadow(callerEnv.AGENTSNAP_SHADOW, cwd, callerEnv)
+      : null;
+  let res = await runGit(OPEN, {
+    cwd,
+    env: pinned ? { ...env, GIT_DIR: pinned.gitDir, GIT_WORK_TREE: pinned.worktree } : env,
+    okCodes: [128],
+  });
   // The "dotfiles" layout: a repository whose git dir is elsewhere ($HOME/.cfg), named by GIT_DIR (with
   // GIT_WORK_TREE or core.worktree). Found by nothing else, so taken from the caller only then: where a
   // .git is found, agentsnap keeps working on it as before.
@@ -130,8 +140,8 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   const viaGitDir = !!named && res.code !== 0 && /not a git repository/i.test(res.stderr);
   if (viaGitDir) res = await openNamedGitDir(cwd, env, named, OPEN);
   // In no repository at all: the shadow repository kept for this directory (or made for it, by a command that snapshots).
-  let shadow: Shadow | null = null;
-  if (!named && res.code !== 0 && /not a git repository/i.test(res.stderr) && !shadowsOff(callerEnv)) {
+  let shadow: Shadow | null = pinned;
+  if (!pinned && !named && res.code !== 0 && /not a git repository/i.test(res.stderr) && !shadowsOff(callerEnv)) {
     shadow = findShadow(cwd, callerEnv) ?? (options.shadow === 'create' ? await createShadow(cwd, callerEnv) : null);
     if (shadow) res = await runGit(OPEN, { cwd, env: { ...env, GIT_DIR: shadow.gitDir, GIT_WORK_TREE: shadow.worktree }, okCodes: [128] });
   }

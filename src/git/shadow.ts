@@ -1,20 +1,25 @@
-// Shadow repositories (issue 33): agentsnap in a directory that is not in any git repository. The directory gets
+// Shadow repositories (issue 33): agentsnap in a directory that is in no git repository. The directory gets
 // a git dir of its own kept outside it, under `$XDG_STATE_HOME/agentsnap/shadows/<name>-<hash of its real path>/`
-// (`git/`, and `origin.json`: the directory's real path and inode), and is opened through it as the "dotfiles"
-// layout is (GIT_DIR + GIT_WORK_TREE): everything else in agentsnap works on it unchanged. Nothing is written into
-// the directory itself.
+// (`git/`, and `origin.json`: the directory's real path, device, inode and birth time), and is opened through it as
+// the "dotfiles" layout is (GIT_DIR + GIT_WORK_TREE): everything else in agentsnap works on it unchanged. Nothing
+// is written into the directory itself.
 //
 // Why each check:
-//   - The key is the real path, and origin.json's inode must match: a directory removed and made again at the same
-//     path (or another one moved there) is not the one the shadow recorded, so it is not used for it.
+//   - The key is the real path, and origin.json's inode (with the birth time where the filesystem has one, else the
+//     device) must match: a directory removed and made again at the same path (or another one moved or mounted
+//     there) is not the one the shadow recorded, so it is not given its sessions; its shadow is set aside, said so.
 //   - Git trusts a GIT_DIR it is given (safe.directory is checked only when it discovers one), and a git dir's
 //     config can name programs git runs (core.fsmonitor, hooks): every directory from `agentsnap/` down must be the
-//     user's own, not a link, and writable by nobody else, or no shadow is found (and none is created there).
-//   - A home directory or `/` is a million unrelated files: a shadow is made there only when asked with --force.
+//     user's own, not a link, and writable by nobody else, and no other user may rename anything above it (each
+//     ancestor is the user's or root's, and writable by others only when sticky), as ssh's StrictModes asks of
+//     ~/.ssh. A shadow that fails this is refused (exit 3) and left as it is, never set aside or replaced.
+//   - A home directory, `/`, a directory above home and a world-writable one (/tmp) hold other people's or
+//     unrelated files: a shadow is made there only when asked with --force.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { errors } from '../base/errors.js';
+import { acquireLock } from '../base/lock.js';
 import { cleanGitEnv, runGit } from './run.js';
 
 /** A shadow repository: where its git dir is, and the directory it records. */
@@ -25,11 +30,16 @@ export interface Shadow {
   readonly gitDir: string;
   /** The directory it records (GIT_WORK_TREE): a real path. */
   readonly worktree: string;
+  /** Set when this open made the shadow and set aside one kept for another directory at this path (see createShadow). */
+  readonly setAside?: string;
 }
 
 interface Origin {
   path: string;
   ino: number;
+  dev?: number;
+  /** Birth time in ms (0: the filesystem gives none). */
+  btime?: number;
   created: string;
 }
 
@@ -78,32 +88,84 @@ export function shadowKey(realDir: string): string {
 const euid = (): number | null => (typeof process.geteuid === 'function' ? process.geteuid() : null);
 
 /** A directory only this user can change: owned by the effective uid, not a link, writable by no one else. */
-function ownDir(p: string): boolean {
+function ownDir(p: string): string | null {
   const st = fs.lstatSync(p, { throwIfNoEntry: false });
-  if (!st || !st.isDirectory()) return false;
+  if (!st || !st.isDirectory()) return `${p} is not a directory (a link or missing)`;
   const uid = euid();
-  return (uid === null || st.uid === uid) && (st.mode & 0o022) === 0;
+  if (uid !== null && st.uid !== uid) return `${p} is owned by uid ${st.uid}, not by you`;
+  if ((st.mode & 0o022) !== 0) return `${p} is writable by others (mode ${(st.mode & 0o7777).toString(8)})`;
+  return null;
 }
 
-/** The parent of `agentsnap/`: it may be shared (root's, or sticky like /tmp), but no one else may rename our directory in it. */
-function safeParent(p: string): boolean {
-  const st = fs.statSync(p, { throwIfNoEntry: false });
-  if (!st || !st.isDirectory()) return false;
+/** A group whose only member is this user (a "user private group"): its write bit lets no one else in. */
+function privateGroup(gid: number): boolean {
   const uid = euid();
-  if (uid !== null && st.uid !== uid && st.uid !== 0) return false;
-  return (st.mode & 0o002) === 0 || (st.mode & 0o1000) !== 0;
+  try {
+    const group = fs
+      .readFileSync('/etc/group', 'utf8')
+      .split('\n')
+      .map((l) => l.split(':'))
+      .find((f) => Number(f[2]) === gid);
+    if (!group || (group[3] ?? '').trim() !== '') return false;
+    const primary = fs
+      .readFileSync('/etc/passwd', 'utf8')
+      .split('\n')
+      .map((l) => l.split(':'))
+      .filter((f) => Number(f[3]) === gid);
+    return primary.length === 1 && Number(primary[0]?.[2]) === uid;
+  } catch {
+    return false;
+  }
 }
 
-/** Whether the chain `<parent of agentsnap>/agentsnap/shadows[/<key>[/git]]` is the user's own (see the header). */
-function trustedChain(root: string, below: string[]): boolean {
+/**
+ * The directories above `agentsnap/` (its real path's ancestors, up to /): each is the user's or root's, and no
+ * one else may write in it, unless it is sticky (as /tmp is: only an entry's owner renames it).
+ */
+function ancestorsRefusal(dir: string): string | null {
+  const uid = euid();
+  for (let p = dir; ; p = path.dirname(p)) {
+    const st = fs.lstatSync(p, { throwIfNoEntry: false });
+    if (!st || !st.isDirectory()) return `${p} is not a directory`;
+    if (uid !== null && st.uid !== uid && st.uid !== 0) return `${p} is owned by uid ${st.uid}`;
+    const sticky = (st.mode & 0o1000) !== 0;
+    if (!sticky && (st.mode & 0o002) !== 0) return `${p} is writable by everyone`;
+    if (!sticky && (st.mode & 0o020) !== 0 && !privateGroup(st.gid)) return `${p} is writable by its group (gid ${st.gid})`;
+    if (path.dirname(p) === p) return null;
+  }
+}
+
+/** Why the chain `<ancestors>/agentsnap/shadows[/<below>...]` is not the user's alone (see the header), or null. */
+function chainRefusal(root: string, below: string[]): string | null {
   const agentsnapDir = path.dirname(root);
-  if (!safeParent(path.dirname(agentsnapDir)) || !ownDir(agentsnapDir) || !ownDir(root)) return false;
+  const why = ancestorsRefusal(path.dirname(agentsnapDir)) ?? ownDir(agentsnapDir) ?? ownDir(root);
+  if (why) return why;
   let p = root;
   for (const part of below) {
     p = path.join(p, part);
-    if (!ownDir(p)) return false;
+    const bad = ownDir(p);
+    if (bad) return bad;
   }
-  return true;
+  return null;
+}
+
+/** The real path of `p`, whose last components may not exist yet (they are taken as they are). */
+function realpathLoose(p: string): string {
+  const rest: string[] = [];
+  for (let q = p; ; q = path.dirname(q)) {
+    try {
+      return path.join(fs.realpathSync(q), ...rest.reverse());
+    } catch {
+      if (path.dirname(q) === q) return p;
+      rest.push(path.basename(q));
+    }
+  }
+}
+
+/** `shadowsRoot(env)` as a real path (HOME may be reached through a link: /home -> /var/home). */
+function realShadowsRoot(env: NodeJS.ProcessEnv): string | null {
+  const root = shadowsRoot(env);
+  return root ? realpathLoose(root) : null;
 }
 
 function readOrigin(file: string): Origin | null {
@@ -118,18 +180,47 @@ function readOrigin(file: string): Origin | null {
   }
 }
 
-/** The shadow recorded for exactly `realDir` (a real path), if there is one and it is trustworthy and still this directory's. */
-export function shadowOf(realDir: string, env: NodeJS.ProcessEnv): Shadow | null {
-  const root = shadowsRoot(env);
-  if (!root) return null;
+/** Whether `st` is the directory `origin` recorded: its inode, and its birth time where both have one, else its device. */
+function sameDirectory(origin: Origin, realDir: string, st: fs.Stats): boolean {
+  if (origin.path !== realDir || origin.ino !== st.ino) return false;
+  const btime = Math.round(st.birthtimeMs);
+  if (origin.btime && btime) return origin.btime === btime;
+  return origin.dev === undefined || origin.dev === st.dev;
+}
+
+/** What is kept for exactly `realDir`: its shadow, nothing, one another user could change, or one of another directory. */
+type Inspected =
+  | { kind: 'ok'; shadow: Shadow }
+  | { kind: 'none' }
+  | { kind: 'untrusted'; dir: string; why: string }
+  | { kind: 'other'; dir: string };
+
+function inspectShadow(realDir: string, root: string): Inspected {
   const key = shadowKey(realDir);
   const dir = path.join(root, key);
-  if (!fs.existsSync(path.join(dir, 'origin.json'))) return null;
-  if (!trustedChain(root, [key, 'git'])) return null;
+  if (!fs.existsSync(dir)) return { kind: 'none' };
+  const why = chainRefusal(root, [key, 'git']);
+  if (why) return { kind: 'untrusted', dir, why };
   const origin = readOrigin(path.join(dir, 'origin.json'));
   const st = fs.statSync(realDir, { throwIfNoEntry: false });
-  if (!origin || !st || origin.path !== realDir || origin.ino !== st.ino) return null;
-  return { dir, gitDir: path.join(dir, 'git'), worktree: realDir };
+  if (!origin || !st || !sameDirectory(origin, realDir, st)) return { kind: 'other', dir };
+  return { kind: 'ok', shadow: { dir, gitDir: path.join(dir, 'git'), worktree: realDir } };
+}
+
+function untrustedShadow(dir: string, why: string): Error {
+  return errors.refused(`the shadow repository ${dir} is not used: ${why}, so another user could change what git runs there.`, {
+    hint: `Make it yours alone (\`chmod -R go-w ${dir}\`, and the directories above it), or set XDG_STATE_HOME to a private directory. Nothing was changed.`,
+    data: { shadow: dir, why },
+  });
+}
+
+/** The shadow recorded for exactly `realDir` (a real path), if there is one and it is still this directory's; throws when one is there that another user could change. */
+export function shadowOf(realDir: string, env: NodeJS.ProcessEnv): Shadow | null {
+  const root = realShadowsRoot(env);
+  if (!root) return null;
+  const found = inspectShadow(realDir, root);
+  if (found.kind === 'untrusted') throw untrustedShadow(found.dir, found.why);
+  return found.kind === 'ok' ? found.shadow : null;
 }
 
 /** The shadow of `cwd` or of its nearest ancestor that has one (how git finds a .git above it). */
@@ -149,14 +240,30 @@ export function findShadow(cwd: string, env: NodeJS.ProcessEnv): Shadow | null {
   }
 }
 
+/** The shadow kept in `gitDir` (AGENTSNAP_SHADOW, which a wrap hands its agent), if it is a trusted one recording `cwd` or an ancestor. */
+export function namedShadow(gitDir: string, cwd: string, env: NodeJS.ProcessEnv): Shadow | null {
+  const root = realShadowsRoot(env);
+  if (!root || path.dirname(path.dirname(gitDir)) !== root) return null;
+  const origin = readOrigin(path.join(path.dirname(gitDir), 'origin.json'));
+  if (!origin) return null;
+  let real: string;
+  try {
+    real = fs.realpathSync(cwd);
+  } catch {
+    return null;
+  }
+  const rel = path.relative(origin.path, real);
+  if (rel.startsWith('..') || path.isAbsolute(rel)) return null;
+  const shadow = shadowOf(origin.path, env);
+  return shadow && shadow.gitDir === gitDir ? shadow : null;
+}
+
 /** Why a shadow cannot be made for `realDir`, or null. */
 function shadowRefusal(realDir: string, root: string, env: NodeJS.ProcessEnv, force: boolean): Error | null {
-  const home = env.HOME ? (fs.existsSync(env.HOME) ? fs.realpathSync(env.HOME) : env.HOME) : null;
-  if (!force && (realDir === path.parse(realDir).root || realDir === home)) {
-    const what = realDir === home ? 'your home directory' : 'the root directory';
-    return errors.refused(`${realDir} is not in a git repository, and agentsnap does not snapshot ${what} unless asked.`, {
-      hint: 'Run agentsnap in the project directory, or create a shadow repository here anyway with `agentsnap shadow create --force`.',
-      data: { dir: realDir, reason: 'home-or-root' },
+  if (realDir.includes('\n')) {
+    return errors.unsupportedPath(`the directory's path holds a newline (${JSON.stringify(realDir)}): agentsnap cannot work in it.`, {
+      hint: 'Rename the directory so that its path holds no newline.',
+      data: { cwd: realDir },
     });
   }
   const below = path.relative(root, realDir);
@@ -166,7 +273,26 @@ function shadowRefusal(realDir: string, root: string, env: NodeJS.ProcessEnv, fo
       data: { dir: realDir, reason: 'inside-shadows' },
     });
   }
-  return null;
+  if (force) return null;
+  const home = env.HOME && path.isAbsolute(env.HOME) ? realpathLoose(env.HOME) : null;
+  const aboveHome = home !== null && home !== realDir && !path.relative(realDir, home).startsWith('..');
+  const st = fs.statSync(realDir);
+  const shared = (st.mode & 0o002) !== 0;
+  const what =
+    realDir === path.parse(realDir).root
+      ? 'the root directory'
+      : realDir === home
+        ? 'your home directory'
+        : aboveHome
+          ? 'a directory above your home directory'
+          : shared
+            ? 'a directory everyone can write in'
+            : null;
+  if (!what) return null;
+  return errors.refused(`${realDir} is not in a git repository, and agentsnap does not snapshot ${what} unless asked.`, {
+    hint: 'Run agentsnap in the project directory, or create a shadow repository here anyway with `agentsnap shadow create --force`.',
+    data: { dir: realDir, reason: 'home-or-root' },
+  });
 }
 
 /** Makes `dir` and its missing parents 0700 (whatever the umask). */
@@ -185,13 +311,15 @@ function mkdirPrivate(dir: string): void {
 
 /**
  * The shadow of `cwd` (its real path), made when there is none: a git dir with the directory as its worktree and
- * the default excludes. Two commands that make it at once get the same one (each builds it aside, then renames).
+ * the default excludes, built aside and renamed into place under a lock (two commands that make it at once get the
+ * same one). One kept for another directory at this path (origin.json does not match) is set aside, never deleted,
+ * and said so (`setAside`); one another user could change is refused.
  */
 export async function createShadow(cwd: string, env: NodeJS.ProcessEnv, opts: { force?: boolean } = {}): Promise<Shadow> {
   const realDir = fs.realpathSync(cwd);
   const existing = shadowOf(realDir, env);
   if (existing) return existing;
-  const root = shadowsRoot(env);
+  const root = realShadowsRoot(env);
   if (!root) {
     throw errors.notARepository(`${realDir} is not in a git repository, and there is no home directory to keep a shadow repository in.`, {
       hint: 'Set HOME (or XDG_STATE_HOME), or run agentsnap in a git repository (`git init`).',
@@ -201,23 +329,41 @@ export async function createShadow(cwd: string, env: NodeJS.ProcessEnv, opts: { 
   const refusal = shadowRefusal(realDir, root, env, !!opts.force);
   if (refusal) throw refusal;
   mkdirPrivate(root);
-  if (!trustedChain(root, [])) {
+  const why = chainRefusal(root, []);
+  if (why) {
     throw errors.refused(
-      `agentsnap's shadow repositories directory ${root} is not yours alone (owner, mode or a link): agentsnap does not keep a repository there.`,
+      `agentsnap's shadow repositories directory ${root} is not yours alone: ${why}; agentsnap does not keep a repository there.`,
       {
-        hint: `Make ${path.dirname(root)} and ${root} directories owned by you with mode 0700, or set XDG_STATE_HOME to a private directory.`,
-        data: { dir: root },
+        hint: `Make ${path.dirname(root)} and ${root} directories owned by you with mode 0700 (and no directory above them writable by others), or set XDG_STATE_HOME to a private directory.`,
+        data: { dir: root, why },
       },
     );
   }
   const key = shadowKey(realDir);
   const dir = path.join(root, key);
-  const st = fs.statSync(realDir);
-  if (fs.existsSync(dir)) {
-    // The path's shadow belongs to another directory that was here (or its origin is unreadable): kept, set aside.
-    fs.renameSync(dir, path.join(root, `${key}.replaced-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`));
+  const lock = await acquireLock(path.join(root, `.${key}.lock`), { timeoutMs: 30_000, purpose: 'shadow create' });
+  let setAside: string | undefined;
+  try {
+    const now = inspectShadow(realDir, root);
+    if (now.kind === 'ok') return now.shadow; // another command made it meanwhile
+    if (now.kind === 'untrusted') throw untrustedShadow(now.dir, now.why);
+    if (now.kind === 'other') {
+      setAside = path.join(root, `${key}.replaced-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`);
+      fs.renameSync(dir, setAside);
+    }
+    await buildShadow(realDir, root, dir, env);
+  } finally {
+    lock.release();
   }
-  const tmp = path.join(root, `.tmp-${key}-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const made = shadowOf(realDir, env);
+  if (!made) throw errors.internal(`the shadow repository for ${realDir} was made in ${dir} but cannot be opened.`, { data: { dir } });
+  return setAside ? { ...made, setAside } : made;
+}
+
+/** The shadow's git dir and origin.json, built in a temporary directory and renamed to `dir`. */
+async function buildShadow(realDir: string, root: string, dir: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const st = fs.statSync(realDir);
+  const tmp = path.join(root, `.tmp-${path.basename(dir)}-${process.pid}-${randomBytes(4).toString('hex')}`);
   mkdirPrivate(tmp);
   try {
     const gitDir = path.join(tmp, 'git');
@@ -236,23 +382,29 @@ export async function createShadow(cwd: string, env: NodeJS.ProcessEnv, opts: { 
       `# agentsnap shadow repository of ${realDir}: what its snapshots leave out, besides the directory's .gitignore files.\n${excludes.join('\n')}\n`,
       { mode: 0o600 },
     );
-    const origin: Origin = { path: realDir, ino: st.ino, created: new Date().toISOString() };
+    const origin: Origin = {
+      path: realDir,
+      ino: st.ino,
+      dev: st.dev,
+      btime: Math.round(st.birthtimeMs),
+      created: new Date().toISOString(),
+    };
     fs.writeFileSync(path.join(tmp, 'origin.json'), `${JSON.stringify(origin)}\n`, { mode: 0o600 });
-    try {
-      fs.renameSync(tmp, dir);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
-      // Another command made it first: that one is used.
-    }
+    fs.renameSync(tmp, dir);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-  const made = shadowOf(realDir, env);
-  if (!made) {
-    throw errors.internal(`the shadow repository for ${realDir} was made in ${dir} but cannot be opened.`, { data: { dir } });
-  }
-  return made;
+}
+
+/** The shadows set aside for `realDir`'s path (kept for directories that were there before): `gc --all` there removes them. */
+export function setAsideShadows(realDir: string, env: NodeJS.ProcessEnv): string[] {
+  const root = realShadowsRoot(env);
+  if (!root || !fs.existsSync(root)) return [];
+  const prefix = `${shadowKey(realDir)}.replaced-`;
+  return fs
+    .readdirSync(root)
+    .filter((n) => n.startsWith(prefix))
+    .map((n) => path.join(root, n));
 }
 
 /** Refuses `what` (a command that needs a real repository) in a shadow repository's directory. */
@@ -267,14 +419,41 @@ export function refuseInShadow(repo: { shadow?: Shadow | undefined; worktree: st
   );
 }
 
-/** In a git repository: the shadow repository kept for its worktree from before `git init` (`shadow import` carries it over), if any. */
-export function shadowLeftBehind(repo: { shadow?: Shadow | undefined; worktree: string; callerEnv: NodeJS.ProcessEnv }): Shadow | null {
+/** A shadow repository kept from before `git init`: of the repository's top (`shadow import` carries it over), or of a directory below it. */
+export interface LeftBehind {
+  shadow: Shadow;
+  /** It records the repository's top; else a directory below it, whose snapshots cannot become this repository's. */
+  atTop: boolean;
+}
+
+/**
+ * In a git repository: a shadow repository kept from before `git init` for its top, or for the directory the
+ * command runs in or one between it and the top. Never throws (it only adds a hint).
+ */
+export function shadowLeftBehind(repo: {
+  shadow?: Shadow | undefined;
+  worktree: string;
+  prefix: string;
+  callerEnv: NodeJS.ProcessEnv;
+}): LeftBehind | null {
   if (repo.shadow) return null;
-  let real: string;
   try {
-    real = fs.realpathSync(repo.worktree);
+    const top = fs.realpathSync(repo.worktree);
+    const atTop = shadowOf(top, repo.callerEnv);
+    if (atTop) return { shadow: atTop, atTop: true };
+    for (let dir = path.resolve(top, repo.prefix); dir !== top && dir.startsWith(`${top}${path.sep}`); dir = path.dirname(dir)) {
+      const below = shadowOf(dir, repo.callerEnv);
+      if (below) return { shadow: below, atTop: false };
+    }
+    return null;
   } catch {
     return null;
   }
-  return shadowOf(real, repo.callerEnv);
+}
+
+/** What to say about a shadow repository left behind by `git init` (the hint of log, status and `shadow import`). */
+export function leftBehindHint(left: LeftBehind, top: string): string {
+  return left.atTop
+    ? 'Its earlier sessions are in the shadow repository agentsnap kept before `git init`: `agentsnap shadow import` carries them over.'
+    : `The shadow repository agentsnap kept for ${left.shadow.worktree} before \`git init\` in ${top} holds its earlier sessions; it records ${left.shadow.worktree} as its top, so they cannot become this repository's (make ${left.shadow.worktree} a repository of its own to import them).`;
 }

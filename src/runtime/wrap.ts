@@ -97,6 +97,8 @@ export interface WrapStart {
   warnings: string[];
   /** The shadow repository the snapshots go to (the worktree is in no git repository), else null. */
   shadow: string | null;
+  /** A shadow kept for another directory at this path, set aside when this run made its own (git/shadow.ts). */
+  shadowSetAside: string | null;
 }
 
 export interface WrapResult {
@@ -470,6 +472,7 @@ export async function beginWrap(opts: WrapOptions): Promise<WrapRun> {
     sessionWorktree: inWorktree,
     warnings: begun.warnings,
     shadow: repo.shadow?.dir ?? null,
+    shadowSetAside: repo.shadow?.setAside ?? null,
   });
   const env = agentEnvironment(opts, begun, agent, hooks.agentEnv);
   const endWarnings: string[] = [];
@@ -696,6 +699,8 @@ function agentEnvironment(opts: WrapOptions, begun: BegunWrapSession, agent: Age
     PWD: path.resolve(begun.cwd),
     AGENTSNAP_SESSION: begun.session,
     AGENTSNAP_WORKTREE: begun.repo.worktree,
+    // In a shadow repository's directory: its calls keep going there even if the agent runs `git init` (git/shadow.ts).
+    ...(begun.repo.shadow ? { AGENTSNAP_SHADOW: begun.repo.shadow.gitDir } : {}),
     AGENTSNAP_BIN,
     AGENTSNAP_NODE: process.execPath,
     AGENTSNAP_AGENT: agent,

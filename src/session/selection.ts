@@ -14,7 +14,7 @@ import { sessionIdProblem } from '../base/ids.js';
 import { sessionIds } from './refs.js';
 import { commandText } from '../agents/describe.js';
 import { type SessionState, loadSession, loadState, loadSessionExists } from './state.js';
-import { shadowLeftBehind } from '../git/shadow.js';
+import { leftBehindHint, shadowLeftBehind } from '../git/shadow.js';
 
 export interface SessionSummary {
   id: string;
@@ -173,13 +173,16 @@ export async function selectSession(repo: Repo, opts: SelectOptions = {}): Promi
   const recent = mine.find((s) => !(s.status === 'ended' && s.steps === 0 && recordedNothing(repo, s.id))) ?? mine[0];
   if (!recent) {
     throw errors.noSession(`no agentsnap session in this worktree (${repo.worktree}).`, {
-      hint: shadowLeftBehind(repo)
-        ? 'Its earlier sessions are in the shadow repository agentsnap kept before `git init`: `agentsnap shadow import` carries them over.'
-        : 'Start one with `agentsnap wrap -- <agent>` or `agentsnap snap`.',
+      hint: leftBehindHintOf(repo) ?? 'Start one with `agentsnap wrap -- <agent>` or `agentsnap snap`.',
       data: { worktree: repo.worktree },
     });
   }
   return { id: recent.id, source: 'recent' };
+}
+
+function leftBehindHintOf(repo: Repo): string | null {
+  const left = shadowLeftBehind(repo);
+  return left ? leftBehindHint(left, repo.worktree) : null;
 }
 
 /** The session's head is its baseline's tree: nothing happened in it. */

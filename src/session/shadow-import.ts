@@ -8,7 +8,7 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { sessionFiles, stateLayout } from '../base/state-dir.js';
 import { openShadowRepo, type Repo } from '../git/repo.js';
-import { shadowLeftBehind } from '../git/shadow.js';
+import { leftBehindHint, shadowLeftBehind } from '../git/shadow.js';
 import { META_REF_PREFIX, STEP_REF_PREFIX } from './refs.js';
 import { listSessions } from './selection.js';
 
@@ -16,7 +16,22 @@ export interface ShadowImportResult {
   /** The shadow repository carried over (and removed unless a dry run). */
   shadow: string;
   sessions: string[];
+  /** The shadow's left-out patterns added to this repository's agentsnap.exclude. */
+  excludes: string[];
   dryRun: boolean;
+}
+
+/** The patterns of an exclude file (comments and blank lines left out). */
+function excludeLines(file: string): string[] {
+  try {
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
+  } catch {
+    return [];
+  }
 }
 
 function sameBytes(a: string, b: string): boolean {
@@ -35,7 +50,17 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
       data: { worktree: repo.worktree },
     });
   }
-  const shadow = shadowLeftBehind(repo);
+  const left = shadowLeftBehind(repo);
+  if (left && !left.atTop) {
+    throw errors.refused(
+      `the shadow repository kept for ${left.shadow.worktree} cannot be carried into the repository at ${repo.worktree}.`,
+      {
+        hint: `${leftBehindHint(left, repo.worktree)} Nothing was changed.`,
+        data: { shadow: left.shadow.dir, of: left.shadow.worktree, worktree: repo.worktree },
+      },
+    );
+  }
+  const shadow = left?.shadow;
   if (!shadow) {
     throw errors.nothingToDo(`agentsnap keeps no shadow repository for ${repo.worktree}: there is nothing to import.`, {
       hint: 'A shadow repository is kept for a directory that was in no git repository when agentsnap first ran there.',
@@ -71,7 +96,12 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
       data: { sessions: taken },
     });
   }
-  if (opts.dryRun) return { shadow: shadow.dir, sessions: ids, dryRun: true };
+  // What the shadow left out (its info/exclude: node_modules/, dist/, …) stays out of this repository's snapshots
+  // too (agentsnap.exclude): else the first snapshot here records it as a change, and an undo of it deletes it.
+  const configured = await repo.git(['config', '--get-all', 'agentsnap.exclude'], { okCodes: [1] });
+  const have = new Set(configured.stdout.toString('utf8').split('\n').filter(Boolean));
+  const excludes = excludeLines(path.join(shadow.gitDir, 'info', 'exclude')).filter((l) => !have.has(l));
+  if (opts.dryRun) return { shadow: shadow.dir, sessions: ids, excludes, dryRun: true };
   // Objects and refs first (the order of every mutation: objects, then what points at them).
   await repo.git([
     '-c',
@@ -95,8 +125,8 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
       // Carried already (an interrupted import), or the repository's own agent-session mapping: it stays.
       if (fs.existsSync(path.join(dst, name))) continue;
       // Copied aside, then renamed into place: a session is there whole or not at all (an import stopped by a
-      // full disk leaves no half session to clash with the next attempt). Links are not carried (agentsnap's
-      // state holds none it wrote, but an agent may have put one there).
+      // full disk leaves no half session to clash with the next attempt). Only directories and regular files are
+      // carried (agentsnap's state holds nothing else it wrote; an agent may have put a link or a FIFO there).
       const aside = path.join(dst, `.importing-${name}-${process.pid}`);
       fs.rmSync(aside, { recursive: true, force: true });
       try {
@@ -104,7 +134,10 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
           recursive: true,
           errorOnExist: true,
           force: false,
-          filter: (p) => !fs.lstatSync(p).isSymbolicLink(),
+          filter: (p) => {
+            const st = fs.lstatSync(p);
+            return st.isDirectory() || st.isFile();
+          },
         });
         fs.renameSync(aside, path.join(dst, name));
       } finally {
@@ -112,6 +145,7 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
       }
     }
   }
+  for (const l of excludes) await repo.git(['config', '--add', 'agentsnap.exclude', l]);
   fs.rmSync(shadow.dir, { recursive: true, force: true });
-  return { shadow: shadow.dir, sessions: ids, dryRun: false };
+  return { shadow: shadow.dir, sessions: ids, excludes, dryRun: false };
 }

@@ -117,8 +117,8 @@ export interface GcReport {
   refused: { session: string; kind: 'in-use' | 'unsaved-work'; reason: string }[];
   /** --all: agentsnap's set-up gc does not take out (git hooks, agents' settings), each with the command that does. */
   left: string[];
-  /** --all in a directory in no git repository: the shadow repository removed whole (src/git/shadow.ts), else null. */
-  removedShadow: string | null;
+  /** --all: the shadow repository of a directory in no git repository, removed whole (src/git/shadow.ts), and those set aside at its path. */
+  removedShadows: string[];
   /** Bytes used by agentsnap's state dir and worktrees. */
   before: number;
   /** After the run (dry run: an estimate). */
@@ -308,7 +308,7 @@ class GcRun {
       removedConfig: [],
       refused: [],
       left: [],
-      removedShadow: null,
+      removedShadows: [],
       before: 0,
       after: 0,
     };

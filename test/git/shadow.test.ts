@@ -5,6 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { agentsnapOnPath, cli, cliProcess, tempRepo, worktreeFiles, type TempRepo } from '../support/helpers.js';
 import { request } from '../support/ui-helpers.js';
 import { startUiServer } from '../../src/ui/server.js';
@@ -238,28 +239,93 @@ test('shadow: a shadows directory another user could change is not used, and no 
     assert.is(res.code, 3, res.stderr);
     assert.match(res.stderr, /is not yours alone/);
     assert.equal(fs.readdirSync(shadows), []);
-    // One made while it was private is not used once the directory above it is opened up.
+    // One made while it was private is refused once it is opened up: not used, not set aside, not replaced.
     fs.chmodSync(shadows, 0o700);
-    assert.is((await cli(t, ['snap', '-q'], { env })).code, 0);
-    fs.chmodSync(path.join(shadows, shadowKey(t.dir)), 0o777);
+    assert.is((await cli(t, ['snap', '-q', '-m', 'precious'], { env })).code, 0);
+    fs.chmodSync(path.join(shadows, shadowKey(t.dir), 'git'), 0o770);
+    for (const args of [['log'], ['snap', '-m', 'next']]) {
+      const r = await cli(t, args, { env });
+      assert.is(r.code, 3, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /the shadow repository .* is not used: .* is writable by others/);
+    }
+    assert.equal(listShadows(shadows), [shadowKey(t.dir)], 'nothing set aside or made');
+    fs.chmodSync(path.join(shadows, shadowKey(t.dir), 'git'), 0o700);
     const log = await cli(t, ['log'], { env });
-    assert.is(log.code, 1);
-    assert.match(log.stderr, /keeps no shadow repository for it yet/);
+    assert.match(log.stdout, /precious/);
+    // A directory above the shadows that another user could write in (not sticky): refused as well.
+    const state = path.join(t.home, '.local', 'state');
+    fs.chmodSync(state, 0o777);
+    assert.is((await cli(t, ['log'], { env })).code, 3);
+    fs.chmodSync(state, 0o1777);
+    assert.is((await cli(t, ['log'], { env })).code, 0, 'a sticky directory lets no one else rename ours');
   } finally {
     t.cleanup();
   }
 });
 
-test('shadow: a directory removed and made again at the same path is not confused with the old one; the old shadow is set aside, not deleted', async () => {
+test('shadow: with HOME reached through a symlink (/home -> /var/home), the shadows directory is still recognised: no shadow of it, and a home shadow leaves it out', async () => {
+  const { t, env, shadows } = plainDir();
+  const link = path.join(t.base, 'homelink');
+  fs.symlinkSync(t.home, link);
+  const henv = { ...env, HOME: link, XDG_STATE_HOME: '' };
+  try {
+    assert.is((await cli(t, ['snap', '-q'], { env: henv })).code, 0);
+    const inside = await cli(t, ['snap', '-q'], { env: henv, cwd: path.join(link, '.local', 'state', 'agentsnap', 'shadows') });
+    assert.is(inside.code, 3, inside.stderr);
+    assert.match(inside.stderr, /inside agentsnap's own shadow repositories/);
+    assert.equal(listShadows(shadows), [shadowKey(t.dir)]);
+    assert.is((await cli(t, ['shadow', 'create', '--force'], { env: henv, cwd: link })).code, 0);
+    assert.is((await cli(t, ['snap', '-q', '-m', 'home'], { env: henv, cwd: link })).code, 0);
+    const show = await cli(t, ['show', '1', '--stat'], { env: henv, cwd: link });
+    assert.not.match(show.stdout, /\.local\/state/, show.stdout);
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('shadow: a world-writable directory (as /tmp) and a path with a newline are refused before any shadow is made', async () => {
+  const { t, env, shadows } = plainDir();
+  try {
+    const shared = path.join(t.base, 'shared');
+    fs.mkdirSync(shared);
+    fs.chmodSync(shared, 0o1777);
+    const r = await cli(t, ['snap'], { env, cwd: shared });
+    assert.is(r.code, 3, r.stderr);
+    assert.match(r.stderr, /does not snapshot a directory everyone can write in unless asked/);
+    const nl = path.join(t.base, 'a\nb');
+    fs.mkdirSync(nl);
+    const n = await cli(t, ['snap'], { env, cwd: nl });
+    assert.is(n.code, 1, n.stderr);
+    assert.match(n.stderr, /holds a newline/);
+    assert.equal(listShadows(shadows), []);
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('shadow: a directory removed and made again (or another moved in) at the same path is not given the old sessions; the old shadow is set aside, said so, listed, and gc --all removes it', async () => {
   const { t, env, shadows } = plainDir();
   try {
     assert.is((await cli(t, ['snap', '-m', 'old'], { env })).code, 0);
-    fs.renameSync(t.dir, `${t.dir}.moved`);
+    // Removed and made again: on ext4 the inode number is often reused at once; the birth time tells them apart.
+    fs.rmSync(t.dir, { recursive: true });
     fs.mkdirSync(t.dir);
     fs.writeFileSync(path.join(t.dir, 'new.txt'), 'new\n');
     const log = await cli(t, ['log'], { env });
-    assert.is(log.code, 1, 'the old sessions are not shown for another directory');
-    assert.is((await cli(t, ['snap', '-m', 'new'], { env })).code, 0);
+    if (fs.statSync(t.dir).birthtimeMs === 0)
+      console.log('  (no birth times on this filesystem: a reused inode is taken for the same directory)');
+    else assert.is(log.code, 1, `the old sessions are shown for another directory:\n${log.stdout}`);
+    // Another directory moved to the path.
+    fs.renameSync(t.dir, `${t.dir}.gone`);
+    fs.mkdirSync(t.dir);
+    fs.writeFileSync(path.join(t.dir, 'new.txt'), 'new\n');
+    assert.is((await cli(t, ['log'], { env })).code, 1);
+    const snap = await cli(t, ['snap', '-m', 'new'], { env });
+    assert.is(snap.code, 0, snap.stderr);
+    assert.match(
+      snap.stderr,
+      /warning: the shadow repository kept at this path was made for another directory .* set aside as .*\.replaced-/,
+    );
     const now = await cli(t, ['log', '--json'], { env });
     assert.is(JSON.parse(now.stdout).length, 1, 'a fresh shadow repository');
     const kept = listShadows(shadows);
@@ -268,6 +334,13 @@ test('shadow: a directory removed and made again at the same path is not confuse
       kept.some((k) => k.startsWith(`${shadowKey(t.dir)}.replaced-`)),
       kept.join(' '),
     );
+    assert.match(
+      (await cli(t, ['shadow'], { env })).stdout,
+      /set aside \(kept for a directory that was at this path before\): .*\.replaced-/,
+    );
+    const gc = await cli(t, ['gc', '--all', '--force'], { env });
+    assert.is(gc.code, 0, gc.stderr);
+    assert.equal(listShadows(shadows), []);
   } finally {
     t.cleanup();
   }
@@ -332,6 +405,90 @@ test('shadow import: one stopped half way goes on where it stopped (a session it
     const log = await cli(t, ['log'], { env });
     assert.is(log.code, 0, log.stderr);
     assert.match(log.stdout, /checkpoint {2}done .* one/);
+  } finally {
+    t.cleanup();
+  }
+});
+
+test("shadow import: what the shadow left out (node_modules/, dist/) stays out of the repository's snapshots: the next undo never deletes it", async () => {
+  const { t, env } = plainDir({ 'f.txt': 'one\n', 'node_modules/dep/index.js': 'dep\n', 'dist/out.js': 'built\n' });
+  try {
+    assert.is((await cli(t, ['snap', '-q'], { env })).code, 0);
+    t.write('f.txt', 'two\n');
+    assert.is((await cli(t, ['snap', '-q'], { env })).code, 0);
+    t.git(['init', '-q', `--object-format=${t.objectFormat}`]);
+    const imp = await cli(t, ['shadow', 'import'], { env });
+    assert.is(imp.code, 0, imp.stderr);
+    assert.match(imp.stdout, /left out of this repository's snapshots what the shadow left out \(agentsnap\.exclude\): node_modules\/ /);
+    t.write('f.txt', 'three\n');
+    assert.is((await cli(t, ['snap', '-q'], { env })).code, 0);
+    const undo = await cli(t, ['undo'], { env });
+    assert.is(undo.code, 0, undo.stderr);
+    assert.is(t.read('f.txt').toString(), 'two\n');
+    assert.is(t.read('node_modules/dep/index.js').toString(), 'dep\n');
+    assert.is(t.read('dist/out.js').toString(), 'built\n');
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('shadow import: `git init` in a parent directory: log says where the sessions are and why they cannot be carried over; import refuses (exit 3), nothing changed', async () => {
+  const { t, env, shadows } = plainDir({ 'sub/a.txt': 'one\n' });
+  const sub = path.join(t.dir, 'sub');
+  try {
+    assert.is((await cli(t, ['snap', '-q'], { env, cwd: sub })).code, 0);
+    t.git(['init', '-q']);
+    const log = await cli(t, ['log'], { env, cwd: sub });
+    assert.is(log.code, 1);
+    assert.match(log.stderr, /records .*sub as its top, so they cannot become this repository's/);
+    const imp = await cli(t, ['shadow', 'import'], { env, cwd: sub });
+    assert.is(imp.code, 3, imp.stderr);
+    assert.match(imp.stderr, /Nothing was changed/);
+    assert.equal(listShadows(shadows), [shadowKey(sub)]);
+  } finally {
+    t.cleanup();
+  }
+});
+
+test("shadow import: what is not a file or directory in the shadow's state (a FIFO an agent left) is not carried and does not stop it", async () => {
+  const { t, env, shadows } = plainDir();
+  try {
+    assert.is((await cli(t, ['snap', '-q'], { env })).code, 0);
+    const sessions = path.join(shadows, shadowKey(t.dir), 'git', 'agentsnap', 'sessions');
+    const [id] = fs.readdirSync(sessions);
+    execFileSync('mkfifo', [path.join(sessions, id as string, 'zz-fifo')]);
+    t.git(['init', '-q', `--object-format=${t.objectFormat}`]);
+    const imp = await cli(t, ['shadow', 'import'], { env });
+    assert.is(imp.code, 0, imp.stderr);
+    assert.not.ok(fs.existsSync(path.join(t.dir, '.git', 'agentsnap', 'sessions', id as string, 'zz-fifo')));
+    assert.ok(fs.existsSync(path.join(t.dir, '.git', 'agentsnap', 'sessions', id as string, 'journal.jsonl')));
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('shadow: an agent that runs `git init` in the middle of a wrap: its later calls are still recorded in the shadow repository, and import carries them over', async () => {
+  const { t, env: ceiling } = plainDir();
+  const env = { ...ceiling, PATH: agentsnapOnPath(t.base) };
+  try {
+    const agent = path.join(t.base, 'agent.sh');
+    fs.writeFileSync(
+      agent,
+      [
+        'set -e',
+        'call() { agentsnap snap --phase pre --tool Bash -q; sh -c "$1"; agentsnap snap --phase post -q; }',
+        `call 'echo two > a.txt'`,
+        `call 'git init -q --object-format=${t.objectFormat}'`,
+        `call 'echo three > a.txt'`,
+      ].join('\n'),
+    );
+    const wrap = await cliProcess(t, ['wrap', '--', 'sh', agent], { env });
+    assert.is(wrap.code, 0, wrap.stderr);
+    assert.not.match(wrap.stderr, /no session/);
+    const imp = await cliProcess(t, ['shadow', 'import'], { env });
+    assert.is(imp.code, 0, imp.stderr);
+    const log = await cliProcess(t, ['log', '--json'], { env });
+    assert.is(JSON.parse(log.stdout).length, 3, log.stdout);
   } finally {
     t.cleanup();
   }

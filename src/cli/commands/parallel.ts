@@ -302,7 +302,7 @@ export const gcCommand: CommandFactory = (ctx) => ({
         `would refuse: session ${r.session}: ${printableLine(r.reason)}: apply, promote or discard it first, or run \`agentsnap gc --all --force\``,
       );
     for (const l of res.left) out.out(`left: ${printableLine(l)}`);
-    if (res.removedShadow) out.out(`${verb} the shadow repository ${printablePath(res.removedShadow)}`);
+    for (const d of res.removedShadows) out.out(`${verb} the shadow repository ${printablePath(d)}`);
     out.out(`${gcSentence(res, verb)}; disk use ${formatSize(res.before)} -> ${formatSize(res.after)}${res.dryRun ? ' (estimate)' : ''}`);
   },
 });

@@ -14,15 +14,13 @@ function printReport(out: Output, r: ShadowReport): void {
   }
   if (r.shadow === null) {
     out.out(`${printablePath(r.worktree)} is a git repository: agentsnap keeps its snapshots there, in no shadow repository.`);
-    if (r.leftBehind)
-      out.out(
-        `a shadow repository from before it was one holds earlier sessions (${printablePath(r.leftBehind)}): \`agentsnap shadow import\` carries them over`,
-      );
+    if (r.leftBehindHint) out.out(printableLine(r.leftBehindHint));
     return;
   }
   out.out(`${printablePath(r.worktree)} is in no git repository: its snapshots are kept in ${printablePath(r.shadow)}`);
   out.out(`left out: the directory's .gitignore files, agentsnap.exclude and ${r.excludes.map(printableLine).join(' ')}`);
   out.out(`(edit ${printablePath(`${r.gitDir}/info/exclude`)}; \`agentsnap gc --all\` here removes the shadow repository)`);
+  for (const d of r.setAside) out.out(`set aside (kept for a directory that was at this path before): ${printablePath(d)}`);
 }
 
 export const shadowCommand: CommandFactory = (ctx) => ({
@@ -61,6 +59,10 @@ export const shadowCommand: CommandFactory = (ctx) => ({
           ? `would carry ${what} over (${r.sessions.join(', ') || 'none'}) and remove ${printablePath(r.shadow)}`
           : `carried ${what} over (${r.sessions.join(', ') || 'none'}); removed the shadow repository ${printablePath(r.shadow)}`,
       );
+      if (r.excludes.length > 0)
+        out.out(
+          `${r.dryRun ? 'would leave' : 'left'} out of this repository's snapshots what the shadow left out (agentsnap.exclude): ${r.excludes.map(printableLine).join(' ')}`,
+        );
       return;
     }
     printReport(out, argv.action === 'create' ? await shadowCreate({ ...base, force: argv.force }) : await shadowShow(base));

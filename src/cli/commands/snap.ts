@@ -1,7 +1,7 @@
 import { end, snap } from '../../api/api.js';
 import type { CommandFactory } from '../context.js';
 import { jsonOption, sessionOption } from '../context.js';
-import { describeSkipped, printablePath } from '../output.js';
+import { describeSkipped, printablePath, setAsideNote } from '../output.js';
 
 interface SnapArgs {
   session?: string;
@@ -64,6 +64,7 @@ export const snapCommand: CommandFactory = (ctx) => ({
     if (res.startedSession) out.note(`agentsnap: started session ${res.session} (baseline refs/agent/${res.session}/0)`);
     if (res.startedSession && res.shadow)
       out.note(`agentsnap: this directory is in no git repository: its snapshots are kept in ${printablePath(res.shadow)}`);
+    if (res.shadowSetAside) out.err(`agentsnap: warning: ${setAsideNote(res.shadowSetAside)}`);
     const changed = res.changed.length === 1 ? '1 file changed' : `${res.changed.length} files changed`;
     out.note(`agentsnap: session ${res.session} step ${res.step} ${res.phase} ${res.commit.slice(0, 10)} (${changed})`);
     if (res.skipped.length > 0) out.note(`agentsnap: not snapshotted: ${res.skipped.map(describeSkipped).join(', ')}`);

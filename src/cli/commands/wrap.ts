@@ -11,7 +11,7 @@ import {
 } from '../../runtime/wrap.js';
 import { AGENTS, RECOGNISED_AGENTS } from '../../agents/registry.js';
 import type { CliContext, CommandFactory } from '../context.js';
-import { printablePath, type Output } from '../output.js';
+import { printablePath, setAsideNote, type Output } from '../output.js';
 import { sessionOption } from '../context.js';
 import { shellQuote } from '../../base/shell.js';
 import { printableName } from '../../base/printable.js';
@@ -120,6 +120,7 @@ function startNotes(out: Output, argv: WrapArgs, info: WrapStart): void {
   if (info.sessionWorktree) out.note(`agentsnap: the agent works in ${info.worktree}`);
   if (info.shadow && !info.resumed)
     out.note(`agentsnap: this directory is in no git repository: its snapshots are kept in ${printablePath(info.shadow)}`);
+  if (info.shadowSetAside) out.err(`agentsnap: warning: ${setAsideNote(info.shadowSetAside)}`);
   for (const w of info.warnings) out.err(`agentsnap: warning: ${w}`);
 }
 
