@@ -91,25 +91,29 @@ function shadowsOff(env: NodeJS.ProcessEnv): boolean {
   return v === 'off' || v === '0' || v === 'false' || v === 'no';
 }
 
+/** The refusal of a `cwd` that names no directory (or one whose name is not UTF-8). */
+function noSuchDirectory(cwd: string): AgentsnapError {
+  // A directory whose name is not UTF-8 reaches Node as a string with U+FFFD in it (process.cwd() decodes
+  // lossily): it names no directory, and spawning git there fails with ENOENT, which is not "git is missing".
+  const lossy = cwd.includes('\uFFFD');
+  return errors.unsupportedPath(
+    lossy ? `the directory's name is not UTF-8 (${cwd}): agentsnap cannot work in it.` : `the directory ${cwd} does not exist.`,
+    {
+      hint: lossy
+        ? 'Rename the directory (or a parent) to a UTF-8 name, or run agentsnap through a symlink whose path is UTF-8.'
+        : 'Run agentsnap from an existing directory of a git worktree.',
+      data: { cwd },
+    },
+  );
+}
+
 /** Finds the repository containing `cwd`; refuses bare repositories and .git directories. */
 export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Promise<Repo> {
   const callerEnv = options.env ?? process.env;
   const env = cleanGitEnv(callerEnv);
   // A directory whose name is not UTF-8 reaches Node as a string with U+FFFD in it (process.cwd() decodes
   // lossily): it names no directory, and spawning git there fails with ENOENT, which is not "git is missing".
-  if (!existsDir(cwd)) {
-    throw errors.unsupportedPath(
-      cwd.includes('\uFFFD')
-        ? `the directory's name is not UTF-8 (${cwd}): agentsnap cannot work in it.`
-        : `the directory ${cwd} does not exist.`,
-      {
-        hint: cwd.includes('\uFFFD')
-          ? 'Rename the directory (or a parent) to a UTF-8 name, or run agentsnap through a symlink whose path is UTF-8.'
-          : 'Run agentsnap from an existing directory of a git worktree.',
-        data: { cwd },
-      },
-    );
-  }
+  if (!existsDir(cwd)) throw noSuchDirectory(cwd);
   const OPEN = [
     'rev-parse',
     '--is-bare-repository',
