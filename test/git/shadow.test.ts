@@ -6,7 +6,9 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { agentsnapOnPath, cli, cliProcess, tempRepo, worktreeFiles, type TempRepo } from '../support/helpers.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { BIN, agentsnapOnPath, cli, cliProcess, tempRepo, worktreeFiles, type TempRepo } from '../support/helpers.js';
 import { request } from '../support/ui-helpers.js';
 import { startUiServer } from '../../src/ui/server.js';
 import { shadowKey } from '../../src/git/shadow.js';
@@ -59,7 +61,7 @@ test('shadow: before anything, a read command says the directory is in no reposi
   }
 });
 
-test('shadow, end to end through the installed executable: a wrapped scripted agent edits, deletes and creates; log, show, bisect, blame, undo, redo and the web page work; nothing is written into the directory; gc --all removes the shadow repository', async () => {
+test('shadow, end to end through the installed executable: a wrapped scripted agent edits, deletes and creates; log, show, bisect, blame, the MCP tools, undo, redo and the web page work; nothing is written into the directory; gc --all removes the shadow repository', async () => {
   const {
     t,
     env: ceiling,
@@ -121,6 +123,24 @@ test('shadow, end to end through the installed executable: a wrapped scripted ag
       assert.match(sessions.body, /"steps":3/);
     } finally {
       await ui.close();
+    }
+
+    // The agent's own MCP tools, through the SDK's client over stdio.
+    const client = new Client({ name: 'agentsnap-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [BIN, 'mcp'],
+        cwd: t.dir,
+        env: { ...(t.env as Record<string, string>), ...env },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      const listed = (await client.callTool({ name: 'list_steps', arguments: {} })) as { content: { text: string }[] };
+      assert.match(listed.content.map((c) => c.text).join('\n'), /3 step\(s\)/);
+    } finally {
+      await client.close();
     }
 
     const undo = await cliProcess(t, ['undo', '2'], { env });
