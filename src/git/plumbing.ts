@@ -203,7 +203,7 @@ export interface IndexVsTree {
  */
 export async function indexVsTree(repo: Repo, indexFile: string | null, treeish: string): Promise<IndexVsTree> {
   const res = await repo.git(
-    ['diff-index', '--cached', '-z', '--name-status', '--no-renames', treeish, '--'],
+    ['diff-index', '--ignore-submodules=none', '--cached', '-z', '--name-status', '--no-renames', treeish, '--'],
     indexFile ? { extraEnv: indexEnv(indexFile) } : {},
   );
   return nameStatusByPath(splitNul(res.stdout));
@@ -227,7 +227,7 @@ function nameStatusByPath(tokens: string[]): IndexVsTree {
  * subtrees compare in a few ms.
  */
 export async function treeVsTree(repo: Repo, index: string, treeish: string): Promise<IndexVsTree> {
-  const res = await repo.git(['diff-tree', '-r', '-z', '--name-status', '--no-renames', treeish, index], {
+  const res = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--name-status', '--no-renames', treeish, index], {
     extraEnv: indexEnv(stateLayout.noIndexFile(repo)), // see diffTrees
   });
   return nameStatusByPath(splitNul(res.stdout));
@@ -360,7 +360,7 @@ export async function diffTrees(repo: Repo, from: string, to: string): Promise<C
   // for the user's 11 MB index at 100k files): point it at one that does not
   // exist. .gitattributes (binary or not, for --numstat) then come from the
   // worktree, which is what the snapshot holds.
-  const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', '--numstat', from, to], {
+  const res = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', '--numstat', from, to], {
     extraEnv: indexEnv(stateLayout.noIndexFile(repo)),
   });
   const tokens = splitNul(res.stdout);

@@ -69,7 +69,7 @@ export function underAnyPath(name: string, paths: string[]): boolean {
 /** Planned changes between two trees (diff-tree -r, no renames), optionally limited to paths (a directory covers what is below it). */
 export async function planChanges(repo: Repo, fromTree: string, toTree: string, paths?: string[]): Promise<PlannedChange[]> {
   if (fromTree === toTree) return [];
-  const args = ['diff-tree', '-r', '-z', '--no-renames', '--raw', fromTree, toTree];
+  const args = ['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', fromTree, toTree];
   // A name that is not UTF-8 cannot be passed in argv (it would reach git with U+FFFD for its bytes): then the
   // whole diff is read and the paths are matched here, as a literal pathspec matches.
   const inJs = !!paths && paths.some(hasRawBytes);

@@ -64,7 +64,7 @@ export async function interruptedApplies(repo: Repo, id: string, summaryLine: st
 
 /** Paths and entries of `git diff-tree -r --raw a b`: the entry in a (null: absent). */
 async function rawDiff(repo: Repo, a: string, b: string): Promise<Map<string, { mode: string; oid: string } | null>> {
-  const tokens = splitNul((await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', a, b])).stdout);
+  const tokens = splitNul((await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', a, b])).stdout);
   const out = new Map<string, { mode: string; oid: string } | null>();
   for (let i = 0; i + 1 < tokens.length; i += 2) {
     const m = /^:(\d{6}) \d{6} ([0-9a-f]+) [0-9a-f]+ \w+$/.exec(tokens[i] ?? '');
@@ -113,7 +113,7 @@ export async function undoPaths(
   const out = { written: [] as string[], deleted: [] as string[] };
   if (paths.length === 0) return out;
   const want = new Set(paths);
-  const tokens = splitNul((await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--raw', undoTree, result])).stdout);
+  const tokens = splitNul((await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', undoTree, result])).stdout);
   for (let i = 0; i + 1 < tokens.length; i += 2) {
     const p = tokens[i + 1] ?? '';
     if (!want.has(p)) continue;

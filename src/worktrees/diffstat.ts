@@ -13,7 +13,7 @@ export interface FileStat {
 /** Per-file line counts from `from` to `to` (one diff-tree); `only` keeps those paths. */
 export async function diffStat(repo: Repo, from: string, to: string, only?: Iterable<string>): Promise<FileStat[]> {
   if (from === to) return [];
-  const res = await repo.git(['diff-tree', '-r', '-z', '--no-renames', '--numstat', from, to]);
+  const res = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--numstat', from, to]);
   const keep = only ? new Set(only) : null;
   const out: FileStat[] = [];
   // -z without renames: "<added>\t<deleted>\t<path>" NUL-terminated, "-" for binary.
