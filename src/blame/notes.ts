@@ -42,7 +42,17 @@ export async function noteCommit(repo: Repo, commit = 'HEAD'): Promise<CommitNot
   if (!oid) return null;
   const parent = (await repo.git(['rev-parse', '--verify', '-q', `${oid}^`], { okCodes: [1] })).stdout.toString().trim();
   const diff = parent
-    ? await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-commit-id', '--name-only', '--diff-filter=AM', parent, oid])
+    ? await repo.git([
+        'diff-tree',
+        '--ignore-submodules=none',
+        '-r',
+        '-z',
+        '--no-commit-id',
+        '--name-only',
+        '--diff-filter=AM',
+        parent,
+        oid,
+      ])
     : await repo.git(['ls-tree', '-r', '-z', '--name-only', oid]);
   const paths = splitNul(diff.stdout);
   if (paths.length === 0) return null;
@@ -59,7 +69,9 @@ export async function noteCommit(repo: Repo, commit = 'HEAD'): Promise<CommitNot
   // Only what a session changed can carry a step: one diff per session bounds the blames to those files.
   const touched = new Map<string, Set<string>>();
   for (const s of sessions) {
-    const d = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--name-only', '--no-renames', s.baseline, s.head], { okCodes: [128] });
+    const d = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--name-only', '--no-renames', s.baseline, s.head], {
+      okCodes: [128],
+    });
     touched.set(s.id, new Set(d.code === 0 ? splitNul(d.stdout) : []));
   }
   const note: CommitNote = { v: 1, files: {} };

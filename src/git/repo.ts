@@ -124,17 +124,17 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
     '--show-toplevel',
     '--show-prefix',
   ];
+  let res = await runGit(OPEN, { cwd, env, okCodes: [128] });
   // A wrap in a shadow repository's directory names it to its agent (AGENTSNAP_SHADOW): the run's calls go on
-  // recording there even after the agent runs `git init` (then `shadow import` carries the session over).
+  // recording there even after the agent runs `git init` at its top (then `shadow import` carries the session
+  // over). A repository below it (one that was there, or one the agent made in a subdirectory) stays its own.
   const pinned =
     callerEnv.AGENTSNAP_SHADOW && !callerEnv.GIT_DIR && !shadowsOff(callerEnv)
       ? namedShadow(callerEnv.AGENTSNAP_SHADOW, cwd, callerEnv)
       : null;
-  let res = await runGit(OPEN, {
-    cwd,
-    env: pinned ? { ...env, GIT_DIR: pinned.gitDir, GIT_WORK_TREE: pinned.worktree } : env,
-    okCodes: [128],
-  });
+  const useShadowFirst = !!pinned && (res.code !== 0 || res.stdout.toString('utf8').split('\n')[5] === pinned.worktree);
+  if (pinned && useShadowFirst)
+    res = await runGit(OPEN, { cwd, env: { ...env, GIT_DIR: pinned.gitDir, GIT_WORK_TREE: pinned.worktree }, okCodes: [128] });
   // The "dotfiles" layout: a repository whose git dir is elsewhere ($HOME/.cfg), named by GIT_DIR (with
   // GIT_WORK_TREE or core.worktree). Found by nothing else, so taken from the caller only then: where a
   // .git is found, agentsnap keeps working on it as before.
@@ -144,8 +144,8 @@ export async function openRepo(cwd: string, options: OpenRepoOptions = {}): Prom
   const viaGitDir = !!named && res.code !== 0 && /not a git repository/i.test(res.stderr);
   if (viaGitDir) res = await openNamedGitDir(cwd, env, named, OPEN);
   // In no repository at all: the shadow repository kept for this directory (or made for it, by a command that snapshots).
-  let shadow: Shadow | null = pinned;
-  if (!pinned && !named && res.code !== 0 && /not a git repository/i.test(res.stderr) && !shadowsOff(callerEnv)) {
+  let shadow: Shadow | null = useShadowFirst ? pinned : null;
+  if (!shadow && !named && res.code !== 0 && /not a git repository/i.test(res.stderr) && !shadowsOff(callerEnv)) {
     shadow = findShadow(cwd, callerEnv) ?? (options.shadow === 'create' ? await createShadow(cwd, callerEnv) : null);
     if (shadow) res = await runGit(OPEN, { cwd, env: { ...env, GIT_DIR: shadow.gitDir, GIT_WORK_TREE: shadow.worktree }, okCodes: [128] });
   }

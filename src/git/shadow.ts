@@ -93,7 +93,10 @@ function ownDir(p: string): string | null {
   if (!st || !st.isDirectory()) return `${p} is not a directory (a link or missing)`;
   const uid = euid();
   if (uid !== null && st.uid !== uid) return `${p} is owned by uid ${st.uid}, not by you`;
-  if ((st.mode & 0o022) !== 0) return `${p} is writable by others (mode ${(st.mode & 0o7777).toString(8)})`;
+  if ((st.mode & 0o002) !== 0) return `${p} is writable by everyone (mode ${(st.mode & 0o7777).toString(8)})`;
+  // A group write bit (umask 002) lets no one else in when the group is the user's alone.
+  if ((st.mode & 0o020) !== 0 && !privateGroup(st.gid))
+    return `${p} is writable by its group (gid ${st.gid}, mode ${(st.mode & 0o7777).toString(8)})`;
   return null;
 }
 
@@ -180,11 +183,21 @@ function readOrigin(file: string): Origin | null {
   }
 }
 
+/**
+ * A directory's birth time in ms, or 0 where it cannot be told from the ctime: without statx (old kernels, some
+ * seccomp profiles) Node reports the ctime for it, which moves with every entry added; a real birth time equal to
+ * the ctime (a directory not changed since it was made, within the clock's tick) is taken for none as well.
+ */
+function birthTime(st: fs.Stats): number {
+  return st.birthtimeMs > 0 && st.birthtimeMs !== st.ctimeMs ? Math.round(st.birthtimeMs) : 0;
+}
+
 /** Whether `st` is the directory `origin` recorded: its inode, and its birth time where both have one, else its device. */
 function sameDirectory(origin: Origin, realDir: string, st: fs.Stats): boolean {
   if (origin.path !== realDir || origin.ino !== st.ino) return false;
-  const btime = Math.round(st.birthtimeMs);
+  const btime = birthTime(st);
   if (origin.btime && btime) return origin.btime === btime;
+  // Recorded as the raw birth time, so a directory made and filled within one clock tick still has one to compare.
   return origin.dev === undefined || origin.dev === st.dev;
 }
 
@@ -198,9 +211,13 @@ type Inspected =
 function inspectShadow(realDir: string, root: string): Inspected {
   const key = shadowKey(realDir);
   const dir = path.join(root, key);
-  if (!fs.existsSync(dir)) return { kind: 'none' };
-  const why = chainRefusal(root, [key, 'git']);
+  if (!fs.lstatSync(dir, { throwIfNoEntry: false })) return { kind: 'none' };
+  const why = chainRefusal(root, [key]);
   if (why) return { kind: 'untrusted', dir, why };
+  // No git dir at all (removed by hand, a build that died): no repository to trust or distrust, set aside as broken.
+  if (!fs.lstatSync(path.join(dir, 'git'), { throwIfNoEntry: false })) return { kind: 'other', dir };
+  const gitWhy = ownDir(path.join(dir, 'git'));
+  if (gitWhy) return { kind: 'untrusted', dir, why: gitWhy };
   const origin = readOrigin(path.join(dir, 'origin.json'));
   const st = fs.statSync(realDir, { throwIfNoEntry: false });
   if (!origin || !st || !sameDirectory(origin, realDir, st)) return { kind: 'other', dir };
@@ -390,10 +407,22 @@ async function buildShadow(realDir: string, root: string, dir: string, env: Node
       created: new Date().toISOString(),
     };
     fs.writeFileSync(path.join(tmp, 'origin.json'), `${JSON.stringify(origin)}\n`, { mode: 0o600 });
+    // git init made its directories by the umask (002: group-writable): the shadow is the user's alone, as
+    // agentsnap's state directory is; the sample hooks go (nothing of them runs).
+    fs.rmSync(path.join(gitDir, 'hooks'), { recursive: true, force: true });
+    makePrivate(tmp);
     fs.renameSync(tmp, dir);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+}
+
+/** Directories 0700 and files 0600, recursively (no links are made here). */
+function makePrivate(p: string): void {
+  const st = fs.lstatSync(p);
+  if (st.isSymbolicLink()) return;
+  fs.chmodSync(p, st.isDirectory() ? 0o700 : 0o600);
+  if (st.isDirectory()) for (const name of fs.readdirSync(p)) makePrivate(path.join(p, name));
 }
 
 /** The shadows set aside for `realDir`'s path (kept for directories that were there before): `gc --all` there removes them. */
@@ -430,12 +459,15 @@ export interface LeftBehind {
  * In a git repository: a shadow repository kept from before `git init` for its top, or for the directory the
  * command runs in or one between it and the top. Never throws (it only adds a hint).
  */
-export function shadowLeftBehind(repo: {
-  shadow?: Shadow | undefined;
-  worktree: string;
-  prefix: string;
-  callerEnv: NodeJS.ProcessEnv;
-}): LeftBehind | null {
+export function shadowLeftBehind(
+  repo: {
+    shadow?: Shadow | undefined;
+    worktree: string;
+    prefix: string;
+    callerEnv: NodeJS.ProcessEnv;
+  },
+  opts: { strict?: boolean } = {},
+): LeftBehind | null {
   if (repo.shadow) return null;
   try {
     const top = fs.realpathSync(repo.worktree);
@@ -446,7 +478,8 @@ export function shadowLeftBehind(repo: {
       if (below) return { shadow: below, atTop: false };
     }
     return null;
-  } catch {
+  } catch (e) {
+    if (opts.strict) throw e; // `shadow import`: one that cannot be trusted is said so, with what is wrong
     return null;
   }
 }

@@ -144,7 +144,15 @@ export interface DiffOptions {
 }
 
 function diffArgs(opts: DiffOptions): string[] {
-  const args = ['-c', 'core.quotepath=false', 'diff', '--ignore-submodules=none', '--no-ext-diff', '--no-renames', opts.color ? '--color=always' : '--no-color'];
+  const args = [
+    '-c',
+    'core.quotepath=false',
+    'diff',
+    '--ignore-submodules=none',
+    '--no-ext-diff',
+    '--no-renames',
+    opts.color ? '--color=always' : '--no-color',
+  ];
   if (opts.stat) args.push('--stat');
   return args;
 }

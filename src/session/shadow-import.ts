@@ -16,8 +16,9 @@ export interface ShadowImportResult {
   /** The shadow repository carried over (and removed unless a dry run). */
   shadow: string;
   sessions: string[];
-  /** The shadow's left-out patterns added to this repository's agentsnap.exclude. */
+  /** The shadow's left-out patterns added to this repository's info/exclude (those it did not hold already). */
   excludes: string[];
+  excludeFile: string;
   dryRun: boolean;
 }
 
@@ -27,8 +28,8 @@ function excludeLines(file: string): string[] {
     return fs
       .readFileSync(file, 'utf8')
       .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l !== '' && !l.startsWith('#'));
+      .map((l) => l.trimEnd())
+      .filter((l) => l.trim() !== '' && !l.startsWith('#'));
   } catch {
     return [];
   }
@@ -50,7 +51,7 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
       data: { worktree: repo.worktree },
     });
   }
-  const left = shadowLeftBehind(repo);
+  const left = shadowLeftBehind(repo, { strict: true });
   if (left && !left.atTop) {
     throw errors.refused(
       `the shadow repository kept for ${left.shadow.worktree} cannot be carried into the repository at ${repo.worktree}.`,
@@ -97,11 +98,12 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
     });
   }
   // What the shadow left out (its info/exclude: node_modules/, dist/, …) stays out of this repository's snapshots
-  // too (agentsnap.exclude): else the first snapshot here records it as a change, and an undo of it deletes it.
-  const configured = await repo.git(['config', '--get-all', 'agentsnap.exclude'], { okCodes: [1] });
-  const have = new Set(configured.stdout.toString('utf8').split('\n').filter(Boolean));
+  // too: else the first snapshot here records it as a change, and an undo of it deletes it. Its lines go to the
+  // repository's info/exclude (git's own syntax there, negations included), in a block that says where they came from.
+  const excludeFile = path.join(repo.commonDir, 'info', 'exclude');
+  const have = new Set(excludeLines(excludeFile));
   const excludes = excludeLines(path.join(shadow.gitDir, 'info', 'exclude')).filter((l) => !have.has(l));
-  if (opts.dryRun) return { shadow: shadow.dir, sessions: ids, excludes, dryRun: true };
+  if (opts.dryRun) return { shadow: shadow.dir, sessions: ids, excludes, excludeFile, dryRun: true };
   // Objects and refs first (the order of every mutation: objects, then what points at them).
   await repo.git([
     '-c',
@@ -145,7 +147,12 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
       }
     }
   }
-  for (const l of excludes) await repo.git(['config', '--add', 'agentsnap.exclude', l]);
+  if (excludes.length > 0) {
+    fs.mkdirSync(path.dirname(excludeFile), { recursive: true });
+    const before = fs.existsSync(excludeFile) ? fs.readFileSync(excludeFile, 'utf8') : '';
+    const block = `# agentsnap shadow import: what the shadow repository of this directory left out\n${excludes.join('\n')}\n`;
+    fs.appendFileSync(excludeFile, `${before && !before.endsWith('\n') ? '\n' : ''}${block}`);
+  }
   fs.rmSync(shadow.dir, { recursive: true, force: true });
-  return { shadow: shadow.dir, sessions: ids, excludes, dryRun: false };
+  return { shadow: shadow.dir, sessions: ids, excludes, excludeFile, dryRun: false };
 }

@@ -113,7 +113,9 @@ export async function undoPaths(
   const out = { written: [] as string[], deleted: [] as string[] };
   if (paths.length === 0) return out;
   const want = new Set(paths);
-  const tokens = splitNul((await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', undoTree, result])).stdout);
+  const tokens = splitNul(
+    (await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', undoTree, result])).stdout,
+  );
   for (let i = 0; i + 1 < tokens.length; i += 2) {
     const p = tokens[i + 1] ?? '';
     if (!want.has(p)) continue;

@@ -55,7 +55,17 @@ async function namesIn(repo: Repo, tree: string, dir: string): Promise<string[]>
  */
 export async function oursWithAsidesBack(repo: Repo, base: string, ours: string, theirs: string): Promise<string> {
   if (base === ours) return ours;
-  const added = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--name-only', '--diff-filter=A', base, ours]);
+  const added = await repo.git([
+    'diff-tree',
+    '--ignore-submodules=none',
+    '-r',
+    '-z',
+    '--no-renames',
+    '--name-only',
+    '--diff-filter=A',
+    base,
+    ours,
+  ]);
   const asides = splitNul(added.stdout).filter((p) => restoreAsideOf(p) !== null);
   if (asides.length === 0) return ours;
   const from = new Map<string, string>();

@@ -87,7 +87,9 @@ export interface SessionOverview extends SessionSummary {
 
 async function countChanged(repo: Repo, from: string, to: string): Promise<number> {
   if (from === to) return 0;
-  const res = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--name-only', from, to], { okCodes: [128] });
+  const res = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--name-only', from, to], {
+    okCodes: [128],
+  });
   return res.code === 0 ? splitNul(res.stdout).length : 0;
 }
 
@@ -543,7 +545,17 @@ async function withEntriesNotOnDisk(
   );
   if (skip.size === 0) return tree;
   const gone = async (to: string) => {
-    const res = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', '--diff-filter=D', parent, to]);
+    const res = await repo.git([
+      'diff-tree',
+      '--ignore-submodules=none',
+      '-r',
+      '-z',
+      '--no-renames',
+      '--raw',
+      '--diff-filter=D',
+      parent,
+      to,
+    ]);
     const tokens = splitNul(res.stdout);
     const out = new Map<string, string>();
     for (let i = 0; i + 1 < tokens.length; i += 2) {
@@ -582,7 +594,9 @@ async function withGitModes(repo: Repo, tree: string, parent: string | null): Pr
   const noFileMode = off.has('core.filemode');
   const noSymlinks = off.has('core.symlinks');
   if (!noFileMode && !(noSymlinks && parent)) return tree;
-  const args = parent ? ['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', parent, tree] : ['ls-tree', '-r', '-z', tree];
+  const args = parent
+    ? ['diff-tree', '--ignore-submodules=none', '-r', '-z', '--no-renames', '--raw', parent, tree]
+    : ['ls-tree', '-r', '-z', tree];
   const tokens = splitNul((await repo.git(args)).stdout);
   const fix: string[] = [];
   if (parent) {

@@ -61,7 +61,7 @@ export const shadowCommand: CommandFactory = (ctx) => ({
       );
       if (r.excludes.length > 0)
         out.out(
-          `${r.dryRun ? 'would leave' : 'left'} out of this repository's snapshots what the shadow left out (agentsnap.exclude): ${r.excludes.map(printableLine).join(' ')}`,
+          `${r.dryRun ? 'would add' : 'added'} what the shadow left out to ${printablePath(r.excludeFile)}, so this repository's snapshots (and git) leave it out too: ${r.excludes.map(printableLine).join(' ')}`,
         );
       return;
     }
