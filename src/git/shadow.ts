@@ -307,7 +307,7 @@ function shadowRefusal(realDir: string, root: string, env: NodeJS.ProcessEnv, fo
             : null;
   if (!what) return null;
   return errors.refused(`${realDir} is not in a git repository, and agentsnap does not snapshot ${what} unless asked.`, {
-    hint: 'Run agentsnap in the project directory, or create a shadow repository here anyway with `agentsnap shadow create --force`.',
+    hint: 'Run agentsnap in the project directory, or create a shadow repository here anyway with `agentsnap shadow create --force`. A repository whose git directory is elsewhere (a "dotfiles" repository) is opened with GIT_DIR and GIT_WORK_TREE set.',
     data: { dir: realDir, reason: 'home-or-root' },
   });
 }

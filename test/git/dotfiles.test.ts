@@ -98,8 +98,9 @@ test('dotfiles: core.worktree (core.bare false) names the worktree: GIT_DIR alon
 test('dotfiles: what is not supported is refused with one message saying what to do (exit 1), nothing written', async () => {
   const d = dotfiles({ ignoreGitDir: false });
   try {
-    // No GIT_DIR: nothing names the repository; the hint says how.
-    const none = await cli(d.t, ['snap', '-q']);
+    // No GIT_DIR: nothing names the repository; the hint says how (shadow repositories off: else `snap` keeps one
+    // for the directory, test/git/shadow.test.ts; in a home directory, the usual dotfiles worktree, that is refused).
+    const none = await cli(d.t, ['snap', '-q'], { env: { AGENTSNAP_SHADOWS: 'off' } });
     assert.is(none.code, 1);
     assert.match(none.stderr, /not a git repository/);
     assert.match(none.stderr, /GIT_DIR and GIT_WORK_TREE/);
