@@ -1,11 +1,10 @@
 // Public API of shadow repositories (issue 33): where agentsnap keeps the snapshots of a directory that is in no git
 // repository, making one on request (`--force`: also a home directory or `/`), and carrying its sessions into the
 // repository `git init` made there later.
-import fs from 'node:fs';
 import path from 'node:path';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { openRepo } from '../git/repo.js';
-import { createShadow, leftBehindHint, setAsideShadows, shadowLeftBehind } from '../git/shadow.js';
+import { createShadow, excludePatterns, leftBehindHint, setAsideShadows, shadowLeftBehind } from '../git/shadow.js';
 import { importShadow, type ShadowImportResult } from '../session/shadow-import.js';
 import type { RepoOptions } from './api.js';
 
@@ -28,19 +27,6 @@ export interface ShadowReport {
   setAside: string[];
 }
 
-/** The lines of an exclude file that are patterns (comments and blank lines left out). */
-function patterns(file: string): string[] {
-  try {
-    return fs
-      .readFileSync(file, 'utf8')
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l !== '' && !l.startsWith('#'));
-  } catch {
-    return [];
-  }
-}
-
 /** `agentsnap shadow`: whether this directory's snapshots are kept in a shadow repository, where, and what they leave out. */
 export async function shadowShow(opts: RepoOptions = {}): Promise<ShadowReport> {
   const repo = await openRepo(opts.cwd ?? process.cwd(), opts.env ? { env: opts.env } : {});
@@ -60,7 +46,7 @@ export async function shadowShow(opts: RepoOptions = {}): Promise<ShadowReport> 
     worktree: repo.worktree,
     shadow: repo.shadow.dir,
     gitDir: repo.shadow.gitDir,
-    excludes: patterns(path.join(repo.shadow.gitDir, 'info', 'exclude')),
+    excludes: excludePatterns(path.join(repo.shadow.gitDir, 'info', 'exclude')),
     leftBehind: null,
     leftBehindHint: null,
     setAside: setAsideShadows(repo.worktree, repo.callerEnv),

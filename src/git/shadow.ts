@@ -490,3 +490,16 @@ export function leftBehindHint(left: LeftBehind, top: string): string {
     ? 'Its earlier sessions are in the shadow repository agentsnap kept before `git init`: `agentsnap shadow import` carries them over.'
     : `The shadow repository agentsnap kept for ${left.shadow.worktree} before \`git init\` in ${top} holds its earlier sessions; it records ${left.shadow.worktree} as its top, so they cannot become this repository's (make ${left.shadow.worktree} a repository of its own to import them).`;
 }
+
+/** The patterns of a gitignore-style exclude file (comments and blank lines left out, trailing blanks dropped). */
+export function excludePatterns(file: string): string[] {
+  try {
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .map((l) => l.trimEnd())
+      .filter((l) => l.trim() !== '' && !l.startsWith('#'));
+  } catch {
+    return [];
+  }
+}

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { errors } from '../base/errors.js';
 import { sessionFiles, stateLayout } from '../base/state-dir.js';
 import { openShadowRepo, type Repo } from '../git/repo.js';
-import { leftBehindHint, shadowLeftBehind } from '../git/shadow.js';
+import { excludePatterns, leftBehindHint, shadowLeftBehind } from '../git/shadow.js';
 import { META_REF_PREFIX, STEP_REF_PREFIX } from './refs.js';
 import { listSessions } from './selection.js';
 
@@ -20,19 +20,6 @@ export interface ShadowImportResult {
   excludes: string[];
   excludeFile: string;
   dryRun: boolean;
-}
-
-/** The patterns of an exclude file (comments and blank lines left out). */
-function excludeLines(file: string): string[] {
-  try {
-    return fs
-      .readFileSync(file, 'utf8')
-      .split('\n')
-      .map((l) => l.trimEnd())
-      .filter((l) => l.trim() !== '' && !l.startsWith('#'));
-  } catch {
-    return [];
-  }
 }
 
 function sameBytes(a: string, b: string): boolean {
@@ -101,8 +88,8 @@ export async function importShadow(repo: Repo, opts: { dryRun?: boolean } = {}):
   // too: else the first snapshot here records it as a change, and an undo of it deletes it. Its lines go to the
   // repository's info/exclude (git's own syntax there, negations included), in a block that says where they came from.
   const excludeFile = path.join(repo.commonDir, 'info', 'exclude');
-  const have = new Set(excludeLines(excludeFile));
-  const excludes = excludeLines(path.join(shadow.gitDir, 'info', 'exclude')).filter((l) => !have.has(l));
+  const have = new Set(excludePatterns(excludeFile));
+  const excludes = excludePatterns(path.join(shadow.gitDir, 'info', 'exclude')).filter((l) => !have.has(l));
   if (opts.dryRun) return { shadow: shadow.dir, sessions: ids, excludes, excludeFile, dryRun: true };
   // Objects and refs first (the order of every mutation: objects, then what points at them).
   await repo.git([

@@ -4,13 +4,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cli, tempRepo, type TempRepo } from '../support/helpers.js';
-
-function plainDir(files: Record<string, string> = { 'a.txt': 'one\n' }): { t: TempRepo; env: Record<string, string>; shadows: string } {
-  const t = tempRepo({ noInit: true });
-  for (const [rel, content] of Object.entries(files)) t.write(rel, content);
-  return { t, env: { GIT_CEILING_DIRECTORIES: t.base }, shadows: path.join(t.home, '.local', 'state', 'agentsnap', 'shadows') };
-}
+import { cli } from '../support/helpers.js';
+import { plainDir } from '../support/shadow.js';
 
 // A1: with umask 002 (the default for "user private group" accounts on Fedora/RHEL, and on Debian/Ubuntu through
 // pam_umask + USERGROUPS_ENAB) `git init --bare` makes the shadow's git dir 0775, which chainRefusal's ownDir refuses

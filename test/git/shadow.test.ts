@@ -8,22 +8,12 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { BIN, agentsnapOnPath, cli, cliProcess, tempRepo, untilClockPast, worktreeFiles, type TempRepo } from '../support/helpers.js';
+import { BIN, agentsnapOnPath, cli, cliProcess, untilClockPast, worktreeFiles, type TempRepo } from '../support/helpers.js';
+import { listShadows, plainDir } from '../support/shadow.js';
 import { request } from '../support/ui-helpers.js';
 import { startUiServer } from '../../src/ui/server.js';
 import { shadowKey } from '../../src/git/shadow.js';
 import { snap } from '../../src/api/api.js';
-
-/** A plain directory (no git anywhere above it: the ceiling is the temp dir) and where its shadows would go. */
-function plainDir(files: Record<string, string> = { 'a.txt': 'one\n' }): { t: TempRepo; env: Record<string, string>; shadows: string } {
-  const t = tempRepo({ noInit: true });
-  for (const [rel, content] of Object.entries(files)) t.write(rel, content);
-  return {
-    t,
-    env: { GIT_CEILING_DIRECTORIES: t.base },
-    shadows: path.join(t.home, '.local', 'state', 'agentsnap', 'shadows'),
-  };
-}
 
 /** Every name in the directory, recursively (what a user would see with `find`). */
 function names(dir: string): string[] {
@@ -38,8 +28,6 @@ function names(dir: string): string[] {
   walk(dir, '');
   return out.sort();
 }
-
-const listShadows = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).sort() : []);
 
 test('shadow: before anything, a read command says the directory is in no repository and how to start (exit 1, NotARepository)', async () => {
   const { t, env, shadows } = plainDir();
