@@ -34,7 +34,10 @@ test('doctor right after the README set-up (a session, no git hooks): exit 0, th
     assert.is(res.code, 0, res.stdout + res.stderr);
     assert.not.match(res.stdout, /problem/);
     assert.match(res.stdout, /optional +the git hooks are not installed/);
-    assert.match(res.stdout, 'they refuse a commit, merge or push that would put an agent snapshot into your history (`--strict`: a branch set to one too)');
+    assert.match(
+      res.stdout,
+      'they refuse a commit, merge or push that would put an agent snapshot into your history (`--strict`: a branch set to one too)',
+    );
     assert.match(res.stdout, 'to set up: agentsnap hooks install');
     assert.match(res.stdout, /healthy/);
 
