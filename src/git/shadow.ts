@@ -117,6 +117,7 @@ function privateGroup(gid: number): boolean {
       .filter((f) => Number(f[3]) === gid);
     return primary.length === 1 && Number(primary[0]?.[2]) === uid;
   } catch {
+    // /etc/group or /etc/passwd unreadable (LDAP, sssd): not known to be private, so refused (fails safe)
     return false;
   }
 }
@@ -159,6 +160,7 @@ function realpathLoose(p: string): string {
     try {
       return path.join(fs.realpathSync(q), ...rest.reverse());
     } catch {
+      // this component does not exist yet: resolved from the nearest one that does
       if (path.dirname(q) === q) return p;
       rest.push(path.basename(q));
     }
@@ -179,6 +181,7 @@ function readOrigin(file: string): Origin | null {
     const o = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<Origin>;
     return typeof o.path === 'string' && typeof o.ino === 'number' ? (o as Origin) : null;
   } catch {
+    // unreadable or not JSON: no origin, so the shadow is not taken for this directory's (set aside on create)
     return null;
   }
 }
@@ -246,6 +249,7 @@ export function findShadow(cwd: string, env: NodeJS.ProcessEnv): Shadow | null {
   try {
     dir = fs.realpathSync(cwd);
   } catch {
+    // the directory is gone (ENOENT): no shadow names it
     return null;
   }
   for (;;) {
@@ -267,6 +271,7 @@ export function namedShadow(gitDir: string, cwd: string, env: NodeJS.ProcessEnv)
   try {
     real = fs.realpathSync(cwd);
   } catch {
+    // cwd is gone: no pinned shadow (the open fails as it would without one)
     return null;
   }
   const rel = path.relative(origin.path, real);
@@ -500,6 +505,7 @@ export function excludePatterns(file: string): string[] {
       .map((l) => l.trimEnd())
       .filter((l) => l.trim() !== '' && !l.startsWith('#'));
   } catch {
+    // no such file (none written yet): no patterns
     return [];
   }
 }

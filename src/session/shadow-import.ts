@@ -26,6 +26,7 @@ function sameBytes(a: string, b: string): boolean {
   try {
     return fs.readFileSync(a).equals(fs.readFileSync(b));
   } catch {
+    // either journal missing or unreadable: not the same, so the clash is reported, never overwritten
     return false;
   }
 }
