@@ -64,7 +64,7 @@ export const COMMAND_GROUPS: { title: string; names: string[] }[] = [
   { title: 'Look back', names: ['sessions', 'diff', 'status', 'replay', 'blame', 'why'] },
   { title: 'Take back part of it', names: ['restore', 'revert', 'op'] },
   { title: 'Test the steps', names: ['check', 'bisect'] },
-  { title: 'Record without wrap', names: ['snap', 'end', 'init', 'hook'] },
+  { title: 'Record without wrap', names: ['snap', 'end', 'init', 'hook', 'shadow'] },
   { title: 'Parallel sessions', names: ['apply', 'promote', 'discard'] },
   { title: 'History and backup', names: ['hooks', 'remote', 'push', 'fetch'] },
   { title: 'Tools and upkeep', names: ['doctor', 'gc', 'server', 'mcp', 'ui', 'completion'] },
