@@ -1,6 +1,6 @@
 // What agentsnap's git hooks (`agentsnap hooks install`) add to the user's own git commands when no agent
-// session is involved (issue 32 item 11): `git commit` of one file, and a rebase of 20 commits (git runs
-// post-commit once for each commit it replays, and reference-transaction, installed only with `--strict`, about
+// session is involved (issue 32 item 11): `git commit` of one file, and a rebase of 20 commits (git runs no hook of
+// the default install for a commit it replays, and reference-transaction, installed only with `--strict`, about
 // ten times). Throwaway clones of the bench repository (objects shared): with the hooks, with `--strict`, without
 // hooks, and with hooks of the same names that only exit; the same commands interleaved in all. The hooks' own
 // checks run in full; no Node process starts (test/git/hooks-cost.test.ts counts them).

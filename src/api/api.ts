@@ -292,7 +292,7 @@ export async function gc(opts: GcCommandOptions = {}): Promise<GcReport> {
   const repo = await repoFor(opts);
   // --all takes out agentsnap's data; its set-up has its own commands (README "Uninstall"): named when left.
   const hooks = opts.all ? await hooksStatus(repo) : null;
-  const hooksInstalled = !!hooks?.hooks.some((h) => h.state === 'current' || h.state === 'outdated');
+  const hooksInstalled = !!hooks && (hooks.retired.length > 0 || hooks.hooks.some((h) => h.state === 'current' || h.state === 'outdated'));
   const report = await runGc(repo, {
     ...(olderThanMs !== undefined ? { olderThanMs } : {}),
     ...(opts.keep !== undefined ? { keep: opts.keep } : {}),

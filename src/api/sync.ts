@@ -41,7 +41,7 @@ export function hooks(
       return installHooks(repo, { force: !!opts.force, ...(opts.strict !== undefined ? { strict: opts.strict } : {}) });
     if (action === 'uninstall') return uninstallHooks(repo);
     if (action === 'status') return hooksStatus(repo);
-    // HEAD (post-commit), or each commit a rebase wrote (post-rewrite): the last one's note is returned.
+    // HEAD, or each commit named (an older version's post-rewrite hook names a rebase's): the last one's note is returned.
     let note: CommitNote | null = null;
     for (const commit of opts.commits?.length ? opts.commits : ['HEAD']) note = await noteCommit(repo, commit);
     return { note };

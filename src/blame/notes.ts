@@ -1,12 +1,14 @@
-// Blame across commits (issue 17): when the git hooks are installed, the
-// post-commit hook records in a git note (refs/notes/agentsnap) which session
-// step last wrote each committed line, so `agentsnap blame` still names the
-// step once the session is long over. `notes.rewriteRef` makes git copy the
-// note when `commit --amend` or `rebase` rewrites the commit. A note is JSON:
-//   {"v":1,"files":{"<path>":[[firstLine, count, session, step], ...]}}
-// with line numbers of the file as that commit has it. (git-ai's authorship
-// notes answer "which lines did an AI write"; these answer "which tool call of
-// which agentsnap session", and are written by agentsnap's own hook.)
+// Blame across commits (issue 17): which session step last wrote each committed line, so `agentsnap blame`
+// names the step in a later session, once the commit holds the line. Worked out when it is asked for
+// (issue 32 item 11: a hook per commit made every commit and every commit a rebase replays start a process):
+// `blame` computes it for a commit without a note from the sessions that began before the commit was made,
+// and, with the git hooks installed, `gc` writes it down as a git note (refs/notes/agentsnap) before it removes
+// a session, so the answer outlives the session. `notes.rewriteRef` makes git copy a note when `commit --amend`
+// or `rebase` rewrites its commit. A note is JSON:
+//   {"v":1,"files":{"<path>":[[firstLine, count, session, step], ...]},"blobs":{"<path>":"<blob id>"}}
+// with line numbers of the file as that commit has it (its blob: a note git copied to a rebased commit whose file
+// is another blob now has its lines mapped through the diff, never taken as they are). (git-ai's authorship notes answer "which lines did an
+// AI write"; these answer "which tool call of which agentsnap session".)
 import type { Repo } from '../git/repo.js';
 import { listSessions, loadSession } from '../session/session.js';
 import { blameFile } from './blame.js';
@@ -19,6 +21,12 @@ export type NoteRuns = [number, number, string, number][];
 export interface CommitNote {
   v: 1;
   files: Record<string, NoteRuns>;
+  /**
+   * The blob each file had in the commit noted. git copies a note as it is when a rebase rewrites its commit
+   * (notes.rewriteRef): where the file is another blob now, its line numbers are not this commit's (fileRuns).
+   * Notes of older versions have none: they were written afresh after each rebase.
+   */
+  blobs?: Record<string, string>;
 }
 
 const IDENT = {
@@ -32,12 +40,66 @@ function splitNul(b: Buffer): string[] {
   return b.toString('utf8').split('\0').filter(Boolean);
 }
 
+/** The sessions recorded in this worktree, each with the files it changed (baseline → head): who may own a line. */
+export interface NoteSessions {
+  sessions: { session: Session; since: number; touched: Set<string> }[];
+}
+
+/** This worktree's sessions for noting (unreadable ones are doctor's to report). */
+export async function noteSessions(repo: Repo): Promise<NoteSessions> {
+  const out: NoteSessions = { sessions: [] };
+  for (const summary of await listSessions(repo)) {
+    if (summary.worktree !== repo.worktree) continue;
+    let session: Session;
+    try {
+      session = loadSession(repo, summary.id);
+    } catch {
+      continue; // unreadable: doctor's to report
+    }
+    // Only what a session changed can carry a step: one diff per session bounds the blames to those files.
+    const d = await repo.git(
+      ['diff-tree', '--ignore-submodules=none', '-r', '-z', '--name-only', '--no-renames', session.baseline, session.head],
+      { okCodes: [128] },
+    );
+    const since = Math.floor(Date.parse(session.createdAt) / 1000);
+    out.sessions.push({ session, since: Number.isFinite(since) ? since : 0, touched: new Set(d.code === 0 ? splitNul(d.stdout) : []) });
+  }
+  return out;
+}
+
+/**
+ * Which session step wrote each line of `rel` as commit `oid` has it (`blob`: its bytes), from the sessions that began
+ * before the commit was made (`committed`: its committer time, seconds) and changed the file; sessions newest first,
+ * a line keeps the first attribution found. Empty for a binary file.
+ */
+async function attributeFile(repo: Repo, known: NoteSessions, rel: string, blob: Buffer, committed: number): Promise<NoteRuns> {
+  if (blob.includes(0)) return []; // binary: no lines
+  const owner = new Map<number, [string, number]>();
+  for (const { session, since, touched } of known.sessions) {
+    if (since > committed || !touched.has(rel)) continue;
+    let lines;
+    try {
+      lines = await blameFile(repo, session, rel, blob);
+    } catch {
+      continue; // not in this session's snapshots
+    }
+    for (const l of lines) if (l.origin.kind === 'step' && !owner.has(l.line)) owner.set(l.line, [session.id, l.origin.step]);
+  }
+  const runs: NoteRuns = [];
+  for (const line of [...owner.keys()].sort((a, b) => a - b)) {
+    const [session, step] = owner.get(line) as [string, number];
+    const last = runs[runs.length - 1];
+    if (last && last[0] + last[1] === line && last[2] === session && last[3] === step) last[1]++;
+    else runs.push([line, 1, session, step]);
+  }
+  return runs;
+}
+
 /**
  * Writes the note of `commit` (default HEAD): for each text file it added or changed, the lines this worktree's
- * sessions' steps wrote. Returns the note, or null when no committed line came from a step. Sessions are tried
- * newest first; a line keeps the first attribution found.
+ * sessions' steps wrote. Returns the note, or null when no committed line came from a step.
  */
-export async function noteCommit(repo: Repo, commit = 'HEAD'): Promise<CommitNote | null> {
+export async function noteCommit(repo: Repo, commit = 'HEAD', known?: NoteSessions): Promise<CommitNote | null> {
   const oid = (await repo.git(['rev-parse', '--verify', '-q', `${commit}^{commit}`], { okCodes: [1] })).stdout.toString().trim();
   if (!oid) return null;
   const parent = (await repo.git(['rev-parse', '--verify', '-q', `${oid}^`], { okCodes: [1] })).stdout.toString().trim();
@@ -56,51 +118,22 @@ export async function noteCommit(repo: Repo, commit = 'HEAD'): Promise<CommitNot
     : await repo.git(['ls-tree', '-r', '-z', '--name-only', oid]);
   const paths = splitNul(diff.stdout);
   if (paths.length === 0) return null;
-  const sessions: Session[] = [];
-  for (const summary of await listSessions(repo)) {
-    if (summary.worktree !== repo.worktree) continue;
-    try {
-      sessions.push(loadSession(repo, summary.id));
-    } catch {
-      /* unreadable: doctor's to report */
-    }
-  }
-  if (sessions.length === 0) return null;
-  // Only what a session changed can carry a step: one diff per session bounds the blames to those files.
-  const touched = new Map<string, Set<string>>();
-  for (const s of sessions) {
-    const d = await repo.git(['diff-tree', '--ignore-submodules=none', '-r', '-z', '--name-only', '--no-renames', s.baseline, s.head], {
-      okCodes: [128],
-    });
-    touched.set(s.id, new Set(d.code === 0 ? splitNul(d.stdout) : []));
-  }
+  const sessions = known ?? (await noteSessions(repo));
+  if (sessions.sessions.length === 0) return null;
+  const committed = Number((await repo.git(['show', '-s', '--format=%ct', oid])).stdout.toString().trim());
   const note: CommitNote = { v: 1, files: {} };
   for (const rel of paths) {
-    if (!sessions.some((s) => touched.get(s.id)?.has(rel))) continue;
+    if (!sessions.sessions.some((s) => s.touched.has(rel))) continue;
     const blob = await repo.git(['cat-file', 'blob', `${oid}:${rel}`], { okCodes: [128] });
-    if (blob.code !== 0 || blob.stdout.includes(0)) continue; // binary: no lines
-    const owner = new Map<number, [string, number]>();
-    for (const s of sessions) {
-      if (!touched.get(s.id)?.has(rel)) continue;
-      let lines;
-      try {
-        lines = await blameFile(repo, s, rel, blob.stdout);
-      } catch {
-        continue; // not in this session's snapshots
-      }
-      for (const l of lines) if (l.origin.kind === 'step' && !owner.has(l.line)) owner.set(l.line, [s.id, l.origin.step]);
+    if (blob.code !== 0) continue;
+    const runs = await attributeFile(repo, sessions, rel, blob.stdout, committed);
+    if (runs.length > 0) {
+      note.files[rel] = runs;
+      (note.blobs ??= {})[rel] = await blobOf(repo, oid, rel);
     }
-    const runs: NoteRuns = [];
-    for (const line of [...owner.keys()].sort((a, b) => a - b)) {
-      const [session, step] = owner.get(line) as [string, number];
-      const last = runs[runs.length - 1];
-      if (last && last[0] + last[1] === line && last[2] === session && last[3] === step) last[1]++;
-      else runs.push([line, 1, session, step]);
-    }
-    if (runs.length > 0) note.files[rel] = runs;
   }
   if (Object.keys(note.files).length === 0) return null;
-  // A rebased commit already holds the note git copied from the commit it replaces (notes.rewriteRef): this one
+  // A rebased commit may already hold the note git copied from the commit it replaces (notes.rewriteRef): this one
   // goes first, the copied one stays after it (readNote: a file keeps the first note that names it).
   const line = JSON.stringify(note);
   const existing = await repo.git(['notes', '--ref', NOTES_REF, 'show', oid], { okCodes: [1, 128] });
@@ -116,6 +149,44 @@ export async function noteCommit(repo: Repo, commit = 'HEAD'): Promise<CommitNot
     extraEnv: IDENT,
   });
   return note;
+}
+
+/** Whether `hooks install` has set this repository up for notes (its notes.rewriteRef entry). */
+export async function notesEnabled(repo: Repo): Promise<boolean> {
+  const res = await repo.git(['config', '--local', '--get-all', 'notes.rewriteRef'], { okCodes: [1] });
+  const values = res.stdout.toString().split('\n');
+  return values.includes(NOTES_REWRITE_REF) || values.includes(NOTES_REF);
+}
+
+/** At most this many commits are noted by one `gc`: the branches' commits since the oldest session it removes. */
+const MAX_NOTED = 2000;
+
+/**
+ * Before `gc` removes sessions: writes the note of each commit on a local branch made since the oldest of them
+ * began that has none yet, while every session that may own its lines still exists. Returns how many were written.
+ * Only where `hooks install` set notes up (notesEnabled); never throws (a note not written costs blame, not data).
+ */
+export async function noteBeforeRemoving(repo: Repo, removing: { createdAt: string }[]): Promise<number> {
+  try {
+    if (removing.length === 0 || !(await notesEnabled(repo))) return 0;
+    const since = Math.min(...removing.map((s) => Math.floor(Date.parse(s.createdAt) / 1000)).filter(Number.isFinite));
+    if (!Number.isFinite(since)) return 0;
+    const list = await repo.git(['rev-list', '--no-merges', `--max-count=${MAX_NOTED}`, `--since=${since}`, '--branches'], {
+      okCodes: [128],
+    });
+    const commits = list.code === 0 ? list.stdout.toString().split('\n').filter(Boolean) : [];
+    if (commits.length === 0) return 0;
+    const known = await noteSessions(repo);
+    let written = 0;
+    for (const oid of commits) {
+      const note = await readNote(repo, oid);
+      if (note && (await noteIsCurrent(repo, note, oid))) continue;
+      if (await noteCommit(repo, oid, known)) written++;
+    }
+    return written;
+  } catch {
+    return 0; // git could not list or write: blame of those commits names no step once the session is gone
+  }
 }
 
 /** The note of a commit, or null. Never throws. */
@@ -138,7 +209,12 @@ export async function readNote(repo: Repo, commit: string): Promise<CommitNote |
       }
       if (!n || n.v !== 1 || !n.files || typeof n.files !== 'object') continue;
       found = true;
-      for (const [rel, runs] of Object.entries(n.files)) if (!(rel in out.files) && Array.isArray(runs)) out.files[rel] = runs;
+      for (const [rel, runs] of Object.entries(n.files)) {
+        if (rel in out.files || !Array.isArray(runs)) continue;
+        out.files[rel] = runs;
+        const blob = n.blobs && typeof n.blobs === 'object' ? n.blobs[rel] : undefined;
+        if (typeof blob === 'string') (out.blobs ??= {})[rel] = blob;
+      }
     }
     return found ? out : null;
   } catch {
@@ -150,6 +226,71 @@ export async function readNote(repo: Repo, commit: string): Promise<CommitNote |
 export function noteLine(note: CommitNote, rel: string, line: number): { session: string; step: number } | null {
   for (const [first, count, session, step] of note.files[rel] ?? []) if (line >= first && line < first + count) return { session, step };
   return null;
+}
+
+/** Whether a note was made for `commit` as it is (not copied by a rebase that changed its files since). */
+async function noteIsCurrent(repo: Repo, note: CommitNote, commit: string): Promise<boolean> {
+  for (const [rel, blob] of Object.entries(note.blobs ?? {})) if ((await blobOf(repo, commit, rel)) !== blob) return false;
+  return true;
+}
+
+const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+/** Longer runs than this are not a note agentsnap wrote (a file of millions of lines is not blamed line by line). */
+const MAX_RUN = 1_000_000;
+
+/** The blob id of `rel` in `commit`, or '' when it has none. */
+async function blobOf(repo: Repo, commit: string, rel: string): Promise<string> {
+  const res = await repo.git(['rev-parse', '--verify', '-q', `${commit}:${rel}`], { okCodes: [1, 128] });
+  return res.code === 0 ? res.stdout.toString().trim() : '';
+}
+
+/**
+ * The runs of `rel` a note gives for `commit`, with the line numbers `commit`'s file has: as written when the note
+ * was made for this very blob (or by an older version, which noted rebased commits afresh); mapped through the diff
+ * from the blob it was made for when a rebase copied it to a commit whose file differs (a line the diff changed
+ * loses its step); null when that blob is gone too (git gc): no answer rather than a wrong one.
+ */
+export async function fileRuns(repo: Repo, note: CommitNote, commit: string, rel: string): Promise<NoteRuns | null> {
+  const runs = note.files[rel];
+  if (!runs) return null;
+  const was = note.blobs?.[rel];
+  if (was === undefined) return runs;
+  // A note can come from a remote (refs/notes/agentsnap fetched): anything but an object id is not used, never
+  // passed to git (`--output=<file>` would be an option).
+  if (!OID.test(was)) return null;
+  const now = await blobOf(repo, commit, rel);
+  if (now === was) return runs;
+  if (!now) return null;
+  const diff = await repo.git(['diff', '-U0', '--no-color', '--no-ext-diff', was, now], { okCodes: [128] });
+  if (diff.code !== 0) return null;
+  // Each hunk "@@ -a[,b] +c[,d] @@": old lines a..a+b-1 became new lines c..c+d-1; lines between hunks shift.
+  const hunks: [number, number, number, number][] = [];
+  for (const m of diff.stdout.toString('utf8').matchAll(/^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/gm))
+    hunks.push([Number(m[1]), m[2] === undefined ? 1 : Number(m[2]), Number(m[3]), m[4] === undefined ? 1 : Number(m[4])]);
+  const mapLine = (line: number): number | null => {
+    let shift = 0;
+    for (const [a, b, c, d] of hunks) {
+      // A count of 0 names the line before: an insertion (b = 0) comes after old line a, a deletion (d = 0) after new line c.
+      const oldEnd = b === 0 ? a : a + b - 1;
+      const newEnd = d === 0 ? c : c + d - 1;
+      if (b > 0 && line >= a && line <= oldEnd) return null;
+      if (line <= oldEnd) break;
+      shift = newEnd - oldEnd;
+    }
+    return line + shift;
+  };
+  const out: NoteRuns = [];
+  for (const [first, count, session, step] of runs) {
+    if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 1 || count > MAX_RUN) continue; // not ours
+    for (let line = first; line < first + count; line++) {
+      const moved = mapLine(line);
+      if (moved === null) continue;
+      const last = out[out.length - 1];
+      if (last && last[0] + last[1] === moved && last[2] === session && last[3] === step) last[1]++;
+      else out.push([moved, 1, session, step]);
+    }
+  }
+  return out;
 }
 
 /**
@@ -175,9 +316,10 @@ export async function setNotesRewrite(repo: Repo, on: boolean): Promise<void> {
 }
 
 /**
- * For the lines of `rel` as it is now (`contents`: the worktree's bytes, null: HEAD's), the session step a
- * commit's note names: git blame of the user's history (HEAD), each line's commit and its line there looked up
- * in that commit's note. Lines no note covers are left out. Never throws (no HEAD, no notes: an empty map).
+ * For the lines of `rel` as it is now (`contents`: the worktree's bytes, null: HEAD's), the session step that wrote
+ * each in the commit that holds it: git blame of the user's history (HEAD), each line's commit and its line there
+ * looked up in that commit's note, or, for a commit without one, worked out now from the sessions that began before
+ * it (as `gc` would note it). Lines no step wrote are left out. Never throws (no HEAD: an empty map).
  */
 export async function committedAuthors(
   repo: Repo,
@@ -187,22 +329,42 @@ export async function committedAuthors(
   const out = new Map<number, { session: string; step: number; commit: string }>();
   try {
     const hasNotes = (await repo.git(['rev-parse', '--verify', '-q', NOTES_REF], { okCodes: [1] })).code === 0;
-    if (!hasNotes) return out;
+    const known = await noteSessions(repo);
+    const mayOwn = known.sessions.filter((s) => s.touched.has(rel));
+    if (!hasNotes && mayOwn.length === 0) return out;
+    const oldest = Math.min(...mayOwn.map((s) => s.since));
     // Without a revision, --contents blames against HEAD (git 2.39 allows nothing else).
     const res = await repo.git(['blame', '--porcelain', ...(contents ? ['--contents', '-'] : ['HEAD']), '--', rel], {
       ...(contents ? { input: contents } : {}),
       okCodes: [128],
     });
     if (res.code !== 0) return out;
-    const notes = new Map<string, CommitNote | null>();
+    const notes = new Map<string, NoteRuns | null>();
+    let commit = '';
+    const lines: [string, number, number][] = [];
+    const times = new Map<string, number>();
     for (const raw of res.stdout.toString('utf8').split('\n')) {
       const m = /^([0-9a-f]{40,64}) (\d+) (\d+)/.exec(raw);
-      if (!m || /^0+$/.test(m[1] as string)) continue;
-      const commit = m[1] as string;
-      if (!notes.has(commit)) notes.set(commit, await readNote(repo, commit));
-      const note = notes.get(commit);
-      const hit = note ? noteLine(note, rel, Number(m[2])) : null;
-      if (hit) out.set(Number(m[3]), { ...hit, commit });
+      if (m) {
+        commit = m[1] as string;
+        if (!/^0+$/.test(commit)) lines.push([commit, Number(m[2]), Number(m[3])]);
+        continue;
+      }
+      if (raw.startsWith('committer-time ')) times.set(commit, Number(raw.slice('committer-time '.length)));
+    }
+    for (const [c, line, now] of lines) {
+      if (!notes.has(c)) {
+        const note = hasNotes ? await readNote(repo, c) : null;
+        let runs: NoteRuns | null = note ? await fileRuns(repo, note, c, rel) : null;
+        const time = times.get(c) ?? 0;
+        if (!note && mayOwn.length > 0 && time >= oldest) {
+          const blob = await repo.git(['cat-file', 'blob', `${c}:${rel}`], { okCodes: [128] });
+          runs = blob.code === 0 ? await attributeFile(repo, { sessions: mayOwn }, rel, blob.stdout, time) : null;
+        }
+        notes.set(c, runs);
+      }
+      const hit = noteLine({ v: 1, files: { [rel]: notes.get(c) ?? [] } }, rel, line);
+      if (hit) out.set(now, { ...hit, commit: c });
     }
   } catch {
     /* no history to read */

@@ -88,18 +88,21 @@ async function checkHooks(repo: Repo): Promise<Check> {
   }
   // None of agentsnap's hooks there: never installed (or uninstalled), an optional set-up. Some of them there: an
   // install another tool partly replaced or an older version left, so the protection the user set up is broken.
-  const ours = r.hooks.some((h) => h.state === 'current' || h.state === 'outdated');
+  const ours = r.retired.length > 0 || r.hooks.some((h) => h.state === 'current' || h.state === 'outdated');
   if (!ours) {
     return {
       check: 'hooks',
       status: 'info',
       class: 'optional',
-      message: `the git hooks are not installed in ${r.dir}: they refuse a commit, merge or push that would put an agent snapshot into your history (\`--strict\`: a branch set to one too), and note which step wrote each committed line (for \`blame\`)`,
+      message: `the git hooks are not installed in ${r.dir}: they refuse a commit, merge or push that would put an agent snapshot into your history (\`--strict\`: a branch set to one too), and keep \`blame\`'s answer for committed lines once their session is removed`,
       setup: 'agentsnap hooks install',
       data: { dir: r.dir, hooks: r.hooks },
     };
   }
-  const bad = r.hooks.filter((h) => h.state !== 'current' && !(h.strictOnly && h.state === 'missing')).map((h) => `${h.name} ${h.state}`);
+  const bad = [
+    ...r.hooks.filter((h) => h.state !== 'current' && !(h.strictOnly && h.state === 'missing')).map((h) => `${h.name} ${h.state}`),
+    ...r.retired.map((f) => `${path.basename(f)} left by an older agentsnap`),
+  ];
   return {
     check: 'hooks',
     status: 'problem',

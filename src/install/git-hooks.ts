@@ -15,8 +15,15 @@ import { AGENT_REPO_REFS } from '../agents/registry.js';
 import { refuseInShadow } from '../git/shadow.js';
 
 /** The git hooks agentsnap installs; one script serves them all (it dispatches on its name). */
-export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction', 'post-commit', 'post-rewrite'] as const;
+export const HOOK_NAMES = ['pre-commit', 'pre-merge-commit', 'pre-push', 'reference-transaction'] as const;
 export type HookName = (typeof HOOK_NAMES)[number];
+/**
+ * Hooks older versions installed, taken out by `hooks install` and `hooks uninstall` (issue 32 item 11): post-commit
+ * and post-rewrite wrote blame notes as each commit was made, one `sh` per commit a rebase replays (2.5× its time);
+ * the notes are now worked out when `blame` asks and written by `gc` (blame/notes.ts).
+ */
+export const RETIRED_HOOKS = ['post-commit', 'post-rewrite'] as const;
+export type RetiredHookName = (typeof RETIRED_HOOKS)[number];
 /**
  * Installed only with `hooks install --strict` (issue 32 item 11): git runs reference-transaction about ten times for
  * each commit a rebase replays, so any such hook, even one that only exits, makes a rebase several times slower.
@@ -84,6 +91,8 @@ export interface HooksReport {
   installed: boolean;
   /** The strict-only hooks are agentsnap's too (`hooks install --strict`). */
   strict: boolean;
+  /** Hooks of an older agentsnap still installed under a name it no longer uses (RETIRED_HOOKS): `hooks install` takes them out. */
+  retired: string[];
 }
 
 function isOurs(file: string): boolean {
@@ -123,20 +132,25 @@ export async function hooksStatus(repo: Repo): Promise<HooksReport> {
       chained: exists(chained) ? chained : null,
     };
   });
+  const retired = RETIRED_HOOKS.map((name) => path.join(dir, name)).filter(isOurs);
   const strictOnes = hooks.filter((h) => h.strictOnly);
   const strict = strictOnes.every((h) => h.state === 'current' || h.state === 'outdated');
   return {
     dir,
     hooksPath: await configuredHooksPath(repo),
     hooks,
-    installed: hooks.every((h) => h.state === 'current' || (h.strictOnly && !strict && h.state !== 'outdated')),
+    installed: retired.length === 0 && hooks.every((h) => h.state === 'current' || (h.strictOnly && !strict && h.state !== 'outdated')),
     strict,
+    retired,
   };
 }
 
 export interface InstallResult extends HooksReport {
   /** What install or uninstall did to each hook. */
-  actions: { name: HookName; action: 'installed' | 'updated' | 'unchanged' | 'chained' | 'removed' | 'restored' | 'absent' }[];
+  actions: {
+    name: HookName | RetiredHookName;
+    action: 'installed' | 'updated' | 'unchanged' | 'chained' | 'removed' | 'restored' | 'absent';
+  }[];
 }
 
 /** Files in the hooks directory that git tracks (a checked-in core.hooksPath): agentsnap will not overwrite those. */
@@ -173,7 +187,14 @@ export async function installHooks(repo: Repo, opts: { force?: boolean; strict?:
   const strictNow = all.filter((p) => STRICT_HOOKS.includes(p.name)).every((p) => p.state === 'current' || p.state === 'outdated');
   const wantStrict = opts.strict ?? strictNow;
   const plans = all.filter((p) => wantStrict || !STRICT_HOOKS.includes(p.name));
-  const dropped = wantStrict ? [] : all.filter((p) => STRICT_HOOKS.includes(p.name) && isOurs(p.file));
+  const retired = RETIRED_HOOKS.map((name) => {
+    const file = path.join(dir, name);
+    return { name, file, chained: `${file}${CHAINED_SUFFIX}` };
+  });
+  const dropped = [
+    ...(wantStrict ? [] : all.filter((p) => STRICT_HOOKS.includes(p.name) && isOurs(p.file))),
+    ...retired.filter((p) => isOurs(p.file)),
+  ];
   // Check everything before changing anything: never half-install.
   for (const p of plans) {
     if (p.state === 'foreign' && exists(p.chained)) {
@@ -219,7 +240,7 @@ export async function installHooks(repo: Repo, opts: { force?: boolean; strict?:
     }
   }
   for (const p of dropped) actions.push({ name: p.name, action: removeOurs(p.file, p.chained) });
-  // The post-commit hook's notes follow their commits through amend and rebase (post-rewrite then notes a rebase's commits afresh).
+  // Blame notes (written by gc, blame/notes.ts) follow their commits through amend and rebase.
   await setNotesRewrite(repo, true);
   return { ...(await hooksStatus(repo)), actions };
 }
@@ -242,6 +263,10 @@ export async function uninstallHooks(repo: Repo): Promise<InstallResult> {
     const file = path.join(dir, name);
     // Not ours (or absent): left, and any chained file with it rather than overwrite something.
     actions.push({ name, action: isOurs(file) ? removeOurs(file, `${file}${CHAINED_SUFFIX}`) : 'absent' });
+  }
+  for (const name of RETIRED_HOOKS) {
+    const file = path.join(dir, name);
+    if (isOurs(file)) actions.push({ name, action: removeOurs(file, `${file}${CHAINED_SUFFIX}`) });
   }
   await setNotesRewrite(repo, false);
   return { ...(await hooksStatus(repo)), actions };

@@ -13,7 +13,7 @@ export const STEP_REF_PREFIX = 'refs/agent/';
 
 export const META_REF_PREFIX = 'refs/agentsnap/';
 
-/** The git notes the post-commit hook writes (blame/notes.ts): a ref outside both prefixes that `gc --all` removes too. */
+/** The blame notes gc and `hooks note-commit` write (blame/notes.ts): a ref outside both prefixes that `gc --all` removes too. */
 export const NOTES_REF = 'refs/notes/agentsnap';
 
 /**

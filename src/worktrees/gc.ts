@@ -39,6 +39,7 @@ import { dropSession, SAFETY_REF_PREFIX } from './parallel.js';
 import { diskUse, exists, olderThan, readdirOrEmpty } from '../base/fsutil.js';
 import { runDirInUse } from '../server/server.js';
 import { LOG_ALL_ALIAS, NOTES_REF } from '../session/refs.js';
+import { noteBeforeRemoving } from '../blame/notes.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 /** Temporary files and half-created things younger than this may belong to a command that is still running. */
@@ -119,6 +120,8 @@ export interface GcReport {
   left: string[];
   /** --all: the shadow repository of a directory in no git repository, removed whole (src/git/shadow.ts), and those set aside at its path. */
   removedShadows: string[];
+  /** Commits whose blame notes were written before their sessions went (blame/notes.ts: git hooks installed). */
+  notedCommits: number;
   /** Bytes used by agentsnap's state dir and worktrees. */
   before: number;
   /** After the run (dry run: an estimate). */
@@ -309,6 +312,7 @@ class GcRun {
       refused: [],
       left: [],
       removedShadows: [],
+      notedCommits: 0,
       before: 0,
       after: 0,
     };
@@ -320,6 +324,8 @@ class GcRun {
     const sessions = await listSessions(repo);
     const inUse = new Set(sessions.filter((s) => sessionInUse(s, this.now)).map((s) => s.id));
     const drop = opts.all ? await this.everySession(sessions, inUse) : this.expiredSessions(sessions, inUse);
+    // With the git hooks installed, the commits these sessions wrote lines into get their blame notes first.
+    if (!dryRun && !opts.all) report.notedCommits = await noteBeforeRemoving(repo, drop);
     for (const s of drop) await this.dropOne(s);
     await this.removeOrphanRefs(notes);
     await this.removeOrphanWorktrees();

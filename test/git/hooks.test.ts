@@ -5,7 +5,7 @@ import path from 'node:path';
 import { cli, refsUnder, tempRepo, type TempRepo } from '../support/helpers.js';
 
 /** What `hooks install` installs; `--strict` adds reference-transaction (issue 32 item 11: it slows every rebase). */
-const HOOKS = ['pre-commit', 'pre-merge-commit', 'pre-push', 'post-commit', 'post-rewrite'];
+const HOOKS = ['pre-commit', 'pre-merge-commit', 'pre-push'];
 
 /** A repository with every hook installed (`--strict`) and one checkpoint: returns the snapshot commit of step 1. */
 async function setup(files: Record<string, string> = { 'a.txt': 'one\n' }): Promise<{ repo: TempRepo; snap: string; session: string }> {

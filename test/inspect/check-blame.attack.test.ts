@@ -86,7 +86,7 @@ test('blame: a CRLF file (text eol=crlf) changed since the last snapshot keeps i
   }
 });
 
-test("blame notes: a rebase that moves the agent's lines leaves a note git concatenated (post-commit's + the copied one): a later session still reads it", async () => {
+test("blame notes: a note git copied to a rebased commit whose file moved the agent's lines is mapped through the diff, never read as it is; gc writes it afresh", async () => {
   const repo = tempRepo({ files: { 'base.txt': 'b1\nb2\n' } });
   try {
     const env = { PATH: agentsnapOnPath(repo.base) };
@@ -96,30 +96,42 @@ test("blame notes: a rebase that moves the agent's lines leaves a note git conca
       return r.stdout;
     };
     assert.is((await cli(repo, ['hooks', 'install'], { env })).code, 0);
-    const n = await recordStep(repo, () => repo.write('base.txt', 'b1\nb2\nagent1\nagent2\n'), env);
+    const n = await recordStep(repo, () => repo.write('base.txt', 'b1\nb2\nagent1\nagent2\nb3\n'), env);
     g(['commit', '-q', '-am', 'agent']);
+    assert.is((await cli(repo, ['hooks', 'note-commit'], { env })).code, 0); // as gc does before it removes the session
     g(['checkout', '-q', '-b', 'side', 'HEAD~1']);
     repo.write('base.txt', 'u0\nb1\nb2\n');
     g(['commit', '-q', '-am', 'side']);
     g(['checkout', '-q', 'main']);
     g(['rebase', '-q', 'side']);
-    const later = await cliProcess(repo, ['wrap', '--agent', 'generic', '--', 'true'], { env });
-    assert.is(later.code, 0, later.stderr);
-    const id = /started session (\S+)/.exec(later.stderr)?.[1] as string;
-    const blame = await cli(repo, ['blame', 'base.txt', '--session', id, '--json'], { env });
-    assert.is(blame.code, 0, blame.stderr);
-    const lines = (JSON.parse(blame.stdout) as { lines: { text: string; origin: { kind: string; step?: number } }[] }).lines;
-    assert.equal(
-      lines.map((l) => [l.text, l.origin.kind, l.origin.step ?? null]),
-      [
-        ['u0', 'before-session', null],
-        ['b1', 'before-session', null],
-        ['b2', 'before-session', null],
-        ['agent1', 'committed', n],
-        ['agent2', 'committed', n],
-      ],
-      g(['notes', '--ref=agentsnap', 'show', 'HEAD']),
-    );
+    // git copied the note as it was: lines 3-5, where the rebased file has b2, agent1 and agent2.
+    const copied = g(['notes', '--ref=agentsnap', 'show', 'HEAD']);
+    assert.match(copied, '"base.txt":[[3,3,', copied);
+    const expected = [
+      ['u0', 'before-session', null],
+      ['b1', 'before-session', null],
+      ['b2', 'before-session', null],
+      ['agent1', 'committed', n],
+      ['agent2', 'committed', n],
+      ['b3', 'committed', n],
+    ];
+    const blameInNewSession = async () => {
+      const later = await cliProcess(repo, ['wrap', '--agent', 'generic', '--', 'true'], { env });
+      assert.is(later.code, 0, later.stderr);
+      const id = /started session (\S+)/.exec(later.stderr)?.[1] as string;
+      const blame = await cli(repo, ['blame', 'base.txt', '--session', id, '--json'], { env });
+      assert.is(blame.code, 0, blame.stderr);
+      const lines = (JSON.parse(blame.stdout) as { lines: { text: string; origin: { kind: string; step?: number } }[] }).lines;
+      return lines.map((l) => [l.text, l.origin.kind, l.origin.step ?? null]);
+    };
+    assert.is((await cli(repo, ['end'], { env })).code, 0);
+    assert.equal(await blameInNewSession(), expected);
+    const gc = await cli(repo, ['gc', '--older-than', '0', '--json'], { env });
+    assert.is(gc.code, 0, gc.stderr);
+    assert.is((JSON.parse(gc.stdout) as { notedCommits: number }).notedCommits, 1, 'the copied note is not current: written afresh');
+    const note = g(['notes', '--ref=agentsnap', 'show', 'HEAD']).split('\n').filter(Boolean);
+    assert.match(note[0] as string, '"base.txt":[[4,3,', 'the fresh note first, the copied one after it');
+    assert.equal(await blameInNewSession(), expected, 'once every session is gone');
   } finally {
     repo.cleanup();
   }

@@ -1,4 +1,5 @@
 // `agentsnap hooks install|uninstall|status`.
+import path from 'node:path';
 import { hooks } from '../../api/sync.js';
 import type { HooksReport, InstallResult } from '../../install/git-hooks.js';
 import type { CommandFactory } from '../context.js';
@@ -25,6 +26,8 @@ function printReport(out: Output, r: HooksReport): void {
           : out.color.yellow(STATE_TEXT[key] ?? h.state);
     out.out(`  ${h.name.padEnd(22)} ${state}${h.chained ? `; chains ${h.chained}` : ''}`);
   }
+  for (const f of r.retired)
+    out.out(`  ${path.basename(f).padEnd(22)} ${out.color.yellow('left by an older agentsnap (`agentsnap hooks install` takes it out)')}`);
 }
 
 export const hooksCommand: CommandFactory = (ctx) => ({
@@ -34,7 +37,7 @@ export const hooksCommand: CommandFactory = (ctx) => ({
     y
       .positional('action', {
         choices: ['install', 'uninstall', 'status', 'note-commit'] as const,
-        describe: 'what to do (note-commit: what the post-commit and post-rewrite hooks run)',
+        describe: 'what to do (note-commit: write the blame notes of commits now; gc writes them before it removes a session)',
       })
       .positional('commits', { type: 'string', array: true, describe: 'note-commit: the commits to note (default HEAD)' })
       .options({
