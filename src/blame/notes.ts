@@ -40,16 +40,18 @@ function splitNul(b: Buffer): string[] {
   return b.toString('utf8').split('\0').filter(Boolean);
 }
 
-/** The sessions recorded in this worktree, each with the files it changed (baseline → head): who may own a line. */
+/** The repository's sessions, each with the files it changed (baseline → head): who may own a line. */
 export interface NoteSessions {
   sessions: { session: Session; since: number; touched: Set<string> }[];
 }
 
-/** This worktree's sessions for noting (unreadable ones are doctor's to report). */
+/**
+ * The repository's sessions for noting, those of every worktree (a session worktree's work is applied here and
+ * committed; gc removes sessions of all worktrees). Unreadable ones are doctor's to report.
+ */
 export async function noteSessions(repo: Repo): Promise<NoteSessions> {
   const out: NoteSessions = { sessions: [] };
   for (const summary of await listSessions(repo)) {
-    if (summary.worktree !== repo.worktree) continue;
     let session: Session;
     try {
       session = loadSession(repo, summary.id);
@@ -96,7 +98,7 @@ async function attributeFile(repo: Repo, known: NoteSessions, rel: string, blob:
 }
 
 /**
- * Writes the note of `commit` (default HEAD): for each text file it added or changed, the lines this worktree's
+ * Writes the note of `commit` (default HEAD): for each text file it added or changed, the lines the repository's
  * sessions' steps wrote. Returns the note, or null when no committed line came from a step.
  */
 export async function noteCommit(repo: Repo, commit = 'HEAD', known?: NoteSessions): Promise<CommitNote | null> {
@@ -171,14 +173,32 @@ export async function noteBeforeRemoving(repo: Repo, removing: { createdAt: stri
     if (removing.length === 0 || !(await notesEnabled(repo))) return 0;
     const since = Math.min(...removing.map((s) => Math.floor(Date.parse(s.createdAt) / 1000)).filter(Number.isFinite));
     if (!Number.isFinite(since)) return 0;
-    const list = await repo.git(['rev-list', '--no-merges', `--max-count=${MAX_NOTED}`, `--since=${since}`, '--branches'], {
-      okCodes: [128],
-    });
-    const commits = list.code === 0 ? list.stdout.toString().split('\n').filter(Boolean) : [];
-    if (commits.length === 0) return 0;
+    // One git process lists the commits and the files each added or changed; only those that hold a file some session
+    // changed can hold a step's line (the rest cost nothing more).
+    const list = await repo.git(
+      [
+        'log',
+        '-z',
+        '--no-merges',
+        '--no-renames',
+        '--diff-filter=AM',
+        '--name-only',
+        '--format=%x01%H',
+        `--max-count=${MAX_NOTED}`,
+        `--since=@${since}`,
+        '--branches',
+      ],
+      { okCodes: [128] },
+    );
+    if (list.code !== 0) return 0;
     const known = await noteSessions(repo);
+    const touched = new Set(known.sessions.flatMap((s) => [...s.touched]));
     let written = 0;
-    for (const oid of commits) {
+    for (const record of list.stdout.toString('utf8').split('\x01').slice(1)) {
+      const [oid = '', ...names] = record.split('\0');
+      // git puts a newline between the commit line and its first file name.
+      if (names[0]?.startsWith('\n')) names[0] = names[0].slice(1);
+      if (!OID.test(oid) || !names.some((n) => touched.has(n))) continue;
       const note = await readNote(repo, oid);
       if (note && (await noteIsCurrent(repo, note, oid))) continue;
       if (await noteCommit(repo, oid, known)) written++;

@@ -118,4 +118,32 @@ test('blame notes: a note copied to a commit whose file is another blob has its 
   }
 });
 
+test('blame notes: without the git hooks, gc writes none (refs/notes/agentsnap is never created), and blame still works the step out while the session exists', async () => {
+  const repo = tempRepo({ files: { 'a.txt': 'base\n' } });
+  try {
+    const env = { PATH: agentsnapOnPath(repo.base) };
+    const n = await recordStep(repo, () => repo.write('a.txt', 'base\nagent\n'), env);
+    git(repo, env, ['commit', '-q', '-am', 'agent work']);
+    assert.is((await cli(repo, ['end'], { env })).code, 0);
+    const later = await cliProcess(repo, ['wrap', '--agent', 'generic', '--', 'true'], { env });
+    const id = /started session (\S+)/.exec(later.stderr)?.[1] as string;
+    const blame = await cli(repo, ['blame', 'a.txt', '--session', id, '--json'], { env });
+    assert.is(blame.code, 0, blame.stderr);
+    const kinds = (JSON.parse(blame.stdout) as { lines: { origin: { kind: string; step?: number } }[] }).lines.map((l) => [
+      l.origin.kind,
+      l.origin.step ?? null,
+    ]);
+    assert.equal(kinds, [
+      ['before-session', null],
+      ['committed', n],
+    ]);
+    const gc = await cli(repo, ['gc', '--older-than', '0', '--json'], { env });
+    assert.is(gc.code, 0, gc.stderr);
+    assert.is((JSON.parse(gc.stdout) as { notedCommits: number }).notedCommits, 0);
+    assert.is(repo.gitRaw(['rev-parse', '--verify', '-q', 'refs/notes/agentsnap']).stdout, '');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();
