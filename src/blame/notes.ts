@@ -13,6 +13,7 @@ import type { Repo } from '../git/repo.js';
 import { listSessions, loadSession } from '../session/session.js';
 import { blameFile } from './blame.js';
 import type { Session } from '../session/model.js';
+import { sessionIdProblem } from '../base/ids.js';
 
 export const NOTES_REF = 'refs/notes/agentsnap';
 
@@ -71,17 +72,31 @@ export async function noteSessions(repo: Repo): Promise<NoteSessions> {
 
 /**
  * Which session step wrote each line of `rel` as commit `oid` has it (`blob`: its bytes), from the sessions that began
- * before the commit was made (`committed`: its committer time, seconds) and changed the file; sessions newest first,
+ * before the commit was first made (`authored`: its author time, kept by amend and rebase: a session that began after
+ * a rebased commit's lines were written did not write them) and changed the file, each as it was when the commit was
+ * made (`committed`: its committer time, seconds); sessions newest first,
  * a line keeps the first attribution found. Empty for a binary file.
  */
-async function attributeFile(repo: Repo, known: NoteSessions, rel: string, blob: Buffer, committed: number): Promise<NoteRuns> {
+async function attributeFile(
+  repo: Repo,
+  known: NoteSessions,
+  rel: string,
+  blob: Buffer,
+  committed: number,
+  authored: number = committed,
+): Promise<NoteRuns> {
   if (blob.includes(0)) return []; // binary: no lines
   const owner = new Map<number, [string, number]>();
   for (const { session, since, touched } of known.sessions) {
-    if (since > committed || !touched.has(rel)) continue;
+    if (since > Math.min(committed, authored) || !touched.has(rel)) continue;
+    // The session as it was when the commit was made: a step it ran later cannot have written a committed line
+    // (its snapshots are blamed up to the last one made by then).
+    const until = await repo.git(['rev-list', '-1', '--first-parent', `--before=@${committed}`, session.head, '--'], { okCodes: [128] });
+    const tip = until.code === 0 ? until.stdout.toString().trim() : '';
+    if (!OID.test(tip)) continue;
     let lines;
     try {
-      lines = await blameFile(repo, session, rel, blob);
+      lines = await blameFile(repo, { ...session, head: tip }, rel, blob);
     } catch {
       continue; // not in this session's snapshots
     }
@@ -122,13 +137,17 @@ export async function noteCommit(repo: Repo, commit = 'HEAD', known?: NoteSessio
   if (paths.length === 0) return null;
   const sessions = known ?? (await noteSessions(repo));
   if (sessions.sessions.length === 0) return null;
-  const committed = Number((await repo.git(['show', '-s', '--format=%ct', oid])).stdout.toString().trim());
+  const [committed, authored] = (await repo.git(['show', '-s', '--format=%ct %at', oid])).stdout
+    .toString()
+    .trim()
+    .split(' ')
+    .map(Number) as [number, number];
   const note: CommitNote = { v: 1, files: {} };
   for (const rel of paths) {
     if (!sessions.sessions.some((s) => s.touched.has(rel))) continue;
     const blob = await repo.git(['cat-file', 'blob', `${oid}:${rel}`], { okCodes: [128] });
     if (blob.code !== 0) continue;
-    const runs = await attributeFile(repo, sessions, rel, blob.stdout, committed);
+    const runs = await attributeFile(repo, sessions, rel, blob.stdout, committed, authored);
     if (runs.length > 0) {
       note.files[rel] = runs;
       (note.blobs ??= {})[rel] = await blobOf(repo, oid, rel);
@@ -153,6 +172,48 @@ export async function noteCommit(repo: Repo, commit = 'HEAD', known?: NoteSessio
   return note;
 }
 
+/**
+ * Gives each note of an older version (no `blobs`) the blobs of its commit, so that a copy git makes when a rebase
+ * rewrites the commit is mapped, never read as it is (fileRuns). Those notes were right for their commit: the older
+ * version's post-rewrite hook wrote a rebase's notes afresh, and `hooks install` is what takes that hook out.
+ * Returns how many were given blobs; never throws (a note left as it is is read as before).
+ */
+export async function migrateLegacyNotes(repo: Repo): Promise<number> {
+  let migrated = 0;
+  try {
+    const list = await repo.git(['notes', '--ref', NOTES_REF, 'list'], { okCodes: [1, 128] });
+    for (const entry of list.stdout.toString('utf8').split('\n')) {
+      const commit = entry.split(' ')[1] ?? '';
+      if (!OID.test(commit)) continue;
+      const shown = await repo.git(['notes', '--ref', NOTES_REF, 'show', commit], { okCodes: [1, 128] });
+      if (shown.code !== 0) continue;
+      let changed = false;
+      const lines: string[] = [];
+      for (const line of shown.stdout.toString('utf8').split('\n')) {
+        if (!line.trim()) continue;
+        let n: CommitNote | null = null;
+        try {
+          n = JSON.parse(line) as CommitNote;
+        } catch {
+          /* not ours (not JSON): kept as it is */
+        }
+        if (n && n.v === 1 && n.files && typeof n.files === 'object' && !n.blobs) {
+          n.blobs = {};
+          for (const rel of Object.keys(n.files)) n.blobs[rel] = await blobOf(repo, commit, rel);
+          changed = true;
+          lines.push(JSON.stringify(n));
+        } else lines.push(line);
+      }
+      if (!changed) continue;
+      await repo.git(['notes', '--ref', NOTES_REF, 'add', '-f', '-F', '-', commit], { input: `${lines.join('\n')}\n`, extraEnv: IDENT });
+      migrated++;
+    }
+  } catch {
+    /* git could not list or write notes: they are read as before */
+  }
+  return migrated;
+}
+
 /** Whether `hooks install` has set this repository up for notes (its notes.rewriteRef entry). */
 export async function notesEnabled(repo: Repo): Promise<boolean> {
   const res = await repo.git(['config', '--local', '--get-all', 'notes.rewriteRef'], { okCodes: [1] });
@@ -168,21 +229,26 @@ const MAX_NOTED = 2000;
  * began that has none yet, while every session that may own its lines still exists. Returns how many were written.
  * Only where `hooks install` set notes up (notesEnabled); never throws (a note not written costs blame, not data).
  */
-export async function noteBeforeRemoving(repo: Repo, removing: { createdAt: string }[]): Promise<number> {
+export async function noteBeforeRemoving(repo: Repo, removing: { id: string; createdAt: string }[]): Promise<number> {
   try {
     if (removing.length === 0 || !(await notesEnabled(repo))) return 0;
     const since = Math.min(...removing.map((s) => Math.floor(Date.parse(s.createdAt) / 1000)).filter(Number.isFinite));
     if (!Number.isFinite(since)) return 0;
-    // One git process lists the commits and the files each added or changed; only those that hold a file some session
-    // changed can hold a step's line (the rest cost nothing more).
-    const list = await repo.git(
+    const known = await noteSessions(repo);
+    const gone = new Set(removing.map((s) => s.id));
+    const theirs = await linesAdded(
+      repo,
+      known.sessions.filter((s) => gone.has(s.session.id)).map((s) => [s.session.baseline, s.session.head] as const),
+    );
+    if (theirs.size === 0) return 0;
+    // One git process lists the commits and the lines each added: only a commit that added a line one of these
+    // sessions' steps added can hold a step's line, and only those are blamed (a user's hundred commits cost one log).
+    const log = await repo.git(
       [
         'log',
-        '-z',
+        ...DIFF_LINES,
         '--no-merges',
-        '--no-renames',
         '--diff-filter=AM',
-        '--name-only',
         '--format=%x01%H',
         `--max-count=${MAX_NOTED}`,
         `--since=@${since}`,
@@ -190,15 +256,11 @@ export async function noteBeforeRemoving(repo: Repo, removing: { createdAt: stri
       ],
       { okCodes: [128] },
     );
-    if (list.code !== 0) return 0;
-    const known = await noteSessions(repo);
-    const touched = new Set(known.sessions.flatMap((s) => [...s.touched]));
+    if (log.code !== 0) return 0;
     let written = 0;
-    for (const record of list.stdout.toString('utf8').split('\x01').slice(1)) {
-      const [oid = '', ...names] = record.split('\0');
-      // git puts a newline between the commit line and its first file name.
-      if (names[0]?.startsWith('\n')) names[0] = names[0].slice(1);
-      if (!OID.test(oid) || !names.some((n) => touched.has(n))) continue;
+    for (const record of log.stdout.toString('utf8').split('\x01').slice(1)) {
+      const oid = record.slice(0, record.indexOf('\n') < 0 ? record.length : record.indexOf('\n')).trim();
+      if (!OID.test(oid) || !addedLinesOf(record).some((l) => theirs.has(l))) continue;
       const note = await readNote(repo, oid);
       if (note && (await noteIsCurrent(repo, note, oid))) continue;
       if (await noteCommit(repo, oid, known)) written++;
@@ -207,6 +269,44 @@ export async function noteBeforeRemoving(repo: Repo, removing: { createdAt: stri
   } catch {
     return 0; // git could not list or write: blame of those commits names no step once the session is gone
   }
+}
+
+/** Options of every diff read for its added lines: no context, the plain text of each line, whatever the user's config. */
+const DIFF_LINES = ['-p', '-U0', '--no-color', '--no-ext-diff', '--no-textconv', '--no-renames'];
+
+/** The lines (text) that the diffs `[from, to]` add, blank ones left out (they say nothing of who wrote them). */
+async function linesAdded(repo: Repo, ranges: (readonly [string, string])[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const [from, to] of ranges) {
+    const d = await repo.git(['diff', ...DIFF_LINES, from, to], { okCodes: [128] });
+    if (d.code === 0) for (const l of addedLinesOf(d.stdout.toString('utf8'))) out.add(l);
+  }
+  return out;
+}
+
+/**
+ * The added lines of a unified diff with no context (-U0), read by each hunk's counts (`@@ -a,b +c,d @@`: b removed
+ * lines, then d added ones), so that a line of text that looks like a header is never taken for one.
+ */
+export function addedLinesOf(diff: string): string[] {
+  const out: string[] = [];
+  const lines = diff.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/.exec(lines[i] as string);
+    if (!m) continue;
+    let removed = m[1] === undefined ? 1 : Number(m[1]);
+    let added = m[2] === undefined ? 1 : Number(m[2]);
+    while ((removed > 0 || added > 0) && i + 1 < lines.length) {
+      const l = lines[++i] as string;
+      if (l.startsWith('\\')) continue; // "\ No newline at end of file"
+      if (l.startsWith('-')) removed--;
+      else if (l.startsWith('+')) {
+        added--;
+        if (l.trim() !== '+') out.push(l.slice(1));
+      } else break;
+    }
+  }
+  return out;
 }
 
 /** The note of a commit, or null. Never throws. */
@@ -229,8 +329,9 @@ export async function readNote(repo: Repo, commit: string): Promise<CommitNote |
       }
       if (!n || n.v !== 1 || !n.files || typeof n.files !== 'object') continue;
       found = true;
-      for (const [rel, runs] of Object.entries(n.files)) {
-        if (rel in out.files || !Array.isArray(runs)) continue;
+      for (const [rel, raw] of Object.entries(n.files)) {
+        const runs = validRuns(raw);
+        if (rel in out.files || !runs) continue;
         out.files[rel] = runs;
         const blob = n.blobs && typeof n.blobs === 'object' ? n.blobs[rel] : undefined;
         if (typeof blob === 'string') (out.blobs ??= {})[rel] = blob;
@@ -242,10 +343,57 @@ export async function readNote(repo: Repo, commit: string): Promise<CommitNote |
   }
 }
 
-/** Which session step a note says wrote line `line` of `rel` in its commit. */
+/** Which session step a note says wrote line `line` of `rel` in its commit (runs as validRuns leaves them: in order). */
 export function noteLine(note: CommitNote, rel: string, line: number): { session: string; step: number } | null {
-  for (const [first, count, session, step] of note.files[rel] ?? []) if (line >= first && line < first + count) return { session, step };
+  const runs = note.files[rel] ?? [];
+  let lo = 0;
+  let hi = runs.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const [first, count, session, step] = runs[mid] as NoteRuns[number];
+    if (line < first) hi = mid - 1;
+    else if (line >= first + count) lo = mid + 1;
+    else return { session, step };
+  }
   return null;
+}
+
+/** `first`'s runs, and `then`'s for the lines `first` does not name (both in order). */
+function mergeRuns(first: NoteRuns, then: NoteRuns): NoteRuns {
+  const owner = new Map<number, [string, number]>();
+  for (const runs of [first, then])
+    for (const [line0, count, session, step] of runs)
+      for (let line = line0; line < line0 + count; line++) if (!owner.has(line)) owner.set(line, [session, step]);
+  const out: NoteRuns = [];
+  for (const line of [...owner.keys()].sort((x, y) => x - y)) {
+    const [session, step] = owner.get(line) as [string, number];
+    const last = out[out.length - 1];
+    if (last && last[0] + last[1] === line && last[2] === session && last[3] === step) last[1]++;
+    else out.push([line, 1, session, step]);
+  }
+  return out;
+}
+
+/**
+ * A file's runs as agentsnap writes them, or null when they are not (a note can come from someone else's remote):
+ * each [line ≥ 1, count ≥ 1, a session id, a step ≥ 1], in order and apart, at most MAX_RUN lines in all. Bounds
+ * what reading a note costs (a few huge or countless runs) and what blame prints (a session or step of escapes).
+ */
+export function validRuns(raw: unknown): NoteRuns | null {
+  if (!Array.isArray(raw)) return null;
+  let end = 1;
+  let total = 0;
+  for (const run of raw) {
+    if (!Array.isArray(run) || run.length !== 4) return null;
+    const [first, count, session, step] = run as unknown[];
+    if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || !Number.isSafeInteger(step)) return null;
+    if ((first as number) < end || (count as number) < 1 || (step as number) < 1) return null;
+    if (typeof session !== 'string' || sessionIdProblem(session)) return null;
+    total += count as number;
+    if (total > MAX_RUN) return null;
+    end = (first as number) + (count as number);
+  }
+  return raw as NoteRuns;
 }
 
 /** Whether a note was made for `commit` as it is (not copied by a rebase that changed its files since). */
@@ -271,7 +419,7 @@ async function blobOf(repo: Repo, commit: string, rel: string): Promise<string> 
  * loses its step); null when that blob is gone too (git gc): no answer rather than a wrong one.
  */
 export async function fileRuns(repo: Repo, note: CommitNote, commit: string, rel: string): Promise<NoteRuns | null> {
-  const runs = note.files[rel];
+  const runs = validRuns(note.files[rel]);
   if (!runs) return null;
   const was = note.blobs?.[rel];
   if (was === undefined) return runs;
@@ -287,21 +435,24 @@ export async function fileRuns(repo: Repo, note: CommitNote, commit: string, rel
   const hunks: [number, number, number, number][] = [];
   for (const m of diff.stdout.toString('utf8').matchAll(/^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/gm))
     hunks.push([Number(m[1]), m[2] === undefined ? 1 : Number(m[2]), Number(m[3]), m[4] === undefined ? 1 : Number(m[4])]);
+  // A count of 0 names the line before: an insertion (b = 0) comes after old line a, a deletion (d = 0) after new line c.
+  const ends = hunks.map(([a, b, c, d]) => [b === 0 ? a : a + b - 1, d === 0 ? c : c + d - 1] as const);
   const mapLine = (line: number): number | null => {
-    let shift = 0;
-    for (const [a, b, c, d] of hunks) {
-      // A count of 0 names the line before: an insertion (b = 0) comes after old line a, a deletion (d = 0) after new line c.
-      const oldEnd = b === 0 ? a : a + b - 1;
-      const newEnd = d === 0 ? c : c + d - 1;
-      if (b > 0 && line >= a && line <= oldEnd) return null;
-      if (line <= oldEnd) break;
-      shift = newEnd - oldEnd;
+    // The first hunk that ends at or after the line (hunks come in order): the line is in it, or before it.
+    let lo = 0;
+    let hi = hunks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((ends[mid] as readonly [number, number])[0] < line) lo = mid + 1;
+      else hi = mid;
     }
-    return line + shift;
+    const hunk = hunks[lo];
+    if (hunk && hunk[1] > 0 && line >= hunk[0]) return null;
+    const before = ends[lo - 1];
+    return before ? line + before[1] - before[0] : line;
   };
   const out: NoteRuns = [];
   for (const [first, count, session, step] of runs) {
-    if (!Number.isSafeInteger(first) || !Number.isSafeInteger(count) || first < 1 || count > MAX_RUN) continue; // not ours
     for (let line = first; line < first + count; line++) {
       const moved = mapLine(line);
       if (moved === null) continue;
@@ -363,6 +514,7 @@ export async function committedAuthors(
     let commit = '';
     const lines: [string, number, number][] = [];
     const times = new Map<string, number>();
+    const authoredAt = new Map<string, number>();
     for (const raw of res.stdout.toString('utf8').split('\n')) {
       const m = /^([0-9a-f]{40,64}) (\d+) (\d+)/.exec(raw);
       if (m) {
@@ -371,15 +523,21 @@ export async function committedAuthors(
         continue;
       }
       if (raw.startsWith('committer-time ')) times.set(commit, Number(raw.slice('committer-time '.length)));
+      if (raw.startsWith('author-time ')) authoredAt.set(commit, Number(raw.slice('author-time '.length)));
     }
     for (const [c, line, now] of lines) {
       if (!notes.has(c)) {
         const note = hasNotes ? await readNote(repo, c) : null;
         let runs: NoteRuns | null = note ? await fileRuns(repo, note, c, rel) : null;
         const time = times.get(c) ?? 0;
-        if (!note && mayOwn.length > 0 && time >= oldest) {
+        // No note, or one git copied from the commit an amend or rebase rewrote (made for another blob of the file: its
+        // mapped lines miss what the rewrite added): worked out from the sessions, the copied note filling in the rest.
+        const copied = note?.blobs?.[rel] !== undefined && (await blobOf(repo, c, rel)) !== note?.blobs?.[rel];
+        if ((!note || copied) && mayOwn.length > 0 && time >= oldest) {
           const blob = await repo.git(['cat-file', 'blob', `${c}:${rel}`], { okCodes: [128] });
-          runs = blob.code === 0 ? await attributeFile(repo, { sessions: mayOwn }, rel, blob.stdout, time) : null;
+          const fresh =
+            blob.code === 0 ? await attributeFile(repo, { sessions: mayOwn }, rel, blob.stdout, time, authoredAt.get(c) ?? time) : null;
+          runs = fresh && runs ? mergeRuns(fresh, runs) : (fresh ?? runs);
         }
         notes.set(c, runs);
       }

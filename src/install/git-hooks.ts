@@ -10,7 +10,7 @@ import { errors } from '../base/errors.js';
 import { packageRoot } from '../base/package-root.js';
 import type { Repo } from '../git/repo.js';
 import { exists } from '../base/fsutil.js';
-import { setNotesRewrite } from '../blame/notes.js';
+import { migrateLegacyNotes, setNotesRewrite } from '../blame/notes.js';
 import { AGENT_REPO_REFS } from '../agents/registry.js';
 import { refuseInShadow } from '../git/shadow.js';
 
@@ -240,8 +240,10 @@ export async function installHooks(repo: Repo, opts: { force?: boolean; strict?:
     }
   }
   for (const p of dropped) actions.push({ name: p.name, action: removeOurs(p.file, p.chained) });
-  // Blame notes (written by gc, blame/notes.ts) follow their commits through amend and rebase.
+  // Blame notes (written by gc, blame/notes.ts) follow their commits through amend and rebase; an older version's
+  // notes get the blobs that let a copied one be mapped (nothing notes a rebase afresh once its hooks are out).
   await setNotesRewrite(repo, true);
+  await migrateLegacyNotes(repo);
   return { ...(await hooksStatus(repo)), actions };
 }
 
