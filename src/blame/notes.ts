@@ -102,6 +102,11 @@ async function attributeFile(
     }
     for (const l of lines) if (l.origin.kind === 'step' && !owner.has(l.line)) owner.set(l.line, [session.id, l.origin.step]);
   }
+  return runsOf(owner);
+}
+
+/** Each line's [session, step] as a note's runs: consecutive lines of one step make one run. */
+function runsOf(owner: Map<number, [string, number]>): NoteRuns {
   const runs: NoteRuns = [];
   for (const line of [...owner.keys()].sort((a, b) => a - b)) {
     const [session, step] = owner.get(line) as [string, number];
@@ -364,14 +369,7 @@ function mergeRuns(first: NoteRuns, then: NoteRuns): NoteRuns {
   for (const runs of [first, then])
     for (const [line0, count, session, step] of runs)
       for (let line = line0; line < line0 + count; line++) if (!owner.has(line)) owner.set(line, [session, step]);
-  const out: NoteRuns = [];
-  for (const line of [...owner.keys()].sort((x, y) => x - y)) {
-    const [session, step] = owner.get(line) as [string, number];
-    const last = out[out.length - 1];
-    if (last && last[0] + last[1] === line && last[2] === session && last[3] === step) last[1]++;
-    else out.push([line, 1, session, step]);
-  }
-  return out;
+  return runsOf(owner);
 }
 
 /**
