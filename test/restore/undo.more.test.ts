@@ -8,9 +8,7 @@ import { outsideEffect } from '../../src/index.js';
 import { contentLockFile } from '../../src/session/session.js';
 import { openRepo } from '../../src/git/repo.js';
 
-// Skipped until the `tests` branch is merged: on git 2.39 the snapshot engine's readEntries used
-// `ls-files --pathspec-from-file`, which ls-files does not have (fixed there). Enable it then.
-test.skip('undo writes the snapshotted bytes exactly, whatever .gitattributes and core.autocrlf say', async () => {
+test('undo writes the snapshotted bytes exactly, whatever .gitattributes and core.autocrlf say', async () => {
   const repo = tempRepo({ files: { '.gitattributes': '*.txt text eol=crlf\n*.dat filter=never\n' } });
   try {
     repo.git(['config', 'core.autocrlf', 'true']);
