@@ -416,7 +416,14 @@ async function blobOf(repo: Repo, commit: string, rel: string): Promise<string> 
  * from the blob it was made for when a rebase copied it to a commit whose file differs (a line the diff changed
  * loses its step); null when that blob is gone too (git gc): no answer rather than a wrong one.
  */
-export async function fileRuns(repo: Repo, note: CommitNote, commit: string, rel: string): Promise<NoteRuns | null> {
+export async function fileRuns(
+  repo: Repo,
+  note: CommitNote,
+  commit: string,
+  rel: string,
+  /** The blob `rel` has in `commit`, when the caller has it already. */
+  current?: string,
+): Promise<NoteRuns | null> {
   const runs = validRuns(note.files[rel]);
   if (!runs) return null;
   const was = note.blobs?.[rel];
@@ -424,7 +431,7 @@ export async function fileRuns(repo: Repo, note: CommitNote, commit: string, rel
   // A note can come from a remote (refs/notes/agentsnap fetched): anything but an object id is not used, never
   // passed to git (`--output=<file>` would be an option).
   if (!OID.test(was)) return null;
-  const now = await blobOf(repo, commit, rel);
+  const now = current ?? (await blobOf(repo, commit, rel));
   if (now === was) return runs;
   if (!now) return null;
   const diff = await repo.git(['diff', '-U0', '--no-color', '--no-ext-diff', was, now], { okCodes: [128] });
@@ -526,11 +533,13 @@ export async function committedAuthors(
     for (const [c, line, now] of lines) {
       if (!notes.has(c)) {
         const note = hasNotes ? await readNote(repo, c) : null;
-        let runs: NoteRuns | null = note ? await fileRuns(repo, note, c, rel) : null;
+        // Asked once: fileRuns maps the note through it, and it says whether the note was made for another blob.
+        const current = note?.blobs?.[rel] !== undefined ? await blobOf(repo, c, rel) : undefined;
+        let runs: NoteRuns | null = note ? await fileRuns(repo, note, c, rel, current) : null;
         const time = times.get(c) ?? 0;
         // No note, or one git copied from the commit an amend or rebase rewrote (made for another blob of the file: its
         // mapped lines miss what the rewrite added): worked out from the sessions, the copied note filling in the rest.
-        const copied = note?.blobs?.[rel] !== undefined && (await blobOf(repo, c, rel)) !== note?.blobs?.[rel];
+        const copied = current !== undefined && current !== note?.blobs?.[rel];
         if ((!note || copied) && mayOwn.length > 0 && time >= oldest) {
           const blob = await repo.git(['cat-file', 'blob', `${c}:${rel}`], { okCodes: [128] });
           const fresh =
