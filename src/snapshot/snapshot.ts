@@ -1085,6 +1085,9 @@ async function reconcileWithUserIndex(
       skipped.push({ path: rel, reason, size: st.size });
     }
   }
+  // A nested repository in a directory the rules leave out is not there for git status (seed 19004): its
+  // paths went above, as dropped; it is neither listed nor skipped.
+  for (const dir of await ignoredPaths(repo, [...nested])) nested.delete(dir);
   return { drop, tracked, nested: [...nested] };
 }
 

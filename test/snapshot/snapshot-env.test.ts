@@ -258,6 +258,40 @@ test('git init (no commit) in a directory of files only the agent made, after a 
   }
 });
 
+test('git init in an excluded directory of files an earlier snapshot took: left out as git status leaves it out, not listed as a skipped nested repository', async () => {
+  // The generative test's seed 19004 found it (shadow layout): the private index still had d/c.txt, so the
+  // snapshot read d as a nested repository despite the rule, and listed it skipped; git status shows nothing.
+  // Each rule below: git status is the oracle (`d/*` leaves the directory itself in, so git lists it).
+  for (const [rule, dir] of [
+    ['d/', 'd'],
+    ['/d', 'd'],
+    ['d/*', 'd'],
+    ['p/', 'p/d'],
+  ] as const) {
+    const repo = tempRepo({ files: { 'a.txt': 'a\n' } });
+    try {
+      // Another nested repository makes every snapshot a full scan through the private index.
+      fs.mkdirSync(path.join(repo.dir, 'e'));
+      repo.git(['init', '-q'], { cwd: path.join(repo.dir, 'e') });
+      repo.write(`${dir}/c.txt`, 'c\n');
+      const s0 = await snapJson(repo);
+      assert.is(blobAt(repo, s0.commit, `${dir}/c.txt`).toString(), 'c\n', rule);
+      fs.appendFileSync(path.join(repo.dir, '.git', 'info', 'exclude'), `${rule}\n`);
+      repo.git(['init', '-q'], { cwd: path.join(repo.dir, dir) });
+      repo.write(`${dir}/n.txt`, 'n\n');
+      const listed = repo.git(['status', '--porcelain', '--untracked-files=all']).includes(`?? ${dir}/\n`);
+      const s1 = await snapJson(repo, ['--session', s0.session]);
+      const skipped = [{ path: 'e', reason: 'nested-repo-without-commit' }];
+      if (listed) skipped.push({ path: dir, reason: 'nested-repo-without-commit' });
+      assert.equal(s1.skipped, skipped, rule);
+      assert.is(entryAt(repo, s1.commit, dir), null, rule);
+      assert.is(repo.read(`${dir}/c.txt`).toString(), 'c\n', rule);
+    } finally {
+      repo.cleanup();
+    }
+  }
+});
+
 test('unborn HEAD (fresh git init, no commits, no index): snapshots work, HEAD stays unborn', async () => {
   const repo = tempRepo();
   try {
