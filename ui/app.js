@@ -67,7 +67,8 @@ const state = {
   diffText: '',
   diffTitle: '',
   stamp: null,
-  busy: false,
+  /** The real run of an operation, while it runs: the next action waits for it. */
+  running: null,
 };
 
 /** A journal time (ISO, UTC) in the viewer's own locale and time zone; the text as it is if it is no time. */
@@ -485,7 +486,6 @@ function closeDialog() {
 /** The confirmation dialog of one operation: its dry run, a refusal with its reason and the force option, then the real run. */
 // biome-ignore lint/complexity/noExcessiveLinesPerFunction: one dialog's life in order (dry run, refusal and force, Confirm, result), each part awaiting the user; its closures share the dialog's sequence number, which tells a stale answer.
 async function runAction(kind, label, body) {
-  if (state.busy) return;
   const seq = ++dialogSeq;
   const current = () => seq === dialogSeq;
   // The session of the dialog's dry run, whatever the page shows by the time of Confirm.
@@ -496,7 +496,8 @@ async function runAction(kind, label, body) {
   const forceLine = $('force-line');
   const confirm = $('dialog-confirm');
   $('dialog-title').textContent = label;
-  fill(bodyBox, el('p', {}, 'Dry run…'));
+  // An operation still running (its dialog closed meanwhile): this one's dry run comes after it, never instead of it.
+  fill(bodyBox, el('p', {}, state.running ? 'Waiting for the operation still running…' : 'Dry run…'));
   forceLine.hidden = true;
   force.checked = false;
   confirm.hidden = false;
@@ -504,6 +505,9 @@ async function runAction(kind, label, body) {
   confirm.textContent = 'Confirm';
   $('dialog-cancel').textContent = 'Cancel';
   back.hidden = false;
+  while (state.running) await state.running;
+  if (!current()) return;
+  fill(bodyBox, el('p', {}, 'Dry run…'));
   const showRefusal = (text, hint, dryRun) => {
     bodyBox.prepend(
       el(
@@ -564,11 +568,18 @@ async function runAction(kind, label, body) {
     return;
   }
   dialogDone = async () => {
-    if (!current()) return;
+    if (!current() || state.running) return;
     confirm.disabled = true;
-    state.busy = true;
+    let finish = () => {};
+    state.running = new Promise((resolve) => {
+      finish = resolve;
+    });
+    let done = false;
     try {
       const res = await api(kind, {}, { ...body, session, dryRun: false, force: force.checked, expect });
+      done = true;
+      // Its dialog closed meanwhile (another may be on show): the timeline tells what was done.
+      if (!current()) return;
       const r = res.files ?? res;
       fill(
         bodyBox,
@@ -579,8 +590,8 @@ async function runAction(kind, label, body) {
       );
       confirm.hidden = true;
       $('dialog-cancel').textContent = 'Close';
-      await refresh(true);
     } catch (e) {
+      if (!current()) return;
       if (e.status === 409 && e.error?.code === 'PlanChanged' && e.body?.dryRun) {
         force.checked = false;
         forceLine.hidden = true;
@@ -592,7 +603,10 @@ async function runAction(kind, label, body) {
       confirm.disabled = !force.checked && !forceLine.hidden;
       if (forceLine.hidden) confirm.disabled = false;
     } finally {
-      state.busy = false;
+      state.running = null;
+      finish();
+      // The page's reload is no part of the operation: an action clicked while it runs is answered, not dropped.
+      if (done) await refresh(true);
     }
   };
 }
@@ -656,7 +670,7 @@ async function refresh(force) {
 
 async function poll() {
   try {
-    if (!state.busy && $('dialog-back').hidden) await refresh(false);
+    if (!state.running && $('dialog-back').hidden) await refresh(false);
   } finally {
     setTimeout(poll, POLL_MS);
   }

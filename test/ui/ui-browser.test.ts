@@ -51,7 +51,17 @@ async function session(
     });
     await page.goto(ui.url);
     await page.waitForSelector('body[data-ready="true"]');
-    await fn({ repo, ui, page, failing, requests, problems });
+    try {
+      await fn({ repo, ui, page, failing, requests, problems });
+    } catch (e) {
+      // What the user would have seen when a wait ran out: the dialog's text and the page's errors.
+      const seen = await page
+        .locator('#dialog-body')
+        .innerText({ timeout: 5_000 })
+        .catch((x: Error) => `(unreadable: ${x.message})`);
+      if (e instanceof Error) e.message += `\n  dialog: ${JSON.stringify(seen)}\n  page problems: ${JSON.stringify(problems)}`;
+      throw e;
+    }
   } finally {
     await browser?.close();
     await ui?.close();
@@ -203,5 +213,44 @@ run(
     );
   },
 );
+
+run('ui in Chromium: Redo clicked while the page still reloads after an undo opens its dry run (the click is not dropped)', async () => {
+  await session(async ({ repo, page, failing, problems }) => {
+    await page.locator(`#timeline li.step[data-step="${failing}"] button`).click();
+    await page.locator('#actions').waitFor();
+    await page.locator('#act-undo').click();
+    await page.locator('#dialog-body .dry').waitFor();
+    // The page's reload after the undo is held at its first request until the Redo dialog is on show: no race, a gate.
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let held = 0;
+    await page.route('**/api/show*', async (route) => {
+      held++;
+      await gate;
+      await route.continue();
+    });
+    await page.locator('#dialog-confirm:not([disabled])').click();
+    await page.locator('#dialog-body .done').waitFor();
+    await fileBecomes(repo, 'README', 'readme\n');
+    await page.locator('#dialog-cancel').click();
+    await page.locator('#redo').click();
+    await page.locator('#dialog-body .dry').waitFor();
+    assert.match(await page.locator('#dialog-title').innerText(), 'Redo');
+    // The reload reaches the gate (it is held, not skipped), then goes on (the route stays: it lets all through now).
+    for (const until = Date.now() + WAIT; held === 0; ) {
+      if (Date.now() > until) assert.unreachable('the reload after the undo never asked for the step');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    release();
+    await page.locator('#dialog-confirm:not([disabled])').click();
+    await page.locator('#dialog-body .done').waitFor();
+    await fileBecomes(repo, 'README', 'docs\n');
+    await page.locator('#dialog-cancel').click();
+    await page.locator(`#timeline li.step[data-step="${failing}"]:not(.is-undone)`).waitFor();
+    assert.equal(problems, []);
+  });
+});
 
 test.run();
