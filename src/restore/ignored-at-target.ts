@@ -43,6 +43,7 @@ import { pathsInput, runGit, splitNul } from '../git/run.js';
 import { SNAPSHOT_GIT_CONFIG } from '../git/status-args.js';
 import { caseSensitiveFs, rmQuiet, unsafePath } from '../base/fsutil.js';
 import { stateLayout } from '../base/state-dir.js';
+import { environmentMatcher } from '../settings/settings.js';
 
 const GITLINK = '160000';
 
@@ -75,13 +76,14 @@ async function readTargetRules(
   tree: string,
   dirs: string[],
   snapshot: string | null,
-): Promise<{ rules: Map<string, Buffer>; scannedBefore: number | null }> {
+): Promise<{ rules: Map<string, Buffer>; scannedBefore: number | null; environment: string[] }> {
   const out = new Map<string, Buffer>();
   const names = dirs.map((d) => `${tree}:${d === '' ? '' : `${d}/`}.gitignore`);
   const res = await repo.git(['cat-file', '--batch'], { input: pathsInput([...names, ...(snapshot ? [snapshot] : [])], '\n') });
   const buf = res.stdout;
   let pos = 0;
   let scannedBefore: number | null = null;
+  const environment: string[] = [];
   for (let i = 0; i < dirs.length; i++) {
     const nl = buf.indexOf(0x0a, pos);
     if (nl < 0) throw errors.internal(`git cat-file --batch ended early reading ${names[i] ?? ''}.`);
@@ -103,9 +105,10 @@ async function readTargetRules(
       const body = buf.subarray(nl + 1, nl + 1 + Number(m[1])).toString('utf8');
       const t = /^committer .* (\d+) [+-]\d{4}$/m.exec(body);
       if (t) scannedBefore = Number(t[1]) * 1000;
+      for (const e of body.matchAll(/^Agentsnap-Environment: (.+)$/gm)) environment.push(e[1]!);
     }
   }
-  return { rules: out, scannedBefore };
+  return { rules: out, scannedBefore, environment };
 }
 
 /** The target of a restore: its whole tree, and the snapshot commit whose scan its absent paths come from. */
@@ -135,13 +138,17 @@ export async function keptAtTarget(repo: Repo, plan: PlannedChange[], target: Re
   }
   if (ask.length === 0) return out;
   let scannedBefore: number | null;
+  let managed: (rel: string) => boolean;
   try {
     const read = await readTargetRules(repo, target.tree, [...dirs], target.snapshot ?? null);
     scannedBefore = read.scannedBefore;
+    // Below an environment directory the target snapshot holds whole (agentsnap.environment), a path it does not
+    // have was not there: deleted like any other, whatever the rules say.
+    managed = environmentMatcher(read.environment);
     for (const p of await checkIgnore(
       repo,
       read.rules,
-      ask.map((c) => c.path),
+      ask.filter((c) => !managed(c.path)).map((c) => c.path),
     ))
       out.set(p, IGNORED_AT_TARGET_REASON);
   } catch (e) {
@@ -153,7 +160,7 @@ export async function keptAtTarget(repo: Repo, plan: PlannedChange[], target: Re
   if (scannedBefore !== null) {
     const written = new Set(plan.flatMap((c) => (c.to ? [c.to.oid] : [])));
     for (const c of ask) {
-      if (out.has(c.path) || written.has(c.from!.oid)) continue;
+      if (out.has(c.path) || written.has(c.from!.oid) || managed(c.path)) continue;
       const ctime = ctimeOf(repo.worktree, c.path);
       if (ctime !== null && ctime < scannedBefore - CTIME_MARGIN_MS) out.set(c.path, LEFT_OUT_AT_TARGET_REASON);
     }

@@ -1285,8 +1285,15 @@ function fill(r: OperationResult, p: Prepared): void {
   r.takesBack = p.takesBack;
 }
 
-function opMessage(session: string, op: number, kind: string, summary: string, head: string | null): string {
-  return `${commitMessage({ summary, session, step: null, phase: 'op', tool: null, head, kind })}Agentsnap-Op: ${op}\n`;
+function opMessage(
+  session: string,
+  op: number,
+  kind: string,
+  summary: string,
+  head: string | null,
+  environment: readonly string[] = [],
+): string {
+  return `${commitMessage({ summary, session, step: null, phase: 'op', tool: null, head, kind, environment })}Agentsnap-Op: ${op}\n`;
 }
 
 /**
@@ -1458,7 +1465,15 @@ function depsAfter(repo: Repo, changes: FileChange[]): DepsToSync[] {
       return false; // ENOTDIR, EACCES…: not there for a package manager either
     }
   };
-  return depsToSync([...changed.keys()], exists);
+  // What the operation itself brought back below the installed directory (agentsnap.environment held it) needs no
+  // command: node_modules (or .venv) beside the manifest moved with it.
+  const movedBelow = (dir: string) => changes.some((c) => c.path.startsWith(`${dir}/`));
+  const installedDir = (d: DepsToSync) =>
+    d.ecosystem === 'node' ? 'node_modules' : d.ecosystem === 'python' || d.ecosystem === 'pip' ? '.venv' : null;
+  return depsToSync([...changed.keys()], exists).filter((d) => {
+    const base = installedDir(d);
+    return !base || !movedBelow(d.dir === '.' ? base : `${d.dir}/${base}`);
+  });
 }
 
 async function runPlanned(repo: Repo, id: string, spec: OpSpec, opts: OperationOptions): Promise<OperationResult> {
@@ -1551,7 +1566,7 @@ async function operationUnderLocks(o: LockedOperation): Promise<OperationResult>
   const safety = await commitTree(repo, {
     tree: snap.tree,
     parents: [head.commit],
-    message: opMessage(id, op, 'safety', `before operation ${op} (${spec.kind})`, userHead),
+    message: opMessage(id, op, 'safety', `before operation ${op} (${spec.kind})`, userHead, o.settings.environment),
   });
   const ref = opRef(id, op);
   await locked.append(opStartEvent(o, { op, safety, snap, headTree: head.tree, p, session }), [{ ref, value: safety }]);
@@ -1610,7 +1625,7 @@ async function applyOperation(o: LockedOperation, x: { op: number; safety: strin
   const commit = await commitTree(repo, {
     tree,
     parents: resultParents(x.safety, kept),
-    message: opMessage(id, op, spec.kind, describeTarget(spec.kind, spec.target), userHead),
+    message: opMessage(id, op, spec.kind, describeTarget(spec.kind, spec.target), userHead, settings.environment),
   });
   const done: OpDoneEvent = {
     ...eventBase(id),

@@ -158,10 +158,36 @@ function diffArgs(opts: DiffOptions): string[] {
 }
 
 async function runDiff(repo: Repo, from: string, to: string, opts: DiffOptions): Promise<string> {
+  const environment = opts.paths?.length ? [] : await environmentOf(repo, to);
+  if (environment.length > 0) return collapsedDiff(repo, from, to, opts, environment);
   const args = [...diffArgs(opts), from, to, '--'];
   if (opts.paths) args.push(...opts.paths);
   const res = await repo.git(args, { extraEnv: { GIT_LITERAL_PATHSPECS: '1' } });
   return res.stdout.toString('utf8');
+}
+
+/** The environment directories a snapshot holds whole (its `Agentsnap-Environment:` trailers); none for another commit. */
+async function environmentOf(repo: Repo, commit: string): Promise<string[]> {
+  const res = await repo.git(['cat-file', 'commit', commit], { okCodes: [128] });
+  if (res.code !== 0) return [];
+  return [...res.stdout.toString('utf8').matchAll(/^Agentsnap-Environment: (.+)$/gm)].map((m) => m[1]!);
+}
+
+/**
+ * A diff with each environment directory as one line: an `npm install` changes thousands of files there, which
+ * would bury the code. `agentsnap diff A B -- <dir>` shows them.
+ */
+async function collapsedDiff(repo: Repo, from: string, to: string, opts: DiffOptions, environment: string[]): Promise<string> {
+  const rest = await repo.git([...diffArgs(opts), from, to, '--', ':(top)', ...environment.map((d) => `:(top,literal,exclude)${d}`)]);
+  let text = rest.stdout.toString('utf8');
+  for (const dir of environment) {
+    const res = await repo.git(['diff', '--ignore-submodules=none', '--no-renames', '--shortstat', from, to, '--', dir], {
+      extraEnv: { GIT_LITERAL_PATHSPECS: '1' },
+    });
+    const stat = res.stdout.toString('utf8').trim();
+    if (stat) text += `${dir}/: ${stat} (environment directory: \`agentsnap diff\` with \`-- ${dir}\` shows them)\n`;
+  }
+  return text;
 }
 
 /** What step n changed, as a diff (for a checkpoint: what changed since the snapshot before it). */

@@ -110,6 +110,8 @@ export function commitMessage(fields: {
   tool: string | null;
   head: string | null;
   kind?: string;
+  /** The environment directories the snapshot holds whole (agentsnap.environment): one trailer each. */
+  environment?: readonly string[];
 }): string {
   const oneLine = (s: string) => s.replace(/[\r\n]+/g, ' ').slice(0, 200);
   const lines = [
@@ -122,6 +124,7 @@ export function commitMessage(fields: {
   lines.push(`Agentsnap-Phase: ${fields.phase}`);
   if (fields.tool) lines.push(`Agentsnap-Tool: ${oneLine(fields.tool)}`);
   lines.push(`Agentsnap-Head: ${fields.head ?? 'unborn'}`);
+  for (const dir of fields.environment ?? []) lines.push(`Agentsnap-Environment: ${oneLine(dir)}`);
   return lines.join('\n') + '\n';
 }
 
@@ -153,7 +156,15 @@ export async function startSession(ctx: Context, opts: StartOptions = {}): Promi
     const commit = await ctx.objects.commitTree({
       tree: snap.tree,
       parents: [],
-      message: commitMessage({ summary: `session ${id} baseline`, session: id, step: 0, phase: 'baseline', tool: null, head: head.commit }),
+      message: commitMessage({
+        summary: `session ${id} baseline`,
+        session: id,
+        step: 0,
+        phase: 'baseline',
+        tool: null,
+        head: head.commit,
+        environment: settings.environment,
+      }),
     });
     const ev: JournalEvent = {
       ...eventBase(id),
@@ -320,6 +331,7 @@ export async function recordPre(ctx: Context, id: string, opts: PreOptions = {})
         phase: 'pre',
         tool,
         head: head.commit,
+        environment: settings.environment,
       }),
     });
     const envChanged = opts.env ? envChangeAt(p.dir, state, opts.env, s.envChanged) : undefined;
@@ -466,6 +478,7 @@ export async function recordPost(ctx: Context, id: string, opts: PostOptions = {
         phase: 'post',
         tool: st.tool,
         head: head.commit,
+        environment: ctx.settings.environment,
       }),
     });
     // snap.changed is already the diff from the chain tip; it is the step's own diff unless other snapshots came between.
@@ -575,6 +588,7 @@ async function checkpoint(
         phase: 'checkpoint',
         tool,
         head: head.commit,
+        environment: ctx.settings.environment,
       }),
     });
     const ev: JournalEvent = {

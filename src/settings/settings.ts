@@ -37,6 +37,11 @@ export interface Settings {
   serverIdleMs: number;
   /** Whether a `wrap` whose worktree had no background server leaves one running for the next session (agentsnap.serverAfterWrap; env AGENTSNAP_SERVER_AFTER_WRAP wins). */
   serverAfterWrap: boolean;
+  /**
+   * Directories (worktree-relative, no trailing slash) snapshotted whole, their ignore rules not applied
+   * (agentsnap.environment, multi-valued or comma-separated): the dependencies an agent installed.
+   */
+  environment: string[];
   /** The effective git config these settings were read from (snapshotTree's in-process path checks it). */
   gitConfig?: GitConfig;
 }
@@ -146,8 +151,36 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
     server: parseBool('agentsnap.server', lastValue(cfg, 'agentsnap.server'), true),
     serverIdleMs: parseInteger('agentsnap.serverIdle', lastValue(cfg, 'agentsnap.serveridle'), 600_000),
     serverAfterWrap: parseBool('agentsnap.serverAfterWrap', lastValue(cfg, 'agentsnap.serverafterwrap'), true),
+    environment: parseEnvironment(cfg.get('agentsnap.environment') ?? []),
     gitConfig: cfg,
   };
+}
+
+/**
+ * `agentsnap.environment`: directories below the worktree's top, as git paths (`node_modules`, `web/.venv`). One
+ * that could name something outside the worktree, the repository's own metadata, or everything is refused: a
+ * snapshot of it would not be what the user meant.
+ */
+export function parseEnvironment(values: string[]): string[] {
+  const out: string[] = [];
+  for (const raw of values.flatMap((v) => v.split(','))) {
+    const dir = raw.trim().replace(/\/+$/, '');
+    if (dir === '') continue;
+    const parts = dir.split('/');
+    if (dir.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..' || p.toLowerCase() === '.git') || /[\0\n]/.test(dir))
+      throw errors.invalidConfig(`agentsnap.environment: "${raw.trim()}" is not a directory below the worktree's top.`, {
+        hint: 'Name directories relative to the top of the worktree, such as node_modules or .venv (no "..", no absolute paths, not .git).',
+        data: { key: 'agentsnap.environment', value: raw },
+      });
+    if (!out.includes(dir)) out.push(dir);
+  }
+  return out;
+}
+
+/** Whether a path is one of the environment directories or below one. */
+export function environmentMatcher(dirs: readonly string[]): (rel: string) => boolean {
+  if (dirs.length === 0) return () => false;
+  return (rel) => dirs.some((d) => rel === d || rel.startsWith(`${d}/`));
 }
 
 /** Reads the settings (git config and `.agentsnap.json`): once per command, into its context (session/context.ts). */

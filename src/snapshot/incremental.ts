@@ -548,6 +548,8 @@ export class IncrementalSnapshotter {
       return 'git config or ignore files changed';
     }
     if (this.watcher.nestedRepos.size > 0) return 'nested repository in the worktree';
+    // The watcher leaves ignored directories out: the full scan lists the environment directories (agentsnap.environment).
+    if (settings.environment.length > 0) return 'environment directories (agentsnap.environment)';
     const idxKey = statKey(path.join(this.repo.gitDir, 'index'));
     if (idxKey !== this.index.key) {
       // Read in place: paths whose tracked-ness changed are dirty (no second copy of the tracked set).

@@ -17,9 +17,9 @@ import { copyToFreshStateFile, readStateFile, replaceStateFile } from '../base/s
 import picomatch from 'picomatch';
 import { errors, isAgentsnapError } from '../base/errors.js';
 import { gitBool, lastValue, readGitConfig, type GitConfig } from '../git/config.js';
-import { SECRET_ALLOW, SECRET_PATTERNS, type Settings } from '../settings/settings.js';
+import { SECRET_ALLOW, SECRET_PATTERNS, environmentMatcher, type Settings } from '../settings/settings.js';
 import type { Repo } from '../git/repo.js';
-import { snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.js';
+import { SNAPSHOT_GIT_CONFIG, snapshotConfigOverrides, snapshotStatusArgs } from '../git/status-args.js';
 import { dropStatusPrefetch, takeStatusPrefetch } from './status-prefetch.js';
 import {
   addPaths,
@@ -476,6 +476,27 @@ function withOverrides(repo: Repo, args: string[]): Repo {
 }
 
 /**
+ * Adds to `untracked` every file below the environment directories (agentsnap.environment) that the index does not
+ * hold, the ignore rules not applied: what `npm install` or `pip install` left there. A nested repository there is listed as git lists
+ * one (`dir/`). A name that is a symlink or a file is the worktree's like any other path (ls-files lists nothing below it).
+ */
+async function listEnvironment(
+  repo: Repo,
+  indexFile: string,
+  dirs: readonly string[],
+  untracked: string[],
+  unread: UnreadPath[],
+): Promise<void> {
+  if (dirs.length === 0) return;
+  const res = await repo.git([...SNAPSHOT_GIT_CONFIG, 'ls-files', '-z', '--others', '--', ...dirs.map((d) => `:(literal)${d}/`)], {
+    extraEnv: indexEnv(indexFile),
+  });
+  const listed = new Set(untracked);
+  for (const p of splitNul(res.stdout)) if (!listed.has(p)) untracked.push(p);
+  unread.push(...unreadFromStderr(res.stderr));
+}
+
+/**
  * What the full scan does with each path git listed as untracked: a nested repository becomes a gitlink (or is
  * skipped), a file is added or skipped by `classify`. `untracked` grows while it is read: the paths below a nested
  * repository whose paths the user's index tracks are listed as plain files. Adds to `toAdd` and `skipped`; returns the bytes
@@ -660,7 +681,9 @@ async function snapshotThroughIndex(repo: Repo, opts: SnapshotTreeOptions, seede
   const classify = untrackedClassifier(settings);
   const skipped: SkippedFile[] = [];
   const toAdd: string[] = [];
-  const { drop, tracked, nested } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped);
+  await listEnvironment(repo, indexFile, settings.environment, untracked, unread);
+  const inEnvironment = environmentMatcher(settings.environment);
+  const { drop, tracked, nested } = await reconcileWithUserIndex(repo, privateVsHead, userVsHead, classify, skipped, inEnvironment);
   // Each such nested repository is listed as ls-files lists one (`dir/`), and what git listed inside it goes.
   const insideNested = (rel: string) => nested.some((d) => rel.startsWith(`${d}/`));
   if (nested.length > 0) untracked.splice(0, untracked.length, ...untracked.filter((u) => !insideNested(u)), ...nested.map((d) => `${d}/`));
@@ -1019,6 +1042,7 @@ async function reconcileWithUserIndex(
   user: IndexVsTree,
   classify: Classifier,
   skipped: SkippedFile[],
+  inEnvironment: (rel: string) => boolean,
 ): Promise<{ drop: string[]; tracked: string[]; nested: string[] }> {
   const linked = new Map<string, boolean>();
   // A file the user tracks that is now a plain directory is gone as a file
@@ -1044,7 +1068,11 @@ async function reconcileWithUserIndex(
   const onlyUser = [...user.extra].filter((p) => !priv.extra.has(p)).concat([...priv.missing].filter((p) => !user.missing.has(p)));
   const tracked = onlyUser.filter(present);
   if (ours.length === 0) return { drop: [], tracked, nested: [] };
-  const ignored = await ignoredPaths(repo, ours);
+  // An environment directory's files are snapshotted whatever the rules say (agentsnap.environment).
+  const ignored = await ignoredPaths(
+    repo,
+    ours.filter((p) => !inEnvironment(p)),
+  );
   const drop: string[] = [];
   // A path only the private index has, below a directory that holds a .git now and where the user's index tracks
   // nothing: git reads that directory as a nested repository (the private index took the path before `git init`).
@@ -1459,6 +1487,7 @@ async function inProcessSnapshot(
   const { indexFile, settings } = opts;
   const cfg = settings.gitConfig;
   if (!cfg) return 'git config not known';
+  if (settings.environment.length > 0) return 'environment directories (agentsnap.environment)';
   if (attributesFromConfig(repo, settings)) return 'attributes or core.autocrlf from config';
   const why = unsupportedConfig(cfg);
   if (why) return why;
