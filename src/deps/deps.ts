@@ -73,8 +73,16 @@ export const INSTALLED: Readonly<Record<Ecosystem, string>> = {
   go: "go's module cache",
 };
 
-/** The ecosystem of a dependency manifest or lockfile (by base name, in any directory), or null for any other file. */
+/** A path below a directory a package manager installs into (node_modules, a virtualenv's site-packages). */
+const INSTALLED_DIR = /(^|\/)(node_modules|site-packages)\//;
+
+/**
+ * The ecosystem of a dependency manifest or lockfile (by base name, in any directory but one a package manager
+ * installs into), or null for any other file.
+ */
 export function dependencyEcosystem(file: string): Ecosystem | null {
+  // A package's own package.json inside what a package manager installed is what it installed, not a project's manifest.
+  if (INSTALLED_DIR.test(file)) return null;
   const base = file.slice(file.lastIndexOf('/') + 1);
   if (Object.hasOwn(FILES, base)) return FILES[base] as Ecosystem;
   return REQUIREMENTS.test(base) ? 'pip' : null;

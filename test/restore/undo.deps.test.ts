@@ -40,7 +40,19 @@ test('deps table: manifests and lockfiles of every ecosystem, by base name in an
     'svc/go.sum',
   ];
   for (const f of yes) assert.ok(dependencyEcosystem(f) !== null, f);
-  const no = ['package.json.bak', 'src/package.ts', 'requirements.md', 'docs/requirements.txt.orig', 'gomod', 'Cargo.toml~', 'yarn.lock/x'];
+  // A package's own files inside what a package manager installed are not a project's (agentsnap.environment snapshots them).
+  const no = [
+    'package.json.bak',
+    'src/package.ts',
+    'requirements.md',
+    'docs/requirements.txt.orig',
+    'gomod',
+    'Cargo.toml~',
+    'yarn.lock/x',
+    'node_modules/tiny/package.json',
+    'web/node_modules/@s/x/package.json',
+    '.venv/lib/python3.11/site-packages/x/pyproject.toml',
+  ];
   for (const f of no) assert.is(dependencyEcosystem(f), null, f);
   assert.equal(dependencyFiles(['a.js', 'web/package.json', 'README.md', 'go.sum']), ['web/package.json', 'go.sum']);
 });
