@@ -23,13 +23,14 @@ import { SCENARIOS as PER_CALL_SCENARIOS, startupReference, withServer, type Row
 import { claudeEditSession, claudeReadSession } from './claude-session.js';
 import { bisectScenario } from './bisect.js';
 import { gitHooksScenario } from './git-hooks.js';
+import { environmentScenario } from './environment.js';
 import { formatDiskTable, formatTable } from './table.js';
 import { profileSnap } from './profile.js';
 import { maxUserWatches, serverStatus, stopAllServers, stopServer } from './server.js';
 import type { DiskResult } from './disk.js';
 
 // The per-call scenarios, whole sessions of the real Claude Code, bisect over a session, the user's git commands with git hooks.
-const SCENARIOS = [...PER_CALL_SCENARIOS, claudeReadSession, claudeEditSession, bisectScenario, gitHooksScenario];
+const SCENARIOS = [...PER_CALL_SCENARIOS, claudeReadSession, claudeEditSession, bisectScenario, gitHooksScenario, environmentScenario];
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--runs N] [--only ID,...] [--disk-steps N] [--json] [--profile] [--no-isogit]
 
