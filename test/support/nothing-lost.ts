@@ -35,7 +35,12 @@ export const POOL = [
   'keep.log',
   'local.db',
   'sub dir/ü.txt',
+  // Below ENVIRONMENT_DIR: ignored, and held whole by snapshots where the environment family is on.
+  'deps/m.js',
+  'deps/p/q.js',
 ];
+/** The environment family's directory (agentsnap.environment, ignored through info/exclude). */
+export const ENVIRONMENT_DIR = 'deps';
 export const CONTENTS: Buffer[] = [
   Buffer.from('one\n'),
   Buffer.from('two\r\nlines\r\n'),
@@ -117,6 +122,8 @@ export type Op =
   | { t: 'fill'; level: number }
   | { t: 'free' }
   | { t: 'nestinit'; d: number; c: number }
+  // The user's package manager writes below ENVIRONMENT_DIR: package n's index.js, package n+1 removed.
+  | { t: 'install'; n: number; c: number }
   | { t: 'nestedit'; d: number; f: number; c: number };
 
 /**
@@ -142,6 +149,7 @@ export const FAMILIES = [
   'diskfull',
   'gitmeta-symlink',
   'nested-nocommit',
+  'environment',
 ] as const;
 export type Family = (typeof FAMILIES)[number];
 /**
@@ -299,6 +307,8 @@ export function opArb(families: Family[]): fc.Arbitrary<Op> {
     add(1, fc.record({ t: fc.constant('nestinit' as const), d: nat(NEST_DIRS.length - 1), c: nat(CONTENTS.length - 1) }));
     add(1, fc.record({ t: fc.constant('nestedit' as const), d: nat(NEST_DIRS.length - 1), f: nat(2), c: nat(CONTENTS.length - 1) }));
   }
+  // A sequence with an install runs with agentsnap.environment set (see World.environment); one without, as before.
+  if (has('environment')) add(1, fc.record({ t: fc.constant('install' as const), n: nat(2), c: nat(CONTENTS.length - 1) }));
   return fc.oneof(...arbs);
 }
 
@@ -365,7 +375,7 @@ const isRestoreTemp = (rel: string) => /(^|\/)\.[^/]*\.agentsnap-\d+-[0-9a-f]{8}
  * files above the size cap listed as skipped, nested repositories as a gitlink
  * of their HEAD (or skipped without a commit), never anything inside them.
  */
-export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: ObjectFormat }): View {
+export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: ObjectFormat; environment?: readonly string[] }): View {
   const format = opts.format ?? repo.objectFormat ?? 'sha1';
   const tracked = new Set(repo.git(['ls-files', '-z']).split('\0').filter(Boolean));
   const files: { rel: string; abs: string; st: fs.Stats; unreadable: boolean }[] = [];
@@ -404,6 +414,8 @@ export function groundTruth(repo: TempRepo, opts: { noCaps: boolean; format?: Ob
   walk('', false, false);
   const untracked = files.filter((f) => !tracked.has(f.rel)).map((f) => f.rel);
   const ignored = checkIgnored(repo, [...untracked, ...nested.map((n) => n.rel)]);
+  // agentsnap.environment: what is below those directories is snapshotted whatever the rules say.
+  for (const p of [...ignored]) if ((opts.environment ?? []).some((d) => p === d || p.startsWith(`${d}/`))) ignored.delete(p);
   const indexOnlyIgnoreDirs = repo
     .git(['ls-files', '-t', '-z'])
     .split('\0')
@@ -629,6 +641,8 @@ export class World {
     /** The repository lives on a small tmpfs (a diskfull sequence). */
     readonly onTmpfs = false,
     readonly layout: Layout = 'git',
+    /** agentsnap.environment is ENVIRONMENT_DIR (ignored through info/exclude) from before the session starts. */
+    readonly environment = false,
   ) {}
 
   /** The shadow repository's git dir (layout shadow), set up by setup(). */
@@ -744,6 +758,11 @@ export class World {
       this.transcript,
       `${JSON.stringify({ type: 'user', uuid: 'u-0', timestamp: this.time(), message: { role: 'user', content: 'go' } })}\n`,
     );
+    if (this.environment) {
+      repo.git(['config', 'agentsnap.environment', ENVIRONMENT_DIR]);
+      fs.mkdirSync(path.join(this.gitDir, 'info'), { recursive: true });
+      fs.appendFileSync(path.join(this.gitDir, 'info', 'exclude'), `${ENVIRONMENT_DIR}/\n`);
+    }
     // The session as `wrap` starts it (its baseline is a snapshot of this moment too).
     const view = this.view();
     const res = await this.agentsnap(['snap', '--json']);
@@ -804,7 +823,11 @@ export class World {
   }
 
   view(): View {
-    return groundTruth(this.repo, { noCaps: this.noCaps, format: this.format });
+    return groundTruth(this.repo, {
+      noCaps: this.noCaps,
+      format: this.format,
+      environment: this.environment ? [ENVIRONMENT_DIR] : [],
+    });
   }
 
   // ----- running agentsnap
@@ -1584,6 +1607,18 @@ export class World {
         this.noteUserChanges(before);
         return say(`user: git init ${rel} (a nested repository, no commit) with n.txt <${op.c}>`);
       }
+      case 'install': {
+        const pkg = (n: number) => path.join(this.repo.dir, ENVIRONMENT_DIR, `pkg${n % 3}`);
+        if (!reachablePath(this.repo, `${ENVIRONMENT_DIR}/pkg${op.n % 3}/index.js`))
+          return say(`user: ${ENVIRONMENT_DIR} is (below) a file or symlink: no install`);
+        const before = this.view();
+        fs.mkdirSync(pkg(op.n), { recursive: true });
+        fs.writeFileSync(path.join(pkg(op.n), 'index.js'), CONTENTS[op.c]!);
+        if (reachablePath(this.repo, `${ENVIRONMENT_DIR}/pkg${(op.n + 1) % 3}/x`))
+          fs.rmSync(pkg(op.n + 1), { recursive: true, force: true });
+        this.noteUserChanges(before);
+        return say(`user: install ${ENVIRONMENT_DIR}/pkg${op.n % 3} <${op.c}>, ${ENVIRONMENT_DIR}/pkg${(op.n + 1) % 3} removed`);
+      }
       case 'nestedit': {
         const nests = NEST_DIRS.filter((d) => isNestedRepo(this.repo, path.join(this.repo.dir, d)) && reachablePath(this.repo, `${d}/x`));
         if (!nests.length) return say('user: no nested repository to edit');
@@ -2012,7 +2047,14 @@ export async function runSequence(
         .map((o) => (o.t === 'call' && o.gc ? { ...o, gc: null } : o))
     : opsDrawn;
   // Only a sequence that fills the disk mounts a tmpfs for its repository.
-  const w = new World(mode, families, format, ops.some((o) => o.t === 'fill') && diskFullUnavailable === null, layout);
+  const w = new World(
+    mode,
+    families,
+    format,
+    ops.some((o) => o.t === 'fill') && diskFullUnavailable === null,
+    layout,
+    families.includes('environment') && ops.some((o) => o.t === 'install'),
+  );
   try {
     await w.setup();
     for (const op of ops) {
