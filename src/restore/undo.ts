@@ -32,7 +32,7 @@ import type {
 import { eventBase, readJournal } from '../session/journal.js';
 import { checkpointMadeBy, foldJournal, openSteps, type Session, type Step } from '../session/model.js';
 import type { Repo } from '../git/repo.js';
-import { loadSettings, type Settings } from '../settings/settings.js';
+import { environmentMatcher, loadSettings, type Settings } from '../settings/settings.js';
 import {
   commitMessage,
   contentLockFile,
@@ -1329,7 +1329,13 @@ function checkWorktree(repo: Repo, s: Session): void {
  */
 async function leftOutNow(repo: Repo, settings: Settings, paths: string[]): Promise<string[]> {
   if (paths.length === 0) return [];
-  const ignored = await ignoredPaths(repo, paths, { readIndex: true });
+  // Below an environment directory (agentsnap.environment) a scan holds what is there, whatever the rules say.
+  const inEnvironment = environmentMatcher(settings.environment);
+  const ignored = await ignoredPaths(
+    repo,
+    paths.filter((p) => !inEnvironment(p)),
+    { readIndex: true },
+  );
   const classify = untrackedClassifier(settings);
   const skipped = paths.filter((p) => {
     if (ignored.has(p)) return false;

@@ -1994,7 +1994,9 @@ export class World {
     const gone = [...before.tree.keys(), ...before.untouchable.keys()].filter((p) => !target.has(p) && !lstat(path.join(this.repo.dir, p)));
     if (gone.length === 0) return;
     const ignoredNow = checkIgnored(this.repo, gone);
-    const bad = gone.filter((p) => ignoredNow.has(p) || path.posix.basename(p) === '.env');
+    // Below the environment directory every target holds what was there, whatever the rules say (agentsnap.environment).
+    const held = (p: string) => this.environment && under(p, [ENVIRONMENT_DIR]);
+    const bad = gone.filter((p) => (ignoredNow.has(p) && !held(p)) || path.posix.basename(p) === '.env');
     if (bad.length > 0)
       throw new InvariantError(
         `(b) ${what} deleted files its target left out (ignored or skipped there), not files absent from it: ${bad.join(', ')}`,
