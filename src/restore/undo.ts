@@ -30,7 +30,7 @@ import type {
   ChangedPath,
 } from '../session/journal.js';
 import { eventBase, readJournal } from '../session/journal.js';
-import { checkpointMadeBy, foldJournal, openSteps, type Session, type Step } from '../session/model.js';
+import { checkpointMadeBy, foldJournal, openSteps, sessionSettings, type Session, type Step } from '../session/model.js';
 import type { Repo } from '../git/repo.js';
 import { environmentMatcher, loadSettings, type Settings } from '../settings/settings.js';
 import {
@@ -1483,8 +1483,10 @@ function depsAfter(repo: Repo, changes: FileChange[]): DepsToSync[] {
 }
 
 async function runPlanned(repo: Repo, id: string, spec: OpSpec, opts: OperationOptions): Promise<OperationResult> {
-  const settings = opts.settings ?? (await loadSettings(repo));
-  checkWorktree(repo, loadSession(repo, id));
+  const session = loadSession(repo, id);
+  // The session's own environment directories (`wrap --environment`) are the operation's too: its safety snapshot holds them.
+  const settings = sessionSettings(opts.settings ?? (await loadSettings(repo)), session);
+  checkWorktree(repo, session);
   const result = emptyResult(id, spec);
   result.exact = !!opts.exact;
   if (opts.dryRun) return dryRunOperation(repo, id, spec, opts, settings, result);

@@ -65,6 +65,8 @@ export interface WrapOptions {
   worktree?: { name?: string | null | undefined; from?: StartPoint | undefined } | null | undefined;
   /** How this run's warm server answers a `snap` the Node client hands it (the CLI passes its snap command; absent: the client runs it). */
   serveSnap?: ServerCalls['snap'];
+  /** `wrap --environment`: ignored directories this session snapshots whole besides agentsnap.environment (checked paths). */
+  environment?: string[] | undefined;
   /** `wrap --mcp`: also offer agentsnap's MCP server (`agentsnap mcp`) to the agent for this run, through its own per-run mechanism. */
   mcp?: boolean | undefined;
   /** Test seam: called right before the agent is spawned (a signal sent to the wrapper here must reach the agent). */
@@ -603,6 +605,7 @@ async function openWrapSession(
   const { source, ctx, agent, command, gitVersion } = at;
   const owner = opts.servedBy?.owner ?? wrapperOwner();
   const progress = opts.onProgress ? { onProgress: opts.onProgress } : {};
+  const environment = opts.environment?.length ? { environment: opts.environment } : {};
   const here = { repo: source, cwd: opts.cwd, ctx, settings: ctx.settings, sessionEnv: {}, warnings: [] };
   if (opts.worktree) {
     const started = await startWorktreeSession(source, {
@@ -614,6 +617,7 @@ async function openWrapSession(
       agent,
       command,
       owner,
+      ...environment,
       ...progress,
     });
     return {
@@ -627,7 +631,7 @@ async function openWrapSession(
     };
   }
   if (at.resumed && opts.session) {
-    return { ...here, session: (await resumeSession(ctx, opts.session, { agent, command, owner, ...progress })).session };
+    return { ...here, session: (await resumeSession(ctx, opts.session, { agent, command, owner, ...environment, ...progress })).session };
   }
   // Its final snapshot is the Node path's unless the agent made a call (the server's engine opens at the first one): the baseline's copy of the user's index is kept warm for it.
   const started = await startSession(ctx, {
@@ -638,6 +642,7 @@ async function openWrapSession(
     warmCopy: true,
     ...(gitVersion ? { gitVersion } : {}),
     ...(opts.session ? { id: opts.session } : {}),
+    ...environment,
     ...progress,
   });
   return { ...here, session: started.session };

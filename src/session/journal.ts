@@ -39,6 +39,8 @@ export interface SessionStartEvent extends EventBase {
   baseline: string;
   tree: string;
   skipped: SkippedFile[];
+  /** Environment directories snapshotted for this session beside agentsnap.environment (`wrap --environment`); absent when none. */
+  environment?: string[];
 }
 
 /** Environment variables named by their names only: added, removed or changed since the session's first call. */
@@ -147,6 +149,8 @@ export interface SessionResumeEvent extends EventBase {
   agent: string | null;
   command: string[] | null;
   owner: { pid: number; start: string | null; host: string } | null;
+  /** Environment directories this run added (`wrap --environment`); absent when none. */
+  environment?: string[];
 }
 
 /**

@@ -14,6 +14,7 @@ import type {
   TranscriptPosition,
   EnvChange,
 } from './journal.js';
+import type { Settings } from '../settings/settings.js';
 
 /** The kinds of events a Session keeps in `extraEvents`. */
 /** The tool name of `wrap --auto`'s checkpoints (runtime/wrap-auto.ts): steps named by the files they changed. */
@@ -101,10 +102,27 @@ export interface Session {
   tools?: string[];
   /** The conversation's first prompt, as the first step that read it journaled it (sessionName's default). */
   prompt?: string;
+  /** Environment directories `wrap --environment` named for this session (its start and resumes). */
+  environment?: string[];
   steps: Step[];
   nextStep: number;
   /** The events this module keeps as they are, for their own readers (operations, applies, promotes, checks). */
   extraEvents: ExtraEvent[];
+}
+
+function union(a: readonly string[], b: readonly string[]): string[] {
+  return [...a, ...b.filter((x) => !a.includes(x))];
+}
+
+/**
+ * The settings a session's snapshots and operations use: the repository's, with the environment directories
+ * `wrap --environment` named for the session added. Every snapshot of the session (its calls, its operations'
+ * safety snapshots, a diff against the worktree) takes them, or its trees would disagree about them.
+ */
+export function sessionSettings(settings: Settings, s: Pick<Session, 'environment'> | null | undefined): Settings {
+  const extra = s?.environment ?? [];
+  if (extra.every((d) => settings.environment.includes(d))) return settings;
+  return { ...settings, environment: union(settings.environment, extra) };
 }
 
 /** Steps still open, lowest first. */
@@ -155,6 +173,7 @@ export function sessionFromStart(start: SessionStartEvent): Session {
     agent: start.agent,
     command: start.command,
     ...(start.name ? { name: start.name } : {}),
+    ...(start.environment?.length ? { environment: [...start.environment] } : {}),
     owner: start.owner,
     baseHead: start.baseHead,
     branch: start.branch,
@@ -300,6 +319,7 @@ export function applyEvent(s: Session, ev: JournalEvent): void {
       s.owner = ev.owner;
       if (ev.agent) s.agent = ev.agent;
       if (ev.command) s.command = ev.command;
+      if (ev.environment?.length) s.environment = union(s.environment ?? [], ev.environment);
       // A new run: its agent names its own transcript when it starts.
       delete s.agentTranscript;
       break;

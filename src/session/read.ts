@@ -5,7 +5,7 @@ import { errors } from '../base/errors.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openRepo, type Repo } from '../git/repo.js';
-import { AUTO_TOOL, type Session, type Step } from './model.js';
+import { AUTO_TOOL, sessionSettings, type Session, type Step } from './model.js';
 import { loadSession, sessionPaths } from './session.js';
 import { snapshotNow } from '../snapshot/snapshot-now.js';
 import { loadSettings } from '../settings/settings.js';
@@ -202,7 +202,8 @@ export async function showStep(repo: Repo, id: string, n: number, opts: DiffOpti
 
 /** A tree of the worktree as it is now, written through a throwaway copy of the session's private index. */
 export async function worktreeTree(repo: Repo, id: string): Promise<string> {
-  return (await snapshotNow(repo, await loadSettings(repo), 'diff', { seedIndex: sessionPaths(repo, id).index })).tree;
+  const settings = sessionSettings(await loadSettings(repo), loadSession(repo, id));
+  return (await snapshotNow(repo, settings, 'diff', { seedIndex: sessionPaths(repo, id).index })).tree;
 }
 
 /** The session's own worktree (a session worktree, say) when it is not this one and still exists. */

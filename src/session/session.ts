@@ -30,7 +30,7 @@ import {
   type TranscriptPosition,
 } from './journal.js';
 import { withLock } from '../base/lock.js';
-import { foldJournal, type Session, type Step } from './model.js';
+import { foldJournal, sessionSettings, type Session, type Step } from './model.js';
 import { diffTrees, readHead, type RefUpdate } from '../git/plumbing.js';
 import type { Repo } from '../git/repo.js';
 import { checkGitVersion } from '../git/repo.js';
@@ -91,6 +91,8 @@ export interface StartOptions extends SnapshotContext {
   warmCopy?: boolean;
   /** checkGitVersion already started by the caller (wrap runs it beside openRepo): awaited here, before anything is written. */
   gitVersion?: Promise<string>;
+  /** Environment directories snapshotted for this session beside agentsnap.environment (`wrap --environment`). */
+  environment?: string[];
 }
 
 export interface SnapshotResult {
@@ -130,7 +132,9 @@ export function commitMessage(fields: {
 
 /** Starts a session: validates the id, takes the baseline (step 0) and journals the start. */
 export async function startSession(ctx: Context, opts: StartOptions = {}): Promise<SnapshotResult> {
-  const { repo, settings } = ctx;
+  const { repo } = ctx;
+  const environment = opts.environment ?? [];
+  const settings = sessionSettings(ctx.settings, { environment });
   const id = opts.id ? assertSessionId(opts.id) : newSessionId();
   await (opts.gitVersion ?? checkGitVersion(repo.env));
   const p = sessionPaths(repo, id);
@@ -182,6 +186,7 @@ export async function startSession(ctx: Context, opts: StartOptions = {}): Promi
       baseline: commit,
       tree: snap.tree,
       skipped: snap.skipped,
+      ...(environment.length > 0 ? { environment } : {}),
     };
     const refs = [
       { ref: stepRef(id, 0), value: commit },
@@ -303,8 +308,9 @@ function promptToName(
 
 /** Phase pre of a tool call: allocates the next step and snapshots the worktree before the call. */
 export async function recordPre(ctx: Context, id: string, opts: PreOptions = {}): Promise<SnapshotResult> {
-  const { repo, settings } = ctx;
+  const { repo } = ctx;
   return mutate(ctx, id, 'snapshot (pre)', async (state, p) => {
+    const settings = sessionSettings(ctx.settings, state.session);
     // Reads still running beside this call get their start now (their end at a later import): call order holds.
     if (opts.transcriptTail)
       await importQuietly(ctx, p, state, opts.transcriptTail.path, opts.transcriptTail.tail, opts.transcriptTail.callOffset);
@@ -453,8 +459,9 @@ function findOpenStep(state: SessionState, opts: PostOptions): Step {
 
 /** Phase post: snapshots the worktree after the call and closes its step. */
 export async function recordPost(ctx: Context, id: string, opts: PostOptions = {}): Promise<SnapshotResult> {
-  const { repo, settings } = ctx;
+  const { repo } = ctx;
   return mutate(ctx, id, 'snapshot (post)', async (state, p) => {
+    const settings = sessionSettings(ctx.settings, state.session);
     const s = state.session;
     const st = findOpenStep(state, opts);
     const head = await readHead(repo);
@@ -478,7 +485,7 @@ export async function recordPost(ctx: Context, id: string, opts: PostOptions = {
         phase: 'post',
         tool: st.tool,
         head: head.commit,
-        environment: ctx.settings.environment,
+        environment: settings.environment,
       }),
     });
     // snap.changed is already the diff from the chain tip; it is the step's own diff unless other snapshots came between.
@@ -555,8 +562,9 @@ async function checkpoint(
   onlyIfChanged: boolean,
   importReads = true,
 ): Promise<SnapshotResult | null> {
-  const { repo, settings } = ctx;
+  const { repo } = ctx;
   return mutate(ctx, id, 'snapshot (checkpoint)', async (state, p) => {
+    const settings = sessionSettings(ctx.settings, state.session);
     // The reads the transcript holds now saw the head before this checkpoint (wrap --auto's: only when it records something).
     if (importReads && !onlyIfChanged) await importBeforeHeadMoves(ctx, p, state);
     let s = state.session;
@@ -588,7 +596,7 @@ async function checkpoint(
         phase: 'checkpoint',
         tool,
         head: head.commit,
-        environment: ctx.settings.environment,
+        environment: settings.environment,
       }),
     });
     const ev: JournalEvent = {
@@ -648,6 +656,8 @@ export interface ResumeOptions extends SnapshotContext {
   agent?: string | null;
   command?: string[] | null;
   owner?: { pid: number; start: string | null; host: string } | null;
+  /** Environment directories this run adds to the session's (`wrap --environment`). */
+  environment?: string[];
 }
 
 /**
@@ -687,6 +697,7 @@ export async function resumeSession(ctx: Context, id: string, opts: ResumeOption
       agent: clean(opts.agent ?? null),
       command: clean(opts.command ?? null),
       owner: opts.owner ?? null,
+      ...(opts.environment?.length ? { environment: opts.environment } : {}),
     };
     if (opts.owner) markRunning(repo, id);
     await commitEvent(ctx, p, state, ev, []);
@@ -725,13 +736,14 @@ async function recordWholeRun(
   const id = s.id;
   const headTree = s.headTree ?? snap.tree;
   const clean = journaled(ctx.settings);
+  const { environment } = sessionSettings(ctx.settings, s);
   const step = s.nextStep;
   const tool = clean(opts.tool);
   const command = s.command && s.command.length > 0 ? { command: s.command.map(shellQuote).join(' ') } : null;
   const pre = await ctx.objects.commitTree({
     tree: headTree,
     parents: [s.head],
-    message: commitMessage({ summary: `step ${step} pre ${tool}`, session: id, step, phase: 'pre', tool, head: opts.head }),
+    message: commitMessage({ summary: `step ${step} pre ${tool}`, session: id, step, phase: 'pre', tool, head: opts.head, environment }),
   });
   const preEv: JournalEvent = {
     ...eventBase(id),
@@ -755,7 +767,7 @@ async function recordWholeRun(
   const post = await ctx.objects.commitTree({
     tree: snap.tree,
     parents: [pre],
-    message: commitMessage({ summary: `step ${step} post ${tool}`, session: id, step, phase: 'post', tool, head: opts.head }),
+    message: commitMessage({ summary: `step ${step} post ${tool}`, session: id, step, phase: 'post', tool, head: opts.head, environment }),
   });
   const startedMs = Date.parse(opts.began.time);
   const postEv: StepPostEvent = {
@@ -831,7 +843,7 @@ export interface EndResult {
 
 /** Ends a session: closes open steps as interrupted, takes a final snapshot if anything changed, journals the end. */
 export async function endSession(ctx: Context, id: string, opts: EndOptions = {}): Promise<EndResult> {
-  const { repo, settings } = ctx;
+  const { repo } = ctx;
   // The last calls of a session may be reads no hook saw (and reads seen started may have ended since).
   await mutate(ctx, id, 'import transcript calls', async (state, p) => {
     // Under the lock before anything is written: a wrapper that resumed the session meanwhile keeps it.
@@ -846,6 +858,7 @@ export async function endSession(ctx: Context, id: string, opts: EndOptions = {}
   }
   return mutate(ctx, id, 'end session', async (state, p) => {
     const head = await readHead(repo);
+    const settings = sessionSettings(ctx.settings, state.session);
     const snap = await lockedSnapshot(ctx, { indexFile: p.index, settings, parentTree: state.session.headTree });
     // A run that recorded nothing (no step, no operation since it began): what it changed is its one step.
     const began = opts.runStep && state.session.open.length === 0 ? runBeganAt(readJournal(p.journal).events) : null;
@@ -866,7 +879,15 @@ export async function endSession(ctx: Context, id: string, opts: EndOptions = {}
       commit = await ctx.objects.commitTree({
         tree: snap.tree,
         parents: [s.head],
-        message: commitMessage({ summary: `session ${id} final`, session: id, step: null, phase: 'final', tool: null, head: head.commit }),
+        message: commitMessage({
+          summary: `session ${id} final`,
+          session: id,
+          step: null,
+          phase: 'final',
+          tool: null,
+          head: head.commit,
+          environment: settings.environment,
+        }),
       });
     }
     const ev: JournalEvent = {

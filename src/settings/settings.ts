@@ -161,17 +161,20 @@ export function settingsFrom(cfg: GitConfig, worktree: string): Settings {
  * that could name something outside the worktree, the repository's own metadata, or everything is refused: a
  * snapshot of it would not be what the user meant.
  */
-export function parseEnvironment(values: string[]): string[] {
+export function parseEnvironment(values: string[], from: 'config' | 'flag' = 'config'): string[] {
   const out: string[] = [];
   for (const raw of values.flatMap((v) => v.split(','))) {
     const dir = raw.trim().replace(/\/+$/, '');
     if (dir === '') continue;
     const parts = dir.split('/');
     if (dir.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..' || p.toLowerCase() === '.git') || /[\0\n]/.test(dir))
-      throw errors.invalidConfig(`agentsnap.environment: "${raw.trim()}" is not a directory below the worktree's top.`, {
-        hint: 'Name directories relative to the top of the worktree, such as node_modules or .venv (no "..", no absolute paths, not .git).',
-        data: { key: 'agentsnap.environment', value: raw },
-      });
+      throw (from === 'flag' ? errors.invalidArgument : errors.invalidConfig)(
+        `${from === 'flag' ? '--environment' : 'agentsnap.environment'}: "${raw.trim()}" is not a directory below the worktree's top.`,
+        {
+          hint: 'Name directories relative to the top of the worktree, such as node_modules or .venv (no "..", no absolute paths, not .git).',
+          data: { key: from === 'flag' ? '--environment' : 'agentsnap.environment', value: raw },
+        },
+      );
     if (!out.includes(dir)) out.push(dir);
   }
   return out;

@@ -565,6 +565,7 @@ export async function startWorktreeSession(repo: Repo, opts: WorktreeSessionOpti
       agent: opts.agent ?? null,
       command: opts.command ?? null,
       owner: opts.owner ?? null,
+      ...(opts.environment?.length ? { environment: opts.environment } : {}),
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
     });
     return { ...created, baseline, ctx };

@@ -136,4 +136,47 @@ test('agentsnap.environment: a path outside the worktree or .git is refused with
   }
 });
 
+test('wrap --environment node_modules: that session snapshots node_modules whole without the setting; undo and redo in another command bring it back; a path outside is refused (exit 2)', async () => {
+  const repo = tempRepo({
+    files: { 'package.json': PACKAGE_JSON, '.gitignore': 'node_modules/\n', 'node_modules/tiny/index.js': 'module.exports = 42;\n' },
+  });
+  try {
+    const agent = path.join(repo.base, 'agent.sh');
+    fs.writeFileSync(
+      agent,
+      [
+        '#!/bin/sh',
+        'step=$(node "$AGENTSNAP_BIN" snap --phase pre --tool Bash -q)',
+        "echo 'module.exports = 7;' > node_modules/tiny/index.js",
+        'mkdir -p node_modules/extra && echo x > node_modules/extra/x.js',
+        'node "$AGENTSNAP_BIN" snap --phase post --step "$step" -q >/dev/null',
+        '',
+      ].join('\n'),
+      { mode: 0o755 },
+    );
+    const run = ok(await cliProcess(repo, ['wrap', '--environment', 'node_modules', '--', agent]), 'wrap --environment');
+    assert.match(run.stderr, 'node_modules snapshotted whole');
+    assert.not.match(fs.readFileSync(path.join(repo.dir, '.git', 'config'), 'utf8'), 'environment', 'no setting was written');
+    const messages = repo.git(['log', '--format=%B%x00', '--glob=refs/agent/*']).split('\0');
+    assert.ok(
+      messages.some((m) => /^Agentsnap-Phase: post$/m.test(m) && /^Agentsnap-Environment: node_modules$/m.test(m)),
+      messages.join('|'),
+    );
+
+    // The operations run in commands of their own, without the flag: the session's journal says what it covers.
+    ok(await cliProcess(repo, ['undo', '1']), 'undo 1');
+    assert.is(repo.read('node_modules/tiny/index.js').toString(), 'module.exports = 42;\n');
+    assert.is(repo.exists('node_modules/extra/x.js'), false, 'what the step installed anew is gone');
+    ok(await cliProcess(repo, ['redo']), 'redo');
+    assert.is(repo.read('node_modules/tiny/index.js').toString(), 'module.exports = 7;\n');
+    assert.is(repo.read('node_modules/extra/x.js').toString(), 'x\n');
+
+    const bad = await cliProcess(repo, ['wrap', '--environment', '../up', '--', agent]);
+    assert.is(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, '--environment: "../up" is not a directory below the worktree\'s top');
+  } finally {
+    repo.cleanup();
+  }
+});
+
 test.run();

@@ -15,6 +15,7 @@ import { printablePath, setAsideNote, type Output } from '../output.js';
 import { sessionOption } from '../context.js';
 import { shellQuote } from '../../base/shell.js';
 import { printableName } from '../../base/printable.js';
+import { parseEnvironment } from '../../settings/settings.js';
 
 export interface WrapArgs {
   session?: string;
@@ -26,6 +27,7 @@ export interface WrapArgs {
   from?: string;
   command?: string[];
   mcp: boolean;
+  environment?: string | string[];
   '--'?: string[];
 }
 
@@ -53,6 +55,12 @@ export const wrapCommand: CommandFactory = (ctx) => ({
           default: false,
           describe: "also give the agent agentsnap's MCP tools (steps, undo, redo, restore, check) for this run, editing no file of yours",
         },
+        environment: {
+          type: 'string',
+          requiresArg: true,
+          describe:
+            'an ignored directory (node_modules, .venv) to snapshot whole for this session, so undo brings it back with the code; repeat or comma-separate (agentsnap.environment sets it for every session)',
+        },
         worktree: { type: 'boolean', describe: 'run the agent in a new linked worktree of its own (see apply, promote, discard)' },
         name: {
           type: 'string',
@@ -73,6 +81,7 @@ export const wrapCommand: CommandFactory = (ctx) => ({
         '$0 wrap --worktree --name login -- claude',
         'the agent works in its own worktree; bring the result back with `agentsnap apply`',
       )
+      .example('$0 wrap --environment node_modules -- claude', 'undo also brings back what the agent installed')
       .example('$0 wrap --auto -- aider', 'a checkpoint after each burst of changes')
       .example('$0 wrap --mcp -- claude', 'the agent can list and undo its own steps (MCP tools mcp__agentsnap__*)'),
   handler: async (raw) => {
@@ -103,6 +112,7 @@ function wrapOptions(argv: WrapArgs, ctx: CliContext): WrapOptions {
     worktree: argv.worktree ? { name: argv.name ?? null, from: argv.from ?? 'current' } : null,
     auto: argv.auto,
     mcp: argv.mcp,
+    environment: parseEnvironment(([] as string[]).concat(argv.environment ?? []), 'flag'),
     serveSnap: ctx.serveSnap,
   };
 }
@@ -114,6 +124,7 @@ function startNotes(out: Output, argv: WrapArgs, info: WrapStart): void {
     info.agent === 'generic' ? 'AGENTSNAP_SESSION set for the command' : `${info.agent} hooks injected`,
     ...(argv.auto ? ['automatic checkpoints'] : []),
     ...(argv.mcp && info.agent !== 'generic' ? ['MCP server agentsnap offered'] : []),
+    ...(argv.environment ? [`${printableName(([] as string[]).concat(argv.environment).join(', '))} snapshotted whole`] : []),
   ].join(', ');
   const name = argv.name ? ` "${printableName(argv.name)}"` : '';
   out.note(`agentsnap: ${verb} session ${info.session}${name} (refs ${info.refPrefix}<n>; ${how})`);
