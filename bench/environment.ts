@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { agentsnapCmd, git, interleave, median, run, timed, type Cmd } from './measure.js';
 import { timeRow, type Row, type Scenario, type ScenarioContext } from './scenarios.js';
+import { stopServer, waitServerQuiet } from './server.js';
 
 const ENV_DIRS = 2_500;
 const ENV_FILES_PER_DIR = 20;
@@ -68,6 +69,22 @@ function kib(dir: string): number {
   return total / 1024;
 }
 
+/** KiB of objects a session of DISK_STEPS one-file steps adds after its baseline (no server: its state dir goes first). */
+function diskAfterSteps(ctx: ScenarioContext, dir: string, edit: (i: number) => void): number {
+  const cmd = (args: string[]): Cmd => agentsnapCmd(ctx.env, dir, args);
+  // Its state directory goes with the sessions, and the server's run dir with it: stopped first.
+  stopServer(ctx.env, dir);
+  forgetSessions(ctx, dir);
+  run(cmd(['snap', '-q']));
+  const before = kib(path.join(dir, '.git', 'objects'));
+  for (let i = 0; i < DISK_STEPS; i++) {
+    run(cmd(['snap', '--phase', 'pre', '--tool', 'Edit', '-q']));
+    edit(i);
+    run(cmd(['snap', '--phase', 'post', '-q']));
+  }
+  return kib(path.join(dir, '.git', 'objects')) - before;
+}
+
 export const environmentScenario: Scenario = {
   id: 'environment',
   async run(ctx: ScenarioContext): Promise<Row[]> {
@@ -90,6 +107,16 @@ export const environmentScenario: Scenario = {
         runs,
         0,
       );
+      // From here on each clone's calls go through its warm server (`server start`), as init's and wrap's do: its
+      // engine re-reads only what changed, below node_modules too. Its first snapshot (a full scan) untimed.
+      for (const dir of [withEnv, without]) {
+        forgetSessions(ctx, dir);
+        run(cmd(dir, ['server', 'start']));
+        run(cmd(dir, ['snap', '-q']));
+        run(cmd(dir, ['snap', '--phase', 'pre', '--tool', 'Bash', '-q']));
+        run(cmd(dir, ['snap', '--phase', 'post', '-q']));
+        if (!waitServerQuiet(env, dir)) ctx.log('  (the server did not settle within 180 s)');
+      }
       // The call's two hooks timed, the agent's change between them not.
       const call = (dir: string, name: string, change: (i: number) => void) => ({
         name,
@@ -110,21 +137,10 @@ export const environmentScenario: Scenario = {
       );
       const undo = (dir: string, name: string) => ({ name, run: () => timed([cmd(dir, ['undo', '-q'])]).ms });
       const undos = await interleave([undo(withEnv, 'env'), undo(without, 'plain')], 1, 0);
-      const disk: Record<string, number> = {};
-      for (const [name, dir] of [
-        ['env', withEnv],
-        ['plain', without],
-      ] as const) {
-        forgetSessions(ctx, dir);
-        run(cmd(dir, ['snap', '-q']));
-        const before = kib(path.join(dir, '.git', 'objects'));
-        for (let i = 0; i < DISK_STEPS; i++) {
-          run(cmd(dir, ['snap', '--phase', 'pre', '--tool', 'Edit', '-q']));
-          editFile(dir, `disk ${i}`);
-          run(cmd(dir, ['snap', '--phase', 'post', '-q']));
-        }
-        disk[name] = kib(path.join(dir, '.git', 'objects')) - before;
-      }
+      const disk: Record<string, number> = {
+        env: diskAfterSteps(ctx, withEnv, (i) => editFile(withEnv, `disk ${i}`)),
+        plain: diskAfterSteps(ctx, without, (i) => editFile(without, `disk ${i}`)),
+      };
       const rowOf = (samples: Map<string, number[]>, what: string, notes: string[]) =>
         timeRow(ctx, {
           what,
@@ -138,7 +154,7 @@ export const environmentScenario: Scenario = {
       return [
         rowOf(first, `first snapshot, node_modules of ${ENV_DIRS * ENV_FILES_PER_DIR} files held whole`, []),
         rowOf(calls, 'tool call touching no dependency (pre + post), node_modules held whole', [
-          'a session with environment directories takes full scans (no warm server, no in-process path)',
+          'through the warm server: its watcher covers node_modules, so a call re-reads only what changed',
         ]),
         rowOf(installs, `tool call installing a package (${INSTALL_FILES} files new, ${INSTALL_CHANGED} changed)`, []),
         rowOf(undos, 'undo of that install', ['with the setting node_modules comes back; without it, it stays as the agent left it']),
@@ -153,7 +169,11 @@ export const environmentScenario: Scenario = {
         }),
       ];
     } finally {
-      for (const dir of [withEnv, without]) fs.rmSync(dir, { recursive: true, force: true });
+      for (const dir of [withEnv, without]) {
+        const lingering = stopServer(env, dir);
+        if (lingering) ctx.log(`  ${lingering}`);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     }
   },
 };

@@ -27,7 +27,11 @@ export class IgnoreChecker {
   private closed = false;
   private exited = false;
 
-  constructor(private readonly repo: Repo) {}
+  /** `kept`: paths answered "not ignored" without asking git (the environment directories a snapshot holds whole). */
+  constructor(
+    private readonly repo: Repo,
+    private readonly kept: (rel: string) => boolean = () => false,
+  ) {}
 
   private start(): ChildProcessWithoutNullStreams {
     if (this.child) return this.child;
@@ -75,6 +79,7 @@ export class IgnoreChecker {
   /** Whether git ignores `rel` (a path relative to the worktree, not behind a symlink, tracked or not). */
   isIgnored(rel: string): Promise<boolean> {
     if (this.closed) return Promise.reject(errors.gitFailed('ignore checker is closed'));
+    if (this.kept(rel)) return Promise.resolve(false);
     const child = this.start();
     return new Promise((resolve, reject) => {
       this.queue.push({ path: rel, resolve, reject });

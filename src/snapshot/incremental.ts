@@ -210,6 +210,8 @@ export class IncrementalSnapshotter {
   private configUnsupported: string | null = null;
   /** Ignored directories holding no tracked file: not watched. */
   private skipDirs = new Set<string>();
+  /** The environment directories the skipped directories and the ignore checker were made for (agentsnap.environment). */
+  private environment: string[] = [];
   /** The next full scan restarts the watcher (ignore rules or the tracked set moved what is watched). */
   private rewatch = false;
   /** The last full scan saw a nested repository (a gitlink in the private index): the next starts from the user's index. */
@@ -548,8 +550,9 @@ export class IncrementalSnapshotter {
       return 'git config or ignore files changed';
     }
     if (this.watcher.nestedRepos.size > 0) return 'nested repository in the worktree';
-    // The watcher leaves ignored directories out: the full scan lists the environment directories (agentsnap.environment).
-    if (settings.environment.length > 0) return 'environment directories (agentsnap.environment)';
+    const notDir = settings.environment.find((d) => !noSymlinkOrFileOnTheWay(this.repo.worktree, d));
+    // Below an environment directory that is a symlink or a file the full scan lists nothing (git's pathspec `d/`).
+    if (notDir !== undefined) return `environment directory ${notDir} is not a directory`;
     const idxKey = statKey(path.join(this.repo.gitDir, 'index'));
     if (idxKey !== this.index.key) {
       // Read in place: paths whose tracked-ness changed are dirty (no second copy of the tracked set).
@@ -622,8 +625,14 @@ export class IncrementalSnapshotter {
     }
     // An unwatched directory that now holds a tracked file must be watched.
     for (const d of this.skipDirs) if (this.index.dirs.has(d)) this.rewatch = true;
+    // The environment directories (agentsnap.environment) are watched and walked whatever the rules say, as the
+    // full scan lists them: a change of them changes what is skipped.
+    if (opts.settings.environment.join('\0') !== this.environment.join('\0')) {
+      this.environment = [...opts.settings.environment];
+      this.rewatch = true;
+    }
     await this.checker.close();
-    this.checker = new IgnoreChecker(this.repo);
+    this.checker = new IgnoreChecker(this.repo, keptForEnvironment(this.environment));
     if (this.watcherGaveUp) {
       // Full scans only.
     } else if (this.watcher.exhausted) {
@@ -779,10 +788,11 @@ export class IncrementalSnapshotter {
       '--directory',
       '--no-empty-directory',
     ]);
+    const kept = keptForEnvironment(this.environment);
     const candidates = splitNul(res.stdout)
       .filter((p) => p.endsWith('/'))
       .map((p) => p.slice(0, -1))
-      .filter((d) => !index.dirs.has(d));
+      .filter((d) => !index.dirs.has(d) && !kept(d));
     const checker = new IgnoreChecker(this.repo);
     try {
       return await checker.ignored(candidates);
@@ -1176,4 +1186,30 @@ class BaselineSource implements SweepSource {
   close(): void {
     this.listing.close();
   }
+}
+
+/**
+ * The paths the engine takes as not ignored, as the full scan does (listEnvironment): an environment directory,
+ * everything below it, and the directories above it (walked into; the files in them are asked of git as usual).
+ */
+function keptForEnvironment(dirs: readonly string[]): (rel: string) => boolean {
+  if (dirs.length === 0) return () => false;
+  return (rel) => dirs.some((d) => rel === d || rel.startsWith(`${d}/`) || d.startsWith(`${rel}/`));
+}
+
+/** Whether every component of `rel` is a directory, not a symlink or a file (one not there yet counts: nothing is below it). */
+function noSymlinkOrFileOnTheWay(worktree: string, rel: string): boolean {
+  let dir = worktree;
+  for (const part of rel.split('/')) {
+    dir = path.join(dir, part);
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(dir, { throwIfNoEntry: false });
+    } catch {
+      return false; // ENOTDIR, EACCES: the full scan decides
+    }
+    if (st === undefined) return true;
+    if (!st.isDirectory()) return false;
+  }
+  return true;
 }

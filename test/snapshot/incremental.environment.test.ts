@@ -1,0 +1,142 @@
+// The incremental engine with environment directories (agentsnap.environment, issue 33): its watcher covers them
+// although the rules ignore them, so a call that changes files there (or nothing there) is read incrementally, and
+// every snapshot equals the full scan's (which lists them whole). The other ignored directories stay unwatched.
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { tempRepo, type TempRepo } from '../support/helpers.js';
+import { openRepo, type Repo } from '../../src/git/repo.js';
+import { loadSettings, type Settings } from '../../src/settings/settings.js';
+import { snapshotTree } from '../../src/snapshot/snapshot.js';
+import { removeTempIndex, tempIndex } from '../../src/snapshot/snapshot-now.js';
+import { IncrementalSnapshotter, type IncrementalResult } from '../../src/snapshot/incremental.js';
+
+interface Ctx {
+  t: TempRepo;
+  repo: Repo;
+  settings: Settings;
+  engine: IncrementalSnapshotter;
+}
+
+async function setup(): Promise<Ctx> {
+  const t = tempRepo({
+    files: {
+      '.gitignore': 'node_modules/\nweb/\n*.log\n',
+      'a.txt': 'a\n',
+      'node_modules/left/index.js': 'left 1\n',
+      'node_modules/left/.gitignore': '*.js\n',
+      'web/.venv/lib/p.py': 'p 1\n',
+      'web/other.txt': 'ignored, not an environment directory\n',
+      'build.log': 'ignored\n',
+    },
+  });
+  t.git(['config', 'agentsnap.environment', 'node_modules,web/.venv']);
+  const repo = await openRepo(t.dir, { env: t.env });
+  const settings = await loadSettings(repo);
+  const engine = await IncrementalSnapshotter.open(repo, { runDir: path.join(t.base, 'run'), settings });
+  return { t, repo, settings, engine };
+}
+
+async function reference(c: Ctx, parentTree: string | null) {
+  const idx = tempIndex(c.repo, 'reference');
+  try {
+    return await snapshotTree(c.repo, { indexFile: idx, settings: c.settings, parentTree });
+  } finally {
+    removeTempIndex(idx);
+  }
+}
+
+const skippedSet = (s: { path: string; reason: string }[]) => s.map((x) => `${x.reason}:${x.path}`).sort();
+
+async function check(c: Ctx, parentTree: string | null, label: string): Promise<IncrementalResult> {
+  const got = await c.engine.snapshot({ settings: c.settings, parentTree });
+  const want = await reference(c, parentTree);
+  if (got.tree !== want.tree) {
+    const diff = c.t.gitRaw(['diff-tree', '-r', '--name-status', want.tree, got.tree]).stdout;
+    assert.unreachable(`${label}: tree differs from the full scan (${got.mode}; last full: ${c.engine.stats.lastFullReason}):\n${diff}`);
+  }
+  assert.equal(skippedSet(got.skipped), skippedSet(want.skipped), `${label}: skipped differs (${got.mode})`);
+  assert.equal(got.changed, want.changed, `${label}: changed differs`);
+  return got;
+}
+
+function paths(c: Ctx, tree: string): string[] {
+  return c.t.git(['ls-tree', '-r', '--name-only', '-z', tree]).split('\0').filter(Boolean).sort();
+}
+
+test('environment directories: the engine reads changes below them incrementally and equals the full scan; other ignored files stay out', async () => {
+  const c = await setup();
+  try {
+    const first = await check(c, null, 'first');
+    assert.is(first.mode, 'full');
+    assert.equal(paths(c, first.tree), [
+      '.gitignore',
+      'a.txt',
+      'node_modules/left/.gitignore',
+      'node_modules/left/index.js',
+      'web/.venv/lib/p.py',
+    ]);
+    let parent = first.tree;
+    const rounds: [string, () => void][] = [
+      ['nothing', () => {}],
+      ['a file below node_modules changed', () => c.t.write('node_modules/left/index.js', 'left 2\n')],
+      [
+        'a package installed',
+        () => {
+          c.t.write('node_modules/right/index.js', 'right\n');
+          c.t.write('node_modules/right/lib/deep.js', 'deep\n');
+        },
+      ],
+      ['a file below the nested environment directory', () => c.t.write('web/.venv/lib/q.py', 'q\n')],
+      ['an ignored file beside it stays out', () => c.t.write('web/more.txt', 'more\n')],
+      ['an ignored log inside node_modules is held (the rules do not apply there)', () => c.t.write('node_modules/right/x.log', 'log\n')],
+      ['a secret below node_modules is skipped as anywhere else', () => c.t.write('node_modules/right/.env', 'TOKEN=1\n')],
+      ['a package removed', () => fs.rmSync(path.join(c.t.dir, 'node_modules', 'left'), { recursive: true })],
+      ['a tracked file', () => c.t.write('a.txt', 'a 2\n')],
+    ];
+    let incremental = 0;
+    for (const [label, change] of rounds) {
+      change();
+      const got = await check(c, parent, label);
+      if (got.mode === 'incremental') incremental++;
+      parent = got.tree;
+    }
+    const last = paths(c, parent);
+    assert.ok(last.includes('node_modules/right/lib/deep.js') && last.includes('node_modules/right/x.log'), last.join(' '));
+    assert.ok(last.includes('web/.venv/lib/q.py') && !last.includes('web/more.txt') && !last.includes('web/other.txt'), last.join(' '));
+    assert.not.ok(
+      last.some((p) => p.startsWith('node_modules/left/')),
+      last.join(' '),
+    );
+    // The rounds are each a few paths: the engine took them without a full scan (the first after its start aside).
+    assert.ok(
+      incremental >= rounds.length - 1,
+      `${incremental} of ${rounds.length} rounds incremental; last full: ${c.engine.stats.lastFullReason}`,
+    );
+  } finally {
+    await c.engine.close();
+    c.t.cleanup();
+  }
+});
+
+test('environment directory replaced by a symlink: a full scan, equal to the full scan', async () => {
+  const c = await setup();
+  try {
+    let parent = (await check(c, null, 'first')).tree;
+    fs.mkdirSync(path.join(c.t.base, 'elsewhere'));
+    fs.writeFileSync(path.join(c.t.base, 'elsewhere', 'index.js'), 'outside\n');
+    fs.rmSync(path.join(c.t.dir, 'node_modules'), { recursive: true });
+    fs.symlinkSync(path.join(c.t.base, 'elsewhere'), path.join(c.t.dir, 'node_modules'));
+    const got = await check(c, parent, 'symlink');
+    parent = got.tree;
+    assert.not.ok(paths(c, parent).includes('node_modules/index.js'), 'nothing is read through the symlink');
+    c.t.write('a.txt', 'a 3\n');
+    await check(c, parent, 'after');
+  } finally {
+    await c.engine.close();
+    c.t.cleanup();
+  }
+});
+
+test.run();
