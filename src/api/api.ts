@@ -22,7 +22,7 @@ import {
   type SnapshotResult,
 } from '../session/session.js';
 import { describeStep, diffStates, filterSteps, parseStatePoint, showStep, stepOf, type StatePoint } from '../session/read.js';
-import type { Session, Step } from '../session/model.js';
+import { sessionSettings, type Session, type Step } from '../session/model.js';
 import { dependencyFiles } from '../deps/deps.js';
 import { readJournal, type ChangedPath, type JournalEvent, type StepPostEvent } from '../session/journal.js';
 import { operationLog, stepPositions, type OpLogEntry } from '../restore/op-undo.js';
@@ -356,6 +356,8 @@ export interface LogRow {
   undone?: boolean;
   /** The dependency manifests and lockfiles the step changed (issue 33: "dependencies changed"); [] for none. */
   depsChanged: string[];
+  /** The session's environment directories (agentsnap.environment and `wrap --environment`): `log` shows each as one line. */
+  environment: string[];
 }
 
 /** One entry of `log`'s timeline: a step (with the user's edits before it on the step), or an operation. */
@@ -388,6 +390,7 @@ export async function log(
   const checks = latestCheckByStep(r.session);
   const events = readJournal(sessionPaths(r.repo, r.session.id).journal).events;
   const undone = undoneSteps(foldOps(events));
+  const { environment } = sessionSettings(await loadSettings(r.repo), r.session);
   const rows = await markLost(
     r.repo,
     steps.map((step) => ({
@@ -398,6 +401,7 @@ export async function log(
       check: checks.get(step.step) ?? null,
       ...(undone.has(step.step) ? { undone: true } : {}),
       depsChanged: stepDeps(step),
+      environment,
     })),
   );
   return { session: r.session, steps, rows, timeline: timelineOf(events, rows, opts), source: r.source };
@@ -429,6 +433,7 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
   const paths = (opts.paths ?? []).map((p) => toRepoPath(repo, p));
   const rows: LogRow[] = [];
   const list = await listSessions(repo);
+  const settings = await loadSettings(repo);
   for (const summary of list) {
     let session: Session;
     try {
@@ -438,6 +443,7 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
     }
     const plans = planHistory(session);
     const checks = latestCheckByStep(session);
+    const { environment } = sessionSettings(settings, session);
     for (const step of filterSteps(session, { tool: opts.tool, paths, grep: opts.grep })) {
       rows.push({
         session,
@@ -446,6 +452,7 @@ export async function logAllSessions(opts: Omit<LogOptions, 'session'> = {}): Pr
         plan: planAt(session, step.step, plans),
         check: checks.get(step.step) ?? null,
         depsChanged: stepDeps(step),
+        environment,
       });
     }
   }

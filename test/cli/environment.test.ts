@@ -163,6 +163,16 @@ test('wrap --environment node_modules: that session snapshots node_modules whole
       messages.join('|'),
     );
 
+    // log: node_modules as one line per step (an install would bury the code's changes); --json keeps every file.
+    const log = ok(await cliProcess(repo, ['log']), 'log').stdout;
+    assert.match(log, /^ +~ node_modules\/: 2 files changed/m, log);
+    assert.not.match(log, /node_modules\/tiny/, log);
+    const steps = JSON.parse(ok(await cliProcess(repo, ['log', '--json']), 'log --json').stdout) as { changed: { path: string }[] }[];
+    assert.ok(
+      steps.some((st) => st.changed.some((c) => c.path === 'node_modules/extra/x.js')),
+      'the JSON holds every file',
+    );
+
     // The operations run in commands of their own, without the flag: the session's journal says what it covers.
     ok(await cliProcess(repo, ['undo', '1']), 'undo 1');
     assert.is(repo.read('node_modules/tiny/index.js').toString(), 'module.exports = 42;\n');

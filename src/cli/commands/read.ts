@@ -359,9 +359,21 @@ function printStepRow(out: Output, row: LogRow, head: string, width: number): vo
   // What the call was, cut so the row fits the terminal (never cut below a readable minimum).
   const desc = what === null ? '' : `  ${c.cyan(cut(what, Math.max(24, width - used - 2)))}`;
   out.out(`${head}${desc}${marks.length ? `  ${marks.map((m) => m.shown).join('  ')}` : ''}`.trimEnd());
+  // An environment directory (an npm install: thousands of files) is one line, so the code's changes stay in view.
+  const collapsed = new Map<string, { files: number; added: number; deleted: number }>();
   for (const ch of st.changed) {
+    const dir = row.environment.find((d) => ch.path.startsWith(`${d}/`));
+    if (dir !== undefined) {
+      const sum = collapsed.get(dir) ?? { files: 0, added: 0, deleted: 0 };
+      collapsed.set(dir, { files: sum.files + 1, added: sum.added + (ch.added ?? 0), deleted: sum.deleted + (ch.deleted ?? 0) });
+      continue;
+    }
     const counts = ch.added === null ? 'binary' : `${c.green(`+${ch.added}`)} ${c.red(`-${ch.deleted ?? 0}`)}`;
     out.out(`        ${ch.change} ${printablePath(ch.path)}  ${counts}`);
+  }
+  for (const [dir, sum] of collapsed) {
+    const files = sum.files === 1 ? '1 file' : `${sum.files} files`;
+    out.out(`        ~ ${printablePath(dir)}/: ${files} changed  ${c.green(`+${sum.added}`)} ${c.red(`-${sum.deleted}`)}`);
   }
   if (st.skipped.length > 0) out.out(c.dim(`        not snapshotted: ${st.skipped.map(describeSkipped).join(', ')}`));
   if (st.unprotectedReason) out.out(c.red(`        unprotected: ${printableLine(st.unprotectedReason)}`));
