@@ -164,7 +164,8 @@ function lstatOrNull(file: string | Buffer): fs.Stats | null {
 }
 
 function settingsKey(s: Settings): string {
-  return JSON.stringify([s.exclude, s.maxFileSize, s.excludeSecrets]);
+  // The environment directories too: a session's (`wrap --environment`) come with its settings, no config file changes.
+  return JSON.stringify([s.exclude, s.maxFileSize, s.excludeSecrets, s.environment]);
 }
 
 function expandHome(p: string, env: NodeJS.ProcessEnv): string {

@@ -19,29 +19,29 @@ interface Ctx {
   engine: IncrementalSnapshotter;
 }
 
-async function setup(): Promise<Ctx> {
-  const t = tempRepo({
-    files: {
-      '.gitignore': 'node_modules/\nweb/\n*.log\n',
-      'a.txt': 'a\n',
-      'node_modules/left/index.js': 'left 1\n',
-      'node_modules/left/.gitignore': '*.js\n',
-      'web/.venv/lib/p.py': 'p 1\n',
-      'web/other.txt': 'ignored, not an environment directory\n',
-      'build.log': 'ignored\n',
-    },
-  });
-  t.git(['config', 'agentsnap.environment', 'node_modules,web/.venv']);
+const FILES: Record<string, string> = {
+  '.gitignore': 'node_modules/\nweb/\n*.log\n',
+  'a.txt': 'a\n',
+  'node_modules/left/index.js': 'left 1\n',
+  'node_modules/left/.gitignore': '*.js\n',
+  'web/.venv/lib/p.py': 'p 1\n',
+  'web/other.txt': 'ignored, not an environment directory\n',
+  'build.log': 'ignored\n',
+};
+
+async function setup(files: Record<string, string> = FILES, environment: string | null = 'node_modules,web/.venv'): Promise<Ctx> {
+  const t = tempRepo({ files });
+  if (environment !== null) t.git(['config', 'agentsnap.environment', environment]);
   const repo = await openRepo(t.dir, { env: t.env });
   const settings = await loadSettings(repo);
   const engine = await IncrementalSnapshotter.open(repo, { runDir: path.join(t.base, 'run'), settings });
   return { t, repo, settings, engine };
 }
 
-async function reference(c: Ctx, parentTree: string | null) {
+async function reference(c: Ctx, parentTree: string | null, settings: Settings) {
   const idx = tempIndex(c.repo, 'reference');
   try {
-    return await snapshotTree(c.repo, { indexFile: idx, settings: c.settings, parentTree });
+    return await snapshotTree(c.repo, { indexFile: idx, settings, parentTree });
   } finally {
     removeTempIndex(idx);
   }
@@ -49,9 +49,9 @@ async function reference(c: Ctx, parentTree: string | null) {
 
 const skippedSet = (s: { path: string; reason: string }[]) => s.map((x) => `${x.reason}:${x.path}`).sort();
 
-async function check(c: Ctx, parentTree: string | null, label: string): Promise<IncrementalResult> {
-  const got = await c.engine.snapshot({ settings: c.settings, parentTree });
-  const want = await reference(c, parentTree);
+async function check(c: Ctx, parentTree: string | null, label: string, settings = c.settings): Promise<IncrementalResult> {
+  const got = await c.engine.snapshot({ settings, parentTree });
+  const want = await reference(c, parentTree, settings);
   if (got.tree !== want.tree) {
     const diff = c.t.gitRaw(['diff-tree', '-r', '--name-status', want.tree, got.tree]).stdout;
     assert.unreachable(`${label}: tree differs from the full scan (${got.mode}; last full: ${c.engine.stats.lastFullReason}):\n${diff}`);
@@ -133,6 +133,45 @@ test('environment directory replaced by a symlink: a full scan, equal to the ful
     assert.not.ok(paths(c, parent).includes('node_modules/index.js'), 'nothing is read through the symlink');
     c.t.write('a.txt', 'a 3\n');
     await check(c, parent, 'after');
+  } finally {
+    await c.engine.close();
+    c.t.cleanup();
+  }
+});
+
+test('the environment directories change between two snapshots with no file changing (wrap --environment hands the engine its session settings): equal to the full scan', async () => {
+  const files = { '.gitignore': 'node_modules/\n', 'a.txt': 'a\n', 'node_modules/p/index.js': 'p\n' };
+  const c = await setup(files, null);
+  try {
+    const withEnv = { ...c.settings, environment: ['node_modules'] };
+    let parent = (await check(c, null, 'first, no environment')).tree;
+    parent = (await check(c, parent, 'environment node_modules added', withEnv)).tree;
+    assert.ok(paths(c, parent).includes('node_modules/p/index.js'));
+    c.t.write('node_modules/p/index.js', 'p 2\n');
+    parent = (await check(c, parent, 'a file below it', withEnv)).tree;
+    c.t.write('a.txt', 'a 2\n');
+    parent = (await check(c, parent, 'environment dropped')).tree;
+    assert.not.ok(paths(c, parent).includes('node_modules/p/index.js'));
+  } finally {
+    await c.engine.close();
+    c.t.cleanup();
+  }
+});
+
+test('an environment directory missing while its parent is there (removed, renamed away, never made) is no unreadable directory: equal to the full scan', async () => {
+  const files = { '.gitignore': 'web/\n', 'a.txt': 'a\n', 'web/.venv/lib/p.py': 'p\n', 'web/x.txt': 'x\n' };
+  const c = await setup(files, 'web/.venv');
+  try {
+    let parent = (await check(c, null, 'first')).tree;
+    fs.renameSync(path.join(c.t.dir, 'web/.venv'), path.join(c.t.dir, 'web/.venv-old'));
+    const renamed = await check(c, parent, 'renamed away');
+    assert.equal(renamed.skipped, [], 'nothing skipped');
+    parent = renamed.tree;
+    fs.renameSync(path.join(c.t.dir, 'web/.venv-old'), path.join(c.t.dir, 'web/.venv'));
+    parent = (await check(c, parent, 'renamed back')).tree;
+    fs.rmSync(path.join(c.t.dir, 'web/.venv'), { recursive: true });
+    const removed = await check(c, parent, 'removed');
+    assert.equal(removed.skipped, [], 'nothing skipped');
   } finally {
     await c.engine.close();
     c.t.cleanup();
