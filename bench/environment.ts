@@ -135,7 +135,7 @@ export const environmentScenario: Scenario = {
         runs,
         0,
       );
-      const undo = (dir: string, name: string) => ({ name, run: () => timed([cmd(dir, ['undo', '-q'])]).ms });
+      const undo = (dir: string, name: string) => ({ name, run: () => timed([cmd(dir, ['undo'])]).ms });
       const undos = await interleave([undo(withEnv, 'env'), undo(without, 'plain')], 1, 0);
       const disk: Record<string, number> = {
         env: diskAfterSteps(ctx, withEnv, (i) => editFile(withEnv, `disk ${i}`)),
