@@ -69,22 +69,26 @@ function kib(dir: string): number {
   return total / 1024;
 }
 
-/** KiB of objects a session of DISK_STEPS one-file steps adds, its baseline included (no server: its state dir goes first). */
-function diskAfterSteps(ctx: ScenarioContext, dir: string, edit: (i: number) => void): number {
-  const cmd = (args: string[]): Cmd => agentsnapCmd(ctx.env, dir, args);
-  // Its state directory goes with the sessions, and the server's run dir with it: stopped first.
-  stopServer(ctx.env, dir);
-  forgetSessions(ctx, dir);
-  // From before the session's first snapshot: what holding node_modules costs is mostly there (its loose objects
-  // may be packed by the time the steps end, so a count from after it could even be negative).
-  const before = kib(path.join(dir, '.git', 'objects'));
-  run(cmd(['snap', '-q']));
-  for (let i = 0; i < DISK_STEPS; i++) {
-    run(cmd(['snap', '--phase', 'pre', '--tool', 'Edit', '-q']));
-    edit(i);
-    run(cmd(['snap', '--phase', 'post', '-q']));
+/**
+ * KiB of objects a session of DISK_STEPS one-file steps adds, its baseline included, in a clone of its own (the
+ * other rows' objects would be packed with the session's at its 50th snapshot: counted, they made it negative).
+ */
+function diskAfterSteps(ctx: ScenarioContext, name: string, environment: boolean): number {
+  const dir = clone(ctx, `disk-${name}`, environment);
+  try {
+    const cmd = (args: string[]): Cmd => agentsnapCmd(ctx.env, dir, args);
+    const before = kib(path.join(dir, '.git', 'objects'));
+    run(cmd(['snap', '-q']));
+    for (let i = 0; i < DISK_STEPS; i++) {
+      run(cmd(['snap', '--phase', 'pre', '--tool', 'Edit', '-q']));
+      fs.writeFileSync(path.join(dir, ctx.repo.editFile), `${ctx.repo.editOriginal}// disk step ${i}\n`);
+      run(cmd(['snap', '--phase', 'post', '-q']));
+    }
+    return kib(path.join(dir, '.git', 'objects')) - before;
+  } finally {
+    stopServer(ctx.env, dir);
+    fs.rmSync(dir, { recursive: true, force: true });
   }
-  return kib(path.join(dir, '.git', 'objects')) - before;
 }
 
 export const environmentScenario: Scenario = {
@@ -140,8 +144,8 @@ export const environmentScenario: Scenario = {
       const undo = (dir: string, name: string) => ({ name, run: () => timed([cmd(dir, ['undo'])]).ms });
       const undos = await interleave([undo(withEnv, 'env'), undo(without, 'plain')], 1, 0);
       const disk: Record<string, number> = {
-        env: diskAfterSteps(ctx, withEnv, (i) => editFile(withEnv, `disk ${i}`)),
-        plain: diskAfterSteps(ctx, without, (i) => editFile(without, `disk ${i}`)),
+        env: diskAfterSteps(ctx, 'env', true),
+        plain: diskAfterSteps(ctx, 'plain', false),
       };
       const rowOf = (samples: Map<string, number[]>, what: string, notes: string[]) =>
         timeRow(ctx, {
