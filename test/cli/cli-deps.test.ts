@@ -3,34 +3,22 @@
 // (text and --json); undo names `npm ci` and web/ (the dry run too) and leaves node_modules alone; with
 // --sync-deps it runs the real npm ci there after the restore, so node_modules matches the lockfile again.
 // A failing package manager (a stub npm first on PATH) and a missing one (pnpm) exit 6 with the restore done.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { onPath } from '../../src/base/shell.js';
 import { cliProcess, step, tempRepo, type CliResult, type TempRepo } from '../support/helpers.js';
+import { npmEnv, runNpm } from '../support/npm.js';
 
 function ok(r: CliResult, what: string): CliResult {
   assert.is(r.code, 0, `${what}: ${r.stdout}${r.stderr}`);
   return r;
 }
 
-/** npm with no network, no audit or fund requests, its cache inside the test's temp dir. */
-function npmEnv(repo: TempRepo): Record<string, string> {
-  return {
-    npm_config_offline: 'true',
-    npm_config_audit: 'false',
-    npm_config_fund: 'false',
-    npm_config_update_notifier: 'false',
-    npm_config_loglevel: 'error',
-    npm_config_cache: path.join(repo.base, 'npm-cache'),
-  };
-}
-
 function npm(repo: TempRepo, cwd: string, args: string[]): void {
-  const r = spawnSync('npm', args, { cwd, env: { ...repo.env, ...npmEnv(repo) }, encoding: 'utf8' });
-  assert.is(r.status, 0, `npm ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+  const r = runNpm(repo, cwd, args);
+  assert.is(r.status, 0, `npm ${args.join(' ')}: ${r.out}`);
 }
 
 const PACKAGE_JSON = '{"name":"web","version":"1.0.0","private":true}\n';

@@ -8,27 +8,15 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { cliProcess, step, tempRepo, type CliResult, type TempRepo } from '../support/helpers.js';
+import { npmEnv, runNpm } from '../support/npm.js';
 
 function ok(r: CliResult, what: string): CliResult {
   assert.is(r.code, 0, `${what}: ${r.stdout}${r.stderr}`);
   return r;
 }
 
-/** npm with no network, no audit or fund requests, its cache inside the test's temp dir. */
-function npmEnv(repo: TempRepo): Record<string, string> {
-  return {
-    npm_config_offline: 'true',
-    npm_config_audit: 'false',
-    npm_config_fund: 'false',
-    npm_config_update_notifier: 'false',
-    npm_config_loglevel: 'error',
-    npm_config_cache: path.join(repo.base, 'npm-cache'),
-  };
-}
-
 function npm(repo: TempRepo, args: string[]): { status: number | null; out: string } {
-  const r = spawnSync('npm', args, { cwd: repo.dir, env: { ...repo.env, ...npmEnv(repo) }, encoding: 'utf8' });
-  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+  return runNpm(repo, repo.dir, args);
 }
 
 /** tiny-<version>.tgz in the temp dir: a package whose index.js exports `value`. */

@@ -5,19 +5,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tempRepo, type TempRepo } from '../support/helpers.js';
-import { openRepo, type Repo } from '../../src/git/repo.js';
-import { loadSettings, type Settings } from '../../src/settings/settings.js';
-import { snapshotTree } from '../../src/snapshot/snapshot.js';
-import { removeTempIndex, tempIndex } from '../../src/snapshot/snapshot-now.js';
-import { IncrementalSnapshotter, type IncrementalResult } from '../../src/snapshot/incremental.js';
+import { tempRepo } from '../support/helpers.js';
+import { checkEngine, type EngineCtx } from '../support/engine-check.js';
+import { openRepo } from '../../src/git/repo.js';
+import { loadSettings } from '../../src/settings/settings.js';
+import { IncrementalSnapshotter } from '../../src/snapshot/incremental.js';
 
-interface Ctx {
-  t: TempRepo;
-  repo: Repo;
-  settings: Settings;
-  engine: IncrementalSnapshotter;
-}
+type Ctx = EngineCtx;
 
 const FILES: Record<string, string> = {
   '.gitignore': 'node_modules/\nweb/\n*.log\n',
@@ -38,28 +32,7 @@ async function setup(files: Record<string, string> = FILES, environment: string 
   return { t, repo, settings, engine };
 }
 
-async function reference(c: Ctx, parentTree: string | null, settings: Settings) {
-  const idx = tempIndex(c.repo, 'reference');
-  try {
-    return await snapshotTree(c.repo, { indexFile: idx, settings, parentTree });
-  } finally {
-    removeTempIndex(idx);
-  }
-}
-
-const skippedSet = (s: { path: string; reason: string }[]) => s.map((x) => `${x.reason}:${x.path}`).sort();
-
-async function check(c: Ctx, parentTree: string | null, label: string, settings = c.settings): Promise<IncrementalResult> {
-  const got = await c.engine.snapshot({ settings, parentTree });
-  const want = await reference(c, parentTree, settings);
-  if (got.tree !== want.tree) {
-    const diff = c.t.gitRaw(['diff-tree', '-r', '--name-status', want.tree, got.tree]).stdout;
-    assert.unreachable(`${label}: tree differs from the full scan (${got.mode}; last full: ${c.engine.stats.lastFullReason}):\n${diff}`);
-  }
-  assert.equal(skippedSet(got.skipped), skippedSet(want.skipped), `${label}: skipped differs (${got.mode})`);
-  assert.equal(got.changed, want.changed, `${label}: changed differs`);
-  return got;
-}
+const check = checkEngine;
 
 function paths(c: Ctx, tree: string): string[] {
   return c.t.git(['ls-tree', '-r', '--name-only', '-z', tree]).split('\0').filter(Boolean).sort();

@@ -7,21 +7,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tempRepo, type TempRepo } from '../support/helpers.js';
+import { tempRepo } from '../support/helpers.js';
+import { checkEngine, type EngineCtx } from '../support/engine-check.js';
 import { seededRandom } from '../support/crash-harness.js';
-import { openRepo, type Repo } from '../../src/git/repo.js';
-import { loadSettings, type Settings } from '../../src/settings/settings.js';
-import { snapshotTree } from '../../src/snapshot/snapshot.js';
-import { removeTempIndex, tempIndex } from '../../src/snapshot/snapshot-now.js';
+import { openRepo } from '../../src/git/repo.js';
+import { loadSettings } from '../../src/settings/settings.js';
 import { IncrementalSnapshotter, type IncrementalResult } from '../../src/snapshot/incremental.js';
 import { onGitSpawn } from '../../src/git/run.js';
 
-interface Ctx {
-  t: TempRepo;
-  repo: Repo;
-  settings: Settings;
-  engine: IncrementalSnapshotter;
-}
+type Ctx = EngineCtx;
 
 async function setup(
   files: Record<string, string>,
@@ -40,40 +34,7 @@ async function teardown(c: Ctx): Promise<void> {
   c.t.cleanup();
 }
 
-/** What a full scan on a fresh throwaway index says about the worktree now. */
-async function reference(c: Ctx, parentTree: string | null) {
-  const idx = tempIndex(c.repo, 'reference');
-  try {
-    return await snapshotTree(c.repo, { indexFile: idx, settings: c.settings, parentTree });
-  } finally {
-    removeTempIndex(idx);
-  }
-}
-
-const skippedSet = (s: { path: string; reason: string; size?: number }[]) => s.map((x) => `${x.reason}:${x.size ?? ''}:${x.path}`).sort();
-
-/** Takes the engine's snapshot and asserts it equals the full scan's. */
-async function check(c: Ctx, parentTree: string | null, label: string): Promise<IncrementalResult> {
-  let got: IncrementalResult;
-  try {
-    got = await c.engine.snapshot({ settings: c.settings, parentTree });
-  } catch (e) {
-    throw new Error(`${label}: the engine failed (${c.engine.stats.lastFullReason}): ${(e as Error).message}`);
-  }
-  let want: Awaited<ReturnType<typeof reference>>;
-  try {
-    want = await reference(c, parentTree);
-  } catch (e) {
-    throw new Error(`${label}: the full scan failed: ${(e as Error).message}`);
-  }
-  if (got.tree !== want.tree) {
-    const diff = c.t.gitRaw(['diff-tree', '-r', '--name-status', want.tree, got.tree]).stdout;
-    assert.unreachable(`${label}: tree differs from the full scan (${got.mode}; last full: ${c.engine.stats.lastFullReason}):\n${diff}`);
-  }
-  assert.equal(skippedSet(got.skipped), skippedSet(want.skipped), `${label}: skipped differs (${got.mode})`);
-  assert.equal(got.changed, want.changed, `${label}: changed differs`);
-  return got;
-}
+const check = checkEngine;
 
 const BASE_FILES: Record<string, string> = {
   '.gitignore': '*.log\n!keep.log\nbuild/\n/tmp\n',
