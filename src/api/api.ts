@@ -45,7 +45,7 @@ import { INIT_AGENTS, stillInitialised, type InitAgent } from '../install/init.j
 import { planAt, planHistory, type PlanState } from '../session/plan.js';
 import { environmentAt, type StepEnvironment } from '../session/environment.js';
 import { agentProcesses, type AgentProcess } from '../session/processes.js';
-import { loadSettings } from '../settings/settings.js';
+import { environmentMatcher, loadSettings } from '../settings/settings.js';
 import { latestCheckByStep, maybeStartAutoCheck, type CheckResult } from '../check/check.js';
 import { leftBehindHint, refuseInShadow, setAsideShadows, shadowLeftBehind } from '../git/shadow.js';
 
@@ -534,12 +534,16 @@ export async function show(opts: ShowOptions): Promise<{
   processes: AgentProcess[];
   /** The dependency manifests and lockfiles the step changed ("dependencies changed"); [] for none. */
   depsChanged: string[];
+  /** The step changed files below an environment directory (agentsnap.environment): what was installed is in its snapshots. */
+  installedChanged: boolean;
   source: ResolvedSession['source'];
 }> {
   stepNumber(opts.step);
   const r = await resolveSession(opts);
   stepOf(r.session, opts.step);
   const out = await showStep(r.repo, r.session.id, opts.step, { color: !!opts.color, stat: !!opts.stat });
+  const settings = sessionSettings(await loadSettings(r.repo), r.session);
+  const inEnvironment = environmentMatcher(settings.environment);
   return {
     session: r.session,
     step: out.step,
@@ -547,8 +551,9 @@ export async function show(opts: ShowOptions): Promise<{
     diff: out.diff,
     plan: planAt(r.session, out.step.step),
     environment: environmentAt(r.session, out.step.step),
-    processes: agentProcesses(r.session, (await loadSettings(r.repo)).redactPatterns).filter((p) => p.step === out.step.step),
+    processes: agentProcesses(r.session, settings.redactPatterns).filter((p) => p.step === out.step.step),
     depsChanged: stepDeps(out.step),
+    installedChanged: out.step.changed.some((c) => inEnvironment(c.path)),
     source: r.source,
   };
 }

@@ -481,15 +481,12 @@ export const showCommand: CommandFactory = (ctx) => ({
     if (env.tools)
       out.out(out.color.dim(`tools (${env.tools.length}, as of step ${env.toolsAt}): ${env.tools.map(printablePath).join(', ')}`));
     if (res.plan) out.out(`plan (as of this step, set by step ${res.plan.setAt}):\n${planLines(res.plan.items).replace(/^/gm, '  ')}`);
-    if (res.depsChanged.length > 0) {
-      // agentsnap.environment held node_modules (or .venv) in this step's snapshots: what was installed changed with them.
-      const installedToo = res.step.changed.some((c) => /(^|\/)(node_modules|\.venv)\//.test(c.path));
+    if (res.depsChanged.length > 0)
       out.out(
         out.color.magenta(
-          `dependencies changed: ${res.depsChanged.map(printablePath).join(', ')} (${installedToo ? 'what they install is snapshotted with them: an undo brings both back' : 'what they install is not snapshotted: an undo of this step says what to run'})`,
+          `dependencies changed: ${res.depsChanged.map(printablePath).join(', ')} (${res.installedChanged ? 'what they install is snapshotted with them: an undo brings both back' : 'what they install is not snapshotted: an undo of this step says what to run'})`,
         ),
       );
-    }
     if (res.processes.length > 0) {
       out.out(`processes it started, still running (${res.processes.length}):`);
       for (const p of res.processes) out.out(`  ${processLine(p)}`);
