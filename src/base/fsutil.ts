@@ -236,3 +236,24 @@ export function formatSize(bytes: number): string {
   }
   return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
+
+/**
+ * What lies at `rel` below `top`, component by component, without following a symlink: a directory all the way
+ * ('dir'), a component missing ('absent'), or a symlink, a file or an unreadable component on the way ('other').
+ * git lists nothing below a path that is not 'dir'.
+ */
+export function directoryAt(top: string, rel: string): 'dir' | 'absent' | 'other' {
+  let at = top;
+  for (const part of rel.split('/')) {
+    at = path.join(at, part);
+    let st: nodeFs.Stats | undefined;
+    try {
+      st = nodeFs.lstatSync(at, { throwIfNoEntry: false });
+    } catch {
+      return 'other'; // ENOTDIR, EACCES: not a directory to list
+    }
+    if (st === undefined) return 'absent';
+    if (!st.isDirectory()) return 'other';
+  }
+  return 'dir';
+}

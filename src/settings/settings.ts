@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errors } from '../base/errors.js';
+import { unsafePath } from '../base/fsutil.js';
 import { lastValue, parseBool, parseInteger, parseSize, readGitConfig, type GitConfig } from '../git/config.js';
 import type { Repo } from '../git/repo.js';
 
@@ -166,8 +167,7 @@ export function parseEnvironment(values: string[], from: 'config' | 'flag' = 'co
   for (const raw of values.flatMap((v) => v.split(','))) {
     const dir = raw.trim().replace(/\/+$/, '');
     if (dir === '') continue;
-    const parts = dir.split('/');
-    if (dir.startsWith('/') || parts.some((p) => p === '' || p === '.' || p === '..' || p.toLowerCase() === '.git') || /[\0\n]/.test(dir))
+    if (dir.startsWith('/') || unsafePath(dir) || /[\0\n]/.test(dir))
       throw (from === 'flag' ? errors.invalidArgument : errors.invalidConfig)(
         `${from === 'flag' ? '--environment' : 'agentsnap.environment'}: "${raw.trim()}" is not a directory below the worktree's top.`,
         {

@@ -28,7 +28,7 @@ import { blobOf, TreeEditor, unsupportedConfig } from './tree-editor.js';
 import { WorktreeWatcher, type WatcherOptions } from './watcher.js';
 import { forEachIndexName } from '../git/index-file.js';
 import { PathTable } from './path-table.js';
-import { skipRestoreTemp, statKey } from '../base/fsutil.js';
+import { directoryAt, skipRestoreTemp, statKey } from '../base/fsutil.js';
 import { MappedFiles } from './mapped-files.js';
 
 export interface IncrementalOptions {
@@ -551,7 +551,8 @@ export class IncrementalSnapshotter {
       return 'git config or ignore files changed';
     }
     if (this.watcher.nestedRepos.size > 0) return 'nested repository in the worktree';
-    const notDir = settings.environment.find((d) => !noSymlinkOrFileOnTheWay(this.repo.worktree, d));
+    // One not there yet is fine: nothing is below it, for the full scan either.
+    const notDir = settings.environment.find((d) => directoryAt(this.repo.worktree, d) === 'other');
     // Below an environment directory that is a symlink or a file the full scan lists nothing (git's pathspec `d/`).
     if (notDir !== undefined) return `environment directory ${notDir} is not a directory`;
     const idxKey = statKey(path.join(this.repo.gitDir, 'index'));
@@ -1196,21 +1197,4 @@ class BaselineSource implements SweepSource {
 function keptForEnvironment(dirs: readonly string[]): (rel: string) => boolean {
   if (dirs.length === 0) return () => false;
   return (rel) => dirs.some((d) => rel === d || rel.startsWith(`${d}/`) || d.startsWith(`${rel}/`));
-}
-
-/** Whether every component of `rel` is a directory, not a symlink or a file (one not there yet counts: nothing is below it). */
-function noSymlinkOrFileOnTheWay(worktree: string, rel: string): boolean {
-  let dir = worktree;
-  for (const part of rel.split('/')) {
-    dir = path.join(dir, part);
-    let st: fs.Stats | undefined;
-    try {
-      st = fs.lstatSync(dir, { throwIfNoEntry: false });
-    } catch {
-      return false; // ENOTDIR, EACCES: the full scan decides
-    }
-    if (st === undefined) return true;
-    if (!st.isDirectory()) return false;
-  }
-  return true;
 }

@@ -43,7 +43,7 @@ import {
   userIndexBelow,
 } from '../git/plumbing.js';
 import { argChunks, cleanGitEnv, fsPath, hasRawBytes, pathsInput, runGit, splitNul } from '../git/run.js';
-import { caseSensitiveFs, formatSize, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
+import { caseSensitiveFs, directoryAt, formatSize, skipRestoreTemp, statKey, unlinkQuiet } from '../base/fsutil.js';
 import { ObjectReader } from '../git/cat-file.js';
 import { objectStore } from '../git/objects.js';
 import { oldestRecentMtime, oldestRefreshedMtime, oldestUnlikeMtime, readIndexFacts, readIndexFlags } from '../git/index-file.js';
@@ -475,20 +475,6 @@ function withOverrides(repo: Repo, args: string[]): Repo {
   };
 }
 
-/** Whether `rel` is a directory with no symlink or file on the way to it (git lists nothing below one that is not). */
-function realDirectory(worktree: string, rel: string): boolean {
-  let at = worktree;
-  for (const part of rel.split('/')) {
-    at = path.join(at, part);
-    try {
-      if (!fs.lstatSync(at).isDirectory()) return false;
-    } catch {
-      return false; // not there (or not to be read): nothing below it to list
-    }
-  }
-  return true;
-}
-
 /**
  * Adds to `untracked` every file below the environment directories (agentsnap.environment) that the index does not
  * hold, the ignore rules not applied: what `npm install` or `pip install` left there. A nested repository there is listed as git lists
@@ -503,7 +489,7 @@ async function listEnvironment(
 ): Promise<void> {
   // One not there (or behind a symlink or a file) holds nothing to list; asked of git, it would warn that it cannot
   // open it, which reads as an unreadable directory.
-  const present = dirs.filter((d) => realDirectory(repo.worktree, d));
+  const present = dirs.filter((d) => directoryAt(repo.worktree, d) === 'dir');
   if (present.length === 0) return;
   const res = await repo.git([...SNAPSHOT_GIT_CONFIG, 'ls-files', '-z', '--others', '--', ...present.map((d) => `:(literal)${d}/`)], {
     extraEnv: indexEnv(indexFile),
